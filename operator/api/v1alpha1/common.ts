@@ -1,0 +1,112 @@
+// Building blocks shared by the hookgate.dev/v1alpha1 resources.
+//
+// Every schema here is the single source for three things: the static TypeScript
+// type (Static<>), the ajv validator (validate.ts) and the CRD's OpenAPI schema
+// (crd.ts). Every field carries a description so that `kubectl explain` is useful.
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+export const GROUP = 'hookgate.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** A CEL rule attached to a schema node, as `x-kubernetes-validations` wants it. */
+export interface CelRule {
+  rule: string;
+  message: string;
+  /** Relative JSONPath of the field the error is reported on, e.g. `.auth.apiKey`. */
+  fieldPath?: string;
+  reason?:
+    'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueForbidden' | 'FieldValueDuplicate';
+}
+
+/** Attach CEL rules to a schema (kept as the vendor extension the CRD needs). */
+export function withRules<T extends TSchema>(schema: T, rules: CelRule[]): T {
+  return Object.assign(schema, { 'x-kubernetes-validations': rules });
+}
+
+/** A duration such as `30s`, `5m` or `1h` (whole seconds, minutes or hours). */
+export const DURATION_PATTERN = '^[1-9][0-9]{0,4}(s|m|h)$';
+/** A short duration such as `250ms`, `2s` or `1m` (used inside workflows). */
+export const SHORT_DURATION_PATTERN = '^[0-9]{1,6}(ms|s|m)$';
+
+/** Reference to a Secret in the same namespace as the referring object. */
+export const SecretKeyRef = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 253,
+      pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+      description: 'Name of the Secret, in the same namespace as this resource.',
+    }),
+    key: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        description:
+          'Key inside the Secret. When omitted, the meaning depends on the field (for API keys: every key of the Secret is a consumer id).',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'Reference to a Secret (and optionally one key of it).',
+  },
+);
+export type SecretKeyRef = Static<typeof SecretKeyRef>;
+
+/** A status condition, keyed by `type` (metav1.Condition). */
+export const Condition = Type.Object(
+  {
+    type: Type.String({
+      description: 'Type of condition in CamelCase, e.g. Ready.',
+      maxLength: 316,
+    }),
+    status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')], {
+      description: 'Status of the condition: True, False or Unknown.',
+    }),
+    reason: Type.String({
+      description: 'Machine-readable CamelCase reason for the last transition.',
+      maxLength: 1024,
+    }),
+    message: Type.String({ description: 'Human-readable message with details.', maxLength: 32768 }),
+    lastTransitionTime: Type.String({
+      format: 'date-time',
+      description: 'Last time the condition moved from one status to another.',
+    }),
+    observedGeneration: Type.Integer({
+      minimum: 0,
+      description: 'The metadata.generation this condition was computed from.',
+    }),
+  },
+  { additionalProperties: false, description: 'One aspect of the current state of the resource.' },
+);
+export type Condition = Static<typeof Condition>;
+
+export const Conditions = Type.Array(Condition, {
+  description: 'Current state of the resource, one entry per condition type.',
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-list-map-keys': ['type'],
+});
+
+/** The part of ObjectMeta the resources rely on. Validated by the API server, not by us. */
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  finalizers?: string[];
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+/** A resource as read from any resource source. */
+export interface Resource<Spec, Status> {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  spec: Spec;
+  status?: Status;
+}

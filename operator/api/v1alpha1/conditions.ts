@@ -1,0 +1,60 @@
+// Condition types and reasons, as named constants. The operator and the dev server
+// write them; tests, docs and users read them. Reasons are CamelCase and stable.
+
+/** Condition types of a WebhookTrigger. */
+export const TriggerCondition = {
+  /** The spec passed every check the CRD schema cannot make (references, secrets, JSON). */
+  Valid: 'Valid',
+  /** The route is registered with the gateway (the Deploy API action). */
+  Deployed: 'Deployed',
+  /** The referenced workflow is published to the engine. */
+  WorkflowPublished: 'WorkflowPublished',
+  /** Summary: Valid, Deployed and WorkflowPublished are all True. */
+  Ready: 'Ready',
+} as const;
+
+/** Condition types of a Workflow. */
+export const WorkflowCondition = {
+  /** The nodes form a runnable graph and every expression compiles. */
+  Valid: 'Valid',
+  /** Registered with the workflow engine (the Publish action). */
+  Published: 'Published',
+  /** Summary: Valid and Published are both True. */
+  Ready: 'Ready',
+} as const;
+
+/** Reasons, shared by both kinds. */
+export const Reason = {
+  /** First visit: the controller has not finished computing this condition. */
+  Reconciling: 'Reconciling',
+  /** Every check passed. */
+  Succeeded: 'Succeeded',
+  /** The spec is inconsistent in a way the schema cannot express. */
+  InvalidSpec: 'InvalidSpec',
+  /** A referenced Secret does not exist. */
+  SecretNotFound: 'SecretNotFound',
+  /** A referenced Secret lacks the key or holds unusable data. */
+  SecretInvalid: 'SecretInvalid',
+  /** The workflowRef names no Workflow. */
+  WorkflowNotFound: 'WorkflowNotFound',
+  /** The referenced Workflow exists but is not Ready (invalid). */
+  WorkflowNotReady: 'WorkflowNotReady',
+  /** spec.publish is false. */
+  PublishDisabled: 'PublishDisabled',
+  /** spec.deploy is false. */
+  DeployDisabled: 'DeployDisabled',
+  /** An older WebhookTrigger already serves the same URL. */
+  PathConflict: 'PathConflict',
+  /** Route registered. */
+  Deployed: 'Deployed',
+  /** Workflow registered. */
+  Published: 'Published',
+  /** The route store or registry could not be written; retried with backoff. */
+  StoreError: 'StoreError',
+  /** The waitForResponseNode mode needs a respond node in the workflow. */
+  NoResponseNode: 'NoResponseNode',
+} as const;
+export type Reason = (typeof Reason)[keyof typeof Reason];
+
+/** The finalizer the operator puts on both kinds before registering anything. */
+export const FINALIZER = 'hookgate.dev/cleanup';

@@ -1,0 +1,265 @@
+// Workflow: what runs when a WebhookTrigger accepts a request.
+import { Type, type Static } from '@sinclair/typebox';
+import { Conditions, SHORT_DURATION_PATTERN, withRules, type Resource } from './common.ts';
+
+export const WORKFLOW_KIND = 'Workflow';
+export const WORKFLOW_PLURAL = 'workflows';
+
+export const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+export const NODE_TYPES = [
+  'transform',
+  'http',
+  'delay',
+  'if',
+  'switch',
+  'respond',
+  'fail',
+] as const;
+export type NodeType = (typeof NODE_TYPES)[number];
+
+const NODE_ID_PATTERN = '^[a-zA-Z][a-zA-Z0-9_-]{0,62}$';
+const NodeId = (description: string) =>
+  Type.String({ pattern: NODE_ID_PATTERN, maxLength: 63, description });
+
+const Expression = (description: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 16384,
+    description: `${description} (a JSONata expression).`,
+  });
+
+export const ErrorPolicy = Type.Object(
+  {
+    action: Type.Union([Type.Literal('stop'), Type.Literal('continue'), Type.Literal('retry')], {
+      default: 'stop',
+      description:
+        'What a failure of this node does: stop fails the execution, continue passes the error on as the node output ({"error": {...}}), retry runs the node again.',
+    }),
+    maxRetries: Type.Integer({
+      minimum: 1,
+      maximum: 10,
+      default: 3,
+      description:
+        'With action retry: how many times the node is run again before the execution fails.',
+    }),
+    backoff: Type.String({
+      pattern: SHORT_DURATION_PATTERN,
+      default: '200ms',
+      description:
+        'With action retry: the first wait between attempts; it doubles each time (with jitter).',
+    }),
+  },
+  { additionalProperties: false, description: 'Error handling for one node.' },
+);
+
+export const HttpRequestSpec = Type.Object(
+  {
+    method: Type.Union(
+      ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => Type.Literal(m)),
+      { default: 'POST', description: 'HTTP method of the outbound request.' },
+    ),
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      pattern: '^https?://',
+      description:
+        'Target URL. Outbound requests are refused for loopback, private, link-local and metadata addresses unless the runtime allow-lists them.',
+    }),
+    headers: Type.Optional(
+      Type.Record(Type.String(), Type.String({ maxLength: 4096 }), {
+        description: 'Request headers (literal values).',
+      }),
+    ),
+    body: Type.Optional(
+      Expression('Request body, evaluated against the node input; default: the node input'),
+    ),
+    timeout: Type.String({
+      pattern: SHORT_DURATION_PATTERN,
+      default: '10s',
+      description: 'Time allowed for one attempt.',
+    }),
+    retries: Type.Integer({
+      minimum: 0,
+      maximum: 10,
+      default: 0,
+      description:
+        'Attempts after the first one on network errors, 429 and 5xx, with exponential backoff.',
+    }),
+  },
+  { additionalProperties: false, description: 'The outbound request of an http node.' },
+);
+
+export const SwitchCase = Type.Object(
+  {
+    condition: Expression('Condition; the first case whose condition is truthy is taken'),
+    next: NodeId('Node to continue with when this case is taken.'),
+  },
+  { additionalProperties: false, description: 'One branch of a switch node.' },
+);
+
+export const WorkflowNode = withRules(
+  Type.Object(
+    {
+      id: NodeId(
+        'Identifier of the node, unique in the workflow; later nodes read its output as $nodes.<id>.',
+      ),
+      type: Type.Union(
+        NODE_TYPES.map((t) => Type.Literal(t)),
+        {
+          description:
+            'transform: evaluate expression; http: call a URL; delay: wait; if/switch: branch; respond: answer the webhook caller (ResponseToWebhook); fail: end the execution with an error.',
+        },
+      ),
+      description: Type.Optional(
+        Type.String({ maxLength: 1024, description: 'What this node is for.' }),
+      ),
+      next: Type.Optional(
+        NodeId(
+          'Node to run after this one; default: the next node in the list (the end after the last).',
+        ),
+      ),
+      expression: Type.Optional(
+        Expression(
+          'transform: the node output. fail: the error message. respond: the response body',
+        ),
+      ),
+      condition: Type.Optional(Expression('if: the condition')),
+      then: Type.Optional(
+        NodeId('if: node to run when the condition is truthy; default: the next node.'),
+      ),
+      else: Type.Optional(
+        NodeId('if: node to run when the condition is falsy; default: the next node.'),
+      ),
+      cases: Type.Optional(
+        Type.Array(SwitchCase, {
+          minItems: 1,
+          maxItems: 64,
+          description: 'switch: the branches, in order.',
+        }),
+      ),
+      default: Type.Optional(
+        NodeId('switch: node to run when no case matches; default: the next node.'),
+      ),
+      duration: Type.Optional(
+        Type.String({
+          pattern: SHORT_DURATION_PATTERN,
+          description: 'delay: how long to wait, e.g. 500ms, 2s.',
+        }),
+      ),
+      request: Type.Optional(HttpRequestSpec),
+      statusCode: Type.Optional(
+        Type.Integer({
+          minimum: 100,
+          maximum: 599,
+          description:
+            'respond: status code sent to the caller (default 200). fail: status reported (default 500).',
+        }),
+      ),
+      headers: Type.Optional(
+        Type.Record(Type.String(), Type.String({ maxLength: 4096 }), {
+          description: 'respond: extra response headers (literal values).',
+        }),
+      ),
+      onError: Type.Optional(ErrorPolicy),
+    },
+    { additionalProperties: false, description: 'One step of the workflow.' },
+  ),
+  [
+    {
+      rule: "self.type != 'transform' || has(self.expression)",
+      message: 'a transform node needs an expression',
+      fieldPath: '.expression',
+      reason: 'FieldValueRequired',
+    },
+    {
+      rule: "self.type != 'http' || has(self.request)",
+      message: 'an http node needs a request',
+      fieldPath: '.request',
+      reason: 'FieldValueRequired',
+    },
+    {
+      rule: "self.type != 'delay' || has(self.duration)",
+      message: 'a delay node needs a duration',
+      fieldPath: '.duration',
+      reason: 'FieldValueRequired',
+    },
+    {
+      rule: "self.type != 'if' || has(self.condition)",
+      message: 'an if node needs a condition',
+      fieldPath: '.condition',
+      reason: 'FieldValueRequired',
+    },
+    {
+      rule: "self.type != 'switch' || has(self.cases)",
+      message: 'a switch node needs cases',
+      fieldPath: '.cases',
+      reason: 'FieldValueRequired',
+    },
+  ],
+);
+export type WorkflowNode = Static<typeof WorkflowNode>;
+
+export const WorkflowSpec = Type.Object(
+  {
+    publish: Type.Boolean({
+      default: true,
+      description:
+        'The Publish action: when true the workflow is registered with the engine and can run. When false, requests to its triggers get the workflow-not-found error.',
+    }),
+    application: Type.String({
+      minLength: 1,
+      maxLength: 63,
+      pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+      description: 'Application (service) this workflow belongs to; used to group analytics.',
+    }),
+    environment: Type.Union(
+      ENVIRONMENTS.map((e) => Type.Literal(e)),
+      {
+        default: 'development',
+        description:
+          'Environment of this workflow: development, staging or production. Part of the workflow identifier.',
+      },
+    ),
+    description: Type.Optional(
+      Type.String({ maxLength: 1024, description: 'What the workflow does.' }),
+    ),
+    nodes: Type.Array(WorkflowNode, {
+      minItems: 1,
+      maxItems: 256,
+      description:
+        'The steps, run from the first one; each goes on to `next` or to the following node. Node ids are unique.',
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['id'],
+    }),
+    output: Type.Optional(
+      Expression(
+        'Final output of the execution, evaluated with $trigger and $nodes bound; default: the output of the last node run',
+      ),
+    ),
+  },
+  { additionalProperties: false, description: 'Desired state of the Workflow.' },
+);
+export type WorkflowSpec = Static<typeof WorkflowSpec>;
+
+export const WorkflowStatus = Type.Object(
+  {
+    observedGeneration: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'The metadata.generation the status was computed from.',
+      }),
+    ),
+    workflowId: Type.Optional(
+      Type.String({
+        description: 'Workflow identifier: <namespace>-<environment>-<name>, slugged.',
+      }),
+    ),
+    conditions: Type.Optional(Conditions),
+  },
+  { additionalProperties: false, description: 'Observed state of the Workflow.' },
+);
+export type WorkflowStatus = Static<typeof WorkflowStatus>;
+
+export type Workflow = Resource<WorkflowSpec, WorkflowStatus>;

@@ -1,0 +1,40 @@
+// The resource source port: where Workflows, WebhookTriggers and Secrets come from.
+// Adapters: a manifest directory (embedded default) and the Kubernetes API.
+import type { Resource } from '../api/v1alpha1/index.ts';
+
+export type SourceKind = 'Workflow' | 'WebhookTrigger' | 'Secret';
+
+export interface ObjectRef {
+  kind: SourceKind;
+  namespace: string;
+  name: string;
+}
+
+/** A Secret with its data decoded to UTF-8 strings. */
+export interface SecretData {
+  namespace: string;
+  name: string;
+  data: Record<string, string>;
+}
+
+export type AnyResource = Resource<unknown, unknown>;
+
+export interface ResourceSource {
+  /**
+   * Start watching. `onChange` is called with the ref of every object that was
+   * added, changed or removed. Resolves once the initial state is loaded (synced):
+   * nothing may be reconciled before that.
+   */
+  start(onChange: (ref: ObjectRef) => void): Promise<void>;
+  /** Current state of one object from the local cache. */
+  get(ref: ObjectRef): AnyResource | undefined;
+  getSecret(namespace: string, name: string): SecretData | undefined;
+  list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[];
+  /** Write `.status` (through the status subresource where there is one). */
+  writeStatus(ref: ObjectRef, status: unknown): Promise<void>;
+  /** Make sure our finalizer is on the object before any side effect. No-op where objects cannot linger. */
+  addFinalizer(ref: ObjectRef): Promise<void>;
+  /** Remove our finalizer after cleanup. No-op where objects cannot linger. */
+  removeFinalizer(ref: ObjectRef): Promise<void>;
+  stop(): Promise<void>;
+}

@@ -1,0 +1,36 @@
+// In-memory adapter of the record stores: a Map and a listener set.
+import type { RecordStore } from './ports.ts';
+
+export class MemoryRecordStore<T> implements RecordStore<T> {
+  readonly #records = new Map<string, T>();
+  readonly #listeners = new Set<() => void>();
+
+  put(key: string, value: T): Promise<void> {
+    this.#records.set(key, structuredClone(value));
+    this.#notify();
+    return Promise.resolve();
+  }
+
+  delete(key: string): Promise<void> {
+    if (this.#records.delete(key)) this.#notify();
+    return Promise.resolve();
+  }
+
+  get(key: string): Promise<T | undefined> {
+    const value = this.#records.get(key);
+    return Promise.resolve(value === undefined ? undefined : structuredClone(value));
+  }
+
+  list(): Promise<T[]> {
+    return Promise.resolve([...this.#records.values()].map((v) => structuredClone(v)));
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #notify(): void {
+    for (const listener of this.#listeners) listener();
+  }
+}

@@ -1,0 +1,64 @@
+// Ports for the state the operator writes and the gateway and engine read.
+// Two adapters each: memory (embedded default, unit tests) and Redis (shared).
+import type {
+  WebhookTriggerSpec,
+  WorkflowSpec,
+  Environment,
+} from '../../operator/api/v1alpha1/index.ts';
+
+/** Auth material resolved from Secrets when the route is deployed. Keys are stored hashed. */
+export interface ResolvedCredentials {
+  /** API keys as SHA-256 hex digests, each naming the consumer id it belongs to. */
+  apiKeys?: { consumer: string; sha256: string }[];
+  /** Static JWT verification key (PEM, JWK JSON or HMAC secret) from bearer/oauth2 keySecretRef. */
+  jwtKey?: string;
+  /** OAuth 2.0 introspection client secret. */
+  introspectionClientSecret?: string;
+  /** The test credential (API key or token) saved for Send Test Request. */
+  testCredential?: string;
+}
+
+/** A deployed endpoint: everything the gateway needs to serve one WebhookTrigger. */
+export interface RouteRecord {
+  /** `<namespace>/<name>` of the WebhookTrigger. */
+  key: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  generation: number;
+  workflowId: string;
+  /** Path template served, e.g. `/webhook/shop-production-orders/ingest/:id`. */
+  path: string;
+  application: string;
+  environment: Environment;
+  /** The admitted (defaulted) trigger spec. */
+  spec: WebhookTriggerSpec;
+  credentials: ResolvedCredentials;
+}
+
+/** A published workflow: what the engine runs. */
+export interface WorkflowRegistration {
+  workflowId: string;
+  namespace: string;
+  name: string;
+  generation: number;
+  application: string;
+  environment: Environment;
+  spec: WorkflowSpec;
+}
+
+/** A key/value store of records with a change feed. */
+export interface RecordStore<T> {
+  put(key: string, value: T): Promise<void>;
+  /** Idempotent: deleting a missing key is not an error. */
+  delete(key: string): Promise<void>;
+  get(key: string): Promise<T | undefined>;
+  list(): Promise<T[]>;
+  /** Called after every change (coalescing allowed); returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void;
+}
+
+/** Routes keyed by trigger key (`<namespace>/<name>`). */
+export type RouteStore = RecordStore<RouteRecord>;
+/** Workflows keyed by workflow identifier. */
+export type WorkflowRegistry = RecordStore<WorkflowRegistration>;
