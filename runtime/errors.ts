@@ -1,0 +1,218 @@
+// The error catalogue: every error the runtime answers with is declared here once,
+// with a stable code, an RFC 9457 problem `type`, a title and an HTTP status.
+// docs/errors.md documents each entry; test/unit/errors.test.ts keeps the two in step.
+import createError, { type FastifyErrorConstructor } from '@fastify/error';
+
+export const PROBLEM_BASE = 'https://hookgate.dev/problems/';
+
+interface Entry {
+  status: number;
+  /** Last segment of the problem type URI. */
+  type: string;
+  title: string;
+}
+
+export const CATALOGUE = {
+  HG_ERR_ROUTE_NOT_FOUND: {
+    status: 404,
+    type: 'route-not-found',
+    title: 'No webhook endpoint at this path',
+  },
+  HG_ERR_METHOD_NOT_ALLOWED: {
+    status: 405,
+    type: 'method-not-allowed',
+    title: 'Method not enabled for this endpoint',
+  },
+  HG_ERR_WORKFLOW_NOT_FOUND: {
+    status: 404,
+    type: 'workflow-not-found',
+    title: 'Workflow not found',
+  },
+  HG_ERR_HTTPS_REQUIRED: { status: 403, type: 'https-required', title: 'HTTPS required' },
+  HG_ERR_CREDENTIALS_MISSING: {
+    status: 401,
+    type: 'credentials-missing',
+    title: 'Credentials missing',
+  },
+  HG_ERR_CREDENTIALS_INVALID: {
+    status: 401,
+    type: 'credentials-invalid',
+    title: 'Credentials invalid',
+  },
+  HG_ERR_INSUFFICIENT_SCOPE: {
+    status: 403,
+    type: 'insufficient-scope',
+    title: 'Insufficient scope',
+  },
+  HG_ERR_AUTH_UNAVAILABLE: {
+    status: 503,
+    type: 'auth-unavailable',
+    title: 'Authentication provider unavailable',
+  },
+  HG_ERR_CORS_ORIGIN_DENIED: {
+    status: 403,
+    type: 'cors-origin-denied',
+    title: 'Origin not allowed',
+  },
+  HG_ERR_RATE_LIMITED: { status: 429, type: 'rate-limited', title: 'Rate limit exceeded' },
+  HG_ERR_RATE_LIMIT_UNAVAILABLE: {
+    status: 503,
+    type: 'rate-limit-unavailable',
+    title: 'Rate limiter unavailable',
+  },
+  HG_ERR_BODY_TOO_LARGE: { status: 413, type: 'body-too-large', title: 'Request body too large' },
+  HG_ERR_BODY_MALFORMED: {
+    status: 400,
+    type: 'malformed-body',
+    title: 'Request body could not be parsed',
+  },
+  HG_ERR_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    type: 'unsupported-media-type',
+    title: 'Unsupported media type',
+  },
+  HG_ERR_SCHEMA_VALIDATION: {
+    status: 422,
+    type: 'schema-validation-failed',
+    title: 'Request does not match the input schema',
+  },
+  HG_ERR_REQUEST_TIMEOUT: {
+    status: 408,
+    type: 'request-timeout',
+    title: 'Workflow did not respond in time',
+  },
+  HG_ERR_EXECUTION_FAILED: {
+    status: 500,
+    type: 'execution-failed',
+    title: 'Workflow execution failed',
+  },
+  HG_ERR_OUTPUT_SCHEMA: {
+    status: 500,
+    type: 'output-schema-violation',
+    title: 'Workflow output does not match the output schema',
+  },
+  HG_ERR_IDEMPOTENCY_KEY_INVALID: {
+    status: 400,
+    type: 'idempotency-key-invalid',
+    title: 'Idempotency-Key header invalid',
+  },
+  HG_ERR_IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    type: 'idempotency-key-reused',
+    title: 'Idempotency key reused with a different request',
+  },
+  HG_ERR_IDEMPOTENCY_IN_PROGRESS: {
+    status: 409,
+    type: 'idempotency-in-progress',
+    title: 'A request with this idempotency key is still being processed',
+  },
+  HG_ERR_CALLBACK_URL_MISSING: {
+    status: 400,
+    type: 'callback-url-missing',
+    title: 'Callback URL missing',
+  },
+  HG_ERR_CALLBACK_URL_REFUSED: {
+    status: 400,
+    type: 'callback-url-refused',
+    title: 'Callback URL refused',
+  },
+  HG_ERR_EXECUTION_NOT_FOUND: {
+    status: 404,
+    type: 'execution-not-found',
+    title: 'Execution not found',
+  },
+  HG_ERR_RESOURCE_NOT_FOUND: {
+    status: 404,
+    type: 'resource-not-found',
+    title: 'Resource not found',
+  },
+  HG_ERR_TEST_CREDENTIALS_MISSING: {
+    status: 409,
+    type: 'test-credentials-missing',
+    title: 'No test credentials saved',
+  },
+  HG_ERR_INVALID_PARAMETER: {
+    status: 400,
+    type: 'invalid-parameter',
+    title: 'Invalid query or path parameter',
+  },
+  HG_ERR_NOT_FOUND: { status: 404, type: 'not-found', title: 'Not found' },
+  HG_ERR_SHUTTING_DOWN: { status: 503, type: 'shutting-down', title: 'Server is shutting down' },
+  HG_ERR_INTERNAL: { status: 500, type: 'internal', title: 'Internal error' },
+} as const satisfies Record<string, Entry>;
+
+export type ErrorCode = keyof typeof CATALOGUE;
+
+/** A field-level problem, as the `errors` extension of a problem document carries it. */
+export interface FieldProblem {
+  /** JSON Pointer (RFC 6901) into the request body, or `#/header/<name>` / `#/query/<name>`. */
+  pointer: string;
+  detail: string;
+}
+
+/** An RFC 9457 problem details document. */
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  instance?: string;
+  code: ErrorCode;
+  errors?: FieldProblem[];
+  [extension: string]: unknown;
+}
+
+const constructors = new Map<ErrorCode, FastifyErrorConstructor>();
+for (const [code, entry] of Object.entries(CATALOGUE) as [ErrorCode, Entry][]) {
+  constructors.set(code, createError(code, '%s', entry.status));
+}
+
+/**
+ * An error that becomes a problem response. Throw it (or return it) anywhere in the
+ * request path; the gateway's error handler turns it into application/problem+json.
+ */
+export class HttpProblem extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly extensions: Record<string, unknown>;
+
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    options: {
+      headers?: Record<string, string>;
+      extensions?: Record<string, unknown>;
+      status?: number;
+    } = {},
+  ) {
+    const entry = CATALOGUE[code];
+    const base = new (constructors.get(code) as FastifyErrorConstructor)(detail ?? entry.title);
+    super(base.message);
+    this.name = 'HttpProblem';
+    this.code = code;
+    this.status = options.status ?? entry.status;
+    this.headers = options.headers ?? {};
+    this.extensions = options.extensions ?? {};
+  }
+
+  /** The problem document; `instance` is the request path. Never carries internals. */
+  toDocument(instance?: string): ProblemDocument {
+    const entry = CATALOGUE[this.code];
+    return {
+      type: PROBLEM_BASE + entry.type,
+      title: entry.title,
+      status: this.status,
+      detail: this.message,
+      ...(instance ? { instance } : {}),
+      code: this.code,
+      ...this.extensions,
+    };
+  }
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export function problemType(code: ErrorCode): string {
+  return PROBLEM_BASE + CATALOGUE[code].type;
+}
