@@ -1,0 +1,203 @@
+// Request bodies: reading them within a size limit and parsing them by Content-Type.
+//
+// The gateway registers one catch-all Fastify content-type parser that calls
+// readBody() on the raw request stream (the limit is the route's spec.maxBodyBytes,
+// which a single wildcard Fastify route cannot express through Fastify's bodyLimit)
+// and then parseBody() on the Buffer.
+//
+// Parsed shapes (what downstream nodes see as the trigger's body):
+//   empty body                                → null
+//   application/json, application/*+json     → the JSON value
+//   application/x-www-form-urlencoded         → { key: "value" | ["v1", "v2"] }
+//   application/xml, text/xml, */*+xml        → the XML text (string, not parsed)
+//   text/*                                    → string
+//   multipart/*                               → 415 (not supported; send JSON or binary)
+//   anything else, or no Content-Type         → { contentType, encoding: "base64", data }
+import type { Readable } from 'node:stream';
+import { HttpProblem } from '../../errors.ts';
+
+/** A non-text, non-JSON body, kept as base64 so that it survives JSON serialisation. */
+export interface BinaryBody {
+  contentType: string;
+  encoding: 'base64';
+  data: string;
+}
+
+interface MediaType {
+  /** `type/subtype`, lower-case, without parameters. */
+  essence: string;
+  charset: string | undefined;
+}
+
+export function parseMediaType(contentType: string | undefined): MediaType | undefined {
+  if (contentType === undefined) return undefined;
+  const [essencePart = '', ...params] = contentType.split(';');
+  const essence = essencePart.trim().toLowerCase();
+  if (essence === '') return undefined;
+  let charset: string | undefined;
+  for (const param of params) {
+    const eq = param.indexOf('=');
+    if (eq < 0) continue;
+    if (param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    charset = param
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
+  }
+  return { essence, charset };
+}
+
+function isJson(essence: string): boolean {
+  return essence === 'application/json' || /^[a-z0-9!#$&^_.-]+\/[^;]*\+json$/.test(essence);
+}
+
+function isXml(essence: string): boolean {
+  return (
+    essence === 'application/xml' ||
+    essence === 'text/xml' ||
+    /^[a-z0-9!#$&^_.-]+\/[^;]*\+xml$/.test(essence)
+  );
+}
+
+function decodeText(buffer: Buffer, charset: string | undefined): string {
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(charset ?? 'utf-8', { fatal: false, ignoreBOM: false });
+  } catch {
+    throw new HttpProblem(
+      'HG_ERR_UNSUPPORTED_MEDIA_TYPE',
+      `The charset "${String(charset).slice(0, 40)}" is not supported.`,
+    );
+  }
+  return decoder.decode(buffer);
+}
+
+function parseJson(buffer: Buffer, charset: string | undefined): unknown {
+  const text = decodeText(buffer, charset);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    // The parser's message (with positions and excerpts) stays out of the answer.
+    throw new HttpProblem('HG_ERR_BODY_MALFORMED', 'The request body is not valid JSON.');
+  }
+}
+
+/**
+ * application/x-www-form-urlencoded → an object; a repeated key becomes an array of its
+ * values in order. Keys are defined as own properties, so `__proto__` is just a key.
+ */
+export function parseForm(text: string): Record<string, string | string[]> {
+  const result: Record<string, string | string[]> = {};
+  for (const [key, value] of new URLSearchParams(text)) {
+    const existing = Object.hasOwn(result, key) ? result[key] : undefined;
+    const next =
+      existing === undefined
+        ? value
+        : Array.isArray(existing)
+          ? [...existing, value]
+          : [existing, value];
+    Object.defineProperty(result, key, {
+      value: next,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return result;
+}
+
+/** Parses a raw request body by its Content-Type (see the table at the top of this file). */
+export function parseBody(buffer: Buffer, contentType: string | undefined): unknown {
+  if (buffer.length === 0) return null;
+  const media = parseMediaType(contentType);
+  if (media === undefined) {
+    return {
+      contentType: 'application/octet-stream',
+      encoding: 'base64',
+      data: buffer.toString('base64'),
+    } satisfies BinaryBody;
+  }
+  const { essence, charset } = media;
+  if (isJson(essence)) return parseJson(buffer, charset);
+  if (essence === 'application/x-www-form-urlencoded')
+    return parseForm(decodeText(buffer, charset));
+  if (isXml(essence) || essence.startsWith('text/')) return decodeText(buffer, charset);
+  if (essence.startsWith('multipart/')) {
+    throw new HttpProblem(
+      'HG_ERR_UNSUPPORTED_MEDIA_TYPE',
+      'multipart bodies are not supported; send JSON, form, text or a single binary body.',
+    );
+  }
+  return {
+    contentType: essence,
+    encoding: 'base64',
+    data: buffer.toString('base64'),
+  } satisfies BinaryBody;
+}
+
+function tooLarge(limit: number): HttpProblem {
+  return new HttpProblem(
+    'HG_ERR_BODY_TOO_LARGE',
+    `The request body is larger than this endpoint accepts (${limit} bytes).`,
+  );
+}
+
+/**
+ * Throws 413 when a declared Content-Length exceeds the limit, before any byte is read.
+ * A malformed Content-Length never reaches here (Node's HTTP parser answers 400).
+ */
+export function checkContentLength(contentLength: string | undefined, limit: number): void {
+  if (contentLength === undefined) return;
+  const declared = Number(contentLength);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+}
+
+/**
+ * Reads a request body stream into one Buffer, refusing bodies over `limit` bytes:
+ * by the declared Content-Length before reading, and by counting while reading (chunked
+ * bodies declare no length). On overflow it stops collecting without destroying the
+ * stream (as Fastify's own body reader does), so the 413 answer can still be written;
+ * the rest of the body is discarded as it arrives.
+ */
+export async function readBody(
+  stream: Readable,
+  limit: number,
+  contentLength?: string,
+): Promise<Buffer> {
+  checkContentLength(contentLength, limit);
+  return collect(stream, limit);
+}
+
+function collect(stream: Readable, limit: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const cleanup = () => {
+      stream.removeListener('data', onData);
+      stream.removeListener('end', onEnd);
+      stream.removeListener('error', onError);
+    };
+    const onData = (chunk: Buffer | string) => {
+      const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      received += buffer.length;
+      if (received > limit) {
+        cleanup();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(buffer);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks, received));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('error', onError);
+  });
+}
