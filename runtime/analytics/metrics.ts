@@ -1,0 +1,137 @@
+// Prometheus metrics of the gateway and the engine, on a Registry the caller owns (never
+// prom-client's global one). The HTTP server histogram follows OpenTelemetry's HTTP
+// semantic conventions mapped to Prometheus names (http.server.request.duration ->
+// http_server_request_duration_seconds, http.request.method -> http_request_method,
+// ...), plus hookgate's application, environment and a bounded consumer label.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
+import { CATALOGUE } from '../errors.ts';
+import { ConsumerLabels, type ConsumerLabelOptions } from './consumers.ts';
+import { LATENCY_BUCKETS_SECONDS, normaliseMethod } from './definitions.ts';
+
+export const METRIC = {
+  requestDuration: 'http_server_request_duration_seconds',
+  executions: 'hookgate_executions_total',
+  rejectedRequests: 'hookgate_rejected_requests_total',
+  queueDepth: 'hookgate_queue_depth',
+  rateLimitDecisions: 'hookgate_rate_limit_decisions_total',
+  callbackDeliveries: 'hookgate_callback_deliveries_total',
+} as const;
+
+export const REQUEST_LABELS = [
+  'application',
+  'environment',
+  'http_request_method',
+  'http_route',
+  'http_response_status_code',
+  'consumer',
+] as const;
+export type RequestLabel = (typeof REQUEST_LABELS)[number];
+
+export type ExecutionResult = 'succeeded' | 'failed' | 'timed_out';
+export type RateLimitDecision = 'allowed' | 'rejected';
+export type CallbackResult = 'delivered' | 'failed' | 'retried' | 'refused';
+
+export interface GatewayMetricsOptions {
+  registry: Registry;
+  consumers?: ConsumerLabelOptions;
+  /** Read at every scrape for hookgate_queue_depth (instead of calling setQueueDepth). */
+  queueDepth?: () => number | Promise<number>;
+}
+
+/**
+ * Records every gateway request observation into the metrics, and offers the small
+ * recording functions the engine, the rate limiter and the callback sender call.
+ */
+export class GatewayMetrics implements RequestObserver {
+  readonly registry: Registry;
+  readonly #consumers: ConsumerLabels;
+  readonly #duration: Histogram<RequestLabel>;
+  readonly #executions: Counter<'workflow_id' | 'result'>;
+  readonly #rejected: Counter<'reason'>;
+  readonly #queueDepth: Gauge;
+  readonly #rateLimit: Counter<'decision'>;
+  readonly #callbacks: Counter<'result'>;
+
+  constructor(options: GatewayMetricsOptions) {
+    const registers = [options.registry];
+    this.registry = options.registry;
+    this.#consumers = new ConsumerLabels(options.consumers);
+    this.#duration = new Histogram({
+      name: METRIC.requestDuration,
+      help: 'Duration of HTTP server requests to webhook endpoints (OpenTelemetry http.server.request.duration).',
+      labelNames: REQUEST_LABELS,
+      buckets: [...LATENCY_BUCKETS_SECONDS],
+      registers,
+    });
+    this.#executions = new Counter({
+      name: METRIC.executions,
+      help: 'Workflow executions finished, by workflow and result.',
+      labelNames: ['workflow_id', 'result'],
+      registers,
+    });
+    this.#rejected = new Counter({
+      name: METRIC.rejectedRequests,
+      help: 'Webhook requests the gateway answered with a problem, by problem type.',
+      labelNames: ['reason'],
+      registers,
+    });
+    const depth = options.queueDepth;
+    this.#queueDepth = new Gauge({
+      name: METRIC.queueDepth,
+      help: 'Executions waiting in the execution queue.',
+      registers,
+      ...(depth
+        ? {
+            async collect(this: Gauge) {
+              this.set(await depth());
+            },
+          }
+        : {}),
+    });
+    this.#rateLimit = new Counter({
+      name: METRIC.rateLimitDecisions,
+      help: 'Rate limiter decisions, by decision.',
+      labelNames: ['decision'],
+      registers,
+    });
+    this.#callbacks = new Counter({
+      name: METRIC.callbackDeliveries,
+      help: 'Async callback delivery attempts, by result.',
+      labelNames: ['result'],
+      registers,
+    });
+  }
+
+  /** RequestObserver: one observation per webhook request. */
+  observe(o: RequestObservation): void {
+    this.#duration.observe(
+      {
+        application: o.application,
+        environment: o.environment,
+        http_request_method: normaliseMethod(o.method),
+        http_route: o.route,
+        http_response_status_code: String(o.statusCode),
+        consumer: this.#consumers.label(o.route, o.consumer),
+      },
+      o.durationSeconds,
+    );
+    if (o.problem) this.#rejected.inc({ reason: CATALOGUE[o.problem].type });
+  }
+
+  recordExecution(workflowId: string, result: ExecutionResult): void {
+    this.#executions.inc({ workflow_id: workflowId, result });
+  }
+
+  recordRateLimitDecision(decision: RateLimitDecision): void {
+    this.#rateLimit.inc({ decision });
+  }
+
+  recordCallbackDelivery(result: CallbackResult): void {
+    this.#callbacks.inc({ result });
+  }
+
+  setQueueDepth(depth: number): void {
+    this.#queueDepth.set(depth);
+  }
+}

@@ -1,0 +1,115 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { GatewayMetrics, METRIC, REQUEST_LABELS } from '../../runtime/analytics/metrics.ts';
+import { LATENCY_BUCKETS_SECONDS } from '../../runtime/analytics/definitions.ts';
+import { knownTraffic, ORDERS } from './traffic.ts';
+
+async function families(
+  registry: Registry,
+): Promise<Map<string, { type: string; labels: string[] }>> {
+  const out = new Map<string, { type: string; labels: string[] }>();
+  for (const m of await registry.getMetricsAsJSON()) {
+    const labels = new Set<string>();
+    for (const v of m.values) for (const k of Object.keys(v.labels)) labels.add(k);
+    out.set(m.name, { type: String(m.type), labels: [...labels].sort() });
+  }
+  return out;
+}
+
+describe('gateway metrics', () => {
+  it('pins the metric names, types and label names', async () => {
+    const registry = new Registry();
+    const metrics = new GatewayMetrics({ registry });
+    knownTraffic(() => Date.now()).forEach((o) => metrics.observe(o));
+    metrics.recordExecution('shop-production-orders', 'succeeded');
+    metrics.recordRateLimitDecision('allowed');
+    metrics.recordCallbackDelivery('delivered');
+    metrics.setQueueDepth(3);
+    expect(Object.fromEntries(await families(registry))).toEqual({
+      http_server_request_duration_seconds: {
+        type: 'histogram',
+        labels: [
+          'application',
+          'consumer',
+          'environment',
+          'http_request_method',
+          'http_response_status_code',
+          'http_route',
+          'le',
+        ],
+      },
+      hookgate_executions_total: { type: 'counter', labels: ['result', 'workflow_id'] },
+      hookgate_rejected_requests_total: { type: 'counter', labels: ['reason'] },
+      hookgate_queue_depth: { type: 'gauge', labels: [] },
+      hookgate_rate_limit_decisions_total: { type: 'counter', labels: ['decision'] },
+      hookgate_callback_deliveries_total: { type: 'counter', labels: ['result'] },
+    });
+    expect(Object.values(METRIC).sort()).toEqual([...(await families(registry)).keys()].sort());
+    expect([...REQUEST_LABELS].sort()).toEqual([
+      'application',
+      'consumer',
+      'environment',
+      'http_request_method',
+      'http_response_status_code',
+      'http_route',
+    ]);
+  });
+
+  it('uses the shared latency buckets from 1 ms to 30 s', async () => {
+    const registry = new Registry();
+    new GatewayMetrics({ registry }).observe(knownTraffic(() => 0)[0]!);
+    const text = await registry.metrics();
+    const bounds = [...text.matchAll(/_bucket\{le="([^"]+)"/g)].map((m) => m[1]);
+    expect(bounds).toEqual([...LATENCY_BUCKETS_SECONDS.map(String), '+Inf']);
+  });
+
+  it('records each observation with its labels, and problems as rejections by type', async () => {
+    const registry = new Registry();
+    const metrics = new GatewayMetrics({ registry });
+    knownTraffic(() => Date.now()).forEach((o) => metrics.observe(o));
+    const text = await registry.metrics();
+    expect(text).toContain(
+      'http_server_request_duration_seconds_count{application="shop",environment="production",' +
+        `http_request_method="POST",http_route="${ORDERS}",http_response_status_code="202",consumer="acme"} 240`,
+    );
+    expect(text).toContain('consumer="anonymous"');
+    expect(text).toContain('hookgate_rejected_requests_total{reason="rate-limited"} 40');
+    expect(text).toContain('hookgate_rejected_requests_total{reason="credentials-missing"} 10');
+    expect(text).toContain('hookgate_rejected_requests_total{reason="request-timeout"} 10');
+    expect(text).toContain('hookgate_rejected_requests_total{reason="execution-failed"} 120');
+  });
+
+  it('keeps the consumer and method labels bounded', async () => {
+    const registry = new Registry();
+    const metrics = new GatewayMetrics({ registry, consumers: { maxPerRoute: 2, allow: ['vip'] } });
+    const base = knownTraffic(() => 0)[0]!;
+    for (const consumer of ['a', 'b', 'c', 'd', 'vip']) metrics.observe({ ...base, consumer });
+    metrics.observe({ ...base, method: 'PROPFIND', consumer: 'a' });
+    const text = await registry.metrics();
+    const consumers = [...text.matchAll(/_count\{[^}]*consumer="([^"]+)"\}/g)].map((m) => m[1]);
+    expect(consumers.sort()).toEqual(['a', 'a', 'b', 'other', 'vip']);
+    expect(text).toContain('http_request_method="_OTHER"');
+  });
+
+  it('reads the queue depth at scrape time when given a function', async () => {
+    const registry = new Registry();
+    let depth = 5;
+    new GatewayMetrics({ registry, queueDepth: () => depth });
+    expect(await registry.metrics()).toContain('hookgate_queue_depth 5');
+    depth = 7;
+    expect(await registry.metrics()).toContain('hookgate_queue_depth 7');
+  });
+
+  it('counts executions, rate limit decisions and callback deliveries by label', async () => {
+    const registry = new Registry();
+    const metrics = new GatewayMetrics({ registry });
+    metrics.recordExecution('wf', 'failed');
+    metrics.recordExecution('wf', 'failed');
+    metrics.recordRateLimitDecision('rejected');
+    metrics.recordCallbackDelivery('retried');
+    const text = await registry.metrics();
+    expect(text).toContain('hookgate_executions_total{workflow_id="wf",result="failed"} 2');
+    expect(text).toContain('hookgate_rate_limit_decisions_total{decision="rejected"} 1');
+    expect(text).toContain('hookgate_callback_deliveries_total{result="retried"} 1');
+  });
+});
