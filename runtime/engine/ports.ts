@@ -1,5 +1,6 @@
 // The execution engine port: what the gateway asks of the engine, whichever adapter
 // (in-process, or a Redis queue with workers) runs the workflow.
+import type { ErrorCode } from '../errors.ts';
 import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
 
 /**
@@ -37,7 +38,11 @@ export interface NodeRun {
   finishedAt?: string;
   status: 'running' | 'succeeded' | 'failed';
   attempts: number;
+  /** Wall time of the node run including retries, once finished. */
+  durationMs?: number;
+  /** JSON of the node input, truncated to 1 KiB. */
   inputSummary?: string;
+  /** JSON of the node output, truncated to 1 KiB. */
   outputSummary?: string;
   error?: string;
 }
@@ -54,6 +59,11 @@ export interface ExecutionError {
   nodeId?: string;
   /** Status a fail node asked for; otherwise 500. */
   statusCode?: number;
+  /**
+   * Catalogue code: HG_ERR_EXECUTION_FAILED (a node failed, a fail node ran, the step
+   * limit was hit, the engine shut down) or HG_ERR_OUTPUT_SCHEMA (output validator).
+   */
+  code?: ErrorCode;
 }
 
 export interface Execution {
@@ -97,20 +107,36 @@ export interface ExecutionFilter {
   limit?: number;
 }
 
+/** Checks the final output (e.g. an ajv validator of the trigger's output schema). */
+export type OutputValidator = (output: unknown) => { ok: true } | { ok: false; errors: string[] };
+
 export interface StartRequest {
   workflow: WorkflowRegistration;
   route: RouteRecord;
+  /** `input.metadata.executionId`, when set, becomes the execution id (else one is made). */
   input: TriggerOutput;
+  /** Optional: a violation fails the execution with code HG_ERR_OUTPUT_SCHEMA. */
+  outputValidator?: OutputValidator;
+  /**
+   * Async Callback mode: POST the result here once the execution has finished
+   * (validate it first with validateCallbackUrl). Needs an engine with a callback sender.
+   */
+  callbackUrl?: string;
 }
 
 export interface ExecutionEngine {
-  /** Queue one execution. Resolves once it is queued (before any 202 is sent). */
+  /**
+   * Queue one execution. Resolves once it is queued (before any 202 is sent).
+   * Starting an id that already exists returns that execution and runs nothing.
+   */
   start(request: StartRequest): Promise<Execution>;
   get(id: string): Promise<Execution | undefined>;
   list(filter: ExecutionFilter): Promise<Execution[]>;
   /**
    * Receive an execution's events with seq greater than `afterSeq` (replayed from
-   * history first, then live). Returns the unsubscribe function.
+   * history first, then live). Returns the unsubscribe function. The replay may be
+   * delivered before subscribe returns; after `completed` or `failed` the listener is
+   * dropped by the engine (unsubscribing afterwards is harmless).
    */
   subscribe(id: string, afterSeq: number, listener: (event: SequencedEvent) => void): () => void;
 }

@@ -1,0 +1,283 @@
+// Async Callback delivery: POST the execution result to the caller's callback URL,
+// signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature),
+// retried with exponential backoff and jitter. Body and headers: docs/callbacks.md.
+import { createHmac, randomBytes } from 'node:crypto';
+import { HttpProblem } from '../errors.ts';
+import {
+  OutboundGuard,
+  OutboundRefusedError,
+  type OutboundGuardOptions,
+} from './outbound/guard.ts';
+import { OutboundTimeoutError, sendOutbound } from './outbound/request.ts';
+import type { Execution, ExecutionError, ExecutionStatus } from './ports.ts';
+import { AbortedError, backoffDelay, errorMessage, sleep } from './util.ts';
+
+export const SECRET_PREFIX = 'whsec_';
+export const MAX_CALLBACK_URL_LENGTH = 2048;
+
+/** The JSON body POSTed to the callback URL. */
+export interface CallbackBody {
+  type: 'execution.completed' | 'execution.failed';
+  executionId: string;
+  workflowId: string;
+  triggerKey: string;
+  status: ExecutionStatus;
+  /** Present when status is succeeded. */
+  output?: unknown;
+  /** Present when status is failed. */
+  error?: ExecutionError;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  correlationId: string;
+  requestId: string;
+}
+
+export interface CallbackSenderOptions {
+  /**
+   * Signing secret(s), `whsec_` + base64 of 24-64 bytes. Several: all sign (rotation,
+   * space-separated signatures); the first is `secret`. Default: 32 random bytes.
+   */
+  secret?: string | string[];
+  /** Attempts in all (first + retries). Default 5. */
+  maxAttempts?: number;
+  /** Time limit per attempt. Default 15 000 ms. */
+  timeoutMs?: number;
+  /** First wait between attempts; doubles each time, with jitter. Default 1000 ms. */
+  backoffMs?: number;
+  /** Longest wait between attempts (also caps Retry-After). Default 60 000 ms. */
+  maxBackoffMs?: number;
+  /** The address guard (callbacks are https-only unless allow-listed). */
+  guard?: OutboundGuard | OutboundGuardOptions;
+  /** Clock in ms (tests). */
+  now?: () => number;
+}
+
+export interface DeliveryResult {
+  delivered: boolean;
+  webhookId: string;
+  attempts: number;
+  /** Status of the last response, if any. */
+  status?: number;
+  /** Why it was not delivered. */
+  reason?: string;
+}
+
+/** A fresh signing secret: `whsec_` + base64 of `bytes` random bytes (24-64). */
+export function generateSecret(bytes = 32): string {
+  if (bytes < 24 || bytes > 64) throw new Error('a signing secret has 24 to 64 bytes');
+  return SECRET_PREFIX + randomBytes(bytes).toString('base64');
+}
+
+function secretKey(secret: string): Buffer {
+  if (!secret.startsWith(SECRET_PREFIX)) throw new Error(`a signing secret starts with whsec_`);
+  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+  if (key.length < 24 || key.length > 64) {
+    throw new Error('a signing secret has 24 to 64 bytes of base64 after whsec_');
+  }
+  return key;
+}
+
+/** `v1,<base64 HMAC-SHA256(key, "id.timestamp.body")>` for each secret, space-separated. */
+export function signPayload(
+  secrets: string | string[],
+  webhookId: string,
+  timestampSeconds: number,
+  body: string | Uint8Array,
+): string {
+  const list = Array.isArray(secrets) ? secrets : [secrets];
+  return list
+    .map((secret) => {
+      const hmac = createHmac('sha256', secretKey(secret));
+      hmac.update(`${webhookId}.${timestampSeconds}.`);
+      hmac.update(body);
+      return `v1,${hmac.digest('base64')}`;
+    })
+    .join(' ');
+}
+
+/** The body sent for a finished execution. */
+export function callbackBody(execution: Execution): CallbackBody {
+  const succeeded = execution.status === 'succeeded';
+  return {
+    type: succeeded ? 'execution.completed' : 'execution.failed',
+    executionId: execution.id,
+    workflowId: execution.workflowId,
+    triggerKey: execution.triggerKey,
+    status: execution.status,
+    ...(succeeded ? { output: execution.output ?? null } : {}),
+    ...(execution.error ? { error: execution.error } : {}),
+    createdAt: execution.createdAt,
+    ...(execution.startedAt ? { startedAt: execution.startedAt } : {}),
+    ...(execution.finishedAt ? { finishedAt: execution.finishedAt } : {}),
+    correlationId: execution.input.metadata.correlationId,
+    requestId: execution.input.metadata.requestId,
+  };
+}
+
+/** The webhook-id of an execution's callback: the same across retries and re-runs. */
+export function webhookIdFor(executionId: string): string {
+  return `msg_${executionId}`;
+}
+
+function toGuard(guard: OutboundGuard | OutboundGuardOptions | undefined): OutboundGuard {
+  return guard instanceof OutboundGuard ? guard : new OutboundGuard(guard ?? {});
+}
+
+/**
+ * Checks a callback URL before the 202 is sent: present, at most 2048 characters,
+ * https (unless a `host:port` allow-list entry covers it), no literal non-public IP.
+ * Host names are checked again at connect time. Throws HttpProblem
+ * HG_ERR_CALLBACK_URL_MISSING / HG_ERR_CALLBACK_URL_REFUSED.
+ */
+export function validateCallbackUrl(
+  url: string | undefined,
+  guard: OutboundGuard | OutboundGuardOptions = {},
+): URL {
+  if (url === undefined || url.trim() === '') {
+    throw new HttpProblem('HG_ERR_CALLBACK_URL_MISSING', 'A callback URL is required');
+  }
+  if (url.length > MAX_CALLBACK_URL_LENGTH) {
+    throw new HttpProblem('HG_ERR_CALLBACK_URL_REFUSED', 'Callback URL too long');
+  }
+  const owned = !(guard instanceof OutboundGuard);
+  const checker = toGuard(guard);
+  try {
+    return checker.check(url, { protocols: ['https:'] }).url;
+  } catch (error) {
+    const reason = error instanceof OutboundRefusedError ? error.message : errorMessage(error);
+    throw new HttpProblem('HG_ERR_CALLBACK_URL_REFUSED', `Callback URL refused: ${reason}`);
+  } finally {
+    if (owned) void checker.close();
+  }
+}
+
+function retryAfterMs(value: string | undefined, cap: number): number | undefined {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.min(cap, Math.max(0, seconds * 1000));
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.min(cap, Math.max(0, date - Date.now()));
+}
+
+type Attempt =
+  | { outcome: 'delivered'; status: number }
+  | { outcome: 'stop'; status?: number; reason: string }
+  | { outcome: 'retry'; status?: number; reason: string; waitMs?: number };
+
+export class CallbackSender {
+  /** The secrets that sign; `secret` (the first) is the one to publish to receivers. */
+  readonly secrets: string[];
+  readonly guard: OutboundGuard;
+  readonly #maxAttempts: number;
+  readonly #timeoutMs: number;
+  readonly #backoffMs: number;
+  readonly #maxBackoffMs: number;
+  readonly #now: () => number;
+
+  constructor(options: CallbackSenderOptions = {}) {
+    const secrets = options.secret ?? generateSecret();
+    this.secrets = Array.isArray(secrets) ? [...secrets] : [secrets];
+    if (this.secrets.length === 0) throw new Error('at least one signing secret');
+    for (const s of this.secrets) secretKey(s);
+    this.guard = toGuard(options.guard);
+    this.#maxAttempts = Math.max(1, options.maxAttempts ?? 5);
+    this.#timeoutMs = options.timeoutMs ?? 15_000;
+    this.#backoffMs = options.backoffMs ?? 1000;
+    this.#maxBackoffMs = options.maxBackoffMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The verification secret receivers use (publish it, e.g. in the trigger status). */
+  get secret(): string {
+    return this.secrets[0] as string;
+  }
+
+  /** validateCallbackUrl with this sender's guard. */
+  validate(url: string | undefined): URL {
+    return validateCallbackUrl(url, this.guard);
+  }
+
+  /** Delivers the result of a finished execution to `url`; never throws for HTTP outcomes. */
+  async deliver(
+    url: string,
+    execution: Execution,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<DeliveryResult> {
+    const webhookId = webhookIdFor(execution.id);
+    const body = JSON.stringify(callbackBody(execution));
+    let last: Attempt = { outcome: 'retry', reason: 'not attempted' };
+    let attempt = 0;
+    while (attempt < this.#maxAttempts) {
+      attempt++;
+      last = await this.#attempt(url, webhookId, body, options.signal);
+      if (last.outcome !== 'retry') break;
+      if (attempt >= this.#maxAttempts) break;
+      const wait = last.waitMs ?? backoffDelay(this.#backoffMs, attempt, this.#maxBackoffMs);
+      try {
+        await sleep(wait, options.signal);
+      } catch (error) {
+        last = { outcome: 'stop', reason: errorMessage(error) };
+        break;
+      }
+    }
+    return {
+      delivered: last.outcome === 'delivered',
+      webhookId,
+      attempts: attempt,
+      ...(last.status !== undefined ? { status: last.status } : {}),
+      ...(last.outcome !== 'delivered' ? { reason: last.reason } : {}),
+    };
+  }
+
+  async #attempt(
+    url: string,
+    webhookId: string,
+    body: string,
+    signal: AbortSignal | undefined,
+  ): Promise<Attempt> {
+    const timestamp = Math.floor(this.#now() / 1000);
+    try {
+      const response = await sendOutbound(this.guard, {
+        method: 'POST',
+        url,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'hookgate-callbacks/1',
+          'webhook-id': webhookId,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signPayload(this.secrets, webhookId, timestamp, body),
+        },
+        body,
+        timeoutMs: this.#timeoutMs,
+        protocols: ['https:'],
+        maxResponseBytes: 64 * 1024,
+        ...(signal ? { signal } : {}),
+      });
+      const status = response.status;
+      if (status >= 200 && status < 300) return { outcome: 'delivered', status };
+      if (status === 410) return { outcome: 'stop', status, reason: 'receiver answered 410 Gone' };
+      if (status === 429 || status >= 500) {
+        const waitMs = retryAfterMs(response.headers['retry-after'], this.#maxBackoffMs);
+        return {
+          outcome: 'retry',
+          status,
+          reason: `receiver answered ${status}`,
+          ...(waitMs !== undefined ? { waitMs } : {}),
+        };
+      }
+      return { outcome: 'stop', status, reason: `receiver answered ${status}` };
+    } catch (error) {
+      if (error instanceof OutboundRefusedError) return { outcome: 'stop', reason: error.message };
+      if (signal?.aborted || error instanceof AbortedError) {
+        return { outcome: 'stop', reason: 'delivery cancelled (shutdown)' };
+      }
+      if (error instanceof OutboundTimeoutError) return { outcome: 'retry', reason: error.message };
+      return { outcome: 'retry', reason: `network error: ${errorMessage(error)}` };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.guard.close();
+  }
+}

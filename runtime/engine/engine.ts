@@ -1,0 +1,629 @@
+// The in-process workflow engine: a bounded queue that runs Workflow nodes, keeps a
+// per-run log and a replayable event stream per execution, and (in Async Callback
+// mode) posts the result to the caller's callback URL.
+import { randomUUID } from 'node:crypto';
+import { HttpProblem, type ErrorCode } from '../errors.ts';
+import type { WorkflowNode } from '../../operator/api/v1alpha1/workflow.ts';
+import { CallbackSender, type CallbackSenderOptions } from './callbacks.ts';
+import { MemoryExecutionStore, type ExecutionStore } from './execution-store.ts';
+import { ExpressionCache, type ExpressionLimits } from './expressions.ts';
+import { runHttpNode } from './http-node.ts';
+import { OutboundGuard, type OutboundGuardOptions } from './outbound/guard.ts';
+import type {
+  Execution,
+  ExecutionEngine,
+  ExecutionError,
+  ExecutionEvent,
+  ExecutionFilter,
+  NodeRun,
+  SequencedEvent,
+  StartRequest,
+} from './ports.ts';
+import {
+  AbortedError,
+  backoffDelay,
+  errorMessage,
+  parseDuration,
+  sleep,
+  summarize,
+  toJson,
+} from './util.ts';
+
+export interface InProcessEngineOptions {
+  /** Executions running at once; the rest wait in the queue. Default 64. */
+  concurrency?: number;
+  /** Executions waiting at most; start() then rejects with HG_ERR_ENGINE_OVERLOADED. Default 10 000. */
+  maxQueued?: number;
+  /** Node runs per execution before it fails as a probable loop. Default 1000. */
+  maxSteps?: number;
+  /** Longest delay node allowed. Default 15 min. */
+  maxDelayMs?: number;
+  /** Length of the input/output summaries in the per-run log. Default 1024. */
+  summaryLength?: number;
+  /** JSONata limits (timeout default 1000 ms, depth 500). */
+  expressions?: ExpressionLimits;
+  /** Where executions and their events are kept. Default: a MemoryExecutionStore. */
+  store?: ExecutionStore;
+  /** Address guard for http nodes and callbacks (allow-list, DNS lookup injection). */
+  outbound?: OutboundGuard | OutboundGuardOptions;
+  /**
+   * Callback delivery: a sender, or options for the one the engine makes (which then
+   * shares the engine's guard unless the options name one).
+   */
+  callbacks?: CallbackSender | CallbackSenderOptions;
+  /** Execution ids when the trigger output carries none. Default `exec_<uuid>`. */
+  newId?: () => string;
+  /** Called for errors that have no caller to go to (listener threw, store failed). */
+  onInternalError?: (error: unknown, where: string) => void;
+}
+
+type Listener = (event: SequencedEvent) => void;
+
+interface Hot {
+  execution: Execution;
+  request: StartRequest;
+  events: SequencedEvent[];
+  listeners: Set<Listener>;
+  abort: AbortController;
+  done: Promise<void>;
+  resolveDone: () => void;
+}
+
+/** Ends the execution: a fail node, a stop policy, the step limit, shutdown. */
+export class ExecutionFailure extends Error {
+  readonly nodeId: string | undefined;
+  readonly statusCode: number;
+  readonly code: ErrorCode;
+  constructor(
+    message: string,
+    options: { nodeId?: string; statusCode?: number; code?: ErrorCode } = {},
+  ) {
+    super(message);
+    this.name = 'ExecutionFailure';
+    this.nodeId = options.nodeId;
+    this.statusCode = options.statusCode ?? 500;
+    this.code = options.code ?? 'HG_ERR_EXECUTION_FAILED';
+  }
+}
+
+interface Step {
+  output: unknown;
+  /** Node to go to; undefined: `next`, else the following node in the list. */
+  next?: string | undefined;
+}
+
+interface RunContext {
+  hot: Hot;
+  scope: string;
+  bindings: { trigger: unknown; nodes: Record<string, unknown> };
+}
+
+/** JSONata's $boolean semantics. */
+export function truthy(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'number') return value !== 0 && !Number.isNaN(value);
+  if (typeof value === 'string') return value.length > 0;
+  if (Array.isArray(value)) return value.some((v) => truthy(v));
+  if (typeof value === 'function') return false;
+  if (typeof value === 'object') return Object.keys(value).length > 0;
+  return Boolean(value);
+}
+
+function isTerminal(event: ExecutionEvent): boolean {
+  return event.type === 'completed' || event.type === 'failed';
+}
+
+export class InProcessEngine implements ExecutionEngine {
+  readonly store: ExecutionStore;
+  readonly callbacks: CallbackSender;
+  readonly expressions: ExpressionCache;
+  readonly #hot = new Map<string, Hot>();
+  readonly #queue: Hot[] = [];
+  readonly #deliveries = new Set<Promise<void>>();
+  readonly #deliveryAbort = new AbortController();
+  readonly #concurrency: number;
+  readonly #maxQueued: number;
+  readonly #maxSteps: number;
+  readonly #maxDelayMs: number;
+  readonly #summaryLength: number;
+  readonly outbound: OutboundGuard;
+  readonly #owned: { close(): Promise<void> }[] = [];
+  readonly #newId: () => string;
+  readonly #onInternalError: (error: unknown, where: string) => void;
+  #running = 0;
+  #closing = false;
+  #aborting = false;
+
+  constructor(options: InProcessEngineOptions = {}) {
+    this.#concurrency = Math.max(1, options.concurrency ?? 64);
+    this.#maxQueued = Math.max(0, options.maxQueued ?? 10_000);
+    this.#maxSteps = Math.max(1, options.maxSteps ?? 1000);
+    this.#maxDelayMs = options.maxDelayMs ?? 15 * 60_000;
+    this.#summaryLength = options.summaryLength ?? 1024;
+    if (options.outbound instanceof OutboundGuard) {
+      this.outbound = options.outbound;
+    } else {
+      this.outbound = new OutboundGuard(options.outbound ?? {});
+      this.#owned.push(this.outbound);
+    }
+    this.store = options.store ?? new MemoryExecutionStore();
+    if (options.callbacks instanceof CallbackSender) {
+      this.callbacks = options.callbacks;
+    } else {
+      const callbackOptions = options.callbacks ?? {};
+      this.callbacks = new CallbackSender({ guard: this.outbound, ...callbackOptions });
+      if (callbackOptions.guard) this.#owned.push(this.callbacks);
+    }
+    this.expressions = new ExpressionCache(options.expressions);
+    this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
+    this.#onInternalError =
+      options.onInternalError ??
+      ((error, where) => console.error(`hookgate engine: ${where}:`, error));
+  }
+
+  /** Executions running now. */
+  get running(): number {
+    return this.#running;
+  }
+
+  /** Executions waiting for a slot. */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  async start(request: StartRequest): Promise<Execution> {
+    if (this.#closing) throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down');
+    const id = request.input.metadata.executionId || this.#newId();
+    const existing = await this.get(id);
+    if (existing) return existing;
+    if (this.#hot.has(id)) return this.#snapshot(this.#hot.get(id) as Hot);
+    if (this.#queue.length >= this.#maxQueued) {
+      throw new HttpProblem('HG_ERR_ENGINE_OVERLOADED', 'Too many executions are waiting');
+    }
+    const input = { ...request.input, metadata: { ...request.input.metadata, executionId: id } };
+    const execution: Execution = {
+      id,
+      workflowId: request.workflow.workflowId,
+      triggerKey: request.route.key,
+      status: 'queued',
+      createdAt: new Date().toISOString(),
+      input,
+      log: [],
+    };
+    let resolveDone = (): void => {};
+    const done = new Promise<void>((resolve) => (resolveDone = resolve));
+    const hot: Hot = {
+      execution,
+      request: { ...request, input },
+      events: [],
+      listeners: new Set(),
+      abort: new AbortController(),
+      done,
+      resolveDone,
+    };
+    this.#hot.set(id, hot);
+    this.#emit(hot, { type: 'queued' });
+    const snapshot = this.#snapshot(hot);
+    await this.store.save(snapshot);
+    this.#queue.push(hot);
+    this.#pump();
+    return snapshot;
+  }
+
+  async get(id: string): Promise<Execution | undefined> {
+    const hot = this.#hot.get(id);
+    if (hot) return this.#snapshot(hot);
+    return this.store.get(id);
+  }
+
+  async list(filter: ExecutionFilter): Promise<Execution[]> {
+    const stored = await this.store.list(filter);
+    return stored.map((e) => {
+      const hot = this.#hot.get(e.id);
+      return hot ? this.#snapshot(hot) : e;
+    });
+  }
+
+  subscribe(id: string, afterSeq: number, listener: Listener): () => void {
+    const hot = this.#hot.get(id);
+    if (hot) {
+      for (const event of hot.events) if (event.seq > afterSeq) listener(event);
+      const terminal = hot.events.at(-1);
+      if (terminal && isTerminal(terminal)) return () => {};
+      hot.listeners.add(listener);
+      return () => hot.listeners.delete(listener);
+    }
+    // Finished (or unknown): the whole history is in the store, nothing more will come.
+    let cancelled = false;
+    this.store.events(id, afterSeq).then(
+      (events) => {
+        for (const event of events) if (!cancelled) listener(event);
+      },
+      (error: unknown) => this.#onInternalError(error, 'reading events'),
+    );
+    return () => {
+      cancelled = true;
+    };
+  }
+
+  /** Listeners attached to an execution still running (tests: unsubscribe must not leak). */
+  listenerCount(id: string): number {
+    return this.#hot.get(id)?.listeners.size ?? 0;
+  }
+
+  /**
+   * Stops accepting executions, lets running and queued ones (and callback deliveries)
+   * finish for up to `timeoutMs`, then aborts the rest: delays and outbound requests are
+   * cancelled and those executions fail with "engine shut down".
+   */
+  async close(timeoutMs = 10_000): Promise<{ drained: boolean }> {
+    this.#closing = true;
+    const everything = (): Promise<unknown> =>
+      Promise.all([...[...this.#hot.values()].map((h) => h.done), ...this.#deliveries]);
+    const timer = new AbortController();
+    const drained = await Promise.race([
+      everything().then(() => true),
+      sleep(timeoutMs, timer.signal).then(
+        () => false,
+        () => true,
+      ),
+    ]);
+    timer.abort();
+    if (!drained) {
+      this.#aborting = true;
+      for (const hot of this.#queue.splice(0)) {
+        void this.#finishFailed(hot, new ExecutionFailure('engine shut down before the run'));
+      }
+      for (const hot of this.#hot.values()) hot.abort.abort(new Error('engine shut down'));
+      this.#deliveryAbort.abort(new Error('engine shut down'));
+      await everything();
+    }
+    await Promise.all(this.#owned.map((o) => o.close()));
+    return { drained };
+  }
+
+  #snapshot(hot: Hot): Execution {
+    return structuredClone(hot.execution);
+  }
+
+  #emit(hot: Hot, event: ExecutionEvent): void {
+    const sequenced = {
+      ...event,
+      executionId: hot.execution.id,
+      seq: hot.events.length + 1,
+      at: new Date().toISOString(),
+    };
+    hot.events.push(sequenced);
+    for (const listener of [...hot.listeners]) {
+      try {
+        listener(sequenced);
+      } catch (error) {
+        hot.listeners.delete(listener);
+        this.#onInternalError(error, 'event listener');
+      }
+    }
+    if (isTerminal(event)) hot.listeners.clear();
+  }
+
+  #pump(): void {
+    while (this.#running < this.#concurrency && this.#queue.length > 0 && !this.#aborting) {
+      const hot = this.#queue.shift() as Hot;
+      this.#running++;
+      void this.#run(hot).finally(() => {
+        this.#running--;
+        this.#pump();
+      });
+    }
+  }
+
+  async #run(hot: Hot): Promise<void> {
+    const execution = hot.execution;
+    execution.status = 'running';
+    execution.startedAt = new Date().toISOString();
+    try {
+      await this.store.save(this.#snapshot(hot));
+      const output = await this.#execute(hot);
+      execution.status = 'succeeded';
+      execution.output = output;
+      execution.finishedAt = new Date().toISOString();
+      this.#emit(hot, { type: 'completed', output });
+      await this.#persist(hot);
+    } catch (error) {
+      await this.#finishFailed(hot, error);
+    }
+  }
+
+  async #finishFailed(hot: Hot, error: unknown): Promise<void> {
+    const failure =
+      error instanceof ExecutionFailure
+        ? error
+        : new ExecutionFailure(
+            hot.abort.signal.aborted
+              ? 'engine shut down'
+              : `internal error: ${errorMessage(error)}`,
+          );
+    const detail: ExecutionError = {
+      message: failure.message,
+      statusCode: failure.statusCode,
+      code: failure.code,
+      ...(failure.nodeId ? { nodeId: failure.nodeId } : {}),
+    };
+    const execution = hot.execution;
+    execution.status = 'failed';
+    execution.error = detail;
+    execution.finishedAt = new Date().toISOString();
+    this.#emit(hot, { type: 'failed', error: detail });
+    await this.#persist(hot);
+  }
+
+  /** Writes the final record and the events, then leaves the hot set; sends the callback. */
+  async #persist(hot: Hot): Promise<void> {
+    try {
+      await this.store.save(this.#snapshot(hot));
+      await this.store.appendEvents(hot.events);
+    } catch (error) {
+      this.#onInternalError(error, 'saving execution');
+    }
+    this.#hot.delete(hot.execution.id);
+    hot.resolveDone();
+    const url = hot.request.callbackUrl;
+    if (url) this.#deliver(hot.execution, url, hot.request);
+  }
+
+  #deliver(execution: Execution, url: string, request: StartRequest): void {
+    const delivery = this.callbacks
+      .deliver(url, execution, { signal: this.#deliveryAbort.signal })
+      .then(
+        (result) => {
+          if (!result.delivered) {
+            this.#onInternalError(
+              new Error(`callback to ${url} not delivered: ${result.reason}`),
+              `callback ${execution.id} (${request.workflow.workflowId})`,
+            );
+          }
+        },
+        (error: unknown) => this.#onInternalError(error, 'callback'),
+      )
+      .finally(() => this.#deliveries.delete(delivery));
+    this.#deliveries.add(delivery);
+  }
+
+  async #execute(hot: Hot): Promise<unknown> {
+    const { workflow } = hot.request;
+    const nodes = workflow.spec.nodes;
+    const index = new Map(nodes.map((node, i) => [node.id, i]));
+    const ctx: RunContext = {
+      hot,
+      scope: `${workflow.workflowId}@${workflow.generation}`,
+      bindings: { trigger: hot.execution.input, nodes: {} },
+    };
+    let current: WorkflowNode | undefined = nodes[0];
+    let value: unknown = hot.execution.input;
+    let steps = 0;
+    while (current) {
+      steps++;
+      if (steps > this.#maxSteps) {
+        throw new ExecutionFailure(
+          `step limit reached: ${this.#maxSteps} node runs (a loop?); next node was '${current.id}'`,
+          { nodeId: current.id },
+        );
+      }
+      const step = await this.#runNode(ctx, current, value);
+      ctx.bindings.nodes[current.id] = step.output;
+      value = step.output;
+      const nextId = step.next ?? current.next;
+      if (nextId === undefined) {
+        current = nodes[(index.get(current.id) ?? nodes.length) + 1];
+      } else {
+        const at = index.get(nextId);
+        if (at === undefined) {
+          throw new ExecutionFailure(`node '${current.id}': next node '${nextId}' does not exist`, {
+            nodeId: current.id,
+          });
+        }
+        current = nodes[at];
+      }
+    }
+    return this.#finalOutput(ctx, value);
+  }
+
+  async #finalOutput(ctx: RunContext, last: unknown): Promise<unknown> {
+    const { workflow, outputValidator } = ctx.hot.request;
+    let output = last;
+    if (workflow.spec.output) {
+      try {
+        output = await this.expressions.evaluate(
+          ctx.scope,
+          workflow.spec.output,
+          last,
+          ctx.bindings,
+        );
+      } catch (error) {
+        throw new ExecutionFailure(`workflow output: ${errorMessage(error)}`);
+      }
+    }
+    output = toJson(output);
+    if (outputValidator) {
+      const verdict = outputValidator(output);
+      if (!verdict.ok) {
+        throw new ExecutionFailure(
+          `output does not match the output schema: ${verdict.errors.join('; ') || 'invalid'}`,
+          { code: 'HG_ERR_OUTPUT_SCHEMA' },
+        );
+      }
+    }
+    return output;
+  }
+
+  async #runNode(ctx: RunContext, node: WorkflowNode, input: unknown): Promise<Step> {
+    const { hot } = ctx;
+    const started = Date.now();
+    const run: NodeRun = {
+      nodeId: node.id,
+      type: node.type,
+      startedAt: new Date(started).toISOString(),
+      status: 'running',
+      attempts: 0,
+      inputSummary: summarize(input, this.#summaryLength),
+    };
+    hot.execution.log.push(run);
+    this.#emit(hot, { type: 'node.started', nodeId: node.id, nodeType: node.type });
+    const policy: { action: string; maxRetries?: number; backoff?: string } = node.onError ?? {
+      action: 'stop',
+    };
+    const maxAttempts = policy.action === 'retry' ? 1 + (policy.maxRetries ?? 3) : 1;
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      run.attempts = attempt;
+      try {
+        const step = await this.#handle(ctx, node, input);
+        this.#finishRun(hot, run, started, 'succeeded', step.output);
+        return step;
+      } catch (error) {
+        if (error instanceof ExecutionFailure || hot.abort.signal.aborted) {
+          return this.#stop(hot, run, started, node, error);
+        }
+        lastError = error;
+      }
+      if (attempt < maxAttempts) {
+        const base = parseDuration(policy.backoff ?? '200ms');
+        try {
+          await sleep(backoffDelay(base, attempt), hot.abort.signal);
+        } catch (error) {
+          return this.#stop(hot, run, started, node, error);
+        }
+      }
+    }
+    const message = errorMessage(lastError);
+    if (policy.action === 'continue') {
+      const output = { error: { message, nodeId: node.id } };
+      this.#finishRun(hot, run, started, 'failed', output, message);
+      return { output };
+    }
+    return this.#stop(hot, run, started, node, lastError);
+  }
+
+  #stop(hot: Hot, run: NodeRun, started: number, node: WorkflowNode, error: unknown): never {
+    const failure =
+      error instanceof ExecutionFailure
+        ? error
+        : error instanceof AbortedError || hot.abort.signal.aborted
+          ? new ExecutionFailure(`engine shut down during node '${node.id}'`, { nodeId: node.id })
+          : new ExecutionFailure(`node '${node.id}' failed: ${errorMessage(error)}`, {
+              nodeId: node.id,
+            });
+    this.#finishRun(hot, run, started, 'failed', undefined, failure.message);
+    throw failure;
+  }
+
+  #finishRun(
+    hot: Hot,
+    run: NodeRun,
+    started: number,
+    status: 'succeeded' | 'failed',
+    output: unknown,
+    error?: string,
+  ): void {
+    const finished = Date.now();
+    run.status = status;
+    run.finishedAt = new Date(finished).toISOString();
+    run.durationMs = finished - started;
+    if (output !== undefined) run.outputSummary = summarize(output, this.#summaryLength);
+    if (error !== undefined) run.error = error;
+    this.#emit(hot, {
+      type: 'node.finished',
+      nodeId: run.nodeId,
+      status,
+      ...(run.outputSummary !== undefined ? { outputSummary: run.outputSummary } : {}),
+      ...(error !== undefined ? { error } : {}),
+    });
+  }
+
+  #evaluate(ctx: RunContext, source: string, input: unknown): Promise<unknown> {
+    return this.expressions.evaluate(ctx.scope, source, input, ctx.bindings);
+  }
+
+  async #handle(ctx: RunContext, node: WorkflowNode, input: unknown): Promise<Step> {
+    switch (node.type) {
+      case 'transform':
+        return { output: toJson(await this.#evaluate(ctx, node.expression ?? '$', input)) };
+      case 'delay':
+        return this.#delay(ctx, node, input);
+      case 'if': {
+        const condition = truthy(await this.#evaluate(ctx, node.condition ?? 'false', input));
+        return { output: input, next: condition ? node.then : node.else };
+      }
+      case 'switch':
+        return this.#switch(ctx, node, input);
+      case 'respond':
+        return this.#respond(ctx, node, input);
+      case 'fail':
+        return this.#fail(ctx, node, input);
+      case 'http':
+        return {
+          output: await runHttpNode(node, input, {
+            evaluate: (source, value) => this.#evaluate(ctx, source, value),
+            signal: ctx.hot.abort.signal,
+            guard: this.outbound,
+          }),
+        };
+      default: {
+        const unknownType: string = (node as { type: string }).type;
+        throw new ExecutionFailure(`node '${node.id}': unknown node type '${unknownType}'`, {
+          nodeId: node.id,
+        });
+      }
+    }
+  }
+
+  async #delay(ctx: RunContext, node: WorkflowNode, input: unknown): Promise<Step> {
+    const ms = parseDuration(node.duration ?? '0ms');
+    if (ms > this.#maxDelayMs) {
+      throw new ExecutionFailure(
+        `node '${node.id}': delay ${node.duration} exceeds the limit of ${this.#maxDelayMs} ms`,
+        { nodeId: node.id },
+      );
+    }
+    await sleep(ms, ctx.hot.abort.signal);
+    return { output: input };
+  }
+
+  async #switch(ctx: RunContext, node: WorkflowNode, input: unknown): Promise<Step> {
+    for (const branch of node.cases ?? []) {
+      if (truthy(await this.#evaluate(ctx, branch.condition, input))) {
+        return { output: input, next: branch.next };
+      }
+    }
+    return { output: input, next: node.default };
+  }
+
+  async #respond(ctx: RunContext, node: WorkflowNode, input: unknown): Promise<Step> {
+    const body = toJson(
+      node.expression ? await this.#evaluate(ctx, node.expression, input) : input,
+    );
+    const { execution } = ctx.hot;
+    if (!execution.response) {
+      execution.response = {
+        statusCode: node.statusCode ?? 200,
+        headers: { ...(node.headers ?? {}) },
+        body,
+      };
+      this.#emit(ctx.hot, { type: 'respond', response: structuredClone(execution.response) });
+    }
+    return { output: input };
+  }
+
+  async #fail(ctx: RunContext, node: WorkflowNode, input: unknown): Promise<never> {
+    let message = `workflow failed at node '${node.id}'`;
+    if (node.expression) {
+      try {
+        const value = await this.#evaluate(ctx, node.expression, input);
+        message = typeof value === 'string' ? value : summarize(toJson(value));
+      } catch (error) {
+        message = `${message} (message expression failed: ${errorMessage(error)})`;
+      }
+    }
+    throw new ExecutionFailure(message, { nodeId: node.id, statusCode: node.statusCode ?? 500 });
+  }
+}

@@ -1,0 +1,134 @@
+// The executions store: finished and running executions with their per-run logs and
+// event streams, for Flow Management (list, per-run log) and for late SSE subscribers.
+import type { Execution, ExecutionFilter, SequencedEvent } from './ports.ts';
+
+export interface ExecutionStore {
+  /** Insert or replace an execution (the store keeps its own copy). */
+  save(execution: Execution): Promise<void>;
+  get(id: string): Promise<Execution | undefined>;
+  /** Newest first (by createdAt); `since` inclusive, `until` exclusive; limit default 50. */
+  list(filter: ExecutionFilter): Promise<Execution[]>;
+  /** Append events (in seq order) to an execution's stream. */
+  appendEvents(events: SequencedEvent[]): Promise<void>;
+  /** Events of an execution with seq > afterSeq, in order. */
+  events(id: string, afterSeq: number): Promise<SequencedEvent[]>;
+}
+
+export interface MemoryExecutionStoreOptions {
+  /** Keep at most this many executions; the oldest are dropped first. Default 10 000. */
+  maxExecutions?: number;
+  /** Drop executions this long after they were created. Default 24 h. */
+  ttlMs?: number;
+  /** Clock (tests). */
+  now?: () => number;
+}
+
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 1000;
+
+interface Entry {
+  execution: Execution;
+  createdMs: number;
+  events: SequencedEvent[];
+}
+
+/**
+ * In-memory adapter. Bounded: at most `maxExecutions` entries (insertion order, oldest
+ * evicted first) and each entry lives `ttlMs` from its creation. Expired entries are
+ * swept on writes and hidden on reads.
+ */
+export class MemoryExecutionStore implements ExecutionStore {
+  readonly #entries = new Map<string, Entry>();
+  readonly #max: number;
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+
+  constructor(options: MemoryExecutionStoreOptions = {}) {
+    this.#max = options.maxExecutions ?? 10_000;
+    this.#ttlMs = options.ttlMs ?? 24 * 3_600_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  save(execution: Execution): Promise<void> {
+    const copy = structuredClone(execution);
+    const existing = this.#entries.get(execution.id);
+    if (existing) {
+      existing.execution = copy;
+    } else {
+      this.#entries.set(execution.id, {
+        execution: copy,
+        createdMs: Date.parse(execution.createdAt) || this.#now(),
+        events: [],
+      });
+      this.#sweep();
+    }
+    return Promise.resolve();
+  }
+
+  get(id: string): Promise<Execution | undefined> {
+    const entry = this.#live(id);
+    return Promise.resolve(entry ? structuredClone(entry.execution) : undefined);
+  }
+
+  list(filter: ExecutionFilter): Promise<Execution[]> {
+    const limit = Math.min(Math.max(1, filter.limit ?? DEFAULT_LIST_LIMIT), MAX_LIST_LIMIT);
+    const since = filter.since ? Date.parse(filter.since) : undefined;
+    const until = filter.until ? Date.parse(filter.until) : undefined;
+    const cutoff = this.#now() - this.#ttlMs;
+    const matches: Entry[] = [];
+    for (const entry of this.#entries.values()) {
+      const e = entry.execution;
+      if (entry.createdMs < cutoff) continue;
+      if (filter.workflowId !== undefined && e.workflowId !== filter.workflowId) continue;
+      if (filter.triggerKey !== undefined && e.triggerKey !== filter.triggerKey) continue;
+      if (filter.status !== undefined && e.status !== filter.status) continue;
+      if (since !== undefined && entry.createdMs < since) continue;
+      if (until !== undefined && entry.createdMs >= until) continue;
+      matches.push(entry);
+    }
+    // Insertion order is creation order; stable sort keeps it for equal timestamps.
+    matches.reverse();
+    matches.sort((a, b) => b.createdMs - a.createdMs);
+    return Promise.resolve(matches.slice(0, limit).map((m) => structuredClone(m.execution)));
+  }
+
+  appendEvents(events: SequencedEvent[]): Promise<void> {
+    for (const event of events) {
+      const entry = this.#entries.get(event.executionId);
+      if (!entry) continue;
+      const last = entry.events.at(-1);
+      if (last && last.seq >= event.seq) continue;
+      entry.events.push(structuredClone(event));
+    }
+    return Promise.resolve();
+  }
+
+  events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
+    const entry = this.#live(id);
+    if (!entry) return Promise.resolve([]);
+    return Promise.resolve(entry.events.filter((e) => e.seq > afterSeq).map((e) => ({ ...e })));
+  }
+
+  /** Number of entries held (tests). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #live(id: string): Entry | undefined {
+    const entry = this.#entries.get(id);
+    if (!entry) return undefined;
+    if (entry.createdMs < this.#now() - this.#ttlMs) {
+      this.#entries.delete(id);
+      return undefined;
+    }
+    return entry;
+  }
+
+  #sweep(): void {
+    const cutoff = this.#now() - this.#ttlMs;
+    for (const [id, entry] of this.#entries) {
+      if (this.#entries.size <= this.#max && entry.createdMs >= cutoff) break;
+      this.#entries.delete(id);
+    }
+  }
+}

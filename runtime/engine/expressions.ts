@@ -1,0 +1,94 @@
+// JSONata expressions: compiled once per workflow generation, evaluated with a time
+// and depth limit. Bindings: $trigger (the trigger output record) and $nodes (node id →
+// output); the input `$` is chosen by the caller (see docs/workflows.md).
+import jsonata from 'jsonata';
+
+export interface ExpressionLimits {
+  /** Evaluation time limit per expression (JSONata's own guard), default 1000 ms. */
+  timeoutMs?: number;
+  /** Evaluation depth limit, default 500. */
+  maxDepth?: number;
+  /** Workflow generations whose compiled expressions are kept, default 512 (LRU). */
+  maxGenerations?: number;
+}
+
+export class ExpressionError extends Error {
+  readonly code: string | undefined;
+  constructor(message: string, code?: string) {
+    super(message);
+    this.name = 'ExpressionError';
+    this.code = code;
+  }
+}
+
+/** JSONata throws plain objects `{ code, message, position, token }`. */
+function wrap(error: unknown, what: string): ExpressionError {
+  if (typeof error === 'object' && error !== null) {
+    const e = error as { code?: unknown; message?: unknown; position?: unknown };
+    const code = typeof e.code === 'string' ? e.code : undefined;
+    const message = typeof e.message === 'string' ? e.message : 'unknown error';
+    const position = typeof e.position === 'number' ? ` at position ${e.position}` : '';
+    return new ExpressionError(`${what}: ${message}${code ? ` (${code}${position})` : ''}`, code);
+  }
+  return new ExpressionError(`${what}: ${String(error)}`);
+}
+
+export class ExpressionCache {
+  readonly #generations = new Map<string, Map<string, jsonata.Expression>>();
+  readonly #timeoutMs: number;
+  readonly #maxDepth: number;
+  readonly #maxGenerations: number;
+
+  constructor(limits: ExpressionLimits = {}) {
+    this.#timeoutMs = limits.timeoutMs ?? 1000;
+    this.#maxDepth = limits.maxDepth ?? 500;
+    this.#maxGenerations = limits.maxGenerations ?? 512;
+  }
+
+  /** Compiled expression for `source` within one workflow generation (`scope`). */
+  compile(scope: string, source: string): jsonata.Expression {
+    let compiled = this.#generations.get(scope);
+    if (compiled) {
+      // Refresh LRU position.
+      this.#generations.delete(scope);
+      this.#generations.set(scope, compiled);
+    } else {
+      compiled = new Map();
+      this.#generations.set(scope, compiled);
+      while (this.#generations.size > this.#maxGenerations) {
+        const oldest = this.#generations.keys().next().value;
+        if (oldest === undefined) break;
+        this.#generations.delete(oldest);
+      }
+    }
+    let expression = compiled.get(source);
+    if (!expression) {
+      try {
+        expression = jsonata(source, { timeout: this.#timeoutMs, stack: this.#maxDepth });
+      } catch (error) {
+        throw wrap(error, 'invalid expression');
+      }
+      compiled.set(source, expression);
+    }
+    return expression;
+  }
+
+  /** Number of compiled expressions held for a scope (for tests). */
+  size(scope: string): number {
+    return this.#generations.get(scope)?.size ?? 0;
+  }
+
+  async evaluate(
+    scope: string,
+    source: string,
+    input: unknown,
+    bindings: Record<string, unknown>,
+  ): Promise<unknown> {
+    const expression = this.compile(scope, source);
+    try {
+      return (await expression.evaluate(input, bindings)) as unknown;
+    } catch (error) {
+      throw wrap(error, 'expression failed');
+    }
+  }
+}

@@ -1,0 +1,105 @@
+// The http node: one outbound request through the address guard, retried with
+// exponential backoff and jitter on network errors, timeouts, 429 and 5xx.
+// Output: { status, headers, body } (body parsed when the response is JSON).
+import type { WorkflowNode } from '../../operator/api/v1alpha1/workflow.ts';
+import { OutboundRefusedError, type OutboundGuard } from './outbound/guard.ts';
+import { retryableStatus, sendOutbound, type OutboundResponse } from './outbound/request.ts';
+import { AbortedError, backoffDelay, parseDuration, sleep } from './util.ts';
+
+export interface HttpNodeContext {
+  evaluate: (source: string, input: unknown) => Promise<unknown>;
+  signal: AbortSignal;
+  guard: OutboundGuard;
+  /** First backoff between attempts; default 200 ms (doubles, with jitter). */
+  backoffMs?: number;
+}
+
+export interface HttpNodeOutput {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** The http node failed (after its retries); `status` is set when a response came back. */
+export class HttpNodeError extends Error {
+  readonly status: number | undefined;
+  constructor(message: string, status?: number) {
+    super(message);
+    this.name = 'HttpNodeError';
+    this.status = status;
+  }
+}
+
+function parseBody(response: OutboundResponse): unknown {
+  const text = response.body.toString('utf8');
+  const type = response.headers['content-type'] ?? '';
+  if (/[/+]json\b/i.test(type)) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+async function buildBody(
+  node: WorkflowNode,
+  input: unknown,
+  ctx: HttpNodeContext,
+): Promise<string | undefined> {
+  const request = node.request;
+  if (!request || request.method === 'GET' || request.method === 'DELETE') {
+    return request?.body ? JSON.stringify(await ctx.evaluate(request.body, input)) : undefined;
+  }
+  const value = request.body ? await ctx.evaluate(request.body, input) : input;
+  return value === undefined ? undefined : JSON.stringify(value);
+}
+
+export async function runHttpNode(
+  node: WorkflowNode,
+  input: unknown,
+  ctx: HttpNodeContext,
+): Promise<HttpNodeOutput> {
+  const request = node.request;
+  if (!request) throw new Error(`node '${node.id}': an http node needs a request`);
+  const method = request.method ?? 'POST';
+  const body = await buildBody(node, input, ctx);
+  const headers: Record<string, string> = { ...(request.headers ?? {}) };
+  const lower = new Set(Object.keys(headers).map((h) => h.toLowerCase()));
+  if (body !== undefined && !lower.has('content-type'))
+    headers['content-type'] = 'application/json';
+  const timeoutMs = parseDuration(request.timeout ?? '10s');
+  const attempts = 1 + (request.retries ?? 0);
+  let last: unknown;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    if (attempt > 1) await sleep(backoffDelay(ctx.backoffMs ?? 200, attempt - 1), ctx.signal);
+    try {
+      const response = await sendOutbound(ctx.guard, {
+        method,
+        url: request.url,
+        headers,
+        ...(body !== undefined ? { body } : {}),
+        timeoutMs,
+        protocols: ['http:', 'https:'],
+        signal: ctx.signal,
+      });
+      const output = {
+        status: response.status,
+        headers: response.headers,
+        body: parseBody(response),
+      };
+      if (response.status < 400) return output;
+      last = new HttpNodeError(
+        `${method} ${request.url} answered ${response.status}`,
+        response.status,
+      );
+      if (!retryableStatus(response.status)) throw last;
+    } catch (error) {
+      if (error instanceof OutboundRefusedError || error instanceof HttpNodeError) throw error;
+      if (ctx.signal.aborted) throw new AbortedError('engine shut down');
+      last = error;
+    }
+  }
+  throw last instanceof Error ? last : new Error(String(last));
+}

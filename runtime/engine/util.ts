@@ -1,0 +1,83 @@
+// Small helpers shared by the engine, the http node and the callback sender.
+
+/** Parses a short duration (`250ms`, `2s`, `1m`; also `1h`) into milliseconds. */
+export function parseDuration(value: string): number {
+  const match = /^([0-9]{1,9})(ms|s|m|h)$/.exec(value.trim());
+  if (!match) throw new Error(`invalid duration '${value}'`);
+  const n = Number(match[1]);
+  const unit = match[2];
+  const factor = unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : 3_600_000;
+  return n * factor;
+}
+
+/** The error a cancelled wait rejects with. */
+export class AbortedError extends Error {
+  constructor(message = 'aborted') {
+    super(message);
+    this.name = 'AbortedError';
+  }
+}
+
+/** Waits `ms`; rejects with AbortedError as soon as `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new AbortedError(abortReason(signal)));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new AbortedError(abortReason(signal)));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function abortReason(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof Error) return reason.message;
+  if (typeof reason === 'string') return reason;
+  return 'aborted';
+}
+
+/**
+ * Exponential backoff with jitter: attempt 1 waits between half and all of `baseMs`,
+ * attempt 2 of 2×baseMs, and so on, capped at `maxMs`.
+ */
+export function backoffDelay(baseMs: number, attempt: number, maxMs = 30_000): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+}
+
+/** JSON of `value`, cut to `max` characters (an ellipsis marks the cut). */
+export function summarize(value: unknown, max = 1024): string {
+  let text: string;
+  try {
+    text = value === undefined ? 'undefined' : (JSON.stringify(value) ?? typeof value);
+  } catch {
+    text = `[unserialisable ${typeof value}]`;
+  }
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/**
+ * A plain JSON copy of a value (drops functions and undefined, turns JSONata sequences
+ * into arrays), so that outputs can be stored, cloned and sent.
+ */
+export function toJson(value: unknown): unknown {
+  if (value === undefined) return undefined;
+  const text = JSON.stringify(value);
+  return text === undefined ? undefined : (JSON.parse(text) as unknown);
+}
+
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'object' && error !== null && 'message' in error) {
+    return String(error.message);
+  }
+  return String(error);
+}

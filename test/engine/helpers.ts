@@ -1,0 +1,96 @@
+// Builders for engine tests: a workflow registration, a route and a trigger output.
+import type { WorkflowNode, WorkflowSpec } from '../../operator/api/v1alpha1/workflow.ts';
+import type { Execution, SequencedEvent, TriggerOutput } from '../../runtime/engine/ports.ts';
+import type { InProcessEngine } from '../../runtime/engine/engine.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../runtime/stores/ports.ts';
+
+let generation = 0;
+
+export function workflow(
+  nodes: Partial<WorkflowNode>[],
+  extra: Partial<WorkflowSpec> = {},
+  workflowId = 'shop-development-orders',
+): WorkflowRegistration {
+  generation++;
+  return {
+    workflowId,
+    namespace: 'shop',
+    name: 'orders',
+    generation,
+    application: 'shop',
+    environment: 'development',
+    spec: {
+      publish: true,
+      application: 'shop',
+      environment: 'development',
+      nodes: nodes as WorkflowNode[],
+      ...extra,
+    },
+  };
+}
+
+export function route(
+  key = 'shop/orders-hook',
+  workflowId = 'shop-development-orders',
+): RouteRecord {
+  return {
+    key,
+    namespace: 'shop',
+    name: key.split('/')[1] ?? 'hook',
+    uid: 'uid-1',
+    generation: 1,
+    workflowId,
+    path: `/webhook/${workflowId}/ingest`,
+    application: 'shop',
+    environment: 'development',
+    spec: {} as RouteRecord['spec'],
+    credentials: {},
+  };
+}
+
+export function trigger(body: unknown, executionId = ''): TriggerOutput {
+  return {
+    body,
+    headers: { 'content-type': 'application/json' },
+    query: { page: '2' },
+    params: { id: '42' },
+    metadata: {
+      timestamp: new Date().toISOString(),
+      correlationId: 'corr-1',
+      requestId: 'req-1',
+      executionId,
+      method: 'POST',
+      path: '/webhook/shop-development-orders/ingest/42',
+      route: '/webhook/shop-development-orders/ingest/:id',
+      contentType: 'application/json',
+      triggerKey: 'shop/orders-hook',
+      workflowId: 'shop-development-orders',
+    },
+  };
+}
+
+/** Resolves with the finished execution (waits for its terminal event). */
+export function finished(engine: InProcessEngine, id: string): Promise<Execution> {
+  return new Promise((resolve, reject) => {
+    engine.subscribe(id, 0, (event: SequencedEvent) => {
+      if (event.type === 'completed' || event.type === 'failed') {
+        engine.get(id).then((e) => (e ? resolve(e) : reject(new Error('gone'))), reject);
+      }
+    });
+  });
+}
+
+/** Starts a workflow and waits for it to finish. */
+export async function run(
+  engine: InProcessEngine,
+  nodes: Partial<WorkflowNode>[],
+  body: unknown = { n: 1 },
+  extra: Partial<WorkflowSpec> = {},
+): Promise<Execution> {
+  const execution = await engine.start({
+    workflow: workflow(nodes, extra),
+    route: route(),
+    input: trigger(body),
+  });
+  return finished(engine, execution.id);
+}
