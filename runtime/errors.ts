@@ -138,6 +138,11 @@ export const CATALOGUE = {
   },
   HG_ERR_NOT_FOUND: { status: 404, type: 'not-found', title: 'Not found' },
   HG_ERR_SHUTTING_DOWN: { status: 503, type: 'shutting-down', title: 'Server is shutting down' },
+  HG_ERR_ENGINE_OVERLOADED: {
+    status: 503,
+    type: 'engine-overloaded',
+    title: 'Too many executions queued',
+  },
   HG_ERR_INTERNAL: { status: 500, type: 'internal', title: 'Internal error' },
 } as const satisfies Record<string, Entry>;
 
