@@ -228,7 +228,12 @@ export class InProcessEngine implements ExecutionEngine {
   subscribe(id: string, afterSeq: number, listener: Listener): () => void {
     const hot = this.#hot.get(id);
     if (hot) {
-      for (const event of hot.events) if (event.seq > afterSeq) listener(event);
+      try {
+        for (const event of hot.events) if (event.seq > afterSeq) listener(event);
+      } catch (error) {
+        this.#onInternalError(error, 'event listener');
+        return () => {};
+      }
       const terminal = hot.events.at(-1);
       if (terminal && isTerminal(terminal)) return () => {};
       hot.listeners.add(listener);
@@ -238,7 +243,11 @@ export class InProcessEngine implements ExecutionEngine {
     let cancelled = false;
     this.store.events(id, afterSeq).then(
       (events) => {
-        for (const event of events) if (!cancelled) listener(event);
+        try {
+          for (const event of events) if (!cancelled) listener(event);
+        } catch (error) {
+          this.#onInternalError(error, 'event listener');
+        }
       },
       (error: unknown) => this.#onInternalError(error, 'reading events'),
     );
