@@ -1,0 +1,117 @@
+// A thin JSON client for the Kubernetes API on top of @kubernetes/client-node's
+// KubeConfig (which resolves the server, TLS and credentials). The generated API
+// classes deserialize into class instances with Date fields and hide the HTTP status;
+// the operator needs plain JSON, the status code of every failure (409, 404, 410) and
+// exact control of the patch content types, so it talks HTTP itself.
+import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import { fetch } from 'undici';
+
+/** A failed API call, carrying the HTTP status and the `Status` body's reason. */
+export class KubeApiError extends Error {
+  readonly code: number;
+  readonly reason: string | undefined;
+  readonly body: unknown;
+
+  constructor(code: number, message: string, reason?: string, body?: unknown) {
+    super(message);
+    this.name = 'KubeApiError';
+    this.code = code;
+    this.reason = reason;
+    this.body = body;
+  }
+}
+
+export const isConflict = (err: unknown): boolean =>
+  err instanceof KubeApiError && err.code === 409;
+export const isNotFound = (err: unknown): boolean =>
+  err instanceof KubeApiError && err.code === 404;
+
+export type Verb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Defaults to application/json (or json-patch+json etc. for PATCH). */
+  contentType?: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  signal?: AbortSignal;
+}
+
+/** The content types of the three PATCH flavours (RFC 6902, RFC 7386, strategic). */
+export const PatchType = {
+  json: 'application/json-patch+json',
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+} as const;
+
+/** Default per-request timeout (client-go has none; we never want a call to hang forever). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+const METHODS: Record<Verb, HttpMethod> = {
+  GET: HttpMethod.GET,
+  POST: HttpMethod.POST,
+  PUT: HttpMethod.PUT,
+  PATCH: HttpMethod.PATCH,
+  DELETE: HttpMethod.DELETE,
+};
+
+export class KubeClient {
+  readonly config: KubeConfig;
+  readonly #timeoutMs: number;
+
+  constructor(config: KubeConfig, opts: { timeoutMs?: number } = {}) {
+    this.config = config;
+    this.#timeoutMs = opts.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  }
+
+  /** Issue one request and return the parsed JSON body. Non-2xx answers throw KubeApiError. */
+  async request<T>(verb: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
+    const cluster = this.config.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    const url = new URL(cluster.server.replace(/\/$/, '') + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) {
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    }
+    const ctx = new RequestContext(url.toString(), METHODS[verb]);
+    await this.config.applySecurityAuthentication(ctx);
+    const headers = ctx.getHeaders();
+    headers['Accept'] = 'application/json';
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] = opts.contentType ?? 'application/json';
+    }
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const dispatcher = ctx.getDispatcher();
+    const res = await fetch(url, {
+      method: verb,
+      headers,
+      signal,
+      ...(body !== undefined ? { body } : {}),
+      ...(dispatcher ? { dispatcher } : {}),
+    });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    if (text) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    if (res.status < 200 || res.status >= 300) {
+      const status = (parsed ?? {}) as { message?: unknown; reason?: unknown };
+      const message =
+        typeof status.message === 'string'
+          ? status.message
+          : `${verb} ${url.pathname}: HTTP ${res.status}`;
+      throw new KubeApiError(
+        res.status,
+        message,
+        typeof status.reason === 'string' ? status.reason : undefined,
+        parsed,
+      );
+    }
+    return parsed as T;
+  }
+}

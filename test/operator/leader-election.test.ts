@@ -1,0 +1,297 @@
+// Leader election (O9) on an in-memory lock with resourceVersion semantics and a
+// FakeClock. The same properties run against the in-memory API server in
+// leader-election-apiserver.test.ts.
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../operator/controller/clock.ts';
+import { KubeApiError } from '../../operator/controller/kube-client.ts';
+import {
+  LeaderElector,
+  microTime,
+  type LeaderElectionConfig,
+  type LeaderElectionRecord,
+  type ResourceLock,
+} from '../../operator/controller/leader-election.ts';
+
+const flush = async (): Promise<void> => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+};
+
+/** The "API server": one record with a resourceVersion. */
+class LeaseStore {
+  record: LeaderElectionRecord | undefined;
+  rv = 0;
+  writes: { by: string; record: LeaderElectionRecord }[] = [];
+}
+
+/** One replica's view of the store; can be frozen (calls hang until aborted) or failing. */
+class FakeLock implements ResourceLock {
+  readonly store: LeaseStore;
+  readonly who: string;
+  frozen = false;
+  failing = false;
+  #seenRv = -1;
+
+  constructor(store: LeaseStore, who: string) {
+    this.store = store;
+    this.who = who;
+  }
+
+  async #gate(signal: AbortSignal): Promise<void> {
+    await Promise.resolve();
+    if (this.frozen) {
+      await new Promise<void>((_, reject) => {
+        if (signal.aborted) reject(new Error('aborted'));
+        signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+      });
+    }
+    if (this.failing) throw new KubeApiError(500, 'internal error');
+  }
+
+  async get(signal: AbortSignal) {
+    await this.#gate(signal);
+    if (!this.store.record) return undefined;
+    this.#seenRv = this.store.rv;
+    return { record: { ...this.store.record }, raw: JSON.stringify(this.store.record) };
+  }
+
+  async create(record: LeaderElectionRecord, signal: AbortSignal) {
+    await this.#gate(signal);
+    if (this.store.record) throw new KubeApiError(409, 'already exists', 'AlreadyExists');
+    this.#write(record);
+  }
+
+  async update(record: LeaderElectionRecord, signal: AbortSignal) {
+    await this.#gate(signal);
+    if (this.#seenRv !== this.store.rv) throw new KubeApiError(409, 'conflict', 'Conflict');
+    this.#write(record);
+  }
+
+  #write(record: LeaderElectionRecord): void {
+    this.store.record = { ...record };
+    this.store.rv++;
+    this.#seenRv = this.store.rv;
+    this.store.writes.push({ by: this.who, record: { ...record } });
+  }
+
+  describe(): string {
+    return 'test/lease';
+  }
+}
+
+interface Candidate {
+  id: string;
+  lock: FakeLock;
+  elector: LeaderElector;
+  startedAt: number[];
+  stoppedAt: number[];
+  signals: AbortSignal[];
+  done: Promise<void>;
+}
+
+const LEASE = 15_000;
+const RENEW = 10_000;
+const RETRY = 2_000;
+
+function candidate(
+  store: LeaseStore,
+  clock: FakeClock,
+  id: string,
+  extra: Partial<LeaderElectionConfig> = {},
+): Candidate {
+  const lock = new FakeLock(store, id);
+  const c: Omit<Candidate, 'elector' | 'done'> = {
+    id,
+    lock,
+    startedAt: [],
+    stoppedAt: [],
+    signals: [],
+  };
+  const elector = new LeaderElector({
+    lock,
+    identity: id,
+    clock,
+    wallTime: () => 1_700_000_000_000 + clock.now(),
+    random: () => 0,
+    onStartedLeading: (signal) => {
+      c.startedAt.push(clock.now());
+      c.signals.push(signal);
+    },
+    onStoppedLeading: () => c.stoppedAt.push(clock.now()),
+    ...extra,
+  });
+  const full = { ...c, elector, done: elector.run() };
+  return full;
+}
+
+async function advance(clock: FakeClock, ms: number, step = 100): Promise<void> {
+  for (let t = 0; t < ms; t += step) {
+    clock.step(step);
+    await flush();
+  }
+}
+
+describe('LeaderElector', () => {
+  it('validates LeaseDuration > RenewDeadline > 1.2 × RetryPeriod', () => {
+    const base = {
+      lock: new FakeLock(new LeaseStore(), 'x'),
+      identity: 'x',
+      onStartedLeading() {},
+    };
+    expect(
+      () => new LeaderElector({ ...base, leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }),
+    ).toThrow(/leaseDuration/);
+    expect(
+      () => new LeaderElector({ ...base, renewDeadlineMs: 2_400, retryPeriodMs: 2_000 }),
+    ).toThrow(/1.2/);
+    expect(() => new LeaderElector({ ...base, identity: '' })).toThrow(/identity/);
+    expect(() => new LeaderElector(base)).not.toThrow();
+  });
+
+  it('formats MicroTime with six fractional digits', () => {
+    expect(microTime(Date.UTC(2026, 0, 2, 3, 4, 5, 678))).toBe('2026-01-02T03:04:05.678000Z');
+  });
+
+  it('exactly one of two candidates leads, and keeps renewing', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    const b = candidate(store, clock, 'b');
+    await flush();
+    await advance(clock, 60_000);
+    const leaders = [a, b].filter((c) => c.elector.isLeader());
+    expect(leaders).toHaveLength(1);
+    const [leader] = leaders;
+    const other = leader === a ? b : a;
+    expect(store.record?.holderIdentity).toBe(leader?.id);
+    expect(leader?.startedAt).toHaveLength(1);
+    expect(other.startedAt).toHaveLength(0);
+    expect(store.record?.leaderTransitions).toBe(0);
+    // Renewed about every RetryPeriod, and only by the leader.
+    const renewals = store.writes.filter((w) => w.by === leader?.id).length;
+    expect(renewals).toBeGreaterThanOrEqual(25);
+    expect(store.writes.every((w) => w.by === leader?.id)).toBe(true);
+    expect(other.elector.getLeader()).toBe(leader?.id);
+    await a.elector.stop();
+    await b.elector.stop();
+  });
+
+  it('takes over from a dead leader only after a whole LeaseDuration, within about LeaseDuration + RetryPeriod', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    expect(a.elector.isLeader()).toBe(true);
+    const b = candidate(store, clock, 'b');
+    await advance(clock, 10_000);
+    expect(b.startedAt).toHaveLength(0);
+    // Kill a: its calls hang forever (no release), like a SIGKILLed pod.
+    a.lock.frozen = true;
+    const killedAt = clock.now();
+    const lastRenew = store.writes.at(-1);
+    await advance(clock, LEASE + 2 * RETRY + 1000, 50);
+    expect(b.startedAt).toHaveLength(1);
+    const took = (b.startedAt[0] ?? 0) - killedAt;
+    expect(took).toBeGreaterThanOrEqual(LEASE - RETRY);
+    expect(took).toBeLessThanOrEqual(LEASE + 2 * RETRY);
+    expect(store.record?.holderIdentity).toBe('b');
+    expect(store.record?.leaderTransitions).toBe(1);
+    expect(lastRenew?.by).toBe('a');
+    // The dead leader gave up on its own before b took over (RenewDeadline < LeaseDuration).
+    expect(a.stoppedAt).toHaveLength(1);
+    expect(a.stoppedAt[0]).toBeLessThan(b.startedAt[0] ?? 0);
+    expect(a.signals[0]?.aborted).toBe(true);
+    await b.elector.stop();
+    a.lock.frozen = false;
+    await a.elector.stop();
+  });
+
+  it('a leader that cannot renew before RenewDeadline stops leading', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    expect(a.elector.isLeader()).toBe(true);
+    await advance(clock, 5_000);
+    a.lock.failing = true;
+    const failedAt = clock.now();
+    await advance(clock, RENEW - 2 * RETRY);
+    expect(a.stoppedAt).toHaveLength(0);
+    await advance(clock, 2 * RETRY + RETRY + 500);
+    expect(a.stoppedAt).toHaveLength(1);
+    expect((a.stoppedAt[0] ?? 0) - failedAt).toBeLessThanOrEqual(RENEW + RETRY + 200);
+    expect(a.signals[0]?.aborted).toBe(true);
+    await a.done; // run() returns when leadership is lost
+    const writes = store.writes.length;
+    a.lock.failing = false;
+    await advance(clock, 10_000);
+    expect(store.writes.length).toBe(writes);
+  });
+
+  it('a frozen API call is cut off at RenewDeadline', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    a.lock.frozen = true;
+    const frozenAt = clock.now();
+    await advance(clock, RENEW + 3 * RETRY);
+    expect(a.stoppedAt).toHaveLength(1);
+    expect((a.stoppedAt[0] ?? 0) - frozenAt).toBeLessThanOrEqual(RENEW + RETRY + 200);
+    await a.done;
+  });
+
+  it('a conflicting write (409) means another replica won', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    // Someone else overwrites the lease with a fresh record behind a's back.
+    store.record = {
+      holderIdentity: 'intruder',
+      leaseDurationSeconds: 15,
+      acquireTime: microTime(1),
+      renewTime: microTime(1),
+      leaderTransitions: 1,
+    };
+    store.rv++;
+    await advance(clock, RENEW + 2 * RETRY);
+    expect(a.stoppedAt).toHaveLength(1);
+    expect(a.elector.isLeader()).toBe(false);
+    expect(store.record?.holderIdentity).toBe('intruder');
+    await a.done;
+  });
+
+  it('stop() releases the lease (empty holder, 1 s) and the other candidate takes over quickly', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    const b = candidate(store, clock, 'b');
+    await advance(clock, 4_000);
+    const stopping = a.elector.stop();
+    await flush();
+    await stopping;
+    expect(store.record?.holderIdentity).toBe('');
+    expect(store.record?.leaseDurationSeconds).toBe(1);
+    expect(a.stoppedAt).toHaveLength(1);
+    const releasedAt = clock.now();
+    await advance(clock, RETRY * 2.5);
+    expect(b.startedAt).toHaveLength(1);
+    expect((b.startedAt[0] ?? 0) - releasedAt).toBeLessThanOrEqual(RETRY + 100);
+    await b.elector.stop();
+  });
+
+  it('stop() before leading does not call onStoppedLeading', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    const b = candidate(store, clock, 'b');
+    await advance(clock, 3_000);
+    await b.elector.stop();
+    expect(b.startedAt).toHaveLength(0);
+    expect(b.stoppedAt).toHaveLength(0);
+    expect(store.record?.holderIdentity).toBe('a');
+    await a.elector.stop();
+  });
+});
