@@ -1,0 +1,425 @@
+// REST semantics of one resource: get, list, create, update (PUT), patch, delete,
+// and the status subresource — K1-K10, K22-K24, K26.
+import { parse as parseYaml } from 'yaml';
+import {
+  admitObject,
+  checkName,
+  crdStatus,
+  normaliseBuiltin,
+  specPart,
+  withType,
+  type FieldValidation,
+} from './admission.ts';
+import { applyMerge, canonical, jsonPatch, mergePatch } from './patch.ts';
+import {
+  CRD_TYPE,
+  storageKey,
+  type CrdSpec,
+  type KubeObject,
+  type Registry,
+  type ResourceType,
+} from './resources.ts';
+import {
+  alreadyExists,
+  ApiError,
+  badRequest,
+  conflict,
+  invalid,
+  notFound,
+  unsupportedMediaType,
+} from './status.ts';
+import type { Storage } from './storage.ts';
+
+export interface Ctx {
+  storage: Storage;
+  registry: Registry;
+}
+
+export interface Target {
+  rt: ResourceType;
+  namespace?: string;
+  name?: string;
+  subresource?: string;
+}
+
+export interface WriteOptions {
+  fieldValidation: FieldValidation;
+  fieldManager?: string;
+  force?: boolean;
+}
+
+export interface Outcome {
+  code: number;
+  body: KubeObject;
+  warnings: string[];
+}
+
+const NAMESPACES = { group: '', plural: 'namespaces' };
+export const PATCH_TYPES = [
+  'application/json-patch+json',
+  'application/merge-patch+json',
+  'application/apply-patch+yaml',
+];
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function now(): string {
+  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+function randomSuffix(): string {
+  const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
+  return Array.from(
+    { length: 5 },
+    () => alphabet[Math.floor(Math.random() * alphabet.length)],
+  ).join('');
+}
+
+export function getObject(ctx: Ctx, t: Target): KubeObject {
+  const obj = ctx.storage.get(storageKey(t.rt), t.namespace, t.name ?? '');
+  if (!obj) throw notFound(t.rt, t.name ?? '');
+  return withType(obj, t.rt);
+}
+
+/** The objects of a list and the counter at that snapshot (K1, K17). */
+export function listObjects(ctx: Ctx, t: Target): { items: KubeObject[]; rv: number } {
+  const items = ctx.storage.list(storageKey(t.rt), t.namespace).map((o) => withType(o, t.rt));
+  return { items, rv: ctx.storage.currentRv() };
+}
+
+function asObject(body: unknown): KubeObject {
+  if (!isObject(body)) throw badRequest('the body of the request is not a JSON object');
+  const metadata = isObject(body.metadata) ? body.metadata : {};
+  return { ...body, metadata };
+}
+
+function checkNamespace(ctx: Ctx, t: Target): void {
+  if (t.rt.namespaced && t.namespace && !ctx.storage.get('/namespaces', undefined, t.namespace)) {
+    throw notFound(NAMESPACES, t.namespace);
+  }
+}
+
+// ---------------------------------------------------------------- create
+
+export function createObject(ctx: Ctx, t: Target, body: unknown, opts: WriteOptions): Outcome {
+  const input = asObject(body);
+  const meta = input.metadata;
+  if (input.kind !== undefined && input.kind !== t.rt.kind) {
+    throw badRequest(
+      `the API version in the data (${JSON.stringify(input.apiVersion)}) and kind (${JSON.stringify(input.kind)}) do not match the resource (${t.rt.kind})`,
+    );
+  }
+  if (meta.resourceVersion) {
+    // etcd3 store.Create: storage.ErrResourceVersionSetOnCreate, answered as a 500.
+    throw new ApiError({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'resourceVersion should not be set on objects to be created',
+      code: 500,
+    });
+  }
+  if (t.rt.namespaced) {
+    if (meta.namespace && meta.namespace !== t.namespace) {
+      throw badRequest(
+        'the namespace of the provided object does not match the namespace sent on the request',
+      );
+    }
+    meta.namespace = t.namespace;
+  } else delete meta.namespace;
+  if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomSuffix()}`;
+  if (!meta.name) {
+    throw invalid(t.rt, '', [
+      {
+        field: 'metadata.name',
+        reason: 'FieldValueRequired',
+        message: 'Required value: name or generateName is required',
+      },
+    ]);
+  }
+  checkName(t.rt, meta.name);
+  checkNamespace(ctx, t);
+  const key = storageKey(t.rt);
+  if (ctx.storage.get(key, t.namespace, meta.name)) throw alreadyExists(t.rt, meta.name);
+  if (t.rt.statusSubresource) delete input.status;
+  const { object, warnings } = admitObject(t.rt, input, opts.fieldValidation);
+  normaliseBuiltin(t.rt, object);
+  const m = object.metadata;
+  delete m.deletionTimestamp;
+  delete m.deletionGracePeriodSeconds;
+  m.uid = crypto.randomUUID();
+  m.creationTimestamp = now();
+  if (t.rt.generation) m.generation = 1;
+  else delete m.generation;
+  if (t.rt === CRD_TYPE) object.status = crdStatus(object, m.creationTimestamp);
+  const stored = ctx.storage.write(key, object, 'ADDED');
+  afterWrite(ctx, t.rt, stored);
+  return { code: 201, body: withType(stored, t.rt), warnings };
+}
+
+// ---------------------------------------------------------------- update
+
+interface UpdateMode {
+  /** PUT on a custom resource: the RV is required (K3). */
+  requireRv: boolean;
+}
+
+/** PUT and the tail of PATCH: preconditions, subresource rules, generation, no-op. */
+export function updateObject(
+  ctx: Ctx,
+  t: Target,
+  body: unknown,
+  opts: WriteOptions,
+  mode: UpdateMode = { requireRv: true },
+): Outcome {
+  const input = asObject(body);
+  const name = t.name ?? '';
+  if (input.metadata.name !== undefined && input.metadata.name !== name) {
+    throw badRequest(
+      `the name of the object (${String(input.metadata.name)}) does not match the name on the URL (${name})`,
+    );
+  }
+  if (t.rt.namespaced && input.metadata.namespace && input.metadata.namespace !== t.namespace) {
+    throw badRequest(
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
+  }
+  const key = storageKey(t.rt);
+  const cur = ctx.storage.get(key, t.namespace, name);
+  if (!cur) throw notFound(t.rt, name);
+  const rv = input.metadata.resourceVersion;
+  if (!rv && mode.requireRv && t.rt.custom) {
+    throw invalid(t.rt, name, [
+      {
+        field: 'metadata.resourceVersion',
+        reason: 'FieldValueInvalid',
+        message: 'Invalid value: 0x0: must be specified for an update',
+      },
+    ]);
+  }
+  if (rv && rv !== cur.metadata.resourceVersion) throw conflict(t.rt, name);
+  const next = prepareUpdate(t, input, cur);
+  const { object, warnings } = admitObject(t.rt, next, opts.fieldValidation, cur);
+  normaliseBuiltin(t.rt, object);
+  checkFinalizers(t.rt, object, cur);
+  return commit(ctx, t, object, cur, warnings);
+}
+
+/** Copy what a request cannot change from the stored object (K8 status rules). */
+function prepareUpdate(t: Target, input: KubeObject, cur: KubeObject): KubeObject {
+  let next: KubeObject;
+  if (t.subresource === 'status') {
+    // Only .status is taken from the request; metadata and spec edits are dropped.
+    next = structuredClone(cur);
+    if (input.status !== undefined) next.status = input.status;
+    else delete next.status;
+    return next;
+  }
+  next = structuredClone(input);
+  if (t.rt.statusSubresource) {
+    if (cur.status !== undefined) next.status = structuredClone(cur.status);
+    else delete next.status;
+  }
+  const m = next.metadata;
+  const c = cur.metadata;
+  m.name = c.name;
+  if (t.rt.namespaced) m.namespace = c.namespace;
+  m.uid = c.uid;
+  m.creationTimestamp = c.creationTimestamp;
+  m.resourceVersion = c.resourceVersion;
+  if (c.generation !== undefined) m.generation = c.generation;
+  else delete m.generation;
+  if (c.deletionTimestamp) {
+    m.deletionTimestamp = c.deletionTimestamp;
+    m.deletionGracePeriodSeconds = c.deletionGracePeriodSeconds;
+  } else {
+    delete m.deletionTimestamp;
+    delete m.deletionGracePeriodSeconds;
+  }
+  return next;
+}
+
+/** K10: once deletion started, no new finalizers. */
+function checkFinalizers(rt: ResourceType, next: KubeObject, cur: KubeObject): void {
+  if (!cur.metadata.deletionTimestamp) return;
+  const old = new Set(cur.metadata.finalizers ?? []);
+  const added = (next.metadata.finalizers ?? []).filter((f) => !old.has(f));
+  if (added.length > 0) {
+    throw invalid(rt, cur.metadata.name ?? '', [
+      {
+        field: 'metadata.finalizers',
+        reason: 'FieldValueForbidden',
+        message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => `"${f}"`).join(', ')}}`,
+      },
+    ]);
+  }
+}
+
+/** Generation, no-op detection (K5), deletion once the last finalizer is gone (K10). */
+function commit(
+  ctx: Ctx,
+  t: Target,
+  next: KubeObject,
+  cur: KubeObject,
+  warnings: string[],
+): Outcome {
+  const key = storageKey(t.rt);
+  if (
+    t.rt.generation &&
+    specPart(next, t.rt.statusSubresource) !== specPart(cur, t.rt.statusSubresource)
+  ) {
+    next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
+  }
+  if (t.rt === CRD_TYPE && t.subresource !== 'status') {
+    next.status = crdStatus(next, cur.metadata.creationTimestamp ?? now());
+  }
+  if (canonical(next) === canonical(withType(cur, t.rt))) {
+    return { code: 200, body: withType(cur, t.rt), warnings };
+  }
+  if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
+    const gone = ctx.storage.remove(key, next);
+    afterDelete(ctx, t.rt, gone);
+    return { code: 200, body: withType(gone, t.rt), warnings };
+  }
+  const stored = ctx.storage.write(key, next, 'MODIFIED');
+  afterWrite(ctx, t.rt, stored);
+  return { code: 200, body: withType(stored, t.rt), warnings };
+}
+
+// ---------------------------------------------------------------- patch
+
+function parseJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch (err) {
+    throw badRequest(`error decoding patch: ${(err as Error).message}`);
+  }
+}
+
+/** K22-K24: json-patch, merge-patch, apply-patch+yaml; 415 for anything else on CRs. */
+export function patchObject(
+  ctx: Ctx,
+  t: Target,
+  contentType: string,
+  raw: string,
+  opts: WriteOptions,
+): Outcome {
+  let type = contentType.split(';')[0]?.trim() ?? '';
+  if (type === 'application/strategic-merge-patch+json' && !t.rt.custom) {
+    type = 'application/merge-patch+json'; // built-ins: treated as a merge patch (simplified)
+  }
+  if (!PATCH_TYPES.includes(type)) throw unsupportedMediaType(type, PATCH_TYPES);
+  if (type === 'application/apply-patch+yaml') return applyPatch(ctx, t, raw, opts);
+  const cur = ctx.storage.get(storageKey(t.rt), t.namespace, t.name ?? '');
+  if (!cur) throw notFound(t.rt, t.name ?? '');
+  const body = parseJson(raw);
+  if (type === 'application/merge-patch+json' && !isObject(body)) {
+    throw badRequest('error decoding patch: merge patch must be a JSON object');
+  }
+  const patched =
+    type === 'application/json-patch+json'
+      ? jsonPatch(withType(cur, t.rt), body)
+      : mergePatch(withType(cur, t.rt), body);
+  return updateObject(ctx, t, patched, opts, { requireRv: false });
+}
+
+function applyPatch(ctx: Ctx, t: Target, raw: string, opts: WriteOptions): Outcome {
+  if (!opts.fieldManager) {
+    throw badRequest('PATCH, application/apply-patch+yaml requires fieldManager to be set');
+  }
+  let applied: unknown;
+  try {
+    applied = parseYaml(raw) as unknown;
+  } catch (err) {
+    throw badRequest(`error decoding YAML: ${(err as Error).message}`);
+  }
+  const input = asObject(applied);
+  if (input.metadata.name && input.metadata.name !== t.name) {
+    throw badRequest(
+      `the name of the object (${input.metadata.name}) does not match the name on the URL (${t.name ?? ''})`,
+    );
+  }
+  const cur = ctx.storage.get(storageKey(t.rt), t.namespace, t.name ?? '');
+  if (!cur) {
+    if (t.subresource) throw notFound(t.rt, t.name ?? '');
+    return createObject(ctx, t, { ...input, metadata: { ...input.metadata, name: t.name } }, opts);
+  }
+  const merged = applyMerge(withType(cur, t.rt), input, t.rt.schema);
+  return updateObject(ctx, t, merged, opts, { requireRv: false });
+}
+
+// ---------------------------------------------------------------- delete
+
+export interface DeleteOptions {
+  propagationPolicy?: string;
+  orphanDependents?: boolean;
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+/** K10, K26: finalizers hold the object with a deletionTimestamp; others delete now. */
+export function deleteObject(ctx: Ctx, t: Target, options: DeleteOptions): Outcome {
+  const policy = options.propagationPolicy;
+  if (policy === 'Foreground' || policy === 'Orphan' || options.orphanDependents === true) {
+    throw badRequest(
+      `propagationPolicy ${policy ?? 'Orphan'} is not supported by this test API server (no garbage collector): use Background`,
+    );
+  }
+  const key = storageKey(t.rt);
+  const name = t.name ?? '';
+  const cur = ctx.storage.get(key, t.namespace, name);
+  if (!cur) throw notFound(t.rt, name);
+  const pre = options.preconditions ?? {};
+  if (pre.uid && pre.uid !== cur.metadata.uid) {
+    throw conflict(
+      t.rt,
+      name,
+      `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${cur.metadata.uid ?? ''}`,
+    );
+  }
+  if (pre.resourceVersion && pre.resourceVersion !== cur.metadata.resourceVersion) {
+    throw conflict(
+      t.rt,
+      name,
+      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion ?? ''}`,
+    );
+  }
+  if ((cur.metadata.finalizers ?? []).length > 0) {
+    if (cur.metadata.deletionTimestamp)
+      return { code: 200, body: withType(cur, t.rt), warnings: [] };
+    const next = structuredClone(cur);
+    next.metadata.deletionTimestamp = now();
+    next.metadata.deletionGracePeriodSeconds = 0;
+    if (t.rt.generation) next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
+    const stored = ctx.storage.write(key, next, 'MODIFIED');
+    return { code: 200, body: withType(stored, t.rt), warnings: [] };
+  }
+  const gone = ctx.storage.remove(key, cur);
+  afterDelete(ctx, t.rt, gone);
+  return { code: 200, body: withType(gone, t.rt), warnings: [] };
+}
+
+// ---------------------------------------------------------------- side effects
+
+/** Creating or changing a CRD updates the served types (and so discovery, K28). */
+function afterWrite(ctx: Ctx, rt: ResourceType, obj: KubeObject): void {
+  if (rt === CRD_TYPE) ctx.registry.setCrd(obj.metadata.name ?? '', obj.spec as CrdSpec);
+}
+
+/** Deleting a CRD deletes its objects; deleting a namespace deletes its contents. */
+function afterDelete(ctx: Ctx, rt: ResourceType, obj: KubeObject): void {
+  if (rt === CRD_TYPE) {
+    const spec = obj.spec as CrdSpec;
+    const key = storageKey({ group: spec.group, plural: spec.names.plural });
+    for (const o of ctx.storage.list(key)) ctx.storage.remove(key, o);
+    ctx.registry.setCrd(obj.metadata.name ?? '', undefined);
+  }
+  if (rt.group === '' && rt.plural === 'namespaces') {
+    for (const type of ctx.registry.all().filter((r) => r.namespaced)) {
+      const key = storageKey(type);
+      for (const o of ctx.storage.list(key, obj.metadata.name)) ctx.storage.remove(key, o);
+    }
+  }
+}

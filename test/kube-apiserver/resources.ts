@@ -1,0 +1,198 @@
+// The resource types the server serves: built-ins (namespaces, secrets, events,
+// leases, CRDs) and one type per served version of each CustomResourceDefinition.
+import type { OpenApiSchema } from '../../operator/api/structural.ts';
+
+export interface PrinterColumn {
+  name: string;
+  type: string;
+  jsonPath: string;
+  description?: string;
+  format?: string;
+  priority?: number;
+}
+
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+  singular: string;
+  kind: string;
+  listKind: string;
+  namespaced: boolean;
+  shortNames: string[];
+  categories: string[];
+  statusSubresource: boolean;
+  /** Custom-resource semantics: no unconditional update, no strategic merge patch. */
+  custom: boolean;
+  /** The structural schema of a CR version (undefined: anything goes). */
+  schema?: OpenApiSchema;
+  printerColumns: PrinterColumn[];
+  selectableFields: string[];
+  /** Whether metadata.generation is maintained. */
+  generation: boolean;
+}
+
+/** One JSON object as stored: always has metadata. */
+export type KubeObject = Record<string, unknown> & { metadata: ObjectMeta };
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: unknown[];
+  [key: string]: unknown;
+}
+
+export const VERBS = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
+
+export function apiVersionOf(rt: { group: string; version: string }): string {
+  return rt.group ? `${rt.group}/${rt.version}` : rt.version;
+}
+
+/** Storage is shared by all versions of one group/resource. */
+export function storageKey(rt: { group: string; plural: string }): string {
+  return `${rt.group}/${rt.plural}`;
+}
+
+function builtin(
+  group: string,
+  version: string,
+  kind: string,
+  plural: string,
+  namespaced: boolean,
+  extra: Partial<ResourceType> = {},
+): ResourceType {
+  return {
+    group,
+    version,
+    plural,
+    singular: kind.toLowerCase(),
+    kind,
+    listKind: `${kind}List`,
+    namespaced,
+    shortNames: [],
+    categories: [],
+    statusSubresource: false,
+    custom: false,
+    printerColumns: [],
+    selectableFields: [],
+    generation: false,
+    ...extra,
+  };
+}
+
+export const CRD_TYPE = builtin(
+  'apiextensions.k8s.io',
+  'v1',
+  'CustomResourceDefinition',
+  'customresourcedefinitions',
+  false,
+  { shortNames: ['crd', 'crds'], statusSubresource: true, generation: true },
+);
+
+export function builtinTypes(): ResourceType[] {
+  return [
+    builtin('', 'v1', 'Namespace', 'namespaces', false, {
+      shortNames: ['ns'],
+      statusSubresource: true,
+    }),
+    builtin('', 'v1', 'Secret', 'secrets', true),
+    builtin('', 'v1', 'ConfigMap', 'configmaps', true, { shortNames: ['cm'] }),
+    builtin('', 'v1', 'Event', 'events', true, { shortNames: ['ev'] }),
+    builtin('events.k8s.io', 'v1', 'Event', 'events', true, { shortNames: ['ev'] }),
+    builtin('coordination.k8s.io', 'v1', 'Lease', 'leases', true),
+    CRD_TYPE,
+  ];
+}
+
+interface CrdVersion {
+  name: string;
+  served?: boolean;
+  storage?: boolean;
+  subresources?: { status?: object };
+  additionalPrinterColumns?: PrinterColumn[];
+  selectableFields?: { jsonPath: string }[];
+  schema?: { openAPIV3Schema?: OpenApiSchema };
+}
+
+export interface CrdSpec {
+  group: string;
+  scope: 'Namespaced' | 'Cluster';
+  names: {
+    kind: string;
+    plural: string;
+    singular?: string;
+    listKind?: string;
+    shortNames?: string[];
+    categories?: string[];
+  };
+  versions: CrdVersion[];
+}
+
+/** The resource types one CRD serves, in the CRD's version order. */
+export function typesFromCrd(spec: CrdSpec): ResourceType[] {
+  return spec.versions
+    .filter((v) => v.served !== false)
+    .map((v) => ({
+      group: spec.group,
+      version: v.name,
+      plural: spec.names.plural,
+      singular: spec.names.singular ?? spec.names.kind.toLowerCase(),
+      kind: spec.names.kind,
+      listKind: spec.names.listKind ?? `${spec.names.kind}List`,
+      namespaced: spec.scope !== 'Cluster',
+      shortNames: spec.names.shortNames ?? [],
+      categories: spec.names.categories ?? [],
+      statusSubresource: v.subresources?.status !== undefined,
+      custom: true,
+      ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema } : {}),
+      printerColumns: v.additionalPrinterColumns ?? [],
+      selectableFields: (v.selectableFields ?? []).map((f) => f.jsonPath.replace(/^\./, '')),
+      generation: true,
+    }));
+}
+
+/** All served types, looked up by group/version/plural. Rebuilt when CRDs change. */
+export class Registry {
+  private readonly fixed: ResourceType[];
+  private crdTypes = new Map<string, ResourceType[]>();
+
+  constructor() {
+    this.fixed = builtinTypes();
+  }
+
+  all(): ResourceType[] {
+    return [...this.fixed, ...[...this.crdTypes.values()].flat()];
+  }
+
+  find(group: string, version: string, plural: string): ResourceType | undefined {
+    return this.all().find(
+      (t) => t.group === group && t.version === version && t.plural === plural,
+    );
+  }
+
+  setCrd(crdName: string, spec: CrdSpec | undefined): void {
+    if (spec) this.crdTypes.set(crdName, typesFromCrd(spec));
+    else this.crdTypes.delete(crdName);
+  }
+
+  /** Groups in discovery order, each with its versions (first = preferred). */
+  groups(): { group: string; versions: string[] }[] {
+    const out = new Map<string, string[]>();
+    for (const t of this.all()) {
+      const versions = out.get(t.group) ?? [];
+      if (!versions.includes(t.version)) versions.push(t.version);
+      out.set(t.group, versions);
+    }
+    return [...out].map(([group, versions]) => ({ group, versions }));
+  }
+}

@@ -1,0 +1,539 @@
+// The in-memory Kubernetes-compatible API server used by the operator's tests:
+// plain HTTP on 127.0.0.1, any token accepted. See README.md for what it implements.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import {
+  AGGREGATED_CONTENT_TYPE,
+  aggregatedDiscovery,
+  apiGroupDoc,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  wantsAggregated,
+} from './discovery.ts';
+import { Faults, type RequestFacts } from './faults.ts';
+import {
+  createObject,
+  deleteObject,
+  getObject,
+  listObjects,
+  patchObject,
+  updateObject,
+  type Ctx,
+  type DeleteOptions,
+  type Target,
+  type WriteOptions,
+} from './handlers.ts';
+import { groupVersionDoc, openApiIndex } from './openapi.ts';
+import { CRD_TYPE, Registry, type KubeObject } from './resources.ts';
+import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
+import { ApiError, badRequest, forcedError, invalid, methodNotAllowed } from './status.ts';
+import { Storage } from './storage.ts';
+import { toTable, wantsTable } from './table.ts';
+import { serveWatch } from './watch.ts';
+import type { FieldValidation } from './admission.ts';
+
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  contentType?: string;
+  accept?: string;
+  /** HTTP status answered (0 while a response is not started). */
+  status: number;
+  body?: string;
+}
+
+export interface KubeApiServerOptions {
+  /** How many change events watches can replay; older RVs get 410 Expired. Default 1000. */
+  historyWindow?: number;
+  /** Interval of periodic BOOKMARK events on watches that allow them. Default 5000 ms. */
+  bookmarkIntervalMs?: number;
+}
+
+export interface KubeApiServer {
+  url: string;
+  port: number;
+  /** Every request received, in order. */
+  requests: LoggedRequest[];
+  clearRequests(): void;
+  faults: Faults;
+  /** Shortcut for faults.closeWatches(). */
+  closeWatches(): number;
+  /** Write `<dir>/kubeconfig` (plain http, a dummy token, namespace default). */
+  writeKubeconfig(dir: string): string;
+  /** Create (or replace) every CustomResourceDefinition in the YAML files of `dir`. */
+  applyCrdsFrom(dir: string): string[];
+  /** Create or replace one CRD object. */
+  applyCrd(crd: Record<string, unknown>): void;
+  /** Current value of the global resourceVersion counter. */
+  resourceVersion(): number;
+  setHistoryWindow(n: number): void;
+  close(): Promise<void>;
+}
+
+const WATCH_TRUE = new Set(['1', 'true']);
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function sendJson(
+  res: ServerResponse,
+  code: number,
+  body: unknown,
+  headers: Record<string, string | string[]> = {},
+): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, err: unknown): void {
+  const apiErr =
+    err instanceof ApiError
+      ? err
+      : new ApiError({
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: `Internal error occurred: ${err instanceof Error ? err.message : String(err)}`,
+          reason: 'InternalError',
+          code: 500,
+        });
+  if (!res.headersSent) sendJson(res, apiErr.code, apiErr.status);
+  else res.end();
+}
+
+function notFoundPath(): ApiError {
+  return new ApiError({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: 'the server could not find the requested resource',
+    reason: 'NotFound',
+    details: {},
+    code: 404,
+  });
+}
+
+function parseBody(raw: string, contentType: string): unknown {
+  if (raw.trim() === '') return undefined;
+  try {
+    return contentType.includes('yaml')
+      ? (parseYaml(raw) as unknown)
+      : (JSON.parse(raw) as unknown);
+  } catch (err) {
+    throw badRequest(`error decoding request body: ${(err as Error).message}`);
+  }
+}
+
+function writeOptions(q: URLSearchParams): WriteOptions {
+  const fv = q.get('fieldValidation') ?? 'Warn';
+  if (!['Strict', 'Warn', 'Ignore'].includes(fv)) {
+    throw badRequest(`fieldValidation must be one of Ignore, Warn or Strict, got ${fv}`);
+  }
+  if (q.get('dryRun')) throw badRequest('dryRun is not supported by the test API server');
+  const fieldManager = q.get('fieldManager');
+  return {
+    fieldValidation: fv as FieldValidation,
+    ...(fieldManager ? { fieldManager } : {}),
+    force: q.get('force') === 'true',
+  };
+}
+
+function warningHeaders(warnings: string[]): Record<string, string[]> {
+  return warnings.length > 0 ? { Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`) } : {};
+}
+
+export async function startKubeApiServer(
+  options: KubeApiServerOptions = {},
+): Promise<KubeApiServer> {
+  const storage = new Storage(options.historyWindow ?? 1000);
+  const registry = new Registry();
+  const ctx: Ctx = { storage, registry };
+  const faults = new Faults();
+  const requests: LoggedRequest[] = [];
+  const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 5000;
+  const nsType = registry.find('', 'v1', 'namespaces');
+  if (!nsType) throw new Error('namespaces type missing');
+  for (const name of ['default', 'kube-system', 'kube-public']) {
+    createObject(ctx, { rt: nsType }, { metadata: { name } }, { fieldValidation: 'Strict' });
+  }
+  let serverAddress = '';
+
+  function splitApiPath(
+    segments: string[],
+  ): { group: string; version: string; rest: string[] } | undefined {
+    if (segments[0] === 'api' && segments.length >= 3) {
+      return { group: '', version: segments[1] ?? '', rest: segments.slice(2) };
+    }
+    if (segments[0] === 'apis' && segments.length >= 4) {
+      return { group: segments[1] ?? '', version: segments[2] ?? '', rest: segments.slice(3) };
+    }
+    return undefined;
+  }
+
+  /** `/api/v1/...` or `/apis/<g>/<v>/...` → type, namespace, name, subresource. */
+  function resolveTarget(segments: string[]): Target | undefined {
+    const split = splitApiPath(segments);
+    if (!split) return undefined;
+    const { group, version } = split;
+    let rest = split.rest;
+    let namespace: string | undefined;
+    const inner = registry.find(group, version, rest[2] ?? '');
+    if (rest[0] === 'namespaces' && rest.length >= 3 && inner?.namespaced) {
+      namespace = rest[1];
+      rest = rest.slice(2);
+    }
+    const rt = registry.find(group, version, rest[0] ?? '');
+    if (!rt || rest.length > 3) throw notFoundPath();
+    if (rt.namespaced && !namespace && rest.length > 1) throw notFoundPath();
+    const [, name, sub] = rest;
+    if (sub !== undefined && !(sub === 'status' && rt.statusSubresource)) throw notFoundPath();
+    return {
+      rt,
+      ...(namespace !== undefined ? { namespace } : {}),
+      ...(name !== undefined ? { name } : {}),
+      ...(sub !== undefined ? { subresource: sub } : {}),
+    };
+  }
+
+  const VERSION_INFO = {
+    major: '1',
+    minor: '35',
+    gitVersion: 'v1.35.0',
+    gitCommit: 'hookgate-test',
+    gitTreeState: 'clean',
+    buildDate: '2026-01-01T00:00:00Z',
+    goVersion: 'go1.25',
+    compiler: 'gc',
+    platform: 'linux/amd64',
+  };
+
+  /** Discovery documents (K28); undefined when the path is not a discovery path. */
+  function discoveryDoc(
+    path: string,
+    accept: string | undefined,
+  ): { body: unknown; contentType?: string } | undefined {
+    const segs = path.split('/').filter(Boolean);
+    if (path === '/version') return { body: VERSION_INFO };
+    if (path === '/api' || path === '/apis') {
+      if (wantsAggregated(accept)) {
+        const body = aggregatedDiscovery(registry, path === '/api');
+        return { body, contentType: AGGREGATED_CONTENT_TYPE };
+      }
+      return { body: path === '/api' ? apiVersions(serverAddress) : apiGroupList(registry) };
+    }
+    if (segs[0] === 'api' && segs.length === 2) {
+      return { body: apiResourceList(registry, '', segs[1] ?? '') };
+    }
+    if (segs[0] === 'apis' && segs.length === 2)
+      return { body: apiGroupDoc(registry, segs[1] ?? '') };
+    if (segs[0] === 'apis' && segs.length === 3) {
+      return { body: apiResourceList(registry, segs[1] ?? '', segs[2] ?? '') };
+    }
+    return undefined;
+  }
+
+  /** OpenAPI v3 documents (K29); v2 is 404, as kubectl tolerates. */
+  function openApiDoc(path: string): { body: unknown; contentType?: string } | undefined {
+    const segs = path.split('/').filter(Boolean);
+    if (segs[0] !== 'openapi') return undefined;
+    if (path === '/openapi/v3') return { body: openApiIndex(registry) };
+    if (segs[1] !== 'v3') return { body: undefined };
+    const gv = segs.slice(2);
+    return gv[0] === 'api'
+      ? { body: groupVersionDoc(registry, '', gv[1] ?? '') }
+      : { body: groupVersionDoc(registry, gv[1] ?? '', gv[2] ?? '') };
+  }
+
+  function serveMeta(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+    if (path === '/healthz' || path === '/livez' || path === '/readyz') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.end('ok');
+      return true;
+    }
+    const doc = discoveryDoc(path, req.headers.accept) ?? openApiDoc(path);
+    if (!doc) return false;
+    if (doc.body === undefined) throw notFoundPath();
+    if (req.method !== 'GET' && req.method !== 'HEAD') throw methodNotAllowed(req.method ?? '');
+    sendJson(
+      res,
+      200,
+      doc.body,
+      typeof doc.contentType === 'string' ? { 'Content-Type': doc.contentType } : {},
+    );
+    return true;
+  }
+
+  function serveList(
+    req: IncomingMessage,
+    res: ServerResponse,
+    t: Target,
+    q: URLSearchParams,
+  ): void {
+    const labels = parseLabelSelector(q.get('labelSelector'));
+    const allowed = ['metadata.name', 'metadata.namespace', ...t.rt.selectableFields];
+    const fields = parseFieldSelector(q.get('fieldSelector'), allowed);
+    const watch = WATCH_TRUE.has(q.get('watch') ?? '');
+    const sendInitialEvents = q.get('sendInitialEvents');
+    if (sendInitialEvents !== null) checkSendInitialEvents(t, q, watch);
+    if (watch) {
+      const timeout = q.get('timeoutSeconds');
+      serveWatch(
+        storage,
+        res,
+        {
+          rt: t.rt,
+          ...(t.namespace !== undefined ? { namespace: t.namespace } : {}),
+          ...(q.get('resourceVersion') !== null
+            ? { resourceVersion: q.get('resourceVersion') ?? '' }
+            : {}),
+          sendInitialEvents: sendInitialEvents === 'true',
+          allowWatchBookmarks: q.get('allowWatchBookmarks') === 'true',
+          ...(timeout ? { timeoutSeconds: Number(timeout) } : {}),
+          labels,
+          fields,
+        },
+        { bookmarkIntervalMs, track: (end) => faults.track(end) },
+      );
+      return;
+    }
+    const { items, rv } = listObjects(ctx, t);
+    const selected = items.filter((o) => labels(o) && fields(o));
+    if (wantsTable(req.headers.accept)) {
+      sendJson(res, 200, toTable(t.rt, selected, String(rv)));
+      return;
+    }
+    sendJson(res, 200, {
+      apiVersion: t.rt.group ? `${t.rt.group}/${t.rt.version}` : t.rt.version,
+      kind: t.rt.listKind,
+      metadata: { resourceVersion: String(rv) },
+      items: selected,
+    });
+  }
+
+  /** K16: sendInitialEvents needs watch, allowWatchBookmarks and resourceVersionMatch=NotOlderThan. */
+  function checkSendInitialEvents(t: Target, q: URLSearchParams, watch: boolean): void {
+    const causes: { field: string; message: string; reason: string }[] = [];
+    if (!watch)
+      causes.push({
+        field: 'sendInitialEvents',
+        reason: 'FieldValueForbidden',
+        message: 'Forbidden: sendInitialEvents is forbidden for list',
+      });
+    else {
+      if (q.get('resourceVersionMatch') !== 'NotOlderThan')
+        causes.push({
+          field: 'resourceVersionMatch',
+          reason: 'FieldValueForbidden',
+          message:
+            'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
+        });
+      if (q.get('allowWatchBookmarks') !== 'true')
+        causes.push({
+          field: 'allowWatchBookmarks',
+          reason: 'FieldValueRequired',
+          message: 'Required value: allowWatchBookmarks must be set to true',
+        });
+    }
+    if (causes.length > 0) throw invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', causes);
+    void t;
+  }
+
+  function deleteOptions(body: unknown, q: URLSearchParams): DeleteOptions {
+    const b = (typeof body === 'object' && body !== null ? body : {}) as DeleteOptions;
+    const policy = q.get('propagationPolicy') ?? b.propagationPolicy;
+    return { ...b, ...(policy ? { propagationPolicy: policy } : {}) };
+  }
+
+  function serveResource(
+    req: IncomingMessage,
+    res: ServerResponse,
+    t: Target,
+    q: URLSearchParams,
+    raw: string,
+  ): void {
+    const method = req.method ?? 'GET';
+    const contentType = req.headers['content-type'] ?? 'application/json';
+    if (!t.name) {
+      if (method === 'GET') return serveList(req, res, t, q);
+      if (method === 'POST') {
+        if (t.rt.namespaced && !t.namespace) throw methodNotAllowed(method);
+        const out = createObject(ctx, t, parseBody(raw, contentType), writeOptions(q));
+        return sendJson(res, out.code, out.body, warningHeaders(out.warnings));
+      }
+      throw methodNotAllowed(method);
+    }
+    if (method === 'GET') {
+      const obj = getObject(ctx, t);
+      return sendJson(
+        res,
+        200,
+        wantsTable(req.headers.accept) ? toTable(t.rt, [obj], obj.metadata.resourceVersion) : obj,
+      );
+    }
+    let out;
+    if (method === 'PUT') out = updateObject(ctx, t, parseBody(raw, contentType), writeOptions(q));
+    else if (method === 'PATCH') out = patchObject(ctx, t, contentType, raw, writeOptions(q));
+    else if (method === 'DELETE' && !t.subresource)
+      out = deleteObject(ctx, t, deleteOptions(parseBody(raw, contentType), q));
+    else throw methodNotAllowed(method);
+    sendJson(res, out.code, out.body, warningHeaders(out.warnings));
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const entry: LoggedRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      ...(req.headers['content-type'] ? { contentType: req.headers['content-type'] } : {}),
+      ...(req.headers.accept ? { accept: req.headers.accept } : {}),
+      status: 0,
+    };
+    requests.push(entry);
+    const writeHead = res.writeHead.bind(res);
+    res.writeHead = ((...args: Parameters<ServerResponse['writeHead']>) => {
+      entry.status = args[0];
+      return writeHead(...args);
+    }) as ServerResponse['writeHead'];
+    try {
+      const raw = await readBody(req);
+      if (raw) entry.body = raw;
+      const facts: RequestFacts = {
+        method: entry.method,
+        path: entry.path,
+        query: url.searchParams,
+        watch: WATCH_TRUE.has(url.searchParams.get('watch') ?? ''),
+      };
+      const fault = faults.take(facts);
+      if (fault.delayMs > 0) await new Promise((r) => setTimeout(r, fault.delayMs));
+      if (fault.status !== undefined)
+        return forceFault(res, facts, fault.status, fault.asWatchEvent === true);
+      if (serveMeta(req, res, url.pathname)) return;
+      const target = resolveTarget(url.pathname.split('/').filter(Boolean));
+      if (!target) throw notFoundPath();
+      serveResource(req, res, target, url.searchParams, raw);
+    } catch (err) {
+      sendError(res, err);
+    }
+  }
+
+  function forceFault(
+    res: ServerResponse,
+    facts: RequestFacts,
+    status: number,
+    asWatchEvent: boolean,
+  ): void {
+    const segs = facts.path.split('/').filter(Boolean);
+    const err = forcedError(
+      status,
+      { group: segs[0] === 'apis' ? (segs[1] ?? '') : '', plural: segs.at(-2) ?? '' },
+      segs.at(-1) ?? '',
+    );
+    if (asWatchEvent && facts.watch) {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+      res.end(
+        `${JSON.stringify({ type: 'ERROR', object: status === 410 ? { ...err.status, reason: 'Expired' } : err.status })}\n`,
+      );
+      return;
+    }
+    sendJson(res, err.code, err.status);
+  }
+
+  const server = createServer((req, res) => {
+    void handle(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}`;
+  serverAddress = `127.0.0.1:${port}`;
+
+  function applyCrd(crd: Record<string, unknown>): void {
+    const meta = (crd.metadata ?? {}) as { name?: string };
+    const t: Target = { rt: CRD_TYPE, name: meta.name ?? '' };
+    const existing = storage.get(
+      'apiextensions.k8s.io/customresourcedefinitions',
+      undefined,
+      meta.name ?? '',
+    );
+    if (existing) {
+      updateObject(
+        ctx,
+        t,
+        { ...crd, metadata: { ...meta, resourceVersion: existing.metadata.resourceVersion } },
+        { fieldValidation: 'Strict' },
+      );
+    } else createObject(ctx, { rt: CRD_TYPE }, crd, { fieldValidation: 'Strict' });
+  }
+
+  return {
+    url,
+    port,
+    requests,
+    clearRequests: () => void requests.splice(0),
+    faults,
+    closeWatches: () => faults.closeWatches(),
+    writeKubeconfig(dir: string): string {
+      mkdirSync(dir, { recursive: true });
+      const path = join(dir, 'kubeconfig');
+      writeFileSync(
+        path,
+        [
+          'apiVersion: v1',
+          'kind: Config',
+          'clusters:',
+          '  - name: hookgate-test',
+          '    cluster:',
+          `      server: ${url}`,
+          'users:',
+          '  - name: hookgate-test',
+          '    user:',
+          '      token: hookgate-test-token',
+          'contexts:',
+          '  - name: hookgate-test',
+          '    context:',
+          '      cluster: hookgate-test',
+          '      user: hookgate-test',
+          '      namespace: default',
+          'current-context: hookgate-test',
+          '',
+        ].join('\n'),
+      );
+      return path;
+    },
+    applyCrdsFrom(dir: string): string[] {
+      const names: string[] = [];
+      for (const file of readdirSync(dir)
+        .filter((f) => /\.ya?ml$/.test(f))
+        .sort()) {
+        for (const doc of parseAllDocuments(readFileSync(join(dir, file), 'utf8'))) {
+          const obj = doc.toJS() as KubeObject | null;
+          if (obj?.kind !== 'CustomResourceDefinition') continue;
+          applyCrd(obj);
+          names.push(obj.metadata.name ?? '');
+        }
+      }
+      return names;
+    },
+    applyCrd,
+    resourceVersion: () => storage.currentRv(),
+    setHistoryWindow(n: number) {
+      storage.historyWindow = n;
+    },
+    async close(): Promise<void> {
+      faults.closeWatches();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,123 @@
+// Watch streams (K11-K16): HTTP 200, chunked, one JSON event per line; initial ADDED
+// events, replay from the history window or a 410 Expired ERROR event, filtered
+// watches turning (un)matching objects into ADDED/DELETED, bookmarks, the
+// sendInitialEvents end-of-initial-events bookmark, and timeoutSeconds.
+import type { ServerResponse } from 'node:http';
+import { withType } from './admission.ts';
+import { apiVersionOf, storageKey, type KubeObject, type ResourceType } from './resources.ts';
+import type { Selector } from './selectors.ts';
+import { expired } from './status.ts';
+import type { StoredEvent, Storage } from './storage.ts';
+
+export interface WatchRequest {
+  rt: ResourceType;
+  namespace?: string;
+  /** undefined or "0": start with the current state; otherwise replay after this RV. */
+  resourceVersion?: string;
+  sendInitialEvents: boolean;
+  allowWatchBookmarks: boolean;
+  timeoutSeconds?: number;
+  labels: Selector;
+  fields: Selector;
+}
+
+export interface WatchOptions {
+  bookmarkIntervalMs: number;
+  /** Called with a function that ends the stream; returns an unregister function. */
+  track(end: () => void): () => void;
+}
+
+type WatchEvent = { type: string; object: unknown };
+
+/** Translate a storage event for one filtered watch (K13); undefined: not for it. */
+export function translate(
+  event: StoredEvent,
+  key: string,
+  matches: (o: KubeObject) => boolean,
+): WatchEvent | undefined {
+  if (event.resource !== key) return undefined;
+  const now = matches(event.object);
+  const before = event.previous !== undefined && matches(event.previous);
+  if (event.type === 'DELETED')
+    return now || before ? { type: 'DELETED', object: event.object } : undefined;
+  if (now && before) return { type: 'MODIFIED', object: event.object };
+  if (now) return { type: 'ADDED', object: event.object };
+  if (before) return { type: 'DELETED', object: event.object };
+  return undefined;
+}
+
+export function serveWatch(
+  storage: Storage,
+  res: ServerResponse,
+  req: WatchRequest,
+  opts: WatchOptions,
+): void {
+  const key = storageKey(req.rt);
+  const matches = (o: KubeObject): boolean =>
+    (req.namespace === undefined || o.metadata.namespace === req.namespace) &&
+    req.labels(o) &&
+    req.fields(o);
+  res.writeHead(200, {
+    'Content-Type': 'application/json',
+    'Cache-Control': 'no-cache, private',
+    'Transfer-Encoding': 'chunked',
+  });
+  res.flushHeaders();
+  const send = (event: WatchEvent): void => {
+    const object =
+      event.type === 'ERROR' || event.type === 'BOOKMARK'
+        ? event.object
+        : withType(event.object as KubeObject, req.rt);
+    res.write(`${JSON.stringify({ type: event.type, object })}\n`);
+  };
+  const bookmark = (annotations?: Record<string, string>): void =>
+    send({
+      type: 'BOOKMARK',
+      object: {
+        kind: req.rt.kind,
+        apiVersion: apiVersionOf(req.rt),
+        metadata: {
+          resourceVersion: String(storage.currentRv()),
+          ...(annotations ? { annotations } : {}),
+        },
+      },
+    });
+
+  const rv = req.resourceVersion;
+  if (req.sendInitialEvents || rv === undefined || rv === '' || rv === '0') {
+    for (const o of storage.list(key, req.namespace).filter(matches))
+      send({ type: 'ADDED', object: o });
+    if (req.sendInitialEvents) bookmark({ 'k8s.io/initial-events-end': 'true' });
+  } else {
+    const since = Number(rv);
+    const replay = storage.eventsSince(since);
+    if (replay === 'expired') {
+      send({ type: 'ERROR', object: expired(since, storage.oldestWatchableRv()).status });
+      res.end();
+      return;
+    }
+    for (const e of replay) {
+      const out = translate(e, key, matches);
+      if (out) send(out);
+    }
+  }
+
+  const unsubscribe = storage.subscribe((e) => {
+    const out = translate(e, key, matches);
+    if (out) send(out);
+  });
+  const timers: NodeJS.Timeout[] = [];
+  let untrack = (): void => {};
+  const end = (): void => {
+    unsubscribe();
+    untrack();
+    for (const t of timers) clearTimeout(t);
+    if (!res.writableEnded) res.end();
+  };
+  untrack = opts.track(end);
+  if (req.allowWatchBookmarks) timers.push(setInterval(() => bookmark(), opts.bookmarkIntervalMs));
+  if (req.timeoutSeconds !== undefined && req.timeoutSeconds > 0) {
+    timers.push(setTimeout(end, req.timeoutSeconds * 1000));
+  }
+  res.on('close', end);
+}
