@@ -7,7 +7,7 @@
 // cluster would.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { run, isCelError, type CelInput } from '@bufbuild/cel';
+import { run, parse, isCelError, type CelInput } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 
 /** An OpenAPI v3 schema node as it appears in a CRD (JSON). */
@@ -29,6 +29,8 @@ export interface OpenApiSchema {
     message?: string;
     fieldPath?: string;
     reason?: string;
+    messageExpression?: string;
+    optionalOldSelf?: boolean;
   }[];
   [key: string]: unknown;
 }
@@ -105,8 +107,17 @@ export function applyDefaults(value: unknown, schema: OpenApiSchema): void {
 
 // ---------------------------------------------------------------- validation
 
-/** Schema validation, list-map uniqueness and CEL rules. `oldValue` enables transition rules. */
-export function validate(value: unknown, schema: OpenApiSchema, basePath = ''): FieldError[] {
+/**
+ * Schema validation, list-map uniqueness and CEL rules. `old` (the stored object on an
+ * UPDATE) enables transition rules: a rule that mentions `oldSelf` runs only where the
+ * old value correlates (same object key, same list-map key), and is skipped otherwise.
+ */
+export function validate(
+  value: unknown,
+  schema: OpenApiSchema,
+  basePath = '',
+  old?: { value: unknown },
+): FieldError[] {
   let fn = compiled.get(schema);
   if (!fn) {
     fn = ajv.compile(stripVendorKeys(schema) as object);
@@ -115,7 +126,7 @@ export function validate(value: unknown, schema: OpenApiSchema, basePath = ''): 
   const errors: FieldError[] = [];
   if (!fn(value)) errors.push(...(fn.errors ?? []).map((e) => ajvToFieldError(e, basePath)));
   // Rules and list keys only make sense on data of the right shape.
-  if (errors.length === 0) walkRules(value, schema, basePath, errors);
+  if (errors.length === 0) walkRules(value, schema, basePath, errors, old);
   return errors;
 }
 
@@ -136,30 +147,90 @@ function walkRules(
   schema: OpenApiSchema,
   path: string,
   errors: FieldError[],
+  old?: { value: unknown },
 ): void {
   if (value === undefined || value === null) return;
+  checkRules(value, schema, path, errors, old);
+  if (Array.isArray(value) && schema.items) {
+    checkListKeys(value, schema, path, errors);
+    value.forEach((item, i) =>
+      walkRules(
+        item,
+        schema.items as OpenApiSchema,
+        `${path}[${i}]`,
+        errors,
+        correlateItem(item, schema, old),
+      ),
+    );
+  } else if (isObject(value)) {
+    for (const [key, child] of Object.entries(value)) {
+      const sub = childSchema(schema, key);
+      const oldChild =
+        old && isObject(old.value) && old.value[key] !== undefined
+          ? { value: old.value[key] }
+          : undefined;
+      if (sub) walkRules(child, sub, path ? `${path}.${key}` : key, errors, oldChild);
+    }
+  }
+}
+
+function checkRules(
+  value: unknown,
+  schema: OpenApiSchema,
+  path: string,
+  errors: FieldError[],
+  old?: { value: unknown },
+): void {
   for (const rule of schema['x-kubernetes-validations'] ?? []) {
-    const result = evalRule(rule.rule, value);
+    const transition = /\boldSelf\b/.test(rule.rule);
+    // Transition rules need a correlated old value (optionalOldSelf is not modelled:
+    // such rules are skipped on CREATE too).
+    if (transition && !old) continue;
+    const result = evalRule(rule.rule, value, transition ? old : undefined);
     if (result !== true) {
       const field = `${path}${rule.fieldPath ?? ''}`.replace(/^\./, '');
       const message =
         typeof result === 'string'
           ? `rule evaluation failed: ${result}`
-          : (rule.message ?? `failed rule: ${rule.rule}`);
+          : ruleMessage(rule, value, transition ? old : undefined);
       errors.push({ field, message, reason: rule.reason ?? 'FieldValueInvalid' });
     }
   }
-  if (Array.isArray(value) && schema.items) {
-    checkListKeys(value, schema, path, errors);
-    value.forEach((item, i) =>
-      walkRules(item, schema.items as OpenApiSchema, `${path}[${i}]`, errors),
-    );
-  } else if (isObject(value)) {
-    for (const [key, child] of Object.entries(value)) {
-      const sub = childSchema(schema, key);
-      if (sub) walkRules(child, sub, path ? `${path}.${key}` : key, errors);
+}
+
+/** A failed rule's message: messageExpression (when it yields a string), message, default. */
+function ruleMessage(
+  rule: { rule: string; message?: string; messageExpression?: string },
+  self: unknown,
+  old?: { value: unknown },
+): string {
+  if (rule.messageExpression) {
+    try {
+      const bindings: Record<string, CelInput> = { self: toCel(self) as CelInput };
+      if (old) bindings.oldSelf = toCel(old.value) as CelInput;
+      const text: unknown = run(rule.messageExpression, bindings, { funcs: strings });
+      if (typeof text === 'string' && text.trim() !== '') return text;
+    } catch {
+      // fall through to the static message, as the API server does
     }
   }
+  return rule.message ?? `failed rule: ${rule.rule}`;
+}
+
+/** Items of `x-kubernetes-list-type: map` lists correlate with the old item of the same keys. */
+function correlateItem(
+  item: unknown,
+  schema: OpenApiSchema,
+  old?: { value: unknown },
+): { value: unknown } | undefined {
+  if (!old || !Array.isArray(old.value) || schema['x-kubernetes-list-type'] !== 'map') {
+    return undefined;
+  }
+  const keys = schema['x-kubernetes-list-map-keys'] ?? [];
+  if (!isObject(item)) return undefined;
+  const oldItems: unknown[] = old.value;
+  const match = oldItems.find((o) => isObject(o) && keys.every((k) => o[k] === item[k]));
+  return match === undefined ? undefined : { value: match };
 }
 
 function checkListKeys(
@@ -190,10 +261,19 @@ function checkListKeys(
   });
 }
 
-/** Evaluate one CEL rule with `self` bound. Returns true, false, or an error text. */
-export function evalRule(rule: string, self: unknown): true | false | string {
+/**
+ * Evaluate one CEL rule with `self` (and, for a transition rule, `oldSelf`) bound.
+ * Returns true, false, or an error text.
+ */
+export function evalRule(
+  rule: string,
+  self: unknown,
+  oldSelf?: { value: unknown },
+): true | false | string {
   try {
-    const result = run(rule, { self: toCel(self) as CelInput }, { funcs: strings });
+    const bindings: Record<string, CelInput> = { self: toCel(self) as CelInput };
+    if (oldSelf) bindings.oldSelf = toCel(oldSelf.value) as CelInput;
+    const result = run(rule, bindings, { funcs: strings });
     if (isCelError(result)) return result.message;
     return result === true;
   } catch (err) {
@@ -204,7 +284,9 @@ export function evalRule(rule: string, self: unknown): true | false | string {
 /** Compile-check a CEL rule (a CRD whose rules do not compile is rejected). */
 export function celCompileError(rule: string): string | undefined {
   try {
-    run(rule, { self: new Map() }, { funcs: strings });
+    // `run` reports syntax errors as a CelError result rather than throwing; `parse`
+    // throws on them.
+    parse(rule);
     return undefined;
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
