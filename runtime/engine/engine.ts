@@ -38,6 +38,8 @@ export interface InProcessEngineOptions {
   maxSteps?: number;
   /** Longest delay node allowed. Default 15 min. */
   maxDelayMs?: number;
+  /** First wait between http node retries (doubles, with jitter). Default 200 ms. */
+  httpBackoffMs?: number;
   /** Length of the input/output summaries in the per-run log. Default 1024. */
   summaryLength?: number;
   /** JSONata limits (timeout default 1000 ms, depth 500). */
@@ -127,6 +129,7 @@ export class InProcessEngine implements ExecutionEngine {
   readonly #maxSteps: number;
   readonly #maxDelayMs: number;
   readonly #summaryLength: number;
+  readonly #httpBackoffMs: number;
   readonly outbound: OutboundGuard;
   readonly #owned: { close(): Promise<void> }[] = [];
   readonly #newId: () => string;
@@ -141,6 +144,7 @@ export class InProcessEngine implements ExecutionEngine {
     this.#maxSteps = Math.max(1, options.maxSteps ?? 1000);
     this.#maxDelayMs = options.maxDelayMs ?? 15 * 60_000;
     this.#summaryLength = options.summaryLength ?? 1024;
+    this.#httpBackoffMs = options.httpBackoffMs ?? 200;
     if (options.outbound instanceof OutboundGuard) {
       this.outbound = options.outbound;
     } else {
@@ -575,6 +579,7 @@ export class InProcessEngine implements ExecutionEngine {
             evaluate: (source, value) => this.#evaluate(ctx, source, value),
             signal: ctx.hot.abort.signal,
             guard: this.outbound,
+            backoffMs: this.#httpBackoffMs,
           }),
         };
       default: {
