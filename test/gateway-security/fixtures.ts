@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { WebhookTriggerSpec } from '../../operator/api/v1alpha1/index.ts';
 import type { ResolvedCredentials, RouteRecord } from '../../runtime/stores/ports.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
+import type { EndpointRateLimiter } from '../../runtime/gateway/security/rate-limit.ts';
 
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
@@ -52,4 +53,19 @@ export async function problemOf(fn: () => unknown): Promise<HttpProblem> {
     throw error;
   }
   throw new Error('expected an HttpProblem, nothing was thrown');
+}
+
+/** Fires `n` checks at once and counts outcomes. */
+export async function burst(limiters: EndpointRateLimiter[], route: RouteRecord, n: number) {
+  const results = await Promise.allSettled(
+    Array.from({ length: n }, (_, i) => limiters[i % limiters.length]!.check(route)),
+  );
+  const admitted = results.filter((r) => r.status === 'fulfilled');
+  const rejected = results.flatMap((r) =>
+    r.status === 'rejected' && r.reason instanceof HttpProblem ? [r.reason] : [],
+  );
+  const other = results.filter(
+    (r) => r.status === 'rejected' && !(r.reason instanceof HttpProblem),
+  );
+  return { admitted: admitted.length, rejected, other: other.length };
 }

@@ -1,0 +1,163 @@
+// A real redis-server for tests: a free loopback port, no persistence, a temp dir.
+//
+// When the binary is missing, suites are skipped loudly; under CI=true a missing
+// binary fails instead (CI installs the Debian package redis-server).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+export interface RedisServer {
+  port: number;
+  url: string;
+  /** Stops the server (SIGTERM, then SIGKILL) and removes its temp dir. Idempotent. */
+  stop(): Promise<void>;
+  /** Freezes (SIGSTOP) or thaws (SIGCONT) the process: connections stay up, answers stop. */
+  pause(): void;
+  resume(): void;
+}
+
+/** Path of redis-server: $REDIS_SERVER_BIN, else the first on PATH, else /usr/bin. */
+export function redisServerPath(): string | undefined {
+  const candidates = [
+    process.env.REDIS_SERVER_BIN,
+    ...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'redis-server')),
+    '/usr/bin/redis-server',
+  ];
+  for (const candidate of candidates) {
+    if (!candidate) continue;
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Whether Redis tests can run. Throws under CI when the binary is missing; elsewhere
+ * prints a loud warning and returns false (use with describe.skipIf).
+ */
+export function redisAvailable(): boolean {
+  if (redisServerPath()) return true;
+  const message =
+    'redis-server not found (apt-get install redis-server, or set REDIS_SERVER_BIN): Redis tests are SKIPPED';
+  if (process.env.CI === 'true') throw new Error(message);
+  console.warn(`\n!!! ${message} !!!\n`);
+  return false;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function waitForReady(child: ChildProcess, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`redis-server not ready after ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      if (output.includes('Ready to accept connections')) {
+        cleanup();
+        resolve();
+      }
+    };
+    const onExit = (code: number | null) => {
+      cleanup();
+      reject(new Error(`redis-server exited (${code}) before it was ready:\n${output}`));
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.off('exit', onExit);
+    };
+    child.stdout?.on('data', onData);
+    child.on('exit', onExit);
+  });
+}
+
+async function startOnce(bin: string): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'hookgate-redis-'));
+  const child = spawn(
+    bin,
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--loglevel',
+      'notice',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  child.stderr?.resume();
+  try {
+    await waitForReady(child, 10_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+  child.stdout?.resume();
+  let stopped: Promise<void> | undefined;
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    pause: () => void child.kill('SIGSTOP'),
+    resume: () => void child.kill('SIGCONT'),
+    stop() {
+      stopped ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+          child.kill('SIGCONT');
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+          await exited;
+          clearTimeout(timer);
+        }
+        await rm(dir, { recursive: true, force: true });
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** Starts a redis-server; retries on a port race (another process took the port). */
+export async function startRedis(): Promise<RedisServer> {
+  const bin = redisServerPath();
+  if (!bin) throw new Error('redis-server not found');
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      return await startOnce(bin);
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError instanceof Error ? lastError : new Error(String(lastError));
+}
