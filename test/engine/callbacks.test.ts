@@ -1,0 +1,277 @@
+import { Webhook } from 'standardwebhooks';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CallbackSender,
+  generateSecret,
+  signPayload,
+  validateCallbackUrl,
+  type CallbackBody,
+} from '../../runtime/engine/callbacks.ts';
+import { InProcessEngine } from '../../runtime/engine/engine.ts';
+import type { Execution } from '../../runtime/engine/ports.ts';
+import { HttpProblem } from '../../runtime/errors.ts';
+import { finished, route, trigger, workflow } from './helpers.ts';
+import { startReceiver, type Received, type Receiver, type Reply } from './receiver.ts';
+
+function execution(id = 'exec-1'): Execution {
+  return {
+    id,
+    workflowId: 'shop-development-orders',
+    triggerKey: 'shop/orders-hook',
+    status: 'succeeded',
+    createdAt: '2026-11-23T08:00:00.000Z',
+    startedAt: '2026-11-23T08:00:00.010Z',
+    finishedAt: '2026-11-23T08:00:00.020Z',
+    input: trigger({ n: 1 }, id),
+    output: { total: 10 },
+    log: [],
+  };
+}
+
+function verify(secret: string, req: Received): unknown {
+  return new Webhook(secret).verify(req.body, {
+    'webhook-id': String(req.headers['webhook-id']),
+    'webhook-timestamp': String(req.headers['webhook-timestamp']),
+    'webhook-signature': String(req.headers['webhook-signature']),
+  });
+}
+
+describe('signing (Standard Webhooks)', () => {
+  it('matches the G12 test vector', () => {
+    expect(
+      signPayload(
+        'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+        'msg_p5jXN8AQM9LWM0D4loKWxJek',
+        1614265330,
+        '{"test": 2432232314}',
+      ),
+    ).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
+  });
+
+  it('signs with every secret during rotation, space-separated', () => {
+    const a = generateSecret();
+    const b = generateSecret(24);
+    const both = signPayload([a, b], 'msg_1', 1, 'x');
+    expect(both.split(' ')).toEqual([
+      signPayload(a, 'msg_1', 1, 'x'),
+      signPayload(b, 'msg_1', 1, 'x'),
+    ]);
+  });
+
+  it('generates whsec_ secrets of 24-64 bytes and rejects bad ones', () => {
+    const secret = generateSecret();
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
+    expect(() => generateSecret(16)).toThrow();
+    expect(() => new CallbackSender({ secret: 'nope' })).toThrow(/whsec_/);
+    expect(
+      () => new CallbackSender({ secret: 'whsec_' + Buffer.alloc(8).toString('base64') }),
+    ).toThrow(/24 to 64/);
+  });
+});
+
+describe('validateCallbackUrl', () => {
+  const refused = [
+    'http://example.com/cb',
+    'https://127.0.0.1/cb',
+    'https://10.0.0.1/cb',
+    'https://169.254.169.254/cb',
+    'https://[::1]/cb',
+    'https://[::ffff:7f00:1]/cb',
+    'https://2130706433/cb',
+    'https://0x7f000001/cb',
+    'ftp://example.com/cb',
+    'not a url',
+    `https://example.com/${'x'.repeat(2100)}`,
+  ];
+  for (const url of refused) {
+    it(`refuses ${url.slice(0, 40)}`, () => {
+      try {
+        validateCallbackUrl(url);
+        expect.unreachable();
+      } catch (error) {
+        expect(error).toBeInstanceOf(HttpProblem);
+        expect((error as HttpProblem).code).toBe('HG_ERR_CALLBACK_URL_REFUSED');
+        expect((error as HttpProblem).status).toBe(400);
+      }
+    });
+  }
+
+  it('a missing URL is HG_ERR_CALLBACK_URL_MISSING', () => {
+    expect(() => validateCallbackUrl(undefined)).toThrow(
+      expect.objectContaining({ code: 'HG_ERR_CALLBACK_URL_MISSING' }) as Error,
+    );
+    expect(() => validateCallbackUrl('  ')).toThrow(
+      expect.objectContaining({ code: 'HG_ERR_CALLBACK_URL_MISSING' }) as Error,
+    );
+  });
+
+  it('accepts https host names and allow-listed local receivers', () => {
+    expect(validateCallbackUrl('https://hooks.example.com/cb').hostname).toBe('hooks.example.com');
+    expect(
+      validateCallbackUrl('http://127.0.0.1:8123/cb', { allow: ['127.0.0.1:8123'] }).port,
+    ).toBe('8123');
+  });
+});
+
+describe('callback delivery', () => {
+  let receiver: Receiver;
+  let script: Reply = () => ({ status: 204 });
+  beforeAll(async () => {
+    receiver = await startReceiver((req, i) => script(req, i));
+  });
+  afterAll(async () => {
+    await receiver.close();
+  });
+  afterEach(() => {
+    receiver.received.length = 0;
+  });
+
+  const senders: CallbackSender[] = [];
+  function sender(options: ConstructorParameters<typeof CallbackSender>[0] = {}): CallbackSender {
+    const s = new CallbackSender({
+      guard: { allow: [`127.0.0.1:${receiver.port}`] },
+      backoffMs: 1,
+      timeoutMs: 2000,
+      ...options,
+    });
+    senders.push(s);
+    return s;
+  }
+  afterEach(async () => {
+    await Promise.all(senders.splice(0).map((s) => s.close()));
+  });
+
+  it('POSTs the signed result; standardwebhooks verifies it', async () => {
+    script = () => ({ status: 204 });
+    const s = sender();
+    const result = await s.deliver(`${receiver.url}/cb`, execution());
+    expect(result).toEqual({ delivered: true, webhookId: 'msg_exec-1', attempts: 1, status: 204 });
+    const req = receiver.received[0] as Received;
+    expect(req.method).toBe('POST');
+    expect(req.headers['content-type']).toBe('application/json');
+    expect(req.headers['webhook-id']).toBe('msg_exec-1');
+    const body = verify(s.secret, req) as CallbackBody;
+    expect(body).toEqual({
+      type: 'execution.completed',
+      executionId: 'exec-1',
+      workflowId: 'shop-development-orders',
+      triggerKey: 'shop/orders-hook',
+      status: 'succeeded',
+      output: { total: 10 },
+      createdAt: '2026-11-23T08:00:00.000Z',
+      startedAt: '2026-11-23T08:00:00.010Z',
+      finishedAt: '2026-11-23T08:00:00.020Z',
+      correlationId: 'corr-1',
+      requestId: 'req-1',
+    });
+    expect(() => verify(generateSecret(), req)).toThrow();
+  });
+
+  it('retries after 500s with the same webhook-id, each attempt verifiable', async () => {
+    script = (_req, i) => (i < 2 ? { status: 500 } : { status: 200 });
+    const s = sender();
+    const result = await s.deliver(`${receiver.url}/cb`, execution('exec-2'));
+    expect(result).toMatchObject({ delivered: true, attempts: 3, status: 200 });
+    expect(receiver.received).toHaveLength(3);
+    expect(new Set(receiver.received.map((r) => r.headers['webhook-id']))).toEqual(
+      new Set(['msg_exec-2']),
+    );
+    expect(new Set(receiver.received.map((r) => r.body)).size).toBe(1);
+    for (const req of receiver.received) expect(verify(s.secret, req)).toBeTruthy();
+  });
+
+  it('retries after a timeout with the same webhook-id', async () => {
+    script = (_req, i) => (i === 0 ? { status: 200, hangMs: 1500 } : { status: 200 });
+    const s = sender({ timeoutMs: 100 });
+    const result = await s.deliver(`${receiver.url}/cb`, execution('exec-3'));
+    expect(result).toMatchObject({ delivered: true, attempts: 2 });
+    expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([
+      'msg_exec-3',
+      'msg_exec-3',
+    ]);
+  });
+
+  it('retries 429 (honouring Retry-After) and gives up after maxAttempts', async () => {
+    script = () => ({ status: 429, headers: { 'retry-after': '0' } });
+    const s = sender({ maxAttempts: 3 });
+    const result = await s.deliver(`${receiver.url}/cb`, execution());
+    expect(result).toMatchObject({ delivered: false, attempts: 3, status: 429 });
+    expect(receiver.received).toHaveLength(3);
+  });
+
+  it('410 stops at once; other 4xx are not retried', async () => {
+    script = () => ({ status: 410 });
+    const gone = await sender().deliver(`${receiver.url}/cb`, execution());
+    expect(gone).toMatchObject({ delivered: false, attempts: 1, status: 410 });
+    expect(gone.reason).toMatch(/410/);
+    script = () => ({ status: 400 });
+    const bad = await sender().deliver(`${receiver.url}/cb`, execution());
+    expect(bad).toMatchObject({ delivered: false, attempts: 1, status: 400 });
+  });
+
+  it('a redirect is not followed and not retried', async () => {
+    script = () => ({ status: 307, headers: { location: 'http://169.254.169.254/' } });
+    const result = await sender().deliver(`${receiver.url}/cb`, execution());
+    expect(result).toMatchObject({ delivered: false, attempts: 1, status: 307 });
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it('refuses a destination that is not allow-listed without sending anything', async () => {
+    const s = new CallbackSender({ backoffMs: 1 });
+    senders.push(s);
+    const result = await s.deliver(`${receiver.url}/cb`, execution());
+    expect(result.delivered).toBe(false);
+    expect(result.attempts).toBe(1);
+    expect(result.reason).toMatch(/scheme http: not allowed|not public/);
+    expect(receiver.received).toHaveLength(0);
+  });
+
+  it('the engine posts the result after the execution finishes (Async Callback mode)', async () => {
+    script = () => ({ status: 200 });
+    const engine = new InProcessEngine({
+      onInternalError: () => {},
+      outbound: { allow: [`127.0.0.1:${receiver.port}`] },
+      callbacks: { backoffMs: 1, timeoutMs: 2000 },
+    });
+    const url = `${receiver.url}/callback?token=abc`;
+    engine.callbacks.validate(url);
+    const started = await engine.start({
+      workflow: workflow([
+        { id: 'a', type: 'transform', expression: '{ "total": body.n * 10 }' },
+        { id: 'f', type: 'if', condition: 'total > 50', then: 'boom' },
+        { id: 'ok', type: 'transform', expression: '$', next: 'end' },
+        { id: 'boom', type: 'fail', expression: '"too big"' },
+        { id: 'end', type: 'transform', expression: '$' },
+      ]),
+      route: route(),
+      input: trigger({ n: 2 }),
+      callbackUrl: url,
+    });
+    await finished(engine, started.id);
+    const failing = await engine.start({
+      workflow: workflow([{ id: 'boom', type: 'fail', expression: '"too big"', statusCode: 422 }]),
+      route: route(),
+      input: trigger({ n: 9 }),
+      callbackUrl: url,
+    });
+    await finished(engine, failing.id);
+    await engine.close(5000); // waits for the deliveries too
+    expect(receiver.received).toHaveLength(2);
+    const bodies = receiver.received.map((r) => verify(engine.callbacks.secret, r) as CallbackBody);
+    const ok = bodies.find((b) => b.executionId === started.id);
+    const bad = bodies.find((b) => b.executionId === failing.id);
+    expect(ok).toMatchObject({
+      type: 'execution.completed',
+      status: 'succeeded',
+      output: { total: 20 },
+    });
+    expect(bad).toMatchObject({
+      type: 'execution.failed',
+      status: 'failed',
+      error: { message: 'too big', nodeId: 'boom', statusCode: 422 },
+    });
+    expect(bad && 'output' in bad).toBe(false);
+    expect(receiver.received[0]?.url).toBe('/callback?token=abc');
+  });
+});
