@@ -23,3 +23,11 @@ export {
   type OutboundGuardOptions,
 } from './outbound/guard.ts';
 export type * from './ports.ts';
+export {
+  MemoryIdempotencyStore,
+  parseIdempotencyKey,
+  requestFingerprint,
+  type BeginResult,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+} from './idempotency.ts';

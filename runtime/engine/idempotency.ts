@@ -1,0 +1,125 @@
+// Idempotency keys (G13): the same key with the same request replays the stored
+// response; a different request under the key is a mismatch (422); a request still
+// being processed is in progress (409). begin() is atomic per key: of many concurrent
+// begins exactly one gets 'new'. The Redis adapter does the same with SET NX + TTL.
+import { createHash } from 'node:crypto';
+import { HttpProblem } from '../errors.ts';
+
+/** What a replay sends back. */
+export interface IdempotencyRecord {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+  executionId?: string;
+}
+
+export type BeginResult<R = IdempotencyRecord> =
+  | { state: 'new' }
+  | { state: 'replay'; record: R }
+  | { state: 'in-progress' }
+  | { state: 'mismatch' };
+
+export interface IdempotencyStore<R = IdempotencyRecord> {
+  /**
+   * Claims `key` for a request with this fingerprint. 'new': the caller owns the key
+   * and must complete() or abandon() it; the claim expires after `ttlMs` either way.
+   */
+  begin(key: string, fingerprint: string, ttlMs: number): Promise<BeginResult<R>>;
+  /** Stores the response to replay; it lives `ttlMs` (default: the begin TTL) from now. */
+  complete(key: string, record: R, ttlMs?: number): Promise<void>;
+  /** Releases a claim without a response (the request failed before it was accepted). */
+  abandon(key: string): Promise<void>;
+}
+
+export interface MemoryIdempotencyStoreOptions {
+  /** Keys held at most; the oldest are dropped first. Default 100 000. */
+  maxKeys?: number;
+  now?: () => number;
+}
+
+interface Entry<R> {
+  fingerprint: string;
+  record?: R;
+  ttlMs: number;
+  expiresAt: number;
+}
+
+export class MemoryIdempotencyStore<R = IdempotencyRecord> implements IdempotencyStore<R> {
+  readonly #entries = new Map<string, Entry<R>>();
+  readonly #maxKeys: number;
+  readonly #now: () => number;
+
+  constructor(options: MemoryIdempotencyStoreOptions = {}) {
+    this.#maxKeys = options.maxKeys ?? 100_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  begin(key: string, fingerprint: string, ttlMs: number): Promise<BeginResult<R>> {
+    // Synchronous from lookup to insert: atomic on the event loop.
+    const now = this.#now();
+    const entry = this.#entries.get(key);
+    if (entry && entry.expiresAt > now) {
+      if (entry.fingerprint !== fingerprint) return Promise.resolve({ state: 'mismatch' });
+      if (entry.record === undefined) return Promise.resolve({ state: 'in-progress' });
+      return Promise.resolve({ state: 'replay', record: structuredClone(entry.record) });
+    }
+    this.#entries.delete(key);
+    this.#entries.set(key, { fingerprint, ttlMs, expiresAt: now + ttlMs });
+    this.#sweep(now);
+    return Promise.resolve({ state: 'new' });
+  }
+
+  complete(key: string, record: R, ttlMs?: number): Promise<void> {
+    const entry = this.#entries.get(key);
+    if (entry) {
+      entry.record = structuredClone(record);
+      entry.expiresAt = this.#now() + (ttlMs ?? entry.ttlMs);
+    }
+    return Promise.resolve();
+  }
+
+  abandon(key: string): Promise<void> {
+    const entry = this.#entries.get(key);
+    if (entry && entry.record === undefined) this.#entries.delete(key);
+    return Promise.resolve();
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #sweep(now: number): void {
+    for (const [key, entry] of this.#entries) {
+      if (this.#entries.size <= this.#maxKeys && entry.expiresAt > now) break;
+      this.#entries.delete(key);
+    }
+  }
+}
+
+/** SHA-256 (hex) over method, path with query, and the raw body: the request identity. */
+export function requestFingerprint(
+  method: string,
+  pathWithQuery: string,
+  body: string | Uint8Array | undefined,
+): string {
+  const hash = createHash('sha256');
+  hash.update(`${method.toUpperCase()}\n${pathWithQuery}\n`);
+  if (body !== undefined) hash.update(body);
+  return hash.digest('hex');
+}
+
+/**
+ * Parses an Idempotency-Key header: an sf-string (`"abc"`, per the IETF draft) or a bare
+ * value; 1-255 visible ASCII characters. Throws HG_ERR_IDEMPOTENCY_KEY_INVALID.
+ */
+export function parseIdempotencyKey(header: string): string {
+  let key = header.trim();
+  if (key.length >= 2 && key.startsWith('"') && key.endsWith('"')) key = key.slice(1, -1);
+  if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
+    throw new HttpProblem(
+      'HG_ERR_IDEMPOTENCY_KEY_INVALID',
+      'Idempotency-Key must be 1-255 visible ASCII characters',
+    );
+  }
+  return key;
+}

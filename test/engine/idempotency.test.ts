@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import {
+  MemoryIdempotencyStore,
+  parseIdempotencyKey,
+  requestFingerprint,
+  type IdempotencyRecord,
+} from '../../runtime/engine/idempotency.ts';
+
+const record: IdempotencyRecord = {
+  status: 202,
+  headers: { 'content-type': 'application/json' },
+  body: { executionId: 'exec-1', status: 'queued' },
+  executionId: 'exec-1',
+};
+
+describe('MemoryIdempotencyStore', () => {
+  it('of many simultaneous begins with one key exactly one is new', async () => {
+    const store = new MemoryIdempotencyStore();
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () => store.begin('k1', 'fp', 60_000)),
+    );
+    expect(results.filter((r) => r.state === 'new')).toHaveLength(1);
+    expect(results.filter((r) => r.state === 'in-progress')).toHaveLength(199);
+  });
+
+  it('mixed fingerprints: one new, the same request in progress, others mismatch', async () => {
+    const store = new MemoryIdempotencyStore();
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => store.begin('k', i % 2 ? 'other' : 'fp', 60_000)),
+    );
+    expect(results[0]).toEqual({ state: 'new' });
+    expect(results.filter((r) => r.state === 'new')).toHaveLength(1);
+    expect(results.filter((r) => r.state === 'mismatch')).toHaveLength(25);
+    expect(results.filter((r) => r.state === 'in-progress')).toHaveLength(24);
+  });
+
+  it('replays the completed record; a different request under the key is a mismatch', async () => {
+    const store = new MemoryIdempotencyStore();
+    expect(await store.begin('k', 'fp', 60_000)).toEqual({ state: 'new' });
+    await store.complete('k', record);
+    expect(await store.begin('k', 'fp', 60_000)).toEqual({ state: 'replay', record });
+    expect(await store.begin('k', 'fp2', 60_000)).toEqual({ state: 'mismatch' });
+    // Replays hand out copies.
+    const replay = await store.begin('k', 'fp', 60_000);
+    if (replay.state === 'replay') replay.record.status = 500;
+    expect(await store.begin('k', 'fp', 60_000)).toEqual({ state: 'replay', record });
+  });
+
+  it('abandon releases an unfinished claim but not a completed one', async () => {
+    const store = new MemoryIdempotencyStore();
+    await store.begin('k', 'fp', 60_000);
+    await store.abandon('k');
+    expect(await store.begin('k', 'fp', 60_000)).toEqual({ state: 'new' });
+    await store.complete('k', record);
+    await store.abandon('k');
+    expect((await store.begin('k', 'fp', 60_000)).state).toBe('replay');
+  });
+
+  it('claims and records expire after their TTL', async () => {
+    let now = 1_000_000;
+    const store = new MemoryIdempotencyStore({ now: () => now });
+    await store.begin('k', 'fp', 1000);
+    now += 1001;
+    expect(await store.begin('k', 'other', 1000)).toEqual({ state: 'new' });
+    await store.complete('k', record, 5000);
+    now += 4000;
+    expect((await store.begin('k', 'other', 1000)).state).toBe('replay');
+    now += 1001;
+    expect((await store.begin('k', 'fp', 1000)).state).toBe('new');
+  });
+
+  it('is bounded by maxKeys', async () => {
+    const store = new MemoryIdempotencyStore({ maxKeys: 10 });
+    for (let i = 0; i < 25; i++) await store.begin(`k${i}`, 'fp', 60_000);
+    expect(store.size).toBe(10);
+    expect(await store.begin('k24', 'fp', 60_000)).toEqual({ state: 'in-progress' });
+  });
+});
+
+describe('helpers', () => {
+  it('fingerprints method, path and body', () => {
+    const a = requestFingerprint('post', '/webhook/x?a=1', '{"n":1}');
+    expect(a).toMatch(/^[0-9a-f]{64}$/);
+    expect(requestFingerprint('POST', '/webhook/x?a=1', Buffer.from('{"n":1}'))).toBe(a);
+    expect(requestFingerprint('POST', '/webhook/x?a=1', '{"n":2}')).not.toBe(a);
+    expect(requestFingerprint('PUT', '/webhook/x?a=1', '{"n":1}')).not.toBe(a);
+  });
+
+  it('parses Idempotency-Key as sf-string or bare value', () => {
+    expect(parseIdempotencyKey('"8e03978e-40d5-43e8-bc93-6894a57f9324"')).toBe(
+      '8e03978e-40d5-43e8-bc93-6894a57f9324',
+    );
+    expect(parseIdempotencyKey('abc-123')).toBe('abc-123');
+    for (const bad of ['', '""', 'has space', 'x'.repeat(256), 'caf\u00e9']) {
+      expect(() => parseIdempotencyKey(bad)).toThrow(
+        expect.objectContaining({ code: 'HG_ERR_IDEMPOTENCY_KEY_INVALID' }) as Error,
+      );
+    }
+  });
+});
