@@ -1,0 +1,323 @@
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
+import {
+  SignJWT,
+  exportJWK,
+  exportSPKI,
+  generateKeyPair,
+  type CryptoKey,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WebhookTriggerSpec } from '../../operator/api/v1alpha1/index.ts';
+import {
+  JwtVerifier,
+  authenticateBearer,
+  bearerToken,
+} from '../../runtime/gateway/security/auth/jwt.ts';
+import type { ResolvedCredentials } from '../../runtime/stores/ports.ts';
+import { makeRoute, problemOf } from './fixtures.ts';
+
+const NOW = new Date('2026-11-23T08:00:00Z');
+const NOW_S = Math.floor(NOW.getTime() / 1000);
+const ISSUER = 'https://idp.example.com/';
+const AUDIENCE = 'https://hooks.example.com';
+
+type Bearer = NonNullable<NonNullable<WebhookTriggerSpec['auth']>['bearer']>;
+
+let rsa: { publicKey: CryptoKey; privateKey: CryptoKey };
+let other: { publicKey: CryptoKey; privateKey: CryptoKey };
+let publicJwk: JWK;
+let publicPem: string;
+let jwks: FastifyInstance;
+let jwksUrl = '';
+let jwksHits = 0;
+let jwksMode: 'ok' | 'error' = 'ok';
+let attackerHits = 0;
+
+const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+function claims(extra: JWTPayload = {}): JWTPayload {
+  return { iss: ISSUER, aud: AUDIENCE, sub: 'user-42', iat: NOW_S, exp: NOW_S + 300, ...extra };
+}
+
+async function sign(
+  payload: JWTPayload,
+  header: Record<string, unknown> = {},
+  key: CryptoKey | Uint8Array = rsa.privateKey,
+): Promise<string> {
+  return new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid: 'k1', ...header }).sign(key);
+}
+
+function bearerRoute(
+  bearer: Partial<Bearer>,
+  credentials: ResolvedCredentials = {},
+  generation = 1,
+) {
+  return makeRoute(
+    {
+      auth: {
+        method: 'bearer',
+        bearer: {
+          issuer: ISSUER,
+          audiences: [AUDIENCE],
+          algorithms: ['RS256'],
+          clockToleranceSeconds: 30,
+          ...bearer,
+        },
+      },
+    },
+    credentials,
+    'shop/jwt',
+    generation,
+  );
+}
+
+const verifier = new JwtVerifier({ now: () => NOW });
+const auth = (route: ReturnType<typeof bearerRoute>, token: string) =>
+  authenticateBearer(route, { authorization: `Bearer ${token}` }, verifier);
+
+async function invalid(route: ReturnType<typeof bearerRoute>, token: string, description: string) {
+  const problem = await problemOf(() => auth(route, token));
+  expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+  expect(problem.status).toBe(401);
+  expect(problem.headers['WWW-Authenticate']).toBe(
+    `Bearer realm="hookgate", error="invalid_token", error_description="${description}"`,
+  );
+  return problem;
+}
+
+beforeAll(async () => {
+  rsa = await generateKeyPair('RS256', { extractable: true });
+  other = await generateKeyPair('RS256', { extractable: true });
+  publicJwk = { ...(await exportJWK(rsa.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+  publicPem = await exportSPKI(rsa.publicKey);
+  jwks = Fastify();
+  jwks.get('/jwks.json', async (_req, reply) => {
+    jwksHits++;
+    if (jwksMode === 'error') return reply.status(500).send({ error: 'boom' });
+    return { keys: [publicJwk] };
+  });
+  jwks.get('/attacker.json', async () => {
+    attackerHits++;
+    return { keys: [{ ...(await exportJWK(other.publicKey)), kid: 'k1' }] };
+  });
+  await jwks.listen({ host: '127.0.0.1', port: 0 });
+  jwksUrl = `http://127.0.0.1:${(jwks.server.address() as AddressInfo).port}/jwks.json`;
+});
+afterAll(() => jwks.close());
+
+describe('bearerToken', () => {
+  it('no Authorization, or another scheme: 401 with a bare Bearer challenge', async () => {
+    for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: '' }]) {
+      const problem = await problemOf(() => bearerToken(headers));
+      expect(problem.code).toBe('HG_ERR_CREDENTIALS_MISSING');
+      expect(problem.status).toBe(401);
+      expect(problem.headers['WWW-Authenticate']).toBe('Bearer realm="hookgate"');
+    }
+  });
+
+  it('a malformed Bearer value is invalid_token', async () => {
+    for (const authorization of ['Bearer', 'Bearer a b', 'Bearer tok"en']) {
+      const problem = await problemOf(() => bearerToken({ authorization }));
+      expect(problem.headers['WWW-Authenticate']).toContain('error="invalid_token"');
+    }
+  });
+
+  it('extracts the token, scheme case-insensitive', () => {
+    expect(bearerToken({ authorization: 'bearer abc.def.ghi' })).toBe('abc.def.ghi');
+  });
+});
+
+describe('JWT via a JWKS served on 127.0.0.1', () => {
+  const route = () => bearerRoute({ jwksUrl, requiredType: 'at+jwt' });
+  const at = { typ: 'at+jwt' };
+
+  it('a valid RS256 access token authenticates; consumer = sub', async () => {
+    expect(await auth(route(), await sign(claims(), at))).toEqual({ consumer: 'user-42' });
+  });
+
+  it('consumer falls back to client_id, then azp', async () => {
+    expect(
+      await auth(route(), await sign(claims({ sub: undefined, client_id: 'svc-1' }), at)),
+    ).toEqual({
+      consumer: 'svc-1',
+    });
+    expect(await auth(route(), await sign(claims({ sub: undefined, azp: 'svc-2' }), at))).toEqual({
+      consumer: 'svc-2',
+    });
+  });
+
+  it('an audience list naming one accepted audience passes', async () => {
+    const token = await sign(claims({ aud: ['https://other.example', AUDIENCE] }), at);
+    expect((await auth(route(), token)).consumer).toBe('user-42');
+  });
+
+  it('within clock tolerance passes; expired by tolerance + 1 s fails', async () => {
+    expect((await auth(route(), await sign(claims({ exp: NOW_S - 29 }), at))).consumer).toBe(
+      'user-42',
+    );
+    await invalid(route(), await sign(claims({ exp: NOW_S - 31 }), at), 'The token has expired');
+  });
+
+  it('not yet valid (nbf beyond tolerance)', async () => {
+    await invalid(
+      route(),
+      await sign(claims({ nbf: NOW_S + 31 }), at),
+      'The token is not yet valid',
+    );
+  });
+
+  it('no exp at all', async () => {
+    await invalid(
+      route(),
+      await sign(claims({ exp: undefined }), at),
+      'The token has no expiry time',
+    );
+  });
+
+  it('wrong issuer (also a near miss without the trailing slash)', async () => {
+    for (const iss of ['https://evil.example.com/', 'https://idp.example.com']) {
+      await invalid(route(), await sign(claims({ iss }), at), 'The token issuer is not accepted');
+    }
+  });
+
+  it('wrong audience', async () => {
+    await invalid(
+      route(),
+      await sign(claims({ aud: 'https://other.example' }), at),
+      'The token audience is not accepted',
+    );
+  });
+
+  it('alg: none is refused', async () => {
+    const token = `${b64url({ alg: 'none', typ: 'at+jwt', kid: 'k1' })}.${b64url(claims())}.`;
+    await invalid(route(), token, 'The token signing algorithm is not accepted');
+  });
+
+  it('HS256 signed with the RSA public key (PEM) as HMAC secret is refused', async () => {
+    const token = await sign(
+      claims(),
+      { alg: 'HS256', ...at },
+      new TextEncoder().encode(publicPem),
+    );
+    await invalid(route(), token, 'The token signing algorithm is not accepted');
+  });
+
+  it('kid "../../x" finds no key', async () => {
+    await invalid(
+      route(),
+      await sign(claims(), { kid: '../../x', ...at }),
+      'No known key matches the token',
+    );
+  });
+
+  it('an ID token (typ JWT) where at+jwt is required is refused', async () => {
+    await invalid(route(), await sign(claims(), { typ: 'JWT' }), 'The token type is not accepted');
+    await invalid(route(), await sign(claims()), 'The token type is not accepted');
+  });
+
+  it('a token signed by another key under a known kid fails the signature check', async () => {
+    const token = await sign(claims(), at, other.privateKey);
+    await invalid(route(), token, 'The token signature is invalid');
+  });
+
+  it('jku and x5u in the header are ignored (never fetched)', async () => {
+    const attackerUrl = jwksUrl.replace('jwks.json', 'attacker.json');
+    const token = await sign(
+      claims(),
+      { ...at, jku: attackerUrl, x5u: attackerUrl },
+      other.privateKey,
+    );
+    await invalid(route(), token, 'The token signature is invalid');
+    expect(attackerHits).toBe(0);
+  });
+
+  it('garbage tokens are malformed', async () => {
+    await invalid(route(), 'abc.def.ghi', 'The token is malformed');
+    await invalid(route(), 'notajwt', 'The token is malformed');
+  });
+
+  it('the JWKS is fetched once and reused across requests', async () => {
+    const r = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 7);
+    const before = jwksHits;
+    for (let i = 0; i < 5; i++) await auth(r, await sign(claims(), at));
+    expect(jwksHits - before).toBe(1);
+  });
+
+  it('JWKS endpoint failing (500) or unreachable → 503 auth-unavailable (fail closed)', async () => {
+    const fresh = new JwtVerifier({ now: () => NOW });
+    jwksMode = 'error';
+    try {
+      // a malformed token is judged without the JWKS: still a 401
+      const problem = await problemOf(() =>
+        authenticateBearer(route(), { authorization: 'Bearer x.y.z' }, fresh),
+      );
+      expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+      const token = await sign(claims(), at);
+      const down = await problemOf(() =>
+        authenticateBearer(route(), { authorization: `Bearer ${token}` }, fresh),
+      );
+      expect(down.code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+      expect(down.status).toBe(503);
+    } finally {
+      jwksMode = 'ok';
+    }
+    const nowhere = bearerRoute({ jwksUrl: 'http://127.0.0.1:1/jwks.json' });
+    const token = await sign(claims(), at);
+    const problem = await problemOf(() =>
+      authenticateBearer(nowhere, { authorization: `Bearer ${token}` }, fresh),
+    );
+    expect(problem.code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+  });
+});
+
+describe('JWT with a static key (keySecretRef)', () => {
+  it('an RS256 PEM key verifies RS256 tokens and refuses the HS256 confusion', async () => {
+    const route = bearerRoute({}, { jwtKey: publicPem });
+    expect((await auth(route, await sign(claims()))).consumer).toBe('user-42');
+    const forged = await sign(claims(), { alg: 'HS256' }, new TextEncoder().encode(publicPem));
+    await invalid(route, forged, 'The token signing algorithm is not accepted');
+  });
+
+  it('a JWK key works too', async () => {
+    const route = bearerRoute({}, { jwtKey: JSON.stringify(publicJwk) });
+    expect((await auth(route, await sign(claims()))).consumer).toBe('user-42');
+  });
+
+  it('an HS256 shared secret verifies HS256 and refuses RS256 and none', async () => {
+    const secret = 'a-shared-secret-of-at-least-32-bytes!!';
+    const route = bearerRoute({ algorithms: ['HS256'] }, { jwtKey: secret });
+    const good = await sign(claims(), { alg: 'HS256' }, new TextEncoder().encode(secret));
+    expect((await auth(route, good)).consumer).toBe('user-42');
+    await invalid(route, await sign(claims()), 'The token signing algorithm is not accepted');
+    const none = `${b64url({ alg: 'none' })}.${b64url(claims())}.`;
+    await invalid(route, none, 'The token signing algorithm is not accepted');
+    const wrong = await sign(
+      claims(),
+      { alg: 'HS256' },
+      new TextEncoder().encode('another-secret-000000000000000000'),
+    );
+    await invalid(route, wrong, 'The token signature is invalid');
+  });
+
+  it('an unusable key, or several algorithms with a static key → 503', async () => {
+    for (const route of [
+      bearerRoute({}, { jwtKey: 'not a key' }),
+      bearerRoute({}, {}),
+      bearerRoute({ algorithms: ['RS256', 'HS256'] }, { jwtKey: publicPem }),
+    ]) {
+      const problem = await problemOf(async () => auth(route, await sign(claims())));
+      expect(problem.code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+    }
+  });
+
+  it('a rotated key (same generation, new Secret value) is picked up', async () => {
+    const r1 = bearerRoute({}, { jwtKey: publicPem }, 9);
+    expect((await auth(r1, await sign(claims()))).consumer).toBe('user-42');
+    const r2 = bearerRoute({}, { jwtKey: await exportSPKI(other.publicKey) }, 9);
+    await invalid(r2, await sign(claims()), 'The token signature is invalid');
+    expect((await auth(r2, await sign(claims(), {}, other.privateKey))).consumer).toBe('user-42');
+  });
+});
