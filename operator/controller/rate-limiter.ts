@@ -89,12 +89,24 @@ export class BucketRateLimiter implements RateLimiter {
   }
 
   when(_key: string): number {
+    this.#advance();
+    this.#tokens -= 1;
+    return this.#tokens >= 0 ? 0 : (-this.#tokens / this.#qps) * 1000;
+  }
+
+  /** Take a token if one is available now (rate.Limiter.Allow); never goes into debt. */
+  allow(): boolean {
+    this.#advance();
+    if (this.#tokens < 1) return false;
+    this.#tokens -= 1;
+    return true;
+  }
+
+  #advance(): void {
     const now = this.#clock.now();
     const elapsed = Math.max(0, now - this.#last);
     this.#tokens = Math.min(this.#burst, this.#tokens + (elapsed * this.#qps) / 1000);
     this.#last = Math.max(this.#last, now);
-    this.#tokens -= 1;
-    return this.#tokens >= 0 ? 0 : (-this.#tokens / this.#qps) * 1000;
   }
 
   forget(_key: string): void {}

@@ -406,6 +406,17 @@ describe('rate limiters (client-go default_rate_limiters_test.go)', () => {
     expect(l.numRequeues('d')).toBe(0);
   });
 
+  it('BucketRateLimiter.allow takes a token only when one is there (never goes into debt)', () => {
+    const clock = new FakeClock();
+    const l = new BucketRateLimiter(1, 2, clock);
+    expect([l.allow(), l.allow(), l.allow(), l.allow()]).toEqual([true, true, false, false]);
+    clock.step(999);
+    expect(l.allow()).toBe(false);
+    clock.step(1);
+    expect(l.allow()).toBe(true);
+    expect(l.allow()).toBe(false);
+  });
+
   it('defaultControllerRateLimiter: max of 5 ms·2^n (cap 1000 s) and 10 qps / burst 100', () => {
     const clock = new FakeClock();
     const l = defaultControllerRateLimiter(clock);
