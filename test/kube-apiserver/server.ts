@@ -495,6 +495,8 @@ export async function startKubeApiServer(
           '  - name: hookgate-test',
           '    cluster:',
           `      server: ${url}`,
+          // Plain http: client-node refuses http unless TLS verification is "skipped".
+          '      insecure-skip-tls-verify: true',
           'users:',
           '  - name: hookgate-test',
           '    user:',

@@ -1,0 +1,1202 @@
+// Conformance of the in-memory API server: one test per rule K1-K30 of
+// /work/shared/reference/acceptance-rules.md §1 (K31 and K32 need kubectl and live in
+// kubectl.test.ts). HTTP-level rules use fetch; client-behaviour rules use
+// @kubernetes/client-node 2.x.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import {
+  CustomObjectsApi,
+  KubeConfig,
+  ListWatch,
+  PatchStrategy,
+  Watch,
+  setHeaderOptions,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKubeApiServer, type KubeApiServer } from './index.ts';
+import {
+  client,
+  GROUP,
+  readWatch,
+  sleep,
+  trigger,
+  VERSION,
+  widget,
+  widgetCrd,
+  WF,
+  WIDGETS,
+  WT,
+  type Obj,
+  type WatchEvent,
+} from './support.ts';
+
+const CRDS = resolve(import.meta.dirname, '../../crds');
+let server: KubeApiServer;
+let call: ReturnType<typeof client>;
+let dir: string;
+
+beforeAll(async () => {
+  server = await startKubeApiServer({ bookmarkIntervalMs: 100 });
+  server.applyCrdsFrom(CRDS);
+  server.applyCrd(widgetCrd());
+  call = client(server);
+  dir = mkdtempSync(join(tmpdir(), 'kube-conf-'));
+});
+
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function create(path: string, obj: Obj): Promise<Obj> {
+  const res = await call('POST', path, obj);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+const rvOf = (o: Obj): number => Number(o.metadata.resourceVersion);
+
+describe('1.1 objects and concurrency', () => {
+  it('K1 every write takes the next value of one global counter; a list returns the counter', async () => {
+    const a = await create(WT, trigger('k1-a'));
+    const w = await create(WIDGETS, widget('k1-w'));
+    const b = await call('PUT', `${WT}/k1-a`, {
+      ...a,
+      spec: { ...(a.spec as object), timeout: '5s' },
+    });
+    expect(typeof a.metadata.resourceVersion).toBe('string');
+    expect(rvOf(w)).toBe(rvOf(a) + 1);
+    expect(rvOf(b.body)).toBe(rvOf(w) + 1);
+    const list = await call<{ metadata: { resourceVersion: string } }>('GET', WIDGETS);
+    expect(list.body.metadata.resourceVersion).toBe(String(server.resourceVersion()));
+    expect(Number(list.body.metadata.resourceVersion)).toBeGreaterThanOrEqual(rvOf(b.body));
+  });
+
+  it('K2 a PUT with a stale resourceVersion gets the exact 409 Conflict Status', async () => {
+    const a = await create(WT, trigger('k2'));
+    const first = await call('PUT', `${WT}/k2`, {
+      ...a,
+      metadata: { ...a.metadata, labels: { x: '1' } },
+    });
+    expect(first.status).toBe(200);
+    const stale = await call('PUT', `${WT}/k2`, {
+      ...a,
+      metadata: { ...a.metadata, labels: { x: '2' } },
+    });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toEqual({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      reason: 'Conflict',
+      code: 409,
+      details: { name: 'k2', group: GROUP, kind: 'webhooktriggers' },
+      message:
+        'Operation cannot be fulfilled on webhooktriggers.hookgate.dev "k2": the object has been modified; please apply your changes to the latest version and try again',
+    });
+  });
+
+  it('K3 PUT without RV → 422 "must be specified for an update"; PUT on a missing CR → 404', async () => {
+    const a = await create(WT, trigger('k3'));
+    const { resourceVersion: _rv, ...meta } = a.metadata;
+    const noRv = await call<{
+      reason: string;
+      message: string;
+      details: { causes: { field: string }[] };
+    }>('PUT', `${WT}/k3`, { ...a, metadata: meta });
+    expect(noRv.status).toBe(422);
+    expect(noRv.body.reason).toBe('Invalid');
+    expect(noRv.body.message).toContain('must be specified for an update');
+    expect(noRv.body.details.causes[0]?.field).toBe('metadata.resourceVersion');
+    const missing = await call('PUT', `${WT}/k3-missing`, trigger('k3-missing'));
+    expect(missing.status).toBe(404);
+  });
+
+  it('K4 a PATCH without RV is unconditional; one carrying a different RV gets 409', async () => {
+    const a = await create(WT, trigger('k4'));
+    await call('PUT', `${WT}/k4`, { ...a, metadata: { ...a.metadata, labels: { bump: '1' } } });
+    const merge = { 'Content-Type': 'application/merge-patch+json' };
+    const unconditional = await call(
+      'PATCH',
+      `${WT}/k4`,
+      { metadata: { labels: { p: '1' } } },
+      merge,
+    );
+    expect(unconditional.status).toBe(200);
+    const stale = await call(
+      'PATCH',
+      `${WT}/k4`,
+      { metadata: { resourceVersion: a.metadata.resourceVersion, labels: { p: '2' } } },
+      merge,
+    );
+    expect(stale.status).toBe(409);
+    const current = await call(
+      'PATCH',
+      `${WT}/k4`,
+      {
+        metadata: {
+          resourceVersion: unconditional.body.metadata.resourceVersion,
+          labels: { p: '3' },
+        },
+      },
+      merge,
+    );
+    expect(current.status).toBe(200);
+  });
+
+  it('K5 a byte-identical write is a no-op: same RV, no watch event', async () => {
+    const a = await create(WT, trigger('k5'));
+    const same = await call('PUT', `${WT}/k5`, a);
+    expect(same.status).toBe(200);
+    expect(same.body.metadata.resourceVersion).toBe(a.metadata.resourceVersion);
+    const samePatch = await call(
+      'PATCH',
+      `${WT}/k5`,
+      { spec: { timeout: '30s' } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(samePatch.body.metadata.resourceVersion).toBe(a.metadata.resourceVersion);
+    const changed = await call(
+      'PATCH',
+      `${WT}/k5`,
+      { spec: { timeout: '31s' } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(rvOf(changed.body)).toBeGreaterThan(rvOf(a));
+    const watch = await readWatch(
+      `${server.url}${WT}?watch=1&resourceVersion=${a.metadata.resourceVersion}&fieldSelector=metadata.name=k5`,
+      { timeoutMs: 300 },
+    );
+    expect(watch.events.map((e) => [e.type, e.object.metadata.resourceVersion])).toEqual([
+      ['MODIFIED', changed.body.metadata.resourceVersion],
+    ]);
+  });
+
+  it('K6 create sets uid, creationTimestamp, RV, generation=1, generateName; rejects duplicates, RVs and missing namespaces', async () => {
+    const gen = await create(WT, {
+      ...trigger(''),
+      metadata: { generateName: 'k6-' },
+    } as unknown as Obj);
+    expect(gen.metadata.name).toMatch(/^k6-[a-z0-9]{5}$/);
+    expect(gen.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
+    expect(gen.metadata.creationTimestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    expect(gen.metadata.generation).toBe(1);
+    expect(gen.metadata.resourceVersion).toMatch(/^\d+$/);
+    const dup = await call<{ reason: string; code: number; message: string }>(
+      'POST',
+      WT,
+      trigger(gen.metadata.name),
+    );
+    expect(dup.status).toBe(409);
+    expect(dup.body.reason).toBe('AlreadyExists');
+    expect(dup.body.message).toBe(
+      `webhooktriggers.hookgate.dev "${gen.metadata.name}" already exists`,
+    );
+    const withRv = await call('POST', WT, {
+      ...trigger('k6-rv'),
+      metadata: { name: 'k6-rv', resourceVersion: '5' },
+    });
+    expect(withRv.status).toBeGreaterThanOrEqual(400);
+    expect((await call('GET', `${WT}/k6-rv`)).status).toBe(404);
+    const noNs = await call<{ details: { kind: string; name: string } }>(
+      'POST',
+      `/apis/${GROUP}/${VERSION}/namespaces/nope/webhooktriggers`,
+      trigger('k6-ns'),
+    );
+    expect(noNs.status).toBe(404);
+    expect(noNs.body.details).toMatchObject({ kind: 'namespaces', name: 'nope' });
+  });
+
+  it('K7 every error body is a Status; a successful DELETE returns 200 with the object', async () => {
+    const errors = await Promise.all([
+      call('GET', `${WT}/k7-missing`),
+      call('POST', WT, { ...trigger('k7-bad'), spec: { workflowRef: {} } }),
+      call('GET', '/apis/nope.dev/v1/things'),
+      call(
+        'PATCH',
+        `${WT}/k7-missing`,
+        {},
+        { 'Content-Type': 'application/strategic-merge-patch+json' },
+      ),
+    ]);
+    for (const e of errors) {
+      expect(e.status).toBeGreaterThanOrEqual(400);
+      expect(e.body).toMatchObject({
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        code: e.status,
+      });
+    }
+    await create(WT, trigger('k7'));
+    const del = await call('DELETE', `${WT}/k7`);
+    expect(del.status).toBe(200);
+    expect(del.body).toMatchObject({ kind: 'WebhookTrigger', metadata: { name: 'k7' } });
+  });
+});
+
+describe('1.2 generation, status, finalizers', () => {
+  const ready = (generation: number) => ({
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'Ok',
+        message: 'ok',
+        lastTransitionTime: '2026-01-01T00:00:00Z',
+        observedGeneration: generation,
+      },
+    ],
+  });
+
+  it('K8 with a status subresource: main writes ignore status, /status ignores the rest, generation tracks spec only', async () => {
+    const a = await create(WT, { ...trigger('k8'), status: ready(1) });
+    expect(a.status).toBeUndefined();
+    const main = await call('PUT', `${WT}/k8`, { ...a, status: ready(1) });
+    expect(main.body.status).toBeUndefined();
+    expect(main.body.metadata.generation).toBe(1);
+    const st = await call('PUT', `${WT}/k8/status`, {
+      ...a,
+      metadata: { ...a.metadata, finalizers: ['hookgate.dev/x'], labels: { l: '1' } },
+      spec: { ...(a.spec as object), timeout: '9s' },
+      status: ready(1),
+    });
+    expect(st.status).toBe(200);
+    expect(st.body.status).toEqual(ready(1));
+    expect(st.body.metadata.finalizers).toBeUndefined();
+    expect(st.body.metadata.labels).toBeUndefined();
+    expect((st.body.spec as { timeout: string }).timeout).toBe('30s');
+    expect(st.body.metadata.generation).toBe(1);
+    const labelled = await call(
+      'PATCH',
+      `${WT}/k8`,
+      { metadata: { labels: { a: 'b' } } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(labelled.body.metadata.generation).toBe(1);
+    const spec = await call(
+      'PATCH',
+      `${WT}/k8`,
+      { spec: { timeout: '9s' } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(spec.body.metadata.generation).toBe(2);
+    expect(spec.body.status).toEqual(ready(1));
+  });
+
+  it('K9 without a status subresource any change outside metadata, status included, bumps generation', async () => {
+    const w = await create(WIDGETS, { ...widget('k9'), status: { phase: 'New' } });
+    expect(w.status).toEqual({ phase: 'New' });
+    const merge = { 'Content-Type': 'application/merge-patch+json' };
+    const labelled = await call(
+      'PATCH',
+      `${WIDGETS}/k9`,
+      { metadata: { labels: { a: 'b' } } },
+      merge,
+    );
+    expect(labelled.body.metadata.generation).toBe(1);
+    const status = await call('PATCH', `${WIDGETS}/k9`, { status: { phase: 'Done' } }, merge);
+    expect(status.body.metadata.generation).toBe(2);
+    expect((await call('GET', `${WIDGETS}/k9/status`)).status).toBe(404);
+  });
+
+  it('K10 finalizers: deletionTimestamp + grace 0 + generation bump + MODIFIED; no new finalizers; last one removed → DELETED', async () => {
+    const a = await create(WT, {
+      ...trigger('k10'),
+      metadata: { name: 'k10', finalizers: ['hookgate.dev/cleanup'] },
+    });
+    const del = await call('DELETE', `${WT}/k10`);
+    expect(del.status).toBe(200);
+    const marked = del.body;
+    expect(marked.metadata.deletionTimestamp).toMatch(/Z$/);
+    expect(marked.metadata.deletionGracePeriodSeconds).toBe(0);
+    expect(marked.metadata.generation).toBe(2);
+    expect((await call('GET', `${WT}/k10`)).status).toBe(200);
+    const again = await call('DELETE', `${WT}/k10`);
+    expect(again.body.metadata.resourceVersion).toBe(marked.metadata.resourceVersion);
+    const more = await call('PUT', `${WT}/k10`, {
+      ...marked,
+      metadata: { ...marked.metadata, finalizers: ['hookgate.dev/cleanup', 'other/x'] },
+    });
+    expect(more.status).toBe(422);
+    expect(JSON.stringify(more.body)).toContain(
+      'no new finalizers can be added if the object is being deleted',
+    );
+    const moved = await call('PUT', `${WT}/k10`, {
+      ...marked,
+      metadata: {
+        ...marked.metadata,
+        deletionTimestamp: '2030-01-01T00:00:00Z',
+        labels: { t: '1' },
+      },
+    });
+    expect(moved.body.metadata.deletionTimestamp).toBe(marked.metadata.deletionTimestamp);
+    const removed = await call(
+      'PATCH',
+      `${WT}/k10`,
+      [{ op: 'remove', path: '/metadata/finalizers' }],
+      { 'Content-Type': 'application/json-patch+json' },
+    );
+    expect(removed.status).toBe(200);
+    expect((await call('GET', `${WT}/k10`)).status).toBe(404);
+    const watch = await readWatch(
+      `${server.url}${WT}?watch=1&resourceVersion=${a.metadata.resourceVersion}&fieldSelector=metadata.name%3Dk10`,
+      { timeoutMs: 300 },
+    );
+    expect(watch.events.map((e) => e.type)).toEqual(['MODIFIED', 'MODIFIED', 'DELETED']);
+    expect(watch.events[2]?.object.metadata.resourceVersion).toBe(String(rvOf(moved.body) + 1));
+  });
+});
+
+describe('1.3 watch', () => {
+  it('K11 200, chunked, one JSON event per line; client-node Watch parses every line', async () => {
+    await create(WIDGETS, widget('k11-a'));
+    await create(WIDGETS, widget('k11-b'));
+    const raw = await readWatch(`${server.url}${WIDGETS}?watch=1&labelSelector=`, { count: 2 });
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get('transfer-encoding')).toBe('chunked');
+    expect(raw.headers.get('content-type')).toBe('application/json');
+    for (const line of raw.lines) {
+      const ev = JSON.parse(line) as WatchEvent;
+      expect(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR']).toContain(ev.type);
+      expect(ev.object.kind).toBe('Widget');
+    }
+    const kc = new KubeConfig();
+    kc.loadFromFile(server.writeKubeconfig(dir));
+    const seen: string[] = [];
+    const done = new Promise<void>((resolveDone) => {
+      void new Watch(kc)
+        .watch(
+          WIDGETS,
+          { fieldSelector: 'metadata.name=k11-a' },
+          (phase, obj: Obj) => {
+            seen.push(`${phase}:${obj.metadata.name}`);
+            if (seen.length === 2) resolveDone();
+          },
+          () => undefined,
+        )
+        .then(async (ctrl) => {
+          await call(
+            'PATCH',
+            `${WIDGETS}/k11-a`,
+            { spec: { size: 2 } },
+            { 'Content-Type': 'application/merge-patch+json' },
+          );
+          await done;
+          ctrl.abort();
+        });
+    });
+    await done;
+    expect(seen).toEqual(['ADDED:k11-a', 'MODIFIED:k11-a']);
+  });
+
+  it('K12 a watch from RV=N delivers every later change in order without gaps; RV unset starts with ADDED', async () => {
+    const first = await create(WIDGETS, widget('k12'));
+    const rvs: string[] = [];
+    const live = readWatch(
+      `${server.url}${WIDGETS}?watch=true&resourceVersion=${first.metadata.resourceVersion}&fieldSelector=metadata.name%3Dk12`,
+      {
+        count: 5,
+        onOpen: async () => {
+          for (let i = 2; i <= 6; i++) {
+            const r = await call(
+              'PATCH',
+              `${WIDGETS}/k12`,
+              { spec: { size: i } },
+              { 'Content-Type': 'application/merge-patch+json' },
+            );
+            rvs.push(r.body.metadata.resourceVersion ?? '');
+          }
+        },
+      },
+    );
+    const w = await live;
+    expect(w.events.map((e) => e.object.metadata.resourceVersion)).toEqual(rvs);
+    expect(w.events.map((e) => (e.object.spec as { size: number }).size)).toEqual([2, 3, 4, 5, 6]);
+    const replay = await readWatch(
+      `${server.url}${WIDGETS}?watch=1&resourceVersion=${first.metadata.resourceVersion}&fieldSelector=metadata.name%3Dk12`,
+      { count: 5 },
+    );
+    expect(replay.events.map((e) => e.object.metadata.resourceVersion)).toEqual(rvs);
+    for (const rv of [undefined, '0']) {
+      const fresh = await readWatch(
+        `${server.url}${WIDGETS}?watch=1&fieldSelector=metadata.name%3Dk12${rv ? `&resourceVersion=${rv}` : ''}`,
+        { count: 1 },
+      );
+      expect(fresh.events[0]).toMatchObject({
+        type: 'ADDED',
+        object: { metadata: { name: 'k12', resourceVersion: rvs[4] } },
+      });
+    }
+  });
+
+  it('K13 DELETED carries the last state at the deletion RV; filtered watches see (un)matching as ADDED/DELETED', async () => {
+    const w = await create(WIDGETS, widget('k13', {}, { team: 'a' }));
+    const merge = { 'Content-Type': 'application/merge-patch+json' };
+    const out = await call(
+      'PATCH',
+      `${WIDGETS}/k13`,
+      { metadata: { labels: { team: 'b' } } },
+      merge,
+    );
+    const back = await call(
+      'PATCH',
+      `${WIDGETS}/k13`,
+      { metadata: { labels: { team: 'a' } }, spec: { size: 7 } },
+      merge,
+    );
+    const del = await call('DELETE', `${WIDGETS}/k13`);
+    const filtered = await readWatch(
+      `${server.url}${WIDGETS}?watch=1&resourceVersion=${w.metadata.resourceVersion}&labelSelector=team%3Da`,
+      { count: 3 },
+    );
+    expect(filtered.events.map((e) => [e.type, e.object.metadata.resourceVersion])).toEqual([
+      ['DELETED', out.body.metadata.resourceVersion],
+      ['ADDED', back.body.metadata.resourceVersion],
+      ['DELETED', del.body.metadata.resourceVersion],
+    ]);
+    const last = filtered.events[2]?.object;
+    expect(last?.spec).toMatchObject({ size: 7 });
+    expect(Number(last?.metadata.resourceVersion)).toBe(rvOf(back.body) + 1);
+  });
+
+  it('K14 a watch whose RV left the (configurable) window gets 200 + ERROR 410 Expired, then the stream closes', async () => {
+    const small = await startKubeApiServer({ historyWindow: 3 });
+    try {
+      small.applyCrd(widgetCrd());
+      const c = client(small);
+      const first = (await c('POST', WIDGETS, widget('k14'))).body;
+      for (let i = 2; i <= 6; i++)
+        await c(
+          'PATCH',
+          `${WIDGETS}/k14`,
+          { spec: { size: i } },
+          { 'Content-Type': 'application/merge-patch+json' },
+        );
+      const oldRv = Number(first.metadata.resourceVersion);
+      const w = await readWatch(`${small.url}${WIDGETS}?watch=1&resourceVersion=${oldRv}`, {
+        timeoutMs: 1000,
+      });
+      expect(w.status).toBe(200);
+      expect(w.ended).toBe(true);
+      expect(w.events).toHaveLength(1);
+      const oldest = small.resourceVersion() - 3;
+      expect(w.events[0]).toMatchObject({
+        type: 'ERROR',
+        object: {
+          kind: 'Status',
+          code: 410,
+          reason: 'Expired',
+          message: `too old resource version: ${oldRv} (${oldest})`,
+        },
+      });
+      const ok = await readWatch(`${small.url}${WIDGETS}?watch=1&resourceVersion=${oldest}`, {
+        count: 3,
+      });
+      expect(ok.events.map((e) => e.type)).toEqual(['MODIFIED', 'MODIFIED', 'MODIFIED']);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('K15 BOOKMARKs only with allowWatchBookmarks=true; timeoutSeconds closes the stream cleanly', async () => {
+    const rv = server.resourceVersion();
+    const withBm = await readWatch(
+      `${server.url}${WIDGETS}?watch=1&resourceVersion=${rv}&allowWatchBookmarks=true`,
+      { count: 1, timeoutMs: 1500 },
+    );
+    expect(withBm.events[0]).toMatchObject({
+      type: 'BOOKMARK',
+      object: { kind: 'Widget', apiVersion: 'test.hookgate.dev/v1' },
+    });
+    expect(Number(withBm.events[0]?.object.metadata.resourceVersion)).toBeGreaterThanOrEqual(rv);
+    const started = Date.now();
+    const timed = await readWatch(
+      `${server.url}${WIDGETS}?watch=1&resourceVersion=${server.resourceVersion()}&timeoutSeconds=1`,
+      { timeoutMs: 3000 },
+    );
+    expect(timed.ended).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(timed.events.filter((e) => e.type === 'BOOKMARK')).toEqual([]);
+  });
+
+  it('K16 sendInitialEvents=true: ADDED events, then a BOOKMARK annotated k8s.io/initial-events-end; invalid combinations → 422', async () => {
+    await create(WIDGETS, widget('k16'));
+    const base = `${server.url}${WIDGETS}?watch=1&sendInitialEvents=true&fieldSelector=metadata.name%3Dk16`;
+    const w = await readWatch(
+      `${base}&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`,
+      { count: 2 },
+    );
+    expect(w.events[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'k16' } } });
+    expect(w.events[1]).toMatchObject({
+      type: 'BOOKMARK',
+      object: { metadata: { annotations: { 'k8s.io/initial-events-end': 'true' } } },
+    });
+    const bad = await fetch(`${base}&allowWatchBookmarks=true`);
+    expect(bad.status).toBe(422);
+    expect(await bad.json()).toMatchObject({ kind: 'Status', reason: 'Invalid' });
+  });
+});
+
+describe('1.4 list and selectors', () => {
+  it('K17 list body: <Kind>List, metadata.resourceVersion, items with apiVersion and kind; limit ignored', async () => {
+    await create(WIDGETS, widget('k17-a'));
+    await create(WIDGETS, widget('k17-b'));
+    const list = await call<{
+      kind: string;
+      apiVersion: string;
+      metadata: { resourceVersion: string; continue?: string };
+      items: Obj[];
+    }>('GET', `${WIDGETS}?limit=1`);
+    expect(list.body.kind).toBe('WidgetList');
+    expect(list.body.apiVersion).toBe('test.hookgate.dev/v1');
+    expect(list.body.metadata.continue).toBeUndefined();
+    expect(list.body.items.length).toBeGreaterThanOrEqual(2);
+    for (const item of list.body.items)
+      expect(item).toMatchObject({ apiVersion: 'test.hookgate.dev/v1', kind: 'Widget' });
+    const all = await call<{ items: Obj[] }>('GET', `/apis/test.hookgate.dev/v1/widgets`);
+    expect(all.body.items.length).toBe(list.body.items.length);
+  });
+
+  it('K18 label selectors (=, ==, !=, in, notin, key, !key); field selectors name/namespace/selectableFields, others 400', async () => {
+    await create(WIDGETS, widget('k18-a', { color: 'red' }, { k18: 'a', tier: 'x' }));
+    await create(WIDGETS, widget('k18-b', {}, { k18: 'b' }));
+    await create(WIDGETS, widget('k18-c', {}, { k18: 'c', tier: 'y' }));
+    const names = async (q: string): Promise<string[]> => {
+      const r = await call<{ items: Obj[] }>('GET', `${WIDGETS}?${q}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.items
+        .map((i) => i.metadata.name)
+        .filter((n) => n.startsWith('k18'))
+        .sort();
+    };
+    const sel = (s: string) => `labelSelector=${encodeURIComponent(s)}`;
+    expect(await names(sel('k18=a'))).toEqual(['k18-a']);
+    expect(await names(sel('k18==b'))).toEqual(['k18-b']);
+    expect(await names(sel('k18,k18!=a'))).toEqual(['k18-b', 'k18-c']);
+    expect(await names(sel('k18 in (a, c)'))).toEqual(['k18-a', 'k18-c']);
+    expect(await names(sel('k18,k18 notin (a,c)'))).toEqual(['k18-b']);
+    expect(await names(sel('k18,tier'))).toEqual(['k18-a', 'k18-c']);
+    expect(await names(sel('k18,!tier'))).toEqual(['k18-b']);
+    expect(await names(`fieldSelector=${encodeURIComponent('metadata.name=k18-b')}`)).toEqual([
+      'k18-b',
+    ]);
+    expect(
+      await names(
+        `fieldSelector=${encodeURIComponent('metadata.namespace=default,metadata.name!=k18-b')}&${sel('k18')}`,
+      ),
+    ).toEqual(['k18-a', 'k18-c']);
+    expect(await names(`fieldSelector=${encodeURIComponent('spec.color=red')}`)).toEqual(['k18-a']);
+    const bad = await call('GET', `${WT}?fieldSelector=${encodeURIComponent('spec.timeout=5s')}`);
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ kind: 'Status', reason: 'BadRequest' });
+  });
+});
+
+describe('1.5 schema', () => {
+  it('K19 unknown fields: pruned; Strict → 400 listing them; Warn (default) → Warning header; Ignore → silent; preserve-unknown-fields kept', async () => {
+    const body = {
+      ...trigger('k19'),
+      spec: {
+        ...(trigger('k19').spec as object),
+        bogus: 1,
+        response: { mode: 'immediateAck', nope: true },
+      },
+    };
+    const strict = await call<{ message: string }>('POST', `${WT}?fieldValidation=Strict`, body);
+    expect(strict.status).toBe(400);
+    expect(strict.body.message).toContain('unknown field "spec.bogus"');
+    expect(strict.body.message).toContain('unknown field "spec.response.nope"');
+    const warn = await call('POST', WT, body);
+    expect(warn.status).toBe(201);
+    expect(warn.headers.get('warning')).toContain('unknown field \\"spec.bogus\\"');
+    expect(warn.body.spec).not.toHaveProperty('bogus');
+    expect(warn.body.spec).toMatchObject({ response: { mode: 'immediateAck' } });
+    expect((warn.body.spec as { response: object }).response).not.toHaveProperty('nope');
+    const ignore = await call('POST', `${WT}?fieldValidation=Ignore`, {
+      ...body,
+      metadata: { name: 'k19-i' },
+    });
+    expect(ignore.status).toBe(201);
+    expect(ignore.headers.get('warning')).toBeNull();
+    const kept = await create(WIDGETS, widget('k19-w', { extra: { anything: { goes: [1] } } }));
+    expect(kept.spec).toMatchObject({ extra: { anything: { goes: [1] } } });
+  });
+
+  it('K20 defaults after pruning (null on a non-nullable field is pruned then defaulted); violations → 422 Invalid with causes', async () => {
+    const w = await create(WIDGETS, widget('k20', { size: null, color: null }));
+    expect(w.spec).toEqual({ size: 1, color: 'blue' });
+    const t = await create(WT, trigger('k20'));
+    expect(t.spec).toMatchObject({
+      methods: ['POST'],
+      timeout: '30s',
+      requireHttps: false,
+      deploy: true,
+    });
+    const bad = await call<{
+      reason: string;
+      code: number;
+      message: string;
+      details: {
+        name: string;
+        kind: string;
+        group: string;
+        causes: { field: string; message: string; reason: string }[];
+      };
+    }>('POST', WT, {
+      ...trigger('k20-bad'),
+      spec: {
+        workflowRef: { name: 'Not_Valid' },
+        methods: ['FETCH'],
+        response: { mode: 'immediateAck' },
+      },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body).toMatchObject({
+      kind: 'Status',
+      reason: 'Invalid',
+      code: 422,
+      details: { name: 'k20-bad', kind: 'WebhookTrigger', group: GROUP },
+    });
+    expect(bad.body.message).toMatch(/^WebhookTrigger\.hookgate\.dev "k20-bad" is invalid: /);
+    const fields = bad.body.details.causes.map((c) => c.field);
+    expect(fields).toEqual(expect.arrayContaining(['spec.workflowRef.name', 'spec.methods[0]']));
+    for (const c of bad.body.details.causes) expect(c.message).toBeTruthy();
+  });
+
+  it('K21 CEL rules: messages, fieldPath, transition rules on UPDATE only, messageExpression; uncompilable CRDs rejected', async () => {
+    const both = await call<{ details: { causes: { field: string; message: string }[] } }>(
+      'POST',
+      WT,
+      {
+        ...trigger('k21'),
+        spec: {
+          ...(trigger('k21').spec as object),
+          auth: {
+            method: 'bearer',
+            bearer: {
+              issuer: 'i',
+              audiences: ['a'],
+              jwksUrl: 'https://x',
+              keySecretRef: { name: 's', key: 'k' },
+            },
+          },
+        },
+      },
+    );
+    expect(both.status).toBe(422);
+    expect(both.body.details.causes.map((c) => c.message)).toContain(
+      'exactly one of jwksUrl and keySecretRef must be set',
+    );
+    const tags = await call<{ details: { causes: { field: string; message: string }[] } }>(
+      'POST',
+      WIDGETS,
+      widget('k21-t', { tags: ['t-a', 'x'] }),
+    );
+    expect(tags.status).toBe(422);
+    expect(tags.body.details.causes).toEqual([
+      expect.objectContaining({ field: 'spec.tags', message: 'tags must start with t-' }),
+    ]);
+    const created = await create(WIDGETS, widget('k21', { immutableId: 'one' }));
+    expect(created.spec).toMatchObject({ immutableId: 'one' });
+    const changed = await call<{ details: { causes: { field: string; message: string }[] } }>(
+      'PATCH',
+      `${WIDGETS}/k21`,
+      { spec: { immutableId: 'two' } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(changed.status).toBe(422);
+    expect(changed.body.details.causes[0]).toMatchObject({
+      field: 'spec.immutableId',
+      message: 'immutableId is immutable, was one',
+    });
+    const other = await call(
+      'PATCH',
+      `${WIDGETS}/k21`,
+      { spec: { size: 3 } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(other.status).toBe(200);
+    const crd = widgetCrd() as {
+      metadata: { name: string };
+      spec: {
+        names: Record<string, string>;
+        versions: {
+          schema: { openAPIV3Schema: { properties: { spec: Record<string, unknown> } } };
+        }[];
+      };
+    };
+    crd.metadata.name = 'gadgets.test.hookgate.dev';
+    crd.spec.names = {
+      kind: 'Gadget',
+      plural: 'gadgets',
+      singular: 'gadget',
+      listKind: 'GadgetList',
+    };
+    crd.spec.versions[0]!.schema.openAPIV3Schema.properties.spec['x-kubernetes-validations'] = [
+      { rule: 'self.size >' },
+    ];
+    const rejected = await call<{ reason: string; message: string }>(
+      'POST',
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+      crd,
+    );
+    expect(rejected.status).toBe(422);
+    expect(rejected.body.message).toContain('compilation failed');
+    expect(
+      (await call('GET', '/apis/test.hookgate.dev/v1/namespaces/default/gadgets')).status,
+    ).toBe(404);
+  });
+});
+
+describe('1.6 patch', () => {
+  it('K22 json-patch, merge-patch (arrays replaced whole, conditions too), apply-patch+yaml; strategic merge → 415', async () => {
+    await create(WT, {
+      ...trigger('k22'),
+      spec: { ...(trigger('k22').spec as object), methods: ['POST', 'PUT'] },
+    });
+    const cond = (type: string) => ({
+      type,
+      status: 'True',
+      reason: 'R',
+      message: 'm',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+      observedGeneration: 1,
+    });
+    const merge = { 'Content-Type': 'application/merge-patch+json' };
+    await call(
+      'PATCH',
+      `${WT}/k22/status`,
+      { status: { conditions: [cond('Ready'), cond('Synced')] } },
+      merge,
+    );
+    const st = await call(
+      'PATCH',
+      `${WT}/k22/status`,
+      { status: { conditions: [cond('Ready')] } },
+      merge,
+    );
+    expect((st.body.status as { conditions: object[] }).conditions).toEqual([cond('Ready')]);
+    const arr = await call('PATCH', `${WT}/k22`, { spec: { methods: ['GET'] } }, merge);
+    expect((arr.body.spec as { methods: string[] }).methods).toEqual(['GET']);
+    const jp = await call(
+      'PATCH',
+      `${WT}/k22`,
+      [
+        { op: 'test', path: '/spec/methods/0', value: 'GET' },
+        { op: 'add', path: '/spec/methods/-', value: 'DELETE' },
+        { op: 'replace', path: '/spec/timeout', value: '10s' },
+      ],
+      { 'Content-Type': 'application/json-patch+json' },
+    );
+    expect(jp.status).toBe(200);
+    expect(jp.body.spec).toMatchObject({ methods: ['GET', 'DELETE'], timeout: '10s' });
+    const failedTest = await call(
+      'PATCH',
+      `${WT}/k22`,
+      [{ op: 'test', path: '/spec/timeout', value: '1s' }],
+      { 'Content-Type': 'application/json-patch+json' },
+    );
+    expect(failedTest.status).toBe(422);
+    const apply = await call(
+      'PATCH',
+      `${WT}/k22?fieldManager=test`,
+      'apiVersion: hookgate.dev/v1alpha1\nkind: WebhookTrigger\nmetadata:\n  name: k22\nspec:\n  timeout: 20s\n',
+      { 'Content-Type': 'application/apply-patch+yaml' },
+    );
+    expect(apply.status).toBe(200);
+    expect(apply.body.spec).toMatchObject({ timeout: '20s', methods: ['GET', 'DELETE'] });
+    const smp = await call<{ message: string; reason: string }>(
+      'PATCH',
+      `${WT}/k22`,
+      { spec: { timeout: '5s' } },
+      { 'Content-Type': 'application/strategic-merge-patch+json' },
+    );
+    expect(smp.status).toBe(415);
+    expect(smp.body.message).toBe(
+      'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml',
+    );
+  });
+
+  it('K23 client-node patches default to json-patch (an object body gets 400); setHeaderOptions selects merge patch', async () => {
+    await create(WT, trigger('k23'));
+    const kc = new KubeConfig();
+    kc.loadFromFile(server.writeKubeconfig(dir));
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const args = {
+      group: GROUP,
+      version: VERSION,
+      namespace: 'default',
+      plural: 'webhooktriggers',
+      name: 'k23',
+    };
+    server.clearRequests();
+    const err = await api
+      .patchNamespacedCustomObject({ ...args, body: { spec: { timeout: '7s' } } })
+      .then(
+        () => undefined,
+        (e: unknown) => e as { code?: number },
+      );
+    expect(err?.code).toBe(400);
+    expect(server.requests.find((r) => r.method === 'PATCH')?.contentType).toBe(
+      'application/json-patch+json',
+    );
+    const ok = (await api.patchNamespacedCustomObject(
+      { ...args, body: { spec: { timeout: '7s' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )) as Obj;
+    expect(ok.spec).toMatchObject({ timeout: '7s' });
+    expect(server.requests.filter((r) => r.method === 'PATCH').at(-1)?.contentType).toBe(
+      'application/merge-patch+json',
+    );
+  });
+
+  it('K24 server-side apply needs fieldManager, creates missing objects (201), accepts force', async () => {
+    const yaml = (timeout: string) =>
+      `apiVersion: test.hookgate.dev/v1\nkind: Widget\nmetadata:\n  name: k24\nspec:\n  color: ${timeout}\n`;
+    const ct = { 'Content-Type': 'application/apply-patch+yaml' };
+    const noManager = await call('PATCH', `${WIDGETS}/k24`, yaml('red'), ct);
+    expect(noManager.status).toBe(400);
+    const created = await call('PATCH', `${WIDGETS}/k24?fieldManager=me`, yaml('red'), ct);
+    expect(created.status).toBe(201);
+    expect(created.body.spec).toEqual({ color: 'red', size: 1 });
+    const forced = await call(
+      'PATCH',
+      `${WIDGETS}/k24?fieldManager=other&force=true`,
+      yaml('green'),
+      ct,
+    );
+    expect(forced.status).toBe(200);
+    expect(forced.body.spec).toMatchObject({ color: 'green' });
+  });
+});
+
+describe('1.7 scope', () => {
+  it('K25 ownerReferences are stored and returned; nothing garbage-collects dependents', async () => {
+    const owner = await create(WF, {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'Workflow',
+      metadata: { name: 'k25' },
+      spec: { application: 'a', environment: 'development', nodes: [{ id: 'r', type: 'respond' }] },
+    });
+    const ref = {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'Workflow',
+      name: 'k25',
+      uid: owner.metadata.uid,
+      controller: true,
+      blockOwnerDeletion: true,
+    };
+    const dep = await create(WT, {
+      ...trigger('k25'),
+      metadata: { name: 'k25', ownerReferences: [ref] },
+    });
+    expect(dep.metadata.ownerReferences).toEqual([ref]);
+    expect((await call('DELETE', `${WF}/k25`)).status).toBe(200);
+    expect((await call('GET', `${WT}/k25`)).status).toBe(200);
+  });
+
+  it('K26 Foreground and Orphan propagation are rejected; Background works; any token is accepted', async () => {
+    await create(WIDGETS, widget('k26'));
+    for (const policy of ['Foreground', 'Orphan']) {
+      const r = await call('DELETE', `${WIDGETS}/k26`, {
+        kind: 'DeleteOptions',
+        apiVersion: 'v1',
+        propagationPolicy: policy,
+      });
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject({ kind: 'Status', reason: 'BadRequest' });
+    }
+    const q = await call('DELETE', `${WIDGETS}/k26?propagationPolicy=Foreground`);
+    expect(q.status).toBe(400);
+    const res = await fetch(`${server.url}${WIDGETS}/k26`, {
+      method: 'DELETE',
+      headers: { Authorization: 'Bearer whatever', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ propagationPolicy: 'Background' }),
+    });
+    expect(res.status).toBe(200);
+  });
+
+  it('K27 namespaces (with default), leases, core and events.k8s.io events, Established CRDs', async () => {
+    const ns = await call<{ items: Obj[] }>('GET', '/api/v1/namespaces');
+    expect(ns.body.items.map((n) => n.metadata.name)).toContain('default');
+    const lease = await call('POST', '/apis/coordination.k8s.io/v1/namespaces/default/leases', {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'k27' },
+      spec: {
+        holderIdentity: 'a',
+        leaseDurationSeconds: 15,
+        renewTime: '2026-01-01T00:00:00.000000Z',
+      },
+    });
+    expect(lease.status).toBe(201);
+    const renewed = await call(
+      'PUT',
+      '/apis/coordination.k8s.io/v1/namespaces/default/leases/k27',
+      { ...lease.body, spec: { holderIdentity: 'b' } },
+    );
+    expect(renewed.status).toBe(200);
+    const stale = await call('PUT', '/apis/coordination.k8s.io/v1/namespaces/default/leases/k27', {
+      ...lease.body,
+      spec: { holderIdentity: 'c' },
+    });
+    expect(stale.status).toBe(409);
+    const core = await call('POST', '/api/v1/namespaces/default/events', {
+      metadata: { generateName: 'k27-' },
+      involvedObject: { kind: 'WebhookTrigger', name: 'x' },
+      reason: 'R',
+      message: 'm',
+      type: 'Normal',
+    });
+    expect(core.status).toBe(201);
+    const ev = await call('POST', '/apis/events.k8s.io/v1/namespaces/default/events', {
+      metadata: { generateName: 'k27-' },
+      regarding: { kind: 'WebhookTrigger', name: 'x' },
+      reason: 'R',
+      note: 'm',
+      type: 'Normal',
+      action: 'Reconcile',
+      eventTime: '2026-01-01T00:00:00.000000Z',
+      reportingController: 'hookgate',
+      reportingInstance: 'x',
+    });
+    expect(ev.status).toBe(201);
+    const secret = await call<{ data: Record<string, string> }>(
+      'POST',
+      '/api/v1/namespaces/default/secrets',
+      { metadata: { name: 'k27' }, stringData: { key: 'value' } },
+    );
+    expect(secret.body.data).toEqual({ key: Buffer.from('value').toString('base64') });
+    const crd = await call<{ status: { conditions: { type: string; status: string }[] } }>(
+      'GET',
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/webhooktriggers.hookgate.dev',
+    );
+    expect(crd.body.status.conditions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'Established', status: 'True' }),
+        expect.objectContaining({ type: 'NamesAccepted', status: 'True' }),
+      ]),
+    );
+  });
+});
+
+describe('1.8 kubectl-facing endpoints', () => {
+  const AGG =
+    'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json';
+  type Discovery = {
+    kind: string;
+    items: {
+      metadata: { name?: string };
+      versions: {
+        version: string;
+        resources: {
+          resource: string;
+          responseKind: object;
+          scope: string;
+          singularResource: string;
+          verbs: string[];
+          subresources: { subresource: string }[];
+        }[];
+      }[];
+    }[];
+  };
+
+  it('K28 aggregated discovery (and legacy); a new CRD shows up', async () => {
+    const agg = await call<Discovery>('GET', '/apis', undefined, { Accept: AGG });
+    expect(agg.headers.get('content-type')).toBe(
+      'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
+    );
+    expect(agg.body.kind).toBe('APIGroupDiscoveryList');
+    const hg = agg.body.items.find((i) => i.metadata.name === GROUP);
+    const wt = hg?.versions[0]?.resources.find((r) => r.resource === 'webhooktriggers');
+    expect(wt).toMatchObject({
+      responseKind: { group: GROUP, version: VERSION, kind: 'WebhookTrigger' },
+      scope: 'Namespaced',
+      singularResource: 'webhooktrigger',
+      subresources: [{ subresource: 'status' }],
+    });
+    expect(wt?.verbs).toEqual(
+      expect.arrayContaining(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']),
+    );
+    const core = await call<Discovery>('GET', '/api', undefined, { Accept: AGG });
+    expect(core.body.items[0]?.versions[0]?.resources.map((r) => r.resource)).toEqual(
+      expect.arrayContaining(['namespaces', 'secrets', 'events']),
+    );
+    const legacy = await call<{ kind: string; groups: { name: string }[] }>('GET', '/apis');
+    expect(legacy.body.kind).toBe('APIGroupList');
+    expect((await call<{ kind: string }>('GET', `/apis/${GROUP}/${VERSION}`)).body.kind).toBe(
+      'APIResourceList',
+    );
+    expect(legacy.body.groups.map((g) => g.name)).not.toContain('k28.hookgate.dev');
+    const crd = widgetCrd() as { metadata: { name: string }; spec: { group: string } };
+    crd.metadata.name = 'widgets.k28.hookgate.dev';
+    crd.spec.group = 'k28.hookgate.dev';
+    expect(
+      (await call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status,
+    ).toBe(201);
+    const after = await call<Discovery>('GET', '/apis', undefined, { Accept: AGG });
+    expect(after.body.items.map((i) => i.metadata.name)).toContain('k28.hookgate.dev');
+    expect((await call('GET', '/apis/k28.hookgate.dev/v1/namespaces/default/widgets')).status).toBe(
+      200,
+    );
+  });
+
+  it('K29 /openapi/v3 index with hashed URLs; PATCH operations with GVK, fieldValidation and patch types', async () => {
+    const index = await call<{ paths: Record<string, { serverRelativeURL: string }> }>(
+      'GET',
+      '/openapi/v3',
+    );
+    const entry = index.body.paths[`apis/${GROUP}/${VERSION}`];
+    expect(entry?.serverRelativeURL).toMatch(
+      new RegExp(`^/openapi/v3/apis/${GROUP}/${VERSION}\\?hash=[0-9A-F]+$`),
+    );
+    type Doc = {
+      paths: Record<
+        string,
+        {
+          patch?: {
+            parameters: { name: string; in: string }[];
+            requestBody: { content: Record<string, unknown> };
+            'x-kubernetes-group-version-kind': object;
+          };
+        }
+      >;
+      components: { schemas: Record<string, { 'x-kubernetes-group-version-kind': object[] }> };
+    };
+    const doc = await call<Doc>('GET', entry?.serverRelativeURL ?? '');
+    const patch =
+      doc.body.paths[`/apis/${GROUP}/${VERSION}/namespaces/{namespace}/webhooktriggers/{name}`]
+        ?.patch;
+    expect(patch?.['x-kubernetes-group-version-kind']).toEqual({
+      group: GROUP,
+      version: VERSION,
+      kind: 'WebhookTrigger',
+    });
+    expect(patch?.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'fieldValidation', in: 'query' })]),
+    );
+    expect(Object.keys(patch?.requestBody.content ?? {}).sort()).toEqual([
+      'application/apply-patch+yaml',
+      'application/json-patch+json',
+      'application/merge-patch+json',
+    ]);
+    const schema = Object.values(doc.body.components.schemas).find((s) =>
+      JSON.stringify(s['x-kubernetes-group-version-kind']).includes('WebhookTrigger'),
+    );
+    expect(schema).toBeDefined();
+    expect((await call('GET', '/openapi/v2')).status).toBe(404);
+  });
+
+  it('K30 Table output: Name + additionalPrinterColumns (null for missing), Name + Age without columns', async () => {
+    await create(WT, trigger('k30'));
+    const st = await call(
+      'PATCH',
+      `${WT}/k30/status`,
+      {
+        status: {
+          url: 'https://hooks/x',
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              reason: 'R',
+              message: 'fine',
+              lastTransitionTime: '2026-01-01T00:00:00Z',
+              observedGeneration: 1,
+            },
+          ],
+        },
+      },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(st.status).toBe(200);
+    await create(WT, trigger('k30-empty'));
+    const accept =
+      'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
+    type Table = {
+      kind: string;
+      apiVersion: string;
+      columnDefinitions: {
+        name: string;
+        type: string;
+        format: string;
+        description: string;
+        priority: number;
+      }[];
+      rows: { cells: unknown[]; object: { kind: string; metadata: { name: string } } }[];
+    };
+    const t = await call<Table>('GET', WT, undefined, { Accept: accept });
+    expect(t.body).toMatchObject({ kind: 'Table', apiVersion: 'meta.k8s.io/v1' });
+    expect(t.body.columnDefinitions.map((c) => c.name)).toEqual([
+      'Name',
+      'Ready',
+      'Status',
+      'URL',
+      'Mode',
+      'Age',
+    ]);
+    expect(t.body.columnDefinitions[0]).toMatchObject({ type: 'string', format: 'name' });
+    expect(t.body.columnDefinitions.find((c) => c.name === 'Mode')).toMatchObject({
+      priority: 1,
+      description: 'Response mode.',
+    });
+    const row = t.body.rows.find((r) => r.cells[0] === 'k30');
+    expect(row?.cells.slice(0, 5)).toEqual([
+      'k30',
+      'True',
+      'fine',
+      'https://hooks/x',
+      'immediateAck',
+    ]);
+    expect(row?.cells[5]).toMatch(/^\d+s$/);
+    expect(row?.object).toMatchObject({ kind: 'PartialObjectMetadata', metadata: { name: 'k30' } });
+    expect(t.body.rows.find((r) => r.cells[0] === 'k30-empty')?.cells.slice(1, 4)).toEqual([
+      null,
+      null,
+      null,
+    ]);
+    const one = await call<Table>('GET', `${WT}/k30`, undefined, { Accept: accept });
+    expect(one.body.rows).toHaveLength(1);
+    const plain = await call<Table>('GET', WIDGETS, undefined, { Accept: accept });
+    expect(plain.body.columnDefinitions.map((c) => c.name)).toEqual(['Name', 'Age']);
+  });
+
+  it('client-node ListWatch relists after a forced 410 and after a closed watch (fault switches)', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(server.writeKubeconfig(dir));
+    const api = kc.makeApiClient(CustomObjectsApi);
+    const path = '/apis/test.hookgate.dev/v1/namespaces/default/widgets';
+    await create(WIDGETS, widget('lw-a', {}, { lw: 'yes' }));
+    const listFn = () =>
+      api.listNamespacedCustomObject({
+        group: 'test.hookgate.dev',
+        version: 'v1',
+        namespace: 'default',
+        plural: 'widgets',
+        labelSelector: 'lw=yes',
+      }) as Promise<{
+        items: KubernetesObject[];
+        metadata: { resourceVersion: string };
+      }>;
+    const lw = new ListWatch<KubernetesObject>(path, new Watch(kc), listFn, false, 'lw=yes');
+    const names = () =>
+      lw
+        .list('default')
+        .map((o) => o.metadata?.name)
+        .sort();
+    await lw.start();
+    expect(names()).toEqual(['lw-a']);
+    server.faults.failNext(1, 410, (r) => r.watch && r.path === path, { asWatchEvent: true });
+    server.closeWatches();
+    await create(WIDGETS, widget('lw-b', {}, { lw: 'yes' }));
+    for (let i = 0; i < 50 && names().length < 2; i++) await sleep(50);
+    expect(names()).toEqual(['lw-a', 'lw-b']);
+    const lists = server.requests.filter((r) => r.path === path && !r.query.watch);
+    expect(lists.length).toBeGreaterThanOrEqual(2);
+    await lw.stop();
+  });
+});

@@ -1,0 +1,322 @@
+// kubectl v1.35 (and helm) against the in-memory API server: apply (client-side and
+// server-side), get with printer columns, explain, wait (K31), delete with a
+// finalizer, and the per-run discovery cache (K32). The request log checks what
+// kubectl actually sends (acceptance-rules §1.8).
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubeToolEnv, kubeToolsOrSkip } from '../support/kube-tools.ts';
+import { startKubeApiServer, type KubeApiServer, type LoggedRequest } from './index.ts';
+import { client, GROUP, sleep, VERSION, WT, type Obj } from './support.ts';
+
+const tools = await kubeToolsOrSkip();
+const CRDS = resolve(import.meta.dirname, '../../crds');
+
+let server: KubeApiServer;
+let call: ReturnType<typeof client>;
+let dir: string;
+let env: NodeJS.ProcessEnv;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function kubectl(args: string[], input?: string): Promise<Run> {
+  return new Promise((resolveRun) => {
+    const child = execFile(
+      tools?.kubectl ?? 'missing-kubectl',
+      args,
+      { env, timeout: 30_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolveRun({ code, stdout, stderr });
+      },
+    );
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+function manifests(mode: string, extra = ''): string {
+  return `apiVersion: ${GROUP}/${VERSION}
+kind: Workflow
+metadata:
+  name: orders
+spec:
+  application: shop
+  environment: development
+  nodes:
+    - id: reply
+      type: respond
+---
+apiVersion: ${GROUP}/${VERSION}
+kind: WebhookTrigger
+metadata:
+  name: orders-hook
+spec:
+  workflowRef:
+    name: orders
+  response:
+    mode: ${mode}
+${extra}`;
+}
+
+function writeManifest(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+const sent = (pred: (r: LoggedRequest) => boolean): LoggedRequest[] => server.requests.filter(pred);
+
+describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => {
+  beforeAll(async () => {
+    server = await startKubeApiServer();
+    server.applyCrdsFrom(CRDS);
+    call = client(server);
+    dir = mkdtempSync(join(tmpdir(), 'kubectl-e2e-'));
+    env = kubeToolEnv(dir, server.writeKubeconfig(dir));
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('kubectl apply -f creates a Workflow and a WebhookTrigger (client-side), then patches with merge-patch', async () => {
+    server.clearRequests();
+    const created = await kubectl([
+      'apply',
+      '-f',
+      writeManifest('m1.yaml', manifests('immediateAck')),
+    ]);
+    expect(created.stderr).toBe('');
+    expect(created.stdout).toContain('workflow.hookgate.dev/orders created');
+    expect(created.stdout).toContain('webhooktrigger.hookgate.dev/orders-hook created');
+    const paths = server.requests.map((r) => `${r.method} ${r.path}`);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'GET /api',
+        'GET /apis',
+        'GET /openapi/v3',
+        `GET /openapi/v3/apis/${GROUP}/${VERSION}`,
+      ]),
+    );
+    expect(sent((r) => r.path === '/apis')[0]?.accept).toContain('as=APIGroupDiscoveryList');
+    const post = sent((r) => r.method === 'POST' && r.path === WT)[0];
+    expect(post).toMatchObject({
+      status: 201,
+      query: { fieldManager: 'kubectl-client-side-apply', fieldValidation: 'Strict' },
+    });
+    expect(post?.body).toContain('kubectl.kubernetes.io/last-applied-configuration');
+
+    server.clearRequests();
+    const patched = await kubectl([
+      'apply',
+      '-f',
+      writeManifest('m2.yaml', manifests('waitForCompletion')),
+    ]);
+    expect(patched.stdout).toContain('workflow.hookgate.dev/orders unchanged');
+    expect(patched.stdout).toContain('webhooktrigger.hookgate.dev/orders-hook configured');
+    const patch = sent((r) => r.method === 'PATCH');
+    expect(patch).toHaveLength(1);
+    expect(patch[0]).toMatchObject({
+      path: `${WT}/orders-hook`,
+      contentType: 'application/merge-patch+json',
+      status: 200,
+      query: { fieldManager: 'kubectl-client-side-apply', fieldValidation: 'Strict' },
+    });
+    const live = await call('GET', `${WT}/orders-hook`);
+    expect(live.body.spec).toMatchObject({ response: { mode: 'waitForCompletion' } });
+    expect(live.body.metadata.generation).toBe(2);
+  });
+
+  it('kubectl apply --server-side sends apply-patch+yaml; strict validation rejects unknown fields', async () => {
+    server.clearRequests();
+    const ssa = await kubectl([
+      'apply',
+      '--server-side',
+      '-f',
+      writeManifest('m3.yaml', manifests('asyncCallback')),
+    ]);
+    expect(ssa.stdout).toContain('webhooktrigger.hookgate.dev/orders-hook serverside-applied');
+    const apply = sent((r) => r.method === 'PATCH' && r.path === `${WT}/orders-hook`)[0];
+    expect(apply).toMatchObject({
+      contentType: 'application/apply-patch+yaml',
+      status: 200,
+      query: { fieldManager: 'kubectl', fieldValidation: 'Strict', force: 'false' },
+    });
+    expect((await call('GET', `${WT}/orders-hook`)).body.spec).toMatchObject({
+      response: { mode: 'asyncCallback' },
+    });
+    const fresh = await kubectl(
+      ['apply', '--server-side', '-f', '-'],
+      manifests('immediateAck').replace(/orders-hook/g, 'ssa-new'),
+    );
+    expect(fresh.stdout).toContain('webhooktrigger.hookgate.dev/ssa-new serverside-applied');
+    expect(sent((r) => r.method === 'PATCH' && r.path === `${WT}/ssa-new`)[0]?.status).toBe(201);
+    const bad = await kubectl(
+      ['apply', '-f', '-'],
+      manifests('immediateAck', '  bogusField: 1\n').replace(/orders-hook/g, 'bad-hook'),
+    );
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('unknown field "spec.bogusField"');
+  });
+
+  it('kubectl get webhooktriggers prints the printer columns (NAME READY STATUS URL AGE)', async () => {
+    const st = await call(
+      'PATCH',
+      `${WT}/orders-hook/status`,
+      {
+        status: {
+          url: 'https://hooks.example/webhook/orders/default',
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'False',
+              reason: 'Pending',
+              message: 'waiting',
+              lastTransitionTime: '2026-01-01T00:00:00Z',
+              observedGeneration: 1,
+            },
+          ],
+        },
+      },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(st.status).toBe(200);
+    server.clearRequests();
+    const get = await kubectl(['get', 'webhooktriggers']);
+    expect(get.code).toBe(0);
+    const [header, ...rows] = get.stdout.trim().split('\n');
+    expect(header?.split(/\s+/)).toEqual(['NAME', 'READY', 'STATUS', 'URL', 'AGE']);
+    const row = rows.find((r) => r.startsWith('orders-hook '))?.split(/\s+/);
+    expect(row?.slice(0, 4)).toEqual([
+      'orders-hook',
+      'False',
+      'waiting',
+      'https://hooks.example/webhook/orders/default',
+    ]);
+    expect(row?.[4]).toMatch(/^\d+s$/);
+    expect(sent((r) => r.path === WT)[0]?.accept).toContain('as=Table');
+    const wide = await kubectl(['get', 'wht', '-o', 'wide']);
+    expect(wide.stdout.split('\n')[0]?.split(/\s+/)).toEqual([
+      'NAME',
+      'READY',
+      'STATUS',
+      'URL',
+      'MODE',
+      'AGE',
+    ]);
+  });
+
+  it('kubectl explain webhooktrigger.spec.auth shows the schema descriptions', async () => {
+    const explain = await kubectl(['explain', 'webhooktrigger.spec.auth']);
+    expect(explain.code).toBe(0);
+    expect(explain.stdout).toContain('KIND:       WebhookTrigger');
+    expect(explain.stdout).toContain('Authentication of callers.');
+    expect(explain.stdout).toMatch(/method\s+<string> -required-/);
+    expect(explain.stdout).toContain('API key authentication.');
+  });
+
+  it('K31 kubectl wait --for=condition=Ready: not while observedGeneration < generation, then succeeds', async () => {
+    const gen = (await call('GET', `${WT}/orders-hook`)).body.metadata.generation ?? 0;
+    const ready = (observedGeneration: number) => ({
+      status: {
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'Reconciled',
+            message: 'ready',
+            lastTransitionTime: '2026-01-01T00:00:00Z',
+            observedGeneration,
+          },
+        ],
+      },
+    });
+    const merge = { 'Content-Type': 'application/merge-patch+json' };
+    expect((await call('PATCH', `${WT}/orders-hook/status`, ready(gen - 1), merge)).status).toBe(
+      200,
+    );
+    server.clearRequests();
+    const stale = await kubectl([
+      'wait',
+      '--for=condition=Ready',
+      'webhooktrigger/orders-hook',
+      '--timeout=1s',
+    ]);
+    expect(stale.code).not.toBe(0);
+    expect(stale.stderr).toContain('timed out waiting for the condition');
+    const watch = sent((r) => r.query.watch === '1' || r.query.watch === 'true')[0];
+    expect(watch?.query).toMatchObject({ fieldSelector: 'metadata.name=orders-hook' });
+
+    const started = Date.now();
+    const waiting = kubectl([
+      'wait',
+      '--for=condition=ready',
+      'webhooktrigger/orders-hook',
+      '--timeout=15s',
+    ]);
+    await sleep(700);
+    expect((await call('PATCH', `${WT}/orders-hook/status`, ready(gen), merge)).status).toBe(200);
+    const done = await waiting;
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain('webhooktrigger.hookgate.dev/orders-hook condition met');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('kubectl delete with a finalizer hangs until the finalizer is removed, then completes', async () => {
+    const fin = await call(
+      'PATCH',
+      `${WT}/orders-hook`,
+      { metadata: { finalizers: ['hookgate.dev/cleanup'] } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(fin.status).toBe(200);
+    const child = spawn(
+      tools?.kubectl ?? 'missing-kubectl',
+      ['delete', 'webhooktrigger', 'orders-hook', '--timeout=20s'],
+      { env },
+    );
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
+    let finished = false;
+    void exited.then(() => (finished = true));
+    await sleep(1500);
+    expect(finished).toBe(false);
+    const marked = (await call('GET', `${WT}/orders-hook`)).body;
+    expect(marked.metadata.deletionTimestamp).toBeTruthy();
+    const removed = await call(
+      'PATCH',
+      `${WT}/orders-hook`,
+      [{ op: 'remove', path: '/metadata/finalizers' }],
+      { 'Content-Type': 'application/json-patch+json' },
+    );
+    expect(removed.status).toBe(200);
+    expect(await exited).toBe(0);
+    expect(stdout).toContain('webhooktrigger.hookgate.dev "orders-hook" deleted');
+    expect((await call<Obj>('GET', `${WT}/orders-hook`)).status).toBe(404);
+  });
+
+  it('K32 kubectl caches discovery in the per-run KUBECACHEDIR, not in the real HOME', () => {
+    const cache = env.KUBECACHEDIR ?? '';
+    expect(cache.startsWith(dir)).toBe(true);
+    expect(existsSync(join(cache, 'discovery'))).toBe(true);
+    const hosts = readdirSync(join(cache, 'discovery'));
+    expect(hosts.some((h) => h.includes(String(server.port)))).toBe(true);
+  });
+
+  it('helm runs with its homes in temp dirs', async () => {
+    const out = await new Promise<string>((resolveOut, reject) =>
+      execFile(tools?.helm ?? 'missing-helm', ['version', '--short'], { env }, (err, stdout) =>
+        err ? reject(new Error(err.message)) : resolveOut(stdout),
+      ),
+    );
+    expect(out).toMatch(/^v4\./);
+  });
+});
