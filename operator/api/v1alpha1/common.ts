@@ -3,7 +3,14 @@
 // Every schema here is the single source for three things: the static TypeScript
 // type (Static<>), the ajv validator (validate.ts) and the CRD's OpenAPI schema
 // (crd.ts). Every field carries a description so that `kubectl explain` is useful.
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import {
+  Type,
+  type Static,
+  type TLiteral,
+  type TSchema,
+  type TUnion,
+  type SchemaOptions,
+} from '@sinclair/typebox';
 
 export const GROUP = 'hookgate.dev';
 export const VERSION = 'v1alpha1';
@@ -22,6 +29,17 @@ export interface CelRule {
 /** Attach CEL rules to a schema (kept as the vendor extension the CRD needs). */
 export function withRules<T extends TSchema>(schema: T, rules: CelRule[]): T {
   return Object.assign(schema, { 'x-kubernetes-validations': rules });
+}
+
+/** A string enum (a union of literals), typed as the union of its values. */
+export function literals<const T extends readonly string[]>(
+  values: T,
+  options: SchemaOptions = {},
+): TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }> {
+  return Type.Union(
+    values.map((v) => Type.Literal(v)),
+    options,
+  ) as unknown as TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }>;
 }
 
 /** A duration such as `30s`, `5m` or `1h` (whole seconds, minutes or hours). */

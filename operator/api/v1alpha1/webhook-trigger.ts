@@ -1,6 +1,13 @@
 // WebhookTrigger: one HTTP endpoint that starts executions of a Workflow.
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { Conditions, DURATION_PATTERN, SecretKeyRef, withRules, type Resource } from './common.ts';
+import { Type, type Static } from '@sinclair/typebox';
+import {
+  Conditions,
+  DURATION_PATTERN,
+  SecretKeyRef,
+  literals,
+  withRules,
+  type Resource,
+} from './common.ts';
 
 export const WEBHOOK_TRIGGER_KIND = 'WebhookTrigger';
 export const WEBHOOK_TRIGGER_PLURAL = 'webhooktriggers';
@@ -71,12 +78,6 @@ export const FORBIDDEN_RESPONSE_HEADERS = [
   'strict-transport-security',
 ] as const;
 
-const literals = <T extends readonly string[]>(values: T, options: Record<string, unknown>) =>
-  Type.Union(
-    values.map((v) => Type.Literal(v)),
-    options,
-  );
-
 const SEGMENT = '(?:[A-Za-z0-9][A-Za-z0-9._~-]{0,62}|:[A-Za-z][A-Za-z0-9_]{0,62})';
 export const PATH_SEGMENT_PATTERN = `^${SEGMENT}(?:/${SEGMENT}){0,7}$`;
 
@@ -90,11 +91,14 @@ const tokenVerificationFields = {
     maxLength: 2048,
     description: 'Required `iss` claim, compared exactly.',
   }),
-  audiences: Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), {
-    minItems: 1,
-    maxItems: 16,
-    description: 'Accepted `aud` values: the token must name at least one of them.',
-  }),
+  audiences: Type.Array(
+    Type.String({ minLength: 1, maxLength: 2048, description: 'An accepted audience.' }),
+    {
+      minItems: 1,
+      maxItems: 16,
+      description: 'Accepted `aud` values: the token must name at least one of them.',
+    },
+  ),
   jwksUrl: Type.Optional(
     HttpsUrl(
       'URL of the JSON Web Key Set used to verify tokens (keys are looked up by `kid`; `jku`/`x5u` are ignored).',
@@ -202,7 +206,11 @@ export const OAuth2Auth = withRules(
             clientSecretRef: Type.Object(
               {
                 name: SecretKeyRef.properties.name,
-                key: Type.String({ minLength: 1, maxLength: 253 }),
+                key: Type.String({
+                  minLength: 1,
+                  maxLength: 253,
+                  description: 'Key inside the Secret.',
+                }),
               },
               { additionalProperties: false, description: 'Secret key holding the client secret.' },
             ),
@@ -218,7 +226,12 @@ export const OAuth2Auth = withRules(
         ),
       ),
       requiredScopes: Type.Array(
-        Type.String({ minLength: 1, maxLength: 256, pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' }),
+        Type.String({
+          minLength: 1,
+          maxLength: 256,
+          pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$',
+          description: 'A scope (RFC 6749 scope-token).',
+        }),
         {
           default: [],
           maxItems: 32,
@@ -317,19 +330,31 @@ export const CorsSpec = withRules(
         default: false,
         description: 'Send Access-Control-Allow-Credentials: true (never together with *).',
       }),
-      allowedHeaders: Type.Array(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$" }), {
-        default: [],
-        maxItems: 64,
-        description:
-          'Request headers a browser may send, beyond the CORS-safelisted ones and the auth header.',
-        'x-kubernetes-list-type': 'set',
-      }),
-      exposedHeaders: Type.Array(Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$" }), {
-        default: [],
-        maxItems: 64,
-        description: 'Response headers a browser script may read.',
-        'x-kubernetes-list-type': 'set',
-      }),
+      allowedHeaders: Type.Array(
+        Type.String({
+          pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$",
+          description: 'A header name.',
+        }),
+        {
+          default: [],
+          maxItems: 64,
+          description:
+            'Request headers a browser may send, beyond the CORS-safelisted ones and the auth header.',
+          'x-kubernetes-list-type': 'set',
+        },
+      ),
+      exposedHeaders: Type.Array(
+        Type.String({
+          pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$",
+          description: 'A header name.',
+        }),
+        {
+          default: [],
+          maxItems: 64,
+          description: 'Response headers a browser script may read.',
+          'x-kubernetes-list-type': 'set',
+        },
+      ),
       maxAgeSeconds: Type.Integer({
         minimum: 0,
         maximum: 86400,
@@ -393,28 +418,45 @@ const fieldList = (description: string) =>
     'x-kubernetes-list-map-keys': ['name'],
   });
 
-const ioSchema = (selectorName: 'source' | 'asset', selectorDescription: string, what: string) =>
-  Type.Object(
-    {
-      [selectorName]: Type.Optional(
-        Type.String({ maxLength: 253, description: selectorDescription }),
-      ),
-      fields: Type.Optional(fieldList(`Manually defined ${what} fields.`)),
-      jsonSchema: Type.Optional(
-        Type.String({
-          maxLength: 65536,
-          description: `Automatic IO: the ${what} JSON Schema as JSON text (inferred from the example when omitted).`,
-        }),
-      ),
-      example: Type.Optional(
-        Type.String({
-          maxLength: 65536,
-          description: `Automatic IO: an example ${what} document as JSON text.`,
-        }),
-      ),
-    },
-    { additionalProperties: false, description: `The ${what} schema.` },
-  );
+const ioFields = (what: string) => ({
+  fields: Type.Optional(fieldList(`Manually defined ${what} fields.`)),
+  jsonSchema: Type.Optional(
+    Type.String({
+      maxLength: 65536,
+      description: `Automatic IO: the ${what} JSON Schema as JSON text (inferred from the example when omitted).`,
+    }),
+  ),
+  example: Type.Optional(
+    Type.String({
+      maxLength: 65536,
+      description: `Automatic IO: an example ${what} document as JSON text.`,
+    }),
+  ),
+});
+
+export const InputSchema = Type.Object(
+  {
+    source: Type.Optional(
+      Type.String({
+        maxLength: 253,
+        description:
+          'IO source: where the input comes from (a predefined source, custom data source or data model).',
+      }),
+    ),
+    ...ioFields('input'),
+  },
+  { additionalProperties: false, description: 'The input schema.' },
+);
+
+export const OutputSchema = Type.Object(
+  {
+    asset: Type.Optional(
+      Type.String({ maxLength: 253, description: 'IO asset: the output destination or format.' }),
+    ),
+    ...ioFields('output'),
+  },
+  { additionalProperties: false, description: 'The output schema.' },
+);
 
 export const SchemaSpec = withRules(
   Type.Object(
@@ -424,16 +466,8 @@ export const SchemaSpec = withRules(
         description:
           'manual: fields are defined by hand; automatic: schemas come from JSON Schema text or examples.',
       }),
-      input: Type.Optional(
-        ioSchema(
-          'source',
-          'IO source: where the input comes from (a predefined source, custom data source or data model).',
-          'input',
-        ),
-      ),
-      output: Type.Optional(
-        ioSchema('asset', 'IO asset: the output destination or format.', 'output'),
-      ),
+      input: Type.Optional(InputSchema),
+      output: Type.Optional(OutputSchema),
     },
     { additionalProperties: false, description: 'Input and output schemas of the endpoint.' },
   ),
@@ -547,7 +581,10 @@ export const TestCredentials = Type.Object(
       description: 'For apiKey: the header the key is sent in.',
     }),
     secretRef: Type.Object(
-      { name: SecretKeyRef.properties.name, key: Type.String({ minLength: 1, maxLength: 253 }) },
+      {
+        name: SecretKeyRef.properties.name,
+        key: Type.String({ minLength: 1, maxLength: 253, description: 'Key inside the Secret.' }),
+      },
       {
         additionalProperties: false,
         description: 'Secret key holding the API key or token used by test requests.',
@@ -593,7 +630,7 @@ export const WebhookTriggerSpec = withRules(
           default: '30s',
           pattern: DURATION_PATTERN,
           description: 'Maximum wait for a response, e.g. 30s, 5m, 1h (at most 1h).',
-        }) as TSchema,
+        }),
         [
           {
             rule: "duration(self) <= duration('1h')",

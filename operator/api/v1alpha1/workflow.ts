@@ -1,6 +1,12 @@
 // Workflow: what runs when a WebhookTrigger accepts a request.
 import { Type, type Static } from '@sinclair/typebox';
-import { Conditions, SHORT_DURATION_PATTERN, withRules, type Resource } from './common.ts';
+import {
+  Conditions,
+  SHORT_DURATION_PATTERN,
+  literals,
+  withRules,
+  type Resource,
+} from './common.ts';
 
 export const WORKFLOW_KIND = 'Workflow';
 export const WORKFLOW_PLURAL = 'workflows';
@@ -32,7 +38,7 @@ const Expression = (description: string) =>
 
 export const ErrorPolicy = Type.Object(
   {
-    action: Type.Union([Type.Literal('stop'), Type.Literal('continue'), Type.Literal('retry')], {
+    action: literals(['stop', 'continue', 'retry'] as const, {
       default: 'stop',
       description:
         'What a failure of this node does: stop fails the execution, continue passes the error on as the node output ({"error": {...}}), retry runs the node again.',
@@ -56,10 +62,10 @@ export const ErrorPolicy = Type.Object(
 
 export const HttpRequestSpec = Type.Object(
   {
-    method: Type.Union(
-      ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => Type.Literal(m)),
-      { default: 'POST', description: 'HTTP method of the outbound request.' },
-    ),
+    method: literals(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const, {
+      default: 'POST',
+      description: 'HTTP method of the outbound request.',
+    }),
     url: Type.String({
       minLength: 1,
       maxLength: 2048,
@@ -68,7 +74,7 @@ export const HttpRequestSpec = Type.Object(
         'Target URL. Outbound requests are refused for loopback, private, link-local and metadata addresses unless the runtime allow-lists them.',
     }),
     headers: Type.Optional(
-      Type.Record(Type.String(), Type.String({ maxLength: 4096 }), {
+      Type.Record(Type.String(), Type.String({ maxLength: 4096, description: 'Header value.' }), {
         description: 'Request headers (literal values).',
       }),
     ),
@@ -105,13 +111,10 @@ export const WorkflowNode = withRules(
       id: NodeId(
         'Identifier of the node, unique in the workflow; later nodes read its output as $nodes.<id>.',
       ),
-      type: Type.Union(
-        NODE_TYPES.map((t) => Type.Literal(t)),
-        {
-          description:
-            'transform: evaluate expression; http: call a URL; delay: wait; if/switch: branch; respond: answer the webhook caller (ResponseToWebhook); fail: end the execution with an error.',
-        },
-      ),
+      type: literals(NODE_TYPES, {
+        description:
+          'transform: evaluate expression; http: call a URL; delay: wait; if/switch: branch; respond: answer the webhook caller (ResponseToWebhook); fail: end the execution with an error.',
+      }),
       description: Type.Optional(
         Type.String({ maxLength: 1024, description: 'What this node is for.' }),
       ),
@@ -158,7 +161,7 @@ export const WorkflowNode = withRules(
         }),
       ),
       headers: Type.Optional(
-        Type.Record(Type.String(), Type.String({ maxLength: 4096 }), {
+        Type.Record(Type.String(), Type.String({ maxLength: 4096, description: 'Header value.' }), {
           description: 'respond: extra response headers (literal values).',
         }),
       ),
@@ -214,14 +217,11 @@ export const WorkflowSpec = Type.Object(
       pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
       description: 'Application (service) this workflow belongs to; used to group analytics.',
     }),
-    environment: Type.Union(
-      ENVIRONMENTS.map((e) => Type.Literal(e)),
-      {
-        default: 'development',
-        description:
-          'Environment of this workflow: development, staging or production. Part of the workflow identifier.',
-      },
-    ),
+    environment: literals(ENVIRONMENTS, {
+      default: 'development',
+      description:
+        'Environment of this workflow: development, staging or production. Part of the workflow identifier.',
+    }),
     description: Type.Optional(
       Type.String({ maxLength: 1024, description: 'What the workflow does.' }),
     ),

@@ -1,0 +1,52 @@
+// Condition bookkeeping per Kubernetes API conventions: keyed by type, carrying
+// observedGeneration; lastTransitionTime moves only when the status flips.
+import type { Condition } from '../api/v1alpha1/index.ts';
+
+export interface ConditionInput {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+}
+
+/** Merge `next` conditions into `previous`, keeping order stable and transition times honest. */
+export function mergeConditions(
+  previous: Condition[] | undefined,
+  next: ConditionInput[],
+  generation: number,
+  now: Date,
+): Condition[] {
+  const byType = new Map((previous ?? []).map((c) => [c.type, c]));
+  return next.map((c) => {
+    const old = byType.get(c.type);
+    const lastTransitionTime =
+      old && old.status === c.status
+        ? old.lastTransitionTime
+        : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return { ...c, lastTransitionTime, observedGeneration: generation };
+  });
+}
+
+export function findCondition(
+  conditions: Condition[] | undefined,
+  type: string,
+): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/** The Ready summary: True when every input is True, else the first one that is not. */
+export function summarize(
+  readyType: string,
+  parts: ConditionInput[],
+  readyMessage: string,
+): ConditionInput {
+  const failing = parts.find((p) => p.status !== 'True');
+  if (!failing)
+    return { type: readyType, status: 'True', reason: 'Succeeded', message: readyMessage };
+  return {
+    type: readyType,
+    status: failing.status,
+    reason: failing.reason,
+    message: failing.message,
+  };
+}

@@ -1,0 +1,99 @@
+// Resolves the Secrets a WebhookTrigger references into the material the gateway
+// needs. API keys leave here only as SHA-256 digests.
+import { createHash } from 'node:crypto';
+import type { WebhookTriggerSpec } from '../api/v1alpha1/index.ts';
+import { Reason } from '../api/v1alpha1/index.ts';
+import type { ResolvedCredentials } from '../../runtime/stores/ports.ts';
+import type { SecretData } from '../sources/ports.ts';
+
+export type CredentialResult =
+  | { ok: true; credentials: ResolvedCredentials }
+  | {
+      ok: false;
+      reason: typeof Reason.SecretNotFound | typeof Reason.SecretInvalid;
+      message: string;
+    };
+
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/** Names of the Secrets a trigger spec references (for change propagation). */
+export function referencedSecrets(spec: WebhookTriggerSpec): string[] {
+  const names = [
+    spec.auth?.apiKey?.secretRef.name,
+    spec.auth?.bearer?.keySecretRef?.name,
+    spec.auth?.oauth2?.introspection?.clientSecretRef.name,
+    spec.testCredentials?.secretRef.name,
+  ];
+  return [...new Set(names.filter((n): n is string => typeof n === 'string'))];
+}
+
+export function resolveCredentials(
+  spec: WebhookTriggerSpec,
+  getSecret: (name: string) => SecretData | undefined,
+): CredentialResult {
+  const credentials: ResolvedCredentials = {};
+  const auth = spec.auth;
+
+  const read = (field: string, name: string, key: string): { value: string } | CredentialResult => {
+    const secret = getSecret(name);
+    if (!secret)
+      return {
+        ok: false,
+        reason: Reason.SecretNotFound,
+        message: `${field}: Secret "${name}" not found`,
+      };
+    const value = secret.data[key];
+    if (value === undefined || value.trim() === '') {
+      return {
+        ok: false,
+        reason: Reason.SecretInvalid,
+        message: `${field}: Secret "${name}" has no key "${key}" (or it is empty)`,
+      };
+    }
+    return { value };
+  };
+
+  if (auth?.method === 'apiKey' && auth.apiKey) {
+    const name = auth.apiKey.secretRef.name;
+    const secret = getSecret(name);
+    if (!secret) {
+      return {
+        ok: false,
+        reason: Reason.SecretNotFound,
+        message: `spec.auth.apiKey.secretRef: Secret "${name}" not found`,
+      };
+    }
+    const entries = Object.entries(secret.data).filter(([, v]) => v.trim() !== '');
+    if (entries.length === 0) {
+      return {
+        ok: false,
+        reason: Reason.SecretInvalid,
+        message: `spec.auth.apiKey.secretRef: Secret "${name}" holds no keys (each key is a consumer id, each value an API key)`,
+      };
+    }
+    credentials.apiKeys = entries
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([consumer, key]) => ({ consumer, sha256: sha256Hex(key.trim()) }));
+  }
+  if (auth?.method === 'bearer' && auth.bearer?.keySecretRef) {
+    const ref = auth.bearer.keySecretRef;
+    const r = read('spec.auth.bearer.keySecretRef', ref.name, ref.key);
+    if ('ok' in r) return r;
+    credentials.jwtKey = r.value;
+  }
+  if (auth?.method === 'oauth2' && auth.oauth2?.introspection) {
+    const ref = auth.oauth2.introspection.clientSecretRef;
+    const r = read('spec.auth.oauth2.introspection.clientSecretRef', ref.name, ref.key);
+    if ('ok' in r) return r;
+    credentials.introspectionClientSecret = r.value;
+  }
+  if (spec.testCredentials) {
+    const ref = spec.testCredentials.secretRef;
+    const r = read('spec.testCredentials.secretRef', ref.name, ref.key);
+    if ('ok' in r) return r;
+    credentials.testCredential = r.value.trim();
+  }
+  return { ok: true, credentials };
+}

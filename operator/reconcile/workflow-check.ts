@@ -1,0 +1,59 @@
+// Checks on a Workflow that its CRD schema cannot express: every node reference
+// points at a node, and every JSONata expression compiles.
+import jsonata from 'jsonata';
+import type { WorkflowNode, WorkflowSpec } from '../api/v1alpha1/index.ts';
+
+/** Problems found, each as "<field path>: <message>". Empty when the workflow is runnable. */
+export function checkWorkflow(spec: WorkflowSpec): string[] {
+  const problems: string[] = [];
+  const ids = new Set(spec.nodes.map((n) => n.id));
+  spec.nodes.forEach((node, i) => {
+    const at = `spec.nodes[${i}]`;
+    for (const [field, target] of nodeReferences(node)) {
+      if (!ids.has(target)) problems.push(`${at}.${field}: unknown node "${target}"`);
+    }
+    for (const [field, expression] of nodeExpressions(node)) {
+      const error = compileError(expression);
+      if (error) problems.push(`${at}.${field}: invalid JSONata expression: ${error}`);
+    }
+  });
+  if (spec.output) {
+    const error = compileError(spec.output);
+    if (error) problems.push(`spec.output: invalid JSONata expression: ${error}`);
+  }
+  return problems;
+}
+
+/** Whether some node answers the webhook caller (needed by the waitForResponseNode mode). */
+export function hasRespondNode(spec: WorkflowSpec): boolean {
+  return spec.nodes.some((n) => n.type === 'respond');
+}
+
+function nodeReferences(node: WorkflowNode): [string, string][] {
+  const refs: [string, string][] = [];
+  if (node.next) refs.push(['next', node.next]);
+  if (node.then) refs.push(['then', node.then]);
+  if (node.else) refs.push(['else', node.else]);
+  if (node.default) refs.push(['default', node.default]);
+  node.cases?.forEach((c, j) => refs.push([`cases[${j}].next`, c.next]));
+  return refs;
+}
+
+function nodeExpressions(node: WorkflowNode): [string, string][] {
+  const out: [string, string][] = [];
+  if (node.expression) out.push(['expression', node.expression]);
+  if (node.condition) out.push(['condition', node.condition]);
+  if (node.request?.body) out.push(['request.body', node.request.body]);
+  node.cases?.forEach((c, j) => out.push([`cases[${j}].condition`, c.condition]));
+  return out;
+}
+
+function compileError(expression: string): string | undefined {
+  try {
+    jsonata(expression);
+    return undefined;
+  } catch (err) {
+    const e = err as { message?: string; position?: number };
+    return `${e.message ?? 'syntax error'}${e.position !== undefined ? ` at position ${e.position}` : ''}`;
+  }
+}

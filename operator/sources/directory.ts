@@ -1,0 +1,366 @@
+// The embedded resource source: manifests read from a directory and watched.
+//
+// It stands in for the API server, so it admits manifests the way one would (the
+// CRD schema, defaults and CEL rules via admitResource). A manifest that fails is
+// reported with file, field path and reason and changes nothing: the last good
+// version of each object keeps serving, and other files are unaffected.
+import { randomUUID } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { admitResource } from '../api/validate.ts';
+import type { AnyResource, ObjectRef, ResourceSource, SecretData, SourceKind } from './ports.ts';
+
+/** One problem with one manifest document. */
+export interface ManifestError {
+  file: string;
+  /** 0-based index of the YAML document in the file. */
+  document: number;
+  /** `Kind namespace/name` when it could be read. */
+  object?: string;
+  field: string;
+  message: string;
+}
+
+interface Entry {
+  ref: ObjectRef;
+  file: string;
+  resource: AnyResource;
+  secret?: SecretData;
+}
+
+export interface DirectorySourceOptions {
+  dir: string;
+  /** Namespace for manifests without one. */
+  defaultNamespace?: string;
+  /** Wait this long after a file event before reloading (editors write in bursts). */
+  debounceMs?: number;
+  log?: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+const key = (ref: ObjectRef) => `${ref.kind}/${ref.namespace}/${ref.name}`;
+
+export class DirectorySource implements ResourceSource {
+  readonly #o: Required<DirectorySourceOptions>;
+  #entries = new Map<string, Entry>();
+  #errors: ManifestError[] = [];
+  #watcher: FSWatcher | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #onChange: (ref: ObjectRef) => void = () => {};
+  #reloading: Promise<void> = Promise.resolve();
+  #order = 0;
+
+  constructor(options: DirectorySourceOptions) {
+    this.#o = { defaultNamespace: 'default', debounceMs: 100, log: () => {}, ...options };
+  }
+
+  async start(onChange: (ref: ObjectRef) => void): Promise<void> {
+    this.#onChange = onChange;
+    await this.reload();
+    this.#watcher = watch(this.#o.dir, { recursive: true }, () => this.#schedule());
+    this.#watcher.on('error', (err) =>
+      this.#o.log('manifest watch failed', { error: String(err) }),
+    );
+  }
+
+  /** Current manifest problems, for the admin API and logs. */
+  errors(): ManifestError[] {
+    return structuredClone(this.#errors);
+  }
+
+  /** Re-read the whole directory and apply the difference (level-based). */
+  reload(): Promise<void> {
+    this.#reloading = this.#reloading.then(() => this.#reloadNow());
+    return this.#reloading;
+  }
+
+  get(ref: ObjectRef): AnyResource | undefined {
+    return this.#entries.get(key(ref))?.resource;
+  }
+
+  getSecret(namespace: string, name: string): SecretData | undefined {
+    return this.#entries.get(key({ kind: 'Secret', namespace, name }))?.secret;
+  }
+
+  list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[] {
+    return [...this.#entries.values()].filter((e) => e.ref.kind === kind).map((e) => e.resource);
+  }
+
+  writeStatus(ref: ObjectRef, status: unknown): Promise<void> {
+    const entry = this.#entries.get(key(ref));
+    if (entry) entry.resource = { ...entry.resource, status: structuredClone(status) };
+    return Promise.resolve();
+  }
+
+  // Objects read from files are gone the moment the file says so: nothing lingers,
+  // so there is no finalizer to hold. Cleanup runs on the reconcile of a missing object.
+  addFinalizer(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  removeFinalizer(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async stop(): Promise<void> {
+    this.#watcher?.close();
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#reloading;
+  }
+
+  #schedule(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.reload().catch((err: unknown) =>
+        this.#o.log('manifest reload failed', { error: String(err) }),
+      );
+    }, this.#o.debounceMs);
+  }
+
+  async #reloadNow(): Promise<void> {
+    const files = await listManifestFiles(this.#o.dir);
+    const next = new Map<string, Entry>();
+    const errors: ManifestError[] = [];
+    const failedFiles = new Set<string>();
+    for (const path of files) {
+      const file = relative(this.#o.dir, path) || path;
+      let text: string;
+      try {
+        text = await readFile(path, 'utf8');
+      } catch (err) {
+        // Removed between listing and reading: the next watch event settles it.
+        errors.push({ file, document: 0, field: '', message: `cannot read file: ${String(err)}` });
+        failedFiles.add(file);
+        continue;
+      }
+      const parsed = this.#parseFile(file, text, errors);
+      if (!parsed) failedFiles.add(file);
+      for (const entry of parsed?.entries ?? []) {
+        const k = key(entry.ref);
+        const clash = next.get(k);
+        if (clash) {
+          errors.push({
+            file,
+            document: 0,
+            object: `${entry.ref.kind} ${entry.ref.namespace}/${entry.ref.name}`,
+            field: 'metadata.name',
+            message: `already defined in ${clash.file}`,
+          });
+          continue;
+        }
+        next.set(k, entry);
+      }
+      // A document that failed keeps its previous good version alive.
+      for (const ref of parsed?.keepRefs ?? []) this.#keep(ref, next);
+    }
+    // A file that cannot be parsed at all keeps every object it held before.
+    for (const entry of this.#entries.values()) {
+      if (failedFiles.has(entry.file) && !next.has(key(entry.ref))) next.set(key(entry.ref), entry);
+    }
+    this.#apply(next);
+    this.#errors = errors;
+    for (const e of errors) this.#o.log('manifest rejected', { ...e });
+  }
+
+  #keep(ref: ObjectRef, next: Map<string, Entry>): void {
+    const previous = this.#entries.get(key(ref));
+    if (previous && !next.has(key(ref))) next.set(key(ref), previous);
+  }
+
+  #parseFile(
+    file: string,
+    text: string,
+    errors: ManifestError[],
+  ): { entries: Entry[]; keepRefs: ObjectRef[] } | undefined {
+    const docs = parseAllDocuments(text);
+    const list = Array.isArray(docs) ? docs : [docs];
+    const entries: Entry[] = [];
+    const keepRefs: ObjectRef[] = [];
+    let fatal = false;
+    list.forEach((doc, index) => {
+      if (doc.errors.length > 0) {
+        const e = doc.errors[0]!;
+        const line = e.linePos?.[0];
+        errors.push({
+          file,
+          document: index,
+          field: '',
+          message: `YAML syntax error${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${e.message.split('\n')[0]}`,
+        });
+        fatal = true;
+        return;
+      }
+      const value: unknown = doc.toJS();
+      if (value === null || value === undefined) return;
+      const result = this.#admit(file, index, value);
+      if ('error' in result) {
+        errors.push(...result.error);
+        if (result.ref) keepRefs.push(result.ref);
+      } else entries.push(result.entry);
+    });
+    return fatal ? undefined : { entries, keepRefs };
+  }
+
+  #admit(
+    file: string,
+    document: number,
+    value: unknown,
+  ): { entry: Entry } | { error: ManifestError[]; ref?: ObjectRef } {
+    const obj = (typeof value === 'object' && value !== null ? value : {}) as Record<
+      string,
+      unknown
+    >;
+    const meta = (
+      typeof obj.metadata === 'object' && obj.metadata !== null ? obj.metadata : {}
+    ) as Record<string, unknown>;
+    const name = typeof meta.name === 'string' ? meta.name : undefined;
+    const namespace =
+      typeof meta.namespace === 'string' ? meta.namespace : this.#o.defaultNamespace;
+    const kind = obj.kind;
+    const fail = (field: string, message: string, ref?: ObjectRef) => ({
+      error: [
+        {
+          file,
+          document,
+          ...(ref ? { object: `${ref.kind} ${ref.namespace}/${ref.name}` } : {}),
+          field,
+          message,
+        },
+      ],
+      ...(ref ? { ref } : {}),
+    });
+    if (!name || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name) || name.length > 253) {
+      return fail(
+        'metadata.name',
+        'Required value: a DNS subdomain name (lower case letters, digits, - and .)',
+      );
+    }
+    if (kind === 'Secret' && obj.apiVersion === 'v1')
+      return this.#admitSecret(file, document, obj, namespace, name);
+    const ref: ObjectRef | undefined =
+      kind === 'Workflow' || kind === 'WebhookTrigger' ? { kind, namespace, name } : undefined;
+    const admitted = admitResource(value);
+    if (!admitted.ok) {
+      return {
+        error: admitted.errors.map((e) => ({
+          file,
+          document,
+          ...(ref ? { object: `${ref.kind} ${namespace}/${name}` } : {}),
+          field: e.field,
+          message: e.message,
+        })),
+        ...(ref ? { ref } : {}),
+      };
+    }
+    const resource = this.#withMetadata(ref as ObjectRef, admitted.object);
+    return { entry: { ref: ref as ObjectRef, file, resource } };
+  }
+
+  #admitSecret(
+    file: string,
+    document: number,
+    obj: Record<string, unknown>,
+    namespace: string,
+    name: string,
+  ): { entry: Entry } | { error: ManifestError[]; ref?: ObjectRef } {
+    const ref: ObjectRef = { kind: 'Secret', namespace, name };
+    const data: Record<string, string> = {};
+    const object = `Secret ${namespace}/${name}`;
+    for (const [field, encoded] of [
+      ['data', true],
+      ['stringData', false],
+    ] as const) {
+      const section = obj[field];
+      if (section === undefined || section === null) continue;
+      if (typeof section !== 'object' || Array.isArray(section)) {
+        return {
+          error: [{ file, document, object, field, message: 'must be a map of strings' }],
+          ref,
+        };
+      }
+      for (const [k, v] of Object.entries(section)) {
+        if (typeof v !== 'string') {
+          return {
+            error: [
+              { file, document, object, field: `${field}.${k}`, message: 'must be a string' },
+            ],
+            ref,
+          };
+        }
+        if (encoded && !/^[A-Za-z0-9+/]*={0,2}$/.test(v)) {
+          return {
+            error: [{ file, document, object, field: `${field}.${k}`, message: 'must be base64' }],
+            ref,
+          };
+        }
+        data[k] = encoded ? Buffer.from(v, 'base64').toString('utf8') : v;
+      }
+    }
+    const resource = this.#withMetadata(ref, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: obj.metadata,
+    });
+    return { entry: { ref, file, resource, secret: { namespace, name, data } } };
+  }
+
+  /** Server-set metadata: uid, creation time, generation (bumped when the spec changes). */
+  #withMetadata(ref: ObjectRef, object: Record<string, unknown>): AnyResource {
+    const previous = this.#entries.get(key(ref))?.resource;
+    const meta = {
+      ...(object.metadata as Record<string, unknown>),
+      namespace: ref.namespace,
+      name: ref.name,
+    };
+    const sameSpec = previous && isDeepStrictEqual(previous.spec, object.spec);
+    const generation = previous ? (previous.metadata.generation ?? 1) + (sameSpec ? 0 : 1) : 1;
+    return {
+      ...object,
+      metadata: {
+        ...meta,
+        name: ref.name,
+        namespace: ref.namespace,
+        uid: previous?.metadata.uid ?? randomUUID(),
+        generation,
+        // Creation order decides path conflicts: keep the first-seen time, and make
+        // objects loaded together distinct and ordered by load order.
+        creationTimestamp: previous?.metadata.creationTimestamp ?? this.#creationTime(),
+      },
+      ...(previous?.status !== undefined ? { status: previous.status } : {}),
+    } as AnyResource;
+  }
+
+  #creationTime(): string {
+    const t = new Date(Date.now() + this.#order++);
+    return t.toISOString();
+  }
+
+  #apply(next: Map<string, Entry>): void {
+    const changed: ObjectRef[] = [];
+    for (const [k, entry] of next) {
+      const old = this.#entries.get(k);
+      if (!old) changed.push(entry.ref);
+      else if (!sameContent(old, entry)) changed.push(entry.ref);
+    }
+    for (const [k, entry] of this.#entries) if (!next.has(k)) changed.push(entry.ref);
+    this.#entries = next;
+    for (const ref of changed) this.#onChange(ref);
+  }
+}
+
+function sameContent(a: Entry, b: Entry): boolean {
+  const strip = (e: Entry) => ({ r: { ...e.resource, status: undefined }, s: e.secret });
+  return isDeepStrictEqual(strip(a), strip(b));
+}
+
+async function listManifestFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  for (const e of entries) {
+    if (!e.isFile() || !/\.(ya?ml|json)$/.test(e.name) || e.name.startsWith('.')) continue;
+    out.push(join(e.parentPath, e.name));
+  }
+  return out.sort();
+}

@@ -1,0 +1,16 @@
+// Poll an assertion until it passes or time runs out (then rethrow its last error).
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  timeoutMs = 5_000,
+  intervalMs = 20,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  }
+}

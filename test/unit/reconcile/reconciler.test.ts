@@ -1,0 +1,322 @@
+// Reconcile outcomes against the real directory source and in-memory stores.
+import { createHash } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Condition } from '../../../operator/api/v1alpha1/index.ts';
+import { Reconciler } from '../../../operator/reconcile/reconciler.ts';
+import { DirectorySource } from '../../../operator/sources/directory.ts';
+import type { ObjectRef } from '../../../operator/sources/ports.ts';
+import { MemoryRecordStore } from '../../../runtime/stores/memory.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../../runtime/stores/ports.ts';
+import { manifestDir, secret, trigger, workflow } from '../../support/manifests.ts';
+
+type Dir = Awaited<ReturnType<typeof manifestDir>>;
+let dir: Dir;
+let source: DirectorySource;
+let routes: MemoryRecordStore<RouteRecord>;
+let workflows: MemoryRecordStore<WorkflowRegistration>;
+let reconciler: Reconciler;
+let clock: Date;
+let statusWrites: number;
+
+const T = (name: string): ObjectRef => ({ kind: 'WebhookTrigger', namespace: 'default', name });
+const W = (name: string): ObjectRef => ({ kind: 'Workflow', namespace: 'default', name });
+const conditions = (ref: ObjectRef) =>
+  Object.fromEntries(
+    ((source.get(ref)?.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).map(
+      (c) => [c.type, c],
+    ),
+  );
+const summary = (ref: ObjectRef) =>
+  Object.fromEntries(
+    Object.values(conditions(ref)).map((c) => [c.type, `${c.status}/${c.reason}`]),
+  );
+
+async function load(...docs: object[]) {
+  await dir.write('all.yaml', ...docs);
+  await source.reload();
+}
+
+/** Reconcile everything until nothing changes (what the controller does with its queue). */
+async function settle() {
+  for (let i = 0; i < 3; i++) {
+    for (const w of source.list('Workflow')) await reconciler.reconcile(W(w.metadata.name));
+    for (const t of source.list('WebhookTrigger')) await reconciler.reconcile(T(t.metadata.name));
+  }
+}
+
+beforeEach(async () => {
+  dir = await manifestDir();
+  source = new DirectorySource({ dir: dir.dir });
+  await source.start(() => {});
+  const write = source.writeStatus.bind(source);
+  statusWrites = 0;
+  source.writeStatus = (ref, status) => {
+    statusWrites++;
+    return write(ref, status);
+  };
+  routes = new MemoryRecordStore();
+  workflows = new MemoryRecordStore();
+  clock = new Date('2026-11-23T10:00:00Z');
+  reconciler = new Reconciler({
+    source,
+    routes,
+    workflows,
+    baseUrl: 'https://hooks.example.com',
+    now: () => clock,
+  });
+});
+afterEach(async () => {
+  await source.stop();
+  await dir.cleanup();
+});
+
+describe('Reconciler', () => {
+  it('deploys and publishes: route registered, workflow registered, every condition True', async () => {
+    await load(
+      workflow('orders'),
+      trigger('orders-ingest', { pathSegment: 'ingest/:id', methods: ['POST', 'PUT'] }),
+    );
+    await settle();
+    expect(summary(T('orders-ingest'))).toEqual({
+      Valid: 'True/Succeeded',
+      Deployed: 'True/Deployed',
+      WorkflowPublished: 'True/Published',
+      Ready: 'True/Succeeded',
+    });
+    const status = source.get(T('orders-ingest'))?.status as Record<string, unknown>;
+    expect(status).toMatchObject({
+      observedGeneration: 1,
+      workflowId: 'default-production-orders',
+      basePath: '/webhook/default-production-orders',
+      url: 'https://hooks.example.com/webhook/default-production-orders/ingest/:id',
+    });
+    const route = await routes.get('default/orders-ingest');
+    expect(route).toMatchObject({
+      path: '/webhook/default-production-orders/ingest/:id',
+      application: 'shop',
+    });
+    expect(await workflows.get('default-production-orders')).toMatchObject({
+      name: 'orders',
+      environment: 'production',
+    });
+    expect(summary(W('orders'))).toEqual({
+      Valid: 'True/Succeeded',
+      Published: 'True/Published',
+      Ready: 'True/Succeeded',
+    });
+    for (const c of Object.values(conditions(T('orders-ingest'))))
+      expect(c.observedGeneration).toBe(1);
+  });
+
+  it('writes Ready=Unknown on the first visit', async () => {
+    await load(workflow('orders'), trigger('t'));
+    const seen: string[] = [];
+    const write = source.writeStatus.bind(source);
+    source.writeStatus = (ref, status) => {
+      const ready = (status as { conditions: Condition[] }).conditions.find(
+        (c) => c.type === 'Ready',
+      );
+      seen.push(`${ref.kind}:${ready?.status}`);
+      return write(ref, status);
+    };
+    await settle();
+    expect(seen[0]).toBe('Workflow:Unknown');
+    expect(seen).toContain('WebhookTrigger:Unknown');
+  });
+
+  it('is idempotent: reconciling again writes nothing', async () => {
+    await load(workflow('orders'), trigger('t'));
+    await settle();
+    const writes = statusWrites;
+    let storeWrites = 0;
+    routes.subscribe(() => storeWrites++);
+    workflows.subscribe(() => storeWrites++);
+    for (let i = 0; i < 5; i++) {
+      await reconciler.reconcile(T('t'));
+      await reconciler.reconcile(W('orders'));
+    }
+    expect(statusWrites).toBe(writes);
+    expect(storeWrites).toBe(0);
+  });
+
+  it('deploy: false removes the route (404) and says so', async () => {
+    await load(workflow('orders'), trigger('t'));
+    await settle();
+    expect(await routes.get('default/t')).toBeDefined();
+    await load(workflow('orders'), trigger('t', { deploy: false }));
+    await settle();
+    expect(await routes.get('default/t')).toBeUndefined();
+    expect(summary(T('t'))).toMatchObject({
+      Deployed: 'False/DeployDisabled',
+      Ready: 'False/DeployDisabled',
+    });
+  });
+
+  it('publish: false unregisters the workflow but keeps the route (requests get workflow-not-found)', async () => {
+    await load(workflow('orders'), trigger('t'));
+    await settle();
+    await load(workflow('orders', { publish: false }), trigger('t'));
+    await settle();
+    expect(await workflows.list()).toEqual([]);
+    expect(await routes.get('default/t')).toBeDefined();
+    expect(summary(W('orders'))).toMatchObject({
+      Published: 'False/PublishDisabled',
+      Ready: 'False/PublishDisabled',
+    });
+    expect(summary(T('t'))).toMatchObject({
+      Deployed: 'True/Deployed',
+      WorkflowPublished: 'False/PublishDisabled',
+      Ready: 'False/PublishDisabled',
+    });
+  });
+
+  it('a missing workflow: not deployed, WorkflowNotFound', async () => {
+    await load(trigger('t', { workflowRef: { name: 'ghost' } }));
+    await settle();
+    expect(await routes.list()).toEqual([]);
+    expect(summary(T('t'))).toMatchObject({
+      Deployed: 'False/WorkflowNotFound',
+      Ready: 'False/WorkflowNotFound',
+    });
+  });
+
+  it('an invalid workflow graph is not published, with the node path in the message', async () => {
+    await load(
+      workflow('orders', {
+        nodes: [{ id: 'a', type: 'transform', expression: '$', next: 'nowhere' }],
+      }),
+    );
+    await settle();
+    expect(summary(W('orders'))).toMatchObject({
+      Valid: 'False/InvalidSpec',
+      Ready: 'False/InvalidSpec',
+    });
+    expect(conditions(W('orders')).Valid?.message).toContain(
+      'spec.nodes[0].next: unknown node "nowhere"',
+    );
+    expect(await workflows.list()).toEqual([]);
+  });
+
+  it('a JSONata syntax error is reported with its field', async () => {
+    await load(
+      workflow('orders', { nodes: [{ id: 'a', type: 'transform', expression: '{ "a": ' }] }),
+    );
+    await settle();
+    expect(conditions(W('orders')).Valid?.message).toContain(
+      'spec.nodes[0].expression: invalid JSONata expression',
+    );
+  });
+
+  it('two triggers claiming one URL: the older keeps it, the newer gets PathConflict', async () => {
+    await load(workflow('orders'), trigger('first', { pathSegment: 'orders/:id' }));
+    await settle();
+    clock = new Date('2026-11-23T10:05:00Z');
+    await load(
+      workflow('orders'),
+      trigger('first', { pathSegment: 'orders/:id' }),
+      trigger('second', { pathSegment: 'orders/:orderId' }),
+    );
+    await settle();
+    expect(summary(T('first')).Ready).toBe('True/Succeeded');
+    expect(summary(T('second'))).toMatchObject({
+      Deployed: 'False/PathConflict',
+      Ready: 'False/PathConflict',
+    });
+    expect(conditions(T('second')).Ready?.message).toContain(
+      'already served by WebhookTrigger default/first',
+    );
+    expect((await routes.list()).map((r) => r.key)).toEqual(['default/first']);
+    // The older one goes away: the newer one takes the URL over.
+    await load(workflow('orders'), trigger('second', { pathSegment: 'orders/:orderId' }));
+    for (const ref of reconciler.dependents(T('first'))) await reconciler.reconcile(ref);
+    expect(summary(T('second')).Ready).toBe('True/Succeeded');
+    expect((await routes.list()).map((r) => r.key)).toEqual(['default/second']);
+  });
+
+  it('lastTransitionTime moves only when a status flips; observedGeneration follows the spec', async () => {
+    await load(workflow('orders'), trigger('t'));
+    await settle();
+    const first = conditions(T('t')).Ready?.lastTransitionTime;
+    clock = new Date('2026-11-23T11:00:00Z');
+    await load(workflow('orders'), trigger('t', { methods: ['GET'] }));
+    await settle();
+    expect(conditions(T('t')).Ready?.lastTransitionTime).toBe(first);
+    expect(conditions(T('t')).Ready?.observedGeneration).toBe(2);
+    clock = new Date('2026-11-23T12:00:00Z');
+    await load(workflow('orders'), trigger('t', { methods: ['GET'], deploy: false }));
+    await settle();
+    expect(conditions(T('t')).Ready?.lastTransitionTime).toBe('2026-11-23T12:00:00Z');
+  });
+
+  it('API keys come from a Secret, hashed; a missing or empty Secret makes the trigger invalid', async () => {
+    const auth = { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } };
+    await load(workflow('orders'), trigger('t', { auth }));
+    await settle();
+    expect(summary(T('t'))).toMatchObject({
+      Valid: 'False/SecretNotFound',
+      Deployed: 'False/SecretNotFound',
+    });
+    expect(conditions(T('t')).Valid?.message).toContain('Secret "keys" not found');
+
+    await load(workflow('orders'), trigger('t', { auth }), secret('keys', {}));
+    await settle();
+    expect(summary(T('t')).Valid).toBe('False/SecretInvalid');
+
+    await load(workflow('orders'), trigger('t', { auth }), secret('keys', { acme: 'k-acme' }));
+    await settle();
+    expect(summary(T('t')).Ready).toBe('True/Succeeded');
+    const route = await routes.get('default/t');
+    expect(route?.credentials.apiKeys).toEqual([
+      { consumer: 'acme', sha256: createHash('sha256').update('k-acme').digest('hex') },
+    ]);
+    expect(JSON.stringify(route)).not.toContain('k-acme');
+  });
+
+  it('a Secret change reaches the triggers that reference it, and only those', async () => {
+    const auth = { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } };
+    await load(workflow('orders'), trigger('t', { auth }), trigger('u', { pathSegment: 'other' }));
+    expect(reconciler.dependents({ kind: 'Secret', namespace: 'default', name: 'keys' })).toEqual([
+      T('t'),
+    ]);
+  });
+
+  it('automatic IO mode: the spec messages, verbatim', async () => {
+    await load(
+      workflow('orders'),
+      trigger('t', {
+        schema: { mode: 'automatic', input: { example: '{"a":' }, output: { example: '{}' } },
+      }),
+    );
+    await settle();
+    expect(conditions(T('t')).Valid?.message).toBe(
+      'Make sure your schemas and examples are valid JSON format.',
+    );
+    await load(
+      workflow('orders'),
+      trigger('t', {
+        schema: { mode: 'automatic', input: { source: 'x' }, output: { example: '{}' } },
+      }),
+    );
+    await settle();
+    expect(conditions(T('t')).Valid?.message).toBe(
+      'Please provide both input and output schemas for automatic IO mode.',
+    );
+  });
+
+  it('waitForResponseNode needs a respond node in the workflow', async () => {
+    await load(workflow('orders'), trigger('t', { response: { mode: 'waitForResponseNode' } }));
+    await settle();
+    expect(summary(T('t')).Valid).toBe('False/NoResponseNode');
+  });
+
+  it('deleting a trigger removes its route; deleting a workflow unregisters it', async () => {
+    await load(workflow('orders'), trigger('t'));
+    await settle();
+    await load(workflow('orders'));
+    await reconciler.reconcile(T('t'));
+    expect(await routes.list()).toEqual([]);
+    await load();
+    await reconciler.reconcile(W('orders'));
+    expect(await workflows.list()).toEqual([]);
+  });
+});
