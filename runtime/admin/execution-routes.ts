@@ -1,0 +1,105 @@
+// Executions: the spec's "Flow Management, Event Driven Workflows" listing with
+// per-run logs, and each execution's event channel (SSE, resumable with Last-Event-ID).
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { HttpProblem } from '../errors.ts';
+import type { ExecutionEngine, ExecutionFilter, ExecutionStatus } from '../engine/ports.ts';
+import { formatSse } from '../gateway/response-modes.ts';
+
+const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
+
+function invalid(name: string, detail: string): HttpProblem {
+  return new HttpProblem('HG_ERR_INVALID_PARAMETER', detail, {
+    extensions: { errors: [{ pointer: `#/query/${name}`, detail }] },
+  });
+}
+
+export function parseExecutionFilter(query: Record<string, unknown>): ExecutionFilter {
+  const filter: ExecutionFilter = {};
+  const str = (name: string) => {
+    const v = query[name];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string' || v === '' || v.length > 512)
+      throw invalid(name, `${name} must be a non-empty string`);
+    return v;
+  };
+  const workflowId = str('workflowId');
+  const triggerKey = str('trigger');
+  const status = str('status');
+  const since = str('since');
+  const until = str('until');
+  const limit = str('limit');
+  if (workflowId) filter.workflowId = workflowId;
+  if (triggerKey) filter.triggerKey = triggerKey;
+  if (status) {
+    if (!STATUSES.includes(status as ExecutionStatus))
+      throw invalid('status', `status must be one of ${STATUSES.join(', ')}`);
+    filter.status = status as ExecutionStatus;
+  }
+  for (const [name, value] of [
+    ['since', since],
+    ['until', until],
+  ] as const) {
+    if (value === undefined) continue;
+    if (Number.isNaN(Date.parse(value)))
+      throw invalid(name, `${name} must be an RFC 3339 timestamp`);
+    filter[name] = new Date(value).toISOString();
+  }
+  if (limit !== undefined) {
+    const n = Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > 1000)
+      throw invalid('limit', 'limit must be an integer from 1 to 1000');
+    filter.limit = n;
+  }
+  return filter;
+}
+
+export function executionRoutes(
+  app: FastifyInstance,
+  options: { engine: ExecutionEngine; heartbeatMs?: number },
+): void {
+  const { engine } = options;
+  app.get('/api/executions', async (request) => ({
+    items: await engine.list(parseExecutionFilter(request.query as Record<string, unknown>)),
+  }));
+
+  app.get('/api/executions/:id', async (request) => {
+    const { id } = request.params as { id: string };
+    const execution = await engine.get(id);
+    if (!execution) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
+    return execution;
+  });
+
+  app.get('/api/executions/:id/events', async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const execution = await engine.get(id);
+    if (!execution) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
+    const lastEventId = request.headers['last-event-id'];
+    const after =
+      typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : 0;
+    const stream = new PassThrough();
+    let ended = false;
+    let heartbeat: NodeJS.Timeout | undefined;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      clearInterval(heartbeat);
+      queueMicrotask(() => unsubscribe());
+      stream.end();
+    };
+    stream.write('retry: 3000\n\n');
+    const unsubscribe = engine.subscribe(id, after, (event) => {
+      if (ended) return;
+      stream.write(formatSse(event));
+      if (event.type === 'completed' || event.type === 'failed') end();
+    });
+    if (!ended)
+      heartbeat = setInterval(() => stream.write(': heartbeat\n\n'), options.heartbeatMs ?? 15_000);
+    request.raw.on('close', end);
+    return reply
+      .header('content-type', 'text/event-stream; charset=utf-8')
+      .header('cache-control', 'no-cache, no-transform')
+      .header('x-accel-buffering', 'no')
+      .send(stream);
+  });
+}

@@ -1,0 +1,63 @@
+// Turns every error into an RFC 9457 problem document. Known errors come from the
+// catalogue (HttpProblem); Fastify's own errors are mapped onto catalogue entries;
+// anything else is an internal error whose details stay in the log, never the body.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HttpProblem, PROBLEM_CONTENT_TYPE, type ErrorCode } from '../errors.ts';
+
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'HG_ERR_BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'HG_ERR_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'HG_ERR_BODY_MALFORMED',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'HG_ERR_BODY_MALFORMED',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'HG_ERR_BODY_MALFORMED',
+  FST_ERR_VALIDATION: 'HG_ERR_INVALID_PARAMETER',
+};
+
+/** Normalise any thrown value to an HttpProblem. */
+export function toProblem(error: unknown): HttpProblem {
+  if (error instanceof HttpProblem) return error;
+  const e = error as Partial<FastifyError> & { type?: string };
+  const mapped = e.code ? FASTIFY_CODES[e.code] : undefined;
+  if (mapped)
+    return new HttpProblem(
+      mapped,
+      mapped === 'HG_ERR_BODY_MALFORMED' ? 'The request body is not valid' : e.message,
+    );
+  if (e.name === 'SyntaxError' || e.type === 'entity.parse.failed') {
+    return new HttpProblem('HG_ERR_BODY_MALFORMED', 'The request body is not valid JSON');
+  }
+  if (typeof e.statusCode === 'number' && e.statusCode === 413)
+    return new HttpProblem('HG_ERR_BODY_TOO_LARGE');
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new HttpProblem('HG_ERR_INVALID_PARAMETER', e.message);
+  }
+  return new HttpProblem('HG_ERR_INTERNAL', 'An unexpected error occurred; it has been logged');
+}
+
+/** Send a problem response (also used by code that answers without throwing). */
+export function sendProblem(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  error: unknown,
+): FastifyReply {
+  const problem = toProblem(error);
+  for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
+  const doc = problem.toDocument(request.url.split('?')[0]);
+  reply.code(problem.status).type(PROBLEM_CONTENT_TYPE);
+  return request.method === 'HEAD' ? reply.send() : reply.send(doc);
+}
+
+export function installProblemHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const problem = toProblem(error);
+    if (problem.code === 'HG_ERR_INTERNAL') request.log.error({ err: error }, 'unhandled error');
+    return sendProblem(reply, request, problem);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(
+      reply,
+      request,
+      new HttpProblem('HG_ERR_NOT_FOUND', `Nothing at ${request.url.split('?')[0]}`),
+    ),
+  );
+}

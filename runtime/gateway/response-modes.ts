@@ -1,0 +1,289 @@
+// The six response modes: when the caller is answered, with what status and body.
+//
+//   immediateAck         202 {executionId,status,links} at once
+//   asyncCallback        202 at once; the result is POSTed to the caller's callback URL
+//   ackSubscribe         202 with an SSE channel (links.events) of progress events
+//   waitForCompletion    200 with the final output (408 with a handle on timeout)
+//   sseStream            200 text/event-stream of progress events until the result
+//   waitForResponseNode  the first respond node's status, headers and body
+import { PassThrough } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DEFAULT_STATUS_CODE } from '../../operator/api/v1alpha1/index.ts';
+import { HttpProblem } from '../errors.ts';
+import type {
+  Execution,
+  ExecutionEngine,
+  ExecutionError,
+  OutputValidator,
+  SequencedEvent,
+  StartRequest,
+  TriggerOutput,
+} from '../engine/ports.ts';
+import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
+import { parseDuration } from './duration.ts';
+import { replyProblem, type WebhookContext } from './webhook-routes.ts';
+
+export interface ModeDeps {
+  engine: ExecutionEngine;
+  /** Checks a caller's callback URL before the 202 (throws HG_ERR_CALLBACK_URL_REFUSED). */
+  validateCallbackUrl?: (url: string) => void;
+  /** The trigger's output schema validator, if it has one (the engine applies it). */
+  outputValidator?: (route: RouteRecord) => OutputValidator | undefined;
+  heartbeatMs?: number;
+}
+
+export interface ModeRequest {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  route: RouteRecord;
+  workflow: WorkflowRegistration;
+  input: TriggerOutput;
+  ctx: WebhookContext;
+}
+
+export const CALLBACK_HEADER = 'x-callback-url';
+export const CALLBACK_QUERY = 'callbackUrl';
+
+export function executionLinks(id: string): { self: string; events: string } {
+  return { self: `/api/executions/${id}`, events: `/api/executions/${id}/events` };
+}
+
+export async function respond(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
+  const mode = m.route.spec.response.mode;
+  switch (mode) {
+    case 'immediateAck':
+      return acknowledge(m, await start(deps, m), {});
+    case 'ackSubscribe': {
+      const execution = await start(deps, m);
+      return acknowledge(m, execution, {
+        channel: { type: 'sse', url: executionLinks(execution.id).events },
+      });
+    }
+    case 'asyncCallback':
+      return asyncCallback(deps, m);
+    case 'waitForCompletion':
+      return waitForCompletion(deps, m);
+    case 'waitForResponseNode':
+      return waitForResponseNode(deps, m);
+    case 'sseStream':
+      return sseStream(deps, m);
+  }
+}
+
+async function start(
+  deps: ModeDeps,
+  m: ModeRequest,
+  extra: Partial<StartRequest> = {},
+): Promise<Execution> {
+  const outputValidator = deps.outputValidator?.(m.route);
+  return deps.engine.start({
+    workflow: m.workflow,
+    route: m.route,
+    input: m.input,
+    ...(outputValidator ? { outputValidator } : {}),
+    ...extra,
+  });
+}
+
+function successStatus(route: RouteRecord): number {
+  return route.spec.response.statusCode ?? DEFAULT_STATUS_CODE[route.spec.response.mode];
+}
+
+function acknowledge(
+  m: ModeRequest,
+  execution: Execution,
+  extra: Record<string, unknown>,
+): FastifyReply {
+  const status = successStatus(m.route);
+  m.reply.code(status);
+  if (status === 204) return m.reply.send();
+  return m.reply
+    .type('application/json')
+    .header('location', executionLinks(execution.id).self)
+    .send({
+      executionId: execution.id,
+      status: execution.status,
+      links: executionLinks(execution.id),
+      ...extra,
+    });
+}
+
+function callbackUrlOf(request: FastifyRequest): string | undefined {
+  const header = request.headers[CALLBACK_HEADER];
+  if (typeof header === 'string' && header !== '') return header;
+  const query = (request.query as Record<string, unknown> | undefined)?.[CALLBACK_QUERY];
+  return typeof query === 'string' && query !== '' ? query : undefined;
+}
+
+async function asyncCallback(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
+  const url = callbackUrlOf(m.request);
+  if (!url) {
+    throw new HttpProblem(
+      'HG_ERR_CALLBACK_URL_MISSING',
+      `Send the callback URL in the ${CALLBACK_HEADER} header or the ${CALLBACK_QUERY} query parameter`,
+    );
+  }
+  deps.validateCallbackUrl?.(url);
+  const execution = await start(deps, m, { callbackUrl: url });
+  return acknowledge(m, execution, { callbackUrl: url });
+}
+
+type Outcome = { kind: 'event'; event: SequencedEvent } | { kind: 'timeout' } | { kind: 'closed' };
+
+/** Wait for the first event of the given types, the trigger's timeout, or the client leaving. */
+function waitFor(
+  deps: ModeDeps,
+  m: ModeRequest,
+  executionId: string,
+  types: SequencedEvent['type'][],
+): Promise<Outcome> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (outcome: Outcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      m.request.raw.off('close', onClose);
+      queueMicrotask(() => unsubscribe());
+      resolve(outcome);
+    };
+    const onClose = () => finish({ kind: 'closed' });
+    const timer = setTimeout(
+      () => finish({ kind: 'timeout' }),
+      parseDuration(m.route.spec.timeout),
+    );
+    m.request.raw.on('close', onClose);
+    const unsubscribe = deps.engine.subscribe(executionId, 0, (event) => {
+      if (types.includes(event.type)) finish({ kind: 'event', event });
+    });
+  });
+}
+
+function timeoutProblem(m: ModeRequest, executionId: string): HttpProblem {
+  return new HttpProblem(
+    'HG_ERR_REQUEST_TIMEOUT',
+    `The workflow did not respond within ${m.route.spec.timeout}; it keeps running`,
+    {
+      headers: { location: executionLinks(executionId).self },
+      extensions: { executionId, links: executionLinks(executionId) },
+    },
+  );
+}
+
+function failureProblem(executionId: string, error: ExecutionError) {
+  const status =
+    error.statusCode && error.statusCode >= 400 && error.statusCode <= 599 ? error.statusCode : 500;
+  return new HttpProblem(error.code ?? 'HG_ERR_EXECUTION_FAILED', error.message, {
+    status,
+    extensions: {
+      executionId,
+      ...(error.nodeId ? { nodeId: error.nodeId } : {}),
+      links: executionLinks(executionId),
+    },
+  });
+}
+
+async function waitForCompletion(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
+  const execution = await start(deps, m);
+  const outcome = await waitFor(deps, m, execution.id, ['completed', 'failed']);
+  if (outcome.kind === 'closed') return m.reply;
+  if (outcome.kind === 'timeout')
+    return replyProblem(m.request, m.reply, timeoutProblem(m, execution.id));
+  const event = outcome.event;
+  if (event.type === 'failed')
+    return replyProblem(m.request, m.reply, failureProblem(execution.id, event.error));
+  if (event.type !== 'completed') return m.reply;
+  return sendBody(m, successStatus(m.route), event.output, {});
+}
+
+async function waitForResponseNode(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
+  const execution = await start(deps, m);
+  const outcome = await waitFor(deps, m, execution.id, ['respond', 'completed', 'failed']);
+  if (outcome.kind === 'closed') return m.reply;
+  if (outcome.kind === 'timeout')
+    return replyProblem(m.request, m.reply, timeoutProblem(m, execution.id));
+  const event = outcome.event;
+  if (event.type === 'failed')
+    return replyProblem(m.request, m.reply, failureProblem(execution.id, event.error));
+  if (event.type === 'completed') {
+    return replyProblem(
+      m.request,
+      m.reply,
+      failureProblem(execution.id, {
+        message: 'The workflow finished without running a respond node',
+      }),
+    );
+  }
+  if (event.type !== 'respond') return m.reply;
+  const configured = m.route.spec.response.statusCode;
+  const status = configured === 204 ? 204 : event.response.statusCode;
+  return sendBody(m, status, event.response.body, event.response.headers);
+}
+
+/** Send a workflow-produced body in the configured content type. 204 sends nothing. */
+function sendBody(
+  m: ModeRequest,
+  status: number,
+  body: unknown,
+  headers: Record<string, string>,
+): FastifyReply {
+  m.reply.code(status);
+  for (const [name, value] of Object.entries(headers)) {
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(value)) continue;
+    if (/^(content-length|transfer-encoding|connection|set-cookie|access-control-.*)$/i.test(name))
+      continue;
+    m.reply.header(name, value);
+  }
+  if (status === 204 || status === 304) return m.reply.send();
+  const contentType = m.route.spec.response.contentType;
+  m.reply.type(contentType);
+  if (/[/+]json\b/i.test(contentType)) return m.reply.send(JSON.stringify(body ?? null));
+  return m.reply.send(typeof body === 'string' ? body : JSON.stringify(body ?? null));
+}
+
+async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
+  const execution = await start(deps, m);
+  const stream = new PassThrough();
+  const links = executionLinks(execution.id);
+  stream.write(`retry: 3000\n\n`);
+  let ended = false;
+  let heartbeat: NodeJS.Timeout | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(heartbeat);
+    clearTimeout(timer);
+    queueMicrotask(() => unsubscribe());
+    stream.end();
+  };
+  const unsubscribe = deps.engine.subscribe(execution.id, 0, (event) => {
+    if (ended) return;
+    stream.write(formatSse(event));
+    if (event.type === 'completed' || event.type === 'failed') end();
+  });
+  if (!ended)
+    heartbeat = setInterval(() => stream.write(': heartbeat\n\n'), deps.heartbeatMs ?? 15_000);
+  if (!ended)
+    timer = setTimeout(() => {
+      if (ended) return;
+      stream.write(
+        `event: timeout\ndata: ${JSON.stringify({ executionId: execution.id, timeout: m.route.spec.timeout, links })}\n\n`,
+      );
+      end();
+    }, parseDuration(m.route.spec.timeout));
+  m.request.raw.on('close', end);
+  return m.reply
+    .code(200)
+    .header('content-type', 'text/event-stream; charset=utf-8')
+    .header('cache-control', 'no-cache, no-transform')
+    .header('x-accel-buffering', 'no')
+    .header('location', links.self)
+    .send(stream);
+}
+
+/** One SSE frame: the execution's seq as the id (for Last-Event-ID), the type as the event name. */
+export function formatSse(event: SequencedEvent): string {
+  const { seq, type, ...data } = event;
+  return `id: ${seq}\nevent: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+}

@@ -1,0 +1,265 @@
+// The webhook request path: one wildcard Fastify route over our route table.
+//
+// Order of checks (each answers with a catalogue problem):
+//   route (404) → CORS preflight → method (405) → HTTPS (403) → CORS origin (403)
+//   → authentication (401/403) → rate limit (429) → workflow published (404)
+//   → body size/parse (413/400/415) → input schema (422) → response mode.
+// Everything before the body is read happens in onRequest, so an unauthenticated or
+// throttled caller never makes the gateway read its body.
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HTTP_METHODS, type HttpMethod } from '../../operator/api/v1alpha1/index.ts';
+import { HttpProblem, type ErrorCode } from '../errors.ts';
+import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
+import type { RouteRecord } from '../stores/ports.ts';
+import { parseBody, readBody } from './body/parse.ts';
+import type { LiveEventHub } from './live-events.ts';
+import type { RequestObservation, RequestObserver } from './observations.ts';
+import { sendProblem, toProblem } from './problem-handler.ts';
+import { applyResponseHeaders } from './response-headers.ts';
+import { respond, type ModeDeps } from './response-modes.ts';
+import type { RouteMatch, RouteTable } from './route-table.ts';
+
+/** Per-request state of a webhook request, kept on the Fastify request. */
+export interface WebhookContext {
+  match: RouteMatch;
+  startedAt: bigint;
+  arrivedAt: number;
+  requestId: string;
+  correlationId: string;
+  consumer?: string;
+  executionId?: string;
+  problem?: ErrorCode;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    webhook: WebhookContext | null;
+  }
+}
+
+/** The protections of the request path. Each throws an HttpProblem to refuse. */
+export interface Guards {
+  /** Refuse plain HTTP when the route requires HTTPS. */
+  https(route: RouteRecord, request: FastifyRequest): void;
+  /** Answer a CORS preflight: the headers of the 204, or a thrown 403. */
+  preflight(route: RouteRecord, request: FastifyRequest): Record<string, string>;
+  /** Check the Origin of an actual request; returns the CORS headers to add. */
+  cors(route: RouteRecord, request: FastifyRequest): Record<string, string>;
+  authenticate(route: RouteRecord, request: FastifyRequest): Promise<{ consumer?: string }>;
+  /** Count the request; returns RateLimit headers, throws 429 when over. */
+  rateLimit(route: RouteRecord): Promise<Record<string, string>>;
+  /** Validate the parsed body against the route's input schema (422). */
+  validateInput(route: RouteRecord, body: unknown): void;
+}
+
+export interface WebhookRoutesOptions {
+  table: RouteTable;
+  engine: ExecutionEngine;
+  guards: Guards;
+  modes?: Partial<ModeDeps>;
+  observer?: RequestObserver;
+  live?: LiveEventHub;
+  /** Largest body any route may accept; each route's own maxBodyBytes is lower. */
+  maxBodyBytes?: number;
+}
+
+const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): void {
+  const { table, guards, observer, live } = options;
+  const modeDeps: ModeDeps = { engine: options.engine, ...options.modes };
+  app.decorateRequest('webhook', null);
+
+  // One parser for every content type: read within the route's limit, then parse.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
+    const limit =
+      request.webhook?.match.route.spec.maxBodyBytes ?? options.maxBodyBytes ?? 1024 * 1024;
+    readBody(payload, limit, request.headers['content-length'])
+      .then((buffer) => done(null, parseBody(buffer, request.headers['content-type'])))
+      .catch((err: unknown) => done(err as Error, undefined));
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    const ctx = matchRoute(table, request, reply);
+    const route = ctx.match.route;
+    applyResponseHeaders(reply, route, ctx);
+    live?.publishRequest(route, request, ctx);
+
+    const method = request.method as HttpMethod;
+    const allow = allowHeader(route.spec.methods);
+    if (
+      method === 'OPTIONS' &&
+      request.headers.origin &&
+      request.headers['access-control-request-method']
+    ) {
+      const headers = guards.preflight(route, request);
+      return reply.code(204).headers(headers).header('allow', allow).send();
+    }
+    if (!route.spec.methods.includes(method)) {
+      if (method === 'OPTIONS') return reply.code(204).header('allow', allow).send();
+      throw new HttpProblem(
+        'HG_ERR_METHOD_NOT_ALLOWED',
+        `${method} is not enabled for this endpoint`,
+        {
+          headers: { allow },
+          extensions: { allowed: route.spec.methods },
+        },
+      );
+    }
+    guards.https(route, request);
+    reply.headers(guards.cors(route, request));
+    const { consumer } = await guards.authenticate(route, request);
+    if (consumer !== undefined) ctx.consumer = consumer;
+    reply.headers(await guards.rateLimit(route));
+    if (!table.workflow(route.workflowId)) {
+      throw new HttpProblem(
+        'HG_ERR_WORKFLOW_NOT_FOUND',
+        `Workflow ${route.workflowId} is not published; the engine cannot find it`,
+      );
+    }
+  });
+
+  app.route({
+    method: [...HTTP_METHODS],
+    url: '/webhook/*',
+    exposeHeadRoute: false,
+    handler: async (request, reply) => {
+      const ctx = request.webhook as WebhookContext;
+      const route = ctx.match.route;
+      const body = request.body ?? null;
+      guards.validateInput(route, body);
+      const workflow = table.workflow(route.workflowId);
+      if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
+      ctx.executionId = randomUUID();
+      const input = triggerOutput(request, ctx, body);
+      return respond(modeDeps, { request, reply, route, workflow, input, ctx });
+    },
+  });
+
+  // Record every answer, refusals included, for metrics, analytics and the live stream.
+  app.addHook('onError', async (request, _reply, error) => {
+    if (request.webhook) request.webhook.problem = toProblem(error).code;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const ctx = request.webhook;
+    if (!ctx) {
+      observer?.observe(unmatchedObservation(request, reply));
+      return;
+    }
+    const route = ctx.match.route;
+    const durationSeconds = Number(process.hrtime.bigint() - ctx.startedAt) / 1e9;
+    observer?.observe({
+      at: ctx.arrivedAt,
+      application: route.application,
+      environment: route.environment,
+      workflowId: route.workflowId,
+      triggerKey: route.key,
+      method: request.method,
+      route: route.path,
+      statusCode: reply.statusCode,
+      ...(ctx.consumer !== undefined ? { consumer: ctx.consumer } : {}),
+      durationSeconds,
+      ...(ctx.problem ? { problem: ctx.problem } : {}),
+      correlationId: ctx.correlationId,
+      requestId: ctx.requestId,
+      ...(ctx.executionId ? { executionId: ctx.executionId } : {}),
+    });
+    live?.publishResponse(route, reply.statusCode, durationSeconds, ctx, request);
+  });
+}
+
+/** A request that matched no route: counted under the route label `unmatched`. */
+function unmatchedObservation(request: FastifyRequest, reply: FastifyReply): RequestObservation {
+  const requestId = reply.getHeader('x-request-id');
+  return {
+    at: Date.now() - reply.elapsedTime,
+    application: '',
+    environment: '',
+    workflowId: '',
+    triggerKey: '',
+    method: request.method,
+    route: 'unmatched',
+    statusCode: reply.statusCode,
+    durationSeconds: reply.elapsedTime / 1000,
+    problem: 'HG_ERR_ROUTE_NOT_FOUND',
+    correlationId: '',
+    requestId: typeof requestId === 'string' ? requestId : '',
+  };
+}
+
+/** Answer a problem from inside a response mode, keeping the context's problem code. */
+export function replyProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: unknown,
+): FastifyReply {
+  const problem = toProblem(error);
+  if (request.webhook) request.webhook.problem = problem.code;
+  return sendProblem(reply, request, problem);
+}
+
+/** Find the route of a request and start its context; 404 when there is none. */
+function matchRoute(
+  table: RouteTable,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): WebhookContext {
+  const path = request.url.split('?')[0] ?? '/';
+  const match = table.match(path);
+  const incoming = request.headers['x-correlation-id'];
+  const requestId = randomUUID();
+  const correlationId =
+    typeof incoming === 'string' && CORRELATION_ID.test(incoming) ? incoming : requestId;
+  if (!match) {
+    reply.header('x-request-id', requestId);
+    throw new HttpProblem('HG_ERR_ROUTE_NOT_FOUND', `No webhook endpoint is deployed at ${path}`);
+  }
+  const ctx: WebhookContext = {
+    match,
+    startedAt: process.hrtime.bigint(),
+    arrivedAt: Date.now(),
+    requestId,
+    correlationId,
+  };
+  request.webhook = ctx;
+  return ctx;
+}
+
+function allowHeader(enabled: readonly string[]): string {
+  return [...new Set([...enabled, 'OPTIONS'])].join(', ');
+}
+
+function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unknown): TriggerOutput {
+  const route = ctx.match.route;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  const query: Record<string, string | string[]> = {};
+  const search = new URLSearchParams(request.url.split('?')[1] ?? '');
+  for (const k of new Set(search.keys())) {
+    const all = search.getAll(k);
+    query[k] = all.length === 1 ? (all[0] as string) : all;
+  }
+  return {
+    body,
+    headers,
+    query,
+    params: ctx.match.params,
+    metadata: {
+      timestamp: new Date(ctx.arrivedAt).toISOString(),
+      correlationId: ctx.correlationId,
+      requestId: ctx.requestId,
+      executionId: ctx.executionId as string,
+      method: request.method,
+      path: request.url.split('?')[0] ?? '',
+      route: route.path,
+      ...(request.headers['content-type'] ? { contentType: request.headers['content-type'] } : {}),
+      ...(ctx.consumer !== undefined ? { consumer: ctx.consumer } : {}),
+      triggerKey: route.key,
+      workflowId: route.workflowId,
+    },
+  };
+}

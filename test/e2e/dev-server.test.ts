@@ -1,0 +1,218 @@
+// The embedded server as a user runs it: real HTTP on loopback, manifests edited on
+// disk while it serves. A broken manifest is reported and never takes the rest down.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { secret, trigger, workflow } from '../support/manifests.ts';
+
+describe('dev server over a watched directory', () => {
+  let rt: TestRuntime;
+  let url: string;
+  beforeAll(async () => {
+    rt = await startRuntime();
+    url = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+    await rt.apply(
+      'orders.yaml',
+      [workflow('orders'), trigger('ingest', { pathSegment: 'ingest' })],
+      ['ingest'],
+    );
+  });
+  afterAll(() => rt.stop());
+  const post = (path: string) =>
+    fetch(`${url}${path}`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
+
+  it('serves what the directory declares', async () => {
+    expect((await post('/webhook/default-production-orders/ingest')).status).toBe(202);
+  });
+
+  it('picks up edits without a restart (the watcher, not a manual reload)', async () => {
+    await rt.files.write(
+      'orders.yaml',
+      workflow('orders'),
+      trigger('ingest', { pathSegment: 'intake' }),
+    );
+    await eventually(async () => {
+      expect((await post('/webhook/default-production-orders/intake')).status).toBe(202);
+      expect((await post('/webhook/default-production-orders/ingest')).status).toBe(404);
+    });
+  });
+
+  it('reports a broken manifest with file, field path and reason, and keeps the last good state', async () => {
+    await rt.files.write(
+      'orders.yaml',
+      workflow('orders'),
+      trigger('ingest', { pathSegment: 'intake', methods: ['POST', 'FETCH'] }),
+    );
+    const errors = await eventually(async () => {
+      const res = await fetch(`${url}/api/manifests/errors`);
+      const body = (await res.json()) as {
+        items: { file: string; field: string; message: string; object?: string }[];
+      };
+      if (body.items.length === 0) throw new Error('no error yet');
+      return body.items;
+    });
+    expect(errors).toEqual([
+      expect.objectContaining({
+        file: 'orders.yaml',
+        object: 'WebhookTrigger default/ingest',
+        field: 'spec.methods[1]',
+        message: expect.stringContaining('supported values'),
+      }),
+    ]);
+    // Still serving the last good version.
+    expect((await post('/webhook/default-production-orders/intake')).status).toBe(202);
+  });
+
+  it('survives a file that is not YAML at all, and an unrelated file keeps working', async () => {
+    await rt.files.writeText('orders.yaml', 'kind: [unclosed\n  : : :');
+    await rt.files.write(
+      'hello.yaml',
+      workflow('hello', { environment: 'development' }),
+      trigger('hello', { workflowRef: { name: 'hello' } }),
+    );
+    await eventually(async () => {
+      expect((await post('/webhook/default-development-hello/default')).status).toBe(202);
+    });
+    expect((await post('/webhook/default-production-orders/intake')).status).toBe(202);
+    const res = await fetch(`${url}/api/manifests/errors`);
+    const body = (await res.json()) as { items: { file: string; message: string }[] };
+    expect(body.items).toEqual([
+      expect.objectContaining({
+        file: 'orders.yaml',
+        message: expect.stringContaining('YAML syntax error'),
+      }),
+    ]);
+  });
+
+  it('lists triggers and workflows with their conditions', async () => {
+    const res = await fetch(`${url}/api/triggers`);
+    const items = (
+      (await res.json()) as {
+        items: { name: string; status: { conditions: { type: string; status: string }[] } }[];
+      }
+    ).items;
+    const hello = items.find((t) => t.name === 'hello');
+    expect(hello?.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
+    const one = await fetch(`${url}/api/workflows/default/hello`);
+    expect(one.status).toBe(200);
+    expect((await fetch(`${url}/api/workflows/default/nope`)).status).toBe(404);
+  });
+
+  it('a Secret edit (key rotation) takes effect without touching the trigger', async () => {
+    const auth = { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } };
+    await rt.files.write(
+      'secure.yaml',
+      workflow('secure'),
+      trigger('secure', { workflowRef: { name: 'secure' }, auth }),
+      secret('keys', { acme: 'old-key' }),
+    );
+    const call = (key: string) =>
+      fetch(`${url}/webhook/default-production-secure/default`, {
+        method: 'POST',
+        headers: { 'x-api-key': key },
+      });
+    await eventually(async () => expect((await call('old-key')).status).toBe(202));
+    await rt.files.write(
+      'secure.yaml',
+      workflow('secure'),
+      trigger('secure', { workflowRef: { name: 'secure' }, auth }),
+      secret('keys', { acme: 'new-key' }),
+    );
+    await eventually(async () => {
+      expect((await call('new-key')).status).toBe(202);
+      expect((await call('old-key')).status).toBe(401);
+    });
+  });
+});
+
+describe('npm start on the shipped examples', () => {
+  let child: ChildProcess;
+  let dir: string;
+  const port = 18_000 + Math.floor(Math.random() * 2000);
+  beforeAll(async () => {
+    // A copy, so the test never edits the real examples.
+    dir = await mkdtemp(join(tmpdir(), 'hookgate-examples-'));
+    await cp(join(import.meta.dirname, '..', '..', 'examples'), dir, { recursive: true });
+    child = spawn(
+      process.execPath,
+      ['runtime/cli.ts', 'dev', '--dir', dir, '--port', String(port)],
+      {
+        cwd: join(import.meta.dirname, '..', '..'),
+        env: { ...process.env, LOG_LEVEL: 'warn' },
+        stdio: 'ignore',
+      },
+    );
+    await eventually(
+      async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200),
+      15_000,
+      100,
+    );
+  });
+  afterAll(async () => {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('every example is admitted and every trigger is Ready (OAuth providers are only called at request time)', async () => {
+    await eventually(async () => {
+      const errors = (await (
+        await fetch(`http://127.0.0.1:${port}/api/manifests/errors`)
+      ).json()) as { items: unknown[] };
+      expect(errors.items).toEqual([]);
+      const triggers = (await (await fetch(`http://127.0.0.1:${port}/api/triggers`)).json()) as {
+        items: { name: string; status: { conditions?: { type: string; status: string }[] } }[];
+      };
+      const ready = triggers.items.map((t) => [
+        t.name,
+        t.status.conditions?.find((c) => c.type === 'Ready')?.status,
+      ]);
+      expect(ready).toEqual(triggers.items.map((t) => [t.name, 'True']));
+      expect(triggers.items.length).toBeGreaterThanOrEqual(5);
+    }, 10_000);
+  });
+
+  it('the README quickstart requests work as written', async () => {
+    const hello = await fetch(
+      `http://127.0.0.1:${port}/webhook/default-development-hello/default`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"name":"Ada"}',
+      },
+    );
+    expect(hello.status).toBe(202);
+    const orders = await fetch(
+      `http://127.0.0.1:${port}/webhook/default-production-orders/ingest`,
+      {
+        method: 'POST',
+        headers: { 'x-api-key': 'demo-key-acme-0001', 'content-type': 'application/json' },
+        body: '{"orderId":"A-1001","total":1250,"currency":"EUR"}',
+      },
+    );
+    expect(orders.status).toBe(200);
+    expect(await orders.json()).toEqual({
+      orderId: 'A-1001',
+      total: 1250,
+      currency: 'EUR',
+      customer: 'acme',
+      decision: 'manual-review',
+    });
+  });
+
+  it('SIGTERM shuts down cleanly', async () => {
+    await writeFile(join(dir, 'extra.yaml'), '');
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    child = spawn('true');
+  });
+});

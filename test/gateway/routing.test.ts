@@ -1,0 +1,202 @@
+// The gateway skeleton: 404, 405 with Allow, HEAD and OPTIONS, problem documents,
+// and one execution per accepted request with a 202 handle.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CATALOGUE, PROBLEM_BASE } from '../../runtime/errors.ts';
+import { eventually } from '../support/eventually.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+
+let rt: TestRuntime;
+const base = '/webhook/default-production-orders';
+
+beforeAll(async () => {
+  rt = await startRuntime();
+  await rt.apply(
+    'orders.yaml',
+    [
+      workflow('orders'),
+      trigger('ingest', { pathSegment: 'ingest', methods: ['POST', 'GET', 'HEAD'] }),
+      trigger('items', { pathSegment: 'orders/:orderId/items/:item', methods: ['PUT'] }),
+      trigger('opts', { pathSegment: 'opts', methods: ['OPTIONS'] }),
+      trigger('off', { pathSegment: 'off', deploy: false }),
+    ],
+    ['ingest', 'items', 'opts'],
+  );
+});
+afterAll(() => rt.stop());
+
+function expectProblem(
+  res: { statusCode: number; headers: Record<string, unknown>; json(): unknown },
+  status: number,
+  type: string,
+) {
+  expect(res.statusCode).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  const body = res.json() as Record<string, unknown>;
+  expect(body).toMatchObject({ type: PROBLEM_BASE + type, status });
+  expect(typeof body.title).toBe('string');
+  expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+/); // never a stack trace
+  return body;
+}
+
+describe('routing', () => {
+  it('an unknown path is 404 route-not-found', async () => {
+    expectProblem(
+      await rt.app.inject({ method: 'POST', url: `${base}/nope` }),
+      404,
+      CATALOGUE.HG_ERR_ROUTE_NOT_FOUND.type,
+    );
+    expectProblem(
+      await rt.app.inject({ method: 'POST', url: '/webhook/other-production-orders/ingest' }),
+      404,
+      'route-not-found',
+    );
+  });
+
+  it('a trigger with deploy: false is not reachable (404)', async () => {
+    expectProblem(
+      await rt.app.inject({ method: 'POST', url: `${base}/off` }),
+      404,
+      'route-not-found',
+    );
+  });
+
+  it('a path outside /webhook is a 404 problem too', async () => {
+    expectProblem(await rt.app.inject({ method: 'GET', url: '/nothing-here' }), 404, 'not-found');
+  });
+
+  it('a method that is not enabled is 405 with Allow', async () => {
+    const res = await rt.app.inject({ method: 'DELETE', url: `${base}/ingest` });
+    const body = expectProblem(res, 405, 'method-not-allowed');
+    expect(res.headers.allow).toBe('POST, GET, HEAD, OPTIONS');
+    expect(body.allowed).toEqual(['POST', 'GET', 'HEAD']);
+  });
+
+  it('OPTIONS on an endpoint without OPTIONS enabled answers 204 with Allow and starts nothing', async () => {
+    const before = (await rt.engine.list({})).length;
+    const res = await rt.app.inject({ method: 'OPTIONS', url: `${base}/ingest` });
+    expect(res.statusCode).toBe(204);
+    expect(res.headers.allow).toBe('POST, GET, HEAD, OPTIONS');
+    expect(res.body).toBe('');
+    expect((await rt.engine.list({})).length).toBe(before);
+  });
+
+  it('OPTIONS enabled as a method starts an execution like any other', async () => {
+    const res = await rt.app.inject({ method: 'OPTIONS', url: `${base}/opts` });
+    expect(res.statusCode).toBe(202);
+  });
+
+  it('a CORS preflight to an endpoint without CORS is refused (403)', async () => {
+    const res = await rt.app.inject({
+      method: 'OPTIONS',
+      url: `${base}/ingest`,
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' },
+    });
+    expect(res.statusCode).toBe(403);
+  });
+
+  it('HEAD answers like GET without a body', async () => {
+    const res = await rt.app.inject({ method: 'HEAD', url: `${base}/ingest` });
+    expect(res.statusCode).toBe(202);
+    expect(res.body).toBe('');
+    expect(res.headers.location).toMatch(/^\/api\/executions\//);
+  });
+
+  it('HEAD on an unknown path is 404 without a body', async () => {
+    const res = await rt.app.inject({ method: 'HEAD', url: `${base}/nope` });
+    expect(res.statusCode).toBe(404);
+    expect(res.body).toBe('');
+  });
+
+  it('trailing slashes and query strings do not change the route', async () => {
+    expect((await rt.app.inject({ method: 'POST', url: `${base}/ingest/?a=1` })).statusCode).toBe(
+      202,
+    );
+  });
+});
+
+describe('immediate ACK', () => {
+  it('each accepted request starts exactly one execution and gets 202 with a handle', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await rt.app.inject({
+        method: 'POST',
+        url: `${base}/ingest?source=test`,
+        headers: { 'content-type': 'application/json', 'x-correlation-id': `corr-${i}` },
+        payload: { n: i },
+      });
+      expect(res.statusCode).toBe(202);
+      const body = res.json<{
+        executionId: string;
+        status: string;
+        links: { self: string; events: string };
+      }>();
+      expect(body.links.self).toBe(`/api/executions/${body.executionId}`);
+      expect(res.headers['x-correlation-id']).toBe(`corr-${i}`);
+      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+      ids.push(body.executionId);
+    }
+    expect(new Set(ids).size).toBe(5);
+    for (const [i, id] of ids.entries()) {
+      const execution = await eventually(async () => {
+        const e = await rt.engine.get(id);
+        if (!e || e.status !== 'succeeded') throw new Error(`not done: ${e?.status}`);
+        return e;
+      });
+      expect(execution.input.body).toEqual({ n: i });
+      expect(execution.input.query).toEqual({ source: 'test' });
+      expect(execution.input.metadata).toMatchObject({
+        correlationId: `corr-${i}`,
+        method: 'POST',
+        workflowId: 'default-production-orders',
+      });
+      const viaApi = await rt.app.inject({ method: 'GET', url: `/api/executions/${id}` });
+      expect(viaApi.json()).toMatchObject({ id, status: 'succeeded' });
+    }
+    const listed = await rt.app.inject({
+      method: 'GET',
+      url: `/api/executions?trigger=default/ingest&limit=1000`,
+    });
+    const mine = listed.json<{ items: { id: string }[] }>().items.filter((e) => ids.includes(e.id));
+    expect(mine).toHaveLength(5);
+  });
+
+  it('path parameters reach the execution', async () => {
+    const res = await rt.app.inject({ method: 'PUT', url: `${base}/orders/A-17/items/3` });
+    expect(res.statusCode).toBe(202);
+    const id = res.json<{ executionId: string }>().executionId;
+    const e = await eventually(
+      async () => (await rt.engine.get(id)) ?? Promise.reject(new Error('missing')),
+    );
+    expect(e.input.params).toEqual({ orderId: 'A-17', item: '3' });
+  });
+
+  it('an unpublished workflow answers 404 workflow-not-found', async () => {
+    await rt.apply('drafts.yaml', [
+      workflow('drafts', { publish: false }),
+      trigger('draft', { workflowRef: { name: 'drafts' } }),
+    ]);
+    await eventually(async () => {
+      const res = await rt.app.inject({
+        method: 'POST',
+        url: '/webhook/default-production-drafts/default',
+      });
+      expectProblem(res, 404, 'workflow-not-found');
+    });
+  });
+
+  it('bad execution filters are 400 problems', async () => {
+    for (const q of ['status=weird', 'limit=0', 'limit=abc', 'since=yesterday']) {
+      expectProblem(
+        await rt.app.inject({ method: 'GET', url: `/api/executions?${q}` }),
+        400,
+        'invalid-parameter',
+      );
+    }
+    expectProblem(
+      await rt.app.inject({ method: 'GET', url: '/api/executions/nope' }),
+      404,
+      'execution-not-found',
+    );
+  });
+});
