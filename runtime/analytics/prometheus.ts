@@ -1,0 +1,271 @@
+// The Prometheus analytics backend: PromQL over the Prometheus HTTP API, summing the
+// series of every gateway replica. Each figure is computed from window deltas of the
+// http_server_request_duration_seconds counters (_count, _sum, _bucket), then turned
+// into the answer by the same code as the memory backend (buildResult), so both
+// backends compute the same definitions (docs/analytics.md).
+//
+// Window delta of a counter x over window w, evaluated at the end of the current
+// minute (so the window is the current minute plus the w-1 minutes before it, like
+// the memory store):
+//   ((last_over_time(x[w]) - last_over_time(x[2m] offset w)) >= 0) or last_over_time(x[w])
+// i.e. per series the last value seen in the window minus the last value before the
+// window starts (exact: unlike increase(), nothing is extrapolated, so counts are
+// integers), and the whole value of a series that first appears inside the window (a
+// counter starts at zero). last_over_time, unlike a plain selector, ignores staleness
+// markers: a failed scrape or a replica that went away inside the window does not
+// remove what it counted. A series whose counter reset inside the window (a process
+// restarted under the same labels) counts what it gathered since the restart.
+import {
+  buildResult,
+  DEFAULT_TOP_LIMIT,
+  type AnalyticsBackend,
+  type AnalyticsFilter,
+  type AnalyticsResult,
+  type FilterOptions,
+  type GroupTotals,
+  type TimeseriesPoint,
+} from './backend.ts';
+import {
+  isErrorStatus,
+  LATENCY_BUCKETS_SECONDS,
+  LATENCY_CELLS,
+  WINDOWS,
+  type AnalyticsWindow,
+} from './definitions.ts';
+import { sortedOptions } from './memory.ts';
+import { METRIC } from './metrics.ts';
+
+const MINUTE_MS = 60_000;
+
+export interface PrometheusAnalyticsOptions {
+  /** Base URL of the Prometheus server, e.g. http://prometheus.monitoring:9090 */
+  url: string;
+  /** Extra label matchers for every selector, e.g. `job="hookgate-gateway"`. */
+  selector?: string;
+  /** Request timeout; default 10 s. */
+  timeoutMs?: number;
+  headers?: Record<string, string>;
+  now?: () => number;
+  fetch?: typeof fetch;
+}
+
+interface Sample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+interface RangeSample {
+  metric: Record<string, string>;
+  values: [number, string][];
+}
+interface ApiAnswer<T> {
+  status: 'success' | 'error';
+  data?: { resultType: string; result: T[] };
+  errorType?: string;
+  error?: string;
+}
+
+/** A PromQL double-quoted string literal. */
+export function promString(value: string): string {
+  return JSON.stringify(value);
+}
+
+function regexEscape(value: string): string {
+  return value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Label matchers for a filter (environment only for `scope: 'environment'`). */
+export function matchers(
+  filter: AnalyticsFilter,
+  extra?: string,
+  scope: 'all' | 'environment' = 'all',
+): string {
+  const out: string[] = extra ? [extra] : [];
+  if (filter.environment) out.push(`environment=${promString(filter.environment)}`);
+  if (scope === 'all') {
+    if (filter.applications.length > 0) {
+      out.push(`application=~${promString(filter.applications.map(regexEscape).join('|'))}`);
+    }
+    if (filter.method) out.push(`http_request_method=${promString(filter.method)}`);
+    if (filter.statusCode !== undefined) {
+      out.push(`http_response_status_code=${promString(String(filter.statusCode))}`);
+    }
+    if (filter.consumer !== undefined) out.push(`consumer=${promString(filter.consumer)}`);
+  }
+  return `{${out.join(',')}}`;
+}
+
+/** The exact window delta of a counter selector (see the file comment). */
+export function windowDelta(selector: string, window: string): string {
+  const last = `last_over_time(${selector}[${window}])`;
+  return `((${last} - last_over_time(${selector}[2m] offset ${window})) >= 0 or ${last})`;
+}
+
+const GROUP = 'http_request_method, http_route, http_response_status_code';
+
+export class PrometheusAnalytics implements AnalyticsBackend {
+  readonly #url: string;
+  readonly #selector: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #headers: Record<string, string>;
+  readonly #now: () => number;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: PrometheusAnalyticsOptions) {
+    this.#url = options.url.replace(/\/+$/, '');
+    this.#selector = options.selector;
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#headers = options.headers ?? {};
+    this.#now = options.now ?? Date.now;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  async query(filter: AnalyticsFilter): Promise<AnalyticsResult> {
+    const now = this.#now();
+    const { first, end } = alignedWindow(now, filter.window);
+    const m = matchers(filter, this.#selector);
+    const d = (suffix: string): string =>
+      windowDelta(`${METRIC.requestDuration}_${suffix}${m}`, filter.window);
+    const [counts, sums, buckets, series] = await Promise.all([
+      this.#instant(`sum by (${GROUP}) (${d('count')})`, end),
+      this.#instant(`sum by (${GROUP}) (${d('sum')})`, end),
+      this.#instant(`sum by (le) (${d('bucket')})`, end),
+      this.#range(
+        `sum by (http_response_status_code) (${windowDelta(`${METRIC.requestDuration}_count${m}`, '1m')})`,
+        first + MINUTE_MS,
+        end,
+      ),
+    ]);
+    return buildResult({
+      groups: groupTotals(counts, sums),
+      cells: cellsFromBuckets(buckets),
+      limit: filter.limit ?? DEFAULT_TOP_LIMIT,
+      from: first,
+      to: now,
+      points: timeseries(series, first, WINDOWS[filter.window]),
+    });
+  }
+
+  async options(filter: AnalyticsFilter): Promise<FilterOptions> {
+    const { end } = alignedWindow(this.#now(), filter.window);
+    const selector = `${METRIC.requestDuration}_count${matchers(filter, this.#selector, 'environment')}`;
+    const rows = await this.#instant(
+      `sum by (application, http_request_method, http_route, http_response_status_code, consumer) (${windowDelta(selector, filter.window)}) > 0`,
+      end,
+    );
+    const apps = new Set(filter.applications);
+    const sets = {
+      applications: new Set<string>(),
+      methods: new Set<string>(),
+      statusCodes: new Set<number>(),
+      consumers: new Set<string>(),
+      routes: new Set<string>(),
+    };
+    for (const { metric } of rows) {
+      const application = metric.application ?? '';
+      sets.applications.add(application);
+      if (apps.size > 0 && !apps.has(application)) continue;
+      sets.methods.add(metric.http_request_method ?? '');
+      sets.statusCodes.add(Number(metric.http_response_status_code));
+      sets.consumers.add(metric.consumer ?? '');
+      sets.routes.add(metric.http_route ?? '');
+    }
+    return sortedOptions(sets);
+  }
+
+  #instant(query: string, time: number): Promise<Sample[]> {
+    return this.#call<Sample>('/api/v1/query', { query, time: String(time / 1000) });
+  }
+
+  #range(query: string, start: number, end: number): Promise<RangeSample[]> {
+    return this.#call<RangeSample>('/api/v1/query_range', {
+      query,
+      start: String(start / 1000),
+      end: String(end / 1000),
+      step: '60',
+    });
+  }
+
+  async #call<T>(path: string, params: Record<string, string>): Promise<T[]> {
+    const response = await this.#fetch(this.#url + path, {
+      method: 'POST',
+      headers: { ...this.#headers, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(params).toString(),
+      signal: AbortSignal.timeout(this.#timeoutMs),
+    });
+    const text = await response.text();
+    let answer: ApiAnswer<T>;
+    try {
+      answer = JSON.parse(text) as ApiAnswer<T>;
+    } catch {
+      throw new Error(`Prometheus answered ${response.status} with a body that is not JSON`);
+    }
+    if (answer.status !== 'success' || !answer.data) {
+      throw new Error(
+        `Prometheus query failed (${response.status} ${answer.errorType ?? ''}): ${answer.error ?? ''}`,
+      );
+    }
+    return answer.data.result;
+  }
+}
+
+/** Window start (start of its first minute) and end (end of the current minute), ms. */
+function alignedWindow(now: number, window: AnalyticsWindow): { first: number; end: number } {
+  const current = Math.floor(now / MINUTE_MS);
+  return {
+    first: (current - WINDOWS[window] + 1) * MINUTE_MS,
+    end: (current + 1) * MINUTE_MS,
+  };
+}
+
+function groupKey(metric: Record<string, string>): string {
+  return `${metric.http_request_method} ${metric.http_route} ${metric.http_response_status_code}`;
+}
+
+function groupTotals(counts: Sample[], sums: Sample[]): GroupTotals[] {
+  const sumByKey = new Map(sums.map((s) => [groupKey(s.metric), Number(s.value[1])]));
+  return counts.map((c) => ({
+    method: c.metric.http_request_method ?? '',
+    route: c.metric.http_route ?? '',
+    statusCode: Number(c.metric.http_response_status_code),
+    count: Math.round(Number(c.value[1])),
+    sumSeconds: sumByKey.get(groupKey(c.metric)) ?? 0,
+  }));
+}
+
+/** Cumulative `le` buckets -> non-cumulative cells aligned with LATENCY_BUCKETS_SECONDS. */
+function cellsFromBuckets(buckets: Sample[]): Float64Array {
+  const cumulative = new Float64Array(LATENCY_CELLS);
+  for (const b of buckets) {
+    const le = b.metric.le === '+Inf' ? Infinity : Number(b.metric.le);
+    const index =
+      le === Infinity ? LATENCY_CELLS - 1 : LATENCY_BUCKETS_SECONDS.findIndex((x) => x === le);
+    if (index >= 0) cumulative[index] = Math.round(Number(b.value[1]));
+  }
+  const cells = new Float64Array(LATENCY_CELLS);
+  for (let i = 0; i < LATENCY_CELLS; i += 1) {
+    cells[i] = Math.max(
+      0,
+      (cumulative[i] as number) - (i === 0 ? 0 : (cumulative[i - 1] as number)),
+    );
+  }
+  return cells;
+}
+
+/** Range answer (one point per minute end) -> one point per minute start. */
+function timeseries(series: RangeSample[], first: number, minutes: number): TimeseriesPoint[] {
+  const points: TimeseriesPoint[] = [];
+  for (let i = 0; i < minutes; i += 1) {
+    points.push({ at: new Date(first + i * MINUTE_MS).toISOString(), requests: 0, errors: 0 });
+  }
+  for (const s of series) {
+    const error = isErrorStatus(Number(s.metric.http_response_status_code));
+    for (const [t, v] of s.values) {
+      const point = points[Math.round((t * 1000 - first) / MINUTE_MS) - 1];
+      if (!point) continue;
+      const n = Math.round(Number(v));
+      point.requests += n;
+      if (error) point.errors += n;
+    }
+  }
+  return points;
+}
