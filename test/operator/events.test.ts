@@ -1,0 +1,111 @@
+// The event recorder against the in-memory API server: Events are created with the
+// involved object, repeats are aggregated into `count`, and a noisy object is
+// rate-limited.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../operator/controller/clock.ts';
+import { EventRecorder, EventType } from '../../operator/controller/events.ts';
+import { KubeClient } from '../../operator/controller/kube-client.ts';
+import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+
+let server: KubeApiServer;
+let dir: string;
+let client: KubeClient;
+
+beforeAll(async () => {
+  server = await startKubeApiServer();
+  dir = mkdtempSync(join(tmpdir(), 'hookgate-ev-'));
+  const kc = new KubeConfig();
+  kc.loadFromFile(server.writeKubeconfig(dir));
+  client = new KubeClient(kc);
+});
+
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface EventObj {
+  involvedObject: { kind: string; name: string; namespace: string; uid?: string };
+  reason: string;
+  message: string;
+  type: string;
+  count: number;
+  source?: { component?: string };
+}
+
+const obj = (name: string) => ({
+  apiVersion: 'hookgate.dev/v1alpha1',
+  kind: 'WebhookTrigger',
+  metadata: { name, namespace: 'default', uid: `uid-${name}` },
+});
+
+async function eventsFor(name: string): Promise<EventObj[]> {
+  const list = await client.request<{ items: EventObj[] }>(
+    'GET',
+    '/api/v1/namespaces/default/events',
+  );
+  return list.items.filter((e) => e.involvedObject.name === name);
+}
+
+describe('EventRecorder', () => {
+  it('creates an Event about the object with type, reason, message and source', async () => {
+    const rec = new EventRecorder({ client, component: 'hookgate-operator', instance: 'pod-1' });
+    rec.event(obj('one'), EventType.Warning, 'SecretNotFound', 'secret "keys" not found');
+    await rec.flush();
+    const [e, ...rest] = await eventsFor('one');
+    expect(rest).toEqual([]);
+    expect(e).toMatchObject({
+      involvedObject: { kind: 'WebhookTrigger', name: 'one', namespace: 'default', uid: 'uid-one' },
+      type: 'Warning',
+      reason: 'SecretNotFound',
+      message: 'secret "keys" not found',
+      count: 1,
+      source: { component: 'hookgate-operator' },
+    });
+  });
+
+  it('aggregates a repeated event into one Event with a count', async () => {
+    const rec = new EventRecorder({ client, component: 'hookgate-operator' });
+    for (let i = 0; i < 3; i++) {
+      rec.event(obj('two'), EventType.Normal, 'Deployed', 'route registered');
+      await rec.flush();
+    }
+    rec.event(obj('two'), EventType.Normal, 'Published', 'workflow registered');
+    await rec.flush();
+    const events = await eventsFor('two');
+    expect(events.map((e) => `${e.reason}:${e.count}`).sort()).toEqual([
+      'Deployed:3',
+      'Published:1',
+    ]);
+  });
+
+  it('drops events over the per-object burst and recovers as tokens refill', async () => {
+    const clock = new FakeClock();
+    const rec = new EventRecorder({ client, component: 'x', burst: 3, qps: 1, clock });
+    for (let i = 0; i < 5; i++) rec.event(obj('three'), EventType.Normal, `R${i}`, 'm');
+    await rec.flush();
+    expect(rec.dropped).toBe(2);
+    expect(await eventsFor('three')).toHaveLength(3);
+    clock.step(1000);
+    rec.event(obj('three'), EventType.Normal, 'Later', 'm');
+    await rec.flush();
+    expect(await eventsFor('three')).toHaveLength(4);
+    // Another object has its own bucket.
+    rec.event(obj('four'), EventType.Normal, 'R', 'm');
+    await rec.flush();
+    expect(await eventsFor('four')).toHaveLength(1);
+  });
+
+  it('never throws when the API server refuses', async () => {
+    const logs: string[] = [];
+    const rec = new EventRecorder({ client, component: 'x', log: (m) => logs.push(m) });
+    server.faults.failNext(1, 500, (r) => r.path.endsWith('/events'));
+    rec.event(obj('five'), EventType.Warning, 'R', 'm');
+    await rec.flush();
+    expect(logs).toEqual(['failed to record event']);
+  });
+});
