@@ -1,0 +1,160 @@
+// Leader election (O9) on a real coordination.k8s.io/v1 Lease served by the in-memory
+// API server, with short durations: LeaseDuration 2 s > RenewDeadline 1 s > 1.2 ×
+// RetryPeriod (200 ms). Assertions are on the Lease and on the callbacks.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient } from '../../operator/controller/kube-client.ts';
+import { LeaderElector, LeaseLock } from '../../operator/controller/leader-election.ts';
+import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+
+const LEASE_MS = 2000;
+const RENEW_MS = 1000;
+const RETRY_MS = 200;
+
+let server: KubeApiServer;
+let dir: string;
+let client: KubeClient;
+let leaseCounter = 0;
+const electors: LeaderElector[] = [];
+
+beforeAll(async () => {
+  server = await startKubeApiServer();
+  dir = mkdtempSync(join(tmpdir(), 'hookgate-le-'));
+  const kc = new KubeConfig();
+  kc.loadFromFile(server.writeKubeconfig(dir));
+  client = new KubeClient(kc);
+});
+
+afterEach(async () => {
+  server.faults.clear();
+  await Promise.all(electors.splice(0).map((e) => e.stop()));
+});
+
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface LeaseObj {
+  spec: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    leaseTransitions?: number;
+    renewTime?: string;
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function eventually(assertion: () => void | Promise<void>, timeoutMs = 6000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await assertion();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(20);
+    }
+  }
+}
+
+function candidate(leaseName: string, id: string, releaseOnCancel = true) {
+  const c = {
+    id,
+    started: [] as number[],
+    stopped: [] as number[],
+    signal: undefined as AbortSignal | undefined,
+    elector: undefined as unknown as LeaderElector,
+  };
+  c.elector = new LeaderElector({
+    lock: new LeaseLock(client, 'default', leaseName),
+    identity: id,
+    leaseDurationMs: LEASE_MS,
+    renewDeadlineMs: RENEW_MS,
+    retryPeriodMs: RETRY_MS,
+    releaseOnCancel,
+    onStartedLeading: (signal) => {
+      c.started.push(Date.now());
+      c.signal = signal;
+    },
+    onStoppedLeading: () => c.stopped.push(Date.now()),
+  });
+  electors.push(c.elector);
+  void c.elector.run();
+  return c;
+}
+
+const getLease = (name: string) =>
+  client.request<LeaseObj>('GET', `/apis/coordination.k8s.io/v1/namespaces/default/leases/${name}`);
+
+describe('LeaderElector on a Lease (in-memory API server)', () => {
+  it('exactly one of two candidates leads', async () => {
+    const lease = `le${++leaseCounter}`;
+    const a = candidate(lease, 'a');
+    const b = candidate(lease, 'b');
+    await eventually(() => expect(a.started.length + b.started.length).toBe(1));
+    await sleep(LEASE_MS + 500);
+    const leaders = [a, b].filter((c) => c.elector.isLeader());
+    expect(leaders).toHaveLength(1);
+    expect(a.started.length + b.started.length).toBe(1);
+    const l = await getLease(lease);
+    expect(l.spec.holderIdentity).toBe(leaders[0]?.id);
+    expect(l.spec.leaseDurationSeconds).toBe(2);
+    expect(l.spec.renewTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  });
+
+  it('a killed leader (no release) is replaced after about LeaseDuration + RetryPeriod', async () => {
+    const lease = `le${++leaseCounter}`;
+    const a = candidate(lease, 'a', false);
+    await eventually(() => expect(a.started).toHaveLength(1));
+    const b = candidate(lease, 'b');
+    await sleep(600);
+    expect(b.started).toHaveLength(0);
+    await a.elector.stop(); // stops renewing; releaseOnCancel=false leaves the Lease as a crash would
+    const killedAt = Date.now();
+    expect((await getLease(lease)).spec.holderIdentity).toBe('a');
+    await eventually(() => expect(b.started).toHaveLength(1), LEASE_MS * 3);
+    const took = (b.started[0] ?? 0) - killedAt;
+    expect(took).toBeGreaterThanOrEqual(LEASE_MS - RETRY_MS - 50);
+    expect(took).toBeLessThanOrEqual(LEASE_MS + RETRY_MS * (1 + 1.2) + 300);
+    const l = await getLease(lease);
+    expect(l.spec.holderIdentity).toBe('b');
+    expect(l.spec.leaseTransitions).toBe(1);
+  });
+
+  it('a released lease is taken over within a RetryPeriod or two', async () => {
+    const lease = `le${++leaseCounter}`;
+    const a = candidate(lease, 'a');
+    await eventually(() => expect(a.started).toHaveLength(1));
+    const b = candidate(lease, 'b');
+    await sleep(300);
+    await a.elector.stop();
+    const releasedAt = Date.now();
+    await eventually(() => expect(b.started).toHaveLength(1));
+    expect((b.started[0] ?? 0) - releasedAt).toBeLessThanOrEqual(RETRY_MS * 2.2 * 2 + 200);
+    expect(a.stopped).toHaveLength(1);
+  });
+
+  it('a leader that cannot renew before RenewDeadline stops leading, before anyone takes over', async () => {
+    const lease = `le${++leaseCounter}`;
+    const a = candidate(lease, 'a');
+    await eventually(() => expect(a.started).toHaveLength(1));
+    // Every Lease call now hangs for 3 s: the leader is cut off from the API server.
+    const frozenAt = Date.now();
+    server.faults.delayNext(1000, 3000, (r) => r.path.includes('/leases'));
+    await eventually(() => expect(a.stopped).toHaveLength(1), RENEW_MS * 3);
+    expect((a.stopped[0] ?? 0) - frozenAt).toBeLessThanOrEqual(RENEW_MS + RETRY_MS + 300);
+    expect((a.stopped[0] ?? 0) - frozenAt).toBeLessThan(LEASE_MS);
+    expect(a.signal?.aborted).toBe(true);
+    expect(a.elector.isLeader()).toBe(true); // its last view; it no longer acts on it
+    server.faults.clear();
+    // It does not come back by itself: run() has returned.
+    const b = candidate(lease, 'b');
+    await eventually(() => expect(b.started).toHaveLength(1), LEASE_MS * 4);
+    expect(a.started).toHaveLength(1);
+  });
+});
