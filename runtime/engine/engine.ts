@@ -272,16 +272,12 @@ export class InProcessEngine implements ExecutionEngine {
    */
   async close(timeoutMs = 10_000): Promise<{ drained: boolean }> {
     this.#closing = true;
-    const everything = (): Promise<unknown> =>
-      Promise.all([...[...this.#hot.values()].map((h) => h.done), ...this.#deliveries]);
     const timer = new AbortController();
-    const drained = await Promise.race([
-      everything().then(() => true),
-      sleep(timeoutMs, timer.signal).then(
-        () => false,
-        () => true,
-      ),
-    ]);
+    const timeout = sleep(timeoutMs, timer.signal).then(
+      () => 'timeout' as const,
+      () => 'timeout' as const,
+    );
+    const drained = await this.#settle(timeout);
     timer.abort();
     if (!drained) {
       this.#aborting = true;
@@ -290,10 +286,21 @@ export class InProcessEngine implements ExecutionEngine {
       }
       for (const hot of this.#hot.values()) hot.abort.abort(new Error('engine shut down'));
       this.#deliveryAbort.abort(new Error('engine shut down'));
-      await everything();
+      await this.#settle();
     }
     await Promise.all(this.#owned.map((o) => o.close()));
     return { drained };
+  }
+
+  /** Waits until no execution is hot and no delivery pending (or `timeout` wins). */
+  async #settle(timeout?: Promise<'timeout'>): Promise<boolean> {
+    for (;;) {
+      const pending = [...[...this.#hot.values()].map((h) => h.done), ...this.#deliveries];
+      if (pending.length === 0) return true;
+      const all = Promise.all(pending).then(() => 'done' as const);
+      const outcome = await (timeout ? Promise.race([all, timeout]) : all);
+      if (outcome === 'timeout') return false;
+    }
   }
 
   #snapshot(hot: Hot): Execution {

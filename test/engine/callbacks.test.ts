@@ -183,7 +183,7 @@ describe('callback delivery', () => {
 
   it('retries after a timeout with the same webhook-id', async () => {
     script = (_req, i) => (i === 0 ? { status: 200, hangMs: 1500 } : { status: 200 });
-    const s = sender({ timeoutMs: 100 });
+    const s = sender({ timeoutMs: 300 });
     const result = await s.deliver(`${receiver.url}/cb`, execution('exec-3'));
     expect(result).toMatchObject({ delivered: true, attempts: 2 });
     expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([

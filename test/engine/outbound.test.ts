@@ -327,11 +327,11 @@ describe('http node', () => {
       {
         id: 'call',
         type: 'http',
-        request: { method: 'GET', url: `${receiver.url}/slow`, timeout: '50ms', retries: 1 },
+        request: { method: 'GET', url: `${receiver.url}/slow`, timeout: '250ms', retries: 1 },
       },
     ]);
     expect(execution.status).toBe('failed');
-    expect(execution.error?.message).toMatch(/timed out after 50 ms/);
+    expect(execution.error?.message).toMatch(/timed out after 250 ms/);
     expect(slowCalls).toBe(2);
   });
 

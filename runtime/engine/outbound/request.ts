@@ -70,11 +70,23 @@ export async function sendOutbound(
     const refusal = findRefusal(error);
     if (refusal) throw refusal;
     if (error instanceof OutboundRefusedError) throw error;
-    if (timeout.aborted && !req.signal?.aborted) {
+    if ((timeout.aborted || isUndiciTimeout(error)) && !req.signal?.aborted) {
       throw new OutboundTimeoutError(`request timed out after ${req.timeoutMs} ms`);
     }
     throw error;
   }
+}
+
+const UNDICI_TIMEOUTS = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** undici's own timers may fire before the AbortSignal timeout: same outcome. */
+function isUndiciTimeout(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && UNDICI_TIMEOUTS.has(code);
 }
 
 /** Whether a status deserves another attempt: 429 and 5xx. */
