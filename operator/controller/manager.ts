@@ -1,0 +1,167 @@
+// The operator process's lifecycle around leader election, after controller-runtime's
+// manager (O9, O10):
+//
+// - With leader election, the leader-only work (the resource source and the
+//   controllers) starts when this replica acquires the Lease.
+// - Losing the Lease ends the process at once, without draining: another replica may
+//   already be leading, and there is no fencing. `onLostLeadership` defaults to exit(1).
+// - `shutdown()` (SIGTERM) stops taking keys and drains in-flight reconciles within
+//   `drainTimeoutMs`, then releases the Lease (empty holder, 1 s) so the next replica
+//   takes over at once. The default budget keeps the whole sequence inside Kubernetes'
+//   default terminationGracePeriodSeconds of 30 s.
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { KubeClient } from './kube-client.ts';
+import {
+  LeaderElector,
+  LeaseLock,
+  type LeaderElectionConfig,
+  type ResourceLock,
+} from './leader-election.ts';
+import type { OperatorMetrics } from './metrics.ts';
+
+/** What the leader runs: anything that can be stopped with a drain budget. */
+export interface Stoppable {
+  stop(drainTimeoutMs?: number): Promise<void>;
+}
+
+export interface LeaderElectionSettings {
+  /** The Lease: a ResourceLock (tests) or where to find it. */
+  lock: ResourceLock | { client: KubeClient; namespace: string; name: string };
+  /** Defaults to `<hostname>_<uuid>`, as client-go's examples do. */
+  identity?: string;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  clock?: LeaderElectionConfig['clock'];
+}
+
+export interface ManagerOptions {
+  /** Start the leader-only work. Resolves once it runs (after the source synced). */
+  startLeading: (signal: AbortSignal) => Promise<Stoppable>;
+  /** Omit (or false) to run without leader election (one replica, or dev). */
+  leaderElection?: LeaderElectionSettings | false;
+  /** Drain budget for `shutdown()`. Default 25 s (leaves room to release within 30 s). */
+  drainTimeoutMs?: number;
+  /** Called when the Lease is lost while running. Default: process.exit(1). */
+  onLostLeadership?: () => void;
+  metrics?: OperatorMetrics;
+  /** Name of the leader gauge's `name` label. Default the Lease name or `hookgate`. */
+  name?: string;
+  log?: (msg: string, fields?: object) => void;
+}
+
+export const DEFAULT_SHUTDOWN_DRAIN_MS = 25_000;
+
+export class Manager {
+  readonly #o: ManagerOptions;
+  readonly #log: (msg: string, fields?: object) => void;
+  #elector: LeaderElector | undefined;
+  #work: Promise<Stoppable | undefined> | undefined;
+  #identity: string | undefined;
+  #shuttingDown = false;
+  #started = false;
+
+  constructor(options: ManagerOptions) {
+    this.#o = options;
+    this.#log = options.log ?? (() => {});
+  }
+
+  /** The identity this replica campaigns with (undefined without leader election). */
+  get identity(): string | undefined {
+    return this.#identity;
+  }
+
+  /** Begin: campaign for the Lease, or start the work at once without leader election. */
+  start(): void {
+    if (this.#started) throw new Error('manager already started');
+    this.#started = true;
+    const le = this.#o.leaderElection;
+    if (!le) {
+      this.#work = this.#startWork(new AbortController().signal);
+      return;
+    }
+    const lock =
+      'get' in le.lock ? le.lock : new LeaseLock(le.lock.client, le.lock.namespace, le.lock.name);
+    const name = this.#o.name ?? ('name' in le.lock ? le.lock.name : 'hookgate');
+    this.#identity = le.identity ?? `${hostname()}_${randomUUID()}`;
+    this.#elector = new LeaderElector({
+      lock,
+      identity: this.#identity,
+      ...(le.leaseDurationMs !== undefined ? { leaseDurationMs: le.leaseDurationMs } : {}),
+      ...(le.renewDeadlineMs !== undefined ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+      ...(le.retryPeriodMs !== undefined ? { retryPeriodMs: le.retryPeriodMs } : {}),
+      ...(le.clock ? { clock: le.clock } : {}),
+      log: this.#log,
+      onLeaderStatus: (leading) => this.#o.metrics?.isLeader.set({ name }, leading ? 1 : 0),
+      onStartedLeading: (signal) => {
+        this.#work = this.#startWork(signal);
+      },
+      onStoppedLeading: () => {
+        if (this.#shuttingDown) return;
+        this.#log('leader election lost; exiting without drain', { identity: this.#identity });
+        (this.#o.onLostLeadership ?? (() => process.exit(1)))();
+      },
+    });
+    void this.#elector.run();
+  }
+
+  /**
+   * Graceful stop (SIGTERM): stop the leader work with the drain budget, then release
+   * the Lease. Safe to call more than once.
+   */
+  async shutdown(): Promise<void> {
+    if (this.#shuttingDown) return;
+    this.#shuttingDown = true;
+    const work = await this.#work;
+    if (work) {
+      this.#log('draining', { timeoutMs: this.#o.drainTimeoutMs ?? DEFAULT_SHUTDOWN_DRAIN_MS });
+      await work.stop(this.#o.drainTimeoutMs ?? DEFAULT_SHUTDOWN_DRAIN_MS);
+    }
+    await this.#elector?.stop();
+    this.#log('manager stopped');
+  }
+
+  async #startWork(signal: AbortSignal): Promise<Stoppable | undefined> {
+    try {
+      return await this.#o.startLeading(signal);
+    } catch (err) {
+      this.#log('leader work failed to start', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+      if (!this.#shuttingDown) (this.#o.onLostLeadership ?? (() => process.exit(1)))();
+      return undefined;
+    }
+  }
+}
+
+/**
+ * SIGTERM/SIGINT: graceful `shutdown()` then `exit(0)`; a second signal exits at once.
+ * Returns a function that removes the handlers.
+ */
+export function handleSignals(
+  manager: Manager,
+  exit: (code: number) => void = (code) => process.exit(code),
+): () => void {
+  let signalled = false;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (signalled) {
+      exit(1);
+      return;
+    }
+    signalled = true;
+    manager.shutdown().then(
+      () => exit(0),
+      (err: unknown) => {
+        console.error(`hookgate: shutdown after ${sig} failed:`, err);
+        exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return () => {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  };
+}

@@ -1,0 +1,161 @@
+// The operator lifecycle (O9, O10) on a real Lease in the in-memory API server:
+// leader-only work starts on the leader only; SIGTERM drains before releasing the
+// Lease; losing the Lease exits without draining.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient } from '../../operator/controller/kube-client.ts';
+import { Manager, handleSignals } from '../../operator/controller/manager.ts';
+import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+
+let server: KubeApiServer;
+let dir: string;
+let client: KubeClient;
+let leaseCounter = 0;
+
+beforeAll(async () => {
+  server = await startKubeApiServer();
+  dir = mkdtempSync(join(tmpdir(), 'hookgate-mgr-'));
+  const kc = new KubeConfig();
+  kc.loadFromFile(server.writeKubeconfig(dir));
+  client = new KubeClient(kc);
+});
+
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function eventually(assertion: () => void | Promise<void>, timeoutMs = 6000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await assertion();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(20);
+    }
+  }
+}
+
+const holder = async (lease: string) =>
+  (
+    await client.request<{ spec: { holderIdentity?: string } }>(
+      'GET',
+      `/apis/coordination.k8s.io/v1/namespaces/default/leases/${lease}`,
+    )
+  ).spec.holderIdentity;
+
+function replica(lease: string, id: string) {
+  const r = {
+    id,
+    started: 0,
+    stops: [] as (number | undefined)[],
+    holderAtStop: [] as (string | undefined)[],
+    lost: 0,
+    manager: undefined as unknown as Manager,
+  };
+  r.manager = new Manager({
+    leaderElection: {
+      lock: { client, namespace: 'default', name: lease },
+      identity: id,
+      leaseDurationMs: 2000,
+      renewDeadlineMs: 1000,
+      retryPeriodMs: 200,
+    },
+    startLeading: async () => {
+      r.started++;
+      await Promise.resolve();
+      return {
+        stop: async (ms?: number) => {
+          r.stops.push(ms);
+          r.holderAtStop.push(await holder(lease));
+        },
+      };
+    },
+    onLostLeadership: () => r.lost++,
+  });
+  r.manager.start();
+  return r;
+}
+
+describe('Manager', () => {
+  it('without leader election starts the work at once and drains it on shutdown', async () => {
+    const stops: (number | undefined)[] = [];
+    let started = 0;
+    const m = new Manager({
+      startLeading: () => {
+        started++;
+        return Promise.resolve({ stop: (ms?: number) => (stops.push(ms), Promise.resolve()) });
+      },
+    });
+    m.start();
+    await eventually(() => expect(started).toBe(1));
+    await m.shutdown();
+    await m.shutdown();
+    expect(stops).toEqual([25_000]);
+    expect(m.identity).toBeUndefined();
+  });
+
+  it('runs the work on the leader only; shutdown drains first, then releases the Lease', async () => {
+    const lease = `mgr${++leaseCounter}`;
+    const a = replica(lease, 'a');
+    await eventually(() => expect(a.started).toBe(1));
+    const b = replica(lease, 'b');
+    await sleep(600);
+    expect(b.started).toBe(0);
+    await a.manager.shutdown();
+    expect(a.stops).toEqual([25_000]);
+    expect(a.holderAtStop).toEqual(['a']); // still held while draining
+    expect(a.lost).toBe(0);
+    await eventually(() => expect(b.started).toBe(1), 1500); // released: no LeaseDuration wait
+    expect(await holder(lease)).toBe('b');
+    await b.manager.shutdown();
+    expect(await holder(lease)).toBe('');
+  });
+
+  it('losing the Lease exits at once, without draining', async () => {
+    const lease = `mgr${++leaseCounter}`;
+    const a = replica(lease, 'a');
+    await eventually(() => expect(a.started).toBe(1));
+    server.faults.delayNext(1000, 2500, (r) => r.path.endsWith(`/leases/${lease}`));
+    await eventually(() => expect(a.lost).toBe(1), 3000);
+    expect(a.stops).toEqual([]);
+    server.faults.clear();
+  });
+
+  it('handleSignals: SIGTERM shuts down then exits 0; a second signal exits 1 at once', async () => {
+    let stopped = 0;
+    let release: () => void = () => {};
+    const m = new Manager({
+      startLeading: () =>
+        Promise.resolve({
+          stop: () => {
+            stopped++;
+            return new Promise<void>((r) => (release = r));
+          },
+        }),
+    });
+    m.start();
+    await sleep(10);
+    const codes: number[] = [];
+    const remove = handleSignals(m, (c) => codes.push(c));
+    try {
+      process.emit('SIGTERM');
+      await sleep(10);
+      expect(stopped).toBe(1);
+      expect(codes).toEqual([]);
+      process.emit('SIGINT');
+      expect(codes).toEqual([1]);
+      release();
+      await eventually(() => expect(codes).toEqual([1, 0]));
+    } finally {
+      remove();
+    }
+  });
+});
