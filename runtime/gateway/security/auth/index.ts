@@ -1,0 +1,58 @@
+// Authentication of a webhook request, dispatched on route.spec.auth.method.
+//
+//   none   → {}                         (no credentials asked for)
+//   apiKey → { consumer }               (api-key.ts)
+//   bearer → { consumer? }              (jwt.ts)
+//   oauth2 → { consumer? } + scopes     (oauth2.ts)
+//
+// Failures are HttpProblems: 401 credentials-missing / credentials-invalid (with
+// WWW-Authenticate), 403 insufficient-scope, 503 auth-unavailable.
+import { HttpProblem } from '../../../errors.ts';
+import type { RouteRecord } from '../../../stores/ports.ts';
+import type { HeaderMap } from '../headers.ts';
+import { authenticateApiKey } from './api-key.ts';
+import { authenticateBearer, defaultJwtVerifier, type JwtVerifier } from './jwt.ts';
+import { defaultOAuth2Verifier, OAuth2Verifier } from './oauth2.ts';
+
+export interface AuthResult {
+  /** Who called: API key consumer id, or the token's sub / client_id / azp. */
+  consumer?: string;
+}
+
+export type Authenticator = (route: RouteRecord, headers: HeaderMap) => Promise<AuthResult>;
+
+/** An authenticator with its own verifiers (its own JWKS and introspection caches). */
+export function createAuthenticator(
+  verifiers: { jwt?: JwtVerifier; oauth2?: OAuth2Verifier } = {},
+): Authenticator {
+  const jwt = verifiers.jwt ?? defaultJwtVerifier;
+  const oauth2 =
+    verifiers.oauth2 ?? (verifiers.jwt ? new OAuth2Verifier({ jwt }) : defaultOAuth2Verifier);
+  return async (route, headers) => {
+    const method = route.spec.auth?.method ?? 'none';
+    switch (method) {
+      case 'none':
+        return {};
+      case 'apiKey':
+        if (!route.spec.auth?.apiKey) {
+          throw new HttpProblem('HG_ERR_INTERNAL', 'API key authentication is not configured.');
+        }
+        return authenticateApiKey(route, headers);
+      case 'bearer':
+        return authenticateBearer(route, headers, jwt);
+      case 'oauth2':
+        return oauth2.authenticate(route, headers);
+      default:
+        throw new HttpProblem('HG_ERR_INTERNAL', 'Unknown authentication method.');
+    }
+  };
+}
+
+const defaultAuthenticator = createAuthenticator();
+
+/** Authenticates a request for a route with the process-wide verifiers. */
+export function authenticate(route: RouteRecord, headers: HeaderMap): Promise<AuthResult> {
+  return defaultAuthenticator(route, headers);
+}
+
+export { type HeaderMap } from '../headers.ts';

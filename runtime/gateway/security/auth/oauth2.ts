@@ -1,0 +1,226 @@
+// OAuth 2.0 with scope-based access control (spec: Authentication 4; acceptance rule G4).
+//
+// Tokens are JWT access tokens checked against the provider's JWKS (jwksUrl, see jwt.ts)
+// or opaque tokens checked by RFC 7662 introspection:
+// - POST application/x-www-form-urlencoded `token=…&token_type_hint=access_token` to the
+//   endpoint with HTTP Basic client credentials (clientId + the Secret's client secret,
+//   each form-urlencoded first, RFC 6749 §2.3.1); redirects are not followed.
+// - The answer must say `active: true`; then `exp`/`nbf` (with clockToleranceSeconds),
+//   `iss` (exact) and `aud` (one of audiences) are checked when present.
+// - Active answers are cached per route and token digest for
+//   min(cacheSeconds, exp − now); inactive answers and failures are not cached.
+// - The endpoint unreachable, slow (timeoutMs, default 5 s), answering non-2xx or
+//   non-JSON → 503 auth-unavailable: fail closed, never "let it through".
+// Scopes: every requiredScopes entry must be in the space-separated `scope` claim (or
+// the `scp` array some providers use); otherwise 403 insufficient-scope with
+// `WWW-Authenticate: Bearer error="insufficient_scope", scope="<required>"`.
+import { createHash } from 'node:crypto';
+import type { WebhookTriggerSpec } from '../../../../operator/api/v1alpha1/index.ts';
+import { HttpProblem } from '../../../errors.ts';
+import type { RouteRecord } from '../../../stores/ports.ts';
+import type { HeaderMap } from '../headers.ts';
+import {
+  authUnavailable,
+  bearerChallenge,
+  bearerToken,
+  consumerOf,
+  defaultJwtVerifier,
+  invalidToken,
+  type JwtVerifier,
+} from './jwt.ts';
+
+export type OAuth2Config = NonNullable<NonNullable<WebhookTriggerSpec['auth']>['oauth2']>;
+
+type Claims = Record<string, unknown>;
+type Introspection = NonNullable<OAuth2Config['introspection']>;
+
+export interface OAuth2VerifierOptions {
+  jwt?: JwtVerifier;
+  /** The fetch used for introspection (default: global fetch). */
+  fetch?: typeof fetch;
+  /** Introspection timeout (default 5000 ms). */
+  timeoutMs?: number;
+  /** The clock in milliseconds (tests). */
+  now?: () => number;
+  /** Largest number of cached introspection answers (default 10 000). */
+  maxCacheEntries?: number;
+}
+
+/** The scopes a token carries: `scope` (space-separated) or `scp` (array or string). */
+export function tokenScopes(claims: Claims): Set<string> {
+  const raw = claims.scope ?? claims.scp;
+  const list =
+    typeof raw === 'string'
+      ? raw.split(' ')
+      : Array.isArray(raw)
+        ? raw.filter((s): s is string => typeof s === 'string')
+        : [];
+  return new Set(list.filter((s) => s !== ''));
+}
+
+/** Throws 403 insufficient_scope unless every required scope is present. */
+export function checkScopes(claims: Claims, required: readonly string[]): void {
+  if (required.length === 0) return;
+  const granted = tokenScopes(claims);
+  const missing = required.filter((s) => !granted.has(s));
+  if (missing.length === 0) return;
+  throw new HttpProblem(
+    'HG_ERR_INSUFFICIENT_SCOPE',
+    `The access token lacks the required scope${missing.length === 1 ? '' : 's'}: ${missing.join(' ')}.`,
+    {
+      headers: {
+        'WWW-Authenticate': bearerChallenge({
+          error: 'insufficient_scope',
+          scope: required.join(' '),
+        }),
+      },
+      extensions: { requiredScopes: [...required], missingScopes: missing },
+    },
+  );
+}
+
+function basicAuth(clientId: string, secret: string): string {
+  const encode = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${encode(clientId)}:${encode(secret)}`).toString('base64')}`;
+}
+
+function audienceMatches(aud: unknown, audiences: readonly string[]): boolean {
+  const list = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
+  return list.some((a) => typeof a === 'string' && audiences.includes(a));
+}
+
+export class OAuth2Verifier {
+  readonly #jwt: JwtVerifier;
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+  readonly #now: () => number;
+  readonly #maxEntries: number;
+  readonly #cache = new Map<string, { claims: Claims; expiresAt: number }>();
+
+  constructor(options: OAuth2VerifierOptions = {}) {
+    this.#jwt = options.jwt ?? defaultJwtVerifier;
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.#timeoutMs = options.timeoutMs ?? 5000;
+    this.#now = options.now ?? Date.now;
+    this.#maxEntries = options.maxCacheEntries ?? 10_000;
+  }
+
+  /** Authenticates the request's bearer token and checks its scopes. */
+  async authenticate(route: RouteRecord, headers: HeaderMap): Promise<{ consumer?: string }> {
+    const config = route.spec.auth?.oauth2;
+    if (!config) throw new HttpProblem('HG_ERR_INTERNAL', 'OAuth 2.0 is not configured.');
+    const token = bearerToken(headers);
+    const claims = config.introspection
+      ? await this.#introspect(route, config, config.introspection, token)
+      : await this.#jwt.verify(route, config, token);
+    checkScopes(claims, config.requiredScopes ?? []);
+    const consumer = consumerOf(claims);
+    return consumer === undefined ? {} : { consumer };
+  }
+
+  async #introspect(
+    route: RouteRecord,
+    config: OAuth2Config,
+    introspection: Introspection,
+    token: string,
+  ): Promise<Claims> {
+    const cacheKey = [
+      route.key,
+      introspection.url,
+      introspection.clientId,
+      createHash('sha256').update(token).digest('hex'),
+    ].join('|');
+    const now = this.#now();
+    const hit = this.#cache.get(cacheKey);
+    if (hit && hit.expiresAt > now) return hit.claims;
+    if (hit) this.#cache.delete(cacheKey);
+
+    const claims = await this.#callEndpoint(route, introspection, token);
+    this.#checkIntrospected(claims, config, now);
+
+    const ttlMs = Math.min(
+      (introspection.cacheSeconds ?? 60) * 1000,
+      typeof claims.exp === 'number' ? claims.exp * 1000 - now : Infinity,
+    );
+    if (ttlMs > 0) {
+      if (this.#cache.size >= this.#maxEntries) {
+        const oldest = this.#cache.keys().next();
+        if (!oldest.done) this.#cache.delete(oldest.value);
+      }
+      this.#cache.set(cacheKey, { claims, expiresAt: now + ttlMs });
+    }
+    return claims;
+  }
+
+  async #callEndpoint(
+    route: RouteRecord,
+    introspection: Introspection,
+    token: string,
+  ): Promise<Claims> {
+    const secret = route.credentials.introspectionClientSecret;
+    if (secret === undefined) {
+      throw authUnavailable('The token introspection client secret is not configured.');
+    }
+    let response: Response;
+    try {
+      response = await this.#fetch(introspection.url, {
+        method: 'POST',
+        headers: {
+          authorization: basicAuth(introspection.clientId, secret),
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
+        body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
+        redirect: 'error',
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+    } catch {
+      throw authUnavailable('The token introspection endpoint is unreachable; try again later.');
+    }
+    let body: unknown;
+    try {
+      body = response.ok ? await response.json() : undefined;
+    } catch {
+      body = undefined;
+    }
+    if (!response.ok || typeof body !== 'object' || body === null || Array.isArray(body)) {
+      await response.body?.cancel().catch(() => {});
+      throw authUnavailable(
+        'The token introspection endpoint did not answer usefully; try again later.',
+      );
+    }
+    return body as Claims;
+  }
+
+  #checkIntrospected(claims: Claims, config: OAuth2Config, now: number): void {
+    if (claims.active !== true) throw invalidToken('The token is not active');
+    const toleranceMs = (config.clockToleranceSeconds ?? 30) * 1000;
+    if (typeof claims.exp === 'number' && claims.exp * 1000 <= now - toleranceMs) {
+      throw invalidToken('The token has expired');
+    }
+    if (typeof claims.nbf === 'number' && claims.nbf * 1000 > now + toleranceMs) {
+      throw invalidToken('The token is not yet valid');
+    }
+    if (claims.iss !== undefined && claims.iss !== config.issuer) {
+      throw invalidToken('The token issuer is not accepted');
+    }
+    if (claims.aud !== undefined && !audienceMatches(claims.aud, config.audiences)) {
+      throw invalidToken('The token audience is not accepted');
+    }
+  }
+
+  /** Number of cached introspection answers (for tests and metrics). */
+  get cacheSize(): number {
+    return this.#cache.size;
+  }
+}
+
+export const defaultOAuth2Verifier = new OAuth2Verifier();
+
+export function authenticateOAuth2(
+  route: RouteRecord,
+  headers: HeaderMap,
+  verifier: OAuth2Verifier = defaultOAuth2Verifier,
+): Promise<{ consumer?: string }> {
+  return verifier.authenticate(route, headers);
+}

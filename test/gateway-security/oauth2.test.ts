@@ -1,0 +1,320 @@
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWTPayload } from 'jose';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { WebhookTriggerSpec } from '../../operator/api/v1alpha1/index.ts';
+import { createAuthenticator } from '../../runtime/gateway/security/auth/index.ts';
+import { JwtVerifier } from '../../runtime/gateway/security/auth/jwt.ts';
+import { OAuth2Verifier, tokenScopes } from '../../runtime/gateway/security/auth/oauth2.ts';
+import { makeRoute, problemOf, sha256Hex } from './fixtures.ts';
+
+type OAuth2 = NonNullable<NonNullable<WebhookTriggerSpec['auth']>['oauth2']>;
+
+const ISSUER = 'https://idp.example.com/';
+const AUDIENCE = 'https://hooks.example.com';
+const T0 = Date.parse('2026-11-23T08:00:00Z');
+const T0_S = T0 / 1000;
+let clock = T0;
+
+let server: FastifyInstance;
+let base = '';
+const answers = new Map<string, unknown>();
+const hits = new Map<string, number>();
+const requests: { authorization?: string; body: Record<string, string> }[] = [];
+let mode: 'ok' | 'error' | 'hang' | 'html' = 'ok';
+let rsa: { publicKey: CryptoKey; privateKey: CryptoKey };
+
+beforeAll(async () => {
+  rsa = await generateKeyPair('RS256', { extractable: true });
+  const jwk = { ...(await exportJWK(rsa.publicKey)), kid: 'k1', alg: 'RS256' };
+  server = Fastify({ forceCloseConnections: true });
+  server.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
+  );
+  server.post('/introspect', (req, reply) => {
+    const body = req.body as Record<string, string>;
+    requests.push({ authorization: req.headers.authorization, body });
+    const token = body.token ?? '';
+    hits.set(token, (hits.get(token) ?? 0) + 1);
+    if (mode === 'hang') return; // never answers
+    if (mode === 'error') return reply.status(502).send({ error: 'bad gateway' });
+    if (mode === 'html') return reply.type('text/html').send('<html>maintenance</html>');
+    return reply.send(answers.get(token) ?? { active: false });
+  });
+  server.get('/jwks.json', (_req, reply) => reply.send({ keys: [jwk] }));
+  await server.listen({ host: '127.0.0.1', port: 0 });
+  base = `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
+});
+afterAll(() => server.close());
+beforeEach(() => {
+  clock = T0;
+  mode = 'ok';
+});
+
+function introspectionRoute(
+  extra: Partial<OAuth2> = {},
+  secret: string | null = 's3cr3t:&',
+  url?: string,
+) {
+  return makeRoute(
+    {
+      auth: {
+        method: 'oauth2',
+        oauth2: {
+          issuer: ISSUER,
+          audiences: [AUDIENCE],
+          algorithms: ['RS256'],
+          clockToleranceSeconds: 30,
+          requiredScopes: ['orders:write'],
+          introspection: {
+            url: url ?? `${base}/introspect`,
+            clientId: 'hook gate',
+            clientSecretRef: { name: 'idp', key: 'secret' },
+            cacheSeconds: 60,
+          },
+          ...extra,
+        },
+      },
+    },
+    secret === null ? {} : { introspectionClientSecret: secret },
+    'shop/oauth2',
+  );
+}
+
+function active(token: string, claims: Record<string, unknown> = {}) {
+  answers.set(token, {
+    active: true,
+    iss: ISSUER,
+    aud: AUDIENCE,
+    sub: 'user-7',
+    scope: 'orders:read orders:write',
+    exp: T0_S + 3600,
+    ...claims,
+  });
+}
+
+const verifier = () => new OAuth2Verifier({ now: () => clock, timeoutMs: 300 });
+const call = (v: OAuth2Verifier, route: ReturnType<typeof introspectionRoute>, token: string) =>
+  v.authenticate(route, { authorization: `Bearer ${token}` });
+
+describe('scopes', () => {
+  it('reads space-separated scope or an scp array', () => {
+    expect([...tokenScopes({ scope: ' a  b c ' })]).toEqual(['a', 'b', 'c']);
+    expect([...tokenScopes({ scp: ['a', 1, 'b'] })]).toEqual(['a', 'b']);
+    expect(tokenScopes({}).size).toBe(0);
+  });
+});
+
+describe('OAuth 2.0 by introspection (RFC 7662)', () => {
+  it('an active token with the scope passes; the call uses Basic client credentials and a form body', async () => {
+    active('tok-ok');
+    expect(await call(verifier(), introspectionRoute(), 'tok-ok')).toEqual({ consumer: 'user-7' });
+    const last = requests.at(-1)!;
+    expect(last.body).toEqual({ token: 'tok-ok', token_type_hint: 'access_token' });
+    const decoded = Buffer.from(last.authorization!.replace(/^Basic /, ''), 'base64').toString();
+    expect(decoded).toBe('hook+gate:s3cr3t%3A%26');
+  });
+
+  it('missing scope → 403 insufficient_scope naming the required scope', async () => {
+    active('tok-read', { scope: 'orders:read' });
+    const problem = await problemOf(() => call(verifier(), introspectionRoute(), 'tok-read'));
+    expect(problem.code).toBe('HG_ERR_INSUFFICIENT_SCOPE');
+    expect(problem.status).toBe(403);
+    expect(problem.headers['WWW-Authenticate']).toBe(
+      'Bearer realm="hookgate", error="insufficient_scope", scope="orders:write"',
+    );
+    expect(problem.extensions.missingScopes).toEqual(['orders:write']);
+  });
+
+  it('a scope that only shares a prefix does not count', async () => {
+    active('tok-prefix', { scope: 'orders:writer orders' });
+    const problem = await problemOf(() => call(verifier(), introspectionRoute(), 'tok-prefix'));
+    expect(problem.code).toBe('HG_ERR_INSUFFICIENT_SCOPE');
+  });
+
+  it('an inactive token → 401 invalid_token (scope is never looked at)', async () => {
+    answers.set('tok-inactive', { active: false, scope: 'orders:write' });
+    for (const token of ['tok-inactive', 'tok-unknown']) {
+      const problem = await problemOf(() => call(verifier(), introspectionRoute(), token));
+      expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+      expect(problem.headers['WWW-Authenticate']).toBe(
+        'Bearer realm="hookgate", error="invalid_token", error_description="The token is not active"',
+      );
+    }
+    // "active": "true" (a string) is not active either
+    answers.set('tok-string', { active: 'true', scope: 'orders:write' });
+    expect((await problemOf(() => call(verifier(), introspectionRoute(), 'tok-string'))).code).toBe(
+      'HG_ERR_CREDENTIALS_INVALID',
+    );
+  });
+
+  it('active but expired, wrong issuer or wrong audience → 401', async () => {
+    active('tok-exp', { exp: T0_S - 31 });
+    active('tok-iss', { iss: 'https://evil.example/' });
+    active('tok-aud', { aud: ['https://other.example'] });
+    for (const [token, description] of [
+      ['tok-exp', 'The token has expired'],
+      ['tok-iss', 'The token issuer is not accepted'],
+      ['tok-aud', 'The token audience is not accepted'],
+    ] as const) {
+      const problem = await problemOf(() => call(verifier(), introspectionRoute(), token));
+      expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+      expect(problem.headers['WWW-Authenticate']).toContain(`error_description="${description}"`);
+    }
+  });
+
+  it('no token → 401 with a bare Bearer challenge, nothing sent to the provider', async () => {
+    const before = requests.length;
+    const problem = await problemOf(() => verifier().authenticate(introspectionRoute(), {}));
+    expect(problem.code).toBe('HG_ERR_CREDENTIALS_MISSING');
+    expect(problem.headers['WWW-Authenticate']).toBe('Bearer realm="hookgate"');
+    expect(requests.length).toBe(before);
+  });
+
+  it('introspection down, 5xx, HTML or too slow → 503 auth-unavailable (fail closed)', async () => {
+    active('tok-down');
+    const down = introspectionRoute({}, 's', 'http://127.0.0.1:1/introspect');
+    expect((await problemOf(() => call(verifier(), down, 'tok-down'))).code).toBe(
+      'HG_ERR_AUTH_UNAVAILABLE',
+    );
+    for (const m of ['error', 'html', 'hang'] as const) {
+      mode = m;
+      const problem = await problemOf(() => call(verifier(), introspectionRoute(), 'tok-down'));
+      expect(problem.code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+      expect(problem.status).toBe(503);
+    }
+  });
+
+  it('no client secret configured → 503', async () => {
+    active('tok-nosecret');
+    const problem = await problemOf(() =>
+      call(verifier(), introspectionRoute({}, null), 'tok-nosecret'),
+    );
+    expect(problem.code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+  });
+
+  it('caches an active answer for cacheSeconds', async () => {
+    const v = verifier();
+    active('tok-cache');
+    await call(v, introspectionRoute(), 'tok-cache');
+    clock = T0 + 59_000;
+    await call(v, introspectionRoute(), 'tok-cache');
+    expect(hits.get('tok-cache')).toBe(1);
+    clock = T0 + 61_000;
+    await call(v, introspectionRoute(), 'tok-cache');
+    expect(hits.get('tok-cache')).toBe(2);
+  });
+
+  it('never caches beyond the token exp', async () => {
+    const v = verifier();
+    active('tok-short', { exp: T0_S + 10 });
+    await call(v, introspectionRoute(), 'tok-short');
+    clock = T0 + 9_000;
+    await call(v, introspectionRoute(), 'tok-short');
+    expect(hits.get('tok-short')).toBe(1);
+    // past exp the provider is asked again (and now says inactive)
+    clock = T0 + 11_000;
+    answers.set('tok-short', { active: false });
+    const problem = await problemOf(() => call(v, introspectionRoute(), 'tok-short'));
+    expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+    expect(hits.get('tok-short')).toBe(2);
+  });
+
+  it('inactive answers and failures are not cached', async () => {
+    const v = verifier();
+    answers.set('tok-later', { active: false });
+    await expect(call(v, introspectionRoute(), 'tok-later')).rejects.toThrow();
+    active('tok-later');
+    expect(await call(v, introspectionRoute(), 'tok-later')).toEqual({ consumer: 'user-7' });
+    expect(v.cacheSize).toBe(1);
+  });
+
+  it('the scope check runs on cached answers too', async () => {
+    const v = verifier();
+    active('tok-scope-cache');
+    await call(v, introspectionRoute(), 'tok-scope-cache');
+    const stricter = introspectionRoute({ requiredScopes: ['orders:write', 'admin'] });
+    const problem = await problemOf(() => call(v, stricter, 'tok-scope-cache'));
+    expect(problem.code).toBe('HG_ERR_INSUFFICIENT_SCOPE');
+    expect(problem.headers['WWW-Authenticate']).toContain('scope="orders:write admin"');
+  });
+});
+
+describe('OAuth 2.0 with JWT access tokens (jwksUrl)', () => {
+  const NOW_S = Math.floor(Date.now() / 1000);
+  const jwtRoute = () =>
+    makeRoute({
+      auth: {
+        method: 'oauth2',
+        oauth2: {
+          issuer: ISSUER,
+          audiences: [AUDIENCE],
+          jwksUrl: `${base}/jwks.json`,
+          algorithms: ['RS256'],
+          clockToleranceSeconds: 30,
+          requiredScopes: ['orders:write'],
+        },
+      },
+    });
+  const sign = (claims: JWTPayload) =>
+    new SignJWT({ iss: ISSUER, aud: AUDIENCE, exp: NOW_S + 600, ...claims })
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
+      .sign(rsa.privateKey);
+  const v = new OAuth2Verifier({ jwt: new JwtVerifier() });
+
+  it('a token with the scope passes; consumer from client_id when there is no sub', async () => {
+    const token = await sign({ client_id: 'svc', scope: 'orders:write' });
+    expect(await v.authenticate(jwtRoute(), { authorization: `Bearer ${token}` })).toEqual({
+      consumer: 'svc',
+    });
+  });
+
+  it('missing scope → 403; a bad token → 401 before any scope check', async () => {
+    const noScope = await sign({ sub: 'u', scope: 'orders:read' });
+    const problem = await problemOf(() =>
+      v.authenticate(jwtRoute(), { authorization: `Bearer ${noScope}` }),
+    );
+    expect(problem.code).toBe('HG_ERR_INSUFFICIENT_SCOPE');
+    const wrongAud = await sign({ sub: 'u', scope: 'orders:write', aud: 'https://x.example' });
+    const bad = await problemOf(() =>
+      v.authenticate(jwtRoute(), { authorization: `Bearer ${wrongAud}` }),
+    );
+    expect(bad.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+  });
+});
+
+describe('authenticate (dispatch on auth.method)', () => {
+  const authenticate = createAuthenticator({ oauth2: verifier() });
+
+  it('none, or no auth at all → {}', async () => {
+    expect(await authenticate(makeRoute(), {})).toEqual({});
+    expect(await authenticate(makeRoute({ auth: { method: 'none' } }), {})).toEqual({});
+  });
+
+  it('apiKey → consumer, or 401', async () => {
+    const route = makeRoute(
+      { auth: { method: 'apiKey', apiKey: { header: 'X-API-Key', secretRef: { name: 'k' } } } },
+      { apiKeys: [{ consumer: 'alice', sha256: sha256Hex('k-1') }] },
+    );
+    expect(await authenticate(route, { 'x-api-key': 'k-1' })).toEqual({ consumer: 'alice' });
+    expect((await problemOf(() => authenticate(route, { 'x-api-key': 'k-2' }))).status).toBe(401);
+  });
+
+  it('oauth2 → verified by the given verifier', async () => {
+    active('tok-dispatch');
+    expect(
+      await authenticate(introspectionRoute(), { authorization: 'Bearer tok-dispatch' }),
+    ).toEqual({ consumer: 'user-7' });
+  });
+
+  it('a method without its settings is a server error', async () => {
+    for (const method of ['apiKey', 'bearer', 'oauth2'] as const) {
+      const problem = await problemOf(() =>
+        authenticate(makeRoute({ auth: { method } }), { authorization: 'Bearer x' }),
+      );
+      expect(problem.status).toBeGreaterThanOrEqual(500);
+    }
+  });
+});
