@@ -1,0 +1,230 @@
+// The operator's reconcile loop (operator/reconcile) over the Kubernetes source,
+// against the in-memory API server: level-based and idempotent (O1), finalizer and
+// cleanup with backoff (O6), convergence after a watch outage (O7). Assertions are on
+// the state of the world: the API objects, the server's resourceVersion, the stores.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FINALIZER } from '../../operator/api/v1alpha1/index.ts';
+import { KubeClient } from '../../operator/controller/kube-client.ts';
+import { OperatorMetrics } from '../../operator/controller/metrics.ts';
+import { refKey } from '../../operator/reconcile/identity.ts';
+import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
+import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../runtime/stores/ports.ts';
+import { MemoryRecordStore } from '../../runtime/stores/memory.ts';
+import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+
+let server: KubeApiServer;
+let dir: string;
+let kc: KubeConfig;
+let client: KubeClient;
+let nsCounter = 0;
+const loops: ReconcileLoop[] = [];
+
+beforeAll(async () => {
+  server = await startKubeApiServer();
+  dir = mkdtempSync(join(tmpdir(), 'hookgate-op-'));
+  kc = new KubeConfig();
+  kc.loadFromFile(server.writeKubeconfig(dir));
+  server.applyCrdsFrom(join(import.meta.dirname, '../../crds'));
+  client = new KubeClient(kc);
+});
+
+afterEach(async () => {
+  server.faults.clear();
+  await Promise.all(loops.splice(0).map((l) => l.stop(1000)));
+});
+
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function eventually(assertion: () => void | Promise<void>, timeoutMs = 8000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await assertion();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await sleep(25);
+    }
+  }
+}
+
+/** Wait until the server's resourceVersion has not moved for `quietMs`. */
+async function quiesce(quietMs = 400): Promise<number> {
+  let rv = server.resourceVersion();
+  let since = Date.now();
+  while (Date.now() - since < quietMs) {
+    await sleep(25);
+    const now = server.resourceVersion();
+    if (now !== rv) {
+      rv = now;
+      since = Date.now();
+    }
+  }
+  return rv;
+}
+
+interface Obj {
+  metadata: {
+    name: string;
+    resourceVersion: string;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+  };
+  status?: { url?: string; conditions?: { type: string; status: string; reason: string }[] };
+}
+
+class FlakyRoutes extends MemoryRecordStore<RouteRecord> {
+  failDeletes = 0;
+  override delete(key: string): Promise<void> {
+    if (this.failDeletes > 0) {
+      this.failDeletes--;
+      return Promise.reject(new Error('route store unavailable'));
+    }
+    return super.delete(key);
+  }
+}
+
+async function setup() {
+  const ns = `op${++nsCounter}`;
+  await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: ns } } });
+  await client.request('POST', resourcePath('Workflow', ns), {
+    body: {
+      apiVersion: 'hookgate.dev/v1alpha1',
+      kind: 'Workflow',
+      metadata: { name: 'hello', namespace: ns },
+      spec: {
+        application: 'demo',
+        environment: 'development',
+        nodes: [{ id: 'greet', type: 'transform', expression: '{ "greeting": "hi" }' }],
+      },
+    },
+  });
+  await client.request('POST', resourcePath('WebhookTrigger', ns), {
+    body: {
+      apiVersion: 'hookgate.dev/v1alpha1',
+      kind: 'WebhookTrigger',
+      metadata: { name: 'hello', namespace: ns },
+      spec: {
+        workflowRef: { name: 'hello' },
+        pathSegment: 'default',
+        methods: ['POST'],
+        response: { mode: 'immediateAck' },
+      },
+    },
+  });
+  const routes = new FlakyRoutes();
+  const workflows = new MemoryRecordStore<WorkflowRegistration>();
+  const registry = new Registry();
+  const metrics = new OperatorMetrics(registry);
+  const source = new KubernetesSource({
+    kubeConfig: kc,
+    namespace: ns,
+    restartBackoff: { initialMs: 50, maxMs: 200 },
+    maxReconnectDelayMs: 50,
+  });
+  const loop = await startReconcileLoop({
+    source,
+    routes,
+    workflows,
+    baseUrl: 'http://hooks.test',
+    controller: { workers: 2, metrics },
+  });
+  loops.push(loop);
+  const trigger = { kind: 'WebhookTrigger' as const, namespace: ns, name: 'hello' };
+  const getTrigger = () => client.request<Obj>('GET', resourcePath('WebhookTrigger', ns, 'hello'));
+  const ready = (o: Obj) => o.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+  await eventually(async () => {
+    const t = await getTrigger();
+    expect(ready(t)).toBe('True');
+    expect(t.metadata.finalizers).toContain(FINALIZER);
+  });
+  return { ns, routes, workflows, registry, loop, trigger, getTrigger, ready };
+}
+
+describe('operator over the Kubernetes source', () => {
+  it('reconciles to Ready with the finalizer, the route and the URL', async () => {
+    const { ns, routes, getTrigger } = await setup();
+    const t = await getTrigger();
+    expect(t.status?.url).toBe(`http://hooks.test/webhook/${ns}-development-hello/default`);
+    expect((await routes.get(`${ns}/hello`))?.path).toBe(
+      `/webhook/${ns}-development-hello/default`,
+    );
+  });
+
+  it('O1: enqueueing a key many times changes nothing and writes nothing', async () => {
+    const { ns, loop, trigger, registry } = await setup();
+    const rv = await quiesce();
+    const reconciles = async () =>
+      (await registry.getSingleMetricAsString('hookgate_operator_reconcile_total'))
+        .split('\n')
+        .filter((l) => l.startsWith('hookgate_operator_reconcile_total{'))
+        .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+    const before = await reconciles();
+    server.clearRequests();
+    for (let i = 0; i < 10; i++) {
+      loop.controller.enqueue(refKey(trigger));
+      loop.controller.enqueue(refKey({ ...trigger, kind: 'Workflow' }));
+      await sleep(i % 3 === 0 ? 30 : 0);
+    }
+    await eventually(async () => expect(await reconciles()).toBeGreaterThanOrEqual(before + 2));
+    await quiesce();
+    expect(server.resourceVersion()).toBe(rv);
+    expect(server.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+    expect(ns).toBeTruthy();
+  });
+
+  it('O6: a failing cleanup keeps the object and retries with backoff; success deletes it', async () => {
+    const { ns, routes, getTrigger, registry } = await setup();
+    routes.failDeletes = 4;
+    await client.request('DELETE', resourcePath('WebhookTrigger', ns, 'hello'));
+    await eventually(async () => expect(routes.failDeletes).toBe(0));
+    await eventually(async () => expect(getTrigger()).rejects.toMatchObject({ code: 404 }));
+    expect(await routes.get(`${ns}/hello`)).toBeUndefined();
+    const errors = await registry.getSingleMetricAsString(
+      'hookgate_operator_reconcile_errors_total',
+    );
+    expect(errors).toMatch(
+      /hookgate_operator_reconcile_errors_total\{controller="hookgate"\} [4-9]/,
+    );
+  });
+
+  it('O6: while cleanup fails the object lingers with its finalizer', async () => {
+    const { ns, routes, getTrigger } = await setup();
+    routes.failDeletes = 1_000_000;
+    await client.request('DELETE', resourcePath('WebhookTrigger', ns, 'hello'));
+    await sleep(500);
+    const t = await getTrigger();
+    expect(t.metadata.deletionTimestamp).toBeDefined();
+    expect(t.metadata.finalizers).toContain(FINALIZER);
+    routes.failDeletes = 0;
+    // Backoff has grown (5 ms·2^n); it still converges once the store is back.
+    await eventually(async () => expect(getTrigger()).rejects.toMatchObject({ code: 404 }));
+  });
+
+  it('O7: a spec change made during a watch outage (500) is reconciled', async () => {
+    const { ns, getTrigger } = await setup();
+    server.faults.delayNext(1, 200, (r) => r.watch && r.path.endsWith('/webhooktriggers'));
+    server.faults.failNext(1, 500, (r) => r.watch && r.path.endsWith('/webhooktriggers'));
+    server.closeWatches();
+    await client.request('PATCH', resourcePath('WebhookTrigger', ns, 'hello'), {
+      contentType: 'application/merge-patch+json',
+      body: { spec: { pathSegment: 'ingest' } },
+    });
+    await eventually(async () =>
+      expect((await getTrigger()).status?.url).toBe(
+        `http://hooks.test/webhook/${ns}-development-hello/ingest`,
+      ),
+    );
+  });
+});
