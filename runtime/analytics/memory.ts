@@ -1,9 +1,10 @@
 // The memory analytics backend: an in-process windowed store fed by the gateway's
-// RequestObserver feed. One bucket per wall-clock minute for 24 h; in each minute, per
+// RequestObserver feed. One block per wall-clock minute for 24 h; in each block, per
 // series (application, environment, method, route, status code, consumer) a count, a
 // latency sum and a sparse latency histogram over LATENCY_BUCKETS_SECONDS (mergeable:
-// cells add up). Old minutes are evicted as time moves on, and the number of series
-// is capped, so memory stays bounded whatever the traffic.
+// cells add up). Blocks are columnar (typed arrays, no object per series and minute)
+// and sealed to their exact size once their minute is past. Old minutes are evicted
+// as time moves on and the number of series is capped, so memory stays bounded.
 import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
 import {
   buildResult,
@@ -27,6 +28,8 @@ import {
 } from './definitions.ts';
 
 const MINUTE_MS = 60_000;
+/** Blocks this many minutes older than the newest stay writable (late observations). */
+const OPEN_MINUTES = 2;
 
 export interface MemoryAnalyticsOptions {
   /** Clock for "now" when querying; default Date.now. */
@@ -40,6 +43,7 @@ export const DEFAULT_MAX_SERIES = 10_000;
 
 interface Series {
   id: number;
+  key: string;
   application: string;
   environment: string;
   method: string;
@@ -50,44 +54,112 @@ interface Series {
   lastMinute: number;
 }
 
-/** One series' data within one minute. Cells are a sparse window [lo, lo + cells.length). */
-class Cell {
-  count = 0;
-  sumSeconds = 0;
-  lo = -1;
-  cells = new Uint32Array(0);
+function grow<T extends Uint32Array | Int32Array | Float64Array | Uint8Array>(
+  array: T,
+  needed: number,
+): T {
+  if (needed <= array.length) return array;
+  const bigger = new (array.constructor as new (n: number) => T)(
+    Math.max(needed, array.length * 2),
+  );
+  bigger.set(array);
+  return bigger;
+}
 
-  add(durationSeconds: number): void {
-    this.count += 1;
-    this.sumSeconds += durationSeconds;
-    const index = latencyCell(durationSeconds);
-    if (this.lo < 0) {
-      this.lo = index;
-      this.cells = new Uint32Array(1);
-    } else if (index < this.lo || index >= this.lo + this.cells.length) {
-      const lo = Math.min(this.lo, index);
-      const hi = Math.max(this.lo + this.cells.length, index + 1);
-      const grown = new Uint32Array(hi - lo);
-      grown.set(this.cells, this.lo - lo);
-      this.cells = grown;
-      this.lo = lo;
+/**
+ * One minute of data. Rows: one per series seen in the minute (series id, count,
+ * latency sum). Entries: the non-empty histogram cells of each row (row, cell, count).
+ */
+class MinuteBlock {
+  rows = 0;
+  series = new Int32Array(8);
+  counts = new Uint32Array(8);
+  sums = new Float64Array(8);
+  entries = 0;
+  entryRow = new Uint32Array(8);
+  entryCell = new Uint8Array(8);
+  entryCount = new Uint32Array(8);
+  /** series id -> row, and row * 64 + cell -> entry; only while the block is open. */
+  #rowIndex: Map<number, number> | null = new Map();
+  #entryIndex: Map<number, number> | null = new Map();
+
+  add(seriesId: number, durationSeconds: number): void {
+    const rowIndex = (this.#rowIndex ??= this.#buildRowIndex());
+    let row = rowIndex.get(seriesId);
+    if (row === undefined) {
+      row = this.rows;
+      this.rows += 1;
+      this.series = grow(this.series, this.rows);
+      this.counts = grow(this.counts, this.rows);
+      this.sums = grow(this.sums, this.rows);
+      this.series[row] = seriesId;
+      rowIndex.set(seriesId, row);
     }
-    const at = index - this.lo;
-    this.cells[at] = (this.cells[at] as number) + 1;
+    this.counts[row] = (this.counts[row] as number) + 1;
+    this.sums[row] = (this.sums[row] as number) + durationSeconds;
+    const cell = latencyCell(durationSeconds);
+    const entryIndex = (this.#entryIndex ??= this.#buildEntryIndex());
+    const key = row * 64 + cell;
+    let entry = entryIndex.get(key);
+    if (entry === undefined) {
+      entry = this.entries;
+      this.entries += 1;
+      this.entryRow = grow(this.entryRow, this.entries);
+      this.entryCell = grow(this.entryCell, this.entries);
+      this.entryCount = grow(this.entryCount, this.entries);
+      this.entryRow[entry] = row;
+      this.entryCell[entry] = cell;
+      entryIndex.set(key, entry);
+    }
+    this.entryCount[entry] = (this.entryCount[entry] as number) + 1;
   }
 
-  mergeInto(target: Float64Array): void {
-    for (let i = 0; i < this.cells.length; i += 1) {
-      target[this.lo + i] = (target[this.lo + i] as number) + (this.cells[i] as number);
+  /** Drop the write indexes and shrink the arrays to their content. */
+  seal(): void {
+    if (!this.#rowIndex && !this.#entryIndex) return;
+    this.#rowIndex = null;
+    this.#entryIndex = null;
+    this.series = this.series.slice(0, this.rows);
+    this.counts = this.counts.slice(0, this.rows);
+    this.sums = this.sums.slice(0, this.rows);
+    this.entryRow = this.entryRow.slice(0, this.entries);
+    this.entryCell = this.entryCell.slice(0, this.entries);
+    this.entryCount = this.entryCount.slice(0, this.entries);
+  }
+
+  get open(): boolean {
+    return this.#rowIndex !== null;
+  }
+
+  #buildRowIndex(): Map<number, number> {
+    const index = new Map<number, number>();
+    for (let row = 0; row < this.rows; row += 1) index.set(this.series[row] as number, row);
+    return index;
+  }
+
+  #buildEntryIndex(): Map<number, number> {
+    const index = new Map<number, number>();
+    for (let e = 0; e < this.entries; e += 1) {
+      index.set((this.entryRow[e] as number) * 64 + (this.entryCell[e] as number), e);
     }
+    return index;
   }
 }
 
 export interface MemoryStats {
   minutes: number;
   series: number;
+  /** (minute, series) rows across all minutes. */
   cells: number;
   droppedObservations: number;
+}
+
+/** What one query needs per series id: does it match, its group, is it an error. */
+interface Selection {
+  match: Uint8Array;
+  error: Uint8Array;
+  group: Int32Array;
+  groups: GroupTotals[];
 }
 
 export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
@@ -95,10 +167,9 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
   readonly #consumers: ConsumerLabels;
   readonly #maxSeries: number;
   readonly #series = new Map<string, Series>();
-  readonly #seriesById = new Map<number, Series>();
-  /** epoch minute -> series id -> data */
-  readonly #minutes = new Map<number, Map<number, Cell>>();
-  #nextId = 0;
+  readonly #seriesById: (Series | undefined)[] = [];
+  readonly #freeIds: number[] = [];
+  readonly #minutes = new Map<number, MinuteBlock>();
   #newestMinute = -Infinity;
   #dropped = 0;
 
@@ -125,22 +196,17 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
       return;
     }
     if (minute > series.lastMinute) series.lastMinute = minute;
-    let bucket = this.#minutes.get(minute);
-    if (!bucket) {
-      bucket = new Map();
-      this.#minutes.set(minute, bucket);
+    let block = this.#minutes.get(minute);
+    if (!block) {
+      block = new MinuteBlock();
+      this.#minutes.set(minute, block);
     }
-    let cell = bucket.get(series.id);
-    if (!cell) {
-      cell = new Cell();
-      bucket.set(series.id, cell);
-    }
-    cell.add(o.durationSeconds);
+    block.add(series.id, o.durationSeconds);
   }
 
   stats(): MemoryStats {
     let cells = 0;
-    for (const bucket of this.#minutes.values()) cells += bucket.size;
+    for (const block of this.#minutes.values()) cells += block.rows;
     return {
       minutes: this.#minutes.size,
       series: this.#series.size,
@@ -152,40 +218,41 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
   query(filter: AnalyticsFilter): Promise<AnalyticsResult> {
     const now = this.#now();
     const { first, last } = windowMinutes(now, filter);
-    const match = this.#matcher(filter);
-    const groups = new Map<string, GroupTotals>();
+    const { match, error, group, groups } = this.#select(filter);
+    const counts = new Float64Array(groups.length);
+    const sums = new Float64Array(groups.length);
     const histogram = new Float64Array(LATENCY_CELLS);
     const points: TimeseriesPoint[] = [];
     for (let minute = first; minute <= last; minute += 1) {
       const point = { at: new Date(minute * MINUTE_MS).toISOString(), requests: 0, errors: 0 };
       points.push(point);
-      const bucket = this.#minutes.get(minute);
-      if (!bucket) continue;
-      for (const [id, cell] of bucket) {
-        const series = match(id);
-        if (!series) continue;
-        const key = `${series.method} ${series.route} ${series.statusCode}`;
-        let group = groups.get(key);
-        if (!group) {
-          group = {
-            method: series.method,
-            route: series.route,
-            statusCode: series.statusCode,
-            count: 0,
-            sumSeconds: 0,
-          };
-          groups.set(key, group);
-        }
-        group.count += cell.count;
-        group.sumSeconds += cell.sumSeconds;
-        cell.mergeInto(histogram);
-        point.requests += cell.count;
-        if (isErrorStatus(series.statusCode)) point.errors += cell.count;
+      const block = this.#minutes.get(minute);
+      if (!block) continue;
+      const { series, counts: rowCounts, sums: rowSums } = block;
+      for (let row = 0; row < block.rows; row += 1) {
+        const id = series[row] as number;
+        if (match[id] === 0) continue;
+        const g = group[id] as number;
+        const c = rowCounts[row] as number;
+        counts[g] = (counts[g] as number) + c;
+        sums[g] = (sums[g] as number) + (rowSums[row] as number);
+        point.requests += c;
+        if (error[id] === 1) point.errors += c;
+      }
+      const { entryRow, entryCell, entryCount } = block;
+      for (let e = 0; e < block.entries; e += 1) {
+        if (match[series[entryRow[e] as number] as number] === 0) continue;
+        const cell = entryCell[e] as number;
+        histogram[cell] = (histogram[cell] as number) + (entryCount[e] as number);
       }
     }
+    groups.forEach((g, i) => {
+      g.count = counts[i] as number;
+      g.sumSeconds = sums[i] as number;
+    });
     return Promise.resolve(
       buildResult({
-        groups: [...groups.values()],
+        groups,
         cells: histogram,
         limit: filter.limit ?? DEFAULT_TOP_LIMIT,
         from: first * MINUTE_MS,
@@ -197,10 +264,11 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
 
   options(filter: AnalyticsFilter): Promise<FilterOptions> {
     const { first, last } = windowMinutes(this.#now(), filter);
-    const seen = new Set<number>();
+    const seen = new Uint8Array(this.#seriesById.length);
     for (let minute = first; minute <= last; minute += 1) {
-      const bucket = this.#minutes.get(minute);
-      if (bucket) for (const id of bucket.keys()) seen.add(id);
+      const block = this.#minutes.get(minute);
+      if (!block) continue;
+      for (let row = 0; row < block.rows; row += 1) seen[block.series[row] as number] = 1;
     }
     const applications = new Set<string>();
     const methods = new Set<string>();
@@ -208,8 +276,8 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
     const consumers = new Set<string>();
     const routes = new Set<string>();
     const apps = new Set(filter.applications);
-    for (const id of seen) {
-      const s = this.#seriesById.get(id) as Series;
+    for (const s of this.#seriesById) {
+      if (!s || seen[s.id] !== 1) continue;
       if (filter.environment && s.environment !== filter.environment) continue;
       applications.add(s.application);
       if (apps.size > 0 && !apps.has(s.application)) continue;
@@ -223,41 +291,54 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
     );
   }
 
-  /** Per query: which series pass the filter (memoised by series id). */
-  #matcher(filter: AnalyticsFilter): (id: number) => Series | undefined {
+  /** Per query, once per series: whether it passes the filter, and its group. */
+  #select(filter: AnalyticsFilter): Selection {
+    const size = this.#seriesById.length;
+    const match = new Uint8Array(size);
+    const error = new Uint8Array(size);
+    const group = new Int32Array(size);
+    const groups: GroupTotals[] = [];
+    const groupIndex = new Map<string, number>();
     const apps = new Set(filter.applications);
-    const memo = new Map<number, Series | undefined>();
-    return (id) => {
-      if (memo.has(id)) return memo.get(id);
-      const s = this.#seriesById.get(id) as Series;
+    for (const s of this.#seriesById) {
+      if (!s) continue;
       const ok =
         (apps.size === 0 || apps.has(s.application)) &&
         (filter.environment === undefined || s.environment === filter.environment) &&
         (filter.method === undefined || s.method === filter.method) &&
         (filter.statusCode === undefined || s.statusCode === filter.statusCode) &&
         (filter.consumer === undefined || s.consumer === filter.consumer);
-      const result = ok ? s : undefined;
-      memo.set(id, result);
-      return result;
-    };
+      if (!ok) continue;
+      const key = `${s.method} ${s.route} ${s.statusCode}`;
+      let g = groupIndex.get(key);
+      if (g === undefined) {
+        g = groups.length;
+        groups.push({
+          method: s.method,
+          route: s.route,
+          statusCode: s.statusCode,
+          count: 0,
+          sumSeconds: 0,
+        });
+        groupIndex.set(key, g);
+      }
+      match[s.id] = 1;
+      error[s.id] = isErrorStatus(s.statusCode) ? 1 : 0;
+      group[s.id] = g;
+    }
+    return { match, error, group, groups };
   }
 
   #seriesFor(o: RequestObservation): Series | undefined {
     const method = normaliseMethod(o.method);
     const consumer = this.#consumers.label(o.route, o.consumer);
-    const key = JSON.stringify([
-      o.application,
-      o.environment,
-      method,
-      o.route,
-      o.statusCode,
-      consumer,
-    ]);
+    const key = `${o.application}\u0000${o.environment}\u0000${method}\u0000${o.route}\u0000${o.statusCode}\u0000${consumer}`;
     let series = this.#series.get(key);
     if (series) return series;
     if (this.#series.size >= this.#maxSeries) return undefined;
     series = {
-      id: this.#nextId++,
+      id: this.#freeIds.pop() ?? this.#seriesById.length,
+      key,
       application: o.application,
       environment: o.environment,
       method,
@@ -267,26 +348,29 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
       lastMinute: -Infinity,
     };
     this.#series.set(key, series);
-    this.#seriesById.set(series.id, series);
+    this.#seriesById[series.id] = series;
     return series;
   }
 
-  /** Time moved to a new minute: evict minutes (and series) older than the retention. */
+  /** Time moved to a new minute: seal past blocks, evict minutes (and series) too old. */
   #advance(minute: number): void {
     this.#newestMinute = minute;
     const oldest = minute - MAX_WINDOW_MINUTES + 1;
     let evicted = false;
-    for (const m of this.#minutes.keys()) {
+    for (const [m, block] of this.#minutes) {
       if (m < oldest) {
         this.#minutes.delete(m);
         evicted = true;
+      } else if (m < minute - OPEN_MINUTES && block.open) {
+        block.seal();
       }
     }
     if (!evicted) return;
-    for (const [key, s] of this.#series) {
-      if (s.lastMinute < oldest) {
-        this.#series.delete(key);
-        this.#seriesById.delete(s.id);
+    for (const s of this.#seriesById) {
+      if (s && s.lastMinute < oldest) {
+        this.#series.delete(s.key);
+        this.#seriesById[s.id] = undefined;
+        this.#freeIds.push(s.id);
       }
     }
   }

@@ -63,6 +63,23 @@ describe('memory analytics store', () => {
     expect(store.stats()).toMatchObject({ series: 1, droppedObservations: 1 });
   });
 
+  it('accepts late observations for minutes already sealed', async () => {
+    const store = new MemoryAnalytics({ now: () => T0 });
+    const base = knownTraffic(() => T0)[0]!;
+    store.observe({ ...base, at: T0 - 10 * MINUTE, durationSeconds: 0.01 });
+    store.observe({ ...base, at: T0, durationSeconds: 0.01 }); // seals the older minute
+    store.observe({ ...base, at: T0 - 10 * MINUTE, durationSeconds: 0.5 }); // late
+    store.observe({ ...base, at: T0 - 10 * MINUTE, route: '/webhook/late/x' });
+    store.observe({ ...base, at: T0 + MINUTE }); // seals it again
+    const { summary, timeseries, topByLatency } = await store.query(all({ window: '15m' }));
+    expect(summary.totalSpans).toBe(4);
+    expect(timeseries.points.find((p) => p.at === '2026-11-23T07:50:00.000Z')?.requests).toBe(3);
+    expect(topByLatency.map((r) => [r.path, r.count])).toEqual([
+      [base.route, 3],
+      ['/webhook/late/x', 1],
+    ]);
+  });
+
   it('caps the number of series and counts what it drops', async () => {
     const store = new MemoryAnalytics({ now: () => T0, maxSeries: 3 });
     for (const route of ['/webhook/a/x', '/webhook/b/x', '/webhook/c/x', '/webhook/d/x']) {
