@@ -3,7 +3,10 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookTriggerSpec } from '../../operator/api/v1alpha1/index.ts';
-import { createAuthenticator } from '../../runtime/gateway/security/auth/index.ts';
+import {
+  authHeaderNameFor,
+  createAuthenticator,
+} from '../../runtime/gateway/security/auth/index.ts';
 import { JwtVerifier } from '../../runtime/gateway/security/auth/jwt.ts';
 import { OAuth2Verifier, tokenScopes } from '../../runtime/gateway/security/auth/oauth2.ts';
 import { makeRoute, problemOf, sha256Hex } from './fixtures.ts';
@@ -316,5 +319,17 @@ describe('authenticate (dispatch on auth.method)', () => {
       );
       expect(problem.status).toBeGreaterThanOrEqual(500);
     }
+  });
+
+  it('authHeaderNameFor names the header a CORS preflight must grant', () => {
+    expect(authHeaderNameFor(makeRoute())).toBeUndefined();
+    expect(
+      authHeaderNameFor(
+        makeRoute({
+          auth: { method: 'apiKey', apiKey: { header: 'X-Shop-Key', secretRef: { name: 'k' } } },
+        }),
+      ),
+    ).toBe('X-Shop-Key');
+    expect(authHeaderNameFor(introspectionRoute())).toBe('Authorization');
   });
 });

@@ -10,7 +10,7 @@
 import { HttpProblem } from '../../../errors.ts';
 import type { RouteRecord } from '../../../stores/ports.ts';
 import type { HeaderMap } from '../headers.ts';
-import { authenticateApiKey } from './api-key.ts';
+import { apiKeyHeaderName, authenticateApiKey } from './api-key.ts';
 import { authenticateBearer, defaultJwtVerifier, type JwtVerifier } from './jwt.ts';
 import { defaultOAuth2Verifier, OAuth2Verifier } from './oauth2.ts';
 
@@ -46,6 +46,22 @@ export function createAuthenticator(
         throw new HttpProblem('HG_ERR_INTERNAL', 'Unknown authentication method.');
     }
   };
+}
+
+/**
+ * The request header that carries the route's credentials — what a CORS preflight must
+ * grant: the API key header, `Authorization` for bearer and oauth2, none without auth.
+ */
+export function authHeaderNameFor(route: RouteRecord): string | undefined {
+  switch (route.spec.auth?.method ?? 'none') {
+    case 'apiKey':
+      return apiKeyHeaderName(route);
+    case 'bearer':
+    case 'oauth2':
+      return 'Authorization';
+    default:
+      return undefined;
+  }
 }
 
 const defaultAuthenticator = createAuthenticator();
