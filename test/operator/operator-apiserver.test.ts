@@ -188,7 +188,7 @@ describe('operator over the Kubernetes source', () => {
     const { ns, routes, getTrigger, registry } = await setup();
     routes.failDeletes = 4;
     await client.request('DELETE', resourcePath('WebhookTrigger', ns, 'hello'));
-    await eventually(async () => expect(routes.failDeletes).toBe(0));
+    await eventually(() => expect(routes.failDeletes).toBe(0));
     await eventually(async () => expect(getTrigger()).rejects.toMatchObject({ code: 404 }));
     expect(await routes.get(`${ns}/hello`)).toBeUndefined();
     const errors = await registry.getSingleMetricAsString(
