@@ -1,0 +1,107 @@
+// One call that builds the analytics side of a role: the metrics, the analytics
+// backend (memory or Prometheus), the RequestObserver the gateway feeds, and the
+// plugins that serve /metrics, /api/analytics/* and /dashboard.
+//
+//   const analytics = createAnalytics({ backend: { kind: 'memory' } });
+//   buildApp({ ..., observer: analytics.observer, plugins: analytics.plugins });
+//   engine: analytics.metrics.recordExecution(workflowId, 'succeeded') ...
+import type { FastifyInstance, FastifyPluginCallback } from 'fastify';
+import { Registry } from 'prom-client';
+import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
+import { dashboardRoutes } from '../dashboard/routes.ts';
+import type { AnalyticsBackend } from './backend.ts';
+import type { ConsumerLabelOptions } from './consumers.ts';
+import { MemoryAnalytics } from './memory.ts';
+import { GatewayMetrics } from './metrics.ts';
+import { PrometheusAnalytics, type PrometheusAnalyticsOptions } from './prometheus.ts';
+import { analyticsRoutes } from './routes.ts';
+
+export type AnalyticsBackendConfig =
+  { kind: 'memory'; maxSeries?: number } | ({ kind: 'prometheus' } & PrometheusAnalyticsOptions);
+
+export interface AnalyticsSetupOptions {
+  /** Where the metrics live; a new Registry by default (never prom-client's global one). */
+  registry?: Registry;
+  /** Default: memory. */
+  backend?: AnalyticsBackendConfig;
+  consumers?: ConsumerLabelOptions;
+  queueDepth?: () => number | Promise<number>;
+  /** Serve GET /metrics (default true). */
+  serveMetrics?: boolean;
+  /** Serve the dashboard at /dashboard (default true). */
+  dashboard?: boolean;
+}
+
+export interface AnalyticsSetup {
+  registry: Registry;
+  metrics: GatewayMetrics;
+  backend: AnalyticsBackend;
+  /** Give this to the gateway: it records into the metrics and, when used, the memory store. */
+  observer: RequestObserver;
+  /** For AppOptions.plugins. */
+  plugins: ((app: FastifyInstance) => Promise<void>)[];
+}
+
+/** Calls every observer; one that throws does not stop the others. */
+export function fanOut(...observers: RequestObserver[]): RequestObserver {
+  return {
+    observe(observation: RequestObservation): void {
+      for (const o of observers) {
+        try {
+          o.observe(observation);
+        } catch {
+          // an observer must never break the request path; metrics are best effort
+        }
+      }
+    },
+  };
+}
+
+/** GET /metrics: the registry in the Prometheus text format. */
+export const metricsRoutes: FastifyPluginCallback<{ registry: Registry }> = (app, opts, done) => {
+  app.get('/metrics', async (_request, reply) => {
+    void reply.header('content-type', opts.registry.contentType);
+    void reply.header('cache-control', 'no-store');
+    return opts.registry.metrics();
+  });
+  done();
+};
+
+export function createAnalytics(options: AnalyticsSetupOptions = {}): AnalyticsSetup {
+  const registry = options.registry ?? new Registry();
+  const metrics = new GatewayMetrics({
+    registry,
+    ...(options.consumers ? { consumers: options.consumers } : {}),
+    ...(options.queueDepth ? { queueDepth: options.queueDepth } : {}),
+  });
+  const config = options.backend ?? { kind: 'memory' };
+  let backend: AnalyticsBackend;
+  let observer: RequestObserver = metrics;
+  if (config.kind === 'prometheus') {
+    const { kind: _kind, ...prometheus } = config;
+    backend = new PrometheusAnalytics(prometheus);
+  } else {
+    const memory = new MemoryAnalytics({
+      ...(options.consumers ? { consumers: options.consumers } : {}),
+      ...(config.maxSeries ? { maxSeries: config.maxSeries } : {}),
+    });
+    backend = memory;
+    observer = fanOut(metrics, memory);
+  }
+  const plugins: ((app: FastifyInstance) => Promise<void>)[] = [
+    async (app) => {
+      await app.register(analyticsRoutes, { backend });
+    },
+  ];
+  if (options.serveMetrics ?? true) {
+    plugins.push(async (app) => {
+      await app.register(metricsRoutes, { registry });
+    });
+  }
+  if (options.dashboard ?? true) {
+    plugins.push(async (app) => {
+      await app.register(dashboardRoutes);
+    });
+  }
+  return { registry, metrics, backend, observer, plugins };
+}
