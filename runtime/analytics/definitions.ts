@@ -5,8 +5,8 @@
 /**
  * Upper bounds (seconds) of the latency histogram buckets: the R10 preferred numbers
  * (1, 1.25, 1.6, 2, 2.5, 3.15, 4, 5, 6.3, 8 per decade) from 1 ms to 30 s, so every
- * bucket is at most 25 % wider than the one before and a P99 read by linear
- * interpolation is off by at most one bucket width (< 25 % of the value). The
+ * bucket is at most 28 % wider than the one before and a P99 read by linear
+ * interpolation is off by at most one bucket width (< 28 % of the value). The
  * Prometheus histogram and the in-memory sketch use the same bounds, so both
  * backends read the same P99 from the same traffic.
  */
