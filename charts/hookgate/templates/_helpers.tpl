@@ -1,0 +1,154 @@
+{{/*
+Helpers, all namespaced "hookgate.". Helpers that take a component are called with
+(dict "ctx" $ "component" "<operator|gateway|worker|...>").
+*/}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "hookgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The resource name prefix: fullnameOverride, else the release name when it already
+contains the chart name, else "<release>-<chart>". infra/plan.ts mirrors this rule.
+*/}}
+{{- define "hookgate.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "<fullname>-<component>", for per-role objects. */}}
+{{- define "hookgate.componentName" -}}
+{{- printf "%s-%s" (include "hookgate.fullname" .ctx) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* chart name and version, for the helm.sh/chart label. */}}
+{{- define "hookgate.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels: immutable on Deployments, so only name, instance and component. */}}
+{{- define "hookgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "hookgate.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* The recommended app.kubernetes.io/* labels, plus helm.sh/chart. */}}
+{{- define "hookgate.labels" -}}
+helm.sh/chart: {{ include "hookgate.chart" .ctx }}
+{{ include "hookgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: hookgate
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+{{- end -}}
+
+{{/* The ServiceAccount the pods run as. */}}
+{{- define "hookgate.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "hookgate.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{- define "hookgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* The gateway's public base URL (HOOKGATE_BASE_URL). */}}
+{{- define "hookgate.baseUrl" -}}
+{{- if .Values.config.baseUrl -}}
+{{- trimSuffix "/" .Values.config.baseUrl -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.host -}}
+{{- printf "%s://%s" (ternary "https" "http" .Values.ingress.tls.enabled) .Values.ingress.host -}}
+{{- else -}}
+{{- $port := int .Values.gateway.service.port -}}
+{{- printf "http://%s.%s.svc%s" (include "hookgate.componentName" (dict "ctx" . "component" "gateway")) .Release.Namespace (ternary "" (printf ":%d" $port) (eq $port 80)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Environment every role shares. */}}
+{{- define "hookgate.commonEnv" -}}
+- name: HOST
+  value: 0.0.0.0
+- name: METRICS_PORT
+  value: {{ .Values.metrics.port | quote }}
+- name: LOG_LEVEL
+  value: {{ .Values.config.logLevel | quote }}
+- name: HOOKGATE_BASE_URL
+  value: {{ include "hookgate.baseUrl" . | quote }}
+- name: REDIS_URL
+{{- if .Values.redis.existingSecret.name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.redis.existingSecret.name }}
+      key: {{ .Values.redis.existingSecret.key }}
+{{- else }}
+  value: {{ required "redis.url or redis.existingSecret.name is required" .Values.redis.url | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod-level security: non-root, RuntimeDefault seccomp. */}}
+{{- define "hookgate.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.podSecurityContext.runAsUser }}
+runAsGroup: {{ .Values.podSecurityContext.runAsGroup }}
+fsGroup: {{ .Values.podSecurityContext.fsGroup }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Container-level security: read-only root, no privilege escalation, no capabilities. */}}
+{{- define "hookgate.containerSecurityContext" -}}
+runAsNonRoot: true
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Probes against the role's health endpoints; .port is a container port name. */}}
+{{- define "hookgate.probes" -}}
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: {{ .port }}
+  periodSeconds: 5
+  failureThreshold: 3
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: {{ .port }}
+  initialDelaySeconds: 10
+  periodSeconds: 10
+  failureThreshold: 3
+{{- end -}}
+
+{{/* Scheduling and pull secrets from a role's values (.role) and the chart's. */}}
+{{- define "hookgate.podScheduling" -}}
+{{- with .ctx.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .role.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .role.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
