@@ -10,6 +10,7 @@ import type { ExecutionEngine } from './engine/ports.ts';
 import { liveEventRoutes, type LiveEventHub } from './gateway/live-events.ts';
 import type { RequestObserver } from './gateway/observations.ts';
 import { installProblemHandlers } from './gateway/problem-handler.ts';
+import type { IdempotencyOptions } from './gateway/idempotency.ts';
 import type { ModeDeps } from './gateway/response-modes.ts';
 import type { RouteTable } from './gateway/route-table.ts';
 import { webhookRoutes, type Guards } from './gateway/webhook-routes.ts';
@@ -20,6 +21,7 @@ export interface AppOptions {
   guards: Guards;
   live: LiveEventHub;
   modes?: Partial<ModeDeps>;
+  idempotency?: IdempotencyOptions;
   observer?: RequestObserver;
   /** Where resources come from, for the admin API. */
   source?: ResourceSource;
@@ -62,6 +64,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       maxBodyBytes: SERVER_LIMITS.bodyLimit,
       ...(options.modes ? { modes: { ...options.modes, heartbeatMs: options.heartbeatMs } } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
+      ...(options.idempotency ? { idempotency: options.idempotency } : {}),
     });
     done();
   });

@@ -17,6 +17,10 @@ Options (dev):
   --host <addr>      listen address (env HOST, default 127.0.0.1)
   --base-url <url>   public base URL for status.url (env HOOKGATE_BASE_URL,
                      default http://localhost:<port>)
+
+Environment:
+  HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
+  LOG_LEVEL                  fatal | error | warn | info | debug (default info)
 `;
 
 async function main(): Promise<void> {
@@ -49,10 +53,15 @@ async function main(): Promise<void> {
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
   const dir = resolve(values.dir ?? process.env.HOOKGATE_MANIFESTS ?? 'examples');
   const baseUrl = values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`;
+  const trustedProxies = (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const runtime = await createDevRuntime({
     dir,
     baseUrl,
     logger: { level: process.env.LOG_LEVEL ?? 'info' },
+    guards: { trustedProxies },
   });
   const address = await serve(runtime.app, { port, host, onClose: () => runtime.close() });
   runtime.app.log.info(

@@ -1,46 +1,66 @@
 // The request-path protections, composed from the security and body modules into the
 // Guards the webhook pipeline calls.
+import type { TLSSocket } from 'node:tls';
 import type { FastifyRequest } from 'fastify';
-import { HttpProblem } from '../errors.ts';
 import type { RouteRecord } from '../stores/ports.ts';
-import { authenticateApiKey } from './security/auth/api-key.ts';
 import { schemasFor, validateInput } from './body/input-schema.ts';
+import { apiKeyHeaderName } from './security/auth/api-key.ts';
+import { createAuthenticator, type Authenticator } from './security/auth/index.ts';
+import { corsHeaders, preflight } from './security/cors.ts';
+import { checkHttps, parseTrustedProxies } from './security/https.ts';
+import { EndpointRateLimiter } from './security/rate-limit.ts';
 import type { Guards } from './webhook-routes.ts';
 
 export interface GuardOptions {
-  /** CIDRs of proxies whose X-Forwarded-Proto is believed. */
+  /** CIDRs of proxies whose X-Forwarded-Proto is believed (none by default). */
   trustedProxies?: string[];
+  /** The gateway's own origin: same-origin browser requests need no CORS. */
+  sameOrigin?: string;
+  rateLimiter?: EndpointRateLimiter;
+  authenticator?: Authenticator;
 }
 
-export function createGuards(_options: GuardOptions = {}): Guards {
+export function createGuards(options: GuardOptions = {}): Guards {
+  const trustedProxies = options.trustedProxies ?? [];
+  parseTrustedProxies(trustedProxies); // a bad CIDR fails at startup, not per request
+  const limiter = options.rateLimiter ?? new EndpointRateLimiter();
+  const authenticator = options.authenticator ?? createAuthenticator();
   return {
     https(route: RouteRecord, request: FastifyRequest) {
-      if (route.spec.requireHttps && request.protocol !== 'https') {
-        throw new HttpProblem('HG_ERR_HTTPS_REQUIRED', 'This endpoint only accepts HTTPS requests');
-      }
-    },
-    preflight(route: RouteRecord) {
-      if (!route.spec.cors?.enabled)
-        throw new HttpProblem('HG_ERR_CORS_ORIGIN_DENIED', 'CORS is not enabled');
-      return {};
-    },
-    cors() {
-      return {};
-    },
-    authenticate(route: RouteRecord, request: FastifyRequest) {
-      const method = route.spec.auth?.method ?? 'none';
-      if (method === 'apiKey') return Promise.resolve(authenticateApiKey(route, request.headers));
-      if (method === 'none') return Promise.resolve({});
-      // Fail closed for any method this gateway cannot verify.
-      return Promise.reject(
-        new HttpProblem(
-          'HG_ERR_AUTH_UNAVAILABLE',
-          `Authentication method ${method} is not available`,
-        ),
+      checkHttps(
+        route,
+        {
+          encrypted: (request.raw.socket as Partial<TLSSocket>).encrypted === true,
+          remoteAddress: request.raw.socket.remoteAddress,
+          headers: request.headers,
+        },
+        trustedProxies,
       );
     },
-    rateLimit() {
-      return Promise.resolve({});
+    preflight(route: RouteRecord, request: FastifyRequest) {
+      const header = request.headers['access-control-request-headers'];
+      return preflight(
+        route.spec.cors,
+        request.headers.origin,
+        request.headers['access-control-request-method'],
+        typeof header === 'string' ? header : undefined,
+        route.spec.methods,
+        route.spec.auth?.method === 'apiKey' ? apiKeyHeaderName(route) : undefined,
+      );
+    },
+    cors(route: RouteRecord, request: FastifyRequest) {
+      return corsHeaders(
+        route.spec.cors,
+        request.headers.origin,
+        request.method,
+        options.sameOrigin,
+      );
+    },
+    authenticate(route: RouteRecord, request: FastifyRequest) {
+      return authenticator(route, request.headers);
+    },
+    async rateLimit(route: RouteRecord) {
+      return (await limiter.check(route)).headers;
     },
     validateInput(route: RouteRecord, body: unknown) {
       validateInput(schemasFor(route).input, body);

@@ -13,6 +13,12 @@ import { HttpProblem, type ErrorCode } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
 import type { RouteRecord } from '../stores/ports.ts';
 import { parseBody, readBody } from './body/parse.ts';
+import {
+  claimIdempotencyKey,
+  recordIdempotentAnswer,
+  releaseIdempotencyKey,
+  type IdempotencyOptions,
+} from './idempotency.ts';
 import type { LiveEventHub } from './live-events.ts';
 import type { RequestObservation, RequestObserver } from './observations.ts';
 import { sendProblem, toProblem } from './problem-handler.ts';
@@ -30,6 +36,10 @@ export interface WebhookContext {
   consumer?: string;
   executionId?: string;
   problem?: ErrorCode;
+  /** The request body as received (for idempotency fingerprints). */
+  rawBody?: Buffer;
+  /** Set while this request owns an Idempotency-Key claim. */
+  idempotencyKey?: string | undefined;
 }
 
 declare module 'fastify' {
@@ -62,6 +72,8 @@ export interface WebhookRoutesOptions {
   live?: LiveEventHub;
   /** Largest body any route may accept; each route's own maxBodyBytes is lower. */
   maxBodyBytes?: number;
+  /** Idempotency-Key support; without it the header is ignored. */
+  idempotency?: IdempotencyOptions;
 }
 
 const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -77,7 +89,10 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     const limit =
       request.webhook?.match.route.spec.maxBodyBytes ?? options.maxBodyBytes ?? 1024 * 1024;
     readBody(payload, limit, request.headers['content-length'])
-      .then((buffer) => done(null, parseBody(buffer, request.headers['content-type'])))
+      .then((buffer) => {
+        if (request.webhook) request.webhook.rawBody = buffer;
+        done(null, parseBody(buffer, request.headers['content-type']));
+      })
       .catch((err: unknown) => done(err as Error, undefined));
   });
 
@@ -132,6 +147,12 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       guards.validateInput(route, body);
       const workflow = table.workflow(route.workflowId);
       if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
+      if (
+        options.idempotency &&
+        !(await claimIdempotencyKey(options.idempotency, request, reply, ctx))
+      ) {
+        return reply;
+      }
       ctx.executionId = randomUUID();
       const input = triggerOutput(request, ctx, body);
       return respond(modeDeps, { request, reply, route, workflow, input, ctx });
@@ -140,8 +161,20 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
 
   // Record every answer, refusals included, for metrics, analytics and the live stream.
   app.addHook('onError', async (request, _reply, error) => {
-    if (request.webhook) request.webhook.problem = toProblem(error).code;
+    if (!request.webhook) return;
+    request.webhook.problem = toProblem(error).code;
+    if (options.idempotency && !request.webhook.executionId) {
+      await releaseIdempotencyKey(options.idempotency, request.webhook);
+    }
   });
+  if (options.idempotency) {
+    const idempotency = options.idempotency;
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (request.webhook)
+        await recordIdempotentAnswer(idempotency, reply, request.webhook, payload);
+      return payload;
+    });
+  }
   app.addHook('onResponse', async (request, reply) => {
     const ctx = request.webhook;
     if (!ctx) {

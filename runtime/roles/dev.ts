@@ -7,6 +7,7 @@ import { DirectorySource } from '../../operator/sources/directory.ts';
 import { buildApp } from '../app.ts';
 import { InProcessEngine, type InProcessEngineOptions } from '../engine/engine.ts';
 import { validateCallbackUrl } from '../engine/callbacks.ts';
+import { MemoryIdempotencyStore } from '../engine/idempotency.ts';
 import { createGuards, type GuardOptions } from '../gateway/guards.ts';
 import { LiveEventHub } from '../gateway/live-events.ts';
 import { RouteTable } from '../gateway/route-table.ts';
@@ -46,7 +47,7 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
   const loop = await startReconcileLoop({ source, routes, workflows, baseUrl: options.baseUrl });
   const table = await RouteTable.create(routes, workflows, log);
   const engine = new InProcessEngine(options.engine);
-  const guards = createGuards(options.guards);
+  const guards = createGuards({ sameOrigin: new URL(options.baseUrl).origin, ...options.guards });
   const app = await buildApp({
     table,
     engine,
@@ -54,6 +55,7 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     live: new LiveEventHub(),
     source,
     manifestErrors: () => source.errors(),
+    idempotency: { store: new MemoryIdempotencyStore() },
     modes: {
       validateCallbackUrl: (url) => validateCallbackUrl(url, engine.callbacks.guard),
     },

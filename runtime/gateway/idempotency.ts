@@ -1,0 +1,116 @@
+// Idempotency-Key on webhook requests (IETF httpapi idempotency-key draft):
+//   same key + same request   → the first answer again (Idempotent-Replayed: true), no new run
+//   same key + other request  → 422 idempotency-key-reused
+//   same key, first still busy → 409 idempotency-in-progress
+// Keys are scoped per endpoint, fingerprinted over method, path+query and the raw body,
+// and kept for a window (24 h by default).
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { HttpProblem } from '../errors.ts';
+import {
+  parseIdempotencyKey,
+  requestFingerprint,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+} from '../engine/idempotency.ts';
+import type { WebhookContext } from './webhook-routes.ts';
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+const REPLAYED_HEADERS = ['content-type', 'location', 'x-correlation-id'];
+
+export interface IdempotencyOptions {
+  store: IdempotencyStore;
+  windowMs?: number;
+}
+
+/**
+ * Claims the request's key. Returns true when the request should run; otherwise it has
+ * answered (replay) or thrown (409/422/400).
+ */
+export async function claimIdempotencyKey(
+  options: IdempotencyOptions,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: WebhookContext,
+): Promise<boolean> {
+  const header = request.headers[IDEMPOTENCY_HEADER];
+  if (header === undefined) return true;
+  const key = `${ctx.match.route.key}:${parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header)}`;
+  const fingerprint = requestFingerprint(request.method, request.url, ctx.rawBody);
+  const result = await options.store.begin(
+    key,
+    fingerprint,
+    options.windowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS,
+  );
+  switch (result.state) {
+    case 'new':
+      ctx.idempotencyKey = key;
+      return true;
+    case 'replay': {
+      const record = result.record;
+      if (record.executionId) ctx.executionId = record.executionId;
+      reply.code(record.status).headers(record.headers).header('idempotent-replayed', 'true');
+      await reply.send(record.body);
+      return false;
+    }
+    case 'in-progress':
+      throw new HttpProblem(
+        'HG_ERR_IDEMPOTENCY_IN_PROGRESS',
+        'A request with this Idempotency-Key is still being processed',
+      );
+    case 'mismatch':
+      throw new HttpProblem(
+        'HG_ERR_IDEMPOTENCY_KEY_REUSED',
+        'This Idempotency-Key was used with a different request',
+      );
+  }
+}
+
+/** onSend: store the answer of a request that owns its key, so a retry gets it again. */
+export async function recordIdempotentAnswer(
+  options: IdempotencyOptions,
+  reply: FastifyReply,
+  ctx: WebhookContext,
+  payload: unknown,
+): Promise<void> {
+  const key = ctx.idempotencyKey;
+  if (!key) return;
+  ctx.idempotencyKey = undefined;
+  const headers: Record<string, string> = {};
+  for (const name of REPLAYED_HEADERS) {
+    const value = reply.getHeader(name);
+    if (typeof value === 'string') headers[name] = value;
+  }
+  let body: unknown = payload;
+  if (
+    typeof payload !== 'string' &&
+    !Buffer.isBuffer(payload) &&
+    payload !== undefined &&
+    payload !== null
+  ) {
+    // A stream (SSE): a retry gets a handle on the same execution instead.
+    headers['content-type'] = 'application/json; charset=utf-8';
+    body = JSON.stringify({
+      executionId: ctx.executionId,
+      links: { self: `/api/executions/${ctx.executionId}` },
+    });
+  }
+  const record: IdempotencyRecord = {
+    status: reply.statusCode,
+    headers,
+    body: Buffer.isBuffer(body) ? body.toString('utf8') : (body ?? ''),
+    ...(ctx.executionId ? { executionId: ctx.executionId } : {}),
+  };
+  await options.store.complete(key, record);
+}
+
+/** onError before an answer exists: give the key back so the client can retry. */
+export async function releaseIdempotencyKey(
+  options: IdempotencyOptions,
+  ctx: WebhookContext,
+): Promise<void> {
+  const key = ctx.idempotencyKey;
+  if (!key) return;
+  ctx.idempotencyKey = undefined;
+  await options.store.abandon(key);
+}

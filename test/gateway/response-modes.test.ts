@@ -1,0 +1,350 @@
+// The six response modes over real HTTP on loopback: status codes per the spec's
+// table, body shapes, event order, 204 without a body, custom headers present.
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROBLEM_BASE } from '../../runtime/errors.ts';
+import { eventually } from '../support/eventually.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+import { startReceiver } from '../support/receiver.ts';
+import { collect } from '../support/sse.ts';
+
+let rt: TestRuntime;
+let base: string;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const wf = '/webhook/default-production-steps';
+const custom = { custom: [{ name: 'X-Api-Version', value: '7' }] };
+
+beforeAll(async () => {
+  receiver = await startReceiver((_r, n) => (n === 1 ? 500 : 200));
+  rt = await startRuntime({
+    engine: {
+      outbound: { allow: [`127.0.0.1:${receiver.port}`] },
+      callbacks: { secret: SECRET, backoffMs: 20, timeoutMs: 2000 },
+    },
+    heartbeatMs: 200,
+  });
+  base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+  await rt.apply(
+    'modes.yaml',
+    [
+      workflow('steps', {
+        nodes: [
+          { id: 'first', type: 'transform', expression: '{ "n": body.n }' },
+          {
+            id: 'answer',
+            type: 'respond',
+            statusCode: 201,
+            headers: { 'X-From-Node': 'yes' },
+            expression: '{ "accepted": n }',
+          },
+          { id: 'pause', type: 'delay', duration: '150ms' },
+          { id: 'last', type: 'transform', expression: '{ "n": $nodes.first.n, "done": true }' },
+        ],
+      }),
+      ...(
+        [
+          ['ack', 'immediateAck', {}],
+          ['callback', 'asyncCallback', {}],
+          ['subscribe', 'ackSubscribe', {}],
+          ['wait', 'waitForCompletion', {}],
+          ['stream', 'sseStream', {}],
+          ['node', 'waitForResponseNode', {}],
+          ['node-empty', 'waitForResponseNode', { statusCode: 204 }],
+          ['text', 'waitForCompletion', { contentType: 'text/plain' }],
+        ] as const
+      ).map(([segment, mode, extra]) =>
+        trigger(segment, {
+          workflowRef: { name: 'steps' },
+          pathSegment: segment,
+          response: { mode, headers: custom, ...extra },
+        }),
+      ),
+    ],
+    ['ack', 'callback', 'subscribe', 'wait', 'stream', 'node', 'node-empty', 'text'],
+  );
+});
+afterAll(async () => {
+  await rt.stop();
+  await receiver.close();
+});
+
+const post = (segment: string, body: unknown = { n: 5 }, headers: Record<string, string> = {}) =>
+  fetch(`${base}${wf}/${segment}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+
+async function finished(id: string) {
+  return eventually(async () => {
+    const e = await rt.engine.get(id);
+    if (e?.status !== 'succeeded' && e?.status !== 'failed') throw new Error(`still ${e?.status}`);
+    return e;
+  });
+}
+
+describe('partial modes (202)', () => {
+  it('Immediate ACK: 202 at once with the execution handle; the run goes on', async () => {
+    const res = await post('ack');
+    expect(res.status).toBe(202);
+    expect(res.headers.get('x-api-version')).toBe('7');
+    const body = (await res.json()) as {
+      executionId: string;
+      status: string;
+      links: Record<string, string>;
+    };
+    expect(body).toEqual({
+      executionId: expect.any(String),
+      status: 'queued',
+      links: {
+        self: `/api/executions/${body.executionId}`,
+        events: `/api/executions/${body.executionId}/events`,
+      },
+    });
+    expect((await finished(body.executionId)).output).toEqual({ n: 5, done: true });
+  });
+
+  it('Async Callback: 202, then a signed POST of the result, retried with the same id', async () => {
+    const res = await post('callback', { n: 9 }, { 'x-callback-url': `${receiver.url}/hook` });
+    expect(res.status).toBe(202);
+    const body = (await res.json()) as { executionId: string; callbackUrl: string };
+    expect(body.callbackUrl).toBe(`${receiver.url}/hook`);
+    const deliveries = await eventually(() => {
+      const got = receiver.received.filter((r) => r.body.includes(body.executionId));
+      if (got.length < 2) throw new Error(`${got.length} deliveries`);
+      return got;
+    });
+    expect(deliveries[0]?.headers['webhook-id']).toBe(deliveries[1]?.headers['webhook-id']);
+    const last = deliveries[1] as (typeof deliveries)[number];
+    const verified = new Webhook(SECRET).verify(last.body, {
+      'webhook-id': String(last.headers['webhook-id']),
+      'webhook-timestamp': String(last.headers['webhook-timestamp']),
+      'webhook-signature': String(last.headers['webhook-signature']),
+    }) as { executionId: string; status: string; output: unknown };
+    expect(verified).toMatchObject({
+      executionId: body.executionId,
+      status: 'succeeded',
+      output: { n: 9, done: true },
+    });
+  });
+
+  it('Async Callback: the URL may come as a query parameter', async () => {
+    const res = await fetch(
+      `${base}${wf}/callback?callbackUrl=${encodeURIComponent(`${receiver.url}/q`)}`,
+      { method: 'POST' },
+    );
+    expect(res.status).toBe(202);
+  });
+
+  it.each([
+    ['missing', undefined, 'callback-url-missing'],
+    ['plain http to a private address', 'http://10.0.0.1/hook', 'callback-url-refused'],
+    ['the metadata address', 'https://169.254.169.254/latest', 'callback-url-refused'],
+    ['loopback by IPv6', 'https://[::1]/x', 'callback-url-refused'],
+    ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/x', 'callback-url-refused'],
+    ['decimal loopback', 'https://2130706433/x', 'callback-url-refused'],
+    ['not a URL', 'hook me', 'callback-url-refused'],
+  ])('Async Callback: a %s callback URL is refused before anything runs', async (_n, url, type) => {
+    const before = (await rt.engine.list({ triggerKey: 'default/callback', limit: 1000 })).length;
+    const res = await post('callback', { n: 1 }, url ? { 'x-callback-url': url } : {});
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { type: string }).type).toBe(PROBLEM_BASE + type);
+    expect((await rt.engine.list({ triggerKey: 'default/callback', limit: 1000 })).length).toBe(
+      before,
+    );
+  });
+
+  it('Acknowledge + Subscribe: 202 with a channel; the channel streams progress in order', async () => {
+    const res = await post('subscribe');
+    expect(res.status).toBe(202);
+    const body = (await res.json()) as {
+      executionId: string;
+      channel: { type: string; url: string };
+    };
+    expect(body.channel).toEqual({
+      type: 'sse',
+      url: `/api/executions/${body.executionId}/events`,
+    });
+    const channel = await fetch(`${base}${body.channel.url}`);
+    expect(channel.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const frames = await collect(channel);
+    const types = frames.map((f) => f.event);
+    expect(types[0]).toBe('queued');
+    expect(types.at(-1)).toBe('completed');
+    expect(types).toEqual(expect.arrayContaining(['node.started', 'node.finished', 'respond']));
+    expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_f, i) => i + 1));
+    expect(JSON.parse(frames.at(-1)?.data ?? '{}')).toMatchObject({
+      type: 'completed',
+      output: { n: 5, done: true },
+    });
+  });
+
+  it('Acknowledge + Subscribe: Last-Event-ID resumes after that event; a late subscriber gets the replay', async () => {
+    const res = await post('subscribe');
+    const { executionId } = (await res.json()) as { executionId: string };
+    await finished(executionId);
+    const all = await collect(await fetch(`${base}/api/executions/${executionId}/events`));
+    const resumed = await collect(
+      await fetch(`${base}/api/executions/${executionId}/events`, {
+        headers: { 'last-event-id': '3' },
+      }),
+    );
+    expect(resumed.map((f) => f.id)).toEqual(all.slice(3).map((f) => f.id));
+    expect(resumed[0]?.id).toBe('4');
+  });
+});
+
+describe('complete modes (200)', () => {
+  it('Wait for Completion: 200 with the final output and the custom headers', async () => {
+    const res = await post('wait');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-api-version')).toBe('7');
+    expect(await res.json()).toEqual({ n: 5, done: true });
+  });
+
+  it('Wait for Completion with text/plain sends the output as text', async () => {
+    const res = await post('text');
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await res.text()).toBe('{"n":5,"done":true}');
+  });
+
+  it('SSE Stream: 200 event stream with proxy-safe headers, progress until the result', async () => {
+    const res = await post('stream');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(res.headers.get('x-accel-buffering')).toBe('no');
+    expect(res.headers.get('cache-control')).toMatch(/no-cache/);
+    const frames = await collect(res);
+    const types = frames.map((f) => f.event);
+    expect(types[0]).toBe('queued');
+    expect(types.indexOf('respond')).toBeLessThan(types.indexOf('completed'));
+    expect(types.at(-1)).toBe('completed');
+  });
+
+  it('SSE Stream: a client that leaves early leaks nothing and the run still finishes', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${base}${wf}/stream`, {
+      method: 'POST',
+      body: '{"n":1}',
+      headers: { 'content-type': 'application/json' },
+      signal: controller.signal,
+    });
+    const id = res.headers.get('location')?.split('/').pop() as string;
+    controller.abort();
+    const done = await finished(id);
+    expect(done.status).toBe('succeeded');
+    await eventually(() => expect(rt.engine.listenerCount(id)).toBe(0));
+  });
+
+  it('Wait for Response Node: the respond node sets status, headers and body; the workflow goes on', async () => {
+    const res = await post('node');
+    expect(res.status).toBe(201);
+    expect(res.headers.get('x-from-node')).toBe('yes');
+    expect(res.headers.get('x-api-version')).toBe('7');
+    expect(await res.json()).toEqual({ accepted: 5 });
+    const id = (await rt.engine.list({ triggerKey: 'default/node', limit: 1 }))[0]?.id as string;
+    const done = await finished(id);
+    expect(done.log.map((l) => l.nodeId)).toEqual(['first', 'answer', 'pause', 'last']);
+  });
+
+  it('Wait for Response Node with 204 configured: no body', async () => {
+    const res = await post('node-empty');
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('the same key and body, sent concurrently, run once; retries get the same answer', async () => {
+    const key = `k-${Date.now()}`;
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => post('wait', { n: 3 }, { 'idempotency-key': key })),
+    );
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);
+    expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
+    const again = await post('wait', { n: 3 }, { 'idempotency-key': key });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await again.json()).toEqual({ n: 3, done: true });
+    const runs = (await rt.engine.list({ triggerKey: 'default/wait', limit: 1000 })).filter(
+      (e) => (e.input.body as { n: number }).n === 3,
+    );
+    expect(runs).toHaveLength(1);
+  });
+
+  it('a replayed 202 names the same execution', async () => {
+    const first = (await (
+      await post('ack', { n: 4 }, { 'idempotency-key': 'ack-once' })
+    ).json()) as { executionId: string };
+    const second = await post('ack', { n: 4 }, { 'idempotency-key': 'ack-once' });
+    expect(((await second.json()) as { executionId: string }).executionId).toBe(first.executionId);
+  });
+
+  it('the same key with a different body → 422', async () => {
+    await post('ack', { n: 1 }, { 'idempotency-key': 'reused' });
+    const res = await post('ack', { n: 2 }, { 'idempotency-key': 'reused' });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { type: string }).type).toBe(
+      `${PROBLEM_BASE}idempotency-key-reused`,
+    );
+  });
+
+  it('the same key while the first is still running → 409', async () => {
+    const first = post('wait', { n: 8 }, { 'idempotency-key': 'busy' });
+    await eventually(async () =>
+      expect(
+        (await rt.engine.list({ triggerKey: 'default/wait', status: 'running' })).length,
+      ).toBeGreaterThan(0),
+    );
+    const second = await post('wait', { n: 8 }, { 'idempotency-key': 'busy' });
+    expect(second.status).toBe(409);
+    expect((await first).status).toBe(200);
+  });
+
+  it('an empty key → 400', async () => {
+    const res = await post('ack', { n: 1 }, { 'idempotency-key': '""' });
+    expect(res.status).toBe(400);
+  });
+});
+
+describe('live event stream', () => {
+  it('streams connected, then request and response events for the monitored path, rejections included', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${base}/webhook-events/default-production-steps/ack`, {
+      signal: controller.signal,
+    });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const frames = collect(
+      res,
+      (f) => f.event === 'response' && f.data.includes('"statusCode":405'),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    await post('ack', { n: 1 }, { 'x-correlation-id': 'live-1' });
+    await fetch(`${base}${wf}/ack`, { method: 'DELETE' });
+    const got = await frames;
+    controller.abort();
+    expect(got[0]?.event).toBe('connected');
+    const parsed = got
+      .slice(1)
+      .map((f) => ({ event: f.event, ...(JSON.parse(f.data) as Record<string, unknown>) }));
+    expect(parsed[0]).toMatchObject({ event: 'request', method: 'POST', correlationId: 'live-1' });
+    expect(parsed[1]).toMatchObject({
+      event: 'response',
+      statusCode: 202,
+      executionId: expect.any(String),
+    });
+    expect(parsed.at(-1)).toMatchObject({
+      event: 'response',
+      statusCode: 405,
+      problem: 'HG_ERR_METHOD_NOT_ALLOWED',
+    });
+  });
+
+  it('an unknown path → 404 problem', async () => {
+    const res = await fetch(`${base}/webhook-events/nope/x`);
+    expect(res.status).toBe(404);
+  });
+});
