@@ -185,6 +185,10 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
    */
   observe(o: RequestObservation): void {
     const minute = Math.floor((o.at + o.durationSeconds * 1000) / MINUTE_MS);
+    if (!Number.isFinite(minute) || !(o.durationSeconds >= 0)) {
+      this.#dropped += 1;
+      return;
+    }
     if (minute > this.#newestMinute) this.#advance(minute);
     if (minute <= this.#newestMinute - MAX_WINDOW_MINUTES) {
       this.#dropped += 1;

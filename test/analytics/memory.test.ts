@@ -80,6 +80,15 @@ describe('memory analytics store', () => {
     ]);
   });
 
+  it('drops observations with an invalid time or duration', () => {
+    const store = new MemoryAnalytics({ now: () => T0 });
+    const base = knownTraffic(() => T0)[0]!;
+    store.observe({ ...base, at: Number.NaN });
+    store.observe({ ...base, durationSeconds: Number.NaN });
+    store.observe({ ...base, durationSeconds: -1 });
+    expect(store.stats()).toMatchObject({ minutes: 0, series: 0, droppedObservations: 3 });
+  });
+
   it('caps the number of series and counts what it drops', async () => {
     const store = new MemoryAnalytics({ now: () => T0, maxSeries: 3 });
     for (const route of ['/webhook/a/x', '/webhook/b/x', '/webhook/c/x', '/webhook/d/x']) {
