@@ -1200,3 +1200,45 @@ describe('1.8 kubectl-facing endpoints', () => {
     await lw.stop();
   });
 });
+
+describe('test fault switches', () => {
+  it('failNext answers matching requests with a forced Status, delayNext delays them, the log records both', async () => {
+    await create(WIDGETS, widget('faults'));
+    const path = `${WIDGETS}/faults`;
+    server.faults.failNext(2, 500, (r) => r.method === 'GET' && r.path === path);
+    server.faults.failNext(1, 409, (r) => r.method === 'PATCH');
+    server.clearRequests();
+    expect((await call('GET', path)).status).toBe(500);
+    expect((await call('GET', WIDGETS)).status).toBe(200);
+    expect((await call('GET', path)).status).toBe(500);
+    expect((await call('GET', path)).status).toBe(200);
+    const conflict = await call(
+      'PATCH',
+      path,
+      { spec: { size: 4 } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(conflict.status).toBe(409);
+    expect(conflict.body).toMatchObject({
+      reason: 'Conflict',
+      details: { name: 'faults', kind: 'widgets' },
+    });
+    expect(server.requests.map((r) => r.status)).toEqual([500, 200, 500, 200, 409]);
+    expect(server.requests[4]).toMatchObject({
+      method: 'PATCH',
+      path,
+      contentType: 'application/merge-patch+json',
+    });
+    server.faults.delayNext(1, 300, (r) => r.path === path);
+    const started = Date.now();
+    expect((await call('GET', path)).status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    const watching = readWatch(
+      `${server.url}${WIDGETS}?watch=1&resourceVersion=${server.resourceVersion()}`,
+      { timeoutMs: 3000 },
+    );
+    for (let i = 0; i < 40 && server.faults.openWatches() === 0; i++) await sleep(25);
+    expect(server.closeWatches()).toBeGreaterThanOrEqual(1);
+    expect((await watching).ended).toBe(true);
+  });
+});

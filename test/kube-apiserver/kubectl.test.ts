@@ -252,7 +252,14 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect(stale.code).not.toBe(0);
     expect(stale.stderr).toContain('timed out waiting for the condition');
     const watch = sent((r) => r.query.watch === '1' || r.query.watch === 'true')[0];
-    expect(watch?.query).toMatchObject({ fieldSelector: 'metadata.name=orders-hook' });
+    // client-go 1.35's WatchListClient (K16): served here, so no fallback LIST happens.
+    expect(watch?.query).toMatchObject({
+      fieldSelector: 'metadata.name=orders-hook',
+      sendInitialEvents: 'true',
+      resourceVersionMatch: 'NotOlderThan',
+      allowWatchBookmarks: 'true',
+    });
+    expect(watch?.status).toBe(200);
 
     const started = Date.now();
     const waiting = kubectl([
