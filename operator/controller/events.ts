@@ -16,6 +16,25 @@ import { BucketRateLimiter } from './rate-limiter.ts';
 export const EventType = { Normal: 'Normal', Warning: 'Warning' } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
+/**
+ * Reasons of the operator's own lifecycle events. Events about a condition use the
+ * condition `Reason` constants of the API module (Deployed, Published, SecretNotFound,
+ * PathConflict, ...), so `kubectl describe` and the status tell the same story.
+ */
+export const EventReason = {
+  /** A reconcile failed and will be retried with backoff (Warning). */
+  ReconcileError: 'ReconcileError',
+  /** A reconcile failed in a way retrying cannot fix (Warning). */
+  ReconcileFailed: 'ReconcileFailed',
+  /** The finalizer was added before the first side effect (Normal). */
+  FinalizerAdded: 'FinalizerAdded',
+  /** Cleanup on deletion failed and will be retried; the object stays (Warning). */
+  CleanupFailed: 'CleanupFailed',
+  /** Cleanup finished and the finalizer was removed (Normal). */
+  CleanedUp: 'CleanedUp',
+} as const;
+export type EventReason = (typeof EventReason)[keyof typeof EventReason];
+
 /** The object an event is about. */
 export interface InvolvedObject {
   apiVersion: string;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../operator/controller/clock.ts';
-import { EventRecorder, EventType } from '../../operator/controller/events.ts';
+import { EventReason, EventRecorder, EventType } from '../../operator/controller/events.ts';
 import { KubeClient } from '../../operator/controller/kube-client.ts';
 import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
 
@@ -71,14 +71,14 @@ describe('EventRecorder', () => {
   it('aggregates a repeated event into one Event with a count', async () => {
     const rec = new EventRecorder({ client, component: 'hookgate-operator' });
     for (let i = 0; i < 3; i++) {
-      rec.event(obj('two'), EventType.Normal, 'Deployed', 'route registered');
+      rec.event(obj('two'), EventType.Warning, EventReason.CleanupFailed, 'store down');
       await rec.flush();
     }
     rec.event(obj('two'), EventType.Normal, 'Published', 'workflow registered');
     await rec.flush();
     const events = await eventsFor('two');
     expect(events.map((e) => `${e.reason}:${e.count}`).sort()).toEqual([
-      'Deployed:3',
+      'CleanupFailed:3',
       'Published:1',
     ]);
   });
