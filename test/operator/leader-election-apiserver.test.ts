@@ -120,7 +120,8 @@ describe('LeaderElector on a Lease (in-memory API server)', () => {
     await eventually(() => expect(b.started).toHaveLength(1), LEASE_MS * 3);
     const took = (b.started[0] ?? 0) - killedAt;
     expect(took).toBeGreaterThanOrEqual(LEASE_MS - RETRY_MS - 50);
-    expect(took).toBeLessThanOrEqual(LEASE_MS + RETRY_MS * (1 + 1.2) + 300);
+    // Slack for a loaded 2-core machine; the bound is still well under 2 × LeaseDuration.
+    expect(took).toBeLessThanOrEqual(LEASE_MS + RETRY_MS * (1 + 1.2) + 500);
     const l = await getLease(lease);
     expect(l.spec.holderIdentity).toBe('b');
     expect(l.spec.leaseTransitions).toBe(1);
@@ -147,7 +148,7 @@ describe('LeaderElector on a Lease (in-memory API server)', () => {
     const frozenAt = Date.now();
     server.faults.delayNext(1000, 3000, (r) => r.path.includes('/leases'));
     await eventually(() => expect(a.stopped).toHaveLength(1), RENEW_MS * 3);
-    expect((a.stopped[0] ?? 0) - frozenAt).toBeLessThanOrEqual(RENEW_MS + RETRY_MS + 300);
+    expect((a.stopped[0] ?? 0) - frozenAt).toBeLessThanOrEqual(RENEW_MS + RETRY_MS + 500);
     expect((a.stopped[0] ?? 0) - frozenAt).toBeLessThan(LEASE_MS);
     expect(a.signal?.aborted).toBe(true);
     expect(a.elector.isLeader()).toBe(true); // its last view; it no longer acts on it
