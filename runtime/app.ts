@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { ResourceSource } from '../operator/sources/ports.ts';
 import { executionRoutes } from './admin/execution-routes.ts';
 import { resourceRoutes } from './admin/resource-routes.ts';
+import { testRequestRoutes } from './admin/test-request-routes.ts';
 import type { ExecutionEngine } from './engine/ports.ts';
 import { liveEventRoutes, type LiveEventHub } from './gateway/live-events.ts';
 import type { RequestObserver } from './gateway/observations.ts';
@@ -77,6 +78,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     engine: options.engine,
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
   });
+  testRequestRoutes(app, { routes: options.table.routes });
   if (options.source) {
     resourceRoutes(app, {
       source: options.source,

@@ -200,3 +200,91 @@ describe('immediate ACK', () => {
     );
   });
 });
+
+describe('Send Test Request', () => {
+  it('sends one request through the gateway with the saved credentials and returns the answer', async () => {
+    await rt.apply(
+      'tested.yaml',
+      [
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'tk' },
+          stringData: { acme: 'key-for-tests-1' },
+        },
+        workflow('tested', {
+          nodes: [
+            {
+              id: 'out',
+              type: 'transform',
+              expression: '{ "got": body, "who": metadata.consumer, "id": params.id }',
+            },
+          ],
+        }),
+        trigger('tested', {
+          workflowRef: { name: 'tested' },
+          pathSegment: 'items/:id',
+          auth: { method: 'apiKey', apiKey: { secretRef: { name: 'tk' } } },
+          testCredentials: { type: 'apiKey', secretRef: { name: 'tk', key: 'acme' } },
+          response: { mode: 'waitForCompletion' },
+        }),
+        trigger('untested', {
+          workflowRef: { name: 'tested' },
+          pathSegment: 'bare',
+          auth: { method: 'apiKey', apiKey: { secretRef: { name: 'tk' } } },
+        }),
+      ],
+      ['tested', 'untested'],
+    );
+    const res = await rt.app.inject({
+      method: 'POST',
+      url: '/api/triggers/default/tested/test',
+      payload: { body: { hello: 1 }, params: { id: 'A-9' } },
+    });
+    expect(res.statusCode).toBe(200);
+    const out = res.json<{
+      request: { url: string; headers: Record<string, string> };
+      response: { statusCode: number; body: unknown };
+    }>();
+    expect(out.response).toMatchObject({
+      statusCode: 200,
+      body: { got: { hello: 1 }, who: 'acme', id: 'A-9' },
+    });
+    expect(out.request.url).toBe('/webhook/default-production-tested/items/A-9');
+    expect(out.request.headers['x-api-key']).toBe('[redacted]');
+  });
+
+  it('is refused with a clear error when no credentials are saved', async () => {
+    const res = await rt.app.inject({
+      method: 'POST',
+      url: '/api/triggers/default/untested/test',
+      payload: {},
+    });
+    expect(res.statusCode).toBe(409);
+    expect(res.json<{ type: string; detail: string }>()).toMatchObject({
+      type: `${PROBLEM_BASE}test-credentials-missing`,
+      detail: expect.stringContaining('spec.testCredentials'),
+    });
+  });
+
+  it('rejects a malformed test request and an undeployed trigger', async () => {
+    expect(
+      (
+        await rt.app.inject({
+          method: 'POST',
+          url: '/api/triggers/default/tested/test',
+          payload: { method: 'FETCH' },
+        })
+      ).statusCode,
+    ).toBe(400);
+    expect(
+      (
+        await rt.app.inject({
+          method: 'POST',
+          url: '/api/triggers/default/ghost/test',
+          payload: {},
+        })
+      ).statusCode,
+    ).toBe(404);
+  });
+});

@@ -1,0 +1,114 @@
+// Send Test Request: one request through the gateway to a trigger's endpoint, with the
+// credentials saved in its testCredentials and a user-supplied JSON body; the answer
+// comes back as data. (Saving and clearing the credentials is editing the trigger's
+// spec.testCredentials, as with any other field: kubectl, GitOps or the manifest file.)
+import type { FastifyInstance } from 'fastify';
+import { HttpProblem } from '../errors.ts';
+import { redactHeaders } from '../gateway/live-events.ts';
+import type { RouteRecord, RouteStore } from '../stores/ports.ts';
+
+interface TestRequestBody {
+  method?: string;
+  body?: unknown;
+  query?: Record<string, string>;
+  params?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
+
+function parseRequest(raw: unknown): TestRequestBody {
+  const input = (raw ?? {}) as TestRequestBody;
+  const errors: { pointer: string; detail: string }[] = [];
+  if (typeof input !== 'object' || Array.isArray(input))
+    errors.push({ pointer: '', detail: 'must be an object' });
+  if (input.method !== undefined && !METHODS.includes(String(input.method).toUpperCase())) {
+    errors.push({ pointer: '/method', detail: `must be one of ${METHODS.join(', ')}` });
+  }
+  for (const field of ['query', 'params', 'headers'] as const) {
+    const v = input[field];
+    if (
+      v !== undefined &&
+      (typeof v !== 'object' || v === null || Object.values(v).some((x) => typeof x !== 'string'))
+    ) {
+      errors.push({ pointer: `/${field}`, detail: 'must be an object of strings' });
+    }
+  }
+  if (errors.length > 0) {
+    throw new HttpProblem('HG_ERR_INVALID_PARAMETER', 'The test request is malformed', {
+      extensions: { errors },
+    });
+  }
+  return input;
+}
+
+/** The auth header of the saved test credentials; refuses when they are missing or mismatched. */
+function credentialHeaders(route: RouteRecord): Record<string, string> {
+  const saved = route.spec.testCredentials;
+  const method = route.spec.auth?.method ?? 'none';
+  if (method === 'none') return {};
+  const credential = route.credentials.testCredential;
+  if (!saved || credential === undefined) {
+    throw new HttpProblem(
+      'HG_ERR_TEST_CREDENTIALS_MISSING',
+      'Save test credentials (spec.testCredentials) before sending a test request',
+    );
+  }
+  if (saved.type !== method) {
+    throw new HttpProblem(
+      'HG_ERR_TEST_CREDENTIALS_MISSING',
+      `The saved test credentials are for ${saved.type}, but the endpoint uses ${method}`,
+    );
+  }
+  return method === 'apiKey'
+    ? { [saved.header.toLowerCase()]: credential }
+    : { authorization: `Bearer ${credential}` };
+}
+
+export function testRequestRoutes(app: FastifyInstance, options: { routes: RouteStore }): void {
+  app.post('/api/triggers/:namespace/:name/test', async (request) => {
+    const { namespace, name } = request.params as { namespace: string; name: string };
+    const input = parseRequest(request.body);
+    const route = await options.routes.get(`${namespace}/${name}`);
+    if (!route) {
+      throw new HttpProblem(
+        'HG_ERR_ROUTE_NOT_FOUND',
+        `WebhookTrigger ${namespace}/${name} is not deployed`,
+      );
+    }
+    const saved = route.spec.testCredentials;
+    const headers: Record<string, string> = { ...input.headers, ...credentialHeaders(route) };
+    const path = route.path
+      .split('/')
+      .map((part) =>
+        part.startsWith(':') ? encodeURIComponent(input.params?.[part.slice(1)] ?? 'test') : part,
+      )
+      .join('/');
+    const query = new URLSearchParams(input.query ?? {}).toString();
+    const url = query ? `${path}?${query}` : path;
+    const verb = (input.method ?? route.spec.methods[0] ?? 'POST').toUpperCase();
+    const hasBody = input.body !== undefined && verb !== 'GET' && verb !== 'HEAD';
+    if (hasBody) headers['content-type'] ??= 'application/json';
+    const started = process.hrtime.bigint();
+    const res = await app.inject({
+      method: verb as 'POST',
+      url,
+      headers,
+      ...(hasBody ? { payload: JSON.stringify(input.body) } : {}),
+    });
+    const type = String(res.headers['content-type'] ?? '');
+    let body: unknown = res.body;
+    if (/json/.test(type) && res.body !== '') {
+      try {
+        body = JSON.parse(res.body);
+      } catch {
+        body = res.body;
+      }
+    }
+    return {
+      request: { method: verb, url, headers: redactHeaders(headers, saved?.header) },
+      response: { statusCode: res.statusCode, headers: res.headers, body },
+      durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+    };
+  });
+}
