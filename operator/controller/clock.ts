@@ -13,14 +13,15 @@ export interface Clock {
 }
 
 /**
- * The wall clock. Timers are unref'd: a pending delayed requeue must never keep a
- * process (or a test runner) alive on its own.
+ * The wall clock. Timers are ordinary (ref'd) timers on purpose: an informer waiting to
+ * reconnect or a candidate waiting to retry the Lease may be the only thing pending
+ * while the API server is unreachable, and the process must not exit then. Everything
+ * that arms a timer cancels it on stop/shutdown.
  */
 export const realClock: Clock = {
   now: () => performance.now(),
   setTimer(fn, ms) {
     const handle = setTimeout(fn, Math.max(0, ms));
-    handle.unref();
     return () => clearTimeout(handle);
   },
 };

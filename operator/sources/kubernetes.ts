@@ -186,6 +186,8 @@ class ManagedInformer {
   #listedOnce = false;
   #errorsThisStart = 0;
   #restartTimer: CancelTimer | undefined;
+  /** Pending reconnect delays; cancelled (never resolved) on stop. */
+  readonly #delays = new Set<CancelTimer>();
   #backoffMs: number;
   #synced = false;
   #onSynced: (() => void)[] = [];
@@ -260,6 +262,8 @@ class ManagedInformer {
     this.#watch.stopped = true;
     this.#restartTimer?.();
     this.#restartTimer = undefined;
+    for (const cancel of this.#delays) cancel();
+    this.#delays.clear();
     await this.#lw.stop();
   }
 
@@ -288,7 +292,13 @@ class ManagedInformer {
   #delay(ms: number): Promise<void> {
     if (this.#stopped) return never();
     const capped = Math.min(ms, this.#o.maxReconnectDelayMs);
-    return new Promise((resolve) => this.#o.clock.setTimer(resolve, capped));
+    return new Promise((resolve) => {
+      const cancel = this.#o.clock.setTimer(() => {
+        this.#delays.delete(cancel);
+        resolve();
+      }, capped);
+      this.#delays.add(cancel);
+    });
   }
 
   #onError(err: unknown): void {
