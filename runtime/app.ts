@@ -2,6 +2,7 @@
 // executions and admin APIs, health endpoints, plus whatever plugins a role adds
 // (metrics, analytics, dashboard). Creating, listening and shutting down live in
 // server.ts; this file only wires parts together.
+import { createServer } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { ResourceSource } from '../operator/sources/ports.ts';
 import { executionRoutes } from './admin/execution-routes.ts';
@@ -33,24 +34,43 @@ export interface AppOptions {
   /** Whether the role is ready to serve (readiness probe). */
   ready?: () => boolean;
   heartbeatMs?: number;
+  /** Server timeouts and limits (tests shorten them). */
+  limits?: Partial<ServerLimits>;
 }
 
 /** Server-wide limits (slow clients, idle sockets); see docs/security.md. */
 export const SERVER_LIMITS = {
   /** Time to receive a whole request (Node's default of 300 s is off under Fastify). */
   requestTimeout: 120_000,
+  /** Time to receive the request headers: a client trickling them is cut off. */
+  headersTimeout: 60_000,
   /** Above common load balancers' 60 s idle timeout, so they close first. */
   keepAliveTimeout: 72_000,
+  /** How often Node checks the two timeouts above. */
+  connectionsCheckingInterval: 5_000,
   /** The largest body any endpoint may accept (each endpoint sets its own lower limit). */
   bodyLimit: 16 * 1024 * 1024,
-} as const;
+};
+export type ServerLimits = typeof SERVER_LIMITS;
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const limits = { ...SERVER_LIMITS, ...options.limits };
   const app = Fastify({
     logger: options.logger ?? false,
-    requestTimeout: SERVER_LIMITS.requestTimeout,
-    keepAliveTimeout: SERVER_LIMITS.keepAliveTimeout,
-    bodyLimit: SERVER_LIMITS.bodyLimit,
+    // Our own server, so that every slow-client timeout is set explicitly (G6).
+    serverFactory: (handler) =>
+      createServer(
+        {
+          requestTimeout: limits.requestTimeout,
+          headersTimeout: limits.headersTimeout,
+          keepAliveTimeout: limits.keepAliveTimeout,
+          connectionsCheckingInterval: limits.connectionsCheckingInterval,
+        },
+        handler,
+      ),
+    requestTimeout: limits.requestTimeout,
+    keepAliveTimeout: limits.keepAliveTimeout,
+    bodyLimit: limits.bodyLimit,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
   });
@@ -62,7 +82,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       engine: options.engine,
       guards: options.guards,
       live: options.live,
-      maxBodyBytes: SERVER_LIMITS.bodyLimit,
+      maxBodyBytes: limits.bodyLimit,
       ...(options.modes ? { modes: { ...options.modes, heartbeatMs: options.heartbeatMs } } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
       ...(options.idempotency ? { idempotency: options.idempotency } : {}),

@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
 import { DirectorySource } from '../../operator/sources/directory.ts';
-import { buildApp } from '../app.ts';
+import { buildApp, type AppOptions } from '../app.ts';
 import { InProcessEngine, type InProcessEngineOptions } from '../engine/engine.ts';
 import { validateCallbackUrl } from '../engine/callbacks.ts';
 import { MemoryIdempotencyStore } from '../engine/idempotency.ts';
@@ -23,6 +23,7 @@ export interface DevOptions {
   engine?: InProcessEngineOptions;
   guards?: GuardOptions;
   heartbeatMs?: number;
+  limits?: AppOptions['limits'];
 }
 
 export interface DevRuntime {
@@ -61,6 +62,7 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     },
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
   });
   return {
     app,
