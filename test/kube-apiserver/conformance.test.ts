@@ -6,8 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
+  CoordinationV1Api,
+  CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
+  KubernetesObjectApi,
   ListWatch,
   PatchStrategy,
   Watch,
@@ -1240,5 +1243,59 @@ describe('test fault switches', () => {
     for (let i = 0; i < 40 && server.faults.openWatches() === 0; i++) await sleep(25);
     expect(server.closeWatches()).toBeGreaterThanOrEqual(1);
     expect((await watching).ended).toBe(true);
+  });
+});
+
+describe('client-node typed clients (K27 built-ins as the operator uses them)', () => {
+  it('CoreV1Api reads secrets; CoordinationV1Api creates and renews leases (409 on a stale RV); KubernetesObjectApi works on CRs', async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(server.writeKubeconfig(dir));
+    const core = kc.makeApiClient(CoreV1Api);
+    await core.createNamespacedSecret({
+      namespace: 'default',
+      body: { metadata: { name: 'typed' }, stringData: { apiKey: 's3cret' } },
+    });
+    const secret = await core.readNamespacedSecret({ name: 'typed', namespace: 'default' });
+    expect(Buffer.from(secret.data?.apiKey ?? '', 'base64').toString()).toBe('s3cret');
+    expect(secret.type).toBe('Opaque');
+    const leases = kc.makeApiClient(CoordinationV1Api);
+    const lease = await leases.createNamespacedLease({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'typed' },
+        spec: { holderIdentity: 'a', leaseDurationSeconds: 15, renewTime: new Date() },
+      },
+    });
+    const renewed = await leases.replaceNamespacedLease({
+      name: 'typed',
+      namespace: 'default',
+      body: {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: 'a', renewTime: new Date(Date.now() + 1000) },
+      },
+    });
+    expect(Number(renewed.metadata?.resourceVersion)).toBeGreaterThan(
+      Number(lease.metadata?.resourceVersion),
+    );
+    const stale = await leases
+      .replaceNamespacedLease({
+        name: 'typed',
+        namespace: 'default',
+        body: { ...lease, spec: { ...lease.spec, holderIdentity: 'b' } },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e as { code?: number },
+      );
+    expect(stale?.code).toBe(409);
+    const objects = KubernetesObjectApi.makeApiClient(kc);
+    const created = await objects.create(trigger('typed'));
+    expect(created.metadata?.uid).toBeTruthy();
+    const read = await objects.read({
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'WebhookTrigger',
+      metadata: { name: 'typed', namespace: 'default' },
+    });
+    expect(read.metadata?.resourceVersion).toBe(created.metadata?.resourceVersion);
   });
 });

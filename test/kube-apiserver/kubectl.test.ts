@@ -310,6 +310,27 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect((await call<Obj>('GET', `${WT}/orders-hook`)).status).toBe(404);
   });
 
+  it('kubectl apply of a built-in (Secret) works and re-applies with a patch; typed create commands get 415 (protobuf)', async () => {
+    const secret = (v: string) =>
+      `apiVersion: v1\nkind: Secret\nmetadata:\n  name: api-keys\nstringData:\n  consumer-a: ${v}\n`;
+    expect((await kubectl(['apply', '-f', '-'], secret('one'))).stdout).toContain(
+      'secret/api-keys created',
+    );
+    const again = await kubectl(['apply', '-f', '-'], secret('two'));
+    expect(again.stdout).toContain('secret/api-keys configured');
+    expect(again.stderr).toBe('');
+    const data = (
+      await call<{ data: Record<string, string> }>(
+        'GET',
+        '/api/v1/namespaces/default/secrets/api-keys',
+      )
+    ).body.data;
+    expect(Buffer.from(data['consumer-a'] ?? '', 'base64').toString()).toBe('two');
+    const typed = await kubectl(['create', 'namespace', 'team-a']);
+    expect(typed.code).not.toBe(0);
+    expect(typed.stderr).toContain('UnsupportedMediaType');
+  });
+
   it('K32 kubectl caches discovery in the per-run KUBECACHEDIR, not in the real HOME', () => {
     const cache = env.KUBECACHEDIR ?? '';
     expect(cache.startsWith(dir)).toBe(true);

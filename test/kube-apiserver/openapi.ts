@@ -28,6 +28,11 @@ function kindSchema(rt: ResourceType): OpenApiSchema {
     return {
       type: 'object',
       description: `${rt.kind} (schema not modelled by the test API server).`,
+      properties: {
+        apiVersion: { type: 'string' },
+        kind: { type: 'string' },
+        metadata: OBJECT_META,
+      },
       'x-kubernetes-preserve-unknown-fields': true,
       'x-kubernetes-group-version-kind': gvk,
     };
@@ -51,7 +56,9 @@ function operations(rt: ResourceType, ref: object): Record<string, unknown> {
     'application/merge-patch+json',
     'application/apply-patch+yaml',
   ];
-  if (!rt.custom) types.push('application/strategic-merge-patch+json');
+  // No strategic-merge-patch here, not even for built-ins: kubectl would then compute
+  // the patch from these (open) schemas and warn; without it, it uses its compiled-in
+  // types for built-ins and a JSON merge patch for CRs.
   const response = {
     '200': { description: 'OK', content: { 'application/json': { schema: ref } } },
   };

@@ -30,7 +30,14 @@ import {
 import { groupVersionDoc, openApiIndex } from './openapi.ts';
 import { CRD_TYPE, Registry, type KubeObject } from './resources.ts';
 import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
-import { ApiError, badRequest, forcedError, invalid, methodNotAllowed } from './status.ts';
+import {
+  ApiError,
+  badRequest,
+  forcedError,
+  invalid,
+  methodNotAllowed,
+  unsupportedMediaType,
+} from './status.ts';
 import { Storage } from './storage.ts';
 import { toTable, wantsTable } from './table.ts';
 import { serveWatch } from './watch.ts';
@@ -125,6 +132,11 @@ function notFoundPath(): ApiError {
 }
 
 function parseBody(raw: string, contentType: string): unknown {
+  if (contentType.includes('protobuf') || contentType.includes('cbor')) {
+    // K26: JSON only. kubectl's typed commands (create namespace, create secret) send
+    // protobuf for built-ins; `kubectl apply -f` sends JSON.
+    throw unsupportedMediaType(contentType, ['application/json', 'application/yaml']);
+  }
   if (raw.trim() === '') return undefined;
   try {
     return contentType.includes('yaml')
