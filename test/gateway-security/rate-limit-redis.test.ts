@@ -95,9 +95,10 @@ describe.skipIf(!redisAvailable())('EndpointRateLimiter (Redis)', () => {
     }
   });
 
-  it('Redis stopped → open passes without headers, closed → 503; never a 429', async () => {
+  it('Redis stopped → open passes without headers, closed → 503; restarted → counting resumes', async () => {
     const redis = await newClient();
-    const limiter = new EndpointRateLimiter({ redis, timeoutMs: 2_000 });
+    // A generous timeout (a down Redis fails at once: the client is not ready).
+    const limiter = new EndpointRateLimiter({ redis, timeoutMs: 10_000 });
     expect((await limiter.check(route(10, 'shop/down-open'))).degraded).toBe(false);
     const closed = new Promise<void>((resolve) => redis.once('close', () => resolve()));
     await server.stop();
@@ -111,6 +112,14 @@ describe.skipIf(!redisAvailable())('EndpointRateLimiter (Redis)', () => {
     const problem = await problemOf(() => limiter.check(route(10, 'shop/down-closed', 'closed')));
     expect(problem.code).toBe('HG_ERR_RATE_LIMIT_UNAVAILABLE');
     expect(problem.status).toBe(503);
+
+    // Restarted on the same port: the client reconnects and counting resumes.
+    const back = new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+    server = await startRedis({ port: server.port });
+    await back;
+    const after = await limiter.check(route(10, 'shop/down-closed', 'closed'));
+    expect(after).toMatchObject({ degraded: false });
+    expect(after.headers['RateLimit-Remaining']).toBe('9');
   });
 });
 

@@ -92,8 +92,8 @@ function waitForReady(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
-async function startOnce(bin: string): Promise<RedisServer> {
-  const port = await freePort();
+async function startOnce(bin: string, fixedPort?: number): Promise<RedisServer> {
+  const port = fixedPort ?? (await freePort());
   const dir = await mkdtemp(join(tmpdir(), 'hookgate-redis-'));
   const child = spawn(
     bin,
@@ -147,14 +147,17 @@ async function startOnce(bin: string): Promise<RedisServer> {
   };
 }
 
-/** Starts a redis-server; retries on a port race (another process took the port). */
-export async function startRedis(): Promise<RedisServer> {
+/**
+ * Starts a redis-server on a free port, or on `port` (to restart one that was stopped);
+ * retries on a port race (another process took the port).
+ */
+export async function startRedis(options: { port?: number } = {}): Promise<RedisServer> {
   const bin = redisServerPath();
   if (!bin) throw new Error('redis-server not found');
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await startOnce(bin);
+      return await startOnce(bin, options.port);
     } catch (error) {
       lastError = error;
     }
