@@ -205,6 +205,15 @@ describe('through a Fastify catch-all content-type parser (real HTTP)', () => {
     expect(JSON.parse(res.body)).toEqual({ code: 'HG_ERR_BODY_TOO_LARGE' });
   });
 
+  it('a large chunked body far over the limit still gets its 413 (connection not reset)', async () => {
+    const chunk = 'x'.repeat(64 * 1024);
+    const res = await send(
+      Array.from({ length: 32 }, () => chunk),
+      { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
+    );
+    expect(res.status).toBe(413);
+  });
+
   it('malformed JSON → 400 malformed-body', async () => {
     const res = await send(['{"a":'], { 'content-type': 'application/json' });
     expect(res.status).toBe(400);
