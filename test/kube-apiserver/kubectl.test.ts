@@ -213,6 +213,43 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     ]);
   });
 
+  it('kubectl get -w streams Table rows as the status changes', async () => {
+    const child = spawn(tools?.kubectl ?? 'missing-kubectl', ['get', 'webhooktriggers', '-w'], {
+      env,
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    try {
+      for (let i = 0; i < 100 && !stdout.includes('orders-hook'); i++) await sleep(20);
+      const patched = await call(
+        'PATCH',
+        `${WT}/orders-hook/status`,
+        {
+          status: {
+            conditions: [
+              {
+                type: 'Ready',
+                status: 'Unknown',
+                reason: 'Reconciling',
+                message: 'watching',
+                lastTransitionTime: '2026-01-01T00:00:00Z',
+                observedGeneration: 1,
+              },
+            ],
+          },
+        },
+        { 'Content-Type': 'application/merge-patch+json' },
+      );
+      expect(patched.status).toBe(200);
+      for (let i = 0; i < 100 && !stdout.includes('watching'); i++) await sleep(20);
+    } finally {
+      child.kill();
+    }
+    const lines = stdout.trim().split('\n');
+    expect(lines[0]?.split(/\s+/)).toEqual(['NAME', 'READY', 'STATUS', 'URL', 'AGE']);
+    expect(lines.at(-1)?.split(/\s+/).slice(0, 3)).toEqual(['orders-hook', 'Unknown', 'watching']);
+  });
+
   it('kubectl explain webhooktrigger.spec.auth shows the schema descriptions', async () => {
     const explain = await kubectl(['explain', 'webhooktrigger.spec.auth']);
     expect(explain.code).toBe(0);

@@ -314,6 +314,7 @@ export async function startKubeApiServer(
           ...(timeout ? { timeoutSeconds: Number(timeout) } : {}),
           labels,
           fields,
+          table: wantsTable(req.headers.accept),
         },
         { bookmarkIntervalMs, track: (end) => faults.track(end) },
       );

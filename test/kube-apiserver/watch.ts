@@ -7,6 +7,7 @@ import { withType } from './admission.ts';
 import { apiVersionOf, storageKey, type KubeObject, type ResourceType } from './resources.ts';
 import type { Selector } from './selectors.ts';
 import { expired } from './status.ts';
+import { toTable } from './table.ts';
 import type { StoredEvent, Storage } from './storage.ts';
 
 export interface WatchRequest {
@@ -19,6 +20,8 @@ export interface WatchRequest {
   timeoutSeconds?: number;
   labels: Selector;
   fields: Selector;
+  /** `kubectl get -w`: each object is sent as a one-row meta.k8s.io/v1 Table. */
+  table?: boolean;
 }
 
 export interface WatchOptions {
@@ -64,10 +67,11 @@ export function serveWatch(
   });
   res.flushHeaders();
   const send = (event: WatchEvent): void => {
-    const object =
-      event.type === 'ERROR' || event.type === 'BOOKMARK'
-        ? event.object
-        : withType(event.object as KubeObject, req.rt);
+    let object = event.object;
+    if (event.type !== 'ERROR' && event.type !== 'BOOKMARK') {
+      const typed = withType(event.object as KubeObject, req.rt);
+      object = req.table ? toTable(req.rt, [typed], typed.metadata.resourceVersion) : typed;
+    }
     res.write(`${JSON.stringify({ type: event.type, object })}\n`);
   };
   const bookmark = (annotations?: Record<string, string>): void =>
