@@ -46,6 +46,8 @@ export interface WriteOptions {
   fieldValidation: FieldValidation;
   fieldManager?: string;
   force?: boolean;
+  /** `dryRun=All`: run every check, store nothing, send no event. */
+  dryRun?: boolean;
 }
 
 export interface Outcome {
@@ -155,6 +157,7 @@ export function createObject(ctx: Ctx, t: Target, body: unknown, opts: WriteOpti
   if (t.rt.generation) m.generation = 1;
   else delete m.generation;
   if (t.rt === CRD_TYPE) object.status = crdStatus(object, m.creationTimestamp);
+  if (opts.dryRun) return { code: 201, body: withType(object, t.rt), warnings };
   const stored = ctx.storage.write(key, object, 'ADDED');
   afterWrite(ctx, t.rt, stored);
   return { code: 201, body: withType(stored, t.rt), warnings };
@@ -205,7 +208,7 @@ export function updateObject(
   const { object, warnings } = admitObject(t.rt, next, opts.fieldValidation, cur);
   normaliseBuiltin(t.rt, object);
   checkFinalizers(t.rt, object, cur);
-  return commit(ctx, t, object, cur, warnings);
+  return commit(ctx, t, object, cur, warnings, opts.dryRun === true);
 }
 
 /** Copy what a request cannot change from the stored object (K8 status rules). */
@@ -265,6 +268,7 @@ function commit(
   next: KubeObject,
   cur: KubeObject,
   warnings: string[],
+  dryRun: boolean,
 ): Outcome {
   const key = storageKey(t.rt);
   if (
@@ -279,6 +283,7 @@ function commit(
   if (canonical(next) === canonical(withType(cur, t.rt))) {
     return { code: 200, body: withType(cur, t.rt), warnings };
   }
+  if (dryRun) return { code: 200, body: withType(next, t.rt), warnings };
   if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
     const gone = ctx.storage.remove(key, next);
     afterDelete(ctx, t.rt, gone);
@@ -357,6 +362,7 @@ export interface DeleteOptions {
   propagationPolicy?: string;
   orphanDependents?: boolean;
   preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: string[];
 }
 
 /** K10, K26: finalizers hold the object with a deletionTimestamp; others delete now. */
@@ -386,6 +392,8 @@ export function deleteObject(ctx: Ctx, t: Target, options: DeleteOptions): Outco
       `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion ?? ''}`,
     );
   }
+  if (options.dryRun?.includes('All'))
+    return { code: 200, body: withType(cur, t.rt), warnings: [] };
   if ((cur.metadata.finalizers ?? []).length > 0) {
     if (cur.metadata.deletionTimestamp)
       return { code: 200, body: withType(cur, t.rt), warnings: [] };

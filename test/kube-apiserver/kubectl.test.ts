@@ -166,6 +166,22 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect(bad.stderr).toContain('unknown field "spec.bogusField"');
   });
 
+  it('kubectl apply --dry-run=server and kubectl diff validate on the server and store nothing', async () => {
+    const before = server.resourceVersion();
+    const dry = await kubectl(
+      ['apply', '--dry-run=server', '-f', '-'],
+      manifests('immediateAck').replace(/orders-hook/g, 'dry-hook'),
+    );
+    expect(dry.stdout).toContain('webhooktrigger.hookgate.dev/dry-hook created (server dry run)');
+    expect((await call('GET', `${WT}/dry-hook`)).status).toBe(404);
+    const diff = await kubectl(['diff', '-f', '-'], manifests('sseStream'));
+    expect(diff.code).toBe(1); // 1: differences found
+    expect(diff.stdout).toMatch(/-\s+mode: asyncCallback/);
+    expect(diff.stdout).toMatch(/\+\s+mode: sseStream/);
+    expect(server.resourceVersion()).toBe(before);
+    expect(sent((r) => r.query.dryRun === 'All').length).toBeGreaterThanOrEqual(2);
+  });
+
   it('kubectl get webhooktriggers prints the printer columns (NAME READY STATUS URL AGE)', async () => {
     const st = await call(
       'PATCH',

@@ -152,12 +152,16 @@ function writeOptions(q: URLSearchParams): WriteOptions {
   if (!['Strict', 'Warn', 'Ignore'].includes(fv)) {
     throw badRequest(`fieldValidation must be one of Ignore, Warn or Strict, got ${fv}`);
   }
-  if (q.get('dryRun')) throw badRequest('dryRun is not supported by the test API server');
+  const dryRun = q.get('dryRun');
+  if (dryRun && dryRun !== 'All') {
+    throw badRequest(`dryRun: Unsupported value: "${dryRun}": supported values: "All"`);
+  }
   const fieldManager = q.get('fieldManager');
   return {
     fieldValidation: fv as FieldValidation,
     ...(fieldManager ? { fieldManager } : {}),
     force: q.get('force') === 'true',
+    dryRun: dryRun === 'All',
   };
 }
 
@@ -365,7 +369,12 @@ export async function startKubeApiServer(
   function deleteOptions(body: unknown, q: URLSearchParams): DeleteOptions {
     const b = (typeof body === 'object' && body !== null ? body : {}) as DeleteOptions;
     const policy = q.get('propagationPolicy') ?? b.propagationPolicy;
-    return { ...b, ...(policy ? { propagationPolicy: policy } : {}) };
+    const dryRun = q.getAll('dryRun');
+    return {
+      ...b,
+      ...(policy ? { propagationPolicy: policy } : {}),
+      ...(dryRun.length > 0 ? { dryRun } : {}),
+    };
   }
 
   function serveResource(
