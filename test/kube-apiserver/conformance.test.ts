@@ -234,8 +234,16 @@ describe('1.1 objects and concurrency', () => {
         code: e.status,
       });
     }
-    await create(WT, trigger('k7'));
-    const del = await call('DELETE', `${WT}/k7`);
+    const k7 = await create(WT, trigger('k7'));
+    const wrongUid = await call('DELETE', `${WT}/k7`, { preconditions: { uid: 'not-the-uid' } });
+    expect(wrongUid.status).toBe(409);
+    expect(wrongUid.body).toMatchObject({ kind: 'Status', reason: 'Conflict' });
+    const dry = await call('DELETE', `${WT}/k7?dryRun=All`);
+    expect(dry.status).toBe(200);
+    expect((await call('GET', `${WT}/k7`)).status).toBe(200);
+    const del = await call('DELETE', `${WT}/k7`, {
+      preconditions: { uid: k7.metadata.uid, resourceVersion: k7.metadata.resourceVersion },
+    });
     expect(del.status).toBe(200);
     expect(del.body).toMatchObject({ kind: 'WebhookTrigger', metadata: { name: 'k7' } });
   });

@@ -365,19 +365,13 @@ export interface DeleteOptions {
   dryRun?: string[];
 }
 
-/** K10, K26: finalizers hold the object with a deletionTimestamp; others delete now. */
-export function deleteObject(ctx: Ctx, t: Target, options: DeleteOptions): Outcome {
-  const policy = options.propagationPolicy;
-  if (policy === 'Foreground' || policy === 'Orphan' || options.orphanDependents === true) {
-    throw badRequest(
-      `propagationPolicy ${policy ?? 'Orphan'} is not supported by this test API server (no garbage collector): use Background`,
-    );
-  }
-  const key = storageKey(t.rt);
+/** DeleteOptions.preconditions: uid and resourceVersion must match (409 otherwise). */
+function checkPreconditions(
+  t: Target,
+  cur: KubeObject,
+  pre: { uid?: string; resourceVersion?: string },
+): void {
   const name = t.name ?? '';
-  const cur = ctx.storage.get(key, t.namespace, name);
-  if (!cur) throw notFound(t.rt, name);
-  const pre = options.preconditions ?? {};
   if (pre.uid && pre.uid !== cur.metadata.uid) {
     throw conflict(
       t.rt,
@@ -392,6 +386,21 @@ export function deleteObject(ctx: Ctx, t: Target, options: DeleteOptions): Outco
       `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion ?? ''}`,
     );
   }
+}
+
+/** K10, K26: finalizers hold the object with a deletionTimestamp; others delete now. */
+export function deleteObject(ctx: Ctx, t: Target, options: DeleteOptions): Outcome {
+  const policy = options.propagationPolicy;
+  if (policy === 'Foreground' || policy === 'Orphan' || options.orphanDependents === true) {
+    throw badRequest(
+      `propagationPolicy ${policy ?? 'Orphan'} is not supported by this test API server (no garbage collector): use Background`,
+    );
+  }
+  const key = storageKey(t.rt);
+  const name = t.name ?? '';
+  const cur = ctx.storage.get(key, t.namespace, name);
+  if (!cur) throw notFound(t.rt, name);
+  checkPreconditions(t, cur, options.preconditions ?? {});
   if (options.dryRun?.includes('All'))
     return { code: 200, body: withType(cur, t.rt), warnings: [] };
   if ((cur.metadata.finalizers ?? []).length > 0) {
