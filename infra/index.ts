@@ -1,0 +1,44 @@
+// The Pulumi program (`pulumi up` in infra/): reads the stack's config and deploys
+// hookgate with the HookgateDeployment component. Config keys: see infra/README.md.
+import * as pulumi from '@pulumi/pulumi';
+import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
+import { DEFAULT_IMAGE_REPOSITORY, chartAppVersion } from './plan.ts';
+
+const config = new pulumi.Config();
+
+function redisFromConfig(): HookgateDeploymentArgs['redis'] {
+  const secretName = config.get('redisSecretName');
+  if (secretName) {
+    return { existingSecret: { name: secretName, key: config.get('redisSecretKey') } };
+  }
+  return { url: config.requireSecret('redisUrl') };
+}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug'] as const;
+
+const hookgate = new HookgateDeployment('hookgate', {
+  namespace: config.get('namespace') ?? 'hookgate',
+  createNamespace: config.getBoolean('createNamespace') ?? true,
+  image: {
+    repository: config.get('imageRepository') ?? DEFAULT_IMAGE_REPOSITORY,
+    tag: config.get('imageTag') ?? chartAppVersion(),
+  },
+  replicas: {
+    operator: config.getNumber('operatorReplicas') ?? 2,
+    gateway: config.getNumber('gatewayReplicas') ?? 2,
+    worker: config.getNumber('workerReplicas') ?? 2,
+  },
+  baseUrl: config.require('baseUrl'),
+  trustedProxies: config.getObject<string[]>('trustedProxies') ?? [],
+  redis: redisFromConfig(),
+  crds: config.getBoolean('crds') ?? true,
+  serviceMonitor: config.getBoolean('serviceMonitor') ?? false,
+  podDisruptionBudget: config.getBoolean('podDisruptionBudget') ?? false,
+  networkPolicy: config.getBoolean('networkPolicy') ?? false,
+  logLevel: config.get<(typeof logLevels)[number]>('logLevel', { allowedValues: [...logLevels] }),
+});
+
+export const namespace = hookgate.namespace;
+export const gatewayService = hookgate.gatewayServiceName;
+export const baseUrl = hookgate.baseUrl;
+export const crds = hookgate.crdNames;

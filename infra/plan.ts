@@ -1,0 +1,315 @@
+// Planning for the hookgate Pulumi component: plain functions over plain data (no
+// engine, no resources), so they are tested directly. hookgate.ts turns the plan into
+// resources; it decides nothing on its own.
+//
+// The workloads come from the Helm chart (charts/hookgate), rendered by
+// k8s.helm.v4.Chart; the CRDs are created here as their own resources from crds/*.yaml
+// so they can be retained on delete (see docs/adr/0007-pulumi-program.md).
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ipaddr from 'ipaddr.js';
+import { parse } from 'yaml';
+
+export const COMPONENT_TYPE = 'hookgate:index:HookgateDeployment';
+export const CHART_NAME = 'hookgate';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const CHART_DIR = join(repoRoot, 'charts', CHART_NAME);
+export const CRDS_DIR = join(repoRoot, 'crds');
+export const DEFAULT_IMAGE_REPOSITORY = 'ghcr.io/hookgate/hookgate';
+/** The key of the Redis URL in the Secret the component creates (and the chart's default). */
+export const REDIS_SECRET_KEY = 'redis-url';
+
+export type Role = 'operator' | 'gateway' | 'worker';
+export const ROLES: readonly Role[] = ['operator', 'gateway', 'worker'];
+export type RoleReplicas = Record<Role, number>;
+export const DEFAULT_REPLICAS: RoleReplicas = { operator: 2, gateway: 2, worker: 2 };
+
+/**
+ * Where the Redis URL comes from: a URL (the component keeps it in a Secret it creates,
+ * so it never sits in Helm values), or a Secret that already exists.
+ * `Url` is a type parameter so hookgate.ts can accept a `pulumi.Input<string>` (a
+ * secret from config) while this file stays free of the Pulumi runtime.
+ */
+export type RedisSource<Url = string> =
+  { url: Url } | { existingSecret: { name: string; key?: string } };
+
+/** The component's arguments, as plain data (see HookgateDeploymentArgs). */
+export interface PlanArgs<Url = string> {
+  /** Namespace for every namespaced object. */
+  namespace: string;
+  /** Create the namespace (default true); false when it already exists. */
+  createNamespace?: boolean;
+  /** Helm release name (default "hookgate"); object names derive from it. */
+  releaseName?: string;
+  image: { repository?: string; tag: string };
+  replicas?: Partial<RoleReplicas>;
+  /** Public base URL of the gateway (HOOKGATE_BASE_URL), e.g. https://hooks.example.com */
+  baseUrl: string;
+  /** CIDRs whose X-Forwarded-* headers the gateway trusts. */
+  trustedProxies?: string[];
+  redis: RedisSource<Url>;
+  /** Create the Workflow and WebhookTrigger CRDs (default true). */
+  crds?: boolean;
+  /** Opt-ins of the chart (default false). */
+  serviceMonitor?: boolean;
+  podDisruptionBudget?: boolean;
+  networkPolicy?: boolean;
+  logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug';
+}
+
+/** The arguments with every default applied. */
+export interface ResolvedArgs<Url = string> {
+  namespace: string;
+  createNamespace: boolean;
+  releaseName: string;
+  image: { repository: string; tag: string };
+  replicas: RoleReplicas;
+  baseUrl: string;
+  trustedProxies: string[];
+  redis: RedisSource<Url>;
+  crds: boolean;
+  serviceMonitor: boolean;
+  podDisruptionBudget: boolean;
+  networkPolicy: boolean;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug';
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const IMAGE_TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
+
+export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
+  return {
+    namespace: args.namespace,
+    createNamespace: args.createNamespace ?? true,
+    releaseName: args.releaseName ?? CHART_NAME,
+    image: {
+      repository: args.image.repository ?? DEFAULT_IMAGE_REPOSITORY,
+      tag: args.image.tag,
+    },
+    replicas: { ...DEFAULT_REPLICAS, ...args.replicas },
+    baseUrl: args.baseUrl.replace(/\/+$/, ''),
+    trustedProxies: args.trustedProxies ?? [],
+    redis: args.redis,
+    crds: args.crds ?? true,
+    serviceMonitor: args.serviceMonitor ?? false,
+    podDisruptionBudget: args.podDisruptionBudget ?? false,
+    networkPolicy: args.networkPolicy ?? false,
+    logLevel: args.logLevel ?? 'info',
+  };
+}
+
+/**
+ * Every problem with the arguments, as readable messages (empty when valid). A Redis URL
+ * that is not a plain string (an Output, e.g. a config secret) is checked by the chart's
+ * schema only in so far as it is not in the values at all; its scheme is on the caller.
+ */
+export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
+  const r = resolveArgs(args);
+  const errors: string[] = [];
+  if (r.namespace.length > 63 || !DNS_LABEL.test(r.namespace)) {
+    errors.push(`namespace "${r.namespace}" is not a DNS-1123 label`);
+  }
+  // Object names are "<fullname>-<component>"; keep room for the longest suffix.
+  if (r.releaseName.length > 40 || !DNS_LABEL.test(r.releaseName)) {
+    errors.push(`releaseName "${r.releaseName}" must be a DNS-1123 label of at most 40 characters`);
+  }
+  if (r.image.repository.trim() === '' || /\s|:[^/]*$/.test(r.image.repository)) {
+    errors.push(`image.repository "${r.image.repository}" must be a repository without a tag`);
+  }
+  if (!IMAGE_TAG.test(r.image.tag)) errors.push(`image.tag "${r.image.tag}" is not a valid tag`);
+  for (const role of ROLES) {
+    const n = r.replicas[role];
+    if (!Number.isInteger(n) || n < 0) {
+      errors.push(`replicas.${role} must be a whole number >= 0, got ${String(n)}`);
+    }
+  }
+  errors.push(...validateBaseUrl(r.baseUrl));
+  for (const cidr of r.trustedProxies) {
+    if (!isCidr(cidr)) errors.push(`trustedProxies: "${cidr}" is not a CIDR`);
+  }
+  errors.push(...validateRedis(r.redis));
+  return errors;
+}
+
+function validateBaseUrl(baseUrl: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return [`baseUrl "${baseUrl}" is not an absolute URL`];
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return [`baseUrl "${baseUrl}" must use http or https`];
+  }
+  if (url.search || url.hash || url.username || url.password) {
+    return [`baseUrl "${baseUrl}" must not carry credentials, a query or a fragment`];
+  }
+  return [];
+}
+
+function isCidr(value: string): boolean {
+  try {
+    ipaddr.parseCIDR(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function validateRedis<Url>(redis: RedisSource<Url>): string[] {
+  if ('existingSecret' in redis) {
+    const { name, key } = redis.existingSecret;
+    const errors: string[] = [];
+    if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+      errors.push(`redis.existingSecret.name "${name}" is not a valid Secret name`);
+    }
+    if (key !== undefined && !SECRET_KEY.test(key)) {
+      errors.push(`redis.existingSecret.key "${key}" is not a valid Secret key`);
+    }
+    return errors;
+  }
+  if (typeof redis.url === 'string' && !/^rediss?:\/\/.+/.test(redis.url)) {
+    return ['redis.url must start with redis:// or rediss://'];
+  }
+  return [];
+}
+
+/** The chart's "hookgate.fullname" helper, for the release names used here. */
+export function fullname(releaseName: string): string {
+  const name = releaseName.includes(CHART_NAME) ? releaseName : `${releaseName}-${CHART_NAME}`;
+  return name.slice(0, 63).replace(/-+$/, '');
+}
+
+export interface ResourceNames {
+  /** Object name prefix the chart uses. */
+  fullname: string;
+  gatewayService: string;
+  metricsService: string;
+  /** Secret the component creates for a Redis URL. */
+  redisSecret: string;
+  /** Deployments by role. */
+  deployments: Record<Role, string>;
+}
+
+export function resourceNames(releaseName: string): ResourceNames {
+  const base = fullname(releaseName);
+  return {
+    fullname: base,
+    gatewayService: `${base}-gateway`,
+    metricsService: `${base}-metrics`,
+    redisSecret: `${base}-redis`,
+    deployments: {
+      operator: `${base}-operator`,
+      gateway: `${base}-gateway`,
+      worker: `${base}-worker`,
+    },
+  };
+}
+
+/** The recommended labels for the objects the component creates itself (not the chart's). */
+export function labels(releaseName: string, component: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': CHART_NAME,
+    'app.kubernetes.io/instance': releaseName,
+    'app.kubernetes.io/component': component,
+    'app.kubernetes.io/part-of': 'hookgate',
+    'app.kubernetes.io/managed-by': 'pulumi',
+  };
+}
+
+/** The chart's appVersion: the default image tag. */
+export function chartAppVersion(chartDir: string = CHART_DIR): string {
+  const chart = parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as {
+    appVersion?: unknown;
+  };
+  if (typeof chart.appVersion !== 'string' && typeof chart.appVersion !== 'number') {
+    throw new Error(`${chartDir}/Chart.yaml has no appVersion`);
+  }
+  return String(chart.appVersion);
+}
+
+/**
+ * The chart path as k8s.helm.v4.Chart should get it: relative to the working directory
+ * (the program runs in infra/), so the stack state does not depend on the checkout path.
+ */
+export function chartPath(cwd: string = process.cwd()): string {
+  return relative(cwd, CHART_DIR) || '.';
+}
+
+/** The subset of charts/hookgate/values.yaml this component sets (see values.schema.json). */
+export interface ChartValues {
+  image: { repository: string; tag: string };
+  crds: { enabled: boolean };
+  config: { baseUrl: string; trustedProxies: string[]; logLevel: string };
+  redis: { url: string; existingSecret: { name: string; key: string } };
+  operator: { replicas: number; leaderElection: { enabled: boolean } };
+  gateway: { replicas: number };
+  worker: { replicas: number };
+  metrics: { serviceMonitor: { enabled: boolean } };
+  podDisruptionBudget: { enabled: boolean };
+  networkPolicy: { enabled: boolean };
+}
+
+/**
+ * Helm values for the release. The chart never installs the CRDs here (the component
+ * owns them, retained on delete), and never sees a Redis URL: only the name of the
+ * Secret holding it (`redisSecretName`, the component's own or the caller's).
+ */
+export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
+  const secret =
+    'existingSecret' in r.redis
+      ? { name: r.redis.existingSecret.name, key: r.redis.existingSecret.key ?? REDIS_SECRET_KEY }
+      : { name: resourceNames(r.releaseName).redisSecret, key: REDIS_SECRET_KEY };
+  return {
+    image: { repository: r.image.repository, tag: r.image.tag },
+    crds: { enabled: false },
+    config: { baseUrl: r.baseUrl, trustedProxies: r.trustedProxies, logLevel: r.logLevel },
+    redis: { url: '', existingSecret: secret },
+    operator: {
+      replicas: r.replicas.operator,
+      // One operator replica may run without a Lease; more need one (the chart refuses).
+      leaderElection: { enabled: r.replicas.operator !== 1 },
+    },
+    gateway: { replicas: r.replicas.gateway },
+    worker: { replicas: r.replicas.worker },
+    metrics: { serviceMonitor: { enabled: r.serviceMonitor } },
+    podDisruptionBudget: { enabled: r.podDisruptionBudget },
+    networkPolicy: { enabled: r.networkPolicy },
+  };
+}
+
+/** A CRD from crds/, checked enough to hand to k8s.apiextensions.v1.CustomResourceDefinition. */
+export interface CrdManifest {
+  apiVersion: 'apiextensions.k8s.io/v1';
+  kind: 'CustomResourceDefinition';
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: { group: string; names: { plural: string; kind: string }; [key: string]: unknown };
+}
+
+/** Parses one generated CRD file; throws when it is not a v1 CRD. */
+export function parseCrd(text: string, source: string): CrdManifest {
+  const doc = parse(text) as Partial<CrdManifest> | null;
+  if (
+    doc?.apiVersion !== 'apiextensions.k8s.io/v1' ||
+    doc.kind !== 'CustomResourceDefinition' ||
+    typeof doc.metadata?.name !== 'string' ||
+    typeof doc.spec?.group !== 'string' ||
+    typeof doc.spec.names?.plural !== 'string' ||
+    doc.metadata.name !== `${doc.spec.names.plural}.${doc.spec.group}`
+  ) {
+    throw new Error(`${source} is not an apiextensions.k8s.io/v1 CustomResourceDefinition`);
+  }
+  return doc as CrdManifest;
+}
+
+/** The generated CRDs (crds/*.yaml, `npm run gen`), sorted by name. */
+export function loadCrds(dir: string = CRDS_DIR): CrdManifest[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .map((f) => parseCrd(readFileSync(join(dir, f), 'utf8'), join(dir, f)));
+}
