@@ -1,0 +1,250 @@
+// The Pulumi program's planning functions (infra/plan.ts), without the Pulumi engine.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { describe, expect, it } from 'vitest';
+import {
+  CHART_DIR,
+  CRDS_DIR,
+  DEFAULT_IMAGE_REPOSITORY,
+  chartAppVersion,
+  chartPath,
+  chartValues,
+  fullname,
+  labels,
+  loadCrds,
+  parseCrd,
+  resolveArgs,
+  resourceNames,
+  validateArgs,
+  type PlanArgs,
+} from '../../infra/plan.ts';
+
+const valid: PlanArgs = {
+  namespace: 'hooks',
+  image: { tag: '1.2.3' },
+  baseUrl: 'https://hooks.example.com',
+  redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
+};
+
+const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as object;
+const validateValues = new Ajv({ allErrors: true, strict: false }).compile(schema);
+
+describe('resolveArgs', () => {
+  it('applies the defaults', () => {
+    expect(resolveArgs(valid)).toEqual({
+      namespace: 'hooks',
+      createNamespace: true,
+      releaseName: 'hookgate',
+      image: { repository: DEFAULT_IMAGE_REPOSITORY, tag: '1.2.3' },
+      replicas: { operator: 2, gateway: 2, worker: 2 },
+      baseUrl: 'https://hooks.example.com',
+      trustedProxies: [],
+      redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
+      crds: true,
+      serviceMonitor: false,
+      podDisruptionBudget: false,
+      networkPolicy: false,
+      logLevel: 'info',
+    });
+  });
+
+  it('keeps given replicas per role and drops a trailing slash from the base URL', () => {
+    const r = resolveArgs({ ...valid, replicas: { gateway: 5 }, baseUrl: 'https://h.example/' });
+    expect(r.replicas).toEqual({ operator: 2, gateway: 5, worker: 2 });
+    expect(r.baseUrl).toBe('https://h.example');
+  });
+});
+
+describe('validateArgs', () => {
+  it('accepts valid arguments', () => {
+    expect(validateArgs(valid)).toEqual([]);
+    expect(
+      validateArgs({
+        ...valid,
+        releaseName: 'edge',
+        trustedProxies: ['10.0.0.0/8', 'fd00::/8'],
+        redis: { existingSecret: { name: 'redis.creds', key: 'url' } },
+        replicas: { operator: 1, gateway: 0, worker: 10 },
+      }),
+    ).toEqual([]);
+  });
+
+  it('reports every problem with a readable message', () => {
+    const errors = validateArgs({
+      namespace: 'Hooks_NS',
+      releaseName: 'x'.repeat(41),
+      image: { repository: 'ghcr.io/hookgate/hookgate:latest', tag: 'bad tag' },
+      replicas: { operator: -1, gateway: 1.5 },
+      baseUrl: 'ftp://hooks.example.com',
+      trustedProxies: ['10.0.0.0/33', 'proxy'],
+      redis: { url: 'http://redis:6379' },
+    });
+    expect(errors).toEqual([
+      'namespace "Hooks_NS" is not a DNS-1123 label',
+      `releaseName "${'x'.repeat(41)}" must be a DNS-1123 label of at most 40 characters`,
+      'image.repository "ghcr.io/hookgate/hookgate:latest" must be a repository without a tag',
+      'image.tag "bad tag" is not a valid tag',
+      'replicas.operator must be a whole number >= 0, got -1',
+      'replicas.gateway must be a whole number >= 0, got 1.5',
+      'baseUrl "ftp://hooks.example.com" must use http or https',
+      'trustedProxies: "10.0.0.0/33" is not a CIDR',
+      'trustedProxies: "proxy" is not a CIDR',
+      'redis.url must start with redis:// or rediss://',
+    ]);
+  });
+
+  it('refuses base URLs that are relative or carry credentials, a query or a fragment', () => {
+    expect(validateArgs({ ...valid, baseUrl: '/webhook' })).toEqual([
+      'baseUrl "/webhook" is not an absolute URL',
+    ]);
+    for (const baseUrl of [
+      'https://u:p@h.example',
+      'https://h.example/?a=1',
+      'https://h.example/#x',
+    ]) {
+      expect(validateArgs({ ...valid, baseUrl })).toEqual([
+        `baseUrl "${baseUrl}" must not carry credentials, a query or a fragment`,
+      ]);
+    }
+  });
+
+  it('checks an existing Redis Secret reference', () => {
+    expect(
+      validateArgs({ ...valid, redis: { existingSecret: { name: 'Redis!', key: 'a/b' } } }),
+    ).toEqual([
+      'redis.existingSecret.name "Redis!" is not a valid Secret name',
+      'redis.existingSecret.key "a/b" is not a valid Secret key',
+    ]);
+  });
+
+  it('leaves a Redis URL that is not a plain string (a config secret) to the caller', () => {
+    const url: { secret: true } = { secret: true };
+    expect(validateArgs<typeof url>({ ...valid, redis: { url } })).toEqual([]);
+  });
+});
+
+describe('names and labels', () => {
+  it('mirrors the chart helper "hookgate.fullname"', () => {
+    expect(fullname('hookgate')).toBe('hookgate');
+    expect(fullname('edge')).toBe('edge-hookgate');
+    expect(fullname('prod-hookgate-eu')).toBe('prod-hookgate-eu');
+  });
+
+  it('derives every object name from the release', () => {
+    expect(resourceNames('edge')).toEqual({
+      fullname: 'edge-hookgate',
+      gatewayService: 'edge-hookgate-gateway',
+      metricsService: 'edge-hookgate-metrics',
+      redisSecret: 'edge-hookgate-redis',
+      deployments: {
+        operator: 'edge-hookgate-operator',
+        gateway: 'edge-hookgate-gateway',
+        worker: 'edge-hookgate-worker',
+      },
+    });
+  });
+
+  it('labels its own objects with the recommended labels, managed by pulumi', () => {
+    expect(labels('edge', 'redis')).toEqual({
+      'app.kubernetes.io/name': 'hookgate',
+      'app.kubernetes.io/instance': 'edge',
+      'app.kubernetes.io/component': 'redis',
+      'app.kubernetes.io/part-of': 'hookgate',
+      'app.kubernetes.io/managed-by': 'pulumi',
+    });
+  });
+});
+
+describe('chartValues', () => {
+  it('sets the chart values from the arguments, never the CRDs and never the Redis URL', () => {
+    const values = chartValues(
+      resolveArgs({
+        ...valid,
+        trustedProxies: ['10.0.0.0/8'],
+        replicas: { worker: 4 },
+        serviceMonitor: true,
+        logLevel: 'debug',
+      }),
+    );
+    expect(values).toEqual({
+      image: { repository: DEFAULT_IMAGE_REPOSITORY, tag: '1.2.3' },
+      crds: { enabled: false },
+      config: {
+        baseUrl: 'https://hooks.example.com',
+        trustedProxies: ['10.0.0.0/8'],
+        logLevel: 'debug',
+      },
+      redis: { url: '', existingSecret: { name: 'hookgate-redis', key: 'redis-url' } },
+      operator: { replicas: 2, leaderElection: { enabled: true } },
+      gateway: { replicas: 2 },
+      worker: { replicas: 4 },
+      metrics: { serviceMonitor: { enabled: true } },
+      podDisruptionBudget: { enabled: false },
+      networkPolicy: { enabled: false },
+    });
+    expect(JSON.stringify(values)).not.toContain(':pw@');
+  });
+
+  it('points at an existing Redis Secret as given, the key defaulting to redis-url', () => {
+    const own = chartValues(
+      resolveArgs({ ...valid, redis: { existingSecret: { name: 'shared', key: 'url' } } }),
+    );
+    expect(own.redis).toEqual({ url: '', existingSecret: { name: 'shared', key: 'url' } });
+    const defaulted = chartValues(
+      resolveArgs({ ...valid, redis: { existingSecret: { name: 'shared' } } }),
+    );
+    expect(defaulted.redis.existingSecret.key).toBe('redis-url');
+  });
+
+  it('runs a single operator replica without leader election, more with it', () => {
+    const one = chartValues(resolveArgs({ ...valid, replicas: { operator: 1 } }));
+    expect(one.operator).toEqual({ replicas: 1, leaderElection: { enabled: false } });
+    const three = chartValues(resolveArgs({ ...valid, replicas: { operator: 3 } }));
+    expect(three.operator).toEqual({ replicas: 3, leaderElection: { enabled: true } });
+  });
+
+  it("produces values the chart's values.schema.json accepts (and the schema is strict)", () => {
+    for (const args of [
+      valid,
+      { ...valid, redis: { existingSecret: { name: 'shared' } } },
+      { ...valid, networkPolicy: true, podDisruptionBudget: true, serviceMonitor: true },
+    ] satisfies PlanArgs[]) {
+      const values = chartValues(resolveArgs(args));
+      expect(validateValues(values), JSON.stringify(validateValues.errors)).toBe(true);
+    }
+    const typo = { ...chartValues(resolveArgs(valid)), gateway: { replcas: 2 } };
+    expect(validateValues(typo)).toBe(false);
+  });
+});
+
+describe('chart and CRD files', () => {
+  it('loads the generated CRDs from crds/', () => {
+    const crds = loadCrds();
+    expect(crds.map((c) => c.metadata.name)).toEqual([
+      'webhooktriggers.hookgate.dev',
+      'workflows.hookgate.dev',
+    ]);
+    for (const crd of crds) {
+      expect(crd.spec.group).toBe('hookgate.dev');
+      expect(crd.spec['scope']).toBe('Namespaced');
+    }
+  });
+
+  it('refuses a file that is not a v1 CRD', () => {
+    expect(() => parseCrd('kind: ConfigMap\napiVersion: v1\n', 'x.yaml')).toThrow(
+      'x.yaml is not an apiextensions.k8s.io/v1 CustomResourceDefinition',
+    );
+    const misnamed = readFileSync(join(CRDS_DIR, 'workflows.hookgate.dev.yaml'), 'utf8').replace(
+      'name: workflows.hookgate.dev',
+      'name: flows.hookgate.dev',
+    );
+    expect(() => parseCrd(misnamed, 'misnamed.yaml')).toThrow('misnamed.yaml');
+  });
+
+  it('gives the chart path relative to the working directory, and its appVersion', () => {
+    expect(chartPath(join(CHART_DIR, '..', '..', 'infra'))).toBe('../charts/hookgate');
+    expect(chartPath(join(CHART_DIR, '..', '..'))).toBe('charts/hookgate');
+    expect(chartAppVersion()).toBe('0.1.0');
+  });
+});
