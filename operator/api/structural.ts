@@ -181,21 +181,61 @@ function checkRules(
   errors: FieldError[],
   old?: { value: unknown },
 ): void {
-  for (const rule of schema['x-kubernetes-validations'] ?? []) {
+  const rules = schema['x-kubernetes-validations'] ?? [];
+  if (rules.length === 0) return;
+  // Set and map lists compare equal whatever their order, as in the API server's CEL.
+  const self = unorderedListsSorted(value, schema);
+  const oldSelf = old ? { value: unorderedListsSorted(old.value, schema) } : undefined;
+  for (const rule of rules) {
     const transition = /\boldSelf\b/.test(rule.rule);
     // Transition rules need a correlated old value (optionalOldSelf is not modelled:
     // such rules are skipped on CREATE too).
-    if (transition && !old) continue;
-    const result = evalRule(rule.rule, value, transition ? old : undefined);
+    if (transition && !oldSelf) continue;
+    const result = evalRule(rule.rule, self, transition ? oldSelf : undefined);
     if (result !== true) {
       const field = `${path}${rule.fieldPath ?? ''}`.replace(/^\./, '');
       const message =
         typeof result === 'string'
           ? `rule evaluation failed: ${result}`
-          : ruleMessage(rule, value, transition ? old : undefined);
+          : ruleMessage(rule, self, transition ? oldSelf : undefined);
       errors.push({ field, message, reason: rule.reason ?? 'FieldValueInvalid' });
     }
   }
+}
+
+/**
+ * A copy of `value` in which every `x-kubernetes-list-type: set` or `map` list is in a
+ * canonical order (sets by value, maps by their keys), so that CEL list equality
+ * ignores their order. Indexing such a list in a rule sees the sorted order.
+ */
+function unorderedListsSorted(value: unknown, schema: OpenApiSchema | undefined): unknown {
+  if (!schema) return value;
+  if (Array.isArray(value)) {
+    const items = value.map((item) => unorderedListsSorted(item, schema.items));
+    const type = schema['x-kubernetes-list-type'];
+    if (type !== 'set' && type !== 'map') return items;
+    const keys = schema['x-kubernetes-list-map-keys'] ?? [];
+    const sortKey = (item: unknown): string =>
+      type === 'set'
+        ? canonicalJson(item)
+        : canonicalJson(keys.map((k) => (isObject(item) ? item[k] : null)));
+    return items
+      .map((item) => ({ item, key: sortKey(item) }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      .map(({ item }) => item);
+  }
+  if (isObject(value)) {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, unorderedListsSorted(v, childSchema(schema, k))]),
+    );
+  }
+  return value;
+}
+
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    isObject(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
+  );
 }
 
 /** A failed rule's message: messageExpression (when it yields a string), message, default. */
