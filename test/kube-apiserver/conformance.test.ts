@@ -731,6 +731,26 @@ describe('1.5 schema', () => {
       { 'Content-Type': 'application/merge-patch+json' },
     );
     expect(other.status).toBe(200);
+    const merge = { 'Content-Type': 'application/merge-patch+json' };
+    await create(WIDGETS, widget('k21-z', { zones: ['a', 'b'] }));
+    const reordered = await call(
+      'PATCH',
+      `${WIDGETS}/k21-z`,
+      { spec: { zones: ['b', 'a'] } },
+      merge,
+    );
+    expect(reordered.status).toBe(200);
+    const grown = await call<{ details: { causes: { field: string; message: string }[] } }>(
+      'PATCH',
+      `${WIDGETS}/k21-z`,
+      { spec: { zones: ['b', 'a', 'c'] } },
+      merge,
+    );
+    expect(grown.status).toBe(422);
+    expect(grown.body.details.causes[0]).toMatchObject({
+      field: 'spec.zones',
+      message: 'zones are immutable (order aside)',
+    });
     const crd = widgetCrd() as {
       metadata: { name: string };
       spec: {

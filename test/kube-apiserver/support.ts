@@ -85,6 +85,14 @@ export function widgetCrd(): Record<string, unknown> {
                     },
                     extra: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
                     tags: { type: 'array', items: { type: 'string' } },
+                    zones: {
+                      type: 'array',
+                      items: { type: 'string' },
+                      'x-kubernetes-list-type': 'set',
+                      'x-kubernetes-validations': [
+                        { rule: 'self == oldSelf', message: 'zones are immutable (order aside)' },
+                      ],
+                    },
                   },
                   'x-kubernetes-validations': [
                     {
