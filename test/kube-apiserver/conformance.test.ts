@@ -1063,14 +1063,36 @@ describe('1.8 kubectl-facing endpoints', () => {
       'APIResourceList',
     );
     expect(legacy.body.groups.map((g) => g.name)).not.toContain('k28.hookgate.dev');
-    const crd = widgetCrd() as { metadata: { name: string }; spec: { group: string } };
+    const crd = widgetCrd() as {
+      metadata: { name: string };
+      spec: { group: string; versions: Record<string, unknown>[] };
+    };
     crd.metadata.name = 'widgets.k28.hookgate.dev';
     crd.spec.group = 'k28.hookgate.dev';
+    // Listed alpha first; discovery must still prefer v1. Both share one store.
+    const [v1] = crd.spec.versions;
+    crd.spec.versions = [{ ...v1, name: 'v1alpha1', storage: false }, { ...v1 }];
     expect(
       (await call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status,
     ).toBe(201);
     const after = await call<Discovery>('GET', '/apis', undefined, { Accept: AGG });
     expect(after.body.items.map((i) => i.metadata.name)).toContain('k28.hookgate.dev');
+    const k28 = after.body.items.find((i) => i.metadata.name === 'k28.hookgate.dev');
+    expect(k28?.versions.map((v) => v.version)).toEqual(['v1', 'v1alpha1']);
+    const viaAlpha = await call(
+      'POST',
+      '/apis/k28.hookgate.dev/v1alpha1/namespaces/default/widgets',
+      {
+        ...widget('k28'),
+        apiVersion: 'k28.hookgate.dev/v1alpha1',
+      },
+    );
+    expect(viaAlpha.status).toBe(201);
+    const viaV1 = await call('GET', '/apis/k28.hookgate.dev/v1/namespaces/default/widgets/k28');
+    expect(viaV1.body).toMatchObject({
+      apiVersion: 'k28.hookgate.dev/v1',
+      metadata: { name: 'k28' },
+    });
     expect((await call('GET', '/apis/k28.hookgate.dev/v1/namespaces/default/widgets')).status).toBe(
       200,
     );

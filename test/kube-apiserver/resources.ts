@@ -161,6 +161,27 @@ export function typesFromCrd(spec: CrdSpec): ResourceType[] {
     }));
 }
 
+/**
+ * Kubernetes version priority (the preferred version comes first): GA before beta
+ * before alpha, higher major then higher minor first, others alphabetically last.
+ */
+export function byVersionPriority(a: string, b: string): number {
+  const rank = (v: string): [number, number, number] | undefined => {
+    const m = /^v(\d+)(?:(alpha|beta)(\d+))?$/.exec(v);
+    if (!m) return undefined;
+    const stability = m[2] === 'alpha' ? 0 : m[2] === 'beta' ? 1 : 2;
+    return [stability, Number(m[1]), Number(m[3] ?? 0)];
+  };
+  const ra = rank(a);
+  const rb = rank(b);
+  if (!ra || !rb) return ra ? -1 : rb ? 1 : a.localeCompare(b);
+  for (let i = 0; i < 3; i++) {
+    const diff = (rb[i] ?? 0) - (ra[i] ?? 0);
+    if (diff !== 0) return diff;
+  }
+  return 0;
+}
+
 /** All served types, looked up by group/version/plural. Rebuilt when CRDs change. */
 export class Registry {
   private readonly fixed: ResourceType[];
@@ -193,6 +214,9 @@ export class Registry {
       if (!versions.includes(t.version)) versions.push(t.version);
       out.set(t.group, versions);
     }
-    return [...out].map(([group, versions]) => ({ group, versions }));
+    return [...out].map(([group, versions]) => ({
+      group,
+      versions: versions.sort(byVersionPriority),
+    }));
   }
 }
