@@ -976,7 +976,8 @@ describe('1.7 scope', () => {
       spec: { holderIdentity: 'c' },
     });
     expect(stale.status).toBe(409);
-    const core = await call('POST', '/api/v1/namespaces/default/events', {
+    const coreEvents = '/api/v1/namespaces/default/events';
+    const core = await call('POST', coreEvents, {
       metadata: { generateName: 'k27-' },
       involvedObject: { kind: 'WebhookTrigger', name: 'x' },
       reason: 'R',
@@ -984,6 +985,11 @@ describe('1.7 scope', () => {
       type: 'Normal',
     });
     expect(core.status).toBe(201);
+    const byObject = await call<{ items: Obj[] }>(
+      'GET',
+      `${coreEvents}?fieldSelector=${encodeURIComponent('involvedObject.kind=WebhookTrigger,involvedObject.name=x,type=Normal')}`,
+    );
+    expect(byObject.body.items.map((e) => e.metadata.name)).toEqual([core.body.metadata.name]);
     const ev = await call('POST', '/apis/events.k8s.io/v1/namespaces/default/events', {
       metadata: { generateName: 'k27-' },
       regarding: { kind: 'WebhookTrigger', name: 'x' },

@@ -30,7 +30,7 @@ function splitTerms(text: string): string[] {
 const KEY = /^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$/;
 
 function parseTerm(term: string): Requirement {
-  const set = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(term);
+  const set = /^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(term);
   if (set) {
     const values = (set[3] ?? '')
       .split(',')
