@@ -86,7 +86,7 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('kubectl apply -f creates a Workflow and a WebhookTrigger (client-side), then patches with merge-patch', async () => {
+  it('K28 K29 kubectl apply -f creates a Workflow and a WebhookTrigger (client-side), then patches with merge-patch', async () => {
     server.clearRequests();
     const created = await kubectl([
       'apply',
@@ -134,7 +134,7 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect(live.body.metadata.generation).toBe(2);
   });
 
-  it('kubectl apply --server-side sends apply-patch+yaml; strict validation rejects unknown fields', async () => {
+  it('K24 K29 kubectl apply --server-side sends apply-patch+yaml; strict validation rejects unknown fields', async () => {
     server.clearRequests();
     const ssa = await kubectl([
       'apply',
@@ -182,7 +182,7 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect(sent((r) => r.query.dryRun === 'All').length).toBeGreaterThanOrEqual(2);
   });
 
-  it('kubectl get webhooktriggers prints the printer columns (NAME READY STATUS URL AGE)', async () => {
+  it('K30 kubectl get webhooktriggers prints the printer columns (NAME READY STATUS URL AGE)', async () => {
     const st = await call(
       'PATCH',
       `${WT}/orders-hook/status`,
@@ -329,7 +329,7 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
-  it('kubectl delete with a finalizer hangs until the finalizer is removed, then completes', async () => {
+  it('K10 K16 kubectl delete with a finalizer hangs until the finalizer is removed, then completes', async () => {
     const fin = await call(
       'PATCH',
       `${WT}/orders-hook`,
@@ -337,6 +337,7 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
       { 'Content-Type': 'application/merge-patch+json' },
     );
     expect(fin.status).toBe(200);
+    server.clearRequests();
     const child = spawn(
       tools?.kubectl ?? 'missing-kubectl',
       ['delete', 'webhooktrigger', 'orders-hook', '--timeout=20s'],
@@ -361,6 +362,15 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect(await exited).toBe(0);
     expect(stdout).toContain('webhooktrigger.hookgate.dev "orders-hook" deleted');
     expect((await call<Obj>('GET', `${WT}/orders-hook`)).status).toBe(404);
+    const del = sent((r) => r.method === 'DELETE')[0];
+    expect(del).toMatchObject({ path: `${WT}/orders-hook`, status: 200 });
+    expect(del?.body).toContain('"propagationPolicy":"Background"');
+    const waitWatch = sent((r) => r.query.watch === 'true' || r.query.watch === '1');
+    expect(waitWatch[0]?.query).toMatchObject({
+      fieldSelector: 'metadata.name=orders-hook',
+      sendInitialEvents: 'true',
+      resourceVersionMatch: 'NotOlderThan',
+    });
   });
 
   it('kubectl apply of a built-in (Secret) works and re-applies with a patch; typed create commands get 415 (protobuf)', async () => {
