@@ -4,124 +4,26 @@
 import * as pulumi from '@pulumi/pulumi';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HookgateDeployment } from '../../infra/hookgate.ts';
-import { COMPONENT_TYPE, DEFAULT_IMAGE_REPOSITORY, chartPath } from '../../infra/plan.ts';
+import { DEFAULT_IMAGE_REPOSITORY, chartPath } from '../../infra/plan.ts';
 import { eventually } from '../support/eventually.ts';
+import {
+  SECRET_SIG,
+  SECRET_SIG_VALUE,
+  T,
+  childUrn,
+  installStrictMocks,
+  valueOf,
+  type Recorder,
+} from './mocks.ts';
 
-const T = {
-  component: COMPONENT_TYPE,
-  namespace: 'kubernetes:core/v1:Namespace',
-  crd: 'kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition',
-  secret: 'kubernetes:core/v1:Secret',
-  chart: 'kubernetes:helm.sh/v4:Chart',
-} as const;
-const EXPECTED_TYPES = new Set<string>(Object.values(T));
-// pulumi.runtime.specialSigKey / specialSecretSig: how a secret value looks on the wire.
-const SECRET_SIG = pulumi.runtime.specialSigKey;
-const SECRET_SIG_VALUE = pulumi.runtime.specialSecretSig;
-
-/** What the mock monitor saw for one registration. */
-interface Registration {
-  type: string;
-  name: string;
-  custom: boolean;
-  parent: string;
-  retainOnDelete: boolean;
-  dependencies: string[];
-  /** The inputs, as newResource received them (secrets unwrapped by the mock layer). */
-  inputs: Record<string, unknown>;
-}
-
-// The parts of the mock monitor's gRPC requests read here. The monitor is the SDK's own
-// MockMonitor; wrapping it is the only way to see parents and resource options.
-interface RegisterResourceRequest {
-  getType(): string;
-  getName(): string;
-  getCustom(): boolean;
-  getParent(): string;
-  getRetainondelete(): boolean;
-  getDependenciesList(): string[];
-}
-interface RegisterOutputsRequest {
-  getUrn(): string;
-  getOutputs(): { toJavaScript(): Record<string, unknown> } | undefined;
-}
-type Callback = (err: Error | null, res?: unknown) => void;
-interface WrappableMonitor {
-  registerResource(req: RegisterResourceRequest, cb: Callback): void;
-  registerResourceOutputs(req: RegisterOutputsRequest, cb: Callback): void;
-}
-
-const inputsByKey = new Map<string, Record<string, unknown>>();
-let registrations: Registration[] = [];
-const outputsByUrn = new Map<string, Record<string, unknown>>();
-/**
- * Everything the mocks refused; checked empty after each test. (A refused registration
- * also surfaces as an unhandled rejection from the SDK, which fails the run by itself.)
- */
-const refused: string[] = [];
-
+let rec: Recorder;
 beforeAll(async () => {
-  await pulumi.runtime.setMocks(
-    {
-      newResource(args: pulumi.runtime.MockResourceArgs): pulumi.runtime.MockResourceResult {
-        if (!EXPECTED_TYPES.has(args.type)) {
-          refused.push(`resource ${args.type} "${args.name}"`);
-          throw new Error(`unexpected resource ${args.type} "${args.name}"`);
-        }
-        const inputs = args.inputs as Record<string, unknown>;
-        inputsByKey.set(`${args.type}::${args.name}`, inputs);
-        return { id: args.custom ? `${args.name}-id` : undefined, state: inputs };
-      },
-      call(args: pulumi.runtime.MockCallArgs): pulumi.runtime.MockCallResult {
-        refused.push(`call ${args.token}`);
-        throw new Error(`unexpected call ${args.token}`);
-      },
-    },
-    'hookgate',
-    'test',
-    false,
-  );
-  // The SDK types the monitor as a gRPC client; the mock behind it has these two methods.
-  const monitor = pulumi.runtime.getMonitor() as unknown as WrappableMonitor;
-  const register = monitor.registerResource.bind(monitor);
-  monitor.registerResource = (req, cb) => {
-    register(req, (err, res) => {
-      if (!err) {
-        const key = `${req.getType()}::${req.getName()}`;
-        registrations.push({
-          type: req.getType(),
-          name: req.getName(),
-          custom: req.getCustom(),
-          parent: req.getParent(),
-          retainOnDelete: req.getRetainondelete(),
-          dependencies: req.getDependenciesList(),
-          inputs: inputsByKey.get(key) ?? {},
-        });
-      }
-      cb(err, res);
-    });
-  };
-  const registerOutputs = monitor.registerResourceOutputs.bind(monitor);
-  monitor.registerResourceOutputs = (req, cb) => {
-    outputsByUrn.set(req.getUrn(), req.getOutputs()?.toJavaScript() ?? {});
-    registerOutputs(req, cb);
-  };
+  rec = await installStrictMocks();
 });
-
-beforeEach(() => {
-  refused.length = 0;
-  registrations = [];
-  inputsByKey.clear();
-  outputsByUrn.clear();
-});
-
+beforeEach(() => rec.reset());
 afterEach(() => {
-  expect(refused).toEqual([]);
+  expect(rec.refused).toEqual([]);
 });
-
-function valueOf<T>(output: pulumi.Output<T>): Promise<T> {
-  return new Promise((resolve) => output.apply((v) => resolve(v)));
-}
 
 /** Builds a component and waits until it and its children are registered with outputs. */
 async function deploy(
@@ -132,17 +34,17 @@ async function deploy(
   const component = new HookgateDeployment(name, args);
   const urn = await valueOf(component.urn);
   await eventually(() => {
-    expect(registrations.filter((r) => r.parent === urn)).toHaveLength(childCount);
-    expect(outputsByUrn.has(urn)).toBe(true);
+    expect(rec.registrations.filter((r) => r.parent === urn)).toHaveLength(childCount);
+    expect(rec.outputsByUrn.has(urn)).toBe(true);
   });
-  const children = registrations.filter((r) => r.parent === urn);
+  const children = rec.registrations.filter((r) => r.parent === urn);
   const byType = (type: string) => children.filter((c) => c.type === type);
-  return { component, urn, children, byType, outputs: outputsByUrn.get(urn) ?? {} };
+  return { component, urn, children, byType, outputs: rec.outputsByUrn.get(urn) ?? {} };
 }
 
-function one<T>(items: T[], what: string): T {
+function one<I>(items: I[], what: string): I {
   expect(items, what).toHaveLength(1);
-  return items[0] as T;
+  return items[0] as I;
 }
 
 const baseArgs = {
@@ -157,7 +59,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     const { urn, children, byType, outputs } = await deploy('hookgate', baseArgs, 5);
 
     const self = one(
-      registrations.filter((r) => r.type === T.component),
+      rec.registrations.filter((r) => r.type === T.component),
       'component',
     );
     expect(self).toMatchObject({ name: 'hookgate', custom: false, parent: expect.any(String) });
@@ -228,8 +130,6 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     expect(JSON.stringify(chart.inputs)).not.toContain('s3cret');
 
     // The chart waits for the namespace, the CRDs and the Secret.
-    const childUrn = (r: Registration) =>
-      `urn:pulumi:test::hookgate::${COMPONENT_TYPE}$${r.type}::${r.name}`;
     expect([...chart.dependencies].sort()).toEqual([ns, secret, ...crds].map(childUrn).sort());
 
     expect(outputs).toEqual({
@@ -279,7 +179,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
   });
 
   it('refuses invalid arguments before registering any child', () => {
-    const before = registrations.length;
+    const before = rec.registrations.length;
     expect(
       () =>
         new HookgateDeployment('broken', {
@@ -290,6 +190,6 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     ).toThrow(
       'HookgateDeployment "broken": namespace "Not_A_Label" is not a DNS-1123 label; baseUrl "hooks.example.com" is not an absolute URL',
     );
-    expect(registrations.slice(before).filter((r) => r.type !== T.component)).toEqual([]);
+    expect(rec.registrations.slice(before).filter((r) => r.type !== T.component)).toEqual([]);
   });
 });
