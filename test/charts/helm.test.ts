@@ -3,12 +3,13 @@
 // test/support/kube-tools.ts); without it the suite skips loudly, and under CI=true it
 // fails instead.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
+import { chartValues, resolveArgs, resourceNames } from '../../infra/plan.ts';
 import { kubeToolEnv, kubeToolsOrSkip } from '../support/kube-tools.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -640,6 +641,44 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(
       envOf(container(deployment(custom, 'gateway'))).get('HOOKGATE_TRUSTED_PROXIES')?.value,
     ).toBe('10.0.0.0/8,192.168.0.0/16');
+  });
+
+  it('accepts the values the Pulumi program computes, and names objects as it predicts', async () => {
+    const args = resolveArgs({
+      namespace: 'hooks',
+      releaseName: 'edge',
+      image: { tag: '2.0.0' },
+      baseUrl: 'https://hooks.example.com',
+      redis: { url: 'redis://redis:6379' },
+      replicas: { operator: 1, gateway: 3 },
+    });
+    const file = join(work, 'pulumi-values.json');
+    writeFileSync(file, JSON.stringify(chartValues(args)));
+    const r = await helm(['template', 'edge', chartDir, '--namespace', 'hooks', '-f', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const objects = parseAllDocuments(r.stdout)
+      .map((d) => d.toJS() as K8sObject | null)
+      .filter((o): o is K8sObject => o !== null);
+    const names = resourceNames('edge');
+    // The program owns the CRDs (retained on delete); the chart must not render them.
+    expect(kinds(objects)).not.toContain('CustomResourceDefinition');
+    find<Service>(objects, 'Service', names.gatewayService);
+    find<Service>(objects, 'Service', names.metricsService);
+    for (const [role, name] of Object.entries(names.deployments)) {
+      const d = find<Deployment>(objects, 'Deployment', name);
+      expect(d.spec.replicas, role).toBe({ operator: 1, gateway: 3, worker: 2 }[role]);
+      const e = envOf(container(d));
+      expect(e.get('REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
+        name: names.redisSecret,
+        key: 'redis-url',
+      });
+      expect(container(d).image).toBe('ghcr.io/hookgate/hookgate:2.0.0');
+    }
+    expect(
+      envOf(container(find<Deployment>(objects, 'Deployment', names.deployments.operator))).get(
+        'HOOKGATE_LEADER_ELECTION',
+      )?.value,
+    ).toBe('false');
   });
 });
 
