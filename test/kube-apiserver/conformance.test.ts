@@ -553,23 +553,68 @@ describe('1.3 watch', () => {
 });
 
 describe('1.4 list and selectors', () => {
-  it('K17 list body: <Kind>List, metadata.resourceVersion, items with apiVersion and kind; limit ignored', async () => {
-    await create(WIDGETS, widget('k17-a'));
-    await create(WIDGETS, widget('k17-b'));
-    const list = await call<{
+  it('K17 list body: <Kind>List, metadata.resourceVersion, items with apiVersion and kind; limit/continue pages one snapshot', async () => {
+    await create(WIDGETS, widget('k17-a', {}, { k17: 'y' }));
+    await create(WIDGETS, widget('k17-b', {}, { k17: 'y' }));
+    await create(WIDGETS, widget('k17-c', { size: 3 }, { k17: 'y' }));
+    type List = {
       kind: string;
       apiVersion: string;
-      metadata: { resourceVersion: string; continue?: string };
+      metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
       items: Obj[];
-    }>('GET', `${WIDGETS}?limit=1`);
-    expect(list.body.kind).toBe('WidgetList');
-    expect(list.body.apiVersion).toBe('test.hookgate.dev/v1');
-    expect(list.body.metadata.continue).toBeUndefined();
-    expect(list.body.items.length).toBeGreaterThanOrEqual(2);
-    for (const item of list.body.items)
+    };
+    const all = await call<List>('GET', `${WIDGETS}?labelSelector=k17`);
+    expect(all.body.kind).toBe('WidgetList');
+    expect(all.body.apiVersion).toBe('test.hookgate.dev/v1');
+    expect(all.body.metadata.continue).toBeUndefined();
+    expect(all.body.items.map((i) => i.metadata.name)).toEqual(['k17-a', 'k17-b', 'k17-c']);
+    for (const item of all.body.items) {
       expect(item).toMatchObject({ apiVersion: 'test.hookgate.dev/v1', kind: 'Widget' });
-    const all = await call<{ items: Obj[] }>('GET', `/apis/test.hookgate.dev/v1/widgets`);
-    expect(all.body.items.length).toBe(list.body.items.length);
+    }
+    const first = await call<List>('GET', `${WIDGETS}?labelSelector=k17&limit=2`);
+    expect(first.body.items.map((i) => i.metadata.name)).toEqual(['k17-a', 'k17-b']);
+    expect(first.body.metadata.remainingItemCount).toBe(1);
+    const token = first.body.metadata.continue ?? '';
+    expect(token).not.toBe('');
+    // Changes after the first page do not leak into the next one.
+    await call(
+      'PATCH',
+      `${WIDGETS}/k17-c`,
+      { spec: { size: 9 } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    await create(WIDGETS, widget('k17-d', {}, { k17: 'y' }));
+    const second = await call<List>(
+      'GET',
+      `${WIDGETS}?labelSelector=k17&limit=2&continue=${token}`,
+    );
+    expect(
+      second.body.items.map((i) => [i.metadata.name, (i.spec as { size: number }).size]),
+    ).toEqual([['k17-c', 3]]);
+    expect(second.body.metadata.resourceVersion).toBe(first.body.metadata.resourceVersion);
+    expect(second.body.metadata.continue).toBeUndefined();
+    const small = await startKubeApiServer({ historyWindow: 2 });
+    try {
+      small.applyCrd(widgetCrd());
+      const c = client(small);
+      for (const n of ['a', 'b', 'c']) await c('POST', WIDGETS, widget(`k17-${n}`));
+      const page = await c<List>('GET', `${WIDGETS}?limit=1`);
+      for (let i = 2; i < 5; i++)
+        await c(
+          'PATCH',
+          `${WIDGETS}/k17-a`,
+          { spec: { size: i } },
+          { 'Content-Type': 'application/merge-patch+json' },
+        );
+      const expiredPage = await c<{ code: number; reason: string }>(
+        'GET',
+        `${WIDGETS}?limit=1&continue=${page.body.metadata.continue ?? ''}`,
+      );
+      expect(expiredPage.status).toBe(410);
+      expect(expiredPage.body).toMatchObject({ kind: 'Status', code: 410, reason: 'Expired' });
+    } finally {
+      await small.close();
+    }
   });
 
   it('K18 label selectors (=, ==, !=, in, notin, key, !key); field selectors name/namespace/selectableFields, others 400', async () => {

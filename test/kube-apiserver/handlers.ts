@@ -85,12 +85,6 @@ export function getObject(ctx: Ctx, t: Target): KubeObject {
   return withType(obj, t.rt);
 }
 
-/** The objects of a list and the counter at that snapshot (K1, K17). */
-export function listObjects(ctx: Ctx, t: Target): { items: KubeObject[]; rv: number } {
-  const items = ctx.storage.list(storageKey(t.rt), t.namespace).map((o) => withType(o, t.rt));
-  return { items, rv: ctx.storage.currentRv() };
-}
-
 function asObject(body: unknown): KubeObject {
   if (!isObject(body)) throw badRequest('the body of the request is not a JSON object');
   const metadata = isObject(body.metadata) ? body.metadata : {};

@@ -19,7 +19,6 @@ import {
   createObject,
   deleteObject,
   getObject,
-  listObjects,
   patchObject,
   updateObject,
   type Ctx,
@@ -28,7 +27,9 @@ import {
   type WriteOptions,
 } from './handlers.ts';
 import { groupVersionDoc, openApiIndex } from './openapi.ts';
-import { CRD_TYPE, Registry, type KubeObject } from './resources.ts';
+import { CRD_TYPE, Registry, storageKey, type KubeObject } from './resources.ts';
+import { listPage } from './pagination.ts';
+import { withType } from './admission.ts';
 import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import {
   ApiError,
@@ -324,17 +325,31 @@ export async function startKubeApiServer(
       );
       return;
     }
-    const { items, rv } = listObjects(ctx, t);
-    const selected = items.filter((o) => labels(o) && fields(o));
+    const page = listPage(
+      storage,
+      storageKey(t.rt),
+      t.namespace,
+      (o) => labels(o) && fields(o),
+      Number(q.get('limit') ?? 0),
+      q.get('continue'),
+    );
+    const items = page.items.map((o) => withType(o, t.rt));
+    const metadata = {
+      resourceVersion: String(page.rv),
+      ...(page.continue ? { continue: page.continue } : {}),
+      ...(page.remainingItemCount !== undefined
+        ? { remainingItemCount: page.remainingItemCount }
+        : {}),
+    };
     if (wantsTable(req.headers.accept)) {
-      sendJson(res, 200, toTable(t.rt, selected, String(rv)));
+      sendJson(res, 200, { ...(toTable(t.rt, items) as object), metadata });
       return;
     }
     sendJson(res, 200, {
       apiVersion: t.rt.group ? `${t.rt.group}/${t.rt.version}` : t.rt.version,
       kind: t.rt.listKind,
-      metadata: { resourceVersion: String(rv) },
-      items: selected,
+      metadata,
+      items,
     });
   }
 

@@ -96,6 +96,27 @@ export class Storage {
     return structuredClone(last);
   }
 
+  /**
+   * The objects of one resource as they were at `rv`, rebuilt by undoing the newer
+   * history events; 'expired' when the window no longer reaches back that far.
+   */
+  listAt(resource: string, rv: number, namespace?: string): KubeObject[] | 'expired' {
+    const newer = this.eventsSince(rv);
+    if (newer === 'expired') return 'expired';
+    const state = new Map(
+      this.list(resource).map((o) => [objectKey(o.metadata.namespace, o.metadata.name ?? ''), o]),
+    );
+    for (const e of newer.filter((x) => x.resource === resource).reverse()) {
+      const key = objectKey(e.object.metadata.namespace, e.object.metadata.name ?? '');
+      if (e.previous) state.set(key, structuredClone(e.previous));
+      else state.delete(key);
+    }
+    return [...state.entries()]
+      .filter(([, o]) => namespace === undefined || o.metadata.namespace === namespace)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, o]) => o);
+  }
+
   /** Events after `rv` (exclusive), or 'expired' when some of them left the window. */
   eventsSince(rv: number): StoredEvent[] | 'expired' {
     if (rv < this.compacted) return 'expired';
