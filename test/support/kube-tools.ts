@@ -128,3 +128,9 @@ export function kubeToolEnv(dir: string, kubeconfig: string): NodeJS.ProcessEnv 
     NO_COLOR: '1',
   };
 }
+
+// `node test/support/kube-tools.ts`: extract (or verify) the binaries and print their paths.
+if (import.meta.main) {
+  const found = await ensureKubeTools();
+  console.log(`kubectl: ${found.kubectl}\nhelm:    ${found.helm}`);
+}
