@@ -1,8 +1,9 @@
-// HookgateDeployment: hookgate on a Kubernetes cluster as one Pulumi component. The
-// workloads come from the Helm chart (charts/hookgate) through k8s.helm.v4.Chart, so the
-// chart stays the single description of the deployment; the CRDs are separate children
-// retained on delete, and a Redis URL goes into a Secret the component owns. Every
-// decision is in plan.ts; this file only creates what the plan says.
+// HookgateDeployment: hookgate on a Kubernetes cluster as one Pulumi component. Every
+// Kubernetes object of hookgate, CRDs included, comes from the Helm chart
+// (charts/hookgate) through k8s.helm.v4.Chart, so the chart stays the single description
+// of the deployment. Around it: the namespace, and a Secret for a Redis URL so the URL
+// never sits in Helm values. Every decision is in plan.ts; this file only creates what
+// the plan says.
 import * as k8s from '@pulumi/kubernetes';
 import * as pulumi from '@pulumi/pulumi';
 import {
@@ -11,7 +12,6 @@ import {
   chartPath,
   chartValues,
   labels,
-  loadCrds,
   resolveArgs,
   resourceNames,
   validateArgs,
@@ -29,10 +29,9 @@ export class HookgateDeployment extends pulumi.ComponentResource {
   public readonly gatewayServiceName: string;
   /** The public base URL webhook URLs start with. */
   public readonly baseUrl: string;
-  /** Names of the CRDs this component owns (empty with `crds: false`). */
-  public readonly crdNames: string[];
+  /** Whether the chart installs the CRDs (retained on delete through their keep policy). */
+  public readonly crdsInstalled: boolean;
   public readonly namespaceResource: k8s.core.v1.Namespace | undefined;
-  public readonly crds: k8s.apiextensions.v1.CustomResourceDefinition[];
   public readonly redisSecret: k8s.core.v1.Secret | undefined;
   public readonly chart: k8s.helm.v4.Chart;
 
@@ -47,6 +46,7 @@ export class HookgateDeployment extends pulumi.ComponentResource {
     this.releaseName = r.releaseName;
     this.gatewayServiceName = names.gatewayService;
     this.baseUrl = r.baseUrl;
+    this.crdsInstalled = r.crds;
 
     this.namespaceResource = r.createNamespace
       ? new k8s.core.v1.Namespace(
@@ -58,24 +58,6 @@ export class HookgateDeployment extends pulumi.ComponentResource {
     this.namespace = this.namespaceResource
       ? this.namespaceResource.metadata.name
       : pulumi.output(r.namespace);
-
-    // Deleting a CRD deletes every Workflow and WebhookTrigger with it: Pulumi keeps them
-    // in the cluster when the stack drops them, as `helm.sh/resource-policy: keep` does
-    // for the chart's own copies.
-    const crdManifests = r.crds ? loadCrds() : [];
-    this.crdNames = crdManifests.map((crd) => crd.metadata.name);
-    this.crds = crdManifests.map(
-      (crd) =>
-        new k8s.apiextensions.v1.CustomResourceDefinition(
-          `${name}-${crd.metadata.name}`,
-          {
-            metadata: { name: crd.metadata.name, labels: labels(r.releaseName, 'crd') },
-            // The generator's output is the API server's own schema; parseCrd checked its shape.
-            spec: crd.spec as unknown as k8s.types.input.apiextensions.v1.CustomResourceDefinitionSpec,
-          },
-          { parent: this, retainOnDelete: true },
-        ),
-    );
 
     const redis = r.redis;
     this.redisSecret =
@@ -95,9 +77,11 @@ export class HookgateDeployment extends pulumi.ComponentResource {
           )
         : undefined;
 
-    const dependsOn: pulumi.Resource[] = [...this.crds];
+    const dependsOn: pulumi.Resource[] = [];
     if (this.namespaceResource) dependsOn.push(this.namespaceResource);
     if (this.redisSecret) dependsOn.push(this.redisSecret);
+    // The chart's CRDs carry `helm.sh/resource-policy: keep`; the provider registers them
+    // with retainOnDelete, so `pulumi destroy` leaves them (and every custom resource).
     this.chart = new k8s.helm.v4.Chart(
       name,
       {
@@ -114,7 +98,7 @@ export class HookgateDeployment extends pulumi.ComponentResource {
       releaseName: this.releaseName,
       gatewayServiceName: this.gatewayServiceName,
       baseUrl: this.baseUrl,
-      crdNames: this.crdNames,
+      crdsInstalled: this.crdsInstalled,
     });
   }
 }

@@ -41,4 +41,4 @@ const hookgate = new HookgateDeployment('hookgate', {
 export const namespace = hookgate.namespace;
 export const gatewayService = hookgate.gatewayServiceName;
 export const baseUrl = hookgate.baseUrl;
-export const crds = hookgate.crdNames;
+export const crdsInstalled = hookgate.crdsInstalled;

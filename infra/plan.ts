@@ -2,10 +2,9 @@
 // engine, no resources), so they are tested directly. hookgate.ts turns the plan into
 // resources; it decides nothing on its own.
 //
-// The workloads come from the Helm chart (charts/hookgate), rendered by
-// k8s.helm.v4.Chart; the CRDs are created here as their own resources from crds/*.yaml
-// so they can be retained on delete (see docs/adr/0007-pulumi-program.md).
-import { readFileSync, readdirSync } from 'node:fs';
+// Everything, CRDs included, comes from the Helm chart (charts/hookgate) rendered by
+// k8s.helm.v4.Chart (see docs/adr/0007-pulumi-program.md); the plan computes its values.
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ipaddr from 'ipaddr.js';
@@ -16,7 +15,6 @@ export const CHART_NAME = 'hookgate';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const CHART_DIR = join(repoRoot, 'charts', CHART_NAME);
-export const CRDS_DIR = join(repoRoot, 'crds');
 export const DEFAULT_IMAGE_REPOSITORY = 'ghcr.io/hookgate/hookgate';
 /** The key of the Redis URL in the Secret the component creates (and the chart's default). */
 export const REDIS_SECRET_KEY = 'redis-url';
@@ -50,7 +48,10 @@ export interface PlanArgs<Url = string> {
   /** CIDRs whose X-Forwarded-* headers the gateway trusts. */
   trustedProxies?: string[];
   redis: RedisSource<Url>;
-  /** Create the Workflow and WebhookTrigger CRDs (default true). */
+  /**
+   * Install the Workflow and WebhookTrigger CRDs with the chart (default true). They
+   * carry `helm.sh/resource-policy: keep`, which Pulumi turns into retainOnDelete.
+   */
   crds?: boolean;
   /** Opt-ins of the chart (default false). */
   serviceMonitor?: boolean;
@@ -255,9 +256,8 @@ export interface ChartValues {
 }
 
 /**
- * Helm values for the release. The chart never installs the CRDs here (the component
- * owns them, retained on delete), and never sees a Redis URL: only the name of the
- * Secret holding it (`redisSecretName`, the component's own or the caller's).
+ * Helm values for the release. The chart never sees a Redis URL: only the name of the
+ * Secret holding it (the component's own, or the caller's).
  */
 export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
   const secret =
@@ -266,7 +266,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       : { name: resourceNames(r.releaseName).redisSecret, key: REDIS_SECRET_KEY };
   return {
     image: { repository: r.image.repository, tag: r.image.tag },
-    crds: { enabled: false },
+    crds: { enabled: r.crds },
     config: { baseUrl: r.baseUrl, trustedProxies: r.trustedProxies, logLevel: r.logLevel },
     redis: { url: '', existingSecret: secret },
     operator: {
@@ -280,36 +280,4 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
     podDisruptionBudget: { enabled: r.podDisruptionBudget },
     networkPolicy: { enabled: r.networkPolicy },
   };
-}
-
-/** A CRD from crds/, checked enough to hand to k8s.apiextensions.v1.CustomResourceDefinition. */
-export interface CrdManifest {
-  apiVersion: 'apiextensions.k8s.io/v1';
-  kind: 'CustomResourceDefinition';
-  metadata: { name: string; labels?: Record<string, string> };
-  spec: { group: string; names: { plural: string; kind: string }; [key: string]: unknown };
-}
-
-/** Parses one generated CRD file; throws when it is not a v1 CRD. */
-export function parseCrd(text: string, source: string): CrdManifest {
-  const doc = parse(text) as Partial<CrdManifest> | null;
-  if (
-    doc?.apiVersion !== 'apiextensions.k8s.io/v1' ||
-    doc.kind !== 'CustomResourceDefinition' ||
-    typeof doc.metadata?.name !== 'string' ||
-    typeof doc.spec?.group !== 'string' ||
-    typeof doc.spec.names?.plural !== 'string' ||
-    doc.metadata.name !== `${doc.spec.names.plural}.${doc.spec.group}`
-  ) {
-    throw new Error(`${source} is not an apiextensions.k8s.io/v1 CustomResourceDefinition`);
-  }
-  return doc as CrdManifest;
-}
-
-/** The generated CRDs (crds/*.yaml, `npm run gen`), sorted by name. */
-export function loadCrds(dir: string = CRDS_DIR): CrdManifest[] {
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.yaml'))
-    .sort()
-    .map((f) => parseCrd(readFileSync(join(dir, f), 'utf8'), join(dir, f)));
 }

@@ -55,8 +55,8 @@ const baseArgs = {
 };
 
 describe('HookgateDeployment (pulumi mocks)', () => {
-  it('registers the component, with a namespace, two retained CRDs, a Redis Secret and the chart as children', async () => {
-    const { urn, children, byType, outputs } = await deploy('hookgate', baseArgs, 5);
+  it('registers the component, with a namespace, a Redis Secret and the chart as children', async () => {
+    const { urn, children, byType, outputs } = await deploy('hookgate', baseArgs, 3);
 
     const self = one(
       rec.registrations.filter((r) => r.type === T.component),
@@ -66,9 +66,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     expect(urn).toMatch(/::hookgate:index:HookgateDeployment::hookgate$/);
 
     // Only the expected kinds, each a direct child of the component.
-    expect(children.map((c) => c.type).sort()).toEqual(
-      [T.crd, T.crd, T.chart, T.namespace, T.secret].sort(),
-    );
+    expect(children.map((c) => c.type).sort()).toEqual([T.chart, T.namespace, T.secret].sort());
 
     const ns = one(byType(T.namespace), 'namespace');
     expect(ns.name).toBe('hookgate-namespace');
@@ -83,20 +81,6 @@ describe('HookgateDeployment (pulumi mocks)', () => {
       },
     });
     expect(ns.retainOnDelete).toBe(false);
-
-    const crds = byType(T.crd);
-    expect(crds.map((c) => c.name).sort()).toEqual([
-      'hookgate-webhooktriggers.hookgate.dev',
-      'hookgate-workflows.hookgate.dev',
-    ]);
-    for (const crd of crds) {
-      // Deleting a CRD would delete every custom resource: kept when the stack drops it.
-      expect(crd.retainOnDelete, crd.name).toBe(true);
-      const spec = crd.inputs['spec'] as { group: string; scope: string; versions: unknown[] };
-      expect(spec.group).toBe('hookgate.dev');
-      expect(spec.scope).toBe('Namespaced');
-      expect(spec.versions.length).toBeGreaterThan(0);
-    }
 
     const secret = one(byType(T.secret), 'redis secret');
     expect(secret.name).toBe('hookgate-redis');
@@ -119,7 +103,8 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     const values = chart.inputs['values'] as Record<string, unknown>;
     expect(values).toMatchObject({
       image: { repository: DEFAULT_IMAGE_REPOSITORY, tag: '1.2.3' },
-      crds: { enabled: false },
+      // The chart installs the CRDs; their keep policy makes the provider retain them.
+      crds: { enabled: true },
       config: { baseUrl: 'https://hooks.example.com', trustedProxies: [], logLevel: 'info' },
       redis: { url: '', existingSecret: { name: 'hookgate-redis', key: 'redis-url' } },
       operator: { replicas: 2, leaderElection: { enabled: true } },
@@ -129,15 +114,15 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     // The URL lives in the Secret only, never in the Helm values.
     expect(JSON.stringify(chart.inputs)).not.toContain('s3cret');
 
-    // The chart waits for the namespace, the CRDs and the Secret.
-    expect([...chart.dependencies].sort()).toEqual([ns, secret, ...crds].map(childUrn).sort());
+    // The chart waits for the namespace and the Secret.
+    expect([...chart.dependencies].sort()).toEqual([ns, secret].map(childUrn).sort());
 
     expect(outputs).toEqual({
       namespace: 'hooks',
       releaseName: 'hookgate',
       gatewayServiceName: 'hookgate-gateway',
       baseUrl: 'https://hooks.example.com',
-      crdNames: ['webhooktriggers.hookgate.dev', 'workflows.hookgate.dev'],
+      crdsInstalled: true,
     });
   });
 
@@ -168,13 +153,14 @@ describe('HookgateDeployment (pulumi mocks)', () => {
       worker: { replicas: 0 },
       config: { trustedProxies: ['10.0.0.0/8'] },
       networkPolicy: { enabled: true },
+      crds: { enabled: false },
     });
     expect(outputs).toEqual({
       namespace: 'shared',
       releaseName: 'edge',
       gatewayServiceName: 'edge-hookgate-gateway',
       baseUrl: 'https://hooks.example.com',
-      crdNames: [],
+      crdsInstalled: false,
     });
   });
 

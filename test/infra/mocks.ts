@@ -9,7 +9,6 @@ import { COMPONENT_TYPE } from '../../infra/plan.ts';
 export const T = {
   component: COMPONENT_TYPE,
   namespace: 'kubernetes:core/v1:Namespace',
-  crd: 'kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition',
   secret: 'kubernetes:core/v1:Secret',
   chart: 'kubernetes:helm.sh/v4:Chart',
 } as const;

@@ -5,15 +5,12 @@ import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import {
   CHART_DIR,
-  CRDS_DIR,
   DEFAULT_IMAGE_REPOSITORY,
   chartAppVersion,
   chartPath,
   chartValues,
   fullname,
   labels,
-  loadCrds,
-  parseCrd,
   resolveArgs,
   resourceNames,
   validateArgs,
@@ -157,7 +154,7 @@ describe('names and labels', () => {
 });
 
 describe('chartValues', () => {
-  it('sets the chart values from the arguments, never the CRDs and never the Redis URL', () => {
+  it('sets the chart values from the arguments, never the Redis URL', () => {
     const values = chartValues(
       resolveArgs({
         ...valid,
@@ -169,7 +166,7 @@ describe('chartValues', () => {
     );
     expect(values).toEqual({
       image: { repository: DEFAULT_IMAGE_REPOSITORY, tag: '1.2.3' },
-      crds: { enabled: false },
+      crds: { enabled: true },
       config: {
         baseUrl: 'https://hooks.example.com',
         trustedProxies: ['10.0.0.0/8'],
@@ -197,6 +194,11 @@ describe('chartValues', () => {
     expect(defaulted.redis.existingSecret.key).toBe('redis-url');
   });
 
+  it('installs the CRDs with the chart unless asked not to', () => {
+    expect(chartValues(resolveArgs(valid)).crds).toEqual({ enabled: true });
+    expect(chartValues(resolveArgs({ ...valid, crds: false })).crds).toEqual({ enabled: false });
+  });
+
   it('runs a single operator replica without leader election, more with it', () => {
     const one = chartValues(resolveArgs({ ...valid, replicas: { operator: 1 } }));
     expect(one.operator).toEqual({ replicas: 1, leaderElection: { enabled: false } });
@@ -218,30 +220,7 @@ describe('chartValues', () => {
   });
 });
 
-describe('chart and CRD files', () => {
-  it('loads the generated CRDs from crds/', () => {
-    const crds = loadCrds();
-    expect(crds.map((c) => c.metadata.name)).toEqual([
-      'webhooktriggers.hookgate.dev',
-      'workflows.hookgate.dev',
-    ]);
-    for (const crd of crds) {
-      expect(crd.spec.group).toBe('hookgate.dev');
-      expect(crd.spec['scope']).toBe('Namespaced');
-    }
-  });
-
-  it('refuses a file that is not a v1 CRD', () => {
-    expect(() => parseCrd('kind: ConfigMap\napiVersion: v1\n', 'x.yaml')).toThrow(
-      'x.yaml is not an apiextensions.k8s.io/v1 CustomResourceDefinition',
-    );
-    const misnamed = readFileSync(join(CRDS_DIR, 'workflows.hookgate.dev.yaml'), 'utf8').replace(
-      'name: workflows.hookgate.dev',
-      'name: flows.hookgate.dev',
-    );
-    expect(() => parseCrd(misnamed, 'misnamed.yaml')).toThrow('misnamed.yaml');
-  });
-
+describe('chart files', () => {
   it('gives the chart path relative to the working directory, and its appVersion', () => {
     expect(chartPath(join(CHART_DIR, '..', '..', 'infra'))).toBe('../charts/hookgate');
     expect(chartPath(join(CHART_DIR, '..', '..'))).toBe('charts/hookgate');

@@ -37,7 +37,7 @@ describe('infra/index.ts', () => {
     expect(await valueOf(program.namespace)).toBe('hooks-prod');
     expect(program.gatewayService).toBe('hookgate-gateway');
     expect(program.baseUrl).toBe('https://hooks.example.com');
-    expect(program.crds).toEqual(['webhooktriggers.hookgate.dev', 'workflows.hookgate.dev']);
+    expect(program.crdsInstalled).toBe(true);
 
     const chart = await eventually(() => {
       const found = rec.registrations.find((r) => r.type === T.chart);
@@ -49,6 +49,7 @@ describe('infra/index.ts', () => {
     ]);
     expect(chart.inputs['values']).toMatchObject({
       image: { tag: chartAppVersion() },
+      crds: { enabled: true },
       config: { baseUrl: 'https://hooks.example.com', trustedProxies: ['10.0.0.0/8'] },
       operator: { replicas: 2 },
       gateway: { replicas: 3 },
