@@ -236,7 +236,7 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     let stdout = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     try {
-      for (let i = 0; i < 100 && !stdout.includes('orders-hook'); i++) await sleep(20);
+      for (let i = 0; i < 500 && !stdout.includes('orders-hook'); i++) await sleep(20);
       const patched = await call(
         'PATCH',
         `${WT}/orders-hook/status`,
@@ -257,7 +257,7 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
         { 'Content-Type': 'application/merge-patch+json' },
       );
       expect(patched.status).toBe(200);
-      for (let i = 0; i < 100 && !stdout.includes('watching'); i++) await sleep(20);
+      for (let i = 0; i < 500 && !stdout.includes('watching'); i++) await sleep(20);
     } finally {
       child.kill();
     }

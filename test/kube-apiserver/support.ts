@@ -180,8 +180,9 @@ export async function readWatch(
   opts: { count?: number; timeoutMs?: number; onOpen?: () => Promise<void> | void } = {},
 ): Promise<WatchResult> {
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), opts.timeoutMs ?? 2000);
   const res = await fetch(url, { signal: abort.signal, headers: { Authorization: 'Bearer x' } });
+  // The time budget starts once the stream is open, so a slow machine only delays it.
+  const timer = setTimeout(() => abort.abort(), opts.timeoutMs ?? 2000);
   const lines: string[] = [];
   let ended = false;
   const decoder = new TextDecoder();
