@@ -219,6 +219,14 @@ const DEFAULT_KINDS = [
   'ServiceAccount',
 ];
 const OPT_IN_KINDS = ['Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'ServiceMonitor'];
+const ALL_OPT_INS = [
+  'metrics.serviceMonitor.enabled=true',
+  'networkPolicy.enabled=true',
+  'podDisruptionBudget.enabled=true',
+  'ingress.enabled=true',
+  'ingress.host=hooks.example.com',
+  'ingress.tls.enabled=true',
+];
 
 describe.skipIf(!tools)('helm chart charts/hookgate', () => {
   it('passes helm lint --strict, with defaults and with every opt-in enabled', async () => {
@@ -229,15 +237,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'lint',
       '--strict',
       chartDir,
-      ...setArgs([
-        'metrics.serviceMonitor.enabled=true',
-        'networkPolicy.enabled=true',
-        'podDisruptionBudget.enabled=true',
-        'ingress.enabled=true',
-        'ingress.host=hooks.example.com',
-        'ingress.tls.enabled=true',
-        'redis.existingSecret.name=redis',
-      ]),
+      ...setArgs([...ALL_OPT_INS, 'redis.existingSecret.name=redis']),
     ]);
     expect(all.code, all.stdout + all.stderr).toBe(0);
   });
@@ -257,31 +257,20 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'Service/hg-hookgate-metrics',
       'ServiceAccount/hg-hookgate',
     ]);
-    for (const o of objects) {
-      const labels = o.metadata.labels ?? {};
-      // The CRDs are generated (operator/api/render-crds.ts) and shared by every
-      // release, so they carry only the release-independent labels.
-      if (o.kind === 'CustomResourceDefinition') {
-        expect(labels).toMatchObject({
-          'app.kubernetes.io/name': 'hookgate',
-          'app.kubernetes.io/part-of': 'hookgate',
-        });
-        continue;
-      }
-      expect(labels, `${o.kind}/${o.metadata.name}`).toEqual({
-        'helm.sh/chart': 'hookgate-0.1.0',
-        'app.kubernetes.io/name': 'hookgate',
-        'app.kubernetes.io/instance': RELEASE,
-        'app.kubernetes.io/component': expect.stringMatching(/^(operator|gateway|worker|metrics)$/),
-        'app.kubernetes.io/version': '0.1.0',
-        'app.kubernetes.io/part-of': 'hookgate',
-        'app.kubernetes.io/managed-by': 'Helm',
-      });
-      const clusterScoped = o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding';
-      expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe(
-        clusterScoped ? undefined : NAMESPACE,
-      );
-    }
+    expectRecommendedLabels(objects);
+  });
+
+  it('puts the recommended labels on the opt-in objects too', async () => {
+    const objects = await render(...ALL_OPT_INS);
+    expect(kinds(objects.filter((o) => OPT_IN_KINDS.includes(o.kind)))).toEqual([
+      'Ingress',
+      'NetworkPolicy',
+      'PodDisruptionBudget',
+      'PodDisruptionBudget',
+      'PodDisruptionBudget',
+      'ServiceMonitor',
+    ]);
+    expectRecommendedLabels(objects);
   });
 
   it('gives each Deployment selector labels that its pods carry, and the labels of its role', async () => {
@@ -332,6 +321,10 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(await renderError('worker.replicas=two')).toMatch(/\/worker\/replicas/);
     expect(await renderError('config.logLevel=verbose')).toMatch(/\/config\/logLevel/);
     expect(await renderError('redis.url=http://redis:6379')).toMatch(/\/redis\/url/);
+    // Neither a URL nor a Secret: the roles would have no Redis.
+    expect(await renderError('redis.url=')).toContain(
+      'redis.url or redis.existingSecret.name is required',
+    );
   });
 
   it('closes every fixed-shape object in values.schema.json (additionalProperties: false)', () => {
@@ -448,6 +441,11 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
 
     expect(await renderError('ingress.enabled=true')).toContain(
       'ingress.host is required when ingress.enabled is true',
+    );
+    // Without TLS the derived base URL is plain http.
+    const plain = await render('ingress.enabled=true', 'ingress.host=hooks.example.com');
+    expect(envOf(container(deployment(plain, 'gateway'))).get('HOOKGATE_BASE_URL')?.value).toBe(
+      'http://hooks.example.com',
     );
   });
 
@@ -691,4 +689,35 @@ function isStringMap(ap: unknown): boolean {
   return (
     typeof ap === 'object' && ap !== null && (ap as Record<string, unknown>)['type'] === 'string'
   );
+}
+
+/** Every object of the release carries the recommended labels and sits in its namespace. */
+function expectRecommendedLabels(objects: K8sObject[]): void {
+  for (const o of objects) {
+    const labels = o.metadata.labels ?? {};
+    // The CRDs are generated (operator/api/render-crds.ts) and shared by every
+    // release, so they carry only the release-independent labels.
+    if (o.kind === 'CustomResourceDefinition') {
+      expect(labels).toMatchObject({
+        'app.kubernetes.io/name': 'hookgate',
+        'app.kubernetes.io/part-of': 'hookgate',
+      });
+      continue;
+    }
+    expect(labels, `${o.kind}/${o.metadata.name}`).toEqual({
+      'helm.sh/chart': 'hookgate-0.1.0',
+      'app.kubernetes.io/name': 'hookgate',
+      'app.kubernetes.io/instance': RELEASE,
+      'app.kubernetes.io/component': expect.stringMatching(
+        /^(operator|gateway|worker|metrics|network)$/,
+      ),
+      'app.kubernetes.io/version': '0.1.0',
+      'app.kubernetes.io/part-of': 'hookgate',
+      'app.kubernetes.io/managed-by': 'Helm',
+    });
+    const clusterScoped = o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding';
+    expect(o.metadata.namespace, `${o.kind}/${o.metadata.name}`).toBe(
+      clusterScoped ? undefined : NAMESPACE,
+    );
+  }
 }
