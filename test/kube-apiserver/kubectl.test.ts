@@ -394,6 +394,34 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect(typed.stderr).toContain('UnsupportedMediaType');
   });
 
+  it('K27 K28 kubectl apply -f crds/ establishes the CRDs and kubectl finds the new types at once', async () => {
+    const fresh = await startKubeApiServer();
+    const freshDir = mkdtempSync(join(tmpdir(), 'kubectl-crds-'));
+    const saved = env;
+    try {
+      env = kubeToolEnv(freshDir, fresh.writeKubeconfig(freshDir));
+      expect((await kubectl(['get', 'namespaces'])).stdout).toContain('default');
+      const applied = await kubectl(['apply', '-f', CRDS]);
+      expect(applied.stdout).toContain(
+        'customresourcedefinition.apiextensions.k8s.io/webhooktriggers.hookgate.dev created',
+      );
+      const established = await kubectl([
+        'wait',
+        '--for=condition=Established',
+        'crd/webhooktriggers.hookgate.dev',
+        '--timeout=5s',
+      ]);
+      expect(established.code).toBe(0);
+      const none = await kubectl(['get', 'webhooktriggers']);
+      expect(none.code).toBe(0);
+      expect(none.stderr).toContain('No resources found in default namespace.');
+    } finally {
+      env = saved;
+      await fresh.close();
+      rmSync(freshDir, { recursive: true, force: true });
+    }
+  });
+
   it('K32 kubectl caches discovery in the per-run KUBECACHEDIR, not in the real HOME', () => {
     const cache = env.KUBECACHEDIR ?? '';
     expect(cache.startsWith(dir)).toBe(true);
