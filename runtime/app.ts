@@ -12,6 +12,7 @@ import type { ExecutionEngine } from './engine/ports.ts';
 import { liveEventRoutes, type LiveEventHub } from './gateway/live-events.ts';
 import type { RequestObserver } from './gateway/observations.ts';
 import { installProblemHandlers } from './gateway/problem-handler.ts';
+import { installSse } from './gateway/sse.ts';
 import type { IdempotencyOptions } from './gateway/idempotency.ts';
 import type { ModeDeps } from './gateway/response-modes.ts';
 import type { RouteTable } from './gateway/route-table.ts';
@@ -72,9 +73,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     keepAliveTimeout: limits.keepAliveTimeout,
     bodyLimit: limits.bodyLimit,
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 500 },
   });
   installProblemHandlers(app);
+  installSse(app);
 
   await app.register((scope, _opts, done) => {
     webhookRoutes(scope, {

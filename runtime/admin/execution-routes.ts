@@ -1,10 +1,10 @@
 // Executions: the spec's "Flow Management, Event Driven Workflows" listing with
 // per-run logs, and each execution's event channel (SSE, resumable with Last-Event-ID).
-import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { HttpProblem } from '../errors.ts';
 import type { ExecutionEngine, ExecutionFilter, ExecutionStatus } from '../engine/ports.ts';
-import { formatSse } from '../gateway/response-modes.ts';
+import { pipeExecution } from '../gateway/response-modes.ts';
+import { openSse } from '../gateway/sse.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
 
@@ -77,29 +77,12 @@ export function executionRoutes(
     const lastEventId = request.headers['last-event-id'];
     const after =
       typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : 0;
-    const stream = new PassThrough();
-    let ended = false;
-    let heartbeat: NodeJS.Timeout | undefined;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      clearInterval(heartbeat);
-      queueMicrotask(() => unsubscribe());
-      stream.end();
-    };
-    stream.write('retry: 3000\n\n');
-    const unsubscribe = engine.subscribe(id, after, (event) => {
-      if (ended) return;
-      stream.write(formatSse(event));
-      if (event.type === 'completed' || event.type === 'failed') end();
+    let unsubscribe: (() => void) | undefined;
+    const { sse, body } = openSse(request, reply, {
+      ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+      onEnd: () => unsubscribe?.(),
     });
-    if (!ended)
-      heartbeat = setInterval(() => stream.write(': heartbeat\n\n'), options.heartbeatMs ?? 15_000);
-    request.raw.on('close', end);
-    return reply
-      .header('content-type', 'text/event-stream; charset=utf-8')
-      .header('cache-control', 'no-cache, no-transform')
-      .header('x-accel-buffering', 'no')
-      .send(stream);
+    unsubscribe = pipeExecution(engine, id, after, sse);
+    return reply.send(body);
   });
 }

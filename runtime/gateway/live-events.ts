@@ -3,10 +3,10 @@
 // Served at /webhook-events/<workflowId>/<pathSegment>. Secrets never leave: auth
 // headers and cookies are redacted, bodies are summarised and size-capped.
 import { EventEmitter } from 'node:events';
-import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
 import type { RouteRecord } from '../stores/ports.ts';
+import { openSse } from './sse.ts';
 
 export interface LiveRequestEvent {
   requestId: string;
@@ -129,24 +129,17 @@ export function liveEventRoutes(app: FastifyInstance, options: LiveRoutesOptions
     const route = options.findRoute(path);
     if (!route)
       throw new HttpProblem('HG_ERR_ROUTE_NOT_FOUND', `No webhook endpoint is deployed at ${path}`);
-    const stream = new PassThrough();
-    const write = (kind: string, data: object) =>
-      stream.write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
-    write('connected', { path: route.path, triggerKey: route.key, at: new Date().toISOString() });
-    const unsubscribe = options.hub.subscribe(route.key, write);
-    const heartbeat = setInterval(
-      () => stream.write(': heartbeat\n\n'),
-      options.heartbeatMs ?? 15_000,
-    );
-    request.raw.on('close', () => {
-      clearInterval(heartbeat);
-      unsubscribe();
-      stream.end();
+    let unsubscribe: (() => void) | undefined;
+    const { sse, body } = openSse(request, reply, {
+      ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+      onEnd: () => unsubscribe?.(),
     });
-    return reply
-      .header('content-type', 'text/event-stream; charset=utf-8')
-      .header('cache-control', 'no-cache, no-transform')
-      .header('x-accel-buffering', 'no')
-      .send(stream);
+    sse.send('connected', {
+      path: route.path,
+      triggerKey: route.key,
+      at: new Date().toISOString(),
+    });
+    unsubscribe = options.hub.subscribe(route.key, (kind, data) => sse.send(kind, data));
+    return reply.send(body);
   });
 }

@@ -6,7 +6,6 @@
 //   waitForCompletion    200 with the final output (408 with a handle on timeout)
 //   sseStream            200 text/event-stream of progress events until the result
 //   waitForResponseNode  the first respond node's status, headers and body
-import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULT_STATUS_CODE } from '../../operator/api/v1alpha1/index.ts';
 import { HttpProblem } from '../errors.ts';
@@ -21,6 +20,7 @@ import type {
 } from '../engine/ports.ts';
 import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
 import { parseDuration } from './duration.ts';
+import { openSse, type SseStream } from './sse.ts';
 import { replyProblem, type WebhookContext } from './webhook-routes.ts';
 
 export interface ModeDeps {
@@ -143,7 +143,7 @@ function waitFor(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      m.request.raw.off('close', onClose);
+      m.reply.raw.off('close', onClose);
       queueMicrotask(() => unsubscribe());
       resolve(outcome);
     };
@@ -152,7 +152,7 @@ function waitFor(
       () => finish({ kind: 'timeout' }),
       parseDuration(m.route.spec.timeout),
     );
-    m.request.raw.on('close', onClose);
+    m.reply.raw.on('close', onClose);
     const unsubscribe = deps.engine.subscribe(executionId, 0, (event) => {
       if (types.includes(event.type)) finish({ kind: 'event', event });
     });
@@ -243,47 +243,39 @@ function sendBody(
 
 async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
   const execution = await start(deps, m);
-  const stream = new PassThrough();
   const links = executionLinks(execution.id);
-  stream.write(`retry: 3000\n\n`);
-  let ended = false;
-  let heartbeat: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    clearInterval(heartbeat);
-    clearTimeout(timer);
-    queueMicrotask(() => unsubscribe());
-    stream.end();
-  };
-  const unsubscribe = deps.engine.subscribe(execution.id, 0, (event) => {
-    if (ended) return;
-    stream.write(formatSse(event));
-    if (event.type === 'completed' || event.type === 'failed') end();
+  const { sse, body } = openSse(m.request, m.reply, {
+    ...(deps.heartbeatMs ? { heartbeatMs: deps.heartbeatMs } : {}),
+    onEnd: () => {
+      clearTimeout(timer);
+      unsubscribe?.();
+    },
   });
-  if (!ended)
-    heartbeat = setInterval(() => stream.write(': heartbeat\n\n'), deps.heartbeatMs ?? 15_000);
-  if (!ended)
+  unsubscribe = pipeExecution(deps.engine, execution.id, 0, sse);
+  if (!sse.ended) {
     timer = setTimeout(() => {
-      if (ended) return;
-      stream.write(
-        `event: timeout\ndata: ${JSON.stringify({ executionId: execution.id, timeout: m.route.spec.timeout, links })}\n\n`,
-      );
-      end();
+      sse.send('timeout', { executionId: execution.id, timeout: m.route.spec.timeout, links });
+      sse.end();
     }, parseDuration(m.route.spec.timeout));
-  m.request.raw.on('close', end);
-  return m.reply
-    .code(200)
-    .header('content-type', 'text/event-stream; charset=utf-8')
-    .header('cache-control', 'no-cache, no-transform')
-    .header('x-accel-buffering', 'no')
-    .header('location', links.self)
-    .send(stream);
+  }
+  return m.reply.code(200).header('location', links.self).send(body);
 }
 
-/** One SSE frame: the execution's seq as the id (for Last-Event-ID), the type as the event name. */
-export function formatSse(event: SequencedEvent): string {
-  const { seq, type, ...data } = event;
-  return `id: ${seq}\nevent: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+/**
+ * Forward an execution's events (after `afterSeq`) as SSE frames, the seq as the
+ * event id (for Last-Event-ID), and end the stream with the final event.
+ */
+export function pipeExecution(
+  engine: ExecutionEngine,
+  id: string,
+  afterSeq: number,
+  sse: SseStream,
+): () => void {
+  return engine.subscribe(id, afterSeq, (event) => {
+    const { seq, type, ...data } = event;
+    sse.send(type, { type, ...data }, seq);
+    if (type === 'completed' || type === 'failed') sse.end();
+  });
 }

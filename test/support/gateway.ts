@@ -1,4 +1,5 @@
 // A dev runtime over a temporary manifest directory, for gateway tests.
+import type { DirectorySource } from '../../operator/sources/directory.ts';
 import { createDevRuntime, type DevOptions, type DevRuntime } from '../../runtime/roles/dev.ts';
 import { eventually } from './eventually.ts';
 import { manifestDir } from './manifests.ts';
@@ -22,7 +23,7 @@ export async function startRuntime(options: Partial<DevOptions> = {}): Promise<T
     files,
     async apply(file, docs, readyTriggers = []) {
       await files.write(file, ...docs);
-      await runtime.source.reload();
+      await (runtime.source as DirectorySource).reload();
       await eventually(() => {
         for (const name of readyTriggers) {
           const t = runtime.source.get({ kind: 'WebhookTrigger', namespace: 'default', name });
@@ -38,7 +39,11 @@ export async function startRuntime(options: Partial<DevOptions> = {}): Promise<T
       await runtime.table.refresh();
     },
     async stop() {
-      await runtime.close();
+      // Every test is done: cut the test clients' idle keep-alive sockets, which would
+      // otherwise hold the graceful close open.
+      const closing = runtime.close();
+      runtime.app.server.closeAllConnections();
+      await closing;
       await files.cleanup();
     },
   };

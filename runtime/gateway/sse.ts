@@ -1,0 +1,75 @@
+// Server-Sent Events responses: one implementation for every stream the runtime
+// serves (SSE response mode, execution channels, the live event stream).
+// - proxy-safe headers (no caching, no buffering), a `retry` hint, heartbeats;
+// - the stream ends when the client leaves (the response's `close`, which fires on
+//   disconnect; the request's `close` fires once its body is read);
+// - every open stream is ended when the server closes, so shutdown is not held up.
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+export interface SseStream {
+  /** Write one frame: `event`, optional `id`, JSON `data`. No-op once ended. */
+  send(event: string, data: unknown, id?: number | string): void;
+  end(): void;
+  readonly ended: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    sseStreams: Set<SseStream>;
+  }
+}
+
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  'x-accel-buffering': 'no',
+} as const;
+
+/** Keep track of open streams and end them before the server closes. */
+export function installSse(app: FastifyInstance): void {
+  app.decorate('sseStreams', new Set<SseStream>());
+  app.addHook('preClose', (done) => {
+    for (const stream of [...app.sseStreams]) stream.end();
+    done();
+  });
+}
+
+/**
+ * Start an SSE answer. `onEnd` runs once, whoever ends the stream (the code, the
+ * client leaving, or shutdown). Send the reply with `reply.send(...)` of the result.
+ */
+export function openSse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: { heartbeatMs?: number; onEnd?: () => void } = {},
+): { sse: SseStream; body: PassThrough } {
+  const body = new PassThrough();
+  const registry = request.server.sseStreams;
+  let ended = false;
+  const sse: SseStream = {
+    send(event, data, id) {
+      if (ended) return;
+      body.write(
+        `${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
+      );
+    },
+    end() {
+      if (ended) return;
+      ended = true;
+      clearInterval(heartbeat);
+      registry.delete(sse);
+      body.end();
+      options.onEnd?.();
+    },
+    get ended() {
+      return ended;
+    },
+  };
+  body.write('retry: 3000\n\n');
+  const heartbeat = setInterval(() => body.write(': heartbeat\n\n'), options.heartbeatMs ?? 15_000);
+  registry.add(sse);
+  reply.raw.on('close', () => sse.end());
+  reply.headers(SSE_HEADERS);
+  return { sse, body };
+}
