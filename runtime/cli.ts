@@ -1,73 +1,162 @@
 #!/usr/bin/env node
 // hookgate: one image, several roles. `hookgate dev` (what `npm start` runs) runs
-// every role in one process over a manifest directory with in-memory stores.
-import { parseArgs } from 'node:util';
+// every role in one process with in-memory stores, over a manifest directory or a
+// Kubernetes API; `hookgate operator` runs the control plane against a cluster.
 import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { handleSignals } from '../operator/controller/manager.ts';
+import { KubernetesSource } from '../operator/sources/kubernetes.ts';
 import { createDevRuntime } from './roles/dev.ts';
+import { createOperator } from './roles/operator.ts';
 import { serve } from './server.ts';
 
 const USAGE = `Usage: hookgate <role> [options]
 
 Roles:
-  dev        every role in one process: manifests from a directory, in-memory stores
+  dev        every role in one process, in-memory stores (default)
+  operator   the control plane against a Kubernetes API, with leader election
 
-Options (dev):
-  --dir <path>       manifest directory (env HOOKGATE_MANIFESTS, default ./examples)
-  --port <n>         listen port (env PORT, default 8080)
-  --host <addr>      listen address (env HOST, default 127.0.0.1)
-  --base-url <url>   public base URL for status.url (env HOOKGATE_BASE_URL,
-                     default http://localhost:<port>)
+Options:
+  --source <dir|kubernetes>  dev: where resources come from (env HOOKGATE_SOURCE, default dir)
+  --dir <path>               dev: manifest directory (env HOOKGATE_MANIFESTS, default ./examples)
+  --namespace <ns>           kubernetes: watch one namespace (env HOOKGATE_NAMESPACE, default all)
+  --port <n>                 listen port (env PORT, default 8080)
+  --host <addr>              listen address (env HOST, default 127.0.0.1)
+  --base-url <url>           public base URL for status.url (env HOOKGATE_BASE_URL,
+                             default http://localhost:<port>)
 
 Environment:
+  KUBECONFIG                 kubeconfig for the kubernetes source and the operator
+                             (in a pod: the service account)
+  POD_NAMESPACE              operator: namespace of its leader-election Lease (default default)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   LOG_LEVEL                  fatal | error | warn | info | debug (default info)
 `;
 
-async function main(): Promise<void> {
+interface Settings {
+  role: string;
+  source: string;
+  dir: string;
+  namespace: string | undefined;
+  port: number;
+  host: string;
+  baseUrl: string;
+}
+
+function settings(): Settings | undefined {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: {
+      source: { type: 'string' },
       dir: { type: 'string' },
+      namespace: { type: 'string' },
       port: { type: 'string' },
       host: { type: 'string' },
       'base-url': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
-  const role = positionals[0] ?? 'dev';
   if (values.help) {
     console.log(USAGE);
-    return;
+    return undefined;
   }
-  if (role !== 'dev') {
-    console.error(`hookgate: unknown role "${role}"\n\n${USAGE}`);
-    process.exitCode = 2;
-    return;
-  }
+  const role = positionals[0] ?? 'dev';
   const port = Number(values.port ?? process.env.PORT ?? 8080);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    console.error(`hookgate: invalid port "${values.port ?? process.env.PORT}"`);
+  const source = values.source ?? process.env.HOOKGATE_SOURCE ?? 'dir';
+  const problems = problemsOf(role, port, source, values.port ?? process.env.PORT);
+  if (problems.length > 0) {
+    console.error(`hookgate: ${problems.join('; ')}\n\n${USAGE}`);
     process.exitCode = 2;
-    return;
+    return undefined;
   }
-  const host = values.host ?? process.env.HOST ?? '127.0.0.1';
-  const dir = resolve(values.dir ?? process.env.HOOKGATE_MANIFESTS ?? 'examples');
-  const baseUrl = values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`;
+  return {
+    role,
+    source,
+    dir: resolve(values.dir ?? process.env.HOOKGATE_MANIFESTS ?? 'examples'),
+    namespace: values.namespace ?? process.env.HOOKGATE_NAMESPACE,
+    port,
+    host: values.host ?? process.env.HOST ?? '127.0.0.1',
+    baseUrl: values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`,
+  };
+}
+
+function problemsOf(
+  role: string,
+  port: number,
+  source: string,
+  rawPort: string | undefined,
+): string[] {
+  const problems: string[] = [];
+  if (!['dev', 'operator'].includes(role)) problems.push(`unknown role "${role}"`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    problems.push(`invalid port "${rawPort}"`);
+  if (!['dir', 'kubernetes'].includes(source))
+    problems.push(`unknown source "${source}" (dir or kubernetes)`);
+  return problems;
+}
+
+function kubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
+
+async function runDev(s: Settings): Promise<void> {
   const trustedProxies = (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
     .split(',')
-    .map((s) => s.trim())
+    .map((p) => p.trim())
     .filter(Boolean);
+  const source =
+    s.source === 'kubernetes'
+      ? new KubernetesSource({
+          kubeConfig: kubeConfig(),
+          ...(s.namespace ? { namespace: s.namespace } : {}),
+        })
+      : undefined;
   const runtime = await createDevRuntime({
-    dir,
-    baseUrl,
+    dir: s.dir,
+    ...(source ? { source } : {}),
+    baseUrl: s.baseUrl,
     logger: { level: process.env.LOG_LEVEL ?? 'info' },
     guards: { trustedProxies },
   });
-  const address = await serve(runtime.app, { port, host, onClose: () => runtime.close() });
+  const address = await serve(runtime.app, {
+    port: s.port,
+    host: s.host,
+    onClose: () => runtime.close(),
+  });
+  const from = source
+    ? `the Kubernetes API${s.namespace ? ` (namespace ${s.namespace})` : ''}`
+    : s.dir;
   runtime.app.log.info(
-    `hookgate dev: manifests from ${dir}, serving at ${address}, dashboard at ${baseUrl}/dashboard`,
+    `hookgate dev: resources from ${from}, serving at ${address}, dashboard at ${s.baseUrl}/dashboard`,
   );
-  for (const e of runtime.source.errors()) runtime.app.log.warn(e, 'manifest rejected');
+  for (const e of runtime.manifestErrors()) runtime.app.log.warn(e, 'manifest rejected');
+}
+
+async function runOperator(s: Settings): Promise<void> {
+  const operator = createOperator({
+    kubeConfig: kubeConfig(),
+    ...(s.namespace ? { namespace: s.namespace } : {}),
+    leaseNamespace: process.env.POD_NAMESPACE ?? 'default',
+    baseUrl: s.baseUrl,
+    log: (msg, fields) =>
+      console.log(JSON.stringify({ time: new Date().toISOString(), msg, ...fields })),
+  });
+  await operator.app.listen({ port: s.port, host: s.host });
+  operator.manager.start();
+  handleSignals(
+    operator.manager,
+    (code) => void operator.app.close().finally(() => process.exit(code)),
+  );
+}
+
+async function main(): Promise<void> {
+  const s = settings();
+  if (!s) return;
+  if (s.role === 'operator') await runOperator(s);
+  else await runDev(s);
 }
 
 main().catch((err: unknown) => {

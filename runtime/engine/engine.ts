@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { HttpProblem, type ErrorCode } from '../errors.ts';
 import type { WorkflowNode } from '../../operator/api/v1alpha1/workflow.ts';
-import { CallbackSender, type CallbackSenderOptions } from './callbacks.ts';
+import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from './callbacks.ts';
 import { MemoryExecutionStore, type ExecutionStore } from './execution-store.ts';
 import { ExpressionCache, type ExpressionLimits } from './expressions.ts';
 import { runHttpNode } from './http-node.ts';
@@ -57,6 +57,13 @@ export interface InProcessEngineOptions {
   newId?: () => string;
   /** Called for errors that have no caller to go to (listener threw, store failed). */
   onInternalError?: (error: unknown, where: string) => void;
+  /** Told about every finished execution and callback delivery (metrics). */
+  observer?: EngineObserver;
+}
+
+export interface EngineObserver {
+  executionFinished(execution: Execution): void;
+  callbackDelivered(result: DeliveryResult): void;
 }
 
 type Listener = (event: SequencedEvent) => void;
@@ -134,6 +141,7 @@ export class InProcessEngine implements ExecutionEngine {
   readonly #owned: { close(): Promise<void> }[] = [];
   readonly #newId: () => string;
   readonly #onInternalError: (error: unknown, where: string) => void;
+  readonly #observer: EngineObserver | undefined;
   #running = 0;
   #closing = false;
   #aborting = false;
@@ -161,6 +169,7 @@ export class InProcessEngine implements ExecutionEngine {
     }
     this.expressions = new ExpressionCache(options.expressions);
     this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
+    this.#observer = options.observer;
     this.#onInternalError =
       options.onInternalError ??
       ((error, where) => console.error(`hookgate engine: ${where}:`, error));
@@ -387,6 +396,7 @@ export class InProcessEngine implements ExecutionEngine {
     }
     this.#hot.delete(hot.execution.id);
     hot.resolveDone();
+    this.#observer?.executionFinished(hot.execution);
     const url = hot.request.callbackUrl;
     if (url) this.#deliver(hot.execution, url, hot.request);
   }
@@ -396,6 +406,7 @@ export class InProcessEngine implements ExecutionEngine {
       .deliver(url, execution, { signal: this.#deliveryAbort.signal })
       .then(
         (result) => {
+          this.#observer?.callbackDelivered(result);
           if (!result.delivered) {
             this.#onInternalError(
               new Error(`callback to ${url} not delivered: ${result.reason}`),

@@ -4,8 +4,12 @@ import type { TLSSocket } from 'node:tls';
 import type { FastifyRequest } from 'fastify';
 import type { RouteRecord } from '../stores/ports.ts';
 import { schemasFor, validateInput } from './body/input-schema.ts';
-import { apiKeyHeaderName } from './security/auth/api-key.ts';
-import { createAuthenticator, type Authenticator } from './security/auth/index.ts';
+import { HttpProblem } from '../errors.ts';
+import {
+  authHeaderNameFor,
+  createAuthenticator,
+  type Authenticator,
+} from './security/auth/index.ts';
 import { corsHeaders, preflight } from './security/cors.ts';
 import { checkHttps, parseTrustedProxies } from './security/https.ts';
 import { EndpointRateLimiter } from './security/rate-limit.ts';
@@ -17,6 +21,8 @@ export interface GuardOptions {
   /** The gateway's own origin: same-origin browser requests need no CORS. */
   sameOrigin?: string;
   rateLimiter?: EndpointRateLimiter;
+  /** Told about every rate-limit decision on a limited endpoint (metrics). */
+  onRateLimit?: (decision: 'allowed' | 'rejected') => void;
   authenticator?: Authenticator;
 }
 
@@ -45,7 +51,7 @@ export function createGuards(options: GuardOptions = {}): Guards {
         request.headers['access-control-request-method'],
         typeof header === 'string' ? header : undefined,
         route.spec.methods,
-        route.spec.auth?.method === 'apiKey' ? apiKeyHeaderName(route) : undefined,
+        authHeaderNameFor(route),
       );
     },
     cors(route: RouteRecord, request: FastifyRequest) {
@@ -60,7 +66,16 @@ export function createGuards(options: GuardOptions = {}): Guards {
       return authenticator(route, request.headers);
     },
     async rateLimit(route: RouteRecord) {
-      return (await limiter.check(route)).headers;
+      if (!route.spec.rateLimit) return {};
+      try {
+        const decision = await limiter.check(route);
+        options.onRateLimit?.('allowed');
+        return decision.headers;
+      } catch (error) {
+        if (error instanceof HttpProblem && error.code === 'HG_ERR_RATE_LIMITED')
+          options.onRateLimit?.('rejected');
+        throw error;
+      }
     },
     validateInput(route: RouteRecord, body: unknown) {
       validateInput(schemasFor(route).input, body);

@@ -1,13 +1,16 @@
-// `hookgate dev`: every role in one process. Manifests come from a directory
-// (watched), stores are in memory, the engine runs in-process. Same reconcile and
-// gateway code as the distributed roles: only the adapters differ.
+// `hookgate dev`: every role in one process, stores in memory, the engine in-process.
+// Resources come from a manifest directory (watched; the default) or from a
+// Kubernetes API (one process running operator + gateway + engine against a cluster).
+// Same reconcile and gateway code as the distributed roles: only the adapters differ.
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
-import { DirectorySource } from '../../operator/sources/directory.ts';
+import { DirectorySource, type ManifestError } from '../../operator/sources/directory.ts';
+import type { ResourceSource } from '../../operator/sources/ports.ts';
 import { buildApp, type AppOptions } from '../app.ts';
 import { InProcessEngine, type InProcessEngineOptions } from '../engine/engine.ts';
 import { validateCallbackUrl } from '../engine/callbacks.ts';
 import { MemoryIdempotencyStore } from '../engine/idempotency.ts';
+import { createAnalytics, type AnalyticsBackendConfig } from '../analytics/wiring.ts';
 import { createGuards, type GuardOptions } from '../gateway/guards.ts';
 import { LiveEventHub } from '../gateway/live-events.ts';
 import { RouteTable } from '../gateway/route-table.ts';
@@ -15,8 +18,10 @@ import { MemoryRecordStore } from '../stores/memory.ts';
 import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
 
 export interface DevOptions {
-  /** Folder of manifests (Workflows, WebhookTriggers, Secrets). */
-  dir: string;
+  /** Folder of manifests (Workflows, WebhookTriggers, Secrets), when no `source` is given. */
+  dir?: string;
+  /** Where resources come from instead of a folder (e.g. a KubernetesSource). */
+  source?: ResourceSource;
   /** Public base URL used in status.url. */
   baseUrl: string;
   logger?: FastifyServerOptions['logger'];
@@ -24,11 +29,15 @@ export interface DevOptions {
   guards?: GuardOptions;
   heartbeatMs?: number;
   limits?: AppOptions['limits'];
+  /** Analytics backend: the in-process store (default) or Prometheus. */
+  analytics?: AnalyticsBackendConfig;
 }
 
 export interface DevRuntime {
   app: FastifyInstance;
-  source: DirectorySource;
+  source: ResourceSource;
+  /** Manifest problems of a directory source (empty for other sources). */
+  manifestErrors(): ManifestError[];
   loop: ReconcileLoop;
   engine: InProcessEngine;
   table: RouteTable;
@@ -44,19 +53,43 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
   const log = (message: string, fields?: Record<string, unknown>) => {
     if (options.logger) console.error(JSON.stringify({ level: 'warn', msg: message, ...fields }));
   };
-  const source = new DirectorySource({ dir: options.dir, log });
+  const source = options.source ?? new DirectorySource({ dir: options.dir ?? 'examples', log });
+  const manifestErrors = () => (source instanceof DirectorySource ? source.errors() : []);
   const loop = await startReconcileLoop({ source, routes, workflows, baseUrl: options.baseUrl });
   const table = await RouteTable.create(routes, workflows, log);
-  const engine = new InProcessEngine(options.engine);
-  const guards = createGuards({ sameOrigin: new URL(options.baseUrl).origin, ...options.guards });
+  // The queue-depth gauge reads the engine, which reports to the metrics: each is
+  // used by the other only after both exist.
+  const analytics = createAnalytics({
+    backend: options.analytics ?? { kind: 'memory' },
+    queueDepth: () => engine.queued,
+  });
+  const engine: InProcessEngine = new InProcessEngine({
+    ...options.engine,
+    observer: {
+      executionFinished: (e) =>
+        analytics.metrics.recordExecution(
+          e.workflowId,
+          e.status === 'succeeded' ? 'succeeded' : 'failed',
+        ),
+      callbackDelivered: (r) =>
+        analytics.metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
+    },
+  });
+  const guards = createGuards({
+    sameOrigin: new URL(options.baseUrl).origin,
+    onRateLimit: (decision) => analytics.metrics.recordRateLimitDecision(decision),
+    ...options.guards,
+  });
   const app = await buildApp({
     table,
     engine,
     guards,
     live: new LiveEventHub(),
     source,
-    manifestErrors: () => source.errors(),
+    manifestErrors,
     idempotency: { store: new MemoryIdempotencyStore() },
+    observer: analytics.observer,
+    plugins: analytics.plugins,
     modes: {
       validateCallbackUrl: (url) => validateCallbackUrl(url, engine.callbacks.guard),
     },
@@ -67,6 +100,7 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
   return {
     app,
     source,
+    manifestErrors,
     loop,
     engine,
     table,

@@ -1,0 +1,107 @@
+// `hookgate operator`: the control plane against a Kubernetes API. Informers on
+// Workflows, WebhookTriggers and Secrets feed the reconcile loop; only the replica
+// holding the Lease reconciles; SIGTERM drains, then releases the Lease. Serves
+// /metrics, /healthz and /readyz.
+//
+// Until the shared Redis stores exist, routes and registrations are kept in this
+// process's memory: the operator role reports status conditions, and a gateway must
+// run in the same process (`hookgate dev --source kubernetes`) to serve them.
+import type { KubeConfig } from '@kubernetes/client-node';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
+import { KubeClient } from '../../operator/controller/kube-client.ts';
+import { Manager } from '../../operator/controller/manager.ts';
+import { OperatorMetrics } from '../../operator/controller/metrics.ts';
+import { startReconcileLoop } from '../../operator/reconcile/run.ts';
+import { KubernetesSource } from '../../operator/sources/kubernetes.ts';
+import { MemoryRecordStore } from '../stores/memory.ts';
+import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
+
+export interface OperatorOptions {
+  kubeConfig: KubeConfig;
+  /** Watch one namespace; all when omitted. */
+  namespace?: string;
+  /** Where the Lease lives (the operator's own namespace). */
+  leaseNamespace: string;
+  leaseName?: string;
+  /** Run without leader election (a single replica). */
+  leaderElection?: boolean;
+  baseUrl: string;
+  log?: (msg: string, fields?: object) => void;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+}
+
+export interface OperatorRuntime {
+  manager: Manager;
+  app: FastifyInstance;
+  registry: Registry;
+  routes: MemoryRecordStore<RouteRecord>;
+  workflows: MemoryRecordStore<WorkflowRegistration>;
+  isLeading(): boolean;
+  close(): Promise<void>;
+}
+
+export function createOperator(options: OperatorOptions): OperatorRuntime {
+  const registry = new Registry();
+  const metrics = new OperatorMetrics(registry);
+  const client = new KubeClient(options.kubeConfig);
+  const routes = new MemoryRecordStore<RouteRecord>();
+  const workflows = new MemoryRecordStore<WorkflowRegistration>();
+  const log = options.log ?? (() => {});
+  let leading = false;
+  const manager = new Manager({
+    metrics,
+    log,
+    ...(options.leaderElection === false
+      ? { leaderElection: false as const }
+      : {
+          leaderElection: {
+            lock: {
+              client,
+              namespace: options.leaseNamespace,
+              name: options.leaseName ?? 'hookgate-operator',
+            },
+            ...(options.leaseDurationMs ? { leaseDurationMs: options.leaseDurationMs } : {}),
+            ...(options.renewDeadlineMs ? { renewDeadlineMs: options.renewDeadlineMs } : {}),
+            ...(options.retryPeriodMs ? { retryPeriodMs: options.retryPeriodMs } : {}),
+          },
+        }),
+    startLeading: async () => {
+      const loop = await startReconcileLoop({
+        source: new KubernetesSource({
+          kubeConfig: options.kubeConfig,
+          client,
+          ...(options.namespace ? { namespace: options.namespace } : {}),
+          log,
+        }),
+        routes,
+        workflows,
+        baseUrl: options.baseUrl,
+        controller: { metrics, log },
+      });
+      leading = true;
+      return loop;
+    },
+  });
+  const app = Fastify({ logger: false });
+  app.get('/metrics', async (_request, reply) =>
+    reply.type(registry.contentType).send(await registry.metrics()),
+  );
+  app.get('/healthz', () => ({ status: 'ok' }));
+  // A standby replica is healthy and ready: it is waiting for the Lease.
+  app.get('/readyz', () => ({ status: leading ? 'leading' : 'standby' }));
+  return {
+    manager,
+    app,
+    registry,
+    routes,
+    workflows,
+    isLeading: () => leading,
+    async close() {
+      await manager.shutdown();
+      await app.close();
+    },
+  };
+}
