@@ -585,6 +585,9 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
     expect(c.lifecycle?.preStop?.sleep?.seconds).toBe(5);
+    // The native sleep action needs Kubernetes 1.30; Chart.yaml says so.
+    const old = await helm(['template', RELEASE, chartDir, '--kube-version', '1.29.0']);
+    expect(old.stderr).toContain('chart requires kubeVersion: >=1.30.0-0');
 
     const metrics = find<Service>(objects, 'Service', 'hg-hookgate-metrics');
     expect(metrics.spec.ports).toEqual([
