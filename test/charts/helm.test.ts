@@ -69,6 +69,7 @@ interface Deployment extends K8sObject {
         serviceAccountName: string;
         automountServiceAccountToken: boolean;
         terminationGracePeriodSeconds: number;
+        topologySpreadConstraints: unknown[];
         securityContext: {
           runAsNonRoot: boolean;
           runAsUser: number;
@@ -284,6 +285,15 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       });
       expect(d.spec.template.metadata.labels).toMatchObject(d.spec.selector.matchLabels);
       expect(d.metadata.labels?.['app.kubernetes.io/component']).toBe(role);
+      // Replicas spread over nodes when possible, never blocking scheduling.
+      expect(d.spec.template.spec.topologySpreadConstraints).toEqual([
+        {
+          maxSkew: 1,
+          topologyKey: 'kubernetes.io/hostname',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: { matchLabels: d.spec.selector.matchLabels },
+        },
+      ]);
     }
   });
 

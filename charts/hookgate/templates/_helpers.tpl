@@ -152,3 +152,17 @@ tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
+
+{{/*
+Spread a role's replicas over nodes when the scheduler can (never blocks scheduling),
+so two operator or gateway replicas do not share one node's fate.
+*/}}
+{{- define "hookgate.topologySpread" -}}
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "hookgate.selectorLabels" . | nindent 8 }}
+{{- end -}}
