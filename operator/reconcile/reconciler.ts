@@ -40,6 +40,13 @@ export interface ReconcilerOptions {
    * changes, so its triggers see it (the registry is not a watched resource).
    */
   enqueue?: (ref: ObjectRef) => void;
+  /** Kubernetes Events: told when an object's Ready condition changes, and on cleanup. */
+  recordEvent?: (
+    obj: AnyResource,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ) => void;
 }
 
 export interface ReconcileResult {
@@ -64,11 +71,15 @@ const notOk = (type: string, reason: string, message: string): ConditionInput =>
 
 export class Reconciler {
   readonly #o: Required<ReconcilerOptions>;
-  /** Last path shape each trigger key claimed, so a deleted trigger's rivals are revisited. */
-  readonly #shapes = new Map<string, string>();
+  /**
+   * The URL each trigger claims (its path shape), with its creation order: so conflicts
+   * and the rivals of a changed or deleted trigger are found without scanning them all.
+   */
+  readonly #claims = new Map<string, { shape: string; order: string; active: boolean }>();
+  readonly #byShape = new Map<string, Set<string>>();
 
   constructor(options: ReconcilerOptions) {
-    this.#o = { now: () => new Date(), enqueue: () => {}, ...options };
+    this.#o = { now: () => new Date(), enqueue: () => {}, recordEvent: () => {}, ...options };
   }
 
   async reconcile(ref: ObjectRef): Promise<ReconcileResult | void> {
@@ -80,41 +91,78 @@ export class Reconciler {
   /** Objects to reconcile when `changed` was added, modified or removed. */
   dependents(changed: ObjectRef): ObjectRef[] {
     const { source } = this.#o;
-    const triggers = () => source.list('WebhookTrigger') as Trigger[];
-    const inNs = (t: Trigger) => t.metadata.namespace === changed.namespace;
-    const asRef = (t: Trigger): ObjectRef => ({
-      kind: 'WebhookTrigger',
-      namespace: t.metadata.namespace ?? 'default',
-      name: t.metadata.name,
-    });
+    const current = source.get(changed);
+    // Our own status or finalizer write: nothing that others depend on has changed.
+    if (current && isSettled(current)) return [];
+    if (changed.kind === 'Secret') {
+      return (source.list('WebhookTrigger') as Trigger[])
+        .filter(
+          (t) =>
+            t.metadata.namespace === changed.namespace &&
+            referencedSecrets(t.spec).includes(changed.name),
+        )
+        .map(triggerRef);
+    }
     if (changed.kind === 'Workflow') {
+      const shapes = new Set<string>();
+      const triggers = this.#triggersOf(changed);
+      for (const t of triggers) this.#reindex(t, shapes);
       return [
         changed,
-        ...triggers()
-          .filter((t) => inNs(t) && t.spec.workflowRef.name === changed.name)
-          .map(asRef),
+        ...triggers.map(triggerRef),
+        ...this.#claimants(shapes, new Set(triggers.map(keyOf))),
       ];
-    }
-    if (changed.kind === 'Secret') {
-      return triggers()
-        .filter((t) => inNs(t) && referencedSecrets(t.spec).includes(changed.name))
-        .map(asRef);
     }
     // A trigger: itself, plus every trigger that wants (or wanted) the same URL.
     const key = `${changed.namespace}/${changed.name}`;
     const shapes = new Set<string>();
-    const previous = this.#shapes.get(key);
-    if (previous) shapes.add(previous);
-    const current = source.get(changed) as Trigger | undefined;
-    const currentShape = current && this.#shapeOf(current);
-    if (currentShape) shapes.add(currentShape);
-    const rivals = triggers().filter((t) => {
-      const shape = this.#shapeOf(t);
-      return (
-        shape !== undefined && shapes.has(shape) && !(inNs(t) && t.metadata.name === changed.name)
-      );
+    const previous = this.#claims.get(key);
+    if (previous) shapes.add(previous.shape);
+    if (current) this.#reindex(current as Trigger, shapes);
+    else this.#unindex(key);
+    return [changed, ...this.#claimants(shapes, new Set([key]))];
+  }
+
+  /** Refresh one trigger's claim; collect its old and new shapes into `shapes`. */
+  #reindex(t: Trigger, shapes: Set<string>): void {
+    const key = keyOf(t);
+    const old = this.#claims.get(key);
+    if (old) shapes.add(old.shape);
+    this.#unindex(key);
+    const shape = this.#shapeOf(t);
+    if (shape === undefined) return;
+    shapes.add(shape);
+    this.#claims.set(key, {
+      shape,
+      order: orderKey(t),
+      active: !t.metadata.deletionTimestamp && t.spec.deploy,
     });
-    return [changed, ...rivals.map(asRef)];
+    let keys = this.#byShape.get(shape);
+    if (!keys) this.#byShape.set(shape, (keys = new Set()));
+    keys.add(key);
+  }
+
+  #unindex(key: string): void {
+    const old = this.#claims.get(key);
+    if (!old) return;
+    this.#claims.delete(key);
+    const keys = this.#byShape.get(old.shape);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#byShape.delete(old.shape);
+  }
+
+  /** Triggers claiming any of `shapes`, except those in `skip`. */
+  #claimants(shapes: Set<string>, skip: Set<string>): ObjectRef[] {
+    const refs: ObjectRef[] = [];
+    for (const shape of shapes) {
+      for (const key of this.#byShape.get(shape) ?? []) {
+        if (skip.has(key)) continue;
+        skip.add(key);
+        const [namespace = 'default', name = ''] = key.split('/');
+        refs.push({ kind: 'WebhookTrigger', namespace, name });
+      }
+    }
+    return refs;
   }
 
   // ---------------------------------------------------------------- workflows
@@ -124,7 +172,10 @@ export class Reconciler {
     const wf = source.get(ref) as WorkflowResource | undefined;
     if (!wf || wf.metadata.deletionTimestamp) {
       await this.#unregisterWorkflow(ref.namespace, ref.name, undefined);
-      if (wf) await source.removeFinalizer(ref);
+      if (wf) {
+        this.#o.recordEvent(wf, 'Normal', 'CleanedUp', 'Unregistered from the workflow engine');
+        await source.removeFinalizer(ref);
+      }
       return;
     }
     const generation = wf.metadata.generation ?? 1;
@@ -199,6 +250,7 @@ export class Reconciler {
       ),
     };
     await this.#writeStatusIfChanged(ref, previous, status);
+    this.#announce(wf, previous.conditions, status.conditions);
   }
 
   /** Remove this workflow's registrations except the one it should keep. */
@@ -216,10 +268,16 @@ export class Reconciler {
     }
   }
 
+  /** The workflow's registration changed: its triggers must look again. */
   #enqueueTriggersOf(workflow: ObjectRef): void {
-    for (const ref of this.dependents(workflow)) {
-      if (ref.kind === 'WebhookTrigger') this.#o.enqueue(ref);
-    }
+    for (const t of this.#triggersOf(workflow)) this.#o.enqueue(triggerRef(t));
+  }
+
+  #triggersOf(workflow: ObjectRef): Trigger[] {
+    return (this.#o.source.list('WebhookTrigger') as Trigger[]).filter(
+      (t) =>
+        t.metadata.namespace === workflow.namespace && t.spec.workflowRef.name === workflow.name,
+    );
   }
 
   // ---------------------------------------------------------------- triggers
@@ -230,8 +288,11 @@ export class Reconciler {
     const trigger = source.get(ref) as Trigger | undefined;
     if (!trigger || trigger.metadata.deletionTimestamp) {
       await routes.delete(key);
-      this.#shapes.delete(key);
-      if (trigger) await source.removeFinalizer(ref);
+      this.#unindex(key);
+      if (trigger) {
+        this.#o.recordEvent(trigger, 'Normal', 'CleanedUp', 'Route removed from the gateway');
+        await source.removeFinalizer(ref);
+      }
       return;
     }
     const generation = trigger.metadata.generation ?? 1;
@@ -256,7 +317,7 @@ export class Reconciler {
       status.workflowId = workflowId;
       status.basePath = basePath(workflowId);
       status.url = webhookUrl(this.#o.baseUrl, workflowId, spec.pathSegment);
-      this.#shapes.set(key, pathShape(routePath(workflowId, spec.pathSegment)));
+      this.#reindex(trigger, new Set());
     }
 
     const { valid, credentials } = this.#validity(ref, spec, workflow);
@@ -300,6 +361,25 @@ export class Reconciler {
       this.#o.now(),
     );
     await this.#writeStatusIfChanged(ref, previous, status);
+    this.#announce(trigger, previous.conditions, status.conditions);
+  }
+
+  /** One Event when Ready changes status or reason: Normal when ready, Warning with the reason otherwise. */
+  #announce(
+    obj: AnyResource,
+    before: Condition[] | undefined,
+    after: Condition[] | undefined,
+  ): void {
+    const was = before?.find((c) => c.type === 'Ready');
+    const now = after?.find((c) => c.type === 'Ready');
+    if (
+      !now ||
+      now.status === 'Unknown' ||
+      (was?.status === now.status && was.reason === now.reason)
+    )
+      return;
+    if (now.status === 'True') this.#o.recordEvent(obj, 'Normal', 'Ready', now.message);
+    else this.#o.recordEvent(obj, 'Warning', now.reason, now.message);
   }
 
   /** Valid: what the CRD schema cannot check (Secrets, schema JSON, the respond node). */
@@ -399,22 +479,16 @@ export class Reconciler {
   /** The older trigger (if any) that claims the same URL: creation time, then namespace/name. */
   #olderRival(trigger: Trigger, workflowId: string): string | undefined {
     const mine = pathShape(routePath(workflowId, trigger.spec.pathSegment));
+    const myKey = keyOf(trigger);
     const myOrder = orderKey(trigger);
-    let best: { order: string; name: string } | undefined;
-    for (const other of this.#o.source.list('WebhookTrigger') as Trigger[]) {
-      if (
-        other.metadata.namespace === trigger.metadata.namespace &&
-        other.metadata.name === trigger.metadata.name
-      )
-        continue;
-      if (other.metadata.deletionTimestamp || !other.spec.deploy) continue;
-      if (this.#shapeOf(other) !== mine) continue;
-      const order = orderKey(other);
-      if (order < myOrder && (!best || order < best.order)) {
-        best = { order, name: `${other.metadata.namespace ?? 'default'}/${other.metadata.name}` };
-      }
+    let best: { order: string; key: string } | undefined;
+    for (const key of this.#byShape.get(mine) ?? []) {
+      const claim = this.#claims.get(key);
+      if (key === myKey || !claim?.active) continue;
+      if (claim.order < myOrder && (!best || claim.order < best.order))
+        best = { order: claim.order, key };
     }
-    return best?.name;
+    return best?.key;
   }
 
   #shapeOf(t: Trigger): string | undefined {
@@ -464,6 +538,31 @@ export class Reconciler {
     if (isDeepStrictEqual(stripUndefined(previous), stripUndefined(next))) return;
     await this.#o.source.writeStatus(ref, next);
   }
+}
+
+function keyOf(t: AnyResource): string {
+  return `${t.metadata.namespace ?? 'default'}/${t.metadata.name}`;
+}
+
+function triggerRef(t: AnyResource): ObjectRef {
+  return {
+    kind: 'WebhookTrigger',
+    namespace: t.metadata.namespace ?? 'default',
+    name: t.metadata.name,
+  };
+}
+
+/**
+ * Whether the last change can only have been to status or metadata we manage: the
+ * spec is the one the status was computed from, and the object is not being deleted.
+ */
+function isSettled(obj: AnyResource): boolean {
+  if (obj.kind === 'Secret' || obj.metadata.deletionTimestamp) return false;
+  const status = obj.status as { observedGeneration?: number } | undefined;
+  return (
+    status?.observedGeneration !== undefined &&
+    status.observedGeneration === (obj.metadata.generation ?? 1)
+  );
 }
 
 function orderKey(t: AnyResource): string {

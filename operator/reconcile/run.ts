@@ -5,7 +5,7 @@ import { Controller, type ControllerOptions } from '../controller/controller.ts'
 import type { RouteStore, WorkflowRegistry } from '../../runtime/stores/ports.ts';
 import type { ResourceSource } from '../sources/ports.ts';
 import { parseRefKey, refKey } from './identity.ts';
-import { Reconciler } from './reconciler.ts';
+import { Reconciler, type ReconcilerOptions } from './reconciler.ts';
 
 export interface ReconcileLoopOptions {
   source: ResourceSource;
@@ -13,6 +13,7 @@ export interface ReconcileLoopOptions {
   workflows: WorkflowRegistry;
   baseUrl: string;
   controller?: Partial<Omit<ControllerOptions, 'reconcile'>>;
+  recordEvent?: ReconcilerOptions['recordEvent'];
 }
 
 export interface ReconcileLoop {
@@ -35,6 +36,7 @@ export async function startReconcileLoop(options: ReconcileLoopOptions): Promise
     workflows: options.workflows,
     baseUrl: options.baseUrl,
     enqueue: (ref) => controller.enqueue(refKey(ref)),
+    ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
   });
   const loop = controller;
   await source.start((ref) => {

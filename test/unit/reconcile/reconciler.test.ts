@@ -280,6 +280,23 @@ describe('Reconciler', () => {
     ]);
   });
 
+  it('our own status writes fan out to nobody; a spec change reaches the trigger and its rivals', async () => {
+    await load(
+      workflow('orders'),
+      trigger('a', { pathSegment: 'x' }),
+      trigger('b', { pathSegment: 'x' }),
+    );
+    await settle();
+    expect(reconciler.dependents(T('a'))).toEqual([]);
+    expect(reconciler.dependents(W('orders'))).toEqual([]);
+    await load(
+      workflow('orders'),
+      trigger('a', { pathSegment: 'y' }),
+      trigger('b', { pathSegment: 'x' }),
+    );
+    expect(reconciler.dependents(T('a'))).toEqual([T('a'), T('b')]);
+  });
+
   it('automatic IO mode: the spec messages, verbatim', async () => {
     await load(
       workflow('orders'),
