@@ -20,7 +20,7 @@ const operator = spawn(
   [join(root, 'runtime/cli.ts'), 'operator', '--port', String(port)],
   {
     env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAMESPACE: 'default' },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_OPERATOR_LOG ? 'inherit' : 'ignore', 'inherit'],
   },
 );
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -8,6 +8,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { handleSignals } from '../operator/controller/manager.ts';
 import { KubernetesSource } from '../operator/sources/kubernetes.ts';
 import { createDevRuntime } from './roles/dev.ts';
+import { KubeClient } from '../operator/controller/kube-client.ts';
+import { kubernetesEvents } from './roles/kube-events.ts';
 import { createOperator } from './roles/operator.ts';
 import { serve } from './server.ts';
 
@@ -107,16 +109,15 @@ async function runDev(s: Settings): Promise<void> {
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean);
-  const source =
-    s.source === 'kubernetes'
-      ? new KubernetesSource({
-          kubeConfig: kubeConfig(),
-          ...(s.namespace ? { namespace: s.namespace } : {}),
-        })
-      : undefined;
+  const kc = s.source === 'kubernetes' ? kubeConfig() : undefined;
+  const source = kc
+    ? new KubernetesSource({ kubeConfig: kc, ...(s.namespace ? { namespace: s.namespace } : {}) })
+    : undefined;
   const runtime = await createDevRuntime({
     dir: s.dir,
-    ...(source ? { source } : {}),
+    ...(source && kc
+      ? { source, recordEvent: kubernetesEvents(new KubeClient(kc), 'hookgate') }
+      : {}),
     baseUrl: s.baseUrl,
     logger: { level: process.env.LOG_LEVEL ?? 'info' },
     guards: { trustedProxies },

@@ -57,6 +57,7 @@ const METHODS: Record<Verb, HttpMethod> = {
 export class KubeClient {
   readonly config: KubeConfig;
   readonly #timeoutMs: number;
+  #dispatcher: ReturnType<RequestContext['getDispatcher']> | undefined;
 
   constructor(config: KubeConfig, opts: { timeoutMs?: number } = {}) {
     this.config = config;
@@ -82,7 +83,10 @@ export class KubeClient {
     }
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-    const dispatcher = ctx.getDispatcher();
+    // client-node makes a fresh dispatcher (a connection pool with the kubeconfig's
+    // TLS settings) for every request; reuse the first so connections are kept alive.
+    this.#dispatcher ??= ctx.getDispatcher();
+    const dispatcher = this.#dispatcher;
     const res = await fetch(url, {
       method: verb,
       headers,

@@ -3,6 +3,7 @@
 // Kubernetes API (one process running operator + gateway + engine against a cluster).
 // Same reconcile and gateway code as the distributed roles: only the adapters differ.
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { ReconcilerOptions } from '../../operator/reconcile/reconciler.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
 import { DirectorySource, type ManifestError } from '../../operator/sources/directory.ts';
 import type { ResourceSource } from '../../operator/sources/ports.ts';
@@ -29,6 +30,8 @@ export interface DevOptions {
   guards?: GuardOptions;
   heartbeatMs?: number;
   limits?: AppOptions['limits'];
+  /** Kubernetes Events sink (with a Kubernetes source). */
+  recordEvent?: ReconcilerOptions['recordEvent'];
   /** Analytics backend: the in-process store (default) or Prometheus. */
   analytics?: AnalyticsBackendConfig;
 }
@@ -55,7 +58,13 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
   };
   const source = options.source ?? new DirectorySource({ dir: options.dir ?? 'examples', log });
   const manifestErrors = () => (source instanceof DirectorySource ? source.errors() : []);
-  const loop = await startReconcileLoop({ source, routes, workflows, baseUrl: options.baseUrl });
+  const loop = await startReconcileLoop({
+    source,
+    routes,
+    workflows,
+    baseUrl: options.baseUrl,
+    ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
+  });
   const table = await RouteTable.create(routes, workflows, log);
   // The queue-depth gauge reads the engine, which reports to the metrics: each is
   // used by the other only after both exist.

@@ -15,6 +15,7 @@ import { OperatorMetrics } from '../../operator/controller/metrics.ts';
 import { startReconcileLoop } from '../../operator/reconcile/run.ts';
 import { KubernetesSource } from '../../operator/sources/kubernetes.ts';
 import { MemoryRecordStore } from '../stores/memory.ts';
+import { kubernetesEvents } from './kube-events.ts';
 import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
 
 export interface OperatorOptions {
@@ -50,6 +51,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
   const routes = new MemoryRecordStore<RouteRecord>();
   const workflows = new MemoryRecordStore<WorkflowRegistration>();
   const log = options.log ?? (() => {});
+
   let leading = false;
   const manager = new Manager({
     metrics,
@@ -80,6 +82,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
         workflows,
         baseUrl: options.baseUrl,
         controller: { metrics, log },
+        recordEvent: kubernetesEvents(client, 'hookgate-operator'),
       });
       leading = true;
       return loop;

@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient } from '../../operator/controller/kube-client.ts';
 import { KubernetesSource } from '../../operator/sources/kubernetes.ts';
+import { kubernetesEvents } from '../../runtime/roles/kube-events.ts';
 import { createDevRuntime, type DevRuntime } from '../../runtime/roles/dev.ts';
 import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
 import { eventually } from '../support/eventually.ts';
@@ -49,6 +51,7 @@ describe.skipIf(!tools)('kubectl → operator → gateway', () => {
     kc.loadFromFile(kubeconfig);
     runtime = await createDevRuntime({
       source: new KubernetesSource({ kubeConfig: kc }),
+      recordEvent: kubernetesEvents(new KubeClient(kc), 'hookgate'),
       baseUrl: 'http://hooks.test',
     });
     gateway = await runtime.app.listen({ port: 0, host: '127.0.0.1' });
@@ -218,6 +221,28 @@ spec:
         'jsonpath={.status.conditions[?(@.type=="Ready")].reason}',
       );
       expect(r.stdout).toBe('SecretNotFound');
+    }, 10_000);
+    await eventually(async () => {
+      const events = await kubectl('get', 'events', '-o', 'json');
+      const items = (
+        JSON.parse(events.stdout) as {
+          items: { type: string; reason: string; involvedObject: { name: string } }[];
+        }
+      ).items;
+      expect(items).toContainEqual(
+        expect.objectContaining({
+          type: 'Warning',
+          reason: 'SecretNotFound',
+          involvedObject: expect.objectContaining({ name: 'no-secret' }),
+        }),
+      );
+      expect(items).toContainEqual(
+        expect.objectContaining({
+          type: 'Normal',
+          reason: 'Ready',
+          involvedObject: expect.objectContaining({ name: 'orders-ingest' }),
+        }),
+      );
     }, 10_000);
   });
 
