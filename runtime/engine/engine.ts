@@ -217,11 +217,12 @@ export class InProcessEngine implements ExecutionEngine {
     };
     this.#hot.set(id, hot);
     this.#emit(hot, { type: 'queued' });
-    const snapshot = this.#snapshot(hot);
-    await this.store.save(snapshot);
+    await this.store.save(execution);
+    // What the caller needs now (id, status, times), before the run starts changing it.
+    const queued = { ...execution, log: [] };
     this.#queue.push(hot);
     this.#pump();
-    return snapshot;
+    return queued;
   }
 
   async get(id: string): Promise<Execution | undefined> {
@@ -351,7 +352,7 @@ export class InProcessEngine implements ExecutionEngine {
     execution.status = 'running';
     execution.startedAt = new Date().toISOString();
     try {
-      await this.store.save(this.#snapshot(hot));
+      await this.store.save(hot.execution);
       const output = await this.#execute(hot);
       execution.status = 'succeeded';
       execution.output = output;
@@ -389,7 +390,7 @@ export class InProcessEngine implements ExecutionEngine {
   /** Writes the final record and the events, then leaves the hot set; sends the callback. */
   async #persist(hot: Hot): Promise<void> {
     try {
-      await this.store.save(this.#snapshot(hot));
+      await this.store.save(hot.execution);
       await this.store.appendEvents(hot.events);
     } catch (error) {
       this.#onInternalError(error, 'saving execution');

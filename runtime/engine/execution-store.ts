@@ -3,12 +3,16 @@
 import type { Execution, ExecutionFilter, SequencedEvent } from './ports.ts';
 
 export interface ExecutionStore {
-  /** Insert or replace an execution (the store keeps its own copy). */
+  /**
+   * Insert or replace an execution. The store may keep the object it is given: the
+   * caller hands it over and changes it afterwards only to save it again. Readers
+   * (get, list) always receive copies.
+   */
   save(execution: Execution): Promise<void>;
   get(id: string): Promise<Execution | undefined>;
   /** Newest first (by createdAt); `since` inclusive, `until` exclusive; limit default 50. */
   list(filter: ExecutionFilter): Promise<Execution[]>;
-  /** Append events (in seq order) to an execution's stream. */
+  /** Append events (in seq order) to an execution's stream. Events are never changed once emitted. */
   appendEvents(events: SequencedEvent[]): Promise<void>;
   /** Events of an execution with seq > afterSeq, in order. */
   events(id: string, afterSeq: number): Promise<SequencedEvent[]>;
@@ -50,13 +54,13 @@ export class MemoryExecutionStore implements ExecutionStore {
   }
 
   save(execution: Execution): Promise<void> {
-    const copy = structuredClone(execution);
+    // Kept as given (see the port): copying here cost more than the rest of a request.
     const existing = this.#entries.get(execution.id);
     if (existing) {
-      existing.execution = copy;
+      existing.execution = execution;
     } else {
       this.#entries.set(execution.id, {
-        execution: copy,
+        execution,
         createdMs: Date.parse(execution.createdAt) || this.#now(),
         events: [],
       });
@@ -98,7 +102,7 @@ export class MemoryExecutionStore implements ExecutionStore {
       if (!entry) continue;
       const last = entry.events.at(-1);
       if (last && last.seq >= event.seq) continue;
-      entry.events.push(structuredClone(event));
+      entry.events.push(event);
     }
     return Promise.resolve();
   }

@@ -65,17 +65,20 @@ export function createGuards(options: GuardOptions = {}): Guards {
     authenticate(route: RouteRecord, request: FastifyRequest) {
       return authenticator(route, request.headers);
     },
-    async rateLimit(route: RouteRecord) {
+    rateLimit(route: RouteRecord) {
       if (!route.spec.rateLimit) return {};
-      try {
-        const decision = await limiter.check(route);
-        options.onRateLimit?.('allowed');
-        return decision.headers;
-      } catch (error) {
-        if (error instanceof HttpProblem && error.code === 'HG_ERR_RATE_LIMITED')
-          options.onRateLimit?.('rejected');
-        throw error;
-      }
+      return limiter.check(route).then(
+        (decision) => {
+          options.onRateLimit?.('allowed');
+          return decision.headers;
+        },
+        (error: unknown) => {
+          if (error instanceof HttpProblem && error.code === 'HG_ERR_RATE_LIMITED') {
+            options.onRateLimit?.('rejected');
+          }
+          throw error;
+        },
+      );
     },
     validateInput(route: RouteRecord, body: unknown) {
       validateInput(schemasFor(route).input, body);

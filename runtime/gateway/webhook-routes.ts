@@ -56,9 +56,13 @@ export interface Guards {
   preflight(route: RouteRecord, request: FastifyRequest): Record<string, string>;
   /** Check the Origin of an actual request; returns the CORS headers to add. */
   cors(route: RouteRecord, request: FastifyRequest): Record<string, string>;
-  authenticate(route: RouteRecord, request: FastifyRequest): Promise<{ consumer?: string }>;
+  /** Synchronous where it can be (none, API keys): no promise on the hot path. */
+  authenticate(
+    route: RouteRecord,
+    request: FastifyRequest,
+  ): { consumer?: string } | Promise<{ consumer?: string }>;
   /** Count the request; returns RateLimit headers, throws 429 when over. */
-  rateLimit(route: RouteRecord): Promise<Record<string, string>>;
+  rateLimit(route: RouteRecord): Record<string, string> | Promise<Record<string, string>>;
   /** Validate the parsed body against the route's input schema (422). */
   validateInput(route: RouteRecord, body: unknown): void;
 }
@@ -96,43 +100,54 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       .catch((err: unknown) => done(err as Error, undefined));
   });
 
-  app.addHook('onRequest', async (request, reply) => {
-    const ctx = matchRoute(table, request, reply);
+  // Callback style, so a request that needs nothing asynchronous (no auth, or an API
+  // key) pays for no promise: the hot path of every webhook call.
+  app.addHook('onRequest', (request, reply, done) => {
+    let ctx: WebhookContext;
+    try {
+      ctx = matchRoute(table, request, reply);
+      const route = ctx.match.route;
+      applyResponseHeaders(reply, route, ctx);
+      live?.publishRequest(route, request, ctx);
+      if (answerOptionsOrRefuseMethod(guards, route, request, reply)) return;
+      guards.https(route, request);
+      reply.headers(guards.cors(route, request));
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
     const route = ctx.match.route;
-    applyResponseHeaders(reply, route, ctx);
-    live?.publishRequest(route, request, ctx);
-
-    const method = request.method as HttpMethod;
-    const allow = allowHeader(route.spec.methods);
-    if (
-      method === 'OPTIONS' &&
-      request.headers.origin &&
-      request.headers['access-control-request-method']
-    ) {
-      const headers = guards.preflight(route, request);
-      return reply.code(204).headers(headers).header('allow', allow).send();
-    }
-    if (!route.spec.methods.includes(method)) {
-      if (method === 'OPTIONS') return reply.code(204).header('allow', allow).send();
-      throw new HttpProblem(
-        'HG_ERR_METHOD_NOT_ALLOWED',
-        `${method} is not enabled for this endpoint`,
-        {
-          headers: { allow },
-          extensions: { allowed: route.spec.methods },
-        },
-      );
-    }
-    guards.https(route, request);
-    reply.headers(guards.cors(route, request));
-    const { consumer } = await guards.authenticate(route, request);
-    if (consumer !== undefined) ctx.consumer = consumer;
-    reply.headers(await guards.rateLimit(route));
-    if (!table.workflow(route.workflowId)) {
-      throw new HttpProblem(
-        'HG_ERR_WORKFLOW_NOT_FOUND',
-        `Workflow ${route.workflowId} is not published; the engine cannot find it`,
-      );
+    const afterAuth = (auth: { consumer?: string }) => {
+      if (auth.consumer !== undefined) ctx.consumer = auth.consumer;
+      return guards.rateLimit(route);
+    };
+    const finish = (headers: Record<string, string>) => {
+      reply.headers(headers);
+      if (!table.workflow(route.workflowId)) {
+        throw new HttpProblem(
+          'HG_ERR_WORKFLOW_NOT_FOUND',
+          `Workflow ${route.workflowId} is not published; the engine cannot find it`,
+        );
+      }
+    };
+    try {
+      const auth = guards.authenticate(route, request);
+      if (auth instanceof Promise) {
+        auth
+          .then(afterAuth)
+          .then(finish)
+          .then(() => done(), done);
+        return;
+      }
+      const limited = afterAuth(auth);
+      if (limited instanceof Promise) {
+        limited.then(finish).then(() => done(), done);
+        return;
+      }
+      finish(limited);
+      done();
+    } catch (error) {
+      done(error as Error);
     }
   });
 
@@ -169,13 +184,19 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   });
   if (options.idempotency) {
     const idempotency = options.idempotency;
-    app.addHook('onSend', async (request, reply, payload) => {
-      if (request.webhook)
-        await recordIdempotentAnswer(idempotency, reply, request.webhook, payload);
-      return payload;
+    app.addHook('onSend', (request, reply, payload, done) => {
+      if (!request.webhook?.idempotencyKey) {
+        done(null, payload);
+        return;
+      }
+      recordIdempotentAnswer(idempotency, reply, request.webhook, payload).then(
+        () => done(null, payload),
+        (error: unknown) => done(error as Error),
+      );
     });
   }
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
+    done();
     const ctx = request.webhook;
     if (!ctx) {
       observer?.observe(unmatchedObservation(request, reply));
@@ -231,6 +252,37 @@ export function replyProblem(
   const problem = toProblem(error);
   if (request.webhook) request.webhook.problem = problem.code;
   return sendProblem(reply, request, problem);
+}
+
+/**
+ * CORS preflights and methods that are not enabled. Returns true when it has answered
+ * (preflight 204, or OPTIONS 204 with Allow); throws 405 for other disabled methods.
+ */
+function answerOptionsOrRefuseMethod(
+  guards: Guards,
+  route: RouteRecord,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): boolean {
+  const method = request.method as HttpMethod;
+  const allow = allowHeader(route.spec.methods);
+  if (
+    method === 'OPTIONS' &&
+    request.headers.origin &&
+    request.headers['access-control-request-method']
+  ) {
+    void reply.code(204).headers(guards.preflight(route, request)).header('allow', allow).send();
+    return true;
+  }
+  if (route.spec.methods.includes(method)) return false;
+  if (method === 'OPTIONS') {
+    void reply.code(204).header('allow', allow).send();
+    return true;
+  }
+  throw new HttpProblem('HG_ERR_METHOD_NOT_ALLOWED', `${method} is not enabled for this endpoint`, {
+    headers: { allow },
+    extensions: { allowed: route.spec.methods },
+  });
 }
 
 /** Find the route of a request and start its context; 404 when there is none. */

@@ -294,7 +294,7 @@ describe('executions store and list', () => {
     expect(store.size).toBe(1);
   });
 
-  it('the store hands out copies', async () => {
+  it('the store hands out copies (and keeps what it is given until it is saved again)', async () => {
     const store = new MemoryExecutionStore();
     const execution: Execution = {
       id: 'x',
@@ -306,10 +306,14 @@ describe('executions store and list', () => {
       log: [],
     };
     await store.save(execution);
-    execution.status = 'failed';
     const got = (await store.get('x')) as Execution;
-    expect(got.status).toBe('running');
+    expect(got).toEqual(execution);
+    expect(got).not.toBe(execution);
     got.status = 'succeeded';
+    got.log.push({ nodeId: 'n', type: 'transform', startedAt: '', status: 'running', attempts: 1 });
+    expect(await store.get('x')).toEqual(execution);
+    const [listed] = await store.list({});
+    listed!.status = 'failed';
     expect((await store.get('x'))?.status).toBe('running');
   });
 });

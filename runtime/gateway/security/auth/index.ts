@@ -19,7 +19,11 @@ export interface AuthResult {
   consumer?: string;
 }
 
-export type Authenticator = (route: RouteRecord, headers: HeaderMap) => Promise<AuthResult>;
+/** Synchronous for none and API keys (no promise on the hot path), a promise for tokens. */
+export type Authenticator = (
+  route: RouteRecord,
+  headers: HeaderMap,
+) => AuthResult | Promise<AuthResult>;
 
 /** An authenticator with its own verifiers (its own JWKS and introspection caches). */
 export function createAuthenticator(
@@ -28,7 +32,7 @@ export function createAuthenticator(
   const jwt = verifiers.jwt ?? defaultJwtVerifier;
   const oauth2 =
     verifiers.oauth2 ?? (verifiers.jwt ? new OAuth2Verifier({ jwt }) : defaultOAuth2Verifier);
-  return async (route, headers) => {
+  return (route, headers) => {
     const method = route.spec.auth?.method ?? 'none';
     switch (method) {
       case 'none':
@@ -67,7 +71,7 @@ export function authHeaderNameFor(route: RouteRecord): string | undefined {
 const defaultAuthenticator = createAuthenticator();
 
 /** Authenticates a request for a route with the process-wide verifiers. */
-export function authenticate(route: RouteRecord, headers: HeaderMap): Promise<AuthResult> {
+export async function authenticate(route: RouteRecord, headers: HeaderMap): Promise<AuthResult> {
   return defaultAuthenticator(route, headers);
 }
 
