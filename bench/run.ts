@@ -1,0 +1,147 @@
+// `npm run bench`: the gateway against bare Fastify and bare node:http, in the same
+// run, with autocannon. Servers are pinned to core 0 and the load generator to core 1
+// when `taskset` exists. Rounds interleave the targets so drift hits them alike; the
+// report gives the median of the rounds and each target's ratio to the baselines.
+//
+//   BENCH_ROUNDS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=50 npm run bench
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+interface Target {
+  name: string;
+  server: string;
+  path: string;
+  headers?: Record<string, string>;
+}
+
+interface Sample {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+const here = import.meta.dirname;
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+const duration = Number(process.env.BENCH_DURATION ?? 5);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const only = process.env.BENCH_ONLY?.split(',');
+const body = JSON.stringify({ orderId: 'A-1001', total: 1250 });
+const key = { 'x-api-key': 'bench-key-0123456789' };
+const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+const targets: Target[] = [
+  { name: 'node:http (baseline)', server: 'bare-node.ts', path: '/webhook/x/ack' },
+  { name: 'Fastify (baseline)', server: 'bare-fastify.ts', path: '/webhook/x/ack' },
+  {
+    name: 'hookgate immediateAck',
+    server: 'hookgate.ts',
+    path: '/webhook/default-production-bench/ack',
+    headers: key,
+  },
+  {
+    name: 'hookgate waitForCompletion',
+    server: 'hookgate.ts',
+    path: '/webhook/default-production-bench/wait',
+    headers: key,
+  },
+].filter((t) => !only || only.some((o) => t.name.includes(o)));
+
+function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
+  return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
+}
+
+async function startServer(script: string): Promise<{ port: number; child: ChildProcess }> {
+  const [cmd, args] = pinned(0, process.execPath, [join(here, 'servers', script)]);
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /READY (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return { port, child };
+}
+
+function load(url: string, headers: Record<string, string>, seconds: number): Sample {
+  const args = [
+    join(here, '..', 'node_modules', 'autocannon', 'autocannon.js'),
+    '--json',
+    '-c',
+    String(connections),
+    '-d',
+    String(seconds),
+    '-m',
+    'POST',
+    '-H',
+    'content-type=application/json',
+    '-b',
+    body,
+    ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]),
+    url,
+  ];
+  const [cmd, cmdArgs] = pinned(1, process.execPath, args);
+  const result = spawnSync(cmd, cmdArgs, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (result.status !== 0) throw new Error(`autocannon failed: ${result.stderr}`);
+  const r = JSON.parse(result.stdout) as {
+    requests: { average: number };
+    latency: { p50: number; p99: number };
+    non2xx: number;
+    errors: number;
+  };
+  if (r.non2xx > 0 || r.errors > 0)
+    throw new Error(`${url}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+const servers = new Map<string, { port: number; child: ChildProcess }>();
+try {
+  for (const t of targets)
+    if (!servers.has(t.server)) servers.set(t.server, await startServer(t.server));
+  const url = (t: Target) => `http://127.0.0.1:${servers.get(t.server)?.port}${t.path}`;
+  for (const t of targets) load(url(t), t.headers ?? {}, 2); // warm-up, discarded
+  const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
+  for (let round = 1; round <= rounds; round++) {
+    for (const t of targets) {
+      const s = load(url(t), t.headers ?? {}, duration);
+      samples.get(t.name)?.push(s);
+      console.error(
+        `round ${round}/${rounds} ${t.name}: ${s.rps.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms`,
+      );
+    }
+  }
+  const med = new Map(
+    [...samples].map(([name, ss]) => [
+      name,
+      {
+        rps: median(ss.map((s) => s.rps)),
+        p50: median(ss.map((s) => s.p50)),
+        p99: median(ss.map((s) => s.p99)),
+      },
+    ]),
+  );
+  const fastify = med.get('Fastify (baseline)')?.rps;
+  const node = med.get('node:http (baseline)')?.rps;
+  console.log(
+    `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}\n`,
+  );
+  console.log('| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const [name, m] of med) {
+    const ratio = (base: number | undefined) =>
+      base ? `${((m.rps / base) * 100).toFixed(0)}%` : 'n/a';
+    console.log(
+      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${ratio(fastify)} | ${ratio(node)} |`,
+    );
+  }
+} finally {
+  for (const { child } of servers.values()) child.kill('SIGTERM');
+}
