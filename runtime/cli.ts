@@ -31,7 +31,10 @@ Options:
 Environment:
   KUBECONFIG                 kubeconfig for the kubernetes source and the operator
                              (in a pod: the service account)
-  POD_NAMESPACE              operator: namespace of its leader-election Lease (default default)
+  HOOKGATE_LEASE_NAMESPACE   operator: namespace of its Lease (else POD_NAMESPACE, else default)
+  HOOKGATE_LEASE_NAME        operator: name of its Lease (default hookgate-operator)
+  HOOKGATE_LEADER_ELECTION   operator: false to run without leader election (one replica)
+  METRICS_PORT               operator: port of /metrics, /healthz, /readyz (default --port)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   LOG_LEVEL                  fatal | error | warn | info | debug (default info)
 `;
@@ -137,15 +140,21 @@ async function runDev(s: Settings): Promise<void> {
 }
 
 async function runOperator(s: Settings): Promise<void> {
+  // The environment the Helm chart passes (charts/hookgate/README.md).
+  const env = process.env;
   const operator = createOperator({
     kubeConfig: kubeConfig(),
     ...(s.namespace ? { namespace: s.namespace } : {}),
-    leaseNamespace: process.env.POD_NAMESPACE ?? 'default',
+    leaseNamespace: env.HOOKGATE_LEASE_NAMESPACE ?? env.POD_NAMESPACE ?? 'default',
+    ...(env.HOOKGATE_LEASE_NAME ? { leaseName: env.HOOKGATE_LEASE_NAME } : {}),
+    leaderElection: env.HOOKGATE_LEADER_ELECTION !== 'false',
     baseUrl: s.baseUrl,
     log: (msg, fields) =>
       console.log(JSON.stringify({ time: new Date().toISOString(), msg, ...fields })),
   });
-  await operator.app.listen({ port: s.port, host: s.host });
+  // Metrics and probes on METRICS_PORT when the deployment separates them.
+  const port = env.METRICS_PORT ? Number(env.METRICS_PORT) : s.port;
+  await operator.app.listen({ port, host: s.host });
   operator.manager.start();
   handleSignals(
     operator.manager,
