@@ -1,0 +1,92 @@
+// Redis adapter of the record stores: one hash per store (field = record key, value =
+// JSON), and a pub/sub channel that announces every change, so each gateway replica
+// rebuilds its route table when the operator deploys or removes a route.
+import type { Redis } from 'ioredis';
+import type { RecordStore } from './ports.ts';
+
+export interface RedisRecordStoreOptions {
+  /** Commands (HSET, HGET, ...). */
+  redis: Redis;
+  /**
+   * A second connection for the change feed (a subscribed connection can do nothing
+   * else). Made with `redis.duplicate()` on the first subscribe when omitted.
+   */
+  subscriber?: Redis;
+  /** The hash, e.g. `hookgate:routes`. The channel is `<key>:changed`. */
+  key: string;
+}
+
+/** Route store and workflow registry in Redis: `hookgate:routes`, `hookgate:workflows`. */
+export const REDIS_KEYS = { routes: 'hookgate:routes', workflows: 'hookgate:workflows' } as const;
+
+export class RedisRecordStore<T> implements RecordStore<T> {
+  readonly #redis: Redis;
+  readonly #key: string;
+  readonly #channel: string;
+  readonly #listeners = new Set<() => void>();
+  #subscriber: Redis | undefined;
+  #ownSubscriber = false;
+  #subscribed: Promise<unknown> | undefined;
+
+  constructor(options: RedisRecordStoreOptions) {
+    this.#redis = options.redis;
+    this.#key = options.key;
+    this.#channel = `${options.key}:changed`;
+    this.#subscriber = options.subscriber;
+  }
+
+  async put(key: string, value: T): Promise<void> {
+    // One round trip, applied atomically: the write and its announcement.
+    await this.#redis
+      .multi()
+      .hset(this.#key, key, JSON.stringify(value))
+      .publish(this.#channel, key)
+      .exec();
+  }
+
+  async delete(key: string): Promise<void> {
+    const removed = await this.#redis.hdel(this.#key, key);
+    if (removed > 0) await this.#redis.publish(this.#channel, key);
+  }
+
+  async get(key: string): Promise<T | undefined> {
+    const text = await this.#redis.hget(this.#key, key);
+    return text === null ? undefined : (JSON.parse(text) as T);
+  }
+
+  async list(): Promise<T[]> {
+    const values = await this.#redis.hvals(this.#key);
+    return values.map((text) => JSON.parse(text) as T);
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    if (!this.#subscribed) {
+      if (!this.#subscriber) {
+        this.#subscriber = this.#redis.duplicate();
+        this.#ownSubscriber = true;
+      }
+      const sub = this.#subscriber;
+      sub.on('message', (channel: string) => {
+        if (channel === this.#channel) for (const l of [...this.#listeners]) l();
+      });
+      // After a reconnect, changes may have been missed: tell listeners to re-read.
+      sub.on('ready', () => {
+        for (const l of [...this.#listeners]) l();
+      });
+      this.#subscribed = sub.subscribe(this.#channel);
+    }
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Resolves once the change feed is live (after the first subscribe). */
+  async ready(): Promise<void> {
+    await this.#subscribed;
+  }
+
+  /** Stop the change feed (the command connection belongs to the caller). */
+  close(): void {
+    if (this.#ownSubscriber) this.#subscriber?.disconnect();
+    this.#listeners.clear();
+  }
+}

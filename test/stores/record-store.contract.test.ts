@@ -1,0 +1,114 @@
+// One contract, two adapters: the memory store (embedded default) and the Redis store
+// (shared by replicas), the latter against a real redis-server.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryRecordStore } from '../../runtime/stores/memory.ts';
+import type { RecordStore } from '../../runtime/stores/ports.ts';
+import { RedisRecordStore } from '../../runtime/stores/redis.ts';
+import { eventually } from '../support/eventually.ts';
+import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+
+interface Rec {
+  name: string;
+  tags: string[];
+}
+
+interface Harness {
+  /** A store, and a second view of the same data as another process would have it. */
+  make(): Promise<{ store: RecordStore<Rec>; other: RecordStore<Rec> }>;
+  close(): Promise<void>;
+}
+
+function contract(name: string, harness: () => Harness) {
+  describe(name, () => {
+    let h: Harness;
+    let store: RecordStore<Rec>;
+    let other: RecordStore<Rec>;
+    beforeAll(async () => {
+      h = harness();
+      ({ store, other } = await h.make());
+    });
+    afterAll(() => h.close());
+
+    it('puts, gets, lists and deletes; deleting a missing key is not an error', async () => {
+      await store.put('a', { name: 'a', tags: ['x'] });
+      await store.put('b', { name: 'b', tags: [] });
+      expect(await store.get('a')).toEqual({ name: 'a', tags: ['x'] });
+      expect((await store.list()).map((r) => r.name).sort()).toEqual(['a', 'b']);
+      await store.put('a', { name: 'a2', tags: [] });
+      expect(await store.get('a')).toEqual({ name: 'a2', tags: [] });
+      await store.delete('a');
+      await store.delete('a');
+      await store.delete('never');
+      expect(await store.get('a')).toBeUndefined();
+      expect((await store.list()).map((r) => r.name)).toEqual(['b']);
+    });
+
+    it('hands out copies: changing a value read does not change the store', async () => {
+      const value = { name: 'c', tags: ['one'] };
+      await store.put('c', value);
+      value.tags.push('changed after put');
+      const read = (await store.get('c')) as Rec;
+      expect(read.tags).toEqual(['one']);
+      read.tags.push('changed after get');
+      expect((await store.get('c'))?.tags).toEqual(['one']);
+    });
+
+    it('announces every change to subscribers, also those of another instance; unsubscribe stops it', async () => {
+      let here = 0;
+      let there = 0;
+      const stopHere = store.subscribe(() => here++);
+      const stopThere = other.subscribe(() => there++);
+      await (other as { ready?: () => Promise<void> }).ready?.();
+      await (store as { ready?: () => Promise<void> }).ready?.();
+      here = 0;
+      there = 0;
+      await store.put('d', { name: 'd', tags: [] });
+      await eventually(() => {
+        expect(here).toBeGreaterThanOrEqual(1);
+        expect(there).toBeGreaterThanOrEqual(1);
+      });
+      expect(await other.get('d')).toEqual({ name: 'd', tags: [] });
+      stopHere();
+      const before = there;
+      await store.delete('d');
+      await eventually(() => expect(there).toBeGreaterThan(before));
+      expect(here).toBe(1);
+      stopThere();
+    });
+  });
+}
+
+contract('MemoryRecordStore', () => ({
+  make: () => {
+    const store = new MemoryRecordStore<Rec>();
+    return Promise.resolve({ store, other: store });
+  },
+  close: () => Promise.resolve(),
+}));
+
+describe.skipIf(!redisAvailable())('Redis', () => {
+  let server: RedisServer;
+  const clients: Redis[] = [];
+  const stores: RedisRecordStore<Rec>[] = [];
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    for (const s of stores) s.close();
+    for (const c of clients) c.disconnect();
+    await server.stop();
+  });
+  contract('RedisRecordStore', () => ({
+    make: () => {
+      const a = new Redis(server.url);
+      const b = new Redis(server.url);
+      clients.push(a, b);
+      const store = new RedisRecordStore<Rec>({ redis: a, key: 'test:records' });
+      const other = new RedisRecordStore<Rec>({ redis: b, key: 'test:records' });
+      stores.push(store, other);
+      return Promise.resolve({ store, other });
+    },
+    close: () => Promise.resolve(),
+  }));
+});
