@@ -5,19 +5,22 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
+import { Redis } from 'ioredis';
 import { handleSignals } from '../operator/controller/manager.ts';
 import { KubernetesSource } from '../operator/sources/kubernetes.ts';
 import { createDevRuntime } from './roles/dev.ts';
 import { KubeClient } from '../operator/controller/kube-client.ts';
 import { kubernetesEvents } from './roles/kube-events.ts';
+import { createGatewayRuntime } from './roles/gateway.ts';
 import { createOperator } from './roles/operator.ts';
 import { serve } from './server.ts';
 
 const USAGE = `Usage: hookgate <role> [options]
 
 Roles:
-  dev        every role in one process, in-memory stores (default)
+  dev        every role in one process (default)
   operator   the control plane against a Kubernetes API, with leader election
+  gateway    serves the routes an operator wrote to Redis (needs REDIS_URL)
 
 Options:
   --source <dir|kubernetes>  dev: where resources come from (env HOOKGATE_SOURCE, default dir)
@@ -29,6 +32,8 @@ Options:
                              default http://localhost:<port>)
 
 Environment:
+  REDIS_URL                  shared stores (routes, registry, rate limits) in Redis;
+                             in memory when unset (the gateway role needs it)
   KUBECONFIG                 kubeconfig for the kubernetes source and the operator
                              (in a pod: the service account)
   HOOKGATE_LEASE_NAMESPACE   operator: namespace of its Lease (else POD_NAMESPACE, else default)
@@ -93,7 +98,9 @@ function problemsOf(
   rawPort: string | undefined,
 ): string[] {
   const problems: string[] = [];
-  if (!['dev', 'operator'].includes(role)) problems.push(`unknown role "${role}"`);
+  if (!['dev', 'operator', 'gateway'].includes(role)) problems.push(`unknown role "${role}"`);
+  if (role === 'gateway' && !process.env.REDIS_URL)
+    problems.push('the gateway role needs REDIS_URL');
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     problems.push(`invalid port "${rawPort}"`);
   if (!['dir', 'kubernetes'].includes(source))
@@ -107,28 +114,46 @@ function kubeConfig(): KubeConfig {
   return kc;
 }
 
+/** Shared stores in Redis when REDIS_URL is set. */
+function redisClient(): Redis | undefined {
+  const url = process.env.REDIS_URL;
+  return url ? new Redis(url) : undefined;
+}
+
+function servingOptions(s: Settings) {
+  return {
+    baseUrl: s.baseUrl,
+    logger: { level: process.env.LOG_LEVEL ?? 'info' },
+    guards: {
+      trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
+    },
+  };
+}
+
 async function runDev(s: Settings): Promise<void> {
-  const trustedProxies = (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
-    .split(',')
-    .map((p) => p.trim())
-    .filter(Boolean);
   const kc = s.source === 'kubernetes' ? kubeConfig() : undefined;
   const source = kc
     ? new KubernetesSource({ kubeConfig: kc, ...(s.namespace ? { namespace: s.namespace } : {}) })
     : undefined;
+  const redis = redisClient();
   const runtime = await createDevRuntime({
+    ...servingOptions(s),
     dir: s.dir,
     ...(source && kc
       ? { source, recordEvent: kubernetesEvents(new KubeClient(kc), 'hookgate') }
       : {}),
-    baseUrl: s.baseUrl,
-    logger: { level: process.env.LOG_LEVEL ?? 'info' },
-    guards: { trustedProxies },
+    ...(redis ? { redis } : {}),
   });
   const address = await serve(runtime.app, {
     port: s.port,
     host: s.host,
-    onClose: () => runtime.close(),
+    onClose: async () => {
+      await runtime.close();
+      redis?.disconnect();
+    },
   });
   const from = source
     ? `the Kubernetes API${s.namespace ? ` (namespace ${s.namespace})` : ''}`
@@ -139,9 +164,24 @@ async function runDev(s: Settings): Promise<void> {
   for (const e of runtime.manifestErrors()) runtime.app.log.warn(e, 'manifest rejected');
 }
 
+async function runGateway(s: Settings): Promise<void> {
+  const redis = redisClient() as Redis;
+  const runtime = await createGatewayRuntime({ ...servingOptions(s), redis });
+  const address = await serve(runtime.app, {
+    port: s.port,
+    host: s.host,
+    onClose: async () => {
+      await runtime.close();
+      redis.disconnect();
+    },
+  });
+  runtime.app.log.info(`hookgate gateway: routes from Redis, serving at ${address}`);
+}
+
 async function runOperator(s: Settings): Promise<void> {
   // The environment the Helm chart passes (charts/hookgate/README.md).
   const env = process.env;
+  const redis = redisClient();
   const operator = createOperator({
     kubeConfig: kubeConfig(),
     ...(s.namespace ? { namespace: s.namespace } : {}),
@@ -149,6 +189,7 @@ async function runOperator(s: Settings): Promise<void> {
     ...(env.HOOKGATE_LEASE_NAME ? { leaseName: env.HOOKGATE_LEASE_NAME } : {}),
     leaderElection: env.HOOKGATE_LEADER_ELECTION !== 'false',
     baseUrl: s.baseUrl,
+    ...(redis ? { redis } : {}),
     log: (msg, fields) =>
       console.log(JSON.stringify({ time: new Date().toISOString(), msg, ...fields })),
   });
@@ -158,7 +199,11 @@ async function runOperator(s: Settings): Promise<void> {
   operator.manager.start();
   handleSignals(
     operator.manager,
-    (code) => void operator.app.close().finally(() => process.exit(code)),
+    (code) =>
+      void operator.app
+        .close()
+        .then(() => redis?.disconnect())
+        .finally(() => process.exit(code)),
   );
 }
 
@@ -166,6 +211,7 @@ async function main(): Promise<void> {
   const s = settings();
   if (!s) return;
   if (s.role === 'operator') await runOperator(s);
+  else if (s.role === 'gateway') await runGateway(s);
   else await runDev(s);
 }
 

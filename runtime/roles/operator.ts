@@ -3,9 +3,9 @@
 // holding the Lease reconciles; SIGTERM drains, then releases the Lease. Serves
 // /metrics, /healthz and /readyz.
 //
-// Until the shared Redis stores exist, routes and registrations are kept in this
-// process's memory: the operator role reports status conditions, and a gateway must
-// run in the same process (`hookgate dev --source kubernetes`) to serve them.
+// Routes and registrations go to Redis when a client is given, where `hookgate
+// gateway` replicas read them; without Redis they stay in this process's memory and
+// the operator only reports status (use `hookgate dev --source kubernetes` then).
 import type { KubeConfig } from '@kubernetes/client-node';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
@@ -14,9 +14,10 @@ import { Manager } from '../../operator/controller/manager.ts';
 import { OperatorMetrics } from '../../operator/controller/metrics.ts';
 import { startReconcileLoop } from '../../operator/reconcile/run.ts';
 import { KubernetesSource } from '../../operator/sources/kubernetes.ts';
-import { MemoryRecordStore } from '../stores/memory.ts';
+import type { Redis } from 'ioredis';
+import type { RouteStore, WorkflowRegistry } from '../stores/ports.ts';
 import { kubernetesEvents } from './kube-events.ts';
-import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
+import { createStores } from './serving.ts';
 
 export interface OperatorOptions {
   kubeConfig: KubeConfig;
@@ -32,14 +33,16 @@ export interface OperatorOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  /** Shared stores; memory when omitted. */
+  redis?: Redis;
 }
 
 export interface OperatorRuntime {
   manager: Manager;
   app: FastifyInstance;
   registry: Registry;
-  routes: MemoryRecordStore<RouteRecord>;
-  workflows: MemoryRecordStore<WorkflowRegistration>;
+  routes: RouteStore;
+  workflows: WorkflowRegistry;
   isLeading(): boolean;
   close(): Promise<void>;
 }
@@ -48,8 +51,8 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
   const registry = new Registry();
   const metrics = new OperatorMetrics(registry);
   const client = new KubeClient(options.kubeConfig);
-  const routes = new MemoryRecordStore<RouteRecord>();
-  const workflows = new MemoryRecordStore<WorkflowRegistration>();
+  const stores = createStores(options.redis);
+  const { routes, workflows } = stores;
   const log = options.log ?? (() => {});
 
   let leading = false;
@@ -105,6 +108,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
     async close() {
       await manager.shutdown();
       await app.close();
+      stores.close();
     },
   };
 }

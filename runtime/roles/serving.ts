@@ -1,0 +1,142 @@
+// The serving half of a process: route table over the stores, engine, protections,
+// analytics and the HTTP app. The dev role adds a resource source and the reconcile
+// loop in front of it; the gateway role serves what an operator wrote to Redis.
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { ResourceSource } from '../../operator/sources/ports.ts';
+import { createAnalytics, type AnalyticsBackendConfig } from '../analytics/wiring.ts';
+import { buildApp, type AppOptions } from '../app.ts';
+import { validateCallbackUrl } from '../engine/callbacks.ts';
+import { InProcessEngine, type InProcessEngineOptions } from '../engine/engine.ts';
+import { MemoryIdempotencyStore } from '../engine/idempotency.ts';
+import { createGuards, type GuardOptions } from '../gateway/guards.ts';
+import { LiveEventHub } from '../gateway/live-events.ts';
+import { RouteTable } from '../gateway/route-table.ts';
+import { EndpointRateLimiter } from '../gateway/security/rate-limit.ts';
+import { MemoryRecordStore } from '../stores/memory.ts';
+import type {
+  RouteRecord,
+  RouteStore,
+  WorkflowRegistration,
+  WorkflowRegistry,
+} from '../stores/ports.ts';
+import { REDIS_KEYS, RedisRecordStore } from '../stores/redis.ts';
+
+export interface ServingOptions {
+  /** Public base URL (status.url, same-origin browser calls). */
+  baseUrl: string;
+  logger?: FastifyServerOptions['logger'];
+  engine?: InProcessEngineOptions;
+  guards?: GuardOptions;
+  heartbeatMs?: number;
+  limits?: AppOptions['limits'];
+  /** Analytics backend: the in-process store (default) or Prometheus. */
+  analytics?: AnalyticsBackendConfig;
+}
+
+export interface Stores {
+  routes: RouteStore;
+  workflows: WorkflowRegistry;
+  rateLimiter: EndpointRateLimiter;
+  close(): void;
+}
+
+/**
+ * The shared state: in memory (one process), or in Redis when a client is given
+ * (routes, registry and rate-limit counters shared by every replica). The rate
+ * limiter gets its own connection without an offline queue, so a Redis outage is
+ * answered at once by the endpoint's failure mode instead of queueing requests.
+ */
+export function createStores(redis?: Redis): Stores {
+  if (!redis) {
+    return {
+      routes: new MemoryRecordStore<RouteRecord>(),
+      workflows: new MemoryRecordStore<WorkflowRegistration>(),
+      rateLimiter: new EndpointRateLimiter(),
+      close: () => {},
+    };
+  }
+  const limiterClient = redis.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
+  const workflows = new RedisRecordStore<WorkflowRegistration>({
+    redis,
+    key: REDIS_KEYS.workflows,
+  });
+  return {
+    routes,
+    workflows,
+    rateLimiter: new EndpointRateLimiter({ redis: limiterClient }),
+    close: () => {
+      routes.close();
+      workflows.close();
+      limiterClient.disconnect();
+    },
+  };
+}
+
+export interface Serving {
+  app: FastifyInstance;
+  engine: InProcessEngine;
+  table: RouteTable;
+  close(): Promise<void>;
+}
+
+export async function createServing(
+  options: ServingOptions,
+  stores: Stores,
+  admin: { source?: ResourceSource; manifestErrors?: () => unknown[] } = {},
+): Promise<Serving> {
+  const log = (message: string, fields?: Record<string, unknown>) => {
+    if (options.logger) console.error(JSON.stringify({ level: 'warn', msg: message, ...fields }));
+  };
+  const table = await RouteTable.create(stores.routes, stores.workflows, log);
+  // The queue-depth gauge reads the engine, which reports to the metrics: each is
+  // used by the other only after both exist.
+  const analytics = createAnalytics({
+    backend: options.analytics ?? { kind: 'memory' },
+    queueDepth: () => engine.queued,
+  });
+  const engine: InProcessEngine = new InProcessEngine({
+    ...options.engine,
+    observer: {
+      executionFinished: (e) =>
+        analytics.metrics.recordExecution(
+          e.workflowId,
+          e.status === 'succeeded' ? 'succeeded' : 'failed',
+        ),
+      callbackDelivered: (r) =>
+        analytics.metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
+    },
+  });
+  const guards = createGuards({
+    sameOrigin: new URL(options.baseUrl).origin,
+    rateLimiter: stores.rateLimiter,
+    onRateLimit: (decision) => analytics.metrics.recordRateLimitDecision(decision),
+    ...options.guards,
+  });
+  const app = await buildApp({
+    table,
+    engine,
+    guards,
+    live: new LiveEventHub(),
+    ...(admin.source ? { source: admin.source } : {}),
+    ...(admin.manifestErrors ? { manifestErrors: admin.manifestErrors } : {}),
+    idempotency: { store: new MemoryIdempotencyStore() },
+    observer: analytics.observer,
+    plugins: analytics.plugins,
+    modes: { validateCallbackUrl: (url) => validateCallbackUrl(url, engine.callbacks.guard) },
+    ...(options.logger !== undefined ? { logger: options.logger } : {}),
+    ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+  });
+  return {
+    app,
+    engine,
+    table,
+    async close() {
+      await app.close();
+      table.close();
+      await engine.close(5_000);
+    },
+  };
+}
