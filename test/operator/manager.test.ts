@@ -64,8 +64,10 @@ function replica(lease: string, id: string) {
     leaderElection: {
       lock: { client, namespace: 'default', name: lease },
       identity: id,
-      leaseDurationMs: 2000,
-      renewDeadlineMs: 1000,
+      // Wide enough that a test worker busy with other suites does not lose the
+      // Lease by starvation; a release is still taken on the next 200 ms retry.
+      leaseDurationMs: 6000,
+      renewDeadlineMs: 4000,
       retryPeriodMs: 200,
     },
     startLeading: async () => {
@@ -113,7 +115,8 @@ describe('Manager', () => {
     expect(a.stops).toEqual([25_000]);
     expect(a.holderAtStop).toEqual(['a']); // still held while draining
     expect(a.lost).toBe(0);
-    await eventually(() => expect(b.started).toBe(1), 1500); // released: no LeaseDuration wait
+    // Released: taken on the next retry, without waiting out the 6 s LeaseDuration.
+    await eventually(() => expect(b.started).toBe(1), 5000);
     expect(await holder(lease)).toBe('b');
     await b.manager.shutdown();
     expect(await holder(lease)).toBe('');
@@ -123,8 +126,8 @@ describe('Manager', () => {
     const lease = `mgr${++leaseCounter}`;
     const a = replica(lease, 'a');
     await eventually(() => expect(a.started).toBe(1));
-    server.faults.delayNext(1000, 2500, (r) => r.path.endsWith(`/leases/${lease}`));
-    await eventually(() => expect(a.lost).toBe(1), 3000);
+    server.faults.delayNext(1000, 6000, (r) => r.path.endsWith(`/leases/${lease}`));
+    await eventually(() => expect(a.lost).toBe(1), 9000);
     expect(a.stops).toEqual([]);
     server.faults.clear();
   });
