@@ -183,36 +183,46 @@ function failureProblem(executionId: string, error: ExecutionError) {
   });
 }
 
-async function waitForCompletion(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
+/**
+ * Start the execution and wait for the first of `types`. Answers the caller itself
+ * when the client left (nothing), the timeout passed (408 with a handle) or the
+ * execution failed (its problem); otherwise hands the event back.
+ */
+async function startAndAwait(
+  deps: ModeDeps,
+  m: ModeRequest,
+  types: SequencedEvent['type'][],
+): Promise<{ event: SequencedEvent; executionId: string } | { answered: FastifyReply }> {
   const execution = await start(deps, m);
-  const outcome = await waitFor(deps, m, execution.id, ['completed', 'failed']);
-  if (outcome.kind === 'closed') return m.reply;
-  if (outcome.kind === 'timeout')
-    return replyProblem(m.request, m.reply, timeoutProblem(m, execution.id));
-  const event = outcome.event;
-  if (event.type === 'failed')
-    return replyProblem(m.request, m.reply, failureProblem(execution.id, event.error));
-  if (event.type !== 'completed') return m.reply;
-  return sendBody(m, successStatus(m.route), event.output, {});
+  const outcome = await waitFor(deps, m, execution.id, types);
+  if (outcome.kind === 'closed') return { answered: m.reply };
+  if (outcome.kind === 'timeout') {
+    return { answered: replyProblem(m.request, m.reply, timeoutProblem(m, execution.id)) };
+  }
+  if (outcome.event.type === 'failed') {
+    return {
+      answered: replyProblem(m.request, m.reply, failureProblem(execution.id, outcome.event.error)),
+    };
+  }
+  return { event: outcome.event, executionId: execution.id };
+}
+
+async function waitForCompletion(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
+  const result = await startAndAwait(deps, m, ['completed', 'failed']);
+  if ('answered' in result) return result.answered;
+  const { event } = result;
+  return event.type === 'completed'
+    ? sendBody(m, successStatus(m.route), event.output, {})
+    : m.reply;
 }
 
 async function waitForResponseNode(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
-  const execution = await start(deps, m);
-  const outcome = await waitFor(deps, m, execution.id, ['respond', 'completed', 'failed']);
-  if (outcome.kind === 'closed') return m.reply;
-  if (outcome.kind === 'timeout')
-    return replyProblem(m.request, m.reply, timeoutProblem(m, execution.id));
-  const event = outcome.event;
-  if (event.type === 'failed')
-    return replyProblem(m.request, m.reply, failureProblem(execution.id, event.error));
+  const result = await startAndAwait(deps, m, ['respond', 'completed', 'failed']);
+  if ('answered' in result) return result.answered;
+  const { event, executionId } = result;
   if (event.type === 'completed') {
-    return replyProblem(
-      m.request,
-      m.reply,
-      failureProblem(execution.id, {
-        message: 'The workflow finished without running a respond node',
-      }),
-    );
+    const message = 'The workflow finished without running a respond node';
+    return replyProblem(m.request, m.reply, failureProblem(executionId, { message }));
   }
   if (event.type !== 'respond') return m.reply;
   const configured = m.route.spec.response.statusCode;

@@ -1,26 +1,13 @@
 // The dashboard as `npm start` serves it: the real runtime (gateway, engine,
 // analytics), real webhook traffic, the real live event stream, in headless Chromium.
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
+import { CHROMIUM, CHROMIUM_FLAGS, skipBrowserTests } from '../support/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const missing = !existsSync(CHROMIUM);
-const skip = missing && process.env.CI !== 'true';
-if (skip) console.warn(`\n*** SKIPPING browser tests: ${CHROMIUM} not found ***\n`);
+const skip = skipBrowserTests();
 
 const PATH = '/webhook/default-production-orders/ingest';
 
@@ -46,7 +33,11 @@ describe.skipIf(skip)('dashboard over the real runtime', () => {
       ['ingest'],
     );
     base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: CHROMIUM_FLAGS,
+      headless: true,
+    });
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
   });
   afterAll(async () => {

@@ -2,7 +2,6 @@
 // memory backend and recorded traffic. Changes filters and checks the cards and
 // tables show what the API answers; drives the live event stream panel against a
 // small SSE endpoint speaking the gateway's format; saves a screenshot.
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -12,22 +11,9 @@ import { MemoryAnalytics } from '../../runtime/analytics/memory.ts';
 import { analyticsRoutes, problemErrorHandler } from '../../runtime/analytics/routes.ts';
 import { dashboardRoutes } from '../../runtime/dashboard/routes.ts';
 import { knownTraffic, ORDERS, randomTraffic } from '../analytics/traffic.ts';
+import { CHROMIUM, CHROMIUM_FLAGS, skipBrowserTests } from '../support/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-const missing = !existsSync(CHROMIUM);
-const skip = missing && process.env.CI !== 'true';
-if (skip) console.warn(`\n*** SKIPPING browser tests: ${CHROMIUM} not found ***\n`);
+const skip = skipBrowserTests();
 
 const int = new Intl.NumberFormat('en-US');
 const two = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
@@ -72,7 +58,11 @@ describe.skipIf(skip)('analytics dashboard in Chromium', () => {
     await app.register(dashboardRoutes);
     emit = liveStream(app);
     base = await app.listen({ host: '127.0.0.1', port: 0 });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: CHROMIUM_FLAGS,
+      headless: true,
+    });
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
     page.on('pageerror', (error) => {
       throw error;

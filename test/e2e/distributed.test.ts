@@ -3,11 +3,10 @@
 // The operator writes routes to Redis; both gateways serve them; a rate limit is
 // counted across both; a deleted trigger disappears from both.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
@@ -17,7 +16,7 @@ const PATH = '/webhook/default-production-orders/ingest';
 describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   let api: KubeApiServer;
   let redis: RedisServer;
-  let dir: string;
+  let cluster: TestCluster;
   const children: ChildProcess[] = [];
   const ports: number[] = [];
   const base = () => `${api.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
@@ -47,11 +46,10 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     });
 
   beforeAll(async () => {
-    api = await startKubeApiServer();
+    cluster = await startTestCluster({ crds: true });
+    api = cluster.server;
+    const kubeconfig = cluster.kubeconfig;
     redis = await startRedis();
-    dir = mkdtempSync(join(tmpdir(), 'hookgate-dist-'));
-    const kubeconfig = api.writeKubeconfig(dir);
-    api.applyCrdsFrom(join(root, 'crds'));
     const port = 31_000 + Math.floor(Math.random() * 3000);
     ports.push(port, port + 1, port + 2);
     start('operator', port, kubeconfig);
@@ -67,9 +65,8 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   });
   afterAll(async () => {
     for (const c of children) c.kill('SIGKILL');
-    await api?.close();
+    await cluster?.close();
     await redis?.stop();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('both gateways serve the trigger the operator deployed, and share its rate limit', async () => {

@@ -2,16 +2,15 @@
 // leads and reconciles, the other stands by; SIGTERM on the leader drains, releases
 // the Lease and exits 0, and the standby takes over without waiting out the lease.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 let server: KubeApiServer;
-let dir: string;
+let cluster: TestCluster;
 let kubeconfig: string;
 const children: ChildProcess[] = [];
 const base = () => `${server.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
@@ -67,10 +66,8 @@ describe('hookgate operator processes', () => {
     26_000 + Math.floor(Math.random() * 5000),
   ] as const;
   beforeAll(async () => {
-    server = await startKubeApiServer();
-    dir = mkdtempSync(join(tmpdir(), 'hookgate-op-proc-'));
-    kubeconfig = server.writeKubeconfig(dir);
-    server.applyCrdsFrom(join(root, 'crds'));
+    cluster = await startTestCluster({ crds: true });
+    ({ server, kubeconfig } = cluster);
     await fetch(`${base()}/workflows`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -84,8 +81,7 @@ describe('hookgate operator processes', () => {
   });
   afterAll(async () => {
     for (const c of children) c.kill('SIGKILL');
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
+    await cluster.close();
   });
 
   it('exactly one of two replicas leads and reconciles', async () => {

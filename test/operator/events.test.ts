@@ -1,32 +1,23 @@
 // The event recorder against the in-memory API server: Events are created with the
 // involved object, repeats are aggregated into `count`, and a noisy object is
 // rate-limited.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../operator/controller/clock.ts';
 import { EventReason, EventRecorder, EventType } from '../../operator/controller/events.ts';
-import { KubeClient } from '../../operator/controller/kube-client.ts';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeClient } from '../../operator/controller/kube-client.ts';
+import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 
+let cluster: TestCluster;
 let server: KubeApiServer;
-let dir: string;
 let client: KubeClient;
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  dir = mkdtempSync(join(tmpdir(), 'hookgate-ev-'));
-  const kc = new KubeConfig();
-  kc.loadFromFile(server.writeKubeconfig(dir));
-  client = new KubeClient(kc);
+  cluster = await startTestCluster();
+  ({ server, client } = cluster);
 });
 
-afterAll(async () => {
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => cluster.close());
 
 interface EventObj {
   involvedObject: { kind: string; name: string; namespace: string; uid?: string };

@@ -3,10 +3,7 @@
 // conflict-safe status and finalizer writes (O4, O6), Secrets decoding. Assertions
 // are on the state of the world (the cache and the server's objects), not on call
 // sequences (O11).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER } from '../../operator/api/v1alpha1/index.ts';
 import { Controller } from '../../operator/controller/controller.ts';
@@ -18,22 +15,20 @@ import {
 } from '../../operator/controller/kube-client.ts';
 import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
 import type { ObjectRef } from '../../operator/sources/ports.ts';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
+import { eventually } from '../support/eventually.ts';
 
+let cluster: TestCluster;
 let server: KubeApiServer;
-let dir: string;
 let kc: KubeConfig;
 let client: KubeClient;
 let nsCounter = 0;
 const sources: KubernetesSource[] = [];
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  dir = mkdtempSync(join(tmpdir(), 'hookgate-ks-'));
-  kc = new KubeConfig();
-  kc.loadFromFile(server.writeKubeconfig(dir));
-  server.applyCrdsFrom(join(import.meta.dirname, '../../crds'));
-  client = new KubeClient(kc);
+  cluster = await startTestCluster({ crds: true });
+  ({ server, client, kc } = cluster);
 });
 
 afterEach(async () => {
@@ -41,23 +36,7 @@ afterEach(async () => {
   await Promise.all(sources.splice(0).map((s) => s.stop()));
 });
 
-afterAll(async () => {
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function eventually(assertion: () => void | Promise<void>, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await assertion();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-}
+afterAll(() => cluster.close());
 
 async function newNamespace(): Promise<string> {
   const name = `ns${++nsCounter}`;

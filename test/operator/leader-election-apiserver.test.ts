@@ -1,31 +1,26 @@
 // Leader election (O9) on a real coordination.k8s.io/v1 Lease served by the in-memory
 // API server, with short durations: LeaseDuration 2 s > RenewDeadline 1 s > 1.2 ×
 // RetryPeriod (200 ms). Assertions are on the Lease and on the callbacks.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { KubeClient } from '../../operator/controller/kube-client.ts';
+import type { KubeClient } from '../../operator/controller/kube-client.ts';
 import { LeaderElector, LeaseLock } from '../../operator/controller/leader-election.ts';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 
 const LEASE_MS = 4000;
 const RENEW_MS = 2000;
 const RETRY_MS = 200;
 
+let cluster: TestCluster;
 let server: KubeApiServer;
-let dir: string;
 let client: KubeClient;
 let leaseCounter = 0;
 const electors: LeaderElector[] = [];
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  dir = mkdtempSync(join(tmpdir(), 'hookgate-le-'));
-  const kc = new KubeConfig();
-  kc.loadFromFile(server.writeKubeconfig(dir));
-  client = new KubeClient(kc);
+  cluster = await startTestCluster();
+  ({ server, client } = cluster);
 });
 
 afterEach(async () => {
@@ -33,10 +28,7 @@ afterEach(async () => {
   await Promise.all(electors.splice(0).map((e) => e.stop()));
 });
 
-afterAll(async () => {
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => cluster.close());
 
 interface LeaseObj {
   spec: {
@@ -45,21 +37,6 @@ interface LeaseObj {
     leaseTransitions?: number;
     renewTime?: string;
   };
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually(assertion: () => void | Promise<void>, timeoutMs = 6000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await assertion();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(20);
-    }
-  }
 }
 
 function candidate(leaseName: string, id: string, releaseOnCancel = true) {

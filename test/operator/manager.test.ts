@@ -1,47 +1,24 @@
 // The operator lifecycle (O9, O10) on a real Lease in the in-memory API server:
 // leader-only work starts on the leader only; SIGTERM drains before releasing the
 // Lease; losing the Lease exits without draining.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeClient } from '../../operator/controller/kube-client.ts';
+import type { KubeClient } from '../../operator/controller/kube-client.ts';
 import { Manager, handleSignals } from '../../operator/controller/manager.ts';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 
+let cluster: TestCluster;
 let server: KubeApiServer;
-let dir: string;
 let client: KubeClient;
 let leaseCounter = 0;
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  dir = mkdtempSync(join(tmpdir(), 'hookgate-mgr-'));
-  const kc = new KubeConfig();
-  kc.loadFromFile(server.writeKubeconfig(dir));
-  client = new KubeClient(kc);
+  cluster = await startTestCluster();
+  ({ server, client } = cluster);
 });
 
-afterAll(async () => {
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually(assertion: () => void | Promise<void>, timeoutMs = 6000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await assertion();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(20);
-    }
-  }
-}
+afterAll(() => cluster.close());
 
 const holder = async (lease: string) =>
   (

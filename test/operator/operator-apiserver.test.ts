@@ -2,36 +2,31 @@
 // against the in-memory API server: level-based and idempotent (O1), finalizer and
 // cleanup with backoff (O6), convergence after a watch outage (O7). Assertions are on
 // the state of the world: the API objects, the server's resourceVersion, the stores.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER } from '../../operator/api/v1alpha1/index.ts';
-import { KubeClient } from '../../operator/controller/kube-client.ts';
+import type { KubeClient } from '../../operator/controller/kube-client.ts';
 import { OperatorMetrics } from '../../operator/controller/metrics.ts';
 import { refKey } from '../../operator/reconcile/identity.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
 import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../runtime/stores/ports.ts';
 import { MemoryRecordStore } from '../../runtime/stores/memory.ts';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 
+let cluster: TestCluster;
 let server: KubeApiServer;
-let dir: string;
 let kc: KubeConfig;
 let client: KubeClient;
 let nsCounter = 0;
 const loops: ReconcileLoop[] = [];
 
 beforeAll(async () => {
-  server = await startKubeApiServer();
-  dir = mkdtempSync(join(tmpdir(), 'hookgate-op-'));
-  kc = new KubeConfig();
-  kc.loadFromFile(server.writeKubeconfig(dir));
-  server.applyCrdsFrom(join(import.meta.dirname, '../../crds'));
-  client = new KubeClient(kc);
+  cluster = await startTestCluster({ crds: true });
+  ({ server, client, kc } = cluster);
 });
 
 afterEach(async () => {
@@ -39,25 +34,7 @@ afterEach(async () => {
   await Promise.all(loops.splice(0).map((l) => l.stop(1000)));
 });
 
-afterAll(async () => {
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually(assertion: () => void | Promise<void>, timeoutMs = 8000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await assertion();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(25);
-    }
-  }
-}
+afterAll(() => cluster.close());
 
 /** Wait until the server's resourceVersion has not moved for `quietMs`. */
 async function quiesce(quietMs = 400): Promise<number> {

@@ -1,7 +1,8 @@
-// Poll an assertion until it passes or time runs out (then rethrow its last error).
+// Waiting helpers for tests: poll an assertion until it passes or time runs out
+// (then rethrow its last error), and a plain sleep.
 export async function eventually<T>(
   check: () => T | Promise<T>,
-  timeoutMs = 5_000,
+  timeoutMs = 8_000,
   intervalMs = 20,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -10,7 +11,11 @@ export async function eventually<T>(
       return await check();
     } catch (err) {
       if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, intervalMs));
+      await sleep(intervalMs);
     }
   }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
