@@ -2,7 +2,7 @@
 // hookgate with the HookgateDeployment component. Config keys: see infra/README.md.
 import * as pulumi from '@pulumi/pulumi';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
-import { DEFAULT_IMAGE_REPOSITORY, chartAppVersion } from './plan.ts';
+import { DEFAULT_IMAGE_REPOSITORY, DEFAULT_REPLICAS, chartAppVersion } from './plan.ts';
 
 const config = new pulumi.Config();
 
@@ -26,7 +26,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   replicas: {
     operator: config.getNumber('operatorReplicas') ?? 2,
     gateway: config.getNumber('gatewayReplicas') ?? 2,
-    worker: config.getNumber('workerReplicas') ?? 2,
+    worker: config.getNumber('workerReplicas') ?? DEFAULT_REPLICAS.worker,
   },
   baseUrl: config.require('baseUrl'),
   trustedProxies: config.getObject<string[]>('trustedProxies') ?? [],

@@ -22,7 +22,8 @@ export const REDIS_SECRET_KEY = 'redis-url';
 export type Role = 'operator' | 'gateway' | 'worker';
 export const ROLES: readonly Role[] = ['operator', 'gateway', 'worker'];
 export type RoleReplicas = Record<Role, number>;
-export const DEFAULT_REPLICAS: RoleReplicas = { operator: 2, gateway: 2, worker: 2 };
+// No workers until the worker role exists: each gateway runs its own executions today.
+export const DEFAULT_REPLICAS: RoleReplicas = { operator: 2, gateway: 2, worker: 0 };
 
 /**
  * Where the Redis URL comes from: a URL (the component keeps it in a Secret it creates,

@@ -682,7 +682,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     find<Service>(objects, 'Service', names.metricsService);
     for (const [role, name] of Object.entries(names.deployments)) {
       const d = find<Deployment>(objects, 'Deployment', name);
-      expect(d.spec.replicas, role).toBe({ operator: 1, gateway: 3, worker: 2 }[role]);
+      expect(d.spec.replicas, role).toBe({ operator: 1, gateway: 3, worker: 0 }[role]);
       const e = envOf(container(d));
       expect(e.get('REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
         name: names.redisSecret,

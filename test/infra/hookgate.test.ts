@@ -109,7 +109,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
       redis: { url: '', existingSecret: { name: 'hookgate-redis', key: 'redis-url' } },
       operator: { replicas: 2, leaderElection: { enabled: true } },
       gateway: { replicas: 2 },
-      worker: { replicas: 2 },
+      worker: { replicas: 0 },
     });
     // The URL lives in the Secret only, never in the Helm values.
     expect(JSON.stringify(chart.inputs)).not.toContain('s3cret');

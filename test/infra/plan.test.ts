@@ -34,7 +34,7 @@ describe('resolveArgs', () => {
       createNamespace: true,
       releaseName: 'hookgate',
       image: { repository: DEFAULT_IMAGE_REPOSITORY, tag: '1.2.3' },
-      replicas: { operator: 2, gateway: 2, worker: 2 },
+      replicas: { operator: 2, gateway: 2, worker: 0 },
       baseUrl: 'https://hooks.example.com',
       trustedProxies: [],
       redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
@@ -48,7 +48,7 @@ describe('resolveArgs', () => {
 
   it('keeps given replicas per role and drops a trailing slash from the base URL', () => {
     const r = resolveArgs({ ...valid, replicas: { gateway: 5 }, baseUrl: 'https://h.example/' });
-    expect(r.replicas).toEqual({ operator: 2, gateway: 5, worker: 2 });
+    expect(r.replicas).toEqual({ operator: 2, gateway: 5, worker: 0 });
     expect(r.baseUrl).toBe('https://h.example');
   });
 });

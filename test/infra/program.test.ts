@@ -53,7 +53,7 @@ describe('infra/index.ts', () => {
       config: { baseUrl: 'https://hooks.example.com', trustedProxies: ['10.0.0.0/8'] },
       operator: { replicas: 2 },
       gateway: { replicas: 3 },
-      worker: { replicas: 2 },
+      worker: { replicas: 0 },
       metrics: { serviceMonitor: { enabled: true } },
     });
     // The secret config value reaches the Secret, still secret, and nothing else.
