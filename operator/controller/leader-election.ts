@@ -395,6 +395,12 @@ export class LeaderElector {
       this.#renewDeadlineMs,
     );
     try {
+      // Re-read first (as client-go's release does): a renew aborted by the
+      // cancellation may have been applied by the server, and an update against the
+      // version read before it would fail with a conflict and leave the Lease held.
+      const current = await this.#cfg.lock.get(timeout.signal);
+      if (current?.record.holderIdentity !== this.#cfg.identity) return;
+      released.leaderTransitions = current.record.leaderTransitions;
       await this.#cfg.lock.update(released, timeout.signal);
       this.#setObserved(released);
       this.#log('released leader lease', { lock: this.#cfg.lock.describe() });

@@ -281,6 +281,22 @@ describe('LeaderElector', () => {
     await b.elector.stop();
   });
 
+  it('stop() releases even when the last renew was applied but never acknowledged', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    await advance(clock, 4_000);
+    expect(store.record?.holderIdentity).toBe('a');
+    // The server applied a renew whose answer the cancellation cut off: the version
+    // moved on without the elector seeing it.
+    store.rv++;
+    const stopping = a.elector.stop();
+    await flush();
+    await stopping;
+    expect(store.record?.holderIdentity).toBe('');
+  });
+
   it('stop() before leading does not call onStoppedLeading', async () => {
     const clock = new FakeClock();
     const store = new LeaseStore();
