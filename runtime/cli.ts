@@ -11,6 +11,8 @@ import { KubernetesSource } from '../operator/sources/kubernetes.ts';
 import { createDevRuntime } from './roles/dev.ts';
 import { KubeClient } from '../operator/controller/kube-client.ts';
 import { kubernetesEvents } from './roles/kube-events.ts';
+import type { Registry } from 'prom-client';
+import { serveMetrics } from './metrics-server.ts';
 import { createGatewayRuntime } from './roles/gateway.ts';
 import { createOperator } from './roles/operator.ts';
 import { serve } from './server.ts';
@@ -39,7 +41,8 @@ Environment:
   HOOKGATE_LEASE_NAMESPACE   operator: namespace of its Lease (else POD_NAMESPACE, else default)
   HOOKGATE_LEASE_NAME        operator: name of its Lease (default hookgate-operator)
   HOOKGATE_LEADER_ELECTION   operator: false to run without leader election (one replica)
-  METRICS_PORT               operator: port of /metrics, /healthz, /readyz (default --port)
+  METRICS_PORT               port of /metrics, /healthz, /readyz (operator: instead of
+                             --port; gateway: a second listener)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   LOG_LEVEL                  fatal | error | warn | info | debug (default info)
 `;
@@ -164,14 +167,23 @@ async function runDev(s: Settings): Promise<void> {
   for (const e of runtime.manifestErrors()) runtime.app.log.warn(e, 'manifest rejected');
 }
 
+/** METRICS_PORT, when set and different from the traffic port, gets its own listener. */
+async function metricsListener(s: Settings, registry: Registry) {
+  const port = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined;
+  if (port === undefined || port === s.port) return undefined;
+  return serveMetrics(registry, { port, host: s.host });
+}
+
 async function runGateway(s: Settings): Promise<void> {
   const redis = redisClient() as Redis;
   const runtime = await createGatewayRuntime({ ...servingOptions(s), redis });
+  const metrics = await metricsListener(s, runtime.registry);
   const address = await serve(runtime.app, {
     port: s.port,
     host: s.host,
     onClose: async () => {
       await runtime.close();
+      await metrics?.close();
       redis.disconnect();
     },
   });

@@ -2,6 +2,7 @@
 // analytics and the HTTP app. The dev role adds a resource source and the reconcile
 // loop in front of it; the gateway role serves what an operator wrote to Redis.
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
 import type { ResourceSource } from '../../operator/sources/ports.ts';
 import { createAnalytics, type AnalyticsBackendConfig } from '../analytics/wiring.ts';
@@ -76,6 +77,8 @@ export function createStores(redis?: Redis): Stores {
 
 export interface Serving {
   app: FastifyInstance;
+  /** The Prometheus registry behind /metrics (for a separate metrics listener). */
+  registry: Registry;
   engine: InProcessEngine;
   table: RouteTable;
   close(): Promise<void>;
@@ -131,6 +134,7 @@ export async function createServing(
   });
   return {
     app,
+    registry: analytics.registry,
     engine,
     table,
     async close() {

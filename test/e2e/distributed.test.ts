@@ -19,9 +19,15 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   let cluster: TestCluster;
   const children: ChildProcess[] = [];
   const ports: number[] = [];
+  let metricsPort = 0;
   const base = () => `${api.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
 
-  function start(role: 'operator' | 'gateway', port: number, kubeconfig: string) {
+  function start(
+    role: 'operator' | 'gateway',
+    port: number,
+    kubeconfig: string,
+    extra: Record<string, string> = {},
+  ) {
     const child = spawn(
       process.execPath,
       [join(root, 'runtime/cli.ts'), role, '--port', String(port)],
@@ -32,6 +38,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
           REDIS_URL: redis.url,
           LOG_LEVEL: 'warn',
           HOOKGATE_BASE_URL: 'https://hooks.test',
+          ...extra,
         },
         stdio: 'ignore',
       },
@@ -53,7 +60,8 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     const port = 31_000 + Math.floor(Math.random() * 3000);
     ports.push(port, port + 1, port + 2);
     start('operator', port, kubeconfig);
-    start('gateway', port + 1, kubeconfig);
+    start('gateway', port + 1, kubeconfig, { METRICS_PORT: String(port + 10) });
+    metricsPort = port + 10;
     start('gateway', port + 2, kubeconfig);
     for (const p of ports) {
       await eventually(
@@ -110,6 +118,14 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 202)).toHaveLength(10);
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+    // The first gateway also serves its metrics on METRICS_PORT, as the chart expects.
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const served =
+      /http_server_request_duration_seconds_count\{[^}]*http_response_status_code="202"[^}]*\} (\d+)/.exec(
+        metrics,
+      );
+    expect(Number(served?.[1])).toBeGreaterThan(0);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
   });
 
   it('a deleted trigger disappears from both gateways', async () => {
