@@ -9,7 +9,8 @@ import { createAnalytics, type AnalyticsBackendConfig } from '../analytics/wirin
 import { buildApp, type AppOptions } from '../app.ts';
 import { validateCallbackUrl } from '../engine/callbacks.ts';
 import { InProcessEngine, type InProcessEngineOptions } from '../engine/engine.ts';
-import { MemoryIdempotencyStore } from '../engine/idempotency.ts';
+import { MemoryIdempotencyStore, type IdempotencyStore } from '../engine/idempotency.ts';
+import { RedisIdempotencyStore } from '../engine/idempotency-redis.ts';
 import { createGuards, type GuardOptions } from '../gateway/guards.ts';
 import { LiveEventHub } from '../gateway/live-events.ts';
 import { RouteTable } from '../gateway/route-table.ts';
@@ -39,12 +40,13 @@ export interface Stores {
   routes: RouteStore;
   workflows: WorkflowRegistry;
   rateLimiter: EndpointRateLimiter;
+  idempotency: IdempotencyStore;
   close(): void;
 }
 
 /**
  * The shared state: in memory (one process), or in Redis when a client is given
- * (routes, registry and rate-limit counters shared by every replica). The rate
+ * (routes, registry, rate-limit counters and idempotency keys shared by every replica). The rate
  * limiter gets its own connection without an offline queue, so a Redis outage is
  * answered at once by the endpoint's failure mode instead of queueing requests.
  */
@@ -54,6 +56,7 @@ export function createStores(redis?: Redis): Stores {
       routes: new MemoryRecordStore<RouteRecord>(),
       workflows: new MemoryRecordStore<WorkflowRegistration>(),
       rateLimiter: new EndpointRateLimiter(),
+      idempotency: new MemoryIdempotencyStore(),
       close: () => {},
     };
   }
@@ -67,6 +70,7 @@ export function createStores(redis?: Redis): Stores {
     routes,
     workflows,
     rateLimiter: new EndpointRateLimiter({ redis: limiterClient }),
+    idempotency: new RedisIdempotencyStore({ redis }),
     close: () => {
       routes.close();
       workflows.close();
@@ -124,7 +128,7 @@ export async function createServing(
     live: new LiveEventHub(),
     ...(admin.source ? { source: admin.source } : {}),
     ...(admin.manifestErrors ? { manifestErrors: admin.manifestErrors } : {}),
-    idempotency: { store: new MemoryIdempotencyStore() },
+    idempotency: { store: stores.idempotency },
     observer: analytics.observer,
     plugins: analytics.plugins,
     modes: { validateCallbackUrl: (url) => validateCallbackUrl(url, engine.callbacks.guard) },

@@ -128,6 +128,42 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
   });
 
+  it('an Idempotency-Key sent to one gateway and retried on the other runs once', async () => {
+    await post('webhooktriggers', {
+      apiVersion: 'hookgate.dev/v1alpha1',
+      kind: 'WebhookTrigger',
+      metadata: { name: 'once' },
+      spec: {
+        workflowRef: { name: 'orders' },
+        pathSegment: 'once',
+        response: { mode: 'immediateAck' },
+      },
+    });
+    const [g1, g2] = ports.slice(1) as [number, number];
+    const path = '/webhook/default-production-orders/once';
+    const send = (port: number) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'order-77' },
+        body: '{"orderId":77}',
+      });
+    await eventually(
+      async () =>
+        expect((await fetch(`http://127.0.0.1:${g2}${path}`, { method: 'OPTIONS' })).status).toBe(
+          204,
+        ),
+      20_000,
+      100,
+    );
+    const first = await send(g1);
+    expect(first.status).toBe(202);
+    const { executionId } = (await first.json()) as { executionId: string };
+    const retried = await send(g2);
+    expect(retried.status).toBe(202);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await retried.json()) as { executionId: string }).executionId).toBe(executionId);
+  });
+
   it('a deleted trigger disappears from both gateways', async () => {
     const res = await fetch(`${base()}/webhooktriggers/ingest`, { method: 'DELETE' });
     expect(res.status).toBe(200);

@@ -1,0 +1,81 @@
+// Redis adapter of the idempotency store (G13): shared by every gateway replica, so a
+// retry with the same Idempotency-Key is recognised wherever it lands. Each operation
+// is one atomic Lua script (registered once with defineCommand): the claim is a SET
+// with PX only when the key is free, so of many concurrent begins exactly one wins.
+import type { Redis } from 'ioredis';
+import type { BeginResult, IdempotencyRecord, IdempotencyStore } from './idempotency.ts';
+
+// The entry: {f: fingerprint, t: ttl ms, r: the answer as JSON text, once complete}.
+// The answer stays text so Lua's cjson cannot change it (it turns [] into {}).
+const BEGIN = `
+local v = redis.call('GET', KEYS[1])
+if v then
+  local e = cjson.decode(v)
+  if e.f ~= ARGV[1] then return {'mismatch'} end
+  if not e.r then return {'in-progress'} end
+  return {'replay', e.r}
+end
+redis.call('SET', KEYS[1], cjson.encode({f = ARGV[1], t = tonumber(ARGV[2])}), 'PX', ARGV[2])
+return {'new'}`;
+
+const COMPLETE = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local e = cjson.decode(v)
+e.r = ARGV[1]
+local ttl = tonumber(ARGV[2])
+if not ttl or ttl <= 0 then ttl = e.t end
+redis.call('SET', KEYS[1], cjson.encode(e), 'PX', ttl)
+return 1`;
+
+const ABANDON = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+if cjson.decode(v).r then return 0 end
+redis.call('DEL', KEYS[1])
+return 1`;
+
+/** The commands defineCommand adds to the client (ioredis types them per call). */
+interface IdempotencyCommands {
+  hookgateIdemBegin(key: string, fingerprint: string, ttlMs: number): Promise<string[]>;
+  hookgateIdemComplete(key: string, record: string, ttlMs: number): Promise<number>;
+  hookgateIdemAbandon(key: string): Promise<number>;
+}
+
+export class RedisIdempotencyStore<R = IdempotencyRecord> implements IdempotencyStore<R> {
+  readonly #redis: IdempotencyCommands;
+  readonly #prefix: string;
+
+  constructor(options: { redis: Redis; keyPrefix?: string }) {
+    const redis = options.redis;
+    redis.defineCommand('hookgateIdemBegin', { numberOfKeys: 1, lua: BEGIN });
+    redis.defineCommand('hookgateIdemComplete', { numberOfKeys: 1, lua: COMPLETE });
+    redis.defineCommand('hookgateIdemAbandon', { numberOfKeys: 1, lua: ABANDON });
+    // defineCommand adds methods ioredis cannot type; the interface above names them.
+    this.#redis = redis as unknown as IdempotencyCommands;
+    this.#prefix = options.keyPrefix ?? 'hookgate:idem:';
+  }
+
+  async begin(key: string, fingerprint: string, ttlMs: number): Promise<BeginResult<R>> {
+    const [state, record] = await this.#redis.hookgateIdemBegin(
+      this.#prefix + key,
+      fingerprint,
+      Math.max(1, Math.round(ttlMs)),
+    );
+    if (state === 'replay') return { state, record: JSON.parse(record ?? 'null') as R };
+    if (state === 'new' || state === 'in-progress' || state === 'mismatch') return { state };
+    throw new Error(`unexpected idempotency state ${String(state)}`);
+  }
+
+  async complete(key: string, record: R, ttlMs?: number): Promise<void> {
+    await this.#redis.hookgateIdemComplete(
+      this.#prefix + key,
+      JSON.stringify(record),
+      Math.round(ttlMs ?? 0),
+    );
+  }
+
+  async abandon(key: string): Promise<void> {
+    await this.#redis.hookgateIdemAbandon(this.#prefix + key);
+  }
+}

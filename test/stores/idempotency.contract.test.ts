@@ -1,0 +1,92 @@
+// One idempotency contract, two adapters: memory (embedded) and Redis (shared by
+// replicas, against a real redis-server), including exactly-one-claim under concurrency.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  MemoryIdempotencyStore,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+} from '../../runtime/engine/idempotency.ts';
+import { RedisIdempotencyStore } from '../../runtime/engine/idempotency-redis.ts';
+import { sleep } from '../support/eventually.ts';
+import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+
+const record: IdempotencyRecord = {
+  status: 202,
+  headers: { 'content-type': 'application/json' },
+  body: '{"a":[]}',
+  executionId: 'e1',
+};
+
+function contract(name: string, make: () => { store: IdempotencyStore; other: IdempotencyStore }) {
+  describe(name, () => {
+    let store: IdempotencyStore;
+    let other: IdempotencyStore;
+    beforeAll(() => {
+      ({ store, other } = make());
+    });
+    let n = 0;
+    const fresh = () => `k${Date.now()}-${n++}`;
+
+    it('new, then in progress, then the stored answer; another request under the key is a mismatch', async () => {
+      const key = fresh();
+      expect(await store.begin(key, 'fp', 60_000)).toEqual({ state: 'new' });
+      expect(await other.begin(key, 'fp', 60_000)).toEqual({ state: 'in-progress' });
+      await store.complete(key, record);
+      expect(await other.begin(key, 'fp', 60_000)).toEqual({ state: 'replay', record });
+      expect(await other.begin(key, 'other-fp', 60_000)).toEqual({ state: 'mismatch' });
+    });
+
+    it('abandon frees a claim, but never a completed answer', async () => {
+      const key = fresh();
+      await store.begin(key, 'fp', 60_000);
+      await store.abandon(key);
+      expect(await other.begin(key, 'fp', 60_000)).toEqual({ state: 'new' });
+      await other.complete(key, record);
+      await store.abandon(key);
+      expect(await store.begin(key, 'fp', 60_000)).toEqual({ state: 'replay', record });
+    });
+
+    it('a claim expires after its TTL', async () => {
+      const key = fresh();
+      await store.begin(key, 'fp', 80);
+      await sleep(160);
+      expect(await other.begin(key, 'fp', 60_000)).toEqual({ state: 'new' });
+    });
+
+    it('of many concurrent begins (on two instances) exactly one gets the key', async () => {
+      const key = fresh();
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_v, i) => (i % 2 ? store : other).begin(key, 'fp', 60_000)),
+      );
+      expect(results.filter((r) => r.state === 'new')).toHaveLength(1);
+      expect(results.filter((r) => r.state === 'in-progress')).toHaveLength(99);
+    });
+  });
+}
+
+contract('MemoryIdempotencyStore', () => {
+  const store = new MemoryIdempotencyStore();
+  return { store, other: store };
+});
+
+describe.skipIf(!redisAvailable())('Redis', () => {
+  let server: RedisServer;
+  const clients: Redis[] = [];
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await server.stop();
+  });
+  contract('RedisIdempotencyStore', () => {
+    const a = new Redis(server.url);
+    const b = new Redis(server.url);
+    clients.push(a, b);
+    return {
+      store: new RedisIdempotencyStore({ redis: a }),
+      other: new RedisIdempotencyStore({ redis: b }),
+    };
+  });
+});
