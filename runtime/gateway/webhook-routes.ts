@@ -19,7 +19,7 @@ import {
   releaseIdempotencyKey,
   type IdempotencyOptions,
 } from './idempotency.ts';
-import type { LiveEventHub } from './live-events.ts';
+import { redactHeaders, type LiveEventHub } from './live-events.ts';
 import type { RequestObservation, RequestObserver } from './observations.ts';
 import { sendProblem, toProblem } from './problem-handler.ts';
 import { applyResponseHeaders } from './response-headers.ts';
@@ -318,10 +318,9 @@ function allowHeader(enabled: readonly string[]): string {
 
 function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unknown): TriggerOutput {
   const route = ctx.match.route;
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
+  // Credentials never reach the workflow or the stored execution: the authenticated
+  // caller is metadata.consumer.
+  const headers = redactHeaders(request.headers, route.spec.auth?.apiKey?.header);
   const query: Record<string, string | string[]> = {};
   const search = new URLSearchParams(request.url.split('?')[1] ?? '');
   for (const k of new Set(search.keys())) {

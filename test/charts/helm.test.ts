@@ -434,7 +434,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
         http: {
           paths: [
             {
-              path: '/',
+              // Only the webhook endpoints: admin, executions, analytics stay internal.
+              path: '/webhook/',
               pathType: 'Prefix',
               backend: { service: { name: 'hg-hookgate-gateway', port: { name: 'http' } } },
             },

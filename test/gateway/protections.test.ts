@@ -176,6 +176,24 @@ describe('401 / 403: authentication', () => {
       'credentials-missing',
     );
   });
+  it('the credentials never reach the workflow or the stored execution', async () => {
+    await rt.app.inject({
+      method: 'POST',
+      url,
+      headers: { ...json, 'x-api-key': 'key-acme-123456', cookie: 's=1' },
+      payload: { b: 2 },
+    });
+    const [latest] = await rt.engine.list({ triggerKey: 'default/keyed', limit: 1 });
+    expect(latest?.input.headers['x-api-key']).toBe('[redacted]');
+    expect(latest?.input.headers.cookie).toBe('[redacted]');
+    expect(latest?.input.metadata.consumer).toBe('acme');
+    const listed = await rt.app.inject({
+      method: 'GET',
+      url: '/api/executions?trigger=default/keyed',
+    });
+    expect(listed.body).not.toContain('key-acme-123456');
+  });
+
   it('the body of an unauthenticated request is never read', async () => {
     const res = await rt.app.inject({ method: 'POST', url, headers: json, payload: '{not json' });
     problem(res, 401, 'credentials-missing');
