@@ -1,14 +1,6 @@
 // Small helpers shared by the engine, the http node and the callback sender.
 
-/** Parses a short duration (`250ms`, `2s`, `1m`; also `1h`) into milliseconds. */
-export function parseDuration(value: string): number {
-  const match = /^([0-9]{1,9})(ms|s|m|h)$/.exec(value.trim());
-  if (!match) throw new Error(`invalid duration '${value}'`);
-  const n = Number(match[1]);
-  const unit = match[2];
-  const factor = unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : 3_600_000;
-  return n * factor;
-}
+export { parseDuration } from '../../operator/api/v1alpha1/common.ts';
 
 /** The error a cancelled wait rejects with. */
 export class AbortedError extends Error {

@@ -19,7 +19,7 @@ import type {
   TriggerOutput,
 } from '../engine/ports.ts';
 import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
-import { parseDuration } from './duration.ts';
+import { parseDuration } from '../../operator/api/v1alpha1/common.ts';
 import { openSse, type SseStream } from './sse.ts';
 import { replyProblem, type WebhookContext } from './webhook-routes.ts';
 

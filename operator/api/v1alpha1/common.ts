@@ -47,6 +47,15 @@ export const DURATION_PATTERN = '^[1-9][0-9]{0,4}(s|m|h)$';
 /** A short duration such as `250ms`, `2s` or `1m` (used inside workflows). */
 export const SHORT_DURATION_PATTERN = '^[0-9]{1,6}(ms|s|m)$';
 
+const DURATION_UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Milliseconds of a duration in either form above (`250ms`, `30s`, `5m`, `1h`); throws otherwise. */
+export function parseDuration(value: string): number {
+  const match = /^([0-9]{1,9})(ms|s|m|h)$/.exec(value.trim());
+  if (!match) throw new Error(`invalid duration '${value}'`);
+  return Number(match[1]) * (DURATION_UNIT_MS[match[2] as string] as number);
+}
+
 /** Reference to a Secret in the same namespace as the referring object. */
 export const SecretKeyRef = Type.Object(
   {
