@@ -54,9 +54,9 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     routes: stores.routes,
     workflows: stores.workflows,
     async close() {
-      await serving.app.close();
-      await loop.stop(5_000);
+      // Traffic first (the app drains), then the control loop, then the shared state.
       await serving.close();
+      await loop.stop(5_000);
       stores.close();
     },
   };
