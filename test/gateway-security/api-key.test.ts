@@ -99,4 +99,27 @@ describe('API key authentication', () => {
       expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
     }
   });
+
+  it('a stored digest in upper-case hex matches too', () => {
+    const upper = makeRoute(
+      { auth: { method: 'apiKey', apiKey: { header: 'X-API-Key', secretRef: { name: 'k' } } } },
+      { apiKeys: [{ consumer: 'dave', sha256: sha256Hex('dave-key').toUpperCase() }] },
+    );
+    expect(authenticateApiKey(upper, { 'x-api-key': 'dave-key' }).consumer).toBe('dave');
+  });
+
+  it('a new credentials list (a rotated Secret) is used at once', async () => {
+    const before = makeRoute(
+      { auth: { method: 'apiKey', apiKey: { header: 'X-API-Key', secretRef: { name: 'k' } } } },
+      { apiKeys: [{ consumer: 'old', sha256: sha256Hex('old-key') }] },
+    );
+    expect(authenticateApiKey(before, { 'x-api-key': 'old-key' }).consumer).toBe('old');
+    const after = {
+      ...before,
+      credentials: { apiKeys: [{ consumer: 'new', sha256: sha256Hex('new-key') }] },
+    };
+    expect(authenticateApiKey(after, { 'x-api-key': 'new-key' }).consumer).toBe('new');
+    const problem = await problemOf(() => authenticateApiKey(after, { 'x-api-key': 'old-key' }));
+    expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+  });
 });

@@ -2,10 +2,14 @@
 //
 // Keys are stored as SHA-256 hex digests (ResolvedCredentials.apiKeys). The presented
 // key is hashed and compared with every stored digest using crypto.timingSafeEqual on
-// two 32-byte buffers: the digests always have equal length, so a presented key of any
-// length is a clean 401 (timingSafeEqual would throw on unequal lengths), and the time
-// taken does not depend on how much of a key matched.
-import { createHash, timingSafeEqual } from 'node:crypto';
+// the two 64-byte lower-case hex texts: the digests always have equal length, so a
+// presented key of any length is a clean 401 (timingSafeEqual would throw on unequal
+// lengths), and the time taken does not depend on how much of a key matched.
+//
+// Hot path: the one-shot crypto.hash with hex output (a Hash object, or a binary
+// digest in a fresh ArrayBuffer, costs several times more per request), and the
+// stored digests are prepared once per credentials list.
+import { hash, timingSafeEqual } from 'node:crypto';
 import { HttpProblem } from '../../../errors.ts';
 import type { RouteRecord } from '../../../stores/ports.ts';
 import { headerValue, type HeaderMap } from '../headers.ts';
@@ -13,6 +17,34 @@ import { headerValue, type HeaderMap } from '../headers.ts';
 export const DEFAULT_API_KEY_HEADER = 'X-API-Key';
 
 const DIGEST_HEX = /^[0-9a-f]{64}$/i;
+
+interface StoredKey {
+  consumer: string;
+  /** The lower-case hex digest as 64 ASCII bytes. */
+  digest: Buffer;
+}
+
+/**
+ * The stored digests of a credentials list, prepared once. Keyed by the list itself:
+ * route records are replaced, never edited, when their Secret changes.
+ */
+const decoded = new WeakMap<readonly { consumer: string; sha256: string }[], StoredKey[]>();
+
+function storedKeys(route: RouteRecord): StoredKey[] {
+  const entries = route.credentials.apiKeys;
+  if (!entries) return [];
+  let keys = decoded.get(entries);
+  if (!keys) {
+    keys = entries
+      .filter((entry) => DIGEST_HEX.test(entry.sha256)) // a malformed stored digest never matches
+      .map((entry) => ({
+        consumer: entry.consumer,
+        digest: Buffer.from(entry.sha256.toLowerCase(), 'latin1'),
+      }));
+    decoded.set(entries, keys);
+  }
+  return keys;
+}
 
 /** The header the route expects its key in. */
 export function apiKeyHeaderName(route: RouteRecord): string {
@@ -24,34 +56,36 @@ export function apiKeyChallenge(headerName: string): string {
   return `ApiKey header="${headerName}"`;
 }
 
+function challengeHeaders(headerName: string): { headers: Record<string, string> } {
+  return { headers: { 'WWW-Authenticate': apiKeyChallenge(headerName) } };
+}
+
 /**
  * Checks the API key of a request against the route's stored digests.
  * Returns the consumer id the key belongs to; throws a 401 HttpProblem otherwise.
  */
 export function authenticateApiKey(route: RouteRecord, headers: HeaderMap): { consumer: string } {
   const headerName = apiKeyHeaderName(route);
-  const challenge = { headers: { 'WWW-Authenticate': apiKeyChallenge(headerName) } };
   const presented = headerValue(headers, headerName);
   if (presented === undefined || presented.trim() === '') {
     throw new HttpProblem(
       'HG_ERR_CREDENTIALS_MISSING',
       `Send the API key in the ${headerName} header.`,
-      challenge,
+      challengeHeaders(headerName),
     );
   }
-  const digest = createHash('sha256').update(presented, 'utf8').digest();
+  const digest = Buffer.from(hash('sha256', presented, 'hex'), 'latin1');
   let consumer: string | undefined;
   // No early exit: every stored digest is compared, whichever one matches.
-  for (const entry of route.credentials.apiKeys ?? []) {
-    if (!DIGEST_HEX.test(entry.sha256)) continue; // a malformed stored digest never matches
-    const stored = Buffer.from(entry.sha256, 'hex');
-    if (timingSafeEqual(stored, digest) && consumer === undefined) consumer = entry.consumer;
+  for (const stored of storedKeys(route)) {
+    if (timingSafeEqual(stored.digest, digest) && consumer === undefined)
+      consumer = stored.consumer;
   }
   if (consumer === undefined) {
     throw new HttpProblem(
       'HG_ERR_CREDENTIALS_INVALID',
       `The API key in the ${headerName} header is not valid.`,
-      challenge,
+      challengeHeaders(headerName),
     );
   }
   return { consumer };
