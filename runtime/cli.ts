@@ -15,6 +15,8 @@ import type { Registry } from 'prom-client';
 import { serveMetrics } from './metrics-server.ts';
 import { createGatewayRuntime } from './roles/gateway.ts';
 import { createOperator } from './roles/operator.ts';
+import { createWorkerRuntime } from './roles/worker.ts';
+import closeWithGrace from 'close-with-grace';
 import { serve } from './server.ts';
 
 const USAGE = `Usage: hookgate <role> [options]
@@ -23,6 +25,7 @@ Roles:
   dev        every role in one process (default)
   operator   the control plane against a Kubernetes API, with leader election
   gateway    serves the routes an operator wrote to Redis (needs REDIS_URL)
+  worker     runs the executions gateways queue in Redis (needs REDIS_URL)
 
 Options:
   --source <dir|kubernetes>  dev: where resources come from (env HOOKGATE_SOURCE, default dir)
@@ -41,8 +44,13 @@ Environment:
   HOOKGATE_LEASE_NAMESPACE   operator: namespace of its Lease (else POD_NAMESPACE, else default)
   HOOKGATE_LEASE_NAME        operator: name of its Lease (default hookgate-operator)
   HOOKGATE_LEADER_ELECTION   operator: false to run without leader election (one replica)
-  METRICS_PORT               port of /metrics, /healthz, /readyz (operator: instead of
-                             --port; gateway: a second listener)
+  METRICS_PORT               port of /metrics, /healthz, /readyz (operator, worker: instead
+                             of --port; gateway: a second listener)
+  HOOKGATE_EXECUTIONS        gateway: queue (default; run by worker replicas) or inline
+                             (run in the gateway process)
+  HOOKGATE_MAX_QUEUED        gateway, queue mode: executions waiting at most before 503
+                             (default 100000)
+  HOOKGATE_WORKER_CONCURRENCY  worker: executions run at once (default 32)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   LOG_LEVEL                  fatal | error | warn | info | debug (default info)
 `;
@@ -101,9 +109,18 @@ function problemsOf(
   rawPort: string | undefined,
 ): string[] {
   const problems: string[] = [];
-  if (!['dev', 'operator', 'gateway'].includes(role)) problems.push(`unknown role "${role}"`);
-  if (role === 'gateway' && !process.env.REDIS_URL)
-    problems.push('the gateway role needs REDIS_URL');
+  const env = process.env;
+  if (!['dev', 'operator', 'gateway', 'worker'].includes(role))
+    problems.push(`unknown role "${role}"`);
+  if ((role === 'gateway' || role === 'worker') && !env.REDIS_URL)
+    problems.push(`the ${role} role needs REDIS_URL`);
+  if (env.HOOKGATE_EXECUTIONS && !['queue', 'inline'].includes(env.HOOKGATE_EXECUTIONS))
+    problems.push(`HOOKGATE_EXECUTIONS must be queue or inline, not "${env.HOOKGATE_EXECUTIONS}"`);
+  for (const name of ['HOOKGATE_MAX_QUEUED', 'HOOKGATE_WORKER_CONCURRENCY']) {
+    const raw = env[name];
+    if (raw !== undefined && !(Number.isInteger(Number(raw)) && Number(raw) > 0))
+      problems.push(`${name} must be a positive integer, not "${raw}"`);
+  }
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     problems.push(`invalid port "${rawPort}"`);
   if (!['dir', 'kubernetes'].includes(source))
@@ -176,7 +193,13 @@ async function metricsListener(s: Settings, registry: Registry) {
 
 async function runGateway(s: Settings): Promise<void> {
   const redis = redisClient() as Redis;
-  const runtime = await createGatewayRuntime({ ...servingOptions(s), redis });
+  const env = process.env;
+  const runtime = await createGatewayRuntime({
+    ...servingOptions(s),
+    redis,
+    executions: env.HOOKGATE_EXECUTIONS === 'inline' ? 'inline' : 'queue',
+    ...(env.HOOKGATE_MAX_QUEUED ? { maxQueued: Number(env.HOOKGATE_MAX_QUEUED) } : {}),
+  });
   const metrics = await metricsListener(s, runtime.registry);
   const address = await serve(runtime.app, {
     port: s.port,
@@ -188,6 +211,27 @@ async function runGateway(s: Settings): Promise<void> {
     },
   });
   runtime.app.log.info(`hookgate gateway: routes from Redis, serving at ${address}`);
+}
+
+async function runWorker(s: Settings): Promise<void> {
+  const redis = redisClient() as Redis;
+  const concurrency = Number(process.env.HOOKGATE_WORKER_CONCURRENCY ?? 32);
+  const runtime = await createWorkerRuntime({ redis, concurrency });
+  // Metrics and probes on METRICS_PORT (else --port): a worker serves no traffic.
+  const port = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : s.port;
+  const metrics = await serveMetrics(runtime.registry, { port, host: s.host });
+  // Running executions get 20 s to finish, inside the pod's 30 s grace period (G15).
+  closeWithGrace({ delay: 25_000 }, async ({ signal, err }) => {
+    log(err ? 'shutting down after an error' : 'shutting down', { signal, err: String(err ?? '') });
+    await runtime.close(20_000);
+    await metrics.close();
+    redis.disconnect();
+  });
+  log(`hookgate worker: executions from Redis, ${concurrency} at once, metrics on port ${port}`);
+}
+
+function log(msg: string, fields: object = {}): void {
+  console.log(JSON.stringify({ time: new Date().toISOString(), msg, ...fields }));
 }
 
 async function runOperator(s: Settings): Promise<void> {
@@ -202,8 +246,7 @@ async function runOperator(s: Settings): Promise<void> {
     leaderElection: env.HOOKGATE_LEADER_ELECTION !== 'false',
     baseUrl: s.baseUrl,
     ...(redis ? { redis } : {}),
-    log: (msg, fields) =>
-      console.log(JSON.stringify({ time: new Date().toISOString(), msg, ...fields })),
+    log,
   });
   // Metrics and probes on METRICS_PORT when the deployment separates them.
   const port = env.METRICS_PORT ? Number(env.METRICS_PORT) : s.port;
@@ -224,6 +267,7 @@ async function main(): Promise<void> {
   if (!s) return;
   if (s.role === 'operator') await runOperator(s);
   else if (s.role === 'gateway') await runGateway(s);
+  else if (s.role === 'worker') await runWorker(s);
   else await runDev(s);
 }
 

@@ -59,6 +59,11 @@ export interface InProcessEngineOptions {
   onInternalError?: (error: unknown, where: string) => void;
   /** Told about every finished execution and callback delivery (metrics). */
   observer?: EngineObserver;
+  /**
+   * Write each event to the store as it is emitted instead of all at the end (a worker:
+   * gateways elsewhere relay them to waiting callers). Default false.
+   */
+  streamEvents?: boolean;
 }
 
 export interface EngineObserver {
@@ -71,7 +76,9 @@ type Listener = (event: SequencedEvent) => void;
 interface Hot {
   execution: Execution;
   request: StartRequest;
+  /** Events of this run; their seq continues after `seqBase` (events of earlier runs). */
   events: SequencedEvent[];
+  seqBase: number;
   listeners: Set<Listener>;
   abort: AbortController;
   done: Promise<void>;
@@ -142,6 +149,7 @@ export class InProcessEngine implements ExecutionEngine {
   readonly #newId: () => string;
   readonly #onInternalError: (error: unknown, where: string) => void;
   readonly #observer: EngineObserver | undefined;
+  readonly #streamEvents: boolean;
   #running = 0;
   #closing = false;
   #aborting = false;
@@ -170,6 +178,7 @@ export class InProcessEngine implements ExecutionEngine {
     this.expressions = new ExpressionCache(options.expressions);
     this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
     this.#observer = options.observer;
+    this.#streamEvents = options.streamEvents ?? false;
     this.#onInternalError =
       options.onInternalError ??
       ((error, where) => console.error(`hookgate engine: ${where}:`, error));
@@ -204,18 +213,7 @@ export class InProcessEngine implements ExecutionEngine {
       input,
       log: [],
     };
-    let resolveDone = (): void => {};
-    const done = new Promise<void>((resolve) => (resolveDone = resolve));
-    const hot: Hot = {
-      execution,
-      request: { ...request, input },
-      events: [],
-      listeners: new Set(),
-      abort: new AbortController(),
-      done,
-      resolveDone,
-    };
-    this.#hot.set(id, hot);
+    const hot = this.#admit(execution, { ...request, input }, 0);
     this.#emit(hot, { type: 'queued' });
     await this.store.save(execution);
     // What the caller needs now (id, status, times), before the run starts changing it.
@@ -223,6 +221,51 @@ export class InProcessEngine implements ExecutionEngine {
     this.#queue.push(hot);
     this.#pump();
     return queued;
+  }
+
+  /**
+   * Runs an execution whose queued record already exists elsewhere (a worker taking a
+   * job off the queue, or running it again after another worker died). The record
+   * restarts from `queued` with an empty log; event numbering continues after
+   * `afterSeq`, the events already stored. Resolves once the run has finished and its
+   * record is saved.
+   */
+  resume(request: StartRequest, execution: Execution, afterSeq: number): Promise<void> {
+    if (this.#closing) {
+      return Promise.reject(new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down'));
+    }
+    const running = this.#hot.get(execution.id);
+    if (running) return running.done;
+    const fresh: Execution = {
+      id: execution.id,
+      workflowId: execution.workflowId,
+      triggerKey: execution.triggerKey,
+      status: 'queued',
+      createdAt: execution.createdAt,
+      input: execution.input,
+      log: [],
+    };
+    const hot = this.#admit(fresh, { ...request, input: execution.input }, afterSeq);
+    this.#queue.push(hot);
+    this.#pump();
+    return hot.done;
+  }
+
+  #admit(execution: Execution, request: StartRequest, seqBase: number): Hot {
+    let resolveDone = (): void => {};
+    const done = new Promise<void>((resolve) => (resolveDone = resolve));
+    const hot: Hot = {
+      execution,
+      request,
+      events: [],
+      seqBase,
+      listeners: new Set(),
+      abort: new AbortController(),
+      done,
+      resolveDone,
+    };
+    this.#hot.set(execution.id, hot);
+    return hot;
   }
 
   async get(id: string): Promise<Execution | undefined> {
@@ -321,10 +364,15 @@ export class InProcessEngine implements ExecutionEngine {
     const sequenced = {
       ...event,
       executionId: hot.execution.id,
-      seq: hot.events.length + 1,
+      seq: hot.seqBase + hot.events.length + 1,
       at: new Date().toISOString(),
     };
     hot.events.push(sequenced);
+    if (this.#streamEvents) {
+      this.store
+        .appendEvents([sequenced])
+        .catch((error: unknown) => this.#onInternalError(error, 'saving an event'));
+    }
     for (const listener of [...hot.listeners]) {
       try {
         listener(sequenced);

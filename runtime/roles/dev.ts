@@ -9,7 +9,14 @@ import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile
 import { DirectorySource, type ManifestError } from '../../operator/sources/directory.ts';
 import type { ResourceSource } from '../../operator/sources/ports.ts';
 import type { RouteStore, WorkflowRegistry } from '../stores/ports.ts';
-import { createServing, createStores, type Serving, type ServingOptions } from './serving.ts';
+import type { InProcessEngine } from '../engine/engine.ts';
+import {
+  createServing,
+  createStores,
+  inProcessEngine,
+  type Serving,
+  type ServingOptions,
+} from './serving.ts';
 
 export interface DevOptions extends ServingOptions {
   /** Folder of manifests (Workflows, WebhookTriggers, Secrets), when no `source` is given. */
@@ -22,7 +29,7 @@ export interface DevOptions extends ServingOptions {
   redis?: Redis;
 }
 
-export interface DevRuntime extends Serving {
+export interface DevRuntime extends Serving<InProcessEngine> {
   source: ResourceSource;
   /** Manifest problems of a directory source (empty for other sources). */
   manifestErrors(): ManifestError[];
@@ -45,7 +52,10 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     baseUrl: options.baseUrl,
     ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
   });
-  const serving = await createServing(options, stores, { source, manifestErrors });
+  const serving = await createServing(options, stores, inProcessEngine(options.engine), {
+    source,
+    manifestErrors,
+  });
   return {
     ...serving,
     source,

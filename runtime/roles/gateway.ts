@@ -1,16 +1,37 @@
 // `hookgate gateway`: serves the routes an operator wrote to Redis (any number of
-// replicas; rate limits shared through Redis). Executions run in this process until
-// the worker role and its Redis queue exist.
+// replicas; rate limits and Idempotency-Keys shared through Redis). By default each
+// accepted request's execution is queued in Redis for the `hookgate worker` replicas;
+// `executions: 'inline'` runs them in this process instead (no workers to deploy).
 import type { Redis } from 'ioredis';
-import { createServing, createStores, type Serving, type ServingOptions } from './serving.ts';
+import {
+  createServing,
+  createStores,
+  inProcessEngine,
+  type EngineFactory,
+  queuedEngine,
+  type Serving,
+  type ServingEngine,
+  type ServingOptions,
+} from './serving.ts';
 
 export interface GatewayOptions extends ServingOptions {
   redis: Redis;
+  /** Where executions run: `queue` (workers; the default) or `inline` (this process). */
+  executions?: 'queue' | 'inline';
+  /** Queue mode: jobs waiting at most before requests are refused with 503. */
+  maxQueued?: number;
 }
 
 export async function createGatewayRuntime(options: GatewayOptions): Promise<Serving> {
   const stores = createStores(options.redis);
-  const serving = await createServing(options, stores);
+  const makeEngine: EngineFactory<ServingEngine> =
+    options.executions === 'inline'
+      ? inProcessEngine(options.engine)
+      : queuedEngine(options.redis, {
+          ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
+          ...(options.engine?.outbound ? { outbound: options.engine.outbound } : {}),
+        });
+  const serving: Serving = await createServing(options, stores, makeEngine);
   return {
     ...serving,
     async close() {

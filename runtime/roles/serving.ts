@@ -8,7 +8,16 @@ import type { ResourceSource } from '../../operator/sources/ports.ts';
 import { createAnalytics, type AnalyticsBackendConfig } from '../analytics/wiring.ts';
 import { buildApp, type AppOptions } from '../app.ts';
 import { validateCallbackUrl } from '../engine/callbacks.ts';
-import { InProcessEngine, type InProcessEngineOptions } from '../engine/engine.ts';
+import {
+  InProcessEngine,
+  type EngineObserver,
+  type InProcessEngineOptions,
+} from '../engine/engine.ts';
+import { RedisExecutionEvents } from '../engine/execution-events-redis.ts';
+import { RedisExecutionStore } from '../engine/execution-store-redis.ts';
+import { OutboundGuard } from '../engine/outbound/guard.ts';
+import type { ExecutionEngine } from '../engine/ports.ts';
+import { QueuedEngine } from '../engine/queued-engine.ts';
 import { MemoryIdempotencyStore, type IdempotencyStore } from '../engine/idempotency.ts';
 import { RedisIdempotencyStore } from '../engine/idempotency-redis.ts';
 import { createGuards, type GuardOptions } from '../gateway/guards.ts';
@@ -23,11 +32,13 @@ import type {
   WorkflowRegistry,
 } from '../stores/ports.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../stores/redis.ts';
+import { outputValidatorFor } from './output-validator.ts';
 
 export interface ServingOptions {
   /** Public base URL (status.url, same-origin browser calls). */
   baseUrl: string;
   logger?: FastifyServerOptions['logger'];
+  /** Options of the in-process engine (the dev role; the gateway with inline executions). */
   engine?: InProcessEngineOptions;
   guards?: GuardOptions;
   heartbeatMs?: number;
@@ -79,20 +90,86 @@ export function createStores(redis?: Redis): Stores {
   };
 }
 
-export interface Serving {
+/** What a serving process needs of its engine, whichever adapter it is. */
+export interface ServingEngine extends ExecutionEngine {
+  /** Executions waiting (the queue-depth gauge). */
+  readonly queued: number;
+}
+
+/**
+ * Makes the engine of a serving process, given the observer that feeds its metrics.
+ * `outbound` checks callback URLs before the 202 (the same guard that sends them when
+ * the engine runs in this process).
+ */
+export type EngineFactory<E extends ServingEngine> = (observer: EngineObserver) => {
+  engine: E;
+  outbound: OutboundGuard;
+  close(): Promise<void>;
+};
+
+/** Executions run in this process (the embedded default, and `HOOKGATE_EXECUTIONS=inline`). */
+export function inProcessEngine(
+  options: InProcessEngineOptions = {},
+): EngineFactory<InProcessEngine> {
+  return (observer) => {
+    const engine = new InProcessEngine({ ...options, observer });
+    return {
+      engine,
+      outbound: engine.callbacks.guard,
+      close: () => engine.close(5_000).then(() => {}),
+    };
+  };
+}
+
+/**
+ * Executions queued in Redis for `hookgate worker` replicas; records, logs and events
+ * read back from Redis. The observer is the workers' (they record execution metrics).
+ */
+export function queuedEngine(
+  redis: Redis,
+  options: { maxQueued?: number; outbound?: InProcessEngineOptions['outbound'] } = {},
+): EngineFactory<QueuedEngine> {
+  return () => {
+    const store = new RedisExecutionStore({ redis });
+    const subscriber = redis.duplicate();
+    const events = new RedisExecutionEvents({ subscriber, store });
+    const engine = new QueuedEngine({
+      redis,
+      store,
+      events,
+      ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
+    });
+    const outbound =
+      options.outbound instanceof OutboundGuard
+        ? options.outbound
+        : new OutboundGuard(options.outbound ?? {});
+    return {
+      engine,
+      outbound,
+      async close() {
+        engine.close();
+        subscriber.disconnect();
+        if (outbound !== options.outbound) await outbound.close();
+      },
+    };
+  };
+}
+
+export interface Serving<E extends ServingEngine = ServingEngine> {
   app: FastifyInstance;
   /** The Prometheus registry behind /metrics (for a separate metrics listener). */
   registry: Registry;
-  engine: InProcessEngine;
+  engine: E;
   table: RouteTable;
   close(): Promise<void>;
 }
 
-export async function createServing(
+export async function createServing<E extends ServingEngine>(
   options: ServingOptions,
   stores: Stores,
+  makeEngine: EngineFactory<E>,
   admin: { source?: ResourceSource; manifestErrors?: () => unknown[] } = {},
-): Promise<Serving> {
+): Promise<Serving<E>> {
   const log = (message: string, fields?: Record<string, unknown>) => {
     if (options.logger) console.error(JSON.stringify({ level: 'warn', msg: message, ...fields }));
   };
@@ -103,18 +180,16 @@ export async function createServing(
     backend: options.analytics ?? { kind: 'memory' },
     queueDepth: () => engine.queued,
   });
-  const engine: InProcessEngine = new InProcessEngine({
-    ...options.engine,
-    observer: {
-      executionFinished: (e) =>
-        analytics.metrics.recordExecution(
-          e.workflowId,
-          e.status === 'succeeded' ? 'succeeded' : 'failed',
-        ),
-      callbackDelivered: (r) =>
-        analytics.metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
-    },
+  const made = makeEngine({
+    executionFinished: (e) =>
+      analytics.metrics.recordExecution(
+        e.workflowId,
+        e.status === 'succeeded' ? 'succeeded' : 'failed',
+      ),
+    callbackDelivered: (r) =>
+      analytics.metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
   });
+  const engine = made.engine;
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,
@@ -131,7 +206,10 @@ export async function createServing(
     idempotency: { store: stores.idempotency },
     observer: analytics.observer,
     plugins: analytics.plugins,
-    modes: { validateCallbackUrl: (url) => validateCallbackUrl(url, engine.callbacks.guard) },
+    modes: {
+      validateCallbackUrl: (url) => validateCallbackUrl(url, made.outbound),
+      outputValidator: outputValidatorFor,
+    },
     ...(options.logger !== undefined ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
@@ -144,7 +222,7 @@ export async function createServing(
     async close() {
       await app.close();
       table.close();
-      await engine.close(5_000);
+      await made.close();
     },
   };
 }

@@ -1,0 +1,166 @@
+// The Redis adapter of the execution engine port, used by gateways: `start` writes the
+// queued execution record and appends a job to a Redis stream in one atomic script
+// (before any 202 goes out), and worker processes (runtime/engine/worker.ts) run it.
+// Reads come from the shared executions store, events are relayed through Redis.
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { HttpProblem } from '../errors.ts';
+import type { RedisExecutionEvents } from './execution-events-redis.ts';
+import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
+import type {
+  Execution,
+  ExecutionEngine,
+  ExecutionFilter,
+  SequencedEvent,
+  StartRequest,
+} from './ports.ts';
+
+/** The stream of jobs and the consumer group of the workers. */
+export const QUEUE = { stream: 'hookgate:queue:executions', group: 'workers' } as const;
+
+/** What a job carries: the record (with the input) is in the store under `id`. */
+export interface ExecutionJob {
+  id: string;
+  triggerKey: string;
+  workflowId: string;
+  callbackUrl?: string;
+}
+
+// KEYS: record, events, index, stream. ARGV: record JSON, ttl ms, created ms, id,
+// 'queued' event JSON, job JSON. Returns the existing record when the id is taken.
+const ENQUEUE = `
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('GET', KEYS[1])
+end
+redis.call('RPUSH', KEYS[2], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+redis.call('XADD', KEYS[4], '*', 'job', ARGV[6])
+return false
+`;
+
+interface EnqueueCommand {
+  hookgateEnqueue(
+    record: string,
+    events: string,
+    index: string,
+    stream: string,
+    ...args: (string | number)[]
+  ): Promise<string | null>;
+}
+
+export interface QueuedEngineOptions {
+  redis: Redis;
+  store: RedisExecutionStore;
+  events: RedisExecutionEvents;
+  /** Jobs waiting at most; start() then answers HG_ERR_ENGINE_OVERLOADED. Default 100 000. */
+  maxQueued?: number;
+  /** How often the queue depth is read (for the limit and the gauge). Default 1 s. */
+  depthEveryMs?: number;
+  /** Execution ids when the trigger output carries none. Default `exec_<uuid>`. */
+  newId?: () => string;
+}
+
+export class QueuedEngine implements ExecutionEngine {
+  readonly #redis: Redis & EnqueueCommand;
+  readonly #store: RedisExecutionStore;
+  readonly #events: RedisExecutionEvents;
+  readonly #maxQueued: number;
+  readonly #newId: () => string;
+  readonly #timer: NodeJS.Timeout;
+  #depth = 0;
+  #closing = false;
+
+  constructor(options: QueuedEngineOptions) {
+    const redis = options.redis as Redis & Partial<EnqueueCommand>;
+    if (!redis.hookgateEnqueue) {
+      redis.defineCommand('hookgateEnqueue', { numberOfKeys: 4, lua: ENQUEUE });
+    }
+    this.#redis = redis as Redis & EnqueueCommand;
+    this.#store = options.store;
+    this.#events = options.events;
+    this.#maxQueued = options.maxQueued ?? 100_000;
+    this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
+    this.#timer = setInterval(() => void this.#readDepth(), options.depthEveryMs ?? 1_000);
+    this.#timer.unref();
+    void this.#readDepth();
+  }
+
+  /** Jobs in the stream (waiting or being run), as last read. */
+  get queued(): number {
+    return this.#depth;
+  }
+
+  async start(request: StartRequest): Promise<Execution> {
+    if (this.#closing)
+      throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The gateway is shutting down');
+    if (this.#depth >= this.#maxQueued) {
+      throw new HttpProblem('HG_ERR_ENGINE_OVERLOADED', 'Too many executions are waiting');
+    }
+    const id = request.input.metadata.executionId || this.#newId();
+    const createdAt = new Date();
+    const execution: Execution = {
+      id,
+      workflowId: request.workflow.workflowId,
+      triggerKey: request.route.key,
+      status: 'queued',
+      createdAt: createdAt.toISOString(),
+      input: { ...request.input, metadata: { ...request.input.metadata, executionId: id } },
+      log: [],
+    };
+    const queuedEvent: SequencedEvent = {
+      type: 'queued',
+      executionId: id,
+      seq: 1,
+      at: execution.createdAt,
+    };
+    const job: ExecutionJob = {
+      id,
+      triggerKey: request.route.key,
+      workflowId: request.workflow.workflowId,
+      ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
+    };
+    const existing = await this.#redis.hookgateEnqueue(
+      EXECUTION_KEYS.record(id),
+      EXECUTION_KEYS.events(id),
+      EXECUTION_KEYS.index,
+      QUEUE.stream,
+      JSON.stringify(execution),
+      this.#store.ttlMs,
+      createdAt.getTime(),
+      id,
+      JSON.stringify(queuedEvent),
+      JSON.stringify(job),
+    );
+    if (existing) return JSON.parse(existing) as Execution;
+    this.#depth++;
+    return execution;
+  }
+
+  get(id: string): Promise<Execution | undefined> {
+    return this.#store.get(id);
+  }
+
+  list(filter: ExecutionFilter): Promise<Execution[]> {
+    return this.#store.list(filter);
+  }
+
+  subscribe(id: string, afterSeq: number, listener: (event: SequencedEvent) => void): () => void {
+    return this.#events.subscribe(id, afterSeq, listener);
+  }
+
+  /** Stops accepting executions (those queued stay queued for the workers). */
+  close(): void {
+    this.#closing = true;
+    clearInterval(this.#timer);
+    this.#events.close();
+  }
+
+  async #readDepth(): Promise<void> {
+    try {
+      this.#depth = await this.#redis.xlen(QUEUE.stream);
+    } catch {
+      // Redis unreachable: keep the last value; start() will fail on its own.
+    }
+  }
+}

@@ -1,0 +1,213 @@
+// A worker: takes execution jobs off the Redis stream with a consumer group and runs
+// them with the in-process engine, whose store is the shared Redis one (so gateways
+// see progress, logs and results, and relay the events to waiting callers).
+//
+// At least once (acceptance rule G14): a job is acknowledged only after its execution
+// has finished and been saved. While it runs, the worker renews its claim on the job
+// (XCLAIM resets the idle time); a job that nobody has renewed for `claimIdleMs` (its
+// worker died) is claimed by another worker (XAUTOCLAIM) and run again from the start,
+// with the same execution id, so a callback keeps its webhook-id.
+import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
+import type { InProcessEngine } from './engine.ts';
+import type { RedisExecutionStore } from './execution-store-redis.ts';
+import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
+import { QUEUE, type ExecutionJob } from './queued-engine.ts';
+import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
+import { errorMessage, sleep } from './util.ts';
+
+export interface JobTarget {
+  route: RouteRecord;
+  workflow: WorkflowRegistration;
+}
+
+export interface ExecutionWorkerOptions {
+  /** Commands (acknowledge, claim, read records). */
+  redis: Redis;
+  /** A connection of its own for the blocking read. */
+  blocking: Redis;
+  /** Runs the jobs; built with the Redis store below and `streamEvents: true`. */
+  engine: InProcessEngine;
+  store: RedisExecutionStore;
+  /** The endpoint and the published workflow of a job, as they are now. */
+  resolve(job: ExecutionJob): Promise<JobTarget | undefined>;
+  outputValidator?: (route: RouteRecord) => OutputValidator | undefined;
+  /** Name in the consumer group. Default: host name and pid. */
+  consumer?: string;
+  /** Jobs run at once by this worker. Default 32. */
+  concurrency?: number;
+  /** A job whose worker has not renewed its claim for this long is run again. Default 60 s. */
+  claimIdleMs?: number;
+  /** Longest blocking read (also how fast close() is noticed). Default 2 s. */
+  blockMs?: number;
+  onInternalError?: (error: unknown, where: string) => void;
+}
+
+type StreamEntry = [id: string, fields: string[]];
+
+export class ExecutionWorker {
+  readonly #o: Required<Omit<ExecutionWorkerOptions, 'outputValidator'>> &
+    Pick<ExecutionWorkerOptions, 'outputValidator'>;
+  readonly #inflight = new Map<string, Promise<void>>();
+  #loop: Promise<void> | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #stopping = false;
+  #lastClaim = 0;
+
+  constructor(options: ExecutionWorkerOptions) {
+    this.#o = {
+      consumer: `${hostname()}-${process.pid}`,
+      concurrency: 32,
+      claimIdleMs: 60_000,
+      blockMs: 2_000,
+      onInternalError: (error, where) => console.error(`hookgate worker: ${where}:`, error),
+      ...options,
+    };
+  }
+
+  /** Jobs running now. */
+  get running(): number {
+    return this.#inflight.size;
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.#o.redis.xgroup('CREATE', QUEUE.stream, QUEUE.group, '0', 'MKSTREAM');
+    } catch (error) {
+      if (!errorMessage(error).includes('BUSYGROUP')) throw error;
+    }
+    const every = Math.max(100, Math.floor(this.#o.claimIdleMs / 3));
+    this.#heartbeat = setInterval(() => void this.#renewClaims(), every);
+    this.#loop = this.#consume();
+  }
+
+  /**
+   * Stops taking jobs, lets the running ones finish for up to `timeoutMs` (then the
+   * engine fails them as shut down), and acknowledges what finished.
+   */
+  async close(timeoutMs = 25_000): Promise<void> {
+    this.#stopping = true;
+    // A blocking read would hold the loop for up to blockMs: cut it short.
+    this.#o.blocking.disconnect();
+    await this.#loop;
+    await this.#o.engine.close(timeoutMs);
+    await Promise.allSettled(this.#inflight.values());
+    clearInterval(this.#heartbeat);
+  }
+
+  async #consume(): Promise<void> {
+    while (!this.#stopping) {
+      const free = this.#o.concurrency - this.#inflight.size;
+      if (free <= 0) {
+        await Promise.race(this.#inflight.values());
+        continue;
+      }
+      try {
+        const entries = await this.#next(free);
+        for (const [id, fields] of entries) this.#take(id, fields);
+      } catch (error) {
+        if (this.#stopping) break;
+        this.#o.onInternalError(error, 'reading the queue');
+        await sleep(1_000).catch(() => {});
+      }
+    }
+  }
+
+  /** Abandoned jobs first (at most every claimIdleMs / 2), then new ones. */
+  async #next(count: number): Promise<StreamEntry[]> {
+    const now = Date.now();
+    if (now - this.#lastClaim >= this.#o.claimIdleMs / 2) {
+      this.#lastClaim = now;
+      const claimed = (await this.#o.redis.xautoclaim(
+        QUEUE.stream,
+        QUEUE.group,
+        this.#o.consumer,
+        this.#o.claimIdleMs,
+        '0-0',
+        'COUNT',
+        count,
+      )) as [string, (StreamEntry | null)[], string[]?];
+      const abandoned = claimed[1].filter((e): e is StreamEntry => e !== null);
+      if (abandoned.length > 0) return abandoned;
+    }
+    const read = (await this.#o.blocking.xreadgroup(
+      'GROUP',
+      QUEUE.group,
+      this.#o.consumer,
+      'COUNT',
+      count,
+      'BLOCK',
+      this.#o.blockMs,
+      'STREAMS',
+      QUEUE.stream,
+      '>',
+    )) as [string, StreamEntry[]][] | null;
+    return read?.[0]?.[1] ?? [];
+  }
+
+  #take(entryId: string, fields: string[]): void {
+    if (this.#inflight.has(entryId)) return;
+    const run = this.#run(fields)
+      .then(() => this.#acknowledge(entryId))
+      .catch((error: unknown) => this.#o.onInternalError(error, `job ${entryId}`))
+      .finally(() => this.#inflight.delete(entryId));
+    this.#inflight.set(entryId, run);
+  }
+
+  async #run(fields: string[]): Promise<void> {
+    const at = fields.indexOf('job');
+    const job = JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
+    if (!job) return; // not a job of ours: acknowledge and drop it
+    const execution = await this.#o.store.get(job.id);
+    // Expired, or finished by a worker that died before acknowledging: nothing to do.
+    if (!execution || execution.status === 'succeeded' || execution.status === 'failed') return;
+    const afterSeq = await this.#o.store.eventCount(job.id);
+    const target = await this.#o.resolve(job);
+    if (!target) {
+      await this.#failUnrunnable(execution, job, afterSeq);
+      return;
+    }
+    const validator = this.#o.outputValidator?.(target.route);
+    const request: StartRequest = {
+      workflow: target.workflow,
+      route: target.route,
+      input: execution.input,
+      ...(validator ? { outputValidator: validator } : {}),
+      ...(job.callbackUrl ? { callbackUrl: job.callbackUrl } : {}),
+    };
+    await this.#o.engine.resume(request, execution, afterSeq);
+  }
+
+  /** The endpoint or its workflow went away between the 202 and the run. */
+  async #failUnrunnable(execution: Execution, job: ExecutionJob, afterSeq: number): Promise<void> {
+    const error: ExecutionError = {
+      message: `endpoint ${job.triggerKey} or its workflow ${job.workflowId} is no longer published`,
+      statusCode: 500,
+      code: 'HG_ERR_EXECUTION_FAILED',
+    };
+    const finishedAt = new Date().toISOString();
+    await this.#o.store.save({ ...execution, status: 'failed', error, finishedAt });
+    await this.#o.store.appendEvents([
+      { type: 'failed', error, executionId: execution.id, seq: afterSeq + 1, at: finishedAt },
+    ]);
+  }
+
+  async #acknowledge(entryId: string): Promise<void> {
+    await this.#o.redis
+      .multi()
+      .xack(QUEUE.stream, QUEUE.group, entryId)
+      .xdel(QUEUE.stream, entryId)
+      .exec();
+  }
+
+  /** Resets the idle time of the jobs this worker runs, so nobody claims them. */
+  async #renewClaims(): Promise<void> {
+    const ids = [...this.#inflight.keys()];
+    if (ids.length === 0) return;
+    try {
+      await this.#o.redis.xclaim(QUEUE.stream, QUEUE.group, this.#o.consumer, 0, ...ids, 'JUSTID');
+    } catch (error) {
+      this.#o.onInternalError(error, 'renewing claims');
+    }
+  }
+}

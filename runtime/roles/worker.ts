@@ -1,0 +1,87 @@
+// `hookgate worker`: runs the executions that gateways queue in Redis. Any number of
+// replicas share the queue through one consumer group; each runs up to `concurrency`
+// executions at once and exposes execution and callback metrics.
+import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import { GatewayMetrics } from '../analytics/metrics.ts';
+import { InProcessEngine, type InProcessEngineOptions } from '../engine/engine.ts';
+import { RedisExecutionStore } from '../engine/execution-store-redis.ts';
+import { QUEUE } from '../engine/queued-engine.ts';
+import { ExecutionWorker, type ExecutionWorkerOptions } from '../engine/worker.ts';
+import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
+import { REDIS_KEYS, RedisRecordStore } from '../stores/redis.ts';
+import { outputValidatorFor } from './output-validator.ts';
+
+export interface WorkerRuntimeOptions {
+  redis: Redis;
+  engine?: Omit<InProcessEngineOptions, 'store' | 'streamEvents' | 'observer'>;
+  /** Executions run at once. Default 32. */
+  concurrency?: number;
+  claimIdleMs?: number;
+  blockMs?: number;
+  consumer?: string;
+}
+
+export interface WorkerRuntime {
+  registry: Registry;
+  engine: InProcessEngine;
+  worker: ExecutionWorker;
+  close(timeoutMs?: number): Promise<void>;
+}
+
+export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promise<WorkerRuntime> {
+  const { redis } = options;
+  const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
+  const workflows = new RedisRecordStore<WorkflowRegistration>({
+    redis,
+    key: REDIS_KEYS.workflows,
+  });
+  const store = new RedisExecutionStore({ redis });
+  const registry = new Registry();
+  const metrics = new GatewayMetrics({ registry, queueDepth: () => redis.xlen(QUEUE.stream) });
+  const concurrency = options.concurrency ?? 32;
+  const engine = new InProcessEngine({
+    ...options.engine,
+    concurrency,
+    store,
+    streamEvents: true,
+    observer: {
+      executionFinished: (e) =>
+        metrics.recordExecution(e.workflowId, e.status === 'succeeded' ? 'succeeded' : 'failed'),
+      callbackDelivered: (r) =>
+        metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
+    },
+  });
+  const blocking = redis.duplicate();
+  const workerOptions: ExecutionWorkerOptions = {
+    redis,
+    blocking,
+    engine,
+    store,
+    concurrency,
+    // Read at run time, so a job runs what is deployed and published now.
+    resolve: async (job) => {
+      const [route, workflow] = await Promise.all([
+        routes.get(job.triggerKey),
+        workflows.get(job.workflowId),
+      ]);
+      return route && workflow ? { route, workflow } : undefined;
+    },
+    outputValidator: outputValidatorFor,
+    ...(options.claimIdleMs !== undefined ? { claimIdleMs: options.claimIdleMs } : {}),
+    ...(options.blockMs !== undefined ? { blockMs: options.blockMs } : {}),
+    ...(options.consumer !== undefined ? { consumer: options.consumer } : {}),
+  };
+  const worker = new ExecutionWorker(workerOptions);
+  await worker.start();
+  return {
+    registry,
+    engine,
+    worker,
+    async close(timeoutMs) {
+      await worker.close(timeoutMs);
+      routes.close();
+      workflows.close();
+    },
+  };
+}
