@@ -1,92 +1,143 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+// The in-memory GCRA limiter on a fake clock: refill, Retry-After, the minute boundary
+// (acceptance rule G9: no 2× burst), sliding-window bounds, and the store's eviction.
+// The behaviour shared with Redis: rate-limit.contract.test.ts.
+import { describe, expect, it } from 'vitest';
 import { HttpProblem } from '../../runtime/errors.ts';
-import { EndpointRateLimiter } from '../../runtime/gateway/security/rate-limit.ts';
-import { burst, makeRoute, problemOf } from './fixtures.ts';
+import { MemoryGcraStore } from '../../runtime/gateway/security/gcra.ts';
+import {
+  EndpointRateLimiter,
+  type RateLimitDecision,
+} from '../../runtime/gateway/security/rate-limit.ts';
+import type { RouteRecord } from '../../runtime/stores/ports.ts';
+import { makeRoute } from './fixtures.ts';
 
-const limited = (rpm: number, key = 'shop/limited', failureMode: 'open' | 'closed' = 'open') =>
-  makeRoute(
-    { methods: ['POST', 'GET'], rateLimit: { requestsPerMinute: rpm, failureMode } },
-    {},
-    key,
-  );
+const limited = (rpm: number, key = 'shop/limited') =>
+  makeRoute({ rateLimit: { requestsPerMinute: rpm, failureMode: 'open' } }, {}, key);
 
-describe('EndpointRateLimiter (memory)', () => {
-  afterEach(() => vi.useRealTimers());
+/** The memory limiter's answer, which must not be a promise. */
+function now(limiter: EndpointRateLimiter, route: RouteRecord): RateLimitDecision {
+  const decision = limiter.consume(route);
+  if (decision instanceof Promise) throw new Error('the memory limiter returned a promise');
+  return decision;
+}
 
-  it('no rateLimit: no headers, never limited', async () => {
-    const limiter = new EndpointRateLimiter();
-    for (let i = 0; i < 5; i++) {
-      expect(await limiter.check(makeRoute())).toEqual({ headers: {}, degraded: false });
+/** A limiter on a clock the test moves (ms). */
+function onClock(start = 0) {
+  const clock = { ms: start };
+  const limiter = new EndpointRateLimiter({ now: () => clock.ms });
+  /** Fires `n` requests at the current instant; the number admitted. */
+  const fire = (route: RouteRecord, n: number) => {
+    let admitted = 0;
+    for (let i = 0; i < n; i++) {
+      try {
+        now(limiter, route);
+        admitted++;
+      } catch (error) {
+        if (!(error instanceof HttpProblem) || error.status !== 429) throw error;
+      }
     }
-  });
-
-  it('admits exactly N of many concurrent requests; the rest get 429 with Retry-After', async () => {
-    const limiter = new EndpointRateLimiter();
-    const { admitted, rejected, other } = await burst([limiter], limited(37), 500);
-    expect(admitted).toBe(37);
-    expect(other).toBe(0);
-    expect(rejected).toHaveLength(463);
-    for (const problem of rejected) {
-      expect(problem.code).toBe('HG_ERR_RATE_LIMITED');
-      expect(problem.status).toBe(429);
-      const retryAfter = Number(problem.headers['Retry-After']);
-      expect(retryAfter).toBeGreaterThanOrEqual(1);
-      expect(retryAfter).toBeLessThanOrEqual(60);
-      expect(problem.headers['RateLimit-Remaining']).toBe('0');
-      expect(problem.headers['RateLimit-Limit']).toBe('37');
+    return admitted;
+  };
+  const rejection = (route: RouteRecord) => {
+    try {
+      now(limiter, route);
+    } catch (error) {
+      if (error instanceof HttpProblem) return error;
+      throw error;
     }
+    throw new Error('expected a 429');
+  };
+  return { clock, limiter, fire, rejection };
+}
+
+describe('EndpointRateLimiter (memory, fake clock)', () => {
+  it('answers synchronously: a decision or a thrown 429, no promise on the hot path', () => {
+    const { limiter, rejection } = onClock();
+    const route = limited(1);
+    expect(limiter.consume(route)).toMatchObject({ degraded: false }); // not a promise
+    expect(rejection(route).code).toBe('HG_ERR_RATE_LIMITED');
+    expect(now(limiter, makeRoute())).toEqual({ headers: {}, degraded: false });
   });
 
-  it('sends RateLimit headers on every admitted request, counting down', async () => {
-    const limiter = new EndpointRateLimiter();
-    const route = limited(3, 'shop/headers');
-    const seen = [];
-    for (let i = 0; i < 3; i++) seen.push((await limiter.check(route)).headers);
-    expect(seen.map((h) => h['RateLimit-Remaining'])).toEqual(['2', '1', '0']);
-    for (const headers of seen) {
-      expect(headers['RateLimit-Limit']).toBe('3');
-      expect(headers['RateLimit-Policy']).toBe('3;w=60');
-      expect(Number(headers['RateLimit-Reset'])).toBeGreaterThanOrEqual(1);
-      expect(Number(headers['RateLimit-Reset'])).toBeLessThanOrEqual(60);
-      expect(headers).not.toHaveProperty('Retry-After');
+  it('N at once, then one per 60/N s: Retry-After counts down to the next slot', () => {
+    const { clock, limiter, fire, rejection } = onClock();
+    const route = limited(2); // one every 30 s
+    expect(fire(route, 2)).toBe(2);
+    let problem = rejection(route);
+    expect(problem.headers['Retry-After']).toBe('30');
+    expect(problem.headers['RateLimit-Reset']).toBe('60');
+    clock.ms += 29_000;
+    problem = rejection(route);
+    expect(problem.headers['Retry-After']).toBe('1');
+    expect(problem.headers['RateLimit-Reset']).toBe('31');
+    clock.ms += 1_000; // exactly Retry-After later: admitted
+    const headers = now(limiter, route).headers;
+    expect(headers['RateLimit-Remaining']).toBe('0');
+    expect(headers['RateLimit-Reset']).toBe('60');
+    expect(rejection(route).headers['Retry-After']).toBe('30');
+  });
+
+  it('no 2× burst across a minute boundary (a fixed window would pass 2N in 0.2 s)', () => {
+    // 08:00:59.900 on the clock, then 08:01:00.100.
+    const { clock, fire } = onClock(8 * 3_600_000 + 59_900);
+    const route = limited(10); // one every 6 s
+    expect(fire(route, 100)).toBe(10);
+    clock.ms += 200;
+    expect(fire(route, 100)).toBe(0);
+    clock.ms += 5_800; // one interval after the burst
+    expect(fire(route, 100)).toBe(1);
+  });
+
+  it('a client firing constantly for 3 minutes: N + one per interval; at most N + ⌈w/T⌉ − 1 in any w, 2N − 1 in 60 s', () => {
+    const { clock, fire } = onClock();
+    const route = limited(10); // T = 6 s
+    const admittedAt: number[] = [];
+    for (clock.ms = 0; clock.ms <= 180_000; clock.ms += 100) {
+      const n = fire(route, 11);
+      for (let i = 0; i < n; i++) admittedAt.push(clock.ms);
     }
-    expect((await problemOf(() => limiter.check(route))).code).toBe('HG_ERR_RATE_LIMITED');
+    expect(admittedAt).toHaveLength(10 + 30); // the burst, then one every 6 s
+    const most = (w: number) =>
+      Math.max(...admittedAt.map((t) => admittedAt.filter((u) => u >= t && u < t + w).length));
+    expect(most(1_000)).toBe(10);
+    expect(most(6_000)).toBe(10);
+    expect(most(10_000)).toBe(11);
+    expect(most(60_000)).toBe(19);
+    expect(most(120_000)).toBe(29);
   });
 
-  it('endpoints are counted separately', async () => {
-    const limiter = new EndpointRateLimiter();
-    const a = limited(2, 'shop/a');
-    const b = limited(2, 'shop/b');
-    await limiter.check(a);
-    await limiter.check(a);
-    await expect(limiter.check(a)).rejects.toBeInstanceOf(HttpProblem);
-    await expect(limiter.check(b)).resolves.toMatchObject({ degraded: false });
+  it('a quiet minute restores the full limit', () => {
+    const { clock, fire } = onClock();
+    const route = limited(10);
+    expect(fire(route, 50)).toBe(10);
+    clock.ms += 59_999;
+    expect(fire(route, 50)).toBe(9);
+    clock.ms += 60_000;
+    expect(fire(route, 50)).toBe(10);
   });
 
-  it('a changed limit takes effect at once (new limiter for the new value)', async () => {
-    const limiter = new EndpointRateLimiter();
-    await limiter.check(limited(1, 'shop/change'));
-    await expect(limiter.check(limited(1, 'shop/change'))).rejects.toBeInstanceOf(HttpProblem);
-    const raised = await limiter.check(limited(5, 'shop/change'));
-    expect(raised.headers['RateLimit-Limit']).toBe('5');
+  it('forget drops a route’s state', () => {
+    const { limiter, fire } = onClock();
+    const route = limited(3);
+    expect(fire(route, 5)).toBe(3);
+    limiter.forget(route.key);
+    expect(fire(route, 5)).toBe(3);
   });
+});
 
-  it('fixed 60 s window: Retry-After counts down, the window resets, boundary admits 2N', async () => {
-    vi.useFakeTimers({ now: new Date('2026-11-23T08:00:00Z') });
-    const limiter = new EndpointRateLimiter();
-    const route = limited(2, 'shop/window');
-    await limiter.check(route);
-    await limiter.check(route);
-    const first = await problemOf(() => limiter.check(route));
-    expect(first.headers['Retry-After']).toBe('60');
-    vi.advanceTimersByTime(45_000);
-    const later = await problemOf(() => limiter.check(route));
-    expect(later.headers['Retry-After']).toBe('15');
-    vi.advanceTimersByTime(15_001);
-    // a new window: the limit is available again. Two requests at the end of the
-    // previous window plus two now = 2 × limit within ~15 s (documented boundary).
-    expect((await limiter.check(route)).headers['RateLimit-Remaining']).toBe('1');
-    expect((await limiter.check(route)).headers['RateLimit-Remaining']).toBe('0');
-    await expect(limiter.check(route)).rejects.toBeInstanceOf(HttpProblem);
+describe('MemoryGcraStore', () => {
+  it('one cell per key, reused; drained cells are swept when the map has doubled', () => {
+    const clock = { ms: 0 };
+    const store = new MemoryGcraStore(() => clock.ms);
+    for (let i = 0; i < 100; i++) store.take('same', 1000);
+    expect(store.size).toBe(1);
+    for (let i = 1; i < 1023; i++) store.take(`k${i}`, 10);
+    expect(store.size).toBe(1023);
+    clock.ms += 6_000; // every cell has drained (one request = 6 s at 10/min)
+    store.take('live', 10); // the 1024th key: a sweep keeps only live cells
+    expect(store.size).toBe(1);
+    for (let i = 0; i < 1023; i++) store.take(`m${i}`, 10);
+    expect(store.size).toBe(1024); // all live: nothing to drop
+    expect(store.take('live', 10)).toMatchObject({ allowed: true, remaining: 8 });
   });
 });

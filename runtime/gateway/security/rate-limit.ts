@@ -1,37 +1,31 @@
 // Per-endpoint rate limit (spec: "integer requests per minute … shared by all enabled
 // methods"; DESIGN: 429 with Retry-After and RateLimit headers; acceptance rules G9, G10).
 //
-// Algorithm: rate-limiter-flexible's fixed 60-second window per endpoint, counted in
-// memory (single process, `hookgate dev`) or in Redis (all gateway replicas share one
-// counter through the same keyPrefix). In Redis the check-and-increment is one atomic
-// Lua script (SET NX EX + INCRBY + PTTL) and the window expiry is Redis's own TTL clock,
-// so a key never outlives its window and replicas' clocks do not matter.
-// Boundary behaviour (honest): a fixed window admits up to `requestsPerMinute` per
-// window, so a burst at the end of one window followed by one at the start of the next
-// can pass up to 2 × the limit within a few seconds. rate-limiter-flexible has no
-// sliding-window or GCRA limiter, and a custom script cannot carry per-endpoint limits
-// through its command interface; this is accepted for v1alpha1 and documented.
+// Algorithm: GCRA (gcra.ts), counted in memory (single process, `hookgate dev`) or in
+// Redis (gcra-redis.ts: one atomic Lua script on Redis's clock, shared by every gateway
+// replica through the same key prefix). A limit of N per minute lets a quiet endpoint
+// take N requests at once, then one more every 60/N s: never twice the limit across a
+// minute boundary (ADR 0011).
 //
-// Headers (every request on a limited endpoint): `RateLimit-Limit`, `RateLimit-Remaining`,
-// `RateLimit-Reset` (seconds until the window resets; the widely implemented
-// draft-polli-ratelimit-headers-02 trio) and `RateLimit-Policy: <n>;w=60`. A rejection adds
-// `Retry-After` (seconds, at least 1).
+// Headers (every request on a limited endpoint): `RateLimit-Limit`, `RateLimit-Remaining`
+// (requests that would pass right now), `RateLimit-Reset` (seconds until the full limit
+// is available again; the widely implemented draft-polli-ratelimit-headers-02 trio) and
+// `RateLimit-Policy: <n>;w=60`. A rejection adds `Retry-After` (seconds until one request
+// passes again, at least 1).
 //
-// Store failures (a plain Error, or no answer within timeoutMs) are told apart from a
-// rejection (a RateLimiterRes). failureMode open → the request passes without RateLimit
-// headers (like Kong's fault_tolerant); closed → 503 rate-limit-unavailable.
+// Store failures (a Redis error, a client that is not connected, or no answer within
+// timeoutMs) are told apart from a rejection. failureMode open → the request passes
+// without RateLimit headers (like Kong's fault_tolerant); closed → 503
+// rate-limit-unavailable.
 import type { Redis } from 'ioredis';
-import {
-  RateLimiterMemory,
-  RateLimiterRedis,
-  RateLimiterRes,
-  type RateLimiterAbstract,
-} from 'rate-limiter-flexible';
 import { HttpProblem } from '../../errors.ts';
 import type { RouteRecord } from '../../stores/ports.ts';
+import { MemoryGcraStore, WINDOW_SECONDS, type GcraResult } from './gcra.ts';
+import { RedisGcraStore } from './gcra-redis.ts';
 
-export const RATE_LIMIT_KEY_PREFIX = 'hookgate:rl';
-export const WINDOW_SECONDS = 60;
+export { WINDOW_SECONDS } from './gcra.ts';
+/** Redis keys are `<prefix>:<route key>` (not the fixed-window limiter's hookgate:rl). */
+export const RATE_LIMIT_KEY_PREFIX = 'hookgate:gcra';
 export const DEFAULT_STORE_TIMEOUT_MS = 250;
 
 export interface RateLimitDecision {
@@ -47,80 +41,59 @@ export interface EndpointRateLimiterOptions {
    * client options: `enableOfflineQueue: false` and a small `maxRetriesPerRequest`.
    */
   redis?: Redis;
-  /** Key prefix shared by every gateway replica (default hookgate:rl). */
+  /** Key prefix shared by every gateway replica (default hookgate:gcra). */
   keyPrefix?: string;
   /** A store call slower than this counts as a store failure (default 250 ms). */
   timeoutMs?: number;
+  /** The in-memory store's clock: monotonic milliseconds (default performance.now; tests). */
+  now?: () => number;
 }
 
 class StoreTimeout extends Error {}
 
 export class EndpointRateLimiter {
-  readonly #redis: Redis | undefined;
+  readonly #store: MemoryGcraStore | RedisGcraStore;
   readonly #keyPrefix: string;
   readonly #timeoutMs: number;
-  readonly #limiters = new Map<string, { rpm: number; limiter: RateLimiterAbstract }>();
 
   constructor(opts: EndpointRateLimiterOptions = {}) {
-    this.#redis = opts.redis;
-    this.#keyPrefix = opts.keyPrefix ?? RATE_LIMIT_KEY_PREFIX;
+    this.#store = opts.redis ? new RedisGcraStore(opts.redis) : new MemoryGcraStore(opts.now);
+    this.#keyPrefix = `${opts.keyPrefix ?? RATE_LIMIT_KEY_PREFIX}:`;
     this.#timeoutMs = opts.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   }
 
-  /** The limiter for a route, rebuilt when its requestsPerMinute changes. */
-  #limiterFor(routeKey: string, rpm: number): RateLimiterAbstract {
-    const cached = this.#limiters.get(routeKey);
-    if (cached && cached.rpm === rpm) return cached.limiter;
-    const common = { points: rpm, duration: WINDOW_SECONDS, keyPrefix: this.#keyPrefix };
-    const limiter = this.#redis
-      ? new RateLimiterRedis({ ...common, storeClient: this.#redis, rejectIfRedisNotReady: true })
-      : new RateLimiterMemory(common);
-    this.#limiters.set(routeKey, { rpm, limiter });
-    return limiter;
-  }
-
-  /** Drops the limiter of a removed route. */
+  /** Drops a removed route's in-memory state (Redis state expires on its own). */
   forget(routeKey: string): void {
-    this.#limiters.delete(routeKey);
+    if (this.#store instanceof MemoryGcraStore) this.#store.delete(routeKey);
   }
 
   /**
    * Counts one request against the route's limit. Resolves with the headers to send;
-   * throws 429 rate-limited (with Retry-After) over the limit, or 503
+   * rejects with 429 rate-limited (with Retry-After) over the limit, or 503
    * rate-limit-unavailable when the store fails and failureMode is closed.
    */
   async check(route: RouteRecord): Promise<RateLimitDecision> {
+    return await this.consume(route);
+  }
+
+  /**
+   * `check` without a promise where none is needed: the in-memory store answers (or
+   * throws the HttpProblem) synchronously; the Redis store returns a promise.
+   */
+  consume(route: RouteRecord): RateLimitDecision | Promise<RateLimitDecision> {
     const config = route.spec.rateLimit;
     if (!config) return { headers: {}, degraded: false };
-    const rpm = config.requestsPerMinute;
-    const limiter = this.#limiterFor(route.key, rpm);
-    let outcome: RateLimiterRes;
-    try {
-      outcome = await this.#withTimeout(limiter.consume(route.key, 1));
-    } catch (error) {
-      if (error instanceof RateLimiterRes) {
-        const headers = rateLimitHeaders(rpm, error);
-        const retryAfter = headers['RateLimit-Reset'] ?? '1';
-        throw new HttpProblem(
-          'HG_ERR_RATE_LIMITED',
-          `This endpoint accepts ${rpm} requests per minute; retry after ${retryAfter} s.`,
-          { headers: { ...headers, 'Retry-After': retryAfter } },
-        );
-      }
-      if ((config.failureMode ?? 'open') === 'closed') {
-        throw new HttpProblem(
-          'HG_ERR_RATE_LIMIT_UNAVAILABLE',
-          'The rate limiter is unavailable and this endpoint does not accept requests without it.',
-          { headers: { 'Retry-After': '1' } },
-        );
-      }
-      return { headers: {}, degraded: true };
-    }
-    return { headers: rateLimitHeaders(rpm, outcome), degraded: false };
+    const limit = config.requestsPerMinute;
+    const store = this.#store;
+    if (store instanceof MemoryGcraStore) return decide(limit, store.take(route.key, limit));
+    const closed = config.failureMode === 'closed';
+    return this.#withTimeout(store.take(this.#keyPrefix + route.key, limit)).then(
+      (result) => decide(limit, result),
+      () => storeFailed(closed),
+    );
   }
 
   #withTimeout<T>(promise: Promise<T>): Promise<T> {
-    if (!this.#redis) return promise; // the memory store answers synchronously
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -132,12 +105,36 @@ export class EndpointRateLimiter {
   }
 }
 
-function rateLimitHeaders(limit: number, res: RateLimiterRes): Record<string, string> {
-  const resetSeconds = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+function decide(limit: number, result: GcraResult): RateLimitDecision {
+  const headers = rateLimitHeaders(limit, result);
+  if (result.allowed) return { headers, degraded: false };
+  const retryAfter = String(Math.max(1, Math.ceil(result.retryAfterUs / 1e6)));
+  throw new HttpProblem(
+    'HG_ERR_RATE_LIMITED',
+    `This endpoint accepts ${limit} requests per minute; retry after ${retryAfter} s.`,
+    { headers: { ...headers, 'Retry-After': retryAfter } },
+  );
+}
+
+function storeFailed(closed: boolean): RateLimitDecision {
+  if (closed) {
+    throw new HttpProblem(
+      'HG_ERR_RATE_LIMIT_UNAVAILABLE',
+      'The rate limiter is unavailable and this endpoint does not accept requests without it.',
+      { headers: { 'Retry-After': '1' } },
+    );
+  }
+  return { headers: {}, degraded: true };
+}
+
+function rateLimitHeaders(limit: number, result: GcraResult): Record<string, string> {
+  // The interval is rounded up to a whole µs, so a full backlog can exceed 60 s by
+  // less than `limit` µs: never announce more than the window.
+  const reset = Math.min(WINDOW_SECONDS, Math.max(1, Math.ceil(result.resetAfterUs / 1e6)));
   return {
     'RateLimit-Limit': String(limit),
-    'RateLimit-Remaining': String(Math.max(0, res.remainingPoints)),
-    'RateLimit-Reset': String(resetSeconds),
+    'RateLimit-Remaining': String(result.remaining),
+    'RateLimit-Reset': String(reset),
     'RateLimit-Policy': `${limit};w=${WINDOW_SECONDS}`,
   };
 }
