@@ -100,7 +100,10 @@ export class RedisExecutionStore implements ExecutionStore {
 
   async get(id: string): Promise<Execution | undefined> {
     const json = await this.#redis.get(EXECUTION_KEYS.record(id));
-    return json ? (JSON.parse(json) as Execution) : undefined;
+    if (!json) return undefined;
+    const execution = JSON.parse(json) as Execution;
+    // Redis expires the key on its own; this hides it on the store's clock too.
+    return this.#expired(execution) ? undefined : execution;
   }
 
   async list(filter: ExecutionFilter): Promise<Execution[]> {
@@ -123,6 +126,7 @@ export class RedisExecutionStore implements ExecutionStore {
       for (const json of records) {
         if (!json) continue;
         const e = JSON.parse(json) as Execution;
+        if (this.#expired(e)) continue;
         if (filter.workflowId !== undefined && e.workflowId !== filter.workflowId) continue;
         if (filter.triggerKey !== undefined && e.triggerKey !== filter.triggerKey) continue;
         if (filter.status !== undefined && e.status !== filter.status) continue;
@@ -156,6 +160,10 @@ export class RedisExecutionStore implements ExecutionStore {
     // Seqs are 1, 2, 3… in list order, so the events after `afterSeq` start at that index.
     const raw = await this.#redis.lrange(EXECUTION_KEYS.events(id), Math.max(0, afterSeq), -1);
     return raw.map((json) => JSON.parse(json) as SequencedEvent).filter((e) => e.seq > afterSeq);
+  }
+
+  #expired(execution: Execution): boolean {
+    return Date.parse(execution.createdAt) < this.#now() - this.#ttlMs;
   }
 
   /** Number of events stored for an execution (a worker continues numbering after it). */

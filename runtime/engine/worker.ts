@@ -52,6 +52,7 @@ export class ExecutionWorker {
   #loop: Promise<void> | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #stopping = false;
+  #closed: Promise<void> | undefined;
   #lastClaim = 0;
 
   constructor(options: ExecutionWorkerOptions) {
@@ -85,7 +86,12 @@ export class ExecutionWorker {
    * Stops taking jobs, lets the running ones finish for up to `timeoutMs` (then the
    * engine fails them as shut down), and acknowledges what finished.
    */
-  async close(timeoutMs = 25_000): Promise<void> {
+  close(timeoutMs = 25_000): Promise<void> {
+    this.#closed ??= this.#close(timeoutMs);
+    return this.#closed;
+  }
+
+  async #close(timeoutMs: number): Promise<void> {
     this.#stopping = true;
     // A blocking read would hold the loop for up to blockMs: cut it short.
     this.#o.blocking.disconnect();

@@ -1,6 +1,11 @@
 // Builders for engine tests: a workflow registration, a route and a trigger output.
 import type { WorkflowNode, WorkflowSpec } from '../../operator/api/v1alpha1/workflow.ts';
-import type { Execution, SequencedEvent, TriggerOutput } from '../../runtime/engine/ports.ts';
+import type {
+  Execution,
+  ExecutionEngine,
+  SequencedEvent,
+  TriggerOutput,
+} from '../../runtime/engine/ports.ts';
 import type { InProcessEngine } from '../../runtime/engine/engine.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../runtime/stores/ports.ts';
 
@@ -70,7 +75,7 @@ export function trigger(body: unknown, executionId = ''): TriggerOutput {
 }
 
 /** Resolves with the finished execution (waits for its terminal event). */
-export function finished(engine: InProcessEngine, id: string): Promise<Execution> {
+export function finished(engine: ExecutionEngine, id: string): Promise<Execution> {
   return new Promise((resolve, reject) => {
     engine.subscribe(id, 0, (event: SequencedEvent) => {
       if (event.type === 'completed' || event.type === 'failed') {
