@@ -51,6 +51,8 @@ Environment:
   HOOKGATE_MAX_QUEUED        gateway, queue mode: executions waiting at most before 503
                              (default 100000)
   HOOKGATE_WORKER_CONCURRENCY  worker: executions run at once (default 32)
+  HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
+                             long is run again by another worker (default 60000)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   LOG_LEVEL                  fatal | error | warn | info | debug (default info)
 `;
@@ -116,7 +118,11 @@ function problemsOf(
     problems.push(`the ${role} role needs REDIS_URL`);
   if (env.HOOKGATE_EXECUTIONS && !['queue', 'inline'].includes(env.HOOKGATE_EXECUTIONS))
     problems.push(`HOOKGATE_EXECUTIONS must be queue or inline, not "${env.HOOKGATE_EXECUTIONS}"`);
-  for (const name of ['HOOKGATE_MAX_QUEUED', 'HOOKGATE_WORKER_CONCURRENCY']) {
+  for (const name of [
+    'HOOKGATE_MAX_QUEUED',
+    'HOOKGATE_WORKER_CONCURRENCY',
+    'HOOKGATE_WORKER_CLAIM_IDLE_MS',
+  ]) {
     const raw = env[name];
     if (raw !== undefined && !(Number.isInteger(Number(raw)) && Number(raw) > 0))
       problems.push(`${name} must be a positive integer, not "${raw}"`);
@@ -216,7 +222,12 @@ async function runGateway(s: Settings): Promise<void> {
 async function runWorker(s: Settings): Promise<void> {
   const redis = redisClient() as Redis;
   const concurrency = Number(process.env.HOOKGATE_WORKER_CONCURRENCY ?? 32);
-  const runtime = await createWorkerRuntime({ redis, concurrency });
+  const claimIdle = process.env.HOOKGATE_WORKER_CLAIM_IDLE_MS;
+  const runtime = await createWorkerRuntime({
+    redis,
+    concurrency,
+    ...(claimIdle ? { claimIdleMs: Number(claimIdle) } : {}),
+  });
   // Metrics and probes on METRICS_PORT (else --port): a worker serves no traffic.
   const port = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : s.port;
   const metrics = await serveMetrics(runtime.registry, { port, host: s.host });

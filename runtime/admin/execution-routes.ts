@@ -7,6 +7,7 @@ import { pipeExecution } from '../gateway/response-modes.ts';
 import { openSse } from '../gateway/sse.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
+const FILTERS = ['workflowId', 'trigger', 'status', 'since', 'until', 'limit'];
 
 function invalid(name: string, detail: string): HttpProblem {
   return new HttpProblem('HG_ERR_INVALID_PARAMETER', detail, {
@@ -16,6 +17,12 @@ function invalid(name: string, detail: string): HttpProblem {
 
 export function parseExecutionFilter(query: Record<string, unknown>): ExecutionFilter {
   const filter: ExecutionFilter = {};
+  // A misspelt filter would silently list everything: refuse it instead.
+  for (const name of Object.keys(query)) {
+    if (!FILTERS.includes(name)) {
+      throw invalid(name, `unknown filter ${name}; the filters are ${FILTERS.join(', ')}`);
+    }
+  }
   const str = (name: string) => {
     const v = query[name];
     if (v === undefined) return undefined;

@@ -1,7 +1,8 @@
-// The distributed shape: one `hookgate operator` and two `hookgate gateway` processes
-// sharing a real redis-server, resources from the Kubernetes-compatible API server.
-// The operator writes routes to Redis; both gateways serve them; a rate limit is
-// counted across both; a deleted trigger disappears from both.
+// The distributed shape: one `hookgate operator`, two `hookgate gateway` and
+// `hookgate worker` processes sharing a real redis-server, resources from the
+// Kubernetes-compatible API server. The operator writes routes to Redis; both gateways
+// serve them and queue executions that the workers run; a rate limit is counted across
+// both; a worker killed mid-run loses nothing; a deleted trigger disappears from both.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,19 +23,20 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   let metricsPort = 0;
   const base = () => `${api.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
 
+  let kubeconfig = '';
   function start(
-    role: 'operator' | 'gateway',
+    role: 'operator' | 'gateway' | 'worker',
     port: number,
-    kubeconfig: string,
+    kubeconfigPath: string,
     extra: Record<string, string> = {},
-  ) {
+  ): ChildProcess {
     const child = spawn(
       process.execPath,
       [join(root, 'runtime/cli.ts'), role, '--port', String(port)],
       {
         env: {
           ...process.env,
-          KUBECONFIG: kubeconfig,
+          KUBECONFIG: kubeconfigPath,
           REDIS_URL: redis.url,
           LOG_LEVEL: 'warn',
           HOOKGATE_BASE_URL: 'https://hooks.test',
@@ -44,7 +46,14 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       },
     );
     children.push(child);
+    return child;
   }
+  const healthy = (port: number) =>
+    eventually(
+      async () => expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200),
+      20_000,
+      100,
+    );
   const post = (path: string, body: object) =>
     fetch(`${base()}/${path}`, {
       method: 'POST',
@@ -55,7 +64,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   beforeAll(async () => {
     cluster = await startTestCluster({ crds: true });
     api = cluster.server;
-    const kubeconfig = cluster.kubeconfig;
+    kubeconfig = cluster.kubeconfig;
     redis = await startRedis();
     const port = 31_000 + Math.floor(Math.random() * 3000);
     ports.push(port, port + 1, port + 2);
@@ -63,13 +72,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     start('gateway', port + 1, kubeconfig, { METRICS_PORT: String(port + 10) });
     metricsPort = port + 10;
     start('gateway', port + 2, kubeconfig);
-    for (const p of ports) {
-      await eventually(
-        async () => expect((await fetch(`http://127.0.0.1:${p}/healthz`)).status).toBe(200),
-        20_000,
-        100,
-      );
-    }
+    for (const p of ports) await healthy(p);
   });
   afterAll(async () => {
     for (const c of children) c.kill('SIGKILL');
@@ -162,6 +165,121 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     expect(retried.status).toBe(202);
     expect(retried.headers.get('idempotent-replayed')).toBe('true');
     expect(((await retried.json()) as { executionId: string }).executionId).toBe(executionId);
+  });
+
+  it('a worker runs what a gateway queued; either gateway reads it and waits for it', async () => {
+    const worker = start('worker', ports[0]! + 20, kubeconfig);
+    await healthy(ports[0]! + 20);
+    await post('webhooktriggers', {
+      apiVersion: 'hookgate.dev/v1alpha1',
+      kind: 'WebhookTrigger',
+      metadata: { name: 'wait' },
+      spec: {
+        workflowRef: { name: 'orders' },
+        pathSegment: 'wait',
+        response: { mode: 'waitForCompletion' },
+      },
+    });
+    const [g1, g2] = ports.slice(1) as [number, number];
+    const waitPath = '/webhook/default-production-orders/wait';
+    await eventually(
+      async () =>
+        expect(
+          (await fetch(`http://127.0.0.1:${g2}${waitPath}`, { method: 'OPTIONS' })).status,
+        ).toBe(204),
+      20_000,
+      100,
+    );
+    // Immediate ACK on one gateway, the record from the other.
+    const acked = await fetch(`http://127.0.0.1:${g1}/webhook/default-production-orders/once`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"orderId":78}',
+    });
+    expect(acked.status).toBe(202);
+    const { executionId } = (await acked.json()) as { executionId: string };
+    await eventually(async () => {
+      const res = await fetch(`http://127.0.0.1:${g2}/api/executions/${executionId}`);
+      expect(await res.json()).toMatchObject({
+        status: 'succeeded',
+        output: { body: { orderId: 78 } },
+      });
+    });
+    // Wait for Completion: the gateway answers with the output the worker produced.
+    const waited = await fetch(`http://127.0.0.1:${g2}${waitPath}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"orderId":79}',
+    });
+    expect(waited.status).toBe(200);
+    expect(await waited.json()).toMatchObject({ body: { orderId: 79 } });
+    worker.kill('SIGTERM');
+    await new Promise((resolve) => worker.once('exit', resolve));
+  });
+
+  it('a worker killed mid-run loses nothing: another runs the execution again, same id (G14)', async () => {
+    await post('workflows', {
+      apiVersion: 'hookgate.dev/v1alpha1',
+      kind: 'Workflow',
+      metadata: { name: 'slow' },
+      spec: {
+        application: 'shop',
+        environment: 'production',
+        nodes: [
+          { id: 'pause', type: 'delay', duration: '1500ms' },
+          { id: 'done', type: 'transform', expression: '{ "done": body.n }' },
+        ],
+      },
+    });
+    await post('webhooktriggers', {
+      apiVersion: 'hookgate.dev/v1alpha1',
+      kind: 'WebhookTrigger',
+      metadata: { name: 'slow' },
+      spec: {
+        workflowRef: { name: 'slow' },
+        pathSegment: 'slow',
+        response: { mode: 'immediateAck' },
+      },
+    });
+    const g1 = ports[1] as number;
+    const path = '/webhook/default-production-slow/slow';
+    const claim = { HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000' };
+    const doomed = start('worker', ports[0]! + 21, kubeconfig, claim);
+    await healthy(ports[0]! + 21);
+    await eventually(
+      async () =>
+        expect((await fetch(`http://127.0.0.1:${g1}${path}`, { method: 'OPTIONS' })).status).toBe(
+          204,
+        ),
+      20_000,
+      100,
+    );
+    const res = await fetch(`http://127.0.0.1:${g1}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"n":7}',
+    });
+    expect(res.status).toBe(202);
+    const { executionId } = (await res.json()) as { executionId: string };
+    const record = async () =>
+      (await (await fetch(`http://127.0.0.1:${g1}/api/executions/${executionId}`)).json()) as {
+        status: string;
+        output?: unknown;
+      };
+    await eventually(async () => expect((await record()).status).toBe('running'), 10_000, 20);
+    doomed.kill('SIGKILL');
+    start('worker', ports[0]! + 22, kubeconfig, claim);
+    await eventually(
+      async () =>
+        expect(await record()).toMatchObject({ status: 'succeeded', output: { done: 7 } }),
+      20_000,
+      100,
+    );
+    // One logical execution: one record for the trigger, whose events show the second run.
+    const list = (await (
+      await fetch(`http://127.0.0.1:${g1}/api/executions?trigger=default/slow`)
+    ).json()) as { items: { id: string }[] };
+    expect(list.items.map((e) => e.id)).toEqual([executionId]);
   });
 
   it('a deleted trigger disappears from both gateways', async () => {

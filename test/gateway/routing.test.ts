@@ -186,7 +186,7 @@ describe('immediate ACK', () => {
   });
 
   it('bad execution filters are 400 problems', async () => {
-    for (const q of ['status=weird', 'limit=0', 'limit=abc', 'since=yesterday']) {
+    for (const q of ['status=weird', 'limit=0', 'limit=abc', 'since=yesterday', 'triggerKey=x']) {
       expectProblem(
         await rt.app.inject({ method: 'GET', url: `/api/executions?${q}` }),
         400,
