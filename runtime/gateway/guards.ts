@@ -12,7 +12,7 @@ import {
 } from './security/auth/index.ts';
 import { corsHeaders, preflight } from './security/cors.ts';
 import { checkHttps, parseTrustedProxies } from './security/https.ts';
-import { EndpointRateLimiter } from './security/rate-limit.ts';
+import { EndpointRateLimiter, type RateLimitDecision } from './security/rate-limit.ts';
 import type { Guards } from './webhook-routes.ts';
 
 export interface GuardOptions {
@@ -31,6 +31,17 @@ export function createGuards(options: GuardOptions = {}): Guards {
   parseTrustedProxies(trustedProxies); // a bad CIDR fails at startup, not per request
   const limiter = options.rateLimiter ?? new EndpointRateLimiter();
   const authenticator = options.authenticator ?? createAuthenticator();
+  const allowed = (decision: RateLimitDecision): Record<string, string> => {
+    options.onRateLimit?.('allowed');
+    return decision.headers;
+  };
+  /** Counts a rejection (not a store failure) and hands the error back to throw. */
+  const counted = (error: unknown): unknown => {
+    if (error instanceof HttpProblem && error.code === 'HG_ERR_RATE_LIMITED') {
+      options.onRateLimit?.('rejected');
+    }
+    return error;
+  };
   return {
     https(route: RouteRecord, request: FastifyRequest) {
       checkHttps(
@@ -67,18 +78,17 @@ export function createGuards(options: GuardOptions = {}): Guards {
     },
     rateLimit(route: RouteRecord) {
       if (!route.spec.rateLimit) return {};
-      return limiter.check(route).then(
-        (decision) => {
-          options.onRateLimit?.('allowed');
-          return decision.headers;
-        },
-        (error: unknown) => {
-          if (error instanceof HttpProblem && error.code === 'HG_ERR_RATE_LIMITED') {
-            options.onRateLimit?.('rejected');
-          }
-          throw error;
-        },
-      );
+      // The in-memory limiter decides synchronously: a promise only for Redis.
+      let decision: ReturnType<EndpointRateLimiter['consume']>;
+      try {
+        decision = limiter.consume(route);
+      } catch (error) {
+        throw counted(error);
+      }
+      if (!(decision instanceof Promise)) return allowed(decision);
+      return decision.then(allowed, (error: unknown) => {
+        throw counted(error);
+      });
     },
     validateInput(route: RouteRecord, body: unknown) {
       validateInput(schemasFor(route).input, body);
