@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
 import type { RouteRecord } from '../stores/ports.ts';
+import { pathOf } from './route-table.ts';
 import { openSse } from './sse.ts';
 
 export interface LiveRequestEvent {
@@ -40,9 +41,13 @@ export function redactHeaders(
   extraSecret?: string,
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  const extra = extraSecret?.toLowerCase();
+  // for…in, not Object.entries: this runs for every webhook request (the trigger output).
+  for (const name in headers) {
+    if (!Object.hasOwn(headers, name)) continue;
+    const value = headers[name];
     if (value === undefined) continue;
-    const secret = REDACTED_HEADERS.has(name) || name === extraSecret?.toLowerCase();
+    const secret = REDACTED_HEADERS.has(name) || name === extra;
     out[name] = secret ? '[redacted]' : Array.isArray(value) ? value.join(', ') : headerText(value);
   }
   return out;
@@ -65,16 +70,16 @@ export class LiveEventHub {
     ctx: { requestId: string; correlationId: string; arrivedAt: number },
   ): void {
     if (this.#emitter.listenerCount(route.key) === 0) return;
-    const [path, query = ''] = request.url.split('?');
+    const path = pathOf(request.url);
     const event: LiveRequestEvent = {
       requestId: ctx.requestId,
       correlationId: ctx.correlationId,
       at: new Date(ctx.arrivedAt).toISOString(),
       method: request.method,
-      path: path ?? '',
+      path,
       route: route.path,
       headers: redactHeaders(request.headers, route.spec.auth?.apiKey?.header),
-      query,
+      query: request.url.slice(path.length + 1),
     };
     this.#emitter.emit(route.key, 'request', event);
   }
@@ -98,7 +103,7 @@ export class LiveEventHub {
       correlationId: ctx.correlationId,
       at: new Date().toISOString(),
       method: request?.method ?? '',
-      path: request?.url.split('?')[0] ?? route.path,
+      path: request ? pathOf(request.url) : route.path,
       statusCode,
       latencyMs: Math.round(durationSeconds * 1e6) / 1e3,
       ...(ctx.consumer !== undefined ? { consumer: ctx.consumer } : {}),

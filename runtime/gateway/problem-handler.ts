@@ -3,6 +3,7 @@
 // anything else is an internal error whose details stay in the log, never the body.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ErrorCode } from '../errors.ts';
+import { pathOf } from './route-table.ts';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'HG_ERR_BODY_TOO_LARGE',
@@ -42,7 +43,7 @@ export function sendProblem(
 ): FastifyReply {
   const problem = toProblem(error);
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
-  const doc = problem.toDocument(request.url.split('?')[0]);
+  const doc = problem.toDocument(pathOf(request.url));
   reply.code(problem.status).type(PROBLEM_CONTENT_TYPE);
   return request.method === 'HEAD' ? reply.send() : reply.send(doc);
 }
@@ -57,7 +58,7 @@ export function installProblemHandlers(app: FastifyInstance): void {
     sendProblem(
       reply,
       request,
-      new HttpProblem('HG_ERR_NOT_FOUND', `Nothing at ${request.url.split('?')[0]}`),
+      new HttpProblem('HG_ERR_NOT_FOUND', `Nothing at ${pathOf(request.url)}`),
     ),
   );
 }

@@ -23,6 +23,12 @@ interface Snapshot {
 
 const noop = () => {};
 
+/** The path of a request URL, without its query string. */
+export function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
 export class RouteTable {
   #snapshot: Snapshot = { router: FindMyWay(), workflows: new Map(), size: 0 };
   #unsubscribe: (() => void)[] = [];
@@ -77,7 +83,10 @@ export class RouteTable {
     const found = this.#snapshot.router.find('GET', path);
     if (!found) return undefined;
     const params: Record<string, string> = {};
-    for (const [k, v] of Object.entries(found.params)) if (v !== undefined) params[k] = v;
+    for (const k in found.params) {
+      const v = found.params[k];
+      if (v !== undefined) params[k] = v;
+    }
     return { route: found.store as RouteRecord, params };
   }
 

@@ -12,7 +12,7 @@ import { HTTP_METHODS, type HttpMethod } from '../../operator/api/v1alpha1/index
 import { HttpProblem, type ErrorCode } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
 import type { RouteRecord } from '../stores/ports.ts';
-import { parseBody, readBody } from './body/parse.ts';
+import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
 import {
   claimIdempotencyKey,
   recordIdempotentAnswer,
@@ -24,7 +24,7 @@ import type { RequestObservation, RequestObserver } from './observations.ts';
 import { sendProblem, toProblem } from './problem-handler.ts';
 import { applyResponseHeaders } from './response-headers.ts';
 import { respond, type ModeDeps } from './response-modes.ts';
-import type { RouteMatch, RouteTable } from './route-table.ts';
+import { pathOf, type RouteMatch, type RouteTable } from './route-table.ts';
 
 /** Per-request state of a webhook request, kept on the Fastify request. */
 export interface WebhookContext {
@@ -88,16 +88,26 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   app.decorateRequest('webhook', null);
 
   // One parser for every content type: read within the route's limit, then parse.
+  // Callback style end to end, like the onRequest hook: no promise per body.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
     const limit =
       request.webhook?.match.route.spec.maxBodyBytes ?? options.maxBodyBytes ?? 1024 * 1024;
-    readBody(payload, limit, request.headers['content-length'])
-      .then((buffer) => {
-        if (request.webhook) request.webhook.rawBody = buffer;
-        done(null, parseBody(buffer, request.headers['content-type']));
-      })
-      .catch((err: unknown) => done(err as Error, undefined));
+    readBodyThen(payload, limit, request.headers['content-length'], (error, buffer) => {
+      if (error || !buffer) {
+        done(error, undefined);
+        return;
+      }
+      if (request.webhook) request.webhook.rawBody = buffer;
+      let body: unknown;
+      try {
+        body = parseBody(buffer, request.headers['content-type']);
+      } catch (parseError) {
+        done(parseError as Error, undefined);
+        return;
+      }
+      done(null, body);
+    });
   });
 
   // Callback style, so a request that needs nothing asynchronous (no auth, or an API
@@ -124,28 +134,28 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     const finish = (headers: Record<string, string>) => {
       reply.headers(headers);
       if (!table.workflow(route.workflowId)) {
-        throw new HttpProblem(
-          'HG_ERR_WORKFLOW_NOT_FOUND',
-          `Workflow ${route.workflowId} is not published; the engine cannot find it`,
+        done(
+          new HttpProblem(
+            'HG_ERR_WORKFLOW_NOT_FOUND',
+            `Workflow ${route.workflowId} is not published; the engine cannot find it`,
+          ),
         );
+        return;
       }
+      done();
     };
     try {
       const auth = guards.authenticate(route, request);
       if (auth instanceof Promise) {
-        auth
-          .then(afterAuth)
-          .then(finish)
-          .then(() => done(), done);
+        auth.then(afterAuth).then(finish, done);
         return;
       }
       const limited = afterAuth(auth);
       if (limited instanceof Promise) {
-        limited.then(finish).then(() => done(), done);
+        limited.then(finish, done);
         return;
       }
       finish(limited);
-      done();
     } catch (error) {
       done(error as Error);
     }
@@ -265,22 +275,22 @@ function answerOptionsOrRefuseMethod(
   reply: FastifyReply,
 ): boolean {
   const method = request.method as HttpMethod;
-  const allow = allowHeader(route.spec.methods);
   if (
     method === 'OPTIONS' &&
     request.headers.origin &&
     request.headers['access-control-request-method']
   ) {
-    void reply.code(204).headers(guards.preflight(route, request)).header('allow', allow).send();
+    const preflightHeaders = guards.preflight(route, request);
+    void reply.code(204).headers(preflightHeaders).header('allow', allowHeader(route)).send();
     return true;
   }
   if (route.spec.methods.includes(method)) return false;
   if (method === 'OPTIONS') {
-    void reply.code(204).header('allow', allow).send();
+    void reply.code(204).header('allow', allowHeader(route)).send();
     return true;
   }
   throw new HttpProblem('HG_ERR_METHOD_NOT_ALLOWED', `${method} is not enabled for this endpoint`, {
-    headers: { allow },
+    headers: { allow: allowHeader(route) },
     extensions: { allowed: route.spec.methods },
   });
 }
@@ -291,7 +301,7 @@ function matchRoute(
   request: FastifyRequest,
   reply: FastifyReply,
 ): WebhookContext {
-  const path = request.url.split('?')[0] ?? '/';
+  const path = pathOf(request.url);
   const match = table.match(path);
   const incoming = request.headers['x-correlation-id'];
   const requestId = randomUUID();
@@ -312,8 +322,9 @@ function matchRoute(
   return ctx;
 }
 
-function allowHeader(enabled: readonly string[]): string {
-  return [...new Set([...enabled, 'OPTIONS'])].join(', ');
+/** The Allow header of a route: only built for OPTIONS and 405 answers. */
+function allowHeader(route: RouteRecord): string {
+  return [...new Set([...route.spec.methods, 'OPTIONS'])].join(', ');
 }
 
 function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unknown): TriggerOutput {
@@ -321,16 +332,11 @@ function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unkno
   // Credentials never reach the workflow or the stored execution: the authenticated
   // caller is metadata.consumer.
   const headers = redactHeaders(request.headers, route.spec.auth?.apiKey?.header);
-  const query: Record<string, string | string[]> = {};
-  const search = new URLSearchParams(request.url.split('?')[1] ?? '');
-  for (const k of new Set(search.keys())) {
-    const all = search.getAll(k);
-    query[k] = all.length === 1 ? (all[0] as string) : all;
-  }
+  const path = pathOf(request.url);
   return {
     body,
     headers,
-    query,
+    query: queryOf(request.url.slice(path.length + 1)),
     params: ctx.match.params,
     metadata: {
       timestamp: new Date(ctx.arrivedAt).toISOString(),
@@ -338,7 +344,7 @@ function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unkno
       requestId: ctx.requestId,
       executionId: ctx.executionId as string,
       method: request.method,
-      path: request.url.split('?')[0] ?? '',
+      path,
       route: route.path,
       ...(request.headers['content-type'] ? { contentType: request.headers['content-type'] } : {}),
       ...(ctx.consumer !== undefined ? { consumer: ctx.consumer } : {}),
@@ -346,4 +352,12 @@ function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unkno
       workflowId: route.workflowId,
     },
   };
+}
+
+/**
+ * The query string as an object, by the form rules (a repeated key becomes an array of
+ * its values; `__proto__` is just a key). Most webhook calls have none: no parser then.
+ */
+function queryOf(search: string): Record<string, string | string[]> {
+  return search === '' ? {} : parseForm(search);
 }

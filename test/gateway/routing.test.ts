@@ -161,6 +161,29 @@ describe('immediate ACK', () => {
     expect(mine).toHaveLength(5);
   });
 
+  it('the query string reaches the execution: repeated keys as arrays, __proto__ as a key', async () => {
+    const ids: string[] = [];
+    for (const url of [`${base}/ingest`, `${base}/ingest?a=1&b=x&a=2&__proto__=p&__proto__=q`]) {
+      const res = await rt.app.inject({ method: 'POST', url });
+      expect(res.statusCode).toBe(202);
+      ids.push(res.json<{ executionId: string }>().executionId);
+    }
+    const [plain, repeated] = await Promise.all(
+      ids.map((id) =>
+        eventually(async () => (await rt.engine.get(id)) ?? Promise.reject(new Error('missing'))),
+      ),
+    );
+    expect(plain?.input.query).toEqual({});
+    const query = repeated?.input.query as Record<string, unknown>;
+    expect(Object.getPrototypeOf(query)).toBe(Object.prototype);
+    expect(Object.entries(query)).toEqual([
+      ['a', ['1', '2']],
+      ['b', 'x'],
+      ['__proto__', ['p', 'q']],
+    ]);
+    expect(repeated?.input.metadata.path).toBe(`${base}/ingest`);
+  });
+
   it('path parameters reach the execution', async () => {
     const res = await rt.app.inject({ method: 'PUT', url: `${base}/orders/A-17/items/3` });
     expect(res.statusCode).toBe(202);

@@ -60,10 +60,14 @@ function isXml(essence: string): boolean {
   );
 }
 
+/** The decoder of nearly every body, made once: decode() without `stream` keeps no state. */
+const UTF8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
+
 function decodeText(buffer: Buffer, charset: string | undefined): string {
+  if (charset === undefined || charset === 'utf-8') return UTF8.decode(buffer);
   let decoder: TextDecoder;
   try {
-    decoder = new TextDecoder(charset ?? 'utf-8', { fatal: false, ignoreBOM: false });
+    decoder = new TextDecoder(charset, { fatal: false, ignoreBOM: false });
   } catch {
     throw new HttpProblem(
       'HG_ERR_UNSUPPORTED_MEDIA_TYPE',
@@ -166,38 +170,62 @@ export async function readBody(
   contentLength?: string,
 ): Promise<Buffer> {
   checkContentLength(contentLength, limit);
-  return collect(stream, limit);
+  return new Promise<Buffer>((resolve, reject) => {
+    collect(stream, limit, (error, body) => (error ? reject(error) : resolve(body as Buffer)));
+  });
 }
 
-function collect(stream: Readable, limit: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let received = 0;
-    const cleanup = () => {
-      stream.removeListener('data', onData);
-      stream.removeListener('end', onEnd);
-      stream.removeListener('error', onError);
-    };
-    const onData = (chunk: Buffer | string) => {
-      const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-      received += buffer.length;
-      if (received > limit) {
-        cleanup();
-        reject(tooLarge(limit));
-        return;
-      }
-      chunks.push(buffer);
-    };
-    const onEnd = () => {
+/**
+ * readBody for Fastify's content-type parser, which takes a callback: the webhook
+ * path reads every body this way, without a promise per request.
+ */
+export function readBodyThen(
+  stream: Readable,
+  limit: number,
+  contentLength: string | undefined,
+  callback: (error: Error | null, body?: Buffer) => void,
+): void {
+  try {
+    checkContentLength(contentLength, limit);
+  } catch (error) {
+    callback(error as Error);
+    return;
+  }
+  collect(stream, limit, callback);
+}
+
+function collect(
+  stream: Readable,
+  limit: number,
+  callback: (error: Error | null, body?: Buffer) => void,
+): void {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  const cleanup = () => {
+    stream.removeListener('data', onData);
+    stream.removeListener('end', onEnd);
+    stream.removeListener('error', onError);
+  };
+  const onData = (chunk: Buffer | string) => {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    received += buffer.length;
+    if (received > limit) {
       cleanup();
-      resolve(Buffer.concat(chunks, received));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    stream.on('data', onData);
-    stream.on('end', onEnd);
-    stream.on('error', onError);
-  });
+      callback(tooLarge(limit));
+      return;
+    }
+    chunks.push(buffer);
+  };
+  const onEnd = () => {
+    cleanup();
+    // A small body usually arrives in one chunk: no copy then.
+    callback(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received));
+  };
+  const onError = (error: Error) => {
+    cleanup();
+    callback(error);
+  };
+  stream.on('data', onData);
+  stream.on('end', onEnd);
+  stream.on('error', onError);
 }
