@@ -329,6 +329,17 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       /at '\/operator\/leaderElection': additional properties 'enabeld' not allowed/,
     );
     expect(await renderError('worker.replicas=two')).toMatch(/\/worker\/replicas/);
+    expect(await renderError('gateway.executions=sync')).toMatch(
+      /at '\/gateway\/executions': value must be one of 'queue', 'inline'/,
+    );
+    expect(await renderError('worker.concurrency=0')).toMatch(
+      /at '\/worker\/concurrency': minimum: got 0, want 1/,
+    );
+    expect(await renderError('worker.concurrency=-4')).toMatch(/\/worker\/concurrency/);
+    expect(await renderError('worker.concurrency=many')).toMatch(/\/worker\/concurrency/);
+    expect(await renderError('gateway.maxQueued=0')).toMatch(/\/gateway\/maxQueued/);
+    // Renewals run at most every 100 ms: shorter claim times would steal running jobs.
+    expect(await renderError('worker.claimIdleMs=500')).toMatch(/\/worker\/claimIdleMs/);
     expect(await renderError('config.logLevel=verbose')).toMatch(/\/config\/logLevel/);
     expect(await renderError('redis.url=http://redis:6379')).toMatch(/\/redis\/url/);
     // Neither a URL nor a Secret: the roles would have no Redis.
@@ -552,6 +563,109 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     ).toBe('false');
   });
 
+  it('runs 2 replicas of `hookgate worker` with Redis, its settings and probes on the metrics port', async () => {
+    const objects = await render();
+    const d = deployment(objects, 'worker');
+    expect(d.spec.replicas).toBe(2);
+    expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
+    const c = container(d);
+    expect(c.command).toEqual(['node', 'runtime/cli.ts', 'worker']);
+    // No traffic port: metrics and health only.
+    expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.lifecycle).toBeUndefined();
+    const e = envOf(c);
+    expect(e.get('REDIS_URL')?.value).toBe('redis://redis:6379');
+    expect(e.get('METRICS_PORT')?.value).toBe('9090');
+    expect(e.get('HOOKGATE_WORKER_CONCURRENCY')?.value).toBe('32');
+    expect(e.get('HOOKGATE_WORKER_CLAIM_IDLE_MS')?.value).toBe('60000');
+    // Gateway-only settings stay on the gateway.
+    for (const name of ['PORT', 'HOOKGATE_EXECUTIONS', 'HOOKGATE_MAX_QUEUED']) {
+      expect(e.has(name), name).toBe(false);
+    }
+
+    const custom = await render(
+      'worker.replicas=5',
+      'worker.concurrency=8',
+      'worker.claimIdleMs=120000',
+      'worker.terminationGracePeriodSeconds=45',
+      'redis.existingSecret.name=hookgate-redis',
+      'metrics.port=9464',
+    );
+    const cd = deployment(custom, 'worker');
+    expect(cd.spec.replicas).toBe(5);
+    expect(cd.spec.template.spec.terminationGracePeriodSeconds).toBe(45);
+    const ce = envOf(container(cd));
+    expect(ce.get('HOOKGATE_WORKER_CONCURRENCY')?.value).toBe('8');
+    expect(ce.get('HOOKGATE_WORKER_CLAIM_IDLE_MS')?.value).toBe('120000');
+    expect(ce.get('METRICS_PORT')?.value).toBe('9464');
+    expect(ce.get('REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
+      name: 'hookgate-redis',
+      key: 'redis-url',
+    });
+    expect(container(cd).readinessProbe.httpGet.port).toBe('metrics');
+    expect(container(cd).ports).toEqual([
+      { name: 'metrics', containerPort: 9464, protocol: 'TCP' },
+    ]);
+  });
+
+  it('queues executions for the workers by default, with the queue bound', async () => {
+    const e = envOf(container(deployment(await render(), 'gateway')));
+    expect(e.get('HOOKGATE_EXECUTIONS')?.value).toBe('queue');
+    expect(e.get('HOOKGATE_MAX_QUEUED')?.value).toBe('100000');
+    // Large numbers stay integers, not 1e+06.
+    const big = envOf(container(deployment(await render('gateway.maxQueued=1000000'), 'gateway')));
+    expect(big.get('HOOKGATE_MAX_QUEUED')?.value).toBe('1000000');
+  });
+
+  it('renders no workers, nor their PodDisruptionBudget, when the gateways run executions inline', async () => {
+    const objects = await render(
+      'gateway.executions=inline',
+      'podDisruptionBudget.enabled=true',
+      'worker.replicas=3',
+    );
+    const names = objects.map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(names).not.toContain('Deployment/hg-hookgate-worker');
+    expect(names).not.toContain('PodDisruptionBudget/hg-hookgate-worker');
+    expect(names.filter((n) => n.startsWith('Deployment/')).sort()).toEqual([
+      'Deployment/hg-hookgate-gateway',
+      'Deployment/hg-hookgate-operator',
+    ]);
+    expect(names.filter((n) => n.startsWith('PodDisruptionBudget/')).sort()).toEqual([
+      'PodDisruptionBudget/hg-hookgate-gateway',
+      'PodDisruptionBudget/hg-hookgate-operator',
+    ]);
+    const e = envOf(container(deployment(objects, 'gateway')));
+    expect(e.get('HOOKGATE_EXECUTIONS')?.value).toBe('inline');
+    // The queue bound means nothing without a queue.
+    expect(e.has('HOOKGATE_MAX_QUEUED')).toBe(false);
+    expectRecommendedLabels(objects);
+  });
+
+  it('says in the install notes when nothing runs the queued executions', async () => {
+    const notes = async (...sets: string[]): Promise<string> => {
+      const r = await helm([
+        'install',
+        RELEASE,
+        chartDir,
+        '--namespace',
+        NAMESPACE,
+        '--dry-run=client',
+        ...setArgs(sets),
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout.slice(r.stdout.indexOf('NOTES:'));
+    };
+    expect(await notes()).not.toMatch(/worker\.replicas is 0|inline/);
+    expect(await notes('worker.replicas=0')).toContain(
+      'worker.replicas is 0: executions queue in Redis and nothing runs them',
+    );
+    expect(await notes('gateway.executions=inline')).toContain(
+      'gateway.executions is inline: each gateway runs the executions',
+    );
+  });
+
   it('runs every pod as non-root with a read-only root filesystem and no capabilities', async () => {
     const objects = await render();
     for (const role of ['operator', 'gateway', 'worker']) {
@@ -609,6 +723,11 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'app.kubernetes.io/name': 'hookgate',
       'app.kubernetes.io/instance': RELEASE,
     });
+    for (const role of ['operator', 'gateway', 'worker']) {
+      const pod = deployment(objects, role).spec.template;
+      expect(pod.metadata.labels, role).toMatchObject(metrics.spec.selector);
+      expect(container(deployment(objects, role)).ports.map((p) => p.name)).toContain('metrics');
+    }
   });
 
   it('passes base URL, trusted proxies, log level and Redis to the roles', async () => {
