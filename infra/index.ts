@@ -2,7 +2,13 @@
 // hookgate with the HookgateDeployment component. Config keys: see infra/README.md.
 import * as pulumi from '@pulumi/pulumi';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
-import { DEFAULT_IMAGE_REPOSITORY, DEFAULT_REPLICAS, chartAppVersion } from './plan.ts';
+import {
+  DEFAULT_IMAGE_REPOSITORY,
+  DEFAULT_REPLICAS,
+  EXECUTIONS_MODES,
+  chartAppVersion,
+  type ExecutionsMode,
+} from './plan.ts';
 
 const config = new pulumi.Config();
 
@@ -24,10 +30,14 @@ const hookgate = new HookgateDeployment('hookgate', {
     tag: config.get('imageTag') ?? chartAppVersion(),
   },
   replicas: {
-    operator: config.getNumber('operatorReplicas') ?? 2,
-    gateway: config.getNumber('gatewayReplicas') ?? 2,
+    operator: config.getNumber('operatorReplicas') ?? DEFAULT_REPLICAS.operator,
+    gateway: config.getNumber('gatewayReplicas') ?? DEFAULT_REPLICAS.gateway,
     worker: config.getNumber('workerReplicas') ?? DEFAULT_REPLICAS.worker,
   },
+  executions: config.get<ExecutionsMode>('executions', { allowedValues: [...EXECUTIONS_MODES] }),
+  maxQueued: config.getNumber('maxQueued'),
+  workerConcurrency: config.getNumber('workerConcurrency'),
+  workerClaimIdleMs: config.getNumber('workerClaimIdleMs'),
   baseUrl: config.require('baseUrl'),
   trustedProxies: config.getObject<string[]>('trustedProxies') ?? [],
   redis: redisFromConfig(),

@@ -22,8 +22,27 @@ export const REDIS_SECRET_KEY = 'redis-url';
 export type Role = 'operator' | 'gateway' | 'worker';
 export const ROLES: readonly Role[] = ['operator', 'gateway', 'worker'];
 export type RoleReplicas = Record<Role, number>;
-// No workers until the worker role exists: each gateway runs its own executions today.
-export const DEFAULT_REPLICAS: RoleReplicas = { operator: 2, gateway: 2, worker: 0 };
+export const DEFAULT_REPLICAS: RoleReplicas = { operator: 2, gateway: 2, worker: 2 };
+
+/**
+ * Where executions run: `queue` (Redis, run by the worker Deployment) or `inline` (in the
+ * gateway that accepted the request; the chart then renders no workers).
+ */
+export type ExecutionsMode = 'queue' | 'inline';
+export const EXECUTIONS_MODES: readonly ExecutionsMode[] = ['queue', 'inline'];
+
+/** The chart's defaults (charts/hookgate/values.yaml) for the execution settings. */
+export const DEFAULT_EXECUTIONS = {
+  executions: 'queue',
+  /** HOOKGATE_MAX_QUEUED: executions waiting before the gateway answers 503. */
+  maxQueued: 100_000,
+  /** HOOKGATE_WORKER_CONCURRENCY: executions each worker runs at once. */
+  workerConcurrency: 32,
+  /** HOOKGATE_WORKER_CLAIM_IDLE_MS: ms before an abandoned job runs on another worker. */
+  workerClaimIdleMs: 60_000,
+} as const satisfies Record<string, string | number>;
+/** Smallest claim-idle time the chart accepts (values.schema.json). */
+export const MIN_CLAIM_IDLE_MS = 1000;
 
 /**
  * Where the Redis URL comes from: a URL (the component keeps it in a Secret it creates,
@@ -44,6 +63,14 @@ export interface PlanArgs<Url = string> {
   releaseName?: string;
   image: { repository?: string; tag: string };
   replicas?: Partial<RoleReplicas>;
+  /** Where executions run (default queue); `inline` deploys no workers. */
+  executions?: ExecutionsMode;
+  /** queue mode: executions that may wait before the gateway answers 503 (default 100000). */
+  maxQueued?: number;
+  /** Executions each worker runs at once (default 32). */
+  workerConcurrency?: number;
+  /** ms before another worker re-runs a job its worker stopped renewing (default 60000). */
+  workerClaimIdleMs?: number;
   /** Public base URL of the gateway (HOOKGATE_BASE_URL), e.g. https://hooks.example.com */
   baseUrl: string;
   /** CIDRs whose X-Forwarded-* headers the gateway trusts. */
@@ -68,6 +95,10 @@ export interface ResolvedArgs<Url = string> {
   releaseName: string;
   image: { repository: string; tag: string };
   replicas: RoleReplicas;
+  executions: ExecutionsMode;
+  maxQueued: number;
+  workerConcurrency: number;
+  workerClaimIdleMs: number;
   baseUrl: string;
   trustedProxies: string[];
   redis: RedisSource<Url>;
@@ -93,6 +124,10 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
       tag: args.image.tag,
     },
     replicas: { ...DEFAULT_REPLICAS, ...args.replicas },
+    executions: args.executions ?? DEFAULT_EXECUTIONS.executions,
+    maxQueued: args.maxQueued ?? DEFAULT_EXECUTIONS.maxQueued,
+    workerConcurrency: args.workerConcurrency ?? DEFAULT_EXECUTIONS.workerConcurrency,
+    workerClaimIdleMs: args.workerClaimIdleMs ?? DEFAULT_EXECUTIONS.workerClaimIdleMs,
     baseUrl: args.baseUrl.replace(/\/+$/, ''),
     trustedProxies: args.trustedProxies ?? [],
     redis: args.redis,
@@ -127,6 +162,19 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
     const n = r.replicas[role];
     if (!Number.isInteger(n) || n < 0) {
       errors.push(`replicas.${role} must be a whole number >= 0, got ${String(n)}`);
+    }
+  }
+  if (!EXECUTIONS_MODES.includes(r.executions)) {
+    errors.push(`executions must be queue or inline, got "${String(r.executions)}"`);
+  }
+  const minimums: [string, number, number][] = [
+    ['maxQueued', r.maxQueued, 1],
+    ['workerConcurrency', r.workerConcurrency, 1],
+    ['workerClaimIdleMs', r.workerClaimIdleMs, MIN_CLAIM_IDLE_MS],
+  ];
+  for (const [key, n, min] of minimums) {
+    if (!Number.isInteger(n) || n < min) {
+      errors.push(`${key} must be a whole number >= ${min}, got ${String(n)}`);
     }
   }
   errors.push(...validateBaseUrl(r.baseUrl));
@@ -249,8 +297,8 @@ export interface ChartValues {
   config: { baseUrl: string; trustedProxies: string[]; logLevel: string };
   redis: { url: string; existingSecret: { name: string; key: string } };
   operator: { replicas: number; leaderElection: { enabled: boolean } };
-  gateway: { replicas: number };
-  worker: { replicas: number };
+  gateway: { replicas: number; executions: ExecutionsMode; maxQueued: number };
+  worker: { replicas: number; concurrency: number; claimIdleMs: number };
   metrics: { serviceMonitor: { enabled: boolean } };
   podDisruptionBudget: { enabled: boolean };
   networkPolicy: { enabled: boolean };
@@ -275,8 +323,13 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       // One operator replica may run without a Lease; more need one (the chart refuses).
       leaderElection: { enabled: r.replicas.operator !== 1 },
     },
-    gateway: { replicas: r.replicas.gateway },
-    worker: { replicas: r.replicas.worker },
+    gateway: { replicas: r.replicas.gateway, executions: r.executions, maxQueued: r.maxQueued },
+    // With inline executions the chart renders no worker Deployment; these are then unused.
+    worker: {
+      replicas: r.replicas.worker,
+      concurrency: r.workerConcurrency,
+      claimIdleMs: r.workerClaimIdleMs,
+    },
     metrics: { serviceMonitor: { enabled: r.serviceMonitor } },
     podDisruptionBudget: { enabled: r.podDisruptionBudget },
     networkPolicy: { enabled: r.networkPolicy },

@@ -782,6 +782,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       baseUrl: 'https://hooks.example.com',
       redis: { url: 'redis://redis:6379' },
       replicas: { operator: 1, gateway: 3 },
+      workerConcurrency: 16,
     });
     const file = join(work, 'pulumi-values.json');
     writeFileSync(file, JSON.stringify(chartValues(args)));
@@ -802,7 +803,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     find<Service>(objects, 'Service', names.metricsService);
     for (const [role, name] of Object.entries(names.deployments)) {
       const d = find<Deployment>(objects, 'Deployment', name);
-      expect(d.spec.replicas, role).toBe({ operator: 1, gateway: 3, worker: 0 }[role]);
+      expect(d.spec.replicas, role).toBe({ operator: 1, gateway: 3, worker: 2 }[role]);
       const e = envOf(container(d));
       expect(e.get('REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
         name: names.redisSecret,
@@ -815,6 +816,16 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
         'HOOKGATE_LEADER_ELECTION',
       )?.value,
     ).toBe('false');
+    const worker = envOf(
+      container(find<Deployment>(objects, 'Deployment', names.deployments.worker)),
+    );
+    expect(worker.get('HOOKGATE_WORKER_CONCURRENCY')?.value).toBe('16');
+    expect(worker.get('HOOKGATE_WORKER_CLAIM_IDLE_MS')?.value).toBe('60000');
+    const gateway = envOf(
+      container(find<Deployment>(objects, 'Deployment', names.deployments.gateway)),
+    );
+    expect(gateway.get('HOOKGATE_EXECUTIONS')?.value).toBe('queue');
+    expect(gateway.get('HOOKGATE_MAX_QUEUED')?.value).toBe('100000');
   });
 });
 

@@ -108,8 +108,8 @@ describe('HookgateDeployment (pulumi mocks)', () => {
       config: { baseUrl: 'https://hooks.example.com', trustedProxies: [], logLevel: 'info' },
       redis: { url: '', existingSecret: { name: 'hookgate-redis', key: 'redis-url' } },
       operator: { replicas: 2, leaderElection: { enabled: true } },
-      gateway: { replicas: 2 },
-      worker: { replicas: 0 },
+      gateway: { replicas: 2, executions: 'queue', maxQueued: 100_000 },
+      worker: { replicas: 2, concurrency: 32, claimIdleMs: 60_000 },
     });
     // The URL lives in the Secret only, never in the Helm values.
     expect(JSON.stringify(chart.inputs)).not.toContain('s3cret');
@@ -137,6 +137,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
         crds: false,
         redis: { existingSecret: { name: 'redis-creds', key: 'url' } },
         replicas: { operator: 1, gateway: 4, worker: 0 },
+        executions: 'inline',
         trustedProxies: ['10.0.0.0/8'],
         networkPolicy: true,
       },
@@ -149,7 +150,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     expect(chart.inputs['values']).toMatchObject({
       redis: { url: '', existingSecret: { name: 'redis-creds', key: 'url' } },
       operator: { replicas: 1, leaderElection: { enabled: false } },
-      gateway: { replicas: 4 },
+      gateway: { replicas: 4, executions: 'inline' },
       worker: { replicas: 0 },
       config: { trustedProxies: ['10.0.0.0/8'] },
       networkPolicy: { enabled: true },

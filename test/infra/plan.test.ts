@@ -2,10 +2,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
+import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import {
   CHART_DIR,
   DEFAULT_IMAGE_REPOSITORY,
+  DEFAULT_REPLICAS,
   chartAppVersion,
   chartPath,
   chartValues,
@@ -34,7 +36,11 @@ describe('resolveArgs', () => {
       createNamespace: true,
       releaseName: 'hookgate',
       image: { repository: DEFAULT_IMAGE_REPOSITORY, tag: '1.2.3' },
-      replicas: { operator: 2, gateway: 2, worker: 0 },
+      replicas: { operator: 2, gateway: 2, worker: 2 },
+      executions: 'queue',
+      maxQueued: 100_000,
+      workerConcurrency: 32,
+      workerClaimIdleMs: 60_000,
       baseUrl: 'https://hooks.example.com',
       trustedProxies: [],
       redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
@@ -48,8 +54,28 @@ describe('resolveArgs', () => {
 
   it('keeps given replicas per role and drops a trailing slash from the base URL', () => {
     const r = resolveArgs({ ...valid, replicas: { gateway: 5 }, baseUrl: 'https://h.example/' });
-    expect(r.replicas).toEqual({ operator: 2, gateway: 5, worker: 0 });
+    expect(r.replicas).toEqual({ operator: 2, gateway: 5, worker: 2 });
     expect(r.baseUrl).toBe('https://h.example');
+  });
+
+  it("defaults the execution settings and replicas to the chart's values.yaml", () => {
+    const chart = parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
+      gateway: { executions: string; maxQueued: number };
+      worker: { replicas: number; concurrency: number; claimIdleMs: number };
+      operator: { replicas: number };
+    };
+    const r = resolveArgs(valid);
+    expect(chartValues(r).gateway).toEqual({
+      replicas: 2,
+      executions: chart.gateway.executions,
+      maxQueued: chart.gateway.maxQueued,
+    });
+    expect(chartValues(r).worker).toEqual({
+      replicas: chart.worker.replicas,
+      concurrency: chart.worker.concurrency,
+      claimIdleMs: chart.worker.claimIdleMs,
+    });
+    expect(DEFAULT_REPLICAS.operator).toBe(chart.operator.replicas);
   });
 });
 
@@ -63,6 +89,10 @@ describe('validateArgs', () => {
         trustedProxies: ['10.0.0.0/8', 'fd00::/8'],
         redis: { existingSecret: { name: 'redis.creds', key: 'url' } },
         replicas: { operator: 1, gateway: 0, worker: 10 },
+        executions: 'inline',
+        maxQueued: 1,
+        workerConcurrency: 1,
+        workerClaimIdleMs: 1000,
       }),
     ).toEqual([]);
   });
@@ -72,7 +102,11 @@ describe('validateArgs', () => {
       namespace: 'Hooks_NS',
       releaseName: 'x'.repeat(41),
       image: { repository: 'ghcr.io/hookgate/hookgate:latest', tag: 'bad tag' },
-      replicas: { operator: -1, gateway: 1.5 },
+      replicas: { operator: -1, gateway: 1.5, worker: -2 },
+      executions: 'sync' as 'queue',
+      maxQueued: 0,
+      workerConcurrency: 0,
+      workerClaimIdleMs: 999,
       baseUrl: 'ftp://hooks.example.com',
       trustedProxies: ['10.0.0.0/33', 'proxy'],
       redis: { url: 'http://redis:6379' },
@@ -84,6 +118,11 @@ describe('validateArgs', () => {
       'image.tag "bad tag" is not a valid tag',
       'replicas.operator must be a whole number >= 0, got -1',
       'replicas.gateway must be a whole number >= 0, got 1.5',
+      'replicas.worker must be a whole number >= 0, got -2',
+      'executions must be queue or inline, got "sync"',
+      'maxQueued must be a whole number >= 1, got 0',
+      'workerConcurrency must be a whole number >= 1, got 0',
+      'workerClaimIdleMs must be a whole number >= 1000, got 999',
       'baseUrl "ftp://hooks.example.com" must use http or https',
       'trustedProxies: "10.0.0.0/33" is not a CIDR',
       'trustedProxies: "proxy" is not a CIDR',
@@ -160,6 +199,7 @@ describe('chartValues', () => {
         ...valid,
         trustedProxies: ['10.0.0.0/8'],
         replicas: { worker: 4 },
+        workerConcurrency: 64,
         serviceMonitor: true,
         logLevel: 'debug',
       }),
@@ -174,8 +214,8 @@ describe('chartValues', () => {
       },
       redis: { url: '', existingSecret: { name: 'hookgate-redis', key: 'redis-url' } },
       operator: { replicas: 2, leaderElection: { enabled: true } },
-      gateway: { replicas: 2 },
-      worker: { replicas: 4 },
+      gateway: { replicas: 2, executions: 'queue', maxQueued: 100_000 },
+      worker: { replicas: 4, concurrency: 64, claimIdleMs: 60_000 },
       metrics: { serviceMonitor: { enabled: true } },
       podDisruptionBudget: { enabled: false },
       networkPolicy: { enabled: false },
@@ -211,12 +251,25 @@ describe('chartValues', () => {
       valid,
       { ...valid, redis: { existingSecret: { name: 'shared' } } },
       { ...valid, networkPolicy: true, podDisruptionBudget: true, serviceMonitor: true },
+      { ...valid, executions: 'inline', replicas: { worker: 0 } },
+      { ...valid, maxQueued: 1, workerConcurrency: 1, workerClaimIdleMs: 1000 },
     ] satisfies PlanArgs[]) {
       const values = chartValues(resolveArgs(args));
       expect(validateValues(values), JSON.stringify(validateValues.errors)).toBe(true);
     }
     const typo = { ...chartValues(resolveArgs(valid)), gateway: { replcas: 2 } };
     expect(validateValues(typo)).toBe(false);
+    // The schema and validateArgs agree on the limits.
+    const base = chartValues(resolveArgs(valid));
+    for (const bad of [
+      { ...base, gateway: { ...base.gateway, executions: 'sync' } },
+      { ...base, gateway: { ...base.gateway, maxQueued: 0 } },
+      { ...base, worker: { ...base.worker, concurrency: 0 } },
+      { ...base, worker: { ...base.worker, concurrency: 2.5 } },
+      { ...base, worker: { ...base.worker, claimIdleMs: 999 } },
+    ]) {
+      expect(validateValues(bad), JSON.stringify(bad)).toBe(false);
+    }
   });
 });
 

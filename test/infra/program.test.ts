@@ -22,6 +22,8 @@ beforeAll(async () => {
       'hookgate:trustedProxies': '["10.0.0.0/8"]',
       'hookgate:redisUrl': 'rediss://:pw@redis.example.com:6380',
       'hookgate:serviceMonitor': 'true',
+      'hookgate:workerConcurrency': '48',
+      'hookgate:workerClaimIdleMs': '90000',
     },
     ['hookgate:redisUrl'],
   );
@@ -52,8 +54,8 @@ describe('infra/index.ts', () => {
       crds: { enabled: true },
       config: { baseUrl: 'https://hooks.example.com', trustedProxies: ['10.0.0.0/8'] },
       operator: { replicas: 2 },
-      gateway: { replicas: 3 },
-      worker: { replicas: 0 },
+      gateway: { replicas: 3, executions: 'queue', maxQueued: 100_000 },
+      worker: { replicas: 2, concurrency: 48, claimIdleMs: 90_000 },
       metrics: { serviceMonitor: { enabled: true } },
     });
     // The secret config value reaches the Secret, still secret, and nothing else.
