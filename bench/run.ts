@@ -33,13 +33,19 @@ const targets: Target[] = [
   { name: 'node:http (baseline)', server: 'bare-node.ts', path: '/webhook/x/ack' },
   { name: 'Fastify (baseline)', server: 'bare-fastify.ts', path: '/webhook/x/ack' },
   {
-    name: 'hookgate immediateAck',
+    name: 'hookgate gateway immediateAck (Redis queue → worker)',
+    server: 'hookgate-gateway.ts',
+    path: '/webhook/default-production-bench/ack',
+    headers: key,
+  },
+  {
+    name: 'hookgate embedded immediateAck',
     server: 'hookgate.ts',
     path: '/webhook/default-production-bench/ack',
     headers: key,
   },
   {
-    name: 'hookgate waitForCompletion',
+    name: 'hookgate embedded waitForCompletion',
     server: 'hookgate.ts',
     path: '/webhook/default-production-bench/wait',
     headers: key,

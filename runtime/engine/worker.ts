@@ -9,6 +9,7 @@
 // with the same execution id, so a callback keeps its webhook-id.
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
+import { HttpProblem } from '../errors.ts';
 import type { InProcessEngine } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
@@ -155,7 +156,12 @@ export class ExecutionWorker {
     if (this.#inflight.has(entryId)) return;
     const run = this.#run(fields)
       .then(() => this.#acknowledge(entryId))
-      .catch((error: unknown) => this.#o.onInternalError(error, `job ${entryId}`))
+      .catch((error: unknown) => {
+        // Read just before close(): left unacknowledged, another worker will run it.
+        if (this.#stopping && error instanceof HttpProblem && error.code === 'HG_ERR_SHUTTING_DOWN')
+          return;
+        this.#o.onInternalError(error, `job ${entryId}`);
+      })
       .finally(() => this.#inflight.delete(entryId));
     this.#inflight.set(entryId, run);
   }
