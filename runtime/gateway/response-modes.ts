@@ -41,6 +41,8 @@ export interface ModeRequest {
   ctx: WebhookContext;
 }
 
+const JSON_UTF8 = 'application/json; charset=utf-8';
+
 export const CALLBACK_HEADER = 'x-callback-url';
 export const CALLBACK_QUERY = 'callbackUrl';
 
@@ -97,15 +99,13 @@ function acknowledge(
   const status = successStatus(m.route);
   m.reply.code(status);
   if (status === 204) return m.reply.send();
+  const links = executionLinks(execution.id);
+  // Serialised here, with the charset Fastify would add: a string body in a JSON type
+  // with a charset goes straight to onSend, without the pre-serialisation hook chain.
   return m.reply
-    .type('application/json')
-    .header('location', executionLinks(execution.id).self)
-    .send({
-      executionId: execution.id,
-      status: execution.status,
-      links: executionLinks(execution.id),
-      ...extra,
-    });
+    .type(JSON_UTF8)
+    .header('location', links.self)
+    .send(JSON.stringify({ executionId: execution.id, status: execution.status, links, ...extra }));
 }
 
 function callbackUrlOf(request: FastifyRequest): string | undefined {

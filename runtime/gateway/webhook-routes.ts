@@ -15,6 +15,7 @@ import type { RouteRecord } from '../stores/ports.ts';
 import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
 import {
   claimIdempotencyKey,
+  IDEMPOTENCY_HEADER,
   recordIdempotentAnswer,
   releaseIdempotencyKey,
   type IdempotencyOptions,
@@ -172,8 +173,10 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       guards.validateInput(route, body);
       const workflow = table.workflow(route.workflowId);
       if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
+      // Only a request that carries an Idempotency-Key pays for the (async) claim.
       if (
         options.idempotency &&
+        request.headers[IDEMPOTENCY_HEADER] !== undefined &&
         !(await claimIdempotencyKey(options.idempotency, request, reply, ctx))
       ) {
         return reply;
@@ -214,24 +217,39 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     }
     const route = ctx.match.route;
     const durationSeconds = Number(process.hrtime.bigint() - ctx.startedAt) / 1e9;
-    observer?.observe({
-      at: ctx.arrivedAt,
-      application: route.application,
-      environment: route.environment,
-      workflowId: route.workflowId,
-      triggerKey: route.key,
-      method: request.method,
-      route: route.path,
-      statusCode: reply.statusCode,
-      ...(ctx.consumer !== undefined ? { consumer: ctx.consumer } : {}),
-      durationSeconds,
-      ...(ctx.problem ? { problem: ctx.problem } : {}),
-      correlationId: ctx.correlationId,
-      requestId: ctx.requestId,
-      ...(ctx.executionId ? { executionId: ctx.executionId } : {}),
-    });
+    observer?.observe(observation(request, reply, ctx, durationSeconds));
     live?.publishResponse(route, reply.statusCode, durationSeconds, ctx, request);
   });
+}
+
+/**
+ * What a matched request reports. The optional fields are assigned, not spread in:
+ * this runs for every request, and spreading builds a throw-away object per field.
+ */
+function observation(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: WebhookContext,
+  durationSeconds: number,
+): RequestObservation {
+  const route = ctx.match.route;
+  const o: RequestObservation = {
+    at: ctx.arrivedAt,
+    application: route.application,
+    environment: route.environment,
+    workflowId: route.workflowId,
+    triggerKey: route.key,
+    method: request.method,
+    route: route.path,
+    statusCode: reply.statusCode,
+    durationSeconds,
+    correlationId: ctx.correlationId,
+    requestId: ctx.requestId,
+  };
+  if (ctx.consumer !== undefined) o.consumer = ctx.consumer;
+  if (ctx.problem) o.problem = ctx.problem;
+  if (ctx.executionId) o.executionId = ctx.executionId;
+  return o;
 }
 
 /** A request that matched no route: counted under the route label `unmatched`. */
@@ -333,24 +351,27 @@ function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unkno
   // caller is metadata.consumer.
   const headers = redactHeaders(request.headers, route.spec.auth?.apiKey?.header);
   const path = pathOf(request.url);
+  const metadata: TriggerOutput['metadata'] = {
+    timestamp: new Date(ctx.arrivedAt).toISOString(),
+    correlationId: ctx.correlationId,
+    requestId: ctx.requestId,
+    executionId: ctx.executionId as string,
+    method: request.method,
+    path,
+    route: route.path,
+    triggerKey: route.key,
+    workflowId: route.workflowId,
+  };
+  // Assigned rather than spread in: no throw-away object per optional field.
+  const contentType = request.headers['content-type'];
+  if (contentType) metadata.contentType = contentType;
+  if (ctx.consumer !== undefined) metadata.consumer = ctx.consumer;
   return {
     body,
     headers,
     query: queryOf(request.url.slice(path.length + 1)),
     params: ctx.match.params,
-    metadata: {
-      timestamp: new Date(ctx.arrivedAt).toISOString(),
-      correlationId: ctx.correlationId,
-      requestId: ctx.requestId,
-      executionId: ctx.executionId as string,
-      method: request.method,
-      path,
-      route: route.path,
-      ...(request.headers['content-type'] ? { contentType: request.headers['content-type'] } : {}),
-      ...(ctx.consumer !== undefined ? { consumer: ctx.consumer } : {}),
-      triggerKey: route.key,
-      workflowId: route.workflowId,
-    },
+    metadata,
   };
 }
 
