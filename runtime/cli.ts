@@ -127,6 +127,10 @@ function problemsOf(
     if (raw !== undefined && !(Number.isInteger(Number(raw)) && Number(raw) > 0))
       problems.push(`${name} must be a positive integer, not "${raw}"`);
   }
+  // Claims are renewed every third of it: much shorter and a slow tick loses a running job.
+  const claimIdle = env.HOOKGATE_WORKER_CLAIM_IDLE_MS;
+  if (claimIdle !== undefined && Number(claimIdle) < 1000)
+    problems.push(`HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000, not "${claimIdle}"`);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     problems.push(`invalid port "${rawPort}"`);
   if (!['dir', 'kubernetes'].includes(source))

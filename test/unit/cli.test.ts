@@ -1,0 +1,61 @@
+// The command line refuses bad settings with exit code 2 and a message naming them,
+// before it connects to anything.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const cli = join(import.meta.dirname, '..', '..', 'runtime', 'cli.ts');
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const clean = { ...process.env };
+  for (const name of Object.keys(clean)) if (name.startsWith('HOOKGATE_')) delete clean[name];
+  delete clean.REDIS_URL;
+  return spawnSync(process.execPath, [cli, ...args], {
+    encoding: 'utf8',
+    env: { ...clean, ...env },
+    timeout: 20_000,
+  });
+}
+
+describe('hookgate command line', () => {
+  const redis = { REDIS_URL: 'redis://127.0.0.1:1' };
+  it.each([
+    [['nonsense'], {}, 'unknown role "nonsense"'],
+    [['worker'], {}, 'the worker role needs REDIS_URL'],
+    [['gateway'], {}, 'the gateway role needs REDIS_URL'],
+    [
+      ['gateway'],
+      { ...redis, HOOKGATE_EXECUTIONS: 'later' },
+      'HOOKGATE_EXECUTIONS must be queue or inline',
+    ],
+    [
+      ['gateway'],
+      { ...redis, HOOKGATE_MAX_QUEUED: '0' },
+      'HOOKGATE_MAX_QUEUED must be a positive integer',
+    ],
+    [
+      ['worker'],
+      { ...redis, HOOKGATE_WORKER_CONCURRENCY: '2.5' },
+      'HOOKGATE_WORKER_CONCURRENCY must be a positive integer',
+    ],
+    [
+      ['worker'],
+      { ...redis, HOOKGATE_WORKER_CLAIM_IDLE_MS: '500' },
+      'HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000',
+    ],
+    [['dev', '--port', '70000'], {}, 'invalid port "70000"'],
+  ])('%j %j → exit 2: %s', (args, env, message) => {
+    const result = run(args, env);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(result.stderr).toContain('Usage: hookgate <role>');
+  });
+
+  it('--help lists every role', () => {
+    const result = run(['--help']);
+    expect(result.status).toBe(0);
+    for (const role of ['dev', 'operator', 'gateway', 'worker']) {
+      expect(result.stdout).toMatch(new RegExp(`^  ${role} `, 'm'));
+    }
+  });
+});
