@@ -3,11 +3,12 @@
 // semantic conventions mapped to Prometheus names (http.server.request.duration ->
 // http_server_request_duration_seconds, http.request.method -> http_request_method,
 // ...), plus hookgate's application, environment and a bounded consumer label.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
 import { CATALOGUE } from '../errors.ts';
 import { ConsumerLabels, type ConsumerLabelOptions } from './consumers.ts';
-import { LATENCY_BUCKETS_SECONDS, normaliseMethod } from './definitions.ts';
+import { normaliseMethod } from './definitions.ts';
+import { RequestDurationHistogram } from './request-histogram.ts';
 
 export const METRIC = {
   requestDuration: 'http_server_request_duration_seconds',
@@ -46,7 +47,7 @@ export interface GatewayMetricsOptions {
 export class GatewayMetrics implements RequestObserver {
   readonly registry: Registry;
   readonly #consumers: ConsumerLabels;
-  readonly #duration: Histogram<RequestLabel>;
+  readonly #duration: RequestDurationHistogram<RequestLabel>;
   readonly #executions: Counter<'workflow_id' | 'result'>;
   readonly #rejected: Counter<'reason'>;
   readonly #queueDepth: Gauge;
@@ -57,11 +58,11 @@ export class GatewayMetrics implements RequestObserver {
     const registers = [options.registry];
     this.registry = options.registry;
     this.#consumers = new ConsumerLabels(options.consumers);
-    this.#duration = new Histogram({
+    // Buckets: LATENCY_BUCKETS_SECONDS. Not prom-client's Histogram: see request-histogram.ts.
+    this.#duration = new RequestDurationHistogram({
       name: METRIC.requestDuration,
       help: 'Duration of HTTP server requests to webhook endpoints (OpenTelemetry http.server.request.duration).',
       labelNames: REQUEST_LABELS,
-      buckets: [...LATENCY_BUCKETS_SECONDS],
       registers,
     });
     this.#executions = new Counter({

@@ -1,0 +1,72 @@
+// The request duration histogram must expose exactly what prom-client's Histogram
+// would, over the same buckets and observations.
+import { Histogram, Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { LATENCY_BUCKETS_SECONDS } from '../../runtime/analytics/definitions.ts';
+import { RequestDurationHistogram } from '../../runtime/analytics/request-histogram.ts';
+
+const labelNames = ['route', 'status', 'consumer'] as const;
+type Label = (typeof labelNames)[number];
+
+function pair(): {
+  ours: RequestDurationHistogram<Label>;
+  theirs: Histogram<Label>;
+  registries: [Registry, Registry];
+} {
+  const registries: [Registry, Registry] = [new Registry(), new Registry()];
+  const config = { name: 'req_seconds', help: 'Request duration.', labelNames };
+  const ours = new RequestDurationHistogram({ ...config, registers: [registries[0]] });
+  const theirs = new Histogram({
+    ...config,
+    buckets: [...LATENCY_BUCKETS_SECONDS],
+    registers: [registries[1]],
+  });
+  return { ours, theirs, registries };
+}
+
+describe('RequestDurationHistogram', () => {
+  it('exposes what a prom-client Histogram exposes for the same observations', async () => {
+    const { ours, theirs, registries } = pair();
+    const labelSets: Record<Label, string>[] = [
+      { route: '/webhook/a/b', status: '202', consumer: 'acme' },
+      { route: '/webhook/a/b', status: '401', consumer: 'anonymous' },
+      { route: 'unmatched', status: '404', consumer: 'quo"te\\back\nslash' },
+    ];
+    // Every bound exactly, between bounds, below the first, above the last, zero.
+    const values = [0, 0.0004, 30, 31, 1e6, ...LATENCY_BUCKETS_SECONDS.map((b) => b * 0.99)];
+    values.push(...LATENCY_BUCKETS_SECONDS);
+    values.forEach((value, i) => {
+      const labels = labelSets[i % labelSets.length] as Record<Label, string>;
+      ours.observe({ ...labels }, value);
+      theirs.observe({ ...labels }, value);
+    });
+    expect(await registries[0].metrics()).toBe(await registries[1].metrics());
+    const json = async (r: Registry) =>
+      (await r.getMetricsAsJSON()).map((m) => ({
+        ...m,
+        values: m.values.map(({ value, labels }) => ({ value, labels })),
+      }));
+    expect(await json(registries[0])).toEqual(await json(registries[1]));
+  });
+
+  it('refuses a value that is not a finite number, as prom-client does', () => {
+    const { ours, theirs } = pair();
+    const labels = { route: 'r', status: '200', consumer: 'c' };
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => theirs.observe(labels, bad)).toThrow(TypeError);
+      expect(() => ours.observe(labels, bad)).toThrow(TypeError);
+    }
+  });
+
+  it('forgets everything on reset', async () => {
+    const { ours, theirs, registries } = pair();
+    const labels = { route: 'r', status: '200', consumer: 'c' };
+    ours.observe(labels, 0.2);
+    theirs.observe(labels, 0.2);
+    registries[0].resetMetrics();
+    registries[1].resetMetrics();
+    ours.observe({ ...labels, status: '500' }, 1);
+    theirs.observe({ ...labels, status: '500' }, 1);
+    expect(await registries[0].metrics()).toBe(await registries[1].metrics());
+  });
+});
