@@ -48,6 +48,16 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     children.push(child);
     return child;
   }
+  /** Waits until the gateway on `port` serves `path` (OPTIONS answers 204). */
+  const serves = (port: number, path: string) =>
+    eventually(
+      async () =>
+        expect((await fetch(`http://127.0.0.1:${port}${path}`, { method: 'OPTIONS' })).status).toBe(
+          204,
+        ),
+      20_000,
+      100,
+    );
   const healthy = (port: number) =>
     eventually(
       async () => expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200),
@@ -103,16 +113,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       },
     });
     const gateways = ports.slice(1);
-    await eventually(
-      async () => {
-        for (const p of gateways) {
-          const res = await fetch(`http://127.0.0.1:${p}${PATH}`, { method: 'OPTIONS' });
-          expect(res.status).toBe(204);
-        }
-      },
-      20_000,
-      100,
-    );
+    for (const p of gateways) await serves(p, PATH);
     const results = await Promise.all(
       Array.from({ length: 30 }, (_v, i) =>
         fetch(`http://127.0.0.1:${gateways[i % 2]}${PATH}`, { method: 'POST' }),
@@ -150,14 +151,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
         headers: { 'content-type': 'application/json', 'idempotency-key': 'order-77' },
         body: '{"orderId":77}',
       });
-    await eventually(
-      async () =>
-        expect((await fetch(`http://127.0.0.1:${g2}${path}`, { method: 'OPTIONS' })).status).toBe(
-          204,
-        ),
-      20_000,
-      100,
-    );
+    await serves(g2, path);
     const first = await send(g1);
     expect(first.status).toBe(202);
     const { executionId } = (await first.json()) as { executionId: string };
@@ -182,14 +176,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     });
     const [g1, g2] = ports.slice(1) as [number, number];
     const waitPath = '/webhook/default-production-orders/wait';
-    await eventually(
-      async () =>
-        expect(
-          (await fetch(`http://127.0.0.1:${g2}${waitPath}`, { method: 'OPTIONS' })).status,
-        ).toBe(204),
-      20_000,
-      100,
-    );
+    await serves(g2, waitPath);
     // Immediate ACK on one gateway, the record from the other.
     const acked = await fetch(`http://127.0.0.1:${g1}/webhook/default-production-orders/once`, {
       method: 'POST',
@@ -246,14 +233,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     const claim = { HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000' };
     const doomed = start('worker', ports[0]! + 21, kubeconfig, claim);
     await healthy(ports[0]! + 21);
-    await eventually(
-      async () =>
-        expect((await fetch(`http://127.0.0.1:${g1}${path}`, { method: 'OPTIONS' })).status).toBe(
-          204,
-        ),
-      20_000,
-      100,
-    );
+    await serves(g1, path);
     const res = await fetch(`http://127.0.0.1:${g1}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
