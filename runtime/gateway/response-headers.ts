@@ -3,6 +3,7 @@
 // framing, hop-by-hop, cookie or CORS headers, no CR/LF in values).
 import type { FastifyReply } from 'fastify';
 import type { RouteRecord } from '../stores/ports.ts';
+import { isoTime } from './clock.ts';
 
 export function applyResponseHeaders(
   reply: FastifyReply,
@@ -12,6 +13,6 @@ export function applyResponseHeaders(
   const h = route.spec.response.headers;
   if (h.correlationId) reply.header('x-correlation-id', ids.correlationId);
   if (h.requestId) reply.header('x-request-id', ids.requestId);
-  if (h.timestamp) reply.header('x-timestamp', new Date().toISOString());
+  if (h.timestamp) reply.header('x-timestamp', isoTime(Date.now()));
   for (const { name, value } of h.custom) reply.header(name, value);
 }

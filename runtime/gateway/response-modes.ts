@@ -72,7 +72,8 @@ export async function respond(deps: ModeDeps, m: ModeRequest): Promise<FastifyRe
   }
 }
 
-async function start(
+/** Not async itself: returning the engine's promise from an async function costs two more ticks. */
+function start(
   deps: ModeDeps,
   m: ModeRequest,
   extra: Partial<StartRequest> = {},

@@ -13,6 +13,7 @@ import { HttpProblem, type ErrorCode } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
 import type { RouteRecord } from '../stores/ports.ts';
 import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
+import { isoTime } from './clock.ts';
 import {
   claimIdempotencyKey,
   IDEMPOTENCY_HEADER,
@@ -166,24 +167,26 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     method: [...HTTP_METHODS],
     url: '/webhook/*',
     exposeHeadRoute: false,
-    handler: async (request, reply) => {
+    // Not an async function: the response mode's promise is the only one a request
+    // without an Idempotency-Key needs (a throw here reaches the error handler alike).
+    handler: (request, reply) => {
       const ctx = request.webhook as WebhookContext;
       const route = ctx.match.route;
       const body = request.body ?? null;
       guards.validateInput(route, body);
       const workflow = table.workflow(route.workflowId);
       if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
-      // Only a request that carries an Idempotency-Key pays for the (async) claim.
-      if (
-        options.idempotency &&
-        request.headers[IDEMPOTENCY_HEADER] !== undefined &&
-        !(await claimIdempotencyKey(options.idempotency, request, reply, ctx))
-      ) {
-        return reply;
+      const run = () => {
+        ctx.executionId = randomUUID();
+        const input = triggerOutput(request, ctx, body);
+        return respond(modeDeps, { request, reply, route, workflow, input, ctx });
+      };
+      if (options.idempotency && request.headers[IDEMPOTENCY_HEADER] !== undefined) {
+        return claimIdempotencyKey(options.idempotency, request, reply, ctx).then((claimed) =>
+          claimed ? run() : reply,
+        );
       }
-      ctx.executionId = randomUUID();
-      const input = triggerOutput(request, ctx, body);
-      return respond(modeDeps, { request, reply, route, workflow, input, ctx });
+      return run();
     },
   });
 
@@ -352,7 +355,7 @@ function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unkno
   const headers = redactHeaders(request.headers, route.spec.auth?.apiKey?.header);
   const path = pathOf(request.url);
   const metadata: TriggerOutput['metadata'] = {
-    timestamp: new Date(ctx.arrivedAt).toISOString(),
+    timestamp: isoTime(ctx.arrivedAt),
     correlationId: ctx.correlationId,
     requestId: ctx.requestId,
     executionId: ctx.executionId as string,
