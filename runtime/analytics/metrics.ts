@@ -106,15 +106,16 @@ export class GatewayMetrics implements RequestObserver {
 
   /** RequestObserver: one observation per webhook request. */
   observe(o: RequestObservation): void {
+    // Label values in REQUEST_LABELS order.
     this.#duration.observe(
-      {
-        application: o.application,
-        environment: o.environment,
-        http_request_method: normaliseMethod(o.method),
-        http_route: o.route,
-        http_response_status_code: String(o.statusCode),
-        consumer: this.#consumers.label(o.route, o.consumer),
-      },
+      [
+        o.application,
+        o.environment,
+        normaliseMethod(o.method),
+        o.route,
+        String(o.statusCode),
+        this.#consumers.label(o.route, o.consumer),
+      ],
       o.durationSeconds,
     );
     if (o.problem) this.#rejected.inc({ reason: CATALOGUE[o.problem].type });

@@ -7,7 +7,12 @@
 // Everything before the body is read happens in onRequest, so an unauthenticated or
 // throttled caller never makes the gateway read its body.
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyContentTypeParser,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+} from 'fastify';
 import { HTTP_METHODS, type HttpMethod } from '../../operator/api/v1alpha1/index.ts';
 import { HttpProblem, type ErrorCode } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
@@ -92,7 +97,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   // One parser for every content type: read within the route's limit, then parse.
   // Callback style end to end, like the onRequest hook: no promise per body.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', (request: FastifyRequest, payload, done) => {
+  const parser: FastifyContentTypeParser = (request, payload, done) => {
     const limit =
       request.webhook?.match.route.spec.maxBodyBytes ?? options.maxBodyBytes ?? 1024 * 1024;
     readBodyThen(payload, limit, request.headers['content-length'], (error, buffer) => {
@@ -110,7 +115,11 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       }
       done(null, body);
     });
-  });
+  };
+  app.addContentTypeParser('*', parser);
+  // The same parser by name for the commonest type: Fastify caches the parser lookup
+  // of a named type, but looks the catch-all up again (parsing the header) per request.
+  app.addContentTypeParser('application/json', parser);
 
   // Callback style, so a request that needs nothing asynchronous (no auth, or an API
   // key) pays for no promise: the hot path of every webhook call.

@@ -37,7 +37,7 @@ describe('RequestDurationHistogram', () => {
     values.push(...LATENCY_BUCKETS_SECONDS);
     values.forEach((value, i) => {
       const labels = labelSets[i % labelSets.length] as Record<Label, string>;
-      ours.observe({ ...labels }, value);
+      ours.observe([labels.route, labels.status, labels.consumer], value);
       theirs.observe({ ...labels }, value);
     });
     expect(await registries[0].metrics()).toBe(await registries[1].metrics());
@@ -54,18 +54,22 @@ describe('RequestDurationHistogram', () => {
     const labels = { route: 'r', status: '200', consumer: 'c' };
     for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
       expect(() => theirs.observe(labels, bad)).toThrow(TypeError);
-      expect(() => ours.observe(labels, bad)).toThrow(TypeError);
+      expect(() => ours.observe(['r', '200', 'c'], bad)).toThrow(TypeError);
     }
+  });
+
+  it('refuses a wrong number of label values', () => {
+    expect(() => pair().ours.observe(['r', '200'], 1)).toThrow(/3 label values/);
   });
 
   it('forgets everything on reset', async () => {
     const { ours, theirs, registries } = pair();
     const labels = { route: 'r', status: '200', consumer: 'c' };
-    ours.observe(labels, 0.2);
+    ours.observe(['r', '200', 'c'], 0.2);
     theirs.observe(labels, 0.2);
     registries[0].resetMetrics();
     registries[1].resetMetrics();
-    ours.observe({ ...labels, status: '500' }, 1);
+    ours.observe(['r', '500', 'c'], 1);
     theirs.observe({ ...labels, status: '500' }, 1);
     expect(await registries[0].metrics()).toBe(await registries[1].metrics());
   });
