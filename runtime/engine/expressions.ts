@@ -35,6 +35,8 @@ function wrap(error: unknown, what: string): ExpressionError {
 
 export class ExpressionCache {
   readonly #generations = new Map<string, Map<string, jsonata.Expression>>();
+  /** The scope used last, the newest in the LRU order already. */
+  #newest: string | undefined;
   readonly #timeoutMs: number;
   readonly #maxDepth: number;
   readonly #maxGenerations: number;
@@ -49,9 +51,11 @@ export class ExpressionCache {
   compile(scope: string, source: string): jsonata.Expression {
     let compiled = this.#generations.get(scope);
     if (compiled) {
-      // Refresh LRU position.
-      this.#generations.delete(scope);
-      this.#generations.set(scope, compiled);
+      // Refresh LRU position (a delete and an insert: only when another scope came since).
+      if (scope !== this.#newest) {
+        this.#generations.delete(scope);
+        this.#generations.set(scope, compiled);
+      }
     } else {
       compiled = new Map();
       this.#generations.set(scope, compiled);
@@ -61,6 +65,7 @@ export class ExpressionCache {
         this.#generations.delete(oldest);
       }
     }
+    this.#newest = scope;
     let expression = compiled.get(source);
     if (!expression) {
       try {
@@ -78,17 +83,23 @@ export class ExpressionCache {
     return this.#generations.get(scope)?.size ?? 0;
   }
 
-  async evaluate(
+  /** Rejects with an ExpressionError when `source` does not compile or evaluation fails. */
+  evaluate(
     scope: string,
     source: string,
     input: unknown,
     bindings: Record<string, unknown>,
   ): Promise<unknown> {
-    const expression = this.compile(scope, source);
+    let expression: jsonata.Expression;
     try {
-      return (await expression.evaluate(input, bindings)) as unknown;
+      expression = this.compile(scope, source);
     } catch (error) {
-      throw wrap(error, 'expression failed');
+      // compile throws ExpressionErrors only
+      return Promise.reject(error instanceof Error ? error : wrap(error, 'invalid expression'));
     }
+    // Not an async function: JSONata's promise is handed on, not wrapped in another one.
+    return (expression.evaluate(input, bindings) as Promise<unknown>).then(undefined, (error) => {
+      throw wrap(error, 'expression failed');
+    });
   }
 }
