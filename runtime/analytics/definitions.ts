@@ -111,7 +111,10 @@ export function round2(value: number): number {
   return Math.round(value * 100) / 100;
 }
 
+const KNOWN_METHODS: ReadonlySet<string> = new Set(HTTP_METHODS);
+
 export function normaliseMethod(method: string): string {
+  if (KNOWN_METHODS.has(method)) return method; // Node hands over known methods upper-case
   const upper = method.toUpperCase();
-  return (HTTP_METHODS as readonly string[]).includes(upper) ? upper : OTHER_METHOD;
+  return KNOWN_METHODS.has(upper) ? upper : OTHER_METHOD;
 }

@@ -336,7 +336,10 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
   #seriesFor(o: RequestObservation): Series | undefined {
     const method = normaliseMethod(o.method);
     const consumer = this.#consumers.label(o.route, o.consumer);
-    const key = `${o.application}\u0000${o.environment}\u0000${method}\u0000${o.route}\u0000${o.statusCode}\u0000${consumer}`;
+    // join builds the key flat in one go (a template builds a rope the Map then flattens).
+    const key = [o.application, o.environment, method, o.route, o.statusCode, consumer].join(
+      '\u0000',
+    );
     let series = this.#series.get(key);
     if (series) return series;
     if (this.#series.size >= this.#maxSeries) return undefined;

@@ -51,7 +51,8 @@ export class GatewayMetrics implements RequestObserver {
   readonly #executions: Counter<'workflow_id' | 'result'>;
   readonly #rejected: Counter<'reason'>;
   readonly #queueDepth: Gauge;
-  readonly #rateLimit: Counter<'decision'>;
+  /** Rate limit decisions not yet added to their counter (see its collect). */
+  readonly #decisions: Record<RateLimitDecision, number> = { allowed: 0, rejected: 0 };
   readonly #callbacks: Counter<'result'>;
 
   constructor(options: GatewayMetricsOptions) {
@@ -90,11 +91,20 @@ export class GatewayMetrics implements RequestObserver {
           }
         : {}),
     });
-    this.#rateLimit = new Counter({
+    const decisions = this.#decisions;
+    new Counter({
       name: METRIC.rateLimitDecisions,
       help: 'Rate limiter decisions, by decision.',
       labelNames: ['decision'],
       registers,
+      // Every request on a limited endpoint is a decision: counted in plain numbers and
+      // added at scrape time, as a labelled inc() hashes and checks its labels each time.
+      collect(this: Counter<'decision'>) {
+        for (const decision of ['allowed', 'rejected'] as const) {
+          if (decisions[decision] > 0) this.inc({ decision }, decisions[decision]);
+          decisions[decision] = 0;
+        }
+      },
     });
     this.#callbacks = new Counter({
       name: METRIC.callbackDeliveries,
@@ -126,7 +136,7 @@ export class GatewayMetrics implements RequestObserver {
   }
 
   recordRateLimitDecision(decision: RateLimitDecision): void {
-    this.#rateLimit.inc({ decision });
+    this.#decisions[decision] += 1;
   }
 
   recordCallbackDelivery(result: CallbackResult): void {

@@ -112,4 +112,20 @@ describe('gateway metrics', () => {
     expect(text).toContain('hookgate_rate_limit_decisions_total{decision="rejected"} 1');
     expect(text).toContain('hookgate_callback_deliveries_total{result="retried"} 1');
   });
+
+  it('rate limit decisions add up across scrapes', async () => {
+    const registry = new Registry();
+    const metrics = new GatewayMetrics({ registry });
+    for (let i = 0; i < 3; i++) metrics.recordRateLimitDecision('allowed');
+    expect(await registry.metrics()).toContain(
+      'hookgate_rate_limit_decisions_total{decision="allowed"} 3',
+    );
+    metrics.recordRateLimitDecision('allowed');
+    metrics.recordRateLimitDecision('allowed');
+    metrics.recordRateLimitDecision('rejected');
+    const text = await registry.metrics();
+    expect(text).toContain('hookgate_rate_limit_decisions_total{decision="allowed"} 5');
+    expect(text).toContain('hookgate_rate_limit_decisions_total{decision="rejected"} 1');
+    expect(await registry.metrics()).toBe(text);
+  });
 });
