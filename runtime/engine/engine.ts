@@ -23,10 +23,12 @@ import {
   AbortedError,
   backoffDelay,
   errorMessage,
+  isoTime,
   parseDuration,
   sleep,
   summarize,
   toJson,
+  toJsonSummarized,
 } from './util.ts';
 
 export interface InProcessEngineOptions {
@@ -104,8 +106,24 @@ export class ExecutionFailure extends Error {
 
 interface Step {
   output: unknown;
+  /** `summarize(output)`, when the node had it at hand (see #runNode). */
+  summary?: string;
+  /** `output` is a plain JSON copy made by the node (what `toJson` would return). */
+  json?: boolean;
   /** Node to go to; undefined: `next`, else the following node in the list. */
   next?: string | undefined;
+}
+
+/** Where each node id is in a workflow's node list (ids are unique: a list-map key). */
+const nodeIndexes = new WeakMap<readonly WorkflowNode[], Map<string, number>>();
+
+function nodeIndex(nodes: readonly WorkflowNode[]): Map<string, number> {
+  let index = nodeIndexes.get(nodes);
+  if (!index) {
+    index = new Map(nodes.map((node, i) => [node.id, i]));
+    nodeIndexes.set(nodes, index);
+  }
+  return index;
 }
 
 interface RunContext {
@@ -124,6 +142,36 @@ export function truthy(value: unknown): boolean {
   if (typeof value === 'function') return false;
   if (typeof value === 'object') return Object.keys(value).length > 0;
   return Boolean(value);
+}
+
+/**
+ * The log line of a node that starts. Without `inputSummary` the input is the trigger
+ * record, which nothing else serialises in a run: its summary is made when the line is
+ * first read (a getter, which structuredClone and JSON.stringify read like a field; the
+ * record does not change), so runs whose log nobody reads never pay for it.
+ */
+function startedRun(
+  node: WorkflowNode,
+  startedAt: string,
+  input: unknown,
+  inputSummary: string | undefined,
+  max: number,
+): NodeRun {
+  const { id: nodeId, type } = node;
+  if (inputSummary !== undefined) {
+    return { nodeId, type, startedAt, status: 'running', attempts: 0, inputSummary };
+  }
+  let summary: string | undefined;
+  return {
+    nodeId,
+    type,
+    startedAt,
+    status: 'running',
+    attempts: 0,
+    get inputSummary(): string {
+      return (summary ??= summarize(input, max));
+    },
+  };
 }
 
 function isTerminal(event: ExecutionEvent): boolean {
@@ -209,12 +257,12 @@ export class InProcessEngine implements ExecutionEngine {
       workflowId: request.workflow.workflowId,
       triggerKey: request.route.key,
       status: 'queued',
-      createdAt: new Date().toISOString(),
+      createdAt: isoTime(),
       input,
       log: [],
     };
     const hot = this.#admit(execution, { ...request, input }, 0);
-    this.#emit(hot, { type: 'queued' });
+    this.#emit(hot, { type: 'queued' }, execution.createdAt);
     await this.store.save(execution);
     // What the caller needs now (id, status, times), before the run starts changing it.
     const queued = { ...execution, log: [] };
@@ -360,25 +408,32 @@ export class InProcessEngine implements ExecutionEngine {
     return structuredClone(hot.execution);
   }
 
-  #emit(hot: Hot, event: ExecutionEvent): void {
-    const sequenced = {
-      ...event,
-      executionId: hot.execution.id,
-      seq: hot.seqBase + hot.events.length + 1,
-      at: new Date().toISOString(),
-    };
+  /**
+   * Numbers an event and hands it to the listeners (and, streaming, to the store). The
+   * event literal of the caller, always a fresh object, becomes the sequenced event
+   * instead of being copied; `at` is the time the caller already stamped its record
+   * or log line with.
+   */
+  #emit(hot: Hot, event: ExecutionEvent, at: string): void {
+    const sequenced = event as SequencedEvent;
+    sequenced.executionId = hot.execution.id;
+    sequenced.seq = hot.seqBase + hot.events.length + 1;
+    sequenced.at = at;
     hot.events.push(sequenced);
     if (this.#streamEvents) {
       this.store
         .appendEvents([sequenced])
         .catch((error: unknown) => this.#onInternalError(error, 'saving an event'));
     }
-    for (const listener of [...hot.listeners]) {
-      try {
-        listener(sequenced);
-      } catch (error) {
-        hot.listeners.delete(listener);
-        this.#onInternalError(error, 'event listener');
+    // A copy: a listener may unsubscribe or subscribe others while it is called.
+    if (hot.listeners.size > 0) {
+      for (const listener of [...hot.listeners]) {
+        try {
+          listener(sequenced);
+        } catch (error) {
+          hot.listeners.delete(listener);
+          this.#onInternalError(error, 'event listener');
+        }
       }
     }
     if (isTerminal(event)) hot.listeners.clear();
@@ -398,14 +453,14 @@ export class InProcessEngine implements ExecutionEngine {
   async #run(hot: Hot): Promise<void> {
     const execution = hot.execution;
     execution.status = 'running';
-    execution.startedAt = new Date().toISOString();
+    execution.startedAt = isoTime();
     try {
       await this.store.save(hot.execution);
       const output = await this.#execute(hot);
       execution.status = 'succeeded';
       execution.output = output;
-      execution.finishedAt = new Date().toISOString();
-      this.#emit(hot, { type: 'completed', output });
+      execution.finishedAt = isoTime();
+      this.#emit(hot, { type: 'completed', output }, execution.finishedAt);
       await this.#persist(hot);
     } catch (error) {
       await this.#finishFailed(hot, error);
@@ -430,8 +485,8 @@ export class InProcessEngine implements ExecutionEngine {
     const execution = hot.execution;
     execution.status = 'failed';
     execution.error = detail;
-    execution.finishedAt = new Date().toISOString();
-    this.#emit(hot, { type: 'failed', error: detail });
+    execution.finishedAt = isoTime();
+    this.#emit(hot, { type: 'failed', error: detail }, execution.finishedAt);
     await this.#persist(hot);
   }
 
@@ -472,14 +527,21 @@ export class InProcessEngine implements ExecutionEngine {
   async #execute(hot: Hot): Promise<unknown> {
     const { workflow } = hot.request;
     const nodes = workflow.spec.nodes;
-    const index = new Map(nodes.map((node, i) => [node.id, i]));
     const ctx: RunContext = {
       hot,
       scope: `${workflow.workflowId}@${workflow.generation}`,
       bindings: { trigger: hot.execution.input, nodes: {} },
     };
+    // Position of `current`: the following node needs no lookup, only jumps do.
+    let position = 0;
     let current: WorkflowNode | undefined = nodes[0];
     let value: unknown = hot.execution.input;
+    // summarize(value): a node's output summary is the next node's input summary. None
+    // yet for the trigger record (#runNode makes that one when it is read).
+    let summary: string | undefined;
+    // `value` is a plain JSON copy that nothing else holds (then the workflow output
+    // needs no copy of its own): a transform output, passed on as it is or not.
+    let json = false;
     let steps = 0;
     while (current) {
       steps++;
@@ -489,26 +551,29 @@ export class InProcessEngine implements ExecutionEngine {
           { nodeId: current.id },
         );
       }
-      const step = await this.#runNode(ctx, current, value);
+      const step = await this.#runNode(ctx, current, value, summary);
       ctx.bindings.nodes[current.id] = step.output;
+      json = step.json === true || (json && step.output === value);
       value = step.output;
+      summary = step.summary;
       const nextId = step.next ?? current.next;
       if (nextId === undefined) {
-        current = nodes[(index.get(current.id) ?? nodes.length) + 1];
+        position++;
       } else {
-        const at = index.get(nextId);
+        const at = nodeIndex(nodes).get(nextId);
         if (at === undefined) {
           throw new ExecutionFailure(`node '${current.id}': next node '${nextId}' does not exist`, {
             nodeId: current.id,
           });
         }
-        current = nodes[at];
+        position = at;
       }
+      current = nodes[position];
     }
-    return this.#finalOutput(ctx, value);
+    return this.#finalOutput(ctx, value, json);
   }
 
-  async #finalOutput(ctx: RunContext, last: unknown): Promise<unknown> {
+  async #finalOutput(ctx: RunContext, last: unknown, lastIsJson: boolean): Promise<unknown> {
     const { workflow, outputValidator } = ctx.hot.request;
     let output = last;
     if (workflow.spec.output) {
@@ -523,7 +588,7 @@ export class InProcessEngine implements ExecutionEngine {
         throw new ExecutionFailure(`workflow output: ${errorMessage(error)}`);
       }
     }
-    output = toJson(output);
+    if (workflow.spec.output || !lastIsJson) output = toJson(output);
     if (outputValidator) {
       const verdict = outputValidator(output);
       if (!verdict.ok) {
@@ -536,19 +601,21 @@ export class InProcessEngine implements ExecutionEngine {
     return output;
   }
 
-  async #runNode(ctx: RunContext, node: WorkflowNode, input: unknown): Promise<Step> {
+  /**
+   * Runs a node under its error policy and logs it. `inputSummary` is
+   * `summarize(input)` when known; the step returned carries `summarize(output)`.
+   */
+  async #runNode(
+    ctx: RunContext,
+    node: WorkflowNode,
+    input: unknown,
+    inputSummary: string | undefined,
+  ): Promise<Step> {
     const { hot } = ctx;
     const started = Date.now();
-    const run: NodeRun = {
-      nodeId: node.id,
-      type: node.type,
-      startedAt: new Date(started).toISOString(),
-      status: 'running',
-      attempts: 0,
-      inputSummary: summarize(input, this.#summaryLength),
-    };
+    const run = startedRun(node, isoTime(started), input, inputSummary, this.#summaryLength);
     hot.execution.log.push(run);
-    this.#emit(hot, { type: 'node.started', nodeId: node.id, nodeType: node.type });
+    this.#emit(hot, { type: 'node.started', nodeId: node.id, nodeType: node.type }, run.startedAt);
     const policy: { action: string; maxRetries?: number; backoff?: string } = node.onError ?? {
       action: 'stop',
     };
@@ -558,7 +625,13 @@ export class InProcessEngine implements ExecutionEngine {
       run.attempts = attempt;
       try {
         const step = await this.#handle(ctx, node, input);
-        this.#finishRun(hot, run, started, 'succeeded', step.output);
+        // Pass-through nodes (if, switch, delay, respond) output their input as it is.
+        step.summary ??=
+          step.output === input && inputSummary !== undefined
+            ? inputSummary
+            : summarize(step.output, this.#summaryLength);
+        const logged = step.output === undefined ? undefined : step.summary;
+        this.#finishRun(hot, run, started, 'succeeded', logged);
         return step;
       } catch (error) {
         if (error instanceof ExecutionFailure || hot.abort.signal.aborted) {
@@ -578,8 +651,9 @@ export class InProcessEngine implements ExecutionEngine {
     const message = errorMessage(lastError);
     if (policy.action === 'continue') {
       const output = { error: { message, nodeId: node.id } };
-      this.#finishRun(hot, run, started, 'failed', output, message);
-      return { output };
+      const summary = summarize(output, this.#summaryLength);
+      this.#finishRun(hot, run, started, 'failed', summary, message);
+      return { output, summary };
     }
     return this.#stop(hot, run, started, node, lastError);
   }
@@ -597,27 +671,24 @@ export class InProcessEngine implements ExecutionEngine {
     throw failure;
   }
 
+  /** `outputSummary`: of the node output, none when the node has no output. */
   #finishRun(
     hot: Hot,
     run: NodeRun,
     started: number,
     status: 'succeeded' | 'failed',
-    output: unknown,
+    outputSummary: string | undefined,
     error?: string,
   ): void {
     const finished = Date.now();
+    const finishedAt = isoTime(finished);
     run.status = status;
-    run.finishedAt = new Date(finished).toISOString();
+    run.finishedAt = finishedAt;
     run.durationMs = finished - started;
-    if (output !== undefined) run.outputSummary = summarize(output, this.#summaryLength);
-    if (error !== undefined) run.error = error;
-    this.#emit(hot, {
-      type: 'node.finished',
-      nodeId: run.nodeId,
-      status,
-      ...(run.outputSummary !== undefined ? { outputSummary: run.outputSummary } : {}),
-      ...(error !== undefined ? { error } : {}),
-    });
+    const event: ExecutionEvent = { type: 'node.finished', nodeId: run.nodeId, status };
+    if (outputSummary !== undefined) run.outputSummary = event.outputSummary = outputSummary;
+    if (error !== undefined) run.error = event.error = error;
+    this.#emit(hot, event, finishedAt);
   }
 
   #evaluate(ctx: RunContext, source: string, input: unknown): Promise<unknown> {
@@ -626,8 +697,11 @@ export class InProcessEngine implements ExecutionEngine {
 
   async #handle(ctx: RunContext, node: WorkflowNode, input: unknown): Promise<Step> {
     switch (node.type) {
-      case 'transform':
-        return { output: toJson(await this.#evaluate(ctx, node.expression ?? '$', input)) };
+      case 'transform': {
+        const value = await this.#evaluate(ctx, node.expression ?? '$', input);
+        const { json, summary } = toJsonSummarized(value, this.#summaryLength);
+        return { output: json, summary, json: true };
+      }
       case 'delay':
         return this.#delay(ctx, node, input);
       case 'if': {
@@ -690,7 +764,11 @@ export class InProcessEngine implements ExecutionEngine {
         headers: { ...(node.headers ?? {}) },
         body,
       };
-      this.#emit(ctx.hot, { type: 'respond', response: structuredClone(execution.response) });
+      this.#emit(
+        ctx.hot,
+        { type: 'respond', response: structuredClone(execution.response) },
+        isoTime(),
+      );
     }
     return { output: input };
   }
