@@ -81,6 +81,9 @@ interface Hot {
   /** Events of this run; their seq continues after `seqBase` (events of earlier runs). */
   events: SequencedEvent[];
   seqBase: number;
+  /** streamEvents: this run's appends of single events, and whether one of them failed. */
+  appends: Promise<void>[];
+  appendFailed: boolean;
   listeners: Set<Listener>;
   abort: AbortController;
   done: Promise<void>;
@@ -262,8 +265,10 @@ export class InProcessEngine implements ExecutionEngine {
       log: [],
     };
     const hot = this.#admit(execution, { ...request, input }, 0);
-    this.#emit(hot, { type: 'queued' }, execution.createdAt);
+    // Saved first: a store may drop events of an execution it does not hold yet, and
+    // with streamEvents this one is not written again at the end (see #persist).
     await this.store.save(execution);
+    this.#emit(hot, { type: 'queued' }, execution.createdAt);
     // What the caller needs now (id, status, times), before the run starts changing it.
     const queued = { ...execution, log: [] };
     this.#queue.push(hot);
@@ -307,6 +312,8 @@ export class InProcessEngine implements ExecutionEngine {
       request,
       events: [],
       seqBase,
+      appends: [],
+      appendFailed: false,
       listeners: new Set(),
       abort: new AbortController(),
       done,
@@ -421,9 +428,11 @@ export class InProcessEngine implements ExecutionEngine {
     sequenced.at = at;
     hot.events.push(sequenced);
     if (this.#streamEvents) {
-      this.store
-        .appendEvents([sequenced])
-        .catch((error: unknown) => this.#onInternalError(error, 'saving an event'));
+      const append = this.store.appendEvents([sequenced]).catch((error: unknown) => {
+        hot.appendFailed = true;
+        this.#onInternalError(error, 'saving an event');
+      });
+      hot.appends.push(append);
     }
     // A copy: a listener may unsubscribe or subscribe others while it is called.
     if (hot.listeners.size > 0) {
@@ -494,7 +503,10 @@ export class InProcessEngine implements ExecutionEngine {
   async #persist(hot: Hot): Promise<void> {
     try {
       await this.store.save(hot.execution);
-      await this.store.appendEvents(hot.events);
+      // Streaming, the events are stored one by one as they come: the whole history is
+      // written again (the store skips the events it has) only if one of them failed.
+      if (this.#streamEvents) await Promise.all(hot.appends);
+      if (!this.#streamEvents || hot.appendFailed) await this.store.appendEvents(hot.events);
     } catch (error) {
       this.#onInternalError(error, 'saving execution');
     }
