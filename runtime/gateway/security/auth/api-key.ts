@@ -2,13 +2,13 @@
 //
 // Keys are stored as SHA-256 hex digests (ResolvedCredentials.apiKeys). The presented
 // key is hashed and compared with every stored digest using crypto.timingSafeEqual on
-// the two 64-byte lower-case hex texts: the digests always have equal length, so a
-// presented key of any length is a clean 401 (timingSafeEqual would throw on unequal
-// lengths), and the time taken does not depend on how much of a key matched.
+// two 32-byte buffers: the digests always have equal length, so a presented key of any
+// length is a clean 401 (timingSafeEqual would throw on unequal lengths), and the time
+// taken does not depend on how much of a key matched.
 //
-// Hot path: the one-shot crypto.hash with hex output (a Hash object, or a binary
-// digest in a fresh ArrayBuffer, costs several times more per request), and the
-// stored digests are prepared once per credentials list.
+// Hot path: the one-shot crypto.hash with hex output, decoded into a pooled Buffer (a
+// Hash object, or crypto.hash's binary output in a fresh ArrayBuffer, costs several
+// times more per request), and the stored digests are decoded once per credentials list.
 import { hash, timingSafeEqual } from 'node:crypto';
 import { HttpProblem } from '../../../errors.ts';
 import type { RouteRecord } from '../../../stores/ports.ts';
@@ -20,12 +20,11 @@ const DIGEST_HEX = /^[0-9a-f]{64}$/i;
 
 interface StoredKey {
   consumer: string;
-  /** The lower-case hex digest as 64 ASCII bytes. */
   digest: Buffer;
 }
 
 /**
- * The stored digests of a credentials list, prepared once. Keyed by the list itself:
+ * The stored digests of a credentials list, decoded once. Keyed by the list itself:
  * route records are replaced, never edited, when their Secret changes.
  */
 const decoded = new WeakMap<readonly { consumer: string; sha256: string }[], StoredKey[]>();
@@ -39,7 +38,7 @@ function storedKeys(route: RouteRecord): StoredKey[] {
       .filter((entry) => DIGEST_HEX.test(entry.sha256)) // a malformed stored digest never matches
       .map((entry) => ({
         consumer: entry.consumer,
-        digest: Buffer.from(entry.sha256.toLowerCase(), 'latin1'),
+        digest: Buffer.from(entry.sha256, 'hex'),
       }));
     decoded.set(entries, keys);
   }
@@ -74,7 +73,7 @@ export function authenticateApiKey(route: RouteRecord, headers: HeaderMap): { co
       challengeHeaders(headerName),
     );
   }
-  const digest = Buffer.from(hash('sha256', presented, 'hex'), 'latin1');
+  const digest = Buffer.from(hash('sha256', presented, 'hex'), 'hex');
   let consumer: string | undefined;
   // No early exit: every stored digest is compared, whichever one matches.
   for (const stored of storedKeys(route)) {
