@@ -16,6 +16,7 @@ import {
   type GroupTotals,
   type TimeseriesPoint,
 } from './backend.ts';
+import { Batch } from './batch.ts';
 import { ConsumerLabels, type ConsumerLabelOptions } from './consumers.ts';
 import {
   ENVIRONMENTS,
@@ -172,6 +173,8 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
   readonly #minutes = new Map<number, MinuteBlock>();
   #newestMinute = -Infinity;
   #dropped = 0;
+  /** Observations not yet recorded (see batch.ts); every read flushes them first. */
+  readonly #observations = new Batch<RequestObservation>((o) => this.#record(o));
 
   constructor(options: MemoryAnalyticsOptions = {}) {
     this.#now = options.now ?? Date.now;
@@ -179,11 +182,16 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
     this.#maxSeries = options.maxSeries ?? DEFAULT_MAX_SERIES;
   }
 
-  /**
-   * RequestObserver. The observation counts in the minute the request finished
-   * (arrival + duration), which is when Prometheus would see it too.
-   */
+  /** RequestObserver: one observation per webhook request, recorded in a batch. */
   observe(o: RequestObservation): void {
+    this.#observations.push(o);
+  }
+
+  /**
+   * The observation counts in the minute the request finished (arrival + duration),
+   * which is when Prometheus would see it too.
+   */
+  #record(o: RequestObservation): void {
     const minute = Math.floor((o.at + o.durationSeconds * 1000) / MINUTE_MS);
     if (!Number.isFinite(minute) || !(o.durationSeconds >= 0)) {
       this.#dropped += 1;
@@ -209,6 +217,7 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
   }
 
   stats(): MemoryStats {
+    this.#observations.flush();
     let cells = 0;
     for (const block of this.#minutes.values()) cells += block.rows;
     return {
@@ -220,6 +229,7 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
   }
 
   query(filter: AnalyticsFilter): Promise<AnalyticsResult> {
+    this.#observations.flush();
     const now = this.#now();
     const { first, last } = windowMinutes(now, filter);
     const { match, error, group, groups } = this.#select(filter);
@@ -267,6 +277,7 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
   }
 
   options(filter: AnalyticsFilter): Promise<FilterOptions> {
+    this.#observations.flush();
     const { first, last } = windowMinutes(this.#now(), filter);
     const seen = new Uint8Array(this.#seriesById.length);
     for (let minute = first; minute <= last; minute += 1) {

@@ -8,6 +8,7 @@ import type { RequestObservation, RequestObserver } from '../gateway/observation
 import { CATALOGUE } from '../errors.ts';
 import { ConsumerLabels, type ConsumerLabelOptions } from './consumers.ts';
 import { normaliseMethod } from './definitions.ts';
+import { Batch } from './batch.ts';
 import { RequestDurationHistogram } from './request-histogram.ts';
 
 export const METRIC = {
@@ -54,17 +55,21 @@ export class GatewayMetrics implements RequestObserver {
   /** Rate limit decisions not yet added to their counter (see its collect). */
   readonly #decisions: Record<RateLimitDecision, number> = { allowed: 0, rejected: 0 };
   readonly #callbacks: Counter<'result'>;
+  /** Request observations not yet recorded (see batch.ts); flushed before every scrape. */
+  readonly #observations = new Batch<RequestObservation>((o) => this.#record(o));
 
   constructor(options: GatewayMetricsOptions) {
     const registers = [options.registry];
     this.registry = options.registry;
     this.#consumers = new ConsumerLabels(options.consumers);
     // Buckets: LATENCY_BUCKETS_SECONDS. Not prom-client's Histogram: see request-histogram.ts.
+    const flush = this.#observations.flush;
     this.#duration = new RequestDurationHistogram({
       name: METRIC.requestDuration,
       help: 'Duration of HTTP server requests to webhook endpoints (OpenTelemetry http.server.request.duration).',
       labelNames: REQUEST_LABELS,
       registers,
+      collect: flush,
     });
     this.#executions = new Counter({
       name: METRIC.executions,
@@ -77,6 +82,7 @@ export class GatewayMetrics implements RequestObserver {
       help: 'Webhook requests the gateway answered with a problem, by problem type.',
       labelNames: ['reason'],
       registers,
+      collect: flush,
     });
     const depth = options.queueDepth;
     this.#queueDepth = new Gauge({
@@ -114,8 +120,12 @@ export class GatewayMetrics implements RequestObserver {
     });
   }
 
-  /** RequestObserver: one observation per webhook request. */
+  /** RequestObserver: one observation per webhook request, recorded in a batch. */
   observe(o: RequestObservation): void {
+    this.#observations.push(o);
+  }
+
+  #record(o: RequestObservation): void {
     // Label values in REQUEST_LABELS order.
     this.#duration.observe(
       [

@@ -33,6 +33,8 @@ export interface RequestHistogramOptions<L extends string> {
   help: string;
   labelNames: readonly L[];
   registers: Registry[];
+  /** Called before every read of the metric, like prom-client's `collect`. */
+  collect?: () => void;
 }
 
 export class RequestDurationHistogram<L extends string> {
@@ -42,11 +44,13 @@ export class RequestDurationHistogram<L extends string> {
   readonly aggregator = 'sum';
   readonly labelNames: readonly L[];
   #sets = new Map<string, LabelSet<L>>();
+  readonly #collect: (() => void) | undefined;
 
   constructor(options: RequestHistogramOptions<L>) {
     this.name = options.name;
     this.help = options.help;
     this.labelNames = options.labelNames;
+    this.#collect = options.collect;
     // The registry only reads name, help, type and aggregator, and calls get() and reset().
     for (const registry of options.registers)
       registry.registerMetric(this as unknown as Histogram<L>);
@@ -96,6 +100,7 @@ export class RequestDurationHistogram<L extends string> {
     aggregator: string;
     values: ExportedValue[];
   }> {
+    this.#collect?.();
     const values: ExportedValue[] = [];
     const bucket = `${this.name}_bucket`;
     for (const set of this.#sets.values()) {
