@@ -62,8 +62,9 @@ export interface InProcessEngineOptions {
   /** Told about every finished execution and callback delivery (metrics). */
   observer?: EngineObserver;
   /**
-   * Write each event to the store as it is emitted instead of all at the end (a worker:
-   * gateways elsewhere relay them to waiting callers). Default false.
+   * Write events to the store as they are emitted (by the end of the event loop's turn;
+   * respond, completed and failed at once) instead of all at the end (a worker: gateways
+   * elsewhere relay them to waiting callers). Default false.
    */
   streamEvents?: boolean;
 }
@@ -81,7 +82,9 @@ interface Hot {
   /** Events of this run; their seq continues after `seqBase` (events of earlier runs). */
   events: SequencedEvent[];
   seqBase: number;
-  /** streamEvents: this run's appends of single events, and whether one of them failed. */
+  /** streamEvents: events not sent to the store yet (see #stream). */
+  unsent: SequencedEvent[];
+  /** streamEvents: this run's appends, and whether one of them failed. */
   appends: Promise<void>[];
   appendFailed: boolean;
   listeners: Set<Listener>;
@@ -312,6 +315,7 @@ export class InProcessEngine implements ExecutionEngine {
       request,
       events: [],
       seqBase,
+      unsent: [],
       appends: [],
       appendFailed: false,
       listeners: new Set(),
@@ -427,13 +431,7 @@ export class InProcessEngine implements ExecutionEngine {
     sequenced.seq = hot.seqBase + hot.events.length + 1;
     sequenced.at = at;
     hot.events.push(sequenced);
-    if (this.#streamEvents) {
-      const append = this.store.appendEvents([sequenced]).catch((error: unknown) => {
-        hot.appendFailed = true;
-        this.#onInternalError(error, 'saving an event');
-      });
-      hot.appends.push(append);
-    }
+    if (this.#streamEvents) this.#stream(hot, sequenced);
     // A copy: a listener may unsubscribe or subscribe others while it is called.
     if (hot.listeners.size > 0) {
       for (const listener of [...hot.listeners]) {
@@ -446,6 +444,29 @@ export class InProcessEngine implements ExecutionEngine {
       }
     }
     if (isTerminal(event)) hot.listeners.clear();
+  }
+
+  /**
+   * streamEvents: an append is a store call (a Lua script in Redis) that costs more than
+   * the node run that made the event, so the events of one turn of the event loop go in
+   * one append; those a gateway waits on (respond, completed, failed) go at once, with
+   * whatever came before them.
+   */
+  #stream(hot: Hot, event: SequencedEvent): void {
+    hot.unsent.push(event);
+    if (event.type === 'respond' || isTerminal(event)) this.#sendEvents(hot);
+    else if (hot.unsent.length === 1) setImmediate(() => this.#sendEvents(hot));
+  }
+
+  #sendEvents(hot: Hot): void {
+    if (hot.unsent.length === 0) return;
+    const events = hot.unsent;
+    hot.unsent = [];
+    const append = this.store.appendEvents(events).catch((error: unknown) => {
+      hot.appendFailed = true;
+      this.#onInternalError(error, 'saving an event');
+    });
+    hot.appends.push(append);
   }
 
   #pump(): void {
@@ -503,8 +524,9 @@ export class InProcessEngine implements ExecutionEngine {
   async #persist(hot: Hot): Promise<void> {
     try {
       await this.store.save(hot.execution);
-      // Streaming, the events are stored one by one as they come: the whole history is
-      // written again (the store skips the events it has) only if one of them failed.
+      // Streaming, the events are stored as they come (the terminal one has gone): the
+      // whole history is written again (the store skips the events it has) only if an
+      // append failed.
       if (this.#streamEvents) await Promise.all(hot.appends);
       if (!this.#streamEvents || hot.appendFailed) await this.store.appendEvents(hot.events);
     } catch (error) {

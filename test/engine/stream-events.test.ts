@@ -1,5 +1,6 @@
-// streamEvents (a worker): each event is appended to the store as it is emitted, and
-// the history is written again at the end only when one of those appends failed.
+// streamEvents (a worker): events are appended to the store as they come (those of one
+// turn of the event loop together), and the history is written again at the end only
+// when one of those appends failed.
 import { describe, expect, it } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
@@ -26,40 +27,57 @@ async function runOne(store: CountingStore, errors: string[] = []) {
   const s = await engine.start({
     workflow: workflow([
       { id: 'a', type: 'transform', expression: '{ "v": 1 }' },
+      { id: 'd', type: 'delay', duration: '20ms' },
+      { id: 'r', type: 'respond' },
       { id: 'b', type: 'transform', expression: '{ "v": v + 1 }' },
     ]),
     route: route(),
     input: trigger({}),
   });
+  // When the respond event reaches a listener, the store has it already.
+  let storedAtRespond: number[] = [];
+  engine.subscribe(s.id, 0, (event) => {
+    if (event.type === 'respond') storedAtRespond = [...store.calls];
+  });
   const execution = await finished(engine, s.id);
   await engine.close(1000);
-  return { execution, events: await store.events(s.id, 0) };
+  return { execution, events: await store.events(s.id, 0), storedAtRespond };
 }
 
+const types = [
+  'queued',
+  'node.started',
+  'node.finished',
+  'node.started',
+  'node.finished',
+  'node.started',
+  'respond',
+  'node.finished',
+  'node.started',
+  'node.finished',
+  'completed',
+];
+
 describe('InProcessEngine with streamEvents', () => {
-  it('appends each event once, as it comes, and nothing again at the end', async () => {
+  it('appends the events of a turn of the event loop together, and nothing again at the end', async () => {
     const store = new CountingStore();
-    const { execution, events } = await runOne(store);
+    const { execution, events, storedAtRespond } = await runOne(store);
     expect(execution.status).toBe('succeeded');
-    expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(store.calls).toEqual([1, 1, 1, 1, 1, 1]);
+    expect(events.map((e) => [e.seq, e.type])).toEqual(types.map((t, i) => [i + 1, t]));
+    // Up to the delay's start; then the delay ends and respond goes at once; the rest
+    // with the completed event.
+    expect(store.calls).toEqual([4, 3, 4]);
+    expect(storedAtRespond).toEqual([4, 3]);
   });
 
   it('writes the whole history again when an append failed', async () => {
     const store = new CountingStore();
-    store.failCall = 6; // the completed event
+    store.failCall = 3; // the batch ending with the completed event
     const errors: string[] = [];
     const { execution, events } = await runOne(store, errors);
     expect(execution.status).toBe('succeeded');
     expect(errors).toEqual(['saving an event']);
-    expect(store.calls).toEqual([1, 1, 1, 1, 1, 1, 6]);
-    expect(events.map((e) => [e.seq, e.type])).toEqual([
-      [1, 'queued'],
-      [2, 'node.started'],
-      [3, 'node.finished'],
-      [4, 'node.started'],
-      [5, 'node.finished'],
-      [6, 'completed'],
-    ]);
+    expect(store.calls).toEqual([4, 3, 4, 11]);
+    expect(events.map((e) => [e.seq, e.type])).toEqual(types.map((t, i) => [i + 1, t]));
   });
 });
