@@ -50,17 +50,18 @@ export function executionLinks(id: string): { self: string; events: string } {
   return { self: `/api/executions/${id}`, events: `/api/executions/${id}/events` };
 }
 
-export async function respond(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
+/** Not an async function: each mode's own promise is the answer, without another around it. */
+export function respond(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
   const mode = m.route.spec.response.mode;
   switch (mode) {
     case 'immediateAck':
-      return acknowledge(m, await start(deps, m), {});
-    case 'ackSubscribe': {
-      const execution = await start(deps, m);
-      return acknowledge(m, execution, {
-        channel: { type: 'sse', url: executionLinks(execution.id).events },
-      });
-    }
+      return start(deps, m).then((execution) => acknowledge(m, execution, {}));
+    case 'ackSubscribe':
+      return start(deps, m).then((execution) =>
+        acknowledge(m, execution, {
+          channel: { type: 'sse', url: executionLinks(execution.id).events },
+        }),
+      );
     case 'asyncCallback':
       return asyncCallback(deps, m);
     case 'waitForCompletion':
