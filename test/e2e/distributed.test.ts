@@ -202,7 +202,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     expect(await waited.json()).toMatchObject({ body: { orderId: 79 } });
     worker.kill('SIGTERM');
     await new Promise((resolve) => worker.once('exit', resolve));
-  });
+  }, 60_000); // starts a process and waits on two runs: slow on a loaded machine
 
   it('a worker killed mid-run loses nothing: another runs the execution again, same id (G14)', async () => {
     await post('workflows', {
@@ -260,7 +260,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       await fetch(`http://127.0.0.1:${g1}/api/executions?trigger=default/slow`)
     ).json()) as { items: { id: string }[] };
     expect(list.items.map((e) => e.id)).toEqual([executionId]);
-  });
+  }, 60_000); // two processes and a claim timeout
 
   it('a deleted trigger disappears from both gateways', async () => {
     const res = await fetch(`${base()}/webhooktriggers/ingest`, { method: 'DELETE' });
