@@ -1,0 +1,351 @@
+// `node bench/worker.ts`: how fast one `hookgate worker` process drains the execution
+// queue, against the bare engine doing the same runs in memory, in the same run.
+//
+//   BENCH_ROUNDS=5 BENCH_WORKER_N=20000 node bench/worker.ts   (Node 24 first on PATH)
+//
+// The bench manifests are reconciled once into a redis-server this script starts on
+// core 0. Each round: the queue is filled with N executions of the bench workflow
+// (enqueued with the gateway's QueuedEngine), then the real CLI (`runtime/cli.ts
+// worker`, default settings) starts on core 1 and drains it while this process only
+// polls the queue length. The rate is
+// taken between 10 % and 90 % drained (start-up and JIT warm-up left out), with the
+// worker's CPU time over the same span. Then the baseline, also on core 1: the same N
+// executions, their queued records given to a bare InProcessEngine (memory store, 32
+// at once, like the worker) with `resume`, after a warm-up.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { InProcessEngine } from '../runtime/engine/engine.ts';
+import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
+import { EXECUTION_KEYS, RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
+import type { Execution, StartRequest, TriggerOutput } from '../runtime/engine/ports.ts';
+import { QUEUE, QueuedEngine } from '../runtime/engine/queued-engine.ts';
+import { createDevRuntime } from '../runtime/roles/dev.ts';
+import type { RouteRecord, WorkflowRegistration } from '../runtime/stores/ports.ts';
+import { REDIS_KEYS, RedisRecordStore } from '../runtime/stores/redis.ts';
+
+const here = import.meta.dirname;
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+const n = Number(process.env.BENCH_WORKER_N ?? 20_000);
+const concurrency = Number(process.env.HOOKGATE_WORKER_CONCURRENCY ?? 32);
+const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+const ticksPerSecond =
+  Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
+
+interface Sample {
+  /** Executions per second. */
+  rate: number;
+  /** CPU time of the process per execution, µs. */
+  cpuUs: number;
+  /** Worker only: Redis commands per execution (a transaction counts once). */
+  redis?: { scripts: number; transactions: number; others: number };
+}
+
+function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
+  return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function output(child: ChildProcess, pattern: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = pattern.exec(out);
+      if (m) resolve(m[0]);
+    });
+    child.once('exit', (code) => reject(new Error(`child exited with ${code}: ${out}`)));
+  });
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** What the gateway would hand the engine for POST /webhook/default-production-bench/ack. */
+function triggerOutput(route: RouteRecord, i: number): TriggerOutput {
+  return {
+    body: { orderId: `A-${1000 + i}`, total: 1250 },
+    headers: {
+      host: '127.0.0.1:3000',
+      connection: 'keep-alive',
+      'content-type': 'application/json',
+      'content-length': '37',
+      'x-api-key': '[redacted]',
+    },
+    query: {},
+    params: {},
+    metadata: {
+      timestamp: new Date().toISOString(),
+      correlationId: `bench-${i}`,
+      requestId: `req-${i}`,
+      executionId: '',
+      method: 'POST',
+      path: route.path,
+      route: route.path,
+      contentType: 'application/json',
+      consumer: 'bench',
+      triggerKey: route.key,
+      workflowId: route.workflowId,
+    },
+  };
+}
+
+/** The bench manifests' routes and workflow, reconciled into Redis as the operator would. */
+async function deploy(
+  redis: Redis,
+): Promise<{ route: RouteRecord; workflow: WorkflowRegistration }> {
+  const control = await createDevRuntime({
+    dir: join(here, 'servers', 'manifests'),
+    baseUrl: 'http://127.0.0.1',
+    redis,
+  });
+  for (let i = 0; i < 200 && control.table.size < 2; i++) await sleep(25);
+  await control.close();
+  const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
+  const workflows = new RedisRecordStore<WorkflowRegistration>({
+    redis,
+    key: REDIS_KEYS.workflows,
+  });
+  const route = (await routes.list()).find((r) => r.path.endsWith('/ack'));
+  const workflow = route && (await workflows.get(route.workflowId));
+  if (!route || !workflow) throw new Error('bench routes did not deploy');
+  return { route, workflow };
+}
+
+async function fill(queue: QueuedEngine, request: Omit<StartRequest, 'input'>): Promise<string[]> {
+  const ids: string[] = [];
+  for (let at = 0; at < n; at += 500) {
+    const batch = Array.from({ length: Math.min(500, n - at) }, (_, k) =>
+      queue.start({ ...request, input: triggerOutput(request.route, at + k) }),
+    );
+    for (const execution of await Promise.all(batch)) ids.push(execution.id);
+  }
+  return ids;
+}
+
+function cpuTicks(pid: number): number {
+  // /proc/<pid>/stat: the command may hold spaces, the fields after ')' do not.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime + stime
+}
+
+/** Calls per command since the last CONFIG RESETSTAT (Lua's own calls included). */
+function commandCalls(info: string): Map<string, number> {
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    calls.set(m[1] as string, Number(m[2]));
+  }
+  return calls;
+}
+
+/** Commands the worker sent per execution: scripts, transactions, the others. */
+function perExecution(calls: Map<string, number>): Sample['redis'] {
+  const count = (name: string) => (calls.get(name) ?? 0) / n;
+  const scripts = count('evalsha') + count('eval');
+  const transactions = count('multi');
+  // What the scripts call inside (each append starts with an LLEN) and what this
+  // process asked (XLEN, INFO, CONFIG) are not the worker's.
+  const others =
+    count('get') +
+    count('hget') +
+    count('llen') -
+    count('evalsha') +
+    count('xreadgroup') +
+    count('xautoclaim') +
+    count('xclaim');
+  return { scripts, transactions, others };
+}
+
+/** Starts the worker CLI and samples the queue until it is empty. */
+async function drain(redis: Redis, url: string): Promise<Sample> {
+  const [cmd, args] = pinned(1, process.execPath, [
+    join(here, '..', 'runtime', 'cli.ts'),
+    'worker',
+  ]);
+  const worker = spawn(cmd, [...args, '--port', String(await freePort())], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, REDIS_URL: url },
+  });
+  const exited = new Promise((resolve) => worker.once('exit', resolve));
+  await redis.config('RESETSTAT');
+  try {
+    type Point = { left: number; t: bigint; cpu: number };
+    let from: Point | undefined;
+    let to: Point | undefined;
+    for (;;) {
+      const left = await redis.xlen(QUEUE.stream);
+      const now = { left, t: process.hrtime.bigint(), cpu: cpuTicks(worker.pid as number) };
+      if (!from && left <= n * 0.9) from = now;
+      if (!to && left <= n * 0.1) to = now;
+      if (left === 0) break;
+      await sleep(20);
+    }
+    if (!from || !to) throw new Error('the queue was not sampled while draining');
+    const calls = commandCalls(await redis.info('commandstats'));
+    const done = from.left - to.left;
+    const seconds = Number(to.t - from.t) / 1e9;
+    const cpuSeconds = (to.cpu - from.cpu) / ticksPerSecond;
+    return {
+      rate: done / seconds,
+      cpuUs: (cpuSeconds / done) * 1e6,
+      redis: perExecution(calls),
+    };
+  } finally {
+    worker.kill('SIGTERM');
+    await exited;
+  }
+}
+
+/** Every execution succeeded, with its four events; then their keys are dropped. */
+async function verifyAndClear(redis: Redis, ids: string[]): Promise<void> {
+  for (let at = 0; at < ids.length; at += 1000) {
+    const batch = ids.slice(at, at + 1000);
+    const records = await redis.mget(batch.map((id) => EXECUTION_KEYS.record(id)));
+    const events = await Promise.all(batch.map((id) => redis.llen(EXECUTION_KEYS.events(id))));
+    records.forEach((json, k) => {
+      const status = json ? (JSON.parse(json) as Execution).status : 'missing';
+      if (status !== 'succeeded' || events[k] !== 4)
+        throw new Error(`${batch[k]}: ${status}, ${events[k]} events`);
+    });
+    await redis.unlink(
+      ...batch.flatMap((id) => [EXECUTION_KEYS.record(id), EXECUTION_KEYS.events(id)]),
+    );
+  }
+  await redis.unlink(EXECUTION_KEYS.index);
+}
+
+/** Child mode: the bare engine runs what the worker runs, in memory. */
+async function baseline(request: Omit<StartRequest, 'input'>): Promise<void> {
+  const engine = new InProcessEngine({ concurrency, onInternalError: (e) => console.error(e) });
+  const record = (i: number): Execution => {
+    const input = triggerOutput(request.route, i);
+    input.metadata.executionId = `exec_${i}_${process.pid}`;
+    return {
+      id: input.metadata.executionId,
+      workflowId: request.workflow.workflowId,
+      triggerKey: request.route.key,
+      status: 'queued',
+      createdAt: new Date().toISOString(),
+      input,
+      log: [],
+    };
+  };
+  let next = 0;
+  const run = async (count: number) => {
+    const end = next + count;
+    const lane = async () => {
+      while (next < end) {
+        const execution = record(next++);
+        await engine.resume({ ...request, input: execution.input }, execution, 1);
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, lane));
+  };
+  await run(Math.ceil(n * 0.1)); // warm-up
+  const t0 = process.hrtime.bigint();
+  const cpu0 = process.cpuUsage();
+  await run(n);
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
+  const sample: Sample = { rate: n / seconds, cpuUs: (cpu.user + cpu.system) / n };
+  console.log(`RESULT ${JSON.stringify(sample)}`);
+  await engine.close(1_000);
+}
+
+async function measureBaseline(request: Omit<StartRequest, 'input'>): Promise<Sample> {
+  const [cmd, args] = pinned(1, process.execPath, [import.meta.filename, '--baseline']);
+  const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  child.stdin?.end(JSON.stringify(request));
+  const line = await output(child, /RESULT (.*)\n/);
+  child.kill('SIGTERM');
+  return JSON.parse(line.slice('RESULT '.length)) as Sample;
+}
+
+async function main(): Promise<void> {
+  const redisPort = await freePort();
+  const [redisCmd, redisArgs] = pinned(0, 'redis-server', [
+    ...['--port', String(redisPort), '--bind', '127.0.0.1'],
+    ...['--save', '', '--appendonly', 'no'],
+  ]);
+  const redisServer = spawn(redisCmd, redisArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = `redis://127.0.0.1:${redisPort}`;
+  const clients: Redis[] = [];
+  try {
+    await output(redisServer, /Ready to accept connections/);
+    const client = () => {
+      const c = new Redis(url, { enableAutoPipelining: true });
+      clients.push(c);
+      return c;
+    };
+    const redis = client();
+    const target = await deploy(redis);
+    const store = new RedisExecutionStore({ redis });
+    const events = new RedisExecutionEvents({ subscriber: client(), store });
+    const queue = new QueuedEngine({ redis, store, events, maxQueued: Number.MAX_SAFE_INTEGER });
+    const worker: Sample[] = [];
+    const bare: Sample[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      const ids = await fill(queue, target);
+      const w = await drain(redis, url);
+      await verifyAndClear(redis, ids);
+      const b = await measureBaseline(target);
+      worker.push(w);
+      bare.push(b);
+      console.error(
+        `round ${round}/${rounds}: worker ${w.rate.toFixed(0)}/s (${w.cpuUs.toFixed(0)} µs CPU each), ` +
+          `bare engine ${b.rate.toFixed(0)}/s (${b.cpuUs.toFixed(0)} µs)`,
+      );
+    }
+    queue.close();
+    const row = (name: string, ss: Sample[], base: number) => {
+      const rate = median(ss.map((s) => s.rate));
+      const cpu = median(ss.map((s) => s.cpuUs));
+      return `| ${name} | ${rate.toFixed(0)} | ${cpu.toFixed(0)} | ${((rate / base) * 100).toFixed(0)}% |`;
+    };
+    const base = median(bare.map((s) => s.rate));
+    console.log(
+      `\n${rounds} rounds, ${n} executions each, concurrency ${concurrency}` +
+        `${hasTaskset ? ', worker / bare engine on core 1, redis-server on core 0' : ''}\n`,
+    );
+    console.log('| process | executions/s (median) | CPU µs per execution | vs bare engine |');
+    console.log('|---|---:|---:|---:|');
+    console.log(row('bare InProcessEngine, memory store (baseline)', bare, base));
+    console.log(row('hookgate worker (Redis queue and store)', worker, base));
+    const r = worker.at(-1)?.redis;
+    if (r) {
+      console.log(
+        `\nRedis commands the worker sent per execution: ${r.scripts.toFixed(2)} scripts ` +
+          `(event appends), ${r.transactions.toFixed(2)} MULTI…EXEC transactions, ` +
+          `${r.others.toFixed(2)} others (reads, the queue)`,
+      );
+    }
+  } finally {
+    for (const c of clients) c.disconnect();
+    redisServer.kill('SIGTERM');
+  }
+}
+
+if (process.argv.includes('--baseline')) {
+  const request = JSON.parse(readFileSync(0, 'utf8')) as Omit<StartRequest, 'input'>;
+  await baseline(request);
+} else {
+  await main();
+}
