@@ -7,11 +7,11 @@
 // core 0. Each round: the queue is filled with N executions of the bench workflow
 // (enqueued with the gateway's QueuedEngine), then the real CLI (`runtime/cli.ts
 // worker`, default settings) starts on core 1 and drains it while this process only
-// polls the queue length. The rate is
-// taken between 10 % and 90 % drained (start-up and JIT warm-up left out), with the
-// worker's CPU time over the same span. Then the baseline, also on core 1: the same N
-// executions, their queued records given to a bare InProcessEngine (memory store, 32
-// at once, like the worker) with `resume`, after a warm-up.
+// polls the queue length. The rate is taken between 10 % and 90 % drained (start-up
+// and JIT warm-up left out), with the worker's CPU time over the same span. Then the
+// baseline, also on core 1: the same N executions, their queued records given to a
+// bare InProcessEngine (memory store, 32 at once, like the worker) with `resume`,
+// after a warm-up.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
