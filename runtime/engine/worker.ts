@@ -50,6 +50,8 @@ export class ExecutionWorker {
   readonly #o: Required<Omit<ExecutionWorkerOptions, 'outputValidator'>> &
     Pick<ExecutionWorkerOptions, 'outputValidator'>;
   readonly #inflight = new Map<string, Promise<void>>();
+  /** Jobs still reading their record: close() waits until each reaches the engine. */
+  readonly #starting = new Set<Promise<void>>();
   #loop: Promise<void> | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #stopping = false;
@@ -97,6 +99,8 @@ export class ExecutionWorker {
     // A blocking read would hold the loop for up to blockMs: cut it short.
     this.#o.blocking.disconnect();
     await this.#loop;
+    // A job between its reads and engine.resume would be refused once the engine closes.
+    await Promise.all(this.#starting);
     await this.#o.engine.close(timeoutMs);
     await Promise.allSettled(this.#inflight.values());
     clearInterval(this.#heartbeat);
@@ -154,7 +158,11 @@ export class ExecutionWorker {
 
   #take(entryId: string, fields: string[]): void {
     if (this.#inflight.has(entryId)) return;
-    const run = this.#run(fields)
+    let reached = (): void => {};
+    const starting = new Promise<void>((resolve) => (reached = resolve));
+    this.#starting.add(starting);
+    void starting.then(() => this.#starting.delete(starting));
+    const run = this.#run(fields, reached)
       .then(() => this.#acknowledge(entryId))
       .catch((error: unknown) => {
         // Read just before close(): left unacknowledged, another worker will run it.
@@ -166,7 +174,16 @@ export class ExecutionWorker {
     this.#inflight.set(entryId, run);
   }
 
-  async #run(fields: string[]): Promise<void> {
+  /** `reached` is called once the job is in the engine, or will not go there. */
+  async #run(fields: string[], reached: () => void): Promise<void> {
+    try {
+      return await this.#runJob(fields, reached);
+    } finally {
+      reached();
+    }
+  }
+
+  async #runJob(fields: string[], reached: () => void): Promise<void> {
     const at = fields.indexOf('job');
     const job = JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
     if (!job) return; // not a job of ours: acknowledge and drop it
@@ -187,7 +204,9 @@ export class ExecutionWorker {
       ...(validator ? { outputValidator: validator } : {}),
       ...(job.callbackUrl ? { callbackUrl: job.callbackUrl } : {}),
     };
-    await this.#o.engine.resume(request, execution, afterSeq);
+    const done = this.#o.engine.resume(request, execution, afterSeq);
+    reached();
+    await done;
   }
 
   /** The endpoint or its workflow went away between the 202 and the run. */
