@@ -12,9 +12,9 @@
 // baseline, also on core 1: the same N executions, their queued records given to a
 // bare InProcessEngine (memory store, 32 at once, like the worker) with `resume`,
 // after a warm-up.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { freePort, output } from './support.ts';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { InProcessEngine } from '../runtime/engine/engine.ts';
@@ -45,29 +45,6 @@ interface Sample {
 
 function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
   return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function output(child: ChildProcess, pattern: RegExp): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = pattern.exec(out);
-      if (m) resolve(m[0]);
-    });
-    child.once('exit', (code) => reject(new Error(`child exited with ${code}: ${out}`)));
-  });
 }
 
 const median = (xs: number[]) => {

@@ -2,8 +2,8 @@
 // in Redis, executions run by a worker elsewhere. This process is the gateway alone;
 // it starts redis-server and the control plane (reconcile loop + worker) as children
 // on the other core, so the gateway's core does only the gateway's work.
+import { freePort, output } from '../support.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createGatewayRuntime } from '../../runtime/roles/gateway.ts';
@@ -22,40 +22,18 @@ function onOtherCore(cmd: string, args: string[], nice: number, env = {}): Child
   return child;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function ready(child: ChildProcess, pattern: RegExp): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (pattern.test(out)) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`child exited with ${code}: ${out}`)));
-  });
-}
-
 const redisPort = await freePort();
 const redisServer = onOtherCore(
   'redis-server',
   ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
   0,
 );
-await ready(redisServer, /Ready to accept connections/);
+await output(redisServer, /Ready to accept connections/);
 const url = `redis://127.0.0.1:${redisPort}`;
 const control = onOtherCore(process.execPath, [join(import.meta.dirname, 'control-plane.ts')], 19, {
   REDIS_URL: url,
 });
-await ready(control, /READY/);
+await output(control, /READY/);
 
 const runtime = await createGatewayRuntime({
   redis: new Redis(url, { enableAutoPipelining: true }),
