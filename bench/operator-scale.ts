@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startKubeApiServer } from '../test/kube-apiserver/index.ts';
+import { startKubeApiServer } from '../testing/kube-apiserver/index.ts';
 
 const count = Number(process.argv[2] ?? 2000);
 const root = join(import.meta.dirname, '..');
@@ -17,7 +17,7 @@ const kubeconfig = server.writeKubeconfig(dir);
 const port = 20_000 + Math.floor(Math.random() * 10_000);
 const operator = spawn(
   process.execPath,
-  [join(root, 'runtime/cli.ts'), 'operator', '--port', String(port)],
+  [join(root, 'roles/cli.ts'), 'operator', '--port', String(port)],
   {
     env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAMESPACE: 'default' },
     stdio: ['ignore', process.env.BENCH_OPERATOR_LOG ? 'inherit' : 'ignore', 'inherit'],

@@ -5,7 +5,7 @@
 //
 // The bench manifests are reconciled once into a redis-server this script starts on
 // core 0. Each round: the queue is filled with N executions of the bench workflow
-// (enqueued with the gateway's QueuedEngine), then the real CLI (`runtime/cli.ts
+// (enqueued with the gateway's QueuedEngine), then the real CLI (`roles/cli.ts
 // worker`, default settings) starts on core 1 and drains it while this process only
 // polls the queue length. The rate is taken between 10 % and 90 % drained (start-up
 // and JIT warm-up left out), with the worker's CPU time over the same span. Then the
@@ -22,9 +22,9 @@ import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.t
 import { EXECUTION_KEYS, RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
 import type { Execution, StartRequest, TriggerOutput } from '../runtime/engine/ports.ts';
 import { QUEUE, QueuedEngine } from '../runtime/engine/queued-engine.ts';
-import { createDevRuntime } from '../runtime/roles/dev.ts';
-import type { RouteRecord, WorkflowRegistration } from '../runtime/stores/ports.ts';
-import { REDIS_KEYS, RedisRecordStore } from '../runtime/stores/redis.ts';
+import { createDevRuntime } from '../roles/dev.ts';
+import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
+import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
 
 const here = import.meta.dirname;
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);

@@ -4,16 +4,15 @@
 // server.ts; this file only wires parts together.
 import { createServer } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import type { ResourceSource } from '../operator/sources/ports.ts';
-import { executionRoutes } from './admin/execution-routes.ts';
-import { resourceRoutes } from './admin/resource-routes.ts';
-import { testRequestRoutes } from './admin/test-request-routes.ts';
+import { executionRoutes } from './read-api/execution-routes.ts';
+import { resourceRoutes, type ResourceReader } from './read-api/resource-routes.ts';
+import { testRequestRoutes } from './read-api/test-request-routes.ts';
 import type { ExecutionEngine } from './engine/ports.ts';
 import { liveEventRoutes, type LiveEventHub } from './gateway/live-events.ts';
 import type { RequestObserver } from './gateway/observations.ts';
 import { installProblemHandlers } from './gateway/problem-handler.ts';
 import { installSse } from './gateway/sse.ts';
-import type { IdempotencyOptions } from './gateway/idempotency.ts';
+import type { IdempotencyOptions } from './gateway/idempotency/claims.ts';
 import type { ModeDeps } from './gateway/response-modes.ts';
 import type { RouteTable } from './gateway/route-table.ts';
 import { webhookRoutes, type Guards } from './gateway/webhook-routes.ts';
@@ -27,7 +26,7 @@ export interface AppOptions {
   idempotency?: IdempotencyOptions;
   observer?: RequestObserver;
   /** Where resources come from, for the admin API. */
-  source?: ResourceSource;
+  source?: ResourceReader;
   manifestErrors?: () => unknown[];
   /** More routes: metrics, analytics, dashboard. Each runs in its own encapsulated scope. */
   plugins?: ((app: FastifyInstance) => void | Promise<void>)[];

@@ -148,12 +148,12 @@ export const CATALOGUE = {
 
 export type ErrorCode = keyof typeof CATALOGUE;
 
-/** A field-level problem, as the `errors` extension of a problem document carries it. */
-export interface FieldProblem {
-  /** JSON Pointer (RFC 6901) into the request body, or `#/header/<name>` / `#/query/<name>`. */
-  pointer: string;
-  detail: string;
-}
+/**
+ * A field-level problem, as the `errors` extension of a problem document carries it: a
+ * JSON Pointer (RFC 6901) into the request body, or `#/header/<name>` / `#/query/<name>`.
+ */
+export type { FieldProblem } from '../api/schemas.ts';
+import type { FieldProblem } from '../api/schemas.ts';
 
 /** An RFC 9457 problem details document. */
 export interface ProblemDocument {

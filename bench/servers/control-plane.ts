@@ -3,8 +3,8 @@
 // loop writing the bench manifests' routes to Redis, and a worker draining the queue.
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createDevRuntime } from '../../runtime/roles/dev.ts';
-import { createWorkerRuntime } from '../../runtime/roles/worker.ts';
+import { createDevRuntime } from '../../roles/dev.ts';
+import { createWorkerRuntime } from '../../roles/worker.ts';
 
 const url = process.env.REDIS_URL;
 if (!url) throw new Error('REDIS_URL is not set');

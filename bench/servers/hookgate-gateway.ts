@@ -6,7 +6,7 @@ import { freePort, output } from '../support.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createGatewayRuntime } from '../../runtime/roles/gateway.ts';
+import { createGatewayRuntime } from '../../roles/gateway.ts';
 
 const hasTaskset = spawnSync('taskset', ['-c', '1', 'true']).status === 0;
 const children: ChildProcess[] = [];

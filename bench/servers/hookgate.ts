@@ -1,7 +1,7 @@
 // The hookgate embedded runtime as `npm start` runs it, over the bench manifests:
 // API key auth, a rate limit too high to trip, an input schema, metrics on.
 import { join } from 'node:path';
-import { createDevRuntime } from '../../runtime/roles/dev.ts';
+import { createDevRuntime } from '../../roles/dev.ts';
 
 const runtime = await createDevRuntime({
   dir: join(import.meta.dirname, 'manifests'),

@@ -1,6 +1,6 @@
 // Condition bookkeeping per Kubernetes API conventions: keyed by type, carrying
 // observedGeneration; lastTransitionTime moves only when the status flips.
-import type { Condition } from '../api/v1alpha1/index.ts';
+import type { Condition } from '../../api/v1alpha1/index.ts';
 
 export interface ConditionInput {
   type: string;

@@ -1,9 +1,9 @@
 // Resolves the Secrets a WebhookTrigger references into the material the gateway
 // needs. API keys leave here only as SHA-256 digests.
 import { createHash } from 'node:crypto';
-import type { WebhookTriggerSpec } from '../api/v1alpha1/index.ts';
-import { Reason } from '../api/v1alpha1/index.ts';
-import type { ResolvedCredentials } from '../../runtime/stores/ports.ts';
+import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
+import { Reason } from '../../api/v1alpha1/index.ts';
+import type { ResolvedCredentials } from '../../api/records/records.ts';
 import type { SecretData } from '../sources/ports.ts';
 
 export type CredentialResult =

@@ -13,19 +13,25 @@ import {
   type WebhookTriggerStatus,
   type WorkflowSpec,
   type WorkflowStatus,
-} from '../api/v1alpha1/index.ts';
+} from '../../api/v1alpha1/index.ts';
 import type {
   ResolvedCredentials,
   RouteRecord,
   RouteStore,
   WorkflowRegistration,
   WorkflowRegistry,
-} from '../../runtime/stores/ports.ts';
+} from '../../api/records/records.ts';
 import type { AnyResource, ObjectRef, ResourceSource } from '../sources/ports.ts';
 import { mergeConditions, summarize, type ConditionInput } from './conditions.ts';
 import { referencedSecrets, resolveCredentials } from './credentials.ts';
-import { basePath, pathShape, routePath, webhookUrl, workflowIdentifier } from './identity.ts';
-import { compileSchemas } from '../../runtime/gateway/body/input-schema.ts';
+import {
+  basePath,
+  pathShape,
+  routePath,
+  webhookUrl,
+  workflowIdentifier,
+} from '../../api/identity.ts';
+import { compileSchemas } from '../../api/schemas.ts';
 import { checkWorkflow, hasRespondNode } from './workflow-check.ts';
 
 export interface ReconcilerOptions {

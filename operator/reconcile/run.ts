@@ -2,9 +2,9 @@
 // every change enqueues the objects it affects; nothing is reconciled before the
 // source has synced; then every known object is reconciled once.
 import { Controller, type ControllerOptions } from '../controller/controller.ts';
-import type { RouteStore, WorkflowRegistry } from '../../runtime/stores/ports.ts';
+import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
 import type { ResourceSource } from '../sources/ports.ts';
-import { parseRefKey, refKey } from './identity.ts';
+import { parseRefKey, refKey } from './refs.ts';
 import { Reconciler, type ReconcilerOptions } from './reconciler.ts';
 
 export interface ReconcileLoopOptions {

@@ -1,7 +1,7 @@
 // Checks on a Workflow that its CRD schema cannot express: every node reference
 // points at a node, and every JSONata expression compiles.
 import jsonata from 'jsonata';
-import type { WorkflowNode, WorkflowSpec } from '../api/v1alpha1/index.ts';
+import type { WorkflowNode, WorkflowSpec } from '../../api/v1alpha1/index.ts';
 
 /** Problems found, each as "<field path>: <message>". Empty when the workflow is runnable. */
 export function checkWorkflow(spec: WorkflowSpec): string[] {

@@ -10,7 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { admitResource } from '../api/validate.ts';
+import { admitResource } from '../../api/validate.ts';
 import type { AnyResource, ObjectRef, ResourceSource, SecretData, SourceKind } from './ports.ts';
 
 /** One problem with one manifest document. */

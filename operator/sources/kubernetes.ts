@@ -23,7 +23,7 @@ import {
   VERSION,
   WEBHOOK_TRIGGER_PLURAL,
   WORKFLOW_PLURAL,
-} from '../api/v1alpha1/index.ts';
+} from '../../api/v1alpha1/index.ts';
 import { realClock, type CancelTimer, type Clock } from '../controller/clock.ts';
 import { KubeClient, isNotFound } from '../controller/kube-client.ts';
 import {

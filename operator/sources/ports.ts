@@ -1,6 +1,6 @@
 // The resource source port: where Workflows, WebhookTriggers and Secrets come from.
 // Adapters: a manifest directory (embedded default) and the Kubernetes API.
-import type { Resource } from '../api/v1alpha1/index.ts';
+import type { Resource } from '../../api/v1alpha1/index.ts';
 
 export type SourceKind = 'Workflow' | 'WebhookTrigger' | 'Secret';
 

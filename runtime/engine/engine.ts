@@ -3,7 +3,7 @@
 // mode) posts the result to the caller's callback URL.
 import { randomUUID } from 'node:crypto';
 import { HttpProblem, type ErrorCode } from '../errors.ts';
-import type { WorkflowNode } from '../../operator/api/v1alpha1/workflow.ts';
+import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from './callbacks.ts';
 import { MemoryExecutionStore, type ExecutionStore } from './execution-store.ts';
 import { ExpressionCache, type ExpressionLimits } from './expressions.ts';

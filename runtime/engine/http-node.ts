@@ -1,7 +1,7 @@
 // The http node: one outbound request through the address guard, retried with
 // exponential backoff and jitter on network errors, timeouts, 429 and 5xx.
 // Output: { status, headers, body } (body parsed when the response is JSON).
-import type { WorkflowNode } from '../../operator/api/v1alpha1/workflow.ts';
+import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { OutboundRefusedError, type OutboundGuard } from './outbound/guard.ts';
 import { retryableStatus, sendOutbound, type OutboundResponse } from './outbound/request.ts';
 import { AbortedError, backoffDelay, parseDuration, sleep } from './util.ts';

@@ -30,4 +30,4 @@ export {
   type BeginResult,
   type IdempotencyRecord,
   type IdempotencyStore,
-} from './idempotency.ts';
+} from '../gateway/idempotency/store.ts';

@@ -1,7 +1,7 @@
 // The execution engine port: what the gateway asks of the engine, whichever adapter
 // (in-process, or a Redis queue with workers) runs the workflow.
 import type { ErrorCode } from '../errors.ts';
-import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 
 /**
  * The trigger node's output record: what every downstream node sees of the request

@@ -1,6 +1,6 @@
 // Small helpers shared by the engine, the http node and the callback sender.
 
-export { parseDuration } from '../../operator/api/v1alpha1/common.ts';
+export { parseDuration } from '../../api/v1alpha1/common.ts';
 
 /** The error a cancelled wait rejects with. */
 export class AbortedError extends Error {

@@ -14,7 +14,7 @@ import type { InProcessEngine } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import { QUEUE, type ExecutionJob } from './queued-engine.ts';
-import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
 
 export interface JobTarget {

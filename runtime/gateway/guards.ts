@@ -2,8 +2,8 @@
 // Guards the webhook pipeline calls.
 import type { TLSSocket } from 'node:tls';
 import type { FastifyRequest } from 'fastify';
-import type { RouteRecord } from '../stores/ports.ts';
-import { schemasFor, validateInput } from './body/input-schema.ts';
+import type { RouteRecord } from '../../api/records/records.ts';
+import { schemasFor, validateInput } from './body/schemas.ts';
 import { HttpProblem } from '../errors.ts';
 import {
   authHeaderNameFor,

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
-import type { RouteRecord } from '../stores/ports.ts';
+import type { RouteRecord } from '../../api/records/records.ts';
 import { pathOf } from './route-table.ts';
 import { openSse } from './sse.ts';
 

@@ -2,7 +2,7 @@
 // X-Timestamp toggles and custom headers (names were screened at admission: no
 // framing, hop-by-hop, cookie or CORS headers, no CR/LF in values).
 import type { FastifyReply } from 'fastify';
-import type { RouteRecord } from '../stores/ports.ts';
+import type { RouteRecord } from '../../api/records/records.ts';
 import { isoTime } from './clock.ts';
 
 export function applyResponseHeaders(

@@ -7,7 +7,7 @@
 //   sseStream            200 text/event-stream of progress events until the result
 //   waitForResponseNode  the first respond node's status, headers and body
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { DEFAULT_STATUS_CODE } from '../../operator/api/v1alpha1/index.ts';
+import { DEFAULT_STATUS_CODE } from '../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../errors.ts';
 import type {
   Execution,
@@ -18,8 +18,8 @@ import type {
   StartRequest,
   TriggerOutput,
 } from '../engine/ports.ts';
-import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
-import { parseDuration } from '../../operator/api/v1alpha1/common.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
+import { parseDuration } from '../../api/v1alpha1/common.ts';
 import { openSse, type SseStream } from './sse.ts';
 import { replyProblem, type WebhookContext } from './webhook-routes.ts';
 

@@ -8,7 +8,7 @@ import type {
   RouteStore,
   WorkflowRegistration,
   WorkflowRegistry,
-} from '../stores/ports.ts';
+} from '../../api/records/records.ts';
 
 export interface RouteMatch {
   route: RouteRecord;

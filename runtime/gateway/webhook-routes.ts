@@ -13,10 +13,10 @@ import type {
   FastifyReply,
   FastifyRequest,
 } from 'fastify';
-import { HTTP_METHODS, type HttpMethod } from '../../operator/api/v1alpha1/index.ts';
+import { HTTP_METHODS, type HttpMethod } from '../../api/v1alpha1/index.ts';
 import { HttpProblem, type ErrorCode } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
-import type { RouteRecord } from '../stores/ports.ts';
+import type { RouteRecord } from '../../api/records/records.ts';
 import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
 import { isoTime } from './clock.ts';
 import {
@@ -25,7 +25,7 @@ import {
   recordIdempotentAnswer,
   releaseIdempotencyKey,
   type IdempotencyOptions,
-} from './idempotency.ts';
+} from './idempotency/claims.ts';
 import { redactHeaders, type LiveEventHub } from './live-events.ts';
 import type { RequestObservation, RequestObserver } from './observations.ts';
 import { sendProblem, toProblem } from './problem-handler.ts';

@@ -541,7 +541,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(d.spec.replicas).toBe(2);
     const c = container(d);
     expect(c.image).toBe('ghcr.io/hookgate/hookgate:0.1.0');
-    expect(c.command).toEqual(['node', 'runtime/cli.ts', 'operator']);
+    expect(c.command).toEqual(['node', 'roles/cli.ts', 'operator']);
     const e = envOf(c);
     expect(e.get('HOOKGATE_LEADER_ELECTION')?.value).toBe('true');
     expect(e.get('HOOKGATE_LEASE_NAME')?.value).toBe('hg-hookgate-operator');
@@ -569,7 +569,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(d.spec.replicas).toBe(2);
     expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
     const c = container(d);
-    expect(c.command).toEqual(['node', 'runtime/cli.ts', 'worker']);
+    expect(c.command).toEqual(['node', 'roles/cli.ts', 'worker']);
     // No traffic port: metrics and health only.
     expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
@@ -688,7 +688,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       expect(pod.volumes).toEqual([{ name: 'tmp', emptyDir: {} }]);
       expect(c.resources.requests).toHaveProperty('memory');
       expect(c.resources.limits).toHaveProperty('memory');
-      expect(c.command).toEqual(['node', 'runtime/cli.ts', role]);
+      expect(c.command).toEqual(['node', 'roles/cli.ts', role]);
     }
   });
 

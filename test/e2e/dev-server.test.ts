@@ -141,15 +141,11 @@ describe('npm start on the shipped examples', () => {
     // A copy, so the test never edits the real examples.
     dir = await mkdtemp(join(tmpdir(), 'hookgate-examples-'));
     await cp(join(import.meta.dirname, '..', '..', 'examples'), dir, { recursive: true });
-    child = spawn(
-      process.execPath,
-      ['runtime/cli.ts', 'dev', '--dir', dir, '--port', String(port)],
-      {
-        cwd: join(import.meta.dirname, '..', '..'),
-        env: { ...process.env, LOG_LEVEL: 'warn' },
-        stdio: 'ignore',
-      },
-    );
+    child = spawn(process.execPath, ['roles/cli.ts', 'dev', '--dir', dir, '--port', String(port)], {
+      cwd: join(import.meta.dirname, '..', '..'),
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+      stdio: 'ignore',
+    });
     await eventually(
       async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200),
       15_000,

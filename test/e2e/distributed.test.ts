@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
@@ -32,7 +32,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   ): ChildProcess {
     const child = spawn(
       process.execPath,
-      [join(root, 'runtime/cli.ts'), role, '--port', String(port)],
+      [join(root, 'roles/cli.ts'), role, '--port', String(port)],
       {
         env: {
           ...process.env,

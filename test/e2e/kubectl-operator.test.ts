@@ -11,9 +11,9 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient } from '../../operator/controller/kube-client.ts';
 import { KubernetesSource } from '../../operator/sources/kubernetes.ts';
-import { kubernetesEvents } from '../../runtime/roles/kube-events.ts';
-import { createDevRuntime, type DevRuntime } from '../../runtime/roles/dev.ts';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import { kubernetesEvents } from '../../operator/controller/kube-events.ts';
+import { createDevRuntime, type DevRuntime } from '../../roles/dev.ts';
+import { startKubeApiServer, type KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { eventually } from '../support/eventually.ts';
 import { kubeToolEnv, kubeToolsOrSkip } from '../support/kube-tools.ts';
 

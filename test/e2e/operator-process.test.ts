@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 
@@ -18,7 +18,7 @@ const base = () => `${server.url}/apis/hookgate.dev/v1alpha1/namespaces/default`
 function startOperator(port: number): ChildProcess {
   const child = spawn(
     process.execPath,
-    [join(root, 'runtime/cli.ts'), 'operator', '--port', String(port)],
+    [join(root, 'roles/cli.ts'), 'operator', '--port', String(port)],
     {
       env: {
         ...process.env,

@@ -5,9 +5,9 @@
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Serving } from '../../runtime/roles/serving.ts';
-import { createGatewayRuntime } from '../../runtime/roles/gateway.ts';
-import { createWorkerRuntime, type WorkerRuntime } from '../../runtime/roles/worker.ts';
+import type { Serving } from '../../roles/serving.ts';
+import { createGatewayRuntime } from '../../roles/gateway.ts';
+import { createWorkerRuntime, type WorkerRuntime } from '../../roles/worker.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';

@@ -1,5 +1,5 @@
 // Builders for engine tests: a workflow registration, a route and a trigger output.
-import type { WorkflowNode, WorkflowSpec } from '../../operator/api/v1alpha1/workflow.ts';
+import type { WorkflowNode, WorkflowSpec } from '../../api/v1alpha1/workflow.ts';
 import type {
   Execution,
   ExecutionEngine,
@@ -7,7 +7,7 @@ import type {
   TriggerOutput,
 } from '../../runtime/engine/ports.ts';
 import type { InProcessEngine } from '../../runtime/engine/engine.ts';
-import type { RouteRecord, WorkflowRegistration } from '../../runtime/stores/ports.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 
 let generation = 0;
 

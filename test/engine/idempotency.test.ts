@@ -4,7 +4,7 @@ import {
   parseIdempotencyKey,
   requestFingerprint,
   type IdempotencyRecord,
-} from '../../runtime/engine/idempotency.ts';
+} from '../../runtime/gateway/idempotency/store.ts';
 
 const record: IdempotencyRecord = {
   status: 202,

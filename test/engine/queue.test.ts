@@ -3,7 +3,7 @@
 // worker is run again by another, with the same execution id.
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { WorkflowNode } from '../../operator/api/v1alpha1/workflow.ts';
+import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';

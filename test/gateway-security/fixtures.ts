@@ -1,7 +1,7 @@
 // Route records for the gateway-security tests.
 import { createHash } from 'node:crypto';
-import type { WebhookTriggerSpec } from '../../operator/api/v1alpha1/index.ts';
-import type { ResolvedCredentials, RouteRecord } from '../../runtime/stores/ports.ts';
+import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
+import type { ResolvedCredentials, RouteRecord } from '../../api/records/records.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
 import type { EndpointRateLimiter } from '../../runtime/gateway/security/rate-limit.ts';
 

@@ -1,13 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { SchemaSpec } from '../../operator/api/v1alpha1/index.ts';
+import type { SchemaSpec } from '../../api/v1alpha1/index.ts';
 import {
   compileSchemas,
   inferSchema,
-  schemasFor,
-  validateInput,
   type CompiledSchemas,
   type ValidateFn,
-} from '../../runtime/gateway/body/input-schema.ts';
+} from '../../api/schemas.ts';
+import { schemasFor, validateInput } from '../../runtime/gateway/body/schemas.ts';
 import { makeRoute, problemOf } from './fixtures.ts';
 
 function compiled(schema: SchemaSpec): CompiledSchemas {

@@ -10,13 +10,13 @@ import {
   type JWTPayload,
 } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WebhookTriggerSpec } from '../../operator/api/v1alpha1/index.ts';
+import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
 import {
   JwtVerifier,
   authenticateBearer,
   bearerToken,
 } from '../../runtime/gateway/security/auth/jwt.ts';
-import type { ResolvedCredentials } from '../../runtime/stores/ports.ts';
+import type { ResolvedCredentials } from '../../api/records/records.ts';
 import { makeRoute, problemOf } from './fixtures.ts';
 
 const NOW = new Date('2026-11-23T08:00:00Z');

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { WebhookTriggerSpec } from '../../operator/api/v1alpha1/index.ts';
+import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
 import {
   authHeaderNameFor,
   createAuthenticator,

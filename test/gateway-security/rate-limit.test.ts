@@ -8,7 +8,7 @@ import {
   EndpointRateLimiter,
   type RateLimitDecision,
 } from '../../runtime/gateway/security/rate-limit.ts';
-import type { RouteRecord } from '../../runtime/stores/ports.ts';
+import type { RouteRecord } from '../../api/records/records.ts';
 import { makeRoute } from './fixtures.ts';
 
 const limited = (rpm: number, key = 'shop/limited') =>

@@ -18,7 +18,7 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeApiServer, type KubeApiServer } from './index.ts';
+import { startKubeApiServer, type KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import {
   client,
   GROUP,

@@ -8,7 +8,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeToolEnv, kubeToolsOrSkip } from '../support/kube-tools.ts';
-import { startKubeApiServer, type KubeApiServer, type LoggedRequest } from './index.ts';
+import {
+  startKubeApiServer,
+  type KubeApiServer,
+  type LoggedRequest,
+} from '../../testing/kube-apiserver/index.ts';
 import { client, GROUP, sleep, VERSION, WT, type Obj } from './support.ts';
 
 const tools = await kubeToolsOrSkip();

@@ -1,6 +1,6 @@
 // Shared helpers of the kube-apiserver test suites: manifests, a tiny HTTP client and
 // a watch-stream reader that works on raw lines (K11).
-import type { KubeApiServer } from './server.ts';
+import type { KubeApiServer } from '../../testing/kube-apiserver/server.ts';
 
 export const GROUP = 'hookgate.dev';
 export const VERSION = 'v1alpha1';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../operator/controller/clock.ts';
 import { EventReason, EventRecorder, EventType } from '../../operator/controller/events.ts';
 import type { KubeClient } from '../../operator/controller/kube-client.ts';
-import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 
 let cluster: TestCluster;

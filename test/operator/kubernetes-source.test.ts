@@ -5,7 +5,7 @@
 // sequences (O11).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FINALIZER } from '../../operator/api/v1alpha1/index.ts';
+import { FINALIZER } from '../../api/v1alpha1/index.ts';
 import { Controller } from '../../operator/controller/controller.ts';
 import {
   KubeApiError,
@@ -15,7 +15,7 @@ import {
 } from '../../operator/controller/kube-client.ts';
 import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
 import type { ObjectRef } from '../../operator/sources/ports.ts';
-import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 

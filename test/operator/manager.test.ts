@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../operator/controller/kube-client.ts';
 import { Manager, handleSignals } from '../../operator/controller/manager.ts';
-import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 

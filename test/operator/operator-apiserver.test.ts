@@ -5,15 +5,15 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FINALIZER } from '../../operator/api/v1alpha1/index.ts';
+import { FINALIZER } from '../../api/v1alpha1/index.ts';
 import type { KubeClient } from '../../operator/controller/kube-client.ts';
 import { OperatorMetrics } from '../../operator/controller/metrics.ts';
-import { refKey } from '../../operator/reconcile/identity.ts';
+import { refKey } from '../../operator/reconcile/refs.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
 import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
-import type { RouteRecord, WorkflowRegistration } from '../../runtime/stores/ports.ts';
-import { MemoryRecordStore } from '../../runtime/stores/memory.ts';
-import type { KubeApiServer } from '../kube-apiserver/index.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
+import { MemoryRecordStore } from '../../api/records/memory-store.ts';
+import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 

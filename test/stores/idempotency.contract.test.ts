@@ -6,8 +6,8 @@ import {
   MemoryIdempotencyStore,
   type IdempotencyRecord,
   type IdempotencyStore,
-} from '../../runtime/engine/idempotency.ts';
-import { RedisIdempotencyStore } from '../../runtime/engine/idempotency-redis.ts';
+} from '../../runtime/gateway/idempotency/store.ts';
+import { RedisIdempotencyStore } from '../../runtime/gateway/idempotency/redis-store.ts';
 import { sleep } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 

@@ -2,9 +2,9 @@
 // (shared by replicas), the latter against a real redis-server.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryRecordStore } from '../../runtime/stores/memory.ts';
-import type { RecordStore } from '../../runtime/stores/ports.ts';
-import { RedisRecordStore } from '../../runtime/stores/redis.ts';
+import { MemoryRecordStore } from '../../api/records/memory-store.ts';
+import type { RecordStore } from '../../api/records/records.ts';
+import { RedisRecordStore } from '../../api/records/redis-store.ts';
 import { eventually } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 

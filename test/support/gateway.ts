@@ -1,6 +1,6 @@
 // A dev runtime over a temporary manifest directory, for gateway tests.
 import type { DirectorySource } from '../../operator/sources/directory.ts';
-import { createDevRuntime, type DevOptions, type DevRuntime } from '../../runtime/roles/dev.ts';
+import { createDevRuntime, type DevOptions, type DevRuntime } from '../../roles/dev.ts';
 import { eventually } from './eventually.ts';
 import { manifestDir } from './manifests.ts';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/controller/kube-client.ts';
-import { startKubeApiServer, type KubeApiServer } from '../kube-apiserver/index.ts';
+import { startKubeApiServer, type KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 
 export interface TestCluster {
   server: KubeApiServer;

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const cli = join(import.meta.dirname, '..', '..', 'runtime', 'cli.ts');
+const cli = join(import.meta.dirname, '..', '..', 'roles', 'cli.ts');
 
 function run(args: string[], env: Record<string, string> = {}) {
   const clean = { ...process.env };

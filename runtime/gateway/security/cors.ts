@@ -15,7 +15,7 @@
 //   response headers would still let a cross-site form post start an execution.
 //   Requests without Origin (servers, curl) are not CORS requests and pass; so does a
 //   same-origin browser request when the caller passes `sameOrigin`.
-import type { WebhookTriggerSpec } from '../../../operator/api/v1alpha1/index.ts';
+import type { WebhookTriggerSpec } from '../../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../../errors.ts';
 
 export type CorsConfig = NonNullable<WebhookTriggerSpec['cors']>;

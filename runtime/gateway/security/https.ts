@@ -10,7 +10,7 @@
 // `trustProxy` it believes any client.
 import ipaddr from 'ipaddr.js';
 import { HttpProblem } from '../../errors.ts';
-import type { RouteRecord } from '../../stores/ports.ts';
+import type { RouteRecord } from '../../../api/records/records.ts';
 import { headerValue, type HeaderMap } from './headers.ts';
 
 /** What isHttps needs to know about the connection. */

@@ -19,7 +19,7 @@
 // rate-limit-unavailable.
 import type { Redis } from 'ioredis';
 import { HttpProblem } from '../../errors.ts';
-import type { RouteRecord } from '../../stores/ports.ts';
+import type { RouteRecord } from '../../../api/records/records.ts';
 import { MemoryGcraStore, WINDOW_SECONDS, type GcraResult } from './gcra.ts';
 import { RedisGcraStore } from './gcra-redis.ts';
 

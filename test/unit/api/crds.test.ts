@@ -2,14 +2,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { buildCrds } from '../../../operator/api/crd.ts';
-import { renderCrdFiles } from '../../../operator/api/render-crds.ts';
-import { celCompileError, type OpenApiSchema } from '../../../operator/api/structural.ts';
+import { buildCrds } from '../../../api/crd.ts';
+import { renderCrdFiles } from '../../../api/render-crds.ts';
+import { celCompileError, type OpenApiSchema } from '../../../api/structural.ts';
 
 const root = join(import.meta.dirname, '..', '..', '..');
 
 describe('generated CRDs', () => {
-  it('match the checked-in files (run `npm run gen` after changing operator/api)', () => {
+  it('match the checked-in files (run `npm run gen` after changing api/)', () => {
     for (const [path, content] of Object.entries(renderCrdFiles())) {
       expect(readFileSync(join(root, path), 'utf8'), `${path} is stale: run npm run gen`).toBe(
         content,

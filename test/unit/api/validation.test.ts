@@ -1,7 +1,7 @@
 // Every field of the spec's configuration tables: a good value is admitted (with
 // defaults filled in) and bad values are rejected with the field path.
 import { describe, expect, it } from 'vitest';
-import { admitResource } from '../../../operator/api/validate.ts';
+import { admitResource } from '../../../api/validate.ts';
 import { trigger, workflow } from '../../support/manifests.ts';
 
 type Spec = Record<string, unknown>;

@@ -1,12 +1,12 @@
 // Reconcile outcomes against the real directory source and in-memory stores.
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Condition } from '../../../operator/api/v1alpha1/index.ts';
+import type { Condition } from '../../../api/v1alpha1/index.ts';
 import { Reconciler } from '../../../operator/reconcile/reconciler.ts';
 import { DirectorySource } from '../../../operator/sources/directory.ts';
 import type { ObjectRef } from '../../../operator/sources/ports.ts';
-import { MemoryRecordStore } from '../../../runtime/stores/memory.ts';
-import type { RouteRecord, WorkflowRegistration } from '../../../runtime/stores/ports.ts';
+import { MemoryRecordStore } from '../../../api/records/memory-store.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../../api/records/records.ts';
 import { manifestDir, secret, trigger, workflow } from '../../support/manifests.ts';
 
 type Dir = Awaited<ReturnType<typeof manifestDir>>;

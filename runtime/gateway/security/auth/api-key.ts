@@ -11,7 +11,7 @@
 // times more per request), and the stored digests are decoded once per credentials list.
 import { hash, timingSafeEqual } from 'node:crypto';
 import { HttpProblem } from '../../../errors.ts';
-import type { RouteRecord } from '../../../stores/ports.ts';
+import type { RouteRecord } from '../../../../api/records/records.ts';
 import { headerValue, type HeaderMap } from '../headers.ts';
 
 export const DEFAULT_API_KEY_HEADER = 'X-API-Key';

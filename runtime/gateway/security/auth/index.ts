@@ -8,7 +8,7 @@
 // Failures are HttpProblems: 401 credentials-missing / credentials-invalid (with
 // WWW-Authenticate), 403 insufficient-scope, 503 auth-unavailable.
 import { HttpProblem } from '../../../errors.ts';
-import type { RouteRecord } from '../../../stores/ports.ts';
+import type { RouteRecord } from '../../../../api/records/records.ts';
 import type { HeaderMap } from '../headers.ts';
 import { apiKeyHeaderName, authenticateApiKey } from './api-key.ts';
 import { authenticateBearer, defaultJwtVerifier, type JwtVerifier } from './jwt.ts';

@@ -28,7 +28,7 @@ import {
   type JWTVerifyOptions,
 } from 'jose';
 import { HttpProblem } from '../../../errors.ts';
-import type { RouteRecord } from '../../../stores/ports.ts';
+import type { RouteRecord } from '../../../../api/records/records.ts';
 import { headerValue, type HeaderMap } from '../headers.ts';
 
 export const REALM = 'hookgate';

@@ -15,9 +15,9 @@
 // the `scp` array some providers use); otherwise 403 insufficient-scope with
 // `WWW-Authenticate: Bearer error="insufficient_scope", scope="<required>"`.
 import { createHash } from 'node:crypto';
-import type { WebhookTriggerSpec } from '../../../../operator/api/v1alpha1/index.ts';
+import type { WebhookTriggerSpec } from '../../../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../../../errors.ts';
-import type { RouteRecord } from '../../../stores/ports.ts';
+import type { RouteRecord } from '../../../../api/records/records.ts';
 import type { HeaderMap } from '../headers.ts';
 import {
   authUnavailable,

@@ -5,14 +5,14 @@
 // Keys are scoped per endpoint, fingerprinted over method, path+query and the raw body,
 // and kept for a window (24 h by default).
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { HttpProblem } from '../errors.ts';
+import { HttpProblem } from '../../errors.ts';
 import {
   parseIdempotencyKey,
   requestFingerprint,
   type IdempotencyRecord,
   type IdempotencyStore,
-} from '../engine/idempotency.ts';
-import type { WebhookContext } from './webhook-routes.ts';
+} from './store.ts';
+import type { WebhookContext } from '../webhook-routes.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;

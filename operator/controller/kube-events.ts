@@ -1,8 +1,8 @@
 // Kubernetes Events for the reconciler: what changed an object's Ready condition, and
 // cleanup on deletion, posted through the (deduplicating, rate-limited) EventRecorder.
-import { EventRecorder } from '../../operator/controller/events.ts';
-import type { KubeClient } from '../../operator/controller/kube-client.ts';
-import type { ReconcilerOptions } from '../../operator/reconcile/reconciler.ts';
+import { EventRecorder } from './events.ts';
+import type { KubeClient } from './kube-client.ts';
+import type { ReconcilerOptions } from '../reconcile/reconciler.ts';
 
 export function kubernetesEvents(
   client: KubeClient,

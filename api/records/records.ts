@@ -1,10 +1,6 @@
 // Ports for the state the operator writes and the gateway and engine read.
 // Two adapters each: memory (embedded default, unit tests) and Redis (shared).
-import type {
-  WebhookTriggerSpec,
-  WorkflowSpec,
-  Environment,
-} from '../../operator/api/v1alpha1/index.ts';
+import type { WebhookTriggerSpec, WorkflowSpec, Environment } from '../v1alpha1/index.ts';
 
 /** Auth material resolved from Secrets when the route is deployed. Keys are stored hashed. */
 export interface ResolvedCredentials {

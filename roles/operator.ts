@@ -9,14 +9,14 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
-import { KubeClient } from '../../operator/controller/kube-client.ts';
-import { Manager } from '../../operator/controller/manager.ts';
-import { OperatorMetrics } from '../../operator/controller/metrics.ts';
-import { startReconcileLoop } from '../../operator/reconcile/run.ts';
-import { KubernetesSource } from '../../operator/sources/kubernetes.ts';
+import { KubeClient } from '../operator/controller/kube-client.ts';
+import { Manager } from '../operator/controller/manager.ts';
+import { OperatorMetrics } from '../operator/controller/metrics.ts';
+import { startReconcileLoop } from '../operator/reconcile/run.ts';
+import { KubernetesSource } from '../operator/sources/kubernetes.ts';
 import type { Redis } from 'ioredis';
-import type { RouteStore, WorkflowRegistry } from '../stores/ports.ts';
-import { kubernetesEvents } from './kube-events.ts';
+import type { RouteStore, WorkflowRegistry } from '../api/records/records.ts';
+import { kubernetesEvents } from '../operator/controller/kube-events.ts';
 import { createStores } from './serving.ts';
 
 export interface OperatorOptions {

@@ -3,7 +3,7 @@
 // being processed is in progress (409). begin() is atomic per key: of many concurrent
 // begins exactly one gets 'new'. The Redis adapter does the same with SET NX + TTL.
 import { createHash } from 'node:crypto';
-import { HttpProblem } from '../errors.ts';
+import { HttpProblem } from '../../errors.ts';
 
 /** What a replay sends back. */
 export interface IdempotencyRecord {

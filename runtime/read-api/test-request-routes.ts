@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { HttpProblem } from '../errors.ts';
 import { redactHeaders } from '../gateway/live-events.ts';
-import type { RouteRecord, RouteStore } from '../stores/ports.ts';
+import type { RouteRecord, RouteStore } from '../../api/records/records.ts';
 
 interface TestRequestBody {
   method?: string;

@@ -2,7 +2,7 @@
 // JSON), and a pub/sub channel that announces every change, so each gateway replica
 // rebuilds its route table when the operator deploys or removes a route.
 import type { Redis } from 'ioredis';
-import type { RecordStore } from './ports.ts';
+import type { RecordStore } from './records.ts';
 
 export interface RedisRecordStoreOptions {
   /** Commands (HSET, HGET, ...). */

@@ -8,16 +8,16 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { handleSignals } from '../operator/controller/manager.ts';
 import { KubernetesSource } from '../operator/sources/kubernetes.ts';
-import { createDevRuntime } from './roles/dev.ts';
+import { createDevRuntime } from './dev.ts';
 import { KubeClient } from '../operator/controller/kube-client.ts';
-import { kubernetesEvents } from './roles/kube-events.ts';
+import { kubernetesEvents } from '../operator/controller/kube-events.ts';
 import type { Registry } from 'prom-client';
-import { serveMetrics } from './metrics-server.ts';
-import { createGatewayRuntime } from './roles/gateway.ts';
-import { createOperator } from './roles/operator.ts';
-import { createWorkerRuntime } from './roles/worker.ts';
+import { serveMetrics } from './probes.ts';
+import { createGatewayRuntime } from './gateway.ts';
+import { createOperator } from './operator.ts';
+import { createWorkerRuntime } from './worker.ts';
 import closeWithGrace from 'close-with-grace';
-import { serve } from './server.ts';
+import { serve } from './lifecycle.ts';
 
 const USAGE = `Usage: hookgate <role> [options]
 

@@ -1,5 +1,5 @@
 // In-memory adapter of the record stores: a Map and a listener set.
-import type { RecordStore } from './ports.ts';
+import type { RecordStore } from './records.ts';
 
 export class MemoryRecordStore<T> implements RecordStore<T> {
   readonly #records = new Map<string, T>();

@@ -3,14 +3,14 @@
 // executions at once and exposes execution and callback metrics.
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { GatewayMetrics } from '../analytics/metrics.ts';
-import { InProcessEngine, type InProcessEngineOptions } from '../engine/engine.ts';
-import { RedisExecutionStore } from '../engine/execution-store-redis.ts';
-import { QUEUE } from '../engine/queued-engine.ts';
-import { ExecutionWorker, type ExecutionWorkerOptions } from '../engine/worker.ts';
-import type { RouteRecord, WorkflowRegistration } from '../stores/ports.ts';
-import { REDIS_KEYS, RedisRecordStore } from '../stores/redis.ts';
-import { outputValidatorFor } from './output-validator.ts';
+import { GatewayMetrics } from '../runtime/analytics/metrics.ts';
+import { InProcessEngine, type InProcessEngineOptions } from '../runtime/engine/engine.ts';
+import { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
+import { QUEUE } from '../runtime/engine/queued-engine.ts';
+import { ExecutionWorker, type ExecutionWorkerOptions } from '../runtime/engine/worker.ts';
+import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
+import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
+import { outputValidatorFor } from '../runtime/engine/output-validator.ts';
 
 export interface WorkerRuntimeOptions {
   redis: Redis;

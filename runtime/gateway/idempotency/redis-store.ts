@@ -3,7 +3,7 @@
 // is one atomic Lua script (registered once with defineCommand): the claim is a SET
 // with PX only when the key is free, so of many concurrent begins exactly one wins.
 import type { Redis } from 'ioredis';
-import type { BeginResult, IdempotencyRecord, IdempotencyStore } from './idempotency.ts';
+import type { BeginResult, IdempotencyRecord, IdempotencyStore } from './store.ts';
 
 // The entry: {f: fingerprint, t: ttl ms, r: the answer as JSON text, once complete}.
 // The answer stays text so Lua's cjson cannot change it (it turns [] into {}).

@@ -16,9 +16,7 @@
 // missing required field points at the field itself (`/customer/email`), not its parent.
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { SchemaField, SchemaSpec } from '../../../operator/api/v1alpha1/index.ts';
-import { HttpProblem, type FieldProblem } from '../../errors.ts';
-import type { RouteRecord } from '../../stores/ports.ts';
+import type { SchemaField, SchemaSpec } from './v1alpha1/index.ts';
 
 // ajv-formats is CommonJS; under nodenext its default import is typed as the module.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -26,6 +24,12 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 export const MSG_AUTOMATIC_IO_BOTH =
   'Please provide both input and output schemas for automatic IO mode.';
 export const MSG_INVALID_JSON = 'Make sure your schemas and examples are valid JSON format.';
+
+/** One violation: a JSON Pointer into the validated document and what is wrong there. */
+export interface FieldProblem {
+  pointer: string;
+  detail: string;
+}
 
 /** A JSON Schema document (an object or a boolean schema). */
 export type JsonSchema = Record<string, unknown> | boolean;
@@ -197,41 +201,4 @@ function dropUndefined(schemas: CompiledSchemas): CompiledSchemas {
   if (schemas.input) result.input = schemas.input;
   if (schemas.output) result.output = schemas.output;
   return result;
-}
-
-/** Throws 422 schema-validation-failed listing every violation; does nothing without a validator. */
-export function validateInput(validate: ValidateFn | undefined, body: unknown): void {
-  if (!validate) return;
-  const errors = validate(body);
-  if (errors.length === 0) return;
-  throw new HttpProblem(
-    'HG_ERR_SCHEMA_VALIDATION',
-    `The request body does not match the input schema (${errors.length} ${errors.length === 1 ? 'problem' : 'problems'}).`,
-    { extensions: { errors } },
-  );
-}
-
-const perRoute = new Map<string, { generation: number; schemas: CompiledSchemas }>();
-
-/**
- * The validators of a route, compiled once per route key and generation. A route whose
- * schema configuration is unusable (it should not have been deployed) answers 500.
- */
-export function schemasFor(route: RouteRecord): CompiledSchemas {
-  const cached = perRoute.get(route.key);
-  if (cached && cached.generation === route.generation) return cached.schemas;
-  const compiled = compileSchemas(route.spec.schema);
-  if ('error' in compiled) {
-    throw new HttpProblem(
-      'HG_ERR_INTERNAL',
-      'The schema configuration of this endpoint is invalid.',
-    );
-  }
-  perRoute.set(route.key, { generation: route.generation, schemas: compiled });
-  return compiled;
-}
-
-/** Forgets a route's compiled validators (call when the route is removed). */
-export function forgetSchemas(routeKey: string): void {
-  perRoute.delete(routeKey);
 }

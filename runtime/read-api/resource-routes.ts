@@ -1,11 +1,20 @@
-// The admin API over resources: triggers and workflows with their conditions, and
+// The read API over resources: triggers and workflows with their conditions, and
 // the manifest problems of the embedded source. Read-only.
 import type { FastifyInstance } from 'fastify';
 import { HttpProblem } from '../errors.ts';
-import type { AnyResource, ResourceSource } from '../../operator/sources/ports.ts';
+import type { Resource } from '../../api/v1alpha1/index.ts';
+
+type AnyResource = Resource<unknown, unknown>;
+type ResourceKind = 'Workflow' | 'WebhookTrigger';
+
+/** What the read API needs of a resource source (the control plane's cache). */
+export interface ResourceReader {
+  list(kind: ResourceKind): AnyResource[];
+  get(ref: { kind: ResourceKind; namespace: string; name: string }): AnyResource | undefined;
+}
 
 export interface ResourceRoutesOptions {
-  source: ResourceSource;
+  source: ResourceReader;
   /** Manifest problems (embedded source only). */
   manifestErrors?: () => unknown[];
 }

@@ -8,7 +8,7 @@ import {
   prune,
   validate,
   type OpenApiSchema,
-} from '../../operator/api/structural.ts';
+} from '../../api/structural.ts';
 import { canonical } from './patch.ts';
 import { apiVersionOf, type CrdSpec, type KubeObject, type ResourceType } from './resources.ts';
 import { badRequest, invalid } from './status.ts';

@@ -1,5 +1,5 @@
-// Names derived from resources: the workflow identifier, base path, URL and keys.
-import type { ObjectRef, SourceKind } from '../sources/ports.ts';
+// The URL scheme: the workflow identifier, base path, route path and webhook URL.
+// Part of the contract: the operator publishes these in status, gateways serve them.
 
 /** Lower-case, `[a-z0-9-]` only, no leading/trailing or doubled dashes. */
 export function slug(value: string): string {
@@ -38,13 +38,4 @@ export function pathShape(path: string): string {
     .split('/')
     .map((part) => (part.startsWith(':') ? ':' : part))
     .join('/');
-}
-
-export function refKey(ref: ObjectRef): string {
-  return `${ref.kind}/${ref.namespace}/${ref.name}`;
-}
-
-export function parseRefKey(key: string): ObjectRef {
-  const [kind, namespace, ...rest] = key.split('/');
-  return { kind: kind as SourceKind, namespace: namespace ?? '', name: rest.join('/') };
 }

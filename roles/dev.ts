@@ -4,12 +4,12 @@
 // memory, or in Redis when a client is given. Same reconcile and gateway code as the
 // distributed roles: only the adapters differ.
 import type { Redis } from 'ioredis';
-import type { ReconcilerOptions } from '../../operator/reconcile/reconciler.ts';
-import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
-import { DirectorySource, type ManifestError } from '../../operator/sources/directory.ts';
-import type { ResourceSource } from '../../operator/sources/ports.ts';
-import type { RouteStore, WorkflowRegistry } from '../stores/ports.ts';
-import type { InProcessEngine } from '../engine/engine.ts';
+import type { ReconcilerOptions } from '../operator/reconcile/reconciler.ts';
+import { startReconcileLoop, type ReconcileLoop } from '../operator/reconcile/run.ts';
+import { DirectorySource, type ManifestError } from '../operator/sources/directory.ts';
+import type { ResourceSource } from '../operator/sources/ports.ts';
+import type { RouteStore, WorkflowRegistry } from '../api/records/records.ts';
+import type { InProcessEngine } from '../runtime/engine/engine.ts';
 import {
   createServing,
   createStores,

@@ -4,35 +4,38 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
-import type { ResourceSource } from '../../operator/sources/ports.ts';
-import { createAnalytics, type AnalyticsBackendConfig } from '../analytics/wiring.ts';
-import { buildApp, type AppOptions } from '../app.ts';
-import { validateCallbackUrl } from '../engine/callbacks.ts';
+import type { ResourceSource } from '../operator/sources/ports.ts';
+import { createAnalytics, type AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
+import { buildApp, type AppOptions } from '../runtime/app.ts';
+import { validateCallbackUrl } from '../runtime/engine/callbacks.ts';
 import {
   InProcessEngine,
   type EngineObserver,
   type InProcessEngineOptions,
-} from '../engine/engine.ts';
-import { RedisExecutionEvents } from '../engine/execution-events-redis.ts';
-import { RedisExecutionStore } from '../engine/execution-store-redis.ts';
-import { OutboundGuard } from '../engine/outbound/guard.ts';
-import type { ExecutionEngine } from '../engine/ports.ts';
-import { QueuedEngine } from '../engine/queued-engine.ts';
-import { MemoryIdempotencyStore, type IdempotencyStore } from '../engine/idempotency.ts';
-import { RedisIdempotencyStore } from '../engine/idempotency-redis.ts';
-import { createGuards, type GuardOptions } from '../gateway/guards.ts';
-import { LiveEventHub } from '../gateway/live-events.ts';
-import { RouteTable } from '../gateway/route-table.ts';
-import { EndpointRateLimiter } from '../gateway/security/rate-limit.ts';
-import { MemoryRecordStore } from '../stores/memory.ts';
+} from '../runtime/engine/engine.ts';
+import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
+import { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
+import { OutboundGuard } from '../runtime/engine/outbound/guard.ts';
+import type { ExecutionEngine } from '../runtime/engine/ports.ts';
+import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
+import {
+  MemoryIdempotencyStore,
+  type IdempotencyStore,
+} from '../runtime/gateway/idempotency/store.ts';
+import { RedisIdempotencyStore } from '../runtime/gateway/idempotency/redis-store.ts';
+import { createGuards, type GuardOptions } from '../runtime/gateway/guards.ts';
+import { LiveEventHub } from '../runtime/gateway/live-events.ts';
+import { RouteTable } from '../runtime/gateway/route-table.ts';
+import { EndpointRateLimiter } from '../runtime/gateway/security/rate-limit.ts';
+import { MemoryRecordStore } from '../api/records/memory-store.ts';
 import type {
   RouteRecord,
   RouteStore,
   WorkflowRegistration,
   WorkflowRegistry,
-} from '../stores/ports.ts';
-import { REDIS_KEYS, RedisRecordStore } from '../stores/redis.ts';
-import { outputValidatorFor } from './output-validator.ts';
+} from '../api/records/records.ts';
+import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
+import { outputValidatorFor } from '../runtime/engine/output-validator.ts';
 
 export interface ServingOptions {
   /** Public base URL (status.url, same-origin browser calls). */

@@ -1,0 +1,43 @@
+// The compiled input and output validators of deployed routes, and the 422 answer of
+// a body that fails its input schema. Compilation itself is the contract's
+// (api/schemas.ts): the operator uses it to admit a trigger, the gateway to serve it.
+import { compileSchemas, type CompiledSchemas, type ValidateFn } from '../../../api/schemas.ts';
+import type { RouteRecord } from '../../../api/records/records.ts';
+import { HttpProblem } from '../../errors.ts';
+
+/** Throws 422 schema-validation-failed listing every violation; does nothing without a validator. */
+export function validateInput(validate: ValidateFn | undefined, body: unknown): void {
+  if (!validate) return;
+  const errors = validate(body);
+  if (errors.length === 0) return;
+  throw new HttpProblem(
+    'HG_ERR_SCHEMA_VALIDATION',
+    `The request body does not match the input schema (${errors.length} ${errors.length === 1 ? 'problem' : 'problems'}).`,
+    { extensions: { errors } },
+  );
+}
+
+const perRoute = new Map<string, { generation: number; schemas: CompiledSchemas }>();
+
+/**
+ * The validators of a route, compiled once per route key and generation. A route whose
+ * schema configuration is unusable (it should not have been deployed) answers 500.
+ */
+export function schemasFor(route: RouteRecord): CompiledSchemas {
+  const cached = perRoute.get(route.key);
+  if (cached && cached.generation === route.generation) return cached.schemas;
+  const compiled = compileSchemas(route.spec.schema);
+  if ('error' in compiled) {
+    throw new HttpProblem(
+      'HG_ERR_INTERNAL',
+      'The schema configuration of this endpoint is invalid.',
+    );
+  }
+  perRoute.set(route.key, { generation: route.generation, schemas: compiled });
+  return compiled;
+}
+
+/** Forgets a route's compiled validators (call when the route is removed). */
+export function forgetSchemas(routeKey: string): void {
+  perRoute.delete(routeKey);
+}
