@@ -21,7 +21,7 @@ import type {
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { parseDuration } from '../../api/v1alpha1/common.ts';
 import { openSse, type SseStream } from './sse.ts';
-import { replyProblem, type WebhookContext } from './webhook-routes.ts';
+import { replyProblem, type WebhookContext } from './context.ts';
 
 export interface ModeDeps {
   engine: ExecutionEngine;

@@ -14,11 +14,12 @@ import type {
   FastifyRequest,
 } from 'fastify';
 import { HTTP_METHODS, type HttpMethod } from '../../api/v1alpha1/index.ts';
-import { HttpProblem, type ErrorCode } from '../errors.ts';
+import { HttpProblem } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
 import { isoTime } from './clock.ts';
+import type { WebhookContext } from './context.ts';
 import {
   claimIdempotencyKey,
   IDEMPOTENCY_HEADER,
@@ -28,32 +29,10 @@ import {
 } from './idempotency/claims.ts';
 import { redactHeaders, type LiveEventHub } from './live-events.ts';
 import type { RequestObservation, RequestObserver } from './observations.ts';
-import { sendProblem, toProblem } from './problem-handler.ts';
+import { toProblem } from './problem-handler.ts';
 import { applyResponseHeaders } from './response-headers.ts';
 import { respond, type ModeDeps } from './response-modes.ts';
-import { pathOf, type RouteMatch, type RouteTable } from './route-table.ts';
-
-/** Per-request state of a webhook request, kept on the Fastify request. */
-export interface WebhookContext {
-  match: RouteMatch;
-  startedAt: bigint;
-  arrivedAt: number;
-  requestId: string;
-  correlationId: string;
-  consumer?: string;
-  executionId?: string;
-  problem?: ErrorCode;
-  /** The request body as received (for idempotency fingerprints). */
-  rawBody?: Buffer;
-  /** Set while this request owns an Idempotency-Key claim. */
-  idempotencyKey?: string | undefined;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    webhook: WebhookContext | null;
-  }
-}
+import { pathOf, type RouteTable } from './route-table.ts';
 
 /** The protections of the request path. Each throws an HttpProblem to refuse. */
 export interface Guards {
@@ -281,17 +260,6 @@ function unmatchedObservation(request: FastifyRequest, reply: FastifyReply): Req
     correlationId: '',
     requestId: typeof requestId === 'string' ? requestId : '',
   };
-}
-
-/** Answer a problem from inside a response mode, keeping the context's problem code. */
-export function replyProblem(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  error: unknown,
-): FastifyReply {
-  const problem = toProblem(error);
-  if (request.webhook) request.webhook.problem = problem.code;
-  return sendProblem(reply, request, problem);
 }
 
 /**

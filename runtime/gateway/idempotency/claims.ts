@@ -12,7 +12,7 @@ import {
   type IdempotencyRecord,
   type IdempotencyStore,
 } from './store.ts';
-import type { WebhookContext } from '../webhook-routes.ts';
+import type { WebhookContext } from '../context.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;

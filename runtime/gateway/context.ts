@@ -1,0 +1,42 @@
+// The per-request state of a webhook request, kept on the Fastify request, and the
+// answer a response mode gives when it fails. The request path (webhook-routes.ts),
+// the response modes and the Idempotency-Key claims all import this module; it
+// imports none of them, so the arrows run one way.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ErrorCode } from '../errors.ts';
+import { sendProblem, toProblem } from './problem-handler.ts';
+import type { RouteMatch } from './route-table.ts';
+
+/** Per-request state of a webhook request, kept on the Fastify request. */
+export interface WebhookContext {
+  match: RouteMatch;
+  startedAt: bigint;
+  arrivedAt: number;
+  requestId: string;
+  correlationId: string;
+  consumer?: string;
+  executionId?: string;
+  problem?: ErrorCode;
+  /** The request body as received (for idempotency fingerprints). */
+  rawBody?: Buffer;
+  /** Set while this request owns an Idempotency-Key claim. */
+  idempotencyKey?: string | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the webhook routes' onRequest hook once the request matched a route. */
+    webhook: WebhookContext | null;
+  }
+}
+
+/** Answer a problem from inside a response mode, keeping the context's problem code. */
+export function replyProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: unknown,
+): FastifyReply {
+  const problem = toProblem(error);
+  if (request.webhook) request.webhook.problem = problem.code;
+  return sendProblem(reply, request, problem);
+}
