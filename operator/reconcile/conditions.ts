@@ -9,6 +9,22 @@ export interface ConditionInput {
   message: string;
 }
 
+/** A condition that holds. */
+export const ok = (type: string, reason: string, message: string): ConditionInput => ({
+  type,
+  status: 'True',
+  reason,
+  message,
+});
+
+/** A condition that does not hold, with the reason why. */
+export const notOk = (type: string, reason: string, message: string): ConditionInput => ({
+  type,
+  status: 'False',
+  reason,
+  message,
+});
+
 /** Merge `next` conditions into `previous`, keeping order stable and transition times honest. */
 export function mergeConditions(
   previous: Condition[] | undefined,

@@ -1,0 +1,218 @@
+// The WebhookTrigger controller: registers the trigger's route with the gateway (the
+// Deploy action) when its spec is valid, its Workflow exists and no older trigger
+// serves the same URL, and reports Valid, Deployed, WorkflowPublished and Ready.
+import { isDeepStrictEqual } from 'node:util';
+import {
+  Reason,
+  TriggerCondition,
+  type WebhookTriggerSpec,
+  type WebhookTriggerStatus,
+} from '../../api/v1alpha1/index.ts';
+import type {
+  ResolvedCredentials,
+  RouteRecord,
+  RouteStore,
+  WorkflowRegistry,
+} from '../../api/records/records.ts';
+import { basePath, routePath, webhookUrl, workflowIdentifier } from '../../api/identity.ts';
+import { compileSchemas } from '../../api/schemas.ts';
+import type { ObjectRef, ResourceSource } from '../sources/ports.ts';
+import { mergeConditions, notOk, ok, summarize, type ConditionInput } from './conditions.ts';
+import { resolveCredentials } from './credentials.ts';
+import type { PathClaims } from './path-claims.ts';
+import { workflowOf, type Trigger, type WorkflowResource } from './resources.ts';
+import type { RecordEvent, StatusWriter } from './status.ts';
+import { hasRespondNode } from './workflow-check.ts';
+
+export interface TriggerReconcilerOptions {
+  source: ResourceSource;
+  routes: RouteStore;
+  /** Read only: whether the trigger's workflow is registered with the engine. */
+  workflows: WorkflowRegistry;
+  /** Public base URL of the gateway, e.g. https://hooks.example.com */
+  baseUrl: string;
+  claims: PathClaims;
+  status: StatusWriter;
+  now: () => Date;
+  recordEvent: RecordEvent;
+}
+
+export class TriggerReconciler {
+  readonly #o: TriggerReconcilerOptions;
+
+  constructor(options: TriggerReconcilerOptions) {
+    this.#o = options;
+  }
+
+  async reconcile(ref: ObjectRef): Promise<void> {
+    const { source, routes, claims } = this.#o;
+    const key = `${ref.namespace}/${ref.name}`;
+    const trigger = source.get(ref) as Trigger | undefined;
+    if (!trigger || trigger.metadata.deletionTimestamp) {
+      await routes.delete(key);
+      claims.release(key);
+      if (trigger) {
+        this.#o.recordEvent(trigger, 'Normal', 'CleanedUp', 'Route removed from the gateway');
+        await source.removeFinalizer(ref);
+      }
+      return;
+    }
+    const generation = trigger.metadata.generation ?? 1;
+    const previous = await this.#o.status.initial<WebhookTriggerStatus>(
+      ref,
+      trigger,
+      TriggerCondition,
+    );
+    await source.addFinalizer(ref);
+
+    const spec = trigger.spec;
+    const workflow = workflowOf(source, ref.namespace, trigger);
+    const workflowId =
+      workflow &&
+      workflowIdentifier(ref.namespace, workflow.spec.environment, workflow.metadata.name);
+    const status: WebhookTriggerStatus = { observedGeneration: generation };
+    if (workflowId) {
+      status.workflowId = workflowId;
+      status.basePath = basePath(workflowId);
+      status.url = webhookUrl(this.#o.baseUrl, workflowId, spec.pathSegment);
+      claims.update(trigger);
+    }
+
+    const { valid, credentials } = this.#validity(ref, spec, workflow);
+    const published = await this.#workflowPublished(ref, workflow, workflowId);
+    let deployed = this.#deployBlocker(trigger, workflow, workflowId, valid, status.url);
+    if (!deployed && workflow && workflowId) {
+      const route: RouteRecord = {
+        key,
+        namespace: ref.namespace,
+        name: ref.name,
+        uid: trigger.metadata.uid ?? '',
+        generation,
+        workflowId,
+        path: routePath(workflowId, spec.pathSegment),
+        application: workflow.spec.application,
+        environment: workflow.spec.environment,
+        spec,
+        credentials,
+      };
+      const existing = await routes.get(key);
+      if (!isDeepStrictEqual(existing, route)) await routes.put(key, route);
+      deployed = ok(
+        TriggerCondition.Deployed,
+        Reason.Deployed,
+        `Serving ${spec.methods.join(', ')} at ${route.path}`,
+      );
+    }
+    if (!deployed || deployed.status !== 'True') await routes.delete(key);
+    deployed ??= notOk(TriggerCondition.Deployed, Reason.WorkflowNotFound, 'Workflow not found');
+
+    // A conflict or a missing workflow is the most useful thing to tell first.
+    const ordered =
+      deployed.reason === Reason.PathConflict
+        ? [deployed, valid, published]
+        : [valid, deployed, published];
+    const ready = summarize(TriggerCondition.Ready, ordered, `Ready at ${status.url ?? ''}`);
+    status.conditions = mergeConditions(
+      previous.conditions,
+      [valid, deployed, published, ready],
+      generation,
+      this.#o.now(),
+    );
+    await this.#o.status.write(ref, trigger, previous, status);
+  }
+
+  /** Valid: what the CRD schema cannot check (Secrets, schema JSON, the respond node). */
+  #validity(
+    ref: ObjectRef,
+    spec: WebhookTriggerSpec,
+    workflow: WorkflowResource | undefined,
+  ): { valid: ConditionInput; credentials: ResolvedCredentials } {
+    const type = TriggerCondition.Valid;
+    const compiled = compileSchemas(spec.schema);
+    if ('error' in compiled) {
+      return { valid: notOk(type, Reason.InvalidSpec, compiled.error), credentials: {} };
+    }
+    const credentials = resolveCredentials(spec, (name) =>
+      this.#o.source.getSecret(ref.namespace, name),
+    );
+    if (!credentials.ok) {
+      return { valid: notOk(type, credentials.reason, credentials.message), credentials: {} };
+    }
+    if (
+      spec.response.mode === 'waitForResponseNode' &&
+      workflow &&
+      !hasRespondNode(workflow.spec)
+    ) {
+      const message = `response mode waitForResponseNode needs a respond node in workflow "${workflow.metadata.name}"`;
+      return { valid: notOk(type, Reason.NoResponseNode, message), credentials: {} };
+    }
+    return {
+      valid: ok(type, Reason.Succeeded, 'Spec is valid'),
+      credentials: credentials.credentials,
+    };
+  }
+
+  /** Why the route must not be deployed, or undefined when it may be. */
+  #deployBlocker(
+    trigger: Trigger,
+    workflow: WorkflowResource | undefined,
+    workflowId: string | undefined,
+    valid: ConditionInput,
+    url: string | undefined,
+  ): ConditionInput | undefined {
+    const type = TriggerCondition.Deployed;
+    if (!workflow || !workflowId) {
+      return notOk(
+        type,
+        Reason.WorkflowNotFound,
+        `Workflow "${trigger.spec.workflowRef.name}" not found`,
+      );
+    }
+    if (valid.status !== 'True')
+      return notOk(type, valid.reason, 'Not deployed: the spec is not valid');
+    if (!trigger.spec.deploy) return notOk(type, Reason.DeployDisabled, 'spec.deploy is false');
+    const rival = this.#o.claims.olderRival(trigger, workflowId);
+    if (rival)
+      return notOk(
+        type,
+        Reason.PathConflict,
+        `${url} is already served by WebhookTrigger ${rival}`,
+      );
+    return undefined;
+  }
+
+  /** WorkflowPublished: the engine has the trigger's workflow, under this trigger's namespace. */
+  async #workflowPublished(
+    ref: ObjectRef,
+    workflow: WorkflowResource | undefined,
+    workflowId: string | undefined,
+  ): Promise<ConditionInput> {
+    const type = TriggerCondition.WorkflowPublished;
+    if (!workflow || !workflowId)
+      return notOk(
+        type,
+        Reason.WorkflowNotFound,
+        `Workflow not found in namespace ${ref.namespace}`,
+      );
+    if (!workflow.spec.publish) {
+      return notOk(
+        type,
+        Reason.PublishDisabled,
+        `Workflow "${workflow.metadata.name}" is not published (spec.publish is false)`,
+      );
+    }
+    const registration = await this.#o.workflows.get(workflowId);
+    if (
+      !registration ||
+      registration.namespace !== ref.namespace ||
+      registration.name !== workflow.metadata.name
+    ) {
+      return notOk(
+        type,
+        Reason.WorkflowNotReady,
+        `Workflow "${workflow.metadata.name}" is not registered with the engine yet`,
+      );
+    }
+    return ok(type, Reason.Published, `Workflow ${workflowId} is published`);
+  }
+}

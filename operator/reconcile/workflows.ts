@@ -1,0 +1,132 @@
+// The Workflow controller: registers a valid, published Workflow with the engine
+// (the Publish action) and reports Valid, Published and Ready. When a registration
+// changes, the Workflow's triggers are asked to look again (the registry is not a
+// watched resource).
+import { isDeepStrictEqual } from 'node:util';
+import { Reason, WorkflowCondition, type WorkflowStatus } from '../../api/v1alpha1/index.ts';
+import type { WorkflowRegistration, WorkflowRegistry } from '../../api/records/records.ts';
+import { workflowIdentifier } from '../../api/identity.ts';
+import type { ObjectRef, ResourceSource } from '../sources/ports.ts';
+import { mergeConditions, notOk, ok, summarize, type ConditionInput } from './conditions.ts';
+import { triggerRef, triggersOf, type WorkflowResource } from './resources.ts';
+import type { RecordEvent, StatusWriter } from './status.ts';
+import { checkWorkflow } from './workflow-check.ts';
+
+export interface WorkflowReconcilerOptions {
+  source: ResourceSource;
+  workflows: WorkflowRegistry;
+  status: StatusWriter;
+  now: () => Date;
+  /** Ask for an object (here: a trigger) to be reconciled later. */
+  enqueue: (ref: ObjectRef) => void;
+  recordEvent: RecordEvent;
+}
+
+export class WorkflowReconciler {
+  readonly #o: WorkflowReconcilerOptions;
+
+  constructor(options: WorkflowReconcilerOptions) {
+    this.#o = options;
+  }
+
+  async reconcile(ref: ObjectRef): Promise<void> {
+    const { source } = this.#o;
+    const wf = source.get(ref) as WorkflowResource | undefined;
+    if (!wf || wf.metadata.deletionTimestamp) {
+      await this.#unregister(ref.namespace, ref.name, undefined);
+      if (wf) {
+        this.#o.recordEvent(wf, 'Normal', 'CleanedUp', 'Unregistered from the workflow engine');
+        await source.removeFinalizer(ref);
+      }
+      return;
+    }
+    const generation = wf.metadata.generation ?? 1;
+    const previous = await this.#o.status.initial<WorkflowStatus>(ref, wf, WorkflowCondition);
+    await source.addFinalizer(ref);
+
+    const workflowId = workflowIdentifier(ref.namespace, wf.spec.environment, ref.name);
+    const problems = checkWorkflow(wf.spec);
+    const valid =
+      problems.length === 0
+        ? ok(WorkflowCondition.Valid, Reason.Succeeded, 'All nodes and expressions are valid')
+        : notOk(WorkflowCondition.Valid, Reason.InvalidSpec, problems.join('; '));
+
+    const published = await this.#publish(ref, wf, workflowId, generation, valid);
+    await this.#unregister(
+      ref.namespace,
+      ref.name,
+      published.status === 'True' ? workflowId : undefined,
+    );
+
+    const ready = summarize(
+      WorkflowCondition.Ready,
+      [valid, published],
+      `Published as ${workflowId}`,
+    );
+    const status: WorkflowStatus = {
+      observedGeneration: generation,
+      workflowId,
+      conditions: mergeConditions(
+        previous.conditions,
+        [valid, published, ready],
+        generation,
+        this.#o.now(),
+      ),
+    };
+    await this.#o.status.write(ref, wf, previous, status);
+  }
+
+  /** Published: register the workflow with the engine when it is valid and meant to run. */
+  async #publish(
+    ref: ObjectRef,
+    wf: WorkflowResource,
+    workflowId: string,
+    generation: number,
+    valid: ConditionInput,
+  ): Promise<ConditionInput> {
+    const type = WorkflowCondition.Published;
+    if (valid.status !== 'True') {
+      return notOk(type, Reason.InvalidSpec, 'Not published: the workflow is invalid');
+    }
+    if (!wf.spec.publish) return notOk(type, Reason.PublishDisabled, 'spec.publish is false');
+    const registration: WorkflowRegistration = {
+      workflowId,
+      namespace: ref.namespace,
+      name: ref.name,
+      generation,
+      application: wf.spec.application,
+      environment: wf.spec.environment,
+      spec: wf.spec,
+    };
+    const existing = await this.#o.workflows.get(workflowId);
+    if (existing && (existing.namespace !== ref.namespace || existing.name !== ref.name)) {
+      // Slugging can map two names to one identifier; the first one keeps it.
+      return notOk(
+        type,
+        Reason.PathConflict,
+        `workflow identifier ${workflowId} is already used by ${existing.namespace}/${existing.name}`,
+      );
+    }
+    if (!isDeepStrictEqual(existing, registration)) {
+      await this.#o.workflows.put(workflowId, registration);
+      this.#enqueueTriggersOf(ref);
+    }
+    return ok(type, Reason.Published, `Published as ${workflowId}`);
+  }
+
+  /** Remove this workflow's registrations except the one it should keep. */
+  async #unregister(namespace: string, name: string, keep: string | undefined): Promise<void> {
+    const { workflows } = this.#o;
+    for (const reg of await workflows.list()) {
+      if (reg.namespace === namespace && reg.name === name && reg.workflowId !== keep) {
+        await workflows.delete(reg.workflowId);
+        this.#enqueueTriggersOf({ kind: 'Workflow', namespace, name });
+      }
+    }
+  }
+
+  /** The workflow's registration changed: its triggers must look again. */
+  #enqueueTriggersOf(workflow: ObjectRef): void {
+    for (const t of triggersOf(this.#o.source, workflow)) this.#o.enqueue(triggerRef(t));
+  }
+}
