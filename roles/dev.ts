@@ -40,9 +40,8 @@ export interface DevRuntime extends Serving<InProcessEngine> {
 
 export async function createDevRuntime(options: DevOptions): Promise<DevRuntime> {
   const stores = createStores(options.redis);
-  const log = (message: string, fields?: Record<string, unknown>) => {
-    if (options.logger) console.error(JSON.stringify({ level: 'warn', msg: message, ...fields }));
-  };
+  const log = (message: string, fields?: Record<string, unknown>) =>
+    options.logger?.warn(fields ?? {}, message);
   const source = options.source ?? new DirectorySource({ dir: options.dir ?? 'examples', log });
   const manifestErrors = () => (source instanceof DirectorySource ? source.errors() : []);
   const loop = await startReconcileLoop({

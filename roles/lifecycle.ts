@@ -1,22 +1,39 @@
-// Listening and graceful shutdown for any role: SIGTERM/SIGINT stop new requests
-// (503 with Connection: close), let running ones finish, then release the rest.
+// The one shutdown path of every role. SIGTERM or SIGINT (or an uncaught error) runs
+// the role's `close()` once: each role stops taking work, drains what runs (Fastify
+// answers new requests 503 with Connection: close; workers finish their jobs; the
+// operator drains reconciles and releases its Lease), then releases its connections.
+// The process exits 0 when that finishes, 1 after an error or when the grace period
+// runs out, and at once on a second signal. The grace period stays below
+// Kubernetes' default terminationGracePeriodSeconds of 30 s.
 import closeWithGrace from 'close-with-grace';
-import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 
-export interface ServeOptions {
-  port: number;
-  host: string;
-  /** Bounded below Kubernetes' 30 s terminationGracePeriodSeconds. */
-  graceMs?: number;
-  onClose: () => Promise<void>;
+export const SHUTDOWN_GRACE_MS = 25_000;
+
+export interface Closable {
+  close(): Promise<void>;
 }
 
-export async function serve(app: FastifyInstance, options: ServeOptions): Promise<string> {
-  const address = await app.listen({ port: options.port, host: options.host });
-  closeWithGrace({ delay: options.graceMs ?? 25_000 }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'shutting down after an error');
-    else app.log.info({ signal }, 'shutting down');
-    await options.onClose();
-  });
-  return address;
+export function closeOnSignal(
+  role: Closable,
+  logger: Logger,
+  graceMs: number = SHUTDOWN_GRACE_MS,
+): void {
+  closeWithGrace(
+    {
+      delay: graceMs,
+      logger: {
+        error: (message: unknown) => {
+          logger.error(message instanceof Error ? { err: message } : {}, String(message));
+        },
+      },
+    },
+    async ({ signal, err }) => {
+      if (err) logger.error({ err }, 'shutting down after an error');
+      else logger.info({ signal }, 'shutting down');
+      await role.close();
+      logger.info('stopped');
+      logger.flush();
+    },
+  );
 }

@@ -15,8 +15,10 @@ import { OperatorMetrics } from '../operator/controller/metrics.ts';
 import { startReconcileLoop } from '../operator/reconcile/run.ts';
 import { KubernetesSource } from '../operator/sources/kubernetes.ts';
 import type { Redis } from 'ioredis';
+import type { LogFunction } from './logger.ts';
 import type { RouteStore, WorkflowRegistry } from '../api/records/records.ts';
 import { kubernetesEvents } from '../operator/controller/kube-events.ts';
+import { probes } from './probes.ts';
 import { createStores } from './serving.ts';
 
 export interface OperatorOptions {
@@ -29,7 +31,7 @@ export interface OperatorOptions {
   /** Run without leader election (a single replica). */
   leaderElection?: boolean;
   baseUrl: string;
-  log?: (msg: string, fields?: object) => void;
+  log?: LogFunction;
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
@@ -92,12 +94,11 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
     },
   });
   const app = Fastify({ logger: false });
-  app.get('/metrics', async (_request, reply) =>
-    reply.type(registry.contentType).send(await registry.metrics()),
-  );
-  app.get('/healthz', () => ({ status: 'ok' }));
   // A standby replica is healthy and ready: it is waiting for the Lease.
-  app.get('/readyz', () => ({ status: leading ? 'leading' : 'standby' }));
+  void app.register(probes, {
+    registry,
+    readiness: () => ({ ready: true, status: leading ? 'leading' : 'standby' }),
+  });
   return {
     manager,
     app,

@@ -1,7 +1,7 @@
 // The serving half of a process: route table over the stores, engine, protections,
 // analytics and the HTTP app. The dev role adds a resource source and the reconcile
 // loop in front of it; the gateway role serves what an operator wrote to Redis.
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
 import type { ResourceSource } from '../operator/sources/ports.ts';
@@ -35,12 +35,16 @@ import type {
   WorkflowRegistry,
 } from '../api/records/records.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
+import { probes, type Readiness } from './probes.ts';
 import { outputValidatorFor } from '../runtime/engine/output-validator.ts';
 
 export interface ServingOptions {
   /** Public base URL (status.url, same-origin browser calls). */
   baseUrl: string;
-  logger?: FastifyServerOptions['logger'];
+  /** The role's logger; silent when omitted (tests). */
+  logger?: FastifyBaseLogger;
+  /** Readiness of the role (the /readyz probe); always ready by default. */
+  readiness?: () => Readiness;
   /** Options of the in-process engine (the dev role; the gateway with inline executions). */
   engine?: InProcessEngineOptions;
   guards?: GuardOptions;
@@ -173,9 +177,8 @@ export async function createServing<E extends ServingEngine>(
   makeEngine: EngineFactory<E>,
   admin: { source?: ResourceSource; manifestErrors?: () => unknown[] } = {},
 ): Promise<Serving<E>> {
-  const log = (message: string, fields?: Record<string, unknown>) => {
-    if (options.logger) console.error(JSON.stringify({ level: 'warn', msg: message, ...fields }));
-  };
+  const log = (message: string, fields?: Record<string, unknown>) =>
+    options.logger?.warn(fields ?? {}, message);
   const table = await RouteTable.create(stores.routes, stores.workflows, log);
   // The queue-depth gauge reads the engine, which reports to the metrics: each is
   // used by the other only after both exist.
@@ -208,12 +211,20 @@ export async function createServing<E extends ServingEngine>(
     ...(admin.manifestErrors ? { manifestErrors: admin.manifestErrors } : {}),
     idempotency: { store: stores.idempotency },
     observer: analytics.observer,
-    plugins: analytics.plugins,
+    plugins: [
+      ...analytics.plugins,
+      async (scope) => {
+        await scope.register(probes, {
+          registry: analytics.registry,
+          ...(options.readiness ? { readiness: options.readiness } : {}),
+        });
+      },
+    ],
     modes: {
       validateCallbackUrl: (url) => validateCallbackUrl(url, made.outbound),
       outputValidator: outputValidatorFor,
     },
-    ...(options.logger !== undefined ? { logger: options.logger } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
   });

@@ -1,9 +1,15 @@
 // Builds the HTTP application: the webhook gateway, the live event stream, the
-// executions and admin APIs, health endpoints, plus whatever plugins a role adds
-// (metrics, analytics, dashboard). Creating, listening and shutting down live in
-// server.ts; this file only wires parts together.
+// executions and read APIs, plus whatever plugins a role adds (probes and metrics,
+// analytics, dashboard). Listening and shutting down belong to the roles (roles/);
+// this file only wires parts together.
 import { createServer } from 'node:http';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { executionRoutes } from './read-api/execution-routes.ts';
 import { resourceRoutes, type ResourceReader } from './read-api/resource-routes.ts';
 import { testRequestRoutes } from './read-api/test-request-routes.ts';
@@ -30,9 +36,8 @@ export interface AppOptions {
   manifestErrors?: () => unknown[];
   /** More routes: metrics, analytics, dashboard. Each runs in its own encapsulated scope. */
   plugins?: ((app: FastifyInstance) => void | Promise<void>)[];
-  logger?: FastifyServerOptions['logger'];
-  /** Whether the role is ready to serve (readiness probe). */
-  ready?: () => boolean;
+  /** The role's logger (none by default). Per-request lines are logged at debug level. */
+  logger?: FastifyBaseLogger;
   heartbeatMs?: number;
   /** Server timeouts and limits (tests shorten them). */
   limits?: Partial<ServerLimits>;
@@ -53,10 +58,29 @@ export const SERVER_LIMITS = {
 };
 export type ServerLimits = typeof SERVER_LIMITS;
 
+/**
+ * Fastify's two lines per request (received, completed) at debug level instead of
+ * info: at info a short load test wrote hundreds of thousands of lines.
+ */
+class RequestLogsAtDebug extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(
+    _error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    request.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
+
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const limits = { ...SERVER_LIMITS, ...options.limits };
   const app = Fastify({
-    logger: options.logger ?? false,
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    logController: new RequestLogsAtDebug(),
     // Our own server, so that every slow-client timeout is set explicitly (G6).
     serverFactory: (handler) =>
       createServer(
@@ -107,11 +131,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ...(options.manifestErrors ? { manifestErrors: options.manifestErrors } : {}),
     });
   }
-  app.get('/healthz', () => ({ status: 'ok' }));
-  app.get('/readyz', (_request, reply) => {
-    const ready = options.ready?.() ?? true;
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'starting' });
-  });
   for (const plugin of options.plugins ?? []) {
     await app.register(async (scope) => {
       await plugin(scope);

@@ -1,11 +1,12 @@
 // One call that builds the analytics side of a role: the metrics, the analytics
 // backend (memory or Prometheus), the RequestObserver the gateway feeds, and the
-// plugins that serve /metrics, /api/analytics/* and /dashboard.
+// plugins that serve /api/analytics/* and /dashboard. /metrics is served from the
+// registry by the roles' probes plugin (roles/probes.ts), like every role's.
 //
 //   const analytics = createAnalytics({ backend: { kind: 'memory' } });
 //   buildApp({ ..., observer: analytics.observer, plugins: analytics.plugins });
 //   engine: analytics.metrics.recordExecution(workflowId, 'succeeded') ...
-import type { FastifyInstance, FastifyPluginCallback } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
 import { dashboardRoutes } from '../dashboard/routes.ts';
@@ -26,8 +27,6 @@ export interface AnalyticsSetupOptions {
   backend?: AnalyticsBackendConfig;
   consumers?: ConsumerLabelOptions;
   queueDepth?: () => number | Promise<number>;
-  /** Serve GET /metrics (default true). */
-  serveMetrics?: boolean;
   /** Serve the dashboard at /dashboard (default true). */
   dashboard?: boolean;
 }
@@ -57,16 +56,6 @@ export function fanOut(...observers: RequestObserver[]): RequestObserver {
   };
 }
 
-/** GET /metrics: the registry in the Prometheus text format. */
-export const metricsRoutes: FastifyPluginCallback<{ registry: Registry }> = (app, opts, done) => {
-  app.get('/metrics', async (_request, reply) => {
-    void reply.header('content-type', opts.registry.contentType);
-    void reply.header('cache-control', 'no-store');
-    return opts.registry.metrics();
-  });
-  done();
-};
-
 export function createAnalytics(options: AnalyticsSetupOptions = {}): AnalyticsSetup {
   const registry = options.registry ?? new Registry();
   const metrics = new GatewayMetrics({
@@ -93,11 +82,6 @@ export function createAnalytics(options: AnalyticsSetupOptions = {}): AnalyticsS
       await app.register(analyticsRoutes, { backend });
     },
   ];
-  if (options.serveMetrics ?? true) {
-    plugins.push(async (app) => {
-      await app.register(metricsRoutes, { registry });
-    });
-  }
   if (options.dashboard ?? true) {
     plugins.push(async (app) => {
       await app.register(dashboardRoutes);

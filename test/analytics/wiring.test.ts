@@ -4,6 +4,7 @@ import type { AnalyticsResult } from '../../runtime/analytics/backend.ts';
 import { problemErrorHandler } from '../../runtime/analytics/routes.ts';
 import { createAnalytics, fanOut } from '../../runtime/analytics/wiring.ts';
 import { PrometheusAnalytics } from '../../runtime/analytics/prometheus.ts';
+import { probes } from '../../roles/probes.ts';
 import { knownTraffic } from './traffic.ts';
 
 describe('analytics wiring', () => {
@@ -14,6 +15,7 @@ describe('analytics wiring', () => {
     app = Fastify();
     app.setErrorHandler(problemErrorHandler);
     for (const plugin of setup.plugins) await app.register(async (scope) => plugin(scope));
+    await app.register(probes, { registry: setup.registry });
     await app.ready();
     return app;
   }
@@ -52,7 +54,6 @@ describe('analytics wiring', () => {
     const analytics = createAnalytics({
       backend: { kind: 'prometheus', url: 'http://127.0.0.1:9' },
       dashboard: false,
-      serveMetrics: false,
     });
     expect(analytics.backend).toBeInstanceOf(PrometheusAnalytics);
     expect(analytics.observer).toBe(analytics.metrics);

@@ -1,0 +1,144 @@
+// The settings of a `hookgate` process, from its arguments and environment, checked
+// before anything starts: bad input exits 2 with every problem and the usage.
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { LOG_LEVELS, type LogLevel } from './logger.ts';
+
+export const ROLES = ['dev', 'operator', 'gateway', 'worker'] as const;
+export type RoleName = (typeof ROLES)[number];
+
+const USAGE = `Usage: hookgate <role> [options]
+
+Roles:
+  dev        every role in one process (default)
+  operator   the control plane against a Kubernetes API, with leader election
+  gateway    serves the routes an operator wrote to Redis (needs REDIS_URL)
+  worker     runs the executions gateways queue in Redis (needs REDIS_URL)
+
+Options:
+  --source <dir|kubernetes>  dev: where resources come from (env HOOKGATE_SOURCE, default dir)
+  --dir <path>               dev: manifest directory (env HOOKGATE_MANIFESTS, default ./examples)
+  --namespace <ns>           kubernetes: watch one namespace (env HOOKGATE_NAMESPACE, default all)
+  --port <n>                 listen port (env PORT, default 8080)
+  --host <addr>              listen address (env HOST, default 127.0.0.1)
+  --base-url <url>           public base URL for status.url (env HOOKGATE_BASE_URL,
+                             default http://localhost:<port>)
+
+Environment:
+  REDIS_URL                  shared stores (routes, registry, rate limits) in Redis;
+                             in memory when unset (the gateway role needs it)
+  KUBECONFIG                 kubeconfig for the kubernetes source and the operator
+                             (in a pod: the service account)
+  HOOKGATE_LEASE_NAMESPACE   operator: namespace of its Lease (else POD_NAMESPACE, else default)
+  HOOKGATE_LEASE_NAME        operator: name of its Lease (default hookgate-operator)
+  HOOKGATE_LEADER_ELECTION   operator: false to run without leader election (one replica)
+  METRICS_PORT               port of /metrics, /healthz, /readyz (operator, worker: instead
+                             of --port; gateway: a second listener)
+  HOOKGATE_EXECUTIONS        gateway: queue (default; run by worker replicas) or inline
+                             (run in the gateway process)
+  HOOKGATE_MAX_QUEUED        gateway, queue mode: executions waiting at most before 503
+                             (default 100000)
+  HOOKGATE_WORKER_CONCURRENCY  worker: executions run at once (default 32)
+  HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
+                             long is run again by another worker (default 60000)
+  HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
+  LOG_LEVEL                  fatal | error | warn | info | debug | trace | silent
+                             (default info; debug adds one line per request). Logs are
+                             JSON lines, human-readable when stdout is a terminal
+`;
+
+export interface Settings {
+  role: RoleName;
+  source: string;
+  dir: string;
+  namespace: string | undefined;
+  port: number;
+  host: string;
+  baseUrl: string;
+  logLevel: LogLevel;
+  /** METRICS_PORT: probes and metrics on a listener of their own. */
+  metricsPort: number | undefined;
+}
+
+/** The settings from argv and the environment; undefined (exit code set) on --help or bad input. */
+export function settings(argv: string[] = process.argv.slice(2)): Settings | undefined {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      source: { type: 'string' },
+      dir: { type: 'string' },
+      namespace: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'base-url': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return undefined;
+  }
+  const role = (positionals[0] ?? 'dev') as RoleName;
+  const port = Number(values.port ?? process.env.PORT ?? 8080);
+  const source = values.source ?? process.env.HOOKGATE_SOURCE ?? 'dir';
+  const problems = problemsOf(role, port, source, values.port ?? process.env.PORT);
+  if (problems.length > 0) {
+    console.error(`hookgate: ${problems.join('; ')}\n\n${USAGE}`);
+    process.exitCode = 2;
+    return undefined;
+  }
+  return {
+    role,
+    source,
+    dir: resolve(values.dir ?? process.env.HOOKGATE_MANIFESTS ?? 'examples'),
+    namespace: values.namespace ?? process.env.HOOKGATE_NAMESPACE,
+    port,
+    host: values.host ?? process.env.HOST ?? '127.0.0.1',
+    baseUrl: values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`,
+    logLevel: (process.env.LOG_LEVEL ?? 'info') as LogLevel,
+    metricsPort: process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined,
+  };
+}
+
+function problemsOf(
+  role: string,
+  port: number,
+  source: string,
+  rawPort: string | undefined,
+): string[] {
+  const problems: string[] = [];
+  const env = process.env;
+  if (!(ROLES as readonly string[]).includes(role)) problems.push(`unknown role "${role}"`);
+  if ((role === 'gateway' || role === 'worker') && !env.REDIS_URL)
+    problems.push(`the ${role} role needs REDIS_URL`);
+  if (env.HOOKGATE_EXECUTIONS && !['queue', 'inline'].includes(env.HOOKGATE_EXECUTIONS))
+    problems.push(`HOOKGATE_EXECUTIONS must be queue or inline, not "${env.HOOKGATE_EXECUTIONS}"`);
+  for (const name of [
+    'HOOKGATE_MAX_QUEUED',
+    'HOOKGATE_WORKER_CONCURRENCY',
+    'HOOKGATE_WORKER_CLAIM_IDLE_MS',
+  ]) {
+    const raw = env[name];
+    if (raw !== undefined && !(Number.isInteger(Number(raw)) && Number(raw) > 0))
+      problems.push(`${name} must be a positive integer, not "${raw}"`);
+  }
+  // Claims are renewed every third of it: much shorter and a slow tick loses a running job.
+  const claimIdle = env.HOOKGATE_WORKER_CLAIM_IDLE_MS;
+  if (claimIdle !== undefined && Number(claimIdle) < 1000)
+    problems.push(`HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000, not "${claimIdle}"`);
+  if (!isPort(port)) problems.push(`invalid port "${rawPort}"`);
+  if (!['dir', 'kubernetes'].includes(source))
+    problems.push(`unknown source "${source}" (dir or kubernetes)`);
+  const level = env.LOG_LEVEL;
+  if (level !== undefined && !(LOG_LEVELS as readonly string[]).includes(level))
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, not "${level}"`);
+  const metricsPort = env.METRICS_PORT;
+  if (metricsPort !== undefined && !isPort(Number(metricsPort)))
+    problems.push(`invalid METRICS_PORT "${metricsPort}"`);
+  return problems;
+}
+
+function isPort(port: number): boolean {
+  return Number.isInteger(port) && port >= 0 && port <= 65535;
+}
