@@ -1,0 +1,203 @@
+// One informer (client-node ListWatch) per kind, kept alive: client-node 2.0's
+// ListWatch resumes by itself after a closed stream, a client-side timeout and a 410
+// (relisting), but after any other error (a 500, a refused connection, a failed list)
+// it emits `error` and stops for good. A ManagedInformer restarts it after such an
+// error with exponential backoff (O7), and tells when its initial list is in (synced).
+// Its ListWatch is the cache the source reads from.
+import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { CancelTimer, Clock } from '../controller/clock.ts';
+import type { KubeClient } from '../controller/kube-client.ts';
+import { resourcePath, type KindInfo, type KubeObject } from './kube-resources.ts';
+import type { ObjectRef } from './ports.ts';
+
+export interface InformerDeps {
+  kubeConfig: KubeConfig;
+  client: KubeClient;
+  namespace: string | undefined;
+  restartBackoff: { initialMs: number; maxMs: number };
+  maxReconnectDelayMs: number;
+  clock: Clock;
+  log: (msg: string, fields?: Record<string, unknown>) => void;
+  onChange: (ref: ObjectRef) => void;
+}
+
+const never = <T>(): Promise<T> => new Promise<T>(() => {});
+
+/**
+ * client-node's Watch, made stoppable: once stopped it opens no new stream and aborts
+ * a stream that was being opened while it stopped.
+ */
+class StoppableWatch extends Watch {
+  stopped = false;
+
+  override async watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    // The callback signature is client-node's own (it types the object as any).
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    callback: (phase: string, apiObj: any, watchObj?: any) => void,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    done: (err: any) => void,
+  ): Promise<AbortController> {
+    if (this.stopped) return new AbortController();
+    const controller = await super.watch(path, queryParams, callback, done);
+    if (this.stopped) controller.abort();
+    return controller;
+  }
+}
+
+/** One ListWatch, restarted with backoff whenever it stops on an error. */
+export class ManagedInformer {
+  readonly info: KindInfo;
+  readonly #lw: ListWatch<KubernetesObject>;
+  readonly #watch: StoppableWatch;
+  readonly #o: InformerDeps;
+  #stopped = false;
+  #listedOnce = false;
+  #errorsThisStart = 0;
+  #restartTimer: CancelTimer | undefined;
+  /** Pending reconnect delays; cancelled (never resolved) on stop. */
+  readonly #delays = new Set<CancelTimer>();
+  #backoffMs: number;
+  #synced = false;
+  #onSynced: (() => void)[] = [];
+  /** Restarts after errors, for metrics and tests. */
+  restarts = 0;
+
+  constructor(info: KindInfo, deps: InformerDeps) {
+    this.info = info;
+    this.#o = deps;
+    this.#backoffMs = deps.restartBackoff.initialMs;
+    this.#watch = new StoppableWatch(deps.kubeConfig);
+    const path = resourcePath(info.kind, deps.namespace);
+    this.#lw = new ListWatch<KubernetesObject>(
+      path,
+      this.#watch,
+      () => this.#list(path),
+      false,
+      undefined,
+      undefined,
+      {
+        delayFn: (ms) => this.#delay(ms),
+      },
+    );
+    const changed = (obj: KubernetesObject): void => {
+      const name = obj.metadata?.name;
+      if (!name) return;
+      deps.onChange({ kind: info.kind, namespace: obj.metadata?.namespace ?? '', name });
+    };
+    this.#lw.on('add', changed);
+    this.#lw.on('update', changed);
+    this.#lw.on('delete', changed);
+    this.#lw.on('error', (err: unknown) => this.#onError(err));
+  }
+
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  whenSynced(): Promise<void> {
+    if (this.#synced) return Promise.resolve();
+    return new Promise((resolve) => this.#onSynced.push(resolve));
+  }
+
+  get(namespace: string, name: string): KubeObject | undefined {
+    return this.#lw.get(name, namespace) as unknown as KubeObject | undefined;
+  }
+
+  list(): KubeObject[] {
+    return this.#lw.list().map((o) => o as unknown as KubeObject);
+  }
+
+  async start(): Promise<void> {
+    if (this.#stopped) return;
+    this.#errorsThisStart = 0;
+    try {
+      await this.#lw.start();
+    } catch (err) {
+      this.#onError(err);
+      return;
+    }
+    if (this.#stopped) return;
+    if (this.#errorsThisStart === 0) this.#backoffMs = this.#o.restartBackoff.initialMs;
+    if (this.#listedOnce && !this.#synced) {
+      this.#synced = true;
+      this.#o.log('informer synced', { kind: this.info.kind, objects: this.#lw.list().length });
+      for (const resolve of this.#onSynced.splice(0)) resolve();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#watch.stopped = true;
+    this.#restartTimer?.();
+    this.#restartTimer = undefined;
+    for (const cancel of this.#delays) cancel();
+    this.#delays.clear();
+    await this.#lw.stop();
+  }
+
+  async #list(
+    path: string,
+  ): Promise<{ items: KubernetesObject[]; metadata?: { resourceVersion?: string } }> {
+    const list = await this.#o.client.request<{
+      items?: KubeObject[];
+      metadata?: { resourceVersion?: string };
+    }>('GET', path);
+    // Once stopped, never hand a list back: ListWatch would open a watch afterwards.
+    if (this.#stopped) return never();
+    this.#listedOnce = true;
+    // Items of built-in lists come without apiVersion/kind; fill them in.
+    const items = (list.items ?? []).map((item) => ({
+      ...item,
+      apiVersion: item.apiVersion ?? this.info.apiVersion,
+      kind: item.kind ?? this.info.kind,
+    }));
+    return {
+      items: items as unknown as KubernetesObject[],
+      ...(list.metadata ? { metadata: list.metadata } : {}),
+    };
+  }
+
+  #delay(ms: number): Promise<void> {
+    if (this.#stopped) return never();
+    const capped = Math.min(ms, this.#o.maxReconnectDelayMs);
+    return new Promise((resolve) => {
+      const cancel = this.#o.clock.setTimer(() => {
+        this.#delays.delete(cancel);
+        resolve();
+      }, capped);
+      this.#delays.add(cancel);
+    });
+  }
+
+  #onError(err: unknown): void {
+    if (this.#stopped) return;
+    this.#errorsThisStart++;
+    if (this.#restartTimer) return;
+    const delay = this.#backoffMs;
+    this.#backoffMs = Math.min(this.#backoffMs * 2, this.#o.restartBackoff.maxMs);
+    this.#o.log('informer stopped on an error; restarting', {
+      kind: this.info.kind,
+      error: describe(err),
+      code: errorCode(err),
+      inMs: delay,
+    });
+    this.#restartTimer = this.#o.clock.setTimer(() => {
+      this.#restartTimer = undefined;
+      this.restarts++;
+      void this.start();
+    }, delay);
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function errorCode(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { statusCode, code } = err as { statusCode?: unknown; code?: unknown };
+  const value = statusCode ?? code;
+  return typeof value === 'number' ? value : undefined;
+}
