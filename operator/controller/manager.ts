@@ -134,34 +134,3 @@ export class Manager {
     }
   }
 }
-
-/**
- * SIGTERM/SIGINT: graceful `shutdown()` then `exit(0)`; a second signal exits at once.
- * Returns a function that removes the handlers.
- */
-export function handleSignals(
-  manager: Manager,
-  exit: (code: number) => void = (code) => process.exit(code),
-): () => void {
-  let signalled = false;
-  const onSignal = (sig: NodeJS.Signals): void => {
-    if (signalled) {
-      exit(1);
-      return;
-    }
-    signalled = true;
-    manager.shutdown().then(
-      () => exit(0),
-      (err: unknown) => {
-        console.error(`hookgate: shutdown after ${sig} failed:`, err);
-        exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  return () => {
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
-  };
-}

@@ -3,7 +3,7 @@
 // Lease; losing the Lease exits without draining.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../operator/controller/kube-client.ts';
-import { Manager, handleSignals } from '../../operator/controller/manager.ts';
+import { Manager } from '../../operator/controller/manager.ts';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually, sleep } from '../support/eventually.ts';
@@ -107,35 +107,5 @@ describe('Manager', () => {
     await eventually(() => expect(a.lost).toBe(1), 9000);
     expect(a.stops).toEqual([]);
     server.faults.clear();
-  });
-
-  it('handleSignals: SIGTERM shuts down then exits 0; a second signal exits 1 at once', async () => {
-    let stopped = 0;
-    let release: () => void = () => {};
-    const m = new Manager({
-      startLeading: () =>
-        Promise.resolve({
-          stop: () => {
-            stopped++;
-            return new Promise<void>((r) => (release = r));
-          },
-        }),
-    });
-    m.start();
-    await sleep(10);
-    const codes: number[] = [];
-    const remove = handleSignals(m, (c) => codes.push(c));
-    try {
-      process.emit('SIGTERM');
-      await sleep(10);
-      expect(stopped).toBe(1);
-      expect(codes).toEqual([]);
-      process.emit('SIGINT');
-      expect(codes).toEqual([1]);
-      release();
-      await eventually(() => expect(codes).toEqual([1, 0]));
-    } finally {
-      remove();
-    }
   });
 });
