@@ -11,6 +11,7 @@ import {
   type TUnion,
   type SchemaOptions,
 } from '@sinclair/typebox';
+import { MAX_ITEMS } from './bounds.ts';
 
 export const GROUP = 'hookgate.dev';
 export const VERSION = 'v1alpha1';
@@ -110,6 +111,7 @@ export const Condition = Type.Object(
 export type Condition = Static<typeof Condition>;
 
 export const Conditions = Type.Array(Condition, {
+  maxItems: MAX_ITEMS.conditions,
   description: 'Current state of the resource, one entry per condition type.',
   'x-kubernetes-list-type': 'map',
   'x-kubernetes-list-map-keys': ['type'],

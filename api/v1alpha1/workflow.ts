@@ -7,6 +7,7 @@ import {
   withRules,
   type Resource,
 } from './common.ts';
+import { MAX_ITEMS, MAX_LENGTH } from './bounds.ts';
 
 export const WORKFLOW_KIND = 'Workflow';
 export const WORKFLOW_PLURAL = 'workflows';
@@ -27,12 +28,12 @@ export type NodeType = (typeof NODE_TYPES)[number];
 
 const NODE_ID_PATTERN = '^[a-zA-Z][a-zA-Z0-9_-]{0,62}$';
 const NodeId = (description: string) =>
-  Type.String({ pattern: NODE_ID_PATTERN, maxLength: 63, description });
+  Type.String({ pattern: NODE_ID_PATTERN, maxLength: MAX_LENGTH.label, description });
 
 const Expression = (description: string) =>
   Type.String({
     minLength: 1,
-    maxLength: 16384,
+    maxLength: MAX_LENGTH.expression,
     description: `${description} (a JSONata expression).`,
   });
 
@@ -51,6 +52,7 @@ export const ErrorPolicy = Type.Object(
         'With action retry: how many times the node is run again before the execution fails.',
     }),
     backoff: Type.String({
+      maxLength: MAX_LENGTH.duration,
       pattern: SHORT_DURATION_PATTERN,
       default: '200ms',
       description:
@@ -68,20 +70,23 @@ export const HttpRequestSpec = Type.Object(
     }),
     url: Type.String({
       minLength: 1,
-      maxLength: 2048,
+      maxLength: MAX_LENGTH.url,
       pattern: '^https?://',
       description:
         'Target URL. Outbound requests are refused for loopback, private, link-local and metadata addresses unless the runtime allow-lists them.',
     }),
     headers: Type.Optional(
-      Type.Record(Type.String(), Type.String({ maxLength: 4096, description: 'Header value.' }), {
-        description: 'Request headers (literal values).',
-      }),
+      Type.Record(
+        Type.String(),
+        Type.String({ maxLength: MAX_LENGTH.headerValue, description: 'Header value.' }),
+        { maxProperties: MAX_ITEMS.headers, description: 'Request headers (literal values).' },
+      ),
     ),
     body: Type.Optional(
       Expression('Request body, evaluated against the node input; default: the node input'),
     ),
     timeout: Type.String({
+      maxLength: MAX_LENGTH.duration,
       pattern: SHORT_DURATION_PATTERN,
       default: '10s',
       description: 'Time allowed for one attempt.',
@@ -116,7 +121,7 @@ export const WorkflowNode = withRules(
           'transform: evaluate expression; http: call a URL; delay: wait; if/switch: branch; respond: answer the webhook caller (ResponseToWebhook); fail: end the execution with an error.',
       }),
       description: Type.Optional(
-        Type.String({ maxLength: 1024, description: 'What this node is for.' }),
+        Type.String({ maxLength: MAX_LENGTH.description, description: 'What this node is for.' }),
       ),
       next: Type.Optional(
         NodeId(
@@ -147,6 +152,7 @@ export const WorkflowNode = withRules(
       ),
       duration: Type.Optional(
         Type.String({
+          maxLength: MAX_LENGTH.duration,
           pattern: SHORT_DURATION_PATTERN,
           description: 'delay: how long to wait, e.g. 500ms, 2s.',
         }),
@@ -161,9 +167,14 @@ export const WorkflowNode = withRules(
         }),
       ),
       headers: Type.Optional(
-        Type.Record(Type.String(), Type.String({ maxLength: 4096, description: 'Header value.' }), {
-          description: 'respond: extra response headers (literal values).',
-        }),
+        Type.Record(
+          Type.String(),
+          Type.String({ maxLength: MAX_LENGTH.headerValue, description: 'Header value.' }),
+          {
+            maxProperties: MAX_ITEMS.headers,
+            description: 'respond: extra response headers (literal values).',
+          },
+        ),
       ),
       onError: Type.Optional(ErrorPolicy),
     },
@@ -213,7 +224,7 @@ export const WorkflowSpec = Type.Object(
     }),
     application: Type.String({
       minLength: 1,
-      maxLength: 63,
+      maxLength: MAX_LENGTH.label,
       pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
       description: 'Application (service) this workflow belongs to; used to group analytics.',
     }),
@@ -223,7 +234,7 @@ export const WorkflowSpec = Type.Object(
         'Environment of this workflow: development, staging or production. Part of the workflow identifier.',
     }),
     description: Type.Optional(
-      Type.String({ maxLength: 1024, description: 'What the workflow does.' }),
+      Type.String({ maxLength: MAX_LENGTH.description, description: 'What the workflow does.' }),
     ),
     nodes: Type.Array(WorkflowNode, {
       minItems: 1,
@@ -253,6 +264,7 @@ export const WorkflowStatus = Type.Object(
     ),
     workflowId: Type.Optional(
       Type.String({
+        maxLength: MAX_LENGTH.workflowId,
         description: 'Workflow identifier: <namespace>-<environment>-<name>, slugged.',
       }),
     ),
