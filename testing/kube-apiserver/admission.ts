@@ -1,7 +1,7 @@
 // What happens to an object between the request body and storage: metadata rules
 // (K6), structural pruning/defaulting/validation/CEL through operator/api/structural.ts
-// (K19-K21), generation (K8, K9), and the special cases of built-ins (CRD status,
-// Secret stringData, Namespace phase).
+// (K19-K21), the CEL cost budget of CRDs (crd-cost.ts), generation (K8, K9), and the
+// special cases of built-ins (CRD status, Secret stringData, Namespace phase).
 import {
   applyDefaults,
   celCompileError,
@@ -9,6 +9,7 @@ import {
   validate,
   type OpenApiSchema,
 } from '../../api/structural.ts';
+import { crdCostErrors } from './crd-cost.ts';
 import { canonical } from './patch.ts';
 import { apiVersionOf, type CrdSpec, type KubeObject, type ResourceType } from './resources.ts';
 import { badRequest, invalid } from './status.ts';
@@ -171,6 +172,8 @@ function checkCrd(rt: ResourceType, crd: KubeObject): void {
       errors,
     ),
   );
+  // The CEL cost budget (estimated from the schema's size bounds), as a real server checks it.
+  if (Array.isArray(spec?.versions)) errors.push(...crdCostErrors(spec));
   if (errors.length > 0) throw invalid(rt, name, errors);
 }
 
