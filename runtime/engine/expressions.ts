@@ -103,3 +103,15 @@ export class ExpressionCache {
     });
   }
 }
+
+/** JSONata's $boolean semantics. */
+export function truthy(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'number') return value !== 0 && !Number.isNaN(value);
+  if (typeof value === 'string') return value.length > 0;
+  if (Array.isArray(value)) return value.some((v) => truthy(v));
+  if (typeof value === 'function') return false;
+  if (typeof value === 'object') return Object.keys(value).length > 0;
+  return Boolean(value);
+}

@@ -1,18 +1,11 @@
 // The http node: one outbound request through the address guard, retried with
 // exponential backoff and jitter on network errors, timeouts, 429 and 5xx.
 // Output: { status, headers, body } (body parsed when the response is JSON).
-import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
-import { OutboundRefusedError, type OutboundGuard } from './outbound/guard.ts';
-import { retryableStatus, sendOutbound, type OutboundResponse } from './outbound/request.ts';
-import { AbortedError, backoffDelay, parseDuration, sleep } from './util.ts';
-
-export interface HttpNodeContext {
-  evaluate: (source: string, input: unknown) => Promise<unknown>;
-  signal: AbortSignal;
-  guard: OutboundGuard;
-  /** First backoff between attempts; default 200 ms (doubles, with jitter). */
-  backoffMs?: number;
-}
+import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
+import { OutboundRefusedError } from '../outbound/guard.ts';
+import { retryableStatus, sendOutbound, type OutboundResponse } from '../outbound/request.ts';
+import { AbortedError, backoffDelay, parseDuration, sleep } from '../util.ts';
+import type { NodeContext, Step } from './context.ts';
 
 export interface HttpNodeOutput {
   status: number;
@@ -46,7 +39,7 @@ function parseBody(response: OutboundResponse): unknown {
 async function buildBody(
   node: WorkflowNode,
   input: unknown,
-  ctx: HttpNodeContext,
+  ctx: NodeContext,
 ): Promise<string | undefined> {
   const request = node.request;
   if (!request || request.method === 'GET' || request.method === 'DELETE') {
@@ -56,10 +49,18 @@ async function buildBody(
   return value === undefined ? undefined : JSON.stringify(value);
 }
 
-export async function runHttpNode(
+export async function httpNode(
+  ctx: NodeContext,
   node: WorkflowNode,
   input: unknown,
-  ctx: HttpNodeContext,
+): Promise<Step> {
+  return { output: await sendRequest(ctx, node, input) };
+}
+
+async function sendRequest(
+  ctx: NodeContext,
+  node: WorkflowNode,
+  input: unknown,
 ): Promise<HttpNodeOutput> {
   const request = node.request;
   if (!request) throw new Error(`node '${node.id}': an http node needs a request`);
@@ -73,9 +74,9 @@ export async function runHttpNode(
   const attempts = 1 + (request.retries ?? 0);
   let last: unknown;
   for (let attempt = 1; attempt <= attempts; attempt++) {
-    if (attempt > 1) await sleep(backoffDelay(ctx.backoffMs ?? 200, attempt - 1), ctx.signal);
+    if (attempt > 1) await sleep(backoffDelay(ctx.limits.httpBackoffMs, attempt - 1), ctx.signal);
     try {
-      const response = await sendOutbound(ctx.guard, {
+      const response = await sendOutbound(ctx.outbound, {
         method,
         url: request.url,
         headers,

@@ -1,0 +1,152 @@
+// The event stream of an execution: events numbered as they happen, handed to live
+// listeners, and written to the execution store, either as they come (streamEvents:
+// a worker, whose events gateways elsewhere relay) or with the final record.
+import type { ExecutionStore } from './execution-store.ts';
+import type { Execution, ExecutionEvent, SequencedEvent } from './ports.ts';
+
+export type Listener = (event: SequencedEvent) => void;
+
+export function isTerminal(event: ExecutionEvent): boolean {
+  return event.type === 'completed' || event.type === 'failed';
+}
+
+/** Where the events of one engine's executions go; shared by their streams. */
+export interface EventOutlet {
+  store: ExecutionStore;
+  /** Write events as they are emitted instead of all at the end. */
+  streamEvents: boolean;
+  onInternalError: (error: unknown, where: string) => void;
+}
+
+/** The events of one run of an execution, while it is hot. */
+export class EventStream {
+  /** Events of this run; their seq continues after `seqBase` (events of earlier runs). */
+  readonly events: SequencedEvent[] = [];
+  readonly #execution: Execution;
+  readonly #seqBase: number;
+  readonly #outlet: EventOutlet;
+  readonly #listeners = new Set<Listener>();
+  /** streamEvents: events not sent to the store yet (see #stream). */
+  #unsent: SequencedEvent[] = [];
+  /** streamEvents: this run's appends, and whether one of them failed. */
+  readonly #appends: Promise<void>[] = [];
+  #appendFailed = false;
+
+  constructor(execution: Execution, seqBase: number, outlet: EventOutlet) {
+    this.#execution = execution;
+    this.#seqBase = seqBase;
+    this.#outlet = outlet;
+  }
+
+  /** Listeners attached now. */
+  get listenerCount(): number {
+    return this.#listeners.size;
+  }
+
+  /**
+   * Numbers an event and hands it to the listeners (and, streaming, to the store). The
+   * event literal of the caller, always a fresh object, becomes the sequenced event
+   * instead of being copied; `at` is the time the caller already stamped its record
+   * or log line with.
+   */
+  emit(event: ExecutionEvent, at: string): void {
+    const sequenced = event as SequencedEvent;
+    sequenced.executionId = this.#execution.id;
+    sequenced.seq = this.#seqBase + this.events.length + 1;
+    sequenced.at = at;
+    this.events.push(sequenced);
+    if (this.#outlet.streamEvents) this.#stream(sequenced);
+    const listeners = this.#listeners;
+    // A copy: a listener may unsubscribe or subscribe others while it is called.
+    if (listeners.size > 0) {
+      for (const listener of [...listeners]) {
+        try {
+          listener(sequenced);
+        } catch (error) {
+          listeners.delete(listener);
+          this.#outlet.onInternalError(error, 'event listener');
+        }
+      }
+    }
+    if (isTerminal(event)) listeners.clear();
+  }
+
+  /** Replays the events after `afterSeq`, then (unless the run has ended) the live ones. */
+  subscribe(afterSeq: number, listener: Listener): () => void {
+    try {
+      for (const event of this.events) if (event.seq > afterSeq) listener(event);
+    } catch (error) {
+      this.#outlet.onInternalError(error, 'event listener');
+      return () => {};
+    }
+    const terminal = this.events.at(-1);
+    if (terminal && isTerminal(terminal)) return () => {};
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Writes the final record and the events. Streaming, the events are stored as they
+   * come (the terminal one has gone): the whole history is written again (the store
+   * skips the events it has) only if an append failed. Never rejects.
+   */
+  async persist(): Promise<void> {
+    const { store, streamEvents } = this.#outlet;
+    try {
+      await store.save(this.#execution);
+      if (streamEvents) await Promise.all(this.#appends);
+      if (!streamEvents || this.#appendFailed) await store.appendEvents(this.events);
+    } catch (error) {
+      this.#outlet.onInternalError(error, 'saving execution');
+    }
+  }
+
+  /**
+   * streamEvents: an append is a store call (a Lua script in Redis) that costs more than
+   * the node run that made the event, so the events of one turn of the event loop go in
+   * one append; those a gateway waits on (respond, completed, failed) go at once, with
+   * whatever came before them.
+   */
+  #stream(event: SequencedEvent): void {
+    this.#unsent.push(event);
+    if (event.type === 'respond' || isTerminal(event)) this.#sendEvents();
+    else if (this.#unsent.length === 1) setImmediate(() => this.#sendEvents());
+  }
+
+  #sendEvents(): void {
+    if (this.#unsent.length === 0) return;
+    const events = this.#unsent;
+    this.#unsent = [];
+    const append = this.#outlet.store.appendEvents(events).catch((error: unknown) => {
+      this.#appendFailed = true;
+      this.#outlet.onInternalError(error, 'saving an event');
+    });
+    this.#appends.push(append);
+  }
+}
+
+/**
+ * Hands a finished (or unknown) execution's stored events after `afterSeq` to
+ * `listener`: the whole history is in the store, nothing more will come.
+ */
+export function replayStored(
+  outlet: EventOutlet,
+  id: string,
+  afterSeq: number,
+  listener: Listener,
+): () => void {
+  let cancelled = false;
+  outlet.store.events(id, afterSeq).then(
+    (events) => {
+      try {
+        for (const event of events) if (!cancelled) listener(event);
+      } catch (error) {
+        outlet.onInternalError(error, 'event listener');
+      }
+    },
+    (error: unknown) => outlet.onInternalError(error, 'reading events'),
+  );
+  return () => {
+    cancelled = true;
+  };
+}

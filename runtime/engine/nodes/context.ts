@@ -1,0 +1,42 @@
+// What a node is given to run and what it hands back: the contract between the
+// interpreter (../interpreter.ts) and the node types in this folder.
+import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
+import type { OutboundGuard } from '../outbound/guard.ts';
+import type { Execution, ExecutionEvent } from '../ports.ts';
+
+/** One node run's result. */
+export interface Step {
+  output: unknown;
+  /** `summarize(output)`, when the node had it at hand (see the interpreter's runNode). */
+  summary?: string;
+  /** `output` is a plain JSON copy made by the node (what `toJson` would return). */
+  json?: boolean;
+  /** Node to go to; undefined: `next`, else the following node in the list. */
+  next?: string | undefined;
+}
+
+/** The engine's settings that nodes obey. */
+export interface NodeLimits {
+  /** Longest delay node allowed. */
+  maxDelayMs: number;
+  /** Length of the input/output summaries in the per-run log. */
+  summaryLength: number;
+  /** First wait between http node retries (doubles, with jitter). */
+  httpBackoffMs: number;
+}
+
+/** What a node sees of the execution it runs in. */
+export interface NodeContext {
+  readonly execution: Execution;
+  /** Aborts when the engine shuts down: waits and outbound requests stop. */
+  readonly signal: AbortSignal;
+  /** Address guard for outbound requests. */
+  readonly outbound: OutboundGuard;
+  readonly limits: NodeLimits;
+  /** Evaluates a JSONata expression on `input` with the run's $trigger and $nodes. */
+  evaluate(source: string, input: unknown): Promise<unknown>;
+  /** Adds an event to the execution's stream. */
+  emit(event: ExecutionEvent, at: string): void;
+}
+
+export type NodeHandler = (ctx: NodeContext, node: WorkflowNode, input: unknown) => Promise<Step>;

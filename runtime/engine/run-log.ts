@@ -1,0 +1,56 @@
+// An execution's per-run log: one line per node run, opened when the node starts and
+// closed (with its node.finished event) when it ends.
+import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
+import type { ExecutionEvent, NodeRun } from './ports.ts';
+import { summarize } from './util.ts';
+
+/**
+ * The log line of a node that starts. Without `inputSummary` the input is the trigger
+ * record, which nothing else serialises in a run: its summary is made when the line is
+ * first read (a getter, which structuredClone and JSON.stringify read like a field; the
+ * record does not change), so runs whose log nobody reads never pay for it.
+ */
+export function startedRun(
+  node: WorkflowNode,
+  startedAt: string,
+  input: unknown,
+  inputSummary: string | undefined,
+  max: number,
+): NodeRun {
+  const { id: nodeId, type } = node;
+  if (inputSummary !== undefined) {
+    return { nodeId, type, startedAt, status: 'running', attempts: 0, inputSummary };
+  }
+  let summary: string | undefined;
+  return {
+    nodeId,
+    type,
+    startedAt,
+    status: 'running',
+    attempts: 0,
+    get inputSummary(): string {
+      return (summary ??= summarize(input, max));
+    },
+  };
+}
+
+/**
+ * Closes a log line and returns its node.finished event. `outputSummary`: of the node
+ * output, none when the node has no output.
+ */
+export function finishRun(
+  run: NodeRun,
+  durationMs: number,
+  finishedAt: string,
+  status: 'succeeded' | 'failed',
+  outputSummary: string | undefined,
+  error: string | undefined,
+): ExecutionEvent {
+  run.status = status;
+  run.finishedAt = finishedAt;
+  run.durationMs = durationMs;
+  const event: ExecutionEvent = { type: 'node.finished', nodeId: run.nodeId, status };
+  if (outputSummary !== undefined) run.outputSummary = event.outputSummary = outputSummary;
+  if (error !== undefined) run.error = event.error = error;
+  return event;
+}
