@@ -20,8 +20,14 @@ import { Redis } from 'ioredis';
 import { InProcessEngine } from '../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
 import { EXECUTION_KEYS, RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
-import type { Execution, StartRequest, TriggerOutput } from '../runtime/engine/ports.ts';
+import type {
+  Execution,
+  StartRequest,
+  TriggerOutput,
+  TriggerRef,
+} from '../runtime/engine/ports.ts';
 import { QUEUE, QueuedEngine } from '../runtime/engine/queued-engine.ts';
+import { triggerRef } from '../runtime/engine/trigger-ref.ts';
 import { createDevRuntime } from '../roles/dev.ts';
 import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
@@ -56,7 +62,7 @@ const median = (xs: number[]) => {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What the gateway would hand the engine for POST /webhook/default-production-bench/ack. */
-function triggerOutput(route: RouteRecord, i: number): TriggerOutput {
+function triggerOutput(route: TriggerRef, i: number): TriggerOutput {
   return {
     body: { orderId: `A-${1000 + i}`, total: 1250 },
     headers: {
@@ -85,9 +91,7 @@ function triggerOutput(route: RouteRecord, i: number): TriggerOutput {
 }
 
 /** The bench manifests' routes and workflow, reconciled into Redis as the operator would. */
-async function deploy(
-  redis: Redis,
-): Promise<{ route: RouteRecord; workflow: WorkflowRegistration }> {
+async function deploy(redis: Redis): Promise<Omit<StartRequest, 'input'>> {
   const control = await createDevRuntime({
     dir: join(here, 'servers', 'manifests'),
     baseUrl: 'http://127.0.0.1',
@@ -103,14 +107,14 @@ async function deploy(
   const route = (await routes.list()).find((r) => r.path.endsWith('/ack'));
   const workflow = route && (await workflows.get(route.workflowId));
   if (!route || !workflow) throw new Error('bench routes did not deploy');
-  return { route, workflow };
+  return { trigger: triggerRef(route), workflow };
 }
 
 async function fill(queue: QueuedEngine, request: Omit<StartRequest, 'input'>): Promise<string[]> {
   const ids: string[] = [];
   for (let at = 0; at < n; at += 500) {
     const batch = Array.from({ length: Math.min(500, n - at) }, (_, k) =>
-      queue.start({ ...request, input: triggerOutput(request.route, at + k) }),
+      queue.start({ ...request, input: triggerOutput(request.trigger, at + k) }),
     );
     for (const execution of await Promise.all(batch)) ids.push(execution.id);
   }
@@ -213,12 +217,12 @@ async function verifyAndClear(redis: Redis, ids: string[]): Promise<void> {
 async function baseline(request: Omit<StartRequest, 'input'>): Promise<void> {
   const engine = new InProcessEngine({ concurrency, onInternalError: (e) => console.error(e) });
   const record = (i: number): Execution => {
-    const input = triggerOutput(request.route, i);
+    const input = triggerOutput(request.trigger, i);
     input.metadata.executionId = `exec_${i}_${process.pid}`;
     return {
       id: input.metadata.executionId,
       workflowId: request.workflow.workflowId,
-      triggerKey: request.route.key,
+      triggerKey: request.trigger.key,
       status: 'queued',
       createdAt: new Date().toISOString(),
       input,

@@ -158,7 +158,7 @@ export class InProcessEngine implements ExecutionEngine {
     const execution: Execution = {
       id,
       workflowId: request.workflow.workflowId,
-      triggerKey: request.route.key,
+      triggerKey: request.trigger.key,
       status: 'queued',
       createdAt: isoTime(),
       input,

@@ -1,5 +1,6 @@
 // The workflow engine's public surface (see docs/workflows.md and docs/callbacks.md).
 export { InProcessEngine, ExecutionFailure, type InProcessEngineOptions } from './engine.ts';
+export { triggerRef } from './trigger-ref.ts';
 export {
   MemoryExecutionStore,
   type ExecutionStore,

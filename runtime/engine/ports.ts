@@ -1,7 +1,7 @@
 // The execution engine port: what the gateway asks of the engine, whichever adapter
 // (in-process, or a Redis queue with workers) runs the workflow.
 import type { ErrorCode } from '../errors.ts';
-import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
+import type { WorkflowRegistration } from '../../api/records/records.ts';
 
 /**
  * The trigger node's output record: what every downstream node sees of the request
@@ -110,9 +110,28 @@ export interface ExecutionFilter {
 /** Checks the final output (e.g. an ajv validator of the trigger's output schema). */
 export type OutputValidator = (output: unknown) => { ok: true } | { ok: false; errors: string[] };
 
+/**
+ * What the engine knows of the endpoint an execution came in on: which trigger it is,
+ * never how callers authenticate to it. Made from a route record with `triggerRef()`
+ * (trigger-ref.ts); the record's credentials (API-key digests, JWT keys, the
+ * introspection secret) stay with the gateway.
+ */
+export interface TriggerRef {
+  /** `<namespace>/<name>` of the WebhookTrigger. */
+  key: string;
+  namespace: string;
+  name: string;
+  workflowId: string;
+  /** Path template served, e.g. `/webhook/shop-production-orders/ingest/:id`. */
+  path: string;
+  /** Never present: a whole route record, which carries credentials, does not fit here. */
+  credentials?: never;
+}
+
 export interface StartRequest {
   workflow: WorkflowRegistration;
-  route: RouteRecord;
+  /** The trigger the request came in on (its key is the execution's `triggerKey`). */
+  trigger: TriggerRef;
   /** `input.metadata.executionId`, when set, becomes the execution id (else one is made). */
   input: TriggerOutput;
   /** Optional: a violation fails the execution with code HG_ERR_OUTPUT_SCHEMA. */

@@ -102,7 +102,7 @@ export class QueuedEngine implements ExecutionEngine {
     const execution: Execution = {
       id,
       workflowId: request.workflow.workflowId,
-      triggerKey: request.route.key,
+      triggerKey: request.trigger.key,
       status: 'queued',
       createdAt: createdAt.toISOString(),
       input: { ...request.input, metadata: { ...request.input.metadata, executionId: id } },
@@ -116,7 +116,7 @@ export class QueuedEngine implements ExecutionEngine {
     };
     const job: ExecutionJob = {
       id,
-      triggerKey: request.route.key,
+      triggerKey: request.trigger.key,
       workflowId: request.workflow.workflowId,
       ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
     };

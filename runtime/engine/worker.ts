@@ -14,6 +14,7 @@ import type { InProcessEngine } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import { QUEUE, type ExecutionJob } from './queued-engine.ts';
+import { triggerRef } from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
 
@@ -199,7 +200,7 @@ export class ExecutionWorker {
     const validator = this.#o.outputValidator?.(target.route);
     const request: StartRequest = {
       workflow: target.workflow,
-      route: target.route,
+      trigger: triggerRef(target.route),
       input: execution.input,
       ...(validator ? { outputValidator: validator } : {}),
       ...(job.callbackUrl ? { callbackUrl: job.callbackUrl } : {}),

@@ -18,6 +18,7 @@ import type {
   StartRequest,
   TriggerOutput,
 } from '../engine/ports.ts';
+import { triggerRef } from '../engine/trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { parseDuration } from '../../api/v1alpha1/common.ts';
 import { openSse, type SseStream } from './sse.ts';
@@ -82,7 +83,7 @@ function start(
   const outputValidator = deps.outputValidator?.(m.route);
   return deps.engine.start({
     workflow: m.workflow,
-    route: m.route,
+    trigger: triggerRef(m.route),
     input: m.input,
     ...(outputValidator ? { outputValidator } : {}),
     ...extra,

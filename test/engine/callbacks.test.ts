@@ -10,7 +10,7 @@ import {
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import type { Execution } from '../../runtime/engine/ports.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
-import { finished, route, trigger, workflow } from './helpers.ts';
+import { finished, ref, trigger, workflow } from './helpers.ts';
 import { startReceiver, type Received, type Receiver, type Reply } from './receiver.ts';
 
 function execution(id = 'exec-1'): Execution {
@@ -244,14 +244,14 @@ describe('callback delivery', () => {
         { id: 'boom', type: 'fail', expression: '"too big"' },
         { id: 'end', type: 'transform', expression: '$' },
       ]),
-      route: route(),
+      trigger: ref(),
       input: trigger({ n: 2 }),
       callbackUrl: url,
     });
     await finished(engine, started.id);
     const failing = await engine.start({
       workflow: workflow([{ id: 'boom', type: 'fail', expression: '"too big"', statusCode: 422 }]),
-      route: route(),
+      trigger: ref(),
       input: trigger({ n: 9 }),
       callbackUrl: url,
     });

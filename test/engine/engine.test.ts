@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import type { SequencedEvent } from '../../runtime/engine/ports.ts';
-import { finished, route, run, trigger, workflow } from './helpers.ts';
+import { finished, ref, run, trigger, workflow } from './helpers.ts';
 
 const engines: InProcessEngine[] = [];
 function engine(options: ConstructorParameters<typeof InProcessEngine>[0] = {}): InProcessEngine {
@@ -49,14 +49,14 @@ describe('InProcessEngine: nodes', () => {
     const wf = workflow([{ id: 'a', type: 'transform', expression: 'body' }]);
     const first = await e.start({
       workflow: wf,
-      route: route(),
+      trigger: ref(),
       input: trigger({ x: 1 }, 'exec-fixed'),
     });
     expect(first.id).toBe('exec-fixed');
     expect(first.status).toBe('queued');
     const again = await e.start({
       workflow: wf,
-      route: route(),
+      trigger: ref(),
       input: trigger({ x: 2 }, 'exec-fixed'),
     });
     expect(again.id).toBe('exec-fixed');
@@ -148,7 +148,7 @@ describe('InProcessEngine: nodes', () => {
       { id: 'r2', type: 'respond', statusCode: 500 },
       { id: 'after', type: 'transform', expression: '{ "continued": true }' },
     ]);
-    const started = await e.start({ workflow: wf, route: route(), input: trigger({ n: 3 }) });
+    const started = await e.start({ workflow: wf, trigger: ref(), input: trigger({ n: 3 }) });
     const events: SequencedEvent[] = [];
     let responded: SequencedEvent | undefined;
     const done = new Promise<void>((resolve) => {
@@ -194,7 +194,7 @@ describe('InProcessEngine: nodes', () => {
     const e = engine();
     const wf = workflow([{ id: 'a', type: 'transform', expression: 'body.n + 1' }]);
     for (let i = 0; i < 3; i++) {
-      const s = await e.start({ workflow: wf, route: route(), input: trigger({ n: i }) });
+      const s = await e.start({ workflow: wf, trigger: ref(), input: trigger({ n: i }) });
       await finished(e, s.id);
     }
     expect(e.expressions.size(`${wf.workflowId}@${wf.generation}`)).toBe(1);
@@ -321,7 +321,7 @@ describe('InProcessEngine: branching and error policies', () => {
       if (calls < 3) throw new Error('not yet');
       return 'ok';
     });
-    const s = await e.start({ workflow: wf, route: route(), input: trigger({}) });
+    const s = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
     const execution = await finished(e, s.id);
     expect(execution.status).toBe('succeeded');
     expect(execution.output).toBe('ok');
@@ -349,7 +349,7 @@ describe('InProcessEngine: branching and error policies', () => {
     const e = engine();
     const s = await e.start({
       workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "total": "ten" }' }]),
-      route: route(),
+      trigger: ref(),
       input: trigger({}),
       outputValidator: (output) =>
         typeof (output as { total?: unknown }).total === 'number'

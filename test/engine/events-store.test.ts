@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
-import { finished, route, trigger, workflow } from './helpers.ts';
+import { finished, ref, trigger, workflow } from './helpers.ts';
 
 const engines: InProcessEngine[] = [];
 function engine(options: ConstructorParameters<typeof InProcessEngine>[0] = {}): InProcessEngine {
@@ -30,7 +30,7 @@ describe('events', () => {
 
   it('are numbered 1..n in order and replay to a late subscriber', async () => {
     const e = engine();
-    const s = await e.start({ workflow: workflow(nodes), route: route(), input: trigger({}) });
+    const s = await e.start({ workflow: workflow(nodes), trigger: ref(), input: trigger({}) });
     await finished(e, s.id);
     const late: SequencedEvent[] = [];
     e.subscribe(s.id, 0, (event) => late.push(event));
@@ -67,7 +67,7 @@ describe('events', () => {
     e.expressions
       .compile(`${wf.workflowId}@${wf.generation}`, '$hold()')
       .registerFunction('hold', () => g.wait());
-    const s = await e.start({ workflow: wf, route: route(), input: trigger({}) });
+    const s = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
     // Wait until the run is parked inside 'hold'.
     await new Promise<void>((resolve) => {
       const off = e.subscribe(s.id, 0, (event) => {
@@ -98,7 +98,7 @@ describe('events', () => {
     e.expressions
       .compile(`${wf.workflowId}@${wf.generation}`, '$hold()')
       .registerFunction('hold', () => g.wait());
-    const s = await e.start({ workflow: wf, route: route(), input: trigger({}) });
+    const s = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
     const got: SequencedEvent[] = [];
     const offs = Array.from({ length: 10 }, () => e.subscribe(s.id, 0, (ev) => got.push(ev)));
     expect(e.listenerCount(s.id)).toBe(10);
@@ -120,7 +120,7 @@ describe('events', () => {
     const e = engine();
     const s = await e.start({
       workflow: workflow([{ id: 'a', type: 'transform', expression: '1' }]),
-      route: route(),
+      trigger: ref(),
       input: trigger({}),
     });
     e.subscribe(s.id, 1, () => {
@@ -159,7 +159,7 @@ describe('queue and shutdown', () => {
       });
     const started = await Promise.all(
       Array.from({ length: 6 }, () =>
-        e.start({ workflow: wf, route: route(), input: trigger({}) }),
+        e.start({ workflow: wf, trigger: ref(), input: trigger({}) }),
       ),
     );
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -180,11 +180,11 @@ describe('queue and shutdown', () => {
     e.expressions
       .compile(`${wf.workflowId}@${wf.generation}`, '$hold()')
       .registerFunction('hold', () => g.wait());
-    await e.start({ workflow: wf, route: route(), input: trigger({}) });
+    await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    await e.start({ workflow: wf, route: route(), input: trigger({}) });
+    await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
     await expect(
-      e.start({ workflow: wf, route: route(), input: trigger({}) }),
+      e.start({ workflow: wf, trigger: ref(), input: trigger({}) }),
     ).rejects.toMatchObject({ code: 'HG_ERR_ENGINE_OVERLOADED', status: 503 });
     g.open();
   });
@@ -196,7 +196,7 @@ describe('queue and shutdown', () => {
         { id: 'd', type: 'delay', duration: '30ms' },
         { id: 'x', type: 'transform', expression: '"done"' },
       ]),
-      route: route(),
+      trigger: ref(),
       input: trigger({}),
     });
     const result = await e.close(5000);
@@ -205,7 +205,7 @@ describe('queue and shutdown', () => {
     await expect(
       e.start({
         workflow: workflow([{ id: 'x', type: 'transform', expression: '1' }]),
-        route: route(),
+        trigger: ref(),
         input: trigger({}),
       }),
     ).rejects.toMatchObject({ code: 'HG_ERR_SHUTTING_DOWN' });
@@ -214,8 +214,8 @@ describe('queue and shutdown', () => {
   it('close cancels delays after its timeout; those executions fail as shut down', async () => {
     const e = new InProcessEngine({ onInternalError: () => {}, concurrency: 1 });
     const wf = workflow([{ id: 'long', type: 'delay', duration: '10m' }]);
-    const a = await e.start({ workflow: wf, route: route(), input: trigger({}) });
-    const b = await e.start({ workflow: wf, route: route(), input: trigger({}) });
+    const a = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
+    const b = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
     await new Promise((resolve) => setTimeout(resolve, 10));
     const result = await e.close(20);
     expect(result.drained).toBe(false);
@@ -237,7 +237,7 @@ describe('executions store and list', () => {
     for (let i = 0; i < 3; i++) {
       const s = await e.start({
         workflow: ok,
-        route: route('shop/a', 'wf-ok'),
+        trigger: ref('shop/a', 'wf-ok'),
         input: trigger({ i }),
       });
       ids.push(s.id);
@@ -245,7 +245,7 @@ describe('executions store and list', () => {
     }
     const f = await e.start({
       workflow: bad,
-      route: route('shop/b', 'wf-bad'),
+      trigger: ref('shop/b', 'wf-bad'),
       input: trigger({}),
     });
     await finished(e, f.id);

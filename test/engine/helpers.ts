@@ -1,12 +1,15 @@
-// Builders for engine tests: a workflow registration, a route and a trigger output.
+// Builders for engine tests: a workflow registration, a route (and the engine's view
+// of it) and a trigger output.
 import type { WorkflowNode, WorkflowSpec } from '../../api/v1alpha1/workflow.ts';
 import type {
   Execution,
   ExecutionEngine,
   SequencedEvent,
   TriggerOutput,
+  TriggerRef,
 } from '../../runtime/engine/ports.ts';
 import type { InProcessEngine } from '../../runtime/engine/engine.ts';
+import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 
 let generation = 0;
@@ -53,6 +56,11 @@ export function route(
   };
 }
 
+/** The engine's view of `route(key, workflowId)`. */
+export function ref(key = 'shop/orders-hook', workflowId = 'shop-development-orders'): TriggerRef {
+  return triggerRef(route(key, workflowId));
+}
+
 export function trigger(body: unknown, executionId = ''): TriggerOutput {
   return {
     body,
@@ -94,8 +102,30 @@ export async function run(
 ): Promise<Execution> {
   const execution = await engine.start({
     workflow: workflow(nodes, extra),
-    route: route(),
+    trigger: ref(),
     input: trigger(body),
   });
   return finished(engine, execution.id);
+}
+
+/**
+ * What `value` holds, at any depth, of the given secrets or of a `credentials` key:
+ * empty when none of it reached there.
+ */
+export function credentialLeaks(value: unknown, secrets: string[]): string[] {
+  const found: string[] = [];
+  const visit = (v: unknown, at: string): void => {
+    if (typeof v === 'string') {
+      for (const s of secrets) if (v.includes(s)) found.push(`${at} holds ${s.slice(0, 8)}…`);
+    } else if (Array.isArray(v)) {
+      v.forEach((item, i) => visit(item, `${at}[${i}]`));
+    } else if (typeof v === 'object' && v !== null) {
+      for (const [key, item] of Object.entries(v)) {
+        if (key === 'credentials') found.push(`${at}.credentials`);
+        visit(item, `${at}.${key}`);
+      }
+    }
+  };
+  visit(value, '$');
+  return found;
 }

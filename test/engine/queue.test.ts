@@ -2,18 +2,19 @@
 // everything through a real redis-server. At least once (G14): a job abandoned by a dead
 // worker is run again by another, with the same execution id.
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import type { SequencedEvent } from '../../runtime/engine/ports.ts';
 import { QUEUE, QueuedEngine } from '../../runtime/engine/queued-engine.ts';
+import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
 import { ExecutionWorker, type JobTarget } from '../../runtime/engine/worker.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
 import { eventually } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
-import { finished, route, trigger, workflow } from './helpers.ts';
+import { credentialLeaks, finished, route, trigger, workflow } from './helpers.ts';
 
 describe.skipIf(!redisAvailable())('Redis execution queue', () => {
   let server: RedisServer;
@@ -36,7 +37,14 @@ describe.skipIf(!redisAvailable())('Redis execution queue', () => {
     return { engine, store, events };
   }
 
-  function worker(options: { consumer?: string; claimIdleMs?: number; concurrency?: number } = {}) {
+  function worker(
+    options: {
+      consumer?: string;
+      claimIdleMs?: number;
+      concurrency?: number;
+      engine?: InProcessEngine;
+    } = {},
+  ) {
     const redis = client();
     const store = new RedisExecutionStore({ redis });
     const engine = new InProcessEngine({ store, streamEvents: true, onInternalError: () => {} });
@@ -54,10 +62,11 @@ describe.skipIf(!redisAvailable())('Redis execution queue', () => {
     return w;
   }
 
-  function deploy(nodes: Partial<WorkflowNode>[], key = 'shop/orders-hook'): JobTarget {
-    const target = { route: route(key), workflow: workflow(nodes) };
+  /** Deploys for the workers; returns what a gateway hands the engine. */
+  function deploy(nodes: Partial<WorkflowNode>[], key = 'shop/orders-hook') {
+    const target: JobTarget = { route: route(key), workflow: workflow(nodes) };
     targets.set(key, target);
-    return target;
+    return { workflow: target.workflow, trigger: triggerRef(target.route) };
   }
 
   beforeAll(async () => {
@@ -244,6 +253,29 @@ describe.skipIf(!redisAvailable())('Redis execution queue', () => {
     expect(second.id).toBe(first.id);
     expect(second.input.body).toEqual({});
     expect(await client().xlen(QUEUE.stream)).toBe(1);
+  });
+
+  it('a worker hands its engine the trigger, never the credentials of the route it read', async () => {
+    const target = deploy([{ id: 'a', type: 'transform', expression: '{ "t": $trigger }' }]);
+    const material = ['0f'.repeat(32), 'jwt-hmac-secret-0123456789', 'test-token-abcdef'];
+    (targets.get('shop/orders-hook') as JobTarget).route.credentials = {
+      apiKeys: [{ consumer: 'acme', sha256: '0f'.repeat(32) }],
+      jwtKey: 'jwt-hmac-secret-0123456789',
+      testCredential: 'test-token-abcdef',
+    };
+    const store = new RedisExecutionStore({ redis: client() });
+    const engine = new InProcessEngine({ store, streamEvents: true, onInternalError: () => {} });
+    const resume = vi.spyOn(engine, 'resume');
+    const g = gateway();
+    await worker({ engine }).start();
+    const queued = await g.engine.start({ ...target, input: trigger({}) });
+    const done = await finished(g.engine, queued.id);
+    expect(done.status).toBe('succeeded');
+    const request = resume.mock.calls[0]?.[0];
+    expect(request?.trigger).toEqual(target.trigger);
+    expect(credentialLeaks(request, material)).toEqual([]);
+    expect(credentialLeaks(done, material)).toEqual([]);
+    expect(credentialLeaks(await g.store.events(queued.id, 0), material)).toEqual([]);
   });
 
   it('close() lets running executions finish and acknowledges them', async () => {

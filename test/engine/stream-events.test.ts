@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
 import type { SequencedEvent } from '../../runtime/engine/ports.ts';
-import { finished, route, trigger, workflow } from './helpers.ts';
+import { finished, ref, trigger, workflow } from './helpers.ts';
 
 class CountingStore extends MemoryExecutionStore {
   calls: number[] = [];
@@ -31,7 +31,7 @@ async function runOne(store: CountingStore, errors: string[] = []) {
       { id: 'r', type: 'respond' },
       { id: 'b', type: 'transform', expression: '{ "v": v + 1 }' },
     ]),
-    route: route(),
+    trigger: ref(),
     input: trigger({}),
   });
   // When the respond event reaches a listener, the store has it already.

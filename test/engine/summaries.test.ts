@@ -6,7 +6,7 @@ import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
 import { isoTime, summarize, toJson, toJsonSummarized } from '../../runtime/engine/util.ts';
-import { finished, route, run, trigger, workflow } from './helpers.ts';
+import { finished, ref, run, trigger, workflow } from './helpers.ts';
 
 const engines: InProcessEngine[] = [];
 function engine(options: ConstructorParameters<typeof InProcessEngine>[0] = {}): InProcessEngine {
@@ -80,7 +80,7 @@ describe('summaries in the per-run log', () => {
     const e = engine();
     const s = await e.start({
       workflow: workflow([{ id: 'check', type: 'if', condition: 'true' }]),
-      route: route(),
+      trigger: ref(),
       input: trigger({ k: 1 }),
     });
     const execution = await finished(e, s.id);
@@ -99,7 +99,7 @@ describe('summaries in the per-run log', () => {
         { id: 'a', type: 'transform', expression: '{ "v": 1 }' },
         { id: 'wait', type: 'delay', duration: '30ms' },
       ]),
-      route: route(),
+      trigger: ref(),
       input: trigger({ k: 2 }),
     });
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -123,7 +123,7 @@ describe('summaries in the per-run log', () => {
     ];
     const wf = workflow(nodes);
     for (let i = 0; i < 2; i++) {
-      const s = await e.start({ workflow: wf, route: route(), input: trigger({}) });
+      const s = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
       const execution = await finished(e, s.id);
       expect(execution.output).toEqual({ n: 3 });
       expect(execution.log.map((r) => r.nodeId)).toEqual([

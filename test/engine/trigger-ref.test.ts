@@ -1,0 +1,133 @@
+// The engine sees the trigger, never its credentials: the route record the gateway
+// serves carries API-key digests, JWT keys and secrets; what reaches the engine (and
+// so the execution records, logs and events it writes) carries none of them.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createHash } from 'node:crypto';
+import type { RouteRecord } from '../../api/records/records.ts';
+import type { Execution, StartRequest } from '../../runtime/engine/ports.ts';
+import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import {
+  secret,
+  trigger as triggerManifest,
+  workflow as workflowManifest,
+} from '../support/manifests.ts';
+import { credentialLeaks, route, trigger, workflow } from './helpers.ts';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+describe('triggerRef', () => {
+  it("copies the trigger's names, nothing of its spec or credentials", () => {
+    const record: RouteRecord = {
+      ...route(),
+      credentials: {
+        apiKeys: [{ consumer: 'acme', sha256: sha256('key-acme-123456') }],
+        jwtKey: 'jwt-hmac-secret-0123456789',
+        introspectionClientSecret: 'introspection-secret-42',
+        testCredential: 'test-token-abcdef',
+      },
+    };
+    const ref = triggerRef(record);
+    expect(ref).toEqual({
+      key: 'shop/orders-hook',
+      namespace: 'shop',
+      name: 'orders-hook',
+      workflowId: 'shop-development-orders',
+      path: '/webhook/shop-development-orders/ingest',
+    });
+    const material = [
+      sha256('key-acme-123456'),
+      'jwt-hmac-secret-0123456789',
+      'introspection-secret-42',
+      'test-token-abcdef',
+    ];
+    expect(credentialLeaks(ref, material)).toEqual([]);
+  });
+
+  it('a route record does not type-check as the engine input', () => {
+    const request = {
+      workflow: workflow([]),
+      // @ts-expect-error a route record carries credentials; the engine takes a TriggerRef
+      trigger: route(),
+      input: trigger({}),
+    } satisfies StartRequest;
+    expect(request.trigger.credentials).toEqual({});
+  });
+});
+
+describe('an execution started through the gateway', () => {
+  let rt: TestRuntime;
+  let base: string;
+  const apiKey = 'key-acme-123456';
+  const testToken = 'test-key-globex-987654';
+
+  beforeAll(async () => {
+    rt = await startRuntime();
+    base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+    await rt.apply(
+      'keyed.yaml',
+      [
+        secret('keys', { acme: apiKey }),
+        secret('tester', { key: testToken }),
+        workflowManifest('echo', {
+          nodes: [
+            { id: 'out', type: 'transform', expression: '{ "got": body, "trigger": $trigger }' },
+            { id: 'answer', type: 'respond', statusCode: 200 },
+          ],
+        }),
+        triggerManifest('keyed', {
+          workflowRef: { name: 'echo' },
+          pathSegment: 'keyed',
+          auth: { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } },
+          testCredentials: { type: 'apiKey', secretRef: { name: 'tester', key: 'key' } },
+          response: { mode: 'waitForCompletion' },
+        }),
+      ],
+      ['keyed'],
+    );
+  });
+  afterAll(async () => {
+    await rt?.stop();
+  });
+
+  it('reaches the engine with the trigger key, and no credential reaches its record or events', async () => {
+    const stored = await rt.routes.get('default/keyed');
+    // The record the gateway serves does hold the material this test looks for.
+    expect(stored?.credentials.apiKeys?.[0]?.sha256).toBe(sha256(apiKey));
+    expect(stored?.credentials.testCredential).toBe(testToken);
+    const material = [apiKey, sha256(apiKey), testToken];
+
+    const start = vi.spyOn(rt.engine, 'start');
+    const response = await fetch(`${base}/webhook/default-production-echo/keyed`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+      body: JSON.stringify({ n: 1 }),
+    });
+    expect(response.status).toBe(200);
+    expect(start).toHaveBeenCalledTimes(1);
+    const request = start.mock.calls[0]?.[0] as StartRequest;
+    expect(request.trigger).toEqual({
+      key: 'default/keyed',
+      namespace: 'default',
+      name: 'keyed',
+      workflowId: 'default-production-echo',
+      path: '/webhook/default-production-echo/keyed',
+    });
+    expect(credentialLeaks(request, material)).toEqual([]);
+
+    const { id } = (await start.mock.results[0]?.value) as Execution;
+    const execution = await rt.engine.get(id);
+    expect(execution?.status).toBe('succeeded');
+    expect(execution?.triggerKey).toBe('default/keyed');
+    expect(credentialLeaks(execution, material)).toEqual([]);
+    const events = await new Promise<unknown[]>((resolve) => {
+      const seen: unknown[] = [];
+      rt.engine.subscribe(id, 0, (event) => {
+        seen.push(event);
+        if (event.type === 'completed' || event.type === 'failed') resolve(seen);
+      });
+    });
+    expect(credentialLeaks(events, material)).toEqual([]);
+    start.mockRestore();
+  });
+});
