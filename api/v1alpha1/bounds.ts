@@ -4,7 +4,7 @@
 // maxProperties. A real API server estimates the worst-case cost of each CEL rule
 // from these bounds and refuses a CRD whose rules could cost too much (an unbounded
 // string counts as about 3 MiB, an unbounded list as about a million items): see
-// docs/adr/0012-crd-size-bounds-and-cel-cost.md. The bounds are generous for real
+// docs/adr/0013-crd-size-bounds-and-cel-cost.md. The bounds are generous for real
 // use; docs/resources.md lists them.
 //
 // Not re-exported from index.ts: the numbers are part of the schemas, not an API.

@@ -2,7 +2,7 @@
 // bounded, and every x-kubernetes-validations rule stays well inside what a real API
 // server accepts (10,000,000 per rule, 100,000,000 per CRD). The costs come from the
 // test API server's own estimator, which reads the CRDs as plain schema JSON.
-// The figures are in the test names; docs/adr/0012-crd-size-bounds-and-cel-cost.md
+// The figures are in the test names; docs/adr/0013-crd-size-bounds-and-cel-cost.md
 // lists them.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
