@@ -19,7 +19,8 @@ import type {
   ExecutionFilter,
   StartRequest,
 } from './ports.ts';
-import { errorMessage, isoTime, sleep } from './util.ts';
+import { isoTime } from '../time.ts';
+import { errorMessage, sleep } from './util.ts';
 
 export { ExecutionFailure } from './execution-failure.ts';
 

@@ -2,6 +2,7 @@
 // policy (stop, continue, retry with backoff), keeps the per-run log with its node
 // events, and makes the workflow output. What each node type does is in nodes/.
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
+import { isoTime } from '../time.ts';
 import type { EventStream } from './execution-events.ts';
 import { ExecutionFailure } from './execution-failure.ts';
 import type { ExpressionCache } from './expressions.ts';
@@ -14,7 +15,6 @@ import {
   AbortedError,
   backoffDelay,
   errorMessage,
-  isoTime,
   parseDuration,
   sleep,
   summarize,

@@ -45,22 +45,6 @@ export function backoffDelay(baseMs: number, attempt: number, maxMs = 30_000): n
   return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
 }
 
-let isoMs = Number.NaN;
-let isoText = '';
-
-/**
- * `new Date(ms).toISOString()`, remembered for the last millisecond asked: an execution
- * stamps its record, log lines and events about ten times, mostly within the same
- * millisecond as its neighbours, and formatting a date costs as much as an event.
- */
-export function isoTime(ms: number = Date.now()): string {
-  if (ms !== isoMs) {
-    isoText = new Date(ms).toISOString();
-    isoMs = ms;
-  }
-  return isoText;
-}
-
 /** `text` cut to `max` characters (an ellipsis marks the cut). */
 function cut(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;

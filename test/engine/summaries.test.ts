@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
-import { isoTime, summarize, toJson, toJsonSummarized } from '../../runtime/engine/util.ts';
+import { isoTime } from '../../runtime/time.ts';
+import { summarize, toJson, toJsonSummarized } from '../../runtime/engine/util.ts';
 import { finished, ref, run, trigger, workflow } from './helpers.ts';
 
 const engines: InProcessEngine[] = [];

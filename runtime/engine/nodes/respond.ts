@@ -2,7 +2,8 @@
 // response (status, headers, body: its expression, default the input) and emits it;
 // later ones change nothing. Passes its input on.
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
-import { isoTime, toJson } from '../util.ts';
+import { isoTime } from '../../time.ts';
+import { toJson } from '../util.ts';
 import type { NodeContext, Step } from './context.ts';
 
 export async function respondNode(
