@@ -1,26 +1,21 @@
-// The in-process workflow engine: a bounded queue of executions run a few at a time,
-// each by the interpreter (interpreter.ts, nodes/), with its replayable event stream
-// (execution-events.ts) and, in Async Callback mode, a callback once it has finished
-// (callback-deliveries.ts).
+// The in-process workflow engine: a bounded queue of executions run a few at a time
+// (live-execution.ts: one execution's record and events while it is here), each by the
+// interpreter (interpreter.ts, nodes/), and in Async Callback mode a callback once it
+// has finished (callback-deliveries.ts).
 import { randomUUID } from 'node:crypto';
 import { HttpProblem } from '../errors.ts';
 import { CallbackDeliveries } from './callback-deliveries.ts';
 import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from './callbacks.ts';
-import { EventStream, replayStored, type EventOutlet, type Listener } from './execution-events.ts';
+import { replayStored, type EventOutlet, type Listener } from './execution-events.ts';
 import { ExecutionFailure } from './execution-failure.ts';
 import { MemoryExecutionStore, type ExecutionStore } from './execution-store.ts';
 import { ExpressionCache, type ExpressionLimits } from './expressions.ts';
-import { Interpreter, type Run } from './interpreter.ts';
+import { Interpreter } from './interpreter.ts';
+import { LiveExecution } from './live-execution.ts';
 import { OutboundGuard, type OutboundGuardOptions } from './outbound/guard.ts';
-import type {
-  Execution,
-  ExecutionEngine,
-  ExecutionError,
-  ExecutionFilter,
-  StartRequest,
-} from './ports.ts';
+import type { Execution, ExecutionEngine, ExecutionFilter, StartRequest } from './ports.ts';
 import { isoTime } from '../time.ts';
-import { errorMessage, sleep } from './util.ts';
+import { sleep } from './util.ts';
 
 export { ExecutionFailure } from './execution-failure.ts';
 
@@ -67,19 +62,14 @@ export interface EngineObserver {
   callbackDelivered(result: DeliveryResult): void;
 }
 
-/** An execution queued or running here. */
-interface Hot extends Run {
-  done: Promise<void>;
-  resolveDone: () => void;
-}
-
 export class InProcessEngine implements ExecutionEngine {
   readonly store: ExecutionStore;
   readonly callbacks: CallbackSender;
   readonly expressions: ExpressionCache;
   readonly outbound: OutboundGuard;
-  readonly #hot = new Map<string, Hot>();
-  readonly #queue: Hot[] = [];
+  /** Executions queued or running here. */
+  readonly #hot = new Map<string, LiveExecution>();
+  readonly #queue: LiveExecution[] = [];
   readonly #deliveries: CallbackDeliveries;
   readonly #interpreter: Interpreter;
   readonly #events: EventOutlet;
@@ -111,11 +101,11 @@ export class InProcessEngine implements ExecutionEngine {
     }
     this.expressions = new ExpressionCache(options.expressions);
     this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
-    const observer = options.observer;
+    const { observer } = options;
+    this.#observer = observer;
     const onInternalError =
       options.onInternalError ??
       ((error: unknown, where: string) => console.error(`hookgate engine: ${where}:`, error));
-    this.#observer = observer;
     this.#interpreter = new Interpreter({
       expressions: this.expressions,
       outbound: this.outbound,
@@ -151,7 +141,8 @@ export class InProcessEngine implements ExecutionEngine {
     const id = request.input.metadata.executionId || this.#newId();
     const existing = await this.get(id);
     if (existing) return existing;
-    if (this.#hot.has(id)) return this.#snapshot(this.#hot.get(id) as Hot);
+    const live = this.#hot.get(id);
+    if (live) return live.snapshot();
     if (this.#queue.length >= this.#maxQueued) {
       throw new HttpProblem('HG_ERR_ENGINE_OVERLOADED', 'Too many executions are waiting');
     }
@@ -205,24 +196,15 @@ export class InProcessEngine implements ExecutionEngine {
     return hot.done;
   }
 
-  #admit(execution: Execution, request: StartRequest, seqBase: number): Hot {
-    let resolveDone = (): void => {};
-    const done = new Promise<void>((resolve) => (resolveDone = resolve));
-    const hot: Hot = {
-      execution,
-      request,
-      stream: new EventStream(execution, seqBase, this.#events),
-      abort: new AbortController(),
-      done,
-      resolveDone,
-    };
+  #admit(execution: Execution, request: StartRequest, seqBase: number): LiveExecution {
+    const hot = new LiveExecution(execution, request, seqBase, this.#events);
     this.#hot.set(execution.id, hot);
     return hot;
   }
 
   async get(id: string): Promise<Execution | undefined> {
     const hot = this.#hot.get(id);
-    if (hot) return this.#snapshot(hot);
+    if (hot) return hot.snapshot();
     return this.store.get(id);
   }
 
@@ -230,7 +212,7 @@ export class InProcessEngine implements ExecutionEngine {
     const stored = await this.store.list(filter);
     return stored.map((e) => {
       const hot = this.#hot.get(e.id);
-      return hot ? this.#snapshot(hot) : e;
+      return hot ? hot.snapshot() : e;
     });
   }
 
@@ -284,13 +266,9 @@ export class InProcessEngine implements ExecutionEngine {
     }
   }
 
-  #snapshot(hot: Hot): Execution {
-    return structuredClone(hot.execution);
-  }
-
   #pump(): void {
     while (this.#running < this.#concurrency && this.#queue.length > 0 && !this.#aborting) {
-      const hot = this.#queue.shift() as Hot;
+      const hot = this.#queue.shift() as LiveExecution;
       this.#running++;
       void this.#run(hot).finally(() => {
         this.#running--;
@@ -299,51 +277,27 @@ export class InProcessEngine implements ExecutionEngine {
     }
   }
 
-  async #run(hot: Hot): Promise<void> {
-    const execution = hot.execution;
-    execution.status = 'running';
-    execution.startedAt = isoTime();
+  async #run(hot: LiveExecution): Promise<void> {
+    hot.markRunning();
     try {
       await this.store.save(hot.execution);
-      const output = await this.#interpreter.execute(hot);
-      execution.status = 'succeeded';
-      execution.output = output;
-      execution.finishedAt = isoTime();
-      hot.stream.emit({ type: 'completed', output }, execution.finishedAt);
+      hot.succeed(await this.#interpreter.execute(hot));
       await this.#persist(hot);
     } catch (error) {
       await this.#finishFailed(hot, error);
     }
   }
 
-  async #finishFailed(hot: Hot, error: unknown): Promise<void> {
-    const failure =
-      error instanceof ExecutionFailure
-        ? error
-        : new ExecutionFailure(
-            hot.abort.signal.aborted
-              ? 'engine shut down'
-              : `internal error: ${errorMessage(error)}`,
-          );
-    const detail: ExecutionError = {
-      message: failure.message,
-      statusCode: failure.statusCode,
-      code: failure.code,
-      ...(failure.nodeId ? { nodeId: failure.nodeId } : {}),
-    };
-    const execution = hot.execution;
-    execution.status = 'failed';
-    execution.error = detail;
-    execution.finishedAt = isoTime();
-    hot.stream.emit({ type: 'failed', error: detail }, execution.finishedAt);
+  async #finishFailed(hot: LiveExecution, error: unknown): Promise<void> {
+    hot.fail(error);
     await this.#persist(hot);
   }
 
   /** Writes the final record and the events, then leaves the hot set; sends the callback. */
-  async #persist(hot: Hot): Promise<void> {
+  async #persist(hot: LiveExecution): Promise<void> {
     await hot.stream.persist();
     this.#hot.delete(hot.execution.id);
-    hot.resolveDone();
+    hot.ended();
     this.#observer?.executionFinished(hot.execution);
     const url = hot.request.callbackUrl;
     if (url) this.#deliveries.deliver(hot.execution, url);
