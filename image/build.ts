@@ -46,6 +46,7 @@ Options:
   --push <reference>   also push to a registry, e.g. ghcr.io/hookgate/hookgate:0.1.0
                        (env IMAGE_REF); credentials as for buildah push
   --no-archive         skip the OCI archive (faster; the image stays in local storage)
+  --no-cache           rebuild every layer instead of reusing buildah's layer cache
   -h, --help           this text
 
 Environment:
@@ -56,6 +57,7 @@ Environment:
 interface Args {
   push: string | undefined;
   archive: boolean;
+  cache: boolean;
 }
 
 function args(): Args | undefined {
@@ -63,6 +65,7 @@ function args(): Args | undefined {
     options: {
       push: { type: 'string' },
       'no-archive': { type: 'boolean' },
+      'no-cache': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -70,7 +73,11 @@ function args(): Args | undefined {
     console.log(USAGE);
     return undefined;
   }
-  return { push: values.push ?? process.env.IMAGE_REF, archive: !values['no-archive'] };
+  return {
+    push: values.push ?? process.env.IMAGE_REF,
+    archive: !values['no-archive'],
+    cache: !values['no-cache'],
+  };
 }
 
 const started = Date.now();
@@ -267,7 +274,7 @@ function imageId(ref: string): string | undefined {
   }
 }
 
-function buildImage(pkg: PackageJson, facts: ImageFacts, epoch: number): string {
+function buildImage(pkg: PackageJson, facts: ImageFacts, epoch: number, cache: boolean): string {
   const refs = imageRefs(pkg.version);
   const previous = imageId(refs.versioned);
   const labelArgs = Object.entries(labels(pkg, facts)).flatMap(([k, v]) => [
@@ -279,6 +286,7 @@ function buildImage(pkg: PackageJson, facts: ImageFacts, epoch: number): string 
     '--quiet',
     // One layer per COPY, cached: the Debian and Node layers rarely change.
     '--layers',
+    ...(cache ? [] : ['--no-cache']),
     '--timestamp',
     String(epoch),
     // No io.buildah.version label: the same inputs give the same image with any buildah.
@@ -357,7 +365,7 @@ function main(): void {
   stageApp(sbom);
 
   say('buildah bud');
-  const id = buildImage(pkg, facts, g.epoch);
+  const id = buildImage(pkg, facts, g.epoch, options.cache);
   const refs = imageRefs(pkg.version);
   const out = outputs(pkg.version);
   writeFileSync(out.sbom, `${JSON.stringify(sbom, null, 2)}\n`);
