@@ -2,6 +2,16 @@
 // rebuilt and swapped atomically whenever the store or the workflow registry
 // changes. (Fastify cannot add routes after listen, so it serves one wildcard route
 // and asks this table.)
+//
+// The route lifecycle: a route's record object enters the table when the route is
+// deployed and stays the same object, rebuild after rebuild, until the route changes
+// (a new generation, new credentials: any other record content) or leaves. Per-route
+// state (compiled schemas, JWT keys, introspection answers) is kept in WeakMaps keyed
+// by that object, so it lives exactly as long as the table (or a request still in
+// flight) holds the record, and lookups are one WeakMap get. State kept by route key
+// instead (the rate limiter's counts, which carry over to a route's next generation)
+// is dropped by listeners the table tells when a route leaves (`onRemoved`).
+import { hash } from 'node:crypto';
 import FindMyWay from 'find-my-way';
 import type {
   RouteRecord,
@@ -15,11 +25,21 @@ export interface RouteMatch {
   params: Record<string, string>;
 }
 
+/** A route in the table: its record, and a digest of the content it was made from. */
+interface Entry {
+  route: RouteRecord;
+  digest: string;
+}
+
 interface Snapshot {
   router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1>;
   workflows: Map<string, WorkflowRegistration>;
-  size: number;
+  /** The routes served, by key (routes that lost a path conflict are not served). */
+  entries: Map<string, Entry>;
 }
+
+/** Told about every route that leaves the table (deleted, undeployed, path taken). */
+export type RouteRemovedListener = (route: RouteRecord) => void;
 
 const noop = () => {};
 
@@ -30,8 +50,9 @@ export function pathOf(url: string): string {
 }
 
 export class RouteTable {
-  #snapshot: Snapshot = { router: FindMyWay(), workflows: new Map(), size: 0 };
+  #snapshot: Snapshot = { router: FindMyWay(), workflows: new Map(), entries: new Map() };
   #unsubscribe: (() => void)[] = [];
+  readonly #removedListeners = new Set<RouteRemovedListener>();
   #pending: Promise<void> | undefined;
   #dirty = false;
   readonly #log: (message: string, fields?: Record<string, unknown>) => void;
@@ -66,12 +87,17 @@ export class RouteTable {
     this.#pending ??= (async () => {
       while (this.#dirty) {
         this.#dirty = false;
+        let next: Snapshot;
         try {
-          this.#snapshot = await this.#build();
+          next = await this.#build(this.#snapshot.entries);
         } catch (err) {
           // Keep serving the last good table; the next change retries.
           this.#log('route table rebuild failed', { error: String(err) });
+          continue;
         }
+        const previous = this.#snapshot;
+        this.#snapshot = next;
+        this.#announceRemoved(previous.entries, next.entries);
       }
       this.#pending = undefined;
     })();
@@ -95,28 +121,59 @@ export class RouteTable {
   }
 
   get size(): number {
-    return this.#snapshot.size;
+    return this.#snapshot.entries.size;
+  }
+
+  /**
+   * Calls `listener` with the record of every route that leaves the table, after the
+   * table without it is in place. Returns the function that stops the calls.
+   */
+  onRemoved(listener: RouteRemovedListener): () => void {
+    this.#removedListeners.add(listener);
+    return () => this.#removedListeners.delete(listener);
   }
 
   close(): void {
     for (const u of this.#unsubscribe) u();
     this.#unsubscribe = [];
+    this.#removedListeners.clear();
   }
 
-  async #build(): Promise<Snapshot> {
+  #announceRemoved(before: Map<string, Entry>, after: Map<string, Entry>): void {
+    if (this.#removedListeners.size === 0) return;
+    for (const [key, { route }] of before) {
+      if (after.has(key)) continue;
+      for (const listener of this.#removedListeners) {
+        try {
+          listener(route);
+        } catch (err) {
+          this.#log('route removal listener failed', { route: key, error: String(err) });
+        }
+      }
+    }
+  }
+
+  /**
+   * The next snapshot. A route whose record content is unchanged keeps the record
+   * object of `previous`, and with it the state kept for that object.
+   */
+  async #build(previous: Map<string, Entry>): Promise<Snapshot> {
     const [routes, workflows] = await Promise.all([this.routes.list(), this.workflows.list()]);
     const router = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: 256 });
-    let size = 0;
-    for (const route of routes.sort((a, b) => a.key.localeCompare(b.key))) {
+    const entries = new Map<string, Entry>();
+    for (const listed of routes.sort((a, b) => a.key.localeCompare(b.key))) {
+      const digest = hash('sha1', JSON.stringify(listed), 'base64');
+      const kept = previous.get(listed.key);
+      const route = kept?.digest === digest ? kept.route : listed;
       try {
         // One method stands for the path: methods are checked by the pipeline, so it
         // can tell 404 (no such path) from 405 (path known, method not enabled).
         router.on('GET', route.path, noop, route);
-        size++;
+        entries.set(route.key, { route, digest });
       } catch (err) {
         this.#log('route skipped', { route: route.key, path: route.path, error: String(err) });
       }
     }
-    return { router, workflows: new Map(workflows.map((w) => [w.workflowId, w])), size };
+    return { router, workflows: new Map(workflows.map((w) => [w.workflowId, w])), entries };
   }
 }
