@@ -246,6 +246,21 @@ describe('JWT via a JWKS served on 127.0.0.1', () => {
     expect(jwksHits - before).toBe(1);
   });
 
+  it('the key is kept with the route record: a new record of the route fetches again', async () => {
+    const fresh = new JwtVerifier({ now: () => NOW });
+    const first = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 8);
+    const before = jwksHits;
+    const check = (route: ReturnType<typeof bearerRoute>, token: string) =>
+      authenticateBearer(route, { authorization: `Bearer ${token}` }, fresh);
+    await check(first, await sign(claims(), at));
+    await check(first, await sign(claims(), at));
+    expect(jwksHits - before).toBe(1);
+    // The route table makes a new record object when the route changes (generation,
+    // key material): its key set is fetched anew, the old one goes with the old record.
+    await check(bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 9), await sign(claims(), at));
+    expect(jwksHits - before).toBe(2);
+  });
+
   it('JWKS endpoint failing (500) or unreachable → 503 auth-unavailable (fail closed)', async () => {
     const fresh = new JwtVerifier({ now: () => NOW });
     jwksMode = 'error';

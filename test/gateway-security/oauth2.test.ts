@@ -203,46 +203,79 @@ describe('OAuth 2.0 by introspection (RFC 7662)', () => {
 
   it('caches an active answer for cacheSeconds', async () => {
     const v = verifier();
+    const route = introspectionRoute();
     active('tok-cache');
-    await call(v, introspectionRoute(), 'tok-cache');
+    await call(v, route, 'tok-cache');
     clock = T0 + 59_000;
-    await call(v, introspectionRoute(), 'tok-cache');
+    await call(v, route, 'tok-cache');
     expect(hits.get('tok-cache')).toBe(1);
     clock = T0 + 61_000;
-    await call(v, introspectionRoute(), 'tok-cache');
+    await call(v, route, 'tok-cache');
     expect(hits.get('tok-cache')).toBe(2);
+  });
+
+  it('keeps the answers with the route record: a new record of the route asks again', async () => {
+    const v = verifier();
+    active('tok-record');
+    const first = introspectionRoute();
+    await call(v, first, 'tok-record');
+    await call(v, first, 'tok-record');
+    expect(hits.get('tok-record')).toBe(1);
+    // The route table makes a new record when the route changes (generation, Secret).
+    const next = introspectionRoute();
+    await call(v, next, 'tok-record');
+    expect(hits.get('tok-record')).toBe(2);
+    expect(v.cachedAnswers(first)).toBe(1);
+    expect(v.cachedAnswers(next)).toBe(1);
+  });
+
+  it('keeps at most maxCacheEntries answers per route, dropping the oldest', async () => {
+    const v = new OAuth2Verifier({ now: () => clock, maxCacheEntries: 2 });
+    const route = introspectionRoute();
+    for (const token of ['tok-max-1', 'tok-max-2', 'tok-max-3']) {
+      active(token);
+      await call(v, route, token);
+    }
+    expect(v.cachedAnswers(route)).toBe(2);
+    await call(v, route, 'tok-max-3');
+    expect(hits.get('tok-max-3')).toBe(1);
+    await call(v, route, 'tok-max-1');
+    expect(hits.get('tok-max-1')).toBe(2);
   });
 
   it('never caches beyond the token exp', async () => {
     const v = verifier();
+    const route = introspectionRoute();
     active('tok-short', { exp: T0_S + 10 });
-    await call(v, introspectionRoute(), 'tok-short');
+    await call(v, route, 'tok-short');
     clock = T0 + 9_000;
-    await call(v, introspectionRoute(), 'tok-short');
+    await call(v, route, 'tok-short');
     expect(hits.get('tok-short')).toBe(1);
     // past exp the provider is asked again (and now says inactive)
     clock = T0 + 11_000;
     answers.set('tok-short', { active: false });
-    const problem = await problemOf(() => call(v, introspectionRoute(), 'tok-short'));
+    const problem = await problemOf(() => call(v, route, 'tok-short'));
     expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
     expect(hits.get('tok-short')).toBe(2);
   });
 
   it('inactive answers and failures are not cached', async () => {
     const v = verifier();
+    const route = introspectionRoute();
     answers.set('tok-later', { active: false });
-    await expect(call(v, introspectionRoute(), 'tok-later')).rejects.toThrow();
+    await expect(call(v, route, 'tok-later')).rejects.toThrow();
     active('tok-later');
-    expect(await call(v, introspectionRoute(), 'tok-later')).toEqual({ consumer: 'user-7' });
-    expect(v.cacheSize).toBe(1);
+    expect(await call(v, route, 'tok-later')).toEqual({ consumer: 'user-7' });
+    expect(v.cachedAnswers(route)).toBe(1);
   });
 
   it('the scope check runs on cached answers too', async () => {
     const v = verifier();
     active('tok-scope-cache');
-    await call(v, introspectionRoute(), 'tok-scope-cache');
     const stricter = introspectionRoute({ requiredScopes: ['orders:write', 'admin'] });
+    await problemOf(() => call(v, stricter, 'tok-scope-cache'));
     const problem = await problemOf(() => call(v, stricter, 'tok-scope-cache'));
+    expect(hits.get('tok-scope-cache')).toBe(1);
     expect(problem.code).toBe('HG_ERR_INSUFFICIENT_SCOPE');
     expect(problem.headers['WWW-Authenticate']).toContain('scope="orders:write admin"');
   });

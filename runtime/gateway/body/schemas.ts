@@ -17,27 +17,27 @@ export function validateInput(validate: ValidateFn | undefined, body: unknown): 
   );
 }
 
-const perRoute = new Map<string, { generation: number; schemas: CompiledSchemas }>();
+/**
+ * Compiled validators by route record. The route table keeps one record object per
+ * route for as long as the route is unchanged (route-table.ts), so each route version
+ * is compiled once, and its validators go when the table drops the record.
+ */
+const compiled = new WeakMap<RouteRecord, CompiledSchemas>();
 
 /**
- * The validators of a route, compiled once per route key and generation. A route whose
- * schema configuration is unusable (it should not have been deployed) answers 500.
+ * The validators of a route, compiled on first use and kept with its record. A route
+ * whose schema configuration is unusable (it should not have been deployed) answers 500.
  */
 export function schemasFor(route: RouteRecord): CompiledSchemas {
-  const cached = perRoute.get(route.key);
-  if (cached && cached.generation === route.generation) return cached.schemas;
-  const compiled = compileSchemas(route.spec.schema);
-  if ('error' in compiled) {
+  const cached = compiled.get(route);
+  if (cached) return cached;
+  const schemas = compileSchemas(route.spec.schema);
+  if ('error' in schemas) {
     throw new HttpProblem(
       'HG_ERR_INTERNAL',
       'The schema configuration of this endpoint is invalid.',
     );
   }
-  perRoute.set(route.key, { generation: route.generation, schemas: compiled });
-  return compiled;
-}
-
-/** Forgets a route's compiled validators (call when the route is removed). */
-export function forgetSchemas(routeKey: string): void {
-  perRoute.delete(routeKey);
+  compiled.set(route, schemas);
+  return schemas;
 }

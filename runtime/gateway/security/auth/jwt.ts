@@ -13,7 +13,6 @@
 //   with `error="invalid_token"` and a fixed error_description; the JWKS endpoint
 //   unreachable or broken, or an unusable configured key → 503 auth-unavailable
 //   (fail closed).
-import { createHash } from 'node:crypto';
 import {
   createRemoteJWKSet,
   errors as joseErrors,
@@ -167,30 +166,30 @@ async function importStaticKey(material: string, alg: string): Promise<CryptoKey
   throw new KeyConfigError('the key is neither a PEM public key, a certificate nor a JWK');
 }
 
-/** Verifies JWTs for routes, caching JWKS getters and imported keys per route. */
+/**
+ * Verifies JWTs for routes. The JWKS getter or imported key of a route is kept with its
+ * route record (the route table keeps one record object per route version, and makes
+ * a new one when the spec or the key material changes), so it goes with the record.
+ */
 export class JwtVerifier {
   readonly #options: JwtVerifierOptions;
-  readonly #keys = new Map<string, { fingerprint: string; key: Promise<VerificationKey> }>();
+  readonly #keys = new WeakMap<
+    RouteRecord,
+    { config: TokenConfigInput; key: Promise<VerificationKey> }
+  >();
 
   constructor(options: JwtVerifierOptions = {}) {
     this.#options = options;
   }
 
   #keyFor(route: RouteRecord, config: TokenConfigInput): Promise<VerificationKey> {
-    const material = route.credentials.jwtKey;
-    const fingerprint = [
-      route.generation,
-      config.jwksUrl ?? '',
-      config.algorithms.join(','),
-      material === undefined ? '' : createHash('sha256').update(material).digest('hex'),
-    ].join('|');
-    const cached = this.#keys.get(route.key);
-    if (cached && cached.fingerprint === fingerprint) return cached.key;
-    const key = this.#loadKey(config, material);
-    this.#keys.set(route.key, { fingerprint, key });
-    // A failed import is not kept: the next request retries (e.g. after a Secret fix).
+    const cached = this.#keys.get(route);
+    if (cached?.config === config) return cached.key;
+    const key = this.#loadKey(config, route.credentials.jwtKey);
+    this.#keys.set(route, { config, key });
+    // A failed import is not kept: the next request retries.
     key.catch(() => {
-      if (this.#keys.get(route.key)?.key === key) this.#keys.delete(route.key);
+      if (this.#keys.get(route)?.key === key) this.#keys.delete(route);
     });
     return key;
   }
@@ -207,11 +206,6 @@ export class JwtVerifier {
       throw new KeyConfigError('a static key needs the key material and exactly one algorithm');
     }
     return importStaticKey(material, alg);
-  }
-
-  /** Forgets the cached keys of a removed route. */
-  forget(routeKey: string): void {
-    this.#keys.delete(routeKey);
   }
 
   /** Verifies `token` for `route`; resolves with its payload or throws a 401/503 HttpProblem. */

@@ -8,7 +8,9 @@
 // - The answer must say `active: true`; then `exp`/`nbf` (with clockToleranceSeconds),
 //   `iss` (exact) and `aud` (one of audiences) are checked when present.
 // - Active answers are cached per route and token digest for
-//   min(cacheSeconds, exp − now); inactive answers and failures are not cached.
+//   min(cacheSeconds, exp − now); inactive answers and failures are not cached. The
+//   cache of a route is kept with its route record (the route table keeps one record
+//   object per route version), so it goes when the route changes or leaves.
 // - The endpoint unreachable, slow (timeoutMs, default 5 s), answering non-2xx or
 //   non-JSON → 503 auth-unavailable: fail closed, never "let it through".
 // Scopes: every requiredScopes entry must be in the space-separated `scope` claim (or
@@ -32,6 +34,7 @@ import {
 export type OAuth2Config = NonNullable<NonNullable<WebhookTriggerSpec['auth']>['oauth2']>;
 
 type Claims = Record<string, unknown>;
+type CachedAnswer = { claims: Claims; expiresAt: number };
 type Introspection = NonNullable<OAuth2Config['introspection']>;
 
 export interface OAuth2VerifierOptions {
@@ -42,7 +45,7 @@ export interface OAuth2VerifierOptions {
   timeoutMs?: number;
   /** The clock in milliseconds (tests). */
   now?: () => number;
-  /** Largest number of cached introspection answers (default 10 000). */
+  /** Largest number of cached introspection answers per route (default 10 000). */
   maxCacheEntries?: number;
 }
 
@@ -95,7 +98,8 @@ export class OAuth2Verifier {
   readonly #timeoutMs: number;
   readonly #now: () => number;
   readonly #maxEntries: number;
-  readonly #cache = new Map<string, { claims: Claims; expiresAt: number }>();
+  /** Per route record: token digest → answer, oldest first. */
+  readonly #cache = new WeakMap<RouteRecord, Map<string, CachedAnswer>>();
 
   constructor(options: OAuth2VerifierOptions = {}) {
     this.#jwt = options.jwt ?? defaultJwtVerifier;
@@ -124,16 +128,12 @@ export class OAuth2Verifier {
     introspection: Introspection,
     token: string,
   ): Promise<Claims> {
-    const cacheKey = [
-      route.key,
-      introspection.url,
-      introspection.clientId,
-      createHash('sha256').update(token).digest('hex'),
-    ].join('|');
+    const cacheKey = createHash('sha256').update(token).digest('hex');
     const now = this.#now();
-    const hit = this.#cache.get(cacheKey);
+    const cache = this.#cache.get(route);
+    const hit = cache?.get(cacheKey);
     if (hit && hit.expiresAt > now) return hit.claims;
-    if (hit) this.#cache.delete(cacheKey);
+    if (hit) cache?.delete(cacheKey);
 
     const claims = await this.#callEndpoint(route, introspection, token);
     this.#checkIntrospected(claims, config, now);
@@ -142,14 +142,21 @@ export class OAuth2Verifier {
       (introspection.cacheSeconds ?? 60) * 1000,
       typeof claims.exp === 'number' ? claims.exp * 1000 - now : Infinity,
     );
-    if (ttlMs > 0) {
-      if (this.#cache.size >= this.#maxEntries) {
-        const oldest = this.#cache.keys().next();
-        if (!oldest.done) this.#cache.delete(oldest.value);
-      }
-      this.#cache.set(cacheKey, { claims, expiresAt: now + ttlMs });
-    }
+    if (ttlMs > 0) this.#remember(route, cacheKey, { claims, expiresAt: now + ttlMs });
     return claims;
+  }
+
+  #remember(route: RouteRecord, cacheKey: string, answer: CachedAnswer): void {
+    let cache = this.#cache.get(route);
+    if (!cache) {
+      cache = new Map();
+      this.#cache.set(route, cache);
+    }
+    if (cache.size >= this.#maxEntries) {
+      const oldest = cache.keys().next();
+      if (!oldest.done) cache.delete(oldest.value);
+    }
+    cache.set(cacheKey, answer);
   }
 
   async #callEndpoint(
@@ -209,9 +216,9 @@ export class OAuth2Verifier {
     }
   }
 
-  /** Number of cached introspection answers (for tests and metrics). */
-  get cacheSize(): number {
-    return this.#cache.size;
+  /** Number of introspection answers cached for a route (tests). */
+  cachedAnswers(route: RouteRecord): number {
+    return this.#cache.get(route)?.size ?? 0;
   }
 }
 
