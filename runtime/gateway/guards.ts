@@ -93,5 +93,10 @@ export function createGuards(options: GuardOptions = {}): Guards {
     validateInput(route: RouteRecord, body: unknown) {
       validateInput(schemasFor(route).input, body);
     },
+    removed(route: RouteRecord) {
+      // The rate-limit count is kept by route key, so that it carries over to the
+      // route's next generation; compiled schemas and auth keys go with the record.
+      limiter.forget(route.key);
+    },
   };
 }

@@ -51,6 +51,11 @@ export interface Guards {
   rateLimit(route: RouteRecord): Record<string, string> | Promise<Record<string, string>>;
   /** Validate the parsed body against the route's input schema (422). */
   validateInput(route: RouteRecord, body: unknown): void;
+  /**
+   * The route left the route table: drop what is kept for it by route key. (What is
+   * kept per route record goes with the record; see route-table.ts.)
+   */
+  removed(route: RouteRecord): void;
 }
 
 export interface WebhookRoutesOptions {
@@ -72,6 +77,11 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   const { table, guards, observer, live } = options;
   const modeDeps: ModeDeps = { engine: options.engine, ...options.modes };
   app.decorateRequest('webhook', null);
+  const stopRemovals = table.onRemoved((route) => guards.removed(route));
+  app.addHook('onClose', (_instance, done) => {
+    stopRemovals();
+    done();
+  });
 
   // One parser for every content type: read within the route's limit, then parse.
   // Callback style end to end, like the onRequest hook: no promise per body.
