@@ -158,7 +158,7 @@ function perExecution(calls: Map<string, number>): Sample['redis'] {
 /** Starts the worker CLI and samples the queue until it is empty. */
 async function drain(redis: Redis, url: string): Promise<Sample> {
   const [cmd, args] = pinned(1, process.execPath, [
-    join(here, '..', 'runtime', 'cli.ts'),
+    join(here, '..', 'roles', 'cli.ts'),
     'worker',
   ]);
   const worker = spawn(cmd, [...args, '--port', String(await freePort())], {
