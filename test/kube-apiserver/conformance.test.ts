@@ -744,8 +744,9 @@ describe('1.5 schema', () => {
       },
     );
     expect(both.status).toBe(422);
+    // A failed rule is an Invalid cause; objects and lists print no value (Kubernetes 1.35).
     expect(both.body.details.causes.map((c) => c.message)).toContain(
-      'exactly one of jwksUrl and keySecretRef must be set',
+      'Invalid value: exactly one of jwksUrl and keySecretRef must be set',
     );
     const tags = await call<{ details: { causes: { field: string; message: string }[] } }>(
       'POST',
@@ -754,7 +755,10 @@ describe('1.5 schema', () => {
     );
     expect(tags.status).toBe(422);
     expect(tags.body.details.causes).toEqual([
-      expect.objectContaining({ field: 'spec.tags', message: 'tags must start with t-' }),
+      expect.objectContaining({
+        field: 'spec.tags',
+        message: 'Invalid value: tags must start with t-',
+      }),
     ]);
     const created = await create(WIDGETS, widget('k21', { immutableId: 'one' }));
     expect(created.spec).toMatchObject({ immutableId: 'one' });
@@ -767,7 +771,7 @@ describe('1.5 schema', () => {
     expect(changed.status).toBe(422);
     expect(changed.body.details.causes[0]).toMatchObject({
       field: 'spec.immutableId',
-      message: 'immutableId is immutable, was one',
+      message: 'Invalid value: "two": immutableId is immutable, was one',
     });
     const other = await call(
       'PATCH',
@@ -794,7 +798,7 @@ describe('1.5 schema', () => {
     expect(grown.status).toBe(422);
     expect(grown.body.details.causes[0]).toMatchObject({
       field: 'spec.zones',
-      message: 'zones are immutable (order aside)',
+      message: 'Invalid value: zones are immutable (order aside)',
     });
     const crd = widgetCrd() as {
       metadata: { name: string };

@@ -1,14 +1,8 @@
 // What happens to an object between the request body and storage: metadata rules
-// (K6), structural pruning/defaulting/validation/CEL through operator/api/structural.ts
-// (K19-K21), the CEL cost budget of CRDs (crd-cost.ts), generation (K8, K9), and the
+// (K6), structural pruning/defaulting/validation/CEL through the server's own schema/
+// modules (K19-K21), the CEL cost budget of CRDs (crd-cost.ts), generation (K8, K9), and the
 // special cases of built-ins (CRD status, Secret stringData, Namespace phase).
-import {
-  applyDefaults,
-  celCompileError,
-  prune,
-  validate,
-  type OpenApiSchema,
-} from '../../api/structural.ts';
+import { crdRuleErrors, decode, validateObject } from './schema/index.ts';
 import { crdCostErrors } from './crd-cost.ts';
 import { canonical } from './patch.ts';
 import { apiVersionOf, type CrdSpec, type KubeObject, type ResourceType } from './resources.ts';
@@ -74,8 +68,9 @@ export interface Admitted {
 }
 
 /**
- * Prune unknown fields (K19), default (K20), validate with ajv + CEL (K20, K21; `old`
- * enables transition rules). Metadata is checked against ObjectMeta's field list.
+ * Prune unknown fields (K19), default (K20), validate the schema and CEL rules (K20,
+ * K21; `old` enables transition rules and ratcheting). Metadata is checked against
+ * ObjectMeta's field list.
  */
 export function admitObject(
   rt: ResourceType,
@@ -91,7 +86,7 @@ export function admitObject(
   delete metadata.managedFields;
   delete metadata.selfLink;
   const schema = rt.schema;
-  if (schema) unknown.push(...prune(rest, schema));
+  if (schema) unknown.push(...decode(rest, schema));
   if (unknown.length > 0 && fieldValidation === 'Strict') {
     throw badRequest(
       `strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`,
@@ -99,46 +94,15 @@ export function admitObject(
   }
   const warnings = fieldValidation === 'Ignore' ? [] : unknown.map((f) => `unknown field "${f}"`);
   if (schema) {
-    applyDefaults(rest, schema);
-    const oldRest = old ? withoutMeta(old) : undefined;
-    const errors = validate(rest, schema, '', oldRest ? { value: oldRest } : undefined);
-    if (errors.length > 0) throw invalid(rt, metadata.name ?? '', errors);
+    const verdict = validateObject({ ...rest, metadata }, schema, old);
+    if (verdict.errors.length > 0) throw invalid(rt, metadata.name ?? '', verdict.errors);
+    warnings.push(...verdict.warnings);
   }
   if (rt.kind === 'CustomResourceDefinition') checkCrd(rt, { metadata, ...rest });
   return { object: withType({ metadata, ...rest }, rt), warnings };
 }
 
-function withoutMeta(obj: KubeObject): Record<string, unknown> {
-  const { metadata: _m, ...rest } = obj;
-  return rest;
-}
-
 // ---------------------------------------------------------------- built-ins
-
-function collectRuleErrors(
-  schema: OpenApiSchema | undefined,
-  path: string,
-  out: { field: string; message: string; reason: string }[],
-): void {
-  if (!schema) return;
-  (schema['x-kubernetes-validations'] ?? []).forEach((v, i) => {
-    const err = celCompileError(v.rule);
-    if (err) {
-      out.push({
-        field: `${path}.x-kubernetes-validations[${i}].rule`,
-        reason: 'FieldValueInvalid',
-        message: `Invalid value: "${v.rule}": compilation failed: ${err}`,
-      });
-    }
-  });
-  for (const [k, sub] of Object.entries(schema.properties ?? {})) {
-    collectRuleErrors(sub, `${path}.properties[${k}]`, out);
-  }
-  if (schema.items) collectRuleErrors(schema.items, `${path}.items`, out);
-  if (isObject(schema.additionalProperties)) {
-    collectRuleErrors(schema.additionalProperties, `${path}.additionalProperties`, out);
-  }
-}
 
 /** A CRD must be named plural.group, have names and versions, and rules that compile (K21). */
 function checkCrd(rt: ResourceType, crd: KubeObject): void {
@@ -165,13 +129,9 @@ function checkCrd(rt: ResourceType, crd: KubeObject): void {
       message: 'Required value: must have exactly one version marked as storage version',
     });
   }
-  (spec?.versions ?? []).forEach((v, i) =>
-    collectRuleErrors(
-      v.schema?.openAPIV3Schema,
-      `spec.versions[${i}].schema.openAPIV3Schema`,
-      errors,
-    ),
-  );
+  // Rules must compile against their schema (reported at spec.validation when all
+  // versions share one schema, as the API server's internal form has it).
+  if (Array.isArray(spec?.versions)) errors.push(...crdRuleErrors(spec.versions));
   // The CEL cost budget (estimated from the schema's size bounds), as a real server checks it.
   if (Array.isArray(spec?.versions)) errors.push(...crdCostErrors(spec));
   if (errors.length > 0) throw invalid(rt, name, errors);

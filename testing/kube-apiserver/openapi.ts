@@ -4,7 +4,7 @@
 // query parameter and the accepted patch types (for `kubectl apply`'s server-side
 // field validation check).
 import { createHash } from 'node:crypto';
-import type { OpenApiSchema } from '../../api/structural.ts';
+import type { OpenApiSchema } from './schema/types.ts';
 import type { Registry, ResourceType } from './resources.ts';
 
 function gvPath(group: string, version: string): string {

@@ -2,7 +2,7 @@
 // Patch, and a simplified server-side apply merge. Strategic merge patch is refused
 // with 415 by the caller.
 import { badRequest, unprocessable } from './status.ts';
-import type { OpenApiSchema } from '../../api/structural.ts';
+import type { OpenApiSchema } from './schema/types.ts';
 
 type Json = unknown;
 

@@ -1,6 +1,6 @@
 // The resource types the server serves: built-ins (namespaces, secrets, events,
 // leases, CRDs) and one type per served version of each CustomResourceDefinition.
-import type { OpenApiSchema } from '../../api/structural.ts';
+import type { OpenApiSchema } from './schema/types.ts';
 
 export interface PrinterColumn {
   name: string;
