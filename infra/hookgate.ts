@@ -1,14 +1,15 @@
 // HookgateDeployment: hookgate on a Kubernetes cluster as one Pulumi component. Every
-// Kubernetes object of hookgate, CRDs included, comes from the Helm chart
-// (charts/hookgate) through k8s.helm.v4.Chart, so the chart stays the single description
-// of the deployment. Around it: the namespace, and a Secret for a Redis URL so the URL
-// never sits in Helm values. Every decision is in plan.ts; this file only creates what
-// the plan says.
+// Kubernetes object of hookgate, CRDs and the chart's Redis included, comes from the Helm
+// chart (charts/hookgate) through k8s.helm.v4.Chart, so the chart stays the single
+// description of the deployment and `pulumi up` installs what `helm install` does (same
+// objects, security contexts, container args). Around it: the namespace, and a Secret
+// for the URL of a Redis of your own so the URL never sits in Helm values. Every
+// decision is in plan.ts; this file only creates what the plan says.
 import * as k8s from '@pulumi/kubernetes';
 import * as pulumi from '@pulumi/pulumi';
 import {
   COMPONENT_TYPE,
-  REDIS_SECRET_KEY,
+  REDIS_URL_SECRET_KEY,
   chartPath,
   chartValues,
   labels,
@@ -32,7 +33,8 @@ export class HookgateDeployment extends pulumi.ComponentResource {
   /** Whether the chart installs the CRDs (retained on delete through their keep policy). */
   public readonly crdsInstalled: boolean;
   public readonly namespaceResource: k8s.core.v1.Namespace | undefined;
-  public readonly redisSecret: k8s.core.v1.Secret | undefined;
+  /** The Secret holding the Redis URL, when one was given (`redis: { url }`). */
+  public readonly redisUrlSecret: k8s.core.v1.Secret | undefined;
   public readonly chart: k8s.helm.v4.Chart;
 
   constructor(name: string, args: HookgateDeploymentArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -60,18 +62,18 @@ export class HookgateDeployment extends pulumi.ComponentResource {
       : pulumi.output(r.namespace);
 
     const redis = r.redis;
-    this.redisSecret =
+    this.redisUrlSecret =
       'url' in redis
         ? new k8s.core.v1.Secret(
-            `${name}-redis`,
+            `${name}-redis-url`,
             {
               metadata: {
-                name: names.redisSecret,
+                name: names.redisUrlSecret,
                 namespace: this.namespace,
                 labels: labels(r.releaseName, 'redis'),
               },
               type: 'Opaque',
-              stringData: { [REDIS_SECRET_KEY]: pulumi.secret(redis.url) },
+              stringData: { [REDIS_URL_SECRET_KEY]: pulumi.secret(redis.url) },
             },
             { parent: this },
           )
@@ -79,7 +81,7 @@ export class HookgateDeployment extends pulumi.ComponentResource {
 
     const dependsOn: pulumi.Resource[] = [];
     if (this.namespaceResource) dependsOn.push(this.namespaceResource);
-    if (this.redisSecret) dependsOn.push(this.redisSecret);
+    if (this.redisUrlSecret) dependsOn.push(this.redisUrlSecret);
     // The chart's CRDs carry `helm.sh/resource-policy: keep`; the provider registers them
     // with retainOnDelete, so `pulumi destroy` leaves them (and every custom resource).
     this.chart = new k8s.helm.v4.Chart(

@@ -6,21 +6,33 @@ import {
   DEFAULT_IMAGE_REPOSITORY,
   DEFAULT_REPLICAS,
   EXECUTIONS_MODES,
+  LOG_LEVELS,
   chartAppVersion,
   type ExecutionsMode,
+  type LogLevel,
 } from './plan.ts';
 
 const config = new pulumi.Config();
 
+/** A Redis of your own (redisSecretName or redisUrl), else the chart's Redis. */
 function redisFromConfig(): HookgateDeploymentArgs['redis'] {
   const secretName = config.get('redisSecretName');
   if (secretName) {
     return { existingSecret: { name: secretName, key: config.get('redisSecretKey') } };
   }
-  return { url: config.requireSecret('redisUrl') };
+  const url = config.getSecret('redisUrl');
+  if (url) return { url };
+  const passwordSecret = config.get('redisPasswordSecretName');
+  return {
+    chart: {
+      storageSize: config.get('redisStorageSize'),
+      storageClass: config.get('redisStorageClass'),
+      passwordSecret: passwordSecret
+        ? { name: passwordSecret, key: config.get('redisPasswordSecretKey') }
+        : undefined,
+    },
+  };
 }
-
-const logLevels = ['fatal', 'error', 'warn', 'info', 'debug'] as const;
 
 const hookgate = new HookgateDeployment('hookgate', {
   namespace: config.get('namespace') ?? 'hookgate',
@@ -45,7 +57,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   serviceMonitor: config.getBoolean('serviceMonitor') ?? false,
   podDisruptionBudget: config.getBoolean('podDisruptionBudget') ?? false,
   networkPolicy: config.getBoolean('networkPolicy') ?? false,
-  logLevel: config.get<(typeof logLevels)[number]>('logLevel', { allowedValues: [...logLevels] }),
+  logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
 });
 
 export const namespace = hookgate.namespace;

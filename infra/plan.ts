@@ -15,9 +15,12 @@ export const CHART_NAME = 'hookgate';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const CHART_DIR = join(repoRoot, 'charts', CHART_NAME);
-export const DEFAULT_IMAGE_REPOSITORY = 'ghcr.io/hookgate/hookgate';
-/** The key of the Redis URL in the Secret the component creates (and the chart's default). */
-export const REDIS_SECRET_KEY = 'redis-url';
+/** What `npm run image` builds (the chart's default); load it into the nodes or push it. */
+export const DEFAULT_IMAGE_REPOSITORY = 'localhost/hookgate';
+/** The key of the Redis URL in the Secret the component creates (and externalRedis's default). */
+export const REDIS_URL_SECRET_KEY = 'redis-url';
+/** The key of the password in the chart Redis's Secret (the chart's default). */
+export const REDIS_PASSWORD_KEY = 'redis-password';
 
 export type Role = 'operator' | 'gateway' | 'worker';
 export const ROLES: readonly Role[] = ['operator', 'gateway', 'worker'];
@@ -29,6 +32,9 @@ export const DEFAULT_REPLICAS: RoleReplicas = { operator: 2, gateway: 2, worker:
  * gateway that accepted the request; the chart then renders no workers).
  */
 export type ExecutionsMode = 'queue' | 'inline';
+/** LOG_LEVEL values the CLI accepts (roles/settings.ts) and the chart's schema allows. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 export const EXECUTIONS_MODES: readonly ExecutionsMode[] = ['queue', 'inline'];
 
 /** The chart's defaults (charts/hookgate/values.yaml) for the execution settings. */
@@ -45,13 +51,31 @@ export const DEFAULT_EXECUTIONS = {
 export const MIN_CLAIM_IDLE_MS = 1000;
 
 /**
- * Where the Redis URL comes from: a URL (the component keeps it in a Secret it creates,
- * so it never sits in Helm values), or a Secret that already exists.
- * `Url` is a type parameter so hookgate.ts can accept a `pulumi.Input<string>` (a
- * secret from config) while this file stays free of the Pulumi runtime.
+ * The chart's own Redis (its `redis` values: a one-replica StatefulSet with an append-only
+ * file on a PersistentVolumeClaim). Every field falls back to the chart's default.
+ */
+export interface ChartRedis {
+  /** Size of the PersistentVolumeClaim, a Kubernetes quantity (chart default 8Gi). */
+  storageSize?: string;
+  /** StorageClass of the claim (default: the cluster's default class). */
+  storageClass?: string;
+  /**
+   * A Secret holding the password. Default: the chart creates `<fullname>-redis` with a
+   * random one; k8s.helm.v4.Chart renders with the cluster at hand (`lookup`), so the
+   * password stays the same on every `pulumi up`.
+   */
+  passwordSecret?: { name: string; key?: string };
+}
+
+/**
+ * Which Redis the roles use: the chart's own (the default), a URL (the component keeps
+ * it in a Secret it creates, so it never sits in Helm values), or a Secret that already
+ * holds the URL. `Url` is a type parameter so hookgate.ts can accept a
+ * `pulumi.Input<string>` (a secret from config) while this file stays free of the
+ * Pulumi runtime.
  */
 export type RedisSource<Url = string> =
-  { url: Url } | { existingSecret: { name: string; key?: string } };
+  { chart: ChartRedis } | { url: Url } | { existingSecret: { name: string; key?: string } };
 
 /** The component's arguments, as plain data (see HookgateDeploymentArgs). */
 export interface PlanArgs<Url = string> {
@@ -75,7 +99,8 @@ export interface PlanArgs<Url = string> {
   baseUrl: string;
   /** CIDRs whose X-Forwarded-* headers the gateway trusts. */
   trustedProxies?: string[];
-  redis: RedisSource<Url>;
+  /** Default `{ chart: {} }`: the chart's Redis with its defaults. */
+  redis?: RedisSource<Url>;
   /**
    * Install the Workflow and WebhookTrigger CRDs with the chart (default true). They
    * carry `helm.sh/resource-policy: keep`, which Pulumi turns into retainOnDelete.
@@ -85,7 +110,7 @@ export interface PlanArgs<Url = string> {
   serviceMonitor?: boolean;
   podDisruptionBudget?: boolean;
   networkPolicy?: boolean;
-  logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug';
+  logLevel?: LogLevel;
 }
 
 /** The arguments with every default applied. */
@@ -106,13 +131,14 @@ export interface ResolvedArgs<Url = string> {
   serviceMonitor: boolean;
   podDisruptionBudget: boolean;
   networkPolicy: boolean;
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug';
+  logLevel: LogLevel;
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const IMAGE_TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
+const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
 
 export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
   return {
@@ -130,7 +156,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     workerClaimIdleMs: args.workerClaimIdleMs ?? DEFAULT_EXECUTIONS.workerClaimIdleMs,
     baseUrl: args.baseUrl.replace(/\/+$/, ''),
     trustedProxies: args.trustedProxies ?? [],
-    redis: args.redis,
+    redis: args.redis ?? { chart: {} },
     crds: args.crds ?? true,
     serviceMonitor: args.serviceMonitor ?? false,
     podDisruptionBudget: args.podDisruptionBudget ?? false,
@@ -211,21 +237,43 @@ function isCidr(value: string): boolean {
 }
 
 function validateRedis<Url>(redis: RedisSource<Url>): string[] {
+  if ('chart' in redis) return validateChartRedis(redis.chart);
   if ('existingSecret' in redis) {
-    const { name, key } = redis.existingSecret;
-    const errors: string[] = [];
-    if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
-      errors.push(`redis.existingSecret.name "${name}" is not a valid Secret name`);
-    }
-    if (key !== undefined && !SECRET_KEY.test(key)) {
-      errors.push(`redis.existingSecret.key "${key}" is not a valid Secret key`);
-    }
-    return errors;
+    return validateSecretRef('redis.existingSecret', redis.existingSecret);
   }
   if (typeof redis.url === 'string' && !/^rediss?:\/\/.+/.test(redis.url)) {
     return ['redis.url must start with redis:// or rediss://'];
   }
   return [];
+}
+
+function validateChartRedis(chart: ChartRedis): string[] {
+  const errors: string[] = [];
+  if (chart.storageSize !== undefined && !QUANTITY.test(chart.storageSize)) {
+    errors.push(`redis.chart.storageSize "${chart.storageSize}" is not a Kubernetes quantity`);
+  }
+  const storageClass = chart.storageClass;
+  if (
+    storageClass !== undefined &&
+    (storageClass.length > 253 || !DNS_SUBDOMAIN.test(storageClass))
+  ) {
+    errors.push(`redis.chart.storageClass "${storageClass}" is not a valid StorageClass name`);
+  }
+  if (chart.passwordSecret) {
+    errors.push(...validateSecretRef('redis.chart.passwordSecret', chart.passwordSecret));
+  }
+  return errors;
+}
+
+function validateSecretRef(what: string, ref: { name: string; key?: string }): string[] {
+  const errors: string[] = [];
+  if (ref.name.length > 253 || !DNS_SUBDOMAIN.test(ref.name)) {
+    errors.push(`${what}.name "${ref.name}" is not a valid Secret name`);
+  }
+  if (ref.key !== undefined && !SECRET_KEY.test(ref.key)) {
+    errors.push(`${what}.key "${ref.key}" is not a valid Secret key`);
+  }
+  return errors;
 }
 
 /** The chart's "hookgate.fullname" helper, for the release names used here. */
@@ -239,8 +287,13 @@ export interface ResourceNames {
   fullname: string;
   gatewayService: string;
   metricsService: string;
-  /** Secret the component creates for a Redis URL. */
-  redisSecret: string;
+  /**
+   * The chart's Redis: its StatefulSet, headless Service (`<redis>.<namespace>.svc`),
+   * ConfigMap and generated password Secret all carry this name.
+   */
+  redis: string;
+  /** Secret the component creates for a Redis URL (`redis: { url }`). */
+  redisUrlSecret: string;
   /** Deployments by role. */
   deployments: Record<Role, string>;
 }
@@ -251,7 +304,8 @@ export function resourceNames(releaseName: string): ResourceNames {
     fullname: base,
     gatewayService: `${base}-gateway`,
     metricsService: `${base}-metrics`,
-    redisSecret: `${base}-redis`,
+    redis: `${base}-redis`,
+    redisUrlSecret: `${base}-redis-url`,
     deployments: {
       operator: `${base}-operator`,
       gateway: `${base}-gateway`,
@@ -295,7 +349,12 @@ export interface ChartValues {
   image: { repository: string; tag: string };
   crds: { enabled: boolean };
   config: { baseUrl: string; trustedProxies: string[]; logLevel: string };
-  redis: { url: string; existingSecret: { name: string; key: string } };
+  redis: {
+    enabled: boolean;
+    persistence?: { size?: string; storageClass?: string };
+    auth?: { existingSecret: string; existingSecretKey: string };
+  };
+  externalRedis: { url: string; existingSecret: { name: string; key: string } };
   operator: { replicas: number; leaderElection: { enabled: boolean } };
   gateway: { replicas: number; executions: ExecutionsMode; maxQueued: number };
   worker: { replicas: number; concurrency: number; claimIdleMs: number };
@@ -305,19 +364,16 @@ export interface ChartValues {
 }
 
 /**
- * Helm values for the release. The chart never sees a Redis URL: only the name of the
- * Secret holding it (the component's own, or the caller's).
+ * Helm values for the release. The chart never sees a Redis URL: either it runs its own
+ * Redis, or it gets the name of the Secret holding the URL (the component's own, or the
+ * caller's).
  */
 export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
-  const secret =
-    'existingSecret' in r.redis
-      ? { name: r.redis.existingSecret.name, key: r.redis.existingSecret.key ?? REDIS_SECRET_KEY }
-      : { name: resourceNames(r.releaseName).redisSecret, key: REDIS_SECRET_KEY };
   return {
     image: { repository: r.image.repository, tag: r.image.tag },
     crds: { enabled: r.crds },
     config: { baseUrl: r.baseUrl, trustedProxies: r.trustedProxies, logLevel: r.logLevel },
-    redis: { url: '', existingSecret: secret },
+    ...redisValues(r),
     operator: {
       replicas: r.replicas.operator,
       // One operator replica may run without a Lease; more need one (the chart refuses).
@@ -334,4 +390,35 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
     podDisruptionBudget: { enabled: r.podDisruptionBudget },
     networkPolicy: { enabled: r.networkPolicy },
   };
+}
+
+function redisValues<Url>(r: ResolvedArgs<Url>): Pick<ChartValues, 'redis' | 'externalRedis'> {
+  const source = r.redis;
+  if ('chart' in source) {
+    const { storageSize, storageClass, passwordSecret } = source.chart;
+    const persistence = {
+      ...(storageSize !== undefined ? { size: storageSize } : {}),
+      ...(storageClass !== undefined ? { storageClass } : {}),
+    };
+    return {
+      redis: {
+        enabled: true,
+        ...(Object.keys(persistence).length > 0 ? { persistence } : {}),
+        ...(passwordSecret
+          ? {
+              auth: {
+                existingSecret: passwordSecret.name,
+                existingSecretKey: passwordSecret.key ?? REDIS_PASSWORD_KEY,
+              },
+            }
+          : {}),
+      },
+      externalRedis: { url: '', existingSecret: { name: '', key: REDIS_URL_SECRET_KEY } },
+    };
+  }
+  const secret =
+    'existingSecret' in source
+      ? { name: source.existingSecret.name, key: source.existingSecret.key ?? REDIS_URL_SECRET_KEY }
+      : { name: resourceNames(r.releaseName).redisUrlSecret, key: REDIS_URL_SECRET_KEY };
+  return { redis: { enabled: false }, externalRedis: { url: '', existingSecret: secret } };
 }

@@ -1,105 +1,55 @@
 // The Helm chart (charts/hookgate) through a real helm v4 binary: lint, render with
-// `helm template` and read the objects back. The binary comes from kube-tools (see
-// test/support/kube-tools.ts); without it the suite skips loudly, and under CI=true it
-// fails instead.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parse, parseAllDocuments } from 'yaml';
-import { afterAll, describe, expect, it } from 'vitest';
-import { chartValues, resolveArgs, resourceNames } from '../../infra/plan.ts';
-import { kubeToolEnv, kubeToolsOrSkip } from '../support/kube-tools.ts';
+// `helm template` and read the objects back (helpers in ./chart.ts). The chart's Redis
+// has its own suite (redis.test.ts), and every rendered object is validated against the
+// Kubernetes API in kube-schema.test.ts.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { chartValues, resolveArgs, resourceNames, type PlanArgs } from '../../infra/plan.ts';
+import {
+  ALL_OPT_INS,
+  CHART_REDIS_URL,
+  EXTERNAL_REDIS_SECRET,
+  FULLNAME,
+  NAMESPACE,
+  RELEASE,
+  ROLES,
+  chartDir,
+  container,
+  deployment,
+  envOf,
+  find,
+  helm,
+  kinds,
+  names,
+  parseObjects,
+  render,
+  renderError,
+  repoRoot,
+  setArgs,
+  tools,
+  work,
+  type Deployment,
+  type K8sObject,
+  type Service,
+  type StatefulSet,
+} from './chart.ts';
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const chartDir = join(repoRoot, 'charts', 'hookgate');
-const RELEASE = 'hg';
-const NAMESPACE = 'hooks';
-
-interface Metadata {
-  name: string;
-  namespace?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-}
-interface K8sObject {
-  apiVersion: string;
-  kind: string;
-  metadata: Metadata;
-  [key: string]: unknown;
-}
-interface EnvVar {
-  name: string;
-  value?: string;
-  valueFrom?: {
-    secretKeyRef?: { name: string; key: string };
-    fieldRef?: { fieldPath: string };
-  };
-}
-interface Probe {
-  httpGet: { path: string; port: string };
-}
-interface Container {
-  name: string;
-  image: string;
-  command: string[];
-  ports: { name: string; containerPort: number }[];
-  env: EnvVar[];
-  readinessProbe: Probe;
-  livenessProbe: Probe;
-  lifecycle?: { preStop?: { sleep?: { seconds: number } } };
-  resources: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext: {
-    runAsNonRoot: boolean;
-    allowPrivilegeEscalation: boolean;
-    readOnlyRootFilesystem: boolean;
-    capabilities: { drop: string[] };
-    seccompProfile: { type: string };
-  };
-  volumeMounts: { name: string; mountPath: string }[];
-}
-interface Deployment extends K8sObject {
-  spec: {
-    replicas: number;
-    selector: { matchLabels: Record<string, string> };
-    template: {
-      metadata: { labels: Record<string, string> };
-      spec: {
-        serviceAccountName: string;
-        automountServiceAccountToken: boolean;
-        terminationGracePeriodSeconds: number;
-        topologySpreadConstraints: unknown[];
-        securityContext: {
-          runAsNonRoot: boolean;
-          runAsUser: number;
-          seccompProfile: { type: string };
-        };
-        containers: Container[];
-        volumes: { name: string; emptyDir?: object }[];
-      };
-    };
-  };
-}
-interface Service extends K8sObject {
-  spec: {
-    type?: string;
-    clusterIP?: string;
-    selector: Record<string, string>;
-    ports: { name: string; port: number; targetPort: string }[];
-  };
-}
 interface PolicyRule {
   apiGroups: string[];
   resources: string[];
   verbs: string[];
 }
-
 interface ServiceMonitor extends K8sObject {
   spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] };
 }
 interface NetworkPolicy extends K8sObject {
-  spec: { ingress: { ports: { port: string }[]; from?: unknown[] }[]; policyTypes: string[] };
+  spec: {
+    podSelector: { matchLabels: Record<string, string>; matchExpressions?: unknown[] };
+    ingress: { ports: { port: string }[]; from?: unknown[] }[];
+    policyTypes: string[];
+  };
 }
 interface PodDisruptionBudget extends K8sObject {
   spec: { maxUnavailable: number; selector: { matchLabels: Record<string, string> } };
@@ -115,156 +65,100 @@ interface ClusterRoleBinding extends K8sObject {
   subjects: unknown[];
 }
 
-const tools = await kubeToolsOrSkip();
-const work = mkdtempSync(join(tmpdir(), 'hookgate-helm-'));
-// HELM_CACHE_HOME, HELM_CONFIG_HOME, HELM_DATA_HOME (and HOME) under the temp dir; no cluster.
-const env = kubeToolEnv(work, join(work, 'no-kubeconfig'));
-afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-interface HelmResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function helm(args: string[]): Promise<HelmResult> {
-  return new Promise((done) => {
-    execFile(
-      tools?.helm ?? 'helm-missing',
-      args,
-      { env, timeout: 20_000, maxBuffer: 32 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        done({ code, stdout, stderr });
-      },
-    );
-  });
-}
-
-function setArgs(sets: string[]): string[] {
-  return sets.flatMap((s) => ['--set', s]);
-}
-
-const rendered = new Map<string, Promise<K8sObject[]>>();
-
-/**
- * `helm template` with the given --set values; every rendered object, parsed. Memoised
- * per argument list (each helm run costs ~0.3 s here); callers must not mutate the result.
- */
-function render(...sets: string[]): Promise<K8sObject[]> {
-  const key = JSON.stringify(sets);
-  let pending = rendered.get(key);
-  if (!pending) {
-    pending = renderNow(sets);
-    rendered.set(key, pending);
-  }
-  return pending;
-}
-
-async function renderNow(sets: string[]): Promise<K8sObject[]> {
-  const r = await helm(['template', RELEASE, chartDir, '--namespace', NAMESPACE, ...setArgs(sets)]);
-  if (r.code !== 0) throw new Error(`helm template failed (${r.code}): ${r.stderr}`);
-  const objects: K8sObject[] = [];
-  for (const doc of parseAllDocuments(r.stdout)) {
-    if (doc.errors.length > 0) throw new Error(`invalid YAML from helm: ${doc.errors[0]?.message}`);
-    const value = doc.toJS() as K8sObject | null;
-    if (value) objects.push(value);
-  }
-  return objects;
-}
-
-/** `helm template` that must fail: its stderr. */
-async function renderError(...sets: string[]): Promise<string> {
-  const r = await helm(['template', RELEASE, chartDir, '--namespace', NAMESPACE, ...setArgs(sets)]);
-  expect(r.code, `helm template unexpectedly succeeded with ${sets.join(' ')}`).not.toBe(0);
-  return r.stderr;
-}
-
-function kinds(objects: K8sObject[]): string[] {
-  return objects.map((o) => o.kind).sort();
-}
-
-function find<T extends K8sObject>(objects: K8sObject[], kind: string, name: string): T {
-  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
-  if (!found) {
-    const have = objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ');
-    throw new Error(`no ${kind}/${name} rendered; have: ${have}`);
-  }
-  return found as T;
-}
-
-function deployment(objects: K8sObject[], role: string): Deployment {
-  return find<Deployment>(objects, 'Deployment', `${RELEASE}-hookgate-${role}`);
-}
-
-function container(d: Deployment): Container {
-  const [c] = d.spec.template.spec.containers;
-  if (!c) throw new Error(`${d.metadata.name} has no container`);
-  return c;
-}
-
-function envOf(c: Container): Map<string, EnvVar> {
-  return new Map(c.env.map((e) => [e.name, e]));
-}
-
 const DEFAULT_KINDS = [
   'ClusterRole',
   'ClusterRoleBinding',
+  'ConfigMap',
   'CustomResourceDefinition',
   'CustomResourceDefinition',
   'Deployment',
   'Deployment',
   'Deployment',
+  'Secret',
+  'Service',
   'Service',
   'Service',
   'ServiceAccount',
+  'StatefulSet',
+];
+/** What the chart's Redis adds (redis.enabled, the default). */
+const REDIS_OBJECTS = [
+  `ConfigMap/${FULLNAME}-redis`,
+  `Secret/${FULLNAME}-redis`,
+  `Service/${FULLNAME}-redis`,
+  `StatefulSet/${FULLNAME}-redis`,
 ];
 const OPT_IN_KINDS = ['Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'ServiceMonitor'];
-const ALL_OPT_INS = [
-  'metrics.serviceMonitor.enabled=true',
-  'networkPolicy.enabled=true',
-  'podDisruptionBudget.enabled=true',
-  'ingress.enabled=true',
-  'ingress.host=hooks.example.com',
-  'ingress.tls.enabled=true',
-];
 
 describe.skipIf(!tools)('helm chart charts/hookgate', () => {
   it('passes helm lint --strict, with defaults and with every opt-in enabled', async () => {
     const plain = await helm(['lint', '--strict', chartDir]);
     expect(plain.stdout + plain.stderr).toContain('0 chart(s) failed');
     expect(plain.code).toBe(0);
-    const all = await helm([
-      'lint',
-      '--strict',
-      chartDir,
-      ...setArgs([...ALL_OPT_INS, 'redis.existingSecret.name=redis']),
-    ]);
-    expect(all.code, all.stdout + all.stderr).toBe(0);
+    for (const sets of [ALL_OPT_INS, [...ALL_OPT_INS, ...EXTERNAL_REDIS_SECRET]]) {
+      const all = await helm(['lint', '--strict', chartDir, ...setArgs(sets)]);
+      expect(all.code, all.stdout + all.stderr).toBe(0);
+    }
+  });
+
+  it('runs the image `npm run image` builds, tagged with the chart appVersion = package.json version', async () => {
+    const chart = parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as {
+      appVersion: string;
+    };
+    const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(chart.appVersion).toBe(pkg.version);
+    const objects = await render();
+    for (const role of ROLES) {
+      const c = container(deployment(objects, role));
+      expect(c.image, role).toBe(`localhost/hookgate:${pkg.version}`);
+      expect(c.imagePullPolicy).toBe('IfNotPresent');
+    }
+    // A pushed image: repository and tag from values, the role still from args.
+    const pushed = await render(
+      'image.repository=registry.example.com/hookgate',
+      'image.tag=0.2.0-rc.1',
+      'image.pullPolicy=Always',
+    );
+    const gw = container(deployment(pushed, 'gateway'));
+    expect(gw.image).toBe('registry.example.com/hookgate:0.2.0-rc.1');
+    expect(gw.imagePullPolicy).toBe('Always');
+    expect(gw.args).toEqual(['gateway']);
   });
 
   it('renders the expected objects with defaults, each with the recommended labels', async () => {
     const objects = await render();
     expect(kinds(objects)).toEqual(DEFAULT_KINDS);
-    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+    expect(names(objects)).toEqual([
       'ClusterRole/hg-hookgate-operator',
       'ClusterRoleBinding/hg-hookgate-operator',
+      'ConfigMap/hg-hookgate-redis',
       'CustomResourceDefinition/webhooktriggers.hookgate.dev',
       'CustomResourceDefinition/workflows.hookgate.dev',
       'Deployment/hg-hookgate-gateway',
       'Deployment/hg-hookgate-operator',
       'Deployment/hg-hookgate-worker',
+      'Secret/hg-hookgate-redis',
       'Service/hg-hookgate-gateway',
       'Service/hg-hookgate-metrics',
+      'Service/hg-hookgate-redis',
       'ServiceAccount/hg-hookgate',
+      'StatefulSet/hg-hookgate-redis',
     ]);
     expectRecommendedLabels(objects);
+
+    // With a Redis of your own, the chart's Redis objects are not rendered.
+    const external = await render(...EXTERNAL_REDIS_SECRET);
+    expect(names(external)).toEqual(names(objects).filter((n) => !REDIS_OBJECTS.includes(n)));
+    expectRecommendedLabels(external);
   });
 
   it('puts the recommended labels on the opt-in objects too', async () => {
     const objects = await render(...ALL_OPT_INS);
     expect(kinds(objects.filter((o) => OPT_IN_KINDS.includes(o.kind)))).toEqual([
       'Ingress',
+      'NetworkPolicy',
       'NetworkPolicy',
       'PodDisruptionBudget',
       'PodDisruptionBudget',
@@ -276,7 +170,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
 
   it('gives each Deployment selector labels that its pods carry, and the labels of its role', async () => {
     const objects = await render();
-    for (const role of ['operator', 'gateway', 'worker']) {
+    for (const role of ROLES) {
       const d = deployment(objects, role);
       expect(d.spec.selector.matchLabels).toEqual({
         'app.kubernetes.io/name': 'hookgate',
@@ -318,6 +212,35 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(kinds(without)).toEqual(DEFAULT_KINDS.filter((k) => k !== 'CustomResourceDefinition'));
   });
 
+  it('fails helm install and helm template with the schema message for an unknown key or a wrong type', async () => {
+    const install = async (...sets: string[]): Promise<string> => {
+      const r = await helm([
+        'install',
+        RELEASE,
+        chartDir,
+        '--namespace',
+        NAMESPACE,
+        '--dry-run=client',
+        ...setArgs(sets),
+      ]);
+      expect(r.code, `helm install unexpectedly succeeded with ${sets.join(' ')}`).not.toBe(0);
+      return r.stderr;
+    };
+    for (const run of [install, renderError]) {
+      const unknown = await run('redis.persistance.size=1Gi');
+      expect(unknown).toContain("values don't meet the specifications of the schema(s)");
+      expect(unknown).toMatch(/at '\/redis': additional properties 'persistance' not allowed/);
+      const wrongType = await run('redis.enabled=maybe');
+      expect(wrongType).toMatch(/at '\/redis\/enabled': got string, want boolean/);
+      expect(await run('gateway.replicas=two')).toMatch(
+        /at '\/gateway\/replicas': got string, want integer/,
+      );
+      expect(await run('image.pullPolicy=Sometimes')).toMatch(
+        /at '\/image\/pullPolicy': value must be one of/,
+      );
+    }
+  });
+
   it('rejects unknown and mistyped values through values.schema.json', async () => {
     expect(await renderError('replicaCount=2')).toMatch(
       /schema[\s\S]*additional properties 'replicaCount' not allowed/,
@@ -341,11 +264,18 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     // Renewals run at most every 100 ms: shorter claim times would steal running jobs.
     expect(await renderError('worker.claimIdleMs=500')).toMatch(/\/worker\/claimIdleMs/);
     expect(await renderError('config.logLevel=verbose')).toMatch(/\/config\/logLevel/);
-    expect(await renderError('redis.url=http://redis:6379')).toMatch(/\/redis\/url/);
-    // Neither a URL nor a Secret: the roles would have no Redis.
-    expect(await renderError('redis.url=')).toContain(
-      'redis.url or redis.existingSecret.name is required',
+    expect(await renderError('redis.enabled=false', 'externalRedis.url=http://redis:6379')).toMatch(
+      /\/externalRedis\/url/,
     );
+    expect(await renderError('redis.maxmemory=1GiB')).toMatch(/\/redis\/maxmemory/);
+    expect(await renderError('redis.persistence.size=lots')).toMatch(/\/redis\/persistence\/size/);
+    expect(await renderError('redis.podSecurityContext.runAsUser=0')).toMatch(
+      /\/redis\/podSecurityContext\/runAsUser/,
+    );
+    expect(await renderError('podSecurityContext.runAsUser=0')).toMatch(
+      /\/podSecurityContext\/runAsUser/,
+    );
+    expect(await renderError('tmpDir.sizeLimit=64 MB')).toMatch(/\/tmpDir\/sizeLimit/);
   });
 
   it('closes every fixed-shape object in values.schema.json (additionalProperties: false)', () => {
@@ -378,7 +308,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
 
     const cases: [string[], string[]][] = [
       [['metrics.serviceMonitor.enabled=true'], ['ServiceMonitor']],
-      [['networkPolicy.enabled=true'], ['NetworkPolicy']],
+      [['networkPolicy.enabled=true'], ['NetworkPolicy', 'NetworkPolicy']],
+      [['networkPolicy.enabled=true', ...EXTERNAL_REDIS_SECRET], ['NetworkPolicy']],
       [
         ['podDisruptionBudget.enabled=true'],
         ['PodDisruptionBudget', 'PodDisruptionBudget', 'PodDisruptionBudget'],
@@ -390,7 +321,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       expect(kinds(objects.filter((o) => OPT_IN_KINDS.includes(o.kind))), sets.join(' ')).toEqual(
         expected,
       );
-      expect(objects.length, sets.join(' ')).toBe(DEFAULT_KINDS.length + expected.length);
+      const redis = sets.includes('redis.enabled=false') ? -REDIS_OBJECTS.length : 0;
+      expect(objects.length, sets.join(' ')).toBe(DEFAULT_KINDS.length + redis + expected.length);
     }
   });
 
@@ -418,6 +350,13 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
 
     const np = find<NetworkPolicy>(objects, 'NetworkPolicy', 'hg-hookgate');
     expect(np.spec.policyTypes).toEqual(['Ingress']);
+    // The hookgate pods only: the chart's Redis has a NetworkPolicy of its own.
+    expect(np.spec.podSelector).toEqual({
+      matchLabels: { 'app.kubernetes.io/name': 'hookgate', 'app.kubernetes.io/instance': RELEASE },
+      matchExpressions: [
+        { key: 'app.kubernetes.io/component', operator: 'NotIn', values: ['redis'] },
+      ],
+    });
     expect(np.spec.ingress).toEqual([
       { ports: [{ port: 'http', protocol: 'TCP' }] },
       {
@@ -426,7 +365,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       },
     ]);
 
-    for (const role of ['operator', 'gateway', 'worker']) {
+    for (const role of ROLES) {
       const pdb = find<PodDisruptionBudget>(objects, 'PodDisruptionBudget', `hg-hookgate-${role}`);
       expect(pdb.spec.maxUnavailable).toBe(1);
       expect(pdb.spec.selector.matchLabels).toEqual(
@@ -455,7 +394,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       },
     ]);
     // With the Ingress on and no explicit base URL, status.url points at the Ingress.
-    for (const role of ['operator', 'gateway', 'worker']) {
+    for (const role of ROLES) {
       expect(envOf(container(deployment(objects, role))).get('HOOKGATE_BASE_URL')?.value).toBe(
         'https://hooks.example.com',
       );
@@ -540,8 +479,10 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     const d = deployment(objects, 'operator');
     expect(d.spec.replicas).toBe(2);
     const c = container(d);
-    expect(c.image).toBe('ghcr.io/hookgate/hookgate:0.1.0');
-    expect(c.command).toEqual(['node', 'roles/cli.ts', 'operator']);
+    expect(c.image).toBe('localhost/hookgate:0.1.0');
+    // The image's entrypoint is the CLI: the role is its argument, no command override.
+    expect(c.command).toBeUndefined();
+    expect(c.args).toEqual(['operator']);
     const e = envOf(c);
     expect(e.get('HOOKGATE_LEADER_ELECTION')?.value).toBe('true');
     expect(e.get('HOOKGATE_LEASE_NAME')?.value).toBe('hg-hookgate-operator');
@@ -569,14 +510,15 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(d.spec.replicas).toBe(2);
     expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
     const c = container(d);
-    expect(c.command).toEqual(['node', 'roles/cli.ts', 'worker']);
+    expect(c.command).toBeUndefined();
+    expect(c.args).toEqual(['worker']);
     // No traffic port: metrics and health only.
     expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(c.lifecycle).toBeUndefined();
     const e = envOf(c);
-    expect(e.get('REDIS_URL')?.value).toBe('redis://redis:6379');
+    expect(e.get('REDIS_URL')?.value).toBe(CHART_REDIS_URL);
     expect(e.get('METRICS_PORT')?.value).toBe('9090');
     expect(e.get('HOOKGATE_WORKER_CONCURRENCY')?.value).toBe('32');
     expect(e.get('HOOKGATE_WORKER_CLAIM_IDLE_MS')?.value).toBe('60000');
@@ -590,7 +532,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'worker.concurrency=8',
       'worker.claimIdleMs=120000',
       'worker.terminationGracePeriodSeconds=45',
-      'redis.existingSecret.name=hookgate-redis',
+      ...EXTERNAL_REDIS_SECRET,
       'metrics.port=9464',
     );
     const cd = deployment(custom, 'worker');
@@ -601,10 +543,11 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(ce.get('HOOKGATE_WORKER_CLAIM_IDLE_MS')?.value).toBe('120000');
     expect(ce.get('METRICS_PORT')?.value).toBe('9464');
     expect(ce.get('REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
-      name: 'hookgate-redis',
+      name: 'my-redis',
       key: 'redis-url',
     });
-    expect(container(cd).readinessProbe.httpGet.port).toBe('metrics');
+    expect(ce.has('REDIS_PASSWORD')).toBe(false);
+    expect(container(cd).readinessProbe.httpGet?.port).toBe('metrics');
     expect(container(cd).ports).toEqual([
       { name: 'metrics', containerPort: 9464, protocol: 'TCP' },
     ]);
@@ -666,30 +609,55 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     );
   });
 
-  it('runs every pod as non-root with a read-only root filesystem and no capabilities', async () => {
+  it('runs every hookgate pod as the image user 65532, read-only root, no capabilities, /tmp an emptyDir', async () => {
     const objects = await render();
-    for (const role of ['operator', 'gateway', 'worker']) {
+    for (const role of ROLES) {
       const pod = deployment(objects, role).spec.template.spec;
-      expect(pod.securityContext).toMatchObject({
+      expect(pod.securityContext, role).toEqual({
         runAsNonRoot: true,
-        runAsUser: 1000,
+        runAsUser: 65532,
+        runAsGroup: 65532,
+        fsGroup: 65532,
         seccompProfile: { type: 'RuntimeDefault' },
       });
       const c = container(deployment(objects, role));
       expect(c.securityContext, role).toEqual({
         runAsNonRoot: true,
+        runAsUser: 65532,
+        runAsGroup: 65532,
         allowPrivilegeEscalation: false,
         readOnlyRootFilesystem: true,
         capabilities: { drop: ['ALL'] },
         seccompProfile: { type: 'RuntimeDefault' },
       });
-      // A writable /tmp, since the root filesystem is not.
+      // A writable /tmp, bounded, since the root filesystem is not writable.
       expect(c.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
-      expect(pod.volumes).toEqual([{ name: 'tmp', emptyDir: {} }]);
-      expect(c.resources.requests).toHaveProperty('memory');
-      expect(c.resources.limits).toHaveProperty('memory');
-      expect(c.command).toEqual(['node', 'roles/cli.ts', role]);
+      expect(pod.volumes).toEqual([{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }]);
+      expect(c.command).toBeUndefined();
+      expect(c.args).toEqual([role]);
     }
+    const small = await render('tmpDir.sizeLimit=16Mi');
+    expect(deployment(small, 'worker').spec.template.spec.volumes).toEqual([
+      { name: 'tmp', emptyDir: { sizeLimit: '16Mi' } },
+    ]);
+  });
+
+  it('gives every container CPU and memory requests and a memory limit, and no CPU limit', async () => {
+    const objects = await render();
+    const workloads = [...ROLES.map((role) => deployment(objects, role))];
+    const expected: Record<string, unknown> = {
+      operator: { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '256Mi' } },
+      gateway: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '512Mi' } },
+      worker: { requests: { cpu: '250m', memory: '256Mi' }, limits: { memory: '768Mi' } },
+    };
+    for (const d of workloads) {
+      const c = container(d);
+      expect(c.resources, c.name).toEqual(expected[c.name]);
+      // CPU limits throttle: a request only.
+      expect(c.resources.limits).not.toHaveProperty('cpu');
+    }
+    const tuned = await render('operator.resources.limits.memory=600Mi');
+    expect(container(deployment(tuned, 'operator')).resources.limits).toEqual({ memory: '600Mi' });
   });
 
   it('serves the gateway on Service port 80 → 8080 with probes and a graceful stop', async () => {
@@ -723,7 +691,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'app.kubernetes.io/name': 'hookgate',
       'app.kubernetes.io/instance': RELEASE,
     });
-    for (const role of ['operator', 'gateway', 'worker']) {
+    for (const role of ROLES) {
       const pod = deployment(objects, role).spec.template;
       expect(pod.metadata.labels, role).toMatchObject(metrics.spec.selector);
       expect(container(deployment(objects, role)).ports.map((p) => p.name)).toContain('metrics');
@@ -732,10 +700,19 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
 
   it('passes base URL, trusted proxies, log level and Redis to the roles', async () => {
     const defaults = await render();
-    for (const role of ['operator', 'gateway', 'worker']) {
-      const e = envOf(container(deployment(defaults, role)));
+    for (const role of ROLES) {
+      const c = container(deployment(defaults, role));
+      const e = envOf(c);
       expect(e.get('HOOKGATE_BASE_URL')?.value).toBe(`http://hg-hookgate-gateway.${NAMESPACE}.svc`);
-      expect(e.get('REDIS_URL')?.value).toBe('redis://redis:6379');
+      // The chart's Redis: the password from its Secret, expanded into the URL by the
+      // kubelet, so it is never in the pod spec; REDIS_PASSWORD comes first for that.
+      expect(e.get('REDIS_PASSWORD')).toEqual({
+        name: 'REDIS_PASSWORD',
+        valueFrom: { secretKeyRef: { name: `${FULLNAME}-redis`, key: 'redis-password' } },
+      });
+      expect(e.get('REDIS_URL')?.value).toBe(CHART_REDIS_URL);
+      const order = c.env.map((v) => v.name);
+      expect(order.indexOf('REDIS_PASSWORD')).toBeLessThan(order.indexOf('REDIS_URL'));
       expect(e.get('METRICS_PORT')?.value).toBe('9090');
       expect(e.get('LOG_LEVEL')?.value).toBe('info');
       expect(e.get('HOST')?.value).toBe('0.0.0.0');
@@ -752,20 +729,20 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'config.baseUrl=https://hooks.example.com/',
       'config.trustedProxies={10.0.0.0/8,192.168.0.0/16}',
       'config.logLevel=debug',
-      'redis.existingSecret.name=hookgate-redis',
+      ...EXTERNAL_REDIS_SECRET,
       'image.tag=1.2.3',
       'metrics.port=9464',
     );
-    for (const role of ['operator', 'gateway', 'worker']) {
+    for (const role of ROLES) {
       const c = container(deployment(custom, role));
-      expect(c.image).toBe('ghcr.io/hookgate/hookgate:1.2.3');
+      expect(c.image).toBe('localhost/hookgate:1.2.3');
       const e = envOf(c);
       expect(e.get('HOOKGATE_BASE_URL')?.value).toBe('https://hooks.example.com');
       expect(e.get('LOG_LEVEL')?.value).toBe('debug');
       expect(e.get('METRICS_PORT')?.value).toBe('9464');
       expect(e.get('REDIS_URL')).toEqual({
         name: 'REDIS_URL',
-        valueFrom: { secretKeyRef: { name: 'hookgate-redis', key: 'redis-url' } },
+        valueFrom: { secretKeyRef: { name: 'my-redis', key: 'redis-url' } },
       });
       expect(c.ports.find((p) => p.name === 'metrics')?.containerPort).toBe(9464);
     }
@@ -775,23 +752,28 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
   });
 
   it('accepts the values the Pulumi program computes, and names objects as it predicts', async () => {
-    const args = resolveArgs({
+    const renderPlan = async (args: PlanArgs): Promise<K8sObject[]> => {
+      const file = join(work, 'pulumi-values.json');
+      writeFileSync(file, JSON.stringify(chartValues(resolveArgs(args))));
+      const r = await helm(['template', 'edge', chartDir, '--namespace', 'hooks', '-f', file]);
+      expect(r.code, r.stderr).toBe(0);
+      return parseObjects(r.stdout);
+    };
+    const base = {
       namespace: 'hooks',
       releaseName: 'edge',
       image: { tag: '2.0.0' },
       baseUrl: 'https://hooks.example.com',
+    };
+    const names = resourceNames('edge');
+
+    // A Redis of your own, its URL in the Secret the component creates.
+    const objects = await renderPlan({
+      ...base,
       redis: { url: 'redis://redis:6379' },
       replicas: { operator: 1, gateway: 3 },
       workerConcurrency: 16,
     });
-    const file = join(work, 'pulumi-values.json');
-    writeFileSync(file, JSON.stringify(chartValues(args)));
-    const r = await helm(['template', 'edge', chartDir, '--namespace', 'hooks', '-f', file]);
-    expect(r.code, r.stderr).toBe(0);
-    const objects = parseAllDocuments(r.stdout)
-      .map((d) => d.toJS() as K8sObject | null)
-      .filter((o): o is K8sObject => o !== null);
-    const names = resourceNames('edge');
     // The chart installs the CRDs for Pulumi too; the provider turns their keep policy
     // into retainOnDelete, so `pulumi destroy` leaves them.
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
@@ -801,15 +783,17 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     }
     find<Service>(objects, 'Service', names.gatewayService);
     find<Service>(objects, 'Service', names.metricsService);
+    expect(objects.filter((o) => o.metadata.name === names.redis)).toEqual([]);
     for (const [role, name] of Object.entries(names.deployments)) {
       const d = find<Deployment>(objects, 'Deployment', name);
       expect(d.spec.replicas, role).toBe({ operator: 1, gateway: 3, worker: 2 }[role]);
       const e = envOf(container(d));
       expect(e.get('REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({
-        name: names.redisSecret,
+        name: names.redisUrlSecret,
         key: 'redis-url',
       });
-      expect(container(d).image).toBe('ghcr.io/hookgate/hookgate:2.0.0');
+      expect(container(d).image).toBe('localhost/hookgate:2.0.0');
+      expect(container(d).args).toEqual([role]);
     }
     expect(
       envOf(container(find<Deployment>(objects, 'Deployment', names.deployments.operator))).get(
@@ -826,6 +810,34 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     );
     expect(gateway.get('HOOKGATE_EXECUTIONS')?.value).toBe('queue');
     expect(gateway.get('HOOKGATE_MAX_QUEUED')?.value).toBe('100000');
+
+    // The chart's Redis (the default), with the storage and password the plan passes on.
+    const own = await renderPlan({
+      ...base,
+      redis: {
+        chart: {
+          storageSize: '20Gi',
+          storageClass: 'fast',
+          passwordSecret: { name: 'redis-pass', key: 'pw' },
+        },
+      },
+    });
+    const sts = find<StatefulSet>(own, 'StatefulSet', names.redis);
+    expect(sts.spec.volumeClaimTemplates[0]?.spec).toMatchObject({
+      storageClassName: 'fast',
+      resources: { requests: { storage: '20Gi' } },
+    });
+    find<Service>(own, 'Service', names.redis);
+    // The password Secret is the caller's: the chart renders none.
+    expect(own.filter((o) => o.kind === 'Secret')).toEqual([]);
+    const e = envOf(container(find<Deployment>(own, 'Deployment', names.deployments.gateway)));
+    expect(e.get('REDIS_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({
+      name: 'redis-pass',
+      key: 'pw',
+    });
+    expect(e.get('REDIS_URL')?.value).toBe(
+      `redis://:$(REDIS_PASSWORD)@${names.redis}.hooks.svc:6379`,
+    );
   });
 });
 
@@ -853,7 +865,7 @@ function expectRecommendedLabels(objects: K8sObject[]): void {
       'app.kubernetes.io/name': 'hookgate',
       'app.kubernetes.io/instance': RELEASE,
       'app.kubernetes.io/component': expect.stringMatching(
-        /^(operator|gateway|worker|metrics|network)$/,
+        /^(operator|gateway|worker|metrics|network|redis)$/,
       ),
       'app.kubernetes.io/version': '0.1.0',
       'app.kubernetes.io/part-of': 'hookgate',

@@ -55,7 +55,21 @@ const baseArgs = {
 };
 
 describe('HookgateDeployment (pulumi mocks)', () => {
-  it('registers the component, with a namespace, a Redis Secret and the chart as children', async () => {
+  it('registers a namespace and the chart, which runs its own Redis, by default', async () => {
+    const { redis: _url, ...defaults } = baseArgs;
+    const { children, byType } = await deploy('hookgate', defaults, 2);
+    expect(children.map((c) => c.type).sort()).toEqual([T.chart, T.namespace].sort());
+    const chart = one(byType(T.chart), 'chart');
+    expect(chart.inputs['values']).toMatchObject({
+      image: { repository: 'localhost/hookgate', tag: '1.2.3' },
+      redis: { enabled: true },
+      externalRedis: { url: '', existingSecret: { name: '', key: 'redis-url' } },
+    });
+    // No password anywhere in the inputs: the chart generates it in the cluster.
+    expect(JSON.stringify(chart.inputs)).not.toMatch(/password/i);
+  });
+
+  it('registers the component, with a namespace, a Secret for a Redis URL and the chart as children', async () => {
     const { urn, children, byType, outputs } = await deploy('hookgate', baseArgs, 3);
 
     const self = one(
@@ -83,8 +97,11 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     expect(ns.retainOnDelete).toBe(false);
 
     const secret = one(byType(T.secret), 'redis secret');
-    expect(secret.name).toBe('hookgate-redis');
-    expect(secret.inputs['metadata']).toMatchObject({ name: 'hookgate-redis', namespace: 'hooks' });
+    expect(secret.name).toBe('hookgate-redis-url');
+    expect(secret.inputs['metadata']).toMatchObject({
+      name: 'hookgate-redis-url',
+      namespace: 'hooks',
+    });
     expect(secret.inputs['type']).toBe('Opaque');
     // Sent to the engine as a secret (Pulumi's secret signature wraps the value).
     expect(secret.inputs['stringData']).toEqual({
@@ -106,7 +123,11 @@ describe('HookgateDeployment (pulumi mocks)', () => {
       // The chart installs the CRDs; their keep policy makes the provider retain them.
       crds: { enabled: true },
       config: { baseUrl: 'https://hooks.example.com', trustedProxies: [], logLevel: 'info' },
-      redis: { url: '', existingSecret: { name: 'hookgate-redis', key: 'redis-url' } },
+      redis: { enabled: false },
+      externalRedis: {
+        url: '',
+        existingSecret: { name: 'hookgate-redis-url', key: 'redis-url' },
+      },
       operator: { replicas: 2, leaderElection: { enabled: true } },
       gateway: { replicas: 2, executions: 'queue', maxQueued: 100_000 },
       worker: { replicas: 2, concurrency: 32, claimIdleMs: 60_000 },
@@ -148,7 +169,8 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     expect(chart.inputs).toMatchObject({ name: 'edge', namespace: 'shared' });
     expect(chart.dependencies).toEqual([]);
     expect(chart.inputs['values']).toMatchObject({
-      redis: { url: '', existingSecret: { name: 'redis-creds', key: 'url' } },
+      redis: { enabled: false },
+      externalRedis: { url: '', existingSecret: { name: 'redis-creds', key: 'url' } },
       operator: { replicas: 1, leaderElection: { enabled: false } },
       gateway: { replicas: 4, executions: 'inline' },
       worker: { replicas: 0 },

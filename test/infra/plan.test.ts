@@ -52,6 +52,12 @@ describe('resolveArgs', () => {
     });
   });
 
+  it("uses the chart's own Redis unless another is given", () => {
+    const { redis: _url, ...withoutRedis } = valid;
+    expect(resolveArgs(withoutRedis).redis).toEqual({ chart: {} });
+    expect(validateArgs(withoutRedis)).toEqual([]);
+  });
+
   it('keeps given replicas per role and drops a trailing slash from the base URL', () => {
     const r = resolveArgs({ ...valid, replicas: { gateway: 5 }, baseUrl: 'https://h.example/' });
     expect(r.replicas).toEqual({ operator: 2, gateway: 5, worker: 2 });
@@ -154,6 +160,38 @@ describe('validateArgs', () => {
     ]);
   });
 
+  it("checks the chart Redis's storage and password Secret", () => {
+    expect(
+      validateArgs({
+        ...valid,
+        redis: {
+          chart: {
+            storageSize: '20Gi',
+            storageClass: 'fast-ssd',
+            passwordSecret: { name: 'redis-auth', key: 'pw' },
+          },
+        },
+      }),
+    ).toEqual([]);
+    expect(
+      validateArgs({
+        ...valid,
+        redis: {
+          chart: {
+            storageSize: '20 GB',
+            storageClass: 'Fast_SSD',
+            passwordSecret: { name: 'Redis!', key: 'a/b' },
+          },
+        },
+      }),
+    ).toEqual([
+      'redis.chart.storageSize "20 GB" is not a Kubernetes quantity',
+      'redis.chart.storageClass "Fast_SSD" is not a valid StorageClass name',
+      'redis.chart.passwordSecret.name "Redis!" is not a valid Secret name',
+      'redis.chart.passwordSecret.key "a/b" is not a valid Secret key',
+    ]);
+  });
+
   it('leaves a Redis URL that is not a plain string (a config secret) to the caller', () => {
     const url: { secret: true } = { secret: true };
     expect(validateArgs<typeof url>({ ...valid, redis: { url } })).toEqual([]);
@@ -172,7 +210,8 @@ describe('names and labels', () => {
       fullname: 'edge-hookgate',
       gatewayService: 'edge-hookgate-gateway',
       metricsService: 'edge-hookgate-metrics',
-      redisSecret: 'edge-hookgate-redis',
+      redis: 'edge-hookgate-redis',
+      redisUrlSecret: 'edge-hookgate-redis-url',
       deployments: {
         operator: 'edge-hookgate-operator',
         gateway: 'edge-hookgate-gateway',
@@ -194,6 +233,7 @@ describe('names and labels', () => {
 
 describe('chartValues', () => {
   it('sets the chart values from the arguments, never the Redis URL', () => {
+    // A Redis of your own, by URL: the URL goes into the component's Secret only.
     const values = chartValues(
       resolveArgs({
         ...valid,
@@ -212,7 +252,11 @@ describe('chartValues', () => {
         trustedProxies: ['10.0.0.0/8'],
         logLevel: 'debug',
       },
-      redis: { url: '', existingSecret: { name: 'hookgate-redis', key: 'redis-url' } },
+      redis: { enabled: false },
+      externalRedis: {
+        url: '',
+        existingSecret: { name: 'hookgate-redis-url', key: 'redis-url' },
+      },
       operator: { replicas: 2, leaderElection: { enabled: true } },
       gateway: { replicas: 2, executions: 'queue', maxQueued: 100_000 },
       worker: { replicas: 4, concurrency: 64, claimIdleMs: 60_000 },
@@ -227,11 +271,41 @@ describe('chartValues', () => {
     const own = chartValues(
       resolveArgs({ ...valid, redis: { existingSecret: { name: 'shared', key: 'url' } } }),
     );
-    expect(own.redis).toEqual({ url: '', existingSecret: { name: 'shared', key: 'url' } });
+    expect(own.redis).toEqual({ enabled: false });
+    expect(own.externalRedis).toEqual({
+      url: '',
+      existingSecret: { name: 'shared', key: 'url' },
+    });
     const defaulted = chartValues(
       resolveArgs({ ...valid, redis: { existingSecret: { name: 'shared' } } }),
     );
-    expect(defaulted.redis.existingSecret.key).toBe('redis-url');
+    expect(defaulted.externalRedis.existingSecret.key).toBe('redis-url');
+  });
+
+  it("turns the chart's Redis on, passing only what was given", () => {
+    const plain = chartValues(resolveArgs({ ...valid, redis: { chart: {} } }));
+    expect(plain.redis).toEqual({ enabled: true });
+    expect(plain.externalRedis).toEqual({
+      url: '',
+      existingSecret: { name: '', key: 'redis-url' },
+    });
+    const tuned = chartValues(
+      resolveArgs({
+        ...valid,
+        redis: {
+          chart: {
+            storageSize: '20Gi',
+            storageClass: 'fast-ssd',
+            passwordSecret: { name: 'redis-auth' },
+          },
+        },
+      }),
+    );
+    expect(tuned.redis).toEqual({
+      enabled: true,
+      persistence: { size: '20Gi', storageClass: 'fast-ssd' },
+      auth: { existingSecret: 'redis-auth', existingSecretKey: 'redis-password' },
+    });
   });
 
   it('installs the CRDs with the chart unless asked not to', () => {
@@ -250,6 +324,13 @@ describe('chartValues', () => {
     for (const args of [
       valid,
       { ...valid, redis: { existingSecret: { name: 'shared' } } },
+      { ...valid, redis: { chart: {} } },
+      {
+        ...valid,
+        redis: {
+          chart: { storageSize: '1Gi', storageClass: 'x', passwordSecret: { name: 'p', key: 'k' } },
+        },
+      },
       { ...valid, networkPolicy: true, podDisruptionBudget: true, serviceMonitor: true },
       { ...valid, executions: 'inline', replicas: { worker: 0 } },
       { ...valid, maxQueued: 1, workerConcurrency: 1, workerClaimIdleMs: 1000 },
@@ -278,5 +359,13 @@ describe('chart files', () => {
     expect(chartPath(join(CHART_DIR, '..', '..', 'infra'))).toBe('../charts/hookgate');
     expect(chartPath(join(CHART_DIR, '..', '..'))).toBe('charts/hookgate');
     expect(chartAppVersion()).toBe('0.1.0');
+  });
+
+  it("defaults the image to the chart's: what `npm run image` builds", () => {
+    const chart = parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
+      image: { repository: string };
+    };
+    expect(DEFAULT_IMAGE_REPOSITORY).toBe('localhost/hookgate');
+    expect(chart.image.repository).toBe(DEFAULT_IMAGE_REPOSITORY);
   });
 });

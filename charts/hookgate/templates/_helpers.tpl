@@ -87,15 +87,68 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
   value: {{ .Values.config.logLevel | quote }}
 - name: HOOKGATE_BASE_URL
   value: {{ include "hookgate.baseUrl" . | quote }}
-- name: REDIS_URL
-{{- if .Values.redis.existingSecret.name }}
+{{ include "hookgate.redisEnv" . }}
+{{- end -}}
+
+{{/* The chart's Redis: StatefulSet, headless Service, ConfigMap and Secret share this name. */}}
+{{- define "hookgate.redis.fullname" -}}
+{{- include "hookgate.componentName" (dict "ctx" . "component" "redis") -}}
+{{- end -}}
+
+{{/* The Secret holding the password of the chart's Redis, and its key. */}}
+{{- define "hookgate.redis.secretName" -}}
+{{- default (include "hookgate.redis.fullname" .) .Values.redis.auth.existingSecret -}}
+{{- end -}}
+
+{{/*
+Exactly one Redis: the chart's (redis.enabled) or yours (externalRedis). Fails the
+render with what to change otherwise.
+*/}}
+{{- define "hookgate.redis.check" -}}
+{{- $external := or .Values.externalRedis.url .Values.externalRedis.existingSecret.name -}}
+{{- if and .Values.redis.enabled $external -}}
+{{- fail "redis.enabled and externalRedis are mutually exclusive: set redis.enabled=false to use externalRedis, or unset externalRedis.url and externalRedis.existingSecret.name to use the chart's Redis" -}}
+{{- end -}}
+{{- if and (not .Values.redis.enabled) (not $external) -}}
+{{- fail "redis.enabled is false: set externalRedis.url or externalRedis.existingSecret.name to the Redis hookgate should use" -}}
+{{- end -}}
+{{- if and .Values.externalRedis.url .Values.externalRedis.existingSecret.name -}}
+{{- fail "externalRedis: set url or existingSecret.name, not both" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+REDIS_URL for the roles. The chart's Redis: the password from its Secret, put into the
+URL by the kubelet ($(REDIS_PASSWORD) expands a variable defined before it), so the pod
+spec never holds it. externalRedis: the URL from its Secret, or as given.
+*/}}
+{{- define "hookgate.redisEnv" -}}
+{{- include "hookgate.redis.check" . -}}
+{{- if .Values.redis.enabled -}}
+- name: REDIS_PASSWORD
   valueFrom:
     secretKeyRef:
-      name: {{ .Values.redis.existingSecret.name }}
-      key: {{ .Values.redis.existingSecret.key }}
-{{- else }}
-  value: {{ required "redis.url or redis.existingSecret.name is required" .Values.redis.url | quote }}
-{{- end }}
+      name: {{ include "hookgate.redis.secretName" . }}
+      key: {{ .Values.redis.auth.existingSecretKey }}
+- name: REDIS_URL
+  value: {{ printf "redis://:$(REDIS_PASSWORD)@%s.%s.svc:6379" (include "hookgate.redis.fullname" .) .Release.Namespace | quote }}
+{{- else if .Values.externalRedis.existingSecret.name -}}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.externalRedis.existingSecret.name }}
+      key: {{ .Values.externalRedis.existingSecret.key }}
+{{- else -}}
+- name: REDIS_URL
+  value: {{ .Values.externalRedis.url | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/* The writable /tmp of a pod whose root filesystem is read-only. */}}
+{{- define "hookgate.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpDir.sizeLimit }}
 {{- end -}}
 
 {{/* Pod-level security: non-root, RuntimeDefault seccomp. */}}
@@ -111,6 +164,8 @@ seccompProfile:
 {{/* Container-level security: read-only root, no privilege escalation, no capabilities. */}}
 {{- define "hookgate.containerSecurityContext" -}}
 runAsNonRoot: true
+runAsUser: {{ .Values.podSecurityContext.runAsUser }}
+runAsGroup: {{ .Values.podSecurityContext.runAsGroup }}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities:

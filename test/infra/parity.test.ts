@@ -1,0 +1,124 @@
+// `pulumi up` installs what `helm install` does: the values HookgateDeployment hands to
+// k8s.helm.v4.Chart (captured under the strict mocks) are rendered with the real helm
+// binary and compared with the chart rendered with its defaults. Same kinds, same names,
+// the same objects (the chart's Redis, security contexts and container args included);
+// only the generated Redis password differs between two renders.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { HookgateDeployment, type HookgateDeploymentArgs } from '../../infra/hookgate.ts';
+import { chartAppVersion } from '../../infra/plan.ts';
+import {
+  chartDir,
+  helm,
+  names,
+  parseObjects,
+  tools,
+  work,
+  type K8sObject,
+} from '../charts/chart.ts';
+import { eventually } from '../support/eventually.ts';
+import { T, installStrictMocks, valueOf, type Recorder } from './mocks.ts';
+
+let rec: Recorder;
+beforeAll(async () => {
+  rec = await installStrictMocks();
+});
+beforeEach(() => rec.reset());
+afterEach(() => {
+  expect(rec.refused).toEqual([]);
+});
+
+const BASE_URL = 'https://hooks.example.com';
+
+/** The chart inputs (release, namespace, values) the component registers. */
+async function chartInputs(
+  args: HookgateDeploymentArgs,
+): Promise<{ release: string; namespace: string; values: unknown }> {
+  const component = new HookgateDeployment('hookgate', args);
+  await valueOf(component.urn);
+  const chart = await eventually(() => {
+    const found = rec.registrations.find((r) => r.type === T.chart);
+    if (!found) throw new Error('no Chart registered yet');
+    return found;
+  });
+  return {
+    release: String(chart.inputs['name']),
+    namespace: String(chart.inputs['namespace']),
+    values: chart.inputs['values'],
+  };
+}
+
+async function template(release: string, namespace: string, args: string[]): Promise<K8sObject[]> {
+  const r = await helm(['template', release, chartDir, '--namespace', namespace, ...args]);
+  expect(r.code, r.stderr).toBe(0);
+  return parseObjects(r.stdout);
+}
+
+/** The generated Redis password is random per render; everything else must match. */
+function withoutPassword(objects: K8sObject[]): K8sObject[] {
+  return objects.map((o) =>
+    o.kind === 'Secret' && o.metadata.name.endsWith('-redis') ? { ...o, data: '<generated>' } : o,
+  );
+}
+
+describe.skipIf(!tools)('HookgateDeployment installs what helm install does', () => {
+  it('renders, from the values it hands the Chart, the same objects as the chart defaults', async () => {
+    const { release, namespace, values } = await chartInputs({
+      namespace: 'hookgate',
+      image: { tag: chartAppVersion() },
+      baseUrl: BASE_URL,
+    });
+    const file = join(work, 'component-values.json');
+    writeFileSync(file, JSON.stringify(values));
+    const fromPulumi = await template(release, namespace, ['-f', file]);
+    // `helm install hookgate charts/hookgate -n hookgate --set config.baseUrl=...`: the
+    // base URL is the one value the component requires.
+    const fromHelm = await template(release, namespace, ['--set', `config.baseUrl=${BASE_URL}`]);
+
+    expect(names(fromPulumi)).toEqual(names(fromHelm));
+    expect(names(fromPulumi)).toEqual([
+      'ClusterRole/hookgate-operator',
+      'ClusterRoleBinding/hookgate-operator',
+      'ConfigMap/hookgate-redis',
+      'CustomResourceDefinition/webhooktriggers.hookgate.dev',
+      'CustomResourceDefinition/workflows.hookgate.dev',
+      'Deployment/hookgate-gateway',
+      'Deployment/hookgate-operator',
+      'Deployment/hookgate-worker',
+      'Secret/hookgate-redis',
+      'Service/hookgate-gateway',
+      'Service/hookgate-metrics',
+      'Service/hookgate-redis',
+      'ServiceAccount/hookgate',
+      'StatefulSet/hookgate-redis',
+    ]);
+    expect(withoutPassword(fromPulumi)).toEqual(withoutPassword(fromHelm));
+  });
+
+  it('keeps the parity with a Redis of your own and the opt-ins on', async () => {
+    const { release, namespace, values } = await chartInputs({
+      namespace: 'hooks',
+      createNamespace: false,
+      releaseName: 'edge',
+      image: { repository: 'registry.example.com/hookgate', tag: '0.1.0' },
+      baseUrl: BASE_URL,
+      redis: { existingSecret: { name: 'redis-creds' } },
+      networkPolicy: true,
+      podDisruptionBudget: true,
+      serviceMonitor: true,
+    });
+    const file = join(work, 'component-values-edge.json');
+    writeFileSync(file, JSON.stringify(values));
+    const fromPulumi = await template(release, namespace, ['-f', file]);
+    const fromHelm = await template(release, namespace, [
+      ...['--set', `config.baseUrl=${BASE_URL}`],
+      ...['--set', 'image.repository=registry.example.com/hookgate'],
+      ...['--set', 'redis.enabled=false', '--set', 'externalRedis.existingSecret.name=redis-creds'],
+      ...['--set', 'networkPolicy.enabled=true', '--set', 'podDisruptionBudget.enabled=true'],
+      ...['--set', 'metrics.serviceMonitor.enabled=true'],
+    ]);
+    expect(fromPulumi).toEqual(fromHelm);
+    expect(names(fromPulumi).filter((n) => n.includes('redis'))).toEqual([]);
+  });
+});
