@@ -102,6 +102,7 @@ const roles: Record<RoleName, Role> = {
       redis,
       concurrency,
       ...(claimIdle ? { claimIdleMs: Number(claimIdle) } : {}),
+      onInternalError: internalErrors(logger),
     });
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
     const port = s.metricsPort ?? s.port;
@@ -132,10 +133,16 @@ function redisClient(): Redis | undefined {
   return url ? new Redis(url, { enableAutoPipelining: true }) : undefined;
 }
 
+/** Failures outside any one request or execution, e.g. a lost Redis subscription. */
+function internalErrors(logger: Logger) {
+  return (err: unknown, where: string) => logger.error({ err, where }, 'internal error');
+}
+
 function servingOptions(s: Settings, logger: Logger) {
   return {
     baseUrl: s.baseUrl,
     logger,
+    engine: { onInternalError: internalErrors(logger) },
     guards: {
       trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
         .split(',')

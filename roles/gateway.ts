@@ -30,6 +30,9 @@ export async function createGatewayRuntime(options: GatewayOptions): Promise<Ser
       : queuedEngine(options.redis, {
           ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
           ...(options.engine?.outbound ? { outbound: options.engine.outbound } : {}),
+          ...(options.engine?.onInternalError
+            ? { onInternalError: options.engine.onInternalError }
+            : {}),
         });
   const serving: Serving = await createServing(options, stores, makeEngine);
   return {

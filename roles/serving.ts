@@ -134,12 +134,20 @@ export function inProcessEngine(
  */
 export function queuedEngine(
   redis: Redis,
-  options: { maxQueued?: number; outbound?: InProcessEngineOptions['outbound'] } = {},
+  options: {
+    maxQueued?: number;
+    outbound?: InProcessEngineOptions['outbound'];
+    onInternalError?: InProcessEngineOptions['onInternalError'];
+  } = {},
 ): EngineFactory<QueuedEngine> {
   return () => {
     const store = new RedisExecutionStore({ redis });
     const subscriber = redis.duplicate();
-    const events = new RedisExecutionEvents({ subscriber, store });
+    const events = new RedisExecutionEvents({
+      subscriber,
+      store,
+      ...(options.onInternalError ? { onInternalError: options.onInternalError } : {}),
+    });
     const engine = new QueuedEngine({
       redis,
       store,

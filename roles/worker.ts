@@ -20,6 +20,8 @@ export interface WorkerRuntimeOptions {
   claimIdleMs?: number;
   blockMs?: number;
   consumer?: string;
+  /** Where failures outside any one execution are reported (the role's logger). */
+  onInternalError?: (error: unknown, where: string) => void;
 }
 
 export interface WorkerRuntime {
@@ -42,6 +44,7 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   const concurrency = options.concurrency ?? 32;
   const engine = new InProcessEngine({
     ...options.engine,
+    ...(options.onInternalError ? { onInternalError: options.onInternalError } : {}),
     concurrency,
     store,
     streamEvents: true,
@@ -71,6 +74,7 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     ...(options.claimIdleMs !== undefined ? { claimIdleMs: options.claimIdleMs } : {}),
     ...(options.blockMs !== undefined ? { blockMs: options.blockMs } : {}),
     ...(options.consumer !== undefined ? { consumer: options.consumer } : {}),
+    ...(options.onInternalError ? { onInternalError: options.onInternalError } : {}),
   };
   const worker = new ExecutionWorker(workerOptions);
   await worker.start();
