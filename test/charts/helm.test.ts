@@ -90,6 +90,21 @@ const REDIS_OBJECTS = [
 ];
 const OPT_IN_KINDS = ['Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'ServiceMonitor'];
 
+/** The NOTES of `helm install --dry-run=client` with the given values. */
+async function notes(...sets: string[]): Promise<string> {
+  const r = await helm([
+    'install',
+    RELEASE,
+    chartDir,
+    '--namespace',
+    NAMESPACE,
+    '--dry-run=client',
+    ...setArgs(sets),
+  ]);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout.slice(r.stdout.indexOf('NOTES:'));
+}
+
 describe.skipIf(!tools)('helm chart charts/hookgate', () => {
   it('passes helm lint --strict, with defaults and with every opt-in enabled', async () => {
     const plain = await helm(['lint', '--strict', chartDir]);
@@ -586,20 +601,39 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expectRecommendedLabels(objects);
   });
 
+  it('says in the install notes what to do next: wait, apply an example, call it, dashboard, password', async () => {
+    const text = await notes();
+    for (const line of [
+      // The local image must be on the nodes.
+      'The image is localhost/hookgate:0.1.0: a local build (`npm run image`)',
+      `kubectl -n ${NAMESPACE} wait pod -l app.kubernetes.io/instance=${RELEASE} --for=condition=Ready --timeout=5m`,
+      `kubectl -n ${NAMESPACE} apply -f examples/hello.yaml`,
+      `kubectl -n ${NAMESPACE} wait webhooktrigger/hello --for=condition=Ready --timeout=2m`,
+      `every webhook URL starts with\n   http://${FULLNAME}-gateway.${NAMESPACE}.svc/webhook/`,
+      `kubectl -n ${NAMESPACE} port-forward svc/${FULLNAME}-gateway 8080:80`,
+      `curl -i -X POST "http://localhost:8080$(kubectl -n ${NAMESPACE} get webhooktrigger hello -o jsonpath='{.status.basePath}')/default"`,
+      'http://localhost:8080/dashboard',
+      'http://localhost:8080/api/executions',
+      `kubectl -n ${NAMESPACE} get secret ${FULLNAME}-redis -o jsonpath='{.data.redis-password}' | base64 -d`,
+    ]) {
+      expect(text).toContain(line);
+    }
+    const pushed = await notes(
+      'image.repository=registry.example.com/hookgate',
+      ...EXTERNAL_REDIS_SECRET,
+      'redis.auth.existingSecretKey=pw',
+    );
+    expect(pushed).not.toContain('a local build');
+    expect(pushed).not.toContain('get secret');
+    expect(pushed).toContain('Redis: externalRedis (the URL in Secret my-redis)');
+    const ownPassword = await notes(
+      'redis.auth.existingSecret=redis-auth',
+      'redis.auth.existingSecretKey=pw',
+    );
+    expect(ownPassword).toContain("get secret redis-auth -o jsonpath='{.data.pw}'");
+  });
+
   it('says in the install notes when nothing runs the queued executions', async () => {
-    const notes = async (...sets: string[]): Promise<string> => {
-      const r = await helm([
-        'install',
-        RELEASE,
-        chartDir,
-        '--namespace',
-        NAMESPACE,
-        '--dry-run=client',
-        ...setArgs(sets),
-      ]);
-      expect(r.code, r.stderr).toBe(0);
-      return r.stdout.slice(r.stdout.indexOf('NOTES:'));
-    };
     expect(await notes()).not.toMatch(/worker\.replicas is 0|inline/);
     expect(await notes('worker.replicas=0')).toContain(
       'worker.replicas is 0: executions queue in Redis and nothing runs them',
