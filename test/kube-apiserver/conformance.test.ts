@@ -1,5 +1,5 @@
-// Conformance of the in-memory API server: one test per rule K1-K30 of
-// /work/shared/reference/acceptance-rules.md §1 (K31 and K32 need kubectl and live in
+// Conformance of the in-memory API server: one test per rule K1-K30 as listed in
+// testing/kube-apiserver/README.md (K31 and K32 need kubectl and live in
 // kubectl.test.ts). HTTP-level rules use fetch; client-behaviour rules use
 // @kubernetes/client-node 2.x.
 import { mkdtempSync, rmSync } from 'node:fs';
