@@ -4,12 +4,18 @@
 // report gives the median of the rounds and each target's ratio to the baselines.
 //
 //   BENCH_ROUNDS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=50 npm run bench
+//
+// BENCH_COMPARE=<dir of another checkout> adds that checkout's hookgate targets to the
+// same run (named `… @compare`), so a change is measured against its parent in one
+// run: `git worktree add /tmp/base <rev> && ln -s $PWD/node_modules /tmp/base/`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
 interface Target {
   name: string;
   server: string;
+  /** The checkout whose bench/servers/ holds `server` (this one by default). */
+  dir?: string;
   path: string;
   headers?: Record<string, string>;
 }
@@ -51,13 +57,20 @@ const targets: Target[] = [
     headers: key,
   },
 ].filter((t) => !only || only.some((o) => t.name.includes(o)));
+const compare = process.env.BENCH_COMPARE;
+if (compare) {
+  for (const t of [...targets].filter((t) => t.name.startsWith('hookgate')))
+    targets.push({ ...t, name: `${t.name} @compare`, dir: compare });
+}
+const serverKey = (t: Target) => `${t.dir ?? join(here, '..')}/${t.server}`;
 
 function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
   return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
 }
 
-async function startServer(script: string): Promise<{ port: number; child: ChildProcess }> {
-  const [cmd, args] = pinned(0, process.execPath, [join(here, 'servers', script)]);
+async function startServer(t: Target): Promise<{ port: number; child: ChildProcess }> {
+  const script = join(t.dir ?? join(here, '..'), 'bench', 'servers', t.server);
+  const [cmd, args] = pinned(0, process.execPath, [script]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
@@ -111,8 +124,8 @@ const median = (xs: number[]) => {
 const servers = new Map<string, { port: number; child: ChildProcess }>();
 try {
   for (const t of targets)
-    if (!servers.has(t.server)) servers.set(t.server, await startServer(t.server));
-  const url = (t: Target) => `http://127.0.0.1:${servers.get(t.server)?.port}${t.path}`;
+    if (!servers.has(serverKey(t))) servers.set(serverKey(t), await startServer(t));
+  const url = (t: Target) => `http://127.0.0.1:${servers.get(serverKey(t))?.port}${t.path}`;
   for (const t of targets) load(url(t), t.headers ?? {}, 2); // warm-up, discarded
   const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
   for (let round = 1; round <= rounds; round++) {
