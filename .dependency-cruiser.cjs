@@ -1,8 +1,9 @@
 // The import rules of the house, checked by `npm run check` (npm run lint:imports).
 // api/ is the contract: it imports none of the others. operator/ (control plane) and
 // runtime/ (data plane) import api/ and never each other; roles/ assembles them.
-// testing/ and test/ may import anything; product code never imports them, nor a
-// devDependency (the image installs production dependencies only).
+// testing/ (the test API server) imports none of the product, so it can catch the
+// product's mistakes; test/ may import anything; product code never imports tests,
+// nor a devDependency (the image installs production dependencies only).
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -40,6 +41,14 @@ module.exports = {
       comment: 'Product code never imports tests, test libraries or benchmarks.',
       from: { path: '^(api|operator|runtime|roles)/' },
       to: { path: '^(test|testing|bench)/' },
+    },
+    {
+      name: 'testing-has-its-own-code',
+      severity: 'error',
+      comment:
+        'The test API server reproduces a real one with its own code, so it can catch the product.',
+      from: { path: '^testing/' },
+      to: { path: '^(api|operator|runtime|roles)/' },
     },
     {
       name: 'product-not-to-dev-dependencies',
