@@ -142,6 +142,7 @@ function servingOptions(s: Settings, logger: Logger) {
   return {
     baseUrl: s.baseUrl,
     logger,
+    analytics: s.analytics,
     engine: { onInternalError: internalErrors(logger) },
     guards: {
       trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')

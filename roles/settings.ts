@@ -2,6 +2,8 @@
 // before anything starts: bad input exits 2 with every problem and the usage.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
+import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 
 export const ROLES = ['dev', 'operator', 'gateway', 'worker'] as const;
@@ -45,7 +47,7 @@ Environment:
   LOG_LEVEL                  fatal | error | warn | info | debug | trace | silent
                              (default info; debug adds one line per request). Logs are
                              JSON lines, human-readable when stdout is a terminal
-`;
+${ANALYTICS_USAGE}`;
 
 export interface Settings {
   role: RoleName;
@@ -58,6 +60,8 @@ export interface Settings {
   logLevel: LogLevel;
   /** METRICS_PORT: probes and metrics on a listener of their own. */
   metricsPort: number | undefined;
+  /** Where /api/analytics reads from (HOOKGATE_ANALYTICS, HOOKGATE_PROMETHEUS_*). */
+  analytics: AnalyticsBackendConfig;
 }
 
 /** The settings from argv and the environment; undefined (exit code set) on --help or bad input. */
@@ -82,8 +86,12 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const role = (positionals[0] ?? 'dev') as RoleName;
   const port = Number(values.port ?? process.env.PORT ?? 8080);
   const source = values.source ?? process.env.HOOKGATE_SOURCE ?? 'dir';
-  const problems = problemsOf(role, port, source, values.port ?? process.env.PORT);
-  if (problems.length > 0) {
+  const analytics = analyticsSettings();
+  const problems = [
+    ...problemsOf(role, port, source, values.port ?? process.env.PORT),
+    ...analytics.problems,
+  ];
+  if (problems.length > 0 || !analytics.config) {
     console.error(`hookgate: ${problems.join('; ')}\n\n${USAGE}`);
     process.exitCode = 2;
     return undefined;
@@ -98,6 +106,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     baseUrl: values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`,
     logLevel: (process.env.LOG_LEVEL ?? 'info') as LogLevel,
     metricsPort: process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined,
+    analytics: analytics.config,
   };
 }
 

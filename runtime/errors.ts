@@ -143,6 +143,16 @@ export const CATALOGUE = {
     type: 'engine-overloaded',
     title: 'Too many executions queued',
   },
+  HG_ERR_ANALYTICS_UNAVAILABLE: {
+    status: 503,
+    type: 'analytics-unavailable',
+    title: 'Analytics backend unavailable',
+  },
+  HG_ERR_ANALYTICS_TIMEOUT: {
+    status: 504,
+    type: 'analytics-timeout',
+    title: 'Analytics backend did not answer in time',
+  },
   HG_ERR_INTERNAL: { status: 500, type: 'internal', title: 'Internal error' },
 } as const satisfies Record<string, Entry>;
 

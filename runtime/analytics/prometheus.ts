@@ -32,6 +32,8 @@ import {
   WINDOWS,
   type AnalyticsWindow,
 } from './definitions.ts';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { HttpProblem } from '../errors.ts';
 import { sortedOptions } from './memory.ts';
 import { METRIC } from './metrics.ts';
 
@@ -42,9 +44,12 @@ export interface PrometheusAnalyticsOptions {
   url: string;
   /** Extra label matchers for every selector, e.g. `job="hookgate-gateway"`. */
   selector?: string;
-  /** Request timeout; default 10 s. */
+  /** Request timeout; default 10 s. A slower answer is a 504 analytics-timeout problem. */
   timeoutMs?: number;
+  /** Extra request headers, e.g. `authorization: Bearer <token>`. */
   headers?: Record<string, string>;
+  /** PEM CA bundle to trust for an https URL (instead of the system's roots). */
+  ca?: string;
   now?: () => number;
   fetch?: typeof fetch;
 }
@@ -116,7 +121,7 @@ export class PrometheusAnalytics implements AnalyticsBackend {
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#headers = options.headers ?? {};
     this.#now = options.now ?? Date.now;
-    this.#fetch = options.fetch ?? fetch;
+    this.#fetch = options.fetch ?? (options.ca ? fetchWithCa(options.ca) : fetch);
   }
 
   async query(filter: AnalyticsFilter): Promise<AnalyticsResult> {
@@ -185,27 +190,72 @@ export class PrometheusAnalytics implements AnalyticsBackend {
     });
   }
 
+  async #post(path: string, params: Record<string, string>) {
+    try {
+      const response = await this.#fetch(this.#url + path, {
+        method: 'POST',
+        headers: { ...this.#headers, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(params).toString(),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+      return { status: response.status, text: await response.text() };
+    } catch (err) {
+      throw unavailable(err, this.#timeoutMs);
+    }
+  }
+
+  /**
+   * One PromQL call. Failures become problems (never a hang: the whole call, body
+   * included, is bounded by the timeout): 504 HG_ERR_ANALYTICS_TIMEOUT when Prometheus
+   * is slower than the timeout, 503 HG_ERR_ANALYTICS_UNAVAILABLE when it cannot be
+   * reached or answers an error. The cause stays on the error for the log.
+   */
   async #call<T>(path: string, params: Record<string, string>): Promise<T[]> {
-    const response = await this.#fetch(this.#url + path, {
-      method: 'POST',
-      headers: { ...this.#headers, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(params).toString(),
-      signal: AbortSignal.timeout(this.#timeoutMs),
-    });
-    const text = await response.text();
+    const { status, text } = await this.#post(path, params);
     let answer: ApiAnswer<T>;
     try {
       answer = JSON.parse(text) as ApiAnswer<T>;
-    } catch {
-      throw new Error(`Prometheus answered ${response.status} with a body that is not JSON`);
+    } catch (err) {
+      throw problem(`Prometheus answered ${status} with a body that is not JSON`, err);
     }
     if (answer.status !== 'success' || !answer.data) {
-      throw new Error(
-        `Prometheus query failed (${response.status} ${answer.errorType ?? ''}): ${answer.error ?? ''}`,
+      throw problem(
+        `Prometheus answered ${status}${answer.errorType ? ` (${answer.errorType})` : ''}`,
+        new Error(answer.error ?? ''),
       );
     }
     return answer.data.result;
   }
+}
+
+function problem(detail: string, cause: unknown): HttpProblem {
+  const p = new HttpProblem('HG_ERR_ANALYTICS_UNAVAILABLE', detail, {
+    headers: { 'retry-after': '5' },
+  });
+  p.cause = cause;
+  return p;
+}
+
+function unavailable(err: unknown, timeoutMs: number): HttpProblem {
+  if (err instanceof Error && err.name === 'TimeoutError') {
+    const p = new HttpProblem(
+      'HG_ERR_ANALYTICS_TIMEOUT',
+      `Prometheus did not answer within ${timeoutMs} ms`,
+    );
+    p.cause = err;
+    return p;
+  }
+  return problem('Prometheus could not be reached', err);
+}
+
+/** fetch that trusts the given CA bundle (a private CA in front of Prometheus). */
+function fetchWithCa(ca: string): typeof fetch {
+  const dispatcher = new Agent({ connect: { ca } });
+  return ((input: string, init: RequestInit) =>
+    undiciFetch(input, {
+      ...(init as Parameters<typeof undiciFetch>[1]),
+      dispatcher,
+    })) as unknown as typeof fetch;
 }
 
 /** Window start (start of its first minute) and end (end of the current minute), ms. */
