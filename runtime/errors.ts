@@ -66,6 +66,26 @@ export const CATALOGUE = {
     type: 'malformed-body',
     title: 'Request body could not be parsed',
   },
+  HG_ERR_BODY_TOO_DEEP: {
+    status: 400,
+    type: 'json-too-deep',
+    title: 'Request body nested too deeply',
+  },
+  HG_ERR_BODY_TOO_MANY_KEYS: {
+    status: 400,
+    type: 'too-many-keys',
+    title: 'Request body has too many keys',
+  },
+  HG_ERR_BODY_STRING_TOO_LONG: {
+    status: 400,
+    type: 'string-too-long',
+    title: 'String in the request body too long',
+  },
+  HG_ERR_BODY_NUMBER_OUT_OF_RANGE: {
+    status: 400,
+    type: 'json-number-out-of-range',
+    title: 'Number in the request body out of range',
+  },
   HG_ERR_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     type: 'unsupported-media-type',
@@ -136,7 +156,35 @@ export const CATALOGUE = {
     type: 'invalid-parameter',
     title: 'Invalid query or path parameter',
   },
+  HG_ERR_ADMIN_UNAUTHENTICATED: {
+    status: 401,
+    type: 'admin-unauthenticated',
+    title: 'Admin API token missing or invalid',
+  },
+  HG_ERR_ADMIN_FORBIDDEN: {
+    status: 403,
+    type: 'admin-forbidden',
+    title: 'Not allowed by the admin API',
+  },
   HG_ERR_NOT_FOUND: { status: 404, type: 'not-found', title: 'Not found' },
+  HG_ERR_BAD_REQUEST: { status: 400, type: 'bad-request', title: 'Malformed HTTP request' },
+  HG_ERR_BAD_URL: { status: 400, type: 'malformed-url', title: 'Malformed request URL' },
+  HG_ERR_URI_TOO_LONG: { status: 414, type: 'uri-too-long', title: 'Request URL too long' },
+  HG_ERR_HEADERS_TOO_LARGE: {
+    status: 431,
+    type: 'headers-too-large',
+    title: 'Request headers too large',
+  },
+  HG_ERR_EXPECTATION_FAILED: {
+    status: 417,
+    type: 'expectation-failed',
+    title: 'Expectation not supported',
+  },
+  HG_ERR_CLIENT_TIMEOUT: {
+    status: 408,
+    type: 'client-timeout',
+    title: 'Request not received in time',
+  },
   HG_ERR_SHUTTING_DOWN: { status: 503, type: 'shutting-down', title: 'Server is shutting down' },
   HG_ERR_ENGINE_OVERLOADED: {
     status: 503,

@@ -105,6 +105,37 @@ export const CorsSpec = withRules(
   ],
 );
 
+const InputLimitsSpec = Type.Object(
+  {
+    maxDepth: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 256,
+        description: 'Deepest nesting of objects and arrays in a JSON body (default 64).',
+      }),
+    ),
+    maxKeys: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000,
+        description: 'Most object members in a JSON body, or fields in a form (default 50000).',
+      }),
+    ),
+    maxStringBytes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 16 * 1024 * 1024,
+        description: 'Longest JSON string in UTF-8 bytes (default 1 MiB).',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Limits checked before a body is parsed; over a limit the request gets 400. Unset fields keep the defaults.',
+  },
+);
+
 export const WebhookTriggerSpec = withRules(
   Type.Object(
     {
@@ -161,6 +192,7 @@ export const WebhookTriggerSpec = withRules(
         default: 1024 * 1024,
         description: 'Largest accepted request body in bytes; larger bodies get 413.',
       }),
+      inputLimits: Type.Optional(InputLimitsSpec),
       schema: Type.Optional(SchemaSpec),
       response: ResponseSpec,
       deploy: Type.Boolean({

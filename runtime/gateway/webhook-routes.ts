@@ -17,6 +17,7 @@ import { HTTP_METHODS, type HttpMethod } from '../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
+import { inputLimits } from './body/input-limits.ts';
 import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
 import { isoTime } from './clock.ts';
 import type { WebhookContext } from './context.ts';
@@ -97,7 +98,8 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       if (request.webhook) request.webhook.rawBody = buffer;
       let body: unknown;
       try {
-        body = parseBody(buffer, request.headers['content-type']);
+        const limits = inputLimits(request.webhook?.match.route.spec.inputLimits);
+        body = parseBody(buffer, request.headers['content-type'], limits);
       } catch (parseError) {
         done(parseError as Error, undefined);
         return;

@@ -9,12 +9,21 @@
 //   empty body                                → null
 //   application/json, application/*+json     → the JSON value
 //   application/x-www-form-urlencoded         → { key: "value" | ["v1", "v2"] }
+// JSON and form bodies are checked against the input limits (input-limits.ts: depth,
+// keys, string length, finite numbers) before they are parsed; XML and text stay
+// strings, so they build no nested structure.
 //   application/xml, text/xml, */*+xml        → the XML text (string, not parsed)
 //   text/*                                    → string
 //   multipart/*                               → 415 (not supported; send JSON or binary)
 //   anything else, or no Content-Type         → { contentType, encoding: "base64", data }
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../errors.ts';
+import {
+  checkJsonLimits,
+  DEFAULT_INPUT_LIMITS,
+  tooManyKeys,
+  type InputLimits,
+} from './input-limits.ts';
 
 /** A non-text, non-JSON body, kept as base64 so that it survives JSON serialisation. */
 export interface BinaryBody {
@@ -64,7 +73,7 @@ function isXml(essence: string): boolean {
 const UTF8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
 
 function decodeText(buffer: Buffer, charset: string | undefined): string {
-  if (charset === undefined || charset === 'utf-8') return UTF8.decode(buffer);
+  if (isUtf8(charset)) return UTF8.decode(buffer);
   let decoder: TextDecoder;
   try {
     decoder = new TextDecoder(charset, { fatal: false, ignoreBOM: false });
@@ -77,8 +86,14 @@ function decodeText(buffer: Buffer, charset: string | undefined): string {
   return decoder.decode(buffer);
 }
 
-function parseJson(buffer: Buffer, charset: string | undefined): unknown {
+function isUtf8(charset: string | undefined): boolean {
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8';
+}
+
+function parseJson(buffer: Buffer, charset: string | undefined, limits: InputLimits): unknown {
   const text = decodeText(buffer, charset);
+  // Before JSON.parse: a body over the limits costs one scan, never a parse.
+  checkJsonLimits(isUtf8(charset) ? buffer : Buffer.from(text, 'utf8'), limits);
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -90,17 +105,23 @@ function parseJson(buffer: Buffer, charset: string | undefined): unknown {
 /**
  * application/x-www-form-urlencoded → an object; a repeated key becomes an array of its
  * values in order. Keys are defined as own properties, so `__proto__` is just a key.
+ * More than `maxKeys` fields (repeats included) is refused with 400.
  */
-export function parseForm(text: string): Record<string, string | string[]> {
+export function parseForm(
+  text: string,
+  maxKeys: number = DEFAULT_INPUT_LIMITS.maxKeys,
+): Record<string, string | string[]> {
   const result: Record<string, string | string[]> = {};
+  let fields = 0;
   for (const [key, value] of new URLSearchParams(text)) {
+    if (++fields > maxKeys) throw tooManyKeys(maxKeys);
     const existing = Object.hasOwn(result, key) ? result[key] : undefined;
-    const next =
-      existing === undefined
-        ? value
-        : Array.isArray(existing)
-          ? [...existing, value]
-          : [existing, value];
+    if (Array.isArray(existing)) {
+      // In place: copying the array per repeat made a body of one repeated key quadratic.
+      existing.push(value);
+      continue;
+    }
+    const next = existing === undefined ? value : [existing, value];
     Object.defineProperty(result, key, {
       value: next,
       enumerable: true,
@@ -112,7 +133,11 @@ export function parseForm(text: string): Record<string, string | string[]> {
 }
 
 /** Parses a raw request body by its Content-Type (see the table at the top of this file). */
-export function parseBody(buffer: Buffer, contentType: string | undefined): unknown {
+export function parseBody(
+  buffer: Buffer,
+  contentType: string | undefined,
+  limits: InputLimits = DEFAULT_INPUT_LIMITS,
+): unknown {
   if (buffer.length === 0) return null;
   const media = parseMediaType(contentType);
   if (media === undefined) {
@@ -123,9 +148,9 @@ export function parseBody(buffer: Buffer, contentType: string | undefined): unkn
     } satisfies BinaryBody;
   }
   const { essence, charset } = media;
-  if (isJson(essence)) return parseJson(buffer, charset);
+  if (isJson(essence)) return parseJson(buffer, charset, limits);
   if (essence === 'application/x-www-form-urlencoded')
-    return parseForm(decodeText(buffer, charset));
+    return parseForm(decodeText(buffer, charset), limits.maxKeys);
   if (isXml(essence) || essence.startsWith('text/')) return decodeText(buffer, charset);
   if (essence.startsWith('multipart/')) {
     throw new HttpProblem(
