@@ -25,8 +25,12 @@ import {
 import { RedisIdempotencyStore } from '../runtime/gateway/idempotency/redis-store.ts';
 import { createGuards, type GuardOptions } from '../runtime/gateway/guards.ts';
 import { LiveEventHub } from '../runtime/gateway/live-events.ts';
+import { GatewayReporter } from '../runtime/gateway/reporter.ts';
 import { RouteTable } from '../runtime/gateway/route-table.ts';
 import { EndpointRateLimiter } from '../runtime/gateway/security/rate-limit.ts';
+import type { GatewayStore } from '../api/records/gateways.ts';
+import { MemoryGatewayStore } from '../api/records/gateways-memory.ts';
+import { RedisGatewayStore } from '../api/records/gateways-redis.ts';
 import { MemoryRecordStore } from '../api/records/memory-store.ts';
 import type {
   RouteRecord,
@@ -52,11 +56,15 @@ export interface ServingOptions {
   limits?: AppOptions['limits'];
   /** Analytics backend: the in-process store (default) or Prometheus. */
   analytics?: AnalyticsBackendConfig;
+  /** The report of what this gateway serves: its id, and how long a report counts. */
+  report?: { id?: string; ttlMs?: number };
 }
 
 export interface Stores {
   routes: RouteStore;
   workflows: WorkflowRegistry;
+  /** What each gateway serves: gateways write it, the operator reads it. */
+  gateways: GatewayStore;
   rateLimiter: EndpointRateLimiter;
   idempotency: IdempotencyStore;
   close(): void;
@@ -73,6 +81,7 @@ export function createStores(redis?: Redis): Stores {
     return {
       routes: new MemoryRecordStore<RouteRecord>(),
       workflows: new MemoryRecordStore<WorkflowRegistration>(),
+      gateways: new MemoryGatewayStore(),
       rateLimiter: new EndpointRateLimiter(),
       idempotency: new MemoryIdempotencyStore(),
       close: () => {},
@@ -84,14 +93,17 @@ export function createStores(redis?: Redis): Stores {
     redis,
     key: REDIS_KEYS.workflows,
   });
+  const gateways = new RedisGatewayStore({ redis });
   return {
     routes,
     workflows,
+    gateways,
     rateLimiter: new EndpointRateLimiter({ redis: limiterClient }),
     idempotency: new RedisIdempotencyStore({ redis }),
     close: () => {
       routes.close();
       workflows.close();
+      gateways.close();
       limiterClient.disconnect();
     },
   };
@@ -176,6 +188,8 @@ export interface Serving<E extends ServingEngine = ServingEngine> {
   registry: Registry;
   engine: E;
   table: RouteTable;
+  /** Reports what the table serves (the operator's Deployed condition reads it). */
+  reporter: GatewayReporter;
   close(): Promise<void>;
 }
 
@@ -188,6 +202,14 @@ export async function createServing<E extends ServingEngine>(
   const log = (message: string, fields?: Record<string, unknown>) =>
     options.logger?.warn(fields ?? {}, message);
   const table = await RouteTable.create(stores.routes, stores.workflows, log);
+  const reporter = new GatewayReporter({
+    store: stores.gateways,
+    table,
+    ...options.report,
+    log,
+  });
+  // The first report, at once: the operator counts this gateway from here on.
+  await reporter.report();
   // The queue-depth gauge reads the engine, which reports to the metrics: each is
   // used by the other only after both exist.
   const analytics = createAnalytics({
@@ -241,7 +263,10 @@ export async function createServing<E extends ServingEngine>(
     registry: analytics.registry,
     engine,
     table,
+    reporter,
     async close() {
+      // Withdrawn first: the operator stops counting this gateway before it stops serving.
+      await reporter.close();
       await app.close();
       table.close();
       await made.close();

@@ -41,6 +41,9 @@ interface Snapshot {
 /** Told about every route that leaves the table (deleted, undeployed, path taken). */
 export type RouteRemovedListener = (route: RouteRecord) => void;
 
+/** Told after each swap of the table (the gateway's report of what it serves). */
+export type SwapListener = () => void;
+
 const noop = () => {};
 
 /** The path of a request URL, without its query string. */
@@ -53,6 +56,8 @@ export class RouteTable {
   #snapshot: Snapshot = { router: FindMyWay(), workflows: new Map(), entries: new Map() };
   #unsubscribe: (() => void)[] = [];
   readonly #removedListeners = new Set<RouteRemovedListener>();
+  readonly #swapListeners = new Set<SwapListener>();
+  #revision = 0;
   #pending: Promise<void> | undefined;
   #dirty = false;
   readonly #log: (message: string, fields?: Record<string, unknown>) => void;
@@ -97,7 +102,9 @@ export class RouteTable {
         }
         const previous = this.#snapshot;
         this.#snapshot = next;
+        this.#revision++;
         this.#announceRemoved(previous.entries, next.entries);
+        this.#announceSwap();
       }
       this.#pending = undefined;
     })();
@@ -124,6 +131,27 @@ export class RouteTable {
     return this.#snapshot.entries.size;
   }
 
+  /** The number of swaps since the table was made. */
+  get revision(): number {
+    return this.#revision;
+  }
+
+  /** What the table serves: route key → the generation, and whether its workflow is known. */
+  served(): Map<string, { generation: number; workflow: boolean }> {
+    const { entries, workflows } = this.#snapshot;
+    const served = new Map<string, { generation: number; workflow: boolean }>();
+    for (const [key, { route }] of entries) {
+      served.set(key, { generation: route.generation, workflow: workflows.has(route.workflowId) });
+    }
+    return served;
+  }
+
+  /** Calls `listener` after each swap. Returns the function that stops the calls. */
+  onSwap(listener: SwapListener): () => void {
+    this.#swapListeners.add(listener);
+    return () => this.#swapListeners.delete(listener);
+  }
+
   /**
    * Calls `listener` with the record of every route that leaves the table, after the
    * table without it is in place. Returns the function that stops the calls.
@@ -137,6 +165,17 @@ export class RouteTable {
     for (const u of this.#unsubscribe) u();
     this.#unsubscribe = [];
     this.#removedListeners.clear();
+    this.#swapListeners.clear();
+  }
+
+  #announceSwap(): void {
+    for (const listener of this.#swapListeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.#log('swap listener failed', { error: String(err) });
+      }
+    }
   }
 
   #announceRemoved(before: Map<string, Entry>, after: Map<string, Entry>): void {
