@@ -2,14 +2,28 @@
 // `response` events, as the spec's Live Event Stream panel shows them.
 // Served at /webhook-events/<workflowId>/<pathSegment>. Secrets never leave: auth
 // headers and cookies are redacted, bodies are summarised and size-capped.
+//
+// In one process the hub is an EventEmitter. With several gateways a LiveEventBus
+// (live-events-redis.ts) carries events between them, so a subscriber on any gateway
+// sees the traffic of all: each event names its `gateway` and carries that gateway's
+// `seq` (1, 2, 3 ... per gateway, in order). Nothing is built or sent for a route that
+// nobody, anywhere, is watching.
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { pathOf } from './route-table.ts';
 import { openSse } from './sse.ts';
 
-export interface LiveRequestEvent {
+/** Which gateway saw the request, and its position in that gateway's stream. */
+export interface LiveEventOrigin {
+  gateway: string;
+  seq: number;
+}
+
+export interface LiveRequestEvent extends Partial<LiveEventOrigin> {
   requestId: string;
   correlationId: string;
   at: string;
@@ -20,7 +34,7 @@ export interface LiveRequestEvent {
   query: string;
 }
 
-export interface LiveResponseEvent {
+export interface LiveResponseEvent extends Partial<LiveEventOrigin> {
   requestId: string;
   correlationId: string;
   at: string;
@@ -57,11 +71,52 @@ function headerText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** A gateway id for events: the host name (the pod's name) and a random suffix. */
+export function newGatewayId(): string {
+  return `${hostname()}-${randomBytes(4).toString('hex')}`;
+}
+
+export type LiveListener = (kind: string, data: object) => void;
+
+/** Carries live events between gateways (the port; live-events-redis.ts adapts Redis). */
+export interface LiveEventBus {
+  /** Whether a subscriber on another gateway watches this route: a local lookup. */
+  wanted(routeKey: string): boolean;
+  /** Send one event to the other gateways (fire and forget, in order). */
+  publish(routeKey: string, kind: string, event: object): void;
+  /** Deliver the other gateways' events of this route until the returned function runs. */
+  watch(routeKey: string, deliver: LiveListener): () => void;
+}
+
+export interface LiveEventHubOptions {
+  /** This gateway's id, in every event (default: a random one). */
+  gateway?: string;
+  bus?: LiveEventBus;
+}
+
 export class LiveEventHub {
   readonly #emitter = new EventEmitter();
+  readonly #bus: LiveEventBus | undefined;
+  readonly #unwatch = new Map<string, () => void>();
+  readonly gateway: string;
+  #seq = 0;
 
-  constructor() {
+  constructor(options: LiveEventHubOptions = {}) {
     this.#emitter.setMaxListeners(0);
+    this.#bus = options.bus;
+    this.gateway = options.gateway ?? newGatewayId();
+  }
+
+  /** Someone here or on another gateway watches this route. */
+  #watched(routeKey: string): boolean {
+    return this.#emitter.listenerCount(routeKey) > 0 || (this.#bus?.wanted(routeKey) ?? false);
+  }
+
+  #emit(routeKey: string, kind: string, event: LiveRequestEvent | LiveResponseEvent): void {
+    event.gateway = this.gateway;
+    event.seq = ++this.#seq;
+    this.#emitter.emit(routeKey, kind, event);
+    if (this.#bus?.wanted(routeKey)) this.#bus.publish(routeKey, kind, event);
   }
 
   publishRequest(
@@ -69,7 +124,7 @@ export class LiveEventHub {
     request: FastifyRequest,
     ctx: { requestId: string; correlationId: string; arrivedAt: number },
   ): void {
-    if (this.#emitter.listenerCount(route.key) === 0) return;
+    if (!this.#watched(route.key)) return;
     const path = pathOf(request.url);
     const event: LiveRequestEvent = {
       requestId: ctx.requestId,
@@ -81,7 +136,7 @@ export class LiveEventHub {
       headers: redactHeaders(request.headers, route.spec.auth?.apiKey?.header),
       query: request.url.slice(path.length + 1),
     };
-    this.#emitter.emit(route.key, 'request', event);
+    this.#emit(route.key, 'request', event);
   }
 
   publishResponse(
@@ -97,7 +152,7 @@ export class LiveEventHub {
     },
     request?: { method: string; url: string },
   ): void {
-    if (this.#emitter.listenerCount(route.key) === 0) return;
+    if (!this.#watched(route.key)) return;
     const event: LiveResponseEvent = {
       requestId: ctx.requestId,
       correlationId: ctx.correlationId,
@@ -110,12 +165,26 @@ export class LiveEventHub {
       ...(ctx.executionId ? { executionId: ctx.executionId } : {}),
       ...(ctx.problem ? { problem: ctx.problem } : {}),
     };
-    this.#emitter.emit(route.key, 'response', event);
+    this.#emit(route.key, 'response', event);
   }
 
-  subscribe(routeKey: string, listener: (kind: string, data: object) => void): () => void {
+  subscribe(routeKey: string, listener: LiveListener): () => void {
     this.#emitter.on(routeKey, listener);
-    return () => this.#emitter.off(routeKey, listener);
+    if (this.#bus && !this.#unwatch.has(routeKey)) {
+      this.#unwatch.set(
+        routeKey,
+        this.#bus.watch(routeKey, (kind, data) => this.#emitter.emit(routeKey, kind, data)),
+      );
+    }
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#emitter.off(routeKey, listener);
+      if (this.#emitter.listenerCount(routeKey) > 0) return;
+      this.#unwatch.get(routeKey)?.();
+      this.#unwatch.delete(routeKey);
+    };
   }
 }
 
@@ -142,6 +211,7 @@ export function liveEventRoutes(app: FastifyInstance, options: LiveRoutesOptions
     sse.send('connected', {
       path: route.path,
       triggerKey: route.key,
+      gateway: options.hub.gateway,
       at: new Date().toISOString(),
     });
     unsubscribe = options.hub.subscribe(route.key, (kind, data) => sse.send(kind, data));

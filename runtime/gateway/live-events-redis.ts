@@ -1,0 +1,161 @@
+// The live event stream across gateways, over Redis pub/sub.
+//
+// - Events of a route travel on their own channel, `hookgate:live:events:<routeKey>`;
+//   a gateway subscribes to it while one of its clients watches that route, so it
+//   receives only what someone of its own wants.
+// - Publishing costs nothing on the request path while nobody elsewhere watches the
+//   route: each gateway announces the routes its clients watch on one control
+//   channel (`want` at once, again every `refreshMs`; `drop` when the last client
+//   leaves), and every gateway keeps the announcements in memory. `wanted()` is a Map
+//   lookup. An announcement not refreshed within three periods is forgotten (a
+//   gateway that died). A gateway that starts says `hello`, and the others announce
+//   again at once, so it learns the current subscriptions without waiting.
+// - Order: one gateway publishes on one connection, and Redis delivers a
+//   connection's messages in order, so each gateway's `seq` arrives in order.
+import type { Redis } from 'ioredis';
+import type { LiveEventBus, LiveListener } from './live-events.ts';
+
+export const LIVE_EVENTS_PREFIX = 'hookgate:live:events:';
+export const LIVE_CONTROL_CHANNEL = 'hookgate:live:control';
+
+interface Control {
+  op: 'want' | 'drop' | 'hello';
+  from: string;
+  keys?: string[];
+}
+
+export interface RedisLiveEventBusOptions {
+  /** Commands (PUBLISH); a second connection is made from it for SUBSCRIBE. */
+  redis: Redis;
+  /** This gateway's id, as in its events. */
+  gateway: string;
+  /** Announce watched routes this often (ms); default 5000. */
+  refreshMs?: number;
+  onError?: (err: unknown, where: string) => void;
+}
+
+export class RedisLiveEventBus implements LiveEventBus {
+  readonly #redis: Redis;
+  readonly #subscriber: Redis;
+  readonly #gateway: string;
+  readonly #refreshMs: number;
+  readonly #onError: (err: unknown, where: string) => void;
+  /** routeKey -> (gateway -> announcement expiry, ms) of the other gateways. */
+  readonly #remote = new Map<string, Map<string, number>>();
+  /** routeKey -> this gateway's delivery function. */
+  readonly #local = new Map<string, LiveListener>();
+  readonly #timer: NodeJS.Timeout;
+
+  private constructor(options: RedisLiveEventBusOptions, subscriber: Redis) {
+    this.#redis = options.redis;
+    this.#subscriber = subscriber;
+    this.#gateway = options.gateway;
+    this.#refreshMs = options.refreshMs ?? 5_000;
+    this.#onError = options.onError ?? (() => {});
+    subscriber.on('message', (channel: string, message: string) => {
+      try {
+        this.#message(channel, message);
+      } catch (err) {
+        this.#onError(err, 'live event');
+      }
+    });
+    this.#timer = setInterval(() => this.#tick(), this.#refreshMs);
+    this.#timer.unref();
+  }
+
+  /** Subscribed to the control channel, and the others asked for their subscriptions. */
+  static async create(options: RedisLiveEventBusOptions): Promise<RedisLiveEventBus> {
+    const subscriber = options.redis.duplicate();
+    const bus = new RedisLiveEventBus(options, subscriber);
+    await subscriber.subscribe(LIVE_CONTROL_CHANNEL);
+    await bus.#control({ op: 'hello', from: options.gateway });
+    return bus;
+  }
+
+  wanted(routeKey: string): boolean {
+    return this.#remote.has(routeKey);
+  }
+
+  publish(routeKey: string, kind: string, event: object): void {
+    this.#redis
+      .publish(LIVE_EVENTS_PREFIX + routeKey, JSON.stringify({ kind, event }))
+      .catch((err: unknown) => this.#onError(err, 'live event publish'));
+  }
+
+  watch(routeKey: string, deliver: LiveListener): () => void {
+    this.#local.set(routeKey, deliver);
+    this.#subscriber
+      .subscribe(LIVE_EVENTS_PREFIX + routeKey)
+      .then(() => this.#control({ op: 'want', from: this.#gateway, keys: [routeKey] }))
+      .catch((err: unknown) => this.#onError(err, 'live event subscribe'));
+    return () => {
+      if (this.#local.get(routeKey) !== deliver) return;
+      this.#local.delete(routeKey);
+      this.#subscriber
+        .unsubscribe(LIVE_EVENTS_PREFIX + routeKey)
+        .then(() => this.#control({ op: 'drop', from: this.#gateway, keys: [routeKey] }))
+        .catch((err: unknown) => this.#onError(err, 'live event unsubscribe'));
+    };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    const keys = [...this.#local.keys()];
+    this.#local.clear();
+    if (keys.length > 0) {
+      await this.#control({ op: 'drop', from: this.#gateway, keys }).catch(() => {});
+    }
+    this.#subscriber.disconnect();
+  }
+
+  #message(channel: string, message: string): void {
+    if (channel === LIVE_CONTROL_CHANNEL) {
+      this.#onControl(JSON.parse(message) as Control);
+      return;
+    }
+    if (!channel.startsWith(LIVE_EVENTS_PREFIX)) return;
+    const deliver = this.#local.get(channel.slice(LIVE_EVENTS_PREFIX.length));
+    const { kind, event } = JSON.parse(message) as { kind: string; event: { gateway?: string } };
+    // This gateway's own events were delivered locally already.
+    if (deliver && event.gateway !== this.#gateway) deliver(kind, event);
+  }
+
+  #onControl(control: Control): void {
+    if (control.from === this.#gateway) return;
+    if (control.op === 'hello') {
+      this.#announce();
+      return;
+    }
+    for (const key of control.keys ?? []) {
+      let gateways = this.#remote.get(key);
+      if (control.op === 'want') {
+        if (!gateways) this.#remote.set(key, (gateways = new Map<string, number>()));
+        gateways.set(control.from, Date.now() + 3 * this.#refreshMs);
+      } else if (gateways) {
+        gateways.delete(control.from);
+        if (gateways.size === 0) this.#remote.delete(key);
+      }
+    }
+  }
+
+  /** Forget announcements that were not refreshed; refresh ours. */
+  #tick(): void {
+    const now = Date.now();
+    for (const [key, gateways] of this.#remote) {
+      for (const [gateway, expiry] of gateways) if (expiry < now) gateways.delete(gateway);
+      if (gateways.size === 0) this.#remote.delete(key);
+    }
+    this.#announce();
+  }
+
+  #announce(): void {
+    if (this.#local.size === 0) return;
+    this.#control({ op: 'want', from: this.#gateway, keys: [...this.#local.keys()] }).catch(
+      (err: unknown) => this.#onError(err, 'live event announce'),
+    );
+  }
+
+  async #control(control: Control): Promise<void> {
+    await this.#redis.publish(LIVE_CONTROL_CHANNEL, JSON.stringify(control));
+  }
+}
