@@ -25,6 +25,7 @@ import {
 import { RedisIdempotencyStore } from '../runtime/gateway/idempotency/redis-store.ts';
 import { createGuards, type GuardOptions } from '../runtime/gateway/guards.ts';
 import { LiveEventHub } from '../runtime/gateway/live-events.ts';
+import { RedisLiveEventBus } from '../runtime/gateway/live-events-redis.ts';
 import { GatewayReporter } from '../runtime/gateway/reporter.ts';
 import { RouteTable } from '../runtime/gateway/route-table.ts';
 import { EndpointRateLimiter } from '../runtime/gateway/security/rate-limit.ts';
@@ -67,6 +68,8 @@ export interface Stores {
   gateways: GatewayStore;
   rateLimiter: EndpointRateLimiter;
   idempotency: IdempotencyStore;
+  /** With Redis: carries the live event stream between gateways. */
+  liveBus?: (gateway: string, log: Log) => Promise<RedisLiveEventBus>;
   close(): void;
 }
 
@@ -76,6 +79,8 @@ export interface Stores {
  * limiter gets its own connection without an offline queue, so a Redis outage is
  * answered at once by the endpoint's failure mode instead of queueing requests.
  */
+type Log = (message: string, fields?: Record<string, unknown>) => void;
+
 export function createStores(redis?: Redis): Stores {
   if (!redis) {
     return {
@@ -100,6 +105,12 @@ export function createStores(redis?: Redis): Stores {
     gateways,
     rateLimiter: new EndpointRateLimiter({ redis: limiterClient }),
     idempotency: new RedisIdempotencyStore({ redis }),
+    liveBus: (gateway, log) =>
+      RedisLiveEventBus.create({
+        redis,
+        gateway,
+        onError: (err, where) => log(`live events: ${where} failed`, { err }),
+      }),
     close: () => {
       routes.close();
       workflows.close();
@@ -232,11 +243,13 @@ export async function createServing<E extends ServingEngine>(
     onRateLimit: (decision) => analytics.metrics.recordRateLimitDecision(decision),
     ...options.guards,
   });
+  const liveBus = await stores.liveBus?.(reporter.id, log);
+  const live = new LiveEventHub({ gateway: reporter.id, ...(liveBus ? { bus: liveBus } : {}) });
   const app = await buildApp({
     table,
     engine,
     guards,
-    live: new LiveEventHub(),
+    live,
     ...(admin.source ? { source: admin.source } : {}),
     ...(admin.manifestErrors ? { manifestErrors: admin.manifestErrors } : {}),
     idempotency: { store: stores.idempotency },
@@ -269,6 +282,7 @@ export async function createServing<E extends ServingEngine>(
       await reporter.close();
       await app.close();
       table.close();
+      await liveBus?.close();
       await made.close();
     },
   };
