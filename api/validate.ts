@@ -58,8 +58,10 @@ export function admitResource(input: unknown): AdmissionResult {
       ],
     };
   }
-  const { metadata, status: _status, ...rest } = obj;
-  const { value, unknownFields, errors } = admit(rest, schemaFor(obj.kind));
+  // The status is the controller's (a status subresource); metadata stays, as rules on
+  // the root may read metadata.name.
+  const { status: _status, ...rest } = obj;
+  const { value, unknownFields, errors, warnings } = admit(rest, schemaFor(obj.kind));
   const all: FieldError[] = [
     ...unknownFields.map((field) => ({
       field,
@@ -69,5 +71,5 @@ export function admitResource(input: unknown): AdmissionResult {
     ...errors,
   ];
   if (all.length > 0) return { ok: false, errors: all };
-  return { ok: true, object: { ...(value as Record<string, unknown>), metadata }, warnings: [] };
+  return { ok: true, object: value as Record<string, unknown>, warnings };
 }
