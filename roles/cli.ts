@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { kubernetesEvents } from '../operator/controller/kube-events.ts';
 import { KubeClient } from '../operator/controller/kube-client.ts';
 import { KubernetesSource } from '../operator/sources/kubernetes.ts';
+import { adminAccess } from './admin-auth.ts';
 import { createDevRuntime } from './dev.ts';
 import { createGatewayRuntime } from './gateway.ts';
 import { closeOnSignal, type Closable } from './lifecycle.ts';
@@ -41,11 +42,13 @@ const roles: Record<RoleName, Role> = {
       ...(redis ? { redis } : {}),
     });
     const address = await runtime.app.listen({ port: s.port, host: s.host });
+    const admin = await runtime.admin.listen({ port: s.adminPort, host: s.adminHost });
     const from = kc
       ? `the Kubernetes API${s.namespace ? ` (namespace ${s.namespace})` : ''}`
       : s.dir;
     logger.info(
-      `resources from ${from}; serving at ${address}; dashboard at ${s.baseUrl}/dashboard`,
+      `resources from ${from}; webhooks at ${address}; admin API at ${admin}/api; ` +
+        `dashboard at ${admin}/dashboard (admin auth: ${s.adminAuth})`,
     );
     for (const e of runtime.manifestErrors()) logger.warn(e, 'manifest rejected');
     return closing(() => runtime.close(), redis);
@@ -86,7 +89,10 @@ const roles: Record<RoleName, Role> = {
         ? await serveProbes({ registry: runtime.registry, port: s.metricsPort, host: s.host })
         : undefined;
     const address = await runtime.app.listen({ port: s.port, host: s.host });
-    logger.info(`routes from Redis; serving at ${address}`);
+    const admin = await runtime.admin.listen({ port: s.adminPort, host: s.adminHost });
+    logger.info(
+      `routes from Redis; webhooks at ${address}; admin at ${admin} (auth: ${s.adminAuth})`,
+    );
     return closing(async () => {
       await runtime.close();
       await metrics?.close();
@@ -142,6 +148,7 @@ function servingOptions(s: Settings, logger: Logger) {
   return {
     baseUrl: s.baseUrl,
     logger,
+    adminAccess: adminAccess(s, kubeConfig),
     analytics: s.analytics,
     engine: { onInternalError: internalErrors(logger) },
     guards: {

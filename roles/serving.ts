@@ -6,6 +6,8 @@ import type { Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
 import type { ResourceSource } from '../operator/sources/ports.ts';
 import { createAnalytics, type AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
+import type { AdminAccess } from '../runtime/admin/access.ts';
+import { buildAdminApp } from '../runtime/admin/app.ts';
 import { buildApp, type AppOptions } from '../runtime/app.ts';
 import { validateCallbackUrl } from '../runtime/engine/callbacks.ts';
 import {
@@ -57,6 +59,8 @@ export interface ServingOptions {
   limits?: AppOptions['limits'];
   /** Analytics backend: the in-process store (default) or Prometheus. */
   analytics?: AnalyticsBackendConfig;
+  /** Who may use the admin listener; everything allowed when omitted (dev, tests). */
+  adminAccess?: AdminAccess;
   /** The report of what this gateway serves: its id, and how long a report counts. */
   report?: { id?: string; ttlMs?: number };
 }
@@ -194,7 +198,10 @@ export function queuedEngine(
 }
 
 export interface Serving<E extends ServingEngine = ServingEngine> {
+  /** The public listener's app: webhooks, probes and metrics. */
   app: FastifyInstance;
+  /** The admin listener's app: read API, test requests, analytics, dashboard, live streams. */
+  admin: FastifyInstance;
   /** The Prometheus registry behind /metrics (for a separate metrics listener). */
   registry: Registry;
   engine: E;
@@ -250,12 +257,9 @@ export async function createServing<E extends ServingEngine>(
     engine,
     guards,
     live,
-    ...(admin.source ? { source: admin.source } : {}),
-    ...(admin.manifestErrors ? { manifestErrors: admin.manifestErrors } : {}),
     idempotency: { store: stores.idempotency },
     observer: analytics.observer,
     plugins: [
-      ...analytics.plugins,
       async (scope) => {
         await scope.register(probes, {
           registry: analytics.registry,
@@ -271,8 +275,22 @@ export async function createServing<E extends ServingEngine>(
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
   });
+  const adminApp = await buildAdminApp({
+    webhooks: app,
+    table,
+    engine,
+    live,
+    plugins: analytics.plugins,
+    ...(options.adminAccess ? { access: options.adminAccess } : {}),
+    ...(admin.source ? { source: admin.source } : {}),
+    ...(admin.manifestErrors ? { manifestErrors: admin.manifestErrors } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
+  });
   return {
     app,
+    admin: adminApp,
     registry: analytics.registry,
     engine,
     table,
@@ -280,7 +298,7 @@ export async function createServing<E extends ServingEngine>(
     async close() {
       // Withdrawn first: the operator stops counting this gateway before it stops serving.
       await reporter.close();
-      await app.close();
+      await Promise.all([app.close(), adminApp.close()]);
       table.close();
       await liveBus?.close();
       await made.close();

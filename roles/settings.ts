@@ -1,5 +1,6 @@
 // The settings of a `hookgate` process, from its arguments and environment, checked
 // before anything starts: bad input exits 2 with every problem and the usage.
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
@@ -25,6 +26,8 @@ Options:
   --host <addr>              listen address (env HOST, default 127.0.0.1)
   --base-url <url>           public base URL for status.url (env HOOKGATE_BASE_URL,
                              default http://localhost:<port>)
+  --admin-port <n>           dev, gateway: the admin listener (read API, test requests,
+                             dashboard, live streams; env ADMIN_PORT, default 8081)
 
 Environment:
   REDIS_URL                  shared stores (routes, registry, rate limits) in Redis;
@@ -44,6 +47,13 @@ Environment:
   HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
                              long is run again by another worker (default 60000)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
+  ADMIN_HOST                 admin listener address (dev: default 127.0.0.1; gateway:
+                             default --host)
+  HOOKGATE_ADMIN_AUTH        admin authentication: kubernetes (TokenReview and
+                             SubjectAccessReview), token (HOOKGATE_ADMIN_TOKEN_FILE) or
+                             none. Default: none for dev on loopback; kubernetes for a
+                             gateway in a pod; a gateway elsewhere must choose
+  HOOKGATE_ADMIN_TOKEN_FILE  file holding the admin bearer token (auth token)
   LOG_LEVEL                  fatal | error | warn | info | debug | trace | silent
                              (default info; debug adds one line per request). Logs are
                              JSON lines, human-readable when stdout is a terminal
@@ -62,6 +72,32 @@ export interface Settings {
   metricsPort: number | undefined;
   /** Where /api/analytics reads from (HOOKGATE_ANALYTICS, HOOKGATE_PROMETHEUS_*). */
   analytics: AnalyticsBackendConfig;
+  /** The admin listener (dev, gateway): ADMIN_PORT / --admin-port, ADMIN_HOST. */
+  adminPort: number;
+  adminHost: string;
+  /** HOOKGATE_ADMIN_AUTH, or its default (see adminAuthOf). */
+  adminAuth: AdminAuthMode;
+  adminTokenFile: string | undefined;
+}
+
+export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;
+export type AdminAuthMode = (typeof ADMIN_AUTH_MODES)[number];
+
+/** Where a pod's service account token is mounted: we run in a cluster. */
+export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+/**
+ * The admin authentication: as set, else `none` for the dev role on a loopback address,
+ * `kubernetes` for a gateway in a pod; otherwise no default (a problem to report).
+ */
+function adminAuthOf(role: string, adminHost: string): AdminAuthMode | undefined {
+  const raw = process.env.HOOKGATE_ADMIN_AUTH;
+  if (raw !== undefined) return raw as AdminAuthMode;
+  if (role === 'dev' && LOOPBACK.test(adminHost)) return 'none';
+  if (role === 'gateway' && existsSync(SERVICE_ACCOUNT_TOKEN)) return 'kubernetes';
+  return undefined;
 }
 
 /** The settings from argv and the environment; undefined (exit code set) on --help or bad input. */
@@ -76,6 +112,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
       port: { type: 'string' },
       host: { type: 'string' },
       'base-url': { type: 'string' },
+      'admin-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -86,10 +123,13 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const role = (positionals[0] ?? 'dev') as RoleName;
   const port = Number(values.port ?? process.env.PORT ?? 8080);
   const source = values.source ?? process.env.HOOKGATE_SOURCE ?? 'dir';
+  const host = values.host ?? process.env.HOST ?? '127.0.0.1';
+  const admin = adminSettings(role, port, host, values['admin-port']);
   const analytics = analyticsSettings();
   const problems = [
     ...problemsOf(role, port, source, values.port ?? process.env.PORT),
     ...analytics.problems,
+    ...admin.problems,
   ];
   if (problems.length > 0 || !analytics.config) {
     console.error(`hookgate: ${problems.join('; ')}\n\n${USAGE}`);
@@ -102,12 +142,64 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     dir: resolve(values.dir ?? process.env.HOOKGATE_MANIFESTS ?? 'examples'),
     namespace: values.namespace ?? process.env.HOOKGATE_NAMESPACE,
     port,
-    host: values.host ?? process.env.HOST ?? '127.0.0.1',
+    host,
     baseUrl: values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`,
     logLevel: (process.env.LOG_LEVEL ?? 'info') as LogLevel,
     metricsPort: process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined,
     analytics: analytics.config,
+    ...admin.settings,
   };
+}
+
+type AdminSettings = Pick<Settings, 'adminPort' | 'adminHost' | 'adminAuth' | 'adminTokenFile'>;
+
+function adminSettings(
+  role: string,
+  port: number,
+  host: string,
+  flag: string | undefined,
+): { settings: AdminSettings; problems: string[] } {
+  const rawAdminPort = flag ?? process.env.ADMIN_PORT;
+  const adminPort = Number(rawAdminPort ?? 8081);
+  const adminHost = process.env.ADMIN_HOST ?? (role === 'dev' ? '127.0.0.1' : host);
+  const adminAuth = adminAuthOf(role, adminHost);
+  return {
+    settings: {
+      adminPort,
+      adminHost,
+      adminAuth: adminAuth ?? 'none',
+      adminTokenFile: process.env.HOOKGATE_ADMIN_TOKEN_FILE,
+    },
+    problems: adminProblems(role, adminPort, rawAdminPort, port, adminHost, adminAuth),
+  };
+}
+
+function adminProblems(
+  role: string,
+  adminPort: number,
+  rawAdminPort: string | undefined,
+  port: number,
+  adminHost: string,
+  auth: AdminAuthMode | undefined,
+): string[] {
+  if (role !== 'dev' && role !== 'gateway') return [];
+  const problems: string[] = [];
+  if (!isPort(adminPort)) problems.push(`invalid admin port "${rawAdminPort}"`);
+  else if (adminPort !== 0 && adminPort === port)
+    problems.push(`the admin port must differ from the webhook port (${port})`);
+  const raw = process.env.HOOKGATE_ADMIN_AUTH;
+  if (raw !== undefined && !(ADMIN_AUTH_MODES as readonly string[]).includes(raw))
+    problems.push(
+      `HOOKGATE_ADMIN_AUTH must be one of ${ADMIN_AUTH_MODES.join(', ')}, not "${raw}"`,
+    );
+  else if (auth === undefined)
+    problems.push(
+      `set HOOKGATE_ADMIN_AUTH (kubernetes, token or none): the admin listener on ${adminHost} ` +
+        'would otherwise be open',
+    );
+  if (auth === 'token' && !process.env.HOOKGATE_ADMIN_TOKEN_FILE)
+    problems.push('HOOKGATE_ADMIN_AUTH=token needs HOOKGATE_ADMIN_TOKEN_FILE');
+  return problems;
 }
 
 function problemsOf(

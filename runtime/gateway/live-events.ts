@@ -193,16 +193,19 @@ export interface LiveRoutesOptions {
   /** Find the route for /webhook/<workflowId>/<pathSegment>. */
   findRoute: (path: string) => RouteRecord | undefined;
   heartbeatMs?: number;
+  /** Throws unless the request may watch this route (the admin listener's access check). */
+  authorize?: (request: FastifyRequest, route: RouteRecord) => Promise<void>;
 }
 
 /** GET /webhook-events/<workflowId>/<pathSegment>: the live SSE stream of one endpoint. */
 export function liveEventRoutes(app: FastifyInstance, options: LiveRoutesOptions): void {
-  app.get('/webhook-events/*', (request, reply) => {
+  app.get('/webhook-events/*', async (request, reply) => {
     const rest = (request.params as { '*': string })['*'];
     const path = `/webhook/${rest}`;
     const route = options.findRoute(path);
     if (!route)
       throw new HttpProblem('HG_ERR_ROUTE_NOT_FOUND', `No webhook endpoint is deployed at ${path}`);
+    await options.authorize?.(request, route);
     let unsubscribe: (() => void) | undefined;
     const { sse, body } = openSse(request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),

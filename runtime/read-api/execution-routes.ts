@@ -1,8 +1,14 @@
 // Executions: the spec's "Flow Management, Event Driven Workflows" listing with
 // per-run logs, and each execution's event channel (SSE, resumable with Last-Event-ID).
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
-import type { ExecutionEngine, ExecutionFilter, ExecutionStatus } from '../engine/ports.ts';
+import type {
+  Execution,
+  ExecutionEngine,
+  ExecutionFilter,
+  ExecutionStatus,
+} from '../engine/ports.ts';
 import { pipeExecution } from '../gateway/response-modes.ts';
 import { openSse } from '../gateway/sse.ts';
 
@@ -63,24 +69,41 @@ export function parseExecutionFilter(query: Record<string, unknown>): ExecutionF
 
 export function executionRoutes(
   app: FastifyInstance,
-  options: { engine: ExecutionEngine; heartbeatMs?: number },
+  options: { engine: ExecutionEngine; heartbeatMs?: number; access?: AdminAccess },
 ): void {
   const { engine } = options;
-  app.get('/api/executions', async (request) => ({
-    items: await engine.list(parseExecutionFilter(request.query as Record<string, unknown>)),
-  }));
+  const access = options.access ?? OPEN_ACCESS;
+  // An execution is readable by whoever may `get` the WebhookTrigger that started it.
+  const readable = async (request: FastifyRequest, id: string): Promise<Execution> => {
+    const execution = await engine.get(id);
+    if (!execution) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
+    await access.require(request, {
+      verb: 'get',
+      resource: 'webhooktriggers',
+      namespace: namespaceOfKey(execution.triggerKey),
+      name: nameOfKey(execution.triggerKey),
+    });
+    return execution;
+  };
+
+  app.get('/api/executions', async (request) => {
+    const items = await engine.list(parseExecutionFilter(request.query as Record<string, unknown>));
+    return {
+      items: await access.filter(request, items, (e) => namespaceOfKey(e.triggerKey), {
+        verb: 'get',
+        resource: 'webhooktriggers',
+      }),
+    };
+  });
 
   app.get('/api/executions/:id', async (request) => {
     const { id } = request.params as { id: string };
-    const execution = await engine.get(id);
-    if (!execution) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
-    return execution;
+    return readable(request, id);
   });
 
   app.get('/api/executions/:id/events', async (request, reply) => {
     const { id } = request.params as { id: string };
-    const execution = await engine.get(id);
-    if (!execution) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
+    await readable(request, id);
     const lastEventId = request.headers['last-event-id'];
     const after =
       typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : 0;

@@ -1,6 +1,7 @@
 // The read API over resources: triggers and workflows with their conditions, and
 // the manifest problems of the embedded source. Read-only.
 import type { FastifyInstance } from 'fastify';
+import { OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
 import type { Resource } from '../../api/v1alpha1/index.ts';
 
@@ -17,6 +18,8 @@ export interface ResourceRoutesOptions {
   source: ResourceReader;
   /** Manifest problems (embedded source only). */
   manifestErrors?: () => unknown[];
+  /** Who may read what (everything by default). */
+  access?: AdminAccess;
 }
 
 function view(r: AnyResource): Record<string, unknown> {
@@ -33,15 +36,32 @@ function view(r: AnyResource): Record<string, unknown> {
 
 export function resourceRoutes(app: FastifyInstance, options: ResourceRoutesOptions): void {
   const { source } = options;
+  const access = options.access ?? OPEN_ACCESS;
+  const namespaceOf = (r: AnyResource) => r.metadata.namespace ?? 'default';
   const byName = (a: AnyResource, b: AnyResource) =>
     `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(
       `${b.metadata.namespace}/${b.metadata.name}`,
     );
 
-  app.get('/api/triggers', () => ({ items: source.list('WebhookTrigger').sort(byName).map(view) }));
-  app.get('/api/workflows', () => ({ items: source.list('Workflow').sort(byName).map(view) }));
-  app.get('/api/triggers/:namespace/:name', (request) => {
+  app.get('/api/triggers', async (request) => {
+    const items = source.list('WebhookTrigger').sort(byName);
+    const visible = await access.filter(request, items, namespaceOf, {
+      verb: 'list',
+      resource: 'webhooktriggers',
+    });
+    return { items: visible.map(view) };
+  });
+  app.get('/api/workflows', async (request) => {
+    const items = source.list('Workflow').sort(byName);
+    const visible = await access.filter(request, items, namespaceOf, {
+      verb: 'list',
+      resource: 'workflows',
+    });
+    return { items: visible.map(view) };
+  });
+  app.get('/api/triggers/:namespace/:name', async (request) => {
     const { namespace, name } = request.params as { namespace: string; name: string };
+    await access.require(request, { verb: 'get', resource: 'webhooktriggers', namespace, name });
     const found = source.get({ kind: 'WebhookTrigger', namespace, name });
     if (!found)
       throw new HttpProblem(
@@ -50,12 +70,16 @@ export function resourceRoutes(app: FastifyInstance, options: ResourceRoutesOpti
       );
     return view(found);
   });
-  app.get('/api/workflows/:namespace/:name', (request) => {
+  app.get('/api/workflows/:namespace/:name', async (request) => {
     const { namespace, name } = request.params as { namespace: string; name: string };
+    await access.require(request, { verb: 'get', resource: 'workflows', namespace, name });
     const found = source.get({ kind: 'Workflow', namespace, name });
     if (!found)
       throw new HttpProblem('HG_ERR_RESOURCE_NOT_FOUND', `Workflow ${namespace}/${name} not found`);
     return view(found);
   });
-  app.get('/api/manifests/errors', () => ({ items: options.manifestErrors?.() ?? [] }));
+  app.get('/api/manifests/errors', async (request) => {
+    await access.require(request, { verb: 'list', resource: 'webhooktriggers' });
+    return { items: options.manifestErrors?.() ?? [] };
+  });
 }

@@ -2,7 +2,8 @@
 // credentials saved in its testCredentials and a user-supplied JSON body; the answer
 // comes back as data. (Saving and clearing the credentials is editing the trigger's
 // spec.testCredentials, as with any other field: kubectl, GitOps or the manifest file.)
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
 import { redactHeaders } from '../gateway/live-events.ts';
 import type { RouteRecord, RouteStore } from '../../api/records/records.ts';
@@ -65,9 +66,25 @@ function credentialHeaders(route: RouteRecord): Record<string, string> {
     : { authorization: `Bearer ${credential}` };
 }
 
-export function testRequestRoutes(app: FastifyInstance, options: { routes: RouteStore }): void {
+export interface TestRequestOptions {
+  routes: RouteStore;
+  /** The webhook app the test request goes through (in-process, never over the network). */
+  webhooks: { inject(options: InjectOptions): Promise<LightMyRequestResponse> };
+  /** Sending needs `create` on `webhooktriggers/test` in the trigger's namespace. */
+  access?: AdminAccess;
+}
+
+export function testRequestRoutes(app: FastifyInstance, options: TestRequestOptions): void {
+  const access = options.access ?? OPEN_ACCESS;
   app.post('/api/triggers/:namespace/:name/test', async (request) => {
     const { namespace, name } = request.params as { namespace: string; name: string };
+    await access.require(request, {
+      verb: 'create',
+      resource: 'webhooktriggers',
+      subresource: 'test',
+      namespace,
+      name,
+    });
     const input = parseRequest(request.body);
     const route = await options.routes.get(`${namespace}/${name}`);
     if (!route) {
@@ -90,8 +107,8 @@ export function testRequestRoutes(app: FastifyInstance, options: { routes: Route
     const hasBody = input.body !== undefined && verb !== 'GET' && verb !== 'HEAD';
     if (hasBody) headers['content-type'] ??= 'application/json';
     const started = process.hrtime.bigint();
-    const res = await app.inject({
-      method: verb as 'POST',
+    const res = await options.webhooks.inject({
+      method: verb,
       url,
       headers,
       ...(hasBody ? { payload: JSON.stringify(input.body) } : {}),

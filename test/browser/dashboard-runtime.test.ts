@@ -14,6 +14,8 @@ const PATH = '/webhook/default-production-orders/ingest';
 describe.skipIf(skip)('dashboard over the real runtime', () => {
   let rt: TestRuntime;
   let base: string;
+  /** The admin listener: the dashboard, its API and the live stream. */
+  let admin: string;
   let browser: Browser;
   let page: Page;
 
@@ -33,6 +35,7 @@ describe.skipIf(skip)('dashboard over the real runtime', () => {
       ['ingest'],
     );
     base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+    admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: CHROMIUM_FLAGS,
@@ -53,7 +56,7 @@ describe.skipIf(skip)('dashboard over the real runtime', () => {
     });
 
   it('a request and a refusal appear in the live stream as they happen, the key redacted', async () => {
-    await page.goto(`${base}/dashboard`);
+    await page.goto(`${admin}/dashboard`);
     await page.fill('#live-path', PATH);
     await page.click('#live-connect');
     await expect.poll(() => page.textContent('#live-status')).toBe('Connected');
@@ -68,9 +71,9 @@ describe.skipIf(skip)('dashboard over the real runtime', () => {
 
   it('the cards count the traffic the gateway served', async () => {
     for (let i = 0; i < 5; i++) await call('key-globex-1');
-    await page.goto(`${base}/dashboard?window=5m`);
+    await page.goto(`${admin}/dashboard?window=5m`);
     await page.waitForSelector('body[data-state="ready"]');
-    const summary = (await (await fetch(`${base}/api/analytics/summary?window=5m`)).json()) as {
+    const summary = (await (await fetch(`${admin}/api/analytics/summary?window=5m`)).json()) as {
       summary: { totalSpans: number };
     };
     expect(summary.summary.totalSpans).toBe(7);

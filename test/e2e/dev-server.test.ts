@@ -12,9 +12,12 @@ import { secret, trigger, workflow } from '../support/manifests.ts';
 describe('dev server over a watched directory', () => {
   let rt: TestRuntime;
   let url: string;
+  /** The admin listener: read API on loopback, no auth (the dev default). */
+  let admin: string;
   beforeAll(async () => {
     rt = await startRuntime();
     url = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+    admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
     await rt.apply(
       'orders.yaml',
       [workflow('orders'), trigger('ingest', { pathSegment: 'ingest' })],
@@ -52,7 +55,7 @@ describe('dev server over a watched directory', () => {
       trigger('ingest', { pathSegment: 'intake', methods: ['POST', 'FETCH'] }),
     );
     const errors = await eventually(async () => {
-      const res = await fetch(`${url}/api/manifests/errors`);
+      const res = await fetch(`${admin}/api/manifests/errors`);
       const body = (await res.json()) as {
         items: { file: string; field: string; message: string; object?: string }[];
       };
@@ -82,7 +85,7 @@ describe('dev server over a watched directory', () => {
       expect((await post('/webhook/default-development-hello/default')).status).toBe(202);
     });
     expect((await post('/webhook/default-production-orders/intake')).status).toBe(202);
-    const res = await fetch(`${url}/api/manifests/errors`);
+    const res = await fetch(`${admin}/api/manifests/errors`);
     const body = (await res.json()) as { items: { file: string; message: string }[] };
     expect(body.items).toEqual([
       expect.objectContaining({
@@ -93,7 +96,7 @@ describe('dev server over a watched directory', () => {
   });
 
   it('lists triggers and workflows with their conditions', async () => {
-    const res = await fetch(`${url}/api/triggers`);
+    const res = await fetch(`${admin}/api/triggers`);
     const items = (
       (await res.json()) as {
         items: { name: string; status: { conditions: { type: string; status: string }[] } }[];
@@ -101,9 +104,9 @@ describe('dev server over a watched directory', () => {
     ).items;
     const hello = items.find((t) => t.name === 'hello');
     expect(hello?.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
-    const one = await fetch(`${url}/api/workflows/default/hello`);
+    const one = await fetch(`${admin}/api/workflows/default/hello`);
     expect(one.status).toBe(200);
-    expect((await fetch(`${url}/api/workflows/default/nope`)).status).toBe(404);
+    expect((await fetch(`${admin}/api/workflows/default/nope`)).status).toBe(404);
   });
 
   it('a Secret edit (key rotation) takes effect without touching the trigger', async () => {
@@ -141,11 +144,24 @@ describe('npm start on the shipped examples', () => {
     // A copy, so the test never edits the real examples.
     dir = await mkdtemp(join(tmpdir(), 'hookgate-examples-'));
     await cp(join(import.meta.dirname, '..', '..', 'examples'), dir, { recursive: true });
-    child = spawn(process.execPath, ['roles/cli.ts', 'dev', '--dir', dir, '--port', String(port)], {
-      cwd: join(import.meta.dirname, '..', '..'),
-      env: { ...process.env, LOG_LEVEL: 'warn' },
-      stdio: 'ignore',
-    });
+    child = spawn(
+      process.execPath,
+      [
+        'roles/cli.ts',
+        'dev',
+        '--dir',
+        dir,
+        '--port',
+        String(port),
+        '--admin-port',
+        String(port + 1),
+      ],
+      {
+        cwd: join(import.meta.dirname, '..', '..'),
+        env: { ...process.env, LOG_LEVEL: 'warn' },
+        stdio: 'ignore',
+      },
+    );
     await eventually(
       async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200),
       15_000,
@@ -161,10 +177,12 @@ describe('npm start on the shipped examples', () => {
   it('every example is admitted and every trigger is Ready (OAuth providers are only called at request time)', async () => {
     await eventually(async () => {
       const errors = (await (
-        await fetch(`http://127.0.0.1:${port}/api/manifests/errors`)
+        await fetch(`http://127.0.0.1:${port + 1}/api/manifests/errors`)
       ).json()) as { items: unknown[] };
       expect(errors.items).toEqual([]);
-      const triggers = (await (await fetch(`http://127.0.0.1:${port}/api/triggers`)).json()) as {
+      const triggers = (await (
+        await fetch(`http://127.0.0.1:${port + 1}/api/triggers`)
+      ).json()) as {
         items: { name: string; status: { conditions?: { type: string; status: string }[] } }[];
       };
       const ready = triggers.items.map((t) => [

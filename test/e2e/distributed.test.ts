@@ -4,6 +4,7 @@
 // serve them and queue executions that the workers run; a rate limit is counted across
 // both; a worker killed mid-run loses nothing; a deleted trigger disappears from both.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
@@ -12,6 +13,13 @@ import { eventually } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
+/** The gateways' admin listeners take this static token (HOOKGATE_ADMIN_AUTH=token). */
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
+/** A gateway's admin listener is on its webhook port + 100. */
+const adminGet = (gatewayPort: number, path: string) =>
+  fetch(`http://127.0.0.1:${gatewayPort + 100}${path}`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
 const PATH = '/webhook/default-production-orders/ingest';
 
 describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
@@ -36,6 +44,9 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       {
         env: {
           ...process.env,
+          ADMIN_PORT: String(port + 100),
+          HOOKGATE_ADMIN_AUTH: 'token',
+          HOOKGATE_ADMIN_TOKEN_FILE: join(cluster.dir, 'admin-token'),
           KUBECONFIG: kubeconfigPath,
           REDIS_URL: redis.url,
           LOG_LEVEL: 'warn',
@@ -75,6 +86,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     cluster = await startTestCluster({ crds: true });
     api = cluster.server;
     kubeconfig = cluster.kubeconfig;
+    writeFileSync(join(cluster.dir, 'admin-token'), `${ADMIN_TOKEN}\n`);
     redis = await startRedis();
     const port = 31_000 + Math.floor(Math.random() * 3000);
     ports.push(port, port + 1, port + 2);
@@ -186,7 +198,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     expect(acked.status).toBe(202);
     const { executionId } = (await acked.json()) as { executionId: string };
     await eventually(async () => {
-      const res = await fetch(`http://127.0.0.1:${g2}/api/executions/${executionId}`);
+      const res = await adminGet(g2, `/api/executions/${executionId}`);
       expect(await res.json()).toMatchObject({
         status: 'succeeded',
         output: { body: { orderId: 78 } },
@@ -242,7 +254,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     expect(res.status).toBe(202);
     const { executionId } = (await res.json()) as { executionId: string };
     const record = async () =>
-      (await (await fetch(`http://127.0.0.1:${g1}/api/executions/${executionId}`)).json()) as {
+      (await (await adminGet(g1, `/api/executions/${executionId}`)).json()) as {
         status: string;
         output?: unknown;
       };
@@ -256,9 +268,9 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       100,
     );
     // One logical execution: one record for the trigger, whose events show the second run.
-    const list = (await (
-      await fetch(`http://127.0.0.1:${g1}/api/executions?trigger=default/slow`)
-    ).json()) as { items: { id: string }[] };
+    const list = (await (await adminGet(g1, '/api/executions?trigger=default/slow')).json()) as {
+      items: { id: string }[];
+    };
     expect(list.items.map((e) => e.id)).toEqual([executionId]);
   }, 60_000); // two processes and a claim timeout
 

@@ -34,6 +34,8 @@ describe.skipIf(!redisAvailable())('response modes through the Redis queue and a
   let worker: WorkerRuntime;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let base = '';
+  /** The gateway's admin listener (executions). */
+  let admin = '';
   const redis = () => {
     const c = new Redis(redisServer.url, { enableAutoPipelining: true });
     clients.push(c);
@@ -78,6 +80,7 @@ describe.skipIf(!redisAvailable())('response modes through the Redis queue and a
       blockMs: 200,
     });
     base = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+    admin = await gateway.admin.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(async () => {
     await gateway?.close();
@@ -101,7 +104,7 @@ describe.skipIf(!redisAvailable())('response modes through the Redis queue and a
     const { executionId, status } = (await res.json()) as { executionId: string; status: string };
     expect(status).toBe('queued');
     await eventually(async () => {
-      const record = await (await fetch(`${base}/api/executions/${executionId}`)).json();
+      const record = await (await fetch(`${admin}/api/executions/${executionId}`)).json();
       expect(record).toMatchObject({ status: 'succeeded', output: { n: 5, done: true } });
     });
   });
@@ -127,12 +130,12 @@ describe.skipIf(!redisAvailable())('response modes through the Redis queue and a
     const res = await post('subscribe');
     expect(res.status).toBe(202);
     const { channel } = (await res.json()) as { channel: { url: string } };
-    const frames = await collect(await fetch(`${base}${channel.url}`));
+    const frames = await collect(await fetch(`${admin}${channel.url}`));
     expect(frames[0]?.event).toBe('queued');
     expect(frames.at(-1)?.event).toBe('completed');
     expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_f, i) => i + 1));
     const resumed = await collect(
-      await fetch(`${base}${channel.url}`, { headers: { 'last-event-id': '3' } }),
+      await fetch(`${admin}${channel.url}`, { headers: { 'last-event-id': '3' } }),
     );
     expect(resumed.map((f) => f.id)).toEqual(frames.slice(3).map((f) => f.id));
   });
@@ -158,10 +161,10 @@ describe.skipIf(!redisAvailable())('response modes through the Redis queue and a
     expect(res.status).toBe(201);
     expect(await res.json()).toEqual({ accepted: 3 });
     const { items } = (await (
-      await fetch(`${base}/api/executions?trigger=default/node&limit=1`)
+      await fetch(`${admin}/api/executions?trigger=default/node&limit=1`)
     ).json()) as { items: { id: string }[] };
     await eventually(async () => {
-      const record = (await (await fetch(`${base}/api/executions/${items[0]?.id}`)).json()) as {
+      const record = (await (await fetch(`${admin}/api/executions/${items[0]?.id}`)).json()) as {
         status: string;
         log: { nodeId: string }[];
       };

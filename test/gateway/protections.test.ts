@@ -187,7 +187,7 @@ describe('401 / 403: authentication', () => {
     expect(latest?.input.headers['x-api-key']).toBe('[redacted]');
     expect(latest?.input.headers.cookie).toBe('[redacted]');
     expect(latest?.input.metadata.consumer).toBe('acme');
-    const listed = await rt.app.inject({
+    const listed = await rt.admin.inject({
       method: 'GET',
       url: '/api/executions?trigger=default/keyed',
     });

@@ -11,6 +11,8 @@ import { collect } from '../support/sse.ts';
 
 let rt: TestRuntime;
 let base: string;
+/** The admin listener: execution events and the live stream. */
+let adminBase: string;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const wf = '/webhook/default-production-steps';
@@ -26,6 +28,7 @@ beforeAll(async () => {
     heartbeatMs: 200,
   });
   base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+  adminBase = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
   await rt.apply(
     'modes.yaml',
     [
@@ -167,7 +170,7 @@ describe('partial modes (202)', () => {
       type: 'sse',
       url: `/api/executions/${body.executionId}/events`,
     });
-    const channel = await fetch(`${base}${body.channel.url}`);
+    const channel = await fetch(`${adminBase}${body.channel.url}`);
     expect(channel.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const frames = await collect(channel);
     const types = frames.map((f) => f.event);
@@ -185,9 +188,9 @@ describe('partial modes (202)', () => {
     const res = await post('subscribe');
     const { executionId } = (await res.json()) as { executionId: string };
     await finished(executionId);
-    const all = await collect(await fetch(`${base}/api/executions/${executionId}/events`));
+    const all = await collect(await fetch(`${adminBase}/api/executions/${executionId}/events`));
     const resumed = await collect(
-      await fetch(`${base}/api/executions/${executionId}/events`, {
+      await fetch(`${adminBase}/api/executions/${executionId}/events`, {
         headers: { 'last-event-id': '3' },
       }),
     );
@@ -313,7 +316,7 @@ describe('Idempotency-Key', () => {
 describe('live event stream', () => {
   it('streams connected, then request and response events for the monitored path, rejections included', async () => {
     const controller = new AbortController();
-    const res = await fetch(`${base}/webhook-events/default-production-steps/ack`, {
+    const res = await fetch(`${adminBase}/webhook-events/default-production-steps/ack`, {
       signal: controller.signal,
     });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -344,7 +347,7 @@ describe('live event stream', () => {
   });
 
   it('an unknown path → 404 problem', async () => {
-    const res = await fetch(`${base}/webhook-events/nope/x`);
+    const res = await fetch(`${adminBase}/webhook-events/nope/x`);
     expect(res.status).toBe(404);
   });
 });

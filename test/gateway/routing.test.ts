@@ -150,10 +150,10 @@ describe('immediate ACK', () => {
         method: 'POST',
         workflowId: 'default-production-orders',
       });
-      const viaApi = await rt.app.inject({ method: 'GET', url: `/api/executions/${id}` });
+      const viaApi = await rt.admin.inject({ method: 'GET', url: `/api/executions/${id}` });
       expect(viaApi.json()).toMatchObject({ id, status: 'succeeded' });
     }
-    const listed = await rt.app.inject({
+    const listed = await rt.admin.inject({
       method: 'GET',
       url: `/api/executions?trigger=default/ingest&limit=1000`,
     });
@@ -211,13 +211,13 @@ describe('immediate ACK', () => {
   it('bad execution filters are 400 problems', async () => {
     for (const q of ['status=weird', 'limit=0', 'limit=abc', 'since=yesterday', 'triggerKey=x']) {
       expectProblem(
-        await rt.app.inject({ method: 'GET', url: `/api/executions?${q}` }),
+        await rt.admin.inject({ method: 'GET', url: `/api/executions?${q}` }),
         400,
         'invalid-parameter',
       );
     }
     expectProblem(
-      await rt.app.inject({ method: 'GET', url: '/api/executions/nope' }),
+      await rt.admin.inject({ method: 'GET', url: '/api/executions/nope' }),
       404,
       'execution-not-found',
     );
@@ -259,7 +259,7 @@ describe('Send Test Request', () => {
       ],
       ['tested', 'untested'],
     );
-    const res = await rt.app.inject({
+    const res = await rt.admin.inject({
       method: 'POST',
       url: '/api/triggers/default/tested/test',
       payload: { body: { hello: 1 }, params: { id: 'A-9' } },
@@ -278,7 +278,7 @@ describe('Send Test Request', () => {
   });
 
   it('is refused with a clear error when no credentials are saved', async () => {
-    const res = await rt.app.inject({
+    const res = await rt.admin.inject({
       method: 'POST',
       url: '/api/triggers/default/untested/test',
       payload: {},
@@ -293,7 +293,7 @@ describe('Send Test Request', () => {
   it('rejects a malformed test request and an undeployed trigger', async () => {
     expect(
       (
-        await rt.app.inject({
+        await rt.admin.inject({
           method: 'POST',
           url: '/api/triggers/default/tested/test',
           payload: { method: 'FETCH' },
@@ -302,7 +302,7 @@ describe('Send Test Request', () => {
     ).toBe(400);
     expect(
       (
-        await rt.app.inject({
+        await rt.admin.inject({
           method: 'POST',
           url: '/api/triggers/default/ghost/test',
           payload: {},

@@ -43,6 +43,7 @@ export async function startRuntime(options: Partial<DevOptions> = {}): Promise<T
       // otherwise hold the graceful close open.
       const closing = runtime.close();
       runtime.app.server.closeAllConnections();
+      runtime.admin.server.closeAllConnections();
       await closing;
       await files.cleanup();
     },

@@ -1,0 +1,152 @@
+// Who may use the admin listener, and for what. An authenticator turns a bearer token
+// into a user (Kubernetes TokenReview, or one static token) and says whether that user
+// may do something to a WebhookTrigger or Workflow (SubjectAccessReview against the
+// resources' own RBAC). `AdminAccess` applies it to requests: 401 without a valid token,
+// 403 when the user is not allowed; without an authenticator (the dev server on
+// loopback) everything is allowed. docs/security.md describes the model.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { HttpProblem } from '../errors.ts';
+
+/** The API group of the resources the admin API reads. */
+export const RESOURCE_GROUP = 'hookgate.dev';
+
+export interface AdminUser {
+  username: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** What is asked of the authoriser: a SubjectAccessReview's resourceAttributes. */
+export interface ResourceAttributes {
+  verb: 'get' | 'list' | 'create';
+  resource: 'webhooktriggers' | 'workflows';
+  subresource?: string;
+  /** Absent or empty: cluster-wide. */
+  namespace?: string;
+  name?: string;
+}
+
+export interface AdminAuthenticator {
+  /** The user a bearer token belongs to; undefined when the token is not valid. */
+  authenticate(token: string): Promise<AdminUser | undefined>;
+  authorize(user: AdminUser, attributes: ResourceAttributes): Promise<boolean>;
+}
+
+/** The cookie the dashboard sets for its GET requests (EventSource sends no headers). */
+export const TOKEN_COOKIE = 'hookgate_admin_token';
+
+/** Paths that need a token; the dashboard's static files do not (they hold no data). */
+const PROTECTED = /^\/(api|webhook-events)(\/|$|\?)/;
+
+function bearer(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (typeof header === 'string') {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return match?.[1];
+  }
+  // A cookie only for reads: a state-changing request must carry the header, so a
+  // cross-site form can never ride on the cookie.
+  if (request.method !== 'GET' && request.method !== 'HEAD') return undefined;
+  const cookies = request.headers.cookie ?? '';
+  for (const part of cookies.split(';')) {
+    const [name, ...value] = part.trim().split('=');
+    if (name === TOKEN_COOKIE && value.length > 0) {
+      const token = decodeURIComponent(value.join('='));
+      return token === '' ? undefined : token;
+    }
+  }
+  return undefined;
+}
+
+function unauthenticated(detail: string): HttpProblem {
+  return new HttpProblem('HG_ERR_ADMIN_UNAUTHENTICATED', detail, {
+    headers: { 'www-authenticate': 'Bearer realm="hookgate-admin"' },
+  });
+}
+
+function describe(a: ResourceAttributes): string {
+  const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+  const where = a.namespace ? ` in namespace ${a.namespace}` : ' cluster-wide';
+  return `${a.verb} ${resource}.${RESOURCE_GROUP}${a.name ? ` ${a.name}` : ''}${where}`;
+}
+
+export class AdminAccess {
+  private readonly users = new WeakMap<FastifyRequest, AdminUser>();
+  private readonly authenticator: AdminAuthenticator | undefined;
+
+  constructor(authenticator?: AdminAuthenticator) {
+    this.authenticator = authenticator;
+  }
+
+  /** Whether requests are checked at all (false: the dev server's `none`). */
+  get enabled(): boolean {
+    return this.authenticator !== undefined;
+  }
+
+  /** Authenticates every request to the API and the live stream (onRequest). */
+  install(app: FastifyInstance): void {
+    const auth = this.authenticator;
+    if (!auth) return;
+    app.addHook('onRequest', async (request) => {
+      if (request.method === 'OPTIONS' || !PROTECTED.test(request.url)) return;
+      const token = bearer(request);
+      if (!token) throw unauthenticated('Send a bearer token: Authorization: Bearer <token>');
+      const user = await auth.authenticate(token);
+      if (!user) throw unauthenticated('The bearer token is not valid');
+      this.users.set(request, user);
+    });
+  }
+
+  /** Whether the request's user may do this (always true without an authenticator). */
+  async allowed(request: FastifyRequest, attributes: ResourceAttributes): Promise<boolean> {
+    const auth = this.authenticator;
+    if (!auth) return true;
+    const user = this.users.get(request);
+    if (!user) return false;
+    return auth.authorize(user, attributes);
+  }
+
+  /** Throws 403 unless the request's user may do this. */
+  async require(request: FastifyRequest, attributes: ResourceAttributes): Promise<void> {
+    if (await this.allowed(request, attributes)) return;
+    const user = this.users.get(request)?.username ?? 'anonymous';
+    throw new HttpProblem('HG_ERR_ADMIN_FORBIDDEN', `${user} may not ${describe(attributes)}`);
+  }
+
+  /**
+   * The items the user may see: everything with a cluster-wide `list`, else those of
+   * the namespaces where `verb` is allowed (one check per namespace).
+   */
+  async filter<T>(
+    request: FastifyRequest,
+    items: T[],
+    namespaceOf: (item: T) => string,
+    attributes: Omit<ResourceAttributes, 'namespace' | 'name'>,
+  ): Promise<T[]> {
+    if (!this.authenticator) return items;
+    if (await this.allowed(request, { ...attributes, verb: 'list' })) return items;
+    const namespaces = new Map<string, boolean>();
+    for (const item of items) namespaces.set(namespaceOf(item), false);
+    await Promise.all(
+      [...namespaces.keys()].map(async (namespace) => {
+        namespaces.set(namespace, await this.allowed(request, { ...attributes, namespace }));
+      }),
+    );
+    return items.filter((item) => namespaces.get(namespaceOf(item)) === true);
+  }
+}
+
+/** No checks: the dev server on loopback. */
+export const OPEN_ACCESS = new AdminAccess();
+
+/** The namespace of a `namespace/name` key (triggers, executions' triggerKey). */
+export function namespaceOfKey(key: string): string {
+  const slash = key.indexOf('/');
+  return slash < 0 ? '' : key.slice(0, slash);
+}
+
+/** The name of a `namespace/name` key. */
+export function nameOfKey(key: string): string {
+  return key.slice(key.indexOf('/') + 1);
+}

@@ -1,0 +1,72 @@
+// The admin listener: the read API (triggers, workflows, executions with their logs
+// and events), Send Test Request, the analytics API, the dashboard and the live event
+// stream. Every /api and /webhook-events request is authenticated and authorised by
+// `access` (access.ts); the dashboard's static files are public (they hold no data).
+// Test requests go through the webhook app in-process, never over the network.
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { ExecutionEngine } from '../engine/ports.ts';
+import { liveEventRoutes, type LiveEventHub } from '../gateway/live-events.ts';
+import type { RouteTable } from '../gateway/route-table.ts';
+import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from '../http-app.ts';
+import { executionRoutes } from '../read-api/execution-routes.ts';
+import { resourceRoutes, type ResourceReader } from '../read-api/resource-routes.ts';
+import { testRequestRoutes } from '../read-api/test-request-routes.ts';
+import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from './access.ts';
+
+export interface AdminAppOptions {
+  /** The webhook app: Send Test Request injects into it. */
+  webhooks: FastifyInstance;
+  table: RouteTable;
+  engine: ExecutionEngine;
+  live: LiveEventHub;
+  /** Who may do what; everything allowed by default (the dev server on loopback). */
+  access?: AdminAccess;
+  /** Where resources come from (the embedded control plane); no resource API without. */
+  source?: ResourceReader;
+  manifestErrors?: () => unknown[];
+  /** Analytics API and dashboard. Their /api routes need a cluster-wide `list`. */
+  plugins?: AppPlugin[];
+  logger?: FastifyBaseLogger;
+  heartbeatMs?: number;
+  limits?: Partial<ServerLimits>;
+}
+
+export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyInstance> {
+  const { app } = createHttpApp(options);
+  const access = options.access ?? OPEN_ACCESS;
+  access.install(app);
+  const heartbeat = options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {};
+  liveEventRoutes(app, {
+    hub: options.live,
+    findRoute: (path) => options.table.match(path)?.route,
+    authorize: (request, route) =>
+      access.require(request, {
+        verb: 'get',
+        resource: 'webhooktriggers',
+        namespace: namespaceOfKey(route.key),
+        name: nameOfKey(route.key),
+      }),
+    ...heartbeat,
+  });
+  executionRoutes(app, { engine: options.engine, access, ...heartbeat });
+  testRequestRoutes(app, { routes: options.table.routes, webhooks: options.webhooks, access });
+  if (options.source) {
+    resourceRoutes(app, {
+      source: options.source,
+      access,
+      ...(options.manifestErrors ? { manifestErrors: options.manifestErrors } : {}),
+    });
+  }
+  // Analytics span every namespace: reading them needs a cluster-wide `list`.
+  await registerPlugins(
+    app,
+    (options.plugins ?? []).map((plugin) => async (scope: FastifyInstance) => {
+      scope.addHook('preHandler', async (request) => {
+        if (request.url.startsWith('/api/'))
+          await access.require(request, { verb: 'list', resource: 'webhooktriggers' });
+      });
+      await plugin(scope);
+    }),
+  );
+  return app;
+}

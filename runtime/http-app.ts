@@ -1,0 +1,91 @@
+// The Fastify set-up both listeners share: one server factory with every slow-client
+// timeout set explicitly, the role's logger with per-request lines at debug level,
+// problem documents for every error, and SSE support. The webhook app (app.ts) and
+// the admin app (admin/app.ts) each start from here.
+import { createServer } from 'node:http';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import { CLIENT_ERROR_OPTIONS } from './gateway/client-errors.ts';
+import { installProblemHandlers } from './gateway/problem-handler.ts';
+import { installSse } from './gateway/sse.ts';
+
+/** Server-wide limits (slow clients, idle sockets); see docs/security.md. */
+export const SERVER_LIMITS = {
+  /** Time to receive a whole request (Node's default of 300 s is off under Fastify). */
+  requestTimeout: 120_000,
+  /** Time to receive the request headers: a client trickling them is cut off. */
+  headersTimeout: 60_000,
+  /** Above common load balancers' 60 s idle timeout, so they close first. */
+  keepAliveTimeout: 72_000,
+  /** How often Node checks the two timeouts above. */
+  connectionsCheckingInterval: 5_000,
+  /** The largest body any endpoint may accept (each endpoint sets its own lower limit). */
+  bodyLimit: 16 * 1024 * 1024,
+};
+export type ServerLimits = typeof SERVER_LIMITS;
+
+/** A role's plugin: more routes in an encapsulated scope of their own. */
+export type AppPlugin = (app: FastifyInstance) => void | Promise<void>;
+
+/**
+ * Fastify's two lines per request (received, completed) at debug level instead of
+ * info: at info a short load test wrote hundreds of thousands of lines.
+ */
+class RequestLogsAtDebug extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(
+    _error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    request.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+}
+
+export function createHttpApp(options: {
+  logger?: FastifyBaseLogger | undefined;
+  limits?: Partial<ServerLimits> | undefined;
+}): { app: FastifyInstance; limits: ServerLimits } {
+  const limits = { ...SERVER_LIMITS, ...options.limits };
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    logController: new RequestLogsAtDebug(),
+    // Our own server, so that every slow-client timeout is set explicitly (G6).
+    serverFactory: (handler) =>
+      createServer(
+        {
+          requestTimeout: limits.requestTimeout,
+          headersTimeout: limits.headersTimeout,
+          keepAliveTimeout: limits.keepAliveTimeout,
+          connectionsCheckingInterval: limits.connectionsCheckingInterval,
+        },
+        handler,
+      ),
+    requestTimeout: limits.requestTimeout,
+    keepAliveTimeout: limits.keepAliveTimeout,
+    bodyLimit: limits.bodyLimit,
+    ...CLIENT_ERROR_OPTIONS,
+    forceCloseConnections: 'idle',
+    routerOptions: { maxParamLength: 500 },
+  });
+  installProblemHandlers(app);
+  installSse(app);
+  return { app, limits };
+}
+
+/** Registers each plugin in its own encapsulated scope. */
+export async function registerPlugins(app: FastifyInstance, plugins: AppPlugin[]): Promise<void> {
+  for (const plugin of plugins) {
+    await app.register(async (scope) => {
+      await plugin(scope);
+    });
+  }
+}
