@@ -145,9 +145,11 @@ function internalErrors(logger: Logger) {
 }
 
 function servingOptions(s: Settings, logger: Logger) {
+  const ttl = process.env.HOOKGATE_GATEWAY_TTL_MS;
   return {
     baseUrl: s.baseUrl,
     logger,
+    ...(ttl ? { report: { ttlMs: Number(ttl) } } : {}),
     adminAccess: adminAccess(s, kubeConfig),
     analytics: s.analytics,
     engine: { onInternalError: internalErrors(logger) },

@@ -48,6 +48,7 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     source,
     routes: stores.routes,
     workflows: stores.workflows,
+    gateways: stores.gateways,
     baseUrl: options.baseUrl,
     ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
   });
@@ -63,9 +64,10 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     routes: stores.routes,
     workflows: stores.workflows,
     async close() {
-      // Traffic first (the app drains), then the control loop, then the shared state.
-      await serving.close();
+      // The control loop first (so this gateway leaving is not written as status),
+      // then traffic (the app drains), then the shared state.
       await loop.stop(5_000);
+      await serving.close();
       stores.close();
     },
   };

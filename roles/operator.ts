@@ -4,8 +4,9 @@
 // /metrics, /healthz and /readyz.
 //
 // Routes and registrations go to Redis when a client is given, where `hookgate
-// gateway` replicas read them; without Redis they stay in this process's memory and
-// the operator only reports status (use `hookgate dev --source kubernetes` then).
+// gateway` replicas read them and report what they serve (the Deployed condition);
+// without Redis they stay in this process's memory, no gateway can serve them, and
+// the operator only reports status (NoGateway; use `hookgate dev --source kubernetes`).
 import type { KubeConfig } from '@kubernetes/client-node';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
@@ -54,7 +55,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
   const metrics = new OperatorMetrics(registry);
   const client = new KubeClient(options.kubeConfig);
   const stores = createStores(options.redis);
-  const { routes, workflows } = stores;
+  const { routes, workflows, gateways } = stores;
   const log = options.log ?? (() => {});
 
   let leading = false;
@@ -85,6 +86,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
         }),
         routes,
         workflows,
+        gateways,
         baseUrl: options.baseUrl,
         controller: { metrics, log },
         recordEvent: kubernetesEvents(client, 'hookgate-operator'),

@@ -47,6 +47,9 @@ Environment:
   HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
                              long is run again by another worker (default 60000)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
+  HOOKGATE_GATEWAY_TTL_MS    gateway, dev: the report of what this gateway serves counts
+                             this long unless refreshed (every third; default 15000); a
+                             gateway that dies stops counting for Deployed after it
   ADMIN_HOST                 admin listener address (dev: default 127.0.0.1; gateway:
                              default --host)
   HOOKGATE_ADMIN_AUTH        admin authentication: kubernetes (TokenReview and
@@ -219,15 +222,19 @@ function problemsOf(
     'HOOKGATE_MAX_QUEUED',
     'HOOKGATE_WORKER_CONCURRENCY',
     'HOOKGATE_WORKER_CLAIM_IDLE_MS',
+    'HOOKGATE_GATEWAY_TTL_MS',
   ]) {
     const raw = env[name];
     if (raw !== undefined && !(Number.isInteger(Number(raw)) && Number(raw) > 0))
       problems.push(`${name} must be a positive integer, not "${raw}"`);
   }
-  // Claims are renewed every third of it: much shorter and a slow tick loses a running job.
-  const claimIdle = env.HOOKGATE_WORKER_CLAIM_IDLE_MS;
-  if (claimIdle !== undefined && Number(claimIdle) < 1000)
-    problems.push(`HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000, not "${claimIdle}"`);
+  // Claims and gateway reports are renewed every third of it: much shorter and a slow
+  // tick loses a running job, or a gateway stops counting while it serves.
+  for (const name of ['HOOKGATE_WORKER_CLAIM_IDLE_MS', 'HOOKGATE_GATEWAY_TTL_MS']) {
+    const raw = env[name];
+    if (raw !== undefined && Number(raw) < 1000)
+      problems.push(`${name} must be at least 1000, not "${raw}"`);
+  }
   if (!isPort(port)) problems.push(`invalid port "${rawPort}"`);
   if (!['dir', 'kubernetes'].includes(source))
     problems.push(`unknown source "${source}" (dir or kubernetes)`);

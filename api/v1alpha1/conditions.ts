@@ -5,7 +5,12 @@
 export const TriggerCondition = {
   /** The spec passed every check the CRD schema cannot make (references, secrets, JSON). */
   Valid: 'Valid',
-  /** The route is registered with the gateway (the Deploy API action). */
+  /**
+   * The route is served: every live gateway serves the trigger's current generation
+   * (as the gateways report it), like the Gateway API's `Programmed`. False while the
+   * route is written but not yet served everywhere (GatewayPending), or when no
+   * gateway is running (NoGateway).
+   */
   Deployed: 'Deployed',
   /** The referenced workflow is published to the engine. */
   WorkflowPublished: 'WorkflowPublished',
@@ -45,11 +50,26 @@ export const Reason = {
   DeployDisabled: 'DeployDisabled',
   /** An older WebhookTrigger already serves the same URL. */
   PathConflict: 'PathConflict',
-  /** Route registered. */
+  /** Every live gateway serves the route at the trigger's current generation. */
   Deployed: 'Deployed',
+  /**
+   * The route is written but not every live gateway serves its current generation
+   * yet ("served by N of M gateways"); looked at again when the gateways report, and
+   * every few seconds until then.
+   */
+  GatewayPending: 'GatewayPending',
+  /**
+   * The route is written but no gateway is running: none has a live report of what it
+   * serves (`hookgate gateway` replicas, or the dev role's own gateway).
+   */
+  NoGateway: 'NoGateway',
   /** Workflow registered. */
   Published: 'Published',
-  /** The route store or registry could not be written; retried with backoff. */
+  /**
+   * The shared store (routes, workflow registry, gateway reports; Redis in a cluster)
+   * could not be read or written. The message says why; the reconcile is retried with
+   * backoff and the condition clears when the store is back.
+   */
   StoreError: 'StoreError',
   /** The waitForResponseNode mode needs a respond node in the workflow. */
   NoResponseNode: 'NoResponseNode',

@@ -1,6 +1,6 @@
 // Condition bookkeeping per Kubernetes API conventions: keyed by type, carrying
 // observedGeneration; lastTransitionTime moves only when the status flips.
-import type { Condition } from '../../api/v1alpha1/index.ts';
+import { Reason, type Condition } from '../../api/v1alpha1/index.ts';
 
 export interface ConditionInput {
   type: string;
@@ -65,4 +65,19 @@ export function summarize(
     reason: failing.reason,
     message: failing.message,
   };
+}
+
+/**
+ * A condition that could not be computed because the shared store failed: False with
+ * reason StoreError and the error's message (credentials in URLs masked, length bounded).
+ */
+export function storeError(type: string, what: string, err: unknown): ConditionInput {
+  return notOk(type, Reason.StoreError, `${what}: ${storeErrorMessage(err)}`);
+}
+
+/** The message of a store error, safe to show in status: no URL credentials, at most 512 characters. */
+export function storeErrorMessage(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const masked = message.replace(/(\/\/)[^/@\s]*@/g, '$1***@');
+  return masked.length > 512 ? `${masked.slice(0, 511)}…` : masked;
 }

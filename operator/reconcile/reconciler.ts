@@ -6,12 +6,15 @@
 //
 // This file dispatches by kind to one narrow controller per concern (triggers.ts,
 // workflows.ts; path-claims.ts holds which trigger claims which URL, status.ts the
-// status writes) and maps a change to the objects to revisit (`dependents`).
+// status writes) and maps a change to the objects to revisit (`dependents`, and
+// `servedChanged` for a change of what the gateways serve).
+import type { GatewayChange, GatewayStore } from '../../api/records/gateways.ts';
 import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
 import type { AnyResource, ObjectRef, ResourceSource } from '../sources/ports.ts';
 import { referencedSecrets } from './credentials.ts';
 import { PathClaims } from './path-claims.ts';
 import { keyOf, triggerRef, triggersOf, type Trigger } from './resources.ts';
+import type { RecheckOptions } from './served.ts';
 import { StatusWriter, type RecordEvent } from './status.ts';
 import { TriggerReconciler } from './triggers.ts';
 import { WorkflowReconciler } from './workflows.ts';
@@ -20,8 +23,12 @@ export interface ReconcilerOptions {
   source: ResourceSource;
   routes: RouteStore;
   workflows: WorkflowRegistry;
+  /** What the live gateways serve: a route is Deployed once all of them serve it. */
+  gateways: Pick<GatewayStore, 'served'>;
   /** Public base URL of the gateway, e.g. https://hooks.example.com */
   baseUrl: string;
+  /** How soon a route not yet served everywhere is looked at again. */
+  recheck?: RecheckOptions;
   now?: () => Date;
   /**
    * Ask for an object to be reconciled later. Called when a workflow's registration
@@ -44,6 +51,7 @@ export class Reconciler {
 
   constructor(options: ReconcilerOptions) {
     const o: Required<ReconcilerOptions> = {
+      recheck: {},
       now: () => new Date(),
       enqueue: () => {},
       recordEvent: () => {},
@@ -64,7 +72,9 @@ export class Reconciler {
       source: o.source,
       routes: o.routes,
       workflows: o.workflows,
+      gateways: o.gateways,
       baseUrl: o.baseUrl,
+      recheck: o.recheck,
       claims: this.#claims,
       status,
       now: o.now,
@@ -76,6 +86,35 @@ export class Reconciler {
     if (ref.kind === 'Workflow') return this.#workflows.reconcile(ref);
     if (ref.kind === 'WebhookTrigger') return this.#triggers.reconcile(ref);
     // Secrets are never reconciled themselves; their dependents are (see dependents()).
+  }
+
+  /**
+   * Objects to reconcile when what the gateways serve changed: the triggers of the
+   * routes named; every trigger when the set of gateways changed; everything after the
+   * feed reconnected (the store may have restarted empty and need rewriting).
+   */
+  servedChanged(change: GatewayChange): ObjectRef[] {
+    const source = this.#source;
+    if (change.kind === 'routes') {
+      return change.keys
+        .map((key): ObjectRef => {
+          const slash = key.indexOf('/');
+          return {
+            kind: 'WebhookTrigger',
+            namespace: key.slice(0, slash),
+            name: key.slice(slash + 1),
+          };
+        })
+        .filter((ref) => source.get(ref) !== undefined);
+    }
+    const triggers = source.list('WebhookTrigger').map(triggerRef);
+    if (change.kind === 'gateways') return triggers;
+    const workflows = source.list('Workflow').map((w): ObjectRef => ({
+      kind: 'Workflow',
+      namespace: w.metadata.namespace ?? 'default',
+      name: w.metadata.name,
+    }));
+    return [...workflows, ...triggers];
   }
 
   /** Objects to reconcile when `changed` was added, modified or removed. */

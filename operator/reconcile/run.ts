@@ -1,7 +1,9 @@
 // Wires a resource source to the reconciler through a controller work queue:
 // every change enqueues the objects it affects; nothing is reconciled before the
-// source has synced; then every known object is reconciled once.
+// source has synced; then every known object is reconciled once. A change of what
+// the gateways serve (their reports' change feed) enqueues the triggers it affects.
 import { Controller, type ControllerOptions } from '../controller/controller.ts';
+import type { GatewayStore } from '../../api/records/gateways.ts';
 import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
 import type { ResourceSource } from '../sources/ports.ts';
 import { parseRefKey, refKey } from './refs.ts';
@@ -11,7 +13,10 @@ export interface ReconcileLoopOptions {
   source: ResourceSource;
   routes: RouteStore;
   workflows: WorkflowRegistry;
+  /** What the gateways serve: read for Deployed, its change feed enqueues triggers. */
+  gateways: Pick<GatewayStore, 'served' | 'subscribe'>;
   baseUrl: string;
+  recheck?: ReconcilerOptions['recheck'];
   controller?: Partial<Omit<ControllerOptions, 'reconcile'>>;
   recordEvent?: ReconcilerOptions['recordEvent'];
 }
@@ -34,13 +39,18 @@ export async function startReconcileLoop(options: ReconcileLoopOptions): Promise
     source,
     routes: options.routes,
     workflows: options.workflows,
+    gateways: options.gateways,
     baseUrl: options.baseUrl,
+    ...(options.recheck ? { recheck: options.recheck } : {}),
     enqueue: (ref) => controller.enqueue(refKey(ref)),
     ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
   });
   const loop = controller;
   await source.start((ref) => {
     for (const dep of reconciler.dependents(ref)) loop.enqueue(refKey(dep));
+  });
+  const unsubscribe = options.gateways.subscribe((change) => {
+    for (const dep of reconciler.servedChanged(change)) loop.enqueue(refKey(dep));
   });
   for (const kind of ['Workflow', 'WebhookTrigger'] as const) {
     for (const r of source.list(kind)) {
@@ -54,6 +64,7 @@ export async function startReconcileLoop(options: ReconcileLoopOptions): Promise
     reconciler,
     controller: loop,
     async stop(drainTimeoutMs) {
+      unsubscribe();
       await loop.stop(drainTimeoutMs);
       await source.stop();
     },

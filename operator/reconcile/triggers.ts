@@ -1,6 +1,9 @@
-// The WebhookTrigger controller: registers the trigger's route with the gateway (the
+// The WebhookTrigger controller: writes the trigger's route to the route store (the
 // Deploy action) when its spec is valid, its Workflow exists and no older trigger
-// serves the same URL, and reports Valid, Deployed, WorkflowPublished and Ready.
+// serves the same URL, and reports Valid, Deployed (every live gateway serves the
+// route's generation: served.ts), WorkflowPublished and Ready. Status is written on
+// every exit path: a store that fails leaves Ready=False/StoreError behind, and the
+// error is returned so the reconcile is retried with backoff.
 import { isDeepStrictEqual } from 'node:util';
 import {
   Reason,
@@ -8,6 +11,7 @@ import {
   type WebhookTriggerSpec,
   type WebhookTriggerStatus,
 } from '../../api/v1alpha1/index.ts';
+import type { GatewayStore } from '../../api/records/gateways.ts';
 import type {
   ResolvedCredentials,
   RouteRecord,
@@ -17,11 +21,25 @@ import type {
 import { basePath, routePath, webhookUrl, workflowIdentifier } from '../../api/identity.ts';
 import { compileSchemas } from '../../api/schemas.ts';
 import type { ObjectRef, ResourceSource } from '../sources/ports.ts';
-import { mergeConditions, notOk, ok, summarize, type ConditionInput } from './conditions.ts';
+import {
+  mergeConditions,
+  notOk,
+  ok,
+  storeError,
+  summarize,
+  type ConditionInput,
+} from './conditions.ts';
 import { resolveCredentials } from './credentials.ts';
 import type { PathClaims } from './path-claims.ts';
 import { workflowOf, type Trigger, type WorkflowResource } from './resources.ts';
+import {
+  publishedOnGateways,
+  servedCondition,
+  type Deployment,
+  type RecheckOptions,
+} from './served.ts';
 import type { RecordEvent, StatusWriter } from './status.ts';
+import { cleanupFailed, isStoreError } from './store-errors.ts';
 import { hasRespondNode } from './workflow-check.ts';
 
 export interface TriggerReconcilerOptions {
@@ -29,12 +47,15 @@ export interface TriggerReconcilerOptions {
   routes: RouteStore;
   /** Read only: whether the trigger's workflow is registered with the engine. */
   workflows: WorkflowRegistry;
+  /** Read only: what the live gateways serve. */
+  gateways: Pick<GatewayStore, 'served'>;
   /** Public base URL of the gateway, e.g. https://hooks.example.com */
   baseUrl: string;
   claims: PathClaims;
   status: StatusWriter;
   now: () => Date;
   recordEvent: RecordEvent;
+  recheck?: RecheckOptions;
 }
 
 export class TriggerReconciler {
@@ -44,19 +65,11 @@ export class TriggerReconciler {
     this.#o = options;
   }
 
-  async reconcile(ref: ObjectRef): Promise<void> {
-    const { source, routes, claims } = this.#o;
+  async reconcile(ref: ObjectRef): Promise<{ requeueAfterMs: number } | void> {
+    const { source, claims } = this.#o;
     const key = `${ref.namespace}/${ref.name}`;
     const trigger = source.get(ref) as Trigger | undefined;
-    if (!trigger || trigger.metadata.deletionTimestamp) {
-      await routes.delete(key);
-      claims.release(key);
-      if (trigger) {
-        this.#o.recordEvent(trigger, 'Normal', 'CleanedUp', 'Route removed from the gateway');
-        await source.removeFinalizer(ref);
-      }
-      return;
-    }
+    if (!trigger || trigger.metadata.deletionTimestamp) return this.#cleanUp(ref, key, trigger);
     const generation = trigger.metadata.generation ?? 1;
     const previous = await this.#o.status.initial<WebhookTriggerStatus>(
       ref,
@@ -78,39 +91,37 @@ export class TriggerReconciler {
       claims.update(trigger);
     }
 
+    // Every store call below may fail: its condition says so, status is still written.
+    const failures: unknown[] = [];
+    const failed = (type: string, what: string) => (err: unknown) => {
+      failures.push(err);
+      return storeError(type, what, err);
+    };
     const { valid, credentials } = this.#validity(ref, spec, workflow);
-    const published = await this.#workflowPublished(ref, workflow, workflowId);
-    let deployed = this.#deployBlocker(trigger, workflow, workflowId, valid, status.url);
-    if (!deployed && workflow && workflowId) {
-      const route: RouteRecord = {
-        key,
-        namespace: ref.namespace,
-        name: ref.name,
-        uid: trigger.metadata.uid ?? '',
-        generation,
-        workflowId,
-        path: routePath(workflowId, spec.pathSegment),
-        application: workflow.spec.application,
-        environment: workflow.spec.environment,
-        spec,
-        credentials,
-      };
-      const existing = await routes.get(key);
-      if (!isDeepStrictEqual(existing, route)) await routes.put(key, route);
-      deployed = ok(
-        TriggerCondition.Deployed,
-        Reason.Deployed,
-        `Serving ${spec.methods.join(', ')} at ${route.path}`,
-      );
-    }
-    if (!deployed || deployed.status !== 'True') await routes.delete(key);
-    deployed ??= notOk(TriggerCondition.Deployed, Reason.WorkflowNotFound, 'Workflow not found');
+    const registered = await this.#workflowPublished(ref, workflow, workflowId).catch(
+      failed(TriggerCondition.WorkflowPublished, 'Cannot read the workflow registry'),
+    );
+    const blocker = this.#deployBlocker(trigger, workflow, workflowId, valid, status.url);
+    const deployment: Deployment = await (
+      blocker || !workflow || !workflowId
+        ? this.#undeploy(key, blocker)
+        : this.#deploy(trigger, workflow, workflowId, credentials)
+    ).catch((err: unknown) => ({
+      deployed: failed(TriggerCondition.Deployed, 'Cannot deploy the route')(err),
+    }));
+    const { deployed } = deployment;
+    const { published, requeueAfterMs } = publishedOnGateways(
+      registered,
+      deployment,
+      this.#o.recheck,
+    );
 
-    // A conflict or a missing workflow is the most useful thing to tell first.
-    const ordered =
-      deployed.reason === Reason.PathConflict
-        ? [deployed, valid, published]
-        : [valid, deployed, published];
+    // A store failure, then a conflict or a missing workflow: the most useful first.
+    const first =
+      [deployed, published].find(isStoreError) ??
+      (deployed.reason === Reason.PathConflict ? deployed : undefined);
+    const parts = [valid, deployed, published];
+    const ordered = first ? [first, ...parts.filter((c) => c !== first)] : parts;
     const ready = summarize(TriggerCondition.Ready, ordered, `Ready at ${status.url ?? ''}`);
     status.conditions = mergeConditions(
       previous.conditions,
@@ -119,6 +130,68 @@ export class TriggerReconciler {
       this.#o.now(),
     );
     await this.#o.status.write(ref, trigger, previous, status);
+    if (failures.length > 0) throw failures[0];
+    return requeueAfterMs ? { requeueAfterMs } : undefined;
+  }
+
+  /** The trigger is gone or being deleted: remove its route, then its finalizer. */
+  async #cleanUp(ref: ObjectRef, key: string, trigger: Trigger | undefined): Promise<void> {
+    const { source, routes, claims } = this.#o;
+    try {
+      await routes.delete(key);
+    } catch (err) {
+      if (!trigger) throw err;
+      return cleanupFailed(
+        this.#o.status,
+        ref,
+        trigger,
+        'Cannot remove the route',
+        err,
+        this.#o.now(),
+      );
+    }
+    claims.release(key);
+    if (trigger) {
+      this.#o.recordEvent(trigger, 'Normal', 'CleanedUp', 'Route removed from the gateway');
+      await source.removeFinalizer(ref);
+    }
+  }
+
+  /** The route must not be served (`blocker` says why): take it out of the store. */
+  async #undeploy(key: string, blocker: ConditionInput | undefined): Promise<Deployment> {
+    await this.#o.routes.delete(key);
+    return {
+      deployed:
+        blocker ?? notOk(TriggerCondition.Deployed, Reason.WorkflowNotFound, 'Workflow not found'),
+    };
+  }
+
+  /** Write the route (when it changed), then see whether the gateways serve it. */
+  async #deploy(
+    trigger: Trigger,
+    workflow: WorkflowResource,
+    workflowId: string,
+    credentials: ResolvedCredentials,
+  ): Promise<Deployment> {
+    const { routes } = this.#o;
+    const namespace = trigger.metadata.namespace ?? 'default';
+    const key = `${namespace}/${trigger.metadata.name}`;
+    const route: RouteRecord = {
+      key,
+      namespace,
+      name: trigger.metadata.name,
+      uid: trigger.metadata.uid ?? '',
+      generation: trigger.metadata.generation ?? 1,
+      workflowId,
+      path: routePath(workflowId, trigger.spec.pathSegment),
+      application: workflow.spec.application,
+      environment: workflow.spec.environment,
+      spec: trigger.spec,
+      credentials,
+    };
+    const existing = await routes.get(key);
+    if (!isDeepStrictEqual(existing, route)) await routes.put(key, route);
+    return servedCondition(this.#o.gateways, route, this.#o.recheck);
   }
 
   /** Valid: what the CRD schema cannot check (Secrets, schema JSON, the respond node). */

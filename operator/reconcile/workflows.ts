@@ -1,15 +1,24 @@
 // The Workflow controller: registers a valid, published Workflow with the engine
 // (the Publish action) and reports Valid, Published and Ready. When a registration
 // changes, the Workflow's triggers are asked to look again (the registry is not a
-// watched resource).
+// watched resource). A registry that fails leaves Published=False/StoreError behind,
+// and the error is returned so the reconcile is retried with backoff.
 import { isDeepStrictEqual } from 'node:util';
 import { Reason, WorkflowCondition, type WorkflowStatus } from '../../api/v1alpha1/index.ts';
 import type { WorkflowRegistration, WorkflowRegistry } from '../../api/records/records.ts';
 import { workflowIdentifier } from '../../api/identity.ts';
 import type { ObjectRef, ResourceSource } from '../sources/ports.ts';
-import { mergeConditions, notOk, ok, summarize, type ConditionInput } from './conditions.ts';
+import {
+  mergeConditions,
+  notOk,
+  ok,
+  storeError,
+  summarize,
+  type ConditionInput,
+} from './conditions.ts';
 import { triggerRef, triggersOf, type WorkflowResource } from './resources.ts';
 import type { RecordEvent, StatusWriter } from './status.ts';
+import { cleanupFailed } from './store-errors.ts';
 import { checkWorkflow } from './workflow-check.ts';
 
 export interface WorkflowReconcilerOptions {
@@ -33,7 +42,13 @@ export class WorkflowReconciler {
     const { source } = this.#o;
     const wf = source.get(ref) as WorkflowResource | undefined;
     if (!wf || wf.metadata.deletionTimestamp) {
-      await this.#unregister(ref.namespace, ref.name, undefined);
+      try {
+        await this.#unregister(ref.namespace, ref.name, undefined);
+      } catch (err) {
+        if (!wf) throw err;
+        const what = 'Cannot remove the registration';
+        return cleanupFailed(this.#o.status, ref, wf, what, err, this.#o.now());
+      }
       if (wf) {
         this.#o.recordEvent(wf, 'Normal', 'CleanedUp', 'Unregistered from the workflow engine');
         await source.removeFinalizer(ref);
@@ -51,12 +66,17 @@ export class WorkflowReconciler {
         ? ok(WorkflowCondition.Valid, Reason.Succeeded, 'All nodes and expressions are valid')
         : notOk(WorkflowCondition.Valid, Reason.InvalidSpec, problems.join('; '));
 
-    const published = await this.#publish(ref, wf, workflowId, generation, valid);
-    await this.#unregister(
-      ref.namespace,
-      ref.name,
-      published.status === 'True' ? workflowId : undefined,
-    );
+    let failure: Error | undefined;
+    const published = await this.#publish(ref, wf, workflowId, generation, valid)
+      .then(async (condition) => {
+        const keep = condition.status === 'True' ? workflowId : undefined;
+        await this.#unregister(ref.namespace, ref.name, keep);
+        return condition;
+      })
+      .catch((err: unknown) => {
+        failure = err instanceof Error ? err : new Error(String(err));
+        return storeError(WorkflowCondition.Published, 'Cannot write the workflow registry', err);
+      });
 
     const ready = summarize(
       WorkflowCondition.Ready,
@@ -74,6 +94,7 @@ export class WorkflowReconciler {
       ),
     };
     await this.#o.status.write(ref, wf, previous, status);
+    if (failure !== undefined) throw failure;
   }
 
   /** Published: register the workflow with the engine when it is valid and meant to run. */

@@ -1,6 +1,8 @@
 // Two `hookgate operator` processes against the Kubernetes-compatible API server: one
 // leads and reconciles, the other stands by; SIGTERM on the leader drains, releases
 // the Lease and exits 0, and the standby takes over without waiting out the lease.
+// Without Redis no gateway can serve what they deploy: a reconciled trigger says
+// Ready=False, reason NoGateway.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,10 +38,14 @@ function startOperator(port: number): ChildProcess {
 const readiness = async (port: number) =>
   ((await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { status: string }).status;
 
+/** The trigger's Ready condition as `<status>/<reason>`. */
 async function ready(name: string): Promise<string | undefined> {
   const res = await fetch(`${base()}/webhooktriggers/${name}`);
-  const t = (await res.json()) as { status?: { conditions?: { type: string; status: string }[] } };
-  return t.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+  const t = (await res.json()) as {
+    status?: { conditions?: { type: string; status: string; reason: string }[] };
+  };
+  const c = t.status?.conditions?.find((c) => c.type === 'Ready');
+  return c && `${c.status}/${c.reason}`;
 }
 
 async function createTrigger(name: string) {
@@ -90,7 +96,7 @@ describe('hookgate operator processes', () => {
     startOperator(ports[1]);
     await eventually(async () => expect(await readiness(ports[1])).toBe('standby'), 15_000, 100);
     await createTrigger('first');
-    await eventually(async () => expect(await ready('first')).toBe('True'), 10_000, 100);
+    await eventually(async () => expect(await ready('first')).toBe('False/NoGateway'), 10_000, 100);
     const lease = (await (
       await fetch(
         `${server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/hookgate-operator`,
@@ -112,6 +118,10 @@ describe('hookgate operator processes', () => {
     // A released Lease is taken on the next retry, well before a 15 s lease would expire.
     expect(Date.now() - started).toBeLessThan(10_000);
     await createTrigger('second');
-    await eventually(async () => expect(await ready('second')).toBe('True'), 10_000, 100);
+    await eventually(
+      async () => expect(await ready('second')).toBe('False/NoGateway'),
+      10_000,
+      100,
+    );
   });
 });

@@ -13,6 +13,9 @@ import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile
 import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
+import { MemoryGatewayStore } from '../../api/records/gateways-memory.ts';
+import { GatewayReporter } from '../../runtime/gateway/reporter.ts';
+import { RouteTable } from '../../runtime/gateway/route-table.ts';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually, sleep } from '../support/eventually.ts';
@@ -23,6 +26,8 @@ let kc: KubeConfig;
 let client: KubeClient;
 let nsCounter = 0;
 const loops: ReconcileLoop[] = [];
+/** The in-process gateways that serve what the loops deploy, closed after each test. */
+const gatewaysToClose: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   cluster = await startTestCluster({ crds: true });
@@ -32,6 +37,7 @@ beforeAll(async () => {
 afterEach(async () => {
   server.faults.clear();
   await Promise.all(loops.splice(0).map((l) => l.stop(1000)));
+  await Promise.all(gatewaysToClose.splice(0).map((close) => close()));
 });
 
 afterAll(() => cluster.close());
@@ -102,6 +108,16 @@ async function setup() {
   });
   const routes = new FlakyRoutes();
   const workflows = new MemoryRecordStore<WorkflowRegistration>();
+  // One gateway serves the stores and reports what it serves (Deployed reads it).
+  const gateways = new MemoryGatewayStore();
+  const table = await RouteTable.create(routes, workflows);
+  const reporter = new GatewayReporter({ store: gateways, table });
+  await reporter.report();
+  gatewaysToClose.push(async () => {
+    await reporter.close();
+    table.close();
+    gateways.close();
+  });
   const registry = new Registry();
   const metrics = new OperatorMetrics(registry);
   const source = new KubernetesSource({
@@ -114,6 +130,7 @@ async function setup() {
     source,
     routes,
     workflows,
+    gateways,
     baseUrl: 'http://hooks.test',
     controller: { workers: 2, metrics },
   });
@@ -184,6 +201,11 @@ describe('operator over the Kubernetes source', () => {
     const t = await getTrigger();
     expect(t.metadata.deletionTimestamp).toBeDefined();
     expect(t.metadata.finalizers).toContain(FINALIZER);
+    // Status on the cleanup path too: the object says why it lingers.
+    expect(t.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'StoreError',
+    });
     routes.failDeletes = 0;
     // Backoff has grown (5 ms·2^n); it still converges once the store is back.
     await eventually(async () => expect(getTrigger()).rejects.toMatchObject({ code: 404 }));

@@ -5,8 +5,10 @@ import type { Condition } from '../../../api/v1alpha1/index.ts';
 import { Reconciler } from '../../../operator/reconcile/reconciler.ts';
 import { DirectorySource } from '../../../operator/sources/directory.ts';
 import type { ObjectRef } from '../../../operator/sources/ports.ts';
+import { MemoryGatewayStore } from '../../../api/records/gateways-memory.ts';
 import { MemoryRecordStore } from '../../../api/records/memory-store.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../../api/records/records.ts';
+import { reportServing } from '../../support/gateways.ts';
 import { manifestDir, secret, trigger, workflow } from '../../support/manifests.ts';
 
 type Dir = Awaited<ReturnType<typeof manifestDir>>;
@@ -14,6 +16,7 @@ let dir: Dir;
 let source: DirectorySource;
 let routes: MemoryRecordStore<RouteRecord>;
 let workflows: MemoryRecordStore<WorkflowRegistration>;
+let gateways: MemoryGatewayStore;
 let reconciler: Reconciler;
 let clock: Date;
 let statusWrites: number;
@@ -36,11 +39,15 @@ async function load(...docs: object[]) {
   await source.reload();
 }
 
-/** Reconcile everything until nothing changes (what the controller does with its queue). */
+/**
+ * Reconcile everything until nothing changes (what the controller does with its queue),
+ * with one gateway that serves what the stores hold after each round.
+ */
 async function settle() {
   for (let i = 0; i < 3; i++) {
     for (const w of source.list('Workflow')) await reconciler.reconcile(W(w.metadata.name));
     for (const t of source.list('WebhookTrigger')) await reconciler.reconcile(T(t.metadata.name));
+    await reportServing(gateways, 'g1', routes, workflows);
   }
 }
 
@@ -56,11 +63,13 @@ beforeEach(async () => {
   };
   routes = new MemoryRecordStore();
   workflows = new MemoryRecordStore();
+  gateways = new MemoryGatewayStore();
   clock = new Date('2026-11-23T10:00:00Z');
   reconciler = new Reconciler({
     source,
     routes,
     workflows,
+    gateways,
     baseUrl: 'https://hooks.example.com',
     now: () => clock,
   });
@@ -229,6 +238,8 @@ describe('Reconciler', () => {
     // The older one goes away: the newer one takes the URL over.
     await load(workflow('orders'), trigger('second', { pathSegment: 'orders/:orderId' }));
     for (const ref of reconciler.dependents(T('first'))) await reconciler.reconcile(ref);
+    expect(summary(T('second')).Deployed).toBe('False/GatewayPending');
+    await settle();
     expect(summary(T('second')).Ready).toBe('True/Succeeded');
     expect((await routes.list()).map((r) => r.key)).toEqual(['default/second']);
   });
@@ -236,11 +247,13 @@ describe('Reconciler', () => {
   it('lastTransitionTime moves only when a status flips; observedGeneration follows the spec', async () => {
     await load(workflow('orders'), trigger('t'));
     await settle();
-    const first = conditions(T('t')).Ready?.lastTransitionTime;
+    const first = conditions(T('t')).Valid?.lastTransitionTime;
     clock = new Date('2026-11-23T11:00:00Z');
     await load(workflow('orders'), trigger('t', { methods: ['GET'] }));
     await settle();
-    expect(conditions(T('t')).Ready?.lastTransitionTime).toBe(first);
+    expect(conditions(T('t')).Valid?.lastTransitionTime).toBe(first);
+    // Ready flipped: False (GatewayPending) until the gateway served generation 2.
+    expect(conditions(T('t')).Ready?.lastTransitionTime).toBe('2026-11-23T11:00:00Z');
     expect(conditions(T('t')).Ready?.observedGeneration).toBe(2);
     clock = new Date('2026-11-23T12:00:00Z');
     await load(workflow('orders'), trigger('t', { methods: ['GET'], deploy: false }));
