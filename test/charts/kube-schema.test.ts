@@ -52,6 +52,11 @@ const OPTIONS: Record<string, string[]> = {
     'redis.maxmemory=512mb',
   ],
   'inline executions': ['gateway.executions=inline', 'podDisruptionBudget.enabled=true'],
+  'analytics from Prometheus': [
+    'analytics.prometheus.url=https://prometheus.monitoring.svc:9090',
+    'analytics.prometheus.existingSecret=prom-token',
+    'analytics.prometheus.caConfigMap=prom-ca',
+  ],
   'scheduling and pull secrets': [
     'imagePullSecrets[0].name=regcred',
     'gateway.nodeSelector.pool=edge',
