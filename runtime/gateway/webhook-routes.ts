@@ -121,9 +121,17 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       const route = ctx.match.route;
       applyResponseHeaders(reply, route, ctx);
       live?.publishRequest(route, request, ctx);
+      // CORS first, so that every answer to an allowed origin carries its headers (a 405
+      // or a 403 https-required included); a refused origin is answered after the method.
+      let refusedOrigin: unknown;
+      try {
+        reply.headers(guards.cors(route, request));
+      } catch (error) {
+        refusedOrigin = error;
+      }
       if (answerOptionsOrRefuseMethod(guards, route, request, reply)) return;
       guards.https(route, request);
-      reply.headers(guards.cors(route, request));
+      if (refusedOrigin !== undefined) throw refusedOrigin;
     } catch (error) {
       done(error as Error);
       return;
@@ -332,9 +340,15 @@ function matchRoute(
   return ctx;
 }
 
-/** The Allow header of a route: only built for OPTIONS and 405 answers. */
+/**
+ * The Allow header of a route: exactly the methods it serves, i.e. its methods, and
+ * OPTIONS only when CORS is on (preflights are answered). A bare OPTIONS to an endpoint
+ * that does not serve it still gets 204 with this header, as a capability query that
+ * starts nothing. Only built for OPTIONS and 405 answers.
+ */
 function allowHeader(route: RouteRecord): string {
-  return [...new Set([...route.spec.methods, 'OPTIONS'])].join(', ');
+  const answersOptions = route.spec.cors?.enabled === true;
+  return [...new Set([...route.spec.methods, ...(answersOptions ? ['OPTIONS'] : [])])].join(', ');
 }
 
 function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unknown): TriggerOutput {

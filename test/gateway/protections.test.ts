@@ -241,6 +241,28 @@ describe('403: CORS', () => {
     expect(res.headers['access-control-allow-credentials']).toBe('true');
     expect(String(res.headers.vary)).toMatch(/Origin/);
   });
+  it('an error to an allowed origin carries the CORS headers too; Allow lists what is served', async () => {
+    const res = await rt.app.inject({
+      method: 'DELETE',
+      url,
+      headers: { origin: 'https://app.example.com' },
+    });
+    problem(res, 405, 'method-not-allowed');
+    expect(res.headers['access-control-allow-origin']).toBe('https://app.example.com');
+    expect(res.headers['access-control-allow-credentials']).toBe('true');
+    expect(String(res.headers.vary)).toMatch(/Origin/);
+    // POST is served, and OPTIONS (CORS is on: preflights are answered).
+    expect(res.headers.allow).toBe('POST, OPTIONS');
+  });
+  it('a 405 to a refused origin carries no CORS grant', async () => {
+    const res = await rt.app.inject({
+      method: 'DELETE',
+      url,
+      headers: { origin: 'https://evil.example.net' },
+    });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
+  });
   it('a preflight lists the enabled methods and allowed headers', async () => {
     const res = await rt.app.inject({
       method: 'OPTIONS',
