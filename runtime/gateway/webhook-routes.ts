@@ -123,11 +123,11 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       live?.publishRequest(route, request, ctx);
       // CORS first, so that every answer to an allowed origin carries its headers (a 405
       // or a 403 https-required included); a refused origin is answered after the method.
-      let refusedOrigin: unknown;
+      let refusedOrigin: Error | undefined;
       try {
         reply.headers(guards.cors(route, request));
       } catch (error) {
-        refusedOrigin = error;
+        refusedOrigin = error as Error;
       }
       if (answerOptionsOrRefuseMethod(guards, route, request, reply)) return;
       guards.https(route, request);
