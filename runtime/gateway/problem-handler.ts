@@ -3,6 +3,7 @@
 // anything else is an internal error whose details stay in the log, never the body.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type ErrorCode } from '../errors.ts';
+import { installClientErrors, isClientGone } from './client-errors.ts';
 import { pathOf } from './route-table.ts';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -49,7 +50,17 @@ export function sendProblem(
 }
 
 export function installProblemHandlers(app: FastifyInstance): void {
+  installClientErrors(app);
   app.setErrorHandler((error, request, reply) => {
+    if (isClientGone(error)) {
+      // An aborted upload or a reset socket: the client left, nobody reads an answer.
+      request.log.debug({ code: (error as { code?: unknown }).code }, 'client went away');
+      return sendProblem(
+        reply,
+        request,
+        new HttpProblem('HG_ERR_BAD_REQUEST', 'The request was aborted by the client.'),
+      );
+    }
     const problem = toProblem(error);
     if (problem.code === 'HG_ERR_INTERNAL') request.log.error({ err: error }, 'unhandled error');
     return sendProblem(reply, request, problem);
