@@ -2,3 +2,4 @@
 export { startKubeApiServer } from './server.ts';
 export type { KubeApiServer, KubeApiServerOptions, LoggedRequest } from './server.ts';
 export type { RequestFacts, RequestPredicate } from './faults.ts';
+export type { TestUser } from './authn.ts';

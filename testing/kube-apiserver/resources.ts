@@ -1,5 +1,5 @@
 // The resource types the server serves: built-ins (namespaces, secrets, events,
-// leases, CRDs) and one type per served version of each CustomResourceDefinition.
+// leases, RBAC, CRDs) and one type per served version of each CustomResourceDefinition.
 import type { OpenApiSchema } from './schema/types.ts';
 
 export interface PrinterColumn {
@@ -125,6 +125,10 @@ export function builtinTypes(): ResourceType[] {
     }),
     builtin('events.k8s.io', 'v1', 'Event', 'events', true, { shortNames: ['ev'] }),
     builtin('coordination.k8s.io', 'v1', 'Lease', 'leases', true),
+    builtin('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', true),
+    builtin('rbac.authorization.k8s.io', 'v1', 'ClusterRole', 'clusterroles', false),
+    builtin('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', true),
+    builtin('rbac.authorization.k8s.io', 'v1', 'ClusterRoleBinding', 'clusterrolebindings', false),
     CRD_TYPE,
   ];
 }

@@ -30,6 +30,8 @@ import { groupVersionDoc, openApiIndex } from './openapi.ts';
 import { CRD_TYPE, Registry, storageKey, type KubeObject } from './resources.ts';
 import { listPage } from './pagination.ts';
 import { withType } from './admission.ts';
+import { DEFAULT_USERS, tokenReview, type TestUser } from './authn.ts';
+import { subjectAccessReview } from './authz.ts';
 import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import {
   ApiError,
@@ -60,6 +62,11 @@ export interface KubeApiServerOptions {
   historyWindow?: number;
   /** Interval of periodic BOOKMARK events on watches that allow them. Default 5000 ms. */
   bookmarkIntervalMs?: number;
+  /**
+   * Bearer tokens TokenReview recognises, and their users (default: the kubeconfig's
+   * token, a cluster admin). Other requests accept any token, as before.
+   */
+  users?: Record<string, TestUser>;
 }
 
 export interface KubeApiServer {
@@ -179,6 +186,7 @@ export async function startKubeApiServer(
   const faults = new Faults();
   const requests: LoggedRequest[] = [];
   const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 5000;
+  const users = { ...DEFAULT_USERS, ...options.users };
   const nsType = registry.find('', 'v1', 'namespaces');
   if (!nsType) throw new Error('namespaces type missing');
   for (const name of ['default', 'kube-system', 'kube-public']) {
@@ -456,6 +464,7 @@ export async function startKubeApiServer(
       if (fault.delayMs > 0) await new Promise((r) => setTimeout(r, fault.delayMs));
       if (fault.status !== undefined)
         return forceFault(res, facts, fault.status, fault.asWatchEvent === true);
+      if (serveReview(req, res, url.pathname, raw)) return;
       if (serveMeta(req, res, url.pathname)) return;
       const target = resolveTarget(url.pathname.split('/').filter(Boolean));
       if (!target) throw notFoundPath();
@@ -463,6 +472,26 @@ export async function startKubeApiServer(
     } catch (err) {
       sendError(res, err);
     }
+  }
+
+  /** TokenReview and SubjectAccessReview (create only; nothing is stored). */
+  function serveReview(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    raw: string,
+  ): boolean {
+    if (req.method !== 'POST') return false;
+    const body = () => parseBody(raw, req.headers['content-type'] ?? 'application/json');
+    if (path === '/apis/authentication.k8s.io/v1/tokenreviews') {
+      sendJson(res, 201, tokenReview(body(), users));
+      return true;
+    }
+    if (path === '/apis/authorization.k8s.io/v1/subjectaccessreviews') {
+      sendJson(res, 201, subjectAccessReview(body(), storage));
+      return true;
+    }
+    return false;
   }
 
   function forceFault(
