@@ -1,6 +1,7 @@
 // The Pulumi program (`pulumi up` in infra/): reads the stack's config and deploys
 // hookgate with the HookgateDeployment component. Config keys: see infra/README.md.
 import * as pulumi from '@pulumi/pulumi';
+import { ANALYTICS_BACKENDS, type AnalyticsBackend } from './analytics.ts';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
 import {
   DEFAULT_IMAGE_REPOSITORY,
@@ -34,6 +35,32 @@ function redisFromConfig(): HookgateDeploymentArgs['redis'] {
   };
 }
 
+/** Prometheus for the analytics API when prometheusUrl (or analyticsBackend) is set. */
+function analyticsFromConfig(): HookgateDeploymentArgs['analytics'] {
+  const backend = config.get<AnalyticsBackend>('analyticsBackend', {
+    allowedValues: [...ANALYTICS_BACKENDS],
+  });
+  const url = config.get('prometheusUrl');
+  if (!backend && !url) return undefined;
+  const token = config.get('prometheusTokenSecret');
+  const ca = config.get('prometheusCaConfigMap');
+  const basic = config.get('prometheusBasicAuthSecret');
+  return {
+    ...(backend ? { backend } : {}),
+    prometheus: {
+      ...(url ? { url } : {}),
+      ...(config.get('prometheusSelector') ? { selector: config.get('prometheusSelector') } : {}),
+      ...(config.getNumber('prometheusTimeoutMs')
+        ? { timeoutMs: config.getNumber('prometheusTimeoutMs') }
+        : {}),
+      ...(token ? { tokenSecret: { name: token, key: config.get('prometheusTokenKey') } } : {}),
+      ...(basic ? { basicAuthSecret: basic } : {}),
+      ...(ca ? { caConfigMap: { name: ca, key: config.get('prometheusCaKey') } } : {}),
+      rules: { enabled: config.getBoolean('prometheusRules') ?? false },
+    },
+  };
+}
+
 const hookgate = new HookgateDeployment('hookgate', {
   namespace: config.get('namespace') ?? 'hookgate',
   createNamespace: config.getBoolean('createNamespace') ?? true,
@@ -58,6 +85,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   podDisruptionBudget: config.getBoolean('podDisruptionBudget') ?? false,
   networkPolicy: config.getBoolean('networkPolicy') ?? false,
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
+  analytics: analyticsFromConfig(),
 });
 
 export const namespace = hookgate.namespace;

@@ -9,6 +9,12 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ipaddr from 'ipaddr.js';
 import { parse } from 'yaml';
+import {
+  analyticsValues,
+  validateAnalytics,
+  type AnalyticsArgs,
+  type ChartAnalytics,
+} from './analytics.ts';
 
 export const COMPONENT_TYPE = 'hookgate:index:HookgateDeployment';
 export const CHART_NAME = 'hookgate';
@@ -111,6 +117,8 @@ export interface PlanArgs<Url = string> {
   podDisruptionBudget?: boolean;
   networkPolicy?: boolean;
   logLevel?: LogLevel;
+  /** Where the gateways' analytics API reads from (infra/analytics.ts); default memory. */
+  analytics?: AnalyticsArgs;
 }
 
 /** The arguments with every default applied. */
@@ -132,6 +140,7 @@ export interface ResolvedArgs<Url = string> {
   podDisruptionBudget: boolean;
   networkPolicy: boolean;
   logLevel: LogLevel;
+  analytics?: AnalyticsArgs;
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -162,6 +171,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     podDisruptionBudget: args.podDisruptionBudget ?? false,
     networkPolicy: args.networkPolicy ?? false,
     logLevel: args.logLevel ?? 'info',
+    ...(args.analytics ? { analytics: args.analytics } : {}),
   };
 }
 
@@ -208,6 +218,7 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
     if (!isCidr(cidr)) errors.push(`trustedProxies: "${cidr}" is not a CIDR`);
   }
   errors.push(...validateRedis(r.redis));
+  if (r.analytics) errors.push(...validateAnalytics(r.analytics));
   return errors;
 }
 
@@ -361,6 +372,7 @@ export interface ChartValues {
   metrics: { serviceMonitor: { enabled: boolean } };
   podDisruptionBudget: { enabled: boolean };
   networkPolicy: { enabled: boolean };
+  analytics?: ChartAnalytics;
 }
 
 /**
@@ -389,6 +401,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
     metrics: { serviceMonitor: { enabled: r.serviceMonitor } },
     podDisruptionBudget: { enabled: r.podDisruptionBudget },
     networkPolicy: { enabled: r.networkPolicy },
+    ...(r.analytics ? { analytics: analyticsValues(r.analytics) } : {}),
   };
 }
 

@@ -249,16 +249,17 @@ describe.skipIf(!redisAvailable() || skipWithoutPrometheus())(
         },
       );
       expect(res.status).toBe(200);
-      const reader = (res.body as ReadableStream<Uint8Array>)
-        .pipeThrough(new TextDecoderStream())
-        .getReader();
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
       let buffer = '';
       const events: { event: string; data: Record<string, unknown> }[] = [];
       const pump = (async () => {
         for (;;) {
-          const { value, done } = await reader.read().catch(() => ({ value: '', done: true }));
+          const { value, done } = await reader
+            .read()
+            .catch(() => ({ value: undefined, done: true as const }));
           if (done) return;
-          buffer += value;
+          buffer += decoder.decode(value, { stream: true });
           let end: number;
           while ((end = buffer.indexOf('\n\n')) >= 0) {
             const frame = buffer.slice(0, end);
