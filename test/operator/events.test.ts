@@ -91,6 +91,34 @@ describe('EventRecorder', () => {
     expect(await eventsFor('four')).toHaveLength(1);
   });
 
+  it('bounds the queue: beyond maxQueued events are dropped and counted, none in flight for them', async () => {
+    const rec = new EventRecorder({
+      client,
+      component: 'x',
+      maxQueued: 3,
+      maxInFlight: 1,
+      writeBurst: 4,
+    });
+    server.clearRequests();
+    for (let i = 0; i < 10; i++) rec.event(obj(`q${i}`), EventType.Normal, 'Ready', 'm');
+    // One write in flight, three waiting, six dropped.
+    expect(rec.dropped).toBe(6);
+    await rec.flush();
+    const posts = server.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/events'));
+    expect(posts).toHaveLength(4);
+  });
+
+  it('writes at most writeBurst events at once, then writeQps per second', async () => {
+    const rec = new EventRecorder({ client, component: 'x', writeBurst: 2, writeQps: 20 });
+    const started = performance.now();
+    for (let i = 0; i < 6; i++) rec.event(obj(`r${i}`), EventType.Normal, 'Ready', 'm');
+    await rec.flush();
+    // Two at once, the four others one every 50 ms.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    expect(rec.dropped).toBe(0);
+    for (let i = 0; i < 6; i++) expect(await eventsFor(`r${i}`)).toHaveLength(1);
+  });
+
   it('never throws when the API server refuses', async () => {
     const logs: string[] = [];
     const rec = new EventRecorder({ client, component: 'x', log: (m) => logs.push(m) });
