@@ -5,62 +5,30 @@
 // missing tool fails the run. HOOKGATE_IMAGE=<reference> tests that image instead of
 // building one.
 import { execFile, execFileSync } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { delimiter, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { imageRefs, outputs, packageJson, ROOT } from '../../image/layout.ts';
+import { outputs, packageJson, ROOT } from '../../image/layout.ts';
+import {
+  buildImage,
+  freePort,
+  imageTestsEnabled,
+  imageUnderTest,
+  PODMAN_RUN,
+  podman,
+  processStatus,
+  RESTRICTED,
+  removeContainers,
+  waitForHealthy,
+} from '../support/podman.ts';
 
 const exec = promisify(execFile);
 
-/** What podman needs on this machine kind (docs: toolchain notes, Containers). */
-const PODMAN_RUN = [
-  '--runtime',
-  'runc',
-  '--ulimit',
-  'nofile=1024:1024',
-  '--ulimit',
-  'nproc=1024:1024',
-  '--network',
-  'host',
-];
-
-function onPath(tool: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
-    try {
-      accessSync(join(dir, tool), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
-
-function imageTestsEnabled(): boolean {
-  const ci = process.env.CI === 'true';
-  if (!ci && process.env.HOOKGATE_IMAGE_TESTS !== '1') {
-    console.warn('\n!!! image tests are opt-in: HOOKGATE_IMAGE_TESTS=1 runs them; SKIPPED !!!\n');
-    return false;
-  }
-  const missing = ['buildah', 'podman', 'runc'].filter((t) => !onPath(t));
-  if (process.getuid?.() !== 0) missing.unshift('root');
-  if (missing.length === 0) return true;
-  const message = `image tests need ${missing.join(', ')} (as root: bash image/install-tools.sh)`;
-  if (ci) throw new Error(message);
-  console.warn(`\n!!! ${message}: SKIPPED !!!\n`);
-  return false;
-}
-
 const enabled = imageTestsEnabled();
 const pkg = packageJson();
-const image = process.env.HOOKGATE_IMAGE ?? imageRefs(pkg.version).versioned;
+const image = imageUnderTest();
 const container = `hookgate-image-test-${process.pid}`;
-
-async function podman(...args: string[]): Promise<string> {
-  const { stdout } = await exec('podman', args, { maxBuffer: 32 * 1024 * 1024 });
-  return stdout.trim();
-}
 
 /** Runs node inside the image (no shell there) and returns what the script prints. */
 async function nodeInImage(script: string): Promise<string> {
@@ -77,35 +45,6 @@ async function nodeInImage(script: string): Promise<string> {
   );
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForHealthy(url: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      const res = await fetch(url);
-      if (res.status === 200) return;
-      last = `HTTP ${res.status}`;
-    } catch (err) {
-      last = String(err);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  const logs = await podman('logs', container).catch(() => '');
-  throw new Error(`${url} not healthy after ${timeoutMs} ms (${last}); logs:\n${logs}`);
-}
-
 interface ImageConfig {
   User: string;
   Entrypoint: string[];
@@ -120,19 +59,12 @@ describe.skipIf(!enabled)('the hookgate image', () => {
   let port = 0;
 
   beforeAll(async () => {
-    if (!process.env.HOOKGATE_IMAGE) {
-      // Under `npm test`, process.execPath is the devDependency's Node 24.
-      const { stdout } = await exec(process.execPath, [join(ROOT, 'image', 'build.ts')], {
-        cwd: ROOT,
-        maxBuffer: 64 * 1024 * 1024,
-      });
-      buildOutput = stdout;
-    }
+    if (!process.env.HOOKGATE_IMAGE) buildOutput = await buildImage();
     port = await freePort();
   }, 240_000);
 
   afterAll(async () => {
-    await podman('rm', '--force', '--ignore', container).catch(() => '');
+    await removeContainers(container);
   });
 
   it('is built into local storage, with an OCI archive and the SBOM next to it', () => {
@@ -236,13 +168,7 @@ describe.skipIf(!enabled)('the hookgate image', () => {
         '--name',
         container,
         ...PODMAN_RUN,
-        '--read-only',
-        // podman would also mount tmpfs on /run and /var/tmp; a pod gets only what it mounts.
-        '--read-only-tmpfs=false',
-        '--tmpfs',
-        '/tmp:rw,mode=1777,size=16m',
-        '--user',
-        '65532:65532',
+        ...RESTRICTED,
         '--env',
         `PORT=${port}`,
         '--env',
@@ -251,7 +177,7 @@ describe.skipIf(!enabled)('the hookgate image', () => {
         'dev',
       );
       const base = `http://127.0.0.1:${port}`;
-      await waitForHealthy(`${base}/healthz`, 30_000);
+      await waitForHealthy(`${base}/healthz`, 30_000, container);
       const hello = await fetch(`${base}/webhook/default-development-hello/default`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -261,8 +187,7 @@ describe.skipIf(!enabled)('the hookgate image', () => {
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
 
       // The process: PID 1 of its namespace, uid and gid 65532 (read from the host).
-      const pid = await podman('inspect', '--format', '{{.State.Pid}}', container);
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const status = await processStatus(container);
       expect(status).toMatch(/^Uid:\s+65532\s+65532\s+65532\s+65532$/m);
       expect(status).toMatch(/^Gid:\s+65532\s+65532\s+65532\s+65532$/m);
       expect(status).toMatch(/^NSpid:\s+\d+\s+1$/m);
