@@ -1,0 +1,254 @@
+// The admin listener's authentication and authorisation (docs/security.md, threats
+// A1-A6): the read API, test requests, analytics and live streams are absent from the
+// webhook listener; on the admin listener a token is checked with TokenReview and each
+// request with SubjectAccessReview against the test API server's RBAC, so a user who
+// may read namespace A's triggers sees nothing of namespace B. The static token works.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LightMyRequestResponse } from 'fastify';
+import { KubeConfig } from '@kubernetes/client-node';
+import { kubePost } from '../../roles/admin-auth.ts';
+import { AdminAccess } from '../../runtime/admin/access.ts';
+import { KubernetesAuthenticator } from '../../runtime/admin/kubernetes.ts';
+import { StaticTokenAuthenticator } from '../../runtime/admin/static-token.ts';
+import { startKubeApiServer, type KubeApiServer } from '../../testing/kube-apiserver/index.ts';
+import { eventually } from '../support/eventually.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const RBAC = '/apis/rbac.authorization.k8s.io/v1';
+const RBAC_GROUP = 'rbac.authorization.k8s.io';
+const TOKENS = {
+  alice: 'alice-token-reads-team-a',
+  tess: 'tess-token-tests-team-a',
+  bob: 'bob-token-no-bindings',
+  admin: 'hookgate-test-token',
+};
+
+function problem(res: LightMyRequestResponse, status: number, type: string) {
+  expect(res.statusCode).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(res.json<{ type: string }>().type).toBe(`https://hookgate.dev/problems/${type}`);
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+async function seedRbac(api: KubeApiServer): Promise<void> {
+  const post = async (path: string, body: object) => {
+    const res = await fetch(`${api.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(TOKENS.admin) },
+      body: JSON.stringify(body),
+    });
+    expect(res.status).toBe(201);
+  };
+  for (const name of ['team-a', 'team-b'])
+    await post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  const role = (name: string, resources: string[], verbs: string[]) => ({
+    apiVersion: `${RBAC_GROUP}/v1`,
+    kind: 'ClusterRole',
+    metadata: { name },
+    rules: [{ apiGroups: ['hookgate.dev'], resources, verbs }],
+  });
+  await post(`${RBAC}/clusterroles`, role('trigger-reader', ['webhooktriggers'], ['get', 'list']));
+  await post(`${RBAC}/clusterroles`, role('trigger-tester', ['webhooktriggers/test'], ['create']));
+  const bind = (name: string, user: string, clusterRole: string) =>
+    post(`${RBAC}/namespaces/team-a/rolebindings`, {
+      apiVersion: `${RBAC_GROUP}/v1`,
+      kind: 'RoleBinding',
+      metadata: { name, namespace: 'team-a' },
+      subjects: [{ kind: 'User', name: user, apiGroup: RBAC_GROUP }],
+      roleRef: { kind: 'ClusterRole', name: clusterRole, apiGroup: RBAC_GROUP },
+    });
+  await bind('alice-reads', 'alice', 'trigger-reader');
+  await bind('tess-reads', 'tess', 'trigger-reader');
+  await bind('tess-tests', 'tess', 'trigger-tester');
+}
+
+describe('admin listener with Kubernetes authentication', () => {
+  let api: KubeApiServer;
+  let rt: TestRuntime;
+  let dir: string;
+  const ids: Record<string, string> = {};
+
+  beforeAll(async () => {
+    api = await startKubeApiServer({
+      users: {
+        [TOKENS.alice]: { username: 'alice' },
+        [TOKENS.tess]: { username: 'tess' },
+        [TOKENS.bob]: { username: 'bob' },
+      },
+    });
+    await seedRbac(api);
+    dir = mkdtempSync(join(tmpdir(), 'hookgate-admin-'));
+    const kc = new KubeConfig();
+    kc.loadFromFile(api.writeKubeconfig(dir));
+    rt = await startRuntime({
+      adminAccess: new AdminAccess(new KubernetesAuthenticator({ post: kubePost(kc) })),
+    });
+    const docs = ['team-a', 'team-b'].flatMap((namespace) => [
+      workflow('orders', {}, { namespace }),
+      trigger('ingest', { pathSegment: 'ingest' }, { namespace }),
+    ]);
+    await rt.files.write('teams.yaml', ...docs);
+    await rt.apply('teams.yaml', docs);
+    await eventually(() => expect(rt.table.size).toBe(2));
+    for (const ns of ['team-a', 'team-b']) {
+      const res = await rt.app.inject({
+        method: 'POST',
+        url: `/webhook/${ns}-production-orders/ingest`,
+        payload: { ns },
+      });
+      expect(res.statusCode).toBe(202);
+      ids[ns] = res.json<{ executionId: string }>().executionId;
+    }
+  });
+  afterAll(async () => {
+    await rt?.stop();
+    await api?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the webhook listener has no admin routes: 404 problems, not 401', async () => {
+    for (const [method, url] of [
+      ['GET', '/api/executions'],
+      ['GET', `/api/executions/${ids['team-a']}`],
+      ['GET', '/api/triggers'],
+      ['POST', '/api/triggers/team-a/ingest/test'],
+      ['GET', '/api/analytics/summary'],
+      ['GET', '/dashboard'],
+      ['GET', '/webhook-events/team-a-production-orders/ingest'],
+    ] as const) {
+      const res = await rt.app.inject({ method, url, headers: bearer(TOKENS.admin) });
+      problem(res, 404, 'not-found');
+    }
+  });
+
+  it('no token or an invalid one: 401 with WWW-Authenticate: Bearer', async () => {
+    for (const headers of [{}, bearer('not-a-known-token'), { authorization: 'Basic YTpi' }]) {
+      const res = await rt.admin.inject({ method: 'GET', url: '/api/executions', headers });
+      problem(res, 401, 'admin-unauthenticated');
+      expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
+    }
+    const stream = await rt.admin.inject({
+      method: 'GET',
+      url: '/webhook-events/team-a-production-orders/ingest',
+    });
+    problem(stream, 401, 'admin-unauthenticated');
+  });
+
+  it('a valid token whose user has no RBAC: 403', async () => {
+    const res = await rt.admin.inject({
+      method: 'GET',
+      url: `/api/executions/${ids['team-a']}`,
+      headers: bearer(TOKENS.bob),
+    });
+    problem(res, 403, 'admin-forbidden');
+    const list = await rt.admin.inject({
+      method: 'GET',
+      url: '/api/executions',
+      headers: bearer(TOKENS.bob),
+    });
+    expect(list.json<{ items: unknown[] }>().items).toEqual([]);
+  });
+
+  it("a reader of namespace A reads A's executions and triggers, never B's", async () => {
+    const headers = bearer(TOKENS.alice);
+    const own = await rt.admin.inject({ url: `/api/executions/${ids['team-a']}`, headers });
+    expect(own.statusCode).toBe(200);
+    expect(own.json<{ triggerKey: string }>().triggerKey).toBe('team-a/ingest');
+    const other = await rt.admin.inject({ url: `/api/executions/${ids['team-b']}`, headers });
+    problem(other, 403, 'admin-forbidden');
+    const events = await rt.admin.inject({
+      url: `/api/executions/${ids['team-b']}/events`,
+      headers,
+    });
+    problem(events, 403, 'admin-forbidden');
+    const listed = await rt.admin.inject({ url: '/api/executions', headers });
+    const keys = listed.json<{ items: { triggerKey: string }[] }>().items.map((e) => e.triggerKey);
+    expect(keys).toContain('team-a/ingest');
+    expect(keys).not.toContain('team-b/ingest');
+    const triggers = await rt.admin.inject({ url: '/api/triggers', headers });
+    expect(
+      triggers.json<{ items: { namespace: string }[] }>().items.map((t) => t.namespace),
+    ).toEqual(['team-a']);
+    problem(
+      await rt.admin.inject({ url: '/api/triggers/team-b/ingest', headers }),
+      403,
+      'admin-forbidden',
+    );
+    problem(
+      await rt.admin.inject({
+        url: '/webhook-events/team-b-production-orders/ingest',
+        headers,
+      }),
+      403,
+      'admin-forbidden',
+    );
+  });
+
+  it('Send Test Request needs create on webhooktriggers/test in the namespace', async () => {
+    const send = (ns: string, token: string) =>
+      rt.admin.inject({
+        method: 'POST',
+        url: `/api/triggers/${ns}/ingest/test`,
+        headers: bearer(token),
+        payload: { body: { test: true } },
+      });
+    problem(await send('team-a', TOKENS.alice), 403, 'admin-forbidden');
+    problem(await send('team-b', TOKENS.tess), 403, 'admin-forbidden');
+    const ok = await send('team-a', TOKENS.tess);
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json<{ response: { statusCode: number } }>().response.statusCode).toBe(202);
+  });
+
+  it('analytics span every namespace: a cluster-wide list is needed', async () => {
+    const url = '/api/analytics/summary?window=5m';
+    problem(await rt.admin.inject({ url, headers: bearer(TOKENS.alice) }), 403, 'admin-forbidden');
+    expect((await rt.admin.inject({ url, headers: bearer(TOKENS.admin) })).statusCode).toBe(200);
+  });
+
+  it('the dashboard cookie is taken for reads only, never for a test request', async () => {
+    const cookie = `hookgate_admin_token=${TOKENS.tess}`;
+    const read = await rt.admin.inject({
+      url: `/api/executions/${ids['team-a']}`,
+      headers: { cookie },
+    });
+    expect(read.statusCode).toBe(200);
+    const send = await rt.admin.inject({
+      method: 'POST',
+      url: '/api/triggers/team-a/ingest/test',
+      headers: { cookie },
+      payload: {},
+    });
+    problem(send, 401, 'admin-unauthenticated');
+    // The page itself holds no data and needs no token.
+    expect((await rt.admin.inject({ url: '/dashboard' })).statusCode).toBe(200);
+  });
+});
+
+describe('admin listener with a static token', () => {
+  let rt: TestRuntime;
+  const token = 'static-admin-token-0123456789';
+  beforeAll(async () => {
+    rt = await startRuntime({
+      adminAccess: new AdminAccess(new StaticTokenAuthenticator(`${token}\n`)),
+    });
+  });
+  afterAll(() => rt?.stop());
+
+  it('the token reads everything; any other gets 401', async () => {
+    const ok = await rt.admin.inject({ url: '/api/triggers', headers: bearer(token) });
+    expect(ok.statusCode).toBe(200);
+    for (const wrong of [`${token}x`, token.slice(0, -1), '']) {
+      const res = await rt.admin.inject({ url: '/api/triggers', headers: bearer(wrong) });
+      problem(res, 401, 'admin-unauthenticated');
+    }
+  });
+
+  it('refuses a short token', () => {
+    expect(() => new StaticTokenAuthenticator('short')).toThrow(/16 characters/);
+  });
+});
