@@ -1,7 +1,8 @@
 // Serves the analytics dashboard: a static page (HTML, one vanilla JS module, CSS) at
 // /dashboard, its assets under /dashboard/<file>. The page reads the analytics API
 // (/api/analytics/*) and the gateway's live event stream (/webhook-events/*), both on
-// the same origin; it writes nothing.
+// the same origin (the admin listener); it writes nothing. In a cluster it sends the
+// token typed into its Token field (docs/security.md); the page itself holds no data.
 import { readFileSync } from 'node:fs';
 import type { FastifyPluginCallback, FastifyReply } from 'fastify';
 

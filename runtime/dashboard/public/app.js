@@ -117,9 +117,27 @@ function fillApplications(apps) {
         : `${state.applications.length} applications`;
 }
 
+// The admin API's bearer token (clusters; the dev server needs none), kept for this tab
+// only. A cookie carries it too, for the live stream (EventSource sends no headers);
+// the server takes the cookie for reads only.
+const TOKEN_KEY = 'hookgate.adminToken';
+
+/** @param {string} token */
+function setToken(token) {
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  else sessionStorage.removeItem(TOKEN_KEY);
+  const secure = location.protocol === 'https:' ? '; Secure' : '';
+  document.cookie = token
+    ? `hookgate_admin_token=${encodeURIComponent(token)}; Path=/; SameSite=Strict${secure}`
+    : 'hookgate_admin_token=; Path=/; Max-Age=0; SameSite=Strict';
+}
+
 /** @param {string} url */
 async function getJson(url) {
-  const res = await fetch(url, { headers: { accept: 'application/json' } });
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const res = await fetch(url, {
+    headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+  });
   const body = await res.json().catch(() => null);
   if (!res.ok) {
     const detail = body && typeof body.detail === 'string' ? body.detail : res.statusText;
@@ -385,6 +403,12 @@ function bindFilters() {
     void load();
   });
   $('refresh').addEventListener('click', () => void load());
+  const tokenField = /** @type {HTMLInputElement} */ ($('admin-token'));
+  tokenField.value = sessionStorage.getItem(TOKEN_KEY) ?? '';
+  tokenField.addEventListener('change', () => {
+    setToken(tokenField.value.trim());
+    void load();
+  });
   setInterval(() => {
     if (/** @type {HTMLInputElement} */ ($('auto-refresh')).checked) void load();
   }, REFRESH_MS);
