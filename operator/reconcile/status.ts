@@ -1,8 +1,8 @@
 // Status as the reconcilers write it: every condition Unknown on the first visit, then
 // one write per reconcile, only when something changed, and one Event when the Ready
 // condition changes.
-import { isDeepStrictEqual } from 'node:util';
 import { Reason, type Condition } from '../../api/v1alpha1/index.ts';
+import { jsonEqual } from '../controller/json-equal.ts';
 import type { AnyResource, ObjectRef, ResourceSource } from '../sources/ports.ts';
 import { mergeConditions } from './conditions.ts';
 
@@ -66,7 +66,7 @@ export class StatusWriter {
     previous: { conditions?: Condition[] },
     next: { conditions?: Condition[] },
   ): Promise<void> {
-    if (!isDeepStrictEqual(stripUndefined(previous), stripUndefined(next))) {
+    if (!jsonEqual(previous, next)) {
       await this.#o.source.writeStatus(ref, next);
     }
     this.#announce(obj, previous.conditions, next.conditions);
@@ -89,9 +89,4 @@ export class StatusWriter {
     if (now.status === 'True') this.#o.recordEvent(obj, 'Normal', 'Ready', now.message);
     else this.#o.recordEvent(obj, 'Warning', now.reason, now.message);
   }
-}
-
-/** JSON round trip: drops `undefined`, so comparisons match what would be stored. */
-function stripUndefined(value: unknown): unknown {
-  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
 }

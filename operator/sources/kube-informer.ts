@@ -3,10 +3,12 @@
 // (relisting), but after any other error (a 500, a refused connection, a failed list)
 // it emits `error` and stops for good. A ManagedInformer restarts it after such an
 // error with exponential backoff (O7), and tells when its initial list is in (synced).
-// Its ListWatch is the cache the source reads from.
+// Its ListWatch is the cache the source reads from; every object is slimmed
+// (kube-cache.ts) before the ListWatch stores it, from the list and from the watch.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { CancelTimer, Clock } from '../controller/clock.ts';
 import type { KubeClient } from '../controller/kube-client.ts';
+import { slim } from './kube-cache.ts';
 import { resourcePath, type KindInfo, type KubeObject } from './kube-resources.ts';
 import type { ObjectRef } from './ports.ts';
 
@@ -24,11 +26,18 @@ export interface InformerDeps {
 const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
 /**
- * client-node's Watch, made stoppable: once stopped it opens no new stream and aborts
- * a stream that was being opened while it stopped.
+ * client-node's Watch, made stoppable (once stopped it opens no new stream and aborts
+ * a stream that was being opened while it stopped), and slimming every object an
+ * event carries before the ListWatch caches it.
  */
 class StoppableWatch extends Watch {
   stopped = false;
+  readonly #transform: (obj: KubeObject) => KubeObject;
+
+  constructor(config: KubeConfig, transform: (obj: KubeObject) => KubeObject) {
+    super(config);
+    this.#transform = transform;
+  }
 
   override async watch(
     path: string,
@@ -40,7 +49,16 @@ class StoppableWatch extends Watch {
     done: (err: any) => void,
   ): Promise<AbortController> {
     if (this.stopped) return new AbortController();
-    const controller = await super.watch(path, queryParams, callback, done);
+    const transform = this.#transform;
+    const slimmed = (phase: string, apiObj: unknown): void => {
+      // ERROR carries a Status, BOOKMARK only a resourceVersion: pass them as they are.
+      const object =
+        phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED'
+          ? transform(apiObj as KubeObject)
+          : apiObj;
+      callback(phase, object);
+    };
+    const controller = await super.watch(path, queryParams, slimmed, done);
     if (this.stopped) controller.abort();
     return controller;
   }
@@ -68,7 +86,9 @@ export class ManagedInformer {
     this.info = info;
     this.#o = deps;
     this.#backoffMs = deps.restartBackoff.initialMs;
-    this.#watch = new StoppableWatch(deps.kubeConfig);
+    this.#watch = new StoppableWatch(deps.kubeConfig, (obj) =>
+      slim(obj, info.kind, info.apiVersion),
+    );
     const path = resourcePath(info.kind, deps.namespace);
     this.#lw = new ListWatch<KubernetesObject>(
       path,
@@ -147,12 +167,10 @@ export class ManagedInformer {
     // Once stopped, never hand a list back: ListWatch would open a watch afterwards.
     if (this.#stopped) return never();
     this.#listedOnce = true;
-    // Items of built-in lists come without apiVersion/kind; fill them in.
-    const items = (list.items ?? []).map((item) => ({
-      ...item,
-      apiVersion: item.apiVersion ?? this.info.apiVersion,
-      kind: item.kind ?? this.info.kind,
-    }));
+    // Slimmed like watched objects; items of built-in lists get their apiVersion/kind.
+    const items = (list.items ?? []).map((item) =>
+      slim(item, this.info.kind, this.info.apiVersion),
+    );
     return {
       items: items as unknown as KubernetesObject[],
       ...(list.metadata ? { metadata: list.metadata } : {}),

@@ -4,18 +4,27 @@
 //   resourceVersion; a 409 re-reads the object and tries again (client-go DefaultRetry)
 //   (O4). Conditions are merged by type onto what the server holds, so a condition type
 //   another writer owns is kept and `lastTransitionTime` only moves on a status flip.
-// - Finalizers are added and removed with PUT on the main resource, also conditional on
-//   the resourceVersion and retried on conflict; only our own finalizer is touched (O6).
-import { isDeepStrictEqual } from 'node:util';
+//   The body is the object's identity and its status: the API server takes nothing
+//   else from a `/status` write.
+// - Finalizers are added and removed with a merge patch on the main resource carrying
+//   the resourceVersion (controller-runtime's MergeFromWithOptimisticLock), so it is
+//   just as conflict-safe as a PUT and cannot drop the fields the cache leaves out
+//   (kube-cache.ts); only our own finalizer is touched (O6).
+// - Read your own writes: the object a write returns is the base of the next write in
+//   the same reconcile until the informer has caught up, as controller-runtime's
+//   client updates the object it is given. Otherwise each write after the first would
+//   start from the informer's older copy, fail with 409 and read the server again.
 import { FINALIZER } from '../../api/v1alpha1/index.ts';
-import { isNotFound, type KubeClient } from '../controller/kube-client.ts';
+import { jsonEqual } from '../controller/json-equal.ts';
+import { isNotFound, PatchType, type KubeClient } from '../controller/kube-client.ts';
 import {
   DEFAULT_RETRY,
   retryOnConflict,
   type Backoff,
   type RetryDeps,
 } from '../controller/retry.ts';
-import { resourcePath, type KubeObject } from './kube-resources.ts';
+import { slim } from './kube-cache.ts';
+import { KINDS, resourcePath, type KubeObject } from './kube-resources.ts';
 import type { ObjectRef } from './ports.ts';
 
 interface Condition {
@@ -52,9 +61,19 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** JSON round trip: drops `undefined`, so comparisons match what the server would store. */
-function normalize(v: unknown): unknown {
-  return v === undefined ? undefined : (JSON.parse(JSON.stringify(v)) as unknown);
+const refKey = (ref: ObjectRef): string => `${ref.kind}/${ref.namespace}/${ref.name}`;
+
+/** What our last write of an object returned, and the informer's version it is ahead of. */
+interface Written {
+  /** The resourceVersion the informer held when the write was made. */
+  informerRv: string | undefined;
+  object: KubeObject;
+}
+
+/** The base of a read-modify-write, and the informer's version when it was read. */
+interface Read {
+  base: KubeObject;
+  informerRv: string | undefined;
 }
 
 export interface KubeWriterOptions {
@@ -69,9 +88,25 @@ export interface KubeWriterOptions {
 /** Status and finalizer writes, each a read-modify-write retried on conflict. */
 export class KubeWriter {
   readonly #o: KubeWriterOptions;
+  /**
+   * Per object, what our last write returned, kept only while the informer still holds
+   * the version it had before: its next event for the object (`observed`) drops it, so
+   * this holds at most the objects written since the watch last caught up.
+   */
+  readonly #written = new Map<string, Written>();
 
   constructor(options: KubeWriterOptions) {
     this.#o = options;
+  }
+
+  /** The informer has a new version of `ref` (or lost it): our own copy is not needed. */
+  observed(ref: ObjectRef): void {
+    this.#written.delete(refKey(ref));
+  }
+
+  /** How many objects are read from our own writes rather than the informer (tests). */
+  get pendingWrites(): number {
+    return this.#written.size;
   }
 
   async writeStatus(ref: ObjectRef, status: unknown): Promise<void> {
@@ -79,13 +114,22 @@ export class KubeWriter {
     await retryOnConflict(
       this.#o.retry ?? DEFAULT_RETRY,
       async (attempt) => {
-        const base = await this.#read(ref, attempt === 0);
-        if (!base) return;
-        const next = normalize(mergeStatus(base.status, status));
-        if (isDeepStrictEqual(normalize(base.status), next)) return;
-        await ignoreNotFound(
-          this.#o.client.request('PUT', `${path}/status`, { body: { ...base, status: next } }),
+        const read = await this.#read(ref, attempt === 0);
+        if (!read) return;
+        const { base } = read;
+        const next = mergeStatus(base.status, status);
+        if (jsonEqual(base.status, next)) return;
+        const { name, namespace, uid, resourceVersion } = base.metadata;
+        const body = {
+          apiVersion: base.apiVersion,
+          kind: base.kind,
+          metadata: { name, namespace, uid, resourceVersion },
+          status: next,
+        };
+        const written = await ignoreNotFound(
+          this.#o.client.request<KubeObject>('PUT', `${path}/status`, { body }),
         );
+        this.#remember(ref, read, written);
       },
       this.#o.retryDeps,
     );
@@ -114,8 +158,8 @@ export class KubeWriter {
   }
 
   /**
-   * Read-modify-write of metadata.finalizers through the main resource (PUT with the
-   * resourceVersion). `edit` returns undefined when nothing needs to change.
+   * Read-modify-write of metadata.finalizers through the main resource (a merge patch
+   * with the resourceVersion). `edit` returns undefined when nothing needs to change.
    */
   async #updateFinalizers(
     ref: ObjectRef,
@@ -127,57 +171,96 @@ export class KubeWriter {
       this.#o.retry ?? DEFAULT_RETRY,
       async (attempt) => {
         const fromCache = attempt === 0;
-        let base = await this.#read(ref, fromCache);
-        if (!base) {
+        let read = await this.#read(ref, fromCache);
+        if (!read) {
           if (adding) throw new Error(`${ref.kind} ${ref.namespace}/${ref.name} not found`);
           return;
         }
-        let next = edit(base.metadata.finalizers ?? []);
+        let next = edit(read.base.metadata.finalizers ?? []);
         if (!next && fromCache && !adding) {
           // The cache may lag behind our own add: confirm "nothing to remove" with the
           // server, or a deleting object could keep our finalizer for good.
-          const fresh = await this.#read(ref, false);
-          if (!fresh) return;
-          base = fresh;
-          next = edit(base.metadata.finalizers ?? []);
+          read = await this.#read(ref, false);
+          if (!read) return;
+          next = edit(read.base.metadata.finalizers ?? []);
         }
         if (!next) return;
-        if (adding && base.metadata.deletionTimestamp) {
+        if (adding && read.base.metadata.deletionTimestamp) {
           // The API server refuses new finalizers on a deleting object (K10).
           return;
         }
-        await ignoreNotFound(
-          this.#o.client.request('PUT', path, {
-            body: { ...base, metadata: { ...base.metadata, finalizers: next } },
+        // The resourceVersion makes the patch conditional: 409 when the object moved on.
+        const written = await ignoreNotFound(
+          this.#o.client.request<KubeObject>('PATCH', path, {
+            contentType: PatchType.merge,
+            body: {
+              metadata: { resourceVersion: read.base.metadata.resourceVersion, finalizers: next },
+            },
           }),
         );
+        this.#remember(ref, read, written);
       },
       this.#o.retryDeps,
     );
   }
 
-  /** The object from the cache on a first attempt, from the API server after a conflict. */
-  async #read(ref: ObjectRef, fromCache: boolean): Promise<KubeObject | undefined> {
-    if (fromCache) {
-      const cached = this.#o.cached(ref);
-      if (cached) return cached;
+  /**
+   * The object on a first attempt: our own last write while the informer has not
+   * caught up with it, else the informer's copy. From the API server after a conflict.
+   */
+  async #read(ref: ObjectRef, fromCache: boolean): Promise<Read | undefined> {
+    const cached = this.#o.cached(ref);
+    const informerRv = cached?.metadata.resourceVersion;
+    if (fromCache && cached) {
+      const written = this.#written.get(refKey(ref));
+      if (written && written.informerRv === informerRv) {
+        return { base: written.object, informerRv };
+      }
+      return { base: cached, informerRv };
     }
     try {
-      return await this.#o.client.request<KubeObject>(
+      const fresh = await this.#o.client.request<KubeObject>(
         'GET',
         resourcePath(ref.kind, ref.namespace, ref.name),
       );
+      return { base: slim(fresh, ref.kind, KINDS[ref.kind].apiVersion), informerRv };
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
     }
   }
+
+  /**
+   * Keep what a write returned as the base of the next write, while the informer
+   * still holds the version it held when the write was read (and holds one at all).
+   * A 404 keeps nothing; a no-op write (same resourceVersion) changes nothing.
+   */
+  #remember(ref: ObjectRef, read: Read, written: KubeObject | undefined): void {
+    const key = refKey(ref);
+    const rv = written?.metadata?.resourceVersion;
+    const informerRv = this.#o.cached(ref)?.metadata.resourceVersion;
+    if (
+      !written ||
+      rv === undefined ||
+      informerRv === undefined ||
+      informerRv !== read.informerRv
+    ) {
+      this.#written.delete(key);
+      return;
+    }
+    if (rv === read.base.metadata.resourceVersion) return;
+    this.#written.set(key, {
+      informerRv,
+      object: slim(written, ref.kind, KINDS[ref.kind].apiVersion),
+    });
+  }
 }
 
-async function ignoreNotFound(p: Promise<unknown>): Promise<void> {
+async function ignoreNotFound<T>(p: Promise<T>): Promise<T | undefined> {
   try {
-    await p;
+    return await p;
   } catch (err) {
     if (!isNotFound(err)) throw err;
+    return undefined;
   }
 }

@@ -2,6 +2,9 @@
 // Workflows, WebhookTriggers (hookgate.dev/v1alpha1) and core v1 Secrets, in all
 // namespaces or in one.
 //
+// - The cache keeps a slimmed copy of each object (kube-cache.ts): no managedFields,
+//   no annotations (so no last-applied-configuration), no labels.
+//
 // - `start()` resolves only once every informer has completed its initial list, and
 //   the change callback has already been called for every listed object (O8).
 // - Each informer is restarted with backoff after an error that stops client-node's
@@ -86,7 +89,10 @@ export class KubernetesSource implements ResourceSource {
       maxReconnectDelayMs: this.#o.maxReconnectDelayMs ?? 30_000,
       clock: this.#clock,
       log: this.#log,
-      onChange,
+      onChange: (ref) => {
+        this.#writer.observed(ref);
+        onChange(ref);
+      },
     };
     for (const kind of kinds) this.#informers.set(kind, new ManagedInformer(KINDS[kind], deps));
     for (const inf of this.#informers.values()) void inf.start();

@@ -283,6 +283,71 @@ describe('KubernetesSource: informers converge after watch failures (O7)', () =>
   });
 });
 
+describe('KubernetesSource: what the cache keeps', () => {
+  const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+  async function annotatedWorkflow(ns: string) {
+    const body = workflow(ns, 'w');
+    await client.request('POST', resourcePath('Workflow', ns), {
+      body: {
+        ...body,
+        metadata: {
+          ...body.metadata,
+          labels: { team: 'a' },
+          annotations: { [LAST_APPLIED]: JSON.stringify(body), note: 'kept on the server' },
+        },
+      },
+    });
+  }
+
+  it('keeps only what reconcile reads: no labels, no annotations (last-applied), no managedFields', async () => {
+    const ns = await newNamespace();
+    await annotatedWorkflow(ns);
+    const { source, onChange } = newSource(ns);
+    await source.start(onChange);
+    const ref = { kind: 'Workflow' as const, namespace: ns, name: 'w' };
+    const cached = source.get(ref);
+    expect(Object.keys(cached?.metadata ?? {}).sort()).toEqual([
+      'creationTimestamp',
+      'generation',
+      'name',
+      'namespace',
+      'resourceVersion',
+      'uid',
+    ]);
+    expect(cached).toMatchObject({
+      apiVersion: 'hookgate.dev/v1alpha1',
+      kind: 'Workflow',
+      spec: { application: 'demo', environment: 'development' },
+    });
+    // Watched changes are slimmed too.
+    await client.request('PATCH', resourcePath('Workflow', ns, 'w'), {
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { annotations: { more: 'x' } }, spec: { description: 'changed' } },
+    });
+    await eventually(() =>
+      expect((source.get(ref)?.spec as { description?: string }).description).toBe('changed'),
+    );
+    expect(source.get(ref)?.metadata).not.toHaveProperty('annotations');
+  });
+
+  it('a finalizer write keeps what the cache leaves out (labels, annotations)', async () => {
+    const ns = await newNamespace();
+    await annotatedWorkflow(ns);
+    const { source, onChange } = newSource(ns);
+    await source.start(onChange);
+    const ref = { kind: 'Workflow' as const, namespace: ns, name: 'w' };
+    await source.addFinalizer(ref);
+    const obj = await client.request<{
+      metadata: { labels?: object; annotations?: Record<string, string>; finalizers?: string[] };
+    }>('GET', resourcePath('Workflow', ns, 'w'));
+    expect(obj.metadata.finalizers).toEqual([FINALIZER]);
+    expect(obj.metadata.labels).toEqual({ team: 'a' });
+    expect(obj.metadata.annotations?.note).toBe('kept on the server');
+    expect(obj.metadata.annotations?.[LAST_APPLIED]).toBeDefined();
+  });
+});
+
 /** A client that runs `interject` once, right before the first request matching `when`. */
 class InterjectingClient extends KubeClient {
   interject: (() => Promise<void>) | undefined;
@@ -400,6 +465,22 @@ describe('KubernetesSource: conflict-safe writes (O4, O6)', () => {
     expect(ref).toBeDefined();
   });
 
+  it('writes in a row start from the previous write while the informer lags: no 409', async () => {
+    const { source, ic, ref } = await setup();
+    // Hold the informer back: its watch is gone until it reconnects.
+    server.faults.delayNext(1, 300, isWatchOf('workflows'));
+    server.closeWatches();
+    await source.writeStatus(ref, { conditions: [condition('Ready', 'Unknown', 'Reconciling')] });
+    await source.addFinalizer(ref);
+    await source.writeStatus(ref, { conditions: [condition('Ready', 'True', 'Succeeded')] });
+    expect(ic.conflicts).toBe(0);
+    await eventually(() => {
+      const cached = source.get(ref);
+      expect(cached?.metadata.finalizers).toEqual([FINALIZER]);
+      expect((cached?.status as Obj['status'])?.conditions?.[0]?.status).toBe('True');
+    });
+  });
+
   it('writing status of a deleted object is a no-op', async () => {
     const { ns, source, ref } = await setup();
     await client.request('DELETE', resourcePath('Workflow', ns, 'w'));
@@ -408,7 +489,7 @@ describe('KubernetesSource: conflict-safe writes (O4, O6)', () => {
 
   it('adds the finalizer through the main resource despite a concurrent label edit', async () => {
     const { ns, source, ic, ref } = await setup();
-    ic.when = (verb, path) => verb === 'PUT' && path === resourcePath('Workflow', ns, 'w');
+    ic.when = (verb, path) => verb === 'PATCH' && path === resourcePath('Workflow', ns, 'w');
     ic.interject = async () => {
       await client.request('PATCH', resourcePath('Workflow', ns, 'w'), {
         contentType: 'application/merge-patch+json',
@@ -424,7 +505,7 @@ describe('KubernetesSource: conflict-safe writes (O4, O6)', () => {
     await eventually(() => expect(source.get(ref)?.metadata.finalizers).toContain(FINALIZER));
     server.clearRequests();
     await source.addFinalizer(ref);
-    expect(server.requests.filter((r) => r.method === 'PUT')).toEqual([]);
+    expect(server.requests.filter((r) => r.method !== 'GET')).toEqual([]);
   });
 
   it('removes only our finalizer; the object is deleted once it was the last (DELETED seen)', async () => {

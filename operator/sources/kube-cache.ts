@@ -1,0 +1,73 @@
+// What the informer cache keeps of each object: only what the reconcilers, the status
+// and finalizer writes and the Events read, as controller-runtime's cache transforms
+// do (cache.TransformStripManagedFields and friends). Everything else the API server
+// sends is dropped on the way in, before the object is stored:
+//
+// - `metadata.managedFields` (often larger than the object itself) and every other
+//   metadata field except identity, versioning, deletion and finalizers; labels and
+//   annotations too, so the `kubectl.kubernetes.io/last-applied-configuration`
+//   annotation (a second copy of the whole manifest) never reaches the cache;
+// - for Secrets, everything but `data` (no `stringData` echo, no `type`).
+//
+// A slimmed object must never be written back whole: finalizers are changed with a
+// merge patch and status through the `/status` subresource (kube-writes.ts), neither of
+// which can drop what the cache left out.
+import type { KubeObject } from './kube-resources.ts';
+import type { SourceKind } from './ports.ts';
+
+/** The metadata fields the cache keeps. */
+const KEPT_METADATA = [
+  'name',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'finalizers',
+] as const;
+
+/**
+ * Repeated strings (namespaces, apiVersion, kind) shared by every cached object
+ * instead of one copy per object from JSON.parse. Bounded: only short strings that
+ * name a namespace or a type, and at most a few thousand of them.
+ */
+const interned = new Map<string, string>();
+const MAX_INTERNED = 4096;
+function intern(value: string): string {
+  const known = interned.get(value);
+  if (known !== undefined) return known;
+  if (interned.size < MAX_INTERNED) interned.set(value, value);
+  return value;
+}
+
+/**
+ * A copy of `obj` with only the fields the operator reads. `apiVersion` and `kind` are
+ * filled in when the API server left them out (items of built-in lists).
+ */
+export function slim(
+  obj: KubeObject,
+  kind: SourceKind,
+  apiVersion: string,
+): KubeObject & Record<string, unknown> {
+  const source: Record<string, unknown> = obj.metadata ?? {};
+  const metadata: Record<string, unknown> = {};
+  for (const field of KEPT_METADATA) {
+    const value = source[field];
+    if (value === undefined) continue;
+    metadata[field] = field === 'namespace' && typeof value === 'string' ? intern(value) : value;
+  }
+  const out: KubeObject & Record<string, unknown> = {
+    apiVersion: intern(obj.apiVersion ?? apiVersion),
+    kind: intern(obj.kind ?? kind),
+    metadata,
+  };
+  if (kind === 'Secret') {
+    if (obj.data !== undefined) out.data = obj.data;
+    return out;
+  }
+  const raw = obj as KubeObject & { spec?: unknown };
+  if (raw.spec !== undefined) out.spec = raw.spec;
+  if (raw.status !== undefined) out.status = raw.status;
+  return out;
+}
