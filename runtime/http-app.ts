@@ -11,6 +11,7 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import { CLIENT_ERROR_OPTIONS } from './gateway/client-errors.ts';
+import { installJsonLimits } from './gateway/body/json-parser.ts';
 import { installProblemHandlers } from './gateway/problem-handler.ts';
 import { installSse } from './gateway/sse.ts';
 
@@ -77,6 +78,7 @@ export function createHttpApp(options: {
     routerOptions: { maxParamLength: 500 },
   });
   installProblemHandlers(app);
+  installJsonLimits(app);
   installSse(app);
   return { app, limits };
 }

@@ -1,12 +1,15 @@
 // Input limits: depth, keys, string length and finite numbers are checked over the raw
 // bytes before JSON.parse, and each refusal is a 400 problem from the catalogue.
+import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import {
   checkJsonLimits,
   DEFAULT_INPUT_LIMITS,
   inputLimits,
 } from '../../runtime/gateway/body/input-limits.ts';
+import { installJsonLimits } from '../../runtime/gateway/body/json-parser.ts';
 import { parseBody, parseForm } from '../../runtime/gateway/body/parse.ts';
+import { installProblemHandlers } from '../../runtime/gateway/problem-handler.ts';
 import { problemOf } from './fixtures.ts';
 
 const b = (text: string) => Buffer.from(text, 'utf8');
@@ -111,5 +114,33 @@ describe('form input limits', () => {
     const form = parseForm(text);
     expect((form.a as string[]).length).toBe(40_000);
     expect(performance.now() - started).toBeLessThan(2_000);
+  });
+});
+
+describe('JSON limits outside the webhook path (admin API bodies)', () => {
+  it('refuses a deep body with a 400 problem and keeps prototype-poisoning checks', async () => {
+    const app = Fastify();
+    installProblemHandlers(app);
+    installJsonLimits(app);
+    app.post('/api/echo', (request) => ({ body: request.body }));
+    const post = (payload: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/echo',
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+    const deep = await post(nested(10_000));
+    expect(deep.statusCode).toBe(400);
+    expect(deep.json()).toMatchObject({ type: 'https://hookgate.dev/problems/json-too-deep' });
+    const huge = await post('{"n":1e309}');
+    expect(huge.json()).toMatchObject({
+      type: 'https://hookgate.dev/problems/json-number-out-of-range',
+    });
+    expect((await post('{"a":[1,{"b":2}]}')).json()).toEqual({ body: { a: [1, { b: 2 }] } });
+    const poisoned = await post('{"__proto__":{"x":1}}');
+    expect(poisoned.statusCode).toBe(400);
+    expect(poisoned.headers['content-type']).toMatch(/^application\/problem\+json/);
+    await app.close();
   });
 });
