@@ -29,9 +29,32 @@ export function referencedSecrets(spec: WebhookTriggerSpec): string[] {
   return [...new Set(names.filter((n): n is string => typeof n === 'string'))];
 }
 
+/**
+ * Where the Secrets come from, for the SecretNotFound message: the namespace, and the
+ * label selector the source sees Secrets through (undefined when it sees them all).
+ */
+export interface SecretScope {
+  namespace: string;
+  selector?: string | undefined;
+}
+
+/**
+ * "Secret "x" not found", and when the source only sees labelled Secrets, the likely
+ * fix: an existing Secret without the label looks exactly like a missing one.
+ */
+export function secretNotFound(field: string, name: string, scope?: SecretScope): string {
+  const missing = `${field}: Secret "${name}" not found`;
+  if (!scope?.selector) return missing;
+  return (
+    `${missing} among the Secrets labelled ${scope.selector} (the only ones the operator ` +
+    `watches); if it exists, label it: kubectl label secret ${name} -n ${scope.namespace} ${scope.selector}`
+  );
+}
+
 export function resolveCredentials(
   spec: WebhookTriggerSpec,
   getSecret: (name: string) => SecretData | undefined,
+  scope?: SecretScope,
 ): CredentialResult {
   const credentials: ResolvedCredentials = {};
   const auth = spec.auth;
@@ -42,7 +65,7 @@ export function resolveCredentials(
       return {
         ok: false,
         reason: Reason.SecretNotFound,
-        message: `${field}: Secret "${name}" not found`,
+        message: secretNotFound(field, name, scope),
       };
     const value = secret.data[key];
     if (value === undefined || value.trim() === '') {
@@ -62,7 +85,7 @@ export function resolveCredentials(
       return {
         ok: false,
         reason: Reason.SecretNotFound,
-        message: `spec.auth.apiKey.secretRef: Secret "${name}" not found`,
+        message: secretNotFound('spec.auth.apiKey.secretRef', name, scope),
       };
     }
     const entries = Object.entries(secret.data).filter(([, v]) => v.trim() !== '');

@@ -205,9 +205,11 @@ export class TriggerReconciler {
     if ('error' in compiled) {
       return { valid: notOk(type, Reason.InvalidSpec, compiled.error), credentials: {} };
     }
-    const credentials = resolveCredentials(spec, (name) =>
-      this.#o.source.getSecret(ref.namespace, name),
-    );
+    const { source } = this.#o;
+    const credentials = resolveCredentials(spec, (name) => source.getSecret(ref.namespace, name), {
+      namespace: ref.namespace,
+      selector: source.secretSelector,
+    });
     if (!credentials.ok) {
       return { valid: notOk(type, credentials.reason, credentials.message), credentials: {} };
     }

@@ -4,6 +4,11 @@
 // CRD schema, defaults and CEL rules via admitResource). A manifest that fails is
 // reported with file, field path and reason and changes nothing: the last good
 // version of each object keeps serving, and other files are unaffected.
+//
+// Secrets need no label here: unlike the Kubernetes source, which only watches Secrets
+// labelled hookgate.dev/credentials=true because a cluster holds everyone's Secrets,
+// every Secret in a manifest folder was put there for hookgate, and the folder is
+// trusted as a whole. A label on them (as in examples/) is accepted and ignored.
 import { randomUUID } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';

@@ -5,6 +5,7 @@
 // error with exponential backoff (O7), and tells when its initial list is in (synced).
 // Its ListWatch is the cache the source reads from; every object is slimmed
 // (kube-cache.ts) before the ListWatch stores it, from the list and from the watch.
+// A label selector, when given, goes on both the list and the watch request.
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { CancelTimer, Clock } from '../controller/clock.ts';
 import type { KubeClient } from '../controller/kube-client.ts';
@@ -70,6 +71,7 @@ export class ManagedInformer {
   readonly #lw: ListWatch<KubernetesObject>;
   readonly #watch: StoppableWatch;
   readonly #o: InformerDeps;
+  readonly #labelSelector: string | undefined;
   #stopped = false;
   #listedOnce = false;
   #errorsThisStart = 0;
@@ -82,9 +84,11 @@ export class ManagedInformer {
   /** Restarts after errors, for metrics and tests. */
   restarts = 0;
 
-  constructor(info: KindInfo, deps: InformerDeps) {
+  /** `labelSelector` limits the list and the watch (e.g. `hookgate.dev/credentials=true`). */
+  constructor(info: KindInfo, deps: InformerDeps, labelSelector?: string) {
     this.info = info;
     this.#o = deps;
+    this.#labelSelector = labelSelector;
     this.#backoffMs = deps.restartBackoff.initialMs;
     this.#watch = new StoppableWatch(deps.kubeConfig, (obj) =>
       slim(obj, info.kind, info.apiVersion),
@@ -95,7 +99,7 @@ export class ManagedInformer {
       this.#watch,
       () => this.#list(path),
       false,
-      undefined,
+      labelSelector,
       undefined,
       {
         delayFn: (ms) => this.#delay(ms),
@@ -163,7 +167,7 @@ export class ManagedInformer {
     const list = await this.#o.client.request<{
       items?: KubeObject[];
       metadata?: { resourceVersion?: string };
-    }>('GET', path);
+    }>('GET', path, this.#labelSelector ? { query: { labelSelector: this.#labelSelector } } : {});
     // Once stopped, never hand a list back: ListWatch would open a watch afterwards.
     if (this.#stopped) return never();
     this.#listedOnce = true;

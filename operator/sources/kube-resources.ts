@@ -33,6 +33,14 @@ export const KINDS: Record<SourceKind, KindInfo> = {
   Secret: { kind: 'Secret', apiVersion: 'v1', prefix: '/api/v1', plural: 'secrets' },
 };
 
+/**
+ * The label a Secret must carry for the operator to see it. The operator lists and
+ * watches only Secrets with `hookgate.dev/credentials=true` (a label selector on the
+ * list and the watch), never every Secret in the cluster.
+ */
+export const CREDENTIALS_LABEL = 'hookgate.dev/credentials';
+export const CREDENTIALS_SELECTOR = `${CREDENTIALS_LABEL}=true`;
+
 /** Path of a collection (all namespaces when `namespace` is undefined) or of one object. */
 export function resourcePath(kind: SourceKind, namespace?: string, name?: string): string {
   const k = KINDS[kind];

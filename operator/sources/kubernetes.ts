@@ -1,6 +1,8 @@
 // The Kubernetes adapter of the resource source: informers (client-node ListWatch) on
 // Workflows, WebhookTriggers (hookgate.dev/v1alpha1) and core v1 Secrets, in all
-// namespaces or in one.
+// namespaces or in one. Only Secrets labelled `hookgate.dev/credentials=true` are
+// listed and watched (a label selector); a trigger referring to any other Secret sees
+// it as not found, and its status says which label is missing.
 //
 // - The cache keeps a slimmed copy of each object (kube-cache.ts): no managedFields,
 //   no annotations (so no last-applied-configuration), no labels.
@@ -16,11 +18,11 @@ import { realClock, type CancelTimer, type Clock } from '../controller/clock.ts'
 import { KubeClient } from '../controller/kube-client.ts';
 import type { Backoff, RetryDeps } from '../controller/retry.ts';
 import { ManagedInformer, type InformerDeps } from './kube-informer.ts';
-import { KINDS } from './kube-resources.ts';
+import { CREDENTIALS_SELECTOR, KINDS } from './kube-resources.ts';
 import { KubeWriter } from './kube-writes.ts';
 import type { AnyResource, ObjectRef, ResourceSource, SecretData, SourceKind } from './ports.ts';
 
-export { resourcePath } from './kube-resources.ts';
+export { CREDENTIALS_LABEL, CREDENTIALS_SELECTOR, resourcePath } from './kube-resources.ts';
 export { mergeStatus } from './kube-writes.ts';
 
 export interface KubernetesSourceOptions {
@@ -29,6 +31,12 @@ export interface KubernetesSourceOptions {
   namespace?: string;
   /** Also watch Secrets (needed to resolve credentials). Default true. */
   watchSecrets?: boolean;
+  /**
+   * Label selector of the Secrets to watch. Default `hookgate.dev/credentials=true`
+   * (CREDENTIALS_SELECTOR); `''` watches every Secret (not recommended: the operator
+   * then needs to list every Secret and keeps them all in memory).
+   */
+  secretSelector?: string;
   /** Reuse a client (tests); built from kubeConfig otherwise. */
   client?: KubeClient;
   /** Backoff for restarting an informer that stopped on an error. Default 1 s doubling to 30 s. */
@@ -66,6 +74,12 @@ export class KubernetesSource implements ResourceSource {
     });
   }
 
+  /** The label selector Secrets are watched with; undefined when every Secret is. */
+  get secretSelector(): string | undefined {
+    const selector = this.#o.secretSelector ?? CREDENTIALS_SELECTOR;
+    return selector === '' ? undefined : selector;
+  }
+
   /** The JSON client this source writes through (shared with leader election and events). */
   get client(): KubeClient {
     return this.#client;
@@ -94,7 +108,10 @@ export class KubernetesSource implements ResourceSource {
         onChange(ref);
       },
     };
-    for (const kind of kinds) this.#informers.set(kind, new ManagedInformer(KINDS[kind], deps));
+    for (const kind of kinds) {
+      const selector = kind === 'Secret' ? this.secretSelector : undefined;
+      this.#informers.set(kind, new ManagedInformer(KINDS[kind], deps, selector));
+    }
     for (const inf of this.#informers.values()) void inf.start();
     await this.#whenSynced(this.#o.syncTimeoutMs ?? 120_000);
     this.#log('resource source synced', { namespace: this.#o.namespace ?? '(all)' });

@@ -29,6 +29,12 @@ export interface ResourceSource {
   /** Current state of one object from the local cache. */
   get(ref: ObjectRef): AnyResource | undefined;
   getSecret(namespace: string, name: string): SecretData | undefined;
+  /**
+   * The label selector limiting which Secrets `getSecret` can see, when not every
+   * Secret (the Kubernetes source: `hookgate.dev/credentials=true`). A Secret that
+   * exists without the label is "not found" here; status messages name the label.
+   */
+  readonly secretSelector?: string | undefined;
   list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[];
   /** Write `.status` (through the status subresource where there is one). */
   writeStatus(ref: ObjectRef, status: unknown): Promise<void>;

@@ -13,7 +13,11 @@ import {
   type RequestOptions,
   type Verb,
 } from '../../operator/controller/kube-client.ts';
-import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
+import {
+  CREDENTIALS_LABEL,
+  KubernetesSource,
+  resourcePath,
+} from '../../operator/sources/kubernetes.ts';
 import type { ObjectRef } from '../../operator/sources/ports.ts';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
@@ -118,7 +122,7 @@ describe('KubernetesSource: initial sync (O8)', () => {
     await client.request('POST', resourcePath('WebhookTrigger', ns), { body: trigger(ns, 't') });
     await client.request('POST', resourcePath('Secret', ns), {
       body: {
-        metadata: { name: 's', namespace: ns },
+        metadata: { name: 's', namespace: ns, labels: { [CREDENTIALS_LABEL]: 'true' } },
         data: { key: Buffer.from('sekret ✓').toString('base64') },
       },
     });
