@@ -116,6 +116,8 @@ export interface PlanArgs<Url = string> {
   serviceMonitor?: boolean;
   podDisruptionBudget?: boolean;
   networkPolicy?: boolean;
+  /** The admin listener's authentication (chart `admin.auth`; default kubernetes). */
+  adminAuth?: 'kubernetes' | 'none';
   logLevel?: LogLevel;
   /** Where the gateways' analytics API reads from (infra/analytics.ts); default memory. */
   analytics?: AnalyticsArgs;
@@ -139,6 +141,7 @@ export interface ResolvedArgs<Url = string> {
   serviceMonitor: boolean;
   podDisruptionBudget: boolean;
   networkPolicy: boolean;
+  adminAuth: 'kubernetes' | 'none';
   logLevel: LogLevel;
   analytics?: AnalyticsArgs;
 }
@@ -170,6 +173,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     serviceMonitor: args.serviceMonitor ?? false,
     podDisruptionBudget: args.podDisruptionBudget ?? false,
     networkPolicy: args.networkPolicy ?? false,
+    adminAuth: args.adminAuth ?? 'kubernetes',
     logLevel: args.logLevel ?? 'info',
     ...(args.analytics ? { analytics: args.analytics } : {}),
   };
@@ -297,6 +301,8 @@ export interface ResourceNames {
   /** Object name prefix the chart uses. */
   fullname: string;
   gatewayService: string;
+  /** The admin listener's Service (ClusterIP; read API, dashboard, test requests). */
+  adminService: string;
   metricsService: string;
   /**
    * The chart's Redis: its StatefulSet, headless Service (`<redis>.<namespace>.svc`),
@@ -314,6 +320,7 @@ export function resourceNames(releaseName: string): ResourceNames {
   return {
     fullname: base,
     gatewayService: `${base}-gateway`,
+    adminService: `${base}-admin`,
     metricsService: `${base}-metrics`,
     redis: `${base}-redis`,
     redisUrlSecret: `${base}-redis-url`,
@@ -372,6 +379,7 @@ export interface ChartValues {
   metrics: { serviceMonitor: { enabled: boolean } };
   podDisruptionBudget: { enabled: boolean };
   networkPolicy: { enabled: boolean };
+  admin: { auth: 'kubernetes' | 'none' };
   analytics?: ChartAnalytics;
 }
 
@@ -401,6 +409,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
     metrics: { serviceMonitor: { enabled: r.serviceMonitor } },
     podDisruptionBudget: { enabled: r.podDisruptionBudget },
     networkPolicy: { enabled: r.networkPolicy },
+    admin: { auth: r.adminAuth },
     ...(r.analytics ? { analytics: analyticsValues(r.analytics) } : {}),
   };
 }

@@ -68,6 +68,7 @@ interface ClusterRoleBinding extends K8sObject {
 const DEFAULT_KINDS = [
   'ClusterRole',
   'ClusterRoleBinding',
+  'ClusterRoleBinding',
   'ConfigMap',
   'CustomResourceDefinition',
   'CustomResourceDefinition',
@@ -78,6 +79,8 @@ const DEFAULT_KINDS = [
   'Service',
   'Service',
   'Service',
+  'Service',
+  'ServiceAccount',
   'ServiceAccount',
   'StatefulSet',
 ];
@@ -147,6 +150,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(kinds(objects)).toEqual(DEFAULT_KINDS);
     expect(names(objects)).toEqual([
       'ClusterRole/hg-hookgate-operator',
+      'ClusterRoleBinding/hg-hookgate-gateway-auth-delegator',
       'ClusterRoleBinding/hg-hookgate-operator',
       'ConfigMap/hg-hookgate-redis',
       'CustomResourceDefinition/webhooktriggers.hookgate.dev',
@@ -155,10 +159,12 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'Deployment/hg-hookgate-operator',
       'Deployment/hg-hookgate-worker',
       'Secret/hg-hookgate-redis',
+      'Service/hg-hookgate-admin',
       'Service/hg-hookgate-gateway',
       'Service/hg-hookgate-metrics',
       'Service/hg-hookgate-redis',
       'ServiceAccount/hg-hookgate',
+      'ServiceAccount/hg-hookgate-gateway',
       'StatefulSet/hg-hookgate-redis',
     ]);
     expectRecommendedLabels(objects);
@@ -374,6 +380,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     });
     expect(np.spec.ingress).toEqual([
       { ports: [{ port: 'http', protocol: 'TCP' }] },
+      { ports: [{ port: 'admin', protocol: 'TCP' }] },
       {
         ports: [{ port: 'metrics', protocol: 'TCP' }],
         from: [{ namespaceSelector: { matchLabels: { name: 'monitoring' } } }],
@@ -471,13 +478,38 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     const sa = find(objects, 'ServiceAccount', 'hg-hookgate');
     expect(sa['automountServiceAccountToken']).toBe(false);
 
-    // Only the operator mounts the token; gateway and workers never call the API.
+    // The operator mounts the shared token; the gateway its own (admin.auth kubernetes:
+    // TokenReview and SubjectAccessReview through system:auth-delegator, nothing else);
+    // workers never call the API.
     expect(deployment(objects, 'operator').spec.template.spec.automountServiceAccountToken).toBe(
       true,
     );
-    expect(deployment(objects, 'gateway').spec.template.spec.automountServiceAccountToken).toBe(
-      false,
+    const gateway = deployment(objects, 'gateway').spec.template.spec;
+    expect(gateway.automountServiceAccountToken).toBe(true);
+    expect(gateway.serviceAccountName).toBe('hg-hookgate-gateway');
+    const delegator = find<ClusterRoleBinding>(
+      objects,
+      'ClusterRoleBinding',
+      'hg-hookgate-gateway-auth-delegator',
     );
+    expect(delegator.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: 'system:auth-delegator',
+    });
+    expect(delegator.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'hg-hookgate-gateway', namespace: NAMESPACE },
+    ]);
+    // With a static admin token the gateway calls no API and mounts the Secret instead.
+    const token = await render('admin.auth=token', 'admin.tokenSecret.name=admin-token');
+    expect(names(token)).not.toContain('ServiceAccount/hg-hookgate-gateway');
+    expect(names(token)).not.toContain('ClusterRoleBinding/hg-hookgate-gateway-auth-delegator');
+    const tokenGateway = deployment(token, 'gateway');
+    expect(tokenGateway.spec.template.spec.automountServiceAccountToken).toBe(false);
+    expect(envOf(container(tokenGateway)).get('HOOKGATE_ADMIN_TOKEN_FILE')?.value).toBe(
+      '/var/run/hookgate/admin/token',
+    );
+    expect(await renderError('admin.auth=token')).toMatch(/admin\/tokenSecret\/name/);
     expect(deployment(objects, 'worker').spec.template.spec.automountServiceAccountToken).toBe(
       false,
     );
@@ -612,8 +644,10 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       `every webhook URL starts with\n   http://${FULLNAME}-gateway.${NAMESPACE}.svc/webhook/`,
       `kubectl -n ${NAMESPACE} port-forward svc/${FULLNAME}-gateway 8080:80`,
       `curl -i -X POST "http://localhost:8080$(kubectl -n ${NAMESPACE} get webhooktrigger hello -o jsonpath='{.status.basePath}')/default"`,
-      'http://localhost:8080/dashboard',
-      'http://localhost:8080/api/executions',
+      `kubectl -n ${NAMESPACE} port-forward svc/${FULLNAME}-admin 8081:8081`,
+      'http://localhost:8081/dashboard',
+      'http://localhost:8081/api/executions',
+      'Requests need a bearer token whose user may get the WebhookTriggers (RBAC)',
       `kubectl -n ${NAMESPACE} get secret ${FULLNAME}-redis -o jsonpath='{.data.redis-password}' | base64 -d`,
     ]) {
       expect(text).toContain(line);
@@ -707,7 +741,17 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(c.ports).toEqual([
       { name: 'http', containerPort: 8080, protocol: 'TCP' },
       { name: 'metrics', containerPort: 9090, protocol: 'TCP' },
+      { name: 'admin', containerPort: 8081, protocol: 'TCP' },
     ]);
+    // The admin listener: its own ClusterIP Service, never behind the Ingress.
+    const admin = find<Service>(objects, 'Service', 'hg-hookgate-admin');
+    expect(admin.spec.type).toBe('ClusterIP');
+    expect(admin.spec.ports).toEqual([
+      { name: 'admin', port: 8081, targetPort: 'admin', protocol: 'TCP' },
+    ]);
+    expect(admin.spec.selector).toEqual(d.spec.selector.matchLabels);
+    expect(envOf(c).get('ADMIN_PORT')?.value).toBe('8081');
+    expect(envOf(c).get('HOOKGATE_ADMIN_AUTH')?.value).toBe('kubernetes');
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
@@ -899,7 +943,7 @@ function expectRecommendedLabels(objects: K8sObject[]): void {
       'app.kubernetes.io/name': 'hookgate',
       'app.kubernetes.io/instance': RELEASE,
       'app.kubernetes.io/component': expect.stringMatching(
-        /^(operator|gateway|worker|metrics|network|redis)$/,
+        /^(operator|gateway|admin|worker|metrics|network|redis)$/,
       ),
       'app.kubernetes.io/version': '0.1.0',
       'app.kubernetes.io/part-of': 'hookgate',

@@ -79,6 +79,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
     expect(names(fromPulumi)).toEqual(names(fromHelm));
     expect(names(fromPulumi)).toEqual([
       'ClusterRole/hookgate-operator',
+      'ClusterRoleBinding/hookgate-gateway-auth-delegator',
       'ClusterRoleBinding/hookgate-operator',
       'ConfigMap/hookgate-redis',
       'CustomResourceDefinition/webhooktriggers.hookgate.dev',
@@ -87,10 +88,12 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       'Deployment/hookgate-operator',
       'Deployment/hookgate-worker',
       'Secret/hookgate-redis',
+      'Service/hookgate-admin',
       'Service/hookgate-gateway',
       'Service/hookgate-metrics',
       'Service/hookgate-redis',
       'ServiceAccount/hookgate',
+      'ServiceAccount/hookgate-gateway',
       'StatefulSet/hookgate-redis',
     ]);
     expect(withoutPassword(fromPulumi)).toEqual(withoutPassword(fromHelm));

@@ -48,6 +48,7 @@ describe('resolveArgs', () => {
       serviceMonitor: false,
       podDisruptionBudget: false,
       networkPolicy: false,
+      adminAuth: 'kubernetes',
       logLevel: 'info',
     });
   });
@@ -209,6 +210,7 @@ describe('names and labels', () => {
     expect(resourceNames('edge')).toEqual({
       fullname: 'edge-hookgate',
       gatewayService: 'edge-hookgate-gateway',
+      adminService: 'edge-hookgate-admin',
       metricsService: 'edge-hookgate-metrics',
       redis: 'edge-hookgate-redis',
       redisUrlSecret: 'edge-hookgate-redis-url',
@@ -263,6 +265,7 @@ describe('chartValues', () => {
       metrics: { serviceMonitor: { enabled: true } },
       podDisruptionBudget: { enabled: false },
       networkPolicy: { enabled: false },
+      admin: { auth: 'kubernetes' },
     });
     expect(JSON.stringify(values)).not.toContain(':pw@');
   });

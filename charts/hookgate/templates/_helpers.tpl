@@ -60,6 +60,15 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* The gateway's ServiceAccount: its own with admin.auth kubernetes, else the shared one. */}}
+{{- define "hookgate.gatewayServiceAccountName" -}}
+{{- if and .Values.serviceAccount.create (eq .Values.admin.auth "kubernetes") -}}
+{{- include "hookgate.componentName" (dict "ctx" . "component" "gateway") -}}
+{{- else -}}
+{{- include "hookgate.serviceAccountName" . -}}
+{{- end -}}
+{{- end -}}
+
 {{/* repository:tag, the tag defaulting to the chart's appVersion. */}}
 {{- define "hookgate.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
