@@ -149,7 +149,7 @@ function servingOptions(s: Settings, logger: Logger) {
   return {
     baseUrl: s.baseUrl,
     logger,
-    ...(ttl ? { report: { ttlMs: Number(ttl) } } : {}),
+    report: { afterListen: true, ...(ttl ? { ttlMs: Number(ttl) } : {}) },
     adminAccess: adminAccess(s, kubeConfig),
     analytics: s.analytics,
     engine: { onInternalError: internalErrors(logger) },

@@ -54,7 +54,11 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
   const registry = new Registry();
   const metrics = new OperatorMetrics(registry);
   const client = new KubeClient(options.kubeConfig);
-  const stores = createStores(options.redis);
+  // The reconciles' own connection: a command waits for a reconnect only briefly (three
+  // retries, under a second) and at most 5 s for an answer, so a Redis outage shows as
+  // StoreError within seconds instead of holding every worker for a minute.
+  const storeRedis = options.redis?.duplicate({ maxRetriesPerRequest: 3, commandTimeout: 5_000 });
+  const stores = createStores(storeRedis);
   const { routes, workflows, gateways } = stores;
   const log = options.log ?? (() => {});
 
@@ -112,6 +116,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
       await manager.shutdown();
       await app.close();
       stores.close();
+      storeRedis?.disconnect();
     },
   };
 }

@@ -61,8 +61,11 @@ export interface ServingOptions {
   analytics?: AnalyticsBackendConfig;
   /** Who may use the admin listener; everything allowed when omitted (dev, tests). */
   adminAccess?: AdminAccess;
-  /** The report of what this gateway serves: its id, and how long a report counts. */
-  report?: { id?: string; ttlMs?: number };
+  /**
+   * The report of what this gateway serves: its id, how long a report counts, and
+   * whether it starts once the webhook app listens (a process) or at once (embedded).
+   */
+  report?: { id?: string; ttlMs?: number; afterListen?: boolean };
 }
 
 export interface Stores {
@@ -220,14 +223,8 @@ export async function createServing<E extends ServingEngine>(
   const log = (message: string, fields?: Record<string, unknown>) =>
     options.logger?.warn(fields ?? {}, message);
   const table = await RouteTable.create(stores.routes, stores.workflows, log);
-  const reporter = new GatewayReporter({
-    store: stores.gateways,
-    table,
-    ...options.report,
-    log,
-  });
-  // The first report, at once: the operator counts this gateway from here on.
-  await reporter.report();
+  const { afterListen, ...report } = options.report ?? {};
+  const reporter = new GatewayReporter({ store: stores.gateways, table, ...report, log });
   // The queue-depth gauge reads the engine, which reports to the metrics: each is
   // used by the other only after both exist.
   const analytics = createAnalytics({
@@ -275,6 +272,16 @@ export async function createServing<E extends ServingEngine>(
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
   });
+  // The operator counts this gateway from its first report: in a process, only once
+  // requests can reach it (the webhook listener is up); embedded, at once.
+  if (afterListen) {
+    app.addHook('onListen', (done) => {
+      void reporter.start();
+      done();
+    });
+  } else {
+    await reporter.start();
+  }
   const adminApp = await buildAdminApp({
     webhooks: app,
     table,

@@ -3,6 +3,8 @@
 // a refresh of the report's expiry. The operator counts a gateway only while its
 // report is live, and sets a trigger's Deployed condition from what they serve.
 //
+// Nothing is reported before `start()`: a gateway process starts reporting once it
+// listens, so a trigger is never Ready before a request to it could be served.
 // Writes are one at a time; swaps during a write coalesce into one more. A failed
 // write (Redis down) or a report the store no longer holds (expired, lost) is
 // followed by a full report on the next attempt.
@@ -41,8 +43,9 @@ export class GatewayReporter {
   #pending: Promise<void> | undefined;
   #dirty = false;
   #refreshing = false;
+  #started = false;
   #closed = false;
-  readonly #timer: NodeJS.Timeout;
+  #timer: NodeJS.Timeout | undefined;
   readonly #unsubscribe: () => void;
 
   constructor(options: GatewayReporterOptions) {
@@ -52,13 +55,21 @@ export class GatewayReporter {
     this.#ttlMs = options.ttlMs ?? DEFAULT_GATEWAY_TTL_MS;
     this.#log = options.log ?? (() => {});
     this.#unsubscribe = this.#table.onSwap(() => void this.report());
-    this.#timer = setInterval(() => void this.#refresh(), Math.max(1, this.#ttlMs / 3));
-    this.#timer.unref();
+  }
+
+  /** Start reporting: the first report, then one after each swap and a refresh every third of the TTL. */
+  start(): Promise<void> {
+    if (!this.#started && !this.#closed) {
+      this.#started = true;
+      this.#timer = setInterval(() => void this.#refresh(), Math.max(1, this.#ttlMs / 3));
+      this.#timer.unref();
+    }
+    return this.report();
   }
 
   /** Report what the table serves now, if it changed. Resolves when written (or failed). */
   report(): Promise<void> {
-    if (this.#closed) return Promise.resolve();
+    if (this.#closed || !this.#started) return Promise.resolve();
     this.#dirty = true;
     this.#pending ??= (async () => {
       while (this.#dirty && !this.#closed) {
@@ -77,6 +88,7 @@ export class GatewayReporter {
     clearInterval(this.#timer);
     this.#unsubscribe();
     await this.#pending;
+    if (!this.#started) return;
     try {
       await this.#store.remove(this.id);
     } catch (err) {

@@ -54,6 +54,8 @@ async function start(ttlMs = 60_000) {
   const table = await RouteTable.create(routes, workflows);
   const reporter = new GatewayReporter({ store, table, id: 'gw-1', ttlMs });
   await reporter.report();
+  expect(store.reports).toEqual([]); // nothing before start (a process starts it once it listens)
+  await reporter.start();
   closers.push(
     () => table.close(),
     () => reporter.close(),

@@ -112,7 +112,7 @@ async function setup() {
   const gateways = new MemoryGatewayStore();
   const table = await RouteTable.create(routes, workflows);
   const reporter = new GatewayReporter({ store: gateways, table });
-  await reporter.report();
+  await reporter.start();
   gatewaysToClose.push(async () => {
     await reporter.close();
     table.close();
