@@ -44,6 +44,17 @@ describe('hookgate command line', () => {
       'HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000',
     ],
     [['dev', '--port', '70000'], {}, 'invalid port "70000"'],
+    // The admin listener is never open to the network by accident (docs/security.md A8).
+    [['gateway'], redis, 'set HOOKGATE_ADMIN_AUTH (kubernetes, token or none)'],
+    [['dev'], { ADMIN_HOST: '0.0.0.0' }, 'set HOOKGATE_ADMIN_AUTH (kubernetes, token or none)'],
+    [['dev'], { HOOKGATE_ADMIN_AUTH: 'maybe' }, 'HOOKGATE_ADMIN_AUTH must be one of'],
+    [
+      ['dev'],
+      { HOOKGATE_ADMIN_AUTH: 'token' },
+      'HOOKGATE_ADMIN_AUTH=token needs HOOKGATE_ADMIN_TOKEN_FILE',
+    ],
+    [['dev', '--port', '9000', '--admin-port', '9000'], {}, 'the admin port must differ'],
+    [['dev', '--admin-port', 'x'], {}, 'invalid admin port "x"'],
   ])('%j %j → exit 2: %s', (args, env, message) => {
     const result = run(args, env);
     expect(result.status).toBe(2);
