@@ -67,8 +67,9 @@ describe('analytics wiring', () => {
       }),
     );
     const res = await a.inject('/api/analytics/summary');
-    expect(res.statusCode).toBe(500);
+    expect(res.statusCode).toBe(503);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.json()).toMatchObject({ code: 'HG_ERR_ANALYTICS_UNAVAILABLE' });
     expect(res.body).not.toContain('127.0.0.1');
   });
 
