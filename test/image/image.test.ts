@@ -147,7 +147,8 @@ describe.skipIf(!enabled)('the hookgate image', () => {
     expect(result.sbom.components.some((c) => c.name === 'vitest')).toBe(false);
   });
 
-  it('takes the role as its argument', async () => {
+  // A container start: seconds alone, much longer next to the system test on 2 cores.
+  it('takes the role as its argument', { timeout: 60_000 }, async () => {
     // The gateway role without REDIS_URL refuses to start with a usage error (exit 2).
     const run = exec('podman', ['run', '--rm', ...PODMAN_RUN, '--read-only', image, 'gateway']);
     const err = await run.then(
