@@ -204,6 +204,13 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
         output: { body: { orderId: 78 } },
       });
     });
+    // The record is on the admin listener only, and only with the token: the public
+    // port has no /api at all (docs/security.md A2, A3).
+    const publicApi = await fetch(`http://127.0.0.1:${g2}/api/executions/${executionId}`);
+    expect(publicApi.status).toBe(404);
+    const anonymous = await fetch(`http://127.0.0.1:${g2 + 100}/api/executions/${executionId}`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer/);
     // Wait for Completion: the gateway answers with the output the worker produced.
     const waited = await fetch(`http://127.0.0.1:${g2}${waitPath}`, {
       method: 'POST',
