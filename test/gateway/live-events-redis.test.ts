@@ -30,10 +30,10 @@ describe.skipIf(!redisAvailable())('live events over Redis', () => {
     const redis = new Redis(server.url);
     clients.push(redis);
     const publish = redis.publish.bind(redis);
-    redis.publish = ((channel: string, message: string) => {
+    redis.publish = (channel: string, message: string) => {
       if (channel.startsWith('hookgate:live:events:')) published += 1;
       return publish(channel, message);
-    });
+    };
     const bus = await RedisLiveEventBus.create({ redis, gateway: id, refreshMs: 200 });
     buses.push(bus);
     return new LiveEventHub({ gateway: id, bus });
