@@ -18,18 +18,32 @@ export const analyticsRoutes: FastifyPluginCallback<AnalyticsRoutesOptions> = (a
   const { backend } = opts;
   app.get('/api/analytics/summary', async (request, reply) => {
     const filter = parseFilter(request.query as Query);
-    const result = await backend.query(filter);
+    const result = await logFailure(request, backend.query(filter));
     void reply.header('cache-control', 'no-store');
     return { filter, ...result };
   });
   app.get('/api/analytics/options', async (request, reply) => {
     const filter = parseFilter(request.query as Query);
-    const options = await backend.options(filter);
+    const options = await logFailure(request, backend.options(filter));
     void reply.header('cache-control', 'no-store');
     return options;
   });
   done();
 };
+
+/**
+ * A backend failure (Prometheus down or slow) is answered as its 503/504 problem; the
+ * cause (which the problem never carries) goes to the request's log.
+ */
+async function logFailure<T>(request: FastifyRequest, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    const cause = err instanceof Error ? err.cause : undefined;
+    request.log.warn({ err: cause ?? err }, 'analytics backend failed');
+    throw err;
+  }
+}
 
 /**
  * An error handler that answers HttpProblem as application/problem+json and anything
