@@ -32,7 +32,7 @@ describe.skipIf(!tools || !redisAvailable())('Deployed means served (real proces
   let cluster: TestCluster;
   let redis: RedisServer;
   const children: ChildProcess[] = [];
-  const port = 34_000 + Math.floor(Math.random() * 3000);
+  const port = 38_000 + Math.floor(Math.random() * 2000);
   const gatewayPorts = [port + 1, port + 2];
   const base = () => `${cluster.server.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
 
