@@ -15,15 +15,23 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: 'HG_ERR_INVALID_PARAMETER',
 };
 
+const FIXED_DETAIL: Partial<Record<ErrorCode, string>> = {
+  HG_ERR_BODY_TOO_LARGE: 'The request body is larger than this endpoint accepts.',
+  HG_ERR_UNSUPPORTED_MEDIA_TYPE: 'This Content-Type is not accepted here.',
+  HG_ERR_BODY_MALFORMED: 'The request body is not valid',
+};
+
 /** Normalise any thrown value to an HttpProblem. */
 export function toProblem(error: unknown): HttpProblem {
   if (error instanceof HttpProblem) return error;
   const e = error as Partial<FastifyError> & { type?: string };
   const mapped = e.code ? FASTIFY_CODES[e.code] : undefined;
+  // Fastify's messages may quote the request (a Content-Type, a length): fixed details
+  // instead, except for schema validation, whose messages name fields, not values.
   if (mapped)
     return new HttpProblem(
       mapped,
-      mapped === 'HG_ERR_BODY_MALFORMED' ? 'The request body is not valid' : e.message,
+      e.code === 'FST_ERR_VALIDATION' ? e.message : FIXED_DETAIL[mapped],
     );
   if (e.name === 'SyntaxError' || e.type === 'entity.parse.failed') {
     return new HttpProblem('HG_ERR_BODY_MALFORMED', 'The request body is not valid JSON');
@@ -31,7 +39,11 @@ export function toProblem(error: unknown): HttpProblem {
   if (typeof e.statusCode === 'number' && e.statusCode === 413)
     return new HttpProblem('HG_ERR_BODY_TOO_LARGE');
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return new HttpProblem('HG_ERR_INVALID_PARAMETER', e.message);
+    const fastify = typeof e.code === 'string' && e.code.startsWith('FST_');
+    return new HttpProblem(
+      'HG_ERR_INVALID_PARAMETER',
+      fastify ? 'The request is not valid.' : e.message,
+    );
   }
   return new HttpProblem('HG_ERR_INTERNAL', 'An unexpected error occurred; it has been logged');
 }

@@ -100,6 +100,12 @@ describe('client errors', () => {
       'POST /webhook/a HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nContent-Length: 0\r\n\r\n',
     ],
     ['CONNECT', 400, 'bad-request', 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n'],
+    [
+      'a Content-Type no parser takes',
+      415,
+      'unsupported-media-type',
+      'POST /webhook/a HTTP/1.1\r\nHost: x\r\nContent-Type: text/x-<script>\r\nContent-Length: 2\r\n\r\nhi',
+    ],
   ] as const)('%s → %i %s', async (_name, status, type, request) => {
     const answer = await send(request);
     expect(answer.status).toBe(status);
