@@ -74,7 +74,9 @@ export class RedisRecordStore<T> implements RecordStore<T> {
       sub.on('ready', () => {
         for (const l of [...this.#listeners]) l();
       });
-      this.#subscribed = sub.subscribe(this.#channel);
+      // Redis may be down now: ioredis subscribes again on every reconnect, and the
+      // `ready` handler above re-reads, so a failed first attempt is not an error.
+      this.#subscribed = sub.subscribe(this.#channel).catch(() => undefined);
     }
     return () => this.#listeners.delete(listener);
   }

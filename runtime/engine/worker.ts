@@ -58,6 +58,7 @@ export class ExecutionWorker {
   #stopping = false;
   #closed: Promise<void> | undefined;
   #lastClaim = 0;
+  #grouped = false;
 
   constructor(options: ExecutionWorkerOptions) {
     this.#o = {
@@ -75,12 +76,19 @@ export class ExecutionWorker {
     return this.#inflight.size;
   }
 
+  /** Whether the worker can take jobs: its consumer group exists and it is not stopping. */
+  get ready(): boolean {
+    return this.#grouped && !this.#stopping && this.#o.redis.status === 'ready';
+  }
+
+  /**
+   * Starts consuming. The consumer group is created first when Redis answers now;
+   * when it does not (Redis down at start-up), the consume loop keeps trying, so the
+   * process stays up and reports not-ready instead of failing to start. The group
+   * reads the stream from its start, so jobs queued meanwhile are not missed.
+   */
   async start(): Promise<void> {
-    try {
-      await this.#o.redis.xgroup('CREATE', QUEUE.stream, QUEUE.group, '0', 'MKSTREAM');
-    } catch (error) {
-      if (!errorMessage(error).includes('BUSYGROUP')) throw error;
-    }
+    if (this.#o.redis.status === 'ready') await this.#ensureGroup();
     const every = Math.max(100, Math.floor(this.#o.claimIdleMs / 3));
     this.#heartbeat = setInterval(() => void this.#renewClaims(), every);
     this.#loop = this.#consume();
@@ -107,8 +115,27 @@ export class ExecutionWorker {
     clearInterval(this.#heartbeat);
   }
 
+  async #ensureGroup(): Promise<void> {
+    try {
+      await this.#o.redis.xgroup('CREATE', QUEUE.stream, QUEUE.group, '0', 'MKSTREAM');
+    } catch (error) {
+      if (!errorMessage(error).includes('BUSYGROUP')) throw error;
+    }
+    this.#grouped = true;
+  }
+
   async #consume(): Promise<void> {
     while (!this.#stopping) {
+      if (!this.#grouped) {
+        try {
+          await this.#ensureGroup();
+        } catch (error) {
+          if (this.#stopping) break;
+          this.#o.onInternalError(error, 'creating the consumer group');
+          await sleep(1_000).catch(() => {});
+          continue;
+        }
+      }
       const free = this.#o.concurrency - this.#inflight.size;
       if (free <= 0) {
         await Promise.race(this.#inflight.values());
@@ -119,6 +146,8 @@ export class ExecutionWorker {
         for (const [id, fields] of entries) this.#take(id, fields);
       } catch (error) {
         if (this.#stopping) break;
+        // The group is gone (a Redis that lost its data): create it again.
+        if (errorMessage(error).includes('NOGROUP')) this.#grouped = false;
         this.#o.onInternalError(error, 'reading the queue');
         await sleep(1_000).catch(() => {});
       }

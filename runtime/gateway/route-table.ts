@@ -74,16 +74,28 @@ export class RouteTable {
     this.#log = log ?? noop;
   }
 
+  /**
+   * A table over the stores, following their change feeds. Resolves once the first
+   * load is done, unless `waitForFirstLoad` is false: a gateway whose Redis is down
+   * at start-up listens anyway and reports not-ready (`loaded`) until it loads.
+   */
   static async create(
     routes: RouteStore,
     workflows: WorkflowRegistry,
     log?: (message: string, fields?: Record<string, unknown>) => void,
+    options: { waitForFirstLoad?: boolean } = {},
   ): Promise<RouteTable> {
     const table = new RouteTable(routes, workflows, log);
     const onChange = () => table.refresh();
     table.#unsubscribe.push(routes.subscribe(onChange), workflows.subscribe(onChange));
-    await table.refresh();
+    const first = table.refresh();
+    if (options.waitForFirstLoad ?? true) await first;
     return table;
+  }
+
+  /** Whether the table has loaded the stores at least once. */
+  get loaded(): boolean {
+    return this.#revision > 0;
   }
 
   /** Rebuild from the stores. Calls that arrive during a rebuild coalesce into one more. */
