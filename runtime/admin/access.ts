@@ -36,7 +36,7 @@ export interface AdminAuthenticator {
 /** The cookie the dashboard sets for its GET requests (EventSource sends no headers). */
 export const TOKEN_COOKIE = 'hookgate_admin_token';
 
-/** Paths that need a token; the dashboard's static files do not (they hold no data). */
+/** Routes that need a token; the dashboard's static files do not (they hold no data). */
 const PROTECTED = /^\/(api|webhook-events)(\/|$|\?)/;
 
 function bearer(request: FastifyRequest): string | undefined {
@@ -89,7 +89,10 @@ export class AdminAccess {
     const auth = this.authenticator;
     if (!auth) return;
     app.addHook('onRequest', async (request) => {
-      if (request.method === 'OPTIONS' || !PROTECTED.test(request.url)) return;
+      // The route matched, not the raw URL: an encoded path (`/%61pi/...`) that the
+      // router decodes onto an API route is checked like the plain one.
+      const route = request.routeOptions.url;
+      if (request.method === 'OPTIONS' || route === undefined || !PROTECTED.test(route)) return;
       const token = bearer(request);
       if (!token) throw unauthenticated('Send a bearer token: Authorization: Bearer <token>');
       const user = await auth.authenticate(token);

@@ -132,6 +132,9 @@ describe('admin listener with Kubernetes authentication', () => {
       problem(res, 401, 'admin-unauthenticated');
       expect(res.headers['www-authenticate']).toMatch(/^Bearer/);
     }
+    // An encoded path the router decodes onto an API route is checked all the same.
+    const encoded = await rt.admin.inject({ method: 'GET', url: '/%61pi/executions' });
+    problem(encoded, 401, 'admin-unauthenticated');
     const stream = await rt.admin.inject({
       method: 'GET',
       url: '/webhook-events/team-a-production-orders/ingest',
