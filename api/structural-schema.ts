@@ -127,6 +127,7 @@ export function schemaErrors(
   }
   if (fn(value)) return [];
   const errors = fn.errors ?? [];
+  const memo = new Map<string, Step>();
   // Per value the API server reports maxLength, else minLength, else pattern.
   const shadowed = (e: ErrorObject): boolean => {
     const order = ['maxLength', 'minLength', 'pattern'];
@@ -143,7 +144,8 @@ export function schemaErrors(
   };
   return errors
     .filter(
-      (e) => !shadowed(e) && e.keyword !== 'if' && !ratcheted(e.instancePath, value, schema, old),
+      (e) =>
+        !shadowed(e) && e.keyword !== 'if' && !ratcheted(e.instancePath, value, schema, old, memo),
     )
     .map((e) => toFieldError(e, basePath));
 }
@@ -213,27 +215,59 @@ function ajvFormat(format: unknown, type: unknown): Record<string, unknown> {
 /**
  * Ratcheting (UPDATE): an error is not reported when its value, or a value above it,
  * equals its correlated old value (same key, same `map` list keys, equal `set` item).
+ * `memo` holds each visited pointer's node, so that many errors cost one walk.
  */
-function ratcheted(pointer: string, value: unknown, schema: OpenApiSchema, old: OldValue): boolean {
-  let x = value;
-  let s: OpenApiSchema | undefined = schema;
-  let o = old;
-  for (const raw of ['', ...pointer.split('/').slice(1)]) {
-    if (raw !== '') {
-      const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-      if (Array.isArray(x)) {
-        const item: unknown = x[Number(key)];
-        o = s ? correlatedItem(item, s, o) : undefined;
-        s = s?.items;
-        x = item;
-      } else if (isObject(x)) {
-        o = correlatedField(key, o);
-        s = childSchema(s, key);
-        x = x[key];
-      } else return false;
-    }
-    if (!o) return false;
-    if (sameJson(x, o.value)) return true;
+interface Step {
+  x: unknown;
+  s: OpenApiSchema | undefined;
+  o: OldValue;
+  /** The value or one above it equals its old value. */
+  unchanged: boolean;
+}
+
+function ratcheted(
+  pointer: string,
+  value: unknown,
+  schema: OpenApiSchema,
+  old: OldValue,
+  memo: Map<string, Step>,
+): boolean {
+  if (!old) return false;
+  const parts = pointer.split('/').slice(1);
+  let prefix = '';
+  let step = memo.get('');
+  if (!step) {
+    step = { x: value, s: schema, o: old, unchanged: sameJson(value, old.value) };
+    memo.set('', step);
   }
-  return false;
+  for (const raw of parts) {
+    if (step.unchanged || !step.o) return step.unchanged;
+    prefix = `${prefix}/${raw}`;
+    const known = memo.get(prefix);
+    if (known) {
+      step = known;
+      continue;
+    }
+    step = next(step, raw.replace(/~1/g, '/').replace(/~0/g, '~'));
+    memo.set(prefix, step);
+  }
+  return step.unchanged;
+}
+
+function next(parent: Step, key: string): Step {
+  const { x, s, o } = parent;
+  let child: Step;
+  if (Array.isArray(x)) {
+    const item: unknown = x[Number(key)];
+    child = {
+      x: item,
+      s: s?.items,
+      o: s ? correlatedItem(item, s, o) : undefined,
+      unchanged: false,
+    };
+  } else if (isObject(x)) {
+    child = { x: x[key], s: childSchema(s, key), o: correlatedField(key, o), unchanged: false };
+  } else return { x: undefined, s: undefined, o: undefined, unchanged: false };
+  child.unchanged = child.o !== undefined && sameJson(child.x, child.o.value);
+  return child;
 }

@@ -68,8 +68,20 @@ export function canonicalJson(value: unknown): string {
   );
 }
 
+/** JSON equality (object key order aside). */
 export function sameJson(a: unknown, b: unknown): boolean {
-  return canonicalJson(a) === canonicalJson(b);
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
+  }
+  if (isObject(a) && isObject(b)) {
+    const keys = Object.keys(a);
+    return (
+      keys.length === Object.keys(b).length &&
+      keys.every((k) => Object.hasOwn(b, k) && sameJson(a[k], b[k]))
+    );
+  }
+  return false;
 }
 
 /** The old item a list item correlates with: same keys in a `map` list, equal value in a `set`. */
