@@ -62,7 +62,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     app,
     (options.plugins ?? []).map((plugin) => async (scope: FastifyInstance) => {
       scope.addHook('preHandler', async (request) => {
-        if (request.url.startsWith('/api/'))
+        if (request.routeOptions.url?.startsWith('/api/'))
           await access.require(request, { verb: 'list', resource: 'webhooktriggers' });
       });
       await plugin(scope);

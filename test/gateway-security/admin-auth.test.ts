@@ -210,6 +210,11 @@ describe('admin listener with Kubernetes authentication', () => {
   it('analytics span every namespace: a cluster-wide list is needed', async () => {
     const url = '/api/analytics/summary?window=5m';
     problem(await rt.admin.inject({ url, headers: bearer(TOKENS.alice) }), 403, 'admin-forbidden');
+    problem(
+      await rt.admin.inject({ url: '/%61pi/analytics/summary', headers: bearer(TOKENS.alice) }),
+      403,
+      'admin-forbidden',
+    );
     expect((await rt.admin.inject({ url, headers: bearer(TOKENS.admin) })).statusCode).toBe(200);
   });
 
