@@ -108,7 +108,51 @@ function formatName(format: string): string | undefined {
   return name in FORMATS || AJV_FORMATS.includes(name) ? name : undefined;
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, useDefaults: false });
+const POSIX: Record<string, string> = {
+  alnum: 'A-Za-z0-9',
+  alpha: 'A-Za-z',
+  ascii: '\\x00-\\x7F',
+  blank: '\\t ',
+  digit: '0-9',
+  lower: 'a-z',
+  space: '\\t\\n\\v\\f\\r ',
+  upper: 'A-Z',
+  word: 'A-Za-z0-9_',
+  xdigit: '0-9A-Fa-f',
+};
+
+/**
+ * A schema `pattern` is RE2 (Go): leading `(?i)`/`(?s)` flags, POSIX classes, `\A` and
+ * `\z` are translated for JavaScript. A pattern that still does not compile matches
+ * nothing (the API server reports such a value as not matching, too).
+ */
+function re2(pattern: string, unicode: string): { test: (s: string) => boolean } {
+  let source = pattern;
+  let flags = unicode;
+  const lead = /^\(\?([is]+)\)/.exec(source);
+  if (lead) {
+    flags += lead[1] ?? '';
+    source = source.slice(lead[0].length);
+  }
+  source = source
+    .replace(/\[:([a-z]+):\]/g, (m, name: string) => POSIX[name] ?? m)
+    .replace(/\\A/g, '^')
+    .replace(/\\z/g, '$');
+  try {
+    return new RegExp(source, flags);
+  } catch {
+    return { test: () => false };
+  }
+}
+re2.code = 're2';
+
+const ajv = new Ajv({
+  allErrors: true,
+  strict: false,
+  verbose: true,
+  useDefaults: false,
+  code: { regExp: re2 },
+});
 addFormats(ajv, AJV_FORMATS);
 for (const [name, check] of Object.entries(FORMATS)) ajv.addFormat(name, check);
 const compiled = new WeakMap<OpenApiSchema, ValidateFunction>();

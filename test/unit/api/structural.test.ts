@@ -344,3 +344,19 @@ describe('13. field names are escaped for CEL', () => {
     expect(both(doc({}), schema).errors).toEqual(['spec: Invalid value: on']);
   });
 });
+
+describe('schema patterns are RE2', () => {
+  const schema = resource(
+    obj({
+      a: { type: 'string', pattern: '(?i)^abc$' },
+      b: { type: 'string', pattern: '^[[:digit:]]+$' },
+    }),
+  );
+  it('leading flags and POSIX classes work as in Go', () => {
+    expect(both(doc({ a: 'ABC', b: '123' }), schema).errors).toEqual([]);
+    expect(both(doc({ a: 'abd', b: '12a' }), schema).errors).toEqual([
+      `spec.a: Invalid value: "abd": spec.a in body should match '(?i)^abc$'`,
+      `spec.b: Invalid value: "12a": spec.b in body should match '^[[:digit:]]+$'`,
+    ]);
+  });
+});
