@@ -15,7 +15,7 @@ import { createGatewayRuntime } from './gateway.ts';
 import { closeOnSignal, type Closable } from './lifecycle.ts';
 import { createLogger, logFunction } from './logger.ts';
 import { createOperator } from './operator.ts';
-import { serveProbes } from './probes.ts';
+import { serveProbes, type Readiness } from './probes.ts';
 import { settings, type RoleName, type Settings } from './settings.ts';
 import { createWorkerRuntime } from './worker.ts';
 
@@ -25,7 +25,7 @@ const roles: Record<RoleName, Role> = {
   /** Every role in one process over a manifest directory or a Kubernetes API. */
   async dev(s, logger) {
     const kc = s.source === 'kubernetes' ? kubeConfig() : undefined;
-    const redis = redisClient();
+    const redis = redisClient(logger);
     const runtime = await createDevRuntime({
       ...servingOptions(s, logger),
       dir: s.dir,
@@ -57,7 +57,7 @@ const roles: Record<RoleName, Role> = {
   /** The control plane: reconciles under Lease leader election. */
   async operator(s, logger) {
     const env = process.env;
-    const redis = redisClient();
+    const redis = redisClient(logger);
     const operator = createOperator({
       kubeConfig: kubeConfig(),
       ...(s.namespace ? { namespace: s.namespace } : {}),
@@ -76,17 +76,24 @@ const roles: Record<RoleName, Role> = {
 
   /** Serves what the operator deployed to Redis; queues executions for workers. */
   async gateway(s, logger) {
-    const redis = redisClient() as Redis;
+    const redis = redisClient(logger) as Redis;
     const env = process.env;
     const runtime = await createGatewayRuntime({
       ...servingOptions(s, logger),
       redis,
       executions: env.HOOKGATE_EXECUTIONS === 'inline' ? 'inline' : 'queue',
       ...(env.HOOKGATE_MAX_QUEUED ? { maxQueued: Number(env.HOOKGATE_MAX_QUEUED) } : {}),
+      waitForRoutes: false,
+      readiness: () => redisReadiness(redis),
     });
     const metrics =
       s.metricsPort !== undefined && s.metricsPort !== s.port
-        ? await serveProbes({ registry: runtime.registry, port: s.metricsPort, host: s.host })
+        ? await serveProbes({
+            registry: runtime.registry,
+            readiness: () => runtime.readiness(),
+            port: s.metricsPort,
+            host: s.host,
+          })
         : undefined;
     const address = await runtime.app.listen({ port: s.port, host: s.host });
     const admin = await runtime.admin.listen({ port: s.adminPort, host: s.adminHost });
@@ -101,7 +108,7 @@ const roles: Record<RoleName, Role> = {
 
   /** Runs the executions gateways queue in Redis. */
   async worker(s, logger) {
-    const redis = redisClient() as Redis;
+    const redis = redisClient(logger) as Redis;
     const concurrency = Number(process.env.HOOKGATE_WORKER_CONCURRENCY ?? 32);
     const claimIdle = process.env.HOOKGATE_WORKER_CLAIM_IDLE_MS;
     const runtime = await createWorkerRuntime({
@@ -112,7 +119,15 @@ const roles: Record<RoleName, Role> = {
     });
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
     const port = s.metricsPort ?? s.port;
-    const metrics = await serveProbes({ registry: runtime.registry, port, host: s.host });
+    const metrics = await serveProbes({
+      registry: runtime.registry,
+      readiness: () =>
+        runtime.worker.ready
+          ? { ready: true, status: 'ready' }
+          : { ready: false, status: `starting (redis ${redis.status})` },
+      port,
+      host: s.host,
+    });
     logger.info(`executions from Redis, ${concurrency} at once; metrics on port ${port}`);
     // Running executions get 20 s to finish, inside the 25 s grace period.
     return closing(async () => {
@@ -134,9 +149,41 @@ function kubeConfig(): KubeConfig {
  * limit, enqueue), and one write per command cost more than the rest of the request
  * (bench/README.md).
  */
-function redisClient(): Redis | undefined {
+function redisClient(logger: Logger): Redis | undefined {
   const url = process.env.REDIS_URL;
-  return url ? new Redis(url, { enableAutoPipelining: true }) : undefined;
+  if (!url) return undefined;
+  const redis = new Redis(url, { enableAutoPipelining: true });
+  logConnectionErrors(redis, logger);
+  // Every connection made from this one (subscribers, blocking reads) reports too:
+  // without a listener ioredis prints each reconnect failure as an unhandled error.
+  const duplicate = redis.duplicate.bind(redis);
+  redis.duplicate = (...args: Parameters<Redis['duplicate']>) => {
+    const copy = duplicate(...args);
+    logConnectionErrors(copy, logger);
+    return copy;
+  };
+  return redis;
+}
+
+/** One warning when a connection fails, one line when it is back; not one per retry. */
+function logConnectionErrors(redis: Redis, logger: Logger): void {
+  let down = false;
+  redis.on('error', (err: Error) => {
+    if (down) return;
+    down = true;
+    logger.warn({ err: err.message }, 'Redis unreachable; retrying');
+  });
+  redis.on('ready', () => {
+    if (down) logger.info('Redis reachable again');
+    down = false;
+  });
+}
+
+/** Not ready while Redis is not (connecting, reconnecting, closed). */
+function redisReadiness(redis: Redis): Readiness {
+  return redis.status === 'ready'
+    ? { ready: true, status: 'ready' }
+    : { ready: false, status: `redis ${redis.status}` };
 }
 
 /** Failures outside any one request or execution, e.g. a lost Redis subscription. */
@@ -180,8 +227,9 @@ async function main(): Promise<void> {
     closeOnSignal(await roles[s.role](s, logger), logger);
   } catch (err) {
     logger.fatal({ err }, 'failed to start');
-    logger.flush();
-    process.exitCode = 1;
+    // Open connections (Redis retrying) would keep a failed process alive.
+    logger.flush(() => process.exit(1));
+    setTimeout(() => process.exit(1), 2_000).unref();
   }
 }
 

@@ -52,6 +52,12 @@ export interface ServingOptions {
   logger?: FastifyBaseLogger;
   /** Readiness of the role (the /readyz probe); always ready by default. */
   readiness?: () => Readiness;
+  /**
+   * Wait for the route table's first load before returning (default). The gateway
+   * role does not: with Redis down at start-up it listens, answers liveness and
+   * reports not-ready until the routes are loaded.
+   */
+  waitForRoutes?: boolean;
   /** Options of the in-process engine (the dev role; the gateway with inline executions). */
   engine?: InProcessEngineOptions;
   guards?: GuardOptions;
@@ -211,6 +217,8 @@ export interface Serving<E extends ServingEngine = ServingEngine> {
   table: RouteTable;
   /** Reports what the table serves (the operator's Deployed condition reads it). */
   reporter: GatewayReporter;
+  /** What /readyz answers (for a separate probes listener). */
+  readiness(): Readiness;
   close(): Promise<void>;
 }
 
@@ -222,7 +230,14 @@ export async function createServing<E extends ServingEngine>(
 ): Promise<Serving<E>> {
   const log = (message: string, fields?: Record<string, unknown>) =>
     options.logger?.warn(fields ?? {}, message);
-  const table = await RouteTable.create(stores.routes, stores.workflows, log);
+  const table = await RouteTable.create(stores.routes, stores.workflows, log, {
+    waitForFirstLoad: options.waitForRoutes ?? true,
+  });
+  // Ready when the routes are loaded and the role's own check (e.g. Redis) agrees.
+  const readiness = (): Readiness => {
+    if (!table.loaded) return { ready: false, status: 'loading routes' };
+    return options.readiness?.() ?? { ready: true, status: 'ready' };
+  };
   const { afterListen, ...report } = options.report ?? {};
   const reporter = new GatewayReporter({ store: stores.gateways, table, ...report, log });
   // The queue-depth gauge reads the engine, which reports to the metrics: each is
@@ -258,10 +273,7 @@ export async function createServing<E extends ServingEngine>(
     observer: analytics.observer,
     plugins: [
       async (scope) => {
-        await scope.register(probes, {
-          registry: analytics.registry,
-          ...(options.readiness ? { readiness: options.readiness } : {}),
-        });
+        await scope.register(probes, { registry: analytics.registry, readiness });
       },
     ],
     modes: {
@@ -302,6 +314,7 @@ export async function createServing<E extends ServingEngine>(
     engine,
     table,
     reporter,
+    readiness,
     async close() {
       // Withdrawn first: the operator stops counting this gateway before it stops serving.
       await reporter.close();
