@@ -23,6 +23,11 @@ const manifests = [
     nodes: [{ id: 'echo', type: 'transform', expression: '{ "total": body.total }' }],
   }),
   trigger('ingest', { workflowRef: { name: 'limits' }, pathSegment: 'ingest' }),
+  trigger('strict', {
+    workflowRef: { name: 'limits' },
+    pathSegment: 'strict',
+    inputLimits: { maxDepth: 4, maxKeys: 10 },
+  }),
 ];
 
 /** The admin listener's app where there is one, the gateway's otherwise. */
@@ -100,7 +105,7 @@ describe('input limits in the embedded mode', () => {
 
   beforeAll(async () => {
     runtime = await startRuntime({ logger: logs.logger });
-    await runtime.apply('limits.yaml', manifests, ['ingest']);
+    await runtime.apply('limits.yaml', manifests, ['ingest', 'strict']);
   });
   afterAll(async () => {
     await runtime?.stop();
@@ -108,6 +113,28 @@ describe('input limits in the embedded mode', () => {
 
   it('refuses depth 10,000 and 1e309 with 400 problems; the executions API stays 200', async () => {
     await expectRefusals(runtime);
+  });
+
+  it('applies a trigger’s own limits, and the defaults elsewhere', async () => {
+    const post = (segment: string, payload: string) =>
+      runtime.app.inject({
+        method: 'POST',
+        url: `/webhook/default-production-limits/${segment}`,
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+    expect((await post('ingest', deep(5))).statusCode).toBe(202);
+    const tooDeep = await post('strict', deep(5));
+    expect(tooDeep.statusCode).toBe(400);
+    expect(tooDeep.json()).toMatchObject({
+      detail: 'The JSON body is nested more than 4 levels deep.',
+    });
+    expect((await post('strict', deep(4))).statusCode).toBe(202);
+    const keys = await post(
+      'strict',
+      JSON.stringify(Object.fromEntries('abcdefghijk'.split('').map((k) => [k, 1]))),
+    );
+    expect(keys.json()).toMatchObject({ type: 'https://hookgate.dev/problems/too-many-keys' });
   });
 
   it('logs aborted uploads at debug level, not as errors', async () => {
@@ -137,9 +164,9 @@ describe.skipIf(!redisAvailable())('input limits in the queued mode over Redis',
   beforeAll(async () => {
     redisServer = await startRedis();
     control = await startRuntime({ redis: redis() });
-    await control.apply('limits.yaml', manifests, ['ingest']);
+    await control.apply('limits.yaml', manifests, ['ingest', 'strict']);
     gateway = await createGatewayRuntime({ redis: redis(), baseUrl: 'http://localhost' });
-    await eventually(() => expect(gateway.table.size).toBe(1));
+    await eventually(() => expect(gateway.table.size).toBe(2));
   });
   afterAll(async () => {
     await gateway?.close();

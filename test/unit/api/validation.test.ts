@@ -172,6 +172,7 @@ describe('WebhookTrigger: accepted values and defaults', () => {
       },
     ],
     ['body limit', { maxBodyBytes: 2048 }],
+    ['input limits', { inputLimits: { maxDepth: 16, maxKeys: 500, maxStringBytes: 4096 } }],
   ] as [string, Spec][])('accepts %s', (_name, spec) => {
     const r = admitTrigger(spec);
     expect(r.ok ? [] : r.errors).toEqual([]);
@@ -411,6 +412,8 @@ describe('WebhookTrigger: bad values are rejected with a field path', () => {
       'must match auth.method',
     ],
     ['body limit over 16 MiB', { maxBodyBytes: 17 * 1024 * 1024 }, 'spec.maxBodyBytes', ''],
+    ['nesting limit over 256', { inputLimits: { maxDepth: 257 } }, 'spec.inputLimits.maxDepth', ''],
+    ['key limit of 0', { inputLimits: { maxKeys: 0 } }, 'spec.inputLimits.maxKeys', ''],
   ] as [string, Spec, string, string][])('rejects %s', (_name, spec, field, message) => {
     const r = admitTrigger(spec);
     expect(r.ok).toBe(false);
