@@ -65,6 +65,17 @@ function unauthenticated(detail: string): HttpProblem {
   });
 }
 
+/** The API server down or refusing the reviews: 503, never a silent allow. */
+async function unavailableOnError<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch {
+    throw new HttpProblem('HG_ERR_AUTH_UNAVAILABLE', 'The admin authenticator cannot be reached', {
+      headers: { 'retry-after': '5' },
+    });
+  }
+}
+
 function describe(a: ResourceAttributes): string {
   const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
   const where = a.namespace ? ` in namespace ${a.namespace}` : ' cluster-wide';
@@ -95,7 +106,7 @@ export class AdminAccess {
       if (request.method === 'OPTIONS' || route === undefined || !PROTECTED.test(route)) return;
       const token = bearer(request);
       if (!token) throw unauthenticated('Send a bearer token: Authorization: Bearer <token>');
-      const user = await auth.authenticate(token);
+      const user = await unavailableOnError(() => auth.authenticate(token));
       if (!user) throw unauthenticated('The bearer token is not valid');
       this.users.set(request, user);
     });
@@ -107,7 +118,7 @@ export class AdminAccess {
     if (!auth) return true;
     const user = this.users.get(request);
     if (!user) return false;
-    return auth.authorize(user, attributes);
+    return unavailableOnError(() => auth.authorize(user, attributes));
   }
 
   /** Throws 403 unless the request's user may do this. */

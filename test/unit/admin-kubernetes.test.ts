@@ -1,7 +1,10 @@
 // The Kubernetes admin authenticator: what it sends (TokenReview, SubjectAccessReview
 // on hookgate.dev), and its brief, bounded cache of both answers.
 import { describe, expect, it } from 'vitest';
+import Fastify from 'fastify';
+import { AdminAccess } from '../../runtime/admin/access.ts';
 import { KubernetesAuthenticator } from '../../runtime/admin/kubernetes.ts';
+import { installProblemHandlers } from '../../runtime/gateway/problem-handler.ts';
 
 function fakeApi(allowed: (attrs: Record<string, string>) => boolean) {
   const calls: { path: string; body: Record<string, unknown> }[] = [];
@@ -82,5 +85,24 @@ describe('KubernetesAuthenticator', () => {
     expect(api.calls.length).toBe(3);
     await auth.authorize(user, { verb: 'get', resource: 'webhooktriggers', namespace: 'a' });
     expect(api.calls.length).toBe(4);
+  });
+
+  it('an API server that cannot be reached answers 503 auth-unavailable, never a pass', async () => {
+    const auth = new KubernetesAuthenticator({
+      post: () => Promise.reject(new Error('connect ECONNREFUSED')),
+    });
+    const app = Fastify();
+    installProblemHandlers(app);
+    new AdminAccess(auth).install(app);
+    app.get('/api/executions', () => ({ items: [] }));
+    const res = await app.inject({
+      url: '/api/executions',
+      headers: { authorization: 'Bearer x' },
+    });
+    expect(res.statusCode).toBe(503);
+    expect(res.json<{ type: string }>().type).toBe(
+      'https://hookgate.dev/problems/auth-unavailable',
+    );
+    expect(res.headers['retry-after']).toBe('5');
   });
 });
