@@ -216,4 +216,7 @@ function walk(
   if (isObject(s.additionalProperties)) {
     walk(s.additionalProperties, `${path}.additionalProperties`, false, inList, out);
   }
+  for (const key of ['allOf', 'anyOf', 'oneOf'] as const) {
+    (s[key] ?? []).forEach((sub, i) => walk(sub, `${path}.${key}[${i}]`, whole, inList, out));
+  }
 }

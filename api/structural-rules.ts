@@ -54,6 +54,7 @@ function walk(
   if (value === null || value === undefined) return;
   const unchanged = old ? sameJson(value, old.value) : parentUnchanged;
   nodeRules(value, schema, path, old, unchanged, whole, out);
+  for (const sub of schema.allOf ?? []) walk(value, sub, path, old, unchanged, whole, out);
   if (Array.isArray(value) && schema.items) {
     const items = schema.items;
     value.forEach((item, i) =>

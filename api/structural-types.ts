@@ -22,6 +22,9 @@ export interface OpenApiSchema {
   default?: unknown;
   nullable?: boolean;
   enum?: unknown[];
+  allOf?: OpenApiSchema[];
+  anyOf?: OpenApiSchema[];
+  oneOf?: OpenApiSchema[];
   'x-kubernetes-preserve-unknown-fields'?: boolean;
   'x-kubernetes-embedded-resource'?: boolean;
   'x-kubernetes-int-or-string'?: boolean;

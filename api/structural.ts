@@ -55,7 +55,7 @@ function hasRules(s: OpenApiSchema | undefined): boolean {
   if (!s) return false;
   if ((s['x-kubernetes-validations'] ?? []).length > 0) return true;
   const extra = typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined;
-  return [...Object.values(s.properties ?? {}), s.items, extra].some(hasRules);
+  return [...Object.values(s.properties ?? {}), s.items, extra, ...(s.allOf ?? [])].some(hasRules);
 }
 
 /** Schema validation, list types, embedded resources and CEL rules, with warnings. */

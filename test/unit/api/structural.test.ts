@@ -360,3 +360,26 @@ describe('schema patterns are RE2', () => {
     ]);
   });
 });
+
+describe('rules under allOf', () => {
+  it('run on the node, and are checked with the CRD', () => {
+    const spec = obj(
+      { n: { type: 'integer' } },
+      { allOf: [{ 'x-kubernetes-validations': [{ rule: 'self.n < 5', message: 'small' }] }] },
+    );
+    const schema = resource(spec);
+    expect(both(doc({ n: 1 }), schema).errors).toEqual([]);
+    // The allOf node has no type of its own, so the value is printed.
+    expect(both(doc({ n: 9 }), schema).errors).toEqual(['spec: Invalid value: {"n":9}: small']);
+    const bad = resource(
+      obj(
+        { n: { type: 'integer' } },
+        { allOf: [{ 'x-kubernetes-validations': [{ rule: 'self.n <' }] }] },
+      ),
+    );
+    expect(crdRuleErrors(bad).map((e) => e.field)).toEqual(
+      apiServerRuleErrors([{ schema: { openAPIV3Schema: bad } }]).map((e) => e.field),
+    );
+    expect(crdRuleErrors(bad)).toHaveLength(1);
+  });
+});
