@@ -6,12 +6,14 @@
 //   held by at most one worker at a time (between `get` and `done`).
 // - A key added while it is being processed is marked dirty and queued again on
 //   `done`, so the change that re-added it is never missed.
-// - `addAfter` parks a key until its time comes (the earlier time wins on re-adds);
+// - `addAfter` parks a key until its time comes (the earlier time wins on re-adds),
+//   in a heap ordered by that time (delay-heap.ts), as client-go's priority queue;
 //   `addRateLimited` asks the rate limiter how long to park it.
 // - After `shutDown` adds are ignored and idle `get` calls resolve `undefined`; keys
 //   already queued are still handed out, as in client-go. `shutDownWithDrain`
 //   additionally resolves only when no key is being processed.
 import { realClock, type CancelTimer, type Clock } from './clock.ts';
+import { DelayHeap } from './delay-heap.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './rate-limiter.ts';
 
 /** Hooks the queue calls so a metrics provider can observe it (client-go queueMetrics). */
@@ -31,12 +33,6 @@ export interface WorkQueueOptions {
   /** Defaults to `defaultControllerRateLimiter(clock)`. */
   rateLimiter?: RateLimiter;
   metrics?: QueueMetrics;
-}
-
-interface Waiting {
-  readyAt: number;
-  /** Tie-breaker: insertion order among keys ready at the same instant. */
-  seq: number;
 }
 
 export class WorkQueue {
@@ -59,8 +55,7 @@ export class WorkQueue {
   #drainWaiters: (() => void)[] = [];
 
   // Delaying part.
-  readonly #waiting = new Map<string, Waiting>();
-  #seq = 0;
+  readonly #waiting = new DelayHeap();
   #timer: { at: number; cancel: CancelTimer } | undefined;
 
   constructor(opts: WorkQueueOptions = {}) {
@@ -86,10 +81,7 @@ export class WorkQueue {
       this.add(key);
       return;
     }
-    const readyAt = this.#clock.now() + ms;
-    const existing = this.#waiting.get(key);
-    if (existing && existing.readyAt <= readyAt) return;
-    this.#waiting.set(key, { readyAt, seq: this.#seq++ });
+    this.#waiting.add(key, this.#clock.now() + ms);
     this.#armTimer();
   }
 
@@ -205,10 +197,7 @@ export class WorkQueue {
   // --- delaying queue ---
 
   #armTimer(): void {
-    let next: number | undefined;
-    for (const w of this.#waiting.values()) {
-      if (next === undefined || w.readyAt < next) next = w.readyAt;
-    }
+    const next = this.#waiting.nextAt();
     if (next === undefined) {
       this.#timer?.cancel();
       this.#timer = undefined;
@@ -222,14 +211,7 @@ export class WorkQueue {
 
   #fire(): void {
     this.#timer = undefined;
-    const now = this.#clock.now();
-    const ready = [...this.#waiting.entries()]
-      .filter(([, w]) => w.readyAt <= now)
-      .sort(([, a], [, b]) => a.readyAt - b.readyAt || a.seq - b.seq);
-    for (const [key] of ready) {
-      this.#waiting.delete(key);
-      this.add(key);
-    }
+    for (const key of this.#waiting.takeReady(this.#clock.now())) this.add(key);
     this.#armTimer();
   }
 
