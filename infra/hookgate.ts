@@ -28,6 +28,8 @@ export class HookgateDeployment extends pulumi.ComponentResource {
   public readonly releaseName: string;
   /** Name of the gateway's Service (port 80) in `namespace`. */
   public readonly gatewayServiceName: string;
+  /** Name of the admin Service (ClusterIP 8081: read API, dashboard; port-forward to it). */
+  public readonly adminServiceName: string;
   /** The public base URL webhook URLs start with. */
   public readonly baseUrl: string;
   /** Whether the chart installs the CRDs (retained on delete through their keep policy). */
@@ -47,6 +49,7 @@ export class HookgateDeployment extends pulumi.ComponentResource {
     const names = resourceNames(r.releaseName);
     this.releaseName = r.releaseName;
     this.gatewayServiceName = names.gatewayService;
+    this.adminServiceName = names.adminService;
     this.baseUrl = r.baseUrl;
     this.crdsInstalled = r.crds;
 
@@ -99,6 +102,7 @@ export class HookgateDeployment extends pulumi.ComponentResource {
       namespace: this.namespace,
       releaseName: this.releaseName,
       gatewayServiceName: this.gatewayServiceName,
+      adminServiceName: this.adminServiceName,
       baseUrl: this.baseUrl,
       crdsInstalled: this.crdsInstalled,
     });

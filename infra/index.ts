@@ -90,5 +90,7 @@ const hookgate = new HookgateDeployment('hookgate', {
 
 export const namespace = hookgate.namespace;
 export const gatewayService = hookgate.gatewayServiceName;
+/** `kubectl port-forward svc/<adminService> 8081` reaches the read API and the dashboard. */
+export const adminService = hookgate.adminServiceName;
 export const baseUrl = hookgate.baseUrl;
 export const crdsInstalled = hookgate.crdsInstalled;

@@ -33,6 +33,8 @@ const OPTIONS: Record<string, string[]> = {
     'networkPolicy.metricsFrom[0].podSelector.matchExpressions[0].values[0]=prometheus',
     'networkPolicy.metricsFrom[1].ipBlock.cidr=10.0.0.0/8',
   ],
+  'admin token': ['admin.auth=token', 'admin.tokenSecret.name=admin-token'],
+  'admin none': ['admin.auth=none', 'networkPolicy.enabled=true'],
   serviceMonitor: [
     'metrics.serviceMonitor.enabled=true',
     'metrics.serviceMonitor.labels.release=prom',

@@ -142,6 +142,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
       namespace: 'hooks',
       releaseName: 'hookgate',
       gatewayServiceName: 'hookgate-gateway',
+      adminServiceName: 'hookgate-admin',
       baseUrl: 'https://hooks.example.com',
       crdsInstalled: true,
     });
@@ -182,6 +183,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
       namespace: 'shared',
       releaseName: 'edge',
       gatewayServiceName: 'edge-hookgate-gateway',
+      adminServiceName: 'edge-hookgate-admin',
       baseUrl: 'https://hooks.example.com',
       crdsInstalled: false,
     });
