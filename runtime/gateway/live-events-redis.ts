@@ -63,12 +63,19 @@ export class RedisLiveEventBus implements LiveEventBus {
     this.#timer.unref();
   }
 
-  /** Subscribed to the control channel, and the others asked for their subscriptions. */
+  /**
+   * Subscribed to the control channel, and the others asked for their subscriptions.
+   * With Redis down at start-up this does not wait: ioredis subscribes on connect, and
+   * the others' periodic announcements fill in what the hello would have asked for.
+   */
   static async create(options: RedisLiveEventBusOptions): Promise<RedisLiveEventBus> {
     const subscriber = options.redis.duplicate();
     const bus = new RedisLiveEventBus(options, subscriber);
-    await subscriber.subscribe(LIVE_CONTROL_CHANNEL);
-    await bus.#control({ op: 'hello', from: options.gateway });
+    const started = subscriber
+      .subscribe(LIVE_CONTROL_CHANNEL)
+      .then(() => bus.#control({ op: 'hello', from: options.gateway }))
+      .catch((err: unknown) => bus.#onError(err, 'live events start'));
+    if (options.redis.status === 'ready') await started;
     return bus;
   }
 
