@@ -7,6 +7,7 @@
 // (XCLAIM resets the idle time); a job that nobody has renewed for `claimIdleMs` (its
 // worker died) is claimed by another worker (XAUTOCLAIM) and run again from the start,
 // with the same execution id, so a callback keeps its webhook-id.
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { HttpProblem } from '../errors.ts';
@@ -62,7 +63,9 @@ export class ExecutionWorker {
 
   constructor(options: ExecutionWorkerOptions) {
     this.#o = {
-      consumer: `${hostname()}-${process.pid}`,
+      // Unique per process: two containers can share a hostname (host network) and
+      // both run as PID 1, and one consumer name for two workers would share claims.
+      consumer: `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`,
       concurrency: 32,
       claimIdleMs: 60_000,
       blockMs: 2_000,
