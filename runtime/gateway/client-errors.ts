@@ -98,7 +98,14 @@ const LINGER_MS = 1_000;
 const answered = new WeakSet<Socket>();
 
 interface SocketWithResponse extends Socket {
-  _httpMessage?: { headersSent?: boolean } | null;
+  _httpMessage?: ServerResponse | null;
+}
+
+/** Ends the socket and destroys it if the client does not close within LINGER_MS. */
+function endAndLinger(socket: Socket, data?: string): void {
+  socket.end(data);
+  socket.resume();
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
 }
 
 /**
@@ -121,14 +128,22 @@ export function clientErrorHandler(
   const { code, detail } = parserProblem(error.code);
   this.log.debug({ code: error.code, problem: code }, 'client error');
   const inFlight = (socket as SocketWithResponse)._httpMessage;
-  if (!socket.writable || inFlight?.headersSent) {
+  if (!socket.writable) {
     socket.destroy();
     return;
   }
+  if (inFlight?.headersSent) {
+    // The answer to an earlier request on this connection is under way (perhaps still
+    // corked in the socket): let it finish, then close; no second answer.
+    if (inFlight.writableFinished) endAndLinger(socket);
+    else {
+      inFlight.once('finish', () => endAndLinger(socket));
+      inFlight.once('close', () => endAndLinger(socket));
+    }
+    return;
+  }
   // end(), not write() and destroy(): a reset could reach the client before the answer.
-  socket.end(rawProblemResponse(code, detail));
-  socket.resume();
-  setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  endAndLinger(socket, rawProblemResponse(code, detail));
 }
 
 /** Fastify's frameworkErrors: the router's refusals, answered without echoing the URL. */
@@ -173,7 +188,7 @@ function answerExpectation(_request: IncomingMessage, response: ServerResponse):
 
 /**
  * The parts that need the instance: the 417 answer (Node's `checkExpectation` event),
- * and 503 shutting-down for requests that arrive while the server closes.
+ * and `Connection: close` on requests that arrive while the server closes.
  */
 export function installClientErrors(app: FastifyInstance): void {
   app.server.on('checkExpectation', answerExpectation);
@@ -184,27 +199,17 @@ export function installClientErrors(app: FastifyInstance): void {
     socket.end(rawProblemResponse('HG_ERR_BAD_REQUEST', 'CONNECT is not supported.'));
     setTimeout(() => socket.destroy(), LINGER_MS).unref();
   });
+  // Once close() has begun the listener takes no new connections, but a kept-alive
+  // connection may still bring a request: serve it, and end the connection after
+  // the answer (Connection: close), so the client reconnects elsewhere without an
+  // error. A 503 here was an error the caller never needed to see.
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
     done();
   });
-  app.addHook('onRequest', (request, reply, done) => {
-    if (!closing) {
-      done();
-      return;
-    }
-    reply
-      .code(503)
-      .header('connection', 'close')
-      .type(PROBLEM_CONTENT_TYPE)
-      .send(
-        request.method === 'HEAD'
-          ? undefined
-          : new HttpProblem(
-              'HG_ERR_SHUTTING_DOWN',
-              'The server is shutting down; retry.',
-            ).toDocument(),
-      );
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (closing) void reply.header('connection', 'close');
+    done();
   });
 }
