@@ -157,10 +157,7 @@ function perExecution(calls: Map<string, number>): Sample['redis'] {
 
 /** Starts the worker CLI and samples the queue until it is empty. */
 async function drain(redis: Redis, url: string): Promise<Sample> {
-  const [cmd, args] = pinned(1, process.execPath, [
-    join(here, '..', 'roles', 'cli.ts'),
-    'worker',
-  ]);
+  const [cmd, args] = pinned(1, process.execPath, [join(here, '..', 'roles', 'cli.ts'), 'worker']);
   const worker = spawn(cmd, [...args, '--port', String(await freePort())], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, REDIS_URL: url },
