@@ -103,7 +103,8 @@ interface SocketWithResponse extends Socket {
 
 /** Ends the socket and destroys it if the client does not close within LINGER_MS. */
 function endAndLinger(socket: Socket, data?: string): void {
-  socket.end(data);
+  if (data === undefined) socket.end();
+  else socket.end(data);
   socket.resume();
   setTimeout(() => socket.destroy(), LINGER_MS).unref();
 }

@@ -117,6 +117,14 @@ describe('client errors', () => {
     expect(answer.body).not.toContain('ppppp');
   });
 
+  it('garbage after a request on the same connection: the first answer still arrives', async () => {
+    for (const first of ['GET /webhook/%ZZ HTTP/1.1', 'PROPFIND /nope HTTP/1.1']) {
+      const answer = await send(`${first}\r\nHost: x\r\n\r\n{"s":"${'s'.repeat(50_000)}"}`);
+      expect(answer.status, first).toBeGreaterThanOrEqual(400);
+      expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+    }
+  });
+
   it('headers trickled past the headers timeout → 408 client-timeout, connection closed', async () => {
     const answer = await send('GET / HTTP/1.1\r\nHost: x\r\nX-Slow: 1', {
       kind: 'truncated',
