@@ -2,6 +2,8 @@
 // adds there (probes and metrics). Nothing else: the read API, Send Test Request, the
 // dashboard and the live streams are on the admin listener (admin/app.ts), so this
 // listener answers 404 for /api/* whatever the admin side's authentication.
+// The one exception is an execution's own public links (/webhook-executions/<id>,
+// gateway/execution-links.ts), which need the token the caller got in its 202.
 // Listening and shutting down belong to the roles (roles/).
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ExecutionEngine } from './engine/ports.ts';
@@ -11,6 +13,7 @@ import type { IdempotencyOptions } from './gateway/idempotency/claims.ts';
 import type { ModeDeps } from './gateway/response-modes.ts';
 import type { RouteTable } from './gateway/route-table.ts';
 import { webhookRoutes, type Guards } from './gateway/webhook-routes.ts';
+import { executionLinkRoutes } from './gateway/execution-links.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from './http-app.ts';
 
 export { SERVER_LIMITS, type ServerLimits } from './http-app.ts';
@@ -44,6 +47,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ...(options.modes ? { modes: { ...options.modes, heartbeatMs: options.heartbeatMs } } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
       ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+    });
+    done();
+  });
+  await app.register((scope, _opts, done) => {
+    executionLinkRoutes(scope, {
+      engine: options.engine,
+      table: options.table,
+      ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     });
     done();
   });

@@ -141,6 +141,11 @@ export const CATALOGUE = {
     type: 'execution-not-found',
     title: 'Execution not found',
   },
+  HG_ERR_EXECUTION_LINK_NOT_FOUND: {
+    status: 404,
+    type: 'execution-link-not-found',
+    title: 'Execution link not found',
+  },
   HG_ERR_RESOURCE_NOT_FOUND: {
     status: 404,
     type: 'resource-not-found',

@@ -156,6 +156,7 @@ export class InProcessEngine implements ExecutionEngine {
       input,
       log: [],
     };
+    if (request.accessDigest) execution.accessDigest = request.accessDigest;
     const hot = this.#admit(execution, { ...request, input }, 0);
     // Saved first: a store may drop events of an execution it does not hold yet, and
     // with streamEvents this one is not written again at the end (see EventStream).
@@ -190,6 +191,8 @@ export class InProcessEngine implements ExecutionEngine {
       input: execution.input,
       log: [],
     };
+    // The caller's link stays valid when a worker runs the queued record.
+    if (execution.accessDigest) fresh.accessDigest = execution.accessDigest;
     const hot = this.#admit(fresh, { ...request, input: execution.input }, afterSeq);
     this.#queue.push(hot);
     this.#pump();

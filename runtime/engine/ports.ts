@@ -79,6 +79,11 @@ export interface Execution {
   error?: ExecutionError;
   response?: WebhookResponse;
   log: NodeRun[];
+  /**
+   * SHA-256 (hex) of the caller's capability token for the public execution links
+   * (gateway/execution-links.ts). Never the token itself; not shown by the admin API.
+   */
+  accessDigest?: string;
 }
 
 export type ExecutionEvent =
@@ -141,6 +146,11 @@ export interface StartRequest {
    * (validate it first with validateCallbackUrl). Needs an engine with a callback sender.
    */
   callbackUrl?: string;
+  /**
+   * SHA-256 (hex) of the token the gateway gave the caller for the public execution
+   * links; kept with the execution as `accessDigest`. A digest, not a credential.
+   */
+  accessDigest?: string;
 }
 
 export interface ExecutionEngine {

@@ -108,6 +108,7 @@ export class QueuedEngine implements ExecutionEngine {
       input: { ...request.input, metadata: { ...request.input.metadata, executionId: id } },
       log: [],
     };
+    if (request.accessDigest) execution.accessDigest = request.accessDigest;
     const queuedEvent: SequencedEvent = {
       type: 'queued',
       executionId: id,

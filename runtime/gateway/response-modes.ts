@@ -2,7 +2,10 @@
 //
 //   immediateAck         202 {executionId,status,links} at once
 //   asyncCallback        202 at once; the result is POSTed to the caller's callback URL
-//   ackSubscribe         202 with an SSE channel (links.events) of progress events
+//   ackSubscribe         202 with an SSE channel (channel.url = links.events) of progress events
+//
+// The links (and Location) are the caller's public capability links on this listener
+// (execution-links.ts), each carrying the execution's token; never the admin API.
 //   waitForCompletion    200 with the final output (408 with a handle on timeout)
 //   sseStream            200 text/event-stream of progress events until the result
 //   waitForResponseNode  the first respond node's status, headers and body
@@ -21,7 +24,13 @@ import type {
 import { triggerRef } from '../engine/trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { parseDuration } from '../../api/v1alpha1/common.ts';
-import { openSse, type SseStream } from './sse.ts';
+import { openSse } from './sse.ts';
+import {
+  mintExecutionToken,
+  pipeExecution,
+  publicExecutionLinks,
+  type ExecutionLinks,
+} from './execution-links.ts';
 import { replyProblem, type WebhookContext } from './context.ts';
 
 export interface ModeDeps {
@@ -47,8 +56,10 @@ const JSON_UTF8 = 'application/json; charset=utf-8';
 export const CALLBACK_HEADER = 'x-callback-url';
 export const CALLBACK_QUERY = 'callbackUrl';
 
-export function executionLinks(id: string): { self: string; events: string } {
-  return { self: `/api/executions/${id}`, events: `/api/executions/${id}/events` };
+/** An execution as started by a mode, with the caller's links to it. */
+interface Started {
+  execution: Execution;
+  links: ExecutionLinks;
 }
 
 /** Not an async function: each mode's own promise is the answer, without another around it. */
@@ -56,12 +67,10 @@ export function respond(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
   const mode = m.route.spec.response.mode;
   switch (mode) {
     case 'immediateAck':
-      return start(deps, m).then((execution) => acknowledge(m, execution, {}));
+      return start(deps, m).then((started) => acknowledge(m, started, {}));
     case 'ackSubscribe':
-      return start(deps, m).then((execution) =>
-        acknowledge(m, execution, {
-          channel: { type: 'sse', url: executionLinks(execution.id).events },
-        }),
+      return start(deps, m).then((started) =>
+        acknowledge(m, started, { channel: { type: 'sse', url: started.links.events } }),
       );
     case 'asyncCallback':
       return asyncCallback(deps, m);
@@ -74,20 +83,27 @@ export function respond(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
   }
 }
 
-/** Not async itself: returning the engine's promise from an async function costs two more ticks. */
+/**
+ * Start the execution with a fresh capability token: the engine keeps its digest, the
+ * caller gets the token in the links. Not async itself (fewer ticks per request).
+ */
 function start(
   deps: ModeDeps,
   m: ModeRequest,
   extra: Partial<StartRequest> = {},
-): Promise<Execution> {
+): Promise<Started> {
   const outputValidator = deps.outputValidator?.(m.route);
-  return deps.engine.start({
-    workflow: m.workflow,
-    trigger: triggerRef(m.route),
-    input: m.input,
-    ...(outputValidator ? { outputValidator } : {}),
-    ...extra,
-  });
+  const { token, digest } = mintExecutionToken();
+  return deps.engine
+    .start({
+      workflow: m.workflow,
+      trigger: triggerRef(m.route),
+      input: m.input,
+      accessDigest: digest,
+      ...(outputValidator ? { outputValidator } : {}),
+      ...extra,
+    })
+    .then((execution) => ({ execution, links: publicExecutionLinks(execution.id, token) }));
 }
 
 function successStatus(route: RouteRecord): number {
@@ -96,13 +112,12 @@ function successStatus(route: RouteRecord): number {
 
 function acknowledge(
   m: ModeRequest,
-  execution: Execution,
+  { execution, links }: Started,
   extra: Record<string, unknown>,
 ): FastifyReply {
   const status = successStatus(m.route);
   m.reply.code(status);
   if (status === 204) return m.reply.send();
-  const links = executionLinks(execution.id);
   // Serialised here, with the charset Fastify would add: a string body in a JSON type
   // with a charset goes straight to onSend, without the pre-serialisation hook chain.
   return m.reply
@@ -127,8 +142,8 @@ async function asyncCallback(deps: ModeDeps, m: ModeRequest): Promise<FastifyRep
     );
   }
   deps.validateCallbackUrl?.(url);
-  const execution = await start(deps, m, { callbackUrl: url });
-  return acknowledge(m, execution, { callbackUrl: url });
+  const started = await start(deps, m, { callbackUrl: url });
+  return acknowledge(m, started, { callbackUrl: url });
 }
 
 type Outcome = { kind: 'event'; event: SequencedEvent } | { kind: 'timeout' } | { kind: 'closed' };
@@ -162,18 +177,19 @@ function waitFor(
   });
 }
 
-function timeoutProblem(m: ModeRequest, executionId: string): HttpProblem {
+function timeoutProblem(m: ModeRequest, { execution, links }: Started): HttpProblem {
   return new HttpProblem(
     'HG_ERR_REQUEST_TIMEOUT',
     `The workflow did not respond within ${m.route.spec.timeout}; it keeps running`,
     {
-      headers: { location: executionLinks(executionId).self },
-      extensions: { executionId, links: executionLinks(executionId) },
+      headers: { location: links.self },
+      extensions: { executionId: execution.id, links },
     },
   );
 }
 
-function failureProblem(executionId: string, error: ExecutionError) {
+function failureProblem({ execution, links }: Started, error: ExecutionError) {
+  const executionId = execution.id;
   const status =
     error.statusCode && error.statusCode >= 400 && error.statusCode <= 599 ? error.statusCode : 500;
   return new HttpProblem(error.code ?? 'HG_ERR_EXECUTION_FAILED', error.message, {
@@ -181,7 +197,7 @@ function failureProblem(executionId: string, error: ExecutionError) {
     extensions: {
       executionId,
       ...(error.nodeId ? { nodeId: error.nodeId } : {}),
-      links: executionLinks(executionId),
+      links,
     },
   });
 }
@@ -195,19 +211,19 @@ async function startAndAwait(
   deps: ModeDeps,
   m: ModeRequest,
   types: SequencedEvent['type'][],
-): Promise<{ event: SequencedEvent; executionId: string } | { answered: FastifyReply }> {
-  const execution = await start(deps, m);
-  const outcome = await waitFor(deps, m, execution.id, types);
+): Promise<{ event: SequencedEvent; started: Started } | { answered: FastifyReply }> {
+  const started = await start(deps, m);
+  const outcome = await waitFor(deps, m, started.execution.id, types);
   if (outcome.kind === 'closed') return { answered: m.reply };
   if (outcome.kind === 'timeout') {
-    return { answered: replyProblem(m.request, m.reply, timeoutProblem(m, execution.id)) };
+    return { answered: replyProblem(m.request, m.reply, timeoutProblem(m, started)) };
   }
   if (outcome.event.type === 'failed') {
     return {
-      answered: replyProblem(m.request, m.reply, failureProblem(execution.id, outcome.event.error)),
+      answered: replyProblem(m.request, m.reply, failureProblem(started, outcome.event.error)),
     };
   }
-  return { event: outcome.event, executionId: execution.id };
+  return { event: outcome.event, started };
 }
 
 async function waitForCompletion(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
@@ -222,10 +238,10 @@ async function waitForCompletion(deps: ModeDeps, m: ModeRequest): Promise<Fastif
 async function waitForResponseNode(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
   const result = await startAndAwait(deps, m, ['respond', 'completed', 'failed']);
   if ('answered' in result) return result.answered;
-  const { event, executionId } = result;
+  const { event, started } = result;
   if (event.type === 'completed') {
     const message = 'The workflow finished without running a respond node';
-    return replyProblem(m.request, m.reply, failureProblem(executionId, { message }));
+    return replyProblem(m.request, m.reply, failureProblem(started, { message }));
   }
   if (event.type !== 'respond') return m.reply;
   const configured = m.route.spec.response.statusCode;
@@ -255,8 +271,7 @@ function sendBody(
 }
 
 async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
-  const execution = await start(deps, m);
-  const links = executionLinks(execution.id);
+  const { execution, links } = await start(deps, m);
   let unsubscribe: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
   const { sse, body } = openSse(m.request, m.reply, {
@@ -274,21 +289,4 @@ async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> 
     }, parseDuration(m.route.spec.timeout));
   }
   return m.reply.code(200).header('location', links.self).send(body);
-}
-
-/**
- * Forward an execution's events (after `afterSeq`) as SSE frames, the seq as the
- * event id (for Last-Event-ID), and end the stream with the final event.
- */
-export function pipeExecution(
-  engine: ExecutionEngine,
-  id: string,
-  afterSeq: number,
-  sse: SseStream,
-): () => void {
-  return engine.subscribe(id, afterSeq, (event) => {
-    const { seq, type, ...data } = event;
-    sse.send(type, { type, ...data }, seq);
-    if (type === 'completed' || type === 'failed') sse.end();
-  });
 }

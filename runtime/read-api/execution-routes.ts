@@ -9,7 +9,7 @@ import type {
   ExecutionFilter,
   ExecutionStatus,
 } from '../engine/ports.ts';
-import { pipeExecution } from '../gateway/response-modes.ts';
+import { lastEventIdOf, pipeExecution } from '../gateway/execution-links.ts';
 import { openSse } from '../gateway/sse.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
@@ -67,6 +67,13 @@ export function parseExecutionFilter(query: Record<string, unknown>): ExecutionF
   return filter;
 }
 
+/** An execution as the admin API shows it: without the caller's link digest. */
+function adminView(execution: Execution): Execution {
+  const view = { ...execution };
+  delete view.accessDigest;
+  return view;
+}
+
 export function executionRoutes(
   app: FastifyInstance,
   options: { engine: ExecutionEngine; heartbeatMs?: number; access?: AdminAccess },
@@ -89,24 +96,24 @@ export function executionRoutes(
   app.get('/api/executions', async (request) => {
     const items = await engine.list(parseExecutionFilter(request.query as Record<string, unknown>));
     return {
-      items: await access.filter(request, items, (e) => namespaceOfKey(e.triggerKey), {
-        verb: 'get',
-        resource: 'webhooktriggers',
-      }),
+      items: (
+        await access.filter(request, items, (e) => namespaceOfKey(e.triggerKey), {
+          verb: 'get',
+          resource: 'webhooktriggers',
+        })
+      ).map(adminView),
     };
   });
 
   app.get('/api/executions/:id', async (request) => {
     const { id } = request.params as { id: string };
-    return readable(request, id);
+    return adminView(await readable(request, id));
   });
 
   app.get('/api/executions/:id/events', async (request, reply) => {
     const { id } = request.params as { id: string };
     await readable(request, id);
-    const lastEventId = request.headers['last-event-id'];
-    const after =
-      typeof lastEventId === 'string' && /^\d{1,9}$/.test(lastEventId) ? Number(lastEventId) : 0;
+    const after = lastEventIdOf(request);
     let unsubscribe: (() => void) | undefined;
     const { sse, body } = openSse(request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),

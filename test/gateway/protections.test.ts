@@ -421,11 +421,10 @@ describe('408 / 500 / 204: responses', () => {
     });
     const body = problem(res, 408, 'request-timeout');
     const id = body.executionId as string;
-    expect(body.links).toEqual({
-      self: `/api/executions/${id}`,
-      events: `/api/executions/${id}/events`,
-    });
-    expect(res.headers.location).toBe(`/api/executions/${id}`);
+    const links = body.links as { self: string; events: string };
+    expect(links.self).toMatch(new RegExp(`^/webhook-executions/${id}\\?token=`));
+    expect(links.events).toMatch(new RegExp(`^/webhook-executions/${id}/events\\?token=`));
+    expect(res.headers.location).toBe(links.self);
     const done = await eventually(async () => {
       const e = await rt.engine.get(id);
       if (e?.status !== 'succeeded') throw new Error(String(e?.status));

@@ -102,10 +102,15 @@ describe('partial modes (202)', () => {
       executionId: expect.any(String),
       status: 'queued',
       links: {
-        self: `/api/executions/${body.executionId}`,
-        events: `/api/executions/${body.executionId}/events`,
+        self: expect.stringMatching(
+          new RegExp(`^/webhook-executions/${body.executionId}\\?token=[A-Za-z0-9_-]{43}$`),
+        ),
+        events: expect.stringMatching(
+          new RegExp(`^/webhook-executions/${body.executionId}/events\\?token=[A-Za-z0-9_-]{43}$`),
+        ),
       },
     });
+    expect(res.headers.get('location')).toBe(body.links.self);
     expect((await finished(body.executionId)).output).toEqual({ n: 5, done: true });
   });
 
@@ -168,9 +173,11 @@ describe('partial modes (202)', () => {
     };
     expect(body.channel).toEqual({
       type: 'sse',
-      url: `/api/executions/${body.executionId}/events`,
+      url: expect.stringMatching(new RegExp(`^/webhook-executions/${body.executionId}/events\\?`)),
     });
-    const channel = await fetch(`${adminBase}${body.channel.url}`);
+    // On the webhook listener, with no admin token: the link's own token is enough.
+    const channel = await fetch(`${base}${body.channel.url}`);
+    expect(channel.status).toBe(200);
     expect(channel.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const frames = await collect(channel);
     const types = frames.map((f) => f.event);
@@ -186,16 +193,20 @@ describe('partial modes (202)', () => {
 
   it('Acknowledge + Subscribe: Last-Event-ID resumes after that event; a late subscriber gets the replay', async () => {
     const res = await post('subscribe');
-    const { executionId } = (await res.json()) as { executionId: string };
+    const { executionId, channel } = (await res.json()) as {
+      executionId: string;
+      channel: { url: string };
+    };
     await finished(executionId);
-    const all = await collect(await fetch(`${adminBase}/api/executions/${executionId}/events`));
+    const all = await collect(await fetch(`${base}${channel.url}`));
     const resumed = await collect(
-      await fetch(`${adminBase}/api/executions/${executionId}/events`, {
-        headers: { 'last-event-id': '3' },
-      }),
+      await fetch(`${base}${channel.url}`, { headers: { 'last-event-id': '3' } }),
     );
     expect(resumed.map((f) => f.id)).toEqual(all.slice(3).map((f) => f.id));
     expect(resumed[0]?.id).toBe('4');
+    // The admin channel of the same execution agrees.
+    const admin = await collect(await fetch(`${adminBase}/api/executions/${executionId}/events`));
+    expect(admin.map((f) => f.id)).toEqual(all.map((f) => f.id));
   });
 });
 
@@ -234,7 +245,8 @@ describe('complete modes (200)', () => {
       headers: { 'content-type': 'application/json' },
       signal: controller.signal,
     });
-    const id = res.headers.get('location')?.split('/').pop() as string;
+    const location = res.headers.get('location') as string;
+    const id = new URL(location, base).pathname.split('/').pop() as string;
     controller.abort();
     const done = await finished(id);
     expect(done.status).toBe('succeeded');

@@ -99,7 +99,7 @@ describe('routing', () => {
     const res = await rt.app.inject({ method: 'HEAD', url: `${base}/ingest` });
     expect(res.statusCode).toBe(202);
     expect(res.body).toBe('');
-    expect(res.headers.location).toMatch(/^\/api\/executions\//);
+    expect(res.headers.location).toMatch(/^\/webhook-executions\/[^/?]+\?token=/);
   });
 
   it('HEAD on an unknown path is 404 without a body', async () => {
@@ -131,7 +131,7 @@ describe('immediate ACK', () => {
         status: string;
         links: { self: string; events: string };
       }>();
-      expect(body.links.self).toBe(`/api/executions/${body.executionId}`);
+      expect(body.links.self).toMatch(new RegExp(`^/webhook-executions/${body.executionId}\\?`));
       expect(res.headers['x-correlation-id']).toBe(`corr-${i}`);
       expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
       ids.push(body.executionId);

@@ -1,0 +1,153 @@
+// Public, per-execution capability links on the webhook listener: what a webhook
+// caller follows after a 202 (or a 408) without an admin token.
+//
+//   GET /webhook-executions/<id>?token=<t>         status, output or error, timestamps
+//   GET /webhook-executions/<id>/events?token=<t>  the execution's SSE channel
+//
+// The gateway mints the token (32 random bytes, base64url) when it accepts a request
+// and hands only its SHA-256 digest to the engine (`StartRequest.accessDigest`), which
+// keeps it with the execution; every gateway sharing the store can check it. The token
+// also comes as `Authorization: Bearer <t>`. A missing or wrong token, or an unknown
+// id, answers the same 404 (`execution-link-not-found`): nothing confirms the id.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HttpProblem } from '../errors.ts';
+import type { Execution, ExecutionEngine } from '../engine/ports.ts';
+import type { RouteTable } from './route-table.ts';
+import { corsHeaders } from './security/cors.ts';
+import { openSse, type SseStream } from './sse.ts';
+
+export const EXECUTION_LINK_PREFIX = '/webhook-executions';
+export const EXECUTION_TOKEN_QUERY = 'token';
+
+export interface ExecutionToken {
+  /** Given to the caller once, in the answer's links; never stored. */
+  token: string;
+  /** SHA-256 of the token, hex: what the execution record keeps. */
+  digest: string;
+}
+
+export interface ExecutionLinks {
+  self: string;
+  events: string;
+}
+
+function sha256(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+export function mintExecutionToken(): ExecutionToken {
+  const token = randomBytes(32).toString('base64url');
+  return { token, digest: sha256(token).toString('hex') };
+}
+
+/** The caller's links (relative to the webhook listener), the token in the query. */
+export function publicExecutionLinks(id: string, token: string): ExecutionLinks {
+  const self = `${EXECUTION_LINK_PREFIX}/${encodeURIComponent(id)}`;
+  const query = `?${EXECUTION_TOKEN_QUERY}=${token}`;
+  return { self: `${self}${query}`, events: `${self}/events${query}` };
+}
+
+/** Whether `token` is the one whose digest the execution keeps (constant time). */
+export function tokenMatches(execution: Execution, token: string | undefined): boolean {
+  const stored = execution.accessDigest;
+  if (!stored || token === undefined || token === '' || token.length > 256) return false;
+  const expected = Buffer.from(stored, 'hex');
+  const given = sha256(token);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
+
+/** What the public view shows: no input payload, no per-run log, no digest. */
+export function publicExecutionView(execution: Execution): Record<string, unknown> {
+  return {
+    executionId: execution.id,
+    status: execution.status,
+    createdAt: execution.createdAt,
+    ...(execution.startedAt ? { startedAt: execution.startedAt } : {}),
+    ...(execution.finishedAt ? { finishedAt: execution.finishedAt } : {}),
+    ...(execution.status === 'succeeded' ? { output: execution.output ?? null } : {}),
+    ...(execution.error
+      ? {
+          error: {
+            message: execution.error.message,
+            ...(execution.error.code ? { code: execution.error.code } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+/**
+ * Forward an execution's events (after `afterSeq`) as SSE frames, the seq as the
+ * event id (for Last-Event-ID), and end the stream with the final event.
+ */
+export function pipeExecution(
+  engine: ExecutionEngine,
+  id: string,
+  afterSeq: number,
+  sse: SseStream,
+): () => void {
+  return engine.subscribe(id, afterSeq, (event) => {
+    const { seq, type, ...data } = event;
+    sse.send(type, { type, ...data }, seq);
+    if (type === 'completed' || type === 'failed') sse.end();
+  });
+}
+
+/** The seq after which a resumed SSE channel starts (Last-Event-ID), else 0. */
+export function lastEventIdOf(request: FastifyRequest): number {
+  const header = request.headers['last-event-id'];
+  return typeof header === 'string' && /^\d{1,9}$/.test(header) ? Number(header) : 0;
+}
+
+function tokenOf(request: FastifyRequest): string | undefined {
+  const auth = request.headers.authorization;
+  if (typeof auth === 'string') {
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    if (bearer) return bearer[1];
+  }
+  const query = (request.query as Record<string, unknown> | undefined)?.[EXECUTION_TOKEN_QUERY];
+  return typeof query === 'string' ? query : undefined;
+}
+
+export interface ExecutionLinkOptions {
+  engine: ExecutionEngine;
+  /** Routes, for the CORS policy of the trigger the execution came in on. */
+  table?: RouteTable;
+  heartbeatMs?: number;
+}
+
+export function executionLinkRoutes(app: FastifyInstance, options: ExecutionLinkOptions): void {
+  const { engine, table } = options;
+
+  const authorised = async (request: FastifyRequest, reply: FastifyReply): Promise<Execution> => {
+    const { id } = request.params as { id: string };
+    const execution = await engine.get(id);
+    if (!execution || !tokenMatches(execution, tokenOf(request))) {
+      throw new HttpProblem('HG_ERR_EXECUTION_LINK_NOT_FOUND', 'No execution at this link');
+    }
+    reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+    // The trigger's CORS policy, as on the endpoint itself (found by the request's path).
+    const match = table?.match(execution.input.metadata.path);
+    if (match && match.route.key === execution.triggerKey) {
+      reply.headers(corsHeaders(match.route.spec.cors, request.headers.origin, 'GET'));
+    }
+    return execution;
+  };
+
+  app.get(`${EXECUTION_LINK_PREFIX}/:id`, async (request, reply) => {
+    const execution = await authorised(request, reply);
+    return reply.type('application/json; charset=utf-8').send(publicExecutionView(execution));
+  });
+
+  app.get(`${EXECUTION_LINK_PREFIX}/:id/events`, async (request, reply) => {
+    const execution = await authorised(request, reply);
+    let unsubscribe: (() => void) | undefined;
+    const { sse, body } = openSse(request, reply, {
+      ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
+      onEnd: () => unsubscribe?.(),
+    });
+    unsubscribe = pipeExecution(engine, execution.id, lastEventIdOf(request), sse);
+    return reply.send(body);
+  });
+}
