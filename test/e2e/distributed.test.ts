@@ -11,6 +11,7 @@ import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { collect } from '../support/sse.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 /** The gateways' admin listeners take this static token (HOOKGATE_ADMIN_AUTH=token). */
@@ -196,7 +197,10 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       body: '{"orderId":78}',
     });
     expect(acked.status).toBe(202);
-    const { executionId } = (await acked.json()) as { executionId: string };
+    const { executionId, links } = (await acked.json()) as {
+      executionId: string;
+      links: { self: string; events: string };
+    };
     await eventually(async () => {
       const res = await adminGet(g2, `/api/executions/${executionId}`);
       expect(await res.json()).toMatchObject({
@@ -204,6 +208,14 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
         output: { body: { orderId: 78 } },
       });
     });
+    // The caller's links, minted by g1, work on g2's public port without an admin token.
+    const view = await fetch(`http://127.0.0.1:${g2}${links.self}`);
+    expect(view.status).toBe(200);
+    expect(await view.json()).toMatchObject({ executionId, status: 'succeeded' });
+    const frames = await collect(await fetch(`http://127.0.0.1:${g2}${links.events}`));
+    expect(frames.at(-1)?.event).toBe('completed');
+    const forged = await fetch(`http://127.0.0.1:${g2}/webhook-executions/${executionId}`);
+    expect(forged.status).toBe(404);
     // The record is on the admin listener only, and only with the token: the public
     // port has no /api at all (docs/security.md A2, A3).
     const publicApi = await fetch(`http://127.0.0.1:${g2}/api/executions/${executionId}`);
@@ -259,7 +271,10 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       body: '{"n":7}',
     });
     expect(res.status).toBe(202);
-    const { executionId } = (await res.json()) as { executionId: string };
+    const { executionId, links } = (await res.json()) as {
+      executionId: string;
+      links: { self: string };
+    };
     const record = async () =>
       (await (await adminGet(g1, `/api/executions/${executionId}`)).json()) as {
         status: string;
@@ -279,6 +294,9 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       items: { id: string }[];
     };
     expect(list.items.map((e) => e.id)).toEqual([executionId]);
+    // The caller's link survives the second run (the worker keeps the digest).
+    const view = await fetch(`http://127.0.0.1:${g1}${links.self}`);
+    expect(await view.json()).toMatchObject({ status: 'succeeded', output: { done: 7 } });
   }, 60_000); // two processes and a claim timeout
 
   it('a deleted trigger disappears from both gateways', async () => {

@@ -2,6 +2,7 @@
 // a real redis-server and a worker that runs them (the reconcile loop writes the routes
 // to Redis). Each mode must answer as it does with the in-process engine
 // (test/gateway/response-modes.test.ts), though the run happens in another component.
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +26,11 @@ const MODES = [
   ['stream', 'sseStream'],
   ['node', 'waitForResponseNode'],
 ] as const;
+
+interface Accepted {
+  executionId: string;
+  links: { self: string; events: string };
+}
 
 describe.skipIf(!redisAvailable())('response modes through the Redis queue and a worker', () => {
   let redisServer: RedisServer;
@@ -130,14 +136,43 @@ describe.skipIf(!redisAvailable())('response modes through the Redis queue and a
     const res = await post('subscribe');
     expect(res.status).toBe(202);
     const { channel } = (await res.json()) as { channel: { url: string } };
-    const frames = await collect(await fetch(`${admin}${channel.url}`));
+    // On the webhook listener, with the link's token and no admin token.
+    const frames = await collect(await fetch(`${base}${channel.url}`));
     expect(frames[0]?.event).toBe('queued');
     expect(frames.at(-1)?.event).toBe('completed');
+    expect(JSON.parse(frames.at(-1)?.data ?? '{}')).toMatchObject({ output: { n: 5, done: true } });
     expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_f, i) => i + 1));
     const resumed = await collect(
-      await fetch(`${admin}${channel.url}`, { headers: { 'last-event-id': '3' } }),
+      await fetch(`${base}${channel.url}`, { headers: { 'last-event-id': '3' } }),
     );
     expect(resumed.map((f) => f.id)).toEqual(frames.slice(3).map((f) => f.id));
+  });
+
+  it('Acknowledge + Subscribe: the worker keeps the link valid; only the digest is stored', async () => {
+    const one = (await (await post('subscribe', { n: 6 })).json()) as Accepted;
+    const two = (await (await post('subscribe')).json()) as Accepted;
+    const token = new URL(one.links.self, base).searchParams.get('token') as string;
+    await eventually(async () => {
+      const view = await (await fetch(`${base}${one.links.self}`)).json();
+      expect(view).toMatchObject({ status: 'succeeded', output: { n: 6, done: true } });
+    });
+    const stored = (await redis().get(`hookgate:exec:${one.executionId}`)) as string;
+    expect(stored).toContain(createHash('sha256').update(token).digest('hex'));
+    expect(stored).not.toContain(token);
+    const adminView = await (await fetch(`${admin}/api/executions/${one.executionId}`)).text();
+    expect(adminView).toContain('succeeded');
+    expect(adminView).not.toContain(token);
+    expect(adminView).not.toContain('accessDigest');
+    const otherToken = new URL(two.links.self, base).searchParams.get('token') as string;
+    for (const url of [
+      `/webhook-executions/${one.executionId}/events?token=${otherToken}`,
+      `/webhook-executions/${one.executionId}/events?token=${'x'.repeat(43)}`,
+      `/webhook-executions/${one.executionId}/events`,
+    ]) {
+      const res = await fetch(`${base}${url}`);
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { type: string }).type).toMatch(/execution-link-not-found$/);
+    }
   });
 
   it('Wait for Completion: 200 with the output the worker produced', async () => {
