@@ -204,6 +204,14 @@ describe('npm start on the shipped examples', () => {
       },
     );
     expect(hello.status).toBe(202);
+    // Its links.self, on the same port and without an admin token, shows the execution.
+    const { executionId, links } = (await hello.json()) as {
+      executionId: string;
+      links: { self: string };
+    };
+    const followed = await fetch(`http://127.0.0.1:${port}${links.self}`);
+    expect(followed.status).toBe(200);
+    expect(await followed.json()).toMatchObject({ executionId });
     const orders = await fetch(
       `http://127.0.0.1:${port}/webhook/default-production-orders/ingest`,
       {
