@@ -16,6 +16,8 @@ export interface WebhookContext {
   correlationId: string;
   consumer?: string;
   executionId?: string;
+  /** The caller's links to its execution (execution-links.ts), once it has started. */
+  executionLinks?: { self: string; events: string };
   problem?: ErrorCode;
   /** The request body as received (for idempotency fingerprints). */
   rawBody?: Buffer;

@@ -103,7 +103,11 @@ function start(
       ...(outputValidator ? { outputValidator } : {}),
       ...extra,
     })
-    .then((execution) => ({ execution, links: publicExecutionLinks(execution.id, token) }));
+    .then((execution) => {
+      const links = publicExecutionLinks(execution.id, token);
+      m.ctx.executionLinks = links;
+      return { execution, links };
+    });
 }
 
 function successStatus(route: RouteRecord): number {

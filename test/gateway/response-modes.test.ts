@@ -298,6 +298,17 @@ describe('Idempotency-Key', () => {
     expect(((await second.json()) as { executionId: string }).executionId).toBe(first.executionId);
   });
 
+  it('a retried SSE Stream gets a handle whose links work on the webhook listener', async () => {
+    const first = await post('stream', { n: 2 }, { 'idempotency-key': 'stream-once' });
+    await collect(first);
+    const again = await post('stream', { n: 2 }, { 'idempotency-key': 'stream-once' });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const handle = (await again.json()) as { executionId: string; links: { self: string } };
+    expect(handle.links.self).toMatch(/^\/webhook-executions\/[^/?]+\?token=/);
+    const view = await fetch(`${base}${handle.links.self}`);
+    expect(await view.json()).toMatchObject({ executionId: handle.executionId });
+  });
+
   it('the same key with a different body → 422', async () => {
     await post('ack', { n: 1 }, { 'idempotency-key': 'reused' });
     const res = await post('ack', { n: 2 }, { 'idempotency-key': 'reused' });

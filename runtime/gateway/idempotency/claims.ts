@@ -88,11 +88,12 @@ export async function recordIdempotentAnswer(
     payload !== undefined &&
     payload !== null
   ) {
-    // A stream (SSE): a retry gets a handle on the same execution instead.
+    // A stream (SSE): a retry gets a handle on the same execution instead (the
+    // caller's links, with the execution's token).
     headers['content-type'] = 'application/json; charset=utf-8';
     body = JSON.stringify({
       executionId: ctx.executionId,
-      links: { self: `/api/executions/${ctx.executionId}` },
+      ...(ctx.executionLinks ? { links: ctx.executionLinks } : {}),
     });
   }
   const record: IdempotencyRecord = {
