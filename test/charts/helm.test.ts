@@ -411,6 +411,12 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
               pathType: 'Prefix',
               backend: { service: { name: 'hg-hookgate-gateway', port: { name: 'http' } } },
             },
+            {
+              // The callers' execution links (token per execution), on the same listener.
+              path: '/webhook-executions/',
+              pathType: 'Prefix',
+              backend: { service: { name: 'hg-hookgate-gateway', port: { name: 'http' } } },
+            },
           ],
         },
       },
