@@ -63,17 +63,20 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 const refKey = (ref: ObjectRef): string => `${ref.kind}/${ref.namespace}/${ref.name}`;
 
-/** What our last write of an object returned, and the informer's version it is ahead of. */
+/** What our last write of an object returned, and the versions it supersedes. */
 interface Written {
-  /** The resourceVersion the informer held when the write was made. */
-  informerRv: string | undefined;
+  /**
+   * Versions the informer may still hold that `object` is newer than: the one it held
+   * when we started writing, and those of our own earlier writes it has not sent yet.
+   */
+  behind: Set<string>;
   object: KubeObject;
 }
 
-/** The base of a read-modify-write, and the informer's version when it was read. */
+/** The base of a read-modify-write, and the versions it supersedes (as in Written). */
 interface Read {
   base: KubeObject;
-  informerRv: string | undefined;
+  behind: Set<string>;
 }
 
 export interface KubeWriterOptions {
@@ -89,9 +92,10 @@ export interface KubeWriterOptions {
 export class KubeWriter {
   readonly #o: KubeWriterOptions;
   /**
-   * Per object, what our last write returned, kept only while the informer still holds
-   * the version it had before: its next event for the object (`observed`) drops it, so
-   * this holds at most the objects written since the watch last caught up.
+   * Per object, what our last write returned, kept only while the informer holds a
+   * version it supersedes: once the informer has our last write (or anyone else's),
+   * `observed` drops it, so this holds at most the objects written since the watch
+   * last caught up.
    */
   readonly #written = new Map<string, Written>();
 
@@ -99,9 +103,15 @@ export class KubeWriter {
     this.#o = options;
   }
 
-  /** The informer has a new version of `ref` (or lost it): our own copy is not needed. */
+  /**
+   * The informer has a new version of `ref` (or lost it). Our own copy stays the base
+   * of the next write only while the informer's is one of our own earlier writes.
+   */
   observed(ref: ObjectRef): void {
-    this.#written.delete(refKey(ref));
+    const key = refKey(ref);
+    const written = this.#written.get(key);
+    const rv = this.#o.cached(ref)?.metadata.resourceVersion;
+    if (written && (rv === undefined || !written.behind.has(rv))) this.#written.delete(key);
   }
 
   /** How many objects are read from our own writes rather than the informer (tests). */
@@ -213,17 +223,18 @@ export class KubeWriter {
     const informerRv = cached?.metadata.resourceVersion;
     if (fromCache && cached) {
       const written = this.#written.get(refKey(ref));
-      if (written && written.informerRv === informerRv) {
-        return { base: written.object, informerRv };
+      if (written && informerRv !== undefined && written.behind.has(informerRv)) {
+        return { base: written.object, behind: written.behind };
       }
-      return { base: cached, informerRv };
+      return { base: cached, behind: new Set() };
     }
     try {
       const fresh = await this.#o.client.request<KubeObject>(
         'GET',
         resourcePath(ref.kind, ref.namespace, ref.name),
       );
-      return { base: slim(fresh, ref.kind, KINDS[ref.kind].apiVersion), informerRv };
+      const base = slim(fresh, ref.kind, KINDS[ref.kind].apiVersion);
+      return { base, behind: new Set(informerRv === undefined ? [] : [informerRv]) };
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -231,28 +242,23 @@ export class KubeWriter {
   }
 
   /**
-   * Keep what a write returned as the base of the next write, while the informer
-   * still holds the version it held when the write was read (and holds one at all).
-   * A 404 keeps nothing; a no-op write (same resourceVersion) changes nothing.
+   * Keep what a write returned as the base of the next write, while the informer holds
+   * a version it supersedes (the base's, or one the base superseded). A 404 keeps
+   * nothing; a no-op write (same resourceVersion) changes nothing.
    */
   #remember(ref: ObjectRef, read: Read, written: KubeObject | undefined): void {
     const key = refKey(ref);
     const rv = written?.metadata?.resourceVersion;
+    const baseRv = read.base.metadata.resourceVersion;
+    if (rv !== undefined && rv === baseRv) return;
+    const behind = new Set(read.behind);
+    if (baseRv !== undefined) behind.add(baseRv);
     const informerRv = this.#o.cached(ref)?.metadata.resourceVersion;
-    if (
-      !written ||
-      rv === undefined ||
-      informerRv === undefined ||
-      informerRv !== read.informerRv
-    ) {
+    if (!written || rv === undefined || informerRv === undefined || !behind.has(informerRv)) {
       this.#written.delete(key);
       return;
     }
-    if (rv === read.base.metadata.resourceVersion) return;
-    this.#written.set(key, {
-      informerRv,
-      object: slim(written, ref.kind, KINDS[ref.kind].apiVersion),
-    });
+    this.#written.set(key, { behind, object: slim(written, ref.kind, KINDS[ref.kind].apiVersion) });
   }
 }
 
