@@ -73,7 +73,8 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   const healthy = (port: number) =>
     eventually(
       async () => expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200),
-      20_000,
+      // Four processes start at once; under a loaded machine one took over 20 s.
+      45_000,
       100,
     );
   const post = (path: string, body: object) =>
