@@ -29,6 +29,7 @@ export const ALL_OPT_INS = [
   'ingress.enabled=true',
   'ingress.host=hooks.example.com',
   'ingress.tls.enabled=true',
+  'admin.ingress.enabled=true',
 ];
 /** A Redis of your own, its URL in a Secret, instead of the chart's. */
 export const EXTERNAL_REDIS_SECRET = [

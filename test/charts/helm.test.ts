@@ -179,6 +179,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     const objects = await render(...ALL_OPT_INS);
     expect(kinds(objects.filter((o) => OPT_IN_KINDS.includes(o.kind)))).toEqual([
       'Ingress',
+      'Ingress',
       'NetworkPolicy',
       'NetworkPolicy',
       'PodDisruptionBudget',
