@@ -17,5 +17,7 @@ const control = await createDevRuntime({
 const worker = await createWorkerRuntime({ redis: new Redis(url) });
 console.log('READY 0');
 process.on('SIGTERM', () => {
+  // redis-server is stopped at the same moment: closing may wait on it, so bound it.
+  setTimeout(() => process.exit(0), 3_000).unref();
   void Promise.all([control.close(), worker.close(1_000)]).finally(() => process.exit(0));
 });
