@@ -72,9 +72,10 @@ export function slim(
   for (const field of KEPT_METADATA) {
     const value = source[field];
     if (value === undefined) continue;
-    // Names and uids are unique; the namespace and the creation second repeat.
-    const shared = field === 'namespace' || field === 'creationTimestamp';
-    metadata[field] = shared && typeof value === 'string' ? intern(value) : value;
+    // Names and uids are unique; the namespace, the creation second and the
+    // finalizers repeat.
+    const shared = field === 'namespace' || field === 'creationTimestamp' || field === 'finalizers';
+    metadata[field] = shared ? internDeep(value) : value;
   }
   const out: KubeObject & Record<string, unknown> = {
     apiVersion: intern(obj.apiVersion ?? apiVersion),
