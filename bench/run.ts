@@ -5,11 +5,17 @@
 //
 //   BENCH_ROUNDS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=50 npm run bench
 //
+// Each round also offers every target a fixed rate (BENCH_RATE req/s, default 2000, for
+// BENCH_RATE_DURATION s, default 4; BENCH_RATE=0 skips it) and reports the CPU time per
+// request of the server process, and of it with its helpers (the processes it started:
+// redis-server, the worker): the figure that moves least with other load on the machine.
+//
 // BENCH_COMPARE=<dir of another checkout> adds that checkout's hookgate targets to the
 // same run (named `… @compare`), so a change is measured against its parent in one
 // run: `git worktree add /tmp/base <rev> && ln -s $PWD/node_modules /tmp/base/`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { cpuNs, treeCpuNs } from './cpu.ts';
 
 interface Target {
   name: string;
@@ -24,6 +30,14 @@ interface Sample {
   rps: number;
   p50: number;
   p99: number;
+  /** Requests answered in the run. */
+  total: number;
+}
+
+/** CPU µs per request at the fixed rate: the server alone, and with its helpers. */
+interface CpuSample {
+  server: number;
+  tree: number;
 }
 
 const here = import.meta.dirname;
@@ -31,6 +45,8 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const duration = Number(process.env.BENCH_DURATION ?? 5);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const only = process.env.BENCH_ONLY?.split(',');
+const rate = Number(process.env.BENCH_RATE ?? 2000);
+const rateSeconds = Number(process.env.BENCH_RATE_DURATION ?? 4);
 const body = JSON.stringify({ orderId: 'A-1001', total: 1250 });
 const key = { 'x-api-key': 'bench-key-0123456789' };
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
@@ -84,10 +100,16 @@ async function startServer(t: Target): Promise<{ port: number; child: ChildProce
   return { port, child };
 }
 
-function load(url: string, headers: Record<string, string>, seconds: number): Sample {
+function load(
+  url: string,
+  headers: Record<string, string>,
+  seconds: number,
+  overallRate?: number,
+): Sample {
   const args = [
     join(here, '..', 'node_modules', 'autocannon', 'autocannon.js'),
     '--json',
+    ...(overallRate ? ['-R', String(overallRate)] : []),
     '-c',
     String(connections),
     '-d',
@@ -105,29 +127,60 @@ function load(url: string, headers: Record<string, string>, seconds: number): Sa
   const result = spawnSync(cmd, cmdArgs, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (result.status !== 0) throw new Error(`autocannon failed: ${result.stderr}`);
   const r = JSON.parse(result.stdout) as {
-    requests: { average: number };
+    requests: { average: number; total: number };
     latency: { p50: number; p99: number };
     non2xx: number;
     errors: number;
   };
   if (r.non2xx > 0 || r.errors > 0)
     throw new Error(`${url}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99 };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    total: r.requests.total,
+  };
 }
 
 const median = (xs: number[]) => {
+  if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
 const servers = new Map<string, { port: number; child: ChildProcess }>();
+
+/** CPU per request of the target's server (and its helpers) under BENCH_RATE req/s. */
+function cpuPerRequest(t: Target, targetUrl: string): CpuSample {
+  const pid = servers.get(serverKey(t))?.child.pid;
+  if (pid === undefined) throw new Error(`${t.name}: no server process`);
+  const own = cpuNs(pid);
+  const tree = treeCpuNs(pid);
+  const s = load(targetUrl, t.headers ?? {}, rateSeconds, rate);
+  return {
+    server: (cpuNs(pid) - own) / 1000 / s.total,
+    tree: (treeCpuNs(pid) - tree) / 1000 / s.total,
+  };
+}
 try {
   for (const t of targets)
     if (!servers.has(serverKey(t))) servers.set(serverKey(t), await startServer(t));
   const url = (t: Target) => `http://127.0.0.1:${servers.get(serverKey(t))?.port}${t.path}`;
   for (const t of targets) load(url(t), t.headers ?? {}, 2); // warm-up, discarded
   const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
+  const cpu = new Map<string, CpuSample[]>(targets.map((t) => [t.name, []]));
+  // The fixed-rate rounds first: a saturation run leaves executions queued, and the
+  // worker draining them would be counted in the next fixed-rate run's helpers.
+  for (let round = 1; rate > 0 && round <= rounds; round++) {
+    for (const t of targets) {
+      const c = cpuPerRequest(t, url(t));
+      cpu.get(t.name)?.push(c);
+      console.error(
+        `round ${round}/${rounds} ${t.name} at ${rate} req/s: ${c.server.toFixed(1)} µs CPU/request (${c.tree.toFixed(1)} with helpers)`,
+      );
+    }
+  }
   for (let round = 1; round <= rounds; round++) {
     for (const t of targets) {
       const s = load(url(t), t.headers ?? {}, duration);
@@ -144,6 +197,8 @@ try {
         rps: median(ss.map((s) => s.rps)),
         p50: median(ss.map((s) => s.p50)),
         p99: median(ss.map((s) => s.p99)),
+        cpu: median(cpu.get(name)?.map((c) => c.server) ?? []),
+        cpuTree: median(cpu.get(name)?.map((c) => c.tree) ?? []),
       },
     ]),
   );
@@ -152,13 +207,18 @@ try {
   console.log(
     `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}\n`,
   );
-  console.log('| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http |');
-  console.log('|---|---:|---:|---:|---:|---:|');
+  console.log(
+    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify |`,
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const fastifyCpu = med.get('Fastify (baseline)')?.cpu;
   for (const [name, m] of med) {
     const ratio = (base: number | undefined) =>
       base ? `${((m.rps / base) * 100).toFixed(0)}%` : 'n/a';
+    const cpuRatio = fastifyCpu && m.cpu ? `${(m.cpu / fastifyCpu).toFixed(2)}x` : 'n/a';
+    const us = (v: number) => (Number.isFinite(v) && v > 0 ? v.toFixed(1) : 'n/a');
     console.log(
-      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${ratio(fastify)} | ${ratio(node)} |`,
+      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${ratio(fastify)} | ${ratio(node)} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${cpuRatio} |`,
     );
   }
 } finally {

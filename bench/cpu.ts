@@ -1,0 +1,48 @@
+// CPU time of a process, and of it with every process below it, from /proc: the sum of
+// each thread's on-CPU nanoseconds (/proc/<pid>/task/<tid>/schedstat, first field).
+// Nanosecond resolution, unlike utime/stime's 10 ms ticks. Linux only.
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** On-CPU nanoseconds of every thread of `pid` so far (0 when it is gone). */
+export function cpuNs(pid: number): number {
+  let total = 0;
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  for (const tid of tasks) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return total;
+}
+
+/** Child processes of `pid` (of all its threads). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return children;
+  }
+  for (const tid of tasks) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (text) children.push(...text.split(' ').map(Number));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return children;
+}
+
+/** On-CPU nanoseconds of `pid` and every process below it (helpers such as redis-server). */
+export function treeCpuNs(pid: number): number {
+  return cpuNs(pid) + childrenOf(pid).reduce((sum, child) => sum + treeCpuNs(child), 0);
+}
