@@ -74,8 +74,9 @@ export class KubernetesSource implements ResourceSource {
     });
   }
 
-  /** The label selector Secrets are watched with; undefined when every Secret is. */
+  /** The label selector Secrets are watched with; undefined when every Secret is (or none). */
   get secretSelector(): string | undefined {
+    if (this.#o.watchSecrets === false) return undefined;
     const selector = this.#o.secretSelector ?? CREDENTIALS_SELECTOR;
     return selector === '' ? undefined : selector;
   }
