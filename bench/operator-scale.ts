@@ -211,8 +211,8 @@ async function startProcesses(kubeconfig: string): Promise<Processes> {
   // As deployed: one gateway serving what the operator writes to Redis, reporting
   // what it serves (the operator's Deployed condition reads the reports).
   let gateway: ChildProcess | undefined;
+  const gatewayPort = await freePort();
   if (values.redis) {
-    const gatewayPort = await freePort();
     const adminPort = await freePort();
     gateway = spawn(
       process.execPath,
@@ -222,10 +222,21 @@ async function startProcesses(kubeconfig: string): Promise<Processes> {
         stdio: ['ignore', 'ignore', 'inherit'],
       },
     );
-    await waitFor(`http://127.0.0.1:${gatewayPort}/readyz`, gateway);
   }
-  await waitFor(`http://127.0.0.1:${operatorPort}/readyz`, operator, (b) => b.status === 'leading');
-  return { operator, operatorPort, gateway, redis };
+  const processes = { operator, operatorPort, gateway, redis };
+  try {
+    if (gateway) await waitFor(`http://127.0.0.1:${gatewayPort}/readyz`, gateway);
+    await waitFor(
+      `http://127.0.0.1:${operatorPort}/readyz`,
+      operator,
+      (b) => b.status === 'leading',
+    );
+  } catch (err) {
+    // Leave nothing running behind a failed start.
+    await stopProcesses(processes);
+    throw err;
+  }
+  return processes;
 }
 
 async function stopProcesses(p: Processes): Promise<void> {
