@@ -36,6 +36,8 @@ export function referencedSecrets(spec: WebhookTriggerSpec): string[] {
 export interface SecretScope {
   namespace: string;
   selector?: string | undefined;
+  /** False when the source watches no Secrets in this namespace. Default true. */
+  watched?: boolean;
 }
 
 /**
@@ -44,6 +46,9 @@ export interface SecretScope {
  */
 export function secretNotFound(field: string, name: string, scope?: SecretScope): string {
   const missing = `${field}: Secret "${name}" not found`;
+  if (scope?.watched === false) {
+    return `${missing}: the operator watches no Secrets in namespace ${scope.namespace} (only in the namespaces it is configured with)`;
+  }
   if (!scope?.selector) return missing;
   return (
     `${missing} among the Secrets labelled ${scope.selector} (the only ones the operator ` +

@@ -209,6 +209,7 @@ export class TriggerReconciler {
     const credentials = resolveCredentials(spec, (name) => source.getSecret(ref.namespace, name), {
       namespace: ref.namespace,
       selector: source.secretSelector,
+      watched: source.secretsWatchedIn?.(ref.namespace) ?? true,
     });
     if (!credentials.ok) {
       return { valid: notOk(type, credentials.reason, credentials.message), credentials: {} };

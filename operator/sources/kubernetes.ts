@@ -37,6 +37,13 @@ export interface KubernetesSourceOptions {
    * then needs to list every Secret and keeps them all in memory).
    */
   secretSelector?: string;
+  /**
+   * Watch Secrets only in these namespaces, with one list and watch each, so the
+   * operator needs `list`/`watch` on Secrets there only (a Role per namespace instead
+   * of a ClusterRole; RBAC cannot limit them by label). A trigger in another namespace
+   * finds no Secret. Default: the watched namespace, or all of them.
+   */
+  secretNamespaces?: string[];
   /** Reuse a client (tests); built from kubeConfig otherwise. */
   client?: KubeClient;
   /** Backoff for restarting an informer that stopped on an error. Default 1 s doubling to 30 s. */
@@ -59,6 +66,8 @@ export class KubernetesSource implements ResourceSource {
   readonly #log: (msg: string, fields?: Record<string, unknown>) => void;
   readonly #writer: KubeWriter;
   #informers = new Map<SourceKind, ManagedInformer>();
+  /** Secret informers by namespace ('' for one over all watched namespaces). */
+  #secretInformers = new Map<string, ManagedInformer>();
   #started = false;
 
   constructor(options: KubernetesSourceOptions) {
@@ -81,21 +90,26 @@ export class KubernetesSource implements ResourceSource {
     return selector === '' ? undefined : selector;
   }
 
+  secretsWatchedIn(namespace: string): boolean {
+    if (this.#o.watchSecrets === false) return false;
+    const namespaces = this.#o.secretNamespaces;
+    if (namespaces) return namespaces.includes(namespace);
+    return this.#o.namespace === undefined || this.#o.namespace === namespace;
+  }
+
   /** The JSON client this source writes through (shared with leader election and events). */
   get client(): KubeClient {
     return this.#client;
   }
 
-  /** Informer restarts after errors, per kind (observability and tests). */
+  /** Informer restarts after errors, per kind (`Secret/<namespace>` per Secret namespace). */
   restarts(): Record<string, number> {
-    return Object.fromEntries([...this.#informers].map(([k, inf]) => [k, inf.restarts]));
+    return Object.fromEntries([...this.#all()].map(([k, inf]) => [k, inf.restarts] as const));
   }
 
   async start(onChange: (ref: ObjectRef) => void): Promise<void> {
     if (this.#started) throw new Error('KubernetesSource already started');
     this.#started = true;
-    const kinds: SourceKind[] = ['Workflow', 'WebhookTrigger'];
-    if (this.#o.watchSecrets !== false) kinds.push('Secret');
     const deps: InformerDeps = {
       kubeConfig: this.#o.kubeConfig,
       client: this.#client,
@@ -109,11 +123,23 @@ export class KubernetesSource implements ResourceSource {
         onChange(ref);
       },
     };
-    for (const kind of kinds) {
-      const selector = kind === 'Secret' ? this.secretSelector : undefined;
-      this.#informers.set(kind, new ManagedInformer(KINDS[kind], deps, selector));
+    for (const kind of ['Workflow', 'WebhookTrigger'] as const) {
+      this.#informers.set(kind, new ManagedInformer(KINDS[kind], deps));
     }
-    for (const inf of this.#informers.values()) void inf.start();
+    if (this.#o.watchSecrets !== false) {
+      const namespaces = this.#o.secretNamespaces ?? [undefined];
+      for (const namespace of namespaces) {
+        this.#secretInformers.set(
+          namespace ?? '',
+          new ManagedInformer(
+            KINDS.Secret,
+            { ...deps, namespace: namespace ?? deps.namespace },
+            this.secretSelector,
+          ),
+        );
+      }
+    }
+    for (const [, inf] of this.#all()) void inf.start();
     await this.#whenSynced(this.#o.syncTimeoutMs ?? 120_000);
     this.#log('resource source synced', { namespace: this.#o.namespace ?? '(all)' });
   }
@@ -123,7 +149,10 @@ export class KubernetesSource implements ResourceSource {
   }
 
   getSecret(namespace: string, name: string): SecretData | undefined {
-    const secret = this.#informers.get('Secret')?.get(namespace, name);
+    const informer = this.#o.secretNamespaces
+      ? this.#secretInformers.get(namespace)
+      : this.#secretInformers.get('');
+    const secret = informer?.get(namespace, name);
     if (!secret) return undefined;
     const data: Record<string, string> = {};
     for (const [k, v] of Object.entries(secret.data ?? {})) {
@@ -149,7 +178,15 @@ export class KubernetesSource implements ResourceSource {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.#informers.values()].map((i) => i.stop()));
+    await Promise.all([...this.#all()].map(([, i]) => i.stop()));
+  }
+
+  /** Every informer, named by kind (and `Secret/<namespace>` per Secret namespace). */
+  *#all(): Generator<[string, ManagedInformer]> {
+    yield* this.#informers;
+    for (const [namespace, inf] of this.#secretInformers) {
+      yield [this.#o.secretNamespaces ? `Secret/${namespace}` : 'Secret', inf];
+    }
   }
 
   /** Every informer's initial list, or a rejection naming the kinds still missing. */
@@ -157,9 +194,7 @@ export class KubernetesSource implements ResourceSource {
     let cancel: CancelTimer = () => {};
     const timedOut = new Promise<never>((_, reject) => {
       cancel = this.#clock.setTimer(() => {
-        const pending = [...this.#informers.values()]
-          .filter((i) => !i.synced)
-          .map((i) => i.info.kind);
+        const pending = [...this.#all()].filter(([, i]) => !i.synced).map(([name]) => name);
         reject(
           new Error(
             `timed out after ${timeoutMs} ms waiting for the initial list of ${pending.join(', ')}`,
@@ -168,10 +203,7 @@ export class KubernetesSource implements ResourceSource {
       }, timeoutMs);
     });
     try {
-      await Promise.race([
-        Promise.all([...this.#informers.values()].map((i) => i.whenSynced())),
-        timedOut,
-      ]);
+      await Promise.race([Promise.all([...this.#all()].map(([, i]) => i.whenSynced())), timedOut]);
     } finally {
       cancel();
     }

@@ -35,6 +35,8 @@ export interface ResourceSource {
    * exists without the label is "not found" here; status messages name the label.
    */
   readonly secretSelector?: string | undefined;
+  /** Whether Secrets of `namespace` are watched at all (false: `getSecret` finds none). */
+  secretsWatchedIn?(namespace: string): boolean;
   list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[];
   /** Write `.status` (through the status subresource where there is one). */
   writeStatus(ref: ObjectRef, status: unknown): Promise<void>;

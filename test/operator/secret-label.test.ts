@@ -99,6 +99,7 @@ async function createTrigger(ns: string): Promise<void> {
 /** The reconcile loop over the Kubernetes source, and one gateway serving its stores. */
 async function startLoop(
   ns: string,
+  secretNamespaces?: string[],
 ): Promise<{ loop: ReconcileLoop; routes: MemoryRecordStore<RouteRecord> }> {
   const routes = new MemoryRecordStore<RouteRecord>();
   const workflows = new MemoryRecordStore<WorkflowRegistration>();
@@ -117,6 +118,7 @@ async function startLoop(
       namespace: ns,
       restartBackoff: { initialMs: 50, maxMs: 200 },
       maxReconnectDelayMs: 50,
+      ...(secretNamespaces ? { secretNamespaces } : {}),
     }),
     routes,
     workflows,
@@ -206,5 +208,55 @@ describe('Secrets: only those labelled hookgate.dev/credentials=true', () => {
         reason: 'SecretNotFound',
       });
     });
+  });
+});
+
+describe('Secrets: only in the namespaces given (secretNamespaces, for per-namespace RBAC)', () => {
+  it('lists and watches Secrets in each of those namespaces, never across the cluster', async () => {
+    const a = await newNamespace();
+    const b = await newNamespace();
+    await client.request('POST', resourcePath('Secret', a), {
+      body: secret(a, 'keys', { [CREDENTIALS_LABEL]: 'true' }),
+    });
+    await client.request('POST', resourcePath('Secret', b), {
+      body: secret(b, 'other', { [CREDENTIALS_LABEL]: 'true' }),
+    });
+    server.clearRequests();
+    const source = new KubernetesSource({ kubeConfig: kc, secretNamespaces: [a, b] });
+    cleanups.push(() => source.stop());
+    await source.start(() => {});
+    const secretRequests = server.requests.filter((r) => r.path.endsWith('/secrets'));
+    expect(secretRequests.map((r) => r.path).sort()).toEqual(
+      [
+        `/api/v1/namespaces/${a}/secrets`,
+        `/api/v1/namespaces/${a}/secrets`,
+        `/api/v1/namespaces/${b}/secrets`,
+        `/api/v1/namespaces/${b}/secrets`,
+      ].sort(),
+    );
+    expect(secretRequests.every((r) => r.query.labelSelector === CREDENTIALS_SELECTOR)).toBe(true);
+    expect(source.getSecret(a, 'keys')?.data).toEqual({ acme: 'key-acme-0001' });
+    expect(source.getSecret(b, 'other')).toBeDefined();
+    expect(source.getSecret(a, 'other')).toBeUndefined();
+    expect(source.secretsWatchedIn(a)).toBe(true);
+    expect(source.secretsWatchedIn('elsewhere')).toBe(false);
+  });
+
+  it("a trigger in a namespace whose Secrets are not watched says so, not 'add the label'", async () => {
+    const ns = await newNamespace();
+    await client.request('POST', resourcePath('Secret', ns), {
+      body: secret(ns, 'keys', { [CREDENTIALS_LABEL]: 'true' }),
+    });
+    await createTrigger(ns);
+    await startLoop(ns, ['somewhere-else']);
+    await eventually(async () => {
+      expect(await condition(ns, 'Valid')).toMatchObject({
+        status: 'False',
+        reason: 'SecretNotFound',
+      });
+    });
+    const valid = await condition(ns, 'Valid');
+    expect(valid?.message).toContain(`the operator watches no Secrets in namespace ${ns}`);
+    expect(valid?.message).not.toContain('kubectl label');
   });
 });
