@@ -34,6 +34,7 @@ const roles: Record<RoleName, Role> = {
             source: new KubernetesSource({
               kubeConfig: kc,
               ...(s.namespace ? { namespace: s.namespace } : {}),
+              ...(s.secretNamespaces ? { secretNamespaces: s.secretNamespaces } : {}),
               log: logFunction(logger),
             }),
             recordEvent: kubernetesEvents(new KubeClient(kc), 'hookgate'),
@@ -61,6 +62,7 @@ const roles: Record<RoleName, Role> = {
     const operator = createOperator({
       kubeConfig: kubeConfig(),
       ...(s.namespace ? { namespace: s.namespace } : {}),
+      ...(s.secretNamespaces ? { secretNamespaces: s.secretNamespaces } : {}),
       leaseNamespace: env.HOOKGATE_LEASE_NAMESPACE ?? env.POD_NAMESPACE ?? 'default',
       ...(env.HOOKGATE_LEASE_NAME ? { leaseName: env.HOOKGATE_LEASE_NAME } : {}),
       leaderElection: env.HOOKGATE_LEADER_ELECTION !== 'false',

@@ -26,6 +26,8 @@ export interface OperatorOptions {
   kubeConfig: KubeConfig;
   /** Watch one namespace; all when omitted. */
   namespace?: string;
+  /** Watch Secrets in these namespaces only, one watch each (per-namespace RBAC). */
+  secretNamespaces?: string[];
   /** Where the Lease lives (the operator's own namespace). */
   leaseNamespace: string;
   leaseName?: string;
@@ -86,6 +88,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
           kubeConfig: options.kubeConfig,
           client,
           ...(options.namespace ? { namespace: options.namespace } : {}),
+          ...(options.secretNamespaces ? { secretNamespaces: options.secretNamespaces } : {}),
           log,
         }),
         routes,

@@ -36,6 +36,9 @@ Environment:
                              (in a pod: the service account)
   HOOKGATE_LEASE_NAMESPACE   operator: namespace of its Lease (else POD_NAMESPACE, else default)
   HOOKGATE_LEASE_NAME        operator: name of its Lease (default hookgate-operator)
+  HOOKGATE_SECRET_NAMESPACES operator, dev --source kubernetes: comma-separated namespaces
+                             whose labelled Secrets are watched, each on its own (for
+                             per-namespace RBAC); default: labelled Secrets cluster-wide
   HOOKGATE_LEADER_ELECTION   operator: false to run without leader election (one replica)
   METRICS_PORT               port of /metrics, /healthz, /readyz (operator, worker: instead
                              of --port; gateway: a second listener)
@@ -67,6 +70,8 @@ export interface Settings {
   source: string;
   dir: string;
   namespace: string | undefined;
+  /** Namespaces whose Secrets are watched one by one; undefined: cluster-wide. */
+  secretNamespaces: string[] | undefined;
   port: number;
   host: string;
   baseUrl: string;
@@ -129,10 +134,12 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
   const admin = adminSettings(role, port, host, values['admin-port']);
   const analytics = analyticsSettings();
+  const secretNamespaces = listOf(process.env.HOOKGATE_SECRET_NAMESPACES);
   const problems = [
     ...problemsOf(role, port, source, values.port ?? process.env.PORT),
     ...analytics.problems,
     ...admin.problems,
+    ...secretNamespaceProblems(secretNamespaces),
   ];
   if (problems.length > 0 || !analytics.config) {
     console.error(`hookgate: ${problems.join('; ')}\n\n${USAGE}`);
@@ -144,6 +151,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     source,
     dir: resolve(values.dir ?? process.env.HOOKGATE_MANIFESTS ?? 'examples'),
     namespace: values.namespace ?? process.env.HOOKGATE_NAMESPACE,
+    secretNamespaces,
     port,
     host,
     baseUrl: values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`,
@@ -249,4 +257,21 @@ function problemsOf(
 
 function isPort(port: number): boolean {
   return Number.isInteger(port) && port >= 0 && port <= 65535;
+}
+
+/** A comma-separated list; undefined when unset or empty. */
+function listOf(raw: string | undefined): string[] | undefined {
+  const items = (raw ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+  return items.length > 0 ? items : undefined;
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+function secretNamespaceProblems(namespaces: string[] | undefined): string[] {
+  return (namespaces ?? [])
+    .filter((ns) => !DNS_LABEL.test(ns))
+    .map((ns) => `HOOKGATE_SECRET_NAMESPACES: "${ns}" is not a namespace name`);
 }

@@ -44,6 +44,11 @@ describe('hookgate command line', () => {
       'HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000',
     ],
     [['dev', '--port', '70000'], {}, 'invalid port "70000"'],
+    [
+      ['operator'],
+      { HOOKGATE_SECRET_NAMESPACES: 'team-a, Team_B' },
+      'HOOKGATE_SECRET_NAMESPACES: "Team_B" is not a namespace name',
+    ],
     // The admin listener is never open to the network by accident (docs/security.md A8).
     [['gateway'], redis, 'set HOOKGATE_ADMIN_AUTH (kubernetes, token or none)'],
     [['dev'], { ADMIN_HOST: '0.0.0.0' }, 'set HOOKGATE_ADMIN_AUTH (kubernetes, token or none)'],
