@@ -23,6 +23,7 @@ import {
 } from '../support/prometheus.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
+import { trigger, workflow } from '../support/manifests.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const ADMIN_TOKEN = 'e2e-admin-token-analytics-0123456789';
@@ -186,46 +187,23 @@ describe.skipIf(!redisAvailable() || skipWithoutPrometheus())(
       };
       start('gateway', a, gateway);
       start('gateway', b, gateway);
-      await apply('workflows', {
-        apiVersion: 'hookgate.dev/v1alpha1',
-        kind: 'Workflow',
-        metadata: { name: 'orders' },
-        spec: {
-          application: 'shop',
-          environment: 'production',
-          nodes: [{ id: 'a', type: 'transform', expression: '$' }],
-        },
-      });
-      await apply('workflows', {
-        apiVersion: 'hookgate.dev/v1alpha1',
-        kind: 'Workflow',
-        metadata: { name: 'broken' },
-        spec: {
+      await apply('workflows', workflow('orders'));
+      await apply(
+        'workflows',
+        workflow('broken', {
           application: 'billing',
-          environment: 'production',
           nodes: [{ id: 'a', type: 'transform', expression: '$error("boom")' }],
-        },
-      });
-      await apply('webhooktriggers', {
-        apiVersion: 'hookgate.dev/v1alpha1',
-        kind: 'WebhookTrigger',
-        metadata: { name: 'ingest' },
-        spec: {
-          workflowRef: { name: 'orders' },
-          pathSegment: 'ingest',
-          response: { mode: 'immediateAck' },
-        },
-      });
-      await apply('webhooktriggers', {
-        apiVersion: 'hookgate.dev/v1alpha1',
-        kind: 'WebhookTrigger',
-        metadata: { name: 'sync' },
-        spec: {
+        }),
+      );
+      await apply('webhooktriggers', trigger('ingest', { pathSegment: 'ingest' }));
+      await apply(
+        'webhooktriggers',
+        trigger('sync', {
           workflowRef: { name: 'broken' },
           pathSegment: 'sync',
           response: { mode: 'waitForCompletion' },
-        },
-      });
+        }),
+      );
       for (const p of [a, b]) {
         await serves(p, INGEST);
         await serves(p, SYNC);

@@ -13,6 +13,7 @@ import { eventually, sleep } from '../support/eventually.ts';
 import { kubeToolEnv, kubeToolsOrSkip } from '../support/kube-tools.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
+import { trigger, workflow } from '../support/manifests.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const tools = await kubeToolsOrSkip();
@@ -111,26 +112,8 @@ describe.skipIf(!tools || !redisAvailable())('Deployed means served (real proces
   });
 
   it('with no gateway a new trigger stays Ready=False/NoGateway, and kubectl wait waits; a gateway that starts serves it, and kubectl wait returns only then', async () => {
-    await post('workflows', {
-      apiVersion: 'hookgate.dev/v1alpha1',
-      kind: 'Workflow',
-      metadata: { name: 'orders' },
-      spec: {
-        application: 'shop',
-        environment: 'production',
-        nodes: [{ id: 'a', type: 'transform', expression: '$' }],
-      },
-    });
-    await post('webhooktriggers', {
-      apiVersion: 'hookgate.dev/v1alpha1',
-      kind: 'WebhookTrigger',
-      metadata: { name: 'a' },
-      spec: {
-        workflowRef: { name: 'orders' },
-        pathSegment: 'a',
-        response: { mode: 'immediateAck' },
-      },
-    });
+    await post('workflows', workflow('orders'));
+    await post('webhooktriggers', trigger('a', { pathSegment: 'a' }));
     await eventually(
       async () => {
         const c = await conditions();

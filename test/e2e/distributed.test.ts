@@ -12,6 +12,7 @@ import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { collect } from '../support/sse.ts';
+import { trigger, workflow } from '../support/manifests.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 /** The gateways' admin listeners take this static token (HOOKGATE_ADMIN_AUTH=token). */
@@ -105,27 +106,11 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   });
 
   it('both gateways serve the trigger the operator deployed, and share its rate limit', async () => {
-    await post('workflows', {
-      apiVersion: 'hookgate.dev/v1alpha1',
-      kind: 'Workflow',
-      metadata: { name: 'orders' },
-      spec: {
-        application: 'shop',
-        environment: 'production',
-        nodes: [{ id: 'a', type: 'transform', expression: '$' }],
-      },
-    });
-    await post('webhooktriggers', {
-      apiVersion: 'hookgate.dev/v1alpha1',
-      kind: 'WebhookTrigger',
-      metadata: { name: 'ingest' },
-      spec: {
-        workflowRef: { name: 'orders' },
-        pathSegment: 'ingest',
-        rateLimit: { requestsPerMinute: 10 },
-        response: { mode: 'immediateAck' },
-      },
-    });
+    await post('workflows', workflow('orders'));
+    await post(
+      'webhooktriggers',
+      trigger('ingest', { pathSegment: 'ingest', rateLimit: { requestsPerMinute: 10 } }),
+    );
     const gateways = ports.slice(1);
     for (const p of gateways) await serves(p, PATH);
     const results = await Promise.all(
@@ -147,16 +132,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   });
 
   it('an Idempotency-Key sent to one gateway and retried on the other runs once', async () => {
-    await post('webhooktriggers', {
-      apiVersion: 'hookgate.dev/v1alpha1',
-      kind: 'WebhookTrigger',
-      metadata: { name: 'once' },
-      spec: {
-        workflowRef: { name: 'orders' },
-        pathSegment: 'once',
-        response: { mode: 'immediateAck' },
-      },
-    });
+    await post('webhooktriggers', trigger('once', { pathSegment: 'once' }));
     const [g1, g2] = ports.slice(1) as [number, number];
     const path = '/webhook/default-production-orders/once';
     const send = (port: number) =>
@@ -178,16 +154,10 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   it('a worker runs what a gateway queued; either gateway reads it and waits for it', async () => {
     const worker = start('worker', ports[0]! + 20, kubeconfig);
     await healthy(ports[0]! + 20);
-    await post('webhooktriggers', {
-      apiVersion: 'hookgate.dev/v1alpha1',
-      kind: 'WebhookTrigger',
-      metadata: { name: 'wait' },
-      spec: {
-        workflowRef: { name: 'orders' },
-        pathSegment: 'wait',
-        response: { mode: 'waitForCompletion' },
-      },
-    });
+    await post(
+      'webhooktriggers',
+      trigger('wait', { pathSegment: 'wait', response: { mode: 'waitForCompletion' } }),
+    );
     const [g1, g2] = ports.slice(1) as [number, number];
     const waitPath = '/webhook/default-production-orders/wait';
     await serves(g2, waitPath);
@@ -250,16 +220,10 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
         ],
       },
     });
-    await post('webhooktriggers', {
-      apiVersion: 'hookgate.dev/v1alpha1',
-      kind: 'WebhookTrigger',
-      metadata: { name: 'slow' },
-      spec: {
-        workflowRef: { name: 'slow' },
-        pathSegment: 'slow',
-        response: { mode: 'immediateAck' },
-      },
-    });
+    await post(
+      'webhooktriggers',
+      trigger('slow', { workflowRef: { name: 'slow' }, pathSegment: 'slow' }),
+    );
     const g1 = ports[1] as number;
     const path = '/webhook/default-production-slow/slow';
     const claim = { HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000' };
