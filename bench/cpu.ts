@@ -42,6 +42,34 @@ function childrenOf(pid: number): number[] {
   return children;
 }
 
+/** What a helper process is, from its command line: redis-server, worker, control plane. */
+function helperName(pid: number): string {
+  let cmdline: string;
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return 'gone';
+  }
+  if (cmdline.includes('redis-server')) return 'redis-server';
+  if (/\bworker\b/.test(cmdline)) return 'worker';
+  if (cmdline.includes('control-plane')) return 'control plane';
+  return cmdline.split(' ')[0] ?? 'unknown';
+}
+
+/** On-CPU nanoseconds of each process below `pid`, summed per helper name. */
+export function helpersCpuNs(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  const visit = (parent: number) => {
+    for (const child of childrenOf(parent)) {
+      const name = helperName(child);
+      byName.set(name, (byName.get(name) ?? 0) + cpuNs(child));
+      visit(child);
+    }
+  };
+  visit(pid);
+  return byName;
+}
+
 /** On-CPU nanoseconds of `pid` and every process below it (helpers such as redis-server). */
 export function treeCpuNs(pid: number): number {
   return cpuNs(pid) + childrenOf(pid).reduce((sum, child) => sum + treeCpuNs(child), 0);

@@ -15,16 +15,24 @@
 // run: `git worktree add /tmp/base <rev> && ln -s $PWD/node_modules /tmp/base/`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { cpuNs, treeCpuNs } from './cpu.ts';
+import { cpuNs, helpersCpuNs, treeCpuNs } from './cpu.ts';
 
 interface Target {
   name: string;
   server: string;
   /** The checkout whose bench/servers/ holds `server` (this one by default). */
   dir?: string;
-  path: string;
+  /** Which of the server's endpoints (its READY line maps names to paths). */
+  route: 'ack' | 'wait' | 'minimal';
   headers?: Record<string, string>;
 }
+
+/** Paths of checkouts whose servers print only `READY <port>` (before the map). */
+const legacyPaths: Record<Target['route'], string> = {
+  ack: '/webhook/default-production-bench/ack',
+  wait: '/webhook/default-production-bench/wait',
+  minimal: '/webhook/default-production-minimal/ack',
+};
 
 interface Sample {
   rps: number;
@@ -38,6 +46,8 @@ interface Sample {
 interface CpuSample {
   server: number;
   tree: number;
+  /** Each helper process (redis-server, worker, …) on its own. */
+  helpers: Map<string, number>;
 }
 
 const here = import.meta.dirname;
@@ -51,28 +61,35 @@ const body = JSON.stringify({ orderId: 'A-1001', total: 1250 });
 const key = { 'x-api-key': 'bench-key-0123456789' };
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 
-const targets: Target[] = [
-  { name: 'node:http (baseline)', server: 'bare-node.ts', path: '/webhook/x/ack' },
-  { name: 'Fastify (baseline)', server: 'bare-fastify.ts', path: '/webhook/x/ack' },
+const allTargets: Target[] = [
+  { name: 'node:http (baseline)', server: 'bare-node.ts', route: 'minimal' },
+  { name: 'Fastify (baseline)', server: 'bare-fastify.ts', route: 'minimal' },
+  { name: `Node-RED (peer, minimal flow)`, server: 'node-red.ts', route: 'minimal' },
+  {
+    name: 'hookgate gateway minimal (no auth, immediateAck)',
+    server: 'hookgate-gateway.ts',
+    route: 'minimal',
+  },
   {
     name: 'hookgate gateway immediateAck (Redis queue → worker)',
     server: 'hookgate-gateway.ts',
-    path: '/webhook/default-production-bench/ack',
+    route: 'ack',
     headers: key,
   },
   {
-    name: 'hookgate embedded immediateAck',
+    name: 'hookgate embedded minimal (no auth, immediateAck)',
     server: 'hookgate.ts',
-    path: '/webhook/default-production-bench/ack',
-    headers: key,
+    route: 'minimal',
   },
+  { name: 'hookgate embedded immediateAck', server: 'hookgate.ts', route: 'ack', headers: key },
   {
     name: 'hookgate embedded waitForCompletion',
     server: 'hookgate.ts',
-    path: '/webhook/default-production-bench/wait',
+    route: 'wait',
     headers: key,
   },
-].filter((t) => !only || only.some((o) => t.name.includes(o)));
+];
+const targets = allTargets.filter((t) => !only || only.some((o) => t.name.includes(o)));
 const compare = process.env.BENCH_COMPARE;
 if (compare) {
   for (const t of [...targets].filter((t) => t.name.startsWith('hookgate')))
@@ -84,20 +101,30 @@ function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
   return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
 }
 
-async function startServer(t: Target): Promise<{ port: number; child: ChildProcess }> {
+interface Server {
+  port: number;
+  paths: Partial<Record<Target['route'], string>>;
+  child: ChildProcess;
+}
+
+async function startServer(t: Target): Promise<Server> {
   const script = join(t.dir ?? join(here, '..'), 'bench', 'servers', t.server);
   const [cmd, args] = pinned(0, process.execPath, [script]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
+  return new Promise<Server>((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
-      const m = /READY (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
+      const m = /READY (\d+)( \{.*\})?\n/.exec(out);
+      if (m)
+        resolve({
+          port: Number(m[1]),
+          paths: m[2] ? (JSON.parse(m[2]) as Server['paths']) : legacyPaths,
+          child,
+        });
     });
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
   });
-  return { port, child };
 }
 
 function load(
@@ -149,7 +176,15 @@ const median = (xs: number[]) => {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
-const servers = new Map<string, { port: number; child: ChildProcess }>();
+const servers = new Map<string, Server>();
+
+/** Median µs per request of each helper process over the rounds. */
+function helperMedians(samples: CpuSample[]): string {
+  const names = [...new Set(samples.flatMap((c) => [...c.helpers.keys()]))].sort();
+  return names
+    .map((n) => `${n} ${median(samples.map((c) => c.helpers.get(n) ?? 0)).toFixed(1)}`)
+    .join(', ');
+}
 
 /** CPU per request of the target's server (and its helpers) under BENCH_RATE req/s. */
 function cpuPerRequest(t: Target, targetUrl: string): CpuSample {
@@ -157,16 +192,26 @@ function cpuPerRequest(t: Target, targetUrl: string): CpuSample {
   if (pid === undefined) throw new Error(`${t.name}: no server process`);
   const own = cpuNs(pid);
   const tree = treeCpuNs(pid);
+  const helpers = helpersCpuNs(pid);
   const s = load(targetUrl, t.headers ?? {}, rateSeconds, rate);
+  const perRequest = (ns: number) => ns / 1000 / s.total;
   return {
-    server: (cpuNs(pid) - own) / 1000 / s.total,
-    tree: (treeCpuNs(pid) - tree) / 1000 / s.total,
+    server: perRequest(cpuNs(pid) - own),
+    tree: perRequest(treeCpuNs(pid) - tree),
+    helpers: new Map(
+      [...helpersCpuNs(pid)].map(([name, ns]) => [name, perRequest(ns - (helpers.get(name) ?? 0))]),
+    ),
   };
 }
 try {
   for (const t of targets)
     if (!servers.has(serverKey(t))) servers.set(serverKey(t), await startServer(t));
-  const url = (t: Target) => `http://127.0.0.1:${servers.get(serverKey(t))?.port}${t.path}`;
+  const url = (t: Target) => {
+    const server = servers.get(serverKey(t));
+    const path = server?.paths[t.route];
+    if (!server || !path) throw new Error(`${t.name}: its server has no ${t.route} endpoint`);
+    return `http://127.0.0.1:${server.port}${path}`;
+  };
   for (const t of targets) load(url(t), t.headers ?? {}, 2); // warm-up, discarded
   const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
   const cpu = new Map<string, CpuSample[]>(targets.map((t) => [t.name, []]));
@@ -176,8 +221,9 @@ try {
     for (const t of targets) {
       const c = cpuPerRequest(t, url(t));
       cpu.get(t.name)?.push(c);
+      const helpers = [...c.helpers].map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ');
       console.error(
-        `round ${round}/${rounds} ${t.name} at ${rate} req/s: ${c.server.toFixed(1)} µs CPU/request (${c.tree.toFixed(1)} with helpers)`,
+        `round ${round}/${rounds} ${t.name} at ${rate} req/s: ${c.server.toFixed(1)} µs CPU/request (${c.tree.toFixed(1)} with helpers${helpers ? `: ${helpers}` : ''})`,
       );
     }
   }
@@ -199,6 +245,7 @@ try {
         p99: median(ss.map((s) => s.p99)),
         cpu: median(cpu.get(name)?.map((c) => c.server) ?? []),
         cpuTree: median(cpu.get(name)?.map((c) => c.tree) ?? []),
+        helpers: helperMedians(cpu.get(name) ?? []),
       },
     ]),
   );
@@ -208,9 +255,9 @@ try {
     `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}\n`,
   );
   console.log(
-    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify |`,
+    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify | helpers, µs/request |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   const fastifyCpu = med.get('Fastify (baseline)')?.cpu;
   for (const [name, m] of med) {
     const ratio = (base: number | undefined) =>
@@ -218,7 +265,7 @@ try {
     const cpuRatio = fastifyCpu && m.cpu ? `${(m.cpu / fastifyCpu).toFixed(2)}x` : 'n/a';
     const us = (v: number) => (Number.isFinite(v) && v > 0 ? v.toFixed(1) : 'n/a');
     console.log(
-      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${ratio(fastify)} | ${ratio(node)} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${cpuRatio} |`,
+      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${ratio(fastify)} | ${ratio(node)} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${cpuRatio} | ${m.helpers} |`,
     );
   }
 } finally {

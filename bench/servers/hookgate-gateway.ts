@@ -1,12 +1,13 @@
 // `hookgate gateway` as deployed: routes, rate-limit counters and the execution queue
 // in Redis, executions run by a worker elsewhere. This process is the gateway alone;
-// it starts redis-server and the control plane (reconcile loop + worker) as children
-// on the other core, so the gateway's core does only the gateway's work.
+// it starts redis-server, the control plane (reconcile loop) and a worker (`hookgate
+// worker`) as children on the other core, so the gateway's core does only its work.
 import { freePort, output } from '../support.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createGatewayRuntime } from '../../roles/gateway.ts';
+import { ready, waitForRoutes } from './routes.ts';
 
 const hasTaskset = spawnSync('taskset', ['-c', '1', 'true']).status === 0;
 const children: ChildProcess[] = [];
@@ -34,6 +35,24 @@ const control = onOtherCore(process.execPath, [join(import.meta.dirname, 'contro
   REDIS_URL: url,
 });
 await output(control, /READY/);
+const workerPort = await freePort();
+onOtherCore(
+  process.execPath,
+  [
+    join(import.meta.dirname, '..', '..', 'roles', 'cli.ts'),
+    'worker',
+    '--port',
+    String(workerPort),
+  ],
+  19,
+  { REDIS_URL: url, LOG_LEVEL: 'warn' },
+);
+for (let i = 0; ; i++) {
+  const ready = await fetch(`http://127.0.0.1:${workerPort}/readyz`).catch(() => undefined);
+  if (ready?.ok) break;
+  if (i > 300) throw new Error('the bench worker did not become ready');
+  await new Promise((r) => setTimeout(r, 50));
+}
 
 const runtime = await createGatewayRuntime({
   redis: new Redis(url, { enableAutoPipelining: true }),
@@ -42,10 +61,9 @@ const runtime = await createGatewayRuntime({
   // backlog grow during the run instead of answering 503.
   maxQueued: 100_000_000,
 });
-for (let i = 0; i < 200 && runtime.table.size < 2; i++) await new Promise((r) => setTimeout(r, 25));
-if (runtime.table.size < 2) throw new Error('bench routes did not deploy');
+await waitForRoutes(runtime.table);
 const address = await runtime.app.listen({ port: 0, host: '127.0.0.1' });
-console.log(`READY ${new URL(address).port}`);
+ready(address);
 process.on('SIGTERM', () => {
   for (const child of children) child.kill('SIGTERM');
   void runtime.close().then(() => process.exit(0));
