@@ -24,6 +24,7 @@ import type {
 import { triggerRef } from '../engine/trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { parseDuration } from '../../api/v1alpha1/common.ts';
+import { renderBody } from './response-body.ts';
 import { openSse } from './sse.ts';
 import {
   mintExecutionToken,
@@ -253,7 +254,7 @@ async function waitForResponseNode(deps: ModeDeps, m: ModeRequest): Promise<Fast
   return sendBody(m, status, event.response.body, event.response.headers);
 }
 
-/** Send a workflow-produced body in the configured content type. 204 sends nothing. */
+/** Send a workflow-produced body rendered in the configured content type. 204 sends nothing. */
 function sendBody(
   m: ModeRequest,
   status: number,
@@ -269,9 +270,7 @@ function sendBody(
   }
   if (status === 204 || status === 304) return m.reply.send();
   const contentType = m.route.spec.response.contentType;
-  m.reply.type(contentType);
-  if (/[/+]json\b/i.test(contentType)) return m.reply.send(JSON.stringify(body ?? null));
-  return m.reply.send(typeof body === 'string' ? body : JSON.stringify(body ?? null));
+  return m.reply.type(contentType).send(renderBody(contentType, body));
 }
 
 async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {

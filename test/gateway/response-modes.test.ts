@@ -56,6 +56,8 @@ beforeAll(async () => {
           ['node', 'waitForResponseNode', {}],
           ['node-empty', 'waitForResponseNode', { statusCode: 204 }],
           ['text', 'waitForCompletion', { contentType: 'text/plain' }],
+          ['xml', 'waitForCompletion', { contentType: 'application/xml' }],
+          ['html', 'waitForResponseNode', { contentType: 'text/html; charset=utf-8' }],
         ] as const
       ).map(([segment, mode, extra]) =>
         trigger(segment, {
@@ -65,7 +67,7 @@ beforeAll(async () => {
         }),
       ),
     ],
-    ['ack', 'callback', 'subscribe', 'wait', 'stream', 'node', 'node-empty', 'text'],
+    ['ack', 'callback', 'subscribe', 'wait', 'stream', 'node', 'node-empty', 'text', 'xml', 'html'],
   );
 });
 afterAll(async () => {
@@ -218,10 +220,25 @@ describe('complete modes (200)', () => {
     expect(await res.json()).toEqual({ n: 5, done: true });
   });
 
-  it('Wait for Completion with text/plain sends the output as text', async () => {
+  it('Wait for Completion with text/plain sends the output as key: value lines', async () => {
     const res = await post('text');
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(await res.text()).toBe('{"n":5,"done":true}');
+    expect(await res.text()).toBe('n: 5\ndone: true\n');
+  });
+
+  it('Wait for Completion with application/xml sends the output as an XML document', async () => {
+    const res = await post('xml');
+    expect(res.headers.get('content-type')).toMatch(/^application\/xml/);
+    expect(await res.text()).toBe(
+      '<?xml version="1.0" encoding="UTF-8"?>\n<response><n>5</n><done>true</done></response>',
+    );
+  });
+
+  it('a respond node with text/html answers an escaped definition list', async () => {
+    const res = await post('html', { n: '<b>' });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(await res.text()).toBe('<dl><dt>accepted</dt><dd>&lt;b&gt;</dd></dl>');
   });
 
   it('SSE Stream: 200 event stream with proxy-safe headers, progress until the result', async () => {
