@@ -92,7 +92,11 @@ function waitForReady(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
-async function startOnce(bin: string, fixedPort?: number): Promise<RedisServer> {
+async function startOnce(
+  bin: string,
+  fixedPort: number | undefined,
+  extraArgs: string[],
+): Promise<RedisServer> {
   const port = fixedPort ?? (await freePort());
   const dir = await mkdtemp(join(tmpdir(), 'hookgate-redis-'));
   const child = spawn(
@@ -112,6 +116,7 @@ async function startOnce(bin: string, fixedPort?: number): Promise<RedisServer> 
       'no',
       '--loglevel',
       'notice',
+      ...extraArgs,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -149,15 +154,18 @@ async function startOnce(bin: string, fixedPort?: number): Promise<RedisServer> 
 
 /**
  * Starts a redis-server on a free port, or on `port` (to restart one that was stopped);
- * retries on a port race (another process took the port).
+ * retries on a port race (another process took the port). `args` are appended to the
+ * command line (e.g. cluster mode).
  */
-export async function startRedis(options: { port?: number } = {}): Promise<RedisServer> {
+export async function startRedis(
+  options: { port?: number; args?: string[] } = {},
+): Promise<RedisServer> {
   const bin = redisServerPath();
   if (!bin) throw new Error('redis-server not found');
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await startOnce(bin, options.port);
+      return await startOnce(bin, options.port, options.args ?? []);
     } catch (error) {
       lastError = error;
     }
