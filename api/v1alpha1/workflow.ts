@@ -215,6 +215,91 @@ export const WorkflowNode = withRules(
 );
 export type WorkflowNode = Static<typeof WorkflowNode>;
 
+/**
+ * The failure classes an execution-level retry can be asked for. Validation failures
+ * (the output schema), workflow faults (step limit, a missing node, a delay over the
+ * limit), refused outbound addresses, shutdown and a trigger gone are never retried.
+ */
+export const RETRYABLE_FAILURES = [
+  'timeout',
+  'network',
+  'http5xx',
+  'http429',
+  'http4xx',
+  'nodeError',
+  'fail',
+] as const;
+export type RetryableFailure = (typeof RETRYABLE_FAILURES)[number];
+export const DEFAULT_RETRY_ON: readonly RetryableFailure[] = [
+  'timeout',
+  'network',
+  'http5xx',
+  'http429',
+];
+
+/** A wait of a retry policy: `250ms`, `30s`, `5m`, `2h`. */
+const RETRY_DURATION_PATTERN = '^[0-9]{1,6}(ms|s|m|h)$';
+const RetryDuration = (description: string, fallback: string) =>
+  Type.String({
+    maxLength: MAX_LENGTH.duration,
+    pattern: RETRY_DURATION_PATTERN,
+    default: fallback,
+    description,
+  });
+
+export const RetryPolicy = Type.Object(
+  {
+    attempts: Type.Integer({
+      minimum: 1,
+      maximum: 20,
+      default: 3,
+      description:
+        'Runs of the whole workflow at most, the first included (1: no retry). When the last one fails with a retryable failure the execution goes to the dead-letter list.',
+    }),
+    backoff: Type.Optional(
+      Type.Object(
+        {
+          initial: RetryDuration('Wait before the second attempt.', '1s'),
+          max: RetryDuration('Longest wait between two attempts.', '5m'),
+          multiplier: Type.Number({
+            minimum: 1,
+            maximum: 10,
+            default: 2,
+            description: 'Each wait is the previous one times this (capped at max).',
+          }),
+          jitter: Type.Number({
+            minimum: 0,
+            maximum: 1,
+            default: 0.2,
+            description:
+              'Share of each wait drawn at random: the wait is between (1 - jitter) × and 1 × the computed one.',
+          }),
+        },
+        { additionalProperties: false, description: 'Waits between attempts.' },
+      ),
+    ),
+    on: Type.Optional(
+      Type.Array(
+        literals(RETRYABLE_FAILURES, {
+          description:
+            'timeout: an http node timed out; network: an http node could not connect or lost the connection; http5xx / http429 / http4xx: an http node got that status (after its own retries); nodeError: any other node error (e.g. an expression failed); fail: a fail node ran.',
+        }),
+        {
+          maxItems: RETRYABLE_FAILURES.length,
+          'x-kubernetes-list-type': 'set',
+          description: 'Failures that retry; default timeout, network, http5xx, http429.',
+        },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Execution-level retries: a failed execution runs the workflow again from its first node, under the same execution id. See docs/retries-and-replay.md.',
+  },
+);
+export type RetryPolicy = Static<typeof RetryPolicy>;
+
 export const WorkflowSpec = Type.Object(
   {
     publish: Type.Boolean({
@@ -249,6 +334,7 @@ export const WorkflowSpec = Type.Object(
         'Final output of the execution, evaluated with $trigger and $nodes bound; default: the output of the last node run',
       ),
     ),
+    retry: Type.Optional(RetryPolicy),
   },
   { additionalProperties: false, description: 'Desired state of the Workflow.' },
 );
