@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { HttpProblem } from '../errors.ts';
 import { CallbackDeliveries } from './callback-deliveries.ts';
+import { deadLetterOf, MemoryDeadLetterStore, type DeadLetterStore } from './dead-letters.ts';
 import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from './callbacks.ts';
 import { replayStored, type EventOutlet, type Listener } from './execution-events.ts';
 import { ExecutionFailure } from './execution-failure.ts';
@@ -14,6 +15,7 @@ import { Interpreter } from './interpreter.ts';
 import { LiveExecution } from './live-execution.ts';
 import { OutboundGuard, type OutboundGuardOptions } from './outbound/guard.ts';
 import type { Execution, ExecutionEngine, ExecutionFilter, StartRequest } from './ports.ts';
+import { isRetryable, nextAttempt, resolveRetryPolicy } from './retry-policy.ts';
 import { isoTime } from '../time.ts';
 import { sleep } from './util.ts';
 
@@ -55,11 +57,32 @@ export interface InProcessEngineOptions {
    * elsewhere relay them to waiting callers). Default false.
    */
   streamEvents?: boolean;
+  /**
+   * Where an execution waits for its next attempt (workflow spec.retry). Default: a
+   * timer in this process, the execution staying hot. A worker hands it to the Redis
+   * retry queue instead (retry-queue-redis.ts) and lets go of it.
+   */
+  retries?: RetryHandOff;
+  /** Where executions that exhausted their retry policy go. Default: in memory. */
+  deadLetters?: DeadLetterStore;
+}
+
+/** Keeps an execution between two attempts somewhere else than this process. */
+export interface RetryHandOff {
+  /**
+   * Saves the record (status queued, `nextAttemptAt`) and schedules attempt
+   * `execution.attempt + 1` for `dueAtMs`, atomically; the engine lets go of it after.
+   */
+  schedule(execution: Execution, request: StartRequest, dueAtMs: number): Promise<void>;
 }
 
 export interface EngineObserver {
   executionFinished(execution: Execution): void;
   callbackDelivered(result: DeliveryResult): void;
+  /** An attempt failed and another is scheduled (metrics: retries). */
+  attemptRetried?(execution: Execution): void;
+  /** An execution exhausted its retry policy and went to the dead-letter list. */
+  deadLettered?(execution: Execution): void;
 }
 
 export class InProcessEngine implements ExecutionEngine {
@@ -67,7 +90,8 @@ export class InProcessEngine implements ExecutionEngine {
   readonly callbacks: CallbackSender;
   readonly expressions: ExpressionCache;
   readonly outbound: OutboundGuard;
-  /** Executions queued or running here. */
+  readonly deadLetters: DeadLetterStore;
+  /** Executions queued, running or waiting for their next attempt here. */
   readonly #hot = new Map<string, LiveExecution>();
   readonly #queue: LiveExecution[] = [];
   readonly #deliveries: CallbackDeliveries;
@@ -78,6 +102,14 @@ export class InProcessEngine implements ExecutionEngine {
   readonly #owned: { close(): Promise<void> }[] = [];
   readonly #newId: () => string;
   readonly #observer: EngineObserver | undefined;
+  readonly #handOff: RetryHandOff | undefined;
+  /** Executions waiting in this process for their next attempt, with its timer. */
+  readonly #waiting = new Map<string, NodeJS.Timeout>();
+  /**
+   * Runs whose hand-off to the retry queue, or whose dead-letter entry, could not be
+   * written: the worker must not acknowledge their job (another worker redoes that step).
+   */
+  readonly #unfinished = new WeakMap<LiveExecution, unknown>();
   #running = 0;
   #closing = false;
   #aborting = false;
@@ -92,6 +124,8 @@ export class InProcessEngine implements ExecutionEngine {
       this.#owned.push(this.outbound);
     }
     this.store = options.store ?? new MemoryExecutionStore();
+    this.deadLetters = options.deadLetters ?? new MemoryDeadLetterStore();
+    this.#handOff = options.retries;
     if (options.callbacks instanceof CallbackSender) {
       this.callbacks = options.callbacks;
     } else {
@@ -157,6 +191,7 @@ export class InProcessEngine implements ExecutionEngine {
       log: [],
     };
     if (request.accessDigest) execution.accessDigest = request.accessDigest;
+    if (request.replayOf) execution.replayOf = request.replayOf;
     const hot = this.#admit(execution, { ...request, input }, 0);
     // Saved first: a store may drop events of an execution it does not hold yet, and
     // with streamEvents this one is not written again at the end (see EventStream).
@@ -171,17 +206,28 @@ export class InProcessEngine implements ExecutionEngine {
 
   /**
    * Runs an execution whose queued record already exists elsewhere (a worker taking a
-   * job off the queue, or running it again after another worker died). The record
-   * restarts from `queued` with an empty log; event numbering continues after
-   * `afterSeq`, the events already stored. Resolves once the run has finished and its
-   * record is saved.
+   * job off the queue, or running it again after another worker died). `attempt` is the
+   * job's: when the record waits for that attempt (`nextAttemptAt`), it starts now;
+   * otherwise the record's own attempt runs again from its first node (its log lines
+   * are dropped, earlier attempts' kept). Event numbering continues after `afterSeq`,
+   * the events already stored. Resolves once the run has finished and its record is
+   * saved, or the execution has been handed to the retry queue; rejects when that
+   * hand-off failed (the job must then stay unacknowledged).
    */
-  resume(request: StartRequest, execution: Execution, afterSeq: number): Promise<void> {
+  resume(
+    request: StartRequest,
+    execution: Execution,
+    afterSeq: number,
+    attempt = 1,
+  ): Promise<void> {
     if (this.#closing) {
       return Promise.reject(new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down'));
     }
     const running = this.#hot.get(execution.id);
     if (running) return running.done;
+    const current = execution.attempt ?? 1;
+    const starting = execution.nextAttemptAt !== undefined && attempt > current;
+    const kept = starting ? current + 1 : current;
     const fresh: Execution = {
       id: execution.id,
       workflowId: execution.workflowId,
@@ -189,14 +235,20 @@ export class InProcessEngine implements ExecutionEngine {
       status: 'queued',
       createdAt: execution.createdAt,
       input: execution.input,
-      log: [],
+      log: execution.log.filter((line) => (line.attempt ?? 1) < kept),
     };
+    if (current > 1) fresh.attempt = current;
+    if (execution.failedAttempts) fresh.failedAttempts = execution.failedAttempts;
+    if (execution.replayOf) fresh.replayOf = execution.replayOf;
     // The caller's link stays valid when a worker runs the queued record.
     if (execution.accessDigest) fresh.accessDigest = execution.accessDigest;
     const hot = this.#admit(fresh, { ...request, input: execution.input }, afterSeq);
+    if (starting) hot.nextAttempt();
     this.#queue.push(hot);
     this.#pump();
-    return hot.done;
+    return hot.done.then(() => {
+      if (this.#unfinished.has(hot)) throw this.#unfinished.get(hot);
+    });
   }
 
   #admit(execution: Execution, request: StartRequest, seqBase: number): LiveExecution {
@@ -238,6 +290,18 @@ export class InProcessEngine implements ExecutionEngine {
    */
   async close(timeoutMs = 10_000): Promise<{ drained: boolean }> {
     this.#closing = true;
+    // Executions waiting here for a later attempt end now: nothing would run them.
+    for (const [id, timer] of this.#waiting) {
+      clearTimeout(timer);
+      this.#waiting.delete(id);
+      const hot = this.#hot.get(id);
+      if (!hot) continue;
+      const next = (hot.execution.attempt ?? 1) + 1;
+      const error = new ExecutionFailure(`engine shut down before attempt ${next}`, {
+        kind: 'shutdown',
+      });
+      void this.#finishFailed(hot, error);
+    }
     const timer = new AbortController();
     const timeout = sleep(timeoutMs, timer.signal).then(
       () => 'timeout' as const,
@@ -287,8 +351,62 @@ export class InProcessEngine implements ExecutionEngine {
       hot.succeed(await this.#interpreter.execute(hot));
       await this.#persist(hot);
     } catch (error) {
+      await this.#attemptFailed(hot, error);
+    }
+  }
+
+  /**
+   * An attempt failed: under a retry policy that covers the failure, the execution waits
+   * for its next attempt, or (the last attempt) goes to the dead-letter list; otherwise
+   * it fails.
+   */
+  async #attemptFailed(hot: LiveExecution, error: unknown): Promise<void> {
+    const policy = hot.request.workflow.spec.retry;
+    if (!policy || hot.abort.signal.aborted || this.#aborting) {
+      await this.#finishFailed(hot, error);
+      return;
+    }
+    const kind = hot.failure(error).kind ?? 'internal';
+    const wait = nextAttempt(policy, kind, hot.execution.attempt ?? 1);
+    if (wait !== undefined) {
+      await this.#scheduleRetry(hot, error, wait);
+    } else if (isRetryable(kind) && resolveRetryPolicy(policy).on.has(kind)) {
+      hot.deadLetter(error);
+      await this.#persist(hot);
+    } else {
       await this.#finishFailed(hot, error);
     }
+  }
+
+  async #scheduleRetry(hot: LiveExecution, error: unknown, wait: number): Promise<void> {
+    hot.attemptFailed(error, wait);
+    this.#observer?.attemptRetried?.(hot.execution);
+    const dueAt = Date.now() + wait;
+    const id = hot.execution.id;
+    if (this.#handOff) {
+      // The record and the next attempt go to the shared queue; this engine lets go.
+      try {
+        await hot.stream.settle();
+        await this.#handOff.schedule(hot.execution, hot.request, dueAt);
+      } catch (handOffError) {
+        this.#unfinished.set(hot, handOffError);
+      }
+      this.#hot.delete(id);
+      hot.ended();
+      return;
+    }
+    try {
+      await this.store.save(hot.execution);
+    } catch (saveError) {
+      this.#events.onInternalError(saveError, 'saving execution');
+    }
+    const timer = setTimeout(() => {
+      this.#waiting.delete(id);
+      hot.nextAttempt();
+      this.#queue.push(hot);
+      this.#pump();
+    }, wait);
+    this.#waiting.set(id, timer);
   }
 
   async #finishFailed(hot: LiveExecution, error: unknown): Promise<void> {
@@ -299,10 +417,21 @@ export class InProcessEngine implements ExecutionEngine {
   /** Writes the final record and the events, then leaves the hot set; sends the callback. */
   async #persist(hot: LiveExecution): Promise<void> {
     await hot.stream.persist();
+    const url = hot.request.callbackUrl;
+    if (hot.execution.deadLetteredAt) {
+      // After the record: a worker that dies in between leaves a record that says
+      // dead-lettered, and the one that takes the job again adds the entry (worker.ts).
+      try {
+        await this.deadLetters.add(deadLetterOf(hot.execution, url));
+      } catch (error) {
+        this.#events.onInternalError(error, 'adding to the dead-letter list');
+        this.#unfinished.set(hot, error);
+      }
+      this.#observer?.deadLettered?.(hot.execution);
+    }
     this.#hot.delete(hot.execution.id);
     hot.ended();
     this.#observer?.executionFinished(hot.execution);
-    const url = hot.request.callbackUrl;
     if (url) this.#deliveries.deliver(hot.execution, url);
   }
 }

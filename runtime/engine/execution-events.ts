@@ -102,6 +102,19 @@ export class EventStream {
   }
 
   /**
+   * Waits until the events so far are in the store (before the execution is handed to
+   * another process). Rejects when they could not be written.
+   */
+  async settle(): Promise<void> {
+    const { store, streamEvents } = this.#outlet;
+    if (streamEvents) {
+      this.#sendEvents();
+      await Promise.all(this.#appends);
+    }
+    if (!streamEvents || this.#appendFailed) await store.appendEvents(this.events);
+  }
+
+  /**
    * streamEvents: an append is a store call (a Lua script in Redis) that costs more than
    * the node run that made the event, so the events of one turn of the event loop go in
    * one append; those a gateway waits on (respond, completed, failed) go at once, with

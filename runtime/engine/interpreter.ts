@@ -10,6 +10,7 @@ import type { NodeContext, NodeLimits, Step } from './nodes/context.ts';
 import { runNodeType } from './nodes/index.ts';
 import type { OutboundGuard } from './outbound/guard.ts';
 import type { Execution, ExecutionEvent, NodeRun, StartRequest } from './ports.ts';
+import { classifyNodeError } from './retry-policy.ts';
 import { finishRun, startedRun } from './run-log.ts';
 import {
   AbortedError,
@@ -169,6 +170,7 @@ export class Interpreter {
     const max = this.#o.summaryLength;
     const started = Date.now();
     const run = startedRun(node, isoTime(started), input, inputSummary, max);
+    if (ctx.run.request.workflow.spec.retry) run.attempt = ctx.execution.attempt ?? 1;
     ctx.execution.log.push(run);
     ctx.emit({ type: 'node.started', nodeId: node.id, nodeType: node.type }, run.startedAt);
     const policy: { action: string; maxRetries?: number; backoff?: string } = node.onError ?? {
@@ -218,9 +220,13 @@ export class Interpreter {
       error instanceof ExecutionFailure
         ? error
         : error instanceof AbortedError || ctx.signal.aborted
-          ? new ExecutionFailure(`engine shut down during node '${node.id}'`, { nodeId: node.id })
+          ? new ExecutionFailure(`engine shut down during node '${node.id}'`, {
+              nodeId: node.id,
+              kind: 'shutdown',
+            })
           : new ExecutionFailure(`node '${node.id}' failed: ${errorMessage(error)}`, {
               nodeId: node.id,
+              kind: classifyNodeError(error),
             });
     this.#finish(ctx, run, started, 'failed', undefined, failure.message);
     throw failure;

@@ -50,25 +50,77 @@ export class LiveExecution implements Run {
 
   /** `error`: an ExecutionFailure, else an internal error (or shutdown, once aborted). */
   fail(error: unknown): void {
-    const failure =
-      error instanceof ExecutionFailure
-        ? error
-        : new ExecutionFailure(
-            this.abort.signal.aborted
-              ? 'engine shut down'
-              : `internal error: ${errorMessage(error)}`,
-          );
-    const detail: ExecutionError = {
-      message: failure.message,
-      statusCode: failure.statusCode,
-      code: failure.code,
-      ...(failure.nodeId ? { nodeId: failure.nodeId } : {}),
-    };
+    const detail = this.failure(error);
     const execution = this.execution;
     execution.status = 'failed';
     execution.error = detail;
     execution.finishedAt = isoTime();
     this.stream.emit({ type: 'failed', error: detail }, execution.finishedAt);
+  }
+
+  /**
+   * Ends the execution as failed with its retry policy exhausted: the record says when it
+   * went to the dead-letter list, the terminal event says that it did.
+   */
+  deadLetter(error: unknown): void {
+    const detail = this.failure(error);
+    const execution = this.execution;
+    execution.status = 'failed';
+    execution.error = detail;
+    execution.finishedAt = execution.deadLetteredAt = isoTime();
+    this.stream.emit({ type: 'failed', error: detail, deadLettered: true }, execution.finishedAt);
+  }
+
+  /**
+   * The attempt failed and another is due in `retryInMs`: the record waits (status
+   * queued, nextAttemptAt) with the failure in `failedAttempts`, and an attempt.failed
+   * event says so.
+   */
+  attemptFailed(error: unknown, retryInMs: number): void {
+    const detail = this.failure(error);
+    const execution = this.execution;
+    const attempt = execution.attempt ?? 1;
+    const finishedAt = isoTime();
+    const nextAttemptAt = isoTime(Date.now() + retryInMs);
+    (execution.failedAttempts ??= []).push({
+      attempt,
+      startedAt: execution.startedAt ?? execution.createdAt,
+      finishedAt,
+      error: detail,
+      retryInMs,
+    });
+    execution.status = 'queued';
+    execution.nextAttemptAt = nextAttemptAt;
+    delete execution.startedAt;
+    this.stream.emit(
+      { type: 'attempt.failed', attempt, error: detail, retryInMs, nextAttemptAt },
+      finishedAt,
+    );
+  }
+
+  /** The next attempt starts (after attemptFailed): numbered, announced with attempt.started. */
+  nextAttempt(): void {
+    const execution = this.execution;
+    execution.attempt = (execution.attempt ?? 1) + 1;
+    delete execution.nextAttemptAt;
+    this.stream.emit({ type: 'attempt.started', attempt: execution.attempt }, isoTime());
+  }
+
+  /** The error detail of a failure: an ExecutionFailure, else internal (or shutdown). */
+  failure(error: unknown): ExecutionError {
+    const failure =
+      error instanceof ExecutionFailure
+        ? error
+        : this.abort.signal.aborted
+          ? new ExecutionFailure('engine shut down', { kind: 'shutdown' })
+          : new ExecutionFailure(`internal error: ${errorMessage(error)}`, { kind: 'internal' });
+    return {
+      message: failure.message,
+      statusCode: failure.statusCode,
+      code: failure.code,
+      kind: failure.kind,
+      ...(failure.nodeId ? { nodeId: failure.nodeId } : {}),
+    };
   }
 
   /** The record is saved and the engine has let go of it: `done` resolves. */

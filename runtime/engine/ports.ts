@@ -2,6 +2,17 @@
 // (in-process, or a Redis queue with workers) runs the workflow.
 import type { ErrorCode } from '../errors.ts';
 import type { WorkflowRegistration } from '../../api/records/records.ts';
+import type { RetryableFailure } from '../../api/v1alpha1/workflow.ts';
+
+/**
+ * What kind of failure ended an attempt (retry-policy.ts classifies them). The
+ * retryable classes are those a Workflow's `retry.on` can name; the others never retry:
+ * validation (output schema), workflow (step limit, a missing node, a delay over the
+ * limit, unknown node type), refused (outbound address refused), shutdown, unrunnable
+ * (the trigger or workflow went away), internal.
+ */
+export type FailureKind =
+  RetryableFailure | 'validation' | 'workflow' | 'refused' | 'shutdown' | 'unrunnable' | 'internal';
 
 /**
  * The trigger node's output record: what every downstream node sees of the request
@@ -38,6 +49,8 @@ export interface NodeRun {
   finishedAt?: string;
   status: 'running' | 'succeeded' | 'failed';
   attempts: number;
+  /** Execution attempt this line belongs to; set when the workflow has a retry policy. */
+  attempt?: number;
   /** Wall time of the node run including retries, once finished. */
   durationMs?: number;
   /** JSON of the node input, truncated to 1 KiB. */
@@ -64,6 +77,18 @@ export interface ExecutionError {
    * limit was hit, the engine shut down) or HG_ERR_OUTPUT_SCHEMA (output validator).
    */
   code?: ErrorCode;
+  /** The failure class (retry-policy.ts); absent in records written before retries. */
+  kind?: FailureKind;
+}
+
+/** One finished attempt of an execution whose workflow has a retry policy. */
+export interface AttemptRecord {
+  attempt: number;
+  startedAt: string;
+  finishedAt: string;
+  error: ExecutionError;
+  /** The wait before the next attempt, when one was scheduled. */
+  retryInMs?: number;
 }
 
 export interface Execution {
@@ -79,6 +104,16 @@ export interface Execution {
   error?: ExecutionError;
   response?: WebhookResponse;
   log: NodeRun[];
+  /** Attempt running or last run (1-based); absent: 1. */
+  attempt?: number;
+  /** When the next attempt is due, while the execution waits for it (status queued). */
+  nextAttemptAt?: string;
+  /** Attempts that failed before the one running or last run, oldest first. */
+  failedAttempts?: AttemptRecord[];
+  /** Set when the execution exhausted its retry policy and went to the dead-letter list. */
+  deadLetteredAt?: string;
+  /** The execution this one replays (admin replay, or a retry out of the dead-letter list). */
+  replayOf?: string;
   /**
    * SHA-256 (hex) of the caller's capability token for the public execution links
    * (gateway/execution-links.ts). Never the token itself; not shown by the admin API.
@@ -97,8 +132,16 @@ export type ExecutionEvent =
       error?: string;
     }
   | { type: 'respond'; response: WebhookResponse }
+  | {
+      type: 'attempt.failed';
+      attempt: number;
+      error: ExecutionError;
+      retryInMs: number;
+      nextAttemptAt: string;
+    }
+  | { type: 'attempt.started'; attempt: number }
   | { type: 'completed'; output: unknown }
-  | { type: 'failed'; error: ExecutionError };
+  | { type: 'failed'; error: ExecutionError; deadLettered?: true };
 
 /** An event with its position in the execution's stream (used for Last-Event-ID). */
 export type SequencedEvent = ExecutionEvent & { executionId: string; seq: number; at: string };
@@ -151,6 +194,8 @@ export interface StartRequest {
    * links; kept with the execution as `accessDigest`. A digest, not a credential.
    */
   accessDigest?: string;
+  /** The execution this one replays: kept on the record as `replayOf`. */
+  replayOf?: string;
 }
 
 export interface ExecutionEngine {

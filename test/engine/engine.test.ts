@@ -124,6 +124,7 @@ describe('InProcessEngine: nodes', () => {
       nodeId: 'f',
       statusCode: 422,
       code: 'HG_ERR_EXECUTION_FAILED',
+      kind: 'fail',
     });
     expect(execution.log.map((r) => r.nodeId)).toEqual(['f']);
   });

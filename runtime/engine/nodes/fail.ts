@@ -19,5 +19,9 @@ export async function failNode(
       message = `${message} (message expression failed: ${errorMessage(error)})`;
     }
   }
-  throw new ExecutionFailure(message, { nodeId: node.id, statusCode: node.statusCode ?? 500 });
+  throw new ExecutionFailure(message, {
+    nodeId: node.id,
+    statusCode: node.statusCode ?? 500,
+    kind: 'fail',
+  });
 }

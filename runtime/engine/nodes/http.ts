@@ -3,7 +3,12 @@
 // Output: { status, headers, body } (body parsed when the response is JSON).
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
 import { OutboundRefusedError } from '../outbound/guard.ts';
-import { retryableStatus, sendOutbound, type OutboundResponse } from '../outbound/request.ts';
+import {
+  OutboundTimeoutError,
+  retryableStatus,
+  sendOutbound,
+  type OutboundResponse,
+} from '../outbound/request.ts';
 import { AbortedError, backoffDelay, parseDuration, sleep } from '../util.ts';
 import type { NodeContext, Step } from './context.ts';
 
@@ -20,6 +25,14 @@ export class HttpNodeError extends Error {
     super(message);
     this.name = 'HttpNodeError';
     this.status = status;
+  }
+}
+
+/** The http node could not get a response (connection refused, reset, DNS…), after its retries. */
+export class HttpNetworkError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'HttpNetworkError';
   }
 }
 
@@ -102,5 +115,6 @@ async function sendRequest(
       last = error;
     }
   }
-  throw last instanceof Error ? last : new Error(String(last));
+  if (last instanceof HttpNodeError || last instanceof OutboundTimeoutError) throw last;
+  throw new HttpNetworkError(last instanceof Error ? last.message : String(last), { cause: last });
 }
