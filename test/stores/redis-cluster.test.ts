@@ -19,8 +19,8 @@ describe.skipIf(!redisAvailable())('a real Redis Cluster of three masters', () =
   });
 
   it('spreads the slots over three masters', async () => {
-    const slots = (await client.cluster('SLOTS')) as [number, number, [string, number]][];
-    expect(new Set(slots.map(([, , [, port]]) => port)).size).toBe(3);
+    const slots = await client.cluster('SLOTS');
+    expect(new Set(slots.map(([, , master]) => master?.[1])).size).toBe(3);
     expect(slots.reduce((n, [from, to]) => n + to - from + 1, 0)).toBe(16384);
   });
 
@@ -32,11 +32,11 @@ describe.skipIf(!redisAvailable())('a real Redis Cluster of three masters', () =
   it('moves a slot live; the client follows', async () => {
     await client.set('{moved}key', 'value');
     const slot = Number(await client.cluster('KEYSLOT', '{moved}key'));
-    const before = (await client.cluster('SLOTS')) as [number, number, [string, number]][];
-    const ownerBefore = before.find(([f, t]) => slot >= f && slot <= t)?.[2][1];
+    const owner = async () =>
+      (await client.cluster('SLOTS')).find(([f, t]) => slot >= f && slot <= t)?.[2]?.[1];
+    const ownerBefore = await owner();
     await cluster.moveSlot(slot);
-    const after = (await client.cluster('SLOTS')) as [number, number, [string, number]][];
-    const ownerAfter = after.find(([f, t]) => slot >= f && slot <= t)?.[2][1];
+    const ownerAfter = await owner();
     expect(ownerAfter).not.toBe(ownerBefore);
     expect(await client.get('{moved}key')).toBe('value');
   }, 30_000);

@@ -70,39 +70,42 @@ export async function startRedisCluster(
     async moveSlot(slot) {
       const admin = new Cluster(seeds);
       try {
-        const slots = (await admin.cluster('SLOTS')) as [
-          number,
-          number,
-          [string, number, string],
-        ][];
-        const owner = slots.find(([from, to]) => slot >= from && slot <= to);
-        if (!owner) throw new Error(`slot ${slot} has no owner`);
-        const [, , [, sourcePort, sourceId]] = owner;
-        const target = slots.find(([, , [, port]]) => port !== sourcePort);
-        if (!target) throw new Error('no other master to move the slot to');
-        const [, , [, targetPort, targetId]] = target;
-        const source = new Redis({ port: sourcePort, host: '127.0.0.1' });
+        const slots = await admin.cluster('SLOTS');
+        const master = (range: (typeof slots)[number] | undefined) => {
+          const node = range?.[2];
+          if (!node) throw new Error(`slot ${slot}: no master found`);
+          return { port: node[1], id: node[2] };
+        };
+        const source = master(slots.find(([from, to]) => slot >= from && slot <= to));
+        const target = master(slots.find(([, , node]) => node?.[1] !== source.port));
+        const [sourcePort, sourceId, targetPort, targetId] = [
+          source.port,
+          source.id,
+          target.port,
+          target.id,
+        ];
+        const from = new Redis({ port: sourcePort, host: '127.0.0.1' });
         const dest = new Redis({ port: targetPort, host: '127.0.0.1' });
         try {
           // The documented live resharding steps (CLUSTER SETSLOT, MIGRATE, SETSLOT NODE).
           await dest.cluster('SETSLOT', slot, 'IMPORTING', sourceId);
-          await source.cluster('SETSLOT', slot, 'MIGRATING', targetId);
+          await from.cluster('SETSLOT', slot, 'MIGRATING', targetId);
           for (;;) {
-            const keys = (await source.cluster('GETKEYSINSLOT', slot, 100)) as string[];
+            const keys = await from.cluster('GETKEYSINSLOT', slot, 100);
             if (keys.length === 0) break;
-            await source.call('MIGRATE', '127.0.0.1', targetPort, '', 0, 5000, 'KEYS', ...keys);
+            await from.call('MIGRATE', '127.0.0.1', targetPort, '', 0, 5000, 'KEYS', ...keys);
           }
           for (const node of nodes) {
             const redis = new Redis({ port: node.port, host: '127.0.0.1' });
             try {
-              const role = String(await redis.role().then((r) => (r as unknown[])[0]));
+              const role = String(await redis.role().then((r) => r[0]));
               if (role === 'master') await redis.cluster('SETSLOT', slot, 'NODE', targetId);
             } finally {
               redis.disconnect();
             }
           }
         } finally {
-          source.disconnect();
+          from.disconnect();
           dest.disconnect();
         }
       } finally {
