@@ -296,6 +296,7 @@ export async function createServing<E extends ServingEngine>(
   }
   const adminApp = await buildAdminApp({
     webhooks: app,
+    baseUrl: options.baseUrl,
     table,
     engine,
     live,

@@ -1,5 +1,5 @@
 // The admin listener: the read API (triggers, workflows, executions with their logs
-// and events), Send Test Request, the analytics API, the dashboard and the live event
+// and events, OpenAPI documents), Send Test Request, the analytics API, the dashboard and the live event
 // stream. Every /api and /webhook-events request is authenticated and authorised by
 // `access` (access.ts); the dashboard's static files are public (they hold no data).
 // Test requests go through the webhook app in-process, never over the network.
@@ -9,6 +9,7 @@ import { liveEventRoutes, type LiveEventHub } from '../gateway/live-events.ts';
 import type { RouteTable } from '../gateway/route-table.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from '../http-app.ts';
 import { executionRoutes } from '../read-api/execution-routes.ts';
+import { openApiRoutes } from '../read-api/openapi-routes.ts';
 import { resourceRoutes, type ResourceReader } from '../read-api/resource-routes.ts';
 import { testRequestRoutes } from '../read-api/test-request-routes.ts';
 import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from './access.ts';
@@ -29,6 +30,8 @@ export interface AdminAppOptions {
   logger?: FastifyBaseLogger;
   heartbeatMs?: number;
   limits?: Partial<ServerLimits>;
+  /** The webhook listener's public base URL: the server of the OpenAPI documents. */
+  baseUrl?: string;
 }
 
 export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyInstance> {
@@ -50,6 +53,11 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
   });
   executionRoutes(app, { engine: options.engine, access, ...heartbeat });
   testRequestRoutes(app, { routes: options.table.routes, webhooks: options.webhooks, access });
+  openApiRoutes(app, {
+    routes: options.table.routes,
+    baseUrl: options.baseUrl ?? 'http://localhost:8080',
+    access,
+  });
   if (options.source) {
     resourceRoutes(app, {
       source: options.source,

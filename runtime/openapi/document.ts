@@ -1,0 +1,546 @@
+// OpenAPI 3.1 documents of deployed endpoints: one per WebhookTrigger, and one for the
+// whole gateway (every endpoint the reader may see). Built from what the gateway
+// serves: the route's path template and methods, its auth (security schemes), its
+// input and output schemas (spec.schema, as the gateway compiles them), the status
+// codes of its response mode and the catalogued problems it can answer with.
+// docs/openapi.md describes the mapping.
+import { compileSchemas, type JsonSchema } from '../../api/schemas.ts';
+import {
+  DEFAULT_STATUS_CODE,
+  type WebhookTriggerSpec,
+  type SchemaField,
+} from '../../api/v1alpha1/index.ts';
+import { CATALOGUE, PROBLEM_CONTENT_TYPE, problemType, type ErrorCode } from '../errors.ts';
+import { bodyFormatOf, XML_ROOT } from '../gateway/response-body.ts';
+
+/** What a document needs of a deployed route (a RouteRecord has it all). */
+export interface OpenApiRoute {
+  namespace: string;
+  name: string;
+  workflowId: string;
+  generation: number;
+  /** Path template served, e.g. `/webhook/shop-production-orders/ingest/:id`. */
+  path: string;
+  spec: WebhookTriggerSpec;
+}
+
+type Json = Record<string, unknown>;
+
+export interface OpenApiDocument extends Json {
+  openapi: '3.1.0';
+  info: { title: string; version: string; description?: string };
+  paths: Record<string, Json>;
+  components: { schemas: Record<string, Json>; securitySchemes?: Record<string, Json> };
+}
+
+export const OPENAPI_VERSION = '3.1.0';
+
+/** `:name` segments become `{name}`. */
+export function openApiPath(path: string): string {
+  return path
+    .split('/')
+    .map((part) => (part.startsWith(':') ? `{${part.slice(1)}}` : part))
+    .join('/');
+}
+
+/** The document of one trigger. */
+export function triggerDocument(route: OpenApiRoute, baseUrl: string): OpenApiDocument {
+  const parts = routeParts(route, '');
+  return {
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: `WebhookTrigger ${route.namespace}/${route.name}`,
+      version: String(route.generation),
+      description:
+        `The webhook endpoint of WebhookTrigger ${route.namespace}/${route.name} ` +
+        `(workflow ${route.workflowId}, generation ${route.generation}).`,
+    },
+    servers: [{ url: baseUrl.replace(/\/+$/, '') }],
+    paths: { [openApiPath(route.path)]: parts.pathItem },
+    components: componentsOf([parts]),
+  };
+}
+
+/** The document of the gateway: every route given, sorted by path. */
+export function gatewayDocument(routes: OpenApiRoute[], baseUrl: string): OpenApiDocument {
+  const sorted = [...routes].sort((a, b) => a.path.localeCompare(b.path));
+  const all = sorted.map((route) => ({ route, parts: routeParts(route, prefixOf(route)) }));
+  const paths: Record<string, Json> = {};
+  for (const { route, parts } of all) paths[openApiPath(route.path)] = parts.pathItem;
+  return {
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: 'hookgate gateway',
+      version: '1',
+      description: `The ${routes.length} webhook endpoint(s) this gateway serves.`,
+    },
+    servers: [{ url: baseUrl.replace(/\/+$/, '') }],
+    paths,
+    components: componentsOf(all.map((a) => a.parts)),
+  };
+}
+
+/** Component names of one trigger in the gateway document: `<namespace>.<name>.`. */
+function prefixOf(route: OpenApiRoute): string {
+  return `${route.namespace}.${route.name}.`;
+}
+
+interface RouteParts {
+  pathItem: Json;
+  schemas: Record<string, Json>;
+  securitySchemes: Record<string, Json>;
+}
+
+function componentsOf(parts: RouteParts[]): OpenApiDocument['components'] {
+  const schemas: Record<string, Json> = { Problem: problemSchema() };
+  const securitySchemes: Record<string, Json> = {};
+  for (const p of parts) {
+    Object.assign(schemas, p.schemas);
+    Object.assign(securitySchemes, p.securitySchemes);
+  }
+  return {
+    schemas,
+    ...(Object.keys(securitySchemes).length > 0 ? { securitySchemes } : {}),
+  };
+}
+
+/** RFC 9457 problem details, as every error of the gateway is answered. */
+export function problemSchema(): Json {
+  return {
+    type: 'object',
+    description: 'RFC 9457 problem details (application/problem+json); docs/errors.md lists them.',
+    required: ['type', 'title', 'status', 'code'],
+    properties: {
+      type: { type: 'string', format: 'uri', description: 'The problem type URI.' },
+      title: { type: 'string' },
+      status: { type: 'integer', minimum: 400, maximum: 599 },
+      detail: { type: 'string' },
+      instance: { type: 'string', description: 'The request path.' },
+      code: {
+        type: 'string',
+        enum: Object.keys(CATALOGUE),
+        description: 'The stable error code.',
+      },
+      errors: {
+        type: 'array',
+        description: 'Field-level problems: a JSON Pointer into the request and what is wrong.',
+        items: {
+          type: 'object',
+          required: ['pointer', 'detail'],
+          properties: { pointer: { type: 'string' }, detail: { type: 'string' } },
+        },
+      },
+    },
+    additionalProperties: true,
+  };
+}
+
+// ---- one route ----------------------------------------------------------------------
+
+function routeParts(route: OpenApiRoute, prefix: string): RouteParts {
+  const { spec } = route;
+  const schemas: Record<string, Json> = {};
+  const compiled = compileSchemas(spec.schema);
+  const io = 'error' in compiled ? {} : compiled;
+  const input = io.input ? asSchema(io.input.schema, route, 'input') : undefined;
+  const output = io.output ? asSchema(io.output.schema, route, 'output') : undefined;
+  if (input) schemas[`${prefix}Input`] = input;
+  if (output) schemas[`${prefix}Output`] = output;
+  const mode = spec.response.mode;
+  if (['immediateAck', 'asyncCallback', 'ackSubscribe'].includes(mode))
+    schemas[`${prefix}Accepted`] = acceptedSchema(mode);
+  const { securitySchemes, security } = securityOf(spec, prefix);
+  const ref = (name: string) => ({ $ref: `#/components/schemas/${prefix}${name}` });
+  const inputExample = exampleOf(spec.schema?.mode, spec.schema?.input);
+
+  const pathParameters = route.path
+    .split('/')
+    .filter((part) => part.startsWith(':'))
+    .map((part) => ({
+      name: part.slice(1),
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+      description: 'A path parameter; the workflow reads it as params.' + part.slice(1) + '.',
+    }));
+
+  const pathItem: Json = {
+    summary: `${route.namespace}/${route.name}`,
+    ...(pathParameters.length > 0 ? { parameters: pathParameters } : {}),
+  };
+  for (const method of spec.methods) {
+    const hasBody = !['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(method);
+    pathItem[method.toLowerCase()] = {
+      operationId: operationId(route, method),
+      summary: `Start workflow ${route.workflowId} (${mode})`,
+      description: modeDescription(route),
+      tags: [route.workflowId],
+      parameters: parametersOf(spec, method),
+      ...(hasBody
+        ? {
+            requestBody: {
+              required: input !== undefined,
+              description:
+                'The trigger input. JSON and form bodies are parsed; XML and text arrive as strings; ' +
+                `other types as base64. At most ${spec.maxBodyBytes} bytes.`,
+              content: {
+                'application/json': {
+                  schema: input ? ref('Input') : {},
+                  ...(inputExample !== undefined ? { example: inputExample } : {}),
+                },
+                'application/x-www-form-urlencoded': { schema: { type: 'object' } },
+                '*/*': { schema: {} },
+              },
+            },
+          }
+        : {}),
+      responses: responsesOf(route, method, {
+        ...(output ? { output: ref('Output') } : {}),
+        ...(schemas[`${prefix}Accepted`] ? { accepted: ref('Accepted') } : {}),
+        hasInputSchema: input !== undefined,
+      }),
+      ...(security ? { security } : {}),
+    };
+  }
+  return { pathItem, schemas, securitySchemes };
+}
+
+function operationId(route: OpenApiRoute, method: string): string {
+  return `${method.toLowerCase()}_${route.namespace}_${route.name}`.replace(/[^A-Za-z0-9_]/g, '_');
+}
+
+/**
+ * A JSON Schema of the trigger as an OpenAPI 3.1 schema object. A schema with its own
+ * `$ref`s gets an `$id`, so that `#/...` references resolve inside it, not against
+ * the OpenAPI document.
+ */
+function asSchema(schema: JsonSchema, route: OpenApiRoute, side: string): Json {
+  if (typeof schema === 'boolean') return schema ? {} : { not: {} };
+  if (!JSON.stringify(schema).includes('"$ref"')) return schema;
+  return {
+    $id: `urn:hookgate:${route.namespace}:${route.name}:${side}`,
+    ...schema,
+  };
+}
+
+function exampleOf(
+  mode: 'manual' | 'automatic' | undefined,
+  io: { fields?: SchemaField[]; example?: string } | undefined,
+): unknown {
+  if (!io) return undefined;
+  if (mode === 'automatic' && io.example) {
+    try {
+      return JSON.parse(io.example) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+  const valued = (io.fields ?? []).filter((f) => f.value !== undefined);
+  if (valued.length === 0) return undefined;
+  return Object.fromEntries(valued.map((f) => [f.name, f.value]));
+}
+
+function modeDescription(route: OpenApiRoute): string {
+  const { mode, statusCode } = route.spec.response;
+  const status = statusCode ?? DEFAULT_STATUS_CODE[mode];
+  const timeout = route.spec.timeout;
+  switch (mode) {
+    case 'immediateAck':
+      return `Answered ${status} at once with the execution id and its links; the workflow runs after.`;
+    case 'asyncCallback':
+      return (
+        `Answered ${status} at once; the result is POSTed (signed, Standard Webhooks) to the ` +
+        'callback URL sent in the X-Callback-URL header or the callbackUrl query parameter.'
+      );
+    case 'ackSubscribe':
+      return `Answered ${status} at once with an SSE channel (channel.url) of the execution's progress events.`;
+    case 'waitForCompletion':
+      return `Answered ${status} with the workflow's output when it finishes, or 408 after ${timeout} (it keeps running).`;
+    case 'sseStream':
+      return `Answered 200 with a text/event-stream of progress events until the result, at most ${timeout}.`;
+    case 'waitForResponseNode':
+      return `Answered by the workflow's first respond node (its status, headers and body), or 408 after ${timeout}.`;
+  }
+}
+
+function parametersOf(spec: WebhookTriggerSpec, method: string): Json[] {
+  const parameters: Json[] = [];
+  if (!['GET', 'HEAD', 'OPTIONS'].includes(method)) {
+    parameters.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      schema: { type: 'string', maxLength: 255 },
+      description:
+        'Repeat a request safely: a repeat with the same key and request gets the first answer.',
+    });
+  }
+  if (spec.response.mode === 'asyncCallback') {
+    parameters.push(
+      {
+        name: 'X-Callback-URL',
+        in: 'header',
+        required: false,
+        schema: { type: 'string', format: 'uri' },
+        description: 'Where the result is POSTed (this or the callbackUrl query parameter).',
+      },
+      {
+        name: 'callbackUrl',
+        in: 'query',
+        required: false,
+        schema: { type: 'string', format: 'uri' },
+        description: 'Where the result is POSTed (this or the X-Callback-URL header).',
+      },
+    );
+  }
+  return parameters;
+}
+
+// ---- security -----------------------------------------------------------------------
+
+type Auth = NonNullable<WebhookTriggerSpec['auth']>;
+
+function securityOf(
+  spec: WebhookTriggerSpec,
+  prefix: string,
+): { securitySchemes: Record<string, Json>; security?: Json[] } {
+  const auth = spec.auth;
+  if (!auth || auth.method === 'none') return { securitySchemes: {} };
+  const name = `${prefix}${auth.method}`;
+  const scheme = schemeOf(auth);
+  const scopes = auth.method === 'oauth2' ? (auth.oauth2?.requiredScopes ?? []) : [];
+  return { securitySchemes: { [name]: scheme }, security: [{ [name]: scopes }] };
+}
+
+function schemeOf(auth: Auth): Json {
+  if (auth.method === 'apiKey') {
+    return {
+      type: 'apiKey',
+      in: 'header',
+      name: auth.apiKey?.header ?? 'X-API-Key',
+      description: 'An API key issued to a consumer (the keys of the Secret are consumer ids).',
+    };
+  }
+  if (auth.method === 'bearer') {
+    const b = auth.bearer;
+    return {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description:
+        `A JWT issued by ${b?.issuer ?? 'the issuer'} for ${(b?.audiences ?? []).join(', ')}, ` +
+        `signed with ${(b?.algorithms ?? []).join(', ')}.`,
+    };
+  }
+  return oauth2Scheme(auth.oauth2);
+}
+
+function oauth2Scheme(o: Auth['oauth2']): Json {
+  const scopes = o?.requiredScopes ?? [];
+  const issuer = o?.issuer ?? '';
+  return {
+    type: 'oauth2',
+    description:
+      `An OAuth 2.0 access token from ${issuer} for ${(o?.audiences ?? []).join(', ')}` +
+      (scopes.length > 0 ? `, carrying every scope listed (${scopes.join(' ')}).` : '.') +
+      ' The token URL is the issuer’s: see its authorization server metadata.',
+    flows: {
+      clientCredentials: {
+        tokenUrl: tokenUrlOf(issuer),
+        scopes: Object.fromEntries(scopes.map((s) => [s, `Required scope ${s}.`])),
+      },
+    },
+  };
+}
+
+/** The issuer as the token URL's stand-in (the spec does not carry the token endpoint). */
+function tokenUrlOf(issuer: string): string {
+  try {
+    return new URL(issuer).href;
+  } catch {
+    return 'https://invalid.example/';
+  }
+}
+
+// ---- responses ----------------------------------------------------------------------
+
+function acceptedSchema(mode: string): Json {
+  return {
+    type: 'object',
+    required: ['executionId', 'status', 'links'],
+    properties: {
+      executionId: { type: 'string' },
+      status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed'] },
+      links: {
+        type: 'object',
+        required: ['self', 'events'],
+        description: 'Capability links to the execution (they carry its token).',
+        properties: {
+          self: { type: 'string', description: 'The execution (GET).' },
+          events: { type: 'string', description: 'Its event stream (SSE).' },
+        },
+      },
+      ...(mode === 'ackSubscribe'
+        ? {
+            channel: {
+              type: 'object',
+              required: ['type', 'url'],
+              properties: { type: { const: 'sse' }, url: { type: 'string' } },
+            },
+          }
+        : {}),
+      ...(mode === 'asyncCallback' ? { callbackUrl: { type: 'string', format: 'uri' } } : {}),
+    },
+  };
+}
+
+interface ResponseSchemas {
+  output?: Json;
+  accepted?: Json;
+  hasInputSchema: boolean;
+}
+
+/** The problems a route may answer with, by the route's settings. */
+export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[] {
+  const codes: ErrorCode[] = ['HG_ERR_BAD_REQUEST', 'HG_ERR_URI_TOO_LONG'];
+  const hasBody = !['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(method);
+  if (hasBody)
+    codes.push(
+      'HG_ERR_BODY_MALFORMED',
+      'HG_ERR_BODY_TOO_DEEP',
+      'HG_ERR_BODY_TOO_MANY_KEYS',
+      'HG_ERR_BODY_STRING_TOO_LONG',
+      'HG_ERR_BODY_NUMBER_OUT_OF_RANGE',
+      'HG_ERR_BODY_TOO_LARGE',
+      'HG_ERR_UNSUPPORTED_MEDIA_TYPE',
+      'HG_ERR_IDEMPOTENCY_KEY_INVALID',
+      'HG_ERR_IDEMPOTENCY_KEY_REUSED',
+      'HG_ERR_IDEMPOTENCY_IN_PROGRESS',
+    );
+  if (spec.requireHttps) codes.push('HG_ERR_HTTPS_REQUIRED');
+  const auth = spec.auth?.method ?? 'none';
+  if (auth !== 'none') codes.push('HG_ERR_CREDENTIALS_MISSING', 'HG_ERR_CREDENTIALS_INVALID');
+  if (auth === 'oauth2') codes.push('HG_ERR_INSUFFICIENT_SCOPE');
+  if (auth === 'oauth2' || (auth === 'bearer' && spec.auth?.bearer?.jwksUrl))
+    codes.push('HG_ERR_AUTH_UNAVAILABLE');
+  if (spec.cors?.enabled) codes.push('HG_ERR_CORS_ORIGIN_DENIED');
+  if (spec.rateLimit) {
+    codes.push('HG_ERR_RATE_LIMITED');
+    if (spec.rateLimit.failureMode === 'closed') codes.push('HG_ERR_RATE_LIMIT_UNAVAILABLE');
+  }
+  const mode = spec.response.mode;
+  if (mode === 'asyncCallback')
+    codes.push('HG_ERR_CALLBACK_URL_MISSING', 'HG_ERR_CALLBACK_URL_REFUSED');
+  if (mode === 'waitForCompletion' || mode === 'waitForResponseNode')
+    codes.push('HG_ERR_REQUEST_TIMEOUT', 'HG_ERR_EXECUTION_FAILED');
+  codes.push(
+    'HG_ERR_WORKFLOW_NOT_FOUND',
+    'HG_ERR_ENGINE_OVERLOADED',
+    'HG_ERR_SHUTTING_DOWN',
+    'HG_ERR_INTERNAL',
+  );
+  return codes;
+}
+
+function problemResponse(codes: ErrorCode[], extra: string[] = []): Json {
+  const lines = codes.map((c) => `- \`${CATALOGUE[c].type}\` (${c}): ${CATALOGUE[c].title}`);
+  return {
+    description: [...lines, ...extra].join('\n'),
+    content: {
+      [PROBLEM_CONTENT_TYPE]: {
+        schema: {
+          allOf: [
+            { $ref: '#/components/schemas/Problem' },
+            { properties: { type: { enum: codes.map(problemType) } } },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function responsesOf(route: OpenApiRoute, method: string, schemas: ResponseSchemas): Json {
+  const responses = successResponses(route, method, schemas);
+  const mode = route.spec.response.mode;
+  const waits = mode === 'waitForCompletion' || mode === 'waitForResponseNode';
+  // One response per status code, listing every problem type it may carry.
+  const codes = problemsOf(route.spec, method);
+  if (schemas.hasInputSchema) codes.push('HG_ERR_SCHEMA_VALIDATION');
+  if (schemas.output && waits) codes.push('HG_ERR_OUTPUT_SCHEMA');
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const s = CATALOGUE[code].status;
+    byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
+  }
+  for (const [s, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    if (responses[String(s)] !== undefined) continue;
+    const note =
+      s === 500 && waits
+        ? ['A failing workflow may answer another 4xx/5xx status it chose (a fail node).']
+        : [];
+    responses[String(s)] = problemResponse(list, note);
+  }
+  return responses;
+}
+
+function successResponses(route: OpenApiRoute, method: string, schemas: ResponseSchemas): Json {
+  const { mode, statusCode, contentType } = route.spec.response;
+  const status = statusCode ?? DEFAULT_STATUS_CODE[mode];
+  const success = (description: string, content: Json) =>
+    status === 204 || method === 'HEAD' ? { description } : { description, content };
+  const location = {
+    Location: { description: 'The execution’s capability link.', schema: { type: 'string' } },
+  };
+  switch (mode) {
+    case 'immediateAck':
+    case 'asyncCallback':
+    case 'ackSubscribe':
+      return {
+        [String(status)]: {
+          ...success('Accepted: the execution is queued.', {
+            'application/json': { schema: schemas.accepted ?? {} },
+          }),
+          headers: location,
+        },
+      };
+    case 'waitForCompletion':
+      return {
+        [String(status)]: success(
+          'The workflow’s output, in the configured content type.',
+          bodyContent(contentType, schemas.output),
+        ),
+      };
+    case 'waitForResponseNode':
+      return {
+        [statusCode === 204 ? '204' : 'default']: success(
+          'The first respond node’s status, headers and body (in the configured content type).',
+          bodyContent(contentType, schemas.output),
+        ),
+      };
+    case 'sseStream':
+      return {
+        '200': {
+          description:
+            'Server-sent events: queued, started, node and respond progress, then completed or failed (or timeout).',
+          headers: location,
+          content: { 'text/event-stream': { schema: { type: 'string' } } },
+        },
+      };
+  }
+}
+
+/** The body of a workflow-produced answer, by the format its content type selects. */
+function bodyContent(contentType: string, output: Json | undefined): Json {
+  switch (bodyFormatOf(contentType)) {
+    case 'json':
+      return { [contentType]: { schema: output ?? {} } };
+    case 'xml':
+      return {
+        [contentType]: {
+          schema: { ...(output ?? {}), xml: { name: XML_ROOT } },
+        },
+      };
+    default:
+      return { [contentType]: { schema: { type: 'string' } } };
+  }
+}

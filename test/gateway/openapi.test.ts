@@ -1,0 +1,256 @@
+// OpenAPI 3.1 documents on the admin listener (runtime/openapi, runtime/read-api/
+// openapi-routes.ts): every example trigger's document and the gateway's pass a
+// maintained OpenAPI validator, their schemas compile as JSON Schema 2020-12, real
+// answers of the gateway match what the documents say, and reading a document takes
+// the same access as reading the trigger.
+//
+// The documents are walked as untyped JSON (`any`): each step is asserted on anyway.
+/* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-call */
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdminAccess, type AdminAuthenticator } from '../../runtime/admin/access.ts';
+import { eventually } from '../support/eventually.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+
+const EXAMPLES = join(import.meta.dirname, '..', '..', 'examples');
+const EXAMPLE_TRIGGERS = [
+  'hello',
+  'inventory-sync',
+  'orders-ingest',
+  'payments-notify',
+  'reports-stream',
+  'reports-async',
+];
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- walking documents in assertions
+
+let rt: TestRuntime;
+let admin: string;
+let webhooks: string;
+
+async function documentOf(path: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`${admin}${path}`, { headers });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+
+async function validOpenApi(doc: unknown): Promise<void> {
+  const validator = new Validator();
+  const result = await validator.validate(doc as Parameters<Validator['validate']>[0]);
+  expect(result.errors ?? []).toEqual([]);
+  expect(result.valid).toBe(true);
+  expect(validator.version).toBe('3.1');
+}
+
+/** A JSON Schema 2020-12 validator over the document's components, for `$ref`s into it. */
+function schemaValidator(doc: Json, schema: unknown) {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addSchema({ $id: 'doc', components: doc.components }, 'doc');
+  const rewrite = (value: unknown): unknown =>
+    JSON.parse(JSON.stringify(value).replaceAll('"#/components/', '"doc#/components/'));
+  return ajv.compile(rewrite(schema) as object);
+}
+
+beforeAll(async () => {
+  rt = await startRuntime({ dir: EXAMPLES, baseUrl: 'https://hooks.example.com' });
+  await eventually(() => expect(rt.table.size).toBe(EXAMPLE_TRIGGERS.length), 30_000);
+  admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
+  webhooks = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => {
+  await rt?.stop();
+});
+
+describe('the document of each example trigger', () => {
+  it.each(EXAMPLE_TRIGGERS)('%s is a valid OpenAPI 3.1 document', async (name) => {
+    const { status, body } = await documentOf(`/api/triggers/default/${name}/openapi.json`);
+    expect(status).toBe(200);
+    expect(body.openapi).toBe('3.1.0');
+    expect(body.servers).toEqual([{ url: 'https://hooks.example.com' }]);
+    await validOpenApi(body);
+    for (const schema of Object.values(body.components.schemas as Json))
+      expect(() => schemaValidator(body, schema)).not.toThrow();
+  });
+
+  it('orders-ingest: API key header, manual input fields, waitForCompletion 200 with 408 and 422', async () => {
+    const { body } = await documentOf('/api/triggers/default/orders-ingest/openapi.json');
+    const [path, item] = Object.entries(body.paths as Json)[0] as [string, Json];
+    expect(path).toBe('/webhook/default-production-orders/ingest');
+    expect(body.components.securitySchemes).toEqual({
+      apiKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }),
+    });
+    const post = item.post as Json;
+    expect(post.security).toEqual([{ apiKey: [] }]);
+    expect(post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Input',
+    });
+    expect(body.components.schemas.Input).toMatchObject({
+      type: 'object',
+      required: expect.arrayContaining(['orderId']),
+    });
+    expect(Object.keys(post.responses)).toEqual(
+      expect.arrayContaining(['200', '400', '401', '408', '413', '415', '422', '500', '503']),
+    );
+    expect(post.responses['401'].content['application/problem+json'].schema.allOf[1]).toEqual({
+      properties: {
+        type: {
+          enum: [
+            'https://hookgate.dev/problems/credentials-missing',
+            'https://hookgate.dev/problems/credentials-invalid',
+          ],
+        },
+      },
+    });
+    expect(post.responses['429']).toBeDefined();
+    const hello = await documentOf('/api/triggers/default/hello/openapi.json');
+    const helloPost = (Object.values(hello.body.paths as Json)[0] as Json).post as Json;
+    expect(helloPost.security).toBeUndefined();
+    expect(helloPost.responses['401']).toBeUndefined();
+    expect(helloPost.responses['429']).toBeUndefined();
+  });
+
+  it('payments-notify: a path parameter and a bearer JWT scheme', async () => {
+    const { body } = await documentOf('/api/triggers/default/payments-notify/openapi.json');
+    const [path, item] = Object.entries(body.paths as Json)[0] as [string, Json];
+    expect(path).toBe('/webhook/default-staging-payments/notify/{provider}');
+    expect(item.parameters).toEqual([
+      expect.objectContaining({ name: 'provider', in: 'path', required: true }),
+    ]);
+    expect(body.components.securitySchemes.bearer).toMatchObject({
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+    });
+    expect(item.post.responses.default).toBeDefined();
+  });
+
+  it('inventory-sync: OAuth 2.0 with its scopes, 403 for https, scope and CORS, 202 acknowledged', async () => {
+    const { body } = await documentOf('/api/triggers/default/inventory-sync/openapi.json');
+    const item = Object.values(body.paths as Json)[0] as Json;
+    expect(Object.keys(item)).toEqual(expect.arrayContaining(['post', 'put']));
+    expect(body.components.securitySchemes.oauth2).toMatchObject({
+      type: 'oauth2',
+      flows: { clientCredentials: { scopes: { 'inventory:write': expect.any(String) } } },
+    });
+    expect(item.post.security).toEqual([{ oauth2: ['inventory:write'] }]);
+    const forbidden = item.post.responses['403'].content['application/problem+json'].schema;
+    expect(forbidden.allOf[1].properties.type.enum).toEqual([
+      'https://hookgate.dev/problems/https-required',
+      'https://hookgate.dev/problems/insufficient-scope',
+      'https://hookgate.dev/problems/cors-origin-denied',
+    ]);
+    expect(body.components.schemas.Accepted.properties.channel).toBeDefined();
+  });
+
+  it('reports: an event stream, and a callback URL header and query parameter', async () => {
+    const stream = await documentOf('/api/triggers/default/reports-stream/openapi.json');
+    const streamPost = (Object.values(stream.body.paths as Json)[0] as Json).post as Json;
+    expect(Object.keys(streamPost.responses['200'].content)).toEqual(['text/event-stream']);
+    const async = await documentOf('/api/triggers/default/reports-async/openapi.json');
+    const asyncPost = (Object.values(async.body.paths as Json)[0] as Json).post as Json;
+    expect(asyncPost.parameters.map((p: Json) => `${p.in}:${p.name}`)).toEqual(
+      expect.arrayContaining(['header:X-Callback-URL', 'query:callbackUrl']),
+    );
+  });
+});
+
+describe('the documents match the answers', () => {
+  it('hello: the 202 body matches the Accepted schema', async () => {
+    const { body: doc } = await documentOf('/api/triggers/default/hello/openapi.json');
+    const [path, item] = Object.entries(doc.paths as Json)[0] as [string, Json];
+    const res = await fetch(`${webhooks}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'docs' }),
+    });
+    expect(String(res.status) in item.post.responses).toBe(true);
+    const schema = item.post.responses[String(res.status)].content['application/json'].schema;
+    const validate = schemaValidator(doc, schema);
+    expect(validate(await res.json()), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it('orders-ingest: a request without its key gets a problem the 401 response describes', async () => {
+    const { body: doc } = await documentOf('/api/triggers/default/orders-ingest/openapi.json');
+    const [path, item] = Object.entries(doc.paths as Json)[0] as [string, Json];
+    const res = await fetch(`${webhooks}${path}`, { method: 'POST', body: '{}' });
+    expect(res.status).toBe(401);
+    const schema = item.post.responses['401'].content['application/problem+json'].schema;
+    const validate = schemaValidator(doc, schema);
+    expect(validate(await res.json()), JSON.stringify(validate.errors)).toBe(true);
+  });
+});
+
+describe('the gateway document', () => {
+  it('lists every deployed endpoint, with per-trigger component names, and is valid', async () => {
+    const { status, body } = await documentOf('/api/openapi.json');
+    expect(status).toBe(200);
+    await validOpenApi(body);
+    expect(Object.keys(body.paths as Json)).toHaveLength(EXAMPLE_TRIGGERS.length);
+    expect(Object.keys(body.components.securitySchemes as Json).sort()).toEqual([
+      'default.inventory-sync.oauth2',
+      'default.orders-ingest.apiKey',
+      'default.payments-notify.bearer',
+    ]);
+  });
+
+  it('a trigger that is not deployed: 404 route-not-found', async () => {
+    const { status, body } = await documentOf('/api/triggers/default/nope/openapi.json');
+    expect(status).toBe(404);
+    expect(body.type).toBe('https://hookgate.dev/problems/route-not-found');
+  });
+});
+
+describe('access: as reading the trigger', () => {
+  /** Two users: `all-of-it` may read everything, `team-a-only` namespace team-a only. */
+  const authenticator: AdminAuthenticator = {
+    authenticate: (token) =>
+      Promise.resolve(
+        ['all-of-it', 'team-a-only'].includes(token) ? { username: token, groups: [] } : undefined,
+      ),
+    authorize: (user, attributes) =>
+      Promise.resolve(user.username === 'all-of-it' || attributes.namespace === 'team-a'),
+  };
+  let guarded: TestRuntime;
+  let base: string;
+  const as = (token: string) => ({ authorization: `Bearer ${token}` });
+  const get = async (path: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${base}${path}`, { headers });
+    return { status: res.status, body: (await res.json()) as Json };
+  };
+
+  beforeAll(async () => {
+    guarded = await startRuntime({ adminAccess: new AdminAccess(authenticator) });
+    const docs = ['team-a', 'team-b'].flatMap((namespace) => [
+      workflow('orders', {}, { namespace }),
+      trigger('ingest', { pathSegment: 'ingest' }, { namespace }),
+    ]);
+    await guarded.apply('teams.yaml', docs);
+    await eventually(() => expect(guarded.table.size).toBe(2));
+    base = await guarded.admin.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await guarded?.stop();
+  });
+
+  it('no token: 401; a trigger of another namespace: 403; its own: 200', async () => {
+    expect((await get('/api/triggers/team-a/ingest/openapi.json')).status).toBe(401);
+    expect((await get('/api/openapi.json')).status).toBe(401);
+    const other = await get('/api/triggers/team-b/ingest/openapi.json', as('team-a-only'));
+    expect(other.status).toBe(403);
+    expect(other.body.type).toBe('https://hookgate.dev/problems/admin-forbidden');
+    expect((await get('/api/triggers/team-a/ingest/openapi.json', as('team-a-only'))).status).toBe(
+      200,
+    );
+  });
+
+  it('the gateway document holds only the namespaces the reader may see', async () => {
+    const mine = await get('/api/openapi.json', as('team-a-only'));
+    expect(Object.keys(mine.body.paths as Json)).toEqual([
+      '/webhook/team-a-production-orders/ingest',
+    ]);
+    const all = await get('/api/openapi.json', as('all-of-it'));
+    expect(Object.keys(all.body.paths as Json)).toHaveLength(2);
+  });
+});
