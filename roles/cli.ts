@@ -117,6 +117,7 @@ const roles: Record<RoleName, Role> = {
       redis,
       concurrency,
       ...(claimIdle ? { claimIdleMs: Number(claimIdle) } : {}),
+      budgets: s.budgets,
       onInternalError: internalErrors(logger),
     });
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
@@ -201,6 +202,7 @@ function servingOptions(s: Settings, logger: Logger) {
     report: { afterListen: true, ...(ttl ? { ttlMs: Number(ttl) } : {}) },
     adminAccess: adminAccess(s, kubeConfig),
     analytics: s.analytics,
+    budgets: s.budgets,
     engine: { onInternalError: internalErrors(logger) },
     guards: {
       trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')

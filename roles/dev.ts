@@ -52,10 +52,15 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     baseUrl: options.baseUrl,
     ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
   });
-  const serving = await createServing(options, stores, inProcessEngine(options.engine), {
-    source,
-    manifestErrors,
-  });
+  const serving = await createServing(
+    options,
+    stores,
+    inProcessEngine(options.engine, options.budgets),
+    {
+      source,
+      manifestErrors,
+    },
+  );
   return {
     ...serving,
     source,

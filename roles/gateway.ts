@@ -26,8 +26,9 @@ export async function createGatewayRuntime(options: GatewayOptions): Promise<Ser
   const stores = createStores(options.redis);
   const makeEngine: EngineFactory<ServingEngine> =
     options.executions === 'inline'
-      ? inProcessEngine(options.engine)
+      ? inProcessEngine(options.engine, options.budgets)
       : queuedEngine(options.redis, {
+          ...(options.budgets ? { budgets: options.budgets } : {}),
           ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
           ...(options.engine?.outbound ? { outbound: options.engine.outbound } : {}),
           ...(options.engine?.onInternalError

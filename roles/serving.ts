@@ -43,6 +43,10 @@ import type {
 } from '../api/records/records.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
 import { probes, type Readiness } from './probes.ts';
+import type { BoundedStore } from '../runtime/bounded.ts';
+import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
+import { MemoryExecutionStore } from '../runtime/engine/execution-store.ts';
+import type { Budgets } from './budget-settings.ts';
 import { outputValidatorFor } from '../runtime/engine/output-validator.ts';
 
 export interface ServingOptions {
@@ -65,6 +69,8 @@ export interface ServingOptions {
   limits?: AppOptions['limits'];
   /** Analytics backend: the in-process store (default) or Prometheus. */
   analytics?: AnalyticsBackendConfig;
+  /** Byte budgets of what the process keeps (defaults: each store's own). */
+  budgets?: Budgets;
   /** Who may use the admin listener; everything allowed when omitted (dev, tests). */
   adminAccess?: AdminAccess;
   /**
@@ -147,18 +153,50 @@ export interface ServingEngine extends ExecutionEngine {
 export type EngineFactory<E extends ServingEngine> = (observer: EngineObserver) => {
   engine: E;
   outbound: OutboundGuard;
+  /** The engine's stores, for the store metrics. */
+  stores: BoundedStore[];
   close(): Promise<void>;
 };
+
+/** The executions store of an in-process engine, within the budgets. */
+export function memoryExecutionStore(budgets: Budgets = {}): MemoryExecutionStore {
+  return new MemoryExecutionStore({
+    ...(budgets.executionStoreBytes ? { maxBytes: budgets.executionStoreBytes } : {}),
+    ...(budgets.storedBodyBytes ? { maxBodyBytes: budgets.storedBodyBytes } : {}),
+    ...(budgets.executionTtlMs ? { ttlMs: budgets.executionTtlMs } : {}),
+  });
+}
+
+/** The Redis executions store, within the budgets. */
+export function redisExecutionStore(redis: Redis, budgets: Budgets = {}): RedisExecutionStore {
+  return new RedisExecutionStore({
+    redis,
+    ...(budgets.executionStoreBytes ? { maxBytes: budgets.executionStoreBytes } : {}),
+    ...(budgets.storedBodyBytes ? { maxBodyBytes: budgets.storedBodyBytes } : {}),
+    ...(budgets.executionTtlMs ? { ttlMs: budgets.executionTtlMs } : {}),
+  });
+}
+
+function isBounded(store: object): store is BoundedStore {
+  return 'storeName' in store && typeof (store as Partial<BoundedStore>).stats === 'function';
+}
+
+function boundedOf(...stores: object[]): BoundedStore[] {
+  return stores.filter(isBounded);
+}
 
 /** Executions run in this process (the embedded default, and `HOOKGATE_EXECUTIONS=inline`). */
 export function inProcessEngine(
   options: InProcessEngineOptions = {},
+  budgets: Budgets = {},
 ): EngineFactory<InProcessEngine> {
   return (observer) => {
-    const engine = new InProcessEngine({ ...options, observer });
+    const store = options.store ?? memoryExecutionStore(budgets);
+    const engine = new InProcessEngine({ ...options, store, observer });
     return {
       engine,
       outbound: engine.callbacks.guard,
+      stores: isBounded(store) ? [store] : [],
       close: () => engine.close(5_000).then(() => {}),
     };
   };
@@ -174,10 +212,11 @@ export function queuedEngine(
     maxQueued?: number;
     outbound?: InProcessEngineOptions['outbound'];
     onInternalError?: InProcessEngineOptions['onInternalError'];
+    budgets?: Budgets;
   } = {},
 ): EngineFactory<QueuedEngine> {
   return () => {
-    const store = new RedisExecutionStore({ redis });
+    const store = redisExecutionStore(redis, options.budgets);
     const subscriber = redis.duplicate();
     const events = new RedisExecutionEvents({
       subscriber,
@@ -197,6 +236,7 @@ export function queuedEngine(
     return {
       engine,
       outbound,
+      stores: [store],
       async close() {
         engine.close();
         subscriber.disconnect();
@@ -256,6 +296,7 @@ export async function createServing<E extends ServingEngine>(
       analytics.metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
   });
   const engine = made.engine;
+  storeMetrics(analytics.registry, [...made.stores, ...boundedOf(stores.idempotency)]);
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,

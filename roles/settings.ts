@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
 import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
+import { BUDGET_USAGE, budgetSettings, type Budgets } from './budget-settings.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 
 export const ROLES = ['dev', 'operator', 'gateway', 'worker'] as const;
@@ -63,7 +64,7 @@ Environment:
   LOG_LEVEL                  fatal | error | warn | info | debug | trace | silent
                              (default info; debug adds one line per request). Logs are
                              JSON lines, human-readable when stdout is a terminal
-${ANALYTICS_USAGE}`;
+${ANALYTICS_USAGE}${BUDGET_USAGE}`;
 
 export interface Settings {
   role: RoleName;
@@ -80,6 +81,8 @@ export interface Settings {
   metricsPort: number | undefined;
   /** Where /api/analytics reads from (HOOKGATE_ANALYTICS, HOOKGATE_PROMETHEUS_*). */
   analytics: AnalyticsBackendConfig;
+  /** Byte budgets and record lifetime (HOOKGATE_*_BYTES, HOOKGATE_EXECUTION_TTL_MS). */
+  budgets: Budgets;
   /** The admin listener (dev, gateway): ADMIN_PORT / --admin-port, ADMIN_HOST. */
   adminPort: number;
   adminHost: string;
@@ -134,10 +137,12 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
   const admin = adminSettings(role, port, host, values['admin-port']);
   const analytics = analyticsSettings();
+  const budgets = budgetSettings();
   const secretNamespaces = listOf(process.env.HOOKGATE_SECRET_NAMESPACES);
   const problems = [
     ...problemsOf(role, port, source, values.port ?? process.env.PORT),
     ...analytics.problems,
+    ...budgets.problems,
     ...admin.problems,
     ...secretNamespaceProblems(secretNamespaces),
   ];
@@ -158,6 +163,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     logLevel: (process.env.LOG_LEVEL ?? 'info') as LogLevel,
     metricsPort: process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined,
     analytics: analytics.config,
+    budgets: budgets.budgets,
     ...admin.settings,
   };
 }

@@ -5,7 +5,9 @@ import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { GatewayMetrics } from '../runtime/analytics/metrics.ts';
 import { InProcessEngine, type InProcessEngineOptions } from '../runtime/engine/engine.ts';
-import { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
+import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
+import type { Budgets } from './budget-settings.ts';
+import { redisExecutionStore } from './serving.ts';
 import { QUEUE } from '../runtime/engine/queued-engine.ts';
 import { ExecutionWorker, type ExecutionWorkerOptions } from '../runtime/engine/worker.ts';
 import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
@@ -20,6 +22,8 @@ export interface WorkerRuntimeOptions {
   claimIdleMs?: number;
   blockMs?: number;
   consumer?: string;
+  /** Byte budgets and record lifetime of the executions store. */
+  budgets?: Budgets;
   /** Where failures outside any one execution are reported (the role's logger). */
   onInternalError?: (error: unknown, where: string) => void;
 }
@@ -38,9 +42,10 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     redis,
     key: REDIS_KEYS.workflows,
   });
-  const store = new RedisExecutionStore({ redis });
+  const store = redisExecutionStore(redis, options.budgets);
   const registry = new Registry();
   const metrics = new GatewayMetrics({ registry, queueDepth: () => redis.xlen(QUEUE.stream) });
+  storeMetrics(registry, [store]);
   const concurrency = options.concurrency ?? 32;
   const engine = new InProcessEngine({
     ...options.engine,

@@ -14,7 +14,13 @@ import { ExpressionCache, type ExpressionLimits } from './expressions.ts';
 import { Interpreter } from './interpreter.ts';
 import { LiveExecution } from './live-execution.ts';
 import { OutboundGuard, type OutboundGuardOptions } from './outbound/guard.ts';
-import type { Execution, ExecutionEngine, ExecutionFilter, StartRequest } from './ports.ts';
+import type {
+  Execution,
+  ExecutionEngine,
+  ExecutionFilter,
+  ExecutionPage,
+  StartRequest,
+} from './ports.ts';
 import { isRetryable, nextAttempt, resolveRetryPolicy } from './retry-policy.ts';
 import { isoTime } from '../time.ts';
 import { sleep } from './util.ts';
@@ -264,11 +270,16 @@ export class InProcessEngine implements ExecutionEngine {
   }
 
   async list(filter: ExecutionFilter): Promise<Execution[]> {
-    const stored = await this.store.list(filter);
-    return stored.map((e) => {
+    return (await this.page(filter)).items;
+  }
+
+  async page(filter: ExecutionFilter): Promise<ExecutionPage> {
+    const page = await this.store.page(filter);
+    page.items = page.items.map((e) => {
       const hot = this.#hot.get(e.id);
       return hot ? hot.snapshot() : e;
     });
+    return page;
   }
 
   subscribe(id: string, afterSeq: number, listener: Listener): () => void {

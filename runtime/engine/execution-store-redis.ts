@@ -1,72 +1,178 @@
 // Redis adapter of the executions store, shared by gateways (which create the queued
 // record and read executions for the API) and workers (which run them):
 //
-//   hookgate:exec:<id>            the execution as JSON, expiring `ttlMs` after creation
-//   hookgate:exec:<id>:events     its events, a list in seq order (same expiry)
-//   hookgate:executions           index: sorted set of ids scored by creation time (ms)
-//   hookgate:exec:<id>:events     also the pub/sub channel each new event is published on
+//   hookgate:exec:<id>                   the execution as JSON, expiring `ttlMs` after creation
+//   hookgate:exec:<id>:events            its events, a list in seq order (same expiry)
+//   hookgate:exec:<id>:events            also the pub/sub channel each new event is published on
+//   hookgate:exec:<id>:events:<seq>:whole  a cut event whole, for `handoverMs` (30 s)
+//   hookgate:executions                  index: sorted set of ids scored by creation time (ms)
+//   hookgate:executions:finished         finished executions, scored by creation time: the
+//                                        ones the byte budget may drop, oldest first
+//   hookgate:executions:sizes            bytes of each finished execution (record + events)
+//   hookgate:executions:bytes            their sum
+//
+// Every key expires: records and events `ttlMs` after creation, the index keys `ttlMs`
+// after the last save. A finished record keeps its bodies cut to `maxBodyBytes`
+// (record-bounds.ts); a queued or running one keeps its input whole, because a worker
+// (re)runs the execution from it. Finished executions are held to `maxBytes`: a save
+// that goes over drops the oldest finished ones (never a queued or running one).
 //
 // Appending is one Lua script that skips events already stored (seq ≤ list length), so
 // a worker streaming events one by one and the final whole-history append agree, and
-// every event is published exactly once, in order, as it is stored.
+// every event is published exactly once (whole), in order, as it is stored (maybe cut).
 import type { Redis } from 'ioredis';
-import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ExecutionStore } from './execution-store.ts';
-import type { Execution, ExecutionFilter, SequencedEvent } from './ports.ts';
+import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
+import {
+  decodeCursor,
+  DEFAULT_EXECUTION_TTL_MS,
+  DEFAULT_HANDOVER_MS,
+  encodeCursor,
+  listLimit,
+  MAX_LIST_LIMIT,
+  type ExecutionStore,
+} from './execution-store.ts';
+import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
+import {
+  boundEvent,
+  boundExecution,
+  carriesBody,
+  DEFAULT_STORED_BODY_BYTES,
+} from './record-bounds.ts';
+
+const RECORD_PREFIX = 'hookgate:exec:';
 
 export const EXECUTION_KEYS = {
   index: 'hookgate:executions',
-  record: (id: string) => `hookgate:exec:${id}`,
-  events: (id: string) => `hookgate:exec:${id}:events`,
+  finished: 'hookgate:executions:finished',
+  sizes: 'hookgate:executions:sizes',
+  bytes: 'hookgate:executions:bytes',
+  record: (id: string) => `${RECORD_PREFIX}${id}`,
+  events: (id: string) => `${RECORD_PREFIX}${id}:events`,
+  whole: (id: string, seq: number) => `${RECORD_PREFIX}${id}:events:${seq}:whole`,
 } as const;
 
-// KEYS[1] events list; ARGV[1] ttl ms, then (seq, json) pairs in seq order.
+/** Default byte budget of the finished executions in Redis (512 MiB). */
+export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
+
+// KEYS: record, index, finished, sizes, bytes, events. ARGV: 1 record JSON, 2 record ttl
+// ms, 3 created ms, 4 id, 5 finished ('1'/'0'), 6 budget, 7 expiry cutoff ms, 8 record
+// key prefix, 9 lifetime ms (of the index keys). Returns the number of records dropped.
+const SAVE = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4])
+if ARGV[5] == '1' then
+  local bytes = #ARGV[1]
+  for _, e in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do bytes = bytes + #e end
+  local old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
+  redis.call('HSET', KEYS[4], ARGV[4], bytes)
+  redis.call('INCRBY', KEYS[5], bytes - old)
+  redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+end
+local function forget(id)
+  local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
+  redis.call('HDEL', KEYS[4], id)
+  redis.call('DECRBY', KEYS[5], b)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 100)) do
+  forget(id)
+end
+local dropped = 0
+local budget = tonumber(ARGV[6])
+while tonumber(redis.call('GET', KEYS[5]) or '0') > budget do
+  local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if not oldest or oldest == ARGV[4] then break end
+  redis.call('DEL', ARGV[8] .. oldest, ARGV[8] .. oldest .. ':events')
+  forget(oldest)
+  dropped = dropped + 1
+end
+for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[9]) end
+return dropped
+`;
+
+// KEYS: events list, finished, sizes, bytes. ARGV: 1 ttl ms, 2 handover ms, 3 id, then
+// (seq, stored JSON, whole JSON or '' when the same) triples in seq order.
 const APPEND_EVENTS = `
 local stored = redis.call('LLEN', KEYS[1])
 local added = 0
-for i = 2, #ARGV, 2 do
+local bytes = 0
+for i = 4, #ARGV, 3 do
   if tonumber(ARGV[i]) > stored then
     redis.call('RPUSH', KEYS[1], ARGV[i + 1])
-    redis.call('PUBLISH', KEYS[1], ARGV[i + 1])
+    if ARGV[i + 2] ~= '' then
+      redis.call('SET', KEYS[1] .. ':' .. ARGV[i] .. ':whole', ARGV[i + 2], 'PX', ARGV[2])
+      redis.call('PUBLISH', KEYS[1], ARGV[i + 2])
+    else
+      redis.call('PUBLISH', KEYS[1], ARGV[i + 1])
+    end
     stored = stored + 1
     added = added + 1
+    bytes = bytes + #ARGV[i + 1]
   end
 end
-if added > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if added > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  if redis.call('ZSCORE', KEYS[2], ARGV[3]) then
+    redis.call('HINCRBY', KEYS[3], ARGV[3], bytes)
+    redis.call('INCRBY', KEYS[4], bytes)
+  end
+end
 return added
 `;
 
-interface AppendCommand {
-  hookgateAppendEvents(key: string, ttlMs: number, ...pairs: string[]): Promise<number>;
+interface StoreCommands {
+  hookgateSaveExecution(...args: (string | number)[]): Promise<number>;
+  hookgateAppendEvents(...args: (string | number)[]): Promise<number>;
 }
 
 export interface RedisExecutionStoreOptions {
   redis: Redis;
   /** How long an execution and its events are kept after creation. Default 24 h. */
   ttlMs?: number;
+  /** Finished executions held at most, in bytes of JSON; oldest dropped first. Default 512 MiB. */
+  maxBytes?: number;
+  /** Bodies, outputs and response bodies of finished records larger than this are cut. Default 64 KiB. */
+  maxBodyBytes?: number;
+  /** A cut event stays whole this long. Default 30 s. */
+  handoverMs?: number;
   /** Clock (tests). */
   now?: () => number;
 }
 
 /** Ids read per round when a filtered list has to look further back. */
 const SCAN_BATCH = 200;
-/** Ids looked at, at most, for one list call (bounds a filter that matches little). */
+/** Ids looked at, at most, for one page (bounds a filter that matches little). */
 const SCAN_CAP = 20 * MAX_LIST_LIMIT;
 /** Index entries older than the TTL are trimmed at most this often. */
 const TRIM_EVERY_MS = 60_000;
 
-export class RedisExecutionStore implements ExecutionStore {
-  readonly #redis: Redis & AppendCommand;
+const isFinished = (e: Execution) => e.status === 'succeeded' || e.status === 'failed';
+
+export class RedisExecutionStore implements ExecutionStore, BoundedStore {
+  readonly storeName = 'executions';
+  readonly #redis: Redis & StoreCommands;
   readonly #ttlMs: number;
+  readonly #maxBytes: number;
+  readonly #maxBodyBytes: number;
+  readonly #handoverMs: number;
   readonly #now: () => number;
+  readonly #evictions = noEvictions();
   #trimmedAt = 0;
 
   constructor(options: RedisExecutionStoreOptions) {
-    const redis = options.redis as Redis & Partial<AppendCommand>;
-    if (!redis.hookgateAppendEvents) {
-      redis.defineCommand('hookgateAppendEvents', { numberOfKeys: 1, lua: APPEND_EVENTS });
+    const redis = options.redis as Redis & Partial<StoreCommands>;
+    if (!redis.hookgateSaveExecution) {
+      redis.defineCommand('hookgateSaveExecution', { numberOfKeys: 6, lua: SAVE });
     }
-    this.#redis = redis as Redis & AppendCommand;
-    this.#ttlMs = options.ttlMs ?? 24 * 3_600_000;
+    if (!redis.hookgateAppendEvents) {
+      redis.defineCommand('hookgateAppendEvents', { numberOfKeys: 4, lua: APPEND_EVENTS });
+    }
+    this.#redis = redis as Redis & StoreCommands;
+    this.#ttlMs = options.ttlMs ?? DEFAULT_EXECUTION_TTL_MS;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_REDIS_STORE_BYTES;
+    this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_STORED_BODY_BYTES;
+    this.#handoverMs = options.handoverMs ?? DEFAULT_HANDOVER_MS;
     this.#now = options.now ?? Date.now;
   }
 
@@ -82,20 +188,34 @@ export class RedisExecutionStore implements ExecutionStore {
 
   async save(execution: Execution): Promise<void> {
     const created = Date.parse(execution.createdAt) || this.#now();
-    const multi = this.#redis
-      .multi()
-      .set(
-        EXECUTION_KEYS.record(execution.id),
-        JSON.stringify(execution),
-        'PX',
-        this.ttlLeftMs(execution.createdAt),
-      )
-      .zadd(EXECUTION_KEYS.index, 'NX', created, execution.id);
+    const finished = isFinished(execution);
+    const kept = finished ? boundExecution(execution, this.#maxBodyBytes) : execution;
+    const dropped = await this.#redis.hookgateSaveExecution(
+      EXECUTION_KEYS.record(execution.id),
+      EXECUTION_KEYS.index,
+      EXECUTION_KEYS.finished,
+      EXECUTION_KEYS.sizes,
+      EXECUTION_KEYS.bytes,
+      EXECUTION_KEYS.events(execution.id),
+      JSON.stringify(kept),
+      this.ttlLeftMs(execution.createdAt),
+      created,
+      execution.id,
+      finished ? '1' : '0',
+      this.#maxBytes,
+      this.#now() - this.#ttlMs,
+      RECORD_PREFIX,
+      this.#ttlMs,
+    );
+    this.#evictions.bytes += dropped;
     if (this.#now() - this.#trimmedAt > TRIM_EVERY_MS) {
       this.#trimmedAt = this.#now();
-      multi.zremrangebyscore(EXECUTION_KEYS.index, '-inf', `(${this.#now() - this.#ttlMs}`);
+      await this.#redis.zremrangebyscore(
+        EXECUTION_KEYS.index,
+        '-inf',
+        `(${this.#now() - this.#ttlMs}`,
+      );
     }
-    await multi.exec();
   }
 
   async get(id: string): Promise<Execution | undefined> {
@@ -107,35 +227,92 @@ export class RedisExecutionStore implements ExecutionStore {
   }
 
   async list(filter: ExecutionFilter): Promise<Execution[]> {
-    const limit = Math.min(Math.max(1, filter.limit ?? DEFAULT_LIST_LIMIT), MAX_LIST_LIMIT);
+    return (await this.page(filter)).items;
+  }
+
+  async page(filter: ExecutionFilter): Promise<ExecutionPage> {
+    const limit = listLimit(filter);
+    const maxBytes = filter.maxBytes ?? Infinity;
+    const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
+    const items: Execution[] = [];
+    let bytes = 0;
+    /** The last id looked at. */
+    let last: { ms: number; id: string } | undefined;
+    let looked = 0;
+    for (const batch of this.#scan(filter)) {
+      const { ids, scores, records } = await batch;
+      looked += ids.length;
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i] as string;
+        const ms = scores[i] as number;
+        // Same time as the cursor: members come in reverse order, after it come smaller ids.
+        if (after && ms === after.ms && id >= after.key) continue;
+        const json = records[i];
+        const e = json ? (JSON.parse(json) as Execution) : undefined;
+        if (json && e && this.#matches(e, filter)) {
+          // Full (by count or bytes): the next page continues after the last one shown.
+          if (items.length === limit || (items.length > 0 && bytes + json.length > maxBytes))
+            return {
+              items,
+              ...(last ? { next: encodeCursor({ ms: last.ms, key: last.id }) } : {}),
+            };
+          items.push(e);
+          bytes += json.length;
+        }
+        last = { ms, id };
+      }
+    }
+    // The scan cap cut the search short: the next page looks further back.
+    if (looked >= SCAN_CAP && last)
+      return { items, next: encodeCursor({ ms: last.ms, key: last.id }) };
+    return { items };
+  }
+
+  /**
+   * The index, newest first, in batches of ids with their records; at most SCAN_CAP ids
+   * (a filter that matches little). Each batch is read when the caller gets to it.
+   */
+  *#scan(
+    filter: ExecutionFilter,
+  ): Generator<Promise<{ ids: string[]; scores: number[]; records: (string | null)[] }>> {
     const cutoff = this.#now() - this.#ttlMs;
     const since = Math.max(cutoff, filter.since ? Date.parse(filter.since) : cutoff);
-    const until = filter.until ? `(${Date.parse(filter.until)}` : '+inf';
-    const found: Execution[] = [];
-    for (let offset = 0; found.length < limit && offset < SCAN_CAP; offset += SCAN_BATCH) {
-      const ids = await this.#redis.zrevrangebyscore(
-        EXECUTION_KEYS.index,
-        until,
-        since,
-        'LIMIT',
-        offset,
-        SCAN_BATCH,
-      );
-      if (ids.length === 0) break;
-      const records = await this.#redis.mget(ids.map((id) => EXECUTION_KEYS.record(id)));
-      for (const json of records) {
-        if (!json) continue;
-        const e = JSON.parse(json) as Execution;
-        if (this.#expired(e)) continue;
-        if (filter.workflowId !== undefined && e.workflowId !== filter.workflowId) continue;
-        if (filter.triggerKey !== undefined && e.triggerKey !== filter.triggerKey) continue;
-        if (filter.status !== undefined && e.status !== filter.status) continue;
-        found.push(e);
-        if (found.length === limit) break;
-      }
-      if (ids.length < SCAN_BATCH) break;
+    const untilMs = filter.until ? Date.parse(filter.until) : undefined;
+    const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
+    let max = untilMs !== undefined ? `(${untilMs}` : '+inf';
+    if (after && (untilMs === undefined || after.ms < untilMs)) max = String(after.ms);
+    let done = false;
+    for (let offset = 0; offset < SCAN_CAP && !done; offset += SCAN_BATCH) {
+      yield (async () => {
+        const raw = await this.#redis.zrevrangebyscore(
+          EXECUTION_KEYS.index,
+          max,
+          since,
+          'WITHSCORES',
+          'LIMIT',
+          offset,
+          SCAN_BATCH,
+        );
+        const ids: string[] = [];
+        const scores: number[] = [];
+        for (let i = 0; i < raw.length; i += 2) {
+          ids.push(raw[i] as string);
+          scores.push(Number(raw[i + 1]));
+        }
+        if (ids.length < SCAN_BATCH) done = true;
+        const records =
+          ids.length > 0 ? await this.#redis.mget(ids.map((id) => EXECUTION_KEYS.record(id))) : [];
+        return { ids, scores, records };
+      })();
     }
-    return found;
+  }
+
+  #matches(e: Execution, filter: ExecutionFilter): boolean {
+    if (this.#expired(e)) return false;
+    if (filter.workflowId !== undefined && e.workflowId !== filter.workflowId) return false;
+    if (filter.triggerKey !== undefined && e.triggerKey !== filter.triggerKey) return false;
+    if (filter.status !== undefined && e.status !== filter.status) return false;
+    return true;
   }
 
   async appendEvents(events: SequencedEvent[]): Promise<void> {
@@ -149,8 +326,19 @@ export class RedisExecutionStore implements ExecutionStore {
       [...byExecution].map(([id, list]) =>
         this.#redis.hookgateAppendEvents(
           EXECUTION_KEYS.events(id),
+          EXECUTION_KEYS.finished,
+          EXECUTION_KEYS.sizes,
+          EXECUTION_KEYS.bytes,
           this.#ttlMs,
-          ...list.flatMap((e) => [String(e.seq), JSON.stringify(e)]),
+          this.#handoverMs,
+          id,
+          ...list.flatMap((e) => {
+            const whole = JSON.stringify(e);
+            const cut = carriesBody(e) ? boundEvent(e, this.#maxBodyBytes) : e;
+            return cut === e
+              ? [String(e.seq), whole, '']
+              : [String(e.seq), JSON.stringify(cut), whole];
+          }),
         ),
       ),
     );
@@ -159,7 +347,27 @@ export class RedisExecutionStore implements ExecutionStore {
   async events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
     // Seqs are 1, 2, 3… in list order, so the events after `afterSeq` start at that index.
     const raw = await this.#redis.lrange(EXECUTION_KEYS.events(id), Math.max(0, afterSeq), -1);
-    return raw.map((json) => JSON.parse(json) as SequencedEvent).filter((e) => e.seq > afterSeq);
+    const events = raw
+      .map((json) => JSON.parse(json) as SequencedEvent)
+      .filter((e) => e.seq > afterSeq);
+    const cut = events.filter((e) => 'truncated' in e && e.truncated);
+    if (cut.length === 0) return events;
+    // Cut ones still whole for a while (a caller that starts waiting just after the end).
+    const wholes = await this.#redis.mget(cut.map((e) => EXECUTION_KEYS.whole(id, e.seq)));
+    const bySeq = new Map<number, SequencedEvent>();
+    wholes.forEach((json, i) => {
+      if (json) bySeq.set((cut[i] as SequencedEvent).seq, JSON.parse(json) as SequencedEvent);
+    });
+    return events.map((e) => bySeq.get(e.seq) ?? e);
+  }
+
+  /** Bytes and number of the finished executions held, and those dropped by this process. */
+  async stats(): Promise<BoundedStoreStats> {
+    const [bytes, entries] = await Promise.all([
+      this.#redis.get(EXECUTION_KEYS.bytes),
+      this.#redis.zcard(EXECUTION_KEYS.finished),
+    ]);
+    return { bytes: Number(bytes ?? 0), entries, evictions: { ...this.#evictions } };
   }
 
   #expired(execution: Execution): boolean {

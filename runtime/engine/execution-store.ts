@@ -1,48 +1,120 @@
 // The executions store: finished and running executions with their per-run logs and
 // event streams, for Flow Management (list, per-run log) and for late SSE subscribers.
-import type { Execution, ExecutionFilter, SequencedEvent } from './ports.ts';
+import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
+import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
+import {
+  boundEvent,
+  boundExecution,
+  carriesBody,
+  DEFAULT_STORED_BODY_BYTES,
+  eventBytes,
+  recordBytes,
+} from './record-bounds.ts';
 
 export interface ExecutionStore {
   /**
    * Insert or replace an execution. The store may keep the object it is given: the
    * caller hands it over and changes it afterwards only to save it again. Readers
-   * (get, list) always receive copies.
+   * (get, list) always receive copies. Bodies above the store's stored-body limit are
+   * kept cut (record-bounds.ts).
    */
   save(execution: Execution): Promise<void>;
   get(id: string): Promise<Execution | undefined>;
   /** Newest first (by createdAt); `since` inclusive, `until` exclusive; limit default 50. */
   list(filter: ExecutionFilter): Promise<Execution[]>;
+  /** `list` with a cursor and a byte budget: one page, and the cursor of the next. */
+  page(filter: ExecutionFilter): Promise<ExecutionPage>;
   /** Append events (in seq order) to an execution's stream. Events are never changed once emitted. */
   appendEvents(events: SequencedEvent[]): Promise<void>;
-  /** Events of an execution with seq > afterSeq, in order. */
+  /**
+   * Events of an execution with seq > afterSeq, in order. A `completed` or `respond`
+   * event whose body was cut is whole for `handoverMs` after it was appended (so a
+   * caller that starts waiting just after the end still gets the result), cut after.
+   */
   events(id: string, afterSeq: number): Promise<SequencedEvent[]>;
+}
+
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 1000;
+/** Default byte budget of one page of a listing (4 MiB). */
+export const DEFAULT_PAGE_BYTES = 4 * 1024 * 1024;
+/** Default lifetime of an execution record and its events (24 h). */
+export const DEFAULT_EXECUTION_TTL_MS = 24 * 3_600_000;
+/** Default time a cut event stays whole after it was appended (30 s). */
+export const DEFAULT_HANDOVER_MS = 30_000;
+/** Default byte budget of the memory store (128 MiB). */
+export const DEFAULT_MEMORY_STORE_BYTES = 128 * 1024 * 1024;
+
+/** A page position: the creation time and tie-breaker of the last item shown. */
+export interface Cursor {
+  ms: number;
+  key: string;
+}
+
+export function encodeCursor(cursor: Cursor): string {
+  return Buffer.from(`${cursor.ms}.${cursor.key}`).toString('base64url');
+}
+
+/** Undefined when `text` is not a cursor of ours. */
+export function decodeCursor(text: string): Cursor | undefined {
+  if (!/^[A-Za-z0-9_-]{1,700}$/.test(text)) return undefined;
+  const raw = Buffer.from(text, 'base64url').toString('utf8');
+  const match = /^(\d{1,16})\.([\x21-\x7e]{1,256})$/.exec(raw);
+  if (!match) return undefined;
+  return { ms: Number(match[1]), key: match[2] as string };
+}
+
+/** limit from a filter: default 50, 1 to 1000. */
+export function listLimit(filter: ExecutionFilter): number {
+  return Math.min(Math.max(1, filter.limit ?? DEFAULT_LIST_LIMIT), MAX_LIST_LIMIT);
 }
 
 export interface MemoryExecutionStoreOptions {
   /** Keep at most this many executions; the oldest are dropped first. Default 10 000. */
   maxExecutions?: number;
+  /**
+   * Keep records and events of at most about this many bytes (their size as JSON);
+   * the oldest are dropped first. Default 128 MiB.
+   */
+  maxBytes?: number;
+  /** Bodies, outputs and response bodies larger than this are kept cut. Default 64 KiB. */
+  maxBodyBytes?: number;
   /** Drop executions this long after they were created. Default 24 h. */
   ttlMs?: number;
+  /** A cut event stays whole this long after it was appended. Default 30 s. */
+  handoverMs?: number;
   /** Clock (tests). */
   now?: () => number;
 }
 
-export const DEFAULT_LIST_LIMIT = 50;
-export const MAX_LIST_LIMIT = 1000;
-
 interface Entry {
   id: string;
+  /** Insertion number: orders executions created in the same millisecond. */
+  seq: number;
   execution: Execution;
   createdMs: number;
   events: SequencedEvent[];
+  /** Bytes of the record, and of the events. */
+  recordBytes: number;
+  eventBytes: number;
+}
+
+/** An event kept whole for a while; `cut` replaces it once the while is over. */
+interface Handover {
+  entry: Entry;
+  index: number;
+  cut: SequencedEvent;
+  extraBytes: number;
+  until: number;
 }
 
 /**
- * In-memory adapter. Bounded: at most `maxExecutions` entries (insertion order, oldest
- * evicted first) and each entry lives `ttlMs` from its creation. Expired entries are
- * swept on writes and hidden on reads.
+ * In-memory adapter. Bounded: at most `maxExecutions` entries and `maxBytes` bytes
+ * (insertion order, oldest evicted first), each entry living `ttlMs` from its creation.
+ * Expired entries are swept on writes and hidden on reads.
  */
-export class MemoryExecutionStore implements ExecutionStore {
+export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
+  readonly storeName = 'executions';
   readonly #entries = new Map<string, Entry>();
   /**
    * Entries in insertion order, for eviction: a queue with a moving head, because a Map
@@ -52,32 +124,53 @@ export class MemoryExecutionStore implements ExecutionStore {
    */
   #order: Entry[] = [];
   #head = 0;
+  #seq = 0;
+  #bytes = 0;
+  readonly #evictions = noEvictions();
+  /** Whole events waiting to be cut, in the order they came. */
+  #handovers: Handover[] = [];
+  #handoverHead = 0;
   readonly #max: number;
+  readonly #maxBytes: number;
+  readonly #maxBodyBytes: number;
   readonly #ttlMs: number;
+  readonly #handoverMs: number;
   readonly #now: () => number;
 
   constructor(options: MemoryExecutionStoreOptions = {}) {
     this.#max = options.maxExecutions ?? 10_000;
-    this.#ttlMs = options.ttlMs ?? 24 * 3_600_000;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_MEMORY_STORE_BYTES;
+    this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_STORED_BODY_BYTES;
+    this.#ttlMs = options.ttlMs ?? DEFAULT_EXECUTION_TTL_MS;
+    this.#handoverMs = options.handoverMs ?? DEFAULT_HANDOVER_MS;
     this.#now = options.now ?? Date.now;
   }
 
   save(execution: Execution): Promise<void> {
-    // Kept as given (see the port): copying here cost more than the rest of a request.
+    // Kept as given when every part fits (see the port): copying here cost more than
+    // the rest of a request. A record with a large part is kept as a cut copy.
+    const kept = boundExecution(execution, this.#maxBodyBytes);
+    const bytes = recordBytes(kept);
     const existing = this.#entries.get(execution.id);
     if (existing) {
-      existing.execution = execution;
+      existing.execution = kept;
+      this.#bytes += bytes - existing.recordBytes;
+      existing.recordBytes = bytes;
     } else {
       const entry: Entry = {
         id: execution.id,
-        execution,
+        seq: ++this.#seq,
+        execution: kept,
         createdMs: Date.parse(execution.createdAt) || this.#now(),
         events: [],
+        recordBytes: bytes,
+        eventBytes: 0,
       };
       this.#entries.set(execution.id, entry);
       this.#order.push(entry);
-      this.#sweep();
+      this.#bytes += bytes;
     }
+    this.#sweep();
     return Promise.resolve();
   }
 
@@ -86,26 +179,42 @@ export class MemoryExecutionStore implements ExecutionStore {
     return Promise.resolve(entry ? structuredClone(entry.execution) : undefined);
   }
 
-  list(filter: ExecutionFilter): Promise<Execution[]> {
-    const limit = Math.min(Math.max(1, filter.limit ?? DEFAULT_LIST_LIMIT), MAX_LIST_LIMIT);
-    const since = filter.since ? Date.parse(filter.since) : undefined;
-    const until = filter.until ? Date.parse(filter.until) : undefined;
-    const cutoff = this.#now() - this.#ttlMs;
-    const matches: Entry[] = [];
-    for (const entry of this.#entries.values()) {
-      const e = entry.execution;
-      if (entry.createdMs < cutoff) continue;
-      if (filter.workflowId !== undefined && e.workflowId !== filter.workflowId) continue;
-      if (filter.triggerKey !== undefined && e.triggerKey !== filter.triggerKey) continue;
-      if (filter.status !== undefined && e.status !== filter.status) continue;
-      if (since !== undefined && entry.createdMs < since) continue;
-      if (until !== undefined && entry.createdMs >= until) continue;
-      matches.push(entry);
+  async list(filter: ExecutionFilter): Promise<Execution[]> {
+    return (await this.page(filter)).items;
+  }
+
+  page(filter: ExecutionFilter): Promise<ExecutionPage> {
+    const limit = listLimit(filter);
+    const maxBytes = filter.maxBytes ?? Infinity;
+    const matches = this.#matching(filter);
+    const items: Execution[] = [];
+    let bytes = 0;
+    let last: Entry | undefined;
+    for (const entry of matches) {
+      if (items.length === limit) break;
+      if (items.length > 0 && bytes + entry.recordBytes > maxBytes) break;
+      bytes += entry.recordBytes;
+      items.push(structuredClone(entry.execution));
+      last = entry;
     }
-    // Insertion order is creation order; stable sort keeps it for equal timestamps.
-    matches.reverse();
-    matches.sort((a, b) => b.createdMs - a.createdMs);
-    return Promise.resolve(matches.slice(0, limit).map((m) => structuredClone(m.execution)));
+    if (!last || matches.length === items.length) return Promise.resolve({ items });
+    return Promise.resolve({
+      items,
+      next: encodeCursor({ ms: last.createdMs, key: String(last.seq) }),
+    });
+  }
+
+  /** The live entries the filter (and cursor) select, newest first. */
+  #matching(filter: ExecutionFilter): Entry[] {
+    const keep = entryFilter(filter, this.#now() - this.#ttlMs);
+    const matches: Entry[] = [];
+    // Newest insertions first; the stable sort below then only fixes what was saved
+    // out of creation order, and keeps later insertions first among equal times.
+    for (let i = this.#order.length - 1; i >= this.#head; i--) {
+      const entry = this.#order[i] as Entry;
+      if (this.#entries.get(entry.id) === entry && keep(entry)) matches.push(entry);
+    }
+    return matches.sort((a, b) => b.createdMs - a.createdMs);
   }
 
   appendEvents(events: SequencedEvent[]): Promise<void> {
@@ -114,12 +223,30 @@ export class MemoryExecutionStore implements ExecutionStore {
       if (!entry) continue;
       const last = entry.events.at(-1);
       if (last && last.seq >= event.seq) continue;
+      const cut = carriesBody(event) ? boundEvent(event, this.#maxBodyBytes) : event;
+      const bytes = eventBytes(cut);
+      let extraBytes = 0;
+      if (cut !== event) {
+        // Kept whole for a while (see the port); its whole size counts meanwhile.
+        extraBytes = wholeBytes(cut);
+        this.#handovers.push({
+          entry,
+          index: entry.events.length,
+          cut,
+          extraBytes,
+          until: this.#now() + this.#handoverMs,
+        });
+      }
       entry.events.push(event);
+      entry.eventBytes += bytes + extraBytes;
+      this.#bytes += bytes + extraBytes;
     }
+    this.#sweep();
     return Promise.resolve();
   }
 
   events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
+    this.#sweep();
     const entry = this.#live(id);
     if (!entry) return Promise.resolve([]);
     return Promise.resolve(entry.events.filter((e) => e.seq > afterSeq).map((e) => ({ ...e })));
@@ -130,26 +257,58 @@ export class MemoryExecutionStore implements ExecutionStore {
     return this.#entries.size;
   }
 
+  stats(): BoundedStoreStats {
+    return { bytes: this.#bytes, entries: this.#entries.size, evictions: { ...this.#evictions } };
+  }
+
   #live(id: string): Entry | undefined {
     const entry = this.#entries.get(id);
     if (!entry) return undefined;
     if (entry.createdMs < this.#now() - this.#ttlMs) {
-      this.#entries.delete(id);
+      this.#drop(entry, 'expired');
       return undefined;
     }
     return entry;
   }
 
-  /** Drops the oldest entries while there are too many or they have expired. */
+  #drop(entry: Entry, reason: keyof BoundedStoreStats['evictions']): void {
+    this.#entries.delete(entry.id);
+    this.#bytes -= entry.recordBytes + entry.eventBytes;
+    this.#evictions[reason]++;
+  }
+
+  /**
+   * Cuts the whole events whose while is over (or all of them, oldest first, while the
+   * store is over its budget), then drops the oldest entries while there are too many,
+   * they take too many bytes or they have expired.
+   */
   #sweep(): void {
-    const cutoff = this.#now() - this.#ttlMs;
+    const now = this.#now();
+    const handovers = this.#handovers;
+    while (this.#handoverHead < handovers.length) {
+      const h = handovers[this.#handoverHead] as Handover;
+      if (h.until > now && this.#bytes <= this.#maxBytes) break;
+      if (this.#entries.get(h.entry.id) === h.entry && h.entry.events[h.index]) {
+        h.entry.events[h.index] = h.cut;
+        h.entry.eventBytes -= h.extraBytes;
+        this.#bytes -= h.extraBytes;
+      }
+      this.#handoverHead++;
+    }
+    if (this.#handoverHead > 1024 && this.#handoverHead * 2 > handovers.length) {
+      this.#handovers = handovers.slice(this.#handoverHead);
+      this.#handoverHead = 0;
+    }
+    const cutoff = now - this.#ttlMs;
     const order = this.#order;
     while (this.#head < order.length) {
       const entry = order[this.#head] as Entry;
       // Not the entry of its id any more: dropped on read (and maybe saved again since).
       if (this.#entries.get(entry.id) === entry) {
-        if (this.#entries.size <= this.#max && entry.createdMs >= cutoff) break;
-        this.#entries.delete(entry.id);
+        if (entry.createdMs < cutoff) this.#drop(entry, 'expired');
+        else if (this.#entries.size > this.#max) this.#drop(entry, 'count');
+        else if (this.#bytes > this.#maxBytes && this.#entries.size > 1) this.#drop(entry, 'bytes');
+        else break;
       }
       this.#head++;
     }
@@ -158,4 +317,35 @@ export class MemoryExecutionStore implements ExecutionStore {
       this.#head = 0;
     }
   }
+}
+
+/** The whole size of what a cut event left out. */
+function wholeBytes(event: SequencedEvent): number {
+  const truncated = 'truncated' in event ? event.truncated : undefined;
+  let bytes = 0;
+  for (const size of Object.values(truncated ?? {})) bytes += size;
+  return bytes;
+}
+
+/** Whether an entry passes a filter: its fields, its time range, after the cursor. */
+function entryFilter(filter: ExecutionFilter, cutoff: number): (entry: Entry) => boolean {
+  const since = filter.since ? Date.parse(filter.since) : -Infinity;
+  const until = filter.until ? Date.parse(filter.until) : Infinity;
+  const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
+  const afterMs = after ? after.ms : Infinity;
+  const afterSeq = after ? Number(after.key) : Infinity;
+  const { workflowId, triggerKey, status } = filter;
+  return (entry) => {
+    const e = entry.execution;
+    const ms = entry.createdMs;
+    return (
+      ms >= cutoff &&
+      ms >= since &&
+      ms < until &&
+      (ms < afterMs || (ms === afterMs && entry.seq < afterSeq)) &&
+      (workflowId === undefined || e.workflowId === workflowId) &&
+      (triggerKey === undefined || e.triggerKey === triggerKey) &&
+      (status === undefined || e.status === status)
+    );
+  };
 }

@@ -119,7 +119,16 @@ export interface Execution {
    * (gateway/execution-links.ts). Never the token itself; not shown by the admin API.
    */
   accessDigest?: string;
+  /**
+   * Parts a store kept cut to its stored-body limit (record-bounds.ts): each part's
+   * whole size in bytes. The cut part is a string, the first bytes of its JSON (of the
+   * text itself when it was a string). The workflow and a waiting caller got it whole.
+   */
+  truncated?: Truncated;
 }
+
+/** Which parts of a stored record or event were cut, with their whole size in bytes. */
+export type Truncated = Partial<Record<'input.body' | 'output' | 'response.body', number>>;
 
 export type ExecutionEvent =
   | { type: 'queued' }
@@ -131,7 +140,7 @@ export type ExecutionEvent =
       outputSummary?: string;
       error?: string;
     }
-  | { type: 'respond'; response: WebhookResponse }
+  | { type: 'respond'; response: WebhookResponse; truncated?: Truncated }
   | {
       type: 'attempt.failed';
       attempt: number;
@@ -140,7 +149,7 @@ export type ExecutionEvent =
       nextAttemptAt: string;
     }
   | { type: 'attempt.started'; attempt: number }
-  | { type: 'completed'; output: unknown }
+  | { type: 'completed'; output: unknown; truncated?: Truncated }
   | { type: 'failed'; error: ExecutionError; deadLettered?: true };
 
 /** An event with its position in the execution's stream (used for Last-Event-ID). */
@@ -153,6 +162,16 @@ export interface ExecutionFilter {
   since?: string;
   until?: string;
   limit?: number;
+  /** Continue after the last item of an earlier page (its `next`). Opaque. */
+  cursor?: string;
+  /** Stop a page once its items come to about this many bytes (at least one item). */
+  maxBytes?: number;
+}
+
+/** One page of a listing: newest first; `next` is the cursor of the following page. */
+export interface ExecutionPage {
+  items: Execution[];
+  next?: string;
 }
 
 /** Checks the final output (e.g. an ajv validator of the trigger's output schema). */
@@ -206,6 +225,8 @@ export interface ExecutionEngine {
   start(request: StartRequest): Promise<Execution>;
   get(id: string): Promise<Execution | undefined>;
   list(filter: ExecutionFilter): Promise<Execution[]>;
+  /** `list` one page at a time: bounded by `limit` and `maxBytes`, continued by `cursor`. */
+  page(filter: ExecutionFilter): Promise<ExecutionPage>;
   /**
    * Receive an execution's events with seq greater than `afterSeq` (replayed from
    * history first, then live). Returns the unsubscribe function. The replay may be

@@ -11,6 +11,7 @@ import type {
   Execution,
   ExecutionEngine,
   ExecutionFilter,
+  ExecutionPage,
   SequencedEvent,
   StartRequest,
 } from './ports.ts';
@@ -35,6 +36,7 @@ end
 redis.call('RPUSH', KEYS[2], ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
 redis.call('XADD', KEYS[4], '*', 'job', ARGV[6])
 return false
 `;
@@ -144,6 +146,10 @@ export class QueuedEngine implements ExecutionEngine {
 
   list(filter: ExecutionFilter): Promise<Execution[]> {
     return this.#store.list(filter);
+  }
+
+  page(filter: ExecutionFilter): Promise<ExecutionPage> {
+    return this.#store.page(filter);
   }
 
   subscribe(id: string, afterSeq: number, listener: (event: SequencedEvent) => void): () => void {

@@ -59,6 +59,7 @@ describe('state kept by route key', () => {
       } satisfies Execution),
     get: () => Promise.resolve(undefined),
     list: () => Promise.resolve([]),
+    page: () => Promise.resolve({ items: [] }),
     subscribe: () => () => {},
   };
   const limited = (generation: number) =>

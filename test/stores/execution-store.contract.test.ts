@@ -6,7 +6,9 @@ import { MemoryExecutionStore, type ExecutionStore } from '../../runtime/engine/
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 import { trigger } from '../engine/helpers.ts';
+import type { BoundedStore } from '../../runtime/bounded.ts';
 
 const HOUR = 3_600_000;
 let clock = Date.parse('2026-11-23T12:00:00Z');
@@ -29,12 +31,27 @@ function event(executionId: string, seq: number): SequencedEvent {
   return { type: 'queued', executionId, seq, at: new Date(clock).toISOString() };
 }
 
-function contract(name: string, make: () => Promise<ExecutionStore>) {
+/** Stores made for the contract keep bodies up to this many bytes whole. */
+const BODY_MAX = 1024;
+const HANDOVER_MS = 300;
+const big = (n: number) => ({ text: 'x'.repeat(n) });
+
+interface Made {
+  store: ExecutionStore & BoundedStore;
+  /** Time has passed beyond the handover window (on the store's clock, or for real). */
+  afterHandover(): Promise<void>;
+}
+
+type Options = { maxBytes?: number };
+
+function contract(name: string, make: (options?: Options) => Promise<Made>) {
   describe(name, () => {
-    let store: ExecutionStore;
+    let store: ExecutionStore & BoundedStore;
+    let made: Made;
     beforeEach(async () => {
       clock = Date.parse('2026-11-23T12:00:00Z');
-      store = await make();
+      made = await make();
+      store = made.store;
     });
 
     it('saves, replaces and reads back an execution', async () => {
@@ -75,6 +92,113 @@ function contract(name: string, make: () => Promise<ExecutionStore>) {
       expect(await store.events('e1', 3)).toEqual([]);
     });
 
+    it('keeps the bodies of a finished execution cut, with their whole size', async () => {
+      const given = execution('e1', 1, {
+        input: trigger(big(5000)),
+        output: 'y'.repeat(3000),
+        response: { statusCode: 200, headers: {}, body: [1, 2, 3] },
+      });
+      const before = JSON.stringify(given);
+      await store.save(given);
+      expect(JSON.stringify(given)).toBe(before); // the caller's record is not changed
+      const kept = (await store.get('e1')) as Execution;
+      expect(kept.truncated).toEqual({
+        'input.body': JSON.stringify(big(5000)).length,
+        output: 3000,
+      });
+      expect(kept.input.body).toBe(JSON.stringify(big(5000)).slice(0, BODY_MAX));
+      expect(kept.output).toBe('y'.repeat(BODY_MAX));
+      expect(kept.response?.body).toEqual([1, 2, 3]);
+      expect(kept.input.headers).toEqual(given.input.headers);
+      const [listed] = await store.list({});
+      expect(listed?.truncated).toEqual(kept.truncated);
+    });
+
+    it('a cut never splits a character', async () => {
+      await store.save(execution('e1', 1, { output: 'é'.repeat(BODY_MAX) }));
+      const kept = (await store.get('e1')) as Execution;
+      expect(kept.output).toBe('é'.repeat(BODY_MAX / 2));
+      expect(kept.truncated).toEqual({ output: 2 * BODY_MAX });
+    });
+
+    it('a result event is whole while a caller may still be waiting for it, then cut', async () => {
+      await store.save(execution('e1', 1));
+      const completed: SequencedEvent = {
+        type: 'completed',
+        output: big(4000),
+        executionId: 'e1',
+        seq: 2,
+        at: new Date(clock).toISOString(),
+      };
+      await store.appendEvents([event('e1', 1), completed]);
+      expect((await store.events('e1', 0))[1]).toEqual(completed);
+      await made.afterHandover();
+      const [, cut] = await store.events('e1', 0);
+      expect(cut).toMatchObject({
+        type: 'completed',
+        output: JSON.stringify(big(4000)).slice(0, BODY_MAX),
+        truncated: { output: JSON.stringify(big(4000)).length },
+      });
+    });
+
+    it('pages through everything with a cursor, by count and by bytes', async () => {
+      for (let i = 0; i < 12; i++) await store.save(execution(`p${i}`, 30 - i));
+      const all = (await store.list({})).map((e) => e.id);
+      expect(all).toHaveLength(12);
+      const walk = async (filter: { limit?: number; maxBytes?: number }) => {
+        const seen: string[][] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.page({ ...filter, ...(cursor ? { cursor } : {}) });
+          seen.push(page.items.map((e) => e.id));
+          cursor = page.next;
+        } while (cursor && seen.length < 50);
+        return seen;
+      };
+      const byCount = await walk({ limit: 5 });
+      expect(byCount.flat()).toEqual(all);
+      expect(byCount.slice(0, 2).map((p) => p.length)).toEqual([5, 5]);
+      const one = JSON.stringify(await store.get('p0')).length;
+      const byBytes = await walk({ maxBytes: Math.floor(one * 2.5) });
+      expect(byBytes.flat()).toEqual(all);
+      // Sizes are estimates (the memory store does not serialise): about two a page.
+      expect(Math.max(...byBytes.map((p) => p.length))).toBeLessThanOrEqual(2);
+      expect(byBytes.length).toBeGreaterThanOrEqual(6);
+      // A page always holds one item, however small the budget.
+      expect((await store.page({ maxBytes: 1 })).items).toHaveLength(1);
+    });
+
+    it('pages through executions created in the same millisecond', async () => {
+      for (let i = 0; i < 7; i++) await store.save(execution(`same${i}`, 5));
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.page({ limit: 2, ...(cursor ? { cursor } : {}) });
+        seen.push(...page.items.map((e) => e.id));
+        cursor = page.next;
+      } while (cursor);
+      expect([...seen].sort()).toEqual(Array.from({ length: 7 }, (_, i) => `same${i}`));
+      expect(new Set(seen).size).toBe(7);
+    });
+
+    it('holds finished executions to its byte budget, dropping the oldest first', async () => {
+      const { store: small } = await make({ maxBytes: 40_000 });
+      for (let i = 0; i < 60; i++) {
+        await small.save(execution(`b${i}`, 60 - i, { output: 'z'.repeat(900) }));
+        await small.appendEvents([event(`b${i}`, 1)]);
+      }
+      const stats = await small.stats();
+      expect(stats.bytes).toBeLessThanOrEqual(40_000);
+      expect(stats.bytes).toBeGreaterThan(20_000);
+      expect(stats.evictions.bytes).toBeGreaterThan(0);
+      const ids = (await small.list({ limit: 1000 })).map((e) => e.id);
+      expect(ids[0]).toBe('b59');
+      expect(ids).not.toContain('b0');
+      expect(ids.length).toBe(stats.entries);
+      expect(await small.get('b0')).toBeUndefined();
+      expect(await small.events('b0', 0)).toEqual([]);
+    });
+
     it('forgets executions older than the TTL', async () => {
       await store.save(execution('e1', 0));
       clock += 25 * HOUR;
@@ -84,7 +208,21 @@ function contract(name: string, make: () => Promise<ExecutionStore>) {
   });
 }
 
-contract('MemoryExecutionStore', () => Promise.resolve(new MemoryExecutionStore({ now })));
+contract('MemoryExecutionStore', (options = {}) => {
+  const store = new MemoryExecutionStore({
+    now,
+    maxBodyBytes: BODY_MAX,
+    handoverMs: HANDOVER_MS,
+    ...options,
+  });
+  return Promise.resolve({
+    store,
+    afterHandover: () => {
+      clock += HANDOVER_MS + 1;
+      return Promise.resolve();
+    },
+  });
+});
 
 describe.skipIf(!redisAvailable())('RedisExecutionStore', () => {
   let server: RedisServer;
@@ -99,8 +237,44 @@ describe.skipIf(!redisAvailable())('RedisExecutionStore', () => {
   });
   // Redis expires keys on its own clock: the store's clock drives the TTL it sets and
   // its reads, so a store built with a clock 25 h later reads the index as expired.
-  contract('contract', async () => {
+  contract('contract', async (options = {}) => {
     await redis.flushall();
-    return new RedisExecutionStore({ redis, now });
+    const store = new RedisExecutionStore({
+      redis,
+      now,
+      maxBodyBytes: BODY_MAX,
+      handoverMs: HANDOVER_MS,
+      ...options,
+    });
+    return { store, afterHandover: () => sleep(HANDOVER_MS + 50) };
+  });
+
+  it('every key it writes expires', async () => {
+    await redis.flushall();
+    const store = new RedisExecutionStore({ redis, maxBodyBytes: BODY_MAX });
+    const created = new Date().toISOString();
+    const e: Execution = { ...execution('k1', 0), createdAt: created };
+    await store.save({ ...e, status: 'queued' });
+    await store.appendEvents([{ ...event('k1', 1), at: created }]);
+    await store.save({ ...e, output: big(5000) });
+    await store.appendEvents([
+      { type: 'completed', output: big(5000), executionId: 'k1', seq: 2, at: created },
+    ]);
+    const keys = await redis.keys('*');
+    expect(keys.length).toBeGreaterThanOrEqual(7);
+    for (const key of keys) expect([key, await redis.pttl(key)]).toEqual([key, expect.any(Number)]);
+    for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);
+  });
+
+  it('a queued or running record keeps its input whole: a worker runs it from there', async () => {
+    await redis.flushall();
+    const store = new RedisExecutionStore({ redis, now, maxBodyBytes: BODY_MAX });
+    await store.save(execution('q1', 0, { status: 'queued', input: trigger(big(5000)) }));
+    expect((await store.get('q1'))?.input.body).toEqual(big(5000));
+    await store.save(execution('q1', 0, { status: 'succeeded', input: trigger(big(5000)) }));
+    expect((await store.get('q1'))?.truncated).toEqual({
+      'input.body': JSON.stringify(big(5000)).length,
+    });
+    await eventually(async () => expect((await store.stats()).entries).toBe(1));
   });
 });

@@ -60,6 +60,13 @@ describe('hookgate command line', () => {
     ],
     [['dev', '--port', '9000', '--admin-port', '9000'], {}, 'the admin port must differ'],
     [['dev', '--admin-port', 'x'], {}, 'invalid admin port "x"'],
+    [
+      ['dev'],
+      { HOOKGATE_EXECUTION_STORE_BYTES: '12 potatoes' },
+      'HOOKGATE_EXECUTION_STORE_BYTES must be a size of at least 1Ki',
+    ],
+    [['dev'], { HOOKGATE_STORED_BODY_BYTES: '100' }, 'HOOKGATE_STORED_BODY_BYTES must be a size'],
+    [['dev'], { HOOKGATE_EXECUTION_TTL_MS: '1h' }, 'HOOKGATE_EXECUTION_TTL_MS must be an integer'],
   ])('%j %j → exit 2: %s', (args, env, message) => {
     const result = run(args, env);
     expect(result.status).toBe(2);

@@ -51,6 +51,7 @@ const engine: ExecutionEngine = {
     } satisfies Execution),
   get: () => Promise.resolve(undefined),
   list: () => Promise.resolve([]),
+  page: () => Promise.resolve({ items: [] }),
   subscribe: () => () => {},
 };
 

@@ -1,0 +1,56 @@
+// Stores that keep data in a process are bounded in bytes: each reports what it holds
+// and what it dropped, for the metrics (hookgate_store_bytes, hookgate_store_entries,
+// hookgate_store_evictions_total; runtime/analytics/metrics.ts).
+
+/** Why a store dropped an entry: its byte budget, its entry cap, or its lifetime. */
+export type EvictionReason = 'bytes' | 'count' | 'expired';
+
+export interface BoundedStoreStats {
+  /** Bytes held now (about the size of the data as JSON). */
+  bytes: number;
+  /** Entries held now. */
+  entries: number;
+  /** Entries dropped so far, by reason. */
+  evictions: Record<EvictionReason, number>;
+}
+
+/** A store that reports what it holds (the `store` label of the metrics). */
+export interface BoundedStore {
+  readonly storeName: string;
+  stats(): BoundedStoreStats | Promise<BoundedStoreStats>;
+}
+
+export function noEvictions(): Record<EvictionReason, number> {
+  return { bytes: 0, count: 0, expired: 0 };
+}
+
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  ki: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mi: 1024 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1024 ** 3,
+  gi: 1024 ** 3,
+  gib: 1024 ** 3,
+};
+
+/**
+ * A byte size from settings: a whole number of bytes, or with a unit (`64KiB`, `256Mi`,
+ * `1gb`; k, M and G count in 1024s, as Redis and Kubernetes quantities of memory do).
+ * Undefined when it is not one.
+ */
+export function parseBytes(raw: string): number | undefined {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw);
+  if (!match) return undefined;
+  const unit = UNITS[(match[2] ?? '').toLowerCase()];
+  if (unit === undefined) return undefined;
+  const bytes = Math.floor(Number(match[1]) * unit);
+  return Number.isSafeInteger(bytes) ? bytes : undefined;
+}

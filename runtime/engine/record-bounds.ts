@@ -1,0 +1,177 @@
+// What an executions store keeps of a record is bounded in bytes: the request body, the
+// output and the respond node's body are each stored cut to `maxBodyBytes` (64 KiB by
+// default), with `truncated` saying which part was cut and how large it was. The
+// workflow, a waiting caller and a callback still get the whole value: only the copy a
+// store keeps is cut.
+//
+// Sizes are measured cheaply: `jsonBytes` walks a value and adds up about what its
+// JSON would take (UTF-8), stopping as soon as it passes a limit, so a 1 MiB body costs
+// a walk of its first 64 KiB; the whole text is made only for a part that is cut.
+import type { Execution, ExecutionEvent, NodeRun, SequencedEvent, Truncated } from './ports.ts';
+
+/** Default largest body, output or response body a store keeps whole (64 KiB). */
+export const DEFAULT_STORED_BODY_BYTES = 64 * 1024;
+
+/** Bytes counted for a record's fixed fields (ids, status, times, keys, punctuation). */
+const RECORD_OVERHEAD = 320;
+/** Bytes counted for one log line's fixed fields, and for an unread lazy input summary. */
+const LOG_LINE_OVERHEAD = 160;
+const LAZY_SUMMARY = 1024;
+
+/**
+ * About the size in bytes of `JSON.stringify(value)` (UTF-8; escapes not counted), or
+ * some number above `stopAbove` as soon as it is clear the size is larger.
+ */
+export function jsonBytes(value: unknown, stopAbove = Infinity): number {
+  let total = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    switch (typeof v) {
+      case 'string':
+        total += (v.length < 256 ? v.length : Buffer.byteLength(v)) + 2;
+        break;
+      case 'number':
+      case 'bigint':
+        total += 8;
+        break;
+      case 'boolean':
+        total += 5;
+        break;
+      case 'object':
+        if (v === null) {
+          total += 4;
+        } else if (Array.isArray(v)) {
+          total += 2 + v.length;
+          for (let i = 0; i < v.length && total <= stopAbove; i++) stack.push(v[i]);
+        } else {
+          total += 2;
+          const o = v as Record<string, unknown>;
+          for (const key in o) {
+            if (!Object.hasOwn(o, key)) continue;
+            total += key.length + 4;
+            stack.push(o[key]);
+            if (total > stopAbove) break;
+          }
+        }
+        break;
+      default:
+      // undefined, functions, symbols: JSON leaves them out
+    }
+    if (total > stopAbove) return total;
+  }
+  return total;
+}
+
+/** `text` cut to at most `max` UTF-8 bytes, on a character boundary. */
+export function utf8Prefix(text: string, max: number): string {
+  const head = text.length > max ? text.slice(0, max) : text;
+  if (Buffer.byteLength(head) <= max) return head;
+  const bytes = Buffer.from(head).subarray(0, max).toString('utf8');
+  // A character cut in half decodes as U+FFFD: drop it.
+  return bytes.endsWith('\uFFFD') ? bytes.slice(0, -1) : bytes;
+}
+
+/**
+ * A part too large to keep whole: its first `max` bytes (of the string itself, or of
+ * its JSON), and its whole size in bytes. Undefined when it fits.
+ */
+export function cutPart(value: unknown, max: number): { cut: string; size: number } | undefined {
+  if (value === undefined || jsonBytes(value, max) <= max) return undefined;
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  const size = Buffer.byteLength(text);
+  if (size <= max) return undefined;
+  return { cut: utf8Prefix(text, max), size };
+}
+
+/** Input records already cut (an execution is saved several times with one input). */
+const cutInputs = new WeakMap<object, { input: Execution['input']; size: number } | null>();
+
+/**
+ * The record a store keeps: `execution` itself when every part fits, else a shallow
+ * copy with the large parts cut and `truncated` listing them. The log array is shared,
+ * so a store keeping the copy of a running execution still sees its log grow.
+ */
+export function boundExecution(execution: Execution, max: number): Execution {
+  let truncated: Truncated | undefined;
+  let input = execution.input;
+  let cachedInput = cutInputs.get(input);
+  if (cachedInput === undefined) {
+    const cut = cutPart(input.body, max);
+    cachedInput = cut ? { input: { ...input, body: cut.cut }, size: cut.size } : null;
+    cutInputs.set(input, cachedInput);
+  }
+  if (cachedInput) {
+    input = cachedInput.input;
+    truncated = { 'input.body': cachedInput.size };
+  }
+  const output = cutPart(execution.output, max);
+  if (output) (truncated ??= {}).output = output.size;
+  const responseBody = execution.response ? cutPart(execution.response.body, max) : undefined;
+  if (responseBody) (truncated ??= {})['response.body'] = responseBody.size;
+  if (!truncated) return execution;
+  const bounded: Execution = {
+    ...execution,
+    input,
+    truncated: { ...execution.truncated, ...truncated },
+  };
+  if (output) bounded.output = output.cut;
+  if (responseBody && execution.response) {
+    bounded.response = { ...execution.response, body: responseBody.cut };
+  }
+  return bounded;
+}
+
+/** The event a store keeps: `event` itself when its payload fits, else a cut copy. */
+export function boundEvent<E extends SequencedEvent | ExecutionEvent>(event: E, max: number): E {
+  if (event.type === 'completed') {
+    const cut = cutPart(event.output, max);
+    if (cut) return { ...event, output: cut.cut, truncated: { output: cut.size } };
+  } else if (event.type === 'respond') {
+    const cut = cutPart(event.response.body, max);
+    if (cut) {
+      return {
+        ...event,
+        response: { ...event.response, body: cut.cut },
+        truncated: { 'response.body': cut.size },
+      };
+    }
+  }
+  return event;
+}
+
+/** Whether a store may have cut this event's payload (only these carry bodies). */
+export function carriesBody(event: ExecutionEvent): boolean {
+  return event.type === 'completed' || event.type === 'respond';
+}
+
+/**
+ * About how many bytes a (bounded) record takes, without serialising it. A log line's
+ * lazy input summary (see run-log.ts) is counted at its largest, not made.
+ */
+export function recordBytes(execution: Execution): number {
+  let total =
+    RECORD_OVERHEAD +
+    execution.id.length +
+    execution.workflowId.length +
+    execution.triggerKey.length +
+    jsonBytes(execution.input) +
+    jsonBytes(execution.output) +
+    (execution.response ? jsonBytes(execution.response) : 0) +
+    (execution.error ? jsonBytes(execution.error) : 0);
+  for (const run of execution.log) total += logLineBytes(run);
+  return total;
+}
+
+function logLineBytes(run: NodeRun): number {
+  let total = LOG_LINE_OVERHEAD + run.nodeId.length + run.type.length;
+  const lazy = Object.getOwnPropertyDescriptor(run, 'inputSummary')?.get !== undefined;
+  total += lazy ? LAZY_SUMMARY : (run.inputSummary?.length ?? 0);
+  total += (run.outputSummary?.length ?? 0) + (run.error?.length ?? 0);
+  return total;
+}
+
+/** About how many bytes a (bounded) event takes. */
+export function eventBytes(event: SequencedEvent): number {
+  return jsonBytes(event);
+}
