@@ -80,9 +80,11 @@ describe('outbound guard: URL checks', () => {
   it('names the range it refused', () => {
     expect(blockedRange('127.0.0.1')).toBe('loopback');
     expect(blockedRange('10.1.2.3')).toBe('private');
-    expect(blockedRange('169.254.169.254')).toBe('linkLocal');
+    expect(blockedRange('169.254.169.254')).toBe('metadata');
+    expect(blockedRange('169.254.1.1')).toBe('linkLocal');
     expect(blockedRange('100.64.0.1')).toBe('carrierGradeNat');
-    expect(blockedRange('::ffff:7f00:1')).toBe('ipv4Mapped');
+    // IPv4-mapped addresses are checked as the IPv4 address they carry.
+    expect(blockedRange('::ffff:7f00:1')).toBe('loopback');
     expect(blockedRange('64:ff9b::a00:1')).toBe('rfc6052');
     expect(blockedRange('fc00::1')).toBe('uniqueLocal');
     expect(blockedRange('8.8.8.8')).toBeUndefined();
@@ -365,7 +367,7 @@ describe('http node', () => {
     ]);
     expect(execution.status).toBe('succeeded');
     expect((execution.output as { error: { message: string } }).error.message).toMatch(
-      /169\.254\.169\.254 is not public \(linkLocal\)/,
+      /169\.254\.169\.254 is a cloud metadata endpoint \(never allowed\)/,
     );
   });
 });

@@ -1,7 +1,7 @@
 // One outbound HTTP request through the guard: no redirects followed (a 3xx is the
 // response), a time limit per request, a bounded response body.
 import { request } from 'undici';
-import { OutboundRefusedError, findRefusal, type OutboundGuard } from './guard.ts';
+import { OutboundRefusedError, findRefusal, type OutboundTarget } from './guard.ts';
 
 export interface OutboundRequest {
   method: string;
@@ -33,7 +33,7 @@ export class OutboundTimeoutError extends Error {
 
 /** Sends one request; throws OutboundRefusedError, OutboundTimeoutError or a network error. */
 export async function sendOutbound(
-  guard: OutboundGuard,
+  guard: OutboundTarget,
   req: OutboundRequest,
 ): Promise<OutboundResponse> {
   const checked = guard.check(req.url, { protocols: req.protocols });

@@ -1,0 +1,413 @@
+// The outbound policy: which destinations http nodes and callbacks may reach.
+//
+// Rules are plain strings, the same at every level (settings, chart values, the
+// Workflow's `spec.outbound`, the per-namespace map):
+//   - a CIDR or a bare IP            `10.20.0.0/16`, `fd00:10::/64`, `127.0.0.1`
+//   - a host name                    `api.example.com` (exact, case-insensitive)
+//   - a wildcard suffix              `*.svc.cluster.local` (any name below it, not itself)
+//   - a host or IP with a port       `receiver.test:8443`, `127.0.0.1:9000`, `[::1]:9000`
+//
+// Addresses fall into four classes (addressClass):
+//   never    cloud metadata endpoints and the unspecified address: refused whatever any
+//            policy says (0.0.0.0 reaches the host itself; metadata hands out credentials)
+//   special  loopback, link-local, multicast, reserved, documentation, NAT64 / 6to4 /
+//            Teredo, IPv6 outside 2000::/3: only an operator's CIDR (or IP:port) opens one
+//   private  RFC 1918, 100.64/10 (CGNAT), fc00::/7 (ULA): where cluster services live;
+//            opened by an operator's CIDR or by an operator's host name entry
+//   public   everything else
+//
+// The cluster policy (operator settings) reaches public addresses plus its `allow`
+// entries, minus its `deny` entries. A narrowing policy (a namespace's, a workflow's)
+// can only take away: its `deny` entries are refused, and when it lists `allow` entries
+// only destinations matching one of them are reached — and only where the cluster
+// policy allows them too. See docs/adr/0014-outbound-policy.md.
+import net from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+/** The plain form of a policy, as settings, chart values and the CRD carry it. */
+export interface OutboundRules {
+  allow?: string[];
+  deny?: string[];
+}
+
+type Ip = ipaddr.IPv4 | ipaddr.IPv6;
+type Cidr = [Ip, number];
+
+/** Parsed entries of one list. */
+interface Matchers {
+  cidrs: Cidr[];
+  /** Exact host names (lower case, no trailing dot). */
+  hosts: Set<string>;
+  /** Wildcard suffixes, with their leading dot (`.svc.cluster.local`). */
+  suffixes: string[];
+  /** `host:port` (IPv6 in brackets), lower case. */
+  hostPorts: Set<string>;
+  /** IP:port entries, as the address and the port. */
+  ipPorts: { ip: Ip; port: string }[];
+}
+
+/** One parsed level of policy. `allowListed`: narrowing with `allow` entries. */
+export interface ParsedRules {
+  allow: Matchers;
+  deny: Matchers;
+  /** A narrowing level lists allow entries: anything else is refused. */
+  restricts: boolean;
+}
+
+export type AddressClass = 'never' | 'special' | 'private' | 'public';
+
+/**
+ * Cloud metadata and instance-identity endpoints: AWS/GCP/Azure/OpenStack/Oracle
+ * (169.254.169.254, fd00:ec2::254), AWS ECS task metadata (169.254.170.2), EKS Pod
+ * Identity (169.254.170.23, fd00:ec2::23), Alibaba Cloud (100.100.100.200), Azure's
+ * WireServer (168.63.129.16); and the unspecified addresses (0.0.0.0/8, ::), which
+ * connect to the local host.
+ */
+export const NEVER_CIDRS: readonly string[] = [
+  '0.0.0.0/8',
+  '169.254.169.254/32',
+  '169.254.170.2/32',
+  '169.254.170.23/32',
+  '100.100.100.200/32',
+  '168.63.129.16/32',
+  '::/128',
+  'fd00:ec2::254/128',
+  'fd00:ec2::23/128',
+];
+
+/** Host names of metadata services (refused before any lookup, whatever they resolve to). */
+export const NEVER_HOSTS: readonly string[] = [
+  'metadata',
+  'metadata.google.internal',
+  'metadata.goog',
+  'metadata.azure.internal',
+  'instance-data',
+  'instance-data.ec2.internal',
+  'metadata.tencentyun.com',
+];
+
+const NEVER: Cidr[] = NEVER_CIDRS.map((c) => ipaddr.parseCIDR(c));
+const NEVER_HOST_SET = new Set(NEVER_HOSTS);
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+const PRIVATE_RANGES = new Set(['private', 'carrierGradeNat', 'uniqueLocal']);
+const NAT64 = ipaddr.parseCIDR('64:ff9b::/96');
+const NAT64_LOCAL = ipaddr.parseCIDR('64:ff9b:1::/48');
+const SIX_TO_FOUR = ipaddr.parseCIDR('2002::/16');
+const V4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+
+/** Host name as matched: lower case, brackets and a trailing dot removed. */
+export function normalHost(host: string): string {
+  return host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
+}
+
+/**
+ * Parses an IP in any encoding a connection would use, IPv4-mapped IPv6 made IPv4
+ * (`::ffff:7f00:1` is 127.0.0.1). Undefined when it is no IP.
+ */
+export function parseIp(address: string): Ip | undefined {
+  const bare = address.replace(/^\[|\]$/g, '');
+  // ipaddr.js also reads `0x7f.1` or `2130706433` as IPv4; a connection to a string
+  // like that is a host name lookup, so only what node:net calls an IP counts here.
+  if (net.isIP(bare.replace(/%.*$/, '')) === 0) return undefined;
+  try {
+    return ipaddr.process(bare.replace(/%.*$/, ''));
+  } catch {
+    return undefined;
+  }
+}
+
+function v4FromLow32(ip: ipaddr.IPv6, shift = 0): ipaddr.IPv4 {
+  const p = ip.parts;
+  const words = [p[6 - shift] ?? 0, p[7 - shift] ?? 0];
+  return new ipaddr.IPv4([words[0]! >> 8, words[0]! & 0xff, words[1]! >> 8, words[1]! & 0xff]);
+}
+
+/**
+ * The IPv4 address an IPv6 one carries and a network may translate it to: NAT64
+ * (64:ff9b::/96, 64:ff9b:1::/48), 6to4 (2002::/16) and the old IPv4-compatible ::/96.
+ */
+export function embeddedIpv4(ip: Ip): ipaddr.IPv4 | undefined {
+  if (ip.kind() !== 'ipv6') return undefined;
+  const v6 = ip as ipaddr.IPv6;
+  if (v6.match(NAT64) || v6.match(NAT64_LOCAL)) return v4FromLow32(v6);
+  if (v6.match(SIX_TO_FOUR)) return v4FromLow32(v6, 5);
+  if (v6.match(V4_COMPATIBLE) && !v6.match(ipaddr.parseCIDR('::/112'))) return v4FromLow32(v6);
+  return undefined;
+}
+
+function matchesCidr(ip: Ip, [base, bits]: Cidr): boolean {
+  return ip.kind() === base.kind() && ip.match(base, bits);
+}
+
+function classOne(ip: Ip): { cls: AddressClass; range: string } {
+  if (NEVER.some((c) => matchesCidr(ip, c))) {
+    return { cls: 'never', range: ip.range() === 'unspecified' ? 'unspecified' : 'metadata' };
+  }
+  const range = ip.range();
+  if (PRIVATE_RANGES.has(range)) return { cls: 'private', range };
+  if (range !== 'unicast') return { cls: 'special', range };
+  if (ip.kind() === 'ipv6' && !ip.match(GLOBAL_UNICAST_V6)) {
+    return { cls: 'special', range: 'non-global-ipv6' };
+  }
+  return { cls: 'public', range: 'unicast' };
+}
+
+const RANK: Record<AddressClass, number> = { public: 0, private: 1, special: 2, never: 3 };
+
+/** The class of an address (the stricter of it and any IPv4 address it embeds). */
+export function addressClass(ip: Ip): { cls: AddressClass; range: string } {
+  const own = classOne(ip);
+  const inner = embeddedIpv4(ip);
+  if (!inner) return own;
+  const carried = classOne(inner);
+  return RANK[carried.cls] > RANK[own.cls] ? carried : own;
+}
+
+function emptyMatchers(): Matchers {
+  return { cidrs: [], hosts: new Set(), suffixes: [], hostPorts: new Set(), ipPorts: [] };
+}
+
+const LABEL = '[a-z0-9_](?:[-a-z0-9_]{0,61}[a-z0-9_])?';
+const HOST = new RegExp(`^${LABEL}(?:\\.${LABEL})*$`);
+
+type Entry =
+  | { kind: 'cidr'; cidr: Cidr }
+  | { kind: 'host'; host: string }
+  | { kind: 'suffix'; suffix: string }
+  | { kind: 'hostPort'; host: string; port: string }
+  | { kind: 'ipPort'; ip: Ip; port: string };
+
+/** Parses one entry; throws an Error naming it when it is not one. */
+function parseEntry(raw: string): Entry {
+  const entry = raw.trim().toLowerCase();
+  if (entry === '') throw new Error('empty entry');
+  if (entry.includes('/')) return parseCidrEntry(raw, entry);
+  const ip = parseIp(entry);
+  if (ip) return { kind: 'cidr', cidr: [ip, ip.kind() === 'ipv4' ? 32 : 128] };
+  if (entry.startsWith('*.')) {
+    const suffix = entry.slice(2).replace(/\.$/, '');
+    if (!HOST.test(suffix)) throw new Error(`'${raw}': a wildcard is *.<domain>`);
+    return { kind: 'suffix', suffix: `.${suffix}` };
+  }
+  return parseHostEntry(raw, entry);
+}
+
+function parseCidrEntry(raw: string, entry: string): Entry {
+  let cidr: Cidr;
+  try {
+    cidr = ipaddr.parseCIDR(entry);
+  } catch {
+    throw new Error(`'${raw}' is not a CIDR`);
+  }
+  // An IPv4-mapped network is the IPv4 network (connections are checked as IPv4).
+  const [base, bits] = cidr;
+  if (base.kind() === 'ipv6' && (base as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+    return { kind: 'cidr', cidr: [(base as ipaddr.IPv6).toIPv4Address(), bits - 96] };
+  }
+  return { kind: 'cidr', cidr };
+}
+
+/** `host`, `host:port`, `ip:port`, `[ipv6]:port`. */
+function parseHostEntry(raw: string, entry: string): Entry {
+  const m =
+    /^\[([0-9a-f:.]+)\](?::(\d{1,5}))?$/.exec(entry) ?? /^([^:[\]]+)(?::(\d{1,5}))?$/.exec(entry);
+  if (!m) throw new Error(`'${raw}' is not a CIDR, IP, host name or host:port`);
+  const host = (m[1] ?? '').replace(/\.$/, '');
+  const port = m[2];
+  if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) {
+    throw new Error(`'${raw}': port out of range`);
+  }
+  const hostIp = parseIp(host);
+  const last = host.split('.').pop() ?? '';
+  // WHATWG URL reads a name ending in a number (`2130706433`, `0x7f.1`) as IPv4: such
+  // a name would never be matched, so it is refused rather than guessed at.
+  if (!hostIp && (!HOST.test(host) || /^(0x[0-9a-f]*|[0-9]+)$/.test(last))) {
+    throw new Error(`'${raw}' is not a valid host name`);
+  }
+  if (port === undefined) {
+    return hostIp
+      ? { kind: 'cidr', cidr: [hostIp, hostIp.kind() === 'ipv4' ? 32 : 128] }
+      : { kind: 'host', host };
+  }
+  return hostIp ? { kind: 'ipPort', ip: hostIp, port } : { kind: 'hostPort', host, port };
+}
+
+function addEntry(into: Matchers, entry: Entry): void {
+  switch (entry.kind) {
+    case 'cidr':
+      into.cidrs.push(entry.cidr);
+      return;
+    case 'host':
+      into.hosts.add(entry.host);
+      return;
+    case 'suffix':
+      into.suffixes.push(entry.suffix);
+      return;
+    case 'hostPort':
+      into.hostPorts.add(`${entry.host}:${entry.port}`);
+      return;
+    case 'ipPort':
+      into.ipPorts.push({ ip: entry.ip, port: entry.port });
+  }
+}
+
+/** Why an allow entry can never take effect (it only names never-allowed destinations). */
+function neverAllowable(entry: Entry): string | undefined {
+  if ((entry.kind === 'host' || entry.kind === 'hostPort') && NEVER_HOST_SET.has(entry.host)) {
+    return 'is a metadata service, which is never allowed';
+  }
+  const [base, bits] =
+    entry.kind === 'cidr'
+      ? entry.cidr
+      : entry.kind === 'ipPort'
+        ? [entry.ip, entry.ip.kind() === 'ipv4' ? 32 : 128]
+        : [];
+  if (!base || bits === undefined) return undefined;
+  // Inside one never-allowed network: nothing of it could ever be reached.
+  const inside = NEVER.some(
+    ([n, nBits]) => base.kind() === n.kind() && bits >= nBits && base.match(n, nBits),
+  );
+  return inside ? 'is a metadata or unspecified address, which is never allowed' : undefined;
+}
+
+/** Parses one level; throws an Error listing every bad entry. */
+export function parseRules(rules: OutboundRules | undefined, narrowing: boolean): ParsedRules {
+  const parsed: ParsedRules = {
+    allow: emptyMatchers(),
+    deny: emptyMatchers(),
+    restricts: narrowing && (rules?.allow?.length ?? 0) > 0,
+  };
+  const problems: string[] = [];
+  for (const [list, into] of [
+    ['allow', parsed.allow],
+    ['deny', parsed.deny],
+  ] as const) {
+    for (const raw of rules?.[list] ?? []) {
+      try {
+        const entry = parseEntry(raw);
+        const never = !narrowing && list === 'allow' ? neverAllowable(entry) : undefined;
+        if (never) problems.push(`${list}: '${raw}' ${never}`);
+        else addEntry(into, entry);
+      } catch (error) {
+        problems.push(`${list}: ${(error as Error).message}`);
+      }
+    }
+  }
+  if (problems.length > 0) throw new Error(problems.join('; '));
+  return parsed;
+}
+
+/** Every problem with a set of rules (settings, chart and Pulumi validation). */
+export function rulesProblems(rules: OutboundRules, narrowing: boolean): string[] {
+  try {
+    parseRules(rules, narrowing);
+    return [];
+  } catch (error) {
+    return (error as Error).message.split('; ');
+  }
+}
+
+/** A destination as a policy sees it: the host name (or IP) and the port. */
+export interface Destination {
+  host: string;
+  port: string;
+}
+
+function hostMatches(m: Matchers, d: Destination): boolean {
+  if (m.hosts.has(d.host) || m.hostPorts.has(`${d.host}:${d.port}`)) return true;
+  return m.suffixes.some((s) => d.host.endsWith(s));
+}
+
+function ipPortMatches(m: Matchers, ip: Ip, port: string): boolean {
+  return m.ipPorts.some((e) => e.port === port && sameIp(e.ip, ip));
+}
+
+function sameIp(a: Ip, b: Ip): boolean {
+  return a.kind() === b.kind() && a.toNormalizedString() === b.toNormalizedString();
+}
+
+function cidrMatches(m: Matchers, ip: Ip): boolean {
+  return m.cidrs.some((c) => matchesCidr(ip, c));
+}
+
+/** Whether a host name is refused before it is resolved; the reason, or undefined. */
+export function refuseHost(
+  levels: readonly { name: string; rules: ParsedRules }[],
+  d: Destination,
+): string | undefined {
+  if (NEVER_HOST_SET.has(d.host)) return `host ${d.host} is a metadata service (never allowed)`;
+  const literal = parseIp(d.host) !== undefined;
+  for (const level of levels) {
+    if (hostMatches(level.rules.deny, d)) return `host ${d.host} is denied by the ${level.name}`;
+    // An allow list of names only: a name outside it is refused before any lookup.
+    const { allow, restricts } = level.rules;
+    const byAddress = allow.cidrs.length > 0 || allow.ipPorts.length > 0;
+    if (restricts && !literal && !byAddress && !hostMatches(allow, d)) {
+      return `host ${d.host} is not in the ${level.name}'s allow list`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Whether `address` (what `d.host` resolved to, or the literal IP itself) may be
+ * reached under the cluster policy and every narrowing level; the reason, or undefined.
+ */
+export function refuseAddress(
+  cluster: ParsedRules,
+  narrowings: readonly { name: string; rules: ParsedRules }[],
+  d: Destination,
+  address: string,
+): string | undefined {
+  const ip = parseIp(address);
+  if (!ip) return `address ${address} is not an IP address`;
+  const shown = ip.toString();
+  const { cls, range } = addressClass(ip);
+  const inner = embeddedIpv4(ip);
+  const candidates = inner ? [ip, inner] : [ip];
+  if (cls === 'never')
+    return `address ${shown} is ${range === 'unspecified' ? 'unspecified' : 'a cloud metadata endpoint'} (never allowed)`;
+  if (candidates.some((c) => cidrMatches(cluster.deny, c))) {
+    return `address ${shown} is denied by the cluster outbound policy`;
+  }
+  if (cls !== 'public' && !clusterOpens(cluster, d, ip, cls)) {
+    return `address ${shown} is not public (${range}) and the cluster outbound policy does not allow it`;
+  }
+  for (const level of narrowings) {
+    if (candidates.some((c) => cidrMatches(level.rules.deny, c))) {
+      return `address ${shown} is denied by the ${level.name}`;
+    }
+    if (
+      level.rules.restricts &&
+      !hostMatches(level.rules.allow, d) &&
+      !cidrMatches(level.rules.allow, ip) &&
+      !ipPortMatches(level.rules.allow, ip, d.port)
+    ) {
+      return `${d.host === shown ? `address ${shown}` : `host ${d.host} (${shown})`} is not in the ${level.name}'s allow list`;
+    }
+  }
+  return undefined;
+}
+
+function clusterOpens(cluster: ParsedRules, d: Destination, ip: Ip, cls: AddressClass): boolean {
+  if (cidrMatches(cluster.allow, ip) || ipPortMatches(cluster.allow, ip, d.port)) return true;
+  // A host name entry opens the private ranges only: loopback, link-local and the
+  // rest need the operator to name the addresses (a CIDR or IP:port).
+  return cls === 'private' && hostMatches(cluster.allow, d);
+}
+
+/**
+ * Whether the cluster policy names this destination itself (a host, wildcard or
+ * host:port entry, or a literal IP inside an allow entry): callbacks may then use http.
+ */
+export function clusterNames(cluster: ParsedRules, d: Destination): boolean {
+  if (hostMatches(cluster.allow, d)) return true;
+  const ip = parseIp(d.host);
+  return (
+    ip !== undefined && (cidrMatches(cluster.allow, ip) || ipPortMatches(cluster.allow, ip, d.port))
+  );
+}
