@@ -318,7 +318,7 @@ export async function createServing<E extends ServingEngine>(
       },
     ],
     modes: {
-      validateCallbackUrl: (url) => validateCallbackUrl(url, made.outbound),
+      validateCallbackUrl: (url, workflow) => validateCallbackUrl(url, made.outbound, workflow),
       outputValidator: outputValidatorFor,
     },
     ...(options.logger ? { logger: options.logger } : {}),

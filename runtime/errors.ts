@@ -111,6 +111,11 @@ export const CATALOGUE = {
     type: 'output-schema-violation',
     title: 'Workflow output does not match the output schema',
   },
+  HG_ERR_OUTBOUND_REFUSED: {
+    status: 500,
+    type: 'outbound-refused',
+    title: 'Outbound request refused by the outbound policy',
+  },
   HG_ERR_IDEMPOTENCY_KEY_INVALID: {
     status: 400,
     type: 'idempotency-key-invalid',

@@ -35,6 +35,8 @@ export const MAX_LENGTH = {
   basePath: 1024,
   /** A generated webhook URL: base URL, base path and path segment. */
   webhookUrl: 4096,
+  /** An outbound policy entry: a host name (253) with `*.` before or `:65535` after it. */
+  outboundEntry: 261,
 } as const;
 
 export const MAX_ITEMS = {
@@ -42,6 +44,8 @@ export const MAX_ITEMS = {
   conditions: 16,
   /** Literal request or response headers of a workflow node. */
   headers: 64,
+  /** Allow or deny entries of a workflow's outbound policy. */
+  outboundEntries: 64,
 } as const;
 
 /** An HTTP token (RFC 9110 §5.6.2), at most 128 characters. */

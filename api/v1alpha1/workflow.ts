@@ -73,7 +73,7 @@ export const HttpRequestSpec = Type.Object(
       maxLength: MAX_LENGTH.url,
       pattern: '^https?://',
       description:
-        'Target URL. Outbound requests are refused for loopback, private, link-local and metadata addresses unless the runtime allow-lists them.',
+        'Target URL. Outbound requests are refused for loopback, private, link-local and metadata addresses unless the cluster outbound policy allows them (spec.outbound narrows it).',
     }),
     headers: Type.Optional(
       Type.Record(
@@ -300,6 +300,39 @@ export const RetryPolicy = Type.Object(
 );
 export type RetryPolicy = Static<typeof RetryPolicy>;
 
+const OutboundEntry = Type.String({
+  minLength: 1,
+  maxLength: MAX_LENGTH.outboundEntry,
+  pattern: '^[0-9A-Za-z*._:/\\[\\]-]+$',
+  description:
+    'A CIDR or IP (10.20.0.0/16, fd00::/8), a host name (api.example.com), a wildcard suffix (*.payments.svc.cluster.local) or host:port.',
+});
+
+export const OutboundPolicy = Type.Object(
+  {
+    allow: Type.Optional(
+      Type.Array(OutboundEntry, {
+        maxItems: MAX_ITEMS.outboundEntries,
+        description:
+          "When set, the workflow's http nodes and callbacks reach only destinations matching an entry, and only where the cluster outbound policy allows them too: it narrows, never widens.",
+      }),
+    ),
+    deny: Type.Optional(
+      Type.Array(OutboundEntry, {
+        maxItems: MAX_ITEMS.outboundEntries,
+        description:
+          'Destinations refused to this workflow even though the cluster outbound policy allows them.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Narrows the cluster\'s outbound policy for this workflow\'s http nodes and callbacks (docs/workflows.md, "Outbound policy").',
+  },
+);
+export type OutboundPolicy = Static<typeof OutboundPolicy>;
+
 export const WorkflowSpec = Type.Object(
   {
     publish: Type.Boolean({
@@ -335,6 +368,7 @@ export const WorkflowSpec = Type.Object(
       ),
     ),
     retry: Type.Optional(RetryPolicy),
+    outbound: Type.Optional(OutboundPolicy),
   },
   { additionalProperties: false, description: 'Desired state of the Workflow.' },
 );

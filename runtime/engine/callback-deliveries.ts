@@ -2,12 +2,15 @@
 // each is reported to the observer, a failure to the internal error handler, and
 // shutdown can wait for them or cancel them.
 import type { CallbackSender, DeliveryResult } from './callbacks.ts';
-import type { Execution } from './ports.ts';
+import type { WorkflowPolicySource } from './outbound/guard.ts';
+import type { CallbackOutcome, Execution } from './ports.ts';
 
 export interface CallbackDeliveriesOptions {
   sender: CallbackSender;
   /** Told about every delivery, delivered or not (metrics). */
   delivered?: (result: DeliveryResult) => void;
+  /** Keeps the outcome with the execution (it is already saved; save it again). */
+  record?: (execution: Execution) => Promise<void>;
   onInternalError: (error: unknown, where: string) => void;
 }
 
@@ -25,22 +28,22 @@ export class CallbackDeliveries {
     return this.#pending;
   }
 
-  /** Posts the finished execution to `url` in the background. */
-  deliver(execution: Execution, url: string): void {
+  /** Posts the finished execution to `url` in the background, under `workflow`'s policy. */
+  deliver(execution: Execution, url: string, workflow?: WorkflowPolicySource): void {
     const delivery = this.#o.sender
-      .deliver(url, execution, { signal: this.#abort.signal })
-      .then(
-        (result) => {
-          this.#o.delivered?.(result);
-          if (!result.delivered) {
-            this.#o.onInternalError(
-              new Error(`callback to ${url} not delivered: ${result.reason}`),
-              `callback ${execution.id} (${execution.workflowId})`,
-            );
-          }
-        },
-        (error: unknown) => this.#o.onInternalError(error, 'callback'),
-      )
+      .deliver(url, execution, { signal: this.#abort.signal, ...(workflow ? { workflow } : {}) })
+      .then(async (result) => {
+        this.#o.delivered?.(result);
+        execution.callback = outcomeOf(result);
+        await this.#o.record?.(execution);
+        if (!result.delivered) {
+          this.#o.onInternalError(
+            new Error(`callback to ${url} not delivered: ${result.reason}`),
+            `callback ${execution.id} (${execution.workflowId})`,
+          );
+        }
+      })
+      .catch((error: unknown) => this.#o.onInternalError(error, 'callback'))
       .finally(() => this.#pending.delete(delivery));
     this.#pending.add(delivery);
   }
@@ -49,4 +52,14 @@ export class CallbackDeliveries {
   abort(reason: Error): void {
     this.#abort.abort(reason);
   }
+}
+
+function outcomeOf(result: DeliveryResult): CallbackOutcome {
+  return {
+    delivered: result.delivered,
+    attempts: result.attempts,
+    ...(result.status !== undefined ? { status: result.status } : {}),
+    ...(result.reason !== undefined ? { reason: result.reason } : {}),
+    ...(result.refused ? { code: 'HG_ERR_OUTBOUND_REFUSED' as const } : {}),
+  };
 }

@@ -7,6 +7,8 @@ import {
   OutboundGuard,
   OutboundRefusedError,
   type OutboundGuardOptions,
+  type OutboundTarget,
+  type WorkflowPolicySource,
 } from './outbound/guard.ts';
 import { OutboundTimeoutError, sendOutbound } from './outbound/request.ts';
 import type { Execution, ExecutionError, ExecutionStatus } from './ports.ts';
@@ -61,6 +63,8 @@ export interface DeliveryResult {
   status?: number;
   /** Why it was not delivered. */
   reason?: string;
+  /** The outbound policy refused the destination: nothing was sent. */
+  refused?: boolean;
 }
 
 /** A fresh signing secret: `whsec_` + base64 of `bytes` random bytes (24-64). */
@@ -126,13 +130,15 @@ function toGuard(guard: OutboundGuard | OutboundGuardOptions | undefined): Outbo
 
 /**
  * Checks a callback URL before the 202 is sent: present, at most 2048 characters,
- * https (unless a `host:port` allow-list entry covers it), no literal non-public IP.
- * Host names are checked again at connect time. Throws HttpProblem
- * HG_ERR_CALLBACK_URL_MISSING / HG_ERR_CALLBACK_URL_REFUSED.
+ * https (unless the cluster outbound policy names the destination), allowed by the
+ * outbound policy as far as the URL tells (a literal IP, a denied or unlisted host
+ * name), narrowed for `workflow` when given. Host names are checked again at connect
+ * time. Throws HttpProblem HG_ERR_CALLBACK_URL_MISSING / HG_ERR_CALLBACK_URL_REFUSED.
  */
 export function validateCallbackUrl(
   url: string | undefined,
   guard: OutboundGuard | OutboundGuardOptions = {},
+  workflow?: WorkflowPolicySource,
 ): URL {
   if (url === undefined || url.trim() === '') {
     throw new HttpProblem('HG_ERR_CALLBACK_URL_MISSING', 'A callback URL is required');
@@ -143,7 +149,8 @@ export function validateCallbackUrl(
   const owned = !(guard instanceof OutboundGuard);
   const checker = toGuard(guard);
   try {
-    return checker.check(url, { protocols: ['https:'] }).url;
+    const target = workflow ? checker.forWorkflow(workflow) : checker;
+    return target.check(url, { protocols: ['https:'] }).url;
   } catch (error) {
     const reason = error instanceof OutboundRefusedError ? error.message : errorMessage(error);
     throw new HttpProblem('HG_ERR_CALLBACK_URL_REFUSED', `Callback URL refused: ${reason}`);
@@ -162,7 +169,7 @@ function retryAfterMs(value: string | undefined, cap: number): number | undefine
 
 type Attempt =
   | { outcome: 'delivered'; status: number }
-  | { outcome: 'stop'; status?: number; reason: string }
+  | { outcome: 'stop'; status?: number; reason: string; refused?: boolean }
   | { outcome: 'retry'; status?: number; reason: string; waitMs?: number };
 
 export class CallbackSender {
@@ -193,24 +200,28 @@ export class CallbackSender {
     return this.secrets[0] as string;
   }
 
-  /** validateCallbackUrl with this sender's guard. */
-  validate(url: string | undefined): URL {
-    return validateCallbackUrl(url, this.guard);
+  /** validateCallbackUrl with this sender's guard (narrowed for `workflow`, when given). */
+  validate(url: string | undefined, workflow?: WorkflowPolicySource): URL {
+    return validateCallbackUrl(url, this.guard, workflow);
   }
 
-  /** Delivers the result of a finished execution to `url`; never throws for HTTP outcomes. */
+  /**
+   * Delivers the result of a finished execution to `url`, under the outbound policy
+   * narrowed for `workflow` when given; never throws for HTTP outcomes.
+   */
   async deliver(
     url: string,
     execution: Execution,
-    options: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal; workflow?: WorkflowPolicySource } = {},
   ): Promise<DeliveryResult> {
+    const target = options.workflow ? this.guard.forWorkflow(options.workflow) : this.guard;
     const webhookId = webhookIdFor(execution.id);
     const body = JSON.stringify(callbackBody(execution));
     let last: Attempt = { outcome: 'retry', reason: 'not attempted' };
     let attempt = 0;
     while (attempt < this.#maxAttempts) {
       attempt++;
-      last = await this.#attempt(url, webhookId, body, options.signal);
+      last = await this.#attempt(target, url, webhookId, body, options.signal);
       if (last.outcome !== 'retry') break;
       if (attempt >= this.#maxAttempts) break;
       const wait = last.waitMs ?? backoffDelay(this.#backoffMs, attempt, this.#maxBackoffMs);
@@ -227,10 +238,12 @@ export class CallbackSender {
       attempts: attempt,
       ...(last.status !== undefined ? { status: last.status } : {}),
       ...(last.outcome !== 'delivered' ? { reason: last.reason } : {}),
+      ...(last.outcome === 'stop' && last.refused ? { refused: true } : {}),
     };
   }
 
   async #attempt(
+    target: OutboundTarget,
     url: string,
     webhookId: string,
     body: string,
@@ -238,7 +251,7 @@ export class CallbackSender {
   ): Promise<Attempt> {
     const timestamp = Math.floor(this.#now() / 1000);
     try {
-      const response = await sendOutbound(this.guard, {
+      const response = await sendOutbound(target, {
         method: 'POST',
         url,
         headers: {
@@ -268,7 +281,13 @@ export class CallbackSender {
       }
       return { outcome: 'stop', status, reason: `receiver answered ${status}` };
     } catch (error) {
-      if (error instanceof OutboundRefusedError) return { outcome: 'stop', reason: error.message };
+      if (error instanceof OutboundRefusedError) {
+        return {
+          outcome: 'stop',
+          reason: `refused by the outbound policy: ${error.message}`,
+          refused: true,
+        };
+      }
       if (signal?.aborted || error instanceof AbortedError) {
         return { outcome: 'stop', reason: 'delivery cancelled (shutdown)' };
       }

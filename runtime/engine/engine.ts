@@ -162,6 +162,7 @@ export class InProcessEngine implements ExecutionEngine {
     this.#deliveries = new CallbackDeliveries({
       sender: this.callbacks,
       ...(observer ? { delivered: (result) => observer.callbackDelivered(result) } : {}),
+      record: (execution) => this.store.save(execution),
       onInternalError,
     });
   }
@@ -443,6 +444,6 @@ export class InProcessEngine implements ExecutionEngine {
     this.#hot.delete(hot.execution.id);
     hot.ended();
     this.#observer?.executionFinished(hot.execution);
-    if (url) this.#deliveries.deliver(hot.execution, url);
+    if (url) this.#deliveries.deliver(hot.execution, url, hot.request.workflow);
   }
 }

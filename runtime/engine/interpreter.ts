@@ -8,7 +8,7 @@ import { ExecutionFailure } from './execution-failure.ts';
 import type { ExpressionCache } from './expressions.ts';
 import type { NodeContext, NodeLimits, Step } from './nodes/context.ts';
 import { runNodeType } from './nodes/index.ts';
-import type { OutboundGuard } from './outbound/guard.ts';
+import { OutboundRefusedError, type OutboundGuard, type OutboundTarget } from './outbound/guard.ts';
 import type { Execution, ExecutionEvent, NodeRun, StartRequest } from './ports.ts';
 import { classifyNodeError } from './retry-policy.ts';
 import { finishRun, startedRun } from './run-log.ts';
@@ -38,6 +38,9 @@ export interface InterpreterOptions extends NodeLimits {
   maxSteps: number;
 }
 
+/** The catalogue code of a node (and execution) failed by the outbound policy. */
+const OUTBOUND_REFUSED_CODE = 'HG_ERR_OUTBOUND_REFUSED';
+
 /** Where each node id is in a workflow's node list (ids are unique: a list-map key). */
 const nodeIndexes = new WeakMap<readonly WorkflowNode[], Map<string, number>>();
 
@@ -55,7 +58,7 @@ class RunContext implements NodeContext {
   readonly run: Run;
   readonly execution: Execution;
   readonly signal: AbortSignal;
-  readonly outbound: OutboundGuard;
+  readonly outbound: OutboundTarget;
   readonly limits: NodeLimits;
   readonly scope: string;
   readonly bindings: { trigger: unknown; nodes: Record<string, unknown> };
@@ -66,7 +69,7 @@ class RunContext implements NodeContext {
     this.run = run;
     this.execution = run.execution;
     this.signal = run.abort.signal;
-    this.outbound = options.outbound;
+    this.outbound = options.outbound.forWorkflow(workflow);
     this.limits = options;
     this.scope = `${workflow.workflowId}@${workflow.generation}`;
     this.bindings = { trigger: run.execution.input, nodes: {} };
@@ -195,6 +198,8 @@ export class Interpreter {
           return this.#stop(ctx, run, started, node, error);
         }
         lastError = error;
+        // The policy refuses the same destination again: no point in retrying.
+        if (error instanceof OutboundRefusedError) break;
       }
       if (attempt < maxAttempts) {
         const base = parseDuration(policy.backoff ?? '200ms');
@@ -206,8 +211,10 @@ export class Interpreter {
       }
     }
     const message = errorMessage(lastError);
+    const code = lastError instanceof OutboundRefusedError ? OUTBOUND_REFUSED_CODE : undefined;
+    if (code) run.code = code;
     if (policy.action === 'continue') {
-      const output = { error: { message, nodeId: node.id } };
+      const output = { error: { message, nodeId: node.id, ...(code ? { code } : {}) } };
       const summary = summarize(output, max);
       this.#finish(ctx, run, started, 'failed', summary, message);
       return { output, summary };
@@ -227,7 +234,9 @@ export class Interpreter {
           : new ExecutionFailure(`node '${node.id}' failed: ${errorMessage(error)}`, {
               nodeId: node.id,
               kind: classifyNodeError(error),
+              ...(error instanceof OutboundRefusedError ? { code: OUTBOUND_REFUSED_CODE } : {}),
             });
+    if (failure.code === OUTBOUND_REFUSED_CODE) run.code = failure.code;
     this.#finish(ctx, run, started, 'failed', undefined, failure.message);
     throw failure;
   }

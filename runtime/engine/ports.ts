@@ -58,6 +58,8 @@ export interface NodeRun {
   /** JSON of the node output, truncated to 1 KiB. */
   outputSummary?: string;
   error?: string;
+  /** Catalogue code of a failure with a stable cause: HG_ERR_OUTBOUND_REFUSED. */
+  code?: ErrorCode;
 }
 
 /** What a respond (ResponseToWebhook) node sends back. */
@@ -74,7 +76,8 @@ export interface ExecutionError {
   statusCode?: number;
   /**
    * Catalogue code: HG_ERR_EXECUTION_FAILED (a node failed, a fail node ran, the step
-   * limit was hit, the engine shut down) or HG_ERR_OUTPUT_SCHEMA (output validator).
+   * limit was hit, the engine shut down), HG_ERR_OUTBOUND_REFUSED (an http node's
+   * destination refused by the outbound policy) or HG_ERR_OUTPUT_SCHEMA (output validator).
    */
   code?: ErrorCode;
   /** The failure class (retry-policy.ts); absent in records written before retries. */
@@ -89,6 +92,18 @@ export interface AttemptRecord {
   error: ExecutionError;
   /** The wait before the next attempt, when one was scheduled. */
   retryInMs?: number;
+}
+
+/** How the Async Callback of an execution went (set once delivery has ended). */
+export interface CallbackOutcome {
+  delivered: boolean;
+  attempts: number;
+  /** Status of the last response, if any. */
+  status?: number;
+  /** Why it was not delivered. */
+  reason?: string;
+  /** HG_ERR_OUTBOUND_REFUSED: the outbound policy refused the destination, nothing was sent. */
+  code?: ErrorCode;
 }
 
 export interface Execution {
@@ -114,6 +129,8 @@ export interface Execution {
   deadLetteredAt?: string;
   /** The execution this one replays (admin replay, or a retry out of the dead-letter list). */
   replayOf?: string;
+  /** Async Callback mode: the delivery's outcome, once it has ended. */
+  callback?: CallbackOutcome;
   /**
    * SHA-256 (hex) of the caller's capability token for the public execution links
    * (gateway/execution-links.ts). Never the token itself; not shown by the admin API.

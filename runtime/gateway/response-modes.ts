@@ -36,8 +36,11 @@ import { replyProblem, type WebhookContext } from './context.ts';
 
 export interface ModeDeps {
   engine: ExecutionEngine;
-  /** Checks a caller's callback URL before the 202 (throws HG_ERR_CALLBACK_URL_REFUSED). */
-  validateCallbackUrl?: (url: string) => void;
+  /**
+   * Checks a caller's callback URL before the 202, under the outbound policy narrowed
+   * for the workflow (throws HG_ERR_CALLBACK_URL_REFUSED).
+   */
+  validateCallbackUrl?: (url: string, workflow: WorkflowRegistration) => void;
   /** The trigger's output schema validator, if it has one (the engine applies it). */
   outputValidator?: (route: RouteRecord) => OutputValidator | undefined;
   heartbeatMs?: number;
@@ -146,7 +149,7 @@ async function asyncCallback(deps: ModeDeps, m: ModeRequest): Promise<FastifyRep
       `Send the callback URL in the ${CALLBACK_HEADER} header or the ${CALLBACK_QUERY} query parameter`,
     );
   }
-  deps.validateCallbackUrl?.(url);
+  deps.validateCallbackUrl?.(url, m.workflow);
   const started = await start(deps, m, { callbackUrl: url });
   return acknowledge(m, started, { callbackUrl: url });
 }

@@ -1,7 +1,7 @@
 // What a node is given to run and what it hands back: the contract between the
 // interpreter (../interpreter.ts) and the node types in this folder.
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
-import type { OutboundGuard } from '../outbound/guard.ts';
+import type { OutboundTarget } from '../outbound/guard.ts';
 import type { Execution, ExecutionEvent } from '../ports.ts';
 
 /** One node run's result. */
@@ -30,8 +30,8 @@ export interface NodeContext {
   readonly execution: Execution;
   /** Aborts when the engine shuts down: waits and outbound requests stop. */
   readonly signal: AbortSignal;
-  /** Address guard for outbound requests. */
-  readonly outbound: OutboundGuard;
+  /** Address guard for outbound requests: the cluster policy narrowed for this workflow. */
+  readonly outbound: OutboundTarget;
   readonly limits: NodeLimits;
   /** Evaluates a JSONata expression on `input` with the run's $trigger and $nodes. */
   evaluate(source: string, input: unknown): Promise<unknown>;

@@ -371,14 +371,16 @@ export function refuseAddress(
   const candidates = inner ? [ip, inner] : [ip];
   if (cls === 'never')
     return `address ${shown} is ${range === 'unspecified' ? 'unspecified' : 'a cloud metadata endpoint'} (never allowed)`;
-  if (candidates.some((c) => cidrMatches(cluster.deny, c))) {
+  const denied = (m: Matchers) =>
+    candidates.some((c) => cidrMatches(m, c)) || ipPortMatches(m, ip, d.port);
+  if (denied(cluster.deny)) {
     return `address ${shown} is denied by the cluster outbound policy`;
   }
   if (cls !== 'public' && !clusterOpens(cluster, d, ip, cls)) {
     return `address ${shown} is not public (${range}) and the cluster outbound policy does not allow it`;
   }
   for (const level of narrowings) {
-    if (candidates.some((c) => cidrMatches(level.rules.deny, c))) {
+    if (denied(level.rules.deny)) {
       return `address ${shown} is denied by the ${level.name}`;
     }
     if (
