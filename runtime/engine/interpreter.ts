@@ -210,16 +210,25 @@ export class Interpreter {
         }
       }
     }
-    const message = errorMessage(lastError);
-    const code = lastError instanceof OutboundRefusedError ? OUTBOUND_REFUSED_CODE : undefined;
-    if (code) run.code = code;
-    if (policy.action === 'continue') {
-      const output = { error: { message, nodeId: node.id, ...(code ? { code } : {}) } };
-      const summary = summarize(output, max);
-      this.#finish(ctx, run, started, 'failed', summary, message);
-      return { output, summary };
-    }
+    if (policy.action === 'continue') return this.#passOn(ctx, run, started, node, lastError);
     return this.#stop(ctx, run, started, node, lastError);
+  }
+
+  /** The `continue` policy: the error becomes the node output. */
+  #passOn(
+    ctx: RunContext,
+    run: NodeRun,
+    started: number,
+    node: WorkflowNode,
+    error: unknown,
+  ): Step {
+    const message = errorMessage(error);
+    const code = error instanceof OutboundRefusedError ? OUTBOUND_REFUSED_CODE : undefined;
+    if (code) run.code = code;
+    const output = { error: { message, nodeId: node.id, ...(code ? { code } : {}) } };
+    const summary = summarize(output, this.#o.summaryLength);
+    this.#finish(ctx, run, started, 'failed', summary, message);
+    return { output, summary };
   }
 
   #stop(ctx: RunContext, run: NodeRun, started: number, node: WorkflowNode, error: unknown): never {
