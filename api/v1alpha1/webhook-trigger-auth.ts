@@ -1,10 +1,14 @@
-// WebhookTrigger authentication: API keys, JWT bearer tokens, OAuth 2.0, and the
-// credentials the Send Test Request operation uses.
+// WebhookTrigger authentication: API keys, JWT bearer tokens, OAuth 2.0, signed
+// deliveries (HMAC signatures, webhook-trigger-signature.ts), and the credentials the
+// Send Test Request operation uses.
 import { Type } from '@sinclair/typebox';
 import { SecretKeyRef, literals, withRules } from './common.ts';
 import { HeaderName, HttpsUrl, MAX_LENGTH } from './bounds.ts';
+import { SignatureAuth } from './webhook-trigger-signature.ts';
 
-export const AUTH_METHODS = ['none', 'apiKey', 'bearer', 'oauth2'] as const;
+export * from './webhook-trigger-signature.ts';
+
+export const AUTH_METHODS = ['none', 'apiKey', 'bearer', 'oauth2', 'signature'] as const;
 export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 export const JWT_ALGORITHMS = [
@@ -199,11 +203,12 @@ export const AuthSpec = withRules(
       method: literals(AUTH_METHODS, {
         default: 'none',
         description:
-          'The spec’s "require authentication" toggle and method: none (off), apiKey (X-API-Key), bearer (JWT) or oauth2 (scopes).',
+          'The spec’s "require authentication" toggle and method: none (off), apiKey (X-API-Key), bearer (JWT), oauth2 (scopes) or signature (deliveries signed with a shared secret: GitHub, Stripe, Slack, Shopify, Standard Webhooks or a generic HMAC).',
       }),
       apiKey: Type.Optional(ApiKeyAuth),
       bearer: Type.Optional(BearerAuth),
       oauth2: Type.Optional(OAuth2Auth),
+      signature: Type.Optional(SignatureAuth),
     },
     { additionalProperties: false, description: 'Authentication of callers.' },
   ),
@@ -224,6 +229,12 @@ export const AuthSpec = withRules(
       rule: "self.method != 'oauth2' || has(self.oauth2)",
       message: 'auth.oauth2 is required when auth.method is oauth2',
       fieldPath: '.oauth2',
+      reason: 'FieldValueRequired',
+    },
+    {
+      rule: "self.method != 'signature' || has(self.signature)",
+      message: 'auth.signature is required when auth.method is signature',
+      fieldPath: '.signature',
       reason: 'FieldValueRequired',
     },
   ],
