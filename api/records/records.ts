@@ -8,6 +8,12 @@ export interface ResolvedCredentials {
   apiKeys?: { consumer: string; sha256: string }[];
   /** Static JWT verification key (PEM, JWK JSON or HMAC secret) from bearer/oauth2 keySecretRef. */
   jwtKey?: string;
+  /**
+   * Active signing secrets of a signed-delivery trigger (auth.method signature), each
+   * with the Secret key it came from (the consumer a delivery it signed is counted as).
+   * Kept as they are: an HMAC needs the secret itself.
+   */
+  signingSecrets?: { key: string; secret: string }[];
   /** OAuth 2.0 introspection client secret. */
   introspectionClientSecret?: string;
   /** The test credential (API key or token) saved for Send Test Request. */

@@ -1,10 +1,12 @@
 // Resolves the Secrets a WebhookTrigger references into the material the gateway
-// needs. API keys leave here only as SHA-256 digests.
+// needs. API keys leave here only as SHA-256 digests; signing secrets as they are (an
+// HMAC needs the secret itself).
 import { createHash } from 'node:crypto';
 import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
 import { Reason } from '../../api/v1alpha1/index.ts';
 import type { ResolvedCredentials } from '../../api/records/records.ts';
 import type { SecretData } from '../sources/ports.ts';
+import { signingSecrets } from './signing-secrets.ts';
 
 export type CredentialResult =
   | { ok: true; credentials: ResolvedCredentials }
@@ -24,6 +26,7 @@ export function referencedSecrets(spec: WebhookTriggerSpec): string[] {
     spec.auth?.apiKey?.secretRef.name,
     spec.auth?.bearer?.keySecretRef?.name,
     spec.auth?.oauth2?.introspection?.clientSecretRef.name,
+    spec.auth?.signature?.secretRef.name,
     spec.testCredentials?.secretRef.name,
   ];
   return [...new Set(names.filter((n): n is string => typeof n === 'string'))];
@@ -117,6 +120,8 @@ export function resolveCredentials(
     if ('ok' in r) return r;
     credentials.introspectionClientSecret = r.value;
   }
+  const signingFailure = addSigningSecrets(credentials, spec, getSecret, scope);
+  if (signingFailure) return signingFailure;
   if (spec.testCredentials) {
     const ref = spec.testCredentials.secretRef;
     const r = read('spec.testCredentials.secretRef', ref.name, ref.key);
@@ -124,4 +129,31 @@ export function resolveCredentials(
     credentials.testCredential = r.value.trim();
   }
   return { ok: true, credentials };
+}
+
+/** Signed deliveries: the active signing secrets, or why the Secret cannot give them. */
+function addSigningSecrets(
+  credentials: ResolvedCredentials,
+  spec: WebhookTriggerSpec,
+  getSecret: (name: string) => SecretData | undefined,
+  scope: SecretScope | undefined,
+): CredentialResult | undefined {
+  const signature = spec.auth?.method === 'signature' ? spec.auth.signature : undefined;
+  if (!signature) return undefined;
+  const name = signature.secretRef.name;
+  const field = 'spec.auth.signature.secretRef';
+  const secret = getSecret(name);
+  if (!secret) {
+    return {
+      ok: false,
+      reason: Reason.SecretNotFound,
+      message: secretNotFound(field, name, scope),
+    };
+  }
+  const resolved = signingSecrets(signature, secret);
+  if (typeof resolved === 'string') {
+    return { ok: false, reason: Reason.SecretInvalid, message: `${field}: ${resolved}` };
+  }
+  credentials.signingSecrets = resolved;
+  return undefined;
 }
