@@ -25,6 +25,11 @@ import {
   type IdempotencyStore,
 } from '../runtime/gateway/idempotency/store.ts';
 import { RedisIdempotencyStore } from '../runtime/gateway/idempotency/redis-store.ts';
+import {
+  MemoryReplayStore,
+  type ReplayStore,
+} from '../runtime/gateway/security/auth/signature/replay.ts';
+import { RedisReplayStore } from '../runtime/gateway/security/auth/signature/replay-redis.ts';
 import { createGuards, type GuardOptions } from '../runtime/gateway/guards.ts';
 import { LiveEventHub } from '../runtime/gateway/live-events.ts';
 import { RedisLiveEventBus } from '../runtime/gateway/live-events-redis.ts';
@@ -87,6 +92,8 @@ export interface Stores {
   gateways: GatewayStore;
   rateLimiter: EndpointRateLimiter;
   idempotency: IdempotencyStore;
+  /** Signed deliveries already accepted (replays are refused). */
+  replay: ReplayStore;
   /** With Redis: carries the live event stream between gateways. */
   liveBus?: (gateway: string, log: Log) => Promise<RedisLiveEventBus>;
   close(): void;
@@ -94,7 +101,8 @@ export interface Stores {
 
 /**
  * The shared state: in memory (one process), or in Redis when a client is given
- * (routes, registry, rate-limit counters and idempotency keys shared by every replica). The rate
+ * (routes, registry, rate-limit counters, idempotency keys and the replay memory of signed
+ * deliveries shared by every replica). The rate
  * limiter gets its own connection without an offline queue, so a Redis outage is
  * answered at once by the endpoint's failure mode instead of queueing requests.
  */
@@ -108,6 +116,7 @@ export function createStores(redis?: Redis): Stores {
       gateways: new MemoryGatewayStore(),
       rateLimiter: new EndpointRateLimiter(),
       idempotency: new MemoryIdempotencyStore(),
+      replay: new MemoryReplayStore(),
       close: () => {},
     };
   }
@@ -124,6 +133,7 @@ export function createStores(redis?: Redis): Stores {
     gateways,
     rateLimiter: new EndpointRateLimiter({ redis: limiterClient }),
     idempotency: new RedisIdempotencyStore({ redis }),
+    replay: new RedisReplayStore({ redis }),
     liveBus: (gateway, log) =>
       RedisLiveEventBus.create({
         redis,
@@ -300,6 +310,7 @@ export async function createServing<E extends ServingEngine>(
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,
+    replay: stores.replay,
     onRateLimit: (decision) => analytics.metrics.recordRateLimitDecision(decision),
     ...options.guards,
   });

@@ -49,6 +49,31 @@ export const CATALOGUE = {
     type: 'auth-unavailable',
     title: 'Authentication provider unavailable',
   },
+  HG_ERR_SIGNATURE_MISSING: {
+    status: 401,
+    type: 'signature-missing',
+    title: 'Signature missing',
+  },
+  HG_ERR_SIGNATURE_MALFORMED: {
+    status: 401,
+    type: 'signature-malformed',
+    title: 'Signature malformed',
+  },
+  HG_ERR_SIGNATURE_EXPIRED: {
+    status: 401,
+    type: 'signature-timestamp-outside-tolerance',
+    title: 'Signed timestamp outside the tolerance',
+  },
+  HG_ERR_SIGNATURE_MISMATCH: {
+    status: 401,
+    type: 'signature-mismatch',
+    title: 'No signature matched',
+  },
+  HG_ERR_SIGNATURE_REPLAYED: {
+    status: 401,
+    type: 'signature-replayed',
+    title: 'Delivery replayed',
+  },
   HG_ERR_CORS_ORIGIN_DENIED: {
     status: 403,
     type: 'cors-origin-denied',

@@ -19,8 +19,13 @@ export interface WebhookContext {
   /** The caller's links to its execution (execution-links.ts), once it has started. */
   executionLinks?: { self: string; events: string };
   problem?: ErrorCode;
-  /** The request body as received (for idempotency fingerprints). */
+  /** The request body as received (idempotency fingerprints, signature checks). */
   rawBody?: Buffer;
+  /**
+   * Set once a signed delivery's signature was verified (auth.method signature);
+   * `release` frees its replay claim when the delivery is answered with an error.
+   */
+  signature?: { release?: () => Promise<void> };
   /** Set while this request owns an Idempotency-Key claim. */
   idempotencyKey?: string | undefined;
 }

@@ -13,6 +13,8 @@ import {
 import { corsHeaders, preflight } from './security/cors.ts';
 import { checkHttps, parseTrustedProxies } from './security/https.ts';
 import { EndpointRateLimiter, type RateLimitDecision } from './security/rate-limit.ts';
+import { SignatureVerifier } from './security/auth/signature/verify.ts';
+import type { ReplayStore } from './security/auth/signature/replay.ts';
 import type { Guards } from './webhook-routes.ts';
 
 export interface GuardOptions {
@@ -24,6 +26,10 @@ export interface GuardOptions {
   /** Told about every rate-limit decision on a limited endpoint (metrics). */
   onRateLimit?: (decision: 'allowed' | 'rejected') => void;
   authenticator?: Authenticator;
+  /** Where signed deliveries are remembered to refuse replays (memory or Redis). */
+  replay?: ReplayStore;
+  /** The clock of signature timestamps (tests). */
+  now?: () => number;
 }
 
 export function createGuards(options: GuardOptions = {}): Guards {
@@ -31,6 +37,10 @@ export function createGuards(options: GuardOptions = {}): Guards {
   parseTrustedProxies(trustedProxies); // a bad CIDR fails at startup, not per request
   const limiter = options.rateLimiter ?? new EndpointRateLimiter();
   const authenticator = options.authenticator ?? createAuthenticator();
+  const signatures = new SignatureVerifier({
+    ...(options.replay ? { replay: options.replay } : {}),
+    ...(options.now ? { now: options.now } : {}),
+  });
   const allowed = (decision: RateLimitDecision): Record<string, string> => {
     options.onRateLimit?.('allowed');
     return decision.headers;
@@ -75,6 +85,9 @@ export function createGuards(options: GuardOptions = {}): Guards {
     },
     authenticate(route: RouteRecord, request: FastifyRequest) {
       return authenticator(route, request.headers);
+    },
+    verifySignature(route: RouteRecord, request: FastifyRequest, body: Buffer) {
+      return signatures.verify(route, request.headers, body);
     },
     rateLimit(route: RouteRecord) {
       if (!route.spec.rateLimit) return {};

@@ -3,9 +3,14 @@
 // Order of checks (each answers with a catalogue problem):
 //   route (404) → CORS preflight → method (405) → HTTPS (403) → CORS origin (403)
 //   → authentication (401/403) → rate limit (429) → workflow published (404)
-//   → body size/parse (413/400/415) → input schema (422) → response mode.
+//   → body size (413) → signature (401) → body parse (400/415) → input schema (422)
+//   → response mode.
 // Everything before the body is read happens in onRequest, so an unauthenticated or
-// throttled caller never makes the gateway read its body.
+// throttled caller never makes the gateway read its body. Signed deliveries
+// (auth.method signature) can only be checked once the body is read: the signature
+// covers it. They are checked on the raw bytes before anything parses them (or, for a
+// request without a body, before the handler), and the replay claim of a delivery
+// answered with an error is released, so that the sender's retry is accepted.
 import { randomUUID } from 'node:crypto';
 import type {
   FastifyContentTypeParser,
@@ -34,6 +39,7 @@ import { toProblem } from './problem-handler.ts';
 import { applyResponseHeaders } from './response-headers.ts';
 import { respond, type ModeDeps } from './response-modes.ts';
 import { pathOf, type RouteTable } from './route-table.ts';
+import type { SignatureCheck } from './security/auth/signature/verify.ts';
 
 /** The protections of the request path. Each throws an HttpProblem to refuse. */
 export interface Guards {
@@ -48,6 +54,12 @@ export interface Guards {
     route: RouteRecord,
     request: FastifyRequest,
   ): { consumer?: string } | Promise<{ consumer?: string }>;
+  /** Check a signed delivery over its raw body; throws its 401. */
+  verifySignature(
+    route: RouteRecord,
+    request: FastifyRequest,
+    body: Buffer,
+  ): Promise<SignatureCheck>;
   /** Count the request; returns RateLimit headers, throws 429 when over. */
   rateLimit(route: RouteRecord): Record<string, string> | Promise<Record<string, string>>;
   /** Validate the parsed body against the route's input schema (422). */
@@ -73,6 +85,20 @@ export interface WebhookRoutesOptions {
 }
 
 const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const EMPTY_BODY = Buffer.alloc(0);
+
+function isSigned(route: RouteRecord): boolean {
+  return route.spec.auth?.method === 'signature';
+}
+
+/** Verifies a signed delivery and notes it on the context (consumer, replay claim). */
+function checkSignature(guards: Guards, request: FastifyRequest, body: Buffer): Promise<void> {
+  const ctx = request.webhook as WebhookContext;
+  return guards.verifySignature(ctx.match.route, request, body).then((check) => {
+    ctx.consumer = check.consumer;
+    ctx.signature = check.release ? { release: check.release } : {};
+  });
+}
 
 export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): void {
   const { table, guards, observer, live } = options;
@@ -95,16 +121,16 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
         done(error, undefined);
         return;
       }
-      if (request.webhook) request.webhook.rawBody = buffer;
-      let body: unknown;
-      try {
-        const limits = inputLimits(request.webhook?.match.route.spec.inputLimits);
-        body = parseBody(buffer, request.headers['content-type'], limits);
-      } catch (parseError) {
-        done(parseError as Error, undefined);
+      const ctx = request.webhook;
+      if (ctx) ctx.rawBody = buffer;
+      if (ctx && isSigned(ctx.match.route)) {
+        checkSignature(guards, request, buffer).then(
+          () => parseInto(request, buffer, done),
+          (signatureError: unknown) => done(signatureError as Error, undefined),
+        );
         return;
       }
-      done(null, body);
+      parseInto(request, buffer, done);
     });
   };
   app.addContentTypeParser('*', parser);
@@ -179,24 +205,33 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     // without an Idempotency-Key needs (a throw here reaches the error handler alike).
     handler: (request, reply) => {
       const ctx = request.webhook as WebhookContext;
-      const route = ctx.match.route;
-      const body = request.body ?? null;
-      guards.validateInput(route, body);
-      const workflow = table.workflow(route.workflowId);
-      if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
-      const run = () => {
-        ctx.executionId = randomUUID();
-        const input = triggerOutput(request, ctx, body);
-        return respond(modeDeps, { request, reply, route, workflow, input, ctx });
-      };
-      if (options.idempotency && request.headers[IDEMPOTENCY_HEADER] !== undefined) {
-        return claimIdempotencyKey(options.idempotency, request, reply, ctx).then((claimed) =>
-          claimed ? run() : reply,
-        );
+      // A signed delivery without a body never reached the parser: checked here.
+      if (ctx.signature === undefined && isSigned(ctx.match.route)) {
+        return checkSignature(guards, request, EMPTY_BODY).then(() => handle(request, reply));
       }
-      return run();
+      return handle(request, reply);
     },
   });
+
+  const handle = (request: FastifyRequest, reply: FastifyReply) => {
+    const ctx = request.webhook as WebhookContext;
+    const route = ctx.match.route;
+    const body = request.body ?? null;
+    guards.validateInput(route, body);
+    const workflow = table.workflow(route.workflowId);
+    if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
+    const run = () => {
+      ctx.executionId = randomUUID();
+      const input = triggerOutput(request, ctx, body);
+      return respond(modeDeps, { request, reply, route, workflow, input, ctx });
+    };
+    if (options.idempotency && request.headers[IDEMPOTENCY_HEADER] !== undefined) {
+      return claimIdempotencyKey(options.idempotency, request, reply, ctx).then((claimed) =>
+        claimed ? run() : reply,
+      );
+    }
+    return run();
+  };
 
   // Record every answer, refusals included, for metrics, analytics and the live stream.
   app.addHook('onError', async (request, _reply, error) => {
@@ -226,11 +261,32 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       observer?.observe(unmatchedObservation(request, reply));
       return;
     }
+    // A delivery answered with an error was not received: its sender's retry is not a replay.
+    if (ctx.signature?.release && reply.statusCode >= 400) {
+      ctx.signature.release().catch(() => {});
+    }
     const route = ctx.match.route;
     const durationSeconds = Number(process.hrtime.bigint() - ctx.startedAt) / 1e9;
     observer?.observe(observation(request, reply, ctx, durationSeconds));
     live?.publishResponse(route, reply.statusCode, durationSeconds, ctx, request);
   });
+}
+
+/** Parses a read body by its Content-Type, within the route's input limits. */
+function parseInto(
+  request: FastifyRequest,
+  buffer: Buffer,
+  done: (error: Error | null, body?: unknown) => void,
+): void {
+  let body: unknown;
+  try {
+    const limits = inputLimits(request.webhook?.match.route.spec.inputLimits);
+    body = parseBody(buffer, request.headers['content-type'], limits);
+  } catch (parseError) {
+    done(parseError as Error, undefined);
+    return;
+  }
+  done(null, body);
 }
 
 /**

@@ -4,6 +4,8 @@
 //   apiKey → { consumer }               (api-key.ts)
 //   bearer → { consumer? }              (jwt.ts)
 //   oauth2 → { consumer? } + scopes     (oauth2.ts)
+//   signature → {} here: a signature covers the body, so it is checked once the body is
+//               read (signature/verify.ts, called by the webhook routes' body parser)
 //
 // Failures are HttpProblems: 401 credentials-missing / credentials-invalid (with
 // WWW-Authenticate), 403 insufficient-scope, 503 auth-unavailable.
@@ -13,6 +15,7 @@ import type { HeaderMap } from '../headers.ts';
 import { apiKeyHeaderName, authenticateApiKey } from './api-key.ts';
 import { authenticateBearer, defaultJwtVerifier, type JwtVerifier } from './jwt.ts';
 import { defaultOAuth2Verifier, OAuth2Verifier } from './oauth2.ts';
+import { SignatureVerifier } from './signature/verify.ts';
 
 export interface AuthResult {
   /** Who called: API key consumer id, or the token's sub / client_id / azp. */
@@ -46,6 +49,8 @@ export function createAuthenticator(
         return authenticateBearer(route, headers, jwt);
       case 'oauth2':
         return oauth2.authenticate(route, headers);
+      case 'signature':
+        return {};
       default:
         throw new HttpProblem('HG_ERR_INTERNAL', 'Unknown authentication method.');
     }
@@ -63,6 +68,8 @@ export function authHeaderNameFor(route: RouteRecord): string | undefined {
     case 'bearer':
     case 'oauth2':
       return 'Authorization';
+    case 'signature':
+      return SignatureVerifier.headerOf(route);
     default:
       return undefined;
   }
