@@ -4,6 +4,7 @@
 // the printer columns and waits for Ready; requests are served by the gateway the
 // operator configured; kubectl delete runs the finalizer.
 import { execFile } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -243,6 +244,52 @@ spec:
           involvedObject: expect.objectContaining({ name: 'orders-ingest' }),
         }),
       );
+    }, 10_000);
+  });
+
+  it('signed deliveries: the GitHub example is served; a Secret without the listed key is SecretInvalid', async () => {
+    const body = '{"zen":"Design for failure.","hook_id":1}';
+    const sign = (secret: string) =>
+      `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+    const url = `${gateway}/webhook/default-production-github-events/github`;
+    const post = (signature: string) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+        body,
+      });
+    expect((await post(sign('demo-github-secret-0001'))).status).toBe(202);
+    const forged = await post(sign('guessed'));
+    expect(forged.status).toBe(401);
+    expect(((await forged.json()) as { type: string }).type).toBe(
+      'https://hookgate.dev/problems/signature-mismatch',
+    );
+
+    const file = join(dir, 'nokey.yaml');
+    writeFileSync(
+      file,
+      `apiVersion: hookgate.dev/v1alpha1
+kind: WebhookTrigger
+metadata: { name: signed-no-key }
+spec:
+  workflowRef: { name: github-events }
+  pathSegment: nokey
+  auth:
+    method: signature
+    signature: { preset: github, secretRef: { name: github-webhook, keys: [next] } }
+  response: { mode: immediateAck }
+`,
+    );
+    expect((await kubectl('apply', '-f', file)).code).toBe(0);
+    await eventually(async () => {
+      const r = await kubectl(
+        'get',
+        'wht',
+        'signed-no-key',
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}',
+      );
+      expect(r.stdout).toBe('False/SecretInvalid');
     }, 10_000);
   });
 
