@@ -1,18 +1,18 @@
 // In-memory adapter of the record stores: a Map and a listener set.
-import type { RecordStore } from './records.ts';
+import type { ChangeListener, RecordStore } from './records.ts';
 
 export class MemoryRecordStore<T> implements RecordStore<T> {
   readonly #records = new Map<string, T>();
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new Set<ChangeListener>();
 
   put(key: string, value: T): Promise<void> {
     this.#records.set(key, structuredClone(value));
-    this.#notify();
+    this.#notify(key);
     return Promise.resolve();
   }
 
   delete(key: string): Promise<void> {
-    if (this.#records.delete(key)) this.#notify();
+    if (this.#records.delete(key)) this.#notify(key);
     return Promise.resolve();
   }
 
@@ -25,12 +25,12 @@ export class MemoryRecordStore<T> implements RecordStore<T> {
     return Promise.resolve([...this.#records.values()].map((v) => structuredClone(v)));
   }
 
-  subscribe(listener: () => void): () => void {
+  subscribe(listener: ChangeListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  #notify(): void {
-    for (const listener of this.#listeners) listener();
+  #notify(key: string): void {
+    for (const listener of this.#listeners) listener(key);
   }
 }

@@ -49,6 +49,9 @@ export interface WorkflowRegistration {
   spec: WorkflowSpec;
 }
 
+/** Told which key changed; `undefined`: anything may have changed. */
+export type ChangeListener = (key?: string) => void;
+
 /** A key/value store of records with a change feed. */
 export interface RecordStore<T> {
   put(key: string, value: T): Promise<void>;
@@ -56,8 +59,12 @@ export interface RecordStore<T> {
   delete(key: string): Promise<void>;
   get(key: string): Promise<T | undefined>;
   list(): Promise<T[]>;
-  /** Called after every change (coalescing allowed); returns the unsubscribe function. */
-  subscribe(listener: () => void): () => void;
+  /**
+   * Called after every change with the key that changed, or with no key when anything
+   * may have changed (e.g. after a reconnect: re-read everything). Coalescing allowed.
+   * Returns the unsubscribe function.
+   */
+  subscribe(listener: ChangeListener): () => void;
 }
 
 /** Routes keyed by trigger key (`<namespace>/<name>`). */

@@ -2,7 +2,7 @@
 // JSON), and a pub/sub channel that announces every change, so each gateway replica
 // rebuilds its route table when the operator deploys or removes a route.
 import type { Redis } from 'ioredis';
-import type { RecordStore } from './records.ts';
+import type { ChangeListener, RecordStore } from './records.ts';
 
 export interface RedisRecordStoreOptions {
   /** Commands (HSET, HGET, ...). */
@@ -23,7 +23,7 @@ export class RedisRecordStore<T> implements RecordStore<T> {
   readonly #redis: Redis;
   readonly #key: string;
   readonly #channel: string;
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new Set<ChangeListener>();
   #subscriber: Redis | undefined;
   #ownSubscriber = false;
   #subscribed: Promise<unknown> | undefined;
@@ -59,7 +59,7 @@ export class RedisRecordStore<T> implements RecordStore<T> {
     return values.map((text) => JSON.parse(text) as T);
   }
 
-  subscribe(listener: () => void): () => void {
+  subscribe(listener: ChangeListener): () => void {
     this.#listeners.add(listener);
     if (!this.#subscribed) {
       if (!this.#subscriber) {
@@ -67,8 +67,9 @@ export class RedisRecordStore<T> implements RecordStore<T> {
         this.#ownSubscriber = true;
       }
       const sub = this.#subscriber;
-      sub.on('message', (channel: string) => {
-        if (channel === this.#channel) for (const l of [...this.#listeners]) l();
+      // The message is the key that changed (see put and delete).
+      sub.on('message', (channel: string, key: string) => {
+        if (channel === this.#channel) for (const l of [...this.#listeners]) l(key);
       });
       // After a reconnect, changes may have been missed: tell listeners to re-read.
       sub.on('ready', () => {

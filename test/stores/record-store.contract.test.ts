@@ -76,6 +76,19 @@ function contract(name: string, harness: () => Harness) {
       expect(here).toBe(1);
       stopThere();
     });
+
+    it('names the key that changed, on puts and on deletes', async () => {
+      const keys: (string | undefined)[] = [];
+      const stop = other.subscribe((key) => keys.push(key));
+      await (other as { ready?: () => Promise<void> }).ready?.();
+      keys.length = 0;
+      await store.put('named', { name: 'named', tags: [] });
+      await store.delete('named');
+      await eventually(() => expect(keys.filter((k) => k === 'named')).toHaveLength(2));
+      // Nothing else is announced than what changed (a reconnect would say undefined).
+      expect(keys.every((k) => k === 'named')).toBe(true);
+      stop();
+    });
   });
 }
 
