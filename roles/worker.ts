@@ -8,7 +8,9 @@ import { InProcessEngine, type InProcessEngineOptions } from '../runtime/engine/
 import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
 import type { Budgets } from './budget-settings.ts';
 import { redisExecutionStore } from './serving.ts';
+import { RedisDeadLetterStore } from '../runtime/engine/dead-letters-redis.ts';
 import { QUEUE } from '../runtime/engine/queued-engine.ts';
+import { RedisRetryQueue } from '../runtime/engine/retry-queue-redis.ts';
 import { ExecutionWorker, type ExecutionWorkerOptions } from '../runtime/engine/worker.ts';
 import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
@@ -43,8 +45,14 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     key: REDIS_KEYS.workflows,
   });
   const store = redisExecutionStore(redis, options.budgets);
+  const retries = new RedisRetryQueue({ redis, store });
+  const deadLetters = new RedisDeadLetterStore({ redis });
   const registry = new Registry();
-  const metrics = new GatewayMetrics({ registry, queueDepth: () => redis.xlen(QUEUE.stream) });
+  const metrics = new GatewayMetrics({
+    registry,
+    queueDepth: () => redis.xlen(QUEUE.stream),
+    deadLetters: () => deadLetters.count(),
+  });
   storeMetrics(registry, [store]);
   const concurrency = options.concurrency ?? 32;
   const engine = new InProcessEngine({
@@ -53,7 +61,11 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     concurrency,
     store,
     streamEvents: true,
+    retries,
+    deadLetters,
     observer: {
+      attemptRetried: () => metrics.recordRetry('automatic'),
+      deadLettered: () => metrics.recordDeadLettered(),
       executionFinished: (e) =>
         metrics.recordExecution(e.workflowId, e.status === 'succeeded' ? 'succeeded' : 'failed'),
       callbackDelivered: (r) =>
@@ -66,6 +78,8 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     blocking,
     engine,
     store,
+    retries,
+    deadLetters,
     concurrency,
     // Read at run time, so a job runs what is deployed and published now.
     resolve: async (job) => {

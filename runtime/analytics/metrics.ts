@@ -18,6 +18,9 @@ export const METRIC = {
   queueDepth: 'hookgate_queue_depth',
   rateLimitDecisions: 'hookgate_rate_limit_decisions_total',
   callbackDeliveries: 'hookgate_callback_deliveries_total',
+  deadLetters: 'hookgate_dead_letters',
+  deadLettered: 'hookgate_dead_lettered_total',
+  executionRetries: 'hookgate_execution_retries_total',
 } as const;
 
 export const REQUEST_LABELS = [
@@ -33,12 +36,16 @@ export type RequestLabel = (typeof REQUEST_LABELS)[number];
 export type ExecutionResult = 'succeeded' | 'failed' | 'timed_out';
 export type RateLimitDecision = 'allowed' | 'rejected';
 export type CallbackResult = 'delivered' | 'failed' | 'retried' | 'refused';
+/** automatic: a retry policy scheduled another attempt; dead_letter: an admin retried an entry. */
+export type RetrySource = 'automatic' | 'dead_letter';
 
 export interface GatewayMetricsOptions {
   registry: Registry;
   consumers?: ConsumerLabelOptions;
   /** Read at every scrape for hookgate_queue_depth (instead of calling setQueueDepth). */
   queueDepth?: () => number | Promise<number>;
+  /** Read at every scrape for hookgate_dead_letters (entries in the dead-letter list). */
+  deadLetters?: () => number | Promise<number>;
 }
 
 /**
@@ -55,6 +62,8 @@ export class GatewayMetrics implements RequestObserver {
   /** Rate limit decisions not yet added to their counter (see its collect). */
   readonly #decisions: Record<RateLimitDecision, number> = { allowed: 0, rejected: 0 };
   readonly #callbacks: Counter<'result'>;
+  readonly #retries: Counter<'source'>;
+  readonly #deadLettered: Counter;
   /** Request observations not yet recorded (see batch.ts); flushed before every scrape. */
   readonly #observations = new Batch<RequestObservation>((o) => this.#record(o));
 
@@ -118,6 +127,30 @@ export class GatewayMetrics implements RequestObserver {
       labelNames: ['result'],
       registers,
     });
+    const deadLetters = options.deadLetters;
+    new Gauge({
+      name: METRIC.deadLetters,
+      help: 'Executions in the dead-letter list (retry policy exhausted).',
+      registers,
+      ...(deadLetters
+        ? {
+            async collect(this: Gauge) {
+              this.set(await deadLetters());
+            },
+          }
+        : {}),
+    });
+    this.#deadLettered = new Counter({
+      name: METRIC.deadLettered,
+      help: 'Executions moved to the dead-letter list.',
+      registers,
+    });
+    this.#retries = new Counter({
+      name: METRIC.executionRetries,
+      help: 'Execution attempts scheduled again: by a retry policy (automatic) or out of the dead-letter list (dead_letter).',
+      labelNames: ['source'],
+      registers,
+    });
   }
 
   /** RequestObserver: one observation per webhook request, recorded in a batch. */
@@ -151,6 +184,14 @@ export class GatewayMetrics implements RequestObserver {
 
   recordCallbackDelivery(result: CallbackResult): void {
     this.#callbacks.inc({ result });
+  }
+
+  recordRetry(source: RetrySource, count = 1): void {
+    this.#retries.inc({ source }, count);
+  }
+
+  recordDeadLettered(): void {
+    this.#deadLettered.inc();
   }
 
   setQueueDepth(depth: number): void {

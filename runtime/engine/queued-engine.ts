@@ -25,6 +25,11 @@ export interface ExecutionJob {
   triggerKey: string;
   workflowId: string;
   callbackUrl?: string;
+  /**
+   * The execution attempt this job runs (retry-queue-redis.ts); absent: 1. A job whose
+   * attempt the record has moved past is dropped.
+   */
+  attempt?: number;
 }
 
 // KEYS: record, events, index, stream. ARGV: record JSON, ttl ms, created ms, id,
@@ -111,6 +116,7 @@ export class QueuedEngine implements ExecutionEngine {
       log: [],
     };
     if (request.accessDigest) execution.accessDigest = request.accessDigest;
+    if (request.replayOf) execution.replayOf = request.replayOf;
     const queuedEvent: SequencedEvent = {
       type: 'queued',
       executionId: id,

@@ -7,14 +7,22 @@
 // (XCLAIM resets the idle time); a job that nobody has renewed for `claimIdleMs` (its
 // worker died) is claimed by another worker (XAUTOCLAIM) and run again from the start,
 // with the same execution id, so a callback keeps its webhook-id.
+//
+// Retries (a workflow's spec.retry): the engine hands an execution whose attempt failed
+// to the Redis retry queue (retry-queue-redis.ts) before its job is acknowledged; every
+// worker moves due attempts back to the stream. A job carries its attempt number, and
+// one whose attempt the record has moved past is dropped, so a worker killed at any
+// point of a retry loses nothing and runs no attempt twice after it was handed over.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { HttpProblem } from '../errors.ts';
+import { deadLetterOf, type DeadLetterStore } from './dead-letters.ts';
 import type { InProcessEngine } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import { QUEUE, type ExecutionJob } from './queued-engine.ts';
+import type { RedisRetryQueue } from './retry-queue-redis.ts';
 import { triggerRef } from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
@@ -44,18 +52,27 @@ export interface ExecutionWorkerOptions {
   /** Longest blocking read (also how fast close() is noticed). Default 2 s. */
   blockMs?: number;
   onInternalError?: (error: unknown, where: string) => void;
+  /** Moves due retry attempts to the stream; give the one the engine hands off to. */
+  retries?: RedisRetryQueue;
+  /** Where a record that says dead-lettered gets its entry when its worker died first. */
+  deadLetters?: DeadLetterStore;
+  /** How often due retry attempts are looked for. Default 500 ms. */
+  retryPollMs?: number;
 }
 
 type StreamEntry = [id: string, fields: string[]];
 
 export class ExecutionWorker {
-  readonly #o: Required<Omit<ExecutionWorkerOptions, 'outputValidator'>> &
-    Pick<ExecutionWorkerOptions, 'outputValidator'>;
+  readonly #o: Required<
+    Omit<ExecutionWorkerOptions, 'outputValidator' | 'retries' | 'deadLetters'>
+  > &
+    Pick<ExecutionWorkerOptions, 'outputValidator' | 'retries' | 'deadLetters'>;
   readonly #inflight = new Map<string, Promise<void>>();
   /** Jobs still reading their record: close() waits until each reaches the engine. */
   readonly #starting = new Set<Promise<void>>();
   #loop: Promise<void> | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
+  #promoter: NodeJS.Timeout | undefined;
   #stopping = false;
   #closed: Promise<void> | undefined;
   #lastClaim = 0;
@@ -69,6 +86,7 @@ export class ExecutionWorker {
       concurrency: 32,
       claimIdleMs: 60_000,
       blockMs: 2_000,
+      retryPollMs: 500,
       onInternalError: (error, where) => console.error(`hookgate worker: ${where}:`, error),
       ...options,
     };
@@ -94,6 +112,9 @@ export class ExecutionWorker {
     if (this.#o.redis.status === 'ready') await this.#ensureGroup();
     const every = Math.max(100, Math.floor(this.#o.claimIdleMs / 3));
     this.#heartbeat = setInterval(() => void this.#renewClaims(), every);
+    if (this.#o.retries) {
+      this.#promoter = setInterval(() => void this.#promote(), this.#o.retryPollMs);
+    }
     this.#loop = this.#consume();
   }
 
@@ -108,6 +129,7 @@ export class ExecutionWorker {
 
   async #close(timeoutMs: number): Promise<void> {
     this.#stopping = true;
+    clearInterval(this.#promoter);
     // A blocking read would hold the loop for up to blockMs: cut it short.
     this.#o.blocking.disconnect();
     await this.#loop;
@@ -221,8 +243,21 @@ export class ExecutionWorker {
     const job = JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
     if (!job) return; // not a job of ours: acknowledge and drop it
     const execution = await this.#o.store.get(job.id);
-    // Expired, or finished by a worker that died before acknowledging: nothing to do.
-    if (!execution || execution.status === 'succeeded' || execution.status === 'failed') return;
+    // Expired, or finished by a worker that died before acknowledging: nothing to do,
+    // except the dead-letter entry of a record that says it went there (the worker died
+    // between the record and the entry; adding is idempotent).
+    if (!execution || execution.status === 'succeeded') return;
+    if (execution.status === 'failed') {
+      if (execution.deadLetteredAt && this.#o.deadLetters) {
+        await this.#o.deadLetters.add(deadLetterOf(execution, job.callbackUrl));
+      }
+      return;
+    }
+    // The record has moved past this job's attempt (its worker handed the execution to
+    // the retry queue, then died before acknowledging): the later attempt is the one.
+    const attempt = job.attempt ?? 1;
+    const pending = (execution.attempt ?? 1) + (execution.nextAttemptAt ? 1 : 0);
+    if (attempt < pending) return;
     const afterSeq = await this.#o.store.eventCount(job.id);
     const target = await this.#o.resolve(job);
     if (!target) {
@@ -237,7 +272,7 @@ export class ExecutionWorker {
       ...(validator ? { outputValidator: validator } : {}),
       ...(job.callbackUrl ? { callbackUrl: job.callbackUrl } : {}),
     };
-    const done = this.#o.engine.resume(request, execution, afterSeq);
+    const done = this.#o.engine.resume(request, execution, afterSeq, attempt);
     reached();
     await done;
   }
@@ -248,9 +283,12 @@ export class ExecutionWorker {
       message: `endpoint ${job.triggerKey} or its workflow ${job.workflowId} is no longer published`,
       statusCode: 500,
       code: 'HG_ERR_EXECUTION_FAILED',
+      kind: 'unrunnable',
     };
     const finishedAt = new Date().toISOString();
-    await this.#o.store.save({ ...execution, status: 'failed', error, finishedAt });
+    const failed: Execution = { ...execution, status: 'failed', error, finishedAt };
+    delete failed.nextAttemptAt;
+    await this.#o.store.save(failed);
     await this.#o.store.appendEvents([
       { type: 'failed', error, executionId: execution.id, seq: afterSeq + 1, at: finishedAt },
     ]);
@@ -262,6 +300,15 @@ export class ExecutionWorker {
       .xack(QUEUE.stream, QUEUE.group, entryId)
       .xdel(QUEUE.stream, entryId)
       .exec();
+  }
+
+  /** Moves due retry attempts to the stream (any worker; each job moves once). */
+  async #promote(): Promise<void> {
+    try {
+      await this.#o.retries?.promote();
+    } catch (error) {
+      if (!this.#stopping) this.#o.onInternalError(error, 'moving due retries');
+    }
   }
 
   /** Resets the idle time of the jobs this worker runs, so nobody claims them. */

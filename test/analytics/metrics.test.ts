@@ -19,9 +19,12 @@ async function families(
 describe('gateway metrics', () => {
   it('pins the metric names, types and label names', async () => {
     const registry = new Registry();
-    const metrics = new GatewayMetrics({ registry });
+    const metrics = new GatewayMetrics({ registry, deadLetters: () => 2 });
     knownTraffic(() => Date.now()).forEach((o) => metrics.observe(o));
     metrics.recordExecution('shop-production-orders', 'succeeded');
+    metrics.recordRetry('automatic');
+    metrics.recordRetry('dead_letter', 3);
+    metrics.recordDeadLettered();
     metrics.recordRateLimitDecision('allowed');
     metrics.recordCallbackDelivery('delivered');
     metrics.setQueueDepth(3);
@@ -43,7 +46,13 @@ describe('gateway metrics', () => {
       hookgate_queue_depth: { type: 'gauge', labels: [] },
       hookgate_rate_limit_decisions_total: { type: 'counter', labels: ['decision'] },
       hookgate_callback_deliveries_total: { type: 'counter', labels: ['result'] },
+      hookgate_dead_letters: { type: 'gauge', labels: [] },
+      hookgate_dead_lettered_total: { type: 'counter', labels: [] },
+      hookgate_execution_retries_total: { type: 'counter', labels: ['source'] },
     });
+    const text = await registry.metrics();
+    expect(text).toMatch(/^hookgate_dead_letters 2$/m);
+    expect(text).toMatch(/^hookgate_execution_retries_total\{source="dead_letter"\} 3$/m);
     expect(Object.values(METRIC).sort()).toEqual([...(await families(registry)).keys()].sort());
     expect([...REQUEST_LABELS].sort()).toEqual([
       'application',

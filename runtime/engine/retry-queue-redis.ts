@@ -1,0 +1,89 @@
+// Delayed re-delivery of execution attempts through Redis (distributed mode):
+//
+//   hookgate:queue:retries   sorted set of job JSON scored by the time the attempt is due (ms)
+//
+// A worker whose attempt failed under a retry policy hands the execution over in one
+// script: the record (queued, nextAttemptAt) is saved and the next attempt's job added
+// to the set; only then is the stream entry of the failed attempt acknowledged. Every
+// worker moves due jobs to the stream (`promote`), each due job in one script (ZREM,
+// then XADD only when the ZREM removed it), so two workers never both move one.
+//
+// A worker killed between the two steps leaves either the old attempt unacknowledged
+// (the record still says it runs: another worker runs it again) or a job whose attempt
+// the record has moved past (it is dropped): see worker.ts.
+import type { Redis } from 'ioredis';
+import type { RetryHandOff } from './engine.ts';
+import type { RedisExecutionStore } from './execution-store-redis.ts';
+import { EXECUTION_KEYS } from './execution-store-redis.ts';
+import type { Execution, StartRequest } from './ports.ts';
+import { QUEUE, type ExecutionJob } from './queued-engine.ts';
+
+export const RETRY_KEYS = { due: 'hookgate:queue:retries' } as const;
+
+// KEYS: record, due set. ARGV: record JSON, ttl ms, due ms, job JSON.
+const SCHEDULE = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+return 1
+`;
+
+// KEYS: due set, stream. ARGV: now ms, at most this many. Returns the number moved.
+const PROMOTE = `
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local moved = 0
+for _, job in ipairs(due) do
+  if redis.call('ZREM', KEYS[1], job) == 1 then
+    redis.call('XADD', KEYS[2], '*', 'job', job)
+    moved = moved + 1
+  end
+end
+return moved
+`;
+
+interface RetryCommands {
+  hookgateRetrySchedule(record: string, due: string, ...args: (string | number)[]): Promise<number>;
+  hookgateRetryPromote(due: string, stream: string, now: number, max: number): Promise<number>;
+}
+
+export class RedisRetryQueue implements RetryHandOff {
+  readonly #redis: Redis & RetryCommands;
+  readonly #store: RedisExecutionStore;
+
+  constructor(options: { redis: Redis; store: RedisExecutionStore }) {
+    const redis = options.redis as Redis & Partial<RetryCommands>;
+    if (!redis.hookgateRetrySchedule) {
+      redis.defineCommand('hookgateRetrySchedule', { numberOfKeys: 2, lua: SCHEDULE });
+      redis.defineCommand('hookgateRetryPromote', { numberOfKeys: 2, lua: PROMOTE });
+    }
+    this.#redis = redis as Redis & RetryCommands;
+    this.#store = options.store;
+  }
+
+  async schedule(execution: Execution, request: StartRequest, dueAtMs: number): Promise<void> {
+    const job: ExecutionJob = {
+      id: execution.id,
+      triggerKey: execution.triggerKey,
+      workflowId: execution.workflowId,
+      attempt: (execution.attempt ?? 1) + 1,
+      ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
+    };
+    await this.#redis.hookgateRetrySchedule(
+      EXECUTION_KEYS.record(execution.id),
+      RETRY_KEYS.due,
+      JSON.stringify(execution),
+      this.#store.ttlLeftMs(execution.createdAt),
+      dueAtMs,
+      JSON.stringify(job),
+    );
+  }
+
+  /** Moves the jobs due by `nowMs` (at most `max`) to the stream; returns how many. */
+  promote(nowMs = Date.now(), max = 100): Promise<number> {
+    return this.#redis.hookgateRetryPromote(RETRY_KEYS.due, QUEUE.stream, nowMs, max);
+  }
+
+  /** Attempts waiting to be due. */
+  waiting(): Promise<number> {
+    return this.#redis.zcard(RETRY_KEYS.due);
+  }
+}
