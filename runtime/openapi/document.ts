@@ -12,6 +12,7 @@ import {
 } from '../../api/v1alpha1/index.ts';
 import { CATALOGUE, PROBLEM_CONTENT_TYPE, problemType, type ErrorCode } from '../errors.ts';
 import { bodyFormatOf, XML_ROOT } from '../gateway/response-body.ts';
+import { signatureHeader } from '../gateway/security/auth/signature/schemes.ts';
 
 /** What a document needs of a deployed route (a RouteRecord has it all). */
 export interface OpenApiRoute {
@@ -332,6 +333,17 @@ function schemeOf(auth: Auth): Json {
         `signed with ${(b?.algorithms ?? []).join(', ')}.`,
     };
   }
+  if (auth.method === 'signature') {
+    const preset = auth.signature?.preset ?? 'generic';
+    return {
+      type: 'apiKey',
+      in: 'header',
+      name: auth.signature ? signatureHeader(auth.signature) : 'Signature',
+      description:
+        `An HMAC signature of the exact request body made with a shared secret (${preset} scheme; ` +
+        'see docs/signatures/). Not a key: each delivery carries its own.',
+    };
+  }
   return oauth2Scheme(auth.oauth2);
 }
 
@@ -419,7 +431,18 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
     );
   if (spec.requireHttps) codes.push('HG_ERR_HTTPS_REQUIRED');
   const auth = spec.auth?.method ?? 'none';
-  if (auth !== 'none') codes.push('HG_ERR_CREDENTIALS_MISSING', 'HG_ERR_CREDENTIALS_INVALID');
+  if (auth === 'signature') {
+    codes.push(
+      'HG_ERR_SIGNATURE_MISSING',
+      'HG_ERR_SIGNATURE_MALFORMED',
+      'HG_ERR_SIGNATURE_EXPIRED',
+      'HG_ERR_SIGNATURE_MISMATCH',
+      'HG_ERR_SIGNATURE_REPLAYED',
+      'HG_ERR_AUTH_UNAVAILABLE',
+    );
+  } else if (auth !== 'none') {
+    codes.push('HG_ERR_CREDENTIALS_MISSING', 'HG_ERR_CREDENTIALS_INVALID');
+  }
   if (auth === 'oauth2') codes.push('HG_ERR_INSUFFICIENT_SCOPE');
   if (auth === 'oauth2' || (auth === 'bearer' && spec.auth?.bearer?.jwksUrl))
     codes.push('HG_ERR_AUTH_UNAVAILABLE');

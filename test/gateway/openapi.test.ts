@@ -23,6 +23,8 @@ const EXAMPLE_TRIGGERS = [
   'payments-notify',
   'reports-stream',
   'reports-async',
+  'github-events',
+  'billing-events',
 ];
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- walking documents in assertions
@@ -189,10 +191,26 @@ describe('the gateway document', () => {
     await validOpenApi(body);
     expect(Object.keys(body.paths as Json)).toHaveLength(EXAMPLE_TRIGGERS.length);
     expect(Object.keys(body.components.securitySchemes as Json).sort()).toEqual([
+      'default.billing-events.signature',
+      'default.github-events.signature',
       'default.inventory-sync.oauth2',
       'default.orders-ingest.apiKey',
       'default.payments-notify.bearer',
     ]);
+  });
+
+  it('a signed endpoint documents its signature header and the signature problems', async () => {
+    const { body } = await documentOf('/api/openapi.json');
+    expect(body.components.securitySchemes['default.github-events.signature']).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-Hub-Signature-256',
+    });
+    expect(body.components.securitySchemes['default.billing-events.signature'].name).toBe(
+      'webhook-signature',
+    );
+    const text = JSON.stringify(body);
+    expect(text).toContain('https://hookgate.dev/problems/signature-mismatch');
   });
 
   it('a trigger that is not deployed: 404 route-not-found', async () => {

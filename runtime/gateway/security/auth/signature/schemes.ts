@@ -242,3 +242,8 @@ export function decodeSignature(
   const decoded = Buffer.from(text, 'base64');
   return decoded.length === bytes ? decoded : undefined;
 }
+
+/** The header a trigger's deliveries carry their signature in. */
+export function signatureHeader(signature: SignatureAuth): string {
+  return schemeOf(signature).header;
+}

@@ -20,7 +20,14 @@ import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import { HttpProblem } from '../../../../errors.ts';
 import type { RouteRecord } from '../../../../../api/records/records.ts';
 import { headerValue, type HeaderMap } from '../../headers.ts';
-import { DIGEST_BYTES, MAX_CANDIDATES, decodeSignature, schemeOf, type Scheme } from './schemes.ts';
+import {
+  DIGEST_BYTES,
+  MAX_CANDIDATES,
+  decodeSignature,
+  schemeOf,
+  signatureHeader,
+  type Scheme,
+} from './schemes.ts';
 import { malformed, mismatch, missing, outsideTolerance, replayed } from './problems.ts';
 import type { ReplayStore } from './replay.ts';
 
@@ -103,7 +110,7 @@ export class SignatureVerifier {
   /** The header a route's deliveries carry their signature in. */
   static headerOf(route: RouteRecord): string | undefined {
     const signature = route.spec.auth?.signature;
-    return signature ? schemeOf(signature).header : undefined;
+    return signature ? signatureHeader(signature) : undefined;
   }
 
   /** Verifies a delivery; throws the 401 of the first check that fails. */
