@@ -116,6 +116,7 @@ const roles: Record<RoleName, Role> = {
     const runtime = await createWorkerRuntime({
       redis,
       concurrency,
+      engine: { outbound: s.outbound },
       ...(claimIdle ? { claimIdleMs: Number(claimIdle) } : {}),
       budgets: s.budgets,
       onInternalError: internalErrors(logger),
@@ -203,7 +204,7 @@ function servingOptions(s: Settings, logger: Logger) {
     adminAccess: adminAccess(s, kubeConfig),
     analytics: s.analytics,
     budgets: s.budgets,
-    engine: { onInternalError: internalErrors(logger) },
+    engine: { onInternalError: internalErrors(logger), outbound: s.outbound },
     guards: {
       trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
         .split(',')

@@ -4,9 +4,11 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
+import type { OutboundGuardOptions } from '../runtime/engine/outbound/guard.ts';
 import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
 import { BUDGET_USAGE, budgetSettings, type Budgets } from './budget-settings.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
+import { outboundSettings } from './outbound-settings.ts';
 
 export const ROLES = ['dev', 'operator', 'gateway', 'worker'] as const;
 export type RoleName = (typeof ROLES)[number];
@@ -51,6 +53,15 @@ Environment:
   HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
                              long is run again by another worker (default 60000)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
+  HOOKGATE_OUTBOUND_ALLOW    dev, gateway, worker: comma-separated destinations http nodes
+                             and callbacks may reach although not public: CIDRs or IPs
+                             (10.0.0.0/8), host names, *.suffix wildcards
+                             (*.svc.cluster.local; private addresses only), host:port.
+                             Default: public addresses only (docs/security.md)
+  HOOKGATE_OUTBOUND_DENY     dev, gateway, worker: comma-separated destinations refused even
+                             when public or allowed (same forms)
+  HOOKGATE_OUTBOUND_NAMESPACES  dev, gateway, worker: JSON object of per-namespace
+                             narrowings, {"<namespace>": {"allow": [...], "deny": [...]}}
   HOOKGATE_GATEWAY_TTL_MS    gateway, dev: the report of what this gateway serves counts
                              this long unless refreshed (every third; default 15000); a
                              gateway that dies stops counting for Deployed after it
@@ -89,6 +100,8 @@ export interface Settings {
   /** HOOKGATE_ADMIN_AUTH, or its default (see adminAuthOf). */
   adminAuth: AdminAuthMode;
   adminTokenFile: string | undefined;
+  /** The outbound policy (HOOKGATE_OUTBOUND_ALLOW, _DENY, _NAMESPACES). */
+  outbound: Pick<OutboundGuardOptions, 'allow' | 'deny' | 'namespaces'>;
 }
 
 export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;
@@ -139,7 +152,9 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const analytics = analyticsSettings();
   const budgets = budgetSettings();
   const secretNamespaces = listOf(process.env.HOOKGATE_SECRET_NAMESPACES);
+  const outbound = outboundSettings(process.env);
   const problems = [
+    ...outbound.problems,
     ...problemsOf(role, port, source, values.port ?? process.env.PORT),
     ...analytics.problems,
     ...budgets.problems,
@@ -165,6 +180,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     analytics: analytics.config,
     budgets: budgets.budgets,
     ...admin.settings,
+    outbound: outbound.options,
   };
 }
 

@@ -44,6 +44,27 @@ describe('hookgate command line', () => {
       'HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000',
     ],
     [['dev', '--port', '70000'], {}, 'invalid port "70000"'],
+    // The outbound policy: metadata is never allowable, bad entries are named.
+    [
+      ['worker'],
+      { ...redis, HOOKGATE_OUTBOUND_ALLOW: '10.0.0.0/8, 169.254.169.254' },
+      "HOOKGATE_OUTBOUND_ALLOW: '169.254.169.254' is a metadata or unspecified address, which is never allowed",
+    ],
+    [
+      ['dev'],
+      { HOOKGATE_OUTBOUND_DENY: '10.0.0.0/99' },
+      "HOOKGATE_OUTBOUND_DENY: '10.0.0.0/99' is not a CIDR",
+    ],
+    [
+      ['dev'],
+      { HOOKGATE_OUTBOUND_NAMESPACES: '[1]' },
+      'HOOKGATE_OUTBOUND_NAMESPACES must be a JSON object',
+    ],
+    [
+      ['dev'],
+      { HOOKGATE_OUTBOUND_NAMESPACES: '{"shop": {"allow": ["exa mple.com"]}}' },
+      "HOOKGATE_OUTBOUND_NAMESPACES.shop: allow: 'exa mple.com' is not a valid host name",
+    ],
     [
       ['operator'],
       { HOOKGATE_SECRET_NAMESPACES: 'team-a, Team_B' },

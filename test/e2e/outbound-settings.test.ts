@@ -1,0 +1,175 @@
+// The outbound policy set the way an operator sets it (HOOKGATE_OUTBOUND_* in the
+// environment of real processes) reaches the engine: in the embedded server, and in a
+// gateway + worker pair over Redis (the gateway checks callback URLs before the 202,
+// the worker sends the http nodes' requests and the callbacks). A receiver the setting
+// allows is reached by an http node and by a callback; one it does not is refused.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startReceiver, type Receiver } from '../engine/receiver.ts';
+import { eventually } from '../support/eventually.ts';
+import { toYaml, trigger, workflow } from '../support/manifests.ts';
+import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+
+const root = resolve(import.meta.dirname, '..', '..');
+
+let allowed: Receiver;
+let other: Receiver;
+let dir: string;
+beforeAll(async () => {
+  allowed = await startReceiver((req) => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ reached: req.url }),
+  }));
+  other = await startReceiver(() => ({ status: 200, body: 'must not be reached' }));
+  dir = await mkdtemp(join(tmpdir(), 'hookgate-outbound-'));
+  const call = (url: string) => ({
+    nodes: [{ id: 'call', type: 'http', request: { method: 'POST', url, timeout: '5s' } }],
+  });
+  await writeFile(
+    join(dir, 'outbound.yaml'),
+    toYaml(
+      workflow('reach', call(`${allowed.url}/node`)),
+      workflow('stray', call(`${other.url}/node`)),
+      trigger('reach', {
+        workflowRef: { name: 'reach' },
+        pathSegment: 'in',
+        response: { mode: 'waitForCompletion' },
+      }),
+      trigger('stray', {
+        workflowRef: { name: 'stray' },
+        pathSegment: 'in',
+        response: { mode: 'waitForCompletion' },
+      }),
+      trigger('callback', {
+        workflowRef: { name: 'reach' },
+        pathSegment: 'cb',
+        response: { mode: 'asyncCallback' },
+      }),
+    ),
+  );
+});
+afterAll(async () => {
+  await allowed.close();
+  await other.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const children: ChildProcess[] = [];
+function start(args: string[], env: Record<string, string>): void {
+  const clean = { ...process.env };
+  for (const name of Object.keys(clean)) if (name.startsWith('HOOKGATE_')) delete clean[name];
+  delete clean.REDIS_URL;
+  children.push(
+    spawn(process.execPath, [join(root, 'roles/cli.ts'), ...args], {
+      env: { ...clean, LOG_LEVEL: 'warn', ...env },
+      stdio: 'ignore',
+    }),
+  );
+}
+async function stopAll(): Promise<void> {
+  await Promise.all(
+    children.splice(0).map(
+      (child) =>
+        new Promise<void>((done) => {
+          if (child.exitCode !== null) return done();
+          child.once('exit', () => done());
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+const policy = () => ({ HOOKGATE_OUTBOUND_ALLOW: `127.0.0.1:${allowed.port}` });
+const freePort = () => 35_000 + Math.floor(Math.random() * 5000);
+
+/** What both modes must show, against the gateway listening on `port`. */
+async function expectPolicyApplied(port: number): Promise<void> {
+  const url = (workflowName: string, segment: string) =>
+    `http://127.0.0.1:${port}/webhook/default-production-${workflowName}/${segment}`;
+  const post = (target: string, headers: Record<string, string> = {}) =>
+    fetch(target, {
+      method: 'POST',
+      body: '{"n":1}',
+      headers: { 'content-type': 'application/json', ...headers },
+    });
+  // Served once the routes are loaded.
+  await eventually(
+    async () => expect((await post(url('reach', 'in'))).status).toBe(200),
+    90_000,
+    200,
+  );
+  const reached = await post(url('reach', 'in'));
+  expect(await reached.json()).toMatchObject({ status: 200, body: { reached: '/node' } });
+
+  const refused = await post(url('stray', 'in'));
+  expect(refused.status).toBe(500);
+  const problem = (await refused.json()) as { code: string; detail: string };
+  expect(problem.code).toBe('HG_ERR_OUTBOUND_REFUSED');
+  expect(problem.detail).toMatch(/address 127\.0\.0\.1 is not public \(loopback\)/);
+  expect(other.received).toHaveLength(0);
+
+  const before = allowed.received.filter((r) => r.url === '/cb').length;
+  const accepted = await post(url('reach', 'cb'), { 'x-callback-url': `${allowed.url}/cb` });
+  expect(accepted.status).toBe(202);
+  await eventually(
+    () => expect(allowed.received.filter((r) => r.url === '/cb').length).toBe(before + 1),
+    20_000,
+    100,
+  );
+  const notAllowed = await post(url('reach', 'cb'), { 'x-callback-url': `${other.url}/cb` });
+  expect(notAllowed.status).toBe(400);
+  expect(((await notAllowed.json()) as { code: string }).code).toBe('HG_ERR_CALLBACK_URL_REFUSED');
+}
+
+describe('embedded: hookgate dev', () => {
+  afterAll(stopAll);
+
+  it('the setting reaches the in-process engine and the callback check', async () => {
+    const port = freePort();
+    start(
+      ['dev', '--dir', dir, '--port', String(port), '--admin-port', String(port + 1)],
+      policy(),
+    );
+    await expectPolicyApplied(port);
+  }, 120_000);
+
+  it('a bad setting stops the process before it serves', async () => {
+    const port = freePort();
+    start(['dev', '--dir', dir, '--port', String(port), '--admin-port', String(port + 1)], {
+      HOOKGATE_OUTBOUND_ALLOW: '169.254.169.254',
+    });
+    const child = children.at(-1) as ChildProcess;
+    const code = await new Promise<number | null>((done) => child.once('exit', done));
+    expect(code).toBe(2);
+  }, 60_000);
+});
+
+describe.skipIf(!redisAvailable())('gateway + worker over Redis', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedis();
+  }, 60_000);
+  afterAll(async () => {
+    await stopAll();
+    await redis.stop();
+  });
+
+  it('the setting reaches the worker that runs the executions and the gateway that takes them', async () => {
+    const port = freePort();
+    const common = { REDIS_URL: redis.url, HOOKGATE_ADMIN_AUTH: 'none' };
+    // The dev role writes the directory's routes and workflows to Redis (no outbound
+    // setting: it runs nothing here); the gateway queues, the worker runs.
+    start(['dev', '--dir', dir, '--port', String(port), '--admin-port', String(port + 1)], common);
+    start(['gateway', '--port', String(port + 2), '--admin-port', String(port + 3)], {
+      ...common,
+      ...policy(),
+      HOOKGATE_EXECUTIONS: 'queue',
+    });
+    start(['worker', '--port', String(port + 4)], { ...common, ...policy() });
+    await expectPolicyApplied(port + 2);
+  }, 180_000);
+});
