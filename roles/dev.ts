@@ -39,7 +39,7 @@ export interface DevRuntime extends Serving<InProcessEngine> {
 }
 
 export async function createDevRuntime(options: DevOptions): Promise<DevRuntime> {
-  const stores = createStores(options.redis);
+  const stores = createStores(options.redis, options.budgets);
   const log = (message: string, fields?: Record<string, unknown>) =>
     options.logger?.warn(fields ?? {}, message);
   const source = options.source ?? new DirectorySource({ dir: options.dir ?? 'examples', log });

@@ -23,7 +23,7 @@ export interface GatewayOptions extends ServingOptions {
 }
 
 export async function createGatewayRuntime(options: GatewayOptions): Promise<Serving> {
-  const stores = createStores(options.redis);
+  const stores = createStores(options.redis, options.budgets);
   const makeEngine: EngineFactory<ServingEngine> =
     options.executions === 'inline'
       ? inProcessEngine(options.engine, options.budgets)

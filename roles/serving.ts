@@ -108,14 +108,16 @@ export interface Stores {
  */
 type Log = (message: string, fields?: Record<string, unknown>) => void;
 
-export function createStores(redis?: Redis): Stores {
+export function createStores(redis?: Redis, budgets: Budgets = {}): Stores {
   if (!redis) {
     return {
       routes: new MemoryRecordStore<RouteRecord>(),
       workflows: new MemoryRecordStore<WorkflowRegistration>(),
       gateways: new MemoryGatewayStore(),
       rateLimiter: new EndpointRateLimiter(),
-      idempotency: new MemoryIdempotencyStore(),
+      idempotency: new MemoryIdempotencyStore({
+        ...(budgets.idempotencyBytes ? { maxBytes: budgets.idempotencyBytes } : {}),
+      }),
       replay: new MemoryReplayStore(),
       close: () => {},
     };
@@ -185,6 +187,15 @@ export function redisExecutionStore(redis: Redis, budgets: Budgets = {}): RedisE
     ...(budgets.storedBodyBytes ? { maxBodyBytes: budgets.storedBodyBytes } : {}),
     ...(budgets.executionTtlMs ? { ttlMs: budgets.executionTtlMs } : {}),
   });
+}
+
+/** Idempotency-Key answers up to the stored-body limit are kept for replay. */
+function idempotencyOptions(store: IdempotencyStore, budgets: Budgets = {}) {
+  return { store, ...(budgets.storedBodyBytes ? { maxAnswerBytes: budgets.storedBodyBytes } : {}) };
+}
+
+function pageBytes(budgets: Budgets = {}): { listPageBytes?: number } {
+  return budgets.listPageBytes ? { listPageBytes: budgets.listPageBytes } : {};
 }
 
 function isBounded(store: object): store is BoundedStore {
@@ -321,7 +332,7 @@ export async function createServing<E extends ServingEngine>(
     engine,
     guards,
     live,
-    idempotency: { store: stores.idempotency },
+    idempotency: idempotencyOptions(stores.idempotency, options.budgets),
     observer: analytics.observer,
     plugins: [
       async (scope) => {
@@ -356,6 +367,7 @@ export async function createServing<E extends ServingEngine>(
     ...(options.adminAccess ? { access: options.adminAccess } : {}),
     ...(admin.source ? { source: admin.source } : {}),
     ...(admin.manifestErrors ? { manifestErrors: admin.manifestErrors } : {}),
+    ...pageBytes(options.budgets),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),

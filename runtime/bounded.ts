@@ -54,3 +54,48 @@ export function parseBytes(raw: string): number | undefined {
   const bytes = Math.floor(Number(match[1]) * unit);
   return Number.isSafeInteger(bytes) ? bytes : undefined;
 }
+
+/**
+ * About the size in bytes of `JSON.stringify(value)` (UTF-8; escapes not counted), or
+ * some number above `stopAbove` as soon as it is clear the size is larger.
+ */
+export function jsonBytes(value: unknown, stopAbove = Infinity): number {
+  let total = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    switch (typeof v) {
+      case 'string':
+        total += (v.length < 256 ? v.length : Buffer.byteLength(v)) + 2;
+        break;
+      case 'number':
+      case 'bigint':
+        total += 8;
+        break;
+      case 'boolean':
+        total += 5;
+        break;
+      case 'object':
+        if (v === null) {
+          total += 4;
+        } else if (Array.isArray(v)) {
+          total += 2 + v.length;
+          for (let i = 0; i < v.length && total <= stopAbove; i++) stack.push(v[i]);
+        } else {
+          total += 2;
+          const o = v as Record<string, unknown>;
+          for (const key in o) {
+            if (!Object.hasOwn(o, key)) continue;
+            total += key.length + 4;
+            stack.push(o[key]);
+            if (total > stopAbove) break;
+          }
+        }
+        break;
+      default:
+      // undefined, functions, symbols: JSON leaves them out
+    }
+    if (total > stopAbove) return total;
+  }
+  return total;
+}

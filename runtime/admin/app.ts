@@ -30,6 +30,8 @@ export interface AdminAppOptions {
   logger?: FastifyBaseLogger;
   heartbeatMs?: number;
   limits?: Partial<ServerLimits>;
+  /** Byte budget of one page of GET /api/executions (default 4 MiB). */
+  listPageBytes?: number;
   /** The webhook listener's public base URL: the server of the OpenAPI documents. */
   baseUrl?: string;
 }
@@ -51,7 +53,12 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
       }),
     ...heartbeat,
   });
-  executionRoutes(app, { engine: options.engine, access, ...heartbeat });
+  executionRoutes(app, {
+    engine: options.engine,
+    access,
+    ...heartbeat,
+    ...(options.listPageBytes ? { pageBytes: options.listPageBytes } : {}),
+  });
   testRequestRoutes(app, { routes: options.table.routes, webhooks: options.webhooks, access });
   openApiRoutes(app, {
     routes: options.table.routes,

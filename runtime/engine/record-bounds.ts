@@ -7,7 +7,10 @@
 // Sizes are measured cheaply: `jsonBytes` walks a value and adds up about what its
 // JSON would take (UTF-8), stopping as soon as it passes a limit, so a 1 MiB body costs
 // a walk of its first 64 KiB; the whole text is made only for a part that is cut.
+import { jsonBytes } from '../bounded.ts';
 import type { Execution, ExecutionEvent, NodeRun, SequencedEvent, Truncated } from './ports.ts';
+
+export { jsonBytes } from '../bounded.ts';
 
 /** Default largest body, output or response body a store keeps whole (64 KiB). */
 export const DEFAULT_STORED_BODY_BYTES = 64 * 1024;
@@ -17,51 +20,6 @@ const RECORD_OVERHEAD = 320;
 /** Bytes counted for one log line's fixed fields, and for an unread lazy input summary. */
 const LOG_LINE_OVERHEAD = 160;
 const LAZY_SUMMARY = 1024;
-
-/**
- * About the size in bytes of `JSON.stringify(value)` (UTF-8; escapes not counted), or
- * some number above `stopAbove` as soon as it is clear the size is larger.
- */
-export function jsonBytes(value: unknown, stopAbove = Infinity): number {
-  let total = 0;
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    switch (typeof v) {
-      case 'string':
-        total += (v.length < 256 ? v.length : Buffer.byteLength(v)) + 2;
-        break;
-      case 'number':
-      case 'bigint':
-        total += 8;
-        break;
-      case 'boolean':
-        total += 5;
-        break;
-      case 'object':
-        if (v === null) {
-          total += 4;
-        } else if (Array.isArray(v)) {
-          total += 2 + v.length;
-          for (let i = 0; i < v.length && total <= stopAbove; i++) stack.push(v[i]);
-        } else {
-          total += 2;
-          const o = v as Record<string, unknown>;
-          for (const key in o) {
-            if (!Object.hasOwn(o, key)) continue;
-            total += key.length + 4;
-            stack.push(o[key]);
-            if (total > stopAbove) break;
-          }
-        }
-        break;
-      default:
-      // undefined, functions, symbols: JSON leaves them out
-    }
-    if (total > stopAbove) return total;
-  }
-  return total;
-}
 
 /** `text` cut to at most `max` UTF-8 bytes, on a character boundary. */
 export function utf8Prefix(text: string, max: number): string {

@@ -86,6 +86,10 @@ export function publicExecutionView(execution: Execution): Record<string, unknow
     ...(execution.startedAt ? { startedAt: execution.startedAt } : {}),
     ...(execution.finishedAt ? { finishedAt: execution.finishedAt } : {}),
     ...(execution.status === 'succeeded' ? { output: execution.output ?? null } : {}),
+    // The stored output was cut (record-bounds.ts): its whole size.
+    ...(execution.status === 'succeeded' && execution.truncated?.output !== undefined
+      ? { truncated: { output: execution.truncated.output } }
+      : {}),
     ...(execution.error
       ? {
           error: {

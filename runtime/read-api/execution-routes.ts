@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
+import { decodeCursor, DEFAULT_PAGE_BYTES } from '../engine/execution-store.ts';
 import type {
   Execution,
   ExecutionEngine,
@@ -13,7 +14,7 @@ import { lastEventIdOf, pipeExecution } from '../gateway/execution-links.ts';
 import { openSse } from '../gateway/sse.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
-const FILTERS = ['workflowId', 'trigger', 'status', 'since', 'until', 'limit'];
+const FILTERS = ['workflowId', 'trigger', 'status', 'since', 'until', 'limit', 'cursor'];
 
 function invalid(name: string, detail: string): HttpProblem {
   return new HttpProblem('HG_ERR_INVALID_PARAMETER', detail, {
@@ -42,6 +43,7 @@ export function parseExecutionFilter(query: Record<string, unknown>): ExecutionF
   const since = str('since');
   const until = str('until');
   const limit = str('limit');
+  const cursor = str('cursor');
   if (workflowId) filter.workflowId = workflowId;
   if (triggerKey) filter.triggerKey = triggerKey;
   if (status) {
@@ -64,6 +66,11 @@ export function parseExecutionFilter(query: Record<string, unknown>): ExecutionF
       throw invalid('limit', 'limit must be an integer from 1 to 1000');
     filter.limit = n;
   }
+  if (cursor !== undefined) {
+    if (!decodeCursor(cursor))
+      throw invalid('cursor', 'cursor must be the `next` of an earlier page, unchanged');
+    filter.cursor = cursor;
+  }
   return filter;
 }
 
@@ -76,7 +83,13 @@ function adminView(execution: Execution): Execution {
 
 export function executionRoutes(
   app: FastifyInstance,
-  options: { engine: ExecutionEngine; heartbeatMs?: number; access?: AdminAccess },
+  options: {
+    engine: ExecutionEngine;
+    heartbeatMs?: number;
+    access?: AdminAccess;
+    /** Byte budget of one page of the listing (default 4 MiB). */
+    pageBytes?: number;
+  },
 ): void {
   const { engine } = options;
   const access = options.access ?? OPEN_ACCESS;
@@ -93,16 +106,28 @@ export function executionRoutes(
     return execution;
   };
 
+  // One page: at most `limit` items and about `pageBytes` bytes (at least one item), so
+  // an answer is never one giant string; `next` continues where the page stopped.
   app.get('/api/executions', async (request) => {
-    const items = await engine.list(parseExecutionFilter(request.query as Record<string, unknown>));
-    return {
-      items: (
-        await access.filter(request, items, (e) => namespaceOfKey(e.triggerKey), {
-          verb: 'get',
-          resource: 'webhooktriggers',
-        })
-      ).map(adminView),
-    };
+    const query = request.query as Record<string, unknown>;
+    const filter = parseExecutionFilter(query);
+    const page = await engine.page({
+      ...filter,
+      maxBytes: options.pageBytes ?? DEFAULT_PAGE_BYTES,
+    });
+    const items = (
+      await access.filter(request, page.items, (e) => namespaceOfKey(e.triggerKey), {
+        verb: 'get',
+        resource: 'webhooktriggers',
+      })
+    ).map(adminView);
+    if (!page.next) return { items };
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) {
+      if (name !== 'cursor' && typeof value === 'string') params.set(name, value);
+    }
+    params.set('cursor', page.next);
+    return { items, next: page.next, links: { next: `/api/executions?${params}` } };
   });
 
   app.get('/api/executions/:id', async (request) => {

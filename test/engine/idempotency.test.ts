@@ -75,6 +75,22 @@ describe('MemoryIdempotencyStore', () => {
     expect(store.size).toBe(10);
     expect(await store.begin('k24', 'fp', 60_000)).toEqual({ state: 'in-progress' });
   });
+
+  it('is bounded in bytes, answers included, dropping the oldest keys first', async () => {
+    const store = new MemoryIdempotencyStore({ maxBytes: 64 * 1024 });
+    const answer = { ...record, body: 'a'.repeat(4000) };
+    for (let i = 0; i < 100; i++) {
+      await store.begin(`k${i}`, 'fp', 60_000);
+      await store.complete(`k${i}`, answer);
+    }
+    const stats = store.stats();
+    expect(stats.bytes).toBeLessThanOrEqual(64 * 1024);
+    expect(stats.entries).toBeGreaterThan(10);
+    expect(stats.entries).toBeLessThan(20);
+    expect(stats.evictions.bytes).toBe(100 - stats.entries);
+    expect(await store.begin('k99', 'fp', 60_000)).toMatchObject({ state: 'replay' });
+    expect(await store.begin('k0', 'fp', 60_000)).toEqual({ state: 'new' });
+  });
 });
 
 describe('helpers', () => {

@@ -21,7 +21,15 @@ const REPLAYED_HEADERS = ['content-type', 'location', 'x-correlation-id'];
 export interface IdempotencyOptions {
   store: IdempotencyStore;
   windowMs?: number;
+  /**
+   * Answers larger than this (bytes) are not kept: a retry gets a handle on the same
+   * execution instead, as for an SSE stream. Default 64 KiB.
+   */
+  maxAnswerBytes?: number;
 }
+
+/** Default largest answer kept for replay (64 KiB, as stored bodies). */
+export const DEFAULT_IDEMPOTENT_ANSWER_BYTES = 64 * 1024;
 
 /**
  * Claims the request's key. Returns true when the request should run; otherwise it has
@@ -82,14 +90,22 @@ export async function recordIdempotentAnswer(
     if (typeof value === 'string') headers[name] = value;
   }
   let body: unknown = payload;
+  const max = options.maxAnswerBytes ?? DEFAULT_IDEMPOTENT_ANSWER_BYTES;
+  const size =
+    typeof payload === 'string'
+      ? Buffer.byteLength(payload)
+      : Buffer.isBuffer(payload)
+        ? payload.length
+        : 0;
   if (
-    typeof payload !== 'string' &&
-    !Buffer.isBuffer(payload) &&
-    payload !== undefined &&
-    payload !== null
+    size > max ||
+    (typeof payload !== 'string' &&
+      !Buffer.isBuffer(payload) &&
+      payload !== undefined &&
+      payload !== null)
   ) {
-    // A stream (SSE): a retry gets a handle on the same execution instead (the
-    // caller's links, with the execution's token).
+    // A stream (SSE), or an answer too large to keep: a retry gets a handle on the
+    // same execution instead (the caller's links, with the execution's token).
     headers['content-type'] = 'application/json; charset=utf-8';
     body = JSON.stringify({
       executionId: ctx.executionId,

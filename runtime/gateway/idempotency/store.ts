@@ -3,6 +3,12 @@
 // being processed is in progress (409). begin() is atomic per key: of many concurrent
 // begins exactly one gets 'new'. The Redis adapter does the same with SET NX + TTL.
 import { createHash } from 'node:crypto';
+import {
+  jsonBytes,
+  noEvictions,
+  type BoundedStore,
+  type BoundedStoreStats,
+} from '../../bounded.ts';
 import { HttpProblem } from '../../errors.ts';
 
 /** What a replay sends back. */
@@ -34,24 +40,43 @@ export interface IdempotencyStore<R = IdempotencyRecord> {
 export interface MemoryIdempotencyStoreOptions {
   /** Keys held at most; the oldest are dropped first. Default 100 000. */
   maxKeys?: number;
+  /** Bytes held at most (keys, fingerprints and answers); the oldest are dropped first. Default 32 MiB. */
+  maxBytes?: number;
   now?: () => number;
 }
+
+/** Default byte budget of the memory idempotency store (32 MiB). */
+export const DEFAULT_IDEMPOTENCY_BYTES = 32 * 1024 * 1024;
+/** Bytes counted per key besides the key and the answer (fingerprint, times, Map entry). */
+const ENTRY_OVERHEAD = 160;
 
 interface Entry<R> {
   fingerprint: string;
   record?: R;
   ttlMs: number;
   expiresAt: number;
+  bytes: number;
 }
 
-export class MemoryIdempotencyStore<R = IdempotencyRecord> implements IdempotencyStore<R> {
+export class MemoryIdempotencyStore<R = IdempotencyRecord>
+  implements IdempotencyStore<R>, BoundedStore
+{
+  readonly storeName = 'idempotency';
   readonly #entries = new Map<string, Entry<R>>();
   readonly #maxKeys: number;
+  readonly #maxBytes: number;
   readonly #now: () => number;
+  #bytes = 0;
+  readonly #evictions = noEvictions();
 
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
     this.#maxKeys = options.maxKeys ?? 100_000;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_IDEMPOTENCY_BYTES;
     this.#now = options.now ?? Date.now;
+  }
+
+  stats(): BoundedStoreStats {
+    return { bytes: this.#bytes, entries: this.#entries.size, evictions: { ...this.#evictions } };
   }
 
   begin(key: string, fingerprint: string, ttlMs: number): Promise<BeginResult<R>> {
@@ -63,8 +88,10 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord> implements Idempotenc
       if (entry.record === undefined) return Promise.resolve({ state: 'in-progress' });
       return Promise.resolve({ state: 'replay', record: structuredClone(entry.record) });
     }
-    this.#entries.delete(key);
-    this.#entries.set(key, { fingerprint, ttlMs, expiresAt: now + ttlMs });
+    this.#delete(key, entry);
+    const bytes = ENTRY_OVERHEAD + key.length + fingerprint.length;
+    this.#entries.set(key, { fingerprint, ttlMs, expiresAt: now + ttlMs, bytes });
+    this.#bytes += bytes;
     this.#sweep(now);
     return Promise.resolve({ state: 'new' });
   }
@@ -74,13 +101,17 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord> implements Idempotenc
     if (entry) {
       entry.record = structuredClone(record);
       entry.expiresAt = this.#now() + (ttlMs ?? entry.ttlMs);
+      const bytes = jsonBytes(record);
+      entry.bytes += bytes;
+      this.#bytes += bytes;
+      this.#sweep(this.#now());
     }
     return Promise.resolve();
   }
 
   abandon(key: string): Promise<void> {
     const entry = this.#entries.get(key);
-    if (entry && entry.record === undefined) this.#entries.delete(key);
+    if (entry && entry.record === undefined) this.#delete(key, entry);
     return Promise.resolve();
   }
 
@@ -88,10 +119,20 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord> implements Idempotenc
     return this.#entries.size;
   }
 
+  #delete(key: string, entry: Entry<R> | undefined): void {
+    if (!entry) return;
+    this.#entries.delete(key);
+    this.#bytes -= entry.bytes;
+  }
+
+  /** Oldest first: drops keys while there are too many, they take too many bytes or expired. */
   #sweep(now: number): void {
     for (const [key, entry] of this.#entries) {
-      if (this.#entries.size <= this.#maxKeys && entry.expiresAt > now) break;
-      this.#entries.delete(key);
+      if (entry.expiresAt <= now) this.#evictions.expired++;
+      else if (this.#entries.size > this.#maxKeys) this.#evictions.count++;
+      else if (this.#bytes > this.#maxBytes && this.#entries.size > 1) this.#evictions.bytes++;
+      else break;
+      this.#delete(key, entry);
     }
   }
 }
