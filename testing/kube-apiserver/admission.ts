@@ -46,7 +46,27 @@ export function specPart(obj: KubeObject, ignoreStatus: boolean): string {
   return canonical(ignoreStatus ? rest : { ...rest, status });
 }
 
+/** RBAC objects' names are path segments (ValidateRBACName = path.IsValidPathSegmentName). */
+function pathSegmentNameError(name: string): string | undefined {
+  if (name === '.' || name === '..') return `may not be '${name}'`;
+  for (const c of ['/', '%']) if (name.includes(c)) return `may not contain '${c}'`;
+  return undefined;
+}
+
 export function checkName(rt: ResourceType, name: string): void {
+  if (rt.group === 'rbac.authorization.k8s.io') {
+    const error = pathSegmentNameError(name);
+    if (error) {
+      throw invalid(rt, name, [
+        {
+          field: 'metadata.name',
+          reason: 'FieldValueInvalid',
+          message: `Invalid value: ${JSON.stringify(name)}: ${error}`,
+        },
+      ]);
+    }
+    return;
+  }
   if (name.length > 253 || !SUBDOMAIN.test(name)) {
     throw invalid(rt, name, [
       {

@@ -1,5 +1,5 @@
-// The resource types the server serves: built-ins (namespaces, secrets, events,
-// leases, RBAC, CRDs) and one type per served version of each CustomResourceDefinition.
+// The resource types the server serves: built-ins (namespaces, secrets, configmaps,
+// service accounts, events, leases, RBAC, CRDs) and one type per served version of each CustomResourceDefinition.
 import type { OpenApiSchema } from './schema/types.ts';
 
 export interface PrinterColumn {
@@ -107,6 +107,7 @@ export function builtinTypes(): ResourceType[] {
     }),
     builtin('', 'v1', 'Secret', 'secrets', true, { selectableFields: ['type'] }),
     builtin('', 'v1', 'ConfigMap', 'configmaps', true, { shortNames: ['cm'] }),
+    builtin('', 'v1', 'ServiceAccount', 'serviceaccounts', true, { shortNames: ['sa'] }),
     builtin('', 'v1', 'Event', 'events', true, {
       shortNames: ['ev'],
       selectableFields: [

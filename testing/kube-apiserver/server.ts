@@ -1,5 +1,7 @@
 // The in-memory Kubernetes-compatible API server used by the operator's tests:
-// plain HTTP on 127.0.0.1, any token accepted. See README.md for what it implements.
+// plain HTTP on 127.0.0.1. By default any token is accepted and nothing is authorised;
+// with `authorization: true` every request is authenticated (authn.ts) and authorised
+// by RBAC (authz.ts, rbac-escalation.ts), as a real cluster does. See README.md.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -30,15 +32,27 @@ import { groupVersionDoc, openApiIndex } from './openapi.ts';
 import { CRD_TYPE, Registry, storageKey, type KubeObject } from './resources.ts';
 import { listPage } from './pagination.ts';
 import { withType } from './admission.ts';
-import { DEFAULT_USERS, tokenReview, type TestUser } from './authn.ts';
-import { subjectAccessReview } from './authz.ts';
+import { ADMIN_TOKEN, Authenticator, DEFAULT_USERS, tokenReview, type TestUser } from './authn.ts';
+import {
+  authorize,
+  forbiddenMessage,
+  RBAC_GROUP,
+  subjectAccessReview,
+  type UserInfo,
+} from './authz.ts';
+import { bootstrapRbac } from './bootstrap-rbac.ts';
+import { checkRbacWrite } from './rbac-escalation.ts';
+import { requestAttributes } from './request-info.ts';
 import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import {
   ApiError,
   badRequest,
+  forbidden,
   forcedError,
   invalid,
   methodNotAllowed,
+  notFound,
+  unauthorized,
   unsupportedMediaType,
 } from './status.ts';
 import { Storage } from './storage.ts';
@@ -55,6 +69,10 @@ export interface LoggedRequest {
   /** HTTP status answered (0 while a response is not started). */
   status: number;
   body?: string;
+  /** With `authorization`: the authenticated user (`system:anonymous` without a token). */
+  user?: string;
+  /** With `authorization`: the Status message of a 401 or 403 answered by authn/authz. */
+  denied?: string;
 }
 
 export interface KubeApiServerOptions {
@@ -64,9 +82,16 @@ export interface KubeApiServerOptions {
   bookmarkIntervalMs?: number;
   /**
    * Bearer tokens TokenReview recognises, and their users (default: the kubeconfig's
-   * token, a cluster admin). Other requests accept any token, as before.
+   * token, a cluster admin). Without `authorization` other requests accept any token.
    */
   users?: Record<string, TestUser>;
+  /**
+   * Authenticate and authorise every request as a cluster with RBAC does: unknown
+   * bearer tokens get 401, requests RBAC does not allow get 403 (with the real
+   * server's message), writes of Roles and bindings are checked for escalation, and the
+   * bootstrap ClusterRoles (cluster-admin, system:discovery, ...) exist. Default false.
+   */
+  authorization?: boolean;
 }
 
 export interface KubeApiServer {
@@ -78,8 +103,19 @@ export interface KubeApiServer {
   faults: Faults;
   /** Shortcut for faults.closeWatches(). */
   closeWatches(): number;
-  /** Write `<dir>/kubeconfig` (plain http, a dummy token, namespace default). */
-  writeKubeconfig(dir: string): string;
+  /**
+   * Write `<dir>/kubeconfig` (plain http, the admin token, namespace default), or, with
+   * `as`, `<dir>/<file>` for another identity (e.g. a service account token).
+   */
+  writeKubeconfig(
+    dir: string,
+    as?: { token: string; user?: string; namespace?: string; file?: string },
+  ): string;
+  /**
+   * A token for an existing ServiceAccount, as TokenRequest issues one (its user is
+   * `system:serviceaccount:<ns>:<name>`). Throws when the ServiceAccount does not exist.
+   */
+  serviceAccountToken(namespace: string, name: string, expirationSeconds?: number): string;
   /** Create (or replace) every CustomResourceDefinition in the YAML files of `dir`. */
   applyCrdsFrom(dir: string): string[];
   /** Create or replace one CRD object. */
@@ -187,10 +223,23 @@ export async function startKubeApiServer(
   const requests: LoggedRequest[] = [];
   const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 5000;
   const users = { ...DEFAULT_USERS, ...options.users };
+  const authn = new Authenticator(users, storage);
+  const authorizing = options.authorization === true;
   const nsType = registry.find('', 'v1', 'namespaces');
   if (!nsType) throw new Error('namespaces type missing');
   for (const name of ['default', 'kube-system', 'kube-public']) {
     createObject(ctx, { rt: nsType }, { metadata: { name } }, { fieldValidation: 'Strict' });
+  }
+  if (authorizing) {
+    const { clusterRoles, clusterRoleBindings } = bootstrapRbac();
+    for (const [plural, objects] of [
+      ['clusterroles', clusterRoles],
+      ['clusterrolebindings', clusterRoleBindings],
+    ] as const) {
+      const rt = registry.find(RBAC_GROUP, 'v1', plural);
+      if (!rt) throw new Error(`${plural} type missing`);
+      for (const o of objects) createObject(ctx, { rt }, o, { fieldValidation: 'Strict' });
+    }
   }
   let serverAddress = '';
 
@@ -406,9 +455,22 @@ export async function startKubeApiServer(
     t: Target,
     q: URLSearchParams,
     raw: string,
+    user: UserInfo | undefined,
   ): void {
     const method = req.method ?? 'GET';
     const contentType = req.headers['content-type'] ?? 'application/json';
+    if (user && t.rt.group === RBAC_GROUP && ['POST', 'PUT', 'PATCH'].includes(method)) {
+      // Escalation prevention: what the write would store, checked before it is stored.
+      const dry = { ...writeOptions(q), dryRun: true };
+      const body = () => parseBody(raw, contentType);
+      const would =
+        method === 'POST'
+          ? createObject(ctx, t, body(), dry)
+          : method === 'PUT'
+            ? updateObject(ctx, t, body(), dry)
+            : patchObject(ctx, t, contentType, raw, dry);
+      checkRbacWrite(storage, user, t.rt.plural, would.body);
+    }
     if (!t.name) {
       if (method === 'GET') return serveList(req, res, t, q);
       if (method === 'POST') {
@@ -454,6 +516,7 @@ export async function startKubeApiServer(
     try {
       const raw = await readBody(req);
       if (raw) entry.body = raw;
+      const user = authorizing ? admit(req, url, entry) : undefined;
       const facts: RequestFacts = {
         method: entry.method,
         path: entry.path,
@@ -465,13 +528,70 @@ export async function startKubeApiServer(
       if (fault.status !== undefined)
         return forceFault(res, facts, fault.status, fault.asWatchEvent === true);
       if (serveReview(req, res, url.pathname, raw)) return;
+      if (serveTokenRequest(req, res, url.pathname, raw)) return;
       if (serveMeta(req, res, url.pathname)) return;
       const target = resolveTarget(url.pathname.split('/').filter(Boolean));
       if (!target) throw notFoundPath();
-      serveResource(req, res, target, url.searchParams, raw);
+      serveResource(req, res, target, url.searchParams, raw, user);
     } catch (err) {
       sendError(res, err);
     }
+  }
+
+  /**
+   * Authentication, then RBAC, before anything is served (the API server's filter
+   * chain): the user, or a thrown 401 or 403.
+   */
+  function admit(req: IncomingMessage, url: URL, entry: LoggedRequest): UserInfo {
+    const user = authn.authenticate(req.headers.authorization);
+    if (!user) {
+      entry.denied = 'Unauthorized';
+      throw unauthorized();
+    }
+    entry.user = user.name;
+    const attrs = requestAttributes(req.method ?? 'GET', url.pathname, url.searchParams);
+    const decision = authorize(storage, user, attrs);
+    if (decision.allowed) return user;
+    const err = forbidden(
+      attrs.resourceRequest ? { group: attrs.apiGroup, plural: attrs.resource } : undefined,
+      attrs.name,
+      forbiddenMessage(user, attrs, decision.reason),
+    );
+    entry.denied = err.status.message;
+    throw err;
+  }
+
+  /** TokenRequest: POST …/serviceaccounts/<name>/token issues a bound token. */
+  function serveTokenRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    raw: string,
+  ): boolean {
+    const m = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)\/token$/.exec(path);
+    if (!m) return false;
+    if (req.method !== 'POST') throw methodNotAllowed(req.method ?? '');
+    const [, namespace = '', name = ''] = m;
+    const sa = storage.get('/serviceaccounts', namespace, name);
+    if (!sa) throw notFound({ group: '', plural: 'serviceaccounts' }, name);
+    const body = (parseBody(raw, req.headers['content-type'] ?? 'application/json') ?? {}) as {
+      spec?: { expirationSeconds?: number; audiences?: string[] };
+    };
+    const spec = body.spec ?? {};
+    const issued = authn.issue(sa, {
+      ...(typeof spec.expirationSeconds === 'number'
+        ? { expirationSeconds: spec.expirationSeconds }
+        : {}),
+      ...(Array.isArray(spec.audiences) ? { audiences: spec.audiences } : {}),
+    });
+    sendJson(res, 201, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      metadata: { name, namespace, creationTimestamp: null },
+      spec: { ...spec, expirationSeconds: spec.expirationSeconds ?? 3600 },
+      status: issued,
+    });
+    return true;
   }
 
   /** TokenReview and SubjectAccessReview (create only; nothing is stored). */
@@ -484,7 +604,7 @@ export async function startKubeApiServer(
     if (req.method !== 'POST') return false;
     const body = () => parseBody(raw, req.headers['content-type'] ?? 'application/json');
     if (path === '/apis/authentication.k8s.io/v1/tokenreviews') {
-      sendJson(res, 201, tokenReview(body(), users));
+      sendJson(res, 201, tokenReview(body(), authn));
       return true;
     }
     if (path === '/apis/authorization.k8s.io/v1/subjectaccessreviews') {
@@ -549,9 +669,15 @@ export async function startKubeApiServer(
     clearRequests: () => void requests.splice(0),
     faults,
     closeWatches: () => faults.closeWatches(),
-    writeKubeconfig(dir: string): string {
+    serviceAccountToken(namespace: string, name: string, expirationSeconds?: number): string {
+      const sa = storage.get('/serviceaccounts', namespace, name);
+      if (!sa) throw new Error(`serviceaccounts "${name}" not found in namespace ${namespace}`);
+      return authn.issue(sa, expirationSeconds ? { expirationSeconds } : {}).token;
+    },
+    writeKubeconfig(dir, as): string {
       mkdirSync(dir, { recursive: true });
-      const path = join(dir, 'kubeconfig');
+      const path = join(dir, as?.file ?? 'kubeconfig');
+      const user = as?.user ?? 'hookgate-test';
       writeFileSync(
         path,
         [
@@ -564,15 +690,15 @@ export async function startKubeApiServer(
           // Plain http: client-node refuses http unless TLS verification is "skipped".
           '      insecure-skip-tls-verify: true',
           'users:',
-          '  - name: hookgate-test',
+          `  - name: ${JSON.stringify(user)}`,
           '    user:',
-          '      token: hookgate-test-token',
+          `      token: ${as?.token ?? ADMIN_TOKEN}`,
           'contexts:',
           '  - name: hookgate-test',
           '    context:',
           '      cluster: hookgate-test',
-          '      user: hookgate-test',
-          '      namespace: default',
+          `      user: ${JSON.stringify(user)}`,
+          `      namespace: ${as?.namespace ?? 'default'}`,
           'current-context: hookgate-test',
           '',
         ].join('\n'),

@@ -119,6 +119,26 @@ export function invalid(
   });
 }
 
+/** 401 as the authentication filter answers it (apiserver endpoints/handlers/responsewriters). */
+export function unauthorized(): ApiError {
+  return failure(401, 'Unauthorized', 'Unauthorized');
+}
+
+/**
+ * 403 as apimachinery's NewForbidden words it: `<resource>.<group> "<name>" is
+ * forbidden: <message>`, `<resource>.<group> is forbidden: …` without a name, and
+ * `forbidden: …` for a non-resource path; details name the group, resource and name.
+ */
+export function forbidden(gr: GroupResource | undefined, name: string, message: string): ApiError {
+  if (!gr || gr.plural === '') return failure(403, 'Forbidden', `forbidden: ${message}`, {});
+  const prefix = name ? `${qualified(gr)} ${JSON.stringify(name)}` : qualified(gr);
+  return failure(403, 'Forbidden', `${prefix} is forbidden: ${message}`, {
+    ...(name ? { name } : {}),
+    ...(gr.group ? { group: gr.group } : {}),
+    kind: gr.plural,
+  });
+}
+
 export function badRequest(message: string): ApiError {
   return failure(400, 'BadRequest', message);
 }
