@@ -38,6 +38,12 @@ export const Reason = {
   InvalidSpec: 'InvalidSpec',
   /** A referenced Secret does not exist. */
   SecretNotFound: 'SecretNotFound',
+  /**
+   * The operator may not read Secrets in the trigger's namespace: it is not one of the
+   * namespaces it watches Secrets in (rbac.secretNamespaces), or the API server refuses
+   * it (403, RBAC). The message says which; the Secret itself may well exist.
+   */
+  SecretForbidden: 'SecretForbidden',
   /** A referenced Secret lacks the key or holds unusable data. */
   SecretInvalid: 'SecretInvalid',
   /** The workflowRef names no Workflow. */

@@ -12,7 +12,8 @@ export type CredentialResult =
   | { ok: true; credentials: ResolvedCredentials }
   | {
       ok: false;
-      reason: typeof Reason.SecretNotFound | typeof Reason.SecretInvalid;
+      reason:
+        typeof Reason.SecretNotFound | typeof Reason.SecretInvalid | typeof Reason.SecretForbidden;
       message: string;
     };
 
@@ -41,6 +42,8 @@ export interface SecretScope {
   selector?: string | undefined;
   /** False when the source watches no Secrets in this namespace. Default true. */
   watched?: boolean;
+  /** The API server's 403 message while it refuses the Secrets of this namespace. */
+  forbidden?: string | undefined;
 }
 
 /**
@@ -49,14 +52,34 @@ export interface SecretScope {
  */
 export function secretNotFound(field: string, name: string, scope?: SecretScope): string {
   const missing = `${field}: Secret "${name}" not found`;
-  if (scope?.watched === false) {
-    return `${missing}: the operator watches no Secrets in namespace ${scope.namespace} (only in the namespaces it is configured with)`;
-  }
   if (!scope?.selector) return missing;
   return (
     `${missing} among the Secrets labelled ${scope.selector} (the only ones the operator ` +
     `watches); if it exists, label it: kubectl label secret ${name} -n ${scope.namespace} ${scope.selector}`
   );
+}
+
+/**
+ * Why the operator cannot see the Secrets of the trigger's namespace at all, or
+ * undefined: not configured to watch there (rbac.secretNamespaces), or refused (403).
+ */
+function secretForbidden(field: string, name: string, scope?: SecretScope): string | undefined {
+  const cannot = `${field}: Secret "${name}" cannot be read`;
+  if (scope?.watched === false) {
+    return `${cannot}: the operator watches no Secrets in namespace ${scope.namespace} (only in the namespaces it is configured with, rbac.secretNamespaces)`;
+  }
+  if (scope?.forbidden !== undefined) {
+    return `${cannot}: the API server refuses the operator the Secrets of namespace ${scope.namespace}: ${scope.forbidden}`;
+  }
+  return undefined;
+}
+
+/** The failure for a Secret `getSecret` did not find. */
+function missingSecret(field: string, name: string, scope?: SecretScope): CredentialResult {
+  const forbidden = secretForbidden(field, name, scope);
+  if (forbidden !== undefined)
+    return { ok: false, reason: Reason.SecretForbidden, message: forbidden };
+  return { ok: false, reason: Reason.SecretNotFound, message: secretNotFound(field, name, scope) };
 }
 
 export function resolveCredentials(
@@ -69,12 +92,7 @@ export function resolveCredentials(
 
   const read = (field: string, name: string, key: string): { value: string } | CredentialResult => {
     const secret = getSecret(name);
-    if (!secret)
-      return {
-        ok: false,
-        reason: Reason.SecretNotFound,
-        message: secretNotFound(field, name, scope),
-      };
+    if (!secret) return missingSecret(field, name, scope);
     const value = secret.data[key];
     if (value === undefined || value.trim() === '') {
       return {
@@ -89,13 +107,7 @@ export function resolveCredentials(
   if (auth?.method === 'apiKey' && auth.apiKey) {
     const name = auth.apiKey.secretRef.name;
     const secret = getSecret(name);
-    if (!secret) {
-      return {
-        ok: false,
-        reason: Reason.SecretNotFound,
-        message: secretNotFound('spec.auth.apiKey.secretRef', name, scope),
-      };
-    }
+    if (!secret) return missingSecret('spec.auth.apiKey.secretRef', name, scope);
     const entries = Object.entries(secret.data).filter(([, v]) => v.trim() !== '');
     if (entries.length === 0) {
       return {

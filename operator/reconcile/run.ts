@@ -58,9 +58,19 @@ export async function startReconcileLoop(options: ReconcileLoopOptions): Promise
     ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
   });
   const loop = controller;
-  await source.start((ref) => {
-    for (const dep of reconciler.dependents(ref)) loop.enqueue(refKey(dep));
-  });
+  await source.start(
+    (ref) => {
+      for (const dep of reconciler.dependents(ref)) loop.enqueue(refKey(dep));
+    },
+    // Allowed or refused the Secrets of a namespace: its triggers say so, or recover.
+    (namespace) => {
+      for (const t of source.list('WebhookTrigger')) {
+        const ns = t.metadata.namespace ?? 'default';
+        if (namespace === undefined || ns === namespace)
+          loop.enqueue(refKey({ kind: 'WebhookTrigger', namespace: ns, name: t.metadata.name }));
+      }
+    },
+  );
   const unsubscribe = options.gateways.subscribe((change) => {
     for (const dep of reconciler.servedChanged(change)) loop.enqueue(refKey(dep));
   });

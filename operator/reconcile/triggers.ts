@@ -210,6 +210,7 @@ export class TriggerReconciler {
       namespace: ref.namespace,
       selector: source.secretSelector,
       watched: source.secretsWatchedIn?.(ref.namespace) ?? true,
+      forbidden: source.secretsForbiddenIn?.(ref.namespace),
     });
     if (!credentials.ok) {
       return { valid: notOk(type, credentials.reason, credentials.message), credentials: {} };

@@ -6,6 +6,13 @@
 // Its ListWatch is the cache the source reads from; every object is slimmed
 // (kube-cache.ts) before the ListWatch stores it, from the list and from the watch.
 // A label selector, when given, goes on both the list and the watch request.
+//
+// An informer told to `tolerateForbidden` (the Secrets ones) does not hold the start-up
+// back on a 403: the API server refused the list (RBAC: no Role in that namespace),
+// so it counts as synced with nothing, reports `forbidden` (the API server's message)
+// and keeps retrying with its backoff; the first list that succeeds clears it. Both
+// changes are announced through `onAccessChange`. Without it one namespace whose Role
+// is missing would stop the operator from ever starting (and crash-loop it).
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { CancelTimer, Clock } from '../controller/clock.ts';
 import type { KubeClient } from '../controller/kube-client.ts';
@@ -22,6 +29,8 @@ export interface InformerDeps {
   clock: Clock;
   log: (msg: string, fields?: Record<string, unknown>) => void;
   onChange: (ref: ObjectRef) => void;
+  /** Called when a `tolerateForbidden` informer becomes forbidden, or allowed again. */
+  onAccessChange?: () => void;
 }
 
 const never = <T>(): Promise<T> => new Promise<T>(() => {});
@@ -81,14 +90,22 @@ export class ManagedInformer {
   #backoffMs: number;
   #synced = false;
   #onSynced: (() => void)[] = [];
+  readonly #tolerateForbidden: boolean;
+  #forbidden: string | undefined;
   /** Restarts after errors, for metrics and tests. */
   restarts = 0;
 
   /** `labelSelector` limits the list and the watch (e.g. `hookgate.dev/credentials=true`). */
-  constructor(info: KindInfo, deps: InformerDeps, labelSelector?: string) {
+  constructor(
+    info: KindInfo,
+    deps: InformerDeps,
+    labelSelector?: string,
+    opts: { tolerateForbidden?: boolean } = {},
+  ) {
     this.info = info;
     this.#o = deps;
     this.#labelSelector = labelSelector;
+    this.#tolerateForbidden = opts.tolerateForbidden === true;
     this.#backoffMs = deps.restartBackoff.initialMs;
     this.#watch = new StoppableWatch(deps.kubeConfig, (obj) =>
       slim(obj, info.kind, info.apiVersion),
@@ -120,6 +137,11 @@ export class ManagedInformer {
     return this.#synced;
   }
 
+  /** The API server's 403 message while it refuses this informer's list, else undefined. */
+  get forbidden(): string | undefined {
+    return this.#forbidden;
+  }
+
   whenSynced(): Promise<void> {
     if (this.#synced) return Promise.resolve();
     return new Promise((resolve) => this.#onSynced.push(resolve));
@@ -144,11 +166,14 @@ export class ManagedInformer {
     }
     if (this.#stopped) return;
     if (this.#errorsThisStart === 0) this.#backoffMs = this.#o.restartBackoff.initialMs;
-    if (this.#listedOnce && !this.#synced) {
-      this.#synced = true;
-      this.#o.log('informer synced', { kind: this.info.kind, objects: this.#lw.list().length });
-      for (const resolve of this.#onSynced.splice(0)) resolve();
-    }
+    if (this.#listedOnce) this.#markSynced();
+  }
+
+  #markSynced(): void {
+    if (this.#synced) return;
+    this.#synced = true;
+    this.#o.log('informer synced', { kind: this.info.kind, objects: this.#lw.list().length });
+    for (const resolve of this.#onSynced.splice(0)) resolve();
   }
 
   async stop(): Promise<void> {
@@ -171,6 +196,13 @@ export class ManagedInformer {
     // Once stopped, never hand a list back: ListWatch would open a watch afterwards.
     if (this.#stopped) return never();
     this.#listedOnce = true;
+    // Allowed again: cleared before the ListWatch adds the items, so the reconciles
+    // their add events cause see them.
+    if (this.#forbidden !== undefined) {
+      this.#forbidden = undefined;
+      this.#o.log('informer allowed again', { kind: this.info.kind });
+      this.#o.onAccessChange?.();
+    }
     // Slimmed like watched objects; items of built-in lists get their apiVersion/kind.
     const items = (list.items ?? []).map((item) =>
       slim(item, this.info.kind, this.info.apiVersion),
@@ -196,6 +228,12 @@ export class ManagedInformer {
   #onError(err: unknown): void {
     if (this.#stopped) return;
     this.#errorsThisStart++;
+    if (this.#tolerateForbidden && errorCode(err) === 403) {
+      const first = this.#forbidden === undefined;
+      this.#forbidden = describe(err);
+      this.#markSynced();
+      if (first) this.#o.onAccessChange?.();
+    }
     if (this.#restartTimer) return;
     const delay = this.#backoffMs;
     this.#backoffMs = Math.min(this.#backoffMs * 2, this.#o.restartBackoff.maxMs);

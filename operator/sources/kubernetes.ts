@@ -8,7 +8,11 @@
 //   no annotations (so no last-applied-configuration), no labels.
 //
 // - `start()` resolves only once every informer has completed its initial list, and
-//   the change callback has already been called for every listed object (O8).
+//   the change callback has already been called for every listed object (O8). A
+//   Secrets informer the API server refuses (403: no RBAC in that namespace) counts as
+//   synced with no Secrets and keeps retrying; `secretsForbiddenIn` reports it, and
+//   `onSecretAccess` tells when that changes, so the triggers there say SecretForbidden
+//   (and recover) instead of the operator never starting.
 // - Each informer is restarted with backoff after an error that stops client-node's
 //   ListWatch for good (O7): kube-informer.ts.
 // - Status and finalizer writes, conditional on the resourceVersion and retried on
@@ -107,7 +111,10 @@ export class KubernetesSource implements ResourceSource {
     return Object.fromEntries([...this.#all()].map(([k, inf]) => [k, inf.restarts] as const));
   }
 
-  async start(onChange: (ref: ObjectRef) => void): Promise<void> {
+  async start(
+    onChange: (ref: ObjectRef) => void,
+    onSecretAccess?: (namespace: string | undefined) => void,
+  ): Promise<void> {
     if (this.#started) throw new Error('KubernetesSource already started');
     this.#started = true;
     const deps: InformerDeps = {
@@ -133,8 +140,13 @@ export class KubernetesSource implements ResourceSource {
           namespace ?? '',
           new ManagedInformer(
             KINDS.Secret,
-            { ...deps, namespace: namespace ?? deps.namespace },
+            {
+              ...deps,
+              namespace: namespace ?? deps.namespace,
+              onAccessChange: () => onSecretAccess?.(namespace),
+            },
             this.secretSelector,
+            { tolerateForbidden: true },
           ),
         );
       }
@@ -148,10 +160,21 @@ export class KubernetesSource implements ResourceSource {
     return this.#informers.get(ref.kind)?.get(ref.namespace, ref.name) as AnyResource | undefined;
   }
 
-  getSecret(namespace: string, name: string): SecretData | undefined {
-    const informer = this.#o.secretNamespaces
+  /** The Secrets informer that would hold `namespace`'s Secrets, if any. */
+  #secretInformerFor(namespace: string): ManagedInformer | undefined {
+    return this.#o.secretNamespaces
       ? this.#secretInformers.get(namespace)
       : this.#secretInformers.get('');
+  }
+
+  /** The API server's 403 message while it refuses the operator `namespace`'s Secrets. */
+  secretsForbiddenIn(namespace: string): string | undefined {
+    return this.#secretInformerFor(namespace)?.forbidden;
+  }
+
+  getSecret(namespace: string, name: string): SecretData | undefined {
+    const informer = this.#secretInformerFor(namespace);
+    if (informer?.forbidden !== undefined) return undefined;
     const secret = informer?.get(namespace, name);
     if (!secret) return undefined;
     const data: Record<string, string> = {};

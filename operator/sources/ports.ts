@@ -23,9 +23,14 @@ export interface ResourceSource {
   /**
    * Start watching. `onChange` is called with the ref of every object that was
    * added, changed or removed. Resolves once the initial state is loaded (synced):
-   * nothing may be reconciled before that.
+   * nothing may be reconciled before that. `onSecretAccess` is told when the source
+   * starts or stops being allowed to read the Secrets of a namespace (undefined: all
+   * of them), so every trigger there can be looked at again.
    */
-  start(onChange: (ref: ObjectRef) => void): Promise<void>;
+  start(
+    onChange: (ref: ObjectRef) => void,
+    onSecretAccess?: (namespace: string | undefined) => void,
+  ): Promise<void>;
   /** Current state of one object from the local cache. */
   get(ref: ObjectRef): AnyResource | undefined;
   getSecret(namespace: string, name: string): SecretData | undefined;
@@ -37,6 +42,11 @@ export interface ResourceSource {
   readonly secretSelector?: string | undefined;
   /** Whether Secrets of `namespace` are watched at all (false: `getSecret` finds none). */
   secretsWatchedIn?(namespace: string): boolean;
+  /**
+   * The API server's answer while it refuses the operator the Secrets of `namespace`
+   * (403: RBAC grants no list/watch there), else undefined; `getSecret` finds none then.
+   */
+  secretsForbiddenIn?(namespace: string): string | undefined;
   list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[];
   /** Write `.status` (through the status subresource where there is one). */
   writeStatus(ref: ObjectRef, status: unknown): Promise<void>;

@@ -252,7 +252,7 @@ describe('Secrets: only in the namespaces given (secretNamespaces, for per-names
     await eventually(async () => {
       expect(await condition(ns, 'Valid')).toMatchObject({
         status: 'False',
-        reason: 'SecretNotFound',
+        reason: 'SecretForbidden',
       });
     });
     const valid = await condition(ns, 'Valid');
