@@ -39,6 +39,7 @@ import {
 interface PolicyRule {
   apiGroups: string[];
   resources: string[];
+  resourceNames?: string[];
   verbs: string[];
 }
 interface ServiceMonitor extends K8sObject {
@@ -60,6 +61,7 @@ interface Ingress extends K8sObject {
 interface ClusterRole extends K8sObject {
   rules: PolicyRule[];
 }
+type Role = ClusterRole;
 interface ClusterRoleBinding extends K8sObject {
   roleRef: unknown;
   subjects: unknown[];
@@ -75,6 +77,8 @@ const DEFAULT_KINDS = [
   'Deployment',
   'Deployment',
   'Deployment',
+  'Role',
+  'RoleBinding',
   'Secret',
   'Service',
   'Service',
@@ -158,6 +162,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'Deployment/hg-hookgate-gateway',
       'Deployment/hg-hookgate-operator',
       'Deployment/hg-hookgate-worker',
+      'Role/hg-hookgate-operator-leader-election',
+      'RoleBinding/hg-hookgate-operator-leader-election',
       'Secret/hg-hookgate-redis',
       'Service/hg-hookgate-admin',
       'Service/hg-hookgate-gateway',
@@ -442,31 +448,53 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
   it('grants the operator exactly the RBAC it needs, bound to the chart ServiceAccount', async () => {
     const objects = await render();
     const role = find<ClusterRole>(objects, 'ClusterRole', 'hg-hookgate-operator');
+    // Each rule is one kind of call the operator makes (test/e2e/operator-rbac.test.ts
+    // runs it under exactly these against an API server enforcing RBAC).
     expect(role.rules).toEqual([
       {
         apiGroups: ['hookgate.dev'],
         resources: ['workflows', 'webhooktriggers'],
-        verbs: ['get', 'list', 'watch', 'update', 'patch'],
+        verbs: ['get', 'list', 'watch', 'patch'],
       },
       {
         apiGroups: ['hookgate.dev'],
         resources: ['workflows/status', 'webhooktriggers/status'],
-        verbs: ['update', 'patch'],
+        verbs: ['update'],
       },
-      {
-        apiGroups: ['hookgate.dev'],
-        resources: ['workflows/finalizers', 'webhooktriggers/finalizers'],
-        verbs: ['update', 'patch'],
-      },
-      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+    ]);
+    // The Lease: a Role in the release namespace, get and update on that one Lease.
+    const lease = find<Role>(objects, 'Role', 'hg-hookgate-operator-leader-election');
+    expect(lease.metadata.namespace).toBe(NAMESPACE);
+    expect(lease.rules).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
       {
         apiGroups: ['coordination.k8s.io'],
         resources: ['leases'],
-        verbs: ['get', 'create', 'update'],
+        resourceNames: ['hg-hookgate-operator'],
+        verbs: ['get', 'update'],
       },
     ]);
+    const leaseBinding = find<ClusterRoleBinding>(
+      objects,
+      'RoleBinding',
+      'hg-hookgate-operator-leader-election',
+    );
+    expect(leaseBinding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'hg-hookgate-operator-leader-election',
+    });
+    expect(leaseBinding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'hg-hookgate', namespace: NAMESPACE },
+    ]);
+    const named = await render('operator.leaderElection.leaseName=my-lease');
+    expect(
+      find<Role>(named, 'Role', 'hg-hookgate-operator-leader-election').rules[1],
+    ).toMatchObject({ resourceNames: ['my-lease'] });
+    const single = await render('operator.replicas=1', 'operator.leaderElection.enabled=false');
+    expect(names(single)).not.toContain('Role/hg-hookgate-operator-leader-election');
     // Nothing cluster-wide beyond that: no wildcards, no delete, no secret writes.
     for (const rule of role.rules) {
       expect([...rule.apiGroups, ...rule.resources, ...rule.verbs]).not.toContain('*');

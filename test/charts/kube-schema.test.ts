@@ -111,6 +111,8 @@ describe.skipIf(!tools)(`rendered objects against the Kubernetes ${KUBERNETES_VE
       'policy/v1 PodDisruptionBudget',
       'rbac.authorization.k8s.io/v1 ClusterRole',
       'rbac.authorization.k8s.io/v1 ClusterRoleBinding',
+      'rbac.authorization.k8s.io/v1 Role',
+      'rbac.authorization.k8s.io/v1 RoleBinding',
       'v1 ConfigMap',
       'v1 Secret',
       'v1 Service',

@@ -20,6 +20,8 @@ import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPol
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
+import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
@@ -94,6 +96,18 @@ const KINDS: Record<string, Kind> = {
     model: ClusterRoleBinding,
     fields: 'V1ClusterRoleBinding',
     namespaced: false,
+    name: 'subdomain',
+  },
+  'rbac.authorization.k8s.io/v1/Role': {
+    model: Role,
+    fields: 'V1Role',
+    namespaced: true,
+    name: 'subdomain',
+  },
+  'rbac.authorization.k8s.io/v1/RoleBinding': {
+    model: RoleBinding,
+    fields: 'V1RoleBinding',
+    namespaced: true,
     name: 'subdomain',
   },
   'apiextensions.k8s.io/v1/CustomResourceDefinition': {

@@ -87,6 +87,8 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       'Deployment/hookgate-gateway',
       'Deployment/hookgate-operator',
       'Deployment/hookgate-worker',
+      'Role/hookgate-operator-leader-election',
+      'RoleBinding/hookgate-operator-leader-election',
       'Secret/hookgate-redis',
       'Service/hookgate-admin',
       'Service/hookgate-gateway',
