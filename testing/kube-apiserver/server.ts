@@ -3,6 +3,7 @@
 // with `authorization: true` every request is authenticated (authn.ts) and authorised
 // by RBAC (authz.ts, rbac-escalation.ts), as a real cluster does. See README.md.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -43,6 +44,7 @@ import {
 import { bootstrapRbac } from './bootstrap-rbac.ts';
 import { checkRbacWrite } from './rbac-escalation.ts';
 import { requestAttributes } from './request-info.ts';
+import { selfSignedCertificate } from './tls.ts';
 import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import {
   ApiError,
@@ -92,11 +94,19 @@ export interface KubeApiServerOptions {
    * bootstrap ClusterRoles (cluster-admin, system:discovery, ...) exist. Default false.
    */
   authorization?: boolean;
+  /**
+   * Serve https with a self-signed certificate for 127.0.0.1 (made with openssl); the
+   * kubeconfig trusts it as its certificate authority. kubectl sends bearer tokens
+   * only over https, so tests that run kubectl with `authorization` need this.
+   */
+  tls?: boolean;
 }
 
 export interface KubeApiServer {
   url: string;
   port: number;
+  /** With `tls`: the serving certificate (PEM), the CA to trust. */
+  ca?: string;
   /** Every request received, in order. */
   requests: LoggedRequest[];
   clearRequests(): void;
@@ -636,12 +646,14 @@ export async function startKubeApiServer(
     sendJson(res, err.code, err.status);
   }
 
-  const server = createServer((req, res) => {
-    void handle(req, res);
-  });
+  const tls = options.tls ? await selfSignedCertificate() : undefined;
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => void handle(req, res);
+  const server = tls
+    ? createHttpsServer({ cert: tls.cert, key: tls.key }, onRequest)
+    : createServer(onRequest);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   serverAddress = `127.0.0.1:${port}`;
 
   function applyCrd(crd: Record<string, unknown>): void {
@@ -665,6 +677,7 @@ export async function startKubeApiServer(
   return {
     url,
     port,
+    ...(tls ? { ca: tls.cert } : {}),
     requests,
     clearRequests: () => void requests.splice(0),
     faults,
@@ -688,7 +701,9 @@ export async function startKubeApiServer(
           '    cluster:',
           `      server: ${url}`,
           // Plain http: client-node refuses http unless TLS verification is "skipped".
-          '      insecure-skip-tls-verify: true',
+          tls
+            ? `      certificate-authority-data: ${Buffer.from(tls.cert).toString('base64')}`
+            : '      insecure-skip-tls-verify: true',
           'users:',
           `  - name: ${JSON.stringify(user)}`,
           '    user:',
