@@ -1,12 +1,13 @@
 // Send Test Request: one request through the gateway to a trigger's endpoint, with the
-// credentials saved in its testCredentials and a user-supplied JSON body; the answer
-// comes back as data. (Saving and clearing the credentials is editing the trigger's
+// credentials saved in its testCredentials (a signed endpoint: signed with its first
+// active signing secret) and a user-supplied JSON body; the answer comes back as data. (Saving and clearing the credentials is editing the trigger's
 // spec.testCredentials, as with any other field: kubectl, GitOps or the manifest file.)
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
 import { redactHeaders } from '../gateway/live-events.ts';
 import type { RouteRecord, RouteStore } from '../../api/records/records.ts';
+import { signDelivery } from '../gateway/security/auth/signature/sign.ts';
 
 interface TestRequestBody {
   method?: string;
@@ -47,7 +48,8 @@ function parseRequest(raw: unknown): TestRequestBody {
 function credentialHeaders(route: RouteRecord): Record<string, string> {
   const saved = route.spec.testCredentials;
   const method = route.spec.auth?.method ?? 'none';
-  if (method === 'none') return {};
+  // Signed endpoints: the request is signed once its body is known (signDelivery).
+  if (method === 'none' || method === 'signature') return {};
   const credential = route.credentials.testCredential;
   if (!saved || credential === undefined) {
     throw new HttpProblem(
@@ -106,12 +108,16 @@ export function testRequestRoutes(app: FastifyInstance, options: TestRequestOpti
     const verb = (input.method ?? route.spec.methods[0] ?? 'POST').toUpperCase();
     const hasBody = input.body !== undefined && verb !== 'GET' && verb !== 'HEAD';
     if (hasBody) headers['content-type'] ??= 'application/json';
+    const payload = hasBody ? JSON.stringify(input.body) : undefined;
+    if (route.spec.auth?.method === 'signature') {
+      Object.assign(headers, signDelivery(route, Buffer.from(payload ?? '', 'utf8')));
+    }
     const started = process.hrtime.bigint();
     const res = await options.webhooks.inject({
       method: verb,
       url,
       headers,
-      ...(hasBody ? { payload: JSON.stringify(input.body) } : {}),
+      ...(payload !== undefined ? { payload } : {}),
     });
     const type = String(res.headers['content-type'] ?? '');
     let body: unknown = res.body;

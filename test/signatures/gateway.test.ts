@@ -340,6 +340,32 @@ describe('stripe preset through the gateway', () => {
   });
 });
 
+describe('Send Test Request to a signed endpoint', () => {
+  type Out = {
+    request: { headers: Record<string, string> };
+    response: { statusCode: number; body: unknown };
+  };
+  it.each([
+    ['github', { n: 1 }, 'x-hub-signature-256'],
+    ['svix', { orderId: 'T-1' }, 'webhook-signature'],
+    ['stripe', { id: 'evt_test' }, 'stripe-signature'],
+  ])(
+    '%s: signed with the first active secret, accepted by the gateway',
+    async (name, body, header) => {
+      const res = await rt.admin.inject({
+        method: 'POST',
+        url: `/api/triggers/default/${name}/test`,
+        payload: { body },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const out = res.json<Out>();
+      expect(out.response.statusCode).toBe(200);
+      expect(out.response.body).toMatchObject({ got: body });
+      expect(out.request.headers[header]).toBeDefined();
+    },
+  );
+});
+
 describe('the operator and the signing Secret', () => {
   it('a missing Secret: Ready=False, SecretNotFound, and nothing is served', async () => {
     const c = conditions('nosecret');

@@ -13,6 +13,7 @@
 // stripe's comes from its own header, slack's from X-Slack-Request-Timestamp, Standard
 // Webhooks' from webhook-timestamp. Delivery ids: webhook-id (signed), X-GitHub-Delivery
 // and X-Shopify-Webhook-Id (not signed: they only spot redeliveries), generic idHeader.
+import { createHmac } from 'node:crypto';
 import type {
   GenericSignature,
   HmacAlgorithm,
@@ -39,6 +40,8 @@ export interface Scheme {
   encoding: SignatureEncoding;
   /** Splits the header value into candidate signatures; throws a malformed problem. */
   parse(value: string): ParsedHeader;
+  /** The header value for one encoded signature (what the sender writes; test requests). */
+  render(signature: string, timestamp: string): string;
   /** The header with the signed Unix time, when it is not inside the signature header. */
   timestampHeader?: string;
   /** Whether the scheme signs a timestamp at all (tolerance and replay window). */
@@ -140,6 +143,7 @@ function genericScheme(g: GenericSignature): Scheme {
     algorithm: g.algorithm ?? 'sha256',
     encoding: g.encoding ?? 'hex',
     parse: prefixed(g.header, g.prefix ?? ''),
+    render: (signature) => `${g.prefix ?? ''}${signature}`,
     timestamped: payload.includes('timestamp'),
     idSigned: payload.includes('id'),
     payload,
@@ -159,6 +163,7 @@ export function schemeOf(signature: SignatureAuth): Scheme {
         algorithm: 'sha256',
         encoding: 'hex',
         parse: prefixed('X-Hub-Signature-256', 'sha256='),
+        render: (signature) => `sha256=${signature}`,
         timestamped: false,
         idHeader: 'X-GitHub-Delivery',
         idSigned: false,
@@ -171,6 +176,7 @@ export function schemeOf(signature: SignatureAuth): Scheme {
         algorithm: 'sha256',
         encoding: 'hex',
         parse: parseStripe,
+        render: (signature, timestamp) => `t=${timestamp},v1=${signature}`,
         timestamped: true,
         idSigned: false,
         payload: ['timestamp', literal('.'), 'body'],
@@ -182,6 +188,7 @@ export function schemeOf(signature: SignatureAuth): Scheme {
         algorithm: 'sha256',
         encoding: 'hex',
         parse: prefixed('X-Slack-Signature', 'v0='),
+        render: (signature) => `v0=${signature}`,
         timestampHeader: 'X-Slack-Request-Timestamp',
         timestamped: true,
         idSigned: false,
@@ -194,6 +201,7 @@ export function schemeOf(signature: SignatureAuth): Scheme {
         algorithm: 'sha256',
         encoding: 'base64',
         parse: prefixed('X-Shopify-Hmac-Sha256', ''),
+        render: (signature) => signature,
         timestamped: false,
         idHeader: 'X-Shopify-Webhook-Id',
         idSigned: false,
@@ -206,6 +214,7 @@ export function schemeOf(signature: SignatureAuth): Scheme {
         algorithm: 'sha256',
         encoding: 'base64',
         parse: parseStandardWebhooks,
+        render: (signature) => `v1,${signature}`,
         timestampHeader: 'webhook-timestamp',
         timestamped: true,
         idHeader: 'webhook-id',
@@ -246,4 +255,21 @@ export function decodeSignature(
 /** The header a trigger's deliveries carry their signature in. */
 export function signatureHeader(signature: SignatureAuth): string {
   return schemeOf(signature).header;
+}
+
+/** The HMAC of a delivery's signed bytes: the scheme's parts in order. */
+export function signedDigest(
+  scheme: Scheme,
+  key: Buffer,
+  delivery: { timestamp?: string | undefined; id?: string | undefined },
+  body: Buffer,
+): Buffer {
+  const hmac = createHmac(scheme.algorithm, key);
+  for (const part of scheme.payload) {
+    if (part === 'body') hmac.update(body);
+    else if (part === 'timestamp') hmac.update(delivery.timestamp ?? '', 'utf8');
+    else if (part === 'id') hmac.update(delivery.id ?? '', 'utf8');
+    else hmac.update(part.literal);
+  }
+  return hmac.digest();
 }

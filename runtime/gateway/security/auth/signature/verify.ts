@@ -16,7 +16,7 @@
 // every candidate by crypto.timingSafeEqual on equal-length buffers (the candidate's
 // length is checked against the digest's in step 2, and a length is no secret), with no
 // early exit: the time taken does not depend on which secret or how much of one matched.
-import { createHmac, hash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { HttpProblem } from '../../../../errors.ts';
 import type { RouteRecord } from '../../../../../api/records/records.ts';
 import { headerValue, type HeaderMap } from '../../headers.ts';
@@ -26,6 +26,7 @@ import {
   decodeSignature,
   schemeOf,
   signatureHeader,
+  signedDigest,
   type Scheme,
 } from './schemes.ts';
 import { malformed, mismatch, missing, outsideTolerance, replayed } from './problems.ts';
@@ -233,18 +234,6 @@ function match(
   }
   if (matched === undefined) throw mismatch(scheme.header);
   return matched;
-}
-
-/** The HMAC of the signed bytes: the scheme's parts in order. */
-function signedDigest(scheme: Scheme, key: Buffer, delivery: Delivery, body: Buffer): Buffer {
-  const hmac = createHmac(scheme.algorithm, key);
-  for (const part of scheme.payload) {
-    if (part === 'body') hmac.update(body);
-    else if (part === 'timestamp') hmac.update(delivery.timestamp ?? '', 'utf8');
-    else if (part === 'id') hmac.update(delivery.id ?? '', 'utf8');
-    else hmac.update(part.literal);
-  }
-  return hmac.digest();
 }
 
 /**
