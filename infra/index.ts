@@ -11,6 +11,7 @@ import {
   chartAppVersion,
   type ExecutionsMode,
   type LogLevel,
+  type OutboundArgs,
 } from './plan.ts';
 
 const config = new pulumi.Config();
@@ -61,6 +62,12 @@ function analyticsFromConfig(): HookgateDeploymentArgs['analytics'] {
   };
 }
 
+/** `outbound: { allow, deny, namespaces }` (chart `outbound`), when set. */
+function outboundFromConfig(): { outbound?: OutboundArgs } {
+  const outbound = config.getObject<OutboundArgs>('outbound');
+  return outbound ? { outbound } : {};
+}
+
 const hookgate = new HookgateDeployment('hookgate', {
   namespace: config.get('namespace') ?? 'hookgate',
   createNamespace: config.getBoolean('createNamespace') ?? true,
@@ -86,6 +93,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   networkPolicy: config.getBoolean('networkPolicy') ?? false,
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
   analytics: analyticsFromConfig(),
+  ...outboundFromConfig(),
 });
 
 export const namespace = hookgate.namespace;

@@ -9,6 +9,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ipaddr from 'ipaddr.js';
 import { parse } from 'yaml';
+import { rulesProblems, type OutboundRules } from '../runtime/engine/outbound/policy.ts';
 import {
   analyticsValues,
   validateAnalytics,
@@ -121,6 +122,19 @@ export interface PlanArgs<Url = string> {
   logLevel?: LogLevel;
   /** Where the gateways' analytics API reads from (infra/analytics.ts); default memory. */
   analytics?: AnalyticsArgs;
+  /**
+   * The outbound policy of http nodes and callbacks (chart `outbound`): `allow` and
+   * `deny` entries of the cluster policy, `namespaces` narrowing it per namespace.
+   * Default: public destinations only.
+   */
+  outbound?: OutboundArgs;
+}
+
+/** The chart's `outbound` values (docs/security.md, "Outbound policy"). */
+export interface OutboundArgs {
+  allow?: string[];
+  deny?: string[];
+  namespaces?: Record<string, OutboundRules>;
 }
 
 /** The arguments with every default applied. */
@@ -144,6 +158,7 @@ export interface ResolvedArgs<Url = string> {
   adminAuth: 'kubernetes' | 'none';
   logLevel: LogLevel;
   analytics?: AnalyticsArgs;
+  outbound?: OutboundArgs;
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -176,6 +191,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     adminAuth: args.adminAuth ?? 'kubernetes',
     logLevel: args.logLevel ?? 'info',
     ...(args.analytics ? { analytics: args.analytics } : {}),
+    ...(args.outbound ? { outbound: args.outbound } : {}),
   };
 }
 
@@ -223,6 +239,22 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
   }
   errors.push(...validateRedis(r.redis));
   if (r.analytics) errors.push(...validateAnalytics(r.analytics));
+  if (r.outbound) errors.push(...validateOutbound(r.outbound));
+  return errors;
+}
+
+/** The same checks as the runtime's settings, so a bad entry fails at `pulumi preview`. */
+function validateOutbound(outbound: OutboundArgs): string[] {
+  const errors = rulesProblems(
+    { allow: outbound.allow ?? [], deny: outbound.deny ?? [] },
+    false,
+  ).map((p) => `outbound.${p}`);
+  for (const [namespace, rules] of Object.entries(outbound.namespaces ?? {})) {
+    if (namespace.length > 63 || !DNS_LABEL.test(namespace)) {
+      errors.push(`outbound.namespaces: "${namespace}" is not a namespace name`);
+    }
+    errors.push(...rulesProblems(rules, true).map((p) => `outbound.namespaces.${namespace}.${p}`));
+  }
   return errors;
 }
 
@@ -381,6 +413,7 @@ export interface ChartValues {
   networkPolicy: { enabled: boolean };
   admin: { auth: 'kubernetes' | 'none' };
   analytics?: ChartAnalytics;
+  outbound?: { allow: string[]; deny: string[]; namespaces: Record<string, OutboundRules> };
 }
 
 /**
@@ -411,6 +444,15 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
     networkPolicy: { enabled: r.networkPolicy },
     admin: { auth: r.adminAuth },
     ...(r.analytics ? { analytics: analyticsValues(r.analytics) } : {}),
+    ...(r.outbound
+      ? {
+          outbound: {
+            allow: r.outbound.allow ?? [],
+            deny: r.outbound.deny ?? [],
+            namespaces: r.outbound.namespaces ?? {},
+          },
+        }
+      : {}),
   };
 }
 

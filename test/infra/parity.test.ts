@@ -112,6 +112,11 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       networkPolicy: true,
       podDisruptionBudget: true,
       serviceMonitor: true,
+      outbound: {
+        allow: ['*.svc.cluster.local', '10.96.0.0/12'],
+        deny: ['*.kube-system.svc.cluster.local'],
+        namespaces: { payments: { allow: ['*.payments.svc.cluster.local'] } },
+      },
     });
     const file = join(work, 'component-values-edge.json');
     writeFileSync(file, JSON.stringify(values));
@@ -122,6 +127,9 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'redis.enabled=false', '--set', 'externalRedis.existingSecret.name=redis-creds'],
       ...['--set', 'networkPolicy.enabled=true', '--set', 'podDisruptionBudget.enabled=true'],
       ...['--set', 'metrics.serviceMonitor.enabled=true'],
+      ...['--set', 'outbound.allow={*.svc.cluster.local,10.96.0.0/12}'],
+      ...['--set', 'outbound.deny={*.kube-system.svc.cluster.local}'],
+      ...['--set', 'outbound.namespaces.payments.allow={*.payments.svc.cluster.local}'],
     ]);
     expect(fromPulumi).toEqual(fromHelm);
     expect(names(fromPulumi).filter((n) => n.includes('redis'))).toEqual([]);

@@ -233,6 +233,37 @@ describe('names and labels', () => {
   });
 });
 
+describe('outbound policy', () => {
+  it('passes the policy to the chart and refuses what the runtime would refuse', () => {
+    const outbound = {
+      allow: ['*.svc.cluster.local'],
+      namespaces: { payments: { deny: ['10.0.0.0/8'] } },
+    };
+    expect(validateArgs({ ...valid, outbound })).toEqual([]);
+    expect(chartValues(resolveArgs({ ...valid, outbound })).outbound).toEqual({
+      allow: ['*.svc.cluster.local'],
+      deny: [],
+      namespaces: { payments: { deny: ['10.0.0.0/8'] } },
+    });
+    expect(chartValues(resolveArgs(valid)).outbound).toBeUndefined();
+    expect(
+      validateArgs({
+        ...valid,
+        outbound: {
+          allow: ['169.254.169.254/32'],
+          deny: ['10.0.0.0/99'],
+          namespaces: { Team_B: {}, shop: { allow: ['exa mple'] } },
+        },
+      }),
+    ).toEqual([
+      "outbound.allow: '169.254.169.254/32' is a metadata or unspecified address, which is never allowed",
+      "outbound.deny: '10.0.0.0/99' is not a CIDR",
+      'outbound.namespaces: "Team_B" is not a namespace name',
+      "outbound.namespaces.shop.allow: 'exa mple' is not a valid host name",
+    ]);
+  });
+});
+
 describe('chartValues', () => {
   it('sets the chart values from the arguments, never the Redis URL', () => {
     // A Redis of your own, by URL: the URL goes into the component's Secret only.

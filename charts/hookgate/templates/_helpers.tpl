@@ -99,6 +99,22 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{ include "hookgate.redisEnv" . }}
 {{- end -}}
 
+{{/* The outbound policy of the roles that send requests (gateway, worker); nothing when unset. */}}
+{{- define "hookgate.outboundEnv" -}}
+{{- with .Values.outbound.allow }}
+- name: HOOKGATE_OUTBOUND_ALLOW
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with .Values.outbound.deny }}
+- name: HOOKGATE_OUTBOUND_DENY
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with .Values.outbound.namespaces }}
+- name: HOOKGATE_OUTBOUND_NAMESPACES
+  value: {{ toJson . | quote }}
+{{- end }}
+{{- end -}}
+
 {{/* The chart's Redis: StatefulSet, headless Service, ConfigMap and Secret share this name. */}}
 {{- define "hookgate.redis.fullname" -}}
 {{- include "hookgate.componentName" (dict "ctx" . "component" "redis") -}}
