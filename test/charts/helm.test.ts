@@ -320,8 +320,9 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       const s = node as Record<string, unknown>;
       if (s['type'] === 'object') {
         const ap = s['additionalProperties'];
-        // Fixed shape: closed. Free-form maps (labels, annotations, nodeSelector): strings only.
-        const closed = 'properties' in s ? ap === false : isStringMap(ap);
+        // Fixed shape: closed. Free-form maps (labels, annotations, nodeSelector): strings
+        // only, or closed objects (outbound.namespaces: namespace -> { allow, deny }).
+        const closed = 'properties' in s ? ap === false : isStringMap(ap) || isClosedObject(ap);
         if (!closed) open.push(path || '/');
       }
       for (const [k, v] of Object.entries(s)) walk(v, `${path}/${k}`);
@@ -953,6 +954,11 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     );
   });
 });
+
+function isClosedObject(ap: unknown): boolean {
+  const s = typeof ap === 'object' && ap !== null ? (ap as Record<string, unknown>) : undefined;
+  return s?.['type'] === 'object' && 'properties' in s && s['additionalProperties'] === false;
+}
 
 function isStringMap(ap: unknown): boolean {
   return (
