@@ -226,6 +226,11 @@ export const CATALOGUE = {
     type: 'engine-overloaded',
     title: 'Too many executions queued',
   },
+  HG_ERR_STORE_FULL: {
+    status: 503,
+    type: 'store-full',
+    title: 'Shared store full',
+  },
   HG_ERR_ANALYTICS_UNAVAILABLE: {
     status: 503,
     type: 'analytics-unavailable',

@@ -4,7 +4,7 @@
 //   hookgate:exec:<id>                   the execution as JSON, expiring `ttlMs` after creation
 //   hookgate:exec:<id>:events            its events, a list in seq order (same expiry)
 //   hookgate:exec:<id>:events            also the pub/sub channel each new event is published on
-//   hookgate:exec:<id>:events:<seq>:whole  a cut event whole, for `handoverMs` (30 s)
+//   hookgate:exec:<id>:events:<seq>:whole  a cut event whole, for `handoverMs` (5 s)
 //   hookgate:executions                  index: sorted set of ids scored by creation time (ms)
 //   hookgate:executions:finished         finished executions, scored by creation time: the
 //                                        ones the byte budget may drop, oldest first
@@ -25,7 +25,6 @@ import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bound
 import {
   decodeCursor,
   DEFAULT_EXECUTION_TTL_MS,
-  DEFAULT_HANDOVER_MS,
   encodeCursor,
   listLimit,
   MAX_LIST_LIMIT,
@@ -50,6 +49,9 @@ export const EXECUTION_KEYS = {
   events: (id: string) => `${RECORD_PREFIX}${id}:events`,
   whole: (id: string, seq: number) => `${RECORD_PREFIX}${id}:events:${seq}:whole`,
 } as const;
+
+/** Default time a cut event stays whole in Redis (5 s). */
+export const REDIS_HANDOVER_MS = 5_000;
 
 /** Default byte budget of the finished executions in Redis (512 MiB). */
 export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
@@ -134,7 +136,11 @@ export interface RedisExecutionStoreOptions {
   maxBytes?: number;
   /** Bodies, outputs and response bodies of finished records larger than this are cut. Default 64 KiB. */
   maxBodyBytes?: number;
-  /** A cut event stays whole this long. Default 30 s. */
+  /**
+   * A cut event also stays whole this long (a key of its own), for a gateway that
+   * subscribes just after the end. Default 5 s: the race it covers lasts a round trip,
+   * and the whole results of that long are held on top of the budget.
+   */
   handoverMs?: number;
   /** Clock (tests). */
   now?: () => number;
@@ -172,7 +178,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     this.#ttlMs = options.ttlMs ?? DEFAULT_EXECUTION_TTL_MS;
     this.#maxBytes = options.maxBytes ?? DEFAULT_REDIS_STORE_BYTES;
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_STORED_BODY_BYTES;
-    this.#handoverMs = options.handoverMs ?? DEFAULT_HANDOVER_MS;
+    this.#handoverMs = options.handoverMs ?? REDIS_HANDOVER_MS;
     this.#now = options.now ?? Date.now;
   }
 

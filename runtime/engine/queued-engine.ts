@@ -64,6 +64,13 @@ export interface QueuedEngineOptions {
   maxQueued?: number;
   /** How often the queue depth is read (for the limit and the gauge). Default 1 s. */
   depthEveryMs?: number;
+  /**
+   * Refuse new executions (503 store-full) once Redis would hold more than this share
+   * of its maxmemory (read with the depth, plus what this gateway queued since): the
+   * rest is room for workers to store the results of what is queued, which Redis at
+   * its limit (noeviction) would refuse too. Default 0.9; 1 turns it off.
+   */
+  memoryHeadroom?: number;
   /** Execution ids when the trigger output carries none. Default `exec_<uuid>`. */
   newId?: () => string;
 }
@@ -76,6 +83,9 @@ export class QueuedEngine implements ExecutionEngine {
   readonly #newId: () => string;
   readonly #timer: NodeJS.Timeout;
   #depth = 0;
+  /** Redis memory as last read (bytes; maxmemory 0: no limit) and queued since. */
+  #memory = { used: 0, max: 0, since: 0 };
+  readonly #memoryHeadroom: number;
   #closing = false;
 
   constructor(options: QueuedEngineOptions) {
@@ -87,6 +97,7 @@ export class QueuedEngine implements ExecutionEngine {
     this.#store = options.store;
     this.#events = options.events;
     this.#maxQueued = options.maxQueued ?? 100_000;
+    this.#memoryHeadroom = options.memoryHeadroom ?? 0.9;
     this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
     this.#timer = setInterval(() => void this.#readDepth(), options.depthEveryMs ?? 1_000);
     this.#timer.unref();
@@ -103,6 +114,14 @@ export class QueuedEngine implements ExecutionEngine {
       throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The gateway is shutting down');
     if (this.#depth >= this.#maxQueued) {
       throw new HttpProblem('HG_ERR_ENGINE_OVERLOADED', 'Too many executions are waiting');
+    }
+    const memory = this.#memory;
+    if (memory.max > 0 && memory.used + memory.since > memory.max * this.#memoryHeadroom) {
+      throw new HttpProblem(
+        'HG_ERR_STORE_FULL',
+        'The shared store is near its memory limit; what is queued must finish first',
+        { headers: { 'retry-after': '30' } },
+      );
     }
     const id = request.input.metadata.executionId || this.#newId();
     const createdAt = new Date();
@@ -129,12 +148,16 @@ export class QueuedEngine implements ExecutionEngine {
       workflowId: request.workflow.workflowId,
       ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
     };
+    const record = JSON.stringify(execution);
+    // What Redis allocates for it: the allocator's size classes and per-key overhead
+    // (measured: a 100 kB value takes 127 kB of used_memory).
+    memory.since += Math.ceil(record.length * 1.5) + 512;
     const existing = await this.#redis.hookgateEnqueue(
       EXECUTION_KEYS.record(id),
       EXECUTION_KEYS.events(id),
       EXECUTION_KEYS.index,
       QUEUE.stream,
-      JSON.stringify(execution),
+      record,
       this.#store.ttlMs,
       createdAt.getTime(),
       id,
@@ -171,7 +194,15 @@ export class QueuedEngine implements ExecutionEngine {
 
   async #readDepth(): Promise<void> {
     try {
-      this.#depth = await this.#redis.xlen(QUEUE.stream);
+      // A Redis that refuses INFO (some managed ones) leaves the memory check off.
+      const [depth, info] = await Promise.all([
+        this.#redis.xlen(QUEUE.stream),
+        this.#memoryHeadroom < 1 ? this.#redis.info('memory').catch(() => '') : Promise.resolve(''),
+      ]);
+      this.#depth = depth;
+      const used = /^used_memory:(\d+)/m.exec(info);
+      const max = /^maxmemory:(\d+)/m.exec(info);
+      if (used && max) this.#memory = { used: Number(used[1]), max: Number(max[1]), since: 0 };
     } catch {
       // Redis unreachable: keep the last value; start() will fail on its own.
     }

@@ -21,9 +21,32 @@ const FIXED_DETAIL: Partial<Record<ErrorCode, string>> = {
   HG_ERR_BODY_MALFORMED: 'The request body is not valid',
 };
 
+/** Seconds a client waits before retrying a write Redis refused for memory. */
+const STORE_FULL_RETRY_SECONDS = 30;
+
+/**
+ * Redis at its maxmemory with `noeviction` refuses writes with an `OOM command not
+ * allowed` reply (in a script: `… OOM command not allowed …`).
+ */
+export function isStoreFull(error: unknown): boolean {
+  const e = error as { name?: unknown; message?: unknown } | null;
+  return (
+    typeof e?.message === 'string' &&
+    e.name === 'ReplyError' &&
+    /(^|\W)OOM command not allowed/.test(e.message)
+  );
+}
+
 /** Normalise any thrown value to an HttpProblem. */
 export function toProblem(error: unknown): HttpProblem {
   if (error instanceof HttpProblem) return error;
+  if (isStoreFull(error)) {
+    return new HttpProblem(
+      'HG_ERR_STORE_FULL',
+      'The shared store is at its memory limit and refused the write; nothing was accepted',
+      { headers: { 'retry-after': String(STORE_FULL_RETRY_SECONDS) } },
+    );
+  }
   const e = error as Partial<FastifyError> & { type?: string };
   const mapped = e.code ? FASTIFY_CODES[e.code] : undefined;
   // Fastify's messages may quote the request (a Content-Type, a length): fixed details
