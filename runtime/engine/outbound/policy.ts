@@ -20,7 +20,7 @@
 // entries, minus its `deny` entries. A narrowing policy (a namespace's, a workflow's)
 // can only take away: its `deny` entries are refused, and when it lists `allow` entries
 // only destinations matching one of them are reached — and only where the cluster
-// policy allows them too. See docs/adr/0014-outbound-policy.md.
+// policy allows them too. See docs/adr/0015-outbound-policy.md.
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 
