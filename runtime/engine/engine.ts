@@ -219,7 +219,8 @@ export class InProcessEngine implements ExecutionEngine {
    * are dropped, earlier attempts' kept). Event numbering continues after `afterSeq`,
    * the events already stored. Resolves once the run has finished and its record is
    * saved, or the execution has been handed to the retry queue; rejects when that
-   * hand-off failed (the job must then stay unacknowledged).
+   * hand-off failed, or the store did not take the record (before the run, which then
+   * does not start, or at its end): the job must then stay unacknowledged, and runs again.
    */
   resume(
     request: StartRequest,
@@ -249,7 +250,7 @@ export class InProcessEngine implements ExecutionEngine {
     if (execution.replayOf) fresh.replayOf = execution.replayOf;
     // The caller's link stays valid when a worker runs the queued record.
     if (execution.accessDigest) fresh.accessDigest = execution.accessDigest;
-    const hot = this.#admit(fresh, { ...request, input: execution.input }, afterSeq);
+    const hot = this.#admit(fresh, { ...request, input: execution.input }, afterSeq, true);
     if (starting) hot.nextAttempt();
     this.#queue.push(hot);
     this.#pump();
@@ -258,8 +259,13 @@ export class InProcessEngine implements ExecutionEngine {
     });
   }
 
-  #admit(execution: Execution, request: StartRequest, seqBase: number): LiveExecution {
-    const hot = new LiveExecution(execution, request, seqBase, this.#events);
+  #admit(
+    execution: Execution,
+    request: StartRequest,
+    seqBase: number,
+    resumed = false,
+  ): LiveExecution {
+    const hot = new LiveExecution(execution, request, seqBase, this.#events, resumed);
     this.#hot.set(execution.id, hot);
     return hot;
   }
@@ -358,8 +364,21 @@ export class InProcessEngine implements ExecutionEngine {
 
   async #run(hot: LiveExecution): Promise<void> {
     hot.markRunning();
+    if (hot.resumed) {
+      // A job whose running record cannot be written is not run now: the queue runs it
+      // again (a store that is down must not turn a job into a failed execution).
+      try {
+        await this.store.save(hot.execution);
+      } catch (error) {
+        this.#events.onInternalError(error, 'saving execution');
+        this.#unfinished.set(hot, error);
+        this.#hot.delete(hot.execution.id);
+        hot.ended();
+        return;
+      }
+    }
     try {
-      await this.store.save(hot.execution);
+      if (!hot.resumed) await this.store.save(hot.execution);
       hot.succeed(await this.#interpreter.execute(hot));
       await this.#persist(hot);
     } catch (error) {
@@ -428,7 +447,15 @@ export class InProcessEngine implements ExecutionEngine {
 
   /** Writes the final record and the events, then leaves the hot set; sends the callback. */
   async #persist(hot: LiveExecution): Promise<void> {
-    await hot.stream.persist();
+    const saved = await hot.stream.persist();
+    if (hot.resumed && !saved) {
+      // Not stored: the job stays unacknowledged and runs again; that run counts,
+      // calls back and dead-letters.
+      this.#unfinished.set(hot, new Error(`execution ${hot.execution.id} not saved`));
+      this.#hot.delete(hot.execution.id);
+      hot.ended();
+      return;
+    }
     const url = hot.request.callbackUrl;
     if (hot.execution.deadLetteredAt) {
       // After the record: a worker that dies in between leaves a record that says

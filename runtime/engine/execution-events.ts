@@ -88,16 +88,19 @@ export class EventStream {
   /**
    * Writes the final record and the events. Streaming, the events are stored as they
    * come (the terminal one has gone): the whole history is written again (the store
-   * skips the events it has) only if an append failed. Never rejects.
+   * skips the events it has) only if an append failed. Never rejects: resolves true
+   * when the record and every event were written, false when the store failed.
    */
-  async persist(): Promise<void> {
+  async persist(): Promise<boolean> {
     const { store, streamEvents } = this.#outlet;
     try {
       await store.save(this.#execution);
       if (streamEvents) await Promise.all(this.#appends);
       if (!streamEvents || this.#appendFailed) await store.appendEvents(this.events);
+      return true;
     } catch (error) {
       this.#outlet.onInternalError(error, 'saving execution');
+      return false;
     }
   }
 

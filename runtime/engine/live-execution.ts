@@ -15,14 +15,26 @@ export class LiveExecution implements Run {
   readonly abort = new AbortController();
   /** Resolves once the run has ended and its record has been saved. */
   readonly done: Promise<void>;
+  /**
+   * Run again from a queued record (a worker's job): a store failure leaves it for the
+   * queue to run again instead of finishing it here.
+   */
+  readonly resumed: boolean;
   readonly #resolveDone: () => void;
 
   /**
    * `execution`: a queued record, whose input is the request's. Its events are
    * numbered after `seqBase` (the events of earlier runs).
    */
-  constructor(execution: Execution, request: StartRequest, seqBase: number, outlet: EventOutlet) {
+  constructor(
+    execution: Execution,
+    request: StartRequest,
+    seqBase: number,
+    outlet: EventOutlet,
+    resumed = false,
+  ) {
     this.execution = execution;
+    this.resumed = resumed;
     this.request = request;
     this.stream = new EventStream(execution, seqBase, outlet);
     let resolveDone = (): void => {};

@@ -274,6 +274,8 @@ export class ExecutionWorker {
     };
     const done = this.#o.engine.resume(request, execution, afterSeq, attempt);
     reached();
+    // Rejects when its end was not stored: left unacknowledged, another run (after
+    // claimIdleMs) finishes it, so a Redis outage in between loses no accepted execution.
     await done;
   }
 
