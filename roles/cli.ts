@@ -4,7 +4,7 @@
 // returns what `close()` stops. Every role shares one logger set-up (logger.ts), one
 // probes-and-metrics plugin (probes.ts) and one shutdown path (lifecycle.ts).
 import { KubeConfig } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { kubernetesEvents } from '../operator/controller/kube-events.ts';
 import { KubeClient } from '../operator/controller/kube-client.ts';
@@ -15,7 +15,8 @@ import { createGatewayRuntime } from './gateway.ts';
 import { closeOnSignal, type Closable } from './lifecycle.ts';
 import { createLogger, logFunction } from './logger.ts';
 import { createOperator } from './operator.ts';
-import { serveProbes, type Readiness } from './probes.ts';
+import { serveProbes } from './probes.ts';
+import { mainClient, redisClients, RedisHealth, type RedisClients } from './redis.ts';
 import { settings, type RoleName, type Settings } from './settings.ts';
 import { createWorkerRuntime } from './worker.ts';
 
@@ -25,9 +26,10 @@ const roles: Record<RoleName, Role> = {
   /** Every role in one process over a manifest directory or a Kubernetes API. */
   async dev(s, logger) {
     const kc = s.source === 'kubernetes' ? kubeConfig() : undefined;
-    const redis = redisClient(logger);
+    const clients = requestClients(s, logger);
     const runtime = await createDevRuntime({
       ...servingOptions(s, logger),
+      ...(clients ? storeOptions(clients) : {}),
       dir: s.dir,
       ...(kc
         ? {
@@ -40,8 +42,8 @@ const roles: Record<RoleName, Role> = {
             recordEvent: kubernetesEvents(new KubeClient(kc), 'hookgate'),
           }
         : {}),
-      ...(redis ? { redis } : {}),
     });
+    clients?.health.register(runtime.registry);
     const address = await runtime.app.listen({ port: s.port, host: s.host });
     const admin = await runtime.admin.listen({ port: s.adminPort, host: s.adminHost });
     const from = kc
@@ -52,13 +54,15 @@ const roles: Record<RoleName, Role> = {
         `dashboard at ${admin}/dashboard (admin auth: ${s.adminAuth})`,
     );
     for (const e of runtime.manifestErrors()) logger.warn(e, 'manifest rejected');
-    return closing(() => runtime.close(), redis);
+    return closing(() => runtime.close(), clients);
   },
 
   /** The control plane: reconciles under Lease leader election. */
   async operator(s, logger) {
     const env = process.env;
-    const redis = redisClient(logger);
+    const redis = process.env.REDIS_URL
+      ? mainClient(process.env.REDIS_URL, s.redis, logger)
+      : undefined;
     const operator = createOperator({
       kubeConfig: kubeConfig(),
       ...(s.namespace ? { namespace: s.namespace } : {}),
@@ -73,21 +77,26 @@ const roles: Record<RoleName, Role> = {
     await operator.app.listen({ port: s.metricsPort ?? s.port, host: s.host });
     operator.manager.start();
     logger.info('reconciling WebhookTriggers and Workflows');
-    return closing(() => operator.close(), redis);
+    return closing(
+      () => operator.close(),
+      redis ? { disconnect: () => redis.disconnect() } : undefined,
+    );
   },
 
   /** Serves what the operator deployed to Redis; queues executions for workers. */
   async gateway(s, logger) {
-    const redis = redisClient(logger) as Redis;
+    const clients = requestClients(s, logger) as RedisClients;
     const env = process.env;
     const runtime = await createGatewayRuntime({
       ...servingOptions(s, logger),
-      redis,
+      ...storeOptions(clients),
       executions: env.HOOKGATE_EXECUTIONS === 'inline' ? 'inline' : 'queue',
       ...(env.HOOKGATE_MAX_QUEUED ? { maxQueued: Number(env.HOOKGATE_MAX_QUEUED) } : {}),
       waitForRoutes: false,
-      readiness: () => redisReadiness(redis),
+      // Not ready while Redis is unreachable or the breaker in front of it is not closed.
+      readiness: () => clients.readiness(),
     });
+    clients.health.register(runtime.registry);
     const metrics =
       s.metricsPort !== undefined && s.metricsPort !== s.port
         ? await serveProbes({
@@ -105,12 +114,13 @@ const roles: Record<RoleName, Role> = {
     return closing(async () => {
       await runtime.close();
       await metrics?.close();
-    }, redis);
+    }, clients);
   },
 
   /** Runs the executions gateways queue in Redis. */
   async worker(s, logger) {
-    const redis = redisClient(logger) as Redis;
+    const health = new RedisHealth();
+    const redis = mainClient(process.env.REDIS_URL as string, s.redis, logger, health);
     const concurrency = Number(process.env.HOOKGATE_WORKER_CONCURRENCY ?? 32);
     const claimIdle = process.env.HOOKGATE_WORKER_CLAIM_IDLE_MS;
     const runtime = await createWorkerRuntime({
@@ -119,8 +129,10 @@ const roles: Record<RoleName, Role> = {
       engine: { outbound: s.outbound },
       ...(claimIdle ? { claimIdleMs: Number(claimIdle) } : {}),
       budgets: s.budgets,
+      commandTimeoutMs: s.redis.commandTimeoutMs,
       onInternalError: internalErrors(logger),
     });
+    health.register(runtime.registry);
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
     const port = s.metricsPort ?? s.port;
     const metrics = await serveProbes({
@@ -147,47 +159,20 @@ function kubeConfig(): KubeConfig {
   return kc;
 }
 
-/**
- * Shared stores in Redis when REDIS_URL is set. Commands issued in the same tick
- * share one write (ioredis auto-pipelining): a gateway sends two per request (rate
- * limit, enqueue), and one write per command cost more than the rest of the request
- * (bench/README.md).
- */
-function redisClient(logger: Logger): Redis | undefined {
+/** The gateway's Redis clients (roles/redis.ts) when REDIS_URL is set. */
+function requestClients(s: Settings, logger: Logger): RedisClients | undefined {
   const url = process.env.REDIS_URL;
-  if (!url) return undefined;
-  const redis = new Redis(url, { enableAutoPipelining: true });
-  logConnectionErrors(redis, logger);
-  // Every connection made from this one (subscribers, blocking reads) reports too:
-  // without a listener ioredis prints each reconnect failure as an unhandled error.
-  const duplicate = redis.duplicate.bind(redis);
-  redis.duplicate = (...args: Parameters<Redis['duplicate']>) => {
-    const copy = duplicate(...args);
-    logConnectionErrors(copy, logger);
-    return copy;
+  return url ? redisClients(url, s.redis, logger) : undefined;
+}
+
+/** What the serving roles take of the clients: both connections and the breaker. */
+function storeOptions(clients: RedisClients) {
+  return {
+    redis: clients.main,
+    requests: clients.requests,
+    storeAvailable: () => clients.breaker.allows(),
+    storeRetryAfterSeconds: Math.ceil(clients.breaker.openMs / 1000),
   };
-  return redis;
-}
-
-/** One warning when a connection fails, one line when it is back; not one per retry. */
-function logConnectionErrors(redis: Redis, logger: Logger): void {
-  let down = false;
-  redis.on('error', (err: Error) => {
-    if (down) return;
-    down = true;
-    logger.warn({ err: err.message }, 'Redis unreachable; retrying');
-  });
-  redis.on('ready', () => {
-    if (down) logger.info('Redis reachable again');
-    down = false;
-  });
-}
-
-/** Not ready while Redis is not (connecting, reconnecting, closed). */
-function redisReadiness(redis: Redis): Readiness {
-  return redis.status === 'ready'
-    ? { ready: true, status: 'ready' }
-    : { ready: false, status: `redis ${redis.status}` };
 }
 
 /** Failures outside any one request or execution, e.g. a lost Redis subscription. */
@@ -214,8 +199,11 @@ function servingOptions(s: Settings, logger: Logger) {
   };
 }
 
-/** The role's own close, then the Redis connection it was given. */
-function closing(close: () => Promise<void>, redis: Redis | undefined): Closable {
+/** The role's own close, then the Redis connections it was given. */
+function closing(
+  close: () => Promise<void>,
+  redis: Pick<Redis, 'disconnect'> | undefined,
+): Closable {
   return {
     async close() {
       await close();

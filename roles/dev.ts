@@ -27,6 +27,8 @@ export interface DevOptions extends ServingOptions {
   recordEvent?: ReconcilerOptions['recordEvent'];
   /** Shared stores in Redis instead of memory. */
   redis?: Redis;
+  /** The request-path connection to the same Redis (roles/redis.ts). */
+  requests?: Redis;
 }
 
 export interface DevRuntime extends Serving<InProcessEngine> {
@@ -39,7 +41,7 @@ export interface DevRuntime extends Serving<InProcessEngine> {
 }
 
 export async function createDevRuntime(options: DevOptions): Promise<DevRuntime> {
-  const stores = createStores(options.redis, options.budgets);
+  const stores = createStores(options.redis, options.budgets, options.requests);
   const log = (message: string, fields?: Record<string, unknown>) =>
     options.logger?.warn(fields ?? {}, message);
   const source = options.source ?? new DirectorySource({ dir: options.dir ?? 'examples', log });

@@ -16,6 +16,8 @@ import {
 
 export interface GatewayOptions extends ServingOptions {
   redis: Redis;
+  /** The request-path connection (roles/redis.ts); `redis` when omitted. */
+  requests?: Redis;
   /** Where executions run: `queue` (workers; the default) or `inline` (this process). */
   executions?: 'queue' | 'inline';
   /** Queue mode: jobs waiting at most before requests are refused with 503. */
@@ -23,12 +25,13 @@ export interface GatewayOptions extends ServingOptions {
 }
 
 export async function createGatewayRuntime(options: GatewayOptions): Promise<Serving> {
-  const stores = createStores(options.redis, options.budgets);
+  const stores = createStores(options.redis, options.budgets, options.requests);
   const makeEngine: EngineFactory<ServingEngine> =
     options.executions === 'inline'
       ? inProcessEngine(options.engine, options.budgets)
       : queuedEngine(options.redis, {
           ...(options.budgets ? { budgets: options.budgets } : {}),
+          ...(options.requests ? { requests: options.requests } : {}),
           ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
           ...(options.engine?.outbound ? { outbound: options.engine.outbound } : {}),
           ...(options.engine?.onInternalError

@@ -10,6 +10,7 @@ import type { AdminAccess } from '../runtime/admin/access.ts';
 import { buildAdminApp } from '../runtime/admin/app.ts';
 import { buildApp, type AppOptions } from '../runtime/app.ts';
 import { validateCallbackUrl } from '../runtime/engine/callbacks.ts';
+import { StoreUnavailableError } from '../runtime/errors.ts';
 import {
   InProcessEngine,
   type EngineObserver,
@@ -79,6 +80,13 @@ export interface ServingOptions {
   /** Who may use the admin listener; everything allowed when omitted (dev, tests). */
   adminAccess?: AdminAccess;
   /**
+   * Request paths refuse at once (503 store-unavailable) while this says the shared
+   * store is down: the circuit breaker of the request-path Redis client.
+   */
+  storeAvailable?: () => boolean;
+  /** Seconds in the Retry-After of such a refusal. Default 1. */
+  storeRetryAfterSeconds?: number;
+  /**
    * The report of what this gateway serves: its id, how long a report counts, and
    * whether it starts once the webhook app listens (a process) or at once (embedded).
    */
@@ -99,16 +107,17 @@ export interface Stores {
   close(): void;
 }
 
+type Log = (message: string, fields?: Record<string, unknown>) => void;
+
 /**
  * The shared state: in memory (one process), or in Redis when a client is given
  * (routes, registry, rate-limit counters, idempotency keys and the replay memory of signed
- * deliveries shared by every replica). The rate
- * limiter gets its own connection without an offline queue, so a Redis outage is
- * answered at once by the endpoint's failure mode instead of queueing requests.
+ * deliveries shared by every replica). What a request waits on (rate-limit counts,
+ * Idempotency-Keys, replay claims) goes through `requests`, a connection without an
+ * offline queue (roles/redis.ts), so a Redis outage is answered at once instead of
+ * queueing requests; without one, the rate limiter gets such a connection of its own.
  */
-type Log = (message: string, fields?: Record<string, unknown>) => void;
-
-export function createStores(redis?: Redis, budgets: Budgets = {}): Stores {
+export function createStores(redis?: Redis, budgets: Budgets = {}, requests?: Redis): Stores {
   if (!redis) {
     return {
       routes: new MemoryRecordStore<RouteRecord>(),
@@ -122,7 +131,10 @@ export function createStores(redis?: Redis, budgets: Budgets = {}): Stores {
       close: () => {},
     };
   }
-  const limiterClient = redis.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  const ownLimiterClient = requests
+    ? undefined
+    : redis.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  const limiterClient = requests ?? ownLimiterClient;
   const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
   const workflows = new RedisRecordStore<WorkflowRegistration>({
     redis,
@@ -134,8 +146,8 @@ export function createStores(redis?: Redis, budgets: Budgets = {}): Stores {
     workflows,
     gateways,
     rateLimiter: new EndpointRateLimiter({ redis: limiterClient }),
-    idempotency: new RedisIdempotencyStore({ redis }),
-    replay: new RedisReplayStore({ redis }),
+    idempotency: new RedisIdempotencyStore({ redis: requests ?? redis }),
+    replay: new RedisReplayStore({ redis: requests ?? redis }),
     liveBus: (gateway, log) =>
       RedisLiveEventBus.create({
         redis,
@@ -146,7 +158,7 @@ export function createStores(redis?: Redis, budgets: Budgets = {}): Stores {
       routes.close();
       workflows.close();
       gateways.close();
-      limiterClient.disconnect();
+      ownLimiterClient?.disconnect();
     },
   };
 }
@@ -167,6 +179,8 @@ export type EngineFactory<E extends ServingEngine> = (observer: EngineObserver) 
   outbound: OutboundGuard;
   /** The engine's stores, for the store metrics. */
   stores: BoundedStore[];
+  /** Every start goes through the shared store (queue mode): no store, no webhook. */
+  storeBacked?: boolean;
   close(): Promise<void>;
 };
 
@@ -230,6 +244,8 @@ export function inProcessEngine(
 export function queuedEngine(
   redis: Redis,
   options: {
+    /** The request-path connection (enqueue, reads); `redis` when omitted. */
+    requests?: Redis;
     maxQueued?: number;
     outbound?: InProcessEngineOptions['outbound'];
     onInternalError?: InProcessEngineOptions['onInternalError'];
@@ -237,7 +253,8 @@ export function queuedEngine(
   } = {},
 ): EngineFactory<QueuedEngine> {
   return () => {
-    const store = redisExecutionStore(redis, options.budgets);
+    const requests = options.requests ?? redis;
+    const store = redisExecutionStore(requests, options.budgets);
     const subscriber = redis.duplicate();
     const events = new RedisExecutionEvents({
       subscriber,
@@ -245,7 +262,7 @@ export function queuedEngine(
       ...(options.onInternalError ? { onInternalError: options.onInternalError } : {}),
     });
     const engine = new QueuedEngine({
-      redis,
+      redis: requests,
       store,
       events,
       ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
@@ -258,12 +275,21 @@ export function queuedEngine(
       engine,
       outbound,
       stores: [store],
+      storeBacked: true,
       async close() {
         engine.close();
         subscriber.disconnect();
         if (outbound !== options.outbound) await outbound.close();
       },
     };
+  };
+}
+
+/** Throws 503 store-unavailable while the shared store is known to be down. */
+function storeCheck(available: () => boolean, retryAfterSeconds = 1): () => void {
+  return () => {
+    if (!available())
+      throw new StoreUnavailableError('the shared store is unavailable', { retryAfterSeconds });
   };
 }
 
@@ -334,6 +360,9 @@ export async function createServing<E extends ServingEngine>(
     live,
     idempotency: idempotencyOptions(stores.idempotency, options.budgets),
     observer: analytics.observer,
+    ...(made.storeBacked && options.storeAvailable
+      ? { storeCheck: storeCheck(options.storeAvailable, options.storeRetryAfterSeconds) }
+      : {}),
     plugins: [
       async (scope) => {
         await scope.register(probes, { registry: analytics.registry, readiness });

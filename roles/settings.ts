@@ -9,6 +9,7 @@ import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
 import { BUDGET_USAGE, budgetSettings, type Budgets } from './budget-settings.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { outboundSettings } from './outbound-settings.ts';
+import { REDIS_CLIENT_DEFAULTS, type RedisClientSettings } from './redis.ts';
 
 export const ROLES = ['dev', 'operator', 'gateway', 'worker'] as const;
 export type RoleName = (typeof ROLES)[number];
@@ -52,6 +53,12 @@ Environment:
   HOOKGATE_WORKER_CONCURRENCY  worker: executions run at once (default 32)
   HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
                              long is run again by another worker (default 60000)
+  HOOKGATE_REDIS_COMMAND_TIMEOUT_MS  every role: longest wait for one Redis command
+                             (default 1000); then the request answers 503 store-unavailable
+  HOOKGATE_REDIS_BREAKER_FAILURES  gateway, dev: request-path Redis commands failing in a
+                             row that open the circuit breaker (default 5)
+  HOOKGATE_REDIS_BREAKER_OPEN_MS  gateway, dev: how long the open breaker refuses Redis
+                             commands before it probes with a PING (default 1000)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   HOOKGATE_OUTBOUND_ALLOW    dev, gateway, worker: comma-separated destinations http nodes
                              and callbacks may reach although not public: CIDRs or IPs
@@ -102,6 +109,8 @@ export interface Settings {
   adminTokenFile: string | undefined;
   /** The outbound policy (HOOKGATE_OUTBOUND_ALLOW, _DENY, _NAMESPACES). */
   outbound: Pick<OutboundGuardOptions, 'allow' | 'deny' | 'namespaces'>;
+  /** Redis client timeouts and the circuit breaker (HOOKGATE_REDIS_*). */
+  redis: RedisClientSettings;
 }
 
 export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;
@@ -181,6 +190,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     budgets: budgets.budgets,
     ...admin.settings,
     outbound: outbound.options,
+    redis: redisClientSettings(),
   };
 }
 
@@ -253,6 +263,9 @@ function problemsOf(
     'HOOKGATE_WORKER_CONCURRENCY',
     'HOOKGATE_WORKER_CLAIM_IDLE_MS',
     'HOOKGATE_GATEWAY_TTL_MS',
+    'HOOKGATE_REDIS_COMMAND_TIMEOUT_MS',
+    'HOOKGATE_REDIS_BREAKER_FAILURES',
+    'HOOKGATE_REDIS_BREAKER_OPEN_MS',
   ]) {
     const raw = env[name];
     if (raw !== undefined && !(Number.isInteger(Number(raw)) && Number(raw) > 0))
@@ -275,6 +288,23 @@ function problemsOf(
   if (metricsPort !== undefined && !isPort(Number(metricsPort)))
     problems.push(`invalid METRICS_PORT "${metricsPort}"`);
   return problems;
+}
+
+function redisClientSettings(): RedisClientSettings {
+  const env = process.env;
+  const number = (raw: string | undefined, fallback: number) =>
+    raw === undefined ? fallback : Number(raw);
+  return {
+    commandTimeoutMs: number(
+      env.HOOKGATE_REDIS_COMMAND_TIMEOUT_MS,
+      REDIS_CLIENT_DEFAULTS.commandTimeoutMs,
+    ),
+    breakerFailures: number(
+      env.HOOKGATE_REDIS_BREAKER_FAILURES,
+      REDIS_CLIENT_DEFAULTS.breakerFailures,
+    ),
+    breakerOpenMs: number(env.HOOKGATE_REDIS_BREAKER_OPEN_MS, REDIS_CLIENT_DEFAULTS.breakerOpenMs),
+  };
 }
 
 function isPort(port: number): boolean {

@@ -23,6 +23,8 @@ export interface WorkerRuntimeOptions {
   concurrency?: number;
   claimIdleMs?: number;
   blockMs?: number;
+  /** The Redis command timeout (HOOKGATE_REDIS_COMMAND_TIMEOUT_MS); bounds blocking reads too. */
+  commandTimeoutMs?: number;
   consumer?: string;
   /** Byte budgets and record lifetime of the executions store. */
   budgets?: Budgets;
@@ -72,7 +74,13 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
         metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
     },
   });
-  const blocking = redis.duplicate();
+  // Its XREADGROUP BLOCK waits longer than any command may: no command timeout, but
+  // ioredis' blocking timeout (the BLOCK time plus a grace) as a bound on a dead
+  // connection that never reports its end.
+  const blocking = redis.duplicate({
+    commandTimeout: undefined,
+    blockingTimeout: options.commandTimeoutMs ?? 1_000,
+  });
   const workerOptions: ExecutionWorkerOptions = {
     redis,
     blocking,

@@ -26,6 +26,8 @@ export interface AppOptions {
   modes?: Partial<ModeDeps>;
   idempotency?: IdempotencyOptions;
   observer?: RequestObserver;
+  /** Throws (503) while the store every webhook needs is down: checked before the body is read. */
+  storeCheck?: () => void;
   /** More routes: metrics and probes. Each runs in its own encapsulated scope. */
   plugins?: AppPlugin[];
   /** The role's logger (none by default). Per-request lines are logged at debug level. */
@@ -47,6 +49,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ...(options.modes ? { modes: { ...options.modes, heartbeatMs: options.heartbeatMs } } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
       ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+      ...(options.storeCheck ? { storeCheck: options.storeCheck } : {}),
     });
     done();
   });

@@ -231,6 +231,11 @@ export const CATALOGUE = {
     type: 'store-full',
     title: 'Shared store full',
   },
+  HG_ERR_STORE_UNAVAILABLE: {
+    status: 503,
+    type: 'store-unavailable',
+    title: 'Shared store unavailable',
+  },
   HG_ERR_ANALYTICS_UNAVAILABLE: {
     status: 503,
     type: 'analytics-unavailable',
@@ -311,6 +316,31 @@ export class HttpProblem extends Error {
       code: this.code,
       ...this.extensions,
     };
+  }
+}
+
+/**
+ * The shared store (Redis) did not answer: a command timed out, the connection is
+ * down, or the circuit breaker is open and refused the command without sending it.
+ * Request paths let it reach the error handler, which answers 503 store-unavailable
+ * with Retry-After (never a 500, never a wait for the store to come back).
+ */
+export class StoreUnavailableError extends Error {
+  /** Seconds a client should wait before it retries (the breaker's open period). */
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, options: { cause?: unknown; retryAfterSeconds?: number } = {}) {
+    super(message, options.cause === undefined ? {} : { cause: options.cause });
+    this.name = 'StoreUnavailableError';
+    this.retryAfterSeconds = Math.max(1, Math.ceil(options.retryAfterSeconds ?? 1));
+  }
+
+  toProblem(): HttpProblem {
+    return new HttpProblem(
+      'HG_ERR_STORE_UNAVAILABLE',
+      'The shared store does not answer; nothing was started. Retry later.',
+      { headers: { 'Retry-After': String(this.retryAfterSeconds) } },
+    );
   }
 }
 

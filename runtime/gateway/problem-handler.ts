@@ -2,7 +2,12 @@
 // catalogue (HttpProblem); Fastify's own errors are mapped onto catalogue entries;
 // anything else is an internal error whose details stay in the log, never the body.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { HttpProblem, PROBLEM_CONTENT_TYPE, type ErrorCode } from '../errors.ts';
+import {
+  HttpProblem,
+  PROBLEM_CONTENT_TYPE,
+  StoreUnavailableError,
+  type ErrorCode,
+} from '../errors.ts';
 import { installClientErrors, isClientGone } from './client-errors.ts';
 import { pathOf } from './route-table.ts';
 
@@ -40,6 +45,7 @@ export function isStoreFull(error: unknown): boolean {
 /** Normalise any thrown value to an HttpProblem. */
 export function toProblem(error: unknown): HttpProblem {
   if (error instanceof HttpProblem) return error;
+  if (error instanceof StoreUnavailableError) return error.toProblem();
   if (isStoreFull(error)) {
     return new HttpProblem(
       'HG_ERR_STORE_FULL',

@@ -2,9 +2,9 @@
 //
 // Order of checks (each answers with a catalogue problem):
 //   route (404) → CORS preflight → method (405) → HTTPS (403) → CORS origin (403)
-//   → authentication (401/403) → rate limit (429) → workflow published (404)
-//   → body size (413) → signature (401) → body parse (400/415) → input schema (422)
-//   → response mode.
+//   → authentication (401/403) → rate limit (429) → shared store up (503)
+//   → workflow published (404) → body size (413) → signature (401)
+//   → body parse (400/415) → input schema (422) → response mode.
 // Everything before the body is read happens in onRequest, so an unauthenticated or
 // throttled caller never makes the gateway read its body. Signed deliveries
 // (auth.method signature) can only be checked once the body is read: the signature
@@ -82,6 +82,11 @@ export interface WebhookRoutesOptions {
   maxBodyBytes?: number;
   /** Idempotency-Key support; without it the header is ignored. */
   idempotency?: IdempotencyOptions;
+  /**
+   * Throws while the store every execution needs is down (queue mode, circuit breaker
+   * open): the request is refused before its body is read.
+   */
+  storeCheck?: () => void;
 }
 
 const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -169,6 +174,12 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     };
     const finish = (headers: Record<string, string>) => {
       reply.headers(headers);
+      try {
+        options.storeCheck?.();
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
       if (!table.workflow(route.workflowId)) {
         done(
           new HttpProblem(

@@ -1,4 +1,5 @@
-// A real redis-server for tests: a free loopback port, no persistence, a temp dir.
+// A real redis-server for tests: a free loopback port, no persistence, a temp dir (or,
+// asked for, an append-only file in a dir of the caller's that outlives a restart).
 //
 // When the binary is missing, suites are skipped loudly; under CI=true a missing
 // binary fails instead (CI installs the Debian package redis-server).
@@ -17,6 +18,19 @@ export interface RedisServer {
   /** Freezes (SIGSTOP) or thaws (SIGCONT) the process: connections stay up, answers stop. */
   pause(): void;
   resume(): void;
+  /** Kills the process (SIGKILL: no shutdown, no final save) and waits for its exit. */
+  kill(): Promise<void>;
+}
+
+export interface RedisStartOptions {
+  /** Listen here (to restart one that was stopped). */
+  port?: number;
+  /**
+   * Keep the data in this directory with the append-only file, every write fsynced
+   * before it is answered (appendfsync always): a restart on the same dir (even after
+   * kill()) has every write a client saw acknowledged. The dir is not removed on stop.
+   */
+  appendOnlyDir?: string;
 }
 
 /** Path of redis-server: $REDIS_SERVER_BIN, else the first on PATH, else /usr/bin. */
@@ -94,11 +108,15 @@ function waitForReady(child: ChildProcess, timeoutMs: number): Promise<void> {
 
 async function startOnce(
   bin: string,
-  fixedPort: number | undefined,
+  options: RedisStartOptions,
   extraArgs: string[],
 ): Promise<RedisServer> {
-  const port = fixedPort ?? (await freePort());
-  const dir = await mkdtemp(join(tmpdir(), 'hookgate-redis-'));
+  const port = options.port ?? (await freePort());
+  const ownDir = options.appendOnlyDir === undefined;
+  const dir = options.appendOnlyDir ?? (await mkdtemp(join(tmpdir(), 'hookgate-redis-')));
+  const persistence = ownDir
+    ? ['--appendonly', 'no']
+    : ['--appendonly', 'yes', '--appendfsync', 'always'];
   const child = spawn(
     bin,
     [
@@ -108,8 +126,7 @@ async function startOnce(
       '127.0.0.1',
       '--save',
       '',
-      '--appendonly',
-      'no',
+      ...persistence,
       '--dir',
       dir,
       '--daemonize',
@@ -125,7 +142,7 @@ async function startOnce(
     await waitForReady(child, 10_000);
   } catch (error) {
     child.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
+    if (ownDir) await rm(dir, { recursive: true, force: true });
     throw error;
   }
   child.stdout?.resume();
@@ -135,6 +152,12 @@ async function startOnce(
     url: `redis://127.0.0.1:${port}`,
     pause: () => void child.kill('SIGSTOP'),
     resume: () => void child.kill('SIGCONT'),
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGKILL');
+      await exited;
+    },
     stop() {
       stopped ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
@@ -145,7 +168,7 @@ async function startOnce(
           await exited;
           clearTimeout(timer);
         }
-        await rm(dir, { recursive: true, force: true });
+        if (ownDir) await rm(dir, { recursive: true, force: true });
       })();
       return stopped;
     },
@@ -158,14 +181,14 @@ async function startOnce(
  * command line (e.g. cluster mode).
  */
 export async function startRedis(
-  options: { port?: number; args?: string[] } = {},
+  options: RedisStartOptions & { args?: string[] } = {},
 ): Promise<RedisServer> {
   const bin = redisServerPath();
   if (!bin) throw new Error('redis-server not found');
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await startOnce(bin, options.port, options.args ?? []);
+      return await startOnce(bin, options, options.args ?? []);
     } catch (error) {
       lastError = error;
     }
