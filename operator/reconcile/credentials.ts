@@ -155,13 +155,7 @@ function addSigningSecrets(
   const name = signature.secretRef.name;
   const field = 'spec.auth.signature.secretRef';
   const secret = getSecret(name);
-  if (!secret) {
-    return {
-      ok: false,
-      reason: Reason.SecretNotFound,
-      message: secretNotFound(field, name, scope),
-    };
-  }
+  if (!secret) return missingSecret(field, name, scope);
   const resolved = signingSecrets(signature, secret);
   if (typeof resolved === 'string') {
     return { ok: false, reason: Reason.SecretInvalid, message: `${field}: ${resolved}` };
