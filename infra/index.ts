@@ -94,6 +94,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
   analytics: analyticsFromConfig(),
   ...outboundFromConfig(),
+  secretNamespaces: config.getObject<string[]>('secretNamespaces') ?? [],
 });
 
 export const namespace = hookgate.namespace;

@@ -128,6 +128,12 @@ export interface PlanArgs<Url = string> {
    * Default: public destinations only.
    */
   outbound?: OutboundArgs;
+  /**
+   * Namespaces whose Secrets the operator may read (chart `rbac.secretNamespaces`): a
+   * Role per namespace instead of the ClusterRole's Secrets rule. Default: cluster-wide
+   * (only Secrets labelled hookgate.dev/credentials=true are watched).
+   */
+  secretNamespaces?: string[];
 }
 
 /** The chart's `outbound` values (docs/security.md, "Outbound policy"). */
@@ -159,6 +165,7 @@ export interface ResolvedArgs<Url = string> {
   logLevel: LogLevel;
   analytics?: AnalyticsArgs;
   outbound?: OutboundArgs;
+  secretNamespaces: string[];
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -192,6 +199,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     logLevel: args.logLevel ?? 'info',
     ...(args.analytics ? { analytics: args.analytics } : {}),
     ...(args.outbound ? { outbound: args.outbound } : {}),
+    secretNamespaces: args.secretNamespaces ?? [],
   };
 }
 
@@ -240,7 +248,15 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
   errors.push(...validateRedis(r.redis));
   if (r.analytics) errors.push(...validateAnalytics(r.analytics));
   if (r.outbound) errors.push(...validateOutbound(r.outbound));
+  errors.push(...validateSecretNamespaces(r.secretNamespaces));
   return errors;
+}
+
+/** Each must be a namespace name (the chart's schema checks the same). */
+function validateSecretNamespaces(namespaces: string[]): string[] {
+  return namespaces
+    .filter((ns) => ns.length > 63 || !DNS_LABEL.test(ns))
+    .map((ns) => `secretNamespaces: "${ns}" is not a namespace name`);
 }
 
 /** The same checks as the runtime's settings, so a bad entry fails at `pulumi preview`. */
@@ -414,6 +430,7 @@ export interface ChartValues {
   admin: { auth: 'kubernetes' | 'none' };
   analytics?: ChartAnalytics;
   outbound?: { allow: string[]; deny: string[]; namespaces: Record<string, OutboundRules> };
+  rbac?: { secretNamespaces: string[] };
 }
 
 /**
@@ -453,6 +470,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
           },
         }
       : {}),
+    ...(r.secretNamespaces.length > 0 ? { rbac: { secretNamespaces: r.secretNamespaces } } : {}),
   };
 }
 

@@ -117,6 +117,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
         deny: ['*.kube-system.svc.cluster.local'],
         namespaces: { payments: { allow: ['*.payments.svc.cluster.local'] } },
       },
+      secretNamespaces: ['team-a', 'team-b'],
     });
     const file = join(work, 'component-values-edge.json');
     writeFileSync(file, JSON.stringify(values));
@@ -130,8 +131,10 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'outbound.allow={*.svc.cluster.local,10.96.0.0/12}'],
       ...['--set', 'outbound.deny={*.kube-system.svc.cluster.local}'],
       ...['--set', 'outbound.namespaces.payments.allow={*.payments.svc.cluster.local}'],
+      ...['--set', 'rbac.secretNamespaces={team-a,team-b}'],
     ]);
     expect(fromPulumi).toEqual(fromHelm);
+    expect(names(fromPulumi)).toContain('Role/edge-hookgate-operator-secrets');
     expect(names(fromPulumi).filter((n) => n.includes('redis'))).toEqual([]);
   });
 });

@@ -50,6 +50,7 @@ describe('resolveArgs', () => {
       networkPolicy: false,
       adminAuth: 'kubernetes',
       logLevel: 'info',
+      secretNamespaces: [],
     });
   });
 
@@ -260,6 +261,20 @@ describe('outbound policy', () => {
       "outbound.deny: '10.0.0.0/99' is not a CIDR",
       'outbound.namespaces: "Team_B" is not a namespace name',
       "outbound.namespaces.shop.allow: 'exa mple' is not a valid host name",
+    ]);
+  });
+});
+
+describe('secretNamespaces', () => {
+  it('narrows the operator to Roles in those namespaces, and refuses a name that is not one', () => {
+    const secretNamespaces = ['team-a', 'team-b'];
+    expect(validateArgs({ ...valid, secretNamespaces })).toEqual([]);
+    expect(chartValues(resolveArgs({ ...valid, secretNamespaces })).rbac).toEqual({
+      secretNamespaces,
+    });
+    expect(chartValues(resolveArgs(valid)).rbac).toBeUndefined();
+    expect(validateArgs({ ...valid, secretNamespaces: ['Team_B'] })).toEqual([
+      'secretNamespaces: "Team_B" is not a namespace name',
     ]);
   });
 });
