@@ -438,7 +438,7 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
       'HG_ERR_SIGNATURE_EXPIRED',
       'HG_ERR_SIGNATURE_MISMATCH',
       'HG_ERR_SIGNATURE_REPLAYED',
-      'HG_ERR_AUTH_UNAVAILABLE',
+      'HG_ERR_STORE_UNAVAILABLE',
     );
   } else if (auth !== 'none') {
     codes.push('HG_ERR_CREDENTIALS_MISSING', 'HG_ERR_CREDENTIALS_INVALID');

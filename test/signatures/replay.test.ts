@@ -5,7 +5,7 @@
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpProblem } from '../../runtime/errors.ts';
+import { HttpProblem, StoreUnavailableError } from '../../runtime/errors.ts';
 import {
   MemoryReplayStore,
   type ReplayStore,
@@ -154,7 +154,7 @@ describe.skipIf(!redisAvailable())('Redis', () => {
     expect(Math.max(...ttls)).toBeGreaterThan(60_000);
   });
 
-  it('Redis down: the check fails closed with 503 auth-unavailable', async () => {
+  it('Redis down: the check fails closed with 503 store-unavailable', async () => {
     const down = new Redis({
       port: 1,
       lazyConnect: true,
@@ -172,8 +172,9 @@ describe.skipIf(!redisAvailable())('Redis', () => {
         Buffer.from('x'),
       )
       .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(HttpProblem);
-    expect((error as HttpProblem).code).toBe('HG_ERR_AUTH_UNAVAILABLE');
-    expect((error as HttpProblem).status).toBe(503);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    const problem = (error as StoreUnavailableError).toProblem();
+    expect(problem.code).toBe('HG_ERR_STORE_UNAVAILABLE');
+    expect(problem.status).toBe(503);
   });
 });

@@ -17,7 +17,7 @@
 // length is checked against the digest's in step 2, and a length is no secret), with no
 // early exit: the time taken does not depend on which secret or how much of one matched.
 import { hash, timingSafeEqual } from 'node:crypto';
-import { HttpProblem } from '../../../../errors.ts';
+import { HttpProblem, StoreUnavailableError } from '../../../../errors.ts';
 import type { RouteRecord } from '../../../../../api/records/records.ts';
 import { headerValue, type HeaderMap } from '../../headers.ts';
 import {
@@ -127,12 +127,12 @@ export class SignatureVerifier {
     let claimed: boolean;
     try {
       claimed = await replay.claim(key, checked.ttlMs);
-    } catch {
-      // Fail closed: an unchecked replay could start the workflow twice.
-      throw new HttpProblem(
-        'HG_ERR_AUTH_UNAVAILABLE',
-        'The replay check of signed deliveries is unavailable; retry later.',
-      );
+    } catch (error) {
+      // Fail closed (503 store-unavailable): an unchecked replay could run the workflow twice.
+      if (error instanceof StoreUnavailableError) throw error;
+      throw new StoreUnavailableError('the replay check of signed deliveries failed', {
+        cause: error,
+      });
     }
     if (!claimed) throw replayed(scheme.header, checked.token.startsWith('id:'));
     return { consumer: checked.consumer, release: () => replay.release(key) };
