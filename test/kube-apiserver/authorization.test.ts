@@ -296,6 +296,9 @@ describe('authorization mode', () => {
       message:
         'roles.rbac.authorization.k8s.io "grab" is forbidden: user "alice" (groups=["devs" "system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}',
     });
+    expect(api.requests.find((r) => r.user === 'alice' && r.status === 403)?.denied).toBe(
+      grab.body.message,
+    );
     // What she holds, she may grant.
     expect(
       (

@@ -544,6 +544,9 @@ export async function startKubeApiServer(
       if (!target) throw notFoundPath();
       serveResource(req, res, target, url.searchParams, raw, user);
     } catch (err) {
+      // Every 401 and 403 (authentication, RBAC, escalation) is in the log with its message.
+      if (authorizing && err instanceof ApiError && (err.code === 401 || err.code === 403))
+        entry.denied = err.status.message;
       sendError(res, err);
     }
   }
@@ -554,21 +557,16 @@ export async function startKubeApiServer(
    */
   function admit(req: IncomingMessage, url: URL, entry: LoggedRequest): UserInfo {
     const user = authn.authenticate(req.headers.authorization);
-    if (!user) {
-      entry.denied = 'Unauthorized';
-      throw unauthorized();
-    }
+    if (!user) throw unauthorized();
     entry.user = user.name;
     const attrs = requestAttributes(req.method ?? 'GET', url.pathname, url.searchParams);
     const decision = authorize(storage, user, attrs);
     if (decision.allowed) return user;
-    const err = forbidden(
+    throw forbidden(
       attrs.resourceRequest ? { group: attrs.apiGroup, plural: attrs.resource } : undefined,
       attrs.name,
       forbiddenMessage(user, attrs, decision.reason),
     );
-    entry.denied = err.status.message;
-    throw err;
   }
 
   /** TokenRequest: POST …/serviceaccounts/<name>/token issues a bound token. */
