@@ -1,7 +1,8 @@
 // Checks on a Workflow that its CRD schema cannot express: every node reference
-// points at a node, and every JSONata expression compiles.
+// points at a node, every JSONata expression compiles, every outbound policy entry parses.
 import jsonata from 'jsonata';
 import type { WorkflowNode, WorkflowSpec } from '../../api/v1alpha1/index.ts';
+import { parseOutboundEntry } from '../../api/v1alpha1/outbound-entries.ts';
 
 /** Problems found, each as "<field path>: <message>". Empty when the workflow is runnable. */
 export function checkWorkflow(spec: WorkflowSpec): string[] {
@@ -20,6 +21,15 @@ export function checkWorkflow(spec: WorkflowSpec): string[] {
   if (spec.output) {
     const error = compileError(spec.output);
     if (error) problems.push(`spec.output: invalid JSONata expression: ${error}`);
+  }
+  for (const list of ['allow', 'deny'] as const) {
+    spec.outbound?.[list]?.forEach((entry, i) => {
+      try {
+        parseOutboundEntry(entry);
+      } catch (error) {
+        problems.push(`spec.outbound.${list}[${i}]: ${(error as Error).message}`);
+      }
+    });
   }
   return problems;
 }

@@ -206,6 +206,20 @@ describe('Reconciler', () => {
     expect(await workflows.list()).toEqual([]);
   });
 
+  it('an outbound policy entry that does not parse keeps the workflow unpublished, with its field', async () => {
+    await load(
+      workflow('orders', {
+        outbound: { allow: ['*.svc.cluster.local', '10.0.0.0/99'], deny: ['2130706433.x.1'] },
+      }),
+    );
+    await settle();
+    expect(summary(W('orders'))).toMatchObject({ Valid: 'False/InvalidSpec' });
+    const message = conditions(W('orders')).Valid?.message;
+    expect(message).toContain("spec.outbound.allow[1]: '10.0.0.0/99' is not a CIDR");
+    expect(message).toContain("spec.outbound.deny[0]: '2130706433.x.1' is not a valid host name");
+    expect(await workflows.list()).toEqual([]);
+  });
+
   it('a JSONata syntax error is reported with its field', async () => {
     await load(
       workflow('orders', { nodes: [{ id: 'a', type: 'transform', expression: '{ "a": ' }] }),
