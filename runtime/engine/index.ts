@@ -22,6 +22,9 @@ export {
   OutboundRefusedError,
   blockedRange,
   type OutboundGuardOptions,
+  type OutboundRules,
+  type OutboundScope,
+  type OutboundTarget,
 } from './outbound/guard.ts';
 export type * from './ports.ts';
 export {

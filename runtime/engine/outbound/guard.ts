@@ -41,9 +41,11 @@ export interface OutboundGuardOptions {
   /**
    * The cluster policy's allow entries: destinations permitted although not public.
    * CIDRs or IPs (`10.0.0.0/8`, `127.0.0.1`, `::1/128`), host names (`api.internal`),
-   * wildcard suffixes (`*.svc.cluster.local`; they open private addresses only) and
-   * `host:port` / `ip:port` (`localhost:8443`, `127.0.0.1:9000`, `[::1]:9000`). An entry
-   * that names the destination itself also lifts the https-only rule of callbacks.
+   * wildcard suffixes (`*.svc.cluster.local`) and `host:port` / `ip:port`
+   * (`receiver.test:8443`, `127.0.0.1:9000`, `[::1]:9000`). Names (plain, wildcard or
+   * with a port) open private addresses only; loopback and link-local need an address
+   * entry. An entry that names the destination itself also lifts the https-only rule of
+   * callbacks.
    */
   allow?: string[];
   /** The cluster policy's deny entries (same forms): refused even when public. */
