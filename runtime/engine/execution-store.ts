@@ -175,6 +175,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   get(id: string): Promise<Execution | undefined> {
+    this.#sweep();
     const entry = this.#live(id);
     return Promise.resolve(entry ? structuredClone(entry.execution) : undefined);
   }
@@ -275,6 +276,8 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
     this.#entries.delete(entry.id);
     this.#bytes -= entry.recordBytes + entry.eventBytes;
     this.#evictions[reason]++;
+    // A handover still queued for it must not keep its events alive.
+    entry.events = [];
   }
 
   /**

@@ -21,13 +21,16 @@ const RECORD_OVERHEAD = 320;
 const LOG_LINE_OVERHEAD = 160;
 const LAZY_SUMMARY = 1024;
 
-/** `text` cut to at most `max` UTF-8 bytes, on a character boundary. */
+/**
+ * `text` cut to at most `max` UTF-8 bytes, on a character boundary. Always a fresh
+ * string: a slice would be a V8 sliced string that keeps the whole text alive.
+ */
 export function utf8Prefix(text: string, max: number): string {
   const head = text.length > max ? text.slice(0, max) : text;
-  if (Buffer.byteLength(head) <= max) return head;
-  const bytes = Buffer.from(head).subarray(0, max).toString('utf8');
+  const bytes = Buffer.from(head);
+  const cut = bytes.length > max ? bytes.subarray(0, max).toString('utf8') : bytes.toString('utf8');
   // A character cut in half decodes as U+FFFD: drop it.
-  return bytes.endsWith('\uFFFD') ? bytes.slice(0, -1) : bytes;
+  return bytes.length > max && cut.endsWith('\uFFFD') ? cut.slice(0, -1) : cut;
 }
 
 /**
@@ -76,6 +79,13 @@ export function boundExecution(execution: Execution, max: number): Execution {
   if (output) bounded.output = output.cut;
   if (responseBody && execution.response) {
     bounded.response = { ...execution.response, body: responseBody.cut };
+  }
+  // A finished record's log lines with a lazy input summary (run-log.ts) would keep
+  // the whole input alive through their getter: made now, as plain values.
+  if (cachedInput && (execution.status === 'succeeded' || execution.status === 'failed')) {
+    bounded.log = execution.log.map((run) =>
+      Object.getOwnPropertyDescriptor(run, 'inputSummary')?.get ? { ...run } : run,
+    );
   }
   return bounded;
 }
