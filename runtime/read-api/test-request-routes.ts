@@ -8,6 +8,7 @@ import { HttpProblem } from '../errors.ts';
 import { redactHeaders } from '../gateway/live-events.ts';
 import type { RouteRecord, RouteStore } from '../../api/records/records.ts';
 import { signDelivery } from '../gateway/security/auth/signature/sign.ts';
+import { testRequestMark } from '../gateway/security/test-request-mark.ts';
 
 interface TestRequestBody {
   method?: string;
@@ -116,7 +117,8 @@ export function testRequestRoutes(app: FastifyInstance, options: TestRequestOpti
     const res = await options.webhooks.inject({
       method: verb,
       url,
-      headers,
+      // In-process: counts as HTTPS for endpoints that require it (test-request-mark.ts).
+      headers: { ...headers, ...testRequestMark() },
       ...(payload !== undefined ? { payload } : {}),
     });
     const type = String(res.headers['content-type'] ?? '');

@@ -290,6 +290,40 @@ describe('Send Test Request', () => {
     });
   });
 
+  it('reaches an endpoint that requires HTTPS (the in-process hop is not a network), which a forged mark cannot', async () => {
+    await rt.apply(
+      'secure.yaml',
+      [
+        workflow('secure', {
+          nodes: [{ id: 'out', type: 'transform', expression: '{ "headers": headers }' }],
+        }),
+        trigger('secure', {
+          workflowRef: { name: 'secure' },
+          pathSegment: 'secure',
+          requireHttps: true,
+          response: { mode: 'waitForCompletion' },
+        }),
+      ],
+      ['secure'],
+    );
+    const res = await rt.admin.inject({
+      method: 'POST',
+      url: '/api/triggers/default/secure/test',
+      payload: { body: {}, headers: { 'x-hookgate-in-process-test': 'forged-by-the-caller' } },
+    });
+    const out = res.json<{ response: { statusCode: number; body: { headers: object } } }>();
+    expect(out.response.statusCode).toBe(200);
+    // The mark never reaches the workflow.
+    expect(Object.keys(out.response.body.headers)).not.toContain('x-hookgate-in-process-test');
+    const path = res.json<{ request: { url: string } }>().request.url;
+    // Over the network (plain HTTP), with or without a forged mark: 403 https-required.
+    for (const headers of [{}, { 'x-hookgate-in-process-test': 'a'.repeat(64) }]) {
+      const direct = await rt.app.inject({ method: 'POST', url: path, headers, payload: {} });
+      expect(direct.statusCode).toBe(403);
+      expect(direct.json<{ type: string }>().type).toBe(`${PROBLEM_BASE}https-required`);
+    }
+  });
+
   it('rejects a malformed test request and an undeployed trigger', async () => {
     expect(
       (
