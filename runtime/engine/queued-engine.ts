@@ -83,6 +83,8 @@ export class QueuedEngine implements ExecutionEngine {
   readonly #newId: () => string;
   readonly #timer: NodeJS.Timeout;
   #depth = 0;
+  /** Enqueue commands sent so far: a depth read counts those sent after it was issued. */
+  #sent = 0;
   /** Redis memory as last read (bytes; maxmemory 0: no limit) and queued since. */
   #memory = { used: 0, max: 0, since: 0 };
   readonly #memoryHeadroom: number;
@@ -152,6 +154,7 @@ export class QueuedEngine implements ExecutionEngine {
     // What Redis allocates for it: the allocator's size classes and per-key overhead
     // (measured: a 100 kB value takes 127 kB of used_memory).
     memory.since += Math.ceil(record.length * 1.5) + 512;
+    this.#sent++;
     const existing = await this.#redis.hookgateEnqueue(
       EXECUTION_KEYS.record(id),
       EXECUTION_KEYS.events(id),
@@ -193,13 +196,16 @@ export class QueuedEngine implements ExecutionEngine {
   }
 
   async #readDepth(): Promise<void> {
+    // Commands on one connection run in order: XLEN does not see the enqueues sent after
+    // it, which start() may already have counted; they are added back below.
+    const sentBefore = this.#sent;
     try {
       // A Redis that refuses INFO (some managed ones) leaves the memory check off.
       const [depth, info] = await Promise.all([
         this.#redis.xlen(QUEUE.stream),
         this.#memoryHeadroom < 1 ? this.#redis.info('memory').catch(() => '') : Promise.resolve(''),
       ]);
-      this.#depth = depth;
+      this.#depth = depth + (this.#sent - sentBefore);
       const used = /^used_memory:(\d+)/m.exec(info);
       const max = /^maxmemory:(\d+)/m.exec(info);
       if (used && max) this.#memory = { used: Number(used[1]), max: Number(max[1]), since: 0 };
