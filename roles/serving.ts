@@ -16,6 +16,8 @@ import {
   type EngineObserver,
   type InProcessEngineOptions,
 } from '../runtime/engine/engine.ts';
+import { MemoryDeadLetterStore, type DeadLetterStore } from '../runtime/engine/dead-letters.ts';
+import { RedisDeadLetterStore } from '../runtime/engine/dead-letters-redis.ts';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
 import { OutboundGuard } from '../runtime/engine/outbound/guard.ts';
@@ -181,6 +183,8 @@ export type EngineFactory<E extends ServingEngine> = (observer: EngineObserver) 
   stores: BoundedStore[];
   /** Every start goes through the shared store (queue mode): no store, no webhook. */
   storeBacked?: boolean;
+  /** Where executions that exhausted their retry policy are (the admin API's list). */
+  deadLetters: DeadLetterStore;
   close(): Promise<void>;
 };
 
@@ -227,10 +231,14 @@ export function inProcessEngine(
 ): EngineFactory<InProcessEngine> {
   return (observer) => {
     const store = options.store ?? memoryExecutionStore(budgets);
-    const engine = new InProcessEngine({ ...options, store, observer });
+    const deadLetters =
+      options.deadLetters ??
+      new MemoryDeadLetterStore(budgets.executionTtlMs ? { ttlMs: budgets.executionTtlMs } : {});
+    const engine = new InProcessEngine({ ...options, store, deadLetters, observer });
     return {
       engine,
       outbound: engine.callbacks.guard,
+      deadLetters,
       stores: isBounded(store) ? [store] : [],
       close: () => engine.close(5_000).then(() => {}),
     };
@@ -271,9 +279,14 @@ export function queuedEngine(
       options.outbound instanceof OutboundGuard
         ? options.outbound
         : new OutboundGuard(options.outbound ?? {});
+    const deadLetters = new RedisDeadLetterStore({
+      redis,
+      ...(options.budgets?.executionTtlMs ? { ttlMs: options.budgets.executionTtlMs } : {}),
+    });
     return {
       engine,
       outbound,
+      deadLetters,
       stores: [store],
       storeBacked: true,
       async close() {
@@ -332,6 +345,7 @@ export async function createServing<E extends ServingEngine>(
   const analytics = createAnalytics({
     backend: options.analytics ?? { kind: 'memory' },
     queueDepth: () => engine.queued,
+    deadLetters: () => made.deadLetters.count(),
   });
   const made = makeEngine({
     executionFinished: (e) =>
@@ -341,6 +355,8 @@ export async function createServing<E extends ServingEngine>(
       ),
     callbackDelivered: (r) =>
       analytics.metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
+    attemptRetried: () => analytics.metrics.recordRetry('automatic'),
+    deadLettered: () => analytics.metrics.recordDeadLettered(),
   });
   const engine = made.engine;
   storeMetrics(analytics.registry, [...made.stores, ...boundedOf(stores.idempotency)]);
@@ -391,6 +407,8 @@ export async function createServing<E extends ServingEngine>(
     baseUrl: options.baseUrl,
     table,
     engine,
+    deadLetters: made.deadLetters,
+    deadLettersRetried: (count) => analytics.metrics.recordRetry('dead_letter', count),
     live,
     plugins: analytics.plugins,
     ...(options.adminAccess ? { access: options.adminAccess } : {}),

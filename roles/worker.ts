@@ -48,7 +48,10 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   });
   const store = redisExecutionStore(redis, options.budgets);
   const retries = new RedisRetryQueue({ redis, store });
-  const deadLetters = new RedisDeadLetterStore({ redis });
+  const deadLetters = new RedisDeadLetterStore({
+    redis,
+    ...(options.budgets?.executionTtlMs ? { ttlMs: options.budgets.executionTtlMs } : {}),
+  });
   const registry = new Registry();
   const metrics = new GatewayMetrics({
     registry,

@@ -176,6 +176,26 @@ export const CATALOGUE = {
     type: 'execution-link-not-found',
     title: 'Execution link not found',
   },
+  HG_ERR_DEAD_LETTER_NOT_FOUND: {
+    status: 404,
+    type: 'dead-letter-not-found',
+    title: 'Dead letter not found',
+  },
+  HG_ERR_REPLAY_TRIGGER_GONE: {
+    status: 409,
+    type: 'replay-trigger-gone',
+    title: 'The trigger of this request is no longer deployed',
+  },
+  HG_ERR_REPLAY_BODY_TRUNCATED: {
+    status: 409,
+    type: 'replay-body-truncated',
+    title: 'The stored request body was truncated',
+  },
+  HG_ERR_REPLAY_SCHEMA_REJECTED: {
+    status: 422,
+    type: 'replay-schema-rejected',
+    title: 'The stored request does not match the current input schema',
+  },
   HG_ERR_RESOURCE_NOT_FOUND: {
     status: 404,
     type: 'resource-not-found',

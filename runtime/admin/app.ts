@@ -8,7 +8,9 @@ import type { ExecutionEngine } from '../engine/ports.ts';
 import { liveEventRoutes, type LiveEventHub } from '../gateway/live-events.ts';
 import type { RouteTable } from '../gateway/route-table.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from '../http-app.ts';
+import type { DeadLetterStore } from '../engine/dead-letters.ts';
 import { executionRoutes } from '../read-api/execution-routes.ts';
+import { recoveryRoutes } from '../read-api/recovery-routes.ts';
 import { openApiRoutes } from '../read-api/openapi-routes.ts';
 import { resourceRoutes, type ResourceReader } from '../read-api/resource-routes.ts';
 import { testRequestRoutes } from '../read-api/test-request-routes.ts';
@@ -20,6 +22,10 @@ export interface AdminAppOptions {
   table: RouteTable;
   engine: ExecutionEngine;
   live: LiveEventHub;
+  /** The dead-letter list; without it, no recovery endpoints (replay included). */
+  deadLetters?: DeadLetterStore;
+  /** Told how many dead letters an admin call retried (metrics). */
+  deadLettersRetried?: (count: number) => void;
   /** Who may do what; everything allowed by default (the dev server on loopback). */
   access?: AdminAccess;
   /** Where resources come from (the embedded control plane); no resource API without. */
@@ -60,6 +66,17 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     ...(options.listPageBytes ? { pageBytes: options.listPageBytes } : {}),
   });
   testRequestRoutes(app, { routes: options.table.routes, webhooks: options.webhooks, access });
+  if (options.deadLetters) {
+    const { table } = options;
+    recoveryRoutes(app, {
+      engine: options.engine,
+      routes: table.routes,
+      workflow: (id) => table.workflow(id),
+      deadLetters: options.deadLetters,
+      access,
+      ...(options.deadLettersRetried ? { retried: options.deadLettersRetried } : {}),
+    });
+  }
   openApiRoutes(app, {
     routes: options.table.routes,
     baseUrl: options.baseUrl ?? 'http://localhost:8080',

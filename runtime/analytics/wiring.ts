@@ -27,6 +27,8 @@ export interface AnalyticsSetupOptions {
   backend?: AnalyticsBackendConfig;
   consumers?: ConsumerLabelOptions;
   queueDepth?: () => number | Promise<number>;
+  /** Entries in the dead-letter list (the hookgate_dead_letters gauge). */
+  deadLetters?: () => number | Promise<number>;
   /** Serve the dashboard at /dashboard (default true). */
   dashboard?: boolean;
 }
@@ -62,6 +64,7 @@ export function createAnalytics(options: AnalyticsSetupOptions = {}): AnalyticsS
     registry,
     ...(options.consumers ? { consumers: options.consumers } : {}),
     ...(options.queueDepth ? { queueDepth: options.queueDepth } : {}),
+    ...(options.deadLetters ? { deadLetters: options.deadLetters } : {}),
   });
   const config = options.backend ?? { kind: 'memory' };
   let backend: AnalyticsBackend;

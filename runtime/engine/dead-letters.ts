@@ -46,13 +46,16 @@ export interface DeadLetterStore {
 export interface DeadLetterStoreOptions {
   /** Entries at most; the oldest go first. Default 10 000. */
   maxEntries?: number;
-  /** An entry is dropped this long after it was added. Default 7 days. */
+  /**
+   * An entry is dropped this long after it was added. Default 24 h, the executions
+   * store's default: an entry whose execution record has expired cannot be retried.
+   */
   ttlMs?: number;
   /** Clock (tests). */
   now?: () => number;
 }
 
-export const DEAD_LETTER_DEFAULTS = { maxEntries: 10_000, ttlMs: 7 * 24 * 3_600_000 } as const;
+export const DEAD_LETTER_DEFAULTS = { maxEntries: 10_000, ttlMs: 24 * 3_600_000 } as const;
 export const MAX_DEAD_LETTER_LIST = 1000;
 
 /** The entry of an execution that has just been dead-lettered. */

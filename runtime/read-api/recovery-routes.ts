@@ -1,0 +1,225 @@
+// Recovery on the admin listener: the dead-letter list (executions that exhausted their
+// retry policy), retrying its entries one by one or in bulk, and replaying any stored
+// request as a new execution. Reading needs `get` on the trigger (like executions);
+// retrying and replaying need `create` on `webhooktriggers/test`, the right of Send Test
+// Request. docs/retries-and-replay.md is the reference of these endpoints.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
+import type { DeadLetter, DeadLetterFilter, DeadLetterStore } from '../engine/dead-letters.ts';
+import { MAX_DEAD_LETTER_LIST } from '../engine/dead-letters.ts';
+import type { Execution } from '../engine/ports.ts';
+import { HttpProblem, type ErrorCode } from '../errors.ts';
+import { planReplay, type ReplaySources } from './replay.ts';
+
+export interface RecoveryRoutesOptions extends ReplaySources {
+  deadLetters: DeadLetterStore;
+  access?: AdminAccess;
+  /** Told how many dead letters a call retried (the retries counter). */
+  retried?: (count: number) => void;
+}
+
+const FILTERS = ['trigger', 'namespace', 'workflowId', 'limit'];
+/** Entries a bulk retry takes at most per call (its default). */
+export const DEFAULT_BULK_LIMIT = 100;
+
+function invalid(where: string, name: string, detail: string): HttpProblem {
+  return new HttpProblem('HG_ERR_INVALID_PARAMETER', detail, {
+    extensions: { errors: [{ pointer: `#/${where}/${name}`, detail }] },
+  });
+}
+
+/** A dead-letter filter from a query (where = query) or a bulk request body (where = body). */
+export function parseDeadLetterFilter(
+  raw: unknown,
+  where: 'query' | 'body',
+  defaultLimit?: number,
+): DeadLetterFilter {
+  if (raw === undefined || raw === null) raw = {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw invalid(where, '', 'must be an object');
+  const input = raw as Record<string, unknown>;
+  for (const name of Object.keys(input)) {
+    if (!FILTERS.includes(name)) {
+      throw invalid(where, name, `unknown filter ${name}; the filters are ${FILTERS.join(', ')}`);
+    }
+  }
+  const filter: DeadLetterFilter = {};
+  const str = (name: string): string | undefined => {
+    const v = input[name];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string' || v === '' || v.length > 512)
+      throw invalid(where, name, `${name} must be a non-empty string`);
+    return v;
+  };
+  const trigger = str('trigger');
+  if (trigger !== undefined) {
+    if (!/^[^/]+\/[^/]+$/.test(trigger))
+      throw invalid(where, 'trigger', 'trigger must be <namespace>/<name>');
+    filter.triggerKey = trigger;
+  }
+  const namespace = str('namespace');
+  if (namespace !== undefined) filter.namespace = namespace;
+  const workflowId = str('workflowId');
+  if (workflowId !== undefined) filter.workflowId = workflowId;
+  const limit = input.limit;
+  if (limit !== undefined) {
+    const n = typeof limit === 'string' ? Number(limit) : limit;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_DEAD_LETTER_LIST)
+      throw invalid(where, 'limit', `limit must be an integer from 1 to ${MAX_DEAD_LETTER_LIST}`);
+    filter.limit = n;
+  } else if (defaultLimit !== undefined) {
+    filter.limit = defaultLimit;
+  }
+  return filter;
+}
+
+/** The admin links of an execution started here (the caller's public links need a token). */
+function adminLinks(id: string) {
+  const self = `/api/executions/${encodeURIComponent(id)}`;
+  return { self, events: `${self}/events` };
+}
+
+function accepted(reply: FastifyReply, execution: Execution, replayOf: string) {
+  const links = adminLinks(execution.id);
+  return reply
+    .code(202)
+    .header('location', links.self)
+    .send({ executionId: execution.id, status: execution.status, replayOf, links });
+}
+
+export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOptions): void {
+  const { engine, deadLetters } = options;
+  const access = options.access ?? OPEN_ACCESS;
+
+  const mayRetry = (request: FastifyRequest, namespace?: string, name?: string) =>
+    access.require(request, {
+      verb: 'create',
+      resource: 'webhooktriggers',
+      subresource: 'test',
+      ...(namespace !== undefined ? { namespace } : {}),
+      ...(name !== undefined ? { name } : {}),
+    });
+
+  /** The original execution of an entry; an entry whose record expired is dropped. */
+  const originalOf = async (entry: DeadLetter): Promise<Execution> => {
+    const original = await engine.get(entry.executionId);
+    if (original) return original;
+    await deadLetters.take(entry.executionId);
+    throw new HttpProblem(
+      'HG_ERR_EXECUTION_NOT_FOUND',
+      `The record of ${entry.executionId} has expired; its dead-letter entry was dropped`,
+    );
+  };
+
+  /**
+   * Retries one entry: checks it can be replayed, takes it out (only one caller gets
+   * it), starts the new execution; the entry goes back if the start fails.
+   */
+  const retryEntry = async (entry: DeadLetter): Promise<Execution> => {
+    const original = await originalOf(entry);
+    const plan = await planReplay(options, original, entry.callbackUrl);
+    const taken = await deadLetters.take(entry.executionId);
+    if (!taken) {
+      throw new HttpProblem(
+        'HG_ERR_DEAD_LETTER_NOT_FOUND',
+        `${entry.executionId} is not in the dead-letter list (already retried?)`,
+      );
+    }
+    try {
+      return await engine.start(plan.request);
+    } catch (error) {
+      await deadLetters.add(taken);
+      throw error;
+    }
+  };
+
+  const entryOr404 = async (id: string): Promise<DeadLetter> => {
+    const entry = await deadLetters.get(id);
+    if (!entry) {
+      throw new HttpProblem('HG_ERR_DEAD_LETTER_NOT_FOUND', `${id} is not in the dead-letter list`);
+    }
+    return entry;
+  };
+
+  app.get('/api/dead-letters', async (request) => {
+    const filter = parseDeadLetterFilter(request.query, 'query');
+    const items = await deadLetters.list(filter);
+    return {
+      items: await access.filter(request, items, (e) => e.namespace, {
+        verb: 'get',
+        resource: 'webhooktriggers',
+      }),
+    };
+  });
+
+  app.get('/api/dead-letters/:id', async (request) => {
+    const { id } = request.params as { id: string };
+    const entry = await entryOr404(id);
+    await access.require(request, {
+      verb: 'get',
+      resource: 'webhooktriggers',
+      namespace: entry.namespace,
+      name: nameOfKey(entry.triggerKey),
+    });
+    return entry;
+  });
+
+  app.post('/api/dead-letters/:id/retry', async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const entry = await entryOr404(id);
+    await mayRetry(request, entry.namespace, nameOfKey(entry.triggerKey));
+    const execution = await retryEntry(entry);
+    options.retried?.(1);
+    return accepted(reply, execution, entry.executionId);
+  });
+
+  // Bulk: every entry matching the filter (at most `limit`, default 100) is retried;
+  // the answer counts what happened. Entries refused stay listed; retried ones are gone,
+  // so calling again retries nothing twice.
+  app.post('/api/dead-letters/retry', async (request) => {
+    const filter = parseDeadLetterFilter(request.body, 'body', DEFAULT_BULK_LIMIT);
+    const namespace =
+      filter.triggerKey !== undefined ? namespaceOfKey(filter.triggerKey) : filter.namespace;
+    if (filter.triggerKey !== undefined && filter.namespace !== undefined) {
+      if (filter.namespace !== namespace) {
+        throw invalid('body', 'namespace', 'namespace and trigger name different namespaces');
+      }
+    }
+    await mayRetry(
+      request,
+      namespace,
+      filter.triggerKey !== undefined ? nameOfKey(filter.triggerKey) : undefined,
+    );
+    const entries = await deadLetters.list(filter);
+    const retried: { replayOf: string; executionId: string }[] = [];
+    const refused: Partial<Record<ErrorCode, number>> = {};
+    const failures: { executionId: string; code: ErrorCode; detail: string }[] = [];
+    for (const entry of entries) {
+      try {
+        const execution = await retryEntry(entry);
+        retried.push({ replayOf: entry.executionId, executionId: execution.id });
+      } catch (error) {
+        if (!(error instanceof HttpProblem)) throw error;
+        refused[error.code] = (refused[error.code] ?? 0) + 1;
+        failures.push({ executionId: entry.executionId, code: error.code, detail: error.message });
+      }
+    }
+    if (retried.length > 0) options.retried?.(retried.length);
+    return {
+      matched: entries.length,
+      retried: retried.length,
+      refused,
+      executions: retried,
+      failures,
+    };
+  });
+
+  app.post('/api/executions/:id/replay', async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const original = await engine.get(id);
+    if (!original) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
+    await mayRetry(request, namespaceOfKey(original.triggerKey), nameOfKey(original.triggerKey));
+    const plan = await planReplay(options, original);
+    const execution = await engine.start(plan.request);
+    return accepted(reply, execution, original.id);
+  });
+}

@@ -1,0 +1,96 @@
+// Replay: a stored request (an execution's trigger record) sent through its trigger
+// again as a new execution, linked to the original by `replayOf`, with what the trigger
+// and its workflow are NOW (route record, input schema, output schema, published
+// workflow). Used by the replay endpoint and by retries out of the dead-letter list
+// (recovery-routes.ts). Refusals are catalogued problems: the trigger or workflow gone
+// (409), the stored body cut by the store (409), the body rejected by the current
+// input schema (422 with the violations).
+import { randomUUID } from 'node:crypto';
+import type { RouteRecord, RouteStore, WorkflowRegistration } from '../../api/records/records.ts';
+import { HttpProblem } from '../errors.ts';
+import { outputValidatorFor } from '../engine/output-validator.ts';
+import type { Execution, ExecutionEngine, StartRequest, TriggerOutput } from '../engine/ports.ts';
+import { triggerRef } from '../engine/trigger-ref.ts';
+import { schemasFor } from '../gateway/body/schemas.ts';
+
+export interface ReplaySources {
+  engine: ExecutionEngine;
+  routes: RouteStore;
+  /** The published workflow by id (the route table's registry). */
+  workflow(workflowId: string): WorkflowRegistration | undefined;
+}
+
+/** What a replay needs once its checks have passed: the request to start. */
+export interface ReplayPlan {
+  route: RouteRecord;
+  request: StartRequest;
+}
+
+/**
+ * Checks that `original` can be sent again and builds its start request; throws the
+ * refusal as an HttpProblem. `callbackUrl`: deliver the result there (a dead-letter
+ * retry keeps the original caller's callback; a replay has none).
+ */
+export async function planReplay(
+  sources: ReplaySources,
+  original: Execution,
+  callbackUrl?: string,
+): Promise<ReplayPlan> {
+  const route = await sources.routes.get(original.triggerKey);
+  const workflow = route ? sources.workflow(route.workflowId) : undefined;
+  if (!route || !workflow) {
+    throw new HttpProblem(
+      'HG_ERR_REPLAY_TRIGGER_GONE',
+      route
+        ? `The workflow ${route.workflowId} of WebhookTrigger ${original.triggerKey} is not published`
+        : `WebhookTrigger ${original.triggerKey} is not deployed any more`,
+      { extensions: { executionId: original.id, trigger: original.triggerKey } },
+    );
+  }
+  const cut = original.truncated?.['input.body'];
+  if (cut !== undefined) {
+    throw new HttpProblem(
+      'HG_ERR_REPLAY_BODY_TRUNCATED',
+      `The stored request body of ${original.id} was cut to the store's limit (it had ${cut} bytes)`,
+      { extensions: { executionId: original.id, bodyBytes: cut } },
+    );
+  }
+  const validate = schemasFor(route).input;
+  const errors = validate ? validate(original.input.body) : [];
+  if (errors.length > 0) {
+    throw new HttpProblem(
+      'HG_ERR_REPLAY_SCHEMA_REJECTED',
+      `The stored request body of ${original.id} does not match the current input schema of ${route.key} (${errors.length} ${errors.length === 1 ? 'problem' : 'problems'}).`,
+      { extensions: { executionId: original.id, errors } },
+    );
+  }
+  const outputValidator = outputValidatorFor(route);
+  const request: StartRequest = {
+    workflow,
+    trigger: triggerRef(route),
+    input: replayInput(original.input, route),
+    replayOf: original.id,
+    ...(outputValidator ? { outputValidator } : {}),
+    ...(callbackUrl ? { callbackUrl } : {}),
+  };
+  return { route, request };
+}
+
+/**
+ * The stored trigger record as a new request: body, headers, query, params, method and
+ * path as they came in (credentials were never stored), a new request id and time, the
+ * correlation id kept, and the trigger's current route and workflow.
+ */
+function replayInput(stored: TriggerOutput, route: RouteRecord): TriggerOutput {
+  const input = structuredClone(stored);
+  input.metadata = {
+    ...input.metadata,
+    timestamp: new Date().toISOString(),
+    requestId: randomUUID(),
+    executionId: '',
+    route: route.path,
+    triggerKey: route.key,
+    workflowId: route.workflowId,
+  };
+  return input;
+}
