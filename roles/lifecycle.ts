@@ -1,6 +1,7 @@
 // The one shutdown path of every role. SIGTERM or SIGINT (or an uncaught error) runs
-// the role's `close()` once: each role stops taking work, drains what runs (Fastify
-// answers new requests 503 with Connection: close; workers finish their jobs; the
+// the role's `close()` once: each role stops taking work, drains what runs (listeners
+// refuse new connections, answer with Connection: close and end idle keep-alive
+// connections with a FIN, never a reset: runtime/graceful-close.ts; workers finish their jobs; the
 // operator drains reconciles and releases its Lease), then releases its connections.
 // The process exits 0 when that finishes, 1 after an error or when the grace period
 // runs out, and at once on a second signal. The grace period stays below

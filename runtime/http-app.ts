@@ -14,6 +14,7 @@ import { CLIENT_ERROR_OPTIONS } from './gateway/client-errors.ts';
 import { installJsonLimits } from './gateway/body/json-parser.ts';
 import { installProblemHandlers } from './gateway/problem-handler.ts';
 import { installSse } from './gateway/sse.ts';
+import { gracefulConnections } from './graceful-close.ts';
 
 /** Server-wide limits (slow clients, idle sockets); see docs/security.md. */
 export const SERVER_LIMITS = {
@@ -27,6 +28,13 @@ export const SERVER_LIMITS = {
   connectionsCheckingInterval: 5_000,
   /** The largest body any endpoint may accept (each endpoint sets its own lower limit). */
   bodyLimit: 16 * 1024 * 1024,
+  /**
+   * Shutdown: how long a keep-alive connection idle when the close began may still bring
+   * one more request (answered with Connection: close) before it is ended with a FIN.
+   */
+  closeIdleGraceMs: 1_000,
+  /** Shutdown: how long a connection ended while idle waits for the client's FIN. */
+  closeLingerMs: 5_000,
 };
 export type ServerLimits = typeof SERVER_LIMITS;
 
@@ -60,16 +68,25 @@ export function createHttpApp(options: {
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     logController: new RequestLogsAtDebug(),
     // Our own server, so that every slow-client timeout is set explicitly (G6).
-    serverFactory: (handler) =>
-      createServer(
+    // Its keep-alive connections close without a reset when the app closes
+    // (graceful-close.ts; `forceCloseConnections: 'idle'` below calls into it).
+    serverFactory: (handler) => {
+      const graceful = gracefulConnections(handler, {
+        idleGraceMs: limits.closeIdleGraceMs,
+        lingerMs: limits.closeLingerMs,
+      });
+      const server = createServer(
         {
           requestTimeout: limits.requestTimeout,
           headersTimeout: limits.headersTimeout,
           keepAliveTimeout: limits.keepAliveTimeout,
           connectionsCheckingInterval: limits.connectionsCheckingInterval,
         },
-        handler,
-      ),
+        graceful.listener,
+      );
+      graceful.attach(server);
+      return server;
+    },
     requestTimeout: limits.requestTimeout,
     keepAliveTimeout: limits.keepAliveTimeout,
     bodyLimit: limits.bodyLimit,

@@ -213,4 +213,10 @@ export function installClientErrors(app: FastifyInstance): void {
     if (closing) void reply.header('connection', 'close');
     done();
   });
+  // A request already in flight when the close began: its answer closes the connection
+  // too, so the client does not send its next request on a connection about to end.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing && !reply.raw.headersSent) void reply.header('connection', 'close');
+    done(null, payload);
+  });
 }

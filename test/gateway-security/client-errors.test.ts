@@ -3,6 +3,7 @@
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { gracefulConnections } from '../../runtime/graceful-close.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_ERROR_OPTIONS } from '../../runtime/gateway/client-errors.ts';
 import { installProblemHandlers } from '../../runtime/gateway/problem-handler.ts';
@@ -12,11 +13,17 @@ const whole: Delivery = { kind: 'whole', pieces: 1, delayMs: 0, cut: 1 };
 
 async function build(): Promise<{ app: FastifyInstance; port: number }> {
   const app = Fastify({
-    serverFactory: (handler) =>
-      createServer(
+    // As runtime/http-app.ts builds it: keep-alive connections close gracefully.
+    serverFactory: (handler) => {
+      const graceful = gracefulConnections(handler, { idleGraceMs: 500, lingerMs: 1000 });
+      const server = createServer(
         { headersTimeout: 500, requestTimeout: 1000, connectionsCheckingInterval: 100 },
-        handler,
-      ),
+        graceful.listener,
+      );
+      graceful.attach(server);
+      return server;
+    },
+    forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 500 },
     ...CLIENT_ERROR_OPTIONS,
   });
@@ -139,14 +146,16 @@ describe('client errors', () => {
 
   it('a request that arrives on a kept-alive connection while the server closes is answered, then the connection ends', async () => {
     const { app: closing, port: closingPort } = await build();
-    // A keep-alive connection: the second request arrives once close() has begun.
+    // A keep-alive connection, idle when close() begins; its next request comes after.
     const socket = connect({ port: closingPort, host: '127.0.0.1' });
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('error', () => undefined);
+    const errors: string[] = [];
+    socket.on('error', (error: NodeJS.ErrnoException) => errors.push(String(error.code)));
     const ended = new Promise((resolve) => socket.on('close', resolve));
-    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.write('POST /webhook/a HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(Buffer.concat(chunks).toString('utf8')).toMatch(/^HTTP\/1\.1 200/);
     const closed = closing.close();
     await new Promise((resolve) => setTimeout(resolve, 50));
     socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -154,8 +163,46 @@ describe('client errors', () => {
     await ended;
     const text = Buffer.concat(chunks).toString('utf8');
     const second = text.slice(text.indexOf('HTTP/1.1', 1));
-    expect(text.startsWith('HTTP/1.1 200')).toBe(true);
     expect(second).toMatch(/^HTTP\/1\.1 200/);
     expect(second).toMatch(/\r\nconnection: close\r\n/i);
+    expect(errors).toEqual([]);
+  });
+
+  it('a request in flight when the server closes is answered with Connection: close', async () => {
+    const { app: closing, port: closingPort } = await build();
+    const socket = connect({ port: closingPort, host: '127.0.0.1' });
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const errors: string[] = [];
+    socket.on('error', (error: NodeJS.ErrnoException) => errors.push(String(error.code)));
+    const ended = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await closing.close();
+    await ended;
+    const text = Buffer.concat(chunks).toString('utf8');
+    expect(text).toMatch(/^HTTP\/1\.1 200/);
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    expect(errors).toEqual([]);
+  });
+
+  it('a connection idle when the server closes is ended with a FIN after the grace, never reset', async () => {
+    const { app: closing, port: closingPort } = await build();
+    const socket = connect({ port: closingPort, host: '127.0.0.1' });
+    const events: string[] = [];
+    socket.on('data', () => undefined);
+    socket.on('end', () => events.push('end'));
+    socket.on('error', (error: NodeJS.ErrnoException) => events.push(String(error.code)));
+    socket.write('POST /webhook/a HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const started = Date.now();
+    const closed = closing.close();
+    await new Promise((resolve) => socket.once('end', resolve));
+    const endedAfter = Date.now() - started;
+    socket.end();
+    await closed;
+    expect(events).toEqual(['end']);
+    // Not at once: the connection had idleGraceMs (500) to bring another request.
+    expect(endedAfter).toBeGreaterThanOrEqual(400);
   });
 });
