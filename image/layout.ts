@@ -11,9 +11,17 @@ export const REPOSITORY = 'localhost/hookgate';
 export const DEFAULT_SOURCE = 'https://github.com/hookgate/hookgate';
 
 /** Folders of the product that the image carries (what runs, and the manifests it reads). */
-export const PRODUCT_DIRS = ['api', 'operator', 'runtime', 'roles', 'crds', 'examples'] as const;
+export const PRODUCT_DIRS = [
+  'api',
+  'operator',
+  'runtime',
+  'roles',
+  'cli',
+  'crds',
+  'examples',
+] as const;
 /** The folders holding code that runs in the image: they may import only `dependencies`. */
-export const CODE_DIRS = ['api', 'operator', 'runtime', 'roles'] as const;
+export const CODE_DIRS = ['api', 'operator', 'runtime', 'roles', 'cli'] as const;
 
 /** The non-root user of the image, as in distroless images. */
 export const NONROOT = { uid: 65532, gid: 65532, name: 'nonroot', home: '/home/nonroot' } as const;

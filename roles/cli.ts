@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// hookgate: one image, several roles; this is where they are assembled. Each role is
+// hookgate: one image, several roles; this is where they are assembled (the commands
+// for people and pipelines, `hookgate validate` and the rest, are cli/'s). Each role is
 // one small function below: it builds its parts (roles/<role>.ts), listens, and
 // returns what `close()` stops. Every role shares one logger set-up (logger.ts), one
 // probes-and-metrics plugin (probes.ts) and one shutdown path (lifecycle.ts).
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
+import { isCliCommand } from '../cli/command-names.ts';
 import type { Logger } from 'pino';
 import { kubernetesEvents } from '../operator/controller/kube-events.ts';
 import { KubeClient } from '../operator/controller/kube-client.ts';
@@ -226,4 +228,11 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// The commands for people and pipelines (validate, get, ...) live in cli/.
+const command = process.argv[2];
+if (isCliCommand(command)) {
+  const cli = await import('../cli/main.ts');
+  await cli.main(process.argv.slice(2), 'hookgate');
+} else {
+  await main();
+}

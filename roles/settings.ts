@@ -22,6 +22,9 @@ Roles:
   gateway    serves the routes an operator wrote to Redis (needs REDIS_URL)
   worker     runs the executions gateways queue in Redis (needs REDIS_URL)
 
+Commands (hookgate help; docs/cli.md): validate, get, test, events, replay, openapi,
+crds, completion, version
+
 Options:
   --source <dir|kubernetes>  dev: where resources come from (env HOOKGATE_SOURCE, default dir)
   --dir <path>               dev: manifest directory (env HOOKGATE_MANIFESTS, default ./examples)

@@ -1,0 +1,168 @@
+// hookgate events <trigger>: tail the live SSE stream of one endpoint (the admin
+// listener's /webhook-events/<workflowId>/<pathSegment>): each request and response
+// as it happens, one line each (or NDJSON with -o json). Ends on Ctrl-C, or after
+// --count request/response events, or after --timeout.
+import { parseArgs } from 'node:util';
+import {
+  AdminClient,
+  parseTriggerRef,
+  problemError,
+  SERVER_HELP,
+  SERVER_OPTIONS,
+} from '../admin-client.ts';
+import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
+
+export const EVENTS_HELP = `Usage: hookgate events <namespace>/<name> [options]
+
+Tails the live event stream of a deployed trigger: one line per request and response
+(headers redacted by the server), until interrupted.
+
+Options:
+  -n, --namespace <ns>      namespace when the trigger is given by name (default: default)
+  -o, --output <text|json>  text lines (default) or one JSON object per line
+  -c, --count <n>           stop after n request/response events
+      --timeout <seconds>   stop after this long (exit 0)
+${SERVER_HELP}
+
+Exit codes: 0 ended (interrupted, --count or --timeout reached), 1 refused or not
+deployed, 2 bad usage, 3 server unreachable or the stream broke.`;
+
+interface SseFrame {
+  event: string;
+  data: string;
+}
+
+/** Frames of an SSE body, as they arrive. */
+async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
+      let event = 'message';
+      const data: string[] = [];
+      for (const line of block.split(/\r?\n/)) {
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'event') event = value;
+        else if (field === 'data') data.push(value);
+      }
+      if (data.length > 0 || event !== 'message') yield { event, data: data.join('\n') };
+    }
+  }
+}
+
+/** One line per event: time, kind, method and path, status and latency. */
+export function eventLine(frame: SseFrame): string {
+  let d: Record<string, unknown>;
+  try {
+    d = JSON.parse(frame.data) as Record<string, unknown>;
+  } catch {
+    return `${frame.event} ${frame.data}`;
+  }
+  const s = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : '');
+  const at = s(d.at) || new Date().toISOString();
+  if (frame.event === 'request')
+    return `${at} request  ${s(d.method)} ${s(d.path)}${d.query ? `?${s(d.query)}` : ''} id=${s(d.requestId)}`;
+  if (frame.event === 'response') {
+    const extra = [
+      d.executionId ? `execution=${s(d.executionId)}` : '',
+      d.problem ? `problem=${s(d.problem)}` : '',
+      d.consumer ? `consumer=${s(d.consumer)}` : '',
+    ].filter(Boolean);
+    return `${at} response ${s(d.statusCode)} ${s(d.method)} ${s(d.path)} ${s(d.latencyMs)}ms id=${s(d.requestId)}${extra.length ? ` ${extra.join(' ')}` : ''}`;
+  }
+  return `${at} ${frame.event} ${frame.data}`;
+}
+
+export async function eventsCommand(argv: string[]): Promise<ExitCode> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', short: 'n' },
+      output: { type: 'string', short: 'o', default: 'text' },
+      count: { type: 'string', short: 'c' },
+      timeout: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      ...SERVER_OPTIONS,
+    },
+  });
+  if (values.help) {
+    console.log(EVENTS_HELP);
+    return EXIT.ok;
+  }
+  const { count, timeout } = limits(values);
+  const { namespace, name } = parseTriggerRef(positionals[0], values.namespace);
+  const client = new AdminClient(values);
+  // The route's path, from its OpenAPI document: the same on a dev server and a gateway.
+  const doc = await client.json<{ paths: Record<string, unknown> }>(
+    `/api/triggers/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/openapi.json`,
+  );
+  const path = Object.keys(doc.paths)[0] ?? '';
+  const streamPath = path.replace(/^\/webhook\//, '/webhook-events/').replace(/\{[^}]+\}/g, '_');
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once('SIGINT', stop);
+  const timer = timeout === undefined ? undefined : setTimeout(stop, timeout * 1000);
+  let seen = 0;
+  try {
+    const res = await client.fetch(streamPath, {
+      signal: abort.signal,
+      headers: { accept: 'text/event-stream' },
+    });
+    if (!res.ok || !res.body) throw problemError(res.status, await res.text(), `GET ${streamPath}`);
+    console.error(`streaming ${namespace}/${name} (${path}); Ctrl-C to stop`);
+    for await (const frame of frames(res.body)) {
+      if (frame.event === 'connected' || frame.event === 'heartbeat') continue;
+      console.log(
+        values.output === 'json'
+          ? JSON.stringify({ event: frame.event, data: safeJson(frame.data) })
+          : eventLine(frame),
+      );
+      if (frame.event === 'request' || frame.event === 'response') seen++;
+      if (seen >= count) break;
+    }
+  } catch (err) {
+    if (!abort.signal.aborted) {
+      if (err instanceof CliError) throw err;
+      throw new CliError(EXIT.unreachable, `the event stream broke: ${(err as Error).message}`);
+    }
+  } finally {
+    clearTimeout(timer);
+    process.off('SIGINT', stop);
+    abort.abort();
+  }
+  return EXIT.ok;
+}
+
+function limits(values: {
+  output: string;
+  count?: string | undefined;
+  timeout?: string | undefined;
+}): {
+  count: number;
+  timeout: number | undefined;
+} {
+  if (!['text', 'json'].includes(values.output)) throw usageError('--output must be text or json');
+  const count = values.count === undefined ? Infinity : Number(values.count);
+  if (count !== Infinity && !(Number.isInteger(count) && count > 0))
+    throw usageError('--count must be a positive integer');
+  const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
+  if (timeout !== undefined && !(timeout > 0))
+    throw usageError('--timeout must be a positive number of seconds');
+  return { count, timeout };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}

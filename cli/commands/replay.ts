@@ -1,0 +1,47 @@
+// hookgate replay <execution>: run an execution again with its input, through the
+// admin API (POST /api/executions/<id>/replay). The new execution records `replayOf`.
+import { parseArgs } from 'node:util';
+import { AdminClient, SERVER_HELP, SERVER_OPTIONS } from '../admin-client.ts';
+import { EXIT, usageError, type ExitCode } from '../errors.ts';
+
+export const REPLAY_HELP = `Usage: hookgate replay <execution-id> [options]
+
+Runs an execution again with the same input (its workflow as published now) and
+prints the new execution's id. Who may replay is the server's admin API to decide.
+
+Options:
+  -o, --output <text|json>  the new id (default) or the server's whole answer
+${SERVER_HELP}
+
+Exit codes: 0 replayed, 1 refused or not found, 2 bad usage, 3 server unreachable.`;
+
+export async function replayCommand(argv: string[]): Promise<ExitCode> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      output: { type: 'string', short: 'o', default: 'text' },
+      help: { type: 'boolean', short: 'h' },
+      ...SERVER_OPTIONS,
+    },
+  });
+  if (values.help) {
+    console.log(REPLAY_HELP);
+    return EXIT.ok;
+  }
+  const id = positionals[0];
+  if (!id) throw usageError('name the execution to replay');
+  if (!['text', 'json'].includes(values.output)) throw usageError('--output must be text or json');
+  const client = new AdminClient(values);
+  const answer = await client.json<Record<string, unknown>>(
+    `/api/executions/${encodeURIComponent(id)}/replay`,
+    { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' },
+  );
+  if (values.output === 'json') console.log(JSON.stringify(answer, null, 2));
+  else {
+    const newId =
+      answer.executionId ?? answer.id ?? (answer.execution as { id?: unknown } | undefined)?.id;
+    console.log(typeof newId === 'string' ? newId : JSON.stringify(answer));
+  }
+  return EXIT.ok;
+}

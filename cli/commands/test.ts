@@ -1,0 +1,111 @@
+// hookgate test <trigger>: Send Test Request through the admin API (POST
+// /api/triggers/<ns>/<name>/test): one request to the endpoint with its saved test
+// credentials; prints the answer. Exit 1 when the endpoint answered 4xx or 5xx.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { AdminClient, parseTriggerRef, SERVER_HELP, SERVER_OPTIONS } from '../admin-client.ts';
+import { EXIT, usageError, type ExitCode } from '../errors.ts';
+
+export const TEST_HELP = `Usage: hookgate test <namespace>/<name> [options]
+
+Sends a test request to a deployed trigger through the server (Send Test Request),
+with the credentials saved in its spec.testCredentials, and prints the answer.
+
+Options:
+  -n, --namespace <ns>       namespace when the trigger is given by name (default: default)
+  -X, --method <method>      HTTP method (default: the trigger's first)
+  -d, --data <json|@file>    JSON body (@file reads it from a file, @- from standard input)
+  -q, --query <k=v>          query parameter (repeatable)
+  -p, --param <k=v>          path parameter (repeatable; unset ones are "test")
+  -H, --header <name: value> request header (repeatable)
+  -o, --output <text|json>   text (status, headers, body; default) or the whole JSON record
+${SERVER_HELP}
+
+Exit codes: 0 the endpoint answered 1xx-3xx, 1 it answered 4xx/5xx or the server
+refused the test, 2 bad usage, 3 server unreachable.`;
+
+function pairs(list: string[] | undefined, sep: string, flag: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of list ?? []) {
+    const at = item.indexOf(sep);
+    if (at <= 0) throw usageError(`${flag} "${item}": expected name${sep}value`);
+    out[item.slice(0, at).trim()] = item.slice(at + 1).trim();
+  }
+  return out;
+}
+
+function body(data: string | undefined): unknown {
+  if (data === undefined) return undefined;
+  let text = data;
+  if (data.startsWith('@')) {
+    try {
+      text = readFileSync(data === '@-' ? 0 : data.slice(1), 'utf8');
+    } catch (err) {
+      throw usageError(`--data ${data}: ${(err as Error).message}`);
+    }
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw usageError('--data must be JSON');
+  }
+}
+
+interface TestResult {
+  request: { method: string; url: string };
+  response: { statusCode: number; headers: Record<string, string>; body: unknown };
+  durationMs: number;
+}
+
+export async function testCommand(argv: string[]): Promise<ExitCode> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      namespace: { type: 'string', short: 'n' },
+      method: { type: 'string', short: 'X' },
+      data: { type: 'string', short: 'd' },
+      query: { type: 'string', short: 'q', multiple: true },
+      param: { type: 'string', short: 'p', multiple: true },
+      header: { type: 'string', short: 'H', multiple: true },
+      output: { type: 'string', short: 'o', default: 'text' },
+      help: { type: 'boolean', short: 'h' },
+      ...SERVER_OPTIONS,
+    },
+  });
+  if (values.help) {
+    console.log(TEST_HELP);
+    return EXIT.ok;
+  }
+  if (!['text', 'json'].includes(values.output)) throw usageError('--output must be text or json');
+  const { namespace, name } = parseTriggerRef(positionals[0], values.namespace);
+  const client = new AdminClient(values);
+  const payload = {
+    ...(values.method ? { method: values.method.toUpperCase() } : {}),
+    ...(values.data !== undefined ? { body: body(values.data) } : {}),
+    query: pairs(values.query, '=', '--query'),
+    params: pairs(values.param, '=', '--param'),
+    headers: pairs(values.header, ':', '--header'),
+  };
+  const result = await client.json<TestResult>(
+    `/api/triggers/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/test`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(payload),
+    },
+  );
+  const { response } = result;
+  if (values.output === 'json') console.log(JSON.stringify(result, null, 2));
+  else {
+    console.log(
+      `${result.request.method} ${result.request.url} -> ${response.statusCode} (${result.durationMs.toFixed(1)} ms)`,
+    );
+    for (const [k, v] of Object.entries(response.headers)) console.log(`${k}: ${String(v)}`);
+    console.log('');
+    console.log(
+      typeof response.body === 'string' ? response.body : JSON.stringify(response.body, null, 2),
+    );
+  }
+  return response.statusCode >= 400 ? EXIT.failed : EXIT.ok;
+}

@@ -1,0 +1,335 @@
+// hookgate validate: manifests checked offline with the admission the API server
+// applies with our CRDs installed (api/validate.ts: pruning, defaults, the OpenAPI
+// schema, list types and the CEL rules), plus what only the set as a whole shows: two
+// deployed triggers claiming one URL (api/identity.ts pathShape; offline there is no
+// creation order, so both are reported) and one object defined twice.
+import { parseArgs } from 'node:util';
+import { pathShape, routePath, workflowIdentifier } from '../../api/identity.ts';
+import { admitResource } from '../../api/validate.ts';
+import { API_VERSION } from '../../api/v1alpha1/index.ts';
+import { EXIT, usageError, type ExitCode } from '../errors.ts';
+import {
+  manifestFiles,
+  parseManifests,
+  readManifestText,
+  type ManifestDocument,
+} from '../manifests.ts';
+
+export const VALIDATE_HELP = `Usage: hookgate validate [options] <file|folder|->...
+
+Checks WebhookTrigger and Workflow manifests offline, with the admission rules the API
+server applies (schema, defaults, CEL rules of the CRDs), and across the set: two
+deployed triggers on one URL (both are reported: offline nobody is older) and an
+object defined twice. Folders are read recursively (*.yaml, *.yml, *.json); - reads
+standard input. Other kinds (Secrets, ...) are skipped with a note.
+
+Options:
+  -o, --output <text|json|github>  text (default), json, or GitHub Actions annotations
+                                   (::error file=...,line=...::message)
+  -n, --namespace <ns>             namespace of manifests without one (default: default)
+  -q, --quiet                      text: print errors only
+
+Exit codes: 0 all valid, 1 any error, 2 bad usage or an unreadable path.`;
+
+export interface Problem {
+  file: string;
+  /** 0-based document index in the file. */
+  document: number;
+  line: number;
+  column: number;
+  /** `Kind namespace/name` when known. */
+  object?: string;
+  /** Kubernetes field path, e.g. spec.methods[1]; empty for the document as a whole. */
+  field: string;
+  message: string;
+  reason?: string;
+}
+
+export interface ValidatedResource {
+  file: string;
+  document: number;
+  line: number;
+  kind: string;
+  namespace: string;
+  name: string;
+  result: 'valid' | 'invalid' | 'skipped';
+}
+
+export interface ValidationReport {
+  files: number;
+  resources: ValidatedResource[];
+  errors: Problem[];
+  notes: Problem[];
+  /** The admitted (defaulted) objects, by `Kind namespace/name`; first definition wins. */
+  admitted: Map<string, Record<string, unknown>>;
+}
+
+interface Admitted {
+  doc: ManifestDocument;
+  kind: string;
+  namespace: string;
+  name: string;
+  object: Record<string, unknown>;
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const HOOKGATE_GROUP = API_VERSION.split('/')[0] as string;
+
+/** Validate the manifests of `files` (already listed); the report, nothing printed. */
+export function validateFiles(files: string[], defaultNamespace = 'default'): ValidationReport {
+  const report: ValidationReport = {
+    files: files.length,
+    resources: [],
+    errors: [],
+    notes: [],
+    admitted: new Map(),
+  };
+  const admitted: Admitted[] = [];
+  for (const file of files) {
+    const display = file === '-' ? '<stdin>' : file;
+    for (const doc of parseManifests(display, readManifestText(file))) {
+      const one = validateDocument(doc, defaultNamespace, report);
+      if (one) admitted.push(one);
+    }
+  }
+  setProblems(admitted, report);
+  return report;
+}
+
+function problemAt(
+  doc: ManifestDocument,
+  field: string,
+  message: string,
+  extra: Partial<Problem> = {},
+): Problem {
+  const { line, column } = field ? doc.lineOf(field) : { line: doc.line, column: 1 };
+  return { file: doc.file, document: doc.index, line, column, field, message, ...extra };
+}
+
+/** kind, apiVersion, name and namespace of a document, '' where absent. */
+function identity(value: unknown, defaultNamespace: string) {
+  const obj = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  const meta = (
+    typeof obj.metadata === 'object' && obj.metadata !== null ? obj.metadata : {}
+  ) as Record<string, unknown>;
+  return {
+    kind: typeof obj.kind === 'string' ? obj.kind : '',
+    apiVersion: typeof obj.apiVersion === 'string' ? obj.apiVersion : '',
+    name: typeof meta.name === 'string' ? meta.name : '',
+    namespace: typeof meta.namespace === 'string' ? meta.namespace : defaultNamespace,
+  };
+}
+
+function validateDocument(
+  doc: ManifestDocument,
+  defaultNamespace: string,
+  report: ValidationReport,
+): Admitted | undefined {
+  if (doc.syntaxError) {
+    const { message, line, column } = doc.syntaxError;
+    report.errors.push({
+      file: doc.file,
+      document: doc.index,
+      line,
+      column,
+      field: '',
+      message: `YAML syntax error: ${message}`,
+    });
+    return undefined;
+  }
+  const { kind, apiVersion, name, namespace } = identity(doc.value, defaultNamespace);
+  const object = `${kind || '(no kind)'} ${namespace}/${name || '(no name)'}`;
+  const resource = { file: doc.file, document: doc.index, line: doc.line, kind, namespace, name };
+  if (apiVersion.split('/')[0] !== HOOKGATE_GROUP) {
+    report.resources.push({ ...resource, result: 'skipped' });
+    report.notes.push(
+      problemAt(
+        doc,
+        '',
+        `${apiVersion || '(no apiVersion)'} ${kind || '(no kind)'} ${name} is not a hookgate resource: skipped`
+          .replace(/\s+/g, ' ')
+          .replace(' :', ':'),
+        {
+          object,
+        },
+      ),
+    );
+    return undefined;
+  }
+  const errors: Problem[] = [];
+  if (!name || !NAME.test(name) || name.length > 253)
+    errors.push(
+      problemAt(
+        doc,
+        'metadata.name',
+        'Required value: a DNS subdomain name (lower case letters, digits, - and .)',
+        {
+          object,
+          reason: 'FieldValueRequired',
+        },
+      ),
+    );
+  const result = admitResource(doc.value);
+  if (!result.ok)
+    errors.push(
+      ...result.errors.map((e) => problemAt(doc, e.field, e.message, { object, reason: e.reason })),
+    );
+  report.resources.push({ ...resource, result: errors.length > 0 ? 'invalid' : 'valid' });
+  report.errors.push(...errors);
+  if (errors.length > 0 || !result.ok) return undefined;
+  return { doc, kind, namespace, name, object: result.object };
+}
+
+/** Problems of the set: objects defined twice, and URL conflicts between triggers. */
+function setProblems(admitted: Admitted[], report: ValidationReport): void {
+  const invalid = (doc: ManifestDocument) => {
+    const r = report.resources.find((x) => x.file === doc.file && x.document === doc.index);
+    if (r) r.result = 'invalid';
+  };
+  const seen = new Map<string, Admitted>();
+  for (const a of admitted) {
+    const key = `${a.kind} ${a.namespace}/${a.name}`;
+    const first = seen.get(key);
+    if (first) {
+      report.errors.push(
+        problemAt(a.doc, 'metadata.name', `${key} is already defined in ${where(first.doc)}`, {
+          object: key,
+          reason: 'FieldValueDuplicate',
+        }),
+      );
+      invalid(a.doc);
+    } else {
+      seen.set(key, a);
+      report.admitted.set(key, a.object);
+    }
+  }
+  const claims = new Map<string, { a: Admitted; url: string }[]>();
+  for (const a of seen.values()) {
+    if (a.kind !== 'WebhookTrigger') continue;
+    const spec = a.object.spec as {
+      workflowRef: { name: string };
+      pathSegment: string;
+      deploy: boolean;
+    };
+    if (!spec.deploy) continue;
+    const wf = seen.get(`Workflow ${a.namespace}/${spec.workflowRef.name}`);
+    if (!wf) {
+      report.notes.push(
+        problemAt(
+          a.doc,
+          'spec.workflowRef.name',
+          `Workflow ${a.namespace}/${spec.workflowRef.name} is not in the files given: the URL is not checked for conflicts`,
+          {
+            object: `WebhookTrigger ${a.namespace}/${a.name}`,
+          },
+        ),
+      );
+      continue;
+    }
+    const environment = (wf.object.spec as { environment: string }).environment;
+    const url = routePath(workflowIdentifier(a.namespace, environment, wf.name), spec.pathSegment);
+    const shape = pathShape(url);
+    claims.set(shape, [...(claims.get(shape) ?? []), { a, url }]);
+  }
+  for (const rivals of claims.values()) {
+    if (rivals.length < 2) continue;
+    for (const { a, url } of rivals) {
+      const others = rivals
+        .filter((r) => r.a !== a)
+        .map((r) => `WebhookTrigger ${r.a.namespace}/${r.a.name} (${where(r.a.doc)})`);
+      report.errors.push(
+        problemAt(
+          a.doc,
+          'spec.pathSegment',
+          `PathConflict: ${url} is also claimed by ${others.join(', ')}; in a cluster the oldest keeps it and the others are not deployed`,
+          {
+            object: `WebhookTrigger ${a.namespace}/${a.name}`,
+            reason: 'PathConflict',
+          },
+        ),
+      );
+    }
+  }
+}
+
+function where(doc: ManifestDocument): string {
+  return `${doc.file}:${doc.line}`;
+}
+
+// ---- output -------------------------------------------------------------------------
+
+function label(p: Problem): string {
+  return `${p.file}:${p.line}:${p.column}`;
+}
+
+export function formatText(report: ValidationReport, quiet: boolean): string {
+  const lines: string[] = [];
+  for (const e of report.errors)
+    lines.push(
+      `${label(e)}: error: ${e.object ? `${e.object}: ` : ''}${e.field ? `${e.field}: ` : ''}${e.message} (document ${e.document + 1})`,
+    );
+  if (!quiet) {
+    for (const n of report.notes) lines.push(`${label(n)}: note: ${n.message}`);
+    const count = (r: ValidatedResource['result']) =>
+      report.resources.filter((x) => x.result === r).length;
+    lines.push(
+      `${report.files} file(s), ${count('valid')} valid, ${count('invalid')} invalid, ` +
+        `${count('skipped')} skipped, ${report.errors.length} error(s)`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** GitHub Actions workflow commands: data escapes %, CR, LF; properties also : and ,. */
+function escapeData(s: string): string {
+  return s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
+function escapeProperty(s: string): string {
+  return escapeData(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
+}
+
+export function formatGithub(report: ValidationReport): string {
+  const line = (kind: 'error' | 'notice', p: Problem) => {
+    const title = p.object ? `${p.object}${p.field ? ` ${p.field}` : ''}` : 'hookgate validate';
+    return `::${kind} file=${escapeProperty(p.file)},line=${p.line},col=${p.column},title=${escapeProperty(title)}::${escapeData(`${p.field ? `${p.field}: ` : ''}${p.message}`)}`;
+  };
+  return [
+    ...report.errors.map((e) => line('error', e)),
+    ...report.notes.map((n) => line('notice', n)),
+  ].join('\n');
+}
+
+export function formatJson(report: ValidationReport): string {
+  const { admitted: _admitted, ...rest } = report;
+  return JSON.stringify({ valid: report.errors.length === 0, ...rest }, null, 2);
+}
+
+export function validateCommand(argv: string[]): ExitCode {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      output: { type: 'string', short: 'o', default: 'text' },
+      namespace: { type: 'string', short: 'n', default: 'default' },
+      quiet: { type: 'boolean', short: 'q', default: false },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(VALIDATE_HELP);
+    return EXIT.ok;
+  }
+  if (!['text', 'json', 'github'].includes(values.output))
+    throw usageError(`--output must be text, json or github, not "${values.output}"`);
+  if (positionals.length === 0)
+    throw usageError('name at least one file or folder (or - for standard input)');
+  const report = validateFiles(manifestFiles(positionals), values.namespace);
+  const out =
+    values.output === 'json'
+      ? formatJson(report)
+      : values.output === 'github'
+        ? formatGithub(report)
+        : formatText(report, values.quiet);
+  if (out) console.log(out);
+  return report.errors.length > 0 ? EXIT.failed : EXIT.ok;
+}

@@ -1,0 +1,148 @@
+// Manifest files as the CLI reads them: files or folders (recursively, *.yaml, *.yml,
+// *.json), or `-` for standard input; every YAML document with its position, so that a
+// problem at a field path can be reported at its line.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseAllDocuments,
+  type Document,
+  type Node as YamlNode,
+} from 'yaml';
+import { usageError } from './errors.ts';
+
+export interface ManifestDocument {
+  file: string;
+  /** 0-based index of the document in its file. */
+  index: number;
+  /** 1-based line where the document's content starts. */
+  line: number;
+  /** The document as data; undefined when it could not be parsed. */
+  value: unknown;
+  /** A YAML syntax error, with its line. */
+  syntaxError?: { message: string; line: number; column: number };
+  /** The line (1-based) and column of a field path, or of the nearest parent that exists. */
+  lineOf(fieldPath: string): { line: number; column: number };
+}
+
+const MANIFEST = /\.(ya?ml|json)$/i;
+
+/** The manifest files under the given paths, in a stable order. */
+export function manifestFiles(paths: string[]): string[] {
+  const files: string[] = [];
+  for (const path of paths) {
+    if (path === '-') {
+      files.push('-');
+      continue;
+    }
+    let stat;
+    try {
+      stat = statSync(path);
+    } catch {
+      throw usageError(`${path}: no such file or directory`);
+    }
+    if (stat.isDirectory()) files.push(...walk(path));
+    else files.push(path);
+  }
+  return files;
+}
+
+function walk(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
+    a.name.localeCompare(b.name),
+  )) {
+    if (entry.name.startsWith('.')) continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...walk(path));
+    else if (entry.isFile() && MANIFEST.test(entry.name)) out.push(path);
+  }
+  return out;
+}
+
+export function readManifestText(file: string): string {
+  try {
+    return readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    throw usageError(`${file}: cannot read: ${(err as Error).message}`);
+  }
+}
+
+/** Every document of a file; empty documents (a lone `---`) are left out. */
+export function parseManifests(file: string, text: string): ManifestDocument[] {
+  const lineCounter = new LineCounter();
+  const docs = parseAllDocuments(text, { lineCounter });
+  const list = Array.isArray(docs) ? docs : [docs];
+  const out: ManifestDocument[] = [];
+  list.forEach((doc, index) => {
+    const at = (offset: number) => {
+      const pos = lineCounter.linePos(offset);
+      return { line: pos.line, column: pos.col };
+    };
+    const start = at(doc.contents?.range[0] ?? doc.range[0]);
+    const error = doc.errors[0];
+    if (error) {
+      const pos = error.linePos?.[0];
+      out.push({
+        file,
+        index,
+        line: start.line,
+        value: undefined,
+        syntaxError: {
+          message: error.message.split('\n')[0] ?? error.message,
+          line: pos?.line ?? start.line,
+          column: pos?.col ?? 1,
+        },
+        lineOf: () => ({ line: pos?.line ?? start.line, column: pos?.col ?? 1 }),
+      });
+      return;
+    }
+    const value: unknown = doc.toJS();
+    if (value === null || value === undefined) return;
+    out.push({
+      file,
+      index,
+      line: start.line,
+      value,
+      lineOf: (fieldPath) => at(offsetOf(doc, fieldPath) ?? doc.contents?.range[0] ?? 0),
+    });
+  });
+  return out;
+}
+
+/** `spec.methods[1]` → ['spec', 'methods', 1]; `[name=x]` keys as strings. */
+export function pathTokens(fieldPath: string): (string | number)[] {
+  const tokens: (string | number)[] = [];
+  for (const m of fieldPath.matchAll(/([^.[\]]+)|\[(\d+)\]|\[([^\]]*)\]/g)) {
+    if (m[1] !== undefined) tokens.push(m[1]);
+    else if (m[2] !== undefined) tokens.push(Number(m[2]));
+    else if (m[3] !== undefined) tokens.push(m[3]);
+  }
+  return tokens;
+}
+
+/** The source offset of the deepest node of the path that exists (a map key's, if any). */
+function offsetOf(doc: Document, fieldPath: string): number | undefined {
+  let node: unknown = doc.contents;
+  let offset: number | undefined = doc.contents?.range?.[0];
+  for (const token of pathTokens(fieldPath)) {
+    if (isMap(node)) {
+      const pair = node.items.find(
+        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(token),
+      );
+      if (!pair) break;
+      offset = (pair.key as YamlNode).range?.[0] ?? offset;
+      node = pair.value;
+    } else if (isSeq(node) && typeof token === 'number') {
+      const item = node.items[token] as YamlNode | undefined;
+      if (!item) break;
+      offset = item.range?.[0] ?? offset;
+      node = item;
+    } else break;
+  }
+  return offset;
+}

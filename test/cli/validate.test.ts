@@ -1,0 +1,214 @@
+// hookgate validate: the shipped examples pass; broken manifests fail with exit 1 and
+// each problem at its file, line and field path, in text, JSON and GitHub annotations;
+// path conflicts within the set report both triggers; other kinds are skipped.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { trigger, workflow } from '../support/manifests.ts';
+import { hookgate } from './run.ts';
+
+let dir: string;
+
+const BROKEN = `apiVersion: hookgate.dev/v1alpha1
+kind: Workflow
+metadata:
+  name: orders
+spec:
+  application: shop
+  environment: production
+  nodes:
+    - id: a
+      type: transform
+      expression: '$'
+---
+apiVersion: hookgate.dev/v1alpha1
+kind: WebhookTrigger
+metadata:
+  name: bad-method
+spec:
+  workflowRef:
+    name: orders
+  methods: [POST, FETCH]
+  response:
+    mode: immediateAck
+---
+apiVersion: hookgate.dev/v1alpha1
+kind: WebhookTrigger
+metadata:
+  name: sse-201
+spec:
+  workflowRef:
+    name: orders
+  pathSegment: stream
+  response:
+    mode: sseStream
+    statusCode: 201
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: unrelated
+`;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hookgate-validate-'));
+  await writeFile(join(dir, 'broken.yaml'), BROKEN);
+  await writeFile(
+    join(dir, 'conflict.yaml'),
+    [
+      workflow('orders', {}, { namespace: 'shop' }),
+      trigger('one', { pathSegment: 'items/:id' }, { namespace: 'shop' }),
+      trigger('two', { pathSegment: 'items/:itemId' }, { namespace: 'shop' }),
+      trigger('off', { pathSegment: 'items/:x', deploy: false }, { namespace: 'shop' }),
+    ]
+      .map((d) => stringify(d))
+      .join('---\n'),
+  );
+  await writeFile(join(dir, 'syntax.yaml'), 'kind: [unclosed\n  : : :\n');
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+// Each run is a Node process: minutes on a loaded machine are allowed, never assumed.
+describe('hookgate validate', { timeout: 180_000 }, () => {
+  it('passes on every shipped example, skipping the Secrets with a note', async () => {
+    const run = await hookgate(['validate', 'examples']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(
+      /examples\/orders-api-key\.yaml:\d+:1: note: v1 Secret orders-api-keys is not a hookgate resource: skipped/,
+    );
+    expect(run.stdout).toMatch(/5 file\(s\), 11 valid, 0 invalid, 3 skipped, 0 error\(s\)/);
+  });
+
+  it('reports each error at its file, line and field path, and exits 1', async () => {
+    const file = join(dir, 'broken.yaml');
+    const run = await hookgate(['validate', file]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(
+      `${file}:20:19: error: WebhookTrigger default/bad-method: spec.methods[1]: Unsupported value: "FETCH"`,
+    );
+    expect(run.stdout).toContain(
+      `${file}:34:5: error: WebhookTrigger default/sse-201: spec.response.statusCode: Invalid value: an SSE stream is always answered with 200 (document 3)`,
+    );
+    expect(run.stdout).toContain(
+      'note: v1 ConfigMap unrelated is not a hookgate resource: skipped',
+    );
+    expect(run.stdout).toContain('1 valid, 2 invalid, 1 skipped, 2 error(s)');
+  });
+
+  it('JSON output names file, document, line, field and reason', async () => {
+    const run = await hookgate(['validate', '-o', 'json', join(dir, 'broken.yaml')]);
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout) as { valid: boolean; errors: Record<string, unknown>[] };
+    expect(report.valid).toBe(false);
+    expect(report.errors[0]).toEqual({
+      file: join(dir, 'broken.yaml'),
+      document: 1,
+      line: 20,
+      column: 19,
+      object: 'WebhookTrigger default/bad-method',
+      field: 'spec.methods[1]',
+      message: expect.stringContaining('Unsupported value: "FETCH"'),
+      reason: 'FieldValueNotSupported',
+    });
+  });
+
+  it('GitHub output is one ::error workflow command per problem, escaped', async () => {
+    const run = await hookgate(['validate', '--output', 'github', join(dir, 'broken.yaml')]);
+    expect(run.code).toBe(1);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines[0]).toBe(
+      `::error file=${join(dir, 'broken.yaml')},line=20,col=19,title=WebhookTrigger default/bad-method spec.methods[1]::spec.methods[1]: Unsupported value: "FETCH": supported values: "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"`,
+    );
+    expect(lines.filter((l) => l.startsWith('::error '))).toHaveLength(2);
+    expect(lines.filter((l) => l.startsWith('::notice '))).toHaveLength(1);
+  });
+
+  it('two deployed triggers on one URL shape: both reported; an undeployed one is not', async () => {
+    const run = await hookgate(['validate', join(dir, 'conflict.yaml')]);
+    expect(run.code).toBe(1);
+    const conflicts = run.stdout.split('\n').filter((l) => l.includes('PathConflict'));
+    expect(conflicts).toHaveLength(2);
+    expect(conflicts[0]).toContain(
+      'WebhookTrigger shop/one: spec.pathSegment: PathConflict: /webhook/shop-production-orders/items/:id is also claimed by WebhookTrigger shop/two',
+    );
+    expect(conflicts[1]).toContain('WebhookTrigger shop/two');
+    expect(run.stdout).not.toContain('shop/off: spec.pathSegment');
+  });
+
+  it('a YAML syntax error is reported at its line; standard input works', async () => {
+    const run = await hookgate(['validate', join(dir, 'syntax.yaml')]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/syntax\.yaml:\d+:\d+: error: YAML syntax error/);
+    const stdin = await hookgate(['validate', '-'], { input: stringify(workflow('ok')) });
+    expect(stdin.code).toBe(0);
+    expect(stdin.stdout).toContain('1 valid');
+  });
+
+  it('bad usage exits 2 with the reason', async () => {
+    const [missing, flag, none, unknown] = await Promise.all([
+      hookgate(['validate', join(dir, 'nope.yaml')]),
+      hookgate(['validate', '--frobnicate', 'examples']),
+      hookgate(['validate']),
+      hookgate(['nonsense-command']),
+    ]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('nope.yaml: no such file or directory');
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toContain("Unknown option '--frobnicate'");
+    expect(none.code).toBe(2);
+    expect(unknown.code).toBe(2);
+  });
+});
+
+describe('hookgate crds, completion, version, openapi --file', { timeout: 180_000 }, () => {
+  it('crds prints both CRDs as one YAML stream', async () => {
+    const run = await hookgate(['crds']);
+    expect(run.code).toBe(0);
+    expect(run.stdout.match(/^kind: CustomResourceDefinition$/gm)).toHaveLength(2);
+    expect(run.stdout).toContain('name: webhooktriggers.hookgate.dev');
+    expect(run.stdout).not.toContain('{{');
+  });
+
+  it('completion scripts for bash and zsh; bash accepts its script', async () => {
+    const bash = await hookgate(['completion', 'bash']);
+    expect(bash.code).toBe(0);
+    expect(bash.stdout).toContain('complete -o filenames -F _hookgate hookgate');
+    const { execFileSync } = await import('node:child_process');
+    const words = execFileSync(
+      'bash',
+      [
+        '-c',
+        `${bash.stdout}\nCOMP_WORDS=(hookgate get tr); COMP_CWORD=2; _hookgate; echo "\${COMPREPLY[@]}"`,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(words.trim()).toBe('triggers');
+    const zsh = await hookgate(['completion', 'zsh']);
+    expect(zsh.stdout.startsWith('#compdef hookgate kubectl-hookgate')).toBe(true);
+    expect((await hookgate(['completion', 'fish'])).code).toBe(2);
+  });
+
+  it('version', async () => {
+    const run = await hookgate(['version', '-o', 'json']);
+    expect(JSON.parse(run.stdout)).toEqual({
+      version: expect.any(String),
+      apiVersion: 'hookgate.dev/v1alpha1',
+      node: process.version,
+    });
+  });
+
+  it('openapi --file builds a trigger document offline', async () => {
+    const run = await hookgate(['openapi', '-f', 'examples', 'default/orders-ingest']);
+    expect(run.code).toBe(0);
+    const doc = JSON.parse(run.stdout) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toEqual(['/webhook/default-production-orders/ingest']);
+    const missing = await hookgate(['openapi', '-f', 'examples', 'default/nope']);
+    expect(missing.code).toBe(1);
+  });
+});
