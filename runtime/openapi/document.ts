@@ -12,7 +12,7 @@ import {
 } from '../../api/v1alpha1/index.ts';
 import { CATALOGUE, PROBLEM_CONTENT_TYPE, problemType, type ErrorCode } from '../errors.ts';
 import { bodyFormatOf, XML_ROOT } from '../gateway/response-body.ts';
-import { signatureHeader } from '../gateway/security/auth/signature/schemes.ts';
+import { schemeOf as signatureSchemeOf } from '../gateway/security/auth/signature/schemes.ts';
 
 /** What a document needs of a deployed route (a RouteRecord has it all). */
 export interface OpenApiRoute {
@@ -333,18 +333,38 @@ function schemeOf(auth: Auth): Json {
         `signed with ${(b?.algorithms ?? []).join(', ')}.`,
     };
   }
-  if (auth.method === 'signature') {
-    const preset = auth.signature?.preset ?? 'generic';
-    return {
-      type: 'apiKey',
-      in: 'header',
-      name: auth.signature ? signatureHeader(auth.signature) : 'Signature',
-      description:
-        `An HMAC signature of the exact request body made with a shared secret (${preset} scheme; ` +
-        'see docs/signatures/). Not a key: each delivery carries its own.',
-    };
-  }
+  if (auth.method === 'signature') return signatureScheme(auth.signature);
   return oauth2Scheme(auth.oauth2);
+}
+
+/**
+ * A signed delivery: OpenAPI has no HMAC scheme, so it is an apiKey in the signature
+ * header, with the scheme (preset, algorithm, signed bytes, timestamp) described.
+ */
+function signatureScheme(signature: Auth['signature']): Json {
+  if (!signature) return { type: 'apiKey', in: 'header', name: 'X-Signature' };
+  const s = signatureSchemeOf(signature);
+  const signed = s.payload
+    .map((part) => (typeof part === 'string' ? `{${part}}` : part.literal.toString('utf8')))
+    .join('');
+  const extras = [
+    s.timestampHeader ? `the Unix time in ${s.timestampHeader}` : '',
+    s.idHeader ? `the delivery id in ${s.idHeader}` : '',
+  ].filter(Boolean);
+  return {
+    type: 'apiKey',
+    in: 'header',
+    name: s.header,
+    description:
+      `Not a key: an HMAC-${s.algorithm.toUpperCase()} signature (${s.encoding}) of ${signed} ` +
+      `made with the shared signing secret (preset ${signature.preset})` +
+      (extras.length > 0 ? `, sent with ${extras.join(' and ')}` : '') +
+      (s.timestamped
+        ? `; the signed time must be within ${signature.toleranceSeconds} s of the gateway's clock`
+        : '') +
+      (signature.rejectReplays ? '; a delivery is accepted once' : '') +
+      '. docs/signatures/.',
+  };
 }
 
 function oauth2Scheme(o: Auth['oauth2']): Json {
