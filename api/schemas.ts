@@ -11,6 +11,10 @@
 //     - arrays take the item schema when every element infers the same schema, otherwise
 //       items are not constrained; nested objects follow the same rules.
 //   Invalid JSON text (schema or example) is a configuration error with the spec's message.
+//   Learning (spec.schema.learning.enabled, automatic mode only): both input and output
+//   must still be present (the objects may be empty: `input: {}`), and a side with no
+//   jsonSchema, example or fields has no validator yet; its requests (or responses) are
+//   recorded as samples, from which the read API proposes a schema (docs/schemas.md).
 //
 // Violations are reported all at once (allErrors) as JSON Pointers into the body; a
 // missing required field points at the field itself (`/customer/email`), not its parent.
@@ -176,11 +180,13 @@ export function compileSchemas(
   addFormats(ajv);
   try {
     if (schema.mode === 'automatic') {
-      if (!isProvided(schema.input) || !isProvided(schema.output)) {
+      const learning = isLearning(schema);
+      const usable = (io: IoSchema | undefined) => isProvided(io) || (learning && !!io);
+      if (!usable(schema.input) || !usable(schema.output)) {
         return { error: MSG_AUTOMATIC_IO_BOTH };
       }
-      const inputSchema = automaticSchema(schema.input);
-      const outputSchema = automaticSchema(schema.output);
+      const inputSchema = schema.input ? automaticSchema(schema.input) : undefined;
+      const outputSchema = schema.output ? automaticSchema(schema.output) : undefined;
       return dropUndefined({
         input: compileOne(ajv, inputSchema, 'input'),
         output: compileOne(ajv, outputSchema, 'output'),
@@ -194,6 +200,11 @@ export function compileSchemas(
     if (error instanceof SchemaConfigError) return { error: error.message };
     throw error;
   }
+}
+
+/** Whether spec.schema records samples to learn from (automatic IO mode only). */
+export function isLearning(schema: SchemaSpec | undefined): boolean {
+  return schema?.mode === 'automatic' && schema.learning?.enabled === true;
 }
 
 function dropUndefined(schemas: CompiledSchemas): CompiledSchemas {

@@ -80,6 +80,29 @@ export const OutputSchema = Type.Object(
   { additionalProperties: false, description: 'The output schema.' },
 );
 
+/** The most samples a trigger may keep per side while learning (docs/schemas.md). */
+export const MAX_LEARNING_SAMPLES = 200;
+
+export const LearningSpec = Type.Object(
+  {
+    enabled: Type.Boolean({
+      default: false,
+      description:
+        'Automatic IO: record sample request bodies and workflow responses and propose schemas from them (GET /api/triggers/<ns>/<name>/schema-proposal). A side without jsonSchema or example is not validated while learning.',
+    }),
+    maxSamples: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_LEARNING_SAMPLES,
+        default: 50,
+        description: 'Samples kept per side (the newest); the bytes kept are bounded too.',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'Schema learning (automatic IO mode only).' },
+);
+export type LearningSpec = Static<typeof LearningSpec>;
+
 export const SchemaSpec = withRules(
   Type.Object(
     {
@@ -90,6 +113,7 @@ export const SchemaSpec = withRules(
       }),
       input: Type.Optional(InputSchema),
       output: Type.Optional(OutputSchema),
+      learning: Type.Optional(LearningSpec),
     },
     { additionalProperties: false, description: 'Input and output schemas of the endpoint.' },
   ),
@@ -98,6 +122,11 @@ export const SchemaSpec = withRules(
       rule: "self.mode != 'automatic' || (has(self.input) && has(self.output))",
       message: 'Please provide both input and output schemas for automatic IO mode.',
       reason: 'FieldValueRequired',
+    },
+    {
+      rule: "self.mode == 'automatic' || !has(self.learning) || !self.learning.enabled",
+      message: 'Schema learning needs automatic IO mode.',
+      reason: 'FieldValueInvalid',
     },
   ],
 );

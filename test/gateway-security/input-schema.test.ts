@@ -113,6 +113,37 @@ describe('manual mode', () => {
   });
 });
 
+describe('automatic mode while learning', () => {
+  const learning = { enabled: true };
+  it('has no validator for a side without jsonSchema, example or fields', () => {
+    const compiled = compileSchemas({ mode: 'automatic', input: {}, output: {}, learning });
+    expect(compiled).toEqual({});
+  });
+  it('still validates a side that has a schema', () => {
+    const compiled = compileSchemas({
+      mode: 'automatic',
+      input: {},
+      output: { example: '{"ok":true}' },
+      learning,
+    });
+    expect('error' in compiled).toBe(false);
+    expect(Object.keys(compiled)).toEqual(['output']);
+  });
+  it('still needs both sides, with the spec message, and valid JSON', () => {
+    expect(compileSchemas({ mode: 'automatic', input: {}, learning })).toEqual({
+      error: 'Please provide both input and output schemas for automatic IO mode.',
+    });
+    expect(
+      compileSchemas({ mode: 'automatic', input: { example: '{a' }, output: {}, learning }),
+    ).toEqual({ error: 'Make sure your schemas and examples are valid JSON format.' });
+  });
+  it('switched off, empty sides are refused as before', () => {
+    expect(
+      compileSchemas({ mode: 'automatic', input: {}, output: {}, learning: { enabled: false } }),
+    ).toEqual({ error: 'Please provide both input and output schemas for automatic IO mode.' });
+  });
+});
+
 describe('automatic mode', () => {
   it('requires both input and output (message verbatim)', () => {
     const message = 'Please provide both input and output schemas for automatic IO mode.';

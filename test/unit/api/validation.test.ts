@@ -132,6 +132,17 @@ describe('WebhookTrigger: accepted values and defaults', () => {
         },
       },
     ],
+    [
+      'automatic schema learning with empty sides',
+      {
+        schema: {
+          mode: 'automatic',
+          input: {},
+          output: {},
+          learning: { enabled: true, maxSamples: 20 },
+        },
+      },
+    ],
     ...(
       [
         'immediateAck',
@@ -313,6 +324,25 @@ describe('WebhookTrigger: bad values are rejected with a field path', () => {
       { schema: { mode: 'automatic', input: { example: '{}' } } },
       'spec.schema',
       'Please provide both input and output schemas for automatic IO mode.',
+    ],
+    [
+      'learning in manual mode',
+      { schema: { mode: 'manual', learning: { enabled: true } } },
+      'spec.schema',
+      'Schema learning needs automatic IO mode.',
+    ],
+    [
+      'learning without bound',
+      {
+        schema: {
+          mode: 'automatic',
+          input: {},
+          output: {},
+          learning: { enabled: true, maxSamples: 100000 },
+        },
+      },
+      'spec.schema.learning.maxSamples',
+      'less than or equal to 200',
     ],
     [
       'field type unknown',
