@@ -1,8 +1,9 @@
-// Serves the analytics dashboard: a static page (HTML, one vanilla JS module, CSS) at
-// /dashboard, its assets under /dashboard/<file>. The page reads the analytics API
-// (/api/analytics/*) and the gateway's live event stream (/webhook-events/*), both on
-// the same origin (the admin listener); it writes nothing. In a cluster it sends the
-// token typed into its Token field (docs/security.md); the page itself holds no data.
+// Serves the dashboard: static pages (HTML, vanilla JS modules, CSS): Analytics at
+// /dashboard and Flow Management at /dashboard/flows, their assets under
+// /dashboard/<file>. The pages read the admin API on the same origin (the admin
+// listener): analytics, triggers, executions and their event streams, the gateway's
+// live event stream; the only thing they send is Send Test Request. In a cluster they
+// send the token typed into the Token field (docs/security.md); the pages hold no data.
 import { readFileSync } from 'node:fs';
 import type { FastifyPluginCallback, FastifyReply } from 'fastify';
 
@@ -16,7 +17,15 @@ const TYPES: Record<string, string> = {
 };
 
 /** The page's assets: read once at registration, served from memory. */
-export const DASHBOARD_FILES = ['index.html', 'app.js', 'styles.css', 'favicon.svg'] as const;
+export const DASHBOARD_FILES = [
+  'index.html',
+  'flows.html',
+  'app.js',
+  'flows.js',
+  'common.js',
+  'styles.css',
+  'favicon.svg',
+] as const;
 
 const CSP = [
   "default-src 'none'",
@@ -61,6 +70,7 @@ export const dashboardRoutes: FastifyPluginCallback<DashboardOptions> = (app, op
   };
   app.get('/dashboard', (_request, reply) => send(reply, 'index.html'));
   app.get('/dashboard/', (_request, reply) => send(reply, 'index.html'));
+  app.get('/dashboard/flows', (_request, reply) => send(reply, 'flows.html'));
   app.get<{ Params: { file: string } }>('/dashboard/:file', (request, reply) =>
     send(reply, request.params.file),
   );

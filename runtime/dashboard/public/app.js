@@ -3,25 +3,11 @@
 // event stream (SSE at /webhook-events/<workflowId>/<pathSegment>). All data reaches
 // the page through textContent / attributes, never as HTML.
 // @ts-check
+import { $, bindToken, el, getJson, showProblem } from './common.js';
 
 const API = '/api/analytics';
 const REFRESH_MS = 30_000;
 const MAX_LOG = 500;
-
-/** @param {string} id */
-const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
-
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attrs]
- * @param {(Node | string)[]} [children]
- */
-function el(tag, attrs = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  for (const c of children) node.append(c);
-  return node;
-}
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
 /** @param {string} tag @param {Record<string, string | number>} attrs */
@@ -115,42 +101,6 @@ function fillApplications(apps) {
       : state.applications.length <= 2
         ? state.applications.join(', ')
         : `${state.applications.length} applications`;
-}
-
-// The admin API's bearer token (clusters; the dev server needs none), kept for this tab
-// only. A cookie carries it too, for the live stream (EventSource sends no headers);
-// the server takes the cookie for reads only.
-const TOKEN_KEY = 'hookgate.adminToken';
-
-/** @param {string} token */
-function setToken(token) {
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
-  else sessionStorage.removeItem(TOKEN_KEY);
-  const secure = location.protocol === 'https:' ? '; Secure' : '';
-  document.cookie = token
-    ? `hookgate_admin_token=${encodeURIComponent(token)}; Path=/; SameSite=Strict${secure}`
-    : 'hookgate_admin_token=; Path=/; Max-Age=0; SameSite=Strict';
-}
-
-/** @param {string} url */
-async function getJson(url) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
-  const res = await fetch(url, {
-    headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-  });
-  const body = await res.json().catch(() => null);
-  if (!res.ok) {
-    const detail = body && typeof body.detail === 'string' ? body.detail : res.statusText;
-    throw new Error(`${res.status}: ${detail}`);
-  }
-  return body;
-}
-
-/** @param {string} [message] */
-function showProblem(message) {
-  const box = $('problem');
-  box.hidden = !message;
-  box.textContent = message ?? '';
 }
 
 // ---------------------------------------------------------------- rendering
@@ -403,12 +353,7 @@ function bindFilters() {
     void load();
   });
   $('refresh').addEventListener('click', () => void load());
-  const tokenField = /** @type {HTMLInputElement} */ ($('admin-token'));
-  tokenField.value = sessionStorage.getItem(TOKEN_KEY) ?? '';
-  tokenField.addEventListener('change', () => {
-    setToken(tokenField.value.trim());
-    void load();
-  });
+  bindToken(() => void load());
   setInterval(() => {
     if (/** @type {HTMLInputElement} */ ($('auto-refresh')).checked) void load();
   }, REFRESH_MS);

@@ -1,0 +1,209 @@
+// Flow Management in headless Chromium over the real runtime (`npm start`'s): the
+// trigger list with URLs to copy, a trigger's page with Test and Deploy (Send Test
+// Request, its checks and refusals), recent executions and their per-run logs
+// followed live, on a desktop and a phone-width screen. Screenshots are kept in
+// test-results/.
+import { mkdir } from 'node:fs/promises';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { secret, trigger, workflow } from '../support/manifests.ts';
+import { CHROMIUM, CHROMIUM_FLAGS, skipBrowserTests } from '../support/chromium.ts';
+
+const skip = skipBrowserTests();
+
+const ORDER_FIELDS = [
+  { name: 'orderId', type: 'string', required: true, value: 'A-1' },
+  { name: 'total', type: 'number', required: true, value: 12.5 },
+];
+
+const manifests = [
+  secret('keys', { acme: 'key-acme-1' }),
+  workflow('orders', {
+    nodes: [
+      {
+        id: 'shape',
+        type: 'transform',
+        expression: '{ "order": body.orderId, "total": body.total }',
+      },
+    ],
+  }),
+  workflow('slow', {
+    nodes: [
+      { id: 'wait', type: 'delay', duration: '1500ms' },
+      { id: 'done', type: 'transform', expression: '{ "done": true }' },
+    ],
+  }),
+  trigger('ingest', {
+    workflowRef: { name: 'orders' },
+    pathSegment: 'ingest',
+    auth: { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } },
+    testCredentials: { type: 'apiKey', secretRef: { name: 'keys', key: 'acme' } },
+    schema: { mode: 'manual', input: { fields: ORDER_FIELDS } },
+    response: { mode: 'waitForCompletion' },
+  }),
+  trigger('locked', {
+    workflowRef: { name: 'orders' },
+    pathSegment: 'locked',
+    auth: { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } },
+  }),
+  trigger('secure', {
+    workflowRef: { name: 'slow' },
+    pathSegment: 'secure',
+    requireHttps: true,
+    response: { mode: 'immediateAck' },
+  }),
+];
+
+describe.skipIf(skip)('Flow Management in Chromium', () => {
+  let rt: TestRuntime;
+  let admin: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+
+  beforeAll(async () => {
+    rt = await startRuntime();
+    await rt.apply('flows.yaml', manifests, ['ingest', 'secure']);
+    admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: admin });
+    page = await context.newPage();
+    await mkdir('test-results', { recursive: true });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await rt?.stop();
+  });
+
+  const open = async (name: string) => {
+    await page.goto(`${admin}/dashboard/flows?trigger=default/${name}`);
+    await expect.poll(() => page.textContent('#trigger-title')).toBe(`default/${name}`);
+    await page.waitForSelector('#conditions li');
+  };
+
+  it('lists every trigger with its state, URL (copied by its button), methods, auth and mode', async () => {
+    await page.goto(`${admin}/dashboard/flows`);
+    await expect.poll(() => page.locator('#triggers tbody tr').count()).toBe(3);
+    const row = page.locator('#triggers tbody tr', { hasText: 'default/ingest' });
+    const url = (await row.locator('td.url code').textContent()) ?? '';
+    expect(url).toMatch(/^http:\/\/localhost\/webhook\/.+\/ingest$/);
+    expect(await row.textContent()).toContain('apiKey');
+    expect(await row.textContent()).toContain('waitForCompletion');
+    expect(await row.locator('.badge').textContent()).toBe('Ready');
+    await row.getByRole('button', { name: /Copy the URL/ }).click();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(url);
+    await page.screenshot({ path: 'test-results/flows-list.png', fullPage: true });
+  });
+
+  it('opens a trigger from the list with the keyboard alone', async () => {
+    await page.goto(`${admin}/dashboard/flows`);
+    await page.waitForSelector('#triggers tbody tr');
+    const link = page.getByRole('link', { name: 'default/ingest' });
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.textContent('#trigger-title')).toBe('default/ingest');
+    expect(page.url()).toContain('trigger=default%2Fingest');
+    // Every form control has an accessible name.
+    const unnamed = await page.evaluate(() =>
+      [...document.querySelectorAll('input, select, textarea, button')]
+        .filter((e) => !(e as HTMLElement).hidden && (e as HTMLElement).offsetParent !== null)
+        .filter((e) => {
+          const labelled = (e as HTMLInputElement).labels?.length ?? 0;
+          return !labelled && !e.getAttribute('aria-label') && !e.textContent?.trim();
+        })
+        .map((e) => e.outerHTML),
+    );
+    expect(unnamed).toEqual([]);
+  });
+
+  it('Test and Deploy: the body starts from the fields’ values, is checked, is sent; the response shows below', async () => {
+    await open('ingest');
+    const body = JSON.parse(await page.inputValue('#test-body')) as unknown;
+    expect(body).toEqual({ orderId: 'A-1', total: 12.5 });
+    expect(await page.textContent('#body-check')).toContain('matches the input schema');
+    expect(await page.textContent('#cred-status')).toContain('saved');
+    // The saved credentials: hidden, then shown (where they come from, never the value).
+    expect(await page.isHidden('#cred-detail')).toBe(true);
+    await page.click('#cred-toggle');
+    expect(await page.textContent('#cred-detail')).toContain('Secret keys, key acme');
+    expect(await page.textContent('#cred-detail')).not.toContain('key-acme-1');
+    await page.click('#send-test');
+    await page.waitForSelector('#test-response:not([hidden])');
+    expect(await page.textContent('#response-status')).toBe('200');
+    expect(await page.textContent('#response-body')).toContain('"order": "A-1"');
+    expect(await page.textContent('#response-time')).toMatch(/in \d+(\.\d+)? ms/);
+    expect(await page.textContent('#response-headers')).toContain('content-type');
+    // The execution appears in the list; its log shows the node with its output.
+    await expect.poll(() => page.locator('#executions tbody tr').count()).toBeGreaterThan(0);
+    await page.locator('#executions tbody tr').first().getByRole('button').click();
+    await page.waitForSelector('#run-log li');
+    expect(await page.textContent('#run-log')).toContain('shape');
+    expect(await page.textContent('#run-log')).toContain('"order":"A-1"');
+    await page.screenshot({ path: 'test-results/flows-trigger.png', fullPage: true });
+  });
+
+  it('an invalid JSON body or a missing required field is said, and sending waits for a fix', async () => {
+    await open('ingest');
+    await page.fill('#test-body', '{"orderId": ');
+    expect(await page.textContent('#body-check')).toContain('Not valid JSON');
+    expect(await page.isDisabled('#send-test')).toBe(true);
+    await page.fill('#test-body', '{"total": "ten"}');
+    const check = await page.textContent('#body-check');
+    expect(check).toContain('orderId is required');
+    expect(check).toContain('total must be a number');
+    expect(await page.isDisabled('#send-test')).toBe(true);
+    await page.fill('#test-body', '{"orderId": "B-2", "total": 3}');
+    expect(await page.isDisabled('#send-test')).toBe(false);
+  });
+
+  it('without saved credentials, Send Test Request stays disabled and says why', async () => {
+    await open('locked');
+    expect(await page.textContent('#cred-status')).toContain('No test credentials saved');
+    expect(await page.isDisabled('#send-test')).toBe(true);
+  });
+
+  it('reaches an endpoint that requires HTTPS, and follows the slow run live to its end', async () => {
+    await open('secure');
+    await page.click('#send-test');
+    await page.waitForSelector('#test-response:not([hidden])');
+    expect(await page.textContent('#response-status')).toBe('202');
+    await expect.poll(() => page.locator('#executions tbody tr').count()).toBe(1);
+    await page.locator('#executions tbody tr').first().getByRole('button').click();
+    await page.waitForSelector('#run-live:not([hidden])');
+    await expect
+      .poll(() => page.textContent('#run-summary'), { timeout: 15_000 })
+      .toContain('succeeded');
+    expect(await page.textContent('#run-log')).toContain('done');
+    expect(await page.textContent('#run-live')).toBe('Finished');
+  });
+
+  it('a trigger deleted while its page is open: sending says so clearly', async () => {
+    await open('ingest');
+    await rt.apply(
+      'flows.yaml',
+      manifests.filter((m) => m.metadata.name !== 'ingest'),
+      ['secure'],
+    );
+    await page.click('#send-test');
+    await expect.poll(() => page.textContent('#problem')).toContain('no longer deployed');
+    expect(await page.isHidden('#problem')).toBe(false);
+    await page.reload();
+    await expect.poll(() => page.textContent('#problem')).toContain('does not exist');
+    await rt.apply('flows.yaml', manifests, ['ingest', 'secure']);
+  });
+
+  it('works on a phone-width screen: nothing wider than the screen but the scrolling tables', async () => {
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 390, height: 844 });
+    await phone.goto(`${admin}/dashboard/flows?trigger=default/ingest`);
+    await phone.waitForSelector('#conditions li');
+    const overflow = await phone.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
+    expect(overflow).toBeLessThanOrEqual(0);
+    await phone.screenshot({ path: 'test-results/flows-phone.png', fullPage: true });
+    await phone.close();
+  });
+});
