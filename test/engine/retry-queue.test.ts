@@ -9,6 +9,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { RetryPolicy, WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../../api/records/redis-store.ts';
+import { MemoryRecordStore } from '../../api/records/memory-store.ts';
+import { createHttpApp } from '../../runtime/http-app.ts';
+import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
 import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
@@ -247,6 +250,94 @@ describe.skipIf(!redisAvailable())('execution retries through the Redis queue', 
     const after = await g.store.get(queued.id);
     expect(after).toMatchObject({ status: 'queued', log: [] });
     expect(after?.attempt).toBeUndefined();
+  });
+
+  it('admin recovery through the queue: bulk retry of dead letters and replay (ok, schema now rejects, trigger gone)', async () => {
+    // Fails until failUntil, two attempts 50 ms apart: dead-lettered; once the time has
+    // passed, a retry or a replay succeeds.
+    const target = deploy(flaky, onFail(2, '50ms'));
+    const g = gateway();
+    const routes = new MemoryRecordStore<RouteRecord>();
+    const current = targets.get(KEY) as JobTarget;
+    await routes.put(KEY, current.route);
+    const { app } = createHttpApp({});
+    recoveryRoutes(app, {
+      engine: g.engine,
+      routes,
+      workflow: (id) => (id === current.workflow.workflowId ? current.workflow : undefined),
+      deadLetters: g.deadLetters,
+    });
+    closers.push(() => app.close());
+    await worker().start();
+    const failUntil = Date.now() + 1_500;
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const queued = await g.engine.start({ ...target, input: trigger({ n: i, failUntil }) });
+      ids.push(queued.id);
+    }
+    for (const id of ids) expect((await settled(g, id)).deadLetteredAt).toBeDefined();
+    await eventually(async () => expect(await g.deadLetters.count()).toBe(3));
+    await sleep(Math.max(0, failUntil - Date.now()) + 50);
+    const bulk = async () =>
+      (
+        await app.inject({
+          method: 'POST',
+          url: '/api/dead-letters/retry',
+          payload: { namespace: 'shop' },
+        })
+      ).json<{
+        matched: number;
+        retried: number;
+        executions: { executionId: string; replayOf: string }[];
+      }>();
+    const [a, b] = await Promise.all([bulk(), bulk()]);
+    expect(a.retried + b.retried).toBe(3);
+    const runs = [...a.executions, ...b.executions];
+    expect(runs.map((r) => r.replayOf).sort()).toEqual([...ids].sort());
+    for (const r of runs) {
+      expect(await settled(g, r.executionId)).toMatchObject({
+        status: 'succeeded',
+        replayOf: r.replayOf,
+      });
+    }
+    expect(await bulk()).toMatchObject({ matched: 0, retried: 0 });
+    expect(await g.deadLetters.count()).toBe(0);
+
+    // Replay of a finished execution: a new one, run by the worker.
+    const replayed = await app.inject({ method: 'POST', url: `/api/executions/${ids[0]}/replay` });
+    expect(replayed.statusCode, replayed.body).toBe(202);
+    const replay = replayed.json<{ executionId: string }>();
+    expect(await settled(g, replay.executionId)).toMatchObject({
+      status: 'succeeded',
+      replayOf: ids[0],
+      output: { done: 0 },
+    });
+    // The input schema now wants n to be a string: 422 with the violation.
+    const strict: RouteRecord = {
+      ...current.route,
+      generation: 2,
+      spec: {
+        ...current.route.spec,
+        schema: {
+          mode: 'manual',
+          input: { fields: [{ name: 'n', type: 'string', required: true }] },
+        },
+      } as RouteRecord['spec'],
+    };
+    await routes.put(KEY, strict);
+    const rejected = await app.inject({ method: 'POST', url: `/api/executions/${ids[1]}/replay` });
+    expect(rejected.statusCode).toBe(422);
+    expect(rejected.json()).toMatchObject({
+      type: 'https://hookgate.dev/problems/replay-schema-rejected',
+      errors: [expect.objectContaining({ pointer: '/n' })],
+    });
+    // The trigger is gone: 409.
+    await routes.delete(KEY);
+    const gone = await app.inject({ method: 'POST', url: `/api/executions/${ids[1]}/replay` });
+    expect(gone.statusCode).toBe(409);
+    expect(gone.json()).toMatchObject({
+      type: 'https://hookgate.dev/problems/replay-trigger-gone',
+    });
   });
 
   describe('a worker process killed with SIGKILL', () => {

@@ -207,6 +207,39 @@ describe('admin listener with Kubernetes authentication', () => {
     expect(ok.json<{ response: { statusCode: number } }>().response.statusCode).toBe(202);
   });
 
+  it('replay and dead-letter retries need the same right as a test request', async () => {
+    const replay = (ns: string, token: string) =>
+      rt.admin.inject({
+        method: 'POST',
+        url: `/api/executions/${ids[ns]}/replay`,
+        headers: bearer(token),
+      });
+    // alice reads team-a but may not test there; tess may not test in team-b.
+    problem(await replay('team-a', TOKENS.alice), 403, 'admin-forbidden');
+    problem(await replay('team-b', TOKENS.tess), 403, 'admin-forbidden');
+    const ok = await replay('team-a', TOKENS.tess);
+    expect(ok.statusCode, ok.body).toBe(202);
+    expect(ok.json<{ replayOf: string }>().replayOf).toBe(ids['team-a']);
+    // Bulk retries are checked for the namespace (or cluster-wide) before anything runs.
+    const bulk = (token: string, payload: object) =>
+      rt.admin.inject({
+        method: 'POST',
+        url: '/api/dead-letters/retry',
+        headers: bearer(token),
+        payload,
+      });
+    problem(await bulk(TOKENS.alice, { namespace: 'team-a' }), 403, 'admin-forbidden');
+    problem(await bulk(TOKENS.tess, {}), 403, 'admin-forbidden');
+    expect((await bulk(TOKENS.tess, { namespace: 'team-a' })).json()).toMatchObject({
+      matched: 0,
+      retried: 0,
+    });
+    // The list needs a token, and shows only namespaces the user may read.
+    problem(await rt.admin.inject({ url: '/api/dead-letters' }), 401, 'admin-unauthenticated');
+    const listed = await rt.admin.inject({ url: '/api/dead-letters', headers: bearer(TOKENS.bob) });
+    expect(listed.json()).toEqual({ items: [] });
+  });
+
   it('analytics span every namespace: a cluster-wide list is needed', async () => {
     const url = '/api/analytics/summary?window=5m';
     problem(await rt.admin.inject({ url, headers: bearer(TOKENS.alice) }), 403, 'admin-forbidden');
