@@ -68,6 +68,11 @@ function outboundFromConfig(): { outbound?: OutboundArgs } {
   return outbound ? { outbound } : {};
 }
 
+/** `{ key: value }` when the config sets it, else nothing (so the chart default applies). */
+function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
+}
+
 const hookgate = new HookgateDeployment('hookgate', {
   namespace: config.get('namespace') ?? 'hookgate',
   createNamespace: config.getBoolean('createNamespace') ?? true,
@@ -86,6 +91,11 @@ const hookgate = new HookgateDeployment('hookgate', {
   workerClaimIdleMs: config.getNumber('workerClaimIdleMs'),
   baseUrl: config.require('baseUrl'),
   trustedProxies: config.getObject<string[]>('trustedProxies') ?? [],
+  redisClient: {
+    ...optional('commandTimeoutMs', config.getNumber('redisCommandTimeoutMs')),
+    ...optional('breakerFailures', config.getNumber('redisBreakerFailures')),
+    ...optional('breakerOpenMs', config.getNumber('redisBreakerOpenMs')),
+  },
   redis: redisFromConfig(),
   crds: config.getBoolean('crds') ?? true,
   serviceMonitor: config.getBoolean('serviceMonitor') ?? false,

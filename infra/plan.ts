@@ -54,6 +54,17 @@ export const DEFAULT_EXECUTIONS = {
   /** HOOKGATE_WORKER_CLAIM_IDLE_MS: ms before an abandoned job runs on another worker. */
   workerClaimIdleMs: 60_000,
 } as const satisfies Record<string, string | number>;
+/** The chart's defaults (config.redisClient) for every role's Redis clients. */
+export const DEFAULT_REDIS_CLIENT = {
+  /** HOOKGATE_REDIS_COMMAND_TIMEOUT_MS: longest wait for one Redis command. */
+  commandTimeoutMs: 1_000,
+  /** HOOKGATE_REDIS_BREAKER_FAILURES: failures in a row that open a gateway's breaker. */
+  breakerFailures: 5,
+  /** HOOKGATE_REDIS_BREAKER_OPEN_MS: ms the open breaker waits before it probes. */
+  breakerOpenMs: 1_000,
+} as const;
+export type RedisClientArgs = { -readonly [K in keyof typeof DEFAULT_REDIS_CLIENT]: number };
+
 /** Smallest claim-idle time the chart accepts (values.schema.json). */
 export const MIN_CLAIM_IDLE_MS = 1000;
 
@@ -106,6 +117,8 @@ export interface PlanArgs<Url = string> {
   baseUrl: string;
   /** CIDRs whose X-Forwarded-* headers the gateway trusts. */
   trustedProxies?: string[];
+  /** Redis command timeout and the gateways' circuit breaker (chart config.redisClient). */
+  redisClient?: Partial<RedisClientArgs>;
   /** Default `{ chart: {} }`: the chart's Redis with its defaults. */
   redis?: RedisSource<Url>;
   /**
@@ -156,6 +169,7 @@ export interface ResolvedArgs<Url = string> {
   workerClaimIdleMs: number;
   baseUrl: string;
   trustedProxies: string[];
+  redisClient: RedisClientArgs;
   redis: RedisSource<Url>;
   crds: boolean;
   serviceMonitor: boolean;
@@ -190,6 +204,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     workerClaimIdleMs: args.workerClaimIdleMs ?? DEFAULT_EXECUTIONS.workerClaimIdleMs,
     baseUrl: args.baseUrl.replace(/\/+$/, ''),
     trustedProxies: args.trustedProxies ?? [],
+    redisClient: { ...DEFAULT_REDIS_CLIENT, ...args.redisClient },
     redis: args.redis ?? { chart: {} },
     crds: args.crds ?? true,
     serviceMonitor: args.serviceMonitor ?? false,
@@ -235,6 +250,9 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
     ['maxQueued', r.maxQueued, 1],
     ['workerConcurrency', r.workerConcurrency, 1],
     ['workerClaimIdleMs', r.workerClaimIdleMs, MIN_CLAIM_IDLE_MS],
+    ['redisClient.commandTimeoutMs', r.redisClient.commandTimeoutMs, 1],
+    ['redisClient.breakerFailures', r.redisClient.breakerFailures, 1],
+    ['redisClient.breakerOpenMs', r.redisClient.breakerOpenMs, 1],
   ];
   for (const [key, n, min] of minimums) {
     if (!Number.isInteger(n) || n < min) {
@@ -414,7 +432,12 @@ export function chartPath(cwd: string = process.cwd()): string {
 export interface ChartValues {
   image: { repository: string; tag: string };
   crds: { enabled: boolean };
-  config: { baseUrl: string; trustedProxies: string[]; logLevel: string };
+  config: {
+    baseUrl: string;
+    trustedProxies: string[];
+    logLevel: string;
+    redisClient: RedisClientArgs;
+  };
   redis: {
     enabled: boolean;
     persistence?: { size?: string; storageClass?: string };
@@ -442,7 +465,12 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
   return {
     image: { repository: r.image.repository, tag: r.image.tag },
     crds: { enabled: r.crds },
-    config: { baseUrl: r.baseUrl, trustedProxies: r.trustedProxies, logLevel: r.logLevel },
+    config: {
+      baseUrl: r.baseUrl,
+      trustedProxies: r.trustedProxies,
+      logLevel: r.logLevel,
+      redisClient: r.redisClient,
+    },
     ...redisValues(r),
     operator: {
       replicas: r.replicas.operator,

@@ -292,6 +292,9 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     // Renewals run at most every 100 ms: shorter claim times would steal running jobs.
     expect(await renderError('worker.claimIdleMs=500')).toMatch(/\/worker\/claimIdleMs/);
     expect(await renderError('config.logLevel=verbose')).toMatch(/\/config\/logLevel/);
+    expect(await renderError('config.redisClient.commandTimeoutMs=0')).toMatch(
+      /\/config\/redisClient\/commandTimeoutMs/,
+    );
     expect(await renderError('redis.enabled=false', 'externalRedis.url=http://redis:6379')).toMatch(
       /\/externalRedis\/url/,
     );
@@ -843,6 +846,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'config.baseUrl=https://hooks.example.com/',
       'config.trustedProxies={10.0.0.0/8,192.168.0.0/16}',
       'config.logLevel=debug',
+      'config.redisClient.commandTimeoutMs=250',
+      'config.redisClient.breakerOpenMs=2000',
       ...EXTERNAL_REDIS_SECRET,
       'image.tag=1.2.3',
       'metrics.port=9464',
@@ -854,6 +859,9 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       expect(e.get('HOOKGATE_BASE_URL')?.value).toBe('https://hooks.example.com');
       expect(e.get('LOG_LEVEL')?.value).toBe('debug');
       expect(e.get('METRICS_PORT')?.value).toBe('9464');
+      expect(e.get('HOOKGATE_REDIS_COMMAND_TIMEOUT_MS')?.value).toBe('250');
+      expect(e.get('HOOKGATE_REDIS_BREAKER_FAILURES')?.value).toBe('5');
+      expect(e.get('HOOKGATE_REDIS_BREAKER_OPEN_MS')?.value).toBe('2000');
       expect(e.get('REDIS_URL')).toEqual({
         name: 'REDIS_URL',
         valueFrom: { secretKeyRef: { name: 'my-redis', key: 'redis-url' } },

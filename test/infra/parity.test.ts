@@ -118,6 +118,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
         namespaces: { payments: { allow: ['*.payments.svc.cluster.local'] } },
       },
       secretNamespaces: ['team-a', 'team-b'],
+      redisClient: { commandTimeoutMs: 250, breakerOpenMs: 3000 },
     });
     const file = join(work, 'component-values-edge.json');
     writeFileSync(file, JSON.stringify(values));
@@ -132,6 +133,8 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'outbound.deny={*.kube-system.svc.cluster.local}'],
       ...['--set', 'outbound.namespaces.payments.allow={*.payments.svc.cluster.local}'],
       ...['--set', 'rbac.secretNamespaces={team-a,team-b}'],
+      ...['--set', 'config.redisClient.commandTimeoutMs=250'],
+      ...['--set', 'config.redisClient.breakerOpenMs=3000'],
     ]);
     expect(fromPulumi).toEqual(fromHelm);
     expect(names(fromPulumi)).toContain('Role/edge-hookgate-operator-secrets');

@@ -43,6 +43,7 @@ describe('resolveArgs', () => {
       workerClaimIdleMs: 60_000,
       baseUrl: 'https://hooks.example.com',
       trustedProxies: [],
+      redisClient: { commandTimeoutMs: 1000, breakerFailures: 5, breakerOpenMs: 1000 },
       redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
       crds: true,
       serviceMonitor: false,
@@ -84,6 +85,21 @@ describe('resolveArgs', () => {
       claimIdleMs: chart.worker.claimIdleMs,
     });
     expect(DEFAULT_REPLICAS.operator).toBe(chart.operator.replicas);
+    const config = (
+      parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
+        config: { redisClient: object };
+      }
+    ).config;
+    expect(chartValues(r).config.redisClient).toEqual(config.redisClient);
+  });
+
+  it('refuses Redis client settings below 1', () => {
+    expect(
+      validateArgs({ ...valid, redisClient: { commandTimeoutMs: 0, breakerOpenMs: 1.5 } }),
+    ).toEqual([
+      'redisClient.commandTimeoutMs must be a whole number >= 1, got 0',
+      'redisClient.breakerOpenMs must be a whole number >= 1, got 1.5',
+    ]);
   });
 });
 
@@ -299,6 +315,7 @@ describe('chartValues', () => {
         baseUrl: 'https://hooks.example.com',
         trustedProxies: ['10.0.0.0/8'],
         logLevel: 'debug',
+        redisClient: { commandTimeoutMs: 1000, breakerFailures: 5, breakerOpenMs: 1000 },
       },
       redis: { enabled: false },
       externalRedis: {

@@ -94,6 +94,12 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
   value: {{ .Values.metrics.port | quote }}
 - name: LOG_LEVEL
   value: {{ .Values.config.logLevel | quote }}
+- name: HOOKGATE_REDIS_COMMAND_TIMEOUT_MS
+  value: {{ .Values.config.redisClient.commandTimeoutMs | int64 | quote }}
+- name: HOOKGATE_REDIS_BREAKER_FAILURES
+  value: {{ .Values.config.redisClient.breakerFailures | int64 | quote }}
+- name: HOOKGATE_REDIS_BREAKER_OPEN_MS
+  value: {{ .Values.config.redisClient.breakerOpenMs | int64 | quote }}
 - name: HOOKGATE_BASE_URL
   value: {{ include "hookgate.baseUrl" . | quote }}
 {{ include "hookgate.redisEnv" . }}
