@@ -42,6 +42,15 @@ const manifests = [
     schema: { mode: 'manual', input: { fields: ORDER_FIELDS } },
     response: { mode: 'waitForCompletion' },
   }),
+  workflow('doomed', {
+    nodes: [{ id: 'boom', type: 'fail', expression: '"always fails"' }],
+    retry: { attempts: 1, on: ['fail'] },
+  }),
+  trigger('doomed', {
+    workflowRef: { name: 'doomed' },
+    pathSegment: 'doomed',
+    response: { mode: 'immediateAck' },
+  }),
   trigger('locked', {
     workflowRef: { name: 'orders' },
     pathSegment: 'locked',
@@ -64,7 +73,7 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
 
   beforeAll(async () => {
     rt = await startRuntime();
-    await rt.apply('flows.yaml', manifests, ['ingest', 'secure']);
+    await rt.apply('flows.yaml', manifests, ['ingest', 'secure', 'doomed']);
     admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -85,7 +94,7 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
 
   it('lists every trigger with its state, URL (copied by its button), methods, auth and mode', async () => {
     await page.goto(`${admin}/dashboard/flows`);
-    await expect.poll(() => page.locator('#triggers tbody tr').count()).toBe(3);
+    await expect.poll(() => page.locator('#triggers tbody tr').count()).toBe(4);
     const row = page.locator('#triggers tbody tr', { hasText: 'default/ingest' });
     const url = (await row.locator('td.url code').textContent()) ?? '';
     expect(url).toMatch(/^http:\/\/localhost\/webhook\/.+\/ingest$/);
@@ -177,7 +186,34 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
       .toContain('succeeded');
     expect(await page.textContent('#run-log')).toContain('done');
     expect(await page.textContent('#run-live')).toBe('Finished');
-  });
+  }, 60_000);
+
+  it('replays an execution as a new one linked to it, and retries a dead letter', async () => {
+    await open('ingest');
+    await page.click('#send-test');
+    await page.waitForSelector('#test-response:not([hidden])');
+    await page.locator('#executions tbody tr').first().getByRole('button').click();
+    await page.waitForSelector('#run-log li');
+    const original = ((await page.textContent('#run-title')) ?? '').split(' · ')[1];
+    await page.click('#replay');
+    await expect.poll(() => page.textContent('#run-summary')).toContain(`replay of ${original}`);
+    await expect.poll(() => page.textContent('#run-summary')).toContain('succeeded');
+    // A dead letter: the doomed workflow fails once, with no attempt left.
+    await open('doomed');
+    await page.click('#send-test');
+    await page.waitForSelector('#test-response:not([hidden])');
+    await expect.poll(() => page.locator('#executions tbody tr').count()).toBe(1);
+    await page.locator('#executions tbody tr').first().getByRole('button').click();
+    await expect.poll(() => page.isVisible('#retry-dead'), { timeout: 10_000 }).toBe(true);
+    expect(await page.textContent('#run-action-status')).toContain('Dead-lettered');
+    await page.click('#retry-dead');
+    await expect.poll(() => page.textContent('#run-summary')).toContain('replay of');
+    // Retrying the same dead letter twice: the second is refused, and says so.
+    await page.locator('#executions tbody tr').last().getByRole('button').click();
+    await page.waitForSelector('#retry-dead:not([hidden])');
+    await page.click('#retry-dead');
+    await expect.poll(() => page.textContent('#problem')).toContain('Retry refused');
+  }, 60_000);
 
   it('a trigger deleted while its page is open: sending says so clearly', async () => {
     await open('ingest');

@@ -398,6 +398,10 @@ async function renderRun(id) {
       ]),
     ),
   );
+  $('retry-dead').hidden = !x.deadLetteredAt;
+  $('run-action-status').textContent = x.deadLetteredAt
+    ? `Dead-lettered ${new Date(x.deadLetteredAt).toLocaleString()} after ${x.attempt ?? 1} attempt(s).`
+    : '';
   const failure = $('run-error');
   failure.hidden = !x.error;
   failure.textContent = x.error ? JSON.stringify(x.error, null, 2) : '';
@@ -441,6 +445,29 @@ function closeRun(forget = true) {
   }
 }
 
+/**
+ * Replay (any execution) or retry out of the dead-letter list: a new execution linked
+ * to this one, through the trigger as it is now; its log opens.
+ * @param {'replay' | 'retry'} action
+ */
+async function rerun(action) {
+  const id = state.runId;
+  if (!id) return;
+  const url =
+    action === 'replay'
+      ? `/api/executions/${encodeURIComponent(id)}/replay`
+      : `/api/dead-letters/${encodeURIComponent(id)}/retry`;
+  try {
+    const answer = await requestJson(url, { method: 'POST' });
+    showProblem();
+    await loadExecutions();
+    await openRun(answer.executionId);
+    $('run-action-status').textContent = `${action === 'replay' ? 'Replay' : 'Retry'} of ${id}.`;
+  } catch (error) {
+    showProblem(`${action === 'replay' ? 'Replay' : 'Retry'} refused: ${errorText(error)}`);
+  }
+}
+
 // ---------------------------------------------------------------- start
 
 async function route() {
@@ -480,6 +507,8 @@ $('cred-toggle').addEventListener('click', () => {
 $('test-body').addEventListener('input', () => checkBody());
 $('send-test').addEventListener('click', () => void sendTest());
 $('reload-executions').addEventListener('click', () => void loadExecutions());
+$('replay').addEventListener('click', () => void rerun('replay'));
+$('retry-dead').addEventListener('click', () => void rerun('retry'));
 $('refresh').addEventListener('click', () => void route());
 window.addEventListener('popstate', () => void route());
 bindToken(() => void route());
