@@ -78,7 +78,7 @@ export async function getCommand(argv: string[]): Promise<ExitCode> {
   const name = positionals[1];
   if (!['table', 'wide', 'json', 'yaml'].includes(values.output))
     throw usageError(`--output must be table, wide, json or yaml, not "${values.output}"`);
-  const useServer = values.server !== undefined || process.env.HOOKGATE_SERVER !== undefined;
+  const useServer = (values.server ?? process.env.HOOKGATE_SERVER ?? '') !== '';
   if (kind === 'executions') {
     if (!useServer) throw usageError('executions are kept by the gateways: name one with --server');
     const rows = await executions(new AdminClient(values), values);
