@@ -322,7 +322,7 @@ describe.skipIf(!redisAvailable())('execution retries through the Redis queue', 
           mode: 'manual',
           input: { fields: [{ name: 'n', type: 'string', required: true }] },
         },
-      } as RouteRecord['spec'],
+      },
     };
     await routes.put(KEY, strict);
     const rejected = await app.inject({ method: 'POST', url: `/api/executions/${ids[1]}/replay` });
