@@ -56,6 +56,10 @@ import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
 import { MemoryExecutionStore } from '../runtime/engine/execution-store.ts';
 import type { Budgets } from './budget-settings.ts';
 import { outputValidatorFor } from '../runtime/engine/output-validator.ts';
+import { MemorySampleStore, type SampleStore } from '../runtime/schema-learning/samples.ts';
+import { RedisSampleStore } from '../runtime/schema-learning/samples-redis.ts';
+import { SampleRecorder } from '../runtime/schema-learning/recorder.ts';
+import { learningOutputValidator } from '../runtime/schema-learning/output.ts';
 
 export interface ServingOptions {
   /** Public base URL (status.url, same-origin browser calls). */
@@ -104,6 +108,8 @@ export interface Stores {
   idempotency: IdempotencyStore;
   /** Signed deliveries already accepted (replays are refused). */
   replay: ReplayStore;
+  /** Sample bodies and responses of triggers that learn their schema. */
+  samples: SampleStore;
   /** With Redis: carries the live event stream between gateways. */
   liveBus?: (gateway: string, log: Log) => Promise<RedisLiveEventBus>;
   close(): void;
@@ -130,6 +136,7 @@ export function createStores(redis?: Redis, budgets: Budgets = {}, requests?: Re
         ...(budgets.idempotencyBytes ? { maxBytes: budgets.idempotencyBytes } : {}),
       }),
       replay: new MemoryReplayStore(),
+      samples: new MemorySampleStore(),
       close: () => {},
     };
   }
@@ -150,6 +157,9 @@ export function createStores(redis?: Redis, budgets: Budgets = {}, requests?: Re
     rateLimiter: new EndpointRateLimiter({ redis: limiterClient }),
     idempotency: new RedisIdempotencyStore({ redis: requests ?? redis }),
     replay: new RedisReplayStore({ redis: requests ?? redis }),
+    // Not the request-path connection: a sample is recorded after the request is
+    // answered for, and may wait for a reconnect.
+    samples: new RedisSampleStore({ redis }),
     liveBus: (gateway, log) =>
       RedisLiveEventBus.create({
         redis,
@@ -367,6 +377,10 @@ export async function createServing<E extends ServingEngine>(
     onRateLimit: (decision) => analytics.metrics.recordRateLimitDecision(decision),
     ...options.guards,
   });
+  const samples = new SampleRecorder({
+    store: stores.samples,
+    onError: (error) => log('schema learning: recording a sample failed', { error: String(error) }),
+  });
   const liveBus = await stores.liveBus?.(reporter.id, log);
   const live = new LiveEventHub({ gateway: reporter.id, ...(liveBus ? { bus: liveBus } : {}) });
   const app = await buildApp({
@@ -376,6 +390,7 @@ export async function createServing<E extends ServingEngine>(
     live,
     idempotency: idempotencyOptions(stores.idempotency, options.budgets),
     observer: analytics.observer,
+    samples,
     ...(made.storeBacked && options.storeAvailable
       ? { storeCheck: storeCheck(options.storeAvailable, options.storeRetryAfterSeconds) }
       : {}),
@@ -386,7 +401,7 @@ export async function createServing<E extends ServingEngine>(
     ],
     modes: {
       validateCallbackUrl: (url, workflow) => validateCallbackUrl(url, made.outbound, workflow),
-      outputValidator: outputValidatorFor,
+      outputValidator: learningOutputValidator(samples, outputValidatorFor),
     },
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
@@ -410,6 +425,7 @@ export async function createServing<E extends ServingEngine>(
     deadLetters: made.deadLetters,
     deadLettersRetried: (count) => analytics.metrics.recordRetry('dead_letter', count),
     live,
+    samples: stores.samples,
     plugins: analytics.plugins,
     ...(options.adminAccess ? { access: options.adminAccess } : {}),
     ...(admin.source ? { source: admin.source } : {}),

@@ -15,6 +15,9 @@ import { ExecutionWorker, type ExecutionWorkerOptions } from '../runtime/engine/
 import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
 import { outputValidatorFor } from '../runtime/engine/output-validator.ts';
+import { RedisSampleStore } from '../runtime/schema-learning/samples-redis.ts';
+import { SampleRecorder } from '../runtime/schema-learning/recorder.ts';
+import { learningOutputValidator } from '../runtime/schema-learning/output.ts';
 
 export interface WorkerRuntimeOptions {
   redis: Redis;
@@ -100,7 +103,15 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
       ]);
       return route && workflow ? { route, workflow } : undefined;
     },
-    outputValidator: outputValidatorFor,
+    // Workers record the responses of triggers that learn their schema (the gateways
+    // record the requests), in the same Redis.
+    outputValidator: learningOutputValidator(
+      new SampleRecorder({
+        store: new RedisSampleStore({ redis }),
+        onError: (error) => options.onInternalError?.(error, 'schema learning: recording a sample'),
+      }),
+      outputValidatorFor,
+    ),
     ...(options.claimIdleMs !== undefined ? { claimIdleMs: options.claimIdleMs } : {}),
     ...(options.blockMs !== undefined ? { blockMs: options.blockMs } : {}),
     ...(options.consumer !== undefined ? { consumer: options.consumer } : {}),

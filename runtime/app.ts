@@ -14,6 +14,7 @@ import type { ModeDeps } from './gateway/response-modes.ts';
 import type { RouteTable } from './gateway/route-table.ts';
 import { webhookRoutes, type Guards } from './gateway/webhook-routes.ts';
 import { executionLinkRoutes } from './gateway/execution-links.ts';
+import type { SampleRecorder } from './schema-learning/recorder.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from './http-app.ts';
 
 export { SERVER_LIMITS, type ServerLimits } from './http-app.ts';
@@ -28,6 +29,8 @@ export interface AppOptions {
   observer?: RequestObserver;
   /** Throws (503) while the store every webhook needs is down: checked before the body is read. */
   storeCheck?: () => void;
+  /** Schema learning: records sample request bodies of triggers that learn. */
+  samples?: SampleRecorder;
   /** More routes: metrics and probes. Each runs in its own encapsulated scope. */
   plugins?: AppPlugin[];
   /** The role's logger (none by default). Per-request lines are logged at debug level. */
@@ -50,6 +53,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ...(options.observer ? { observer: options.observer } : {}),
       ...(options.idempotency ? { idempotency: options.idempotency } : {}),
       ...(options.storeCheck ? { storeCheck: options.storeCheck } : {}),
+      ...(options.samples ? { samples: options.samples } : {}),
     });
     done();
   });

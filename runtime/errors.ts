@@ -206,6 +206,11 @@ export const CATALOGUE = {
     type: 'test-credentials-missing',
     title: 'No test credentials saved',
   },
+  HG_ERR_SCHEMA_NOT_LEARNING: {
+    status: 409,
+    type: 'schema-not-learning',
+    title: 'The trigger is not learning its schema',
+  },
   HG_ERR_INVALID_PARAMETER: {
     status: 400,
     type: 'invalid-parameter',

@@ -1,5 +1,5 @@
 // The admin listener: the read API (triggers, workflows, executions with their logs
-// and events, OpenAPI documents), Send Test Request, the analytics API, the dashboard and the live event
+// and events, OpenAPI documents, schema proposals of learning triggers), Send Test Request, the analytics API, the dashboard and the live event
 // stream. Every /api and /webhook-events request is authenticated and authorised by
 // `access` (access.ts); the dashboard's static files are public (they hold no data).
 // Test requests go through the webhook app in-process, never over the network.
@@ -14,6 +14,8 @@ import { recoveryRoutes } from '../read-api/recovery-routes.ts';
 import { openApiRoutes } from '../read-api/openapi-routes.ts';
 import { resourceRoutes, type ResourceReader } from '../read-api/resource-routes.ts';
 import { testRequestRoutes } from '../read-api/test-request-routes.ts';
+import { schemaProposalRoutes } from '../read-api/schema-proposal-routes.ts';
+import type { SampleStore } from '../schema-learning/samples.ts';
 import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from './access.ts';
 
 export interface AdminAppOptions {
@@ -28,6 +30,8 @@ export interface AdminAppOptions {
   deadLettersRetried?: (count: number) => void;
   /** Who may do what; everything allowed by default (the dev server on loopback). */
   access?: AdminAccess;
+  /** The samples of learning triggers; without it, no schema-proposal endpoints. */
+  samples?: SampleStore;
   /** Where resources come from (the embedded control plane); no resource API without. */
   source?: ResourceReader;
   manifestErrors?: () => unknown[];
@@ -66,6 +70,9 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     ...(options.listPageBytes ? { pageBytes: options.listPageBytes } : {}),
   });
   testRequestRoutes(app, { routes: options.table.routes, webhooks: options.webhooks, access });
+  if (options.samples) {
+    schemaProposalRoutes(app, { routes: options.table.routes, samples: options.samples, access });
+  }
   if (options.deadLetters) {
     const { table } = options;
     recoveryRoutes(app, {

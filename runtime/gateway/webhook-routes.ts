@@ -41,6 +41,7 @@ import { applyResponseHeaders } from './response-headers.ts';
 import { respond, type ModeDeps } from './response-modes.ts';
 import { pathOf, type RouteTable } from './route-table.ts';
 import type { SignatureCheck } from './security/auth/signature/verify.ts';
+import type { SampleRecorder } from '../schema-learning/recorder.ts';
 
 /** The protections of the request path. Each throws an HttpProblem to refuse. */
 export interface Guards {
@@ -88,6 +89,8 @@ export interface WebhookRoutesOptions {
    * open): the request is refused before its body is read.
    */
   storeCheck?: () => void;
+  /** Schema learning: records the JSON bodies of triggers that learn (after the input check). */
+  samples?: SampleRecorder;
 }
 
 const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -235,6 +238,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     const workflow = table.workflow(route.workflowId);
     if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
     const run = () => {
+      options.samples?.request(route, body, request.headers['content-type']);
       ctx.executionId = randomUUID();
       const input = triggerOutput(request, ctx, body);
       return respond(modeDeps, { request, reply, route, workflow, input, ctx });
