@@ -101,7 +101,13 @@ export class GatewayMetrics implements RequestObserver {
       ...(depth
         ? {
             async collect(this: Gauge) {
-              this.set(await depth());
+              // Redis down: the last value stays; a scrape must not fail (a 500 on /metrics).
+              await Promise.resolve()
+                .then(depth)
+                .then(
+                  (n) => this.set(n),
+                  () => {},
+                );
             },
           }
         : {}),
@@ -135,7 +141,12 @@ export class GatewayMetrics implements RequestObserver {
       ...(deadLetters
         ? {
             async collect(this: Gauge) {
-              this.set(await deadLetters());
+              await Promise.resolve()
+                .then(deadLetters)
+                .then(
+                  (n) => this.set(n),
+                  () => {},
+                );
             },
           }
         : {}),

@@ -18,6 +18,7 @@ import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const PATH = '/webhook/default-production-orders/outage';
+const LIMITED = '/webhook/default-production-orders/limited-';
 /** The configured command timeout: every answer during the outage must come well within 5 s. */
 const COMMAND_TIMEOUT_MS = 500;
 const ANSWER_BOUND_MS = 5_000;
@@ -37,7 +38,7 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
   let redis: RedisServer;
   let dataDir: string;
   const children: ChildProcess[] = [];
-  const ports = { operator: 0, gateway: 0, admin: 0, metrics: 0, worker: 0 };
+  const ports = { operator: 0, gateway: 0, admin: 0, metrics: 0, worker: 0, inline: 0 };
 
   function start(role: string, port: number, extra: Record<string, string> = {}): void {
     const child = spawn(
@@ -80,6 +81,12 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
       HOOKGATE_ADMIN_AUTH: 'none',
       METRICS_PORT: String(ports.metrics),
     });
+    // A gateway running its executions itself: only the rate limit needs Redis there.
+    start('gateway', ports.inline, {
+      ADMIN_PORT: String(await freePort()),
+      HOOKGATE_ADMIN_AUTH: 'none',
+      HOOKGATE_EXECUTIONS: 'inline',
+    });
     // Claims renewed every 700 ms; a job left unacknowledged is run again after 2 s.
     start('worker', ports.worker, { HOOKGATE_WORKER_CLAIM_IDLE_MS: '2000' });
     const api = `${cluster.server.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
@@ -91,6 +98,27 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
       });
     await create('workflows', workflow('orders'));
     await create('webhooktriggers', trigger('outage', { pathSegment: 'outage' }));
+    for (const failureMode of ['open', 'closed'])
+      await create(
+        'webhooktriggers',
+        trigger(`limited-${failureMode}`, {
+          pathSegment: `limited-${failureMode}`,
+          rateLimit: { requestsPerMinute: 100_000, failureMode },
+        }),
+      );
+    for (const failureMode of ['open', 'closed'])
+      await eventually(
+        async () =>
+          expect(
+            (
+              await fetch(`http://127.0.0.1:${ports.inline}${LIMITED}${failureMode}`, {
+                method: 'OPTIONS',
+              })
+            ).status,
+          ).toBe(204),
+        45_000,
+        100,
+      );
     await eventually(
       async () =>
         expect(
@@ -156,11 +184,29 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
     await sleep(2_000);
     expect(await live(ports.metrics)).toBe(200);
     expect(await live(ports.worker)).toBe(200);
+    // Inline executions need Redis only for the rate limit: failureMode open lets the
+    // request through (202, no RateLimit headers), closed refuses it.
+    const limited = (mode: string) =>
+      fetch(`http://127.0.0.1:${ports.inline}${LIMITED}${mode}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
+    const open = await limited('open');
+    expect(open.status).toBe(202);
+    expect(open.headers.get('ratelimit-limit')).toBeNull();
+    const closed = await limited('closed');
+    expect(closed.status).toBe(503);
+    expect(((await closed.json()) as { type: string }).type).toMatch(/\/rate-limit-unavailable$/);
     const read = await fetch(`http://127.0.0.1:${ports.admin}/api/executions?limit=5`);
     expect(read.status).toBe(503);
     expect(read.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(((await read.json()) as { type: string }).type).toMatch(/\/store-unavailable$/);
-    const metrics = await (await fetch(`http://127.0.0.1:${ports.metrics}/metrics`)).text();
+    // Scrapes still answer (gauges that read Redis keep their last value).
+    expect((await fetch(`http://127.0.0.1:${ports.worker}/metrics`)).status).toBe(200);
+    const scrape = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`);
+    expect(scrape.status).toBe(200);
+    const metrics = await scrape.text();
     expect(metrics).toMatch(/^hookgate_redis_circuit_state 2$/m);
     const failed = [...metrics.matchAll(/^hookgate_redis_command_failures_total\{[^}]*\} (\d+)/gm)];
     expect(failed.reduce((sum, m) => sum + Number(m[1]), 0)).toBeGreaterThan(0);
