@@ -35,6 +35,7 @@ import {
 import { RedisReplayStore } from '../runtime/gateway/security/auth/signature/replay-redis.ts';
 import { createGuards, type GuardOptions } from '../runtime/gateway/guards.ts';
 import { LiveEventHub } from '../runtime/gateway/live-events.ts';
+import { sseBuffers } from '../runtime/gateway/sse.ts';
 import { RedisLiveEventBus } from '../runtime/gateway/live-events-redis.ts';
 import { GatewayReporter } from '../runtime/gateway/reporter.ts';
 import { RouteTable } from '../runtime/gateway/route-table.ts';
@@ -217,6 +218,12 @@ export function redisExecutionStore(redis: Redis, budgets: Budgets = {}): RedisE
   });
 }
 
+/** HOOKGATE_STREAM_BUFFER_BYTES becomes the listeners' SSE buffer limit. */
+function withStreamBuffer(options: ServingOptions): ServingOptions {
+  const bytes = options.budgets?.streamBufferBytes;
+  return bytes ? { ...options, limits: { ...options.limits, sseBufferBytes: bytes } } : options;
+}
+
 /** Idempotency-Key answers up to the stored-body limit are kept for replay. */
 function idempotencyOptions(store: IdempotencyStore, budgets: Budgets = {}) {
   return { store, ...(budgets.storedBodyBytes ? { maxAnswerBytes: budgets.storedBodyBytes } : {}) };
@@ -333,11 +340,12 @@ export interface Serving<E extends ServingEngine = ServingEngine> {
 }
 
 export async function createServing<E extends ServingEngine>(
-  options: ServingOptions,
+  given: ServingOptions,
   stores: Stores,
   makeEngine: EngineFactory<E>,
   admin: { source?: ResourceSource; manifestErrors?: () => unknown[] } = {},
 ): Promise<Serving<E>> {
+  const options = withStreamBuffer(given);
   const log = (message: string, fields?: Record<string, unknown>) =>
     options.logger?.warn(fields ?? {}, message);
   const table = await RouteTable.create(stores.routes, stores.workflows, log, {
@@ -369,7 +377,6 @@ export async function createServing<E extends ServingEngine>(
     deadLettered: () => analytics.metrics.recordDeadLettered(),
   });
   const engine = made.engine;
-  storeMetrics(analytics.registry, [...made.stores, ...boundedOf(stores.idempotency)]);
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,
@@ -435,6 +442,11 @@ export async function createServing<E extends ServingEngine>(
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
   });
+  storeMetrics(analytics.registry, [
+    ...made.stores,
+    ...boundedOf(stores.idempotency),
+    sseBuffers([app, adminApp]),
+  ]);
   return {
     app,
     admin: adminApp,

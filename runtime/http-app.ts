@@ -35,6 +35,12 @@ export const SERVER_LIMITS = {
   closeIdleGraceMs: 1_000,
   /** Shutdown: how long a connection ended while idle waits for the client's FIN. */
   closeLingerMs: 5_000,
+  /**
+   * Bytes an SSE stream may have waiting for a client that does not read them; past
+   * it the stream ends (HOOKGATE_STREAM_BUFFER_BYTES). The client may reconnect with
+   * Last-Event-ID.
+   */
+  sseBufferBytes: 1024 * 1024,
 };
 export type ServerLimits = typeof SERVER_LIMITS;
 
@@ -96,7 +102,7 @@ export function createHttpApp(options: {
   });
   installProblemHandlers(app);
   installJsonLimits(app);
-  installSse(app);
+  installSse(app, limits.sseBufferBytes);
   return { app, limits };
 }
 

@@ -6,18 +6,44 @@
 // - every open stream is ended when the server closes, so shutdown is not held up.
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BoundedStore } from '../bounded.ts';
 
 export interface SseStream {
   /** Write one frame: `event`, optional `id`, JSON `data`. No-op once ended. */
   send(event: string, data: unknown, id?: number | string): void;
   end(): void;
   readonly ended: boolean;
+  /** Bytes written and not yet taken by the client. */
+  readonly buffered: number;
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     sseStreams: Set<SseStream>;
+    /** Unsent bytes a stream may hold for a slow client before it is ended. */
+    sseBufferBytes: number;
   }
+}
+
+/** Streams ended because their client did not read (all listeners of the process). */
+export const sseOverflows = { count: 0 };
+
+/** What the open streams of some apps hold, for the store metrics (store "sse-buffers"). */
+export function sseBuffers(apps: FastifyInstance[]): BoundedStore {
+  return {
+    storeName: 'sse-buffers',
+    stats() {
+      let bytes = 0;
+      let entries = 0;
+      for (const app of apps) {
+        for (const stream of app.sseStreams) {
+          bytes += stream.buffered;
+          entries++;
+        }
+      }
+      return { bytes, entries, evictions: { bytes: sseOverflows.count, count: 0, expired: 0 } };
+    },
+  };
 }
 
 export const SSE_HEADERS = {
@@ -27,8 +53,9 @@ export const SSE_HEADERS = {
 } as const;
 
 /** Keep track of open streams and end them before the server closes. */
-export function installSse(app: FastifyInstance): void {
+export function installSse(app: FastifyInstance, bufferBytes = 1024 * 1024): void {
   app.decorate('sseStreams', new Set<SseStream>());
+  app.decorate('sseBufferBytes', bufferBytes);
   app.addHook('preClose', (done) => {
     for (const stream of [...app.sseStreams]) stream.end();
     done();
@@ -46,10 +73,18 @@ export function openSse(
 ): { sse: SseStream; body: PassThrough } {
   const body = new PassThrough();
   const registry = request.server.sseStreams;
+  const maxBuffer = request.server.sseBufferBytes;
   let ended = false;
   const sse: SseStream = {
     send(event, data, id) {
       if (ended) return;
+      // A client that does not read would have every frame buffered here: past the
+      // budget the stream ends instead (it may reconnect with Last-Event-ID).
+      if (body.writableLength > maxBuffer) {
+        sseOverflows.count++;
+        sse.end();
+        return;
+      }
       body.write(
         `${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
       );
@@ -64,6 +99,9 @@ export function openSse(
     },
     get ended() {
       return ended;
+    },
+    get buffered() {
+      return body.writableLength;
     },
   };
   body.write('retry: 3000\n\n');

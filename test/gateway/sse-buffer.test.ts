@@ -1,0 +1,63 @@
+// A client that opens an SSE stream and never reads it does not make the server buffer
+// without end: past the stream buffer budget the stream is ended, and the metrics say so.
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+
+let rt: TestRuntime;
+let base = '';
+let adminPort = 0;
+
+beforeAll(async () => {
+  rt = await startRuntime({ budgets: { streamBufferBytes: 64 * 1024 } });
+  await rt.apply(
+    'o.yaml',
+    [workflow('orders'), trigger('ingest', { pathSegment: 'ingest' })],
+    ['ingest'],
+  );
+  base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+  adminPort = Number(new URL(await rt.admin.listen({ port: 0, host: '127.0.0.1' })).port);
+});
+afterAll(() => rt.stop());
+
+describe('SSE buffers', () => {
+  it('a live stream whose client stops reading is ended past its buffer budget', async () => {
+    const socket = connect(adminPort, '127.0.0.1');
+    socket.setNoDelay(true);
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(
+      'GET /webhook-events/default-production-orders/ingest HTTP/1.1\r\nHost: x\r\n\r\n',
+    );
+    await new Promise((r) => socket.once('data', r));
+    socket.pause(); // reads nothing more: the kernel buffers fill, then the server's
+    const closed = new Promise<void>((r) => socket.once('close', () => r()));
+    socket.on('error', () => undefined);
+    const header = { 'content-type': 'application/json', 'x-filler': 'f'.repeat(4000) };
+    await eventually(
+      async () => {
+        await Promise.all(
+          Array.from({ length: 50 }, () =>
+            fetch(`${base}/webhook/default-production-orders/ingest`, {
+              method: 'POST',
+              headers: header,
+              body: '{}',
+            }),
+          ),
+        );
+        const metrics = await (await fetch(`${base}/metrics`)).text();
+        expect(metrics).toMatch(
+          /^hookgate_store_evictions_total\{store="sse-buffers",reason="bytes"\} [1-9]/m,
+        );
+      },
+      60_000,
+      10,
+    );
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const held = Number(/^hookgate_store_bytes\{store="sse-buffers"\} (\d+)/m.exec(metrics)?.[1]);
+    expect(held).toBeLessThanOrEqual(64 * 1024 + 16 * 1024);
+    socket.resume(); // the rest arrives, then the end
+    await closed;
+  }, 90_000);
+});
