@@ -1,7 +1,7 @@
 // Byte budgets of what a process keeps (docs/limits.md): the executions store, the
-// stored bodies, record lifetime, idempotency answers, the memory analytics, the live
-// stream buffers and a listing page. Checked with the other settings before anything
-// starts; a bad value exits 2 with a clear message (settings.ts).
+// stored bodies, record lifetime, idempotency answers, the SSE stream buffers and a
+// listing page. Checked with the other settings before anything starts; a bad value
+// exits 2 with a clear message (settings.ts).
 import { parseBytes } from '../runtime/bounded.ts';
 
 export const BUDGET_USAGE = `  HOOKGATE_EXECUTION_STORE_BYTES  executions kept, in bytes (as JSON; oldest dropped
@@ -11,7 +11,6 @@ export const BUDGET_USAGE = `  HOOKGATE_EXECUTION_STORE_BYTES  executions kept, 
   HOOKGATE_EXECUTION_TTL_MS  lifetime of an execution record and its events (default
                              86400000, 24 h)
   HOOKGATE_IDEMPOTENCY_BYTES Idempotency-Key answers kept in memory (default 32Mi)
-  HOOKGATE_ANALYTICS_BYTES   memory analytics store (default 64Mi)
   HOOKGATE_STREAM_BUFFER_BYTES  unsent bytes of one SSE stream before a slow client is
                              cut off (default 1Mi)
   HOOKGATE_LIST_PAGE_BYTES   one page of GET /api/executions (default 4Mi)
@@ -24,7 +23,6 @@ export interface Budgets {
   storedBodyBytes?: number;
   executionTtlMs?: number;
   idempotencyBytes?: number;
-  analyticsBytes?: number;
   streamBufferBytes?: number;
   listPageBytes?: number;
 }
@@ -33,7 +31,6 @@ const SIZES = {
   HOOKGATE_EXECUTION_STORE_BYTES: 'executionStoreBytes',
   HOOKGATE_STORED_BODY_BYTES: 'storedBodyBytes',
   HOOKGATE_IDEMPOTENCY_BYTES: 'idempotencyBytes',
-  HOOKGATE_ANALYTICS_BYTES: 'analyticsBytes',
   HOOKGATE_STREAM_BUFFER_BYTES: 'streamBufferBytes',
   HOOKGATE_LIST_PAGE_BYTES: 'listPageBytes',
 } as const satisfies Record<string, keyof Budgets>;
