@@ -125,6 +125,7 @@ describe.skipIf(!enabled)('the hookgate image', () => {
     expect(result.app).toEqual(
       [
         'api',
+        'cli',
         'crds',
         'examples',
         'node_modules',
