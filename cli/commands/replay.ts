@@ -1,5 +1,6 @@
 // hookgate replay <execution>: run an execution again with its input, through the
-// admin API (POST /api/executions/<id>/replay). The new execution records `replayOf`.
+// admin API (POST /api/executions/<id>/replay, docs/retries-and-replay.md): 202 with
+// the new `executionId`, which records `replayOf`.
 import { parseArgs } from 'node:util';
 import { AdminClient, SERVER_HELP, SERVER_OPTIONS } from '../admin-client.ts';
 import { EXIT, usageError, type ExitCode } from '../errors.ts';
@@ -7,7 +8,8 @@ import { EXIT, usageError, type ExitCode } from '../errors.ts';
 export const REPLAY_HELP = `Usage: hookgate replay <execution-id> [options]
 
 Runs an execution again with the same input (its workflow as published now) and
-prints the new execution's id. Who may replay is the server's admin API to decide.
+prints the new execution's id. Needs create on webhooktriggers/test where the server
+authorises (docs/retries-and-replay.md).
 
 Options:
   -o, --output <text|json>  the new id (default) or the server's whole answer

@@ -139,21 +139,21 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     );
   });
 
-  it('replay: POST /api/executions/<id>/replay; refused with the server’s problem where it has none', async () => {
+  it('replay runs an execution again and prints the new id; an unknown one is refused (exit 1)', async () => {
     const first = await hookgate(['test', 'default/hello', '-X', 'POST', '-o', 'json'], { env });
     const id = (JSON.parse(first.stdout) as { response: { body: { executionId: string } } })
       .response.body.executionId;
     const run = await hookgate(['replay', id], { env });
-    if (run.code === 0) {
-      // The server has the replay endpoint: a new execution that records what it replays.
-      const newId = run.stdout.trim();
-      expect(newId).not.toBe(id);
-      const res = await fetch(`${server}/api/executions/${newId}`);
-      expect(((await res.json()) as { replayOf?: string }).replayOf).toBe(id);
-    } else {
-      expect(run.code).toBe(1);
-      expect(run.stderr).toMatch(/POST \/api\/executions\/.+\/replay: .*\(404/);
-    }
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    // A new execution that records what it replays (docs/retries-and-replay.md).
+    const newId = run.stdout.trim();
+    expect(newId).not.toBe(id);
+    const res = await fetch(`${server}/api/executions/${newId}`);
+    expect(((await res.json()) as { replayOf?: string }).replayOf).toBe(id);
+    const missing = await hookgate(['replay', 'no-such-execution'], { env });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('(404 HG_ERR_EXECUTION_NOT_FOUND)');
   });
 
   it('a server that is not there: exit 3; bad usage: exit 2', async () => {
