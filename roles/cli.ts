@@ -5,7 +5,7 @@
 // returns what `close()` stops. Every role shares one logger set-up (logger.ts), one
 // probes-and-metrics plugin (probes.ts) and one shutdown path (lifecycle.ts).
 import { KubeConfig } from '@kubernetes/client-node';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../api/records/redis-client.ts';
 import { isCliCommand } from '../cli/command-names.ts';
 import type { Logger } from 'pino';
 import { kubernetesEvents } from '../operator/controller/kube-events.ts';
@@ -204,7 +204,7 @@ function servingOptions(s: Settings, logger: Logger) {
 /** The role's own close, then the Redis connections it was given. */
 function closing(
   close: () => Promise<void>,
-  redis: Pick<Redis, 'disconnect'> | undefined,
+  redis: Pick<RedisClient, 'disconnect'> | undefined,
 ): Closable {
   return {
     async close() {

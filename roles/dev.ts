@@ -3,7 +3,7 @@
 // process running operator + gateway + engine against a cluster). Stores are in
 // memory, or in Redis when a client is given. Same reconcile and gateway code as the
 // distributed roles: only the adapters differ.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../api/records/redis-client.ts';
 import type { ReconcilerOptions } from '../operator/reconcile/reconciler.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../operator/reconcile/run.ts';
 import { DirectorySource, type ManifestError } from '../operator/sources/directory.ts';
@@ -26,9 +26,9 @@ export interface DevOptions extends ServingOptions {
   /** Kubernetes Events sink (with a Kubernetes source). */
   recordEvent?: ReconcilerOptions['recordEvent'];
   /** Shared stores in Redis instead of memory. */
-  redis?: Redis;
+  redis?: RedisClient;
   /** The request-path connection to the same Redis (roles/redis.ts). */
-  requests?: Redis;
+  requests?: RedisClient;
 }
 
 export interface DevRuntime extends Serving<InProcessEngine> {

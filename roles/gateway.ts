@@ -2,7 +2,7 @@
 // replicas; rate limits and Idempotency-Keys shared through Redis). By default each
 // accepted request's execution is queued in Redis for the `hookgate worker` replicas;
 // `executions: 'inline'` runs them in this process instead (no workers to deploy).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../api/records/redis-client.ts';
 import {
   createServing,
   createStores,
@@ -15,9 +15,9 @@ import {
 } from './serving.ts';
 
 export interface GatewayOptions extends ServingOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** The request-path connection (roles/redis.ts); `redis` when omitted. */
-  requests?: Redis;
+  requests?: RedisClient;
   /** Where executions run: `queue` (workers; the default) or `inline` (this process). */
   executions?: 'queue' | 'inline';
   /** Queue mode: jobs waiting at most before requests are refused with 503. */

@@ -15,7 +15,8 @@ import { Manager } from '../operator/controller/manager.ts';
 import { OperatorMetrics } from '../operator/controller/metrics.ts';
 import { startReconcileLoop } from '../operator/reconcile/run.ts';
 import { KubernetesSource } from '../operator/sources/kubernetes.ts';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../api/records/redis-client.ts';
+import { duplicateWith } from './redis.ts';
 import type { LogFunction } from './logger.ts';
 import type { RouteStore, WorkflowRegistry } from '../api/records/records.ts';
 import { kubernetesEvents } from '../operator/controller/kube-events.ts';
@@ -39,7 +40,7 @@ export interface OperatorOptions {
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
   /** Shared stores; memory when omitted. */
-  redis?: Redis;
+  redis?: RedisClient;
 }
 
 export interface OperatorRuntime {
@@ -59,7 +60,9 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
   // The reconciles' own connection: a command waits for a reconnect only briefly (three
   // retries, under a second) and at most 5 s for an answer, so a Redis outage shows as
   // StoreError within seconds instead of holding every worker for a minute.
-  const storeRedis = options.redis?.duplicate({ maxRetriesPerRequest: 3, commandTimeout: 5_000 });
+  const storeRedis =
+    options.redis &&
+    duplicateWith(options.redis, { maxRetriesPerRequest: 3, commandTimeout: 5_000 });
   const stores = createStores(storeRedis);
   const { routes, workflows, gateways } = stores;
   const log = options.log ?? (() => {});

@@ -15,9 +15,15 @@
 //   it refuses every command without sending it once `failureThreshold` commands in
 //   a row failed, and closes again when a PING answers.
 //
+// A Redis Cluster instead of one server: REDIS_URL=redis+cluster://[:password@]host:port,host:port
+// (any few masters or replicas as seeds; the client learns the rest). Every client of
+// a role is then an ioredis Cluster with the same options per node (commandTimeout,
+// offline queue, retries), see connectRedis and duplicateWith.
+//
 // Failures are counted by reason on /metrics (hookgate_redis_command_failures_total),
 // with the breaker's state (hookgate_redis_circuit_state).
-import { Command, Redis, ReplyError, type RedisOptions } from 'ioredis';
+import { Cluster, Command, Redis, ReplyError, type RedisOptions } from 'ioredis';
+import type { RedisClient } from '../api/records/redis-client.ts';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { CircuitBreaker, type CircuitState } from '../runtime/circuit-breaker.ts';
@@ -82,9 +88,9 @@ export class RedisHealth {
 
 export interface RedisClients {
   /** Background work and subscriptions (offline queue on, bounded by the timeout). */
-  main: Redis;
+  main: RedisClient;
   /** Request paths: no offline queue, no resend, behind the circuit breaker. */
-  requests: Redis;
+  requests: RedisClient;
   breaker: CircuitBreaker;
   health: RedisHealth;
   /** Whether both connections are up and the breaker is closed (readiness). */
@@ -98,8 +104,8 @@ export function mainClient(
   settings: RedisClientSettings,
   logger: Logger,
   health: RedisHealth = new RedisHealth(),
-): Redis {
-  const redis = new Redis(url, {
+): RedisClient {
+  const redis = connectRedis(url, {
     // Commands issued in the same tick share one write (bench/README.md).
     enableAutoPipelining: true,
     commandTimeout: settings.commandTimeoutMs,
@@ -107,6 +113,88 @@ export function mainClient(
   });
   observe(redis, logger, health);
   return redis;
+}
+
+const CLUSTER_SCHEME = /^rediss?\+cluster:\/\//;
+
+/** Whether REDIS_URL names a Redis Cluster (`redis+cluster://host:port,host:port`). */
+export function isClusterUrl(url: string): boolean {
+  return CLUSTER_SCHEME.test(url);
+}
+
+/**
+ * The seeds and credentials of a `redis+cluster://[user[:password]@]host:port,...` URL.
+ * Throws on a URL without a host:port.
+ */
+export function parseClusterUrl(url: string): {
+  nodes: { host: string; port: number }[];
+  username?: string;
+  password?: string;
+  tls: boolean;
+} {
+  const tls = url.startsWith('rediss+');
+  let rest = url.replace(CLUSTER_SCHEME, '').replace(/\/.*$/, '');
+  let username: string | undefined;
+  let password: string | undefined;
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) {
+    const auth = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    const colon = auth.indexOf(':');
+    const user = decodeURIComponent(colon >= 0 ? auth.slice(0, colon) : auth);
+    if (user) username = user;
+    if (colon >= 0) password = decodeURIComponent(auth.slice(colon + 1));
+  }
+  const nodes = rest
+    .split(',')
+    .filter((n) => n !== '')
+    .map((node) => {
+      const match = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(node);
+      if (!match?.[1]) throw new Error(`REDIS_URL: bad cluster node "${node}"`);
+      return { host: match[1].replace(/^\[|\]$/g, ''), port: Number(match[2] ?? 6379) };
+    });
+  if (nodes.length === 0) throw new Error('REDIS_URL: a redis+cluster:// URL names no node');
+  return {
+    nodes,
+    ...(username ? { username } : {}),
+    ...(password !== undefined ? { password } : {}),
+    tls,
+  };
+}
+
+/**
+ * A client for `url`: one server (`redis://`), or a Redis Cluster
+ * (`redis+cluster://`) whose node connections all get `options`.
+ */
+export function connectRedis(url: string, options: RedisOptions): RedisClient {
+  if (!isClusterUrl(url)) return new Redis(url, options);
+  const { nodes, username, password, tls } = parseClusterUrl(url);
+  const { enableOfflineQueue, enableAutoPipelining, ...perNode } = options;
+  return new Cluster(nodes, {
+    redisOptions: {
+      ...perNode,
+      ...(username ? { username } : {}),
+      ...(password !== undefined ? { password } : {}),
+      ...(tls ? { tls: {} } : {}),
+    },
+    ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
+    ...(enableAutoPipelining !== undefined ? { enableAutoPipelining } : {}),
+  });
+}
+
+/**
+ * Another connection like `client` with some options changed: for a Cluster the
+ * changes apply to every node connection (and the offline queue to the cluster).
+ */
+export function duplicateWith(client: RedisClient, override: Partial<RedisOptions>): RedisClient {
+  if (!client.isCluster) return (client as Redis).duplicate(override);
+  const cluster = client as Cluster;
+  const { enableOfflineQueue, ...perNode } = override;
+  return cluster.duplicate([], {
+    ...cluster.options,
+    redisOptions: { ...cluster.options.redisOptions, ...perNode },
+    ...(enableOfflineQueue !== undefined ? { enableOfflineQueue } : {}),
+  });
 }
 
 /** The main client and the request-path client behind a circuit breaker. */
@@ -117,12 +205,15 @@ export function redisClients(
 ): RedisClients {
   const health = new RedisHealth();
   const main = mainClient(url, settings, logger, health);
-  const requests = main.duplicate({
+  const requests = duplicateWith(main, {
     enableOfflineQueue: false,
     autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 0,
   });
-  const send = requests.sendCommand.bind(requests);
+  // Typed as one server's; a Cluster's sendCommand takes (command, stream, node) and is
+  // wrapped the same way (the extra arguments are passed through).
+  const wrapped = requests as Redis;
+  const send = wrapped.sendCommand.bind(wrapped) as (...args: unknown[]) => Promise<unknown>;
   const breaker = new CircuitBreaker({
     failureThreshold: settings.breakerFailures,
     openMs: settings.breakerOpenMs,
@@ -139,7 +230,7 @@ export function redisClients(
   });
   health.breaker = breaker;
   const retryAfterSeconds = Math.ceil(settings.breakerOpenMs / 1000);
-  requests.sendCommand = (command: Command, stream?: Parameters<Redis['sendCommand']>[1]) => {
+  wrapped.sendCommand = ((command: Command, ...rest: unknown[]) => {
     // Only once connected: the handshake (the ready check's INFO) must pass, or the
     // connection would never be ready again while the breaker waits for it.
     if (requests.status === 'ready' && !breaker.allows()) {
@@ -167,8 +258,8 @@ export function redisClients(
       breaker.success();
       resolve(value);
     };
-    return send(command, stream);
-  };
+    return send(command, ...rest);
+  }) as Redis['sendCommand'];
   // Back before the open period ends: probe at once, so readiness follows quickly.
   requests.on('ready', () => breaker.probeNow());
   return {
@@ -205,31 +296,34 @@ export function failureReason(error: unknown): FailureReason | undefined {
 }
 
 /** Counts failures of every command of `redis` and of its duplicates; logs outages once. */
-function observe(redis: Redis, logger: Logger, health: RedisHealth): void {
-  logConnectionErrors(redis, logger);
-  const send = redis.sendCommand.bind(redis);
-  redis.sendCommand = (command: Command, stream?: Parameters<Redis['sendCommand']>[1]) => {
+function observe(client: RedisClient, logger: Logger, health: RedisHealth): void {
+  logConnectionErrors(client, logger);
+  // Typed as one server's client; a Cluster's sendCommand and duplicate take other
+  // arguments, passed through unchanged.
+  const redis = client as Redis;
+  const send = redis.sendCommand.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+  redis.sendCommand = ((command: Command, ...rest: unknown[]) => {
     const reject = command.reject;
     command.reject = (error: Error) => {
       const reason = failureReason(error);
       if (reason) health.failures[reason]++;
       reject(error);
     };
-    return send(command, stream);
-  };
+    return send(command, ...rest);
+  });
   // Every connection made from this one (subscribers, blocking reads, the request
   // client) is observed too: without an error listener ioredis prints each reconnect
   // failure as an unhandled error.
-  const duplicate = redis.duplicate.bind(redis);
-  redis.duplicate = (override?: Partial<RedisOptions>) => {
-    const copy = duplicate(override);
+  const duplicate = redis.duplicate.bind(redis) as (...args: unknown[]) => RedisClient;
+  redis.duplicate = ((...args: unknown[]) => {
+    const copy = duplicate(...args);
     observe(copy, logger, health);
     return copy;
-  };
+  }) as Redis['duplicate'];
 }
 
 /** One warning when a connection fails, one line when it is back; not one per retry. */
-function logConnectionErrors(redis: Redis, logger: Logger): void {
+function logConnectionErrors(redis: RedisClient, logger: Logger): void {
   let down = false;
   redis.on('error', (err: Error) => {
     if (down) return;

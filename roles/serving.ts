@@ -3,7 +3,8 @@
 // loop in front of it; the gateway role serves what an operator wrote to Redis.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { Redis } from 'ioredis';
+import { duplicateClient, type RedisClient } from '../api/records/redis-client.ts';
+import { duplicateWith } from './redis.ts';
 import type { ResourceSource } from '../operator/sources/ports.ts';
 import { createAnalytics, type AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
 import type { AdminAccess } from '../runtime/admin/access.ts';
@@ -126,7 +127,11 @@ type Log = (message: string, fields?: Record<string, unknown>) => void;
  * offline queue (roles/redis.ts), so a Redis outage is answered at once instead of
  * queueing requests; without one, the rate limiter gets such a connection of its own.
  */
-export function createStores(redis?: Redis, budgets: Budgets = {}, requests?: Redis): Stores {
+export function createStores(
+  redis?: RedisClient,
+  budgets: Budgets = {},
+  requests?: RedisClient,
+): Stores {
   if (!redis) {
     return {
       routes: new MemoryRecordStore<RouteRecord>(),
@@ -143,7 +148,7 @@ export function createStores(redis?: Redis, budgets: Budgets = {}, requests?: Re
   }
   const ownLimiterClient = requests
     ? undefined
-    : redis.duplicate({ enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    : duplicateWith(redis, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   const limiterClient = requests ?? ownLimiterClient;
   const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
   const workflows = new RedisRecordStore<WorkflowRegistration>({
@@ -209,7 +214,10 @@ export function memoryExecutionStore(budgets: Budgets = {}): MemoryExecutionStor
 }
 
 /** The Redis executions store, within the budgets. */
-export function redisExecutionStore(redis: Redis, budgets: Budgets = {}): RedisExecutionStore {
+export function redisExecutionStore(
+  redis: RedisClient,
+  budgets: Budgets = {},
+): RedisExecutionStore {
   return new RedisExecutionStore({
     redis,
     ...(budgets.executionStoreBytes ? { maxBytes: budgets.executionStoreBytes } : {}),
@@ -267,10 +275,10 @@ export function inProcessEngine(
  * read back from Redis. The observer is the workers' (they record execution metrics).
  */
 export function queuedEngine(
-  redis: Redis,
+  redis: RedisClient,
   options: {
     /** The request-path connection (enqueue, reads); `redis` when omitted. */
-    requests?: Redis;
+    requests?: RedisClient;
     maxQueued?: number;
     outbound?: InProcessEngineOptions['outbound'];
     onInternalError?: InProcessEngineOptions['onInternalError'];
@@ -280,7 +288,7 @@ export function queuedEngine(
   return () => {
     const requests = options.requests ?? redis;
     const store = redisExecutionStore(requests, options.budgets);
-    const subscriber = redis.duplicate();
+    const subscriber = duplicateClient(redis);
     const events = new RedisExecutionEvents({
       subscriber,
       store,

@@ -38,7 +38,9 @@ Options:
 
 Environment:
   REDIS_URL                  shared stores (routes, registry, rate limits) in Redis;
-                             in memory when unset (the gateway role needs it)
+                             in memory when unset (the gateway role needs it). A Redis
+                             Cluster: redis+cluster://[:password@]host:port,host:port
+                             (seed nodes; docs/redis-layout.md)
   KUBECONFIG                 kubeconfig for the kubernetes source and the operator
                              (in a pod: the service account)
   HOOKGATE_LEASE_NAMESPACE   operator: namespace of its Lease (else POD_NAMESPACE, else default)

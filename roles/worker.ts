@@ -1,7 +1,8 @@
 // `hookgate worker`: runs the executions that gateways queue in Redis. Any number of
 // replicas share the queue through one consumer group; each runs up to `concurrency`
 // executions at once and exposes execution and callback metrics.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../api/records/redis-client.ts';
+import { duplicateWith } from './redis.ts';
 import { Registry } from 'prom-client';
 import { GatewayMetrics } from '../runtime/analytics/metrics.ts';
 import { InProcessEngine, type InProcessEngineOptions } from '../runtime/engine/engine.ts';
@@ -20,7 +21,7 @@ import { SampleRecorder } from '../runtime/schema-learning/recorder.ts';
 import { learningOutputValidator } from '../runtime/schema-learning/output.ts';
 
 export interface WorkerRuntimeOptions {
-  redis: Redis;
+  redis: RedisClient;
   engine?: Omit<InProcessEngineOptions, 'store' | 'streamEvents' | 'observer'>;
   /** Executions run at once. Default 32. */
   concurrency?: number;
@@ -83,7 +84,7 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   // Its XREADGROUP BLOCK waits longer than any command may: no command timeout, but
   // ioredis' blocking timeout (the BLOCK time plus a grace) as a bound on a dead
   // connection that never reports its end.
-  const blocking = redis.duplicate({
+  const blocking = duplicateWith(redis, {
     commandTimeout: undefined,
     blockingTimeout: options.commandTimeoutMs ?? 1_000,
   });

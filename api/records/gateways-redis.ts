@@ -13,7 +13,7 @@
 // costs one round trip whatever the number of routes. Expiry uses Redis's clock, so
 // the processes' clocks do not matter. The keys share the `{gateways}` hash tag: the
 // scripts touch several of them, which Redis Cluster allows within one slot.
-import type { Redis } from 'ioredis';
+import { duplicateClient, type RedisClient } from './redis-client.ts';
 import {
   changeOf,
   type GatewayChange,
@@ -105,9 +105,9 @@ interface GatewayCommands {
 }
 
 export interface RedisGatewayStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** A connection for the change feed; `redis.duplicate()` on the first subscribe when omitted. */
-  subscriber?: Redis;
+  subscriber?: RedisClient;
   /** How often the operator side looks for expired gateways. Default 1000 ms. */
   pollMs?: number;
 }
@@ -115,11 +115,11 @@ export interface RedisGatewayStoreOptions {
 const GATEWAYS_CHANGED = JSON.stringify({ kind: 'gateways' } satisfies GatewayChange);
 
 export class RedisGatewayStore implements GatewayStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #commands: GatewayCommands;
   readonly #pollMs: number;
   readonly #listeners = new Set<GatewayChangeListener>();
-  #subscriber: Redis | undefined;
+  #subscriber: RedisClient | undefined;
   #ownSubscriber = false;
   #subscribed: Promise<unknown> | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -206,7 +206,7 @@ export class RedisGatewayStore implements GatewayStore {
     this.#listeners.add(listener);
     if (!this.#subscribed) {
       if (!this.#subscriber) {
-        this.#subscriber = this.#redis.duplicate();
+        this.#subscriber = duplicateClient(this.#redis);
         this.#ownSubscriber = true;
       }
       const sub = this.#subscriber;

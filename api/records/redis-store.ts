@@ -1,17 +1,17 @@
 // Redis adapter of the record stores: one hash per store (field = record key, value =
 // JSON), and a pub/sub channel that announces every change, so each gateway replica
 // rebuilds its route table when the operator deploys or removes a route.
-import type { Redis } from 'ioredis';
+import { duplicateClient, type RedisClient } from './redis-client.ts';
 import type { ChangeListener, RecordStore } from './records.ts';
 
 export interface RedisRecordStoreOptions {
   /** Commands (HSET, HGET, ...). */
-  redis: Redis;
+  redis: RedisClient;
   /**
    * A second connection for the change feed (a subscribed connection can do nothing
    * else). Made with `redis.duplicate()` on the first subscribe when omitted.
    */
-  subscriber?: Redis;
+  subscriber?: RedisClient;
   /** The hash, e.g. `hookgate:routes`. The channel is `<key>:changed`. */
   key: string;
 }
@@ -20,11 +20,11 @@ export interface RedisRecordStoreOptions {
 export const REDIS_KEYS = { routes: 'hookgate:routes', workflows: 'hookgate:workflows' } as const;
 
 export class RedisRecordStore<T> implements RecordStore<T> {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: string;
   readonly #channel: string;
   readonly #listeners = new Set<ChangeListener>();
-  #subscriber: Redis | undefined;
+  #subscriber: RedisClient | undefined;
   #ownSubscriber = false;
   #subscribed: Promise<unknown> | undefined;
 
@@ -63,7 +63,7 @@ export class RedisRecordStore<T> implements RecordStore<T> {
     this.#listeners.add(listener);
     if (!this.#subscribed) {
       if (!this.#subscriber) {
-        this.#subscriber = this.#redis.duplicate();
+        this.#subscriber = duplicateClient(this.#redis);
         this.#ownSubscriber = true;
       }
       const sub = this.#subscriber;

@@ -7,7 +7,7 @@
 // Each write is one Lua script over both keys, so they never disagree: add (bounded:
 // the oldest entries beyond `maxEntries` go; expired ones too), take (remove and return,
 // so of two concurrent retries of one entry exactly one gets it).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import {
   DEAD_LETTER_DEFAULTS,
   listLimit,
@@ -70,18 +70,18 @@ interface DeadLetterCommands {
 const SCAN_BATCH = 200;
 
 export class RedisDeadLetterStore implements DeadLetterStore {
-  readonly #redis: Redis & DeadLetterCommands;
+  readonly #redis: RedisClient & DeadLetterCommands;
   readonly #max: number;
   readonly #ttlMs: number;
   readonly #now: () => number;
 
-  constructor(options: DeadLetterStoreOptions & { redis: Redis }) {
-    const redis = options.redis as Redis & Partial<DeadLetterCommands>;
+  constructor(options: DeadLetterStoreOptions & { redis: RedisClient }) {
+    const redis = options.redis as RedisClient & Partial<DeadLetterCommands>;
     if (!redis.hookgateDeadLetterAdd) {
       redis.defineCommand('hookgateDeadLetterAdd', { numberOfKeys: 2, lua: ADD });
       redis.defineCommand('hookgateDeadLetterTake', { numberOfKeys: 2, lua: TAKE });
     }
-    this.#redis = redis as Redis & DeadLetterCommands;
+    this.#redis = redis as RedisClient & DeadLetterCommands;
     this.#max = options.maxEntries ?? DEAD_LETTER_DEFAULTS.maxEntries;
     this.#ttlMs = options.ttlMs ?? DEAD_LETTER_DEFAULTS.ttlMs;
     this.#now = options.now ?? Date.now;

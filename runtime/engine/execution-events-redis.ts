@@ -7,7 +7,7 @@
 // delivered after it with duplicates (seq ≤ last delivered) dropped. One subscriber
 // connection serves every listener of the process; a channel is subscribed while it
 // has listeners and dropped after the execution's last event.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
 import type { SequencedEvent } from './ports.ts';
 
@@ -25,13 +25,13 @@ const isTerminal = (e: SequencedEvent) => e.type === 'completed' || e.type === '
 
 export interface RedisExecutionEventsOptions {
   /** A connection of its own: once subscribed, it can do nothing else. */
-  subscriber: Redis;
+  subscriber: RedisClient;
   store: RedisExecutionStore;
   onInternalError?: (error: unknown, where: string) => void;
 }
 
 export class RedisExecutionEvents {
-  readonly #subscriber: Redis;
+  readonly #subscriber: RedisClient;
   readonly #store: RedisExecutionStore;
   readonly #channels = new Map<string, Set<Subscription>>();
   readonly #onInternalError: (error: unknown, where: string) => void;

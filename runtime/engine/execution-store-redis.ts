@@ -20,7 +20,7 @@
 // Appending is one Lua script that skips events already stored (seq ≤ list length), so
 // a worker streaming events one by one and the final whole-history append agree, and
 // every event is published exactly once (whole), in order, as it is stored (maybe cut).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
 import {
   decodeCursor,
@@ -129,7 +129,7 @@ interface StoreCommands {
 }
 
 export interface RedisExecutionStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** How long an execution and its events are kept after creation. Default 24 h. */
   ttlMs?: number;
   /** Finished executions held at most, in bytes of JSON; oldest dropped first. Default 512 MiB. */
@@ -157,7 +157,7 @@ const isFinished = (e: Execution) => e.status === 'succeeded' || e.status === 'f
 
 export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly storeName = 'executions';
-  readonly #redis: Redis & StoreCommands;
+  readonly #redis: RedisClient & StoreCommands;
   readonly #ttlMs: number;
   readonly #maxBytes: number;
   readonly #maxBodyBytes: number;
@@ -167,14 +167,14 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   #trimmedAt = 0;
 
   constructor(options: RedisExecutionStoreOptions) {
-    const redis = options.redis as Redis & Partial<StoreCommands>;
+    const redis = options.redis as RedisClient & Partial<StoreCommands>;
     if (!redis.hookgateSaveExecution) {
       redis.defineCommand('hookgateSaveExecution', { numberOfKeys: 6, lua: SAVE });
     }
     if (!redis.hookgateAppendEvents) {
       redis.defineCommand('hookgateAppendEvents', { numberOfKeys: 4, lua: APPEND_EVENTS });
     }
-    this.#redis = redis as Redis & StoreCommands;
+    this.#redis = redis as RedisClient & StoreCommands;
     this.#ttlMs = options.ttlMs ?? DEFAULT_EXECUTION_TTL_MS;
     this.#maxBytes = options.maxBytes ?? DEFAULT_REDIS_STORE_BYTES;
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_STORED_BODY_BYTES;

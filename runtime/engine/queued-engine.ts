@@ -3,7 +3,7 @@
 // (before any 202 goes out), and worker processes (runtime/engine/worker.ts) run it.
 // Reads come from the shared executions store, events are relayed through Redis.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
 import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
@@ -57,7 +57,7 @@ interface EnqueueCommand {
 }
 
 export interface QueuedEngineOptions {
-  redis: Redis;
+  redis: RedisClient;
   store: RedisExecutionStore;
   events: RedisExecutionEvents;
   /** Jobs waiting at most; start() then answers HG_ERR_ENGINE_OVERLOADED. Default 100 000. */
@@ -76,7 +76,7 @@ export interface QueuedEngineOptions {
 }
 
 export class QueuedEngine implements ExecutionEngine {
-  readonly #redis: Redis & EnqueueCommand;
+  readonly #redis: RedisClient & EnqueueCommand;
   readonly #store: RedisExecutionStore;
   readonly #events: RedisExecutionEvents;
   readonly #maxQueued: number;
@@ -91,11 +91,11 @@ export class QueuedEngine implements ExecutionEngine {
   #closing = false;
 
   constructor(options: QueuedEngineOptions) {
-    const redis = options.redis as Redis & Partial<EnqueueCommand>;
+    const redis = options.redis as RedisClient & Partial<EnqueueCommand>;
     if (!redis.hookgateEnqueue) {
       redis.defineCommand('hookgateEnqueue', { numberOfKeys: 4, lua: ENQUEUE });
     }
-    this.#redis = redis as Redis & EnqueueCommand;
+    this.#redis = redis as RedisClient & EnqueueCommand;
     this.#store = options.store;
     this.#events = options.events;
     this.#maxQueued = options.maxQueued ?? 100_000;

@@ -11,7 +11,7 @@
 // A worker killed between the two steps leaves either the old attempt unacknowledged
 // (the record still says it runs: another worker runs it again) or a job whose attempt
 // the record has moved past (it is dropped): see worker.ts.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RetryHandOff } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import { EXECUTION_KEYS } from './execution-store-redis.ts';
@@ -46,16 +46,16 @@ interface RetryCommands {
 }
 
 export class RedisRetryQueue implements RetryHandOff {
-  readonly #redis: Redis & RetryCommands;
+  readonly #redis: RedisClient & RetryCommands;
   readonly #store: RedisExecutionStore;
 
-  constructor(options: { redis: Redis; store: RedisExecutionStore }) {
-    const redis = options.redis as Redis & Partial<RetryCommands>;
+  constructor(options: { redis: RedisClient; store: RedisExecutionStore }) {
+    const redis = options.redis as RedisClient & Partial<RetryCommands>;
     if (!redis.hookgateRetrySchedule) {
       redis.defineCommand('hookgateRetrySchedule', { numberOfKeys: 2, lua: SCHEDULE });
       redis.defineCommand('hookgateRetryPromote', { numberOfKeys: 2, lua: PROMOTE });
     }
-    this.#redis = redis as Redis & RetryCommands;
+    this.#redis = redis as RedisClient & RetryCommands;
     this.#store = options.store;
   }
 

@@ -15,7 +15,7 @@
 // point of a retry loses nothing and runs no attempt twice after it was handed over.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { deadLetterOf, type DeadLetterStore } from './dead-letters.ts';
 import type { InProcessEngine } from './engine.ts';
@@ -34,9 +34,9 @@ export interface JobTarget {
 
 export interface ExecutionWorkerOptions {
   /** Commands (acknowledge, claim, read records). */
-  redis: Redis;
+  redis: RedisClient;
   /** A connection of its own for the blocking read. */
-  blocking: Redis;
+  blocking: RedisClient;
   /** Runs the jobs; built with the Redis store below and `streamEvents: true`. */
   engine: InProcessEngine;
   store: RedisExecutionStore;
@@ -318,7 +318,15 @@ export class ExecutionWorker {
     const ids = [...this.#inflight.keys()];
     if (ids.length === 0) return;
     try {
-      await this.#o.redis.xclaim(QUEUE.stream, QUEUE.group, this.#o.consumer, 0, ...ids, 'JUSTID');
+      await this.#o.redis.call(
+        'XCLAIM',
+        QUEUE.stream,
+        QUEUE.group,
+        this.#o.consumer,
+        0,
+        ...ids,
+        'JUSTID',
+      );
     } catch (error) {
       this.#o.onInternalError(error, 'renewing claims');
     }

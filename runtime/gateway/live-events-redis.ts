@@ -12,7 +12,7 @@
 //   again at once, so it learns the current subscriptions without waiting.
 // - Order: one gateway publishes on one connection, and Redis delivers a
 //   connection's messages in order, so each gateway's `seq` arrives in order.
-import type { Redis } from 'ioredis';
+import { duplicateClient, type RedisClient } from '../../api/records/redis-client.ts';
 import type { LiveEventBus, LiveListener } from './live-events.ts';
 
 export const LIVE_EVENTS_PREFIX = 'hookgate:live:events:';
@@ -26,7 +26,7 @@ interface Control {
 
 export interface RedisLiveEventBusOptions {
   /** Commands (PUBLISH); a second connection is made from it for SUBSCRIBE. */
-  redis: Redis;
+  redis: RedisClient;
   /** This gateway's id, as in its events. */
   gateway: string;
   /** Announce watched routes this often (ms); default 5000. */
@@ -35,8 +35,8 @@ export interface RedisLiveEventBusOptions {
 }
 
 export class RedisLiveEventBus implements LiveEventBus {
-  readonly #redis: Redis;
-  readonly #subscriber: Redis;
+  readonly #redis: RedisClient;
+  readonly #subscriber: RedisClient;
   readonly #gateway: string;
   readonly #refreshMs: number;
   readonly #onError: (err: unknown, where: string) => void;
@@ -46,7 +46,7 @@ export class RedisLiveEventBus implements LiveEventBus {
   readonly #local = new Map<string, LiveListener>();
   readonly #timer: NodeJS.Timeout;
 
-  private constructor(options: RedisLiveEventBusOptions, subscriber: Redis) {
+  private constructor(options: RedisLiveEventBusOptions, subscriber: RedisClient) {
     this.#redis = options.redis;
     this.#subscriber = subscriber;
     this.#gateway = options.gateway;
@@ -69,7 +69,7 @@ export class RedisLiveEventBus implements LiveEventBus {
    * the others' periodic announcements fill in what the hello would have asked for.
    */
   static async create(options: RedisLiveEventBusOptions): Promise<RedisLiveEventBus> {
-    const subscriber = options.redis.duplicate();
+    const subscriber = duplicateClient(options.redis);
     const bus = new RedisLiveEventBus(options, subscriber);
     const started = subscriber
       .subscribe(LIVE_CONTROL_CHANNEL)

@@ -8,6 +8,9 @@ import type { GatewayChange, GatewayReport, GatewayStore } from '../../api/recor
 import { MemoryGatewayStore } from '../../api/records/gateways-memory.ts';
 import { GATEWAY_KEYS, RedisGatewayStore } from '../../api/records/gateways-redis.ts';
 import { eventually, sleep } from '../support/eventually.ts';
+import { connectRedis } from '../../roles/redis.ts';
+import type { RedisClient } from '../../api/records/redis-client.ts';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
 const served = (generation: number, workflow = true) => ({ generation, workflow });
@@ -189,5 +192,29 @@ describe.skipIf(!redisAvailable())('Redis', () => {
     );
     expect(await operator.served('ns/r42')).toEqual([{ gateway: 'big', route: served(2) }]);
     expect(await operator.served('ns/r9999')).toEqual([{ gateway: 'big', route: served(1) }]);
+  });
+});
+
+describe.skipIf(!redisAvailable())('Redis Cluster of three masters', () => {
+  let cluster: RedisCluster;
+  const clients: RedisClient[] = [];
+  const stores: RedisGatewayStore[] = [];
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of stores) s.close();
+    for (const c of clients) c.disconnect();
+    await cluster?.stop();
+  });
+  contract('RedisGatewayStore', async (): Promise<Pair> => {
+    await cluster.flushall();
+    const a = connectRedis(cluster.url, {});
+    const b = connectRedis(cluster.url, {});
+    clients.push(a, b);
+    const gateway = new RedisGatewayStore({ redis: a });
+    const operator = new RedisGatewayStore({ redis: b, pollMs: 50 });
+    stores.push(gateway, operator);
+    return { gateway, operator };
   });
 });

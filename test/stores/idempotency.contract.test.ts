@@ -9,6 +9,9 @@ import {
 } from '../../runtime/gateway/idempotency/store.ts';
 import { RedisIdempotencyStore } from '../../runtime/gateway/idempotency/redis-store.ts';
 import { sleep } from '../support/eventually.ts';
+import { connectRedis } from '../../roles/redis.ts';
+import type { RedisClient } from '../../api/records/redis-client.ts';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
 const record: IdempotencyRecord = {
@@ -83,6 +86,27 @@ describe.skipIf(!redisAvailable())('Redis', () => {
   contract('RedisIdempotencyStore', () => {
     const a = new Redis(server.url);
     const b = new Redis(server.url);
+    clients.push(a, b);
+    return {
+      store: new RedisIdempotencyStore({ redis: a }),
+      other: new RedisIdempotencyStore({ redis: b }),
+    };
+  });
+});
+
+describe.skipIf(!redisAvailable())('Redis Cluster of three masters', () => {
+  let cluster: RedisCluster;
+  const clients: RedisClient[] = [];
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 60_000);
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await cluster?.stop();
+  });
+  contract('RedisIdempotencyStore', () => {
+    const a = connectRedis(cluster.url, {});
+    const b = connectRedis(cluster.url, {});
     clients.push(a, b);
     return {
       store: new RedisIdempotencyStore({ redis: a }),

@@ -6,6 +6,9 @@ import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import type { RecordStore } from '../../api/records/records.ts';
 import { RedisRecordStore } from '../../api/records/redis-store.ts';
 import { eventually } from '../support/eventually.ts';
+import { connectRedis } from '../../roles/redis.ts';
+import type { RedisClient } from '../../api/records/redis-client.ts';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
 interface Rec {
@@ -116,6 +119,32 @@ describe.skipIf(!redisAvailable())('Redis', () => {
     make: () => {
       const a = new Redis(server.url);
       const b = new Redis(server.url);
+      clients.push(a, b);
+      const store = new RedisRecordStore<Rec>({ redis: a, key: 'test:records' });
+      const other = new RedisRecordStore<Rec>({ redis: b, key: 'test:records' });
+      stores.push(store, other);
+      return Promise.resolve({ store, other });
+    },
+    close: () => Promise.resolve(),
+  }));
+});
+
+describe.skipIf(!redisAvailable())('Redis Cluster of three masters', () => {
+  let cluster: RedisCluster;
+  const clients: RedisClient[] = [];
+  const stores: RedisRecordStore<Rec>[] = [];
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of stores) s.close();
+    for (const c of clients) c.disconnect();
+    await cluster?.stop();
+  });
+  contract('RedisRecordStore', () => ({
+    make: () => {
+      const a = connectRedis(cluster.url, {});
+      const b = connectRedis(cluster.url, {});
       clients.push(a, b);
       const store = new RedisRecordStore<Rec>({ redis: a, key: 'test:records' });
       const other = new RedisRecordStore<Rec>({ redis: b, key: 'test:records' });

@@ -14,8 +14,12 @@ export interface RedisCluster {
   nodes: RedisServer[];
   /** host:port of every node, for ioredis' Cluster or REDIS_CLUSTER_NODES. */
   seeds: { host: string; port: number }[];
+  /** REDIS_URL for the product: `redis+cluster://127.0.0.1:<port>,...` (roles/redis.ts). */
+  url: string;
   /** A cluster client (the caller closes it). */
   client(): Cluster;
+  /** Empties every master (FLUSHALL on a cluster client reaches one node only). */
+  flushall(): Promise<void>;
   /** Moves `slot` from the master serving it to another master, live (MIGRATE of its keys). */
   moveSlot(slot: number): Promise<void>;
   stop(): Promise<void>;
@@ -66,7 +70,21 @@ export async function startRedisCluster(
   return {
     nodes,
     seeds,
+    url: `redis+cluster://${seeds.map((s) => `${s.host}:${s.port}`).join(',')}`,
     client: () => new Cluster(seeds),
+    async flushall() {
+      await Promise.all(
+        nodes.map(async (node) => {
+          const redis = new Redis({ port: node.port, host: '127.0.0.1' });
+          try {
+            const role = String(await redis.role().then((r) => r[0]));
+            if (role === 'master') await redis.flushall();
+          } finally {
+            redis.disconnect();
+          }
+        }),
+      );
+    },
     async moveSlot(slot) {
       const admin = new Cluster(seeds);
       try {

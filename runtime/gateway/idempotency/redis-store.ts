@@ -2,7 +2,7 @@
 // retry with the same Idempotency-Key is recognised wherever it lands. Each operation
 // is one atomic Lua script (registered once with defineCommand): the claim is a SET
 // with PX only when the key is free, so of many concurrent begins exactly one wins.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../api/records/redis-client.ts';
 import type { BeginResult, IdempotencyRecord, IdempotencyStore } from './store.ts';
 
 // The entry: {f: fingerprint, t: ttl ms, r: the answer as JSON text, once complete}.
@@ -46,7 +46,7 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
   readonly #redis: IdempotencyCommands;
   readonly #prefix: string;
 
-  constructor(options: { redis: Redis; keyPrefix?: string }) {
+  constructor(options: { redis: RedisClient; keyPrefix?: string }) {
     const redis = options.redis;
     redis.defineCommand('hookgateIdemBegin', { numberOfKeys: 1, lua: BEGIN });
     redis.defineCommand('hookgateIdemComplete', { numberOfKeys: 1, lua: COMPLETE });

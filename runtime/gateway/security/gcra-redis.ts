@@ -7,7 +7,7 @@
 // would mean "no requests counted" (at most about 60 s).
 //
 // Value: "<tat µs>:<interval µs>". Anything else (a foreign value) counts as no state.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../api/records/redis-client.ts';
 import { emissionIntervalUs, type GcraResult } from './gcra.ts';
 
 // ARGV: limit, interval (µs). Returns {allowed, remaining, retry µs, reset µs}.
@@ -51,10 +51,10 @@ interface GcraCommands {
 }
 
 export class RedisGcraStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #commands: GcraCommands;
 
-  constructor(redis: Redis) {
+  constructor(redis: RedisClient) {
     redis.defineCommand('hookgateGcra', { numberOfKeys: 1, lua: GCRA });
     this.#redis = redis;
     // defineCommand adds a method ioredis cannot type; the interface above names it.

@@ -17,7 +17,7 @@
 // timeoutMs) are told apart from a rejection. failureMode open → the request passes
 // without RateLimit headers (like Kong's fault_tolerant); closed → 503
 // rate-limit-unavailable.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../api/records/redis-client.ts';
 import { HttpProblem } from '../../errors.ts';
 import type { RouteRecord } from '../../../api/records/records.ts';
 import { MemoryGcraStore, WINDOW_SECONDS, type GcraResult } from './gcra.ts';
@@ -40,7 +40,7 @@ export interface EndpointRateLimiterOptions {
    * Shared Redis client; without it the counts are kept in this process. Recommended
    * client options: `enableOfflineQueue: false` and a small `maxRetriesPerRequest`.
    */
-  redis?: Redis;
+  redis?: RedisClient;
   /** Key prefix shared by every gateway replica (default hookgate:gcra). */
   keyPrefix?: string;
   /** A store call slower than this counts as a store failure (default 250 ms). */

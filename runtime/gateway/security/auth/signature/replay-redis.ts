@@ -1,14 +1,14 @@
 // Redis adapter of the replay store: every gateway replica sees the same claims, so a
 // delivery replayed to another replica is refused too. A claim is one `SET key 1 NX PX
 // ttl`: Redis runs it atomically, so of many concurrent claims exactly one gets OK.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../../../api/records/redis-client.ts';
 import type { ReplayStore } from './replay.ts';
 
 export class RedisReplayStore implements ReplayStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
 
-  constructor(options: { redis: Redis; keyPrefix?: string }) {
+  constructor(options: { redis: RedisClient; keyPrefix?: string }) {
     this.#redis = options.redis;
     this.#prefix = options.keyPrefix ?? 'hookgate:replay:';
   }

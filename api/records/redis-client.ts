@@ -1,0 +1,21 @@
+// The Redis client the stores take: one server (`Redis`) or a Redis Cluster
+// (`Cluster`). The stores use only what both have — commands, scripts defined with
+// `defineCommand`, MULTI and pipelines over keys of one hash slot, pub/sub — and
+// every multi-key script or MULTI touches keys of one hash tag (docs/redis-layout.md),
+// so the same code runs on both.
+import type { Cluster, Redis } from 'ioredis';
+
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Another connection like `client` (for a subscriber or a blocking read): a copy of a
+ * Cluster client is a Cluster client over the same nodes with the same options.
+ */
+export function duplicateClient(client: RedisClient): RedisClient {
+  return isCluster(client) ? client.duplicate() : client.duplicate();
+}
+
+/** Whether `client` talks to a Redis Cluster. */
+export function isCluster(client: RedisClient): client is Cluster {
+  return client.isCluster;
+}
