@@ -302,7 +302,7 @@ function observe(client: RedisClient, logger: Logger, health: RedisHealth): void
   // arguments, passed through unchanged.
   const redis = client as Redis;
   const send = redis.sendCommand.bind(redis) as (...args: unknown[]) => Promise<unknown>;
-  redis.sendCommand = ((command: Command, ...rest: unknown[]) => {
+  redis.sendCommand = (command: Command, ...rest: unknown[]) => {
     const reject = command.reject;
     command.reject = (error: Error) => {
       const reason = failureReason(error);
@@ -310,7 +310,7 @@ function observe(client: RedisClient, logger: Logger, health: RedisHealth): void
       reject(error);
     };
     return send(command, ...rest);
-  });
+  };
   // Every connection made from this one (subscribers, blocking reads, the request
   // client) is observed too: without an error listener ioredis prints each reconnect
   // failure as an unhandled error.

@@ -4,7 +4,7 @@
 // with a TTL renewed by every write, so samples of a trigger nobody sends to any more
 // expire. One Lua script per write keeps both bounds atomically: push, then pop the
 // oldest while over the count or the bytes.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import {
   SAMPLE_SIDES,
   type SampleBounds,
@@ -46,12 +46,12 @@ interface SampleCommands {
 export const SAMPLE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
 export class RedisSampleStore implements SampleStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #commands: SampleCommands;
   readonly #prefix: string;
   readonly #ttlMs: number;
 
-  constructor(options: { redis: Redis; keyPrefix?: string; ttlMs?: number }) {
+  constructor(options: { redis: RedisClient; keyPrefix?: string; ttlMs?: number }) {
     this.#redis = options.redis;
     this.#redis.defineCommand('hookgateSampleAdd', { numberOfKeys: 2, lua: ADD });
     // defineCommand adds a method ioredis cannot type; the interface above names it.
