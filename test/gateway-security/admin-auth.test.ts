@@ -207,6 +207,31 @@ describe('admin listener with Kubernetes authentication', () => {
     expect(ok.json<{ response: { statusCode: number } }>().response.statusCode).toBe(202);
   });
 
+  it('a schema proposal is read like the trigger; resetting samples needs the test right', async () => {
+    const read = (ns: string, token?: string) =>
+      rt.admin.inject({
+        url: `/api/triggers/${ns}/ingest/schema-proposal`,
+        ...(token ? { headers: bearer(token) } : {}),
+      });
+    problem(await read('team-a'), 401, 'admin-unauthenticated');
+    problem(await read('team-a', TOKENS.bob), 403, 'admin-forbidden');
+    problem(await read('team-b', TOKENS.alice), 403, 'admin-forbidden');
+    // Allowed, and then refused for what it is: these triggers do not learn.
+    problem(await read('team-a', TOKENS.alice), 409, 'schema-not-learning');
+    const reset = (ns: string, token: string) =>
+      rt.admin.inject({
+        method: 'DELETE',
+        url: `/api/triggers/${ns}/ingest/schema-proposal/samples`,
+        headers: bearer(token),
+      });
+    problem(await reset('team-a', TOKENS.alice), 403, 'admin-forbidden');
+    problem(await reset('team-b', TOKENS.tess), 403, 'admin-forbidden');
+    expect((await reset('team-a', TOKENS.tess)).statusCode).toBe(204);
+    // Not on the webhook listener.
+    const publicSide = await rt.app.inject({ url: '/api/triggers/team-a/ingest/schema-proposal' });
+    expect(publicSide.statusCode).toBe(404);
+  });
+
   it('replay and dead-letter retries need the same right as a test request', async () => {
     const replay = (ns: string, token: string) =>
       rt.admin.inject({
