@@ -9,6 +9,8 @@ import { MemorySampleStore, type SampleStore } from '../../runtime/schema-learni
 import { RedisSampleStore } from '../../runtime/schema-learning/samples-redis.ts';
 import { eventually } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
+import type { Cluster } from 'ioredis';
 
 const wide = { maxSamples: 100, maxBytes: 1024 * 1024 };
 
@@ -123,6 +125,26 @@ describe.skipIf(!redisAvailable())('Redis', () => {
       responses: ['{"from":"worker"}'],
     });
   });
+});
+
+describe.skipIf(!redisAvailable())('Redis Cluster', () => {
+  let cluster: RedisCluster;
+  let client: Cluster;
+  let made = 0;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    client = cluster.client();
+  }, 60_000);
+  afterAll(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+  // A trigger's keys share one hash tag, so the script and the clear stay in one slot.
+  contract('RedisSampleStore on a cluster', () =>
+    Promise.resolve(
+      new RedisSampleStore({ redis: client, keyPrefix: `hookgate:samples:t${made++}:` }),
+    ),
+  );
 });
 
 describe('SampleRecorder', () => {
