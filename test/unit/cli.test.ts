@@ -24,6 +24,17 @@ describe('hookgate command line', () => {
     [['worker'], {}, 'the worker role needs REDIS_URL'],
     [['gateway'], {}, 'the gateway role needs REDIS_URL'],
     [
+      ['worker'],
+      { REDIS_URL: 'redis+cluster://127.0.0.1:1,127.0.0.1:2' },
+      "the worker role's execution queue does not run on a Redis Cluster yet",
+    ],
+    [
+      ['gateway'],
+      { REDIS_URL: 'redis+cluster://127.0.0.1:1' },
+      "the gateway role's execution queue does not run on a Redis Cluster yet",
+    ],
+    [['operator'], { REDIS_URL: 'redis+cluster://' }, 'a redis+cluster:// URL names no node'],
+    [
       ['gateway'],
       { ...redis, HOOKGATE_EXECUTIONS: 'later' },
       'HOOKGATE_EXECUTIONS must be queue or inline',
