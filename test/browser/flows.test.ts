@@ -51,6 +51,15 @@ const manifests = [
     pathSegment: 'doomed',
     response: { mode: 'immediateAck' },
   }),
+  workflow('echo', {
+    nodes: [{ id: 'echo', type: 'transform', expression: '{ "received": $count($keys(body)) }' }],
+  }),
+  trigger('learner', {
+    workflowRef: { name: 'echo' },
+    pathSegment: 'learner',
+    schema: { mode: 'automatic', input: {}, output: {}, learning: { enabled: true } },
+    response: { mode: 'waitForCompletion' },
+  }),
   trigger('locked', {
     workflowRef: { name: 'orders' },
     pathSegment: 'locked',
@@ -73,7 +82,7 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
 
   beforeAll(async () => {
     rt = await startRuntime();
-    await rt.apply('flows.yaml', manifests, ['ingest', 'secure', 'doomed']);
+    await rt.apply('flows.yaml', manifests, ['ingest', 'secure', 'doomed', 'learner']);
     admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -94,7 +103,7 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
 
   it('lists every trigger with its state, URL (copied by its button), methods, auth and mode', async () => {
     await page.goto(`${admin}/dashboard/flows`);
-    await expect.poll(() => page.locator('#triggers tbody tr').count()).toBe(4);
+    await expect.poll(() => page.locator('#triggers tbody tr').count()).toBe(5);
     const row = page.locator('#triggers tbody tr', { hasText: 'default/ingest' });
     const url = (await row.locator('td.url code').textContent()) ?? '';
     expect(url).toMatch(/^http:\/\/localhost\/webhook\/.+\/ingest$/);
@@ -213,6 +222,30 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
     await page.waitForSelector('#retry-dead:not([hidden])');
     await page.click('#retry-dead');
     await expect.poll(() => page.textContent('#problem')).toContain('Retry refused');
+  }, 60_000);
+
+  it('Automatic IO learning: the schemas proposed from test traffic, the block to accept, samples forgotten', async () => {
+    await open('learner');
+    await page.waitForSelector('#learning:not([hidden])');
+    expect(await page.textContent('#learning-summary')).toContain('0 request(s)');
+    for (const body of ['{"id": 1, "name": "a"}', '{"id": 2, "tags": ["x"]}']) {
+      await page.fill('#test-body', body);
+      await page.click('#send-test');
+      await expect.poll(() => page.textContent('#response-status')).toBe('200');
+      await page.click('#reload-proposal');
+    }
+    await expect.poll(() => page.textContent('#learning-summary')).toContain('2 request(s)');
+    const input = JSON.parse((await page.textContent('#proposal-input')) ?? '{}') as {
+      required?: string[];
+      properties?: Record<string, unknown>;
+    };
+    expect(input.required).toEqual(['id']);
+    expect(Object.keys(input.properties ?? {}).sort()).toEqual(['id', 'name', 'tags']);
+    expect(await page.textContent('#proposal-manifest')).toContain('jsonSchema');
+    await page.click('#copy-manifest');
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toContain('mode: automatic');
+    await page.click('#reset-samples');
+    await expect.poll(() => page.textContent('#learning-summary')).toContain('0 request(s)');
   }, 60_000);
 
   it('a trigger deleted while its page is open: sending says so clearly', async () => {

@@ -62,13 +62,15 @@ function copyButton(text, label) {
 
 /** @param {string} text @param {HTMLElement} button */
 async function copy(text, button) {
+  const label = button.dataset.label ?? button.textContent ?? 'Copy';
+  button.dataset.label = label;
   try {
     await navigator.clipboard.writeText(text);
     button.textContent = 'Copied';
   } catch {
     button.textContent = 'Copy failed';
   }
-  setTimeout(() => (button.textContent = button.id === 'copy-url' ? 'Copy URL' : 'Copy'), 2000);
+  setTimeout(() => (button.textContent = label), 2000);
 }
 
 /** @param {Trigger} t */
@@ -123,7 +125,7 @@ async function openTrigger(namespace, name, push) {
     state.trigger = trigger;
     renderTrigger(trigger);
     showProblem();
-    await loadExecutions();
+    await Promise.all([loadExecutions(), loadProposal()]);
   } catch (error) {
     state.trigger = null;
     $('send-test').setAttribute('disabled', '');
@@ -293,6 +295,7 @@ async function sendTest() {
     renderResponse(result);
     showProblem();
     void loadExecutions();
+    void loadProposal();
   } catch (error) {
     $('test-response').hidden = true;
     showProblem(
@@ -322,6 +325,44 @@ function renderResponse(result) {
   $('response-body').textContent =
     typeof response.body === 'string' ? response.body : JSON.stringify(response.body, null, 2);
   $('test-response').hidden = false;
+}
+
+// ---------------------------------------------------------------- schema learning
+
+/** The trigger's API path. @param {Trigger} t */
+const triggerApi = (t) =>
+  `/api/triggers/${encodeURIComponent(t.namespace)}/${encodeURIComponent(t.name)}`;
+
+/** Automatic IO learning: the schemas proposed from the samples so far. */
+async function loadProposal() {
+  const t = state.trigger;
+  const panel = $('learning');
+  panel.hidden = !t?.spec.schema?.learning?.enabled;
+  if (!t || panel.hidden) return;
+  try {
+    const p = await getJson(`${triggerApi(t)}/schema-proposal`);
+    $('learning-summary').textContent =
+      `Learning from traffic: ${p.samples.requests} request(s) and ${p.samples.responses} response(s) recorded.`;
+    const show = (/** @type {unknown} */ schema) =>
+      schema ? JSON.stringify(schema, null, 2) : 'No samples yet.';
+    $('proposal-input').textContent = show(p.input);
+    $('proposal-output').textContent = show(p.output);
+    $('proposal-manifest').textContent = p.manifest;
+  } catch (error) {
+    $('learning-summary').textContent = `No proposal: ${errorText(error)}`;
+  }
+}
+
+async function resetSamples() {
+  const t = state.trigger;
+  if (!t) return;
+  try {
+    await requestJson(`${triggerApi(t)}/schema-proposal/samples`, { method: 'DELETE' });
+    $('learning-status').textContent = 'Samples forgotten.';
+    await loadProposal();
+  } catch (error) {
+    showProblem(`Could not forget the samples: ${errorText(error)}`);
+  }
 }
 
 // ---------------------------------------------------------------- executions
@@ -508,6 +549,12 @@ $('test-body').addEventListener('input', () => checkBody());
 $('send-test').addEventListener('click', () => void sendTest());
 $('reload-executions').addEventListener('click', () => void loadExecutions());
 $('replay').addEventListener('click', () => void rerun('replay'));
+$('reload-proposal').addEventListener('click', () => void loadProposal());
+$('reset-samples').addEventListener('click', () => void resetSamples());
+$('copy-manifest').addEventListener(
+  'click',
+  () => void copy($('proposal-manifest').textContent ?? '', $('copy-manifest')),
+);
 $('retry-dead').addEventListener('click', () => void rerun('retry'));
 $('refresh').addEventListener('click', () => void route());
 window.addEventListener('popstate', () => void route());
