@@ -213,6 +213,29 @@ describe('1.1 objects and concurrency', () => {
     expect(noNs.body.details).toMatchObject({ kind: 'namespaces', name: 'nope' });
   });
 
+  it('K6b a body of another apiVersion, or a name that is not a string, is 400 BadRequest; a missing apiVersion takes the URL’s', async () => {
+    const wrong = await call('POST', WT, { ...trigger('k6b-a'), apiVersion: `${GROUP}/v1` });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toMatchObject({
+      kind: 'Status',
+      reason: 'BadRequest',
+      message: `the API version in the data (${GROUP}/v1) does not match the expected API version (${GROUP}/${VERSION})`,
+    });
+    const put = await call('PUT', `${WT}/k6b-a`, { ...trigger('k6b-a'), apiVersion: 'v1' });
+    expect(put.status).toBe(400);
+    const numeric = await call('POST', WT, {
+      ...trigger('x'),
+      metadata: { name: 42 },
+    });
+    expect(numeric.status).toBe(400);
+    expect(numeric.body.message).toBe(
+      'json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string',
+    );
+    const { apiVersion: _a, ...untyped } = trigger('k6b-b');
+    const created = await create(WT, untyped);
+    expect(created.apiVersion).toBe(`${GROUP}/${VERSION}`);
+  });
+
   it('K7 every error body is a Status; a successful DELETE returns 200 with the object', async () => {
     const errors = await Promise.all([
       call('GET', `${WT}/k7-missing`),

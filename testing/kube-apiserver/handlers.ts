@@ -12,6 +12,7 @@ import {
 } from './admission.ts';
 import { applyMerge, canonical, jsonPatch, mergePatch } from './patch.ts';
 import {
+  apiVersionOf,
   CRD_TYPE,
   storageKey,
   type CrdSpec,
@@ -88,12 +89,35 @@ export function getObject(ctx: Ctx, t: Target): KubeObject {
 function asObject(body: unknown): KubeObject {
   if (!isObject(body)) throw badRequest('the body of the request is not a JSON object');
   const metadata = isObject(body.metadata) ? body.metadata : {};
+  // Decoding into ObjectMeta: its string fields take strings only (a number is not
+  // coerced), as encoding/json refuses them.
+  for (const field of ['name', 'generateName', 'namespace'] as const) {
+    const value = metadata[field];
+    if (value !== undefined && value !== null && typeof value !== 'string') {
+      throw badRequest(
+        `json: cannot unmarshal ${Array.isArray(value) ? 'array' : typeof value} into Go struct field ObjectMeta.metadata.${field} of type string`,
+      );
+    }
+  }
   return { ...body, metadata };
 }
 
 function checkNamespace(ctx: Ctx, t: Target): void {
   if (t.rt.namespaced && t.namespace && !ctx.storage.get('/namespaces', undefined, t.namespace)) {
     throw notFound(NAMESPACES, t.namespace);
+  }
+}
+
+/**
+ * The body's apiVersion, when it has one, must be the resource's (handlers/create.go,
+ * update.go: `scope.AcceptsGroupVersion`); a missing one defaults to the URL's.
+ */
+function checkApiVersion(t: Target, input: KubeObject): void {
+  const expected = apiVersionOf(t.rt);
+  if (input.apiVersion !== undefined && input.apiVersion !== expected) {
+    throw badRequest(
+      `the API version in the data (${typeof input.apiVersion === 'string' ? input.apiVersion : JSON.stringify(input.apiVersion)}) does not match the expected API version (${expected})`,
+    );
   }
 }
 
@@ -107,6 +131,7 @@ export function createObject(ctx: Ctx, t: Target, body: unknown, opts: WriteOpti
       `the API version in the data (${JSON.stringify(input.apiVersion)}) and kind (${JSON.stringify(input.kind)}) do not match the resource (${t.rt.kind})`,
     );
   }
+  checkApiVersion(t, input);
   if (meta.resourceVersion) {
     // etcd3 store.Create: storage.ErrResourceVersionSetOnCreate, answered as a 500.
     throw new ApiError({
@@ -173,6 +198,7 @@ export function updateObject(
   mode: UpdateMode = { requireRv: true },
 ): Outcome {
   const input = asObject(body);
+  checkApiVersion(t, input);
   const name = t.name ?? '';
   if (input.metadata.name !== undefined && input.metadata.name !== name) {
     throw badRequest(
