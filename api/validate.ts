@@ -63,6 +63,7 @@ export function admitResource(input: unknown): AdmissionResult {
   const { status: _status, ...rest } = obj;
   const { value, unknownFields, errors, warnings } = admit(rest, schemaFor(obj.kind));
   const all: FieldError[] = [
+    ...metadataErrors(obj.metadata),
     ...unknownFields.map((field) => ({
       field,
       message: 'unknown field',
@@ -72,4 +73,41 @@ export function admitResource(input: unknown): AdmissionResult {
   ];
   if (all.length > 0) return { ok: false, errors: all };
   return { ok: true, object: value as Record<string, unknown>, warnings };
+}
+
+/** The fields of ObjectMeta (apimachinery meta/v1); anything else is an unknown field. */
+const OBJECT_META_FIELDS = new Set([
+  'name',
+  'generateName',
+  'namespace',
+  'selfLink',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'labels',
+  'annotations',
+  'ownerReferences',
+  'finalizers',
+  'managedFields',
+]);
+
+/**
+ * What strict decoding refuses in metadata before the schema is looked at: a
+ * metadata that is not an object, or a field ObjectMeta does not have.
+ */
+function metadataErrors(metadata: unknown): FieldError[] {
+  if (metadata === undefined) return [];
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
+    return [{ field: 'metadata', message: 'must be an object', reason: 'FieldValueInvalid' }];
+  }
+  return Object.keys(metadata)
+    .filter((key) => !OBJECT_META_FIELDS.has(key))
+    .map((key) => ({
+      field: `metadata.${key}`,
+      message: 'unknown field',
+      reason: 'FieldValueInvalid',
+    }));
 }

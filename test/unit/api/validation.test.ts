@@ -500,3 +500,21 @@ describe('Workflow', () => {
     expect(fields(admitResource({ ...workflow('w'), kind: 'Pipeline' }))).toEqual(['kind']);
   });
 });
+
+describe('metadata', () => {
+  it('a field ObjectMeta does not have is an unknown field, as strict decoding says', () => {
+    const r = admitResource({ ...workflow('w'), metadata: { name: 'w', $ref: 'x', Spec: {} } });
+    expect(fields(r)).toEqual(['metadata.$ref', 'metadata.Spec']);
+    expect(messages(r)).toEqual(['unknown field', 'unknown field']);
+  });
+  it('a metadata that is not an object is refused', () => {
+    expect(fields(admitResource({ ...workflow('w'), metadata: [] }))).toContain('metadata');
+  });
+  it('the fields ObjectMeta has are accepted', () => {
+    const r = admitResource({
+      ...workflow('w'),
+      metadata: { name: 'w', namespace: 'ns', labels: { a: 'b' }, annotations: {}, finalizers: [] },
+    });
+    expect(r.ok).toBe(true);
+  });
+});
