@@ -61,7 +61,7 @@ const median = (xs: number[]) => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** What the gateway would hand the engine for POST /webhook/default-production-bench/ack. */
+/** What the gateway would hand the engine for POST /webhook/default_production_bench/ack. */
 function triggerOutput(route: TriggerRef, i: number): TriggerOutput {
   return {
     body: { orderId: `A-${1000 + i}`, total: 1250 },

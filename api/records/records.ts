@@ -29,7 +29,7 @@ export interface RouteRecord {
   uid: string;
   generation: number;
   workflowId: string;
-  /** Path template served, e.g. `/webhook/shop-production-orders/ingest/:id`. */
+  /** Path template served, e.g. `/webhook/shop_production_orders/ingest/:id`. */
   path: string;
   application: string;
   environment: Environment;

@@ -29,7 +29,7 @@ export const MAX_LENGTH = {
   expression: 16384,
   /** JSON text (a JSON Schema or an example document). */
   jsonText: 65536,
-  /** A workflow identifier: <namespace>-<environment>-<name>, at most 329 characters. */
+  /** A workflow identifier: <namespace>_<environment>_<name>, at most 329 characters. */
   workflowId: 512,
   /** A base path: /webhook/<workflowId>. */
   basePath: 1024,

@@ -232,7 +232,8 @@ export const WebhookTriggerStatus = Type.Object(
     workflowId: Type.Optional(
       Type.String({
         maxLength: MAX_LENGTH.workflowId,
-        description: 'Identifier of the workflow this endpoint starts.',
+        description:
+          'Identifier of the workflow this endpoint starts: <namespace>_<environment>_<name>.',
       }),
     ),
     basePath: Type.Optional(

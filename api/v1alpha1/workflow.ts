@@ -385,7 +385,8 @@ export const WorkflowStatus = Type.Object(
     workflowId: Type.Optional(
       Type.String({
         maxLength: MAX_LENGTH.workflowId,
-        description: 'Workflow identifier: <namespace>-<environment>-<name>, slugged.',
+        description:
+          'Workflow identifier: <namespace>_<environment>_<name> (`_` occurs in none of them, so no two workflows share one).',
       }),
     ),
     conditions: Type.Optional(Conditions),

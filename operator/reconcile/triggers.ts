@@ -130,8 +130,24 @@ export class TriggerReconciler {
       this.#o.now(),
     );
     await this.#o.status.write(ref, trigger, previous, status);
+    this.#announceMove(trigger, previous.url, status.url);
     if (failures.length > 0) throw failures[0];
     return requeueAfterMs ? { requeueAfterMs } : undefined;
+  }
+
+  /**
+   * A URL never moves silently: when the published URL changes (a new path segment or
+   * workflow, another base URL, or the identifier scheme of ADR 0020 after an upgrade),
+   * a Warning Event names the old and the new URL; status already shows the new one.
+   */
+  #announceMove(trigger: Trigger, before: string | undefined, after: string | undefined): void {
+    if (before === undefined || after === undefined || before === after) return;
+    this.#o.recordEvent(
+      trigger,
+      'Warning',
+      'WebhookUrlChanged',
+      `The webhook URL moved from ${before} to ${after}; callers of the old URL get 404 route-not-found`,
+    );
   }
 
   /** The trigger is gone or being deleted: remove its route, then its finalizer. */

@@ -15,6 +15,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parseAllDocuments } from 'yaml';
+import { isNamespaceName, isObjectName } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
 import type { AnyResource, ObjectRef, ResourceSource, SecretData, SourceKind } from './ports.ts';
 
@@ -236,10 +237,16 @@ export class DirectorySource implements ResourceSource {
       ],
       ...(ref ? { ref } : {}),
     });
-    if (!name || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name) || name.length > 253) {
+    if (!name || !isObjectName(name)) {
       return fail(
         'metadata.name',
-        'Required value: a DNS subdomain name (lower case letters, digits, - and .)',
+        'Required value: a DNS subdomain name (lower case letters, digits, - and ., at most 253)',
+      );
+    }
+    if (!isNamespaceName(namespace)) {
+      return fail(
+        'metadata.namespace',
+        `Invalid value: "${namespace}": a DNS label (lower case letters, digits and -, at most 63)`,
       );
     }
     if (kind === 'Secret' && obj.apiVersion === 'v1')

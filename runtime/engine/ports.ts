@@ -30,7 +30,7 @@ export interface TriggerOutput {
     executionId: string;
     method: string;
     path: string;
-    /** Route template, e.g. /webhook/shop-production-orders/ingest/:id */
+    /** Route template, e.g. /webhook/shop_production_orders/ingest/:id */
     route: string;
     contentType?: string;
     consumer?: string;
@@ -206,7 +206,7 @@ export interface TriggerRef {
   namespace: string;
   name: string;
   workflowId: string;
-  /** Path template served, e.g. `/webhook/shop-production-orders/ingest/:id`. */
+  /** Path template served, e.g. `/webhook/shop_production_orders/ingest/:id`. */
   path: string;
   /** Never present: a whole route record, which carries credentials, does not fit here. */
   credentials?: never;

@@ -20,7 +20,7 @@ export interface OpenApiRoute {
   name: string;
   workflowId: string;
   generation: number;
-  /** Path template served, e.g. `/webhook/shop-production-orders/ingest/:id`. */
+  /** Path template served, e.g. `/webhook/shop_production_orders/ingest/:id`. */
   path: string;
   spec: WebhookTriggerSpec;
 }

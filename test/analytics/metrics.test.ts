@@ -21,7 +21,7 @@ describe('gateway metrics', () => {
     const registry = new Registry();
     const metrics = new GatewayMetrics({ registry, deadLetters: () => 2 });
     knownTraffic(() => Date.now()).forEach((o) => metrics.observe(o));
-    metrics.recordExecution('shop-production-orders', 'succeeded');
+    metrics.recordExecution('shop_production_orders', 'succeeded');
     metrics.recordRetry('automatic');
     metrics.recordRetry('dead_letter', 3);
     metrics.recordDeadLettered();

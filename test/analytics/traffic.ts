@@ -14,10 +14,10 @@ interface Spec {
   consumers: (string | undefined)[];
 }
 
-export const ORDERS = '/webhook/shop-production-orders/ingest';
-export const STATUS = '/webhook/shop-production-orders/default';
-export const INVOICES = '/webhook/billing-production-invoices/notify';
-export const STAGING = '/webhook/shop-staging-orders/ingest';
+export const ORDERS = '/webhook/shop_production_orders/ingest';
+export const STATUS = '/webhook/shop_production_orders/default';
+export const INVOICES = '/webhook/billing_production_invoices/notify';
+export const STAGING = '/webhook/shop_staging_orders/ingest';
 
 export function knownSpecs(prefix = ''): Spec[] {
   const shop = `${prefix}shop`;

@@ -9,7 +9,7 @@ import { CHROMIUM, CHROMIUM_FLAGS, skipBrowserTests } from '../support/chromium.
 
 const skip = skipBrowserTests();
 
-const PATH = '/webhook/default-production-orders/ingest';
+const PATH = '/webhook/default_production_orders/ingest';
 
 describe.skipIf(skip)('dashboard over the real runtime', () => {
   let rt: TestRuntime;

@@ -56,7 +56,7 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     const lines = triggers.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^NAMESPACE\s+NAME\s+WORKFLOW\s+METHODS\s+MODE\s+READY\s+URL\s+AGE$/);
     expect(lines.find((l) => /^default\s+hello\s/.test(l))).toMatch(
-      /^default\s+hello\s+hello\s+GET,POST\s+immediateAck\s+True\s+http:\/\/localhost:\d+\/webhook\/default-development-hello\/default\s+\d+[smhd]$/,
+      /^default\s+hello\s+hello\s+GET,POST\s+immediateAck\s+True\s+http:\/\/localhost:\d+\/webhook\/default_development_hello\/default\s+\d+[smhd]$/,
     );
     expect(workflows.code).toBe(0);
     const items = (JSON.parse(workflows.stdout) as { items: { name: string }[] }).items;
@@ -72,7 +72,7 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^POST \/webhook\/default-development-hello\/default -> 202 \(/);
+    expect(run.stdout).toMatch(/^POST \/webhook\/default_development_hello\/default -> 202 \(/);
     const id = /"executionId": "([^"]+)"/.exec(run.stdout)?.[1];
     expect(id).toBeDefined();
     const list = await hookgate(['get', 'executions', '-o', 'wide'], { env });
@@ -106,7 +106,7 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     tail.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => tail.once('exit', (code) => r(code)));
     await eventually(() => expect(stderr).toContain('streaming default/hello'), 120_000, 100);
-    const res = await fetch(`${webhooks}/webhook/default-development-hello/default`, {
+    const res = await fetch(`${webhooks}/webhook/default_development_hello/default`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"name":"events"}',
@@ -132,7 +132,7 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     expect(json.code).toBe(0);
     const doc = JSON.parse(json.stdout) as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(['/webhook/default-development-hello/default']);
+    expect(Object.keys(doc.paths)).toEqual(['/webhook/default_development_hello/default']);
     expect(yaml.stdout).toContain('openapi: 3.1.0');
     expect(Object.keys((JSON.parse(all.stdout) as { paths: object }).paths).length).toBeGreaterThan(
       1,

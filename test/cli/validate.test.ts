@@ -134,7 +134,7 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
     const conflicts = run.stdout.split('\n').filter((l) => l.includes('PathConflict'));
     expect(conflicts).toHaveLength(2);
     expect(conflicts[0]).toContain(
-      'WebhookTrigger shop/one: spec.pathSegment: PathConflict: /webhook/shop-production-orders/items/:id is also claimed by WebhookTrigger shop/two',
+      'WebhookTrigger shop/one: spec.pathSegment: PathConflict: /webhook/shop_production_orders/items/:id is also claimed by WebhookTrigger shop/two',
     );
     expect(conflicts[1]).toContain('WebhookTrigger shop/two');
     expect(run.stdout).not.toContain('shop/off: spec.pathSegment');
@@ -207,7 +207,7 @@ describe('hookgate crds, completion, version, openapi --file', { timeout: 180_00
     expect(run.code).toBe(0);
     const doc = JSON.parse(run.stdout) as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(['/webhook/default-production-orders/ingest']);
+    expect(Object.keys(doc.paths)).toEqual(['/webhook/default_production_orders/ingest']);
     const missing = await hookgate(['openapi', '-f', 'examples', 'default/nope']);
     expect(missing.code).toBe(1);
   });

@@ -17,7 +17,7 @@ import { trigger, workflow } from '../support/manifests.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const tools = await kubeToolsOrSkip();
-const PATH = '/webhook/default-production-orders/a';
+const PATH = '/webhook/default_production_orders/a';
 /** A gateway's report counts this long unless refreshed (every third of it). */
 const TTL_MS = 4_000;
 

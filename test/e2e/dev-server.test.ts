@@ -33,7 +33,7 @@ describe('dev server over a watched directory', () => {
     });
 
   it('serves what the directory declares', async () => {
-    expect((await post('/webhook/default-production-orders/ingest')).status).toBe(202);
+    expect((await post('/webhook/default_production_orders/ingest')).status).toBe(202);
   });
 
   it('picks up edits without a restart (the watcher, not a manual reload)', async () => {
@@ -43,8 +43,8 @@ describe('dev server over a watched directory', () => {
       trigger('ingest', { pathSegment: 'intake' }),
     );
     await eventually(async () => {
-      expect((await post('/webhook/default-production-orders/intake')).status).toBe(202);
-      expect((await post('/webhook/default-production-orders/ingest')).status).toBe(404);
+      expect((await post('/webhook/default_production_orders/intake')).status).toBe(202);
+      expect((await post('/webhook/default_production_orders/ingest')).status).toBe(404);
     });
   });
 
@@ -71,7 +71,7 @@ describe('dev server over a watched directory', () => {
       }),
     ]);
     // Still serving the last good version.
-    expect((await post('/webhook/default-production-orders/intake')).status).toBe(202);
+    expect((await post('/webhook/default_production_orders/intake')).status).toBe(202);
   });
 
   it('survives a file that is not YAML at all, and an unrelated file keeps working', async () => {
@@ -82,9 +82,9 @@ describe('dev server over a watched directory', () => {
       trigger('hello', { workflowRef: { name: 'hello' } }),
     );
     await eventually(async () => {
-      expect((await post('/webhook/default-development-hello/default')).status).toBe(202);
+      expect((await post('/webhook/default_development_hello/default')).status).toBe(202);
     });
-    expect((await post('/webhook/default-production-orders/intake')).status).toBe(202);
+    expect((await post('/webhook/default_production_orders/intake')).status).toBe(202);
     const res = await fetch(`${admin}/api/manifests/errors`);
     const body = (await res.json()) as { items: { file: string; message: string }[] };
     expect(body.items).toEqual([
@@ -118,7 +118,7 @@ describe('dev server over a watched directory', () => {
       secret('keys', { acme: 'old-key' }),
     );
     const call = (key: string) =>
-      fetch(`${url}/webhook/default-production-secure/default`, {
+      fetch(`${url}/webhook/default_production_secure/default`, {
         method: 'POST',
         headers: { 'x-api-key': key },
       });
@@ -196,7 +196,7 @@ describe('npm start on the shipped examples', () => {
 
   it('the README quickstart requests work as written', async () => {
     const hello = await fetch(
-      `http://127.0.0.1:${port}/webhook/default-development-hello/default`,
+      `http://127.0.0.1:${port}/webhook/default_development_hello/default`,
       {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -213,7 +213,7 @@ describe('npm start on the shipped examples', () => {
     expect(followed.status).toBe(200);
     expect(await followed.json()).toMatchObject({ executionId });
     const orders = await fetch(
-      `http://127.0.0.1:${port}/webhook/default-production-orders/ingest`,
+      `http://127.0.0.1:${port}/webhook/default_production_orders/ingest`,
       {
         method: 'POST',
         headers: { 'x-api-key': 'demo-key-acme-0001', 'content-type': 'application/json' },

@@ -22,7 +22,7 @@ const adminGet = (gatewayPort: number, path: string) =>
   fetch(`http://127.0.0.1:${gatewayPort + 100}${path}`, {
     headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
   });
-const PATH = '/webhook/default-production-orders/ingest';
+const PATH = '/webhook/default_production_orders/ingest';
 
 describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   let api: KubeApiServer;
@@ -61,12 +61,15 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     children.push(child);
     return child;
   }
-  /** Waits until the gateway on `port` serves `path` (OPTIONS answers 204). */
+  /**
+   * Waits until the gateway on `port` serves `path`: OPTIONS answers 405 with Allow (the
+   * endpoints serve neither OPTIONS nor CORS) instead of 404.
+   */
   const serves = (port: number, path: string) =>
     eventually(
       async () =>
         expect((await fetch(`http://127.0.0.1:${port}${path}`, { method: 'OPTIONS' })).status).toBe(
-          204,
+          405,
         ),
       20_000,
       100,
@@ -134,7 +137,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   it('an Idempotency-Key sent to one gateway and retried on the other runs once', async () => {
     await post('webhooktriggers', trigger('once', { pathSegment: 'once' }));
     const [g1, g2] = ports.slice(1) as [number, number];
-    const path = '/webhook/default-production-orders/once';
+    const path = '/webhook/default_production_orders/once';
     const send = (port: number) =>
       fetch(`http://127.0.0.1:${port}${path}`, {
         method: 'POST',
@@ -159,10 +162,10 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       trigger('wait', { pathSegment: 'wait', response: { mode: 'waitForCompletion' } }),
     );
     const [g1, g2] = ports.slice(1) as [number, number];
-    const waitPath = '/webhook/default-production-orders/wait';
+    const waitPath = '/webhook/default_production_orders/wait';
     await serves(g2, waitPath);
     // Immediate ACK on one gateway, the record from the other.
-    const acked = await fetch(`http://127.0.0.1:${g1}/webhook/default-production-orders/once`, {
+    const acked = await fetch(`http://127.0.0.1:${g1}/webhook/default_production_orders/once`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"orderId":78}',
@@ -225,7 +228,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       trigger('slow', { workflowRef: { name: 'slow' }, pathSegment: 'slow' }),
     );
     const g1 = ports[1] as number;
-    const path = '/webhook/default-production-slow/slow';
+    const path = '/webhook/default_production_slow/slow';
     const claim = { HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000' };
     const doomed = start('worker', ports[0]! + 21, kubeconfig, claim);
     await healthy(ports[0]! + 21);

@@ -94,14 +94,14 @@ describe.skipIf(!tools)('kubectl → operator → gateway', () => {
     expect(header?.split(/\s{2,}/)).toEqual(['NAME', 'READY', 'STATUS', 'URL', 'AGE']);
     const orders = rows.find((r) => r.startsWith('orders-ingest'));
     expect(orders).toMatch(
-      /True\s+Ready at http:\/\/hooks\.test\/webhook\/default-production-orders\/ingest\s+http:\/\/hooks\.test\/webhook\/default-production-orders\/ingest/,
+      /True\s+Ready at http:\/\/hooks\.test\/webhook\/default_production_orders\/ingest\s+http:\/\/hooks\.test\/webhook\/default_production_orders\/ingest/,
     );
     const short = await kubectl('get', 'wht', '-o', 'name');
     expect(short.stdout).toContain('webhooktrigger.hookgate.dev/orders-ingest');
   });
 
   it('the gateway serves what the operator configured', async () => {
-    const res = await fetch(`${gateway}/webhook/default-production-orders/ingest`, {
+    const res = await fetch(`${gateway}/webhook/default_production_orders/ingest`, {
       method: 'POST',
       headers: { 'x-api-key': 'demo-key-acme-0001', 'content-type': 'application/json' },
       body: '{"orderId":"A-1","total":10,"currency":"EUR"}',
@@ -125,7 +125,7 @@ describe.skipIf(!tools)('kubectl → operator → gateway', () => {
     );
     expect(patched.code, patched.stderr).toBe(0);
     const call = (key: string) =>
-      fetch(`${gateway}/webhook/default-production-orders/ingest`, {
+      fetch(`${gateway}/webhook/default_production_orders/ingest`, {
         method: 'POST',
         headers: { 'x-api-key': key, 'content-type': 'application/json' },
         body: '{"orderId":"A-2","total":1}',
@@ -155,11 +155,11 @@ spec:
     expect(applied.code, applied.stderr).toBe(0);
     await eventually(async () => {
       expect(
-        (await fetch(`${gateway}/webhook/default-development-hello/notify`, { method: 'POST' }))
+        (await fetch(`${gateway}/webhook/default_development_hello/notify`, { method: 'POST' }))
           .status,
       ).toBe(202);
       expect(
-        (await fetch(`${gateway}/webhook/default-development-hello/default`, { method: 'POST' }))
+        (await fetch(`${gateway}/webhook/default_development_hello/default`, { method: 'POST' }))
           .status,
       ).toBe(404);
     }, 10_000);
@@ -251,7 +251,7 @@ spec:
     const body = '{"zen":"Design for failure.","hook_id":1}';
     const sign = (secret: string) =>
       `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-    const url = `${gateway}/webhook/default-production-github-events/github`;
+    const url = `${gateway}/webhook/default_production_github-events/github`;
     const post = (signature: string) =>
       fetch(url, {
         method: 'POST',
@@ -296,7 +296,7 @@ spec:
   it('kubectl delete runs the finalizer: the route goes away and the object is gone', async () => {
     const deleted = await kubectl('delete', 'webhooktrigger', 'orders-ingest', '--timeout=30s');
     expect(deleted.code, deleted.stderr).toBe(0);
-    const res = await fetch(`${gateway}/webhook/default-production-orders/ingest`, {
+    const res = await fetch(`${gateway}/webhook/default_production_orders/ingest`, {
       method: 'POST',
     });
     expect(res.status).toBe(404);

@@ -277,7 +277,7 @@ describe.skipIf(!tools || !redisAvailable())('the chart RBAC, enforced', () => {
       200,
     );
     // The Secret was read: the gateway takes its key and refuses another.
-    const url = `http://127.0.0.1:${port + 1}/webhook/team-a-production-orders/ingest`;
+    const url = `http://127.0.0.1:${port + 1}/webhook/team-a_production_orders/ingest`;
     const send = (key: string) =>
       fetch(url, { method: 'POST', headers: { 'x-api-key': key }, body: '{}' });
     expect((await send('key-acme-0001')).status).toBe(202);

@@ -89,7 +89,7 @@ const freePort = () => 35_000 + Math.floor(Math.random() * 5000);
 /** What both modes must show, against the gateway listening on `port`. */
 async function expectPolicyApplied(port: number): Promise<void> {
   const url = (workflowName: string, segment: string) =>
-    `http://127.0.0.1:${port}/webhook/default-production-${workflowName}/${segment}`;
+    `http://127.0.0.1:${port}/webhook/default_production_${workflowName}/${segment}`;
   const post = (target: string, headers: Record<string, string> = {}) =>
     fetch(target, {
       method: 'POST',

@@ -17,7 +17,7 @@ import { redisAvailable, startRedis, type RedisServer } from '../support/redis.t
 import { collect } from '../support/sse.ts';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const wf = '/webhook/default-production-steps';
+const wf = '/webhook/default_production_steps';
 const MODES = [
   ['ack', 'immediateAck'],
   ['callback', 'asyncCallback'],

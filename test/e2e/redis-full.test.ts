@@ -16,7 +16,7 @@ import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
-const url = '/webhook/default-production-orders/ingest';
+const url = '/webhook/default_production_orders/ingest';
 
 describe.skipIf(!redisAvailable())('Redis at its maxmemory', () => {
   let server: RedisServer;

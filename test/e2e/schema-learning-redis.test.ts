@@ -11,7 +11,7 @@ import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
-const path = '/webhook/default-production-orders/learn';
+const path = '/webhook/default_production_orders/learn';
 
 interface Proposal {
   learning: boolean;

@@ -16,7 +16,7 @@ import { startReceiver, type Received, type Receiver, type Reply } from './recei
 function execution(id = 'exec-1'): Execution {
   return {
     id,
-    workflowId: 'shop-development-orders',
+    workflowId: 'shop_development_orders',
     triggerKey: 'shop/orders-hook',
     status: 'succeeded',
     createdAt: '2026-11-23T08:00:00.000Z',
@@ -155,7 +155,7 @@ describe('callback delivery', () => {
     expect(body).toEqual({
       type: 'execution.completed',
       executionId: 'exec-1',
-      workflowId: 'shop-development-orders',
+      workflowId: 'shop_development_orders',
       triggerKey: 'shop/orders-hook',
       status: 'succeeded',
       output: { total: 10 },

@@ -17,7 +17,7 @@ let generation = 0;
 export function workflow(
   nodes: Partial<WorkflowNode>[],
   extra: Partial<WorkflowSpec> = {},
-  workflowId = 'shop-development-orders',
+  workflowId = 'shop_development_orders',
 ): WorkflowRegistration {
   generation++;
   return {
@@ -39,7 +39,7 @@ export function workflow(
 
 export function route(
   key = 'shop/orders-hook',
-  workflowId = 'shop-development-orders',
+  workflowId = 'shop_development_orders',
 ): RouteRecord {
   return {
     key,
@@ -57,7 +57,7 @@ export function route(
 }
 
 /** The engine's view of `route(key, workflowId)`. */
-export function ref(key = 'shop/orders-hook', workflowId = 'shop-development-orders'): TriggerRef {
+export function ref(key = 'shop/orders-hook', workflowId = 'shop_development_orders'): TriggerRef {
   return triggerRef(route(key, workflowId));
 }
 
@@ -73,11 +73,11 @@ export function trigger(body: unknown, executionId = ''): TriggerOutput {
       requestId: 'req-1',
       executionId,
       method: 'POST',
-      path: '/webhook/shop-development-orders/ingest/42',
-      route: '/webhook/shop-development-orders/ingest/:id',
+      path: '/webhook/shop_development_orders/ingest/42',
+      route: '/webhook/shop_development_orders/ingest/:id',
       contentType: 'application/json',
       triggerKey: 'shop/orders-hook',
-      workflowId: 'shop-development-orders',
+      workflowId: 'shop_development_orders',
     },
   };
 }

@@ -229,7 +229,7 @@ describe.skipIf(!redisAvailable())('Redis execution queue', () => {
     expect(done.error).toMatchObject({
       code: 'HG_ERR_EXECUTION_FAILED',
       message:
-        'endpoint shop/orders-hook or its workflow shop-development-orders is no longer published',
+        'endpoint shop/orders-hook or its workflow shop_development_orders is no longer published',
     });
   });
 

@@ -263,7 +263,7 @@ describe('MemoryDeadLetterStore', () => {
     executionId: id,
     triggerKey,
     namespace: triggerKey.split('/')[0] ?? '',
-    workflowId: 'shop-development-orders',
+    workflowId: 'shop_development_orders',
     createdAt: new Date().toISOString(),
     deadLetteredAt: new Date().toISOString(),
     attempts: 3,

@@ -32,8 +32,8 @@ describe('triggerRef', () => {
       key: 'shop/orders-hook',
       namespace: 'shop',
       name: 'orders-hook',
-      workflowId: 'shop-development-orders',
-      path: '/webhook/shop-development-orders/ingest',
+      workflowId: 'shop_development_orders',
+      path: '/webhook/shop_development_orders/ingest',
     });
     const material = [
       sha256('key-acme-123456'),
@@ -98,7 +98,7 @@ describe('an execution started through the gateway', () => {
     const material = [apiKey, sha256(apiKey), testToken];
 
     const start = vi.spyOn(rt.engine, 'start');
-    const response = await fetch(`${base}/webhook/default-production-echo/keyed`, {
+    const response = await fetch(`${base}/webhook/default_production_echo/keyed`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
       body: JSON.stringify({ n: 1 }),
@@ -110,8 +110,8 @@ describe('an execution started through the gateway', () => {
       key: 'default/keyed',
       namespace: 'default',
       name: 'keyed',
-      workflowId: 'default-production-echo',
-      path: '/webhook/default-production-echo/keyed',
+      workflowId: 'default_production_echo',
+      path: '/webhook/default_production_echo/keyed',
     });
     expect(credentialLeaks(request, material)).toEqual([]);
 

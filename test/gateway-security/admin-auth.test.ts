@@ -98,7 +98,7 @@ describe('admin listener with Kubernetes authentication', () => {
     for (const ns of ['team-a', 'team-b']) {
       const res = await rt.app.inject({
         method: 'POST',
-        url: `/webhook/${ns}-production-orders/ingest`,
+        url: `/webhook/${ns}_production_orders/ingest`,
         payload: { ns },
       });
       expect(res.statusCode).toBe(202);
@@ -119,7 +119,7 @@ describe('admin listener with Kubernetes authentication', () => {
       ['POST', '/api/triggers/team-a/ingest/test'],
       ['GET', '/api/analytics/summary'],
       ['GET', '/dashboard'],
-      ['GET', '/webhook-events/team-a-production-orders/ingest'],
+      ['GET', '/webhook-events/team-a_production_orders/ingest'],
     ] as const) {
       const res = await rt.app.inject({ method, url, headers: bearer(TOKENS.admin) });
       problem(res, 404, 'not-found');
@@ -137,7 +137,7 @@ describe('admin listener with Kubernetes authentication', () => {
     problem(encoded, 401, 'admin-unauthenticated');
     const stream = await rt.admin.inject({
       method: 'GET',
-      url: '/webhook-events/team-a-production-orders/ingest',
+      url: '/webhook-events/team-a_production_orders/ingest',
     });
     problem(stream, 401, 'admin-unauthenticated');
   });
@@ -184,7 +184,7 @@ describe('admin listener with Kubernetes authentication', () => {
     );
     problem(
       await rt.admin.inject({
-        url: '/webhook-events/team-b-production-orders/ingest',
+        url: '/webhook-events/team-b_production_orders/ingest',
         headers,
       }),
       403,

@@ -21,8 +21,8 @@ export function makeRoute(
     name: 'orders',
     uid: '00000000-0000-0000-0000-000000000001',
     generation,
-    workflowId: 'shop-production-orders',
-    path: '/webhook/shop-production-orders/ingest',
+    workflowId: 'shop_production_orders',
+    path: '/webhook/shop_production_orders/ingest',
     application: 'shop',
     environment: 'production',
     spec: {

@@ -11,7 +11,7 @@ import { collect } from '../support/sse.ts';
 let rt: TestRuntime;
 let base: string;
 let adminBase: string;
-const wf = '/webhook/default-production-linked';
+const wf = '/webhook/default_production_linked';
 
 interface Accepted {
   executionId: string;

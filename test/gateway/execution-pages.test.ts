@@ -35,7 +35,7 @@ beforeAll(async () => {
   for (let i = 0; i < 30; i++) {
     const res = await rt.app.inject({
       method: 'POST',
-      url: '/webhook/default-production-orders/ingest',
+      url: '/webhook/default_production_orders/ingest',
       payload: { i, text: 'a'.repeat(20_000) },
     });
     expect(res.statusCode).toBe(202);
@@ -99,7 +99,7 @@ describe('executions listing', () => {
     const post = () =>
       rt.app.inject({
         method: 'POST',
-        url: '/webhook/default-production-echo/echo',
+        url: '/webhook/default_production_echo/echo',
         headers: { 'idempotency-key': 'large-answer' },
         payload,
       });

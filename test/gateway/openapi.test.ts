@@ -79,7 +79,7 @@ describe('the document of each example trigger', () => {
   it('orders-ingest: API key header, manual input fields, waitForCompletion 200 with 408 and 422', async () => {
     const { body } = await documentOf('/api/triggers/default/orders-ingest/openapi.json');
     const [path, item] = Object.entries(body.paths as Json)[0] as [string, Json];
-    expect(path).toBe('/webhook/default-production-orders/ingest');
+    expect(path).toBe('/webhook/default_production_orders/ingest');
     expect(body.components.securitySchemes).toEqual({
       apiKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-API-Key' }),
     });
@@ -116,7 +116,7 @@ describe('the document of each example trigger', () => {
   it('payments-notify: a path parameter and a bearer JWT scheme', async () => {
     const { body } = await documentOf('/api/triggers/default/payments-notify/openapi.json');
     const [path, item] = Object.entries(body.paths as Json)[0] as [string, Json];
-    expect(path).toBe('/webhook/default-staging-payments/notify/{provider}');
+    expect(path).toBe('/webhook/default_staging_payments/notify/{provider}');
     expect(item.parameters).toEqual([
       expect.objectContaining({ name: 'provider', in: 'path', required: true }),
     ]);
@@ -266,7 +266,7 @@ describe('access: as reading the trigger', () => {
   it('the gateway document holds only the namespaces the reader may see', async () => {
     const mine = await get('/api/openapi.json', as('team-a-only'));
     expect(Object.keys(mine.body.paths as Json)).toEqual([
-      '/webhook/team-a-production-orders/ingest',
+      '/webhook/team-a_production_orders/ingest',
     ]);
     const all = await get('/api/openapi.json', as('all-of-it'));
     expect(Object.keys(all.body.paths as Json)).toHaveLength(2);

@@ -33,7 +33,7 @@ describe('output schema', () => {
   const send = (body: unknown) =>
     rt.app.inject({
       method: 'POST',
-      url: '/webhook/default-production-orders/wait',
+      url: '/webhook/default_production_orders/wait',
       headers: { 'content-type': 'application/json' },
       payload: JSON.stringify(body),
     });

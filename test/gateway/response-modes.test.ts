@@ -15,7 +15,7 @@ let base: string;
 let adminBase: string;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const wf = '/webhook/default-production-steps';
+const wf = '/webhook/default_production_steps';
 const custom = { custom: [{ name: 'X-Api-Version', value: '7' }] };
 
 beforeAll(async () => {
@@ -356,7 +356,7 @@ describe('Idempotency-Key', () => {
 describe('live event stream', () => {
   it('streams connected, then request and response events for the monitored path, rejections included', async () => {
     const controller = new AbortController();
-    const res = await fetch(`${adminBase}/webhook-events/default-production-steps/ack`, {
+    const res = await fetch(`${adminBase}/webhook-events/default_production_steps/ack`, {
       signal: controller.signal,
     });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);

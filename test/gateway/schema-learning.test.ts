@@ -12,7 +12,7 @@ import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 
 let rt: TestRuntime;
-const base = '/webhook/default-production-orders';
+const base = '/webhook/default_production_orders';
 const learningSchema = {
   mode: 'automatic',
   input: { source: 'orders-api' },

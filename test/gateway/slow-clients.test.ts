@@ -48,7 +48,7 @@ function trickle(
 describe('slow clients', () => {
   it('headers trickled one byte at a time: the server answers 408 and closes the socket', async () => {
     const r = await trickle(
-      'POST /webhook/default-production-orders/ingest HTTP/1.1\r\nHost: x\r\nX-Slow: ',
+      'POST /webhook/default_production_orders/ingest HTTP/1.1\r\nHost: x\r\nX-Slow: ',
       100,
       8000,
     );
@@ -58,7 +58,7 @@ describe('slow clients', () => {
 
   it('a body trickled one byte at a time: cut off at the request timeout', async () => {
     const head =
-      'POST /webhook/default-production-orders/ingest HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n';
+      'POST /webhook/default_production_orders/ingest HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n';
     const r = await trickle(head, 100, 8000);
     expect(r.closedAfterMs).toBeLessThan(8000);
   });

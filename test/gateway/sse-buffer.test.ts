@@ -28,7 +28,7 @@ describe('SSE buffers', () => {
     socket.setNoDelay(true);
     await new Promise((r) => socket.once('connect', r));
     socket.write(
-      'GET /webhook-events/default-production-orders/ingest HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /webhook-events/default_production_orders/ingest HTTP/1.1\r\nHost: x\r\n\r\n',
     );
     await new Promise((r) => socket.once('data', r));
     socket.pause(); // reads nothing more: the kernel buffers fill, then the server's
@@ -39,7 +39,7 @@ describe('SSE buffers', () => {
       async () => {
         await Promise.all(
           Array.from({ length: 50 }, () =>
-            fetch(`${base}/webhook/default-production-orders/ingest`, {
+            fetch(`${base}/webhook/default_production_orders/ingest`, {
               method: 'POST',
               headers: header,
               body: '{}',

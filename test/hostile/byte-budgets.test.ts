@@ -116,7 +116,7 @@ describe('byte budgets under 1 MiB requests', () => {
       20_000,
       100,
     );
-    const url = `${base}/webhook/default-production-orders/ingest`;
+    const url = `${base}/webhook/default_production_orders/ingest`;
     // Warm-up (JIT, pools), then the baseline.
     await fetch(url, {
       method: 'POST',
@@ -198,7 +198,7 @@ describe('byte budgets under 1 MiB requests', () => {
         20_000,
         100,
       );
-      const url = `${base}/webhook/default-production-orders/ingest`;
+      const url = `${base}/webhook/default_production_orders/ingest`;
       await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

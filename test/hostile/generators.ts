@@ -15,9 +15,9 @@ export interface HostileRequest {
   delivery: Delivery;
 }
 
-export const OPEN_PATH = '/webhook/default-production-fuzz/open';
-export const WAIT_PATH = '/webhook/default-production-fuzz/wait';
-const KEYED_PATH = '/webhook/default-production-fuzz/keyed';
+export const OPEN_PATH = '/webhook/default_production_fuzz/open';
+export const WAIT_PATH = '/webhook/default_production_fuzz/wait';
+const KEYED_PATH = '/webhook/default_production_fuzz/keyed';
 
 const nested = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
 
@@ -70,7 +70,7 @@ const path = fc.oneof(
     weight: 4,
     arbitrary: fc
       .tuple(
-        fc.constantFrom(OPEN_PATH, '/webhook', '/webhook/default-production-fuzz', ''),
+        fc.constantFrom(OPEN_PATH, '/webhook', '/webhook/default_production_fuzz', ''),
         fc.array(pathSegment, { maxLength: 3 }),
       )
       .map(([base, rest]) => [base, ...rest].join('/')),
@@ -79,10 +79,10 @@ const path = fc.oneof(
     weight: 1,
     arbitrary: fc.constantFrom(
       '*',
-      'http://evil.example/webhook/default-production-fuzz/open',
-      '//webhook//default-production-fuzz//open',
-      '/webhook/default-production-fuzz/open?' + 'a=1&'.repeat(2000),
-      '/webhook/default-production-fuzz/open#frag',
+      'http://evil.example/webhook/default_production_fuzz/open',
+      '//webhook//default_production_fuzz//open',
+      '/webhook/default_production_fuzz/open?' + 'a=1&'.repeat(2000),
+      '/webhook/default_production_fuzz/open#frag',
       'webhook',
     ),
   },

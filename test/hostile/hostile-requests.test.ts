@@ -206,7 +206,7 @@ describe('hostile requests over raw sockets', () => {
           await pool(batch, CONCURRENCY, send);
           // The server still answers a plain request after each batch.
           const alive = await fetch(
-            `http://127.0.0.1:${gatewayPort}/webhook/default-production-fuzz/open`,
+            `http://127.0.0.1:${gatewayPort}/webhook/default_production_fuzz/open`,
             {
               method: 'POST',
               headers: { 'content-type': 'application/json' },

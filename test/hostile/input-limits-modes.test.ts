@@ -16,7 +16,7 @@ import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
-const PATH = '/webhook/default-production-limits/ingest';
+const PATH = '/webhook/default_production_limits/ingest';
 const deep = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
 const manifests = [
   workflow('limits', {
@@ -119,7 +119,7 @@ describe('input limits in the embedded mode', () => {
     const post = (segment: string, payload: string) =>
       runtime.app.inject({
         method: 'POST',
-        url: `/webhook/default-production-limits/${segment}`,
+        url: `/webhook/default_production_limits/${segment}`,
         headers: { 'content-type': 'application/json' },
         payload,
       });

@@ -180,7 +180,7 @@ describe.skipIf(!enabled)('the hookgate image', () => {
       );
       const base = `http://127.0.0.1:${port}`;
       await waitForHealthy(`${base}/healthz`, 30_000, container);
-      const hello = await fetch(`${base}/webhook/default-development-hello/default`, {
+      const hello = await fetch(`${base}/webhook/default_development_hello/default`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ name: 'Ada' }),

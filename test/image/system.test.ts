@@ -100,11 +100,11 @@ const CONNECTION_ERRORS = new Set([
 
 const NAMESPACE = 'default';
 const ADMIN_TOKEN_FILE = '/etc/hookgate/admin-token';
-const HELLO = '/webhook/default-development-hello/default';
-const ORDERS = '/webhook/default-production-orders/ingest';
-const BRIEF = '/webhook/default-staging-brief/brief';
-const PAUSE = '/webhook/default-staging-pause/pause';
-const LATE = '/webhook/default-development-hello/late';
+const HELLO = '/webhook/default_development_hello/default';
+const ORDERS = '/webhook/default_production_orders/ingest';
+const BRIEF = '/webhook/default_staging_brief/brief';
+const PAUSE = '/webhook/default_staging_pause/pause';
+const LATE = '/webhook/default_development_hello/late';
 
 /** The test's own resources: a short wait-for-completion and a 3 s run to interrupt. */
 const OWN_MANIFESTS = `apiVersion: hookgate.dev/v1alpha1

@@ -150,9 +150,9 @@ describe('operator over the Kubernetes source', () => {
   it('reconciles to Ready with the finalizer, the route and the URL', async () => {
     const { ns, routes, getTrigger } = await setup();
     const t = await getTrigger();
-    expect(t.status?.url).toBe(`http://hooks.test/webhook/${ns}-development-hello/default`);
+    expect(t.status?.url).toBe(`http://hooks.test/webhook/${ns}_development_hello/default`);
     expect((await routes.get(`${ns}/hello`))?.path).toBe(
-      `/webhook/${ns}-development-hello/default`,
+      `/webhook/${ns}_development_hello/default`,
     );
   });
 
@@ -222,7 +222,7 @@ describe('operator over the Kubernetes source', () => {
     });
     await eventually(async () =>
       expect((await getTrigger()).status?.url).toBe(
-        `http://hooks.test/webhook/${ns}-development-hello/ingest`,
+        `http://hooks.test/webhook/${ns}_development_hello/ingest`,
       ),
     );
   });

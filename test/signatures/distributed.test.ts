@@ -14,7 +14,7 @@ import { secret, trigger, workflow } from '../support/manifests.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
 const SECRET = `whsec_${Buffer.from('distributed-replay-secret-01').toString('base64')}`;
-const URL_PATH = '/webhook/default-production-echo/signed';
+const URL_PATH = '/webhook/default_production_echo/signed';
 
 describe.skipIf(!redisAvailable())('signed deliveries across two gateways sharing Redis', () => {
   let server: RedisServer;

@@ -14,7 +14,7 @@ import { secret, trigger, workflow } from '../support/manifests.ts';
 import { githubSignature, stripeV1 } from './support.ts';
 
 let rt: TestRuntime;
-const base = '/webhook/default-production-echo';
+const base = '/webhook/default_production_echo';
 const GITHUB_SECRET = 'gh-secret-0123456789';
 const OLD_GITHUB_SECRET = 'gh-secret-previous';
 const SVIX_SECRET = `whsec_${randomBytes(24).toString('base64')}`;

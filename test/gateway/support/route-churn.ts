@@ -27,7 +27,7 @@ import { makeRoute } from '../../gateway-security/fixtures.ts';
 
 const ROUTES = Number(process.argv[2] ?? 10_000);
 const BATCH = Number(process.argv[3] ?? 100);
-const WORKFLOW = 'churn-production-flow';
+const WORKFLOW = 'churn_production_flow';
 const ORIGIN = 'https://app.example.com';
 const ISSUER = 'https://idp.example.com';
 const AUDIENCE = 'https://hooks.example.com';

@@ -100,7 +100,7 @@ describe('Deployed means served', () => {
       Ready: 'False/NoGateway',
     });
     expect(conditions(T('t')).Deployed?.message).toBe(
-      'No gateway is running to serve generation 1 of /webhook/default-production-orders/in',
+      'No gateway is running to serve generation 1 of /webhook/default_production_orders/in',
     );
     // The route is written all the same: a gateway that starts serves it at once.
     expect(await routes.get('default/t')).toBeDefined();
@@ -119,7 +119,7 @@ describe('Deployed means served', () => {
       Ready: 'False/GatewayPending',
     });
     expect(conditions(T('t')).Deployed?.message).toBe(
-      'generation 1 of /webhook/default-production-orders/in served by 1 of 2 gateways',
+      'generation 1 of /webhook/default_production_orders/in served by 1 of 2 gateways',
     );
     await serve('g2');
     expect(await reconciler.reconcile(T('t'))).toBeUndefined();
@@ -138,7 +138,7 @@ describe('Deployed means served', () => {
       Ready: 'False/GatewayPending',
     });
     expect(conditions(T('t')).Deployed?.message).toContain(
-      'generation 2 of /webhook/default-production-orders/in served by 0 of 1 gateways',
+      'generation 2 of /webhook/default_production_orders/in served by 0 of 1 gateways',
     );
     await serve('g1');
     await reconcileAll();

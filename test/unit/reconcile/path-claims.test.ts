@@ -5,7 +5,7 @@ import { PathClaims } from '../../../operator/reconcile/path-claims.ts';
 import type { Trigger, WorkflowResource } from '../../../operator/reconcile/resources.ts';
 import type { AnyResource, ObjectRef } from '../../../operator/sources/ports.ts';
 
-const WORKFLOW_ID = 'default-production-orders';
+const WORKFLOW_ID = 'default_production_orders';
 const orders = {
   apiVersion: 'hookgate.dev/v1alpha1',
   kind: 'Workflow',

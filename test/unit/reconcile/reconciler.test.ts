@@ -95,16 +95,16 @@ describe('Reconciler', () => {
     const status = source.get(T('orders-ingest'))?.status as Record<string, unknown>;
     expect(status).toMatchObject({
       observedGeneration: 1,
-      workflowId: 'default-production-orders',
-      basePath: '/webhook/default-production-orders',
-      url: 'https://hooks.example.com/webhook/default-production-orders/ingest/:id',
+      workflowId: 'default_production_orders',
+      basePath: '/webhook/default_production_orders',
+      url: 'https://hooks.example.com/webhook/default_production_orders/ingest/:id',
     });
     const route = await routes.get('default/orders-ingest');
     expect(route).toMatchObject({
-      path: '/webhook/default-production-orders/ingest/:id',
+      path: '/webhook/default_production_orders/ingest/:id',
       application: 'shop',
     });
-    expect(await workflows.get('default-production-orders')).toMatchObject({
+    expect(await workflows.get('default_production_orders')).toMatchObject({
       name: 'orders',
       environment: 'production',
     });
