@@ -358,7 +358,9 @@ function unmatchedObservation(request: FastifyRequest, reply: FastifyReply): Req
 
 /**
  * CORS preflights and methods that are not enabled. Returns true when it has answered
- * (preflight 204, or OPTIONS 204 with Allow); throws 405 for other disabled methods.
+ * (preflight 204, or a bare OPTIONS 204 with Allow where CORS is on); throws 405 for
+ * every other method the endpoint does not serve, OPTIONS included where CORS is off:
+ * the answer agrees with Allow, which lists OPTIONS only when it is served.
  */
 function answerOptionsOrRefuseMethod(
   guards: Guards,
@@ -377,7 +379,7 @@ function answerOptionsOrRefuseMethod(
     return true;
   }
   if (route.spec.methods.includes(method)) return false;
-  if (method === 'OPTIONS') {
+  if (method === 'OPTIONS' && answersOptions(route)) {
     void reply.code(204).header('allow', allowHeader(route)).send();
     return true;
   }
@@ -414,15 +416,20 @@ function matchRoute(
   return ctx;
 }
 
+/** Whether the gateway answers OPTIONS itself (CORS is on: preflights are answered). */
+function answersOptions(route: RouteRecord): boolean {
+  return route.spec.cors?.enabled === true;
+}
+
 /**
  * The Allow header of a route: exactly the methods it serves, i.e. its methods, and
- * OPTIONS only when CORS is on (preflights are answered). A bare OPTIONS to an endpoint
- * that does not serve it still gets 204 with this header, as a capability query that
- * starts nothing. Only built for OPTIONS and 405 answers.
+ * OPTIONS when CORS is on (preflights are answered; a bare OPTIONS then gets 204 with
+ * this header, as a capability query that starts nothing). Only built for OPTIONS and
+ * 405 answers.
  */
 function allowHeader(route: RouteRecord): string {
-  const answersOptions = route.spec.cors?.enabled === true;
-  return [...new Set([...route.spec.methods, ...(answersOptions ? ['OPTIONS'] : [])])].join(', ');
+  const extra = answersOptions(route) ? ['OPTIONS'] : [];
+  return [...new Set([...route.spec.methods, ...extra])].join(', ');
 }
 
 function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unknown): TriggerOutput {

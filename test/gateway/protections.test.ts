@@ -7,7 +7,7 @@ import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
 
 let rt: TestRuntime;
-const echo = '/webhook/default-production-echo';
+const echo = '/webhook/default_production_echo';
 
 type Res = { statusCode: number; headers: Record<string, unknown>; body: string; json(): unknown };
 function problem(res: Res, status: number, type: string): Record<string, unknown> {
@@ -137,7 +137,7 @@ afterAll(() => rt.stop());
 const json = { 'content-type': 'application/json' };
 
 describe('401 / 403: authentication', () => {
-  const url = '/webhook/default-production-echo/keyed';
+  const url = '/webhook/default_production_echo/keyed';
   it('accepts the right key and names the consumer', async () => {
     const res = await rt.app.inject({
       method: 'POST',
@@ -253,6 +253,16 @@ describe('403: CORS', () => {
     expect(String(res.headers.vary)).toMatch(/Origin/);
     // POST is served, and OPTIONS (CORS is on: preflights are answered).
     expect(res.headers.allow).toBe('POST, OPTIONS');
+  });
+  it('a bare OPTIONS (no preflight) to a CORS endpoint: 204 with Allow, nothing starts', async () => {
+    const before = (await rt.engine.list({ triggerKey: 'default/browser', limit: 1000 })).length;
+    const res = await rt.app.inject({ method: 'OPTIONS', url });
+    expect(res.statusCode).toBe(204);
+    expect(res.headers.allow).toBe('POST, OPTIONS');
+    expect(res.body).toBe('');
+    expect((await rt.engine.list({ triggerKey: 'default/browser', limit: 1000 })).length).toBe(
+      before,
+    );
   });
   it('a 405 to a refused origin carries no CORS grant', async () => {
     const res = await rt.app.inject({
@@ -417,7 +427,7 @@ describe('408 / 500 / 204: responses', () => {
   it('a workflow slower than the timeout → 408 with a handle; the run goes on and finishes', async () => {
     const res = await rt.app.inject({
       method: 'POST',
-      url: '/webhook/default-production-slow/slowpoke',
+      url: '/webhook/default_production_slow/slowpoke',
     });
     const body = problem(res, 408, 'request-timeout');
     const id = body.executionId as string;
@@ -434,7 +444,7 @@ describe('408 / 500 / 204: responses', () => {
   });
   it('a failing workflow → 500 execution-failed with the reason and the execution id', async () => {
     const body = problem(
-      await rt.app.inject({ method: 'POST', url: '/webhook/default-production-broken/failing' }),
+      await rt.app.inject({ method: 'POST', url: '/webhook/default_production_broken/failing' }),
       500,
       'execution-failed',
     );
@@ -443,7 +453,7 @@ describe('408 / 500 / 204: responses', () => {
   });
   it('a faulty node configuration → 500 execution-failed, no stack trace', async () => {
     const body = problem(
-      await rt.app.inject({ method: 'POST', url: '/webhook/default-production-badexpr/faulty' }),
+      await rt.app.inject({ method: 'POST', url: '/webhook/default_production_badexpr/faulty' }),
       500,
       'execution-failed',
     );

@@ -7,7 +7,7 @@ import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 
 let rt: TestRuntime;
-const base = '/webhook/default-production-orders';
+const base = '/webhook/default_production_orders';
 
 beforeAll(async () => {
   rt = await startRuntime();
@@ -47,7 +47,7 @@ describe('routing', () => {
       CATALOGUE.HG_ERR_ROUTE_NOT_FOUND.type,
     );
     expectProblem(
-      await rt.app.inject({ method: 'POST', url: '/webhook/other-production-orders/ingest' }),
+      await rt.app.inject({ method: 'POST', url: '/webhook/other_production_orders/ingest' }),
       404,
       'route-not-found',
     );
@@ -72,12 +72,13 @@ describe('routing', () => {
     expect(body.allowed).toEqual(['POST', 'GET', 'HEAD']);
   });
 
-  it('OPTIONS on an endpoint without OPTIONS enabled answers 204 with Allow and starts nothing', async () => {
+  it('OPTIONS on an endpoint that serves neither OPTIONS nor CORS is 405, as its Allow says', async () => {
     const before = (await rt.engine.list({})).length;
     const res = await rt.app.inject({ method: 'OPTIONS', url: `${base}/ingest` });
-    expect(res.statusCode).toBe(204);
+    const body = expectProblem(res, 405, 'method-not-allowed');
     expect(res.headers.allow).toBe('POST, GET, HEAD');
-    expect(res.body).toBe('');
+    expect(body.allowed).toEqual(['POST', 'GET', 'HEAD']);
+    expect(body.detail).toBe('OPTIONS is not enabled for this endpoint');
     expect((await rt.engine.list({})).length).toBe(before);
   });
 
@@ -148,7 +149,7 @@ describe('immediate ACK', () => {
       expect(execution.input.metadata).toMatchObject({
         correlationId: `corr-${i}`,
         method: 'POST',
-        workflowId: 'default-production-orders',
+        workflowId: 'default_production_orders',
       });
       const viaApi = await rt.admin.inject({ method: 'GET', url: `/api/executions/${id}` });
       expect(viaApi.json()).toMatchObject({ id, status: 'succeeded' });
@@ -202,7 +203,7 @@ describe('immediate ACK', () => {
     await eventually(async () => {
       const res = await rt.app.inject({
         method: 'POST',
-        url: '/webhook/default-production-drafts/default',
+        url: '/webhook/default_production_drafts/default',
       });
       expectProblem(res, 404, 'workflow-not-found');
     });
@@ -273,7 +274,7 @@ describe('Send Test Request', () => {
       statusCode: 200,
       body: { got: { hello: 1 }, who: 'acme', id: 'A-9' },
     });
-    expect(out.request.url).toBe('/webhook/default-production-tested/items/A-9');
+    expect(out.request.url).toBe('/webhook/default_production_tested/items/A-9');
     expect(out.request.headers['x-api-key']).toBe('[redacted]');
   });
 
