@@ -1,7 +1,7 @@
 // The URL scheme: the workflow identifier, base path, route path and webhook URL.
 // Part of the contract: the operator publishes these in status, gateways serve them.
 //
-// The workflow identifier is `<namespace>_<environment>_<name>` (ADR 0021). `_` cannot
+// The workflow identifier is `<namespace>_<environment>_<name>` (ADR 0022). `_` cannot
 // occur in any of the three: namespaces are DNS-1123 labels, names DNS-1123
 // subdomains (lower-case letters, digits, `-`, `.`) and environments an enum. So the
 // identifier splits back into exactly one triple, and no tenant can pick a namespace

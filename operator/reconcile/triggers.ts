@@ -137,7 +137,7 @@ export class TriggerReconciler {
 
   /**
    * A URL never moves silently: when the published URL changes (a new path segment or
-   * workflow, another base URL, or the identifier scheme of ADR 0021 after an upgrade),
+   * workflow, another base URL, or the identifier scheme of ADR 0022 after an upgrade),
    * a Warning Event names the old and the new URL; status already shows the new one.
    */
   #announceMove(trigger: Trigger, before: string | undefined, after: string | undefined): void {

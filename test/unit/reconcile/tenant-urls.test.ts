@@ -1,4 +1,4 @@
-// Tenants cannot squat each other's URLs (ADR 0021), and a URL never moves silently:
+// Tenants cannot squat each other's URLs (ADR 0022), and a URL never moves silently:
 // the reconcilers against the real directory source and in-memory stores.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Condition } from '../../../api/v1alpha1/index.ts';
