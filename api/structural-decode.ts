@@ -6,8 +6,8 @@ import { childSchema, isObject, isProperty, type OpenApiSchema } from './structu
 /** Fields every whole object (the root, an embedded resource) has without declaring them. */
 const TYPE_META = ['apiVersion', 'kind', 'metadata'];
 
-/** ObjectMeta's fields: the metadata of an embedded resource keeps only these. */
-const OBJECT_META = new Set([
+/** ObjectMeta's fields (apimachinery meta/v1): an embedded resource's metadata keeps only these. */
+export const OBJECT_META = new Set([
   'name',
   'generateName',
   'namespace',

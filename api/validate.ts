@@ -2,6 +2,7 @@
 // schema and CEL checks the API server applies with our CRDs installed.
 import { objectSchema } from './crd.ts';
 import { admit, type FieldError, type OpenApiSchema } from './structural.ts';
+import { OBJECT_META } from './structural-decode.ts';
 import { API_VERSION, WEBHOOK_TRIGGER_KIND, WORKFLOW_KIND } from './v1alpha1/index.ts';
 
 export type { FieldError } from './structural.ts';
@@ -75,25 +76,6 @@ export function admitResource(input: unknown): AdmissionResult {
   return { ok: true, object: value as Record<string, unknown>, warnings };
 }
 
-/** The fields of ObjectMeta (apimachinery meta/v1); anything else is an unknown field. */
-const OBJECT_META_FIELDS = new Set([
-  'name',
-  'generateName',
-  'namespace',
-  'selfLink',
-  'uid',
-  'resourceVersion',
-  'generation',
-  'creationTimestamp',
-  'deletionTimestamp',
-  'deletionGracePeriodSeconds',
-  'labels',
-  'annotations',
-  'ownerReferences',
-  'finalizers',
-  'managedFields',
-]);
-
 /**
  * What strict decoding refuses in metadata before the schema is looked at: a
  * metadata that is not an object, or a field ObjectMeta does not have.
@@ -104,7 +86,7 @@ function metadataErrors(metadata: unknown): FieldError[] {
     return [{ field: 'metadata', message: 'must be an object', reason: 'FieldValueInvalid' }];
   }
   return Object.keys(metadata)
-    .filter((key) => !OBJECT_META_FIELDS.has(key))
+    .filter((key) => !OBJECT_META.has(key))
     .map((key) => ({
       field: `metadata.${key}`,
       message: 'unknown field',
