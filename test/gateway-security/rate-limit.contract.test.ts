@@ -7,7 +7,10 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EndpointRateLimiter } from '../../runtime/gateway/security/rate-limit.ts';
+import type { RedisClient } from '../../api/records/redis-client.ts';
+import { connectRedis } from '../../roles/redis.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
 import { burst, makeRoute, problemOf } from './fixtures.ts';
 
 const limited = (rpm: number, key: string) =>
@@ -145,6 +148,32 @@ describe.skipIf(!redisAvailable())('Redis', () => {
     Promise.all(
       [0, 1, 2].map(async () => {
         const redis = new Redis(server.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+        clients.push(redis);
+        await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+        return new EndpointRateLimiter({ redis, timeoutMs: 10_000 });
+      }),
+    ),
+  );
+});
+
+describe.skipIf(!redisAvailable())('Redis Cluster of three masters', () => {
+  let cluster: RedisCluster;
+  const clients: RedisClient[] = [];
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 60_000);
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await cluster?.stop();
+  });
+  contract('EndpointRateLimiter (Redis Cluster, 3 instances)', () =>
+    Promise.all(
+      [0, 1, 2].map(async () => {
+        // The request-path options of roles/redis.ts.
+        const redis = connectRedis(cluster.url, {
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 1,
+        });
         clients.push(redis);
         await new Promise<void>((resolve) => redis.once('ready', () => resolve()));
         return new EndpointRateLimiter({ redis, timeoutMs: 10_000 });
