@@ -2,6 +2,7 @@
 // hookgate with the HookgateDeployment component. Config keys: see infra/README.md.
 import * as pulumi from '@pulumi/pulumi';
 import { ANALYTICS_BACKENDS, type AnalyticsBackend } from './analytics.ts';
+import { BUDGET_SIZE_KEYS, type BudgetArgs } from './budgets.ts';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
 import {
   DEFAULT_IMAGE_REPOSITORY,
@@ -73,6 +74,17 @@ function optional<K extends string>(key: K, value: number | undefined): Partial<
   return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
 }
 
+/** Byte budgets (docs/limits.md): the sizes as given (`512Mi`), the record lifetime in ms. */
+function budgetsFromConfig(): BudgetArgs {
+  const sizes = Object.fromEntries(
+    BUDGET_SIZE_KEYS.flatMap((key) => {
+      const value = config.get(key);
+      return value === undefined ? [] : [[key, value]];
+    }),
+  ) as BudgetArgs;
+  return { ...sizes, ...optional('executionTtlMs', config.getNumber('executionTtlMs')) };
+}
+
 const hookgate = new HookgateDeployment('hookgate', {
   namespace: config.get('namespace') ?? 'hookgate',
   createNamespace: config.getBoolean('createNamespace') ?? true,
@@ -96,6 +108,7 @@ const hookgate = new HookgateDeployment('hookgate', {
     ...optional('breakerFailures', config.getNumber('redisBreakerFailures')),
     ...optional('breakerOpenMs', config.getNumber('redisBreakerOpenMs')),
   },
+  budgets: budgetsFromConfig(),
   redis: redisFromConfig(),
   crds: config.getBoolean('crds') ?? true,
   serviceMonitor: config.getBoolean('serviceMonitor') ?? false,

@@ -16,6 +16,7 @@ import {
   type AnalyticsArgs,
   type ChartAnalytics,
 } from './analytics.ts';
+import { budgetValues, validateBudgets, type BudgetArgs } from './budgets.ts';
 
 export const COMPONENT_TYPE = 'hookgate:index:HookgateDeployment';
 export const CHART_NAME = 'hookgate';
@@ -119,6 +120,11 @@ export interface PlanArgs<Url = string> {
   trustedProxies?: string[];
   /** Redis command timeout and the gateways' circuit breaker (chart config.redisClient). */
   redisClient?: Partial<RedisClientArgs>;
+  /**
+   * Byte budgets and record lifetime (chart config.budgets, docs/limits.md); unset keys
+   * keep the product's defaults.
+   */
+  budgets?: BudgetArgs;
   /** Default `{ chart: {} }`: the chart's Redis with its defaults. */
   redis?: RedisSource<Url>;
   /**
@@ -170,6 +176,7 @@ export interface ResolvedArgs<Url = string> {
   baseUrl: string;
   trustedProxies: string[];
   redisClient: RedisClientArgs;
+  budgets: BudgetArgs;
   redis: RedisSource<Url>;
   crds: boolean;
   serviceMonitor: boolean;
@@ -205,6 +212,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     baseUrl: args.baseUrl.replace(/\/+$/, ''),
     trustedProxies: args.trustedProxies ?? [],
     redisClient: { ...DEFAULT_REDIS_CLIENT, ...args.redisClient },
+    budgets: budgetValues(args.budgets ?? {}),
     redis: args.redis ?? { chart: {} },
     crds: args.crds ?? true,
     serviceMonitor: args.serviceMonitor ?? false,
@@ -259,6 +267,7 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
       errors.push(`${key} must be a whole number >= ${min}, got ${String(n)}`);
     }
   }
+  errors.push(...validateBudgets(r.budgets));
   errors.push(...validateBaseUrl(r.baseUrl));
   for (const cidr of r.trustedProxies) {
     if (!isCidr(cidr)) errors.push(`trustedProxies: "${cidr}" is not a CIDR`);
@@ -437,6 +446,7 @@ export interface ChartValues {
     trustedProxies: string[];
     logLevel: string;
     redisClient: RedisClientArgs;
+    budgets?: BudgetArgs;
   };
   redis: {
     enabled: boolean;
@@ -470,6 +480,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       trustedProxies: r.trustedProxies,
       logLevel: r.logLevel,
       redisClient: r.redisClient,
+      ...(Object.keys(r.budgets).length > 0 ? { budgets: r.budgets } : {}),
     },
     ...redisValues(r),
     operator: {

@@ -25,9 +25,11 @@ import {
   names,
   parseObjects,
   render,
+  renderArgs,
   renderError,
   repoRoot,
   setArgs,
+  templateArgs,
   tools,
   work,
   type Deployment,
@@ -35,6 +37,7 @@ import {
   type Service,
   type StatefulSet,
 } from './chart.ts';
+import { budgetSettings } from '../../roles/budget-settings.ts';
 
 interface PolicyRule {
   apiGroups: string[];
@@ -294,6 +297,18 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(await renderError('config.logLevel=verbose')).toMatch(/\/config\/logLevel/);
     expect(await renderError('config.redisClient.commandTimeoutMs=0')).toMatch(
       /\/config\/redisClient\/commandTimeoutMs/,
+    );
+    expect(await renderError('config.budgets.executionStoreBytes=512XB')).toMatch(
+      /at '\/config\/budgets\/executionStoreBytes': '512XB' does not match pattern/,
+    );
+    expect(await renderError('config.budgets.storedBodyBytes=100')).toMatch(
+      /\/config\/budgets\/storedBodyBytes/,
+    );
+    expect(await renderError('config.budgets.executionTtlMs=999')).toMatch(
+      /\/config\/budgets\/executionTtlMs/,
+    );
+    expect(await renderError('config.budgets.maxBytes=1Mi')).toMatch(
+      /additional properties 'maxBytes' not allowed/,
     );
     expect(await renderError('redis.enabled=false', 'externalRedis.url=http://redis:6379')).toMatch(
       /\/externalRedis\/url/,
@@ -871,6 +886,81 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(
       envOf(container(deployment(custom, 'gateway'))).get('HOOKGATE_TRUSTED_PROXIES')?.value,
     ).toBe('10.0.0.0/8,192.168.0.0/16');
+  });
+
+  it('renders the byte budgets that are set, for the roles that read them, and none unset', async () => {
+    const BUDGETS = [
+      'HOOKGATE_EXECUTION_STORE_BYTES',
+      'HOOKGATE_STORED_BODY_BYTES',
+      'HOOKGATE_EXECUTION_TTL_MS',
+      'HOOKGATE_IDEMPOTENCY_BYTES',
+      'HOOKGATE_STREAM_BUFFER_BYTES',
+      'HOOKGATE_LIST_PAGE_BYTES',
+    ];
+    const defaults = await render();
+    for (const role of ROLES) {
+      const e = envOf(container(deployment(defaults, role)));
+      expect(
+        BUDGETS.filter((name) => e.has(name)),
+        role,
+      ).toEqual([]);
+    }
+    const set = await render(
+      'config.budgets.executionStoreBytes=512Mi',
+      'config.budgets.storedBodyBytes=131072',
+      'config.budgets.executionTtlMs=3600000',
+      'config.budgets.idempotencyBytes=64Mi',
+      'config.budgets.streamBufferBytes=2Mi',
+      'config.budgets.listPageBytes=1.5MiB',
+    );
+    const value = (role: (typeof ROLES)[number], name: string) =>
+      envOf(container(deployment(set, role))).get(name)?.value;
+    const gateway = Object.fromEntries(BUDGETS.map((name) => [name, value('gateway', name)]));
+    expect(gateway).toEqual({
+      HOOKGATE_EXECUTION_STORE_BYTES: '512Mi',
+      HOOKGATE_STORED_BODY_BYTES: '131072',
+      HOOKGATE_EXECUTION_TTL_MS: '3600000',
+      HOOKGATE_IDEMPOTENCY_BYTES: '64Mi',
+      HOOKGATE_STREAM_BUFFER_BYTES: '2Mi',
+      HOOKGATE_LIST_PAGE_BYTES: '1.5MiB',
+    });
+    // The roles read exactly these names and values (roles/budget-settings.ts).
+    expect(budgetSettings(gateway)).toEqual({
+      budgets: {
+        executionStoreBytes: 512 * 1024 ** 2,
+        storedBodyBytes: 131_072,
+        executionTtlMs: 3_600_000,
+        idempotencyBytes: 64 * 1024 ** 2,
+        streamBufferBytes: 2 * 1024 ** 2,
+        listPageBytes: 1.5 * 1024 ** 2,
+      },
+      problems: [],
+    });
+    // Workers keep execution records only; the operator keeps none of these.
+    const worker = Object.fromEntries(BUDGETS.map((name) => [name, value('worker', name)]));
+    expect(worker).toEqual({
+      HOOKGATE_EXECUTION_STORE_BYTES: '512Mi',
+      HOOKGATE_STORED_BODY_BYTES: '131072',
+      HOOKGATE_EXECUTION_TTL_MS: '3600000',
+      HOOKGATE_IDEMPOTENCY_BYTES: undefined,
+      HOOKGATE_STREAM_BUFFER_BYTES: undefined,
+      HOOKGATE_LIST_PAGE_BYTES: undefined,
+    });
+    expect(BUDGETS.filter((name) => value('operator', name) !== undefined)).toEqual([]);
+    // From a values file numbers are floats to helm: still rendered as whole numbers.
+    const file = join(work, 'budgets.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        config: { budgets: { storedBodyBytes: 1048576, executionTtlMs: 86400000 } },
+      }),
+    );
+    const fromFile = envOf(
+      container(deployment(await renderArgs([...templateArgs([]), '-f', file]), 'gateway')),
+    );
+    expect(fromFile.get('HOOKGATE_STORED_BODY_BYTES')?.value).toBe('1048576');
+    expect(fromFile.get('HOOKGATE_EXECUTION_TTL_MS')?.value).toBe('86400000');
+    expect(fromFile.has('HOOKGATE_LIST_PAGE_BYTES')).toBe(false);
   });
 
   it('accepts the values the Pulumi program computes, and names objects as it predicts', async () => {

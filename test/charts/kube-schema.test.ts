@@ -34,6 +34,14 @@ const OPTIONS: Record<string, string[]> = {
     'networkPolicy.metricsFrom[1].ipBlock.cidr=10.0.0.0/8',
   ],
   'admin token': ['admin.auth=token', 'admin.tokenSecret.name=admin-token'],
+  'byte budgets': [
+    'config.budgets.executionStoreBytes=1Gi',
+    'config.budgets.storedBodyBytes=131072',
+    'config.budgets.executionTtlMs=3600000',
+    'config.budgets.idempotencyBytes=64Mi',
+    'config.budgets.streamBufferBytes=2Mi',
+    'config.budgets.listPageBytes=8Mi',
+  ],
   'admin none': ['admin.auth=none', 'networkPolicy.enabled=true'],
   serviceMonitor: [
     'metrics.serviceMonitor.enabled=true',

@@ -119,6 +119,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       },
       secretNamespaces: ['team-a', 'team-b'],
       redisClient: { commandTimeoutMs: 250, breakerOpenMs: 3000 },
+      budgets: { executionStoreBytes: '256Mi', executionTtlMs: 3_600_000, listPageBytes: '2Mi' },
     });
     const file = join(work, 'component-values-edge.json');
     writeFileSync(file, JSON.stringify(values));
@@ -135,6 +136,9 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'rbac.secretNamespaces={team-a,team-b}'],
       ...['--set', 'config.redisClient.commandTimeoutMs=250'],
       ...['--set', 'config.redisClient.breakerOpenMs=3000'],
+      ...['--set', 'config.budgets.executionStoreBytes=256Mi'],
+      ...['--set', 'config.budgets.executionTtlMs=3600000'],
+      ...['--set', 'config.budgets.listPageBytes=2Mi'],
     ]);
     expect(fromPulumi).toEqual(fromHelm);
     expect(names(fromPulumi)).toContain('Role/edge-hookgate-operator-secrets');

@@ -18,6 +18,7 @@ import {
   validateArgs,
   type PlanArgs,
 } from '../../infra/plan.ts';
+import { parseBytes } from '../../runtime/bounded.ts';
 
 const valid: PlanArgs = {
   namespace: 'hooks',
@@ -44,6 +45,7 @@ describe('resolveArgs', () => {
       baseUrl: 'https://hooks.example.com',
       trustedProxies: [],
       redisClient: { commandTimeoutMs: 1000, breakerFailures: 5, breakerOpenMs: 1000 },
+      budgets: {},
       redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
       crds: true,
       serviceMonitor: false,
@@ -91,6 +93,74 @@ describe('resolveArgs', () => {
       }
     ).config;
     expect(chartValues(r).config.redisClient).toEqual(config.redisClient);
+  });
+
+  it('takes the byte budgets as the roles do, and refuses what they would refuse', () => {
+    const budgets = {
+      executionStoreBytes: '512Mi',
+      storedBodyBytes: 65_536,
+      executionTtlMs: 3_600_000,
+      idempotencyBytes: '1.5KiB',
+      streamBufferBytes: '2m',
+      listPageBytes: '1gb',
+    };
+    expect(validateArgs({ ...valid, budgets })).toEqual([]);
+    // Set keys only: the chart renders no variable for the others (product defaults).
+    expect(
+      chartValues(resolveArgs({ ...valid, budgets: { storedBodyBytes: '1Mi' } })).config,
+    ).toMatchObject({ budgets: { storedBodyBytes: '1Mi' } });
+    expect(chartValues(resolveArgs(valid)).config).not.toHaveProperty('budgets');
+    expect(
+      validateArgs({
+        ...valid,
+        budgets: {
+          executionStoreBytes: '512 megabytes',
+          storedBodyBytes: '1000',
+          listPageBytes: 1.5,
+          executionTtlMs: 999,
+        },
+      }),
+    ).toEqual([
+      'budgets.executionStoreBytes must be a size of at least 1Ki (e.g. 64Ki, 256Mi), got "512 megabytes"',
+      'budgets.storedBodyBytes must be a size of at least 1Ki (e.g. 64Ki, 256Mi), got "1000"',
+      'budgets.listPageBytes must be a size of at least 1Ki (e.g. 64Ki, 256Mi), got 1.5',
+      'budgets.executionTtlMs must be a whole number >= 1000, got 999',
+    ]);
+  });
+
+  it("accepts in the chart's schema only sizes the roles can read (parseBytes)", () => {
+    const base = chartValues(resolveArgs(valid));
+    const withSize = (size: unknown) => ({
+      ...base,
+      config: { ...base.config, budgets: { storedBodyBytes: size } },
+    });
+    for (const size of ['1024', '64Ki', '64KiB', '64k', '64kb', '512Mi', '1.5Gi', '1g', '2048b']) {
+      expect(parseBytes(size), size).toBeDefined();
+      expect(validateValues(withSize(size)), size).toBe(true);
+    }
+    for (const size of ['64XB', '64 Ki', 'Mi', '-1Mi', '1e6', '1Ti', '']) {
+      expect(validateValues(withSize(size)), size).toBe(false);
+    }
+    expect(validateValues(withSize(1024))).toBe(true);
+    expect(validateValues(withSize(1023))).toBe(false);
+    expect(validateValues(withSize(null))).toBe(true);
+    const ttl = (executionTtlMs: unknown) => ({
+      ...base,
+      config: { ...base.config, budgets: { executionTtlMs } },
+    });
+    expect(validateValues(ttl(1000))).toBe(true);
+    expect(validateValues(ttl(999))).toBe(false);
+    expect(validateValues(ttl('1h'))).toBe(false);
+    expect(
+      validateValues({ ...base, config: { ...base.config, budgets: { maxBytes: '1Mi' } } }),
+    ).toBe(false);
+    // The chart's defaults are null: the product's own.
+    const config = (
+      parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
+        config: { budgets: Record<string, unknown> };
+      }
+    ).config;
+    expect(Object.values(config.budgets)).toEqual([null, null, null, null, null, null]);
   });
 
   it('refuses Redis client settings below 1', () => {

@@ -24,6 +24,8 @@ beforeAll(async () => {
       'hookgate:serviceMonitor': 'true',
       'hookgate:workerConcurrency': '48',
       'hookgate:workerClaimIdleMs': '90000',
+      'hookgate:executionStoreBytes': '1Gi',
+      'hookgate:executionTtlMs': '3600000',
     },
     ['hookgate:redisUrl'],
   );
@@ -52,7 +54,12 @@ describe('infra/index.ts', () => {
     expect(chart.inputs['values']).toMatchObject({
       image: { tag: chartAppVersion() },
       crds: { enabled: true },
-      config: { baseUrl: 'https://hooks.example.com', trustedProxies: ['10.0.0.0/8'] },
+      config: {
+        baseUrl: 'https://hooks.example.com',
+        trustedProxies: ['10.0.0.0/8'],
+        // Only the budgets the stack sets: the others keep the product's defaults.
+        budgets: { executionStoreBytes: '1Gi', executionTtlMs: 3_600_000 },
+      },
       operator: { replicas: 2 },
       gateway: { replicas: 3, executions: 'queue', maxQueued: 100_000 },
       worker: { replicas: 2, concurrency: 48, claimIdleMs: 90_000 },

@@ -105,6 +105,22 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{ include "hookgate.redisEnv" . }}
 {{- end -}}
 
+{{/*
+The byte budgets a role uses (config.budgets, docs/limits.md), only those set: unset
+keys keep the product's defaults. .keys: the config.budgets keys the role reads.
+*/}}
+{{- define "hookgate.budgetEnv" -}}
+{{- $names := dict "executionStoreBytes" "HOOKGATE_EXECUTION_STORE_BYTES" "storedBodyBytes" "HOOKGATE_STORED_BODY_BYTES" "executionTtlMs" "HOOKGATE_EXECUTION_TTL_MS" "idempotencyBytes" "HOOKGATE_IDEMPOTENCY_BYTES" "streamBufferBytes" "HOOKGATE_STREAM_BUFFER_BYTES" "listPageBytes" "HOOKGATE_LIST_PAGE_BYTES" -}}
+{{- $budgets := .ctx.Values.config.budgets | default dict -}}
+{{- range $key := .keys }}
+{{- $value := get $budgets $key }}
+{{- if not (kindIs "invalid" $value) }}
+- name: {{ get $names $key }}
+  value: {{ ternary $value (toString (int64 $value)) (kindIs "string" $value) | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* The outbound policy of the roles that send requests (gateway, worker); nothing when unset. */}}
 {{- define "hookgate.outboundEnv" -}}
 {{- with .Values.outbound.allow }}
