@@ -8,7 +8,7 @@ import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { eventually } from '../support/eventually.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 
-const BASE = '/webhook/default-production';
+const BASE = '/webhook/default_production';
 /** The workflow of each trigger (its path is /webhook/<workflowId>/<segment>). */
 const WORKFLOW_OF: Record<string, string> = {
   wait: 'flaky',
@@ -42,7 +42,7 @@ describe('retries, dead letters and replay (embedded)', () => {
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}) =>
     rt.app.inject({
       method: 'POST',
-      url: `${BASE}-${WORKFLOW_OF[path]}/${path}`,
+      url: `${BASE}_${WORKFLOW_OF[path]}/${path}`,
       headers: { 'content-type': 'application/json', ...headers },
       payload: JSON.stringify(body),
     });
