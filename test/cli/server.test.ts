@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.ts';
 import { hookgate, ROOT } from './run.ts';
+import { freePortRun } from '../support/ports.ts';
 
 let child: ChildProcess;
 let dir: string;
-const port = 20_000 + Math.floor(Math.random() * 2000);
+const port = await freePortRun(8);
 const server = `http://127.0.0.1:${port + 1}`;
 const webhooks = `http://127.0.0.1:${port}`;
 const env = { HOOKGATE_SERVER: server };

@@ -24,6 +24,7 @@ import {
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { trigger, workflow } from '../support/manifests.ts';
+import { freePortRun } from '../support/ports.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const ADMIN_TOKEN = 'e2e-admin-token-analytics-0123456789';
@@ -174,7 +175,7 @@ describe.skipIf(!redisAvailable() || skipWithoutPrometheus())(
       cluster = await startTestCluster({ crds: true });
       writeFileSync(join(cluster.dir, 'admin-token'), `${ADMIN_TOKEN}\n`);
       redis = await startRedis();
-      const port = 34_000 + Math.floor(Math.random() * 3000);
+      const port = await freePortRun(8);
       a = port + 1;
       b = port + 2;
       prometheus = await startPrometheus([`127.0.0.1:${a}`, `127.0.0.1:${b}`]);

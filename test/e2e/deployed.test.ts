@@ -14,6 +14,10 @@ import { kubeToolEnv, kubeToolsOrSkip } from '../support/kube-tools.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { trigger, workflow } from '../support/manifests.ts';
+import { freePortRun } from '../support/ports.ts';
+
+/** Consecutive ports free at load time for the processes this suite starts. */
+const BASE_PORT = await freePortRun(8);
 
 const root = resolve(import.meta.dirname, '..', '..');
 const tools = await kubeToolsOrSkip();
@@ -33,7 +37,7 @@ describe.skipIf(!tools || !redisAvailable())('Deployed means served (real proces
   let cluster: TestCluster;
   let redis: RedisServer;
   const children: ChildProcess[] = [];
-  const port = 38_000 + Math.floor(Math.random() * 2000);
+  const port = BASE_PORT;
   const gatewayPorts = [port + 1, port + 2];
   const base = () => `${cluster.server.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
 

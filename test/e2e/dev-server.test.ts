@@ -8,6 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
+import { freePortRun } from '../support/ports.ts';
+
+/** Consecutive ports free at load time for the processes this suite starts. */
+const BASE_PORT = await freePortRun(8);
 
 describe('dev server over a watched directory', () => {
   let rt: TestRuntime;
@@ -139,7 +143,7 @@ describe('dev server over a watched directory', () => {
 describe('npm start on the shipped examples', () => {
   let child: ChildProcess;
   let dir: string;
-  const port = 18_000 + Math.floor(Math.random() * 2000);
+  const port = BASE_PORT;
   beforeAll(async () => {
     // A copy, so the test never edits the real examples.
     dir = await mkdtemp(join(tmpdir(), 'hookgate-examples-'));

@@ -30,6 +30,10 @@ import { eventually } from '../support/eventually.ts';
 import { kubeToolEnv } from '../support/kube-tools.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { trigger, workflow } from '../support/manifests.ts';
+import { freePortRun } from '../support/ports.ts';
+
+/** Consecutive ports free at load time for the processes this suite starts. */
+const BASE_PORT = await freePortRun(8);
 
 const root = resolve(import.meta.dirname, '..', '..');
 const OPERATOR_USER = `system:serviceaccount:${NAMESPACE}:${FULLNAME}`;
@@ -58,7 +62,7 @@ describe.skipIf(!tools || !redisAvailable())('the chart RBAC, enforced', () => {
   let env: NodeJS.ProcessEnv;
   let operatorKubeconfig = '';
   const children: ChildProcess[] = [];
-  const port = 33_000 + Math.floor(Math.random() * 3000);
+  const port = BASE_PORT;
   let operator: ChildProcess | undefined;
 
   const kubectl = (...args: string[]) =>

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../engine/receiver.ts';
 import { eventually } from '../support/eventually.ts';
 import { toYaml, trigger, workflow } from '../support/manifests.ts';
+import { freePorts } from '../support/ports.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -84,7 +85,6 @@ async function stopAll(): Promise<void> {
 }
 
 const policy = () => ({ HOOKGATE_OUTBOUND_ALLOW: `127.0.0.1:${allowed.port}` });
-const freePort = () => 35_000 + Math.floor(Math.random() * 5000);
 
 /** What both modes must show, against the gateway listening on `port`. */
 async function expectPolicyApplied(port: number): Promise<void> {
@@ -129,17 +129,17 @@ describe('embedded: hookgate dev', () => {
   afterAll(stopAll);
 
   it('the setting reaches the in-process engine and the callback check', async () => {
-    const port = freePort();
+    const [port, adminPort] = (await freePorts(2)) as [number, number];
     start(
-      ['dev', '--dir', dir, '--port', String(port), '--admin-port', String(port + 1)],
+      ['dev', '--dir', dir, '--port', String(port), '--admin-port', String(adminPort)],
       policy(),
     );
     await expectPolicyApplied(port);
   }, 120_000);
 
   it('a bad setting stops the process before it serves', async () => {
-    const port = freePort();
-    start(['dev', '--dir', dir, '--port', String(port), '--admin-port', String(port + 1)], {
+    const [port, adminPort] = (await freePorts(2)) as [number, number];
+    start(['dev', '--dir', dir, '--port', String(port), '--admin-port', String(adminPort)], {
       HOOKGATE_OUTBOUND_ALLOW: '169.254.169.254',
     });
     const child = children.at(-1) as ChildProcess;
@@ -159,17 +159,23 @@ describe.skipIf(!redisAvailable())('gateway + worker over Redis', () => {
   });
 
   it('the setting reaches the worker that runs the executions and the gateway that takes them', async () => {
-    const port = freePort();
+    const [port, adminPort, gatewayPort, gatewayAdminPort, workerPort] = (await freePorts(5)) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     const common = { REDIS_URL: redis.url, HOOKGATE_ADMIN_AUTH: 'none' };
     // The dev role writes the directory's routes and workflows to Redis (no outbound
     // setting: it runs nothing here); the gateway queues, the worker runs.
-    start(['dev', '--dir', dir, '--port', String(port), '--admin-port', String(port + 1)], common);
-    start(['gateway', '--port', String(port + 2), '--admin-port', String(port + 3)], {
+    start(['dev', '--dir', dir, '--port', String(port), '--admin-port', String(adminPort)], common);
+    start(['gateway', '--port', String(gatewayPort), '--admin-port', String(gatewayAdminPort)], {
       ...common,
       ...policy(),
       HOOKGATE_EXECUTIONS: 'queue',
     });
-    start(['worker', '--port', String(port + 4)], { ...common, ...policy() });
-    await expectPolicyApplied(port + 2);
+    start(['worker', '--port', String(workerPort)], { ...common, ...policy() });
+    await expectPolicyApplied(gatewayPort);
   }, 180_000);
 });

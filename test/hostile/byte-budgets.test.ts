@@ -13,6 +13,7 @@ import { manifestDir } from '../support/manifests.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { freePortRun } from '../support/ports.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const MiB = 1024 * 1024;
@@ -103,7 +104,7 @@ describe('byte budgets under 1 MiB requests', () => {
   it(`embedded server: ${REQUESTS} requests of 1 MiB`, async () => {
     const files = await manifestDir();
     await files.write('orders.yaml', ...docs);
-    const port = 21_000 + Math.floor(Math.random() * 2000);
+    const port = await freePortRun(8);
     const child = start(
       ['dev', '--dir', files.dir, '--port', String(port), '--admin-port', String(port + 1)],
       {},
@@ -170,7 +171,7 @@ describe('byte budgets under 1 MiB requests', () => {
       clients.push(redis);
       control = await startRuntime({ redis: new Redis(server.url) });
       await control.apply('orders.yaml', docs, ['ingest']);
-      const port = 23_000 + Math.floor(Math.random() * 2000);
+      const port = await freePortRun(8);
       // Saving 1 MiB records 32 at a time takes longer than the default 1 s command
       // timeout on a loaded 2-core machine: fewer at once, and more time for each.
       const env = {
