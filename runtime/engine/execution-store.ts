@@ -122,13 +122,13 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
    * evicted ones are all at the front), which made each save of a full store cost ~8 µs.
    * Entries already dropped on read stay here until the head passes them.
    */
-  #order: Entry[] = [];
+  #order: (Entry | undefined)[] = [];
   #head = 0;
   #seq = 0;
   #bytes = 0;
   readonly #evictions = noEvictions();
   /** Whole events waiting to be cut, in the order they came. */
-  #handovers: Handover[] = [];
+  #handovers: (Handover | undefined)[] = [];
   #handoverHead = 0;
   readonly #max: number;
   readonly #maxBytes: number;
@@ -296,7 +296,9 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
         h.entry.eventBytes -= h.extraBytes;
         this.#bytes -= h.extraBytes;
       }
-      this.#handoverHead++;
+      // Passed slots are cleared at once: until the array is compacted they would keep
+      // their entry and cut event (tens of KiB each) alive outside the byte budget.
+      handovers[this.#handoverHead++] = undefined;
     }
     if (this.#handoverHead > 1024 && this.#handoverHead * 2 > handovers.length) {
       this.#handovers = handovers.slice(this.#handoverHead);
@@ -313,7 +315,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
         else if (this.#bytes > this.#maxBytes && this.#entries.size > 1) this.#drop(entry, 'bytes');
         else break;
       }
-      this.#head++;
+      order[this.#head++] = undefined;
     }
     if (this.#head > 1024 && this.#head * 2 > order.length) {
       this.#order = order.slice(this.#head);

@@ -24,13 +24,9 @@ const BUDGET = 32 * MiB;
  * loaded 2-core machine: embedded +175 MiB, worker +191 MiB after 320 x 1 MiB, 8 at a
  * time; the heap after a full GC holds the store and ~30 MiB more).
  */
-// Raised from 224 MiB at the end of 2026-11-23: main then measured +264 MiB (quiet) and
-// +298 MiB (loaded) for the embedded server; see docs/limits.md ("Open: retention").
-const OVERHEAD = 320 * MiB;
+const OVERHEAD = 224 * MiB;
 /** A second burst as large as the first may add at most this: the bound does not move. */
-// Raised from 64 MiB the same evening: a second burst added 60 MiB (quiet) and 139 MiB
-// (loaded). A retention of this size is suspected, not explained (docs/limits.md).
-const GROWTH = 160 * MiB;
+const GROWTH = 64 * MiB;
 const REQUESTS = 320;
 const CONCURRENCY = 8;
 const body = JSON.stringify({ blob: 'x'.repeat(MiB - 16) });
