@@ -83,8 +83,9 @@ export class QueuedEngine implements ExecutionEngine {
   readonly #newId: () => string;
   readonly #timer: NodeJS.Timeout;
   #depth = 0;
-  /** Enqueue commands sent so far: a depth read counts those sent after it was issued. */
+  /** Enqueue commands sent, and answered, so far (see #readDepth). */
   #sent = 0;
+  #answered = 0;
   /** Redis memory as last read (bytes; maxmemory 0: no limit) and queued since. */
   #memory = { used: 0, max: 0, since: 0 };
   readonly #memoryHeadroom: number;
@@ -155,18 +156,23 @@ export class QueuedEngine implements ExecutionEngine {
     // (measured: a 100 kB value takes 127 kB of used_memory).
     memory.since += Math.ceil(record.length * 1.5) + 512;
     this.#sent++;
-    const existing = await this.#redis.hookgateEnqueue(
-      EXECUTION_KEYS.record(id),
-      EXECUTION_KEYS.events(id),
-      EXECUTION_KEYS.index,
-      QUEUE.stream,
-      record,
-      this.#store.ttlMs,
-      createdAt.getTime(),
-      id,
-      JSON.stringify(queuedEvent),
-      JSON.stringify(job),
-    );
+    let existing: Awaited<ReturnType<EnqueueCommand['hookgateEnqueue']>>;
+    try {
+      existing = await this.#redis.hookgateEnqueue(
+        EXECUTION_KEYS.record(id),
+        EXECUTION_KEYS.events(id),
+        EXECUTION_KEYS.index,
+        QUEUE.stream,
+        record,
+        this.#store.ttlMs,
+        createdAt.getTime(),
+        id,
+        JSON.stringify(queuedEvent),
+        JSON.stringify(job),
+      );
+    } finally {
+      this.#answered++;
+    }
     if (existing) return JSON.parse(existing) as Execution;
     this.#depth++;
     return execution;
@@ -196,16 +202,17 @@ export class QueuedEngine implements ExecutionEngine {
   }
 
   async #readDepth(): Promise<void> {
-    // Commands on one connection run in order: XLEN does not see the enqueues sent after
-    // it, which start() may already have counted; they are added back below.
-    const sentBefore = this.#sent;
+    // The enqueues may go over another connection than XLEN, so XLEN may or may not
+    // see those not answered when it was issued: they are all added (the depth can
+    // only be over, never under, the true one; the next read corrects it).
+    const answeredBefore = this.#answered;
     try {
       // A Redis that refuses INFO (some managed ones) leaves the memory check off.
       const [depth, info] = await Promise.all([
         this.#redis.xlen(QUEUE.stream),
         this.#memoryHeadroom < 1 ? this.#redis.info('memory').catch(() => '') : Promise.resolve(''),
       ]);
-      this.#depth = depth + (this.#sent - sentBefore);
+      this.#depth = depth + (this.#sent - answeredBefore);
       const used = /^used_memory:(\d+)/m.exec(info);
       const max = /^maxmemory:(\d+)/m.exec(info);
       if (used && max) this.#memory = { used: Number(used[1]), max: Number(max[1]), since: 0 };
