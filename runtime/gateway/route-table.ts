@@ -339,11 +339,13 @@ export class RouteTable {
     }
   }
 
-  /** A router serving `entries` (all of them: their paths were added once already). */
+  /**
+   * A router over `entries`, in their order (the first of two equal paths wins); an
+   * entry whose path is taken leaves `entries` and waits in the skipped set.
+   */
   #routerOf(entries: Map<string, Entry>): Router {
     const router = newRouter();
-    for (const key of [...entries.keys()].sort()) {
-      const entry = entries.get(key) as Entry;
+    for (const [key, entry] of entries) {
       if (!this.#add(router, entry.slot)) {
         entries.delete(key);
         this.#skipped.add(key);
@@ -370,13 +372,7 @@ export class RouteTable {
       const route = kept?.digest === digest ? kept.route : listed;
       entries.set(route.key, { route, digest, slot: { route } });
     }
-    const router = newRouter();
-    for (const [key, entry] of entries) {
-      if (!this.#add(router, entry.slot)) {
-        entries.delete(key);
-        this.#skipped.add(key);
-      }
-    }
+    const router = this.#routerOf(entries);
     return { router, workflows: new Map(workflows.map((w) => [w.workflowId, w])), entries };
   }
 }

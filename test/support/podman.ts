@@ -7,7 +7,6 @@
 // image instead of the one built from the working tree.
 import { execFile } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { imageRefs, packageJson, ROOT } from '../../image/layout.ts';
@@ -104,17 +103,9 @@ export function ensureImage(): Promise<string> {
   return built;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from './ports.ts';
+
+export { freePort };
 
 /** stdout and stderr of a container (empty when it is gone). */
 export async function containerLogs(container: string, tail?: number): Promise<string> {

@@ -2,6 +2,11 @@
 // 0) and released just before use, all held at once so the ports are distinct.
 import { createServer, type Server } from 'node:net';
 
+/** One free loopback port. */
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0] as number;
+}
+
 export async function freePorts(count: number): Promise<number[]> {
   const servers: Server[] = [];
   try {

@@ -3,10 +3,10 @@
 //
 // When the binary is missing, suites are skipped loudly; under CI=true a missing
 // binary fails instead (CI installs the Debian package redis-server).
+import { freePort } from './ports.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
@@ -63,19 +63,6 @@ export function redisAvailable(): boolean {
   if (process.env.CI === 'true') throw new Error(message);
   console.warn(`\n!!! ${message} !!!\n`);
   return false;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function waitForReady(child: ChildProcess, timeoutMs: number): Promise<void> {

@@ -106,6 +106,10 @@ async function loadList() {
 
 // ---------------------------------------------------------------- one trigger
 
+/** The trigger's admin API path. @param {{ namespace: string, name: string }} t */
+const triggerApi = (t) =>
+  `/api/triggers/${encodeURIComponent(t.namespace)}/${encodeURIComponent(t.name)}`;
+
 /** @param {{ namespace: string, name: string }} t */
 const pageUrl = (t) => `/dashboard/flows?trigger=${encodeURIComponent(`${t.namespace}/${t.name}`)}`;
 
@@ -119,9 +123,7 @@ async function openTrigger(namespace, name, push) {
   $('test-response').hidden = true;
   $('run').hidden = true;
   try {
-    const trigger = /** @type {Trigger} */ (
-      await getJson(`/api/triggers/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`)
-    );
+    const trigger = /** @type {Trigger} */ (await getJson(triggerApi({ namespace, name })));
     state.trigger = trigger;
     renderTrigger(trigger);
     showProblem();
@@ -288,10 +290,10 @@ async function sendTest() {
   send.setAttribute('disabled', '');
   send.textContent = 'Sending…';
   try {
-    const result = await requestJson(
-      `/api/triggers/${encodeURIComponent(t.namespace)}/${encodeURIComponent(t.name)}/test`,
-      { method: 'POST', body: { method, ...(text.trim() ? { body: JSON.parse(text) } : {}) } },
-    );
+    const result = await requestJson(`${triggerApi(t)}/test`, {
+      method: 'POST',
+      body: { method, ...(text.trim() ? { body: JSON.parse(text) } : {}) },
+    });
     renderResponse(result);
     showProblem();
     void loadExecutions();
@@ -328,10 +330,6 @@ function renderResponse(result) {
 }
 
 // ---------------------------------------------------------------- schema learning
-
-/** The trigger's API path. @param {Trigger} t */
-const triggerApi = (t) =>
-  `/api/triggers/${encodeURIComponent(t.namespace)}/${encodeURIComponent(t.name)}`;
 
 /** Automatic IO learning: the schemas proposed from the samples so far. */
 async function loadProposal() {
