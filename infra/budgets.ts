@@ -11,6 +11,7 @@ export const BUDGET_SIZE_KEYS = [
   'idempotencyBytes',
   'streamBufferBytes',
   'listPageBytes',
+  'analyticsBytes',
 ] as const;
 export type BudgetSizeKey = (typeof BUDGET_SIZE_KEYS)[number];
 

@@ -1,6 +1,6 @@
 // Byte budgets of what a process keeps (docs/limits.md): the executions store, the
-// stored bodies, record lifetime, idempotency answers, the SSE stream buffers and a
-// listing page. Checked with the other settings before anything starts; a bad value
+// stored bodies, record lifetime, idempotency answers, the SSE stream buffers, a
+// listing page and the memory analytics. Checked with the other settings before anything starts; a bad value
 // exits 2 with a clear message (settings.ts).
 import { parseBytes } from '../runtime/bounded.ts';
 
@@ -14,6 +14,8 @@ export const BUDGET_USAGE = `  HOOKGATE_EXECUTION_STORE_BYTES  executions kept, 
   HOOKGATE_STREAM_BUFFER_BYTES  unsent bytes of one SSE stream before a slow client is
                              cut off (default 1Mi)
   HOOKGATE_LIST_PAGE_BYTES   one page of GET /api/executions (default 4Mi)
+  HOOKGATE_ANALYTICS_BYTES   the memory analytics backend's minutes and series (default
+                             64Mi; oldest minutes dropped first)
                              Sizes: bytes, or with a unit: 64Ki, 256Mi, 1Gi (k, M, G: 1024s)
 `;
 
@@ -25,6 +27,8 @@ export interface Budgets {
   idempotencyBytes?: number;
   streamBufferBytes?: number;
   listPageBytes?: number;
+  /** The memory analytics backend (default 64 MiB). */
+  analyticsBytes?: number;
 }
 
 const SIZES = {
@@ -33,6 +37,7 @@ const SIZES = {
   HOOKGATE_IDEMPOTENCY_BYTES: 'idempotencyBytes',
   HOOKGATE_STREAM_BUFFER_BYTES: 'streamBufferBytes',
   HOOKGATE_LIST_PAGE_BYTES: 'listPageBytes',
+  HOOKGATE_ANALYTICS_BYTES: 'analyticsBytes',
 } as const satisfies Record<string, keyof Budgets>;
 
 /** The budgets set in the environment, or the problems with them. */

@@ -204,6 +204,16 @@ export type EngineFactory<E extends ServingEngine> = (observer: EngineObserver) 
   close(): Promise<void>;
 };
 
+/** The memory analytics backend within its byte budget (a Prometheus one keeps nothing here). */
+function withAnalyticsBudget(
+  config: AnalyticsBackendConfig,
+  budgets: Budgets = {},
+): AnalyticsBackendConfig {
+  return config.kind === 'memory' && budgets.analyticsBytes
+    ? { ...config, maxBytes: budgets.analyticsBytes }
+    : config;
+}
+
 /** The executions store of an in-process engine, within the budgets. */
 export function memoryExecutionStore(budgets: Budgets = {}): MemoryExecutionStore {
   return new MemoryExecutionStore({
@@ -369,7 +379,7 @@ export async function createServing<E extends ServingEngine>(
   // The queue-depth gauge reads the engine, which reports to the metrics: each is
   // used by the other only after both exist.
   const analytics = createAnalytics({
-    backend: options.analytics ?? { kind: 'memory' },
+    backend: withAnalyticsBudget(options.analytics ?? { kind: 'memory' }, options.budgets),
     queueDepth: () => engine.queued,
     deadLetters: () => made.deadLetters.count(),
   });
@@ -453,6 +463,7 @@ export async function createServing<E extends ServingEngine>(
   storeMetrics(analytics.registry, [
     ...made.stores,
     ...boundedOf(stores.idempotency),
+    ...analytics.stores,
     sseBuffers([app, adminApp]),
   ]);
   return {

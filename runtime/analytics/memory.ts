@@ -4,7 +4,10 @@
 // latency sum and a sparse latency histogram over LATENCY_BUCKETS_SECONDS (mergeable:
 // cells add up). Blocks are columnar (typed arrays, no object per series and minute)
 // and sealed to their exact size once their minute is past. Old minutes are evicted
-// as time moves on and the number of series is capped, so memory stays bounded.
+// as time moves on, the number of series is capped, and the whole is bounded in bytes
+// (docs/limits.md): past the budget the oldest minutes go first, and with them the
+// series seen in no minute left.
+import type { BoundedStore, BoundedStoreStats } from '../bounded.ts';
 import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
 import {
   buildResult,
@@ -38,9 +41,21 @@ export interface MemoryAnalyticsOptions {
   consumers?: ConsumerLabelOptions;
   /** Most distinct series kept at once; observations of new series beyond it are dropped. */
   maxSeries?: number;
+  /** Bytes the minutes and series may take; past it the oldest minutes are dropped. */
+  maxBytes?: number;
 }
 
 export const DEFAULT_MAX_SERIES = 10_000;
+export const DEFAULT_ANALYTICS_BYTES = 64 * 1024 * 1024;
+/** One entry of a Map index while a block is open (key, value, hash table slot). */
+const INDEX_ENTRY_BYTES = 40;
+/**
+ * A block's objects: itself, its six typed arrays and its Map entry (measured: about
+ * 1.9 KiB per sealed block beyond its arrays' contents, 600 blocks of 400 rows).
+ */
+const BLOCK_BYTES = 2048;
+/** A series object, its fields and its Map entries, beyond the key's characters. */
+const SERIES_BYTES = 200;
 
 interface Series {
   id: number;
@@ -83,8 +98,26 @@ class MinuteBlock {
   /** series id -> row, and row * 64 + cell -> entry; only while the block is open. */
   #rowIndex: Map<number, number> | null = new Map();
   #entryIndex: Map<number, number> | null = new Map();
+  /** What the block takes: its arrays and, while open, its indexes. */
+  bytes = this.#measure();
 
-  add(seriesId: number, durationSeconds: number): void {
+  #measure(): number {
+    const arrays =
+      this.series.byteLength +
+      this.counts.byteLength +
+      this.sums.byteLength +
+      this.entryRow.byteLength +
+      this.entryCell.byteLength +
+      this.entryCount.byteLength +
+      BLOCK_BYTES;
+    return this.open ? arrays + (this.rows + this.entries) * INDEX_ENTRY_BYTES : arrays;
+  }
+
+  /** Records one observation; returns how many bytes the block grew by. */
+  add(seriesId: number, durationSeconds: number): number {
+    const before = this.bytes;
+    const rows = this.rows;
+    const entries = this.entries;
     const rowIndex = (this.#rowIndex ??= this.#buildRowIndex());
     let row = rowIndex.get(seriesId);
     if (row === undefined) {
@@ -113,11 +146,14 @@ class MinuteBlock {
       entryIndex.set(key, entry);
     }
     this.entryCount[entry] = (this.entryCount[entry] as number) + 1;
+    if (this.rows !== rows || this.entries !== entries) this.bytes = this.#measure();
+    return this.bytes - before;
   }
 
-  /** Drop the write indexes and shrink the arrays to their content. */
-  seal(): void {
-    if (!this.#rowIndex && !this.#entryIndex) return;
+  /** Drop the write indexes and shrink the arrays to their content; returns the change in bytes. */
+  seal(): number {
+    if (!this.#rowIndex && !this.#entryIndex) return 0;
+    const before = this.bytes;
     this.#rowIndex = null;
     this.#entryIndex = null;
     this.series = this.series.slice(0, this.rows);
@@ -126,6 +162,8 @@ class MinuteBlock {
     this.entryRow = this.entryRow.slice(0, this.entries);
     this.entryCell = this.entryCell.slice(0, this.entries);
     this.entryCount = this.entryCount.slice(0, this.entries);
+    this.bytes = this.#measure();
+    return this.bytes - before;
   }
 
   get open(): boolean {
@@ -147,7 +185,7 @@ class MinuteBlock {
   }
 }
 
-export interface MemoryStats {
+export interface MemoryStats extends BoundedStoreStats {
   minutes: number;
   series: number;
   /** (minute, series) rows across all minutes. */
@@ -163,10 +201,18 @@ interface Selection {
   groups: GroupTotals[];
 }
 
-export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
+export class MemoryAnalytics implements AnalyticsBackend, RequestObserver, BoundedStore {
+  readonly storeName = 'analytics';
   readonly #now: () => number;
   readonly #consumers: ConsumerLabels;
   readonly #maxSeries: number;
+  readonly #maxBytes: number;
+  /** Bytes of the minute blocks and the series. */
+  #bytes = 0;
+  /** Rows dropped for the byte budget and by age; observations refused by the series cap. */
+  readonly #evictions = { bytes: 0, count: 0, expired: 0 };
+  /** Minutes before this one were dropped for the byte budget: late observations too. */
+  #floorMinute = -Infinity;
   readonly #series = new Map<string, Series>();
   readonly #seriesById: (Series | undefined)[] = [];
   readonly #freeIds: number[] = [];
@@ -180,6 +226,7 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
     this.#now = options.now ?? Date.now;
     this.#consumers = new ConsumerLabels(options.consumers);
     this.#maxSeries = options.maxSeries ?? DEFAULT_MAX_SERIES;
+    this.#maxBytes = options.maxBytes ?? DEFAULT_ANALYTICS_BYTES;
   }
 
   /** RequestObserver: one observation per webhook request, recorded in a batch. */
@@ -198,13 +245,14 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
       return;
     }
     if (minute > this.#newestMinute) this.#advance(minute);
-    if (minute <= this.#newestMinute - MAX_WINDOW_MINUTES) {
+    if (minute <= this.#newestMinute - MAX_WINDOW_MINUTES || minute < this.#floorMinute) {
       this.#dropped += 1;
       return;
     }
     const series = this.#seriesFor(o);
     if (!series) {
       this.#dropped += 1;
+      this.#evictions.count += 1;
       return;
     }
     if (minute > series.lastMinute) series.lastMinute = minute;
@@ -212,8 +260,45 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
     if (!block) {
       block = new MinuteBlock();
       this.#minutes.set(minute, block);
+      this.#bytes += block.bytes;
     }
-    block.add(series.id, o.durationSeconds);
+    this.#bytes += block.add(series.id, o.durationSeconds);
+    if (this.#bytes > this.#maxBytes) this.#shrink();
+  }
+
+  /**
+   * Over the byte budget: drops the oldest minutes (never the newest) until the store
+   * is back under 90 % of it, so that a store at its budget does not shrink on every
+   * observation; then the series seen in none of the minutes left.
+   */
+  #shrink(): void {
+    const target = this.#maxBytes * 0.9;
+    let oldestKept = -Infinity;
+    while (this.#bytes > target && this.#minutes.size > 1) {
+      let oldest = Infinity;
+      for (const m of this.#minutes.keys()) if (m < oldest) oldest = m;
+      if (oldest >= this.#newestMinute) break;
+      const block = this.#minutes.get(oldest) as MinuteBlock;
+      this.#minutes.delete(oldest);
+      this.#bytes -= block.bytes;
+      this.#evictions.bytes += block.rows;
+      oldestKept = oldest + 1;
+    }
+    if (oldestKept === -Infinity) return;
+    this.#floorMinute = oldestKept;
+    this.#forgetSeriesBefore(oldestKept);
+  }
+
+  /** Drops the series whose newest minute is before `minute`. */
+  #forgetSeriesBefore(minute: number): void {
+    for (const s of this.#seriesById) {
+      if (s && s.lastMinute < minute) {
+        this.#series.delete(s.key);
+        this.#seriesById[s.id] = undefined;
+        this.#freeIds.push(s.id);
+        this.#bytes -= seriesBytes(s.key);
+      }
+    }
   }
 
   stats(): MemoryStats {
@@ -221,6 +306,9 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
     let cells = 0;
     for (const block of this.#minutes.values()) cells += block.rows;
     return {
+      bytes: this.#bytes,
+      entries: cells,
+      evictions: { ...this.#evictions },
       minutes: this.#minutes.size,
       series: this.#series.size,
       cells,
@@ -367,6 +455,7 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
     };
     this.#series.set(key, series);
     this.#seriesById[series.id] = series;
+    this.#bytes += seriesBytes(key);
     return series;
   }
 
@@ -378,20 +467,20 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver {
     for (const [m, block] of this.#minutes) {
       if (m < oldest) {
         this.#minutes.delete(m);
+        this.#bytes -= block.bytes;
+        this.#evictions.expired += block.rows;
         evicted = true;
       } else if (m < minute - OPEN_MINUTES && block.open) {
-        block.seal();
+        this.#bytes += block.seal();
       }
     }
-    if (!evicted) return;
-    for (const s of this.#seriesById) {
-      if (s && s.lastMinute < oldest) {
-        this.#series.delete(s.key);
-        this.#seriesById[s.id] = undefined;
-        this.#freeIds.push(s.id);
-      }
-    }
+    if (evicted) this.#forgetSeriesBefore(oldest);
   }
+}
+
+/** About what a series takes: its key's characters (two bytes each at most) and the rest. */
+function seriesBytes(key: string): number {
+  return SERIES_BYTES + 2 * key.length;
 }
 
 /** The minutes a window covers: the current minute and the window's earlier minutes. */

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
 import { dashboardRoutes } from '../dashboard/routes.ts';
+import type { BoundedStore } from '../bounded.ts';
 import type { AnalyticsBackend } from './backend.ts';
 import type { ConsumerLabelOptions } from './consumers.ts';
 import { MemoryAnalytics } from './memory.ts';
@@ -18,7 +19,8 @@ import { PrometheusAnalytics, type PrometheusAnalyticsOptions } from './promethe
 import { analyticsRoutes } from './routes.ts';
 
 export type AnalyticsBackendConfig =
-  { kind: 'memory'; maxSeries?: number } | ({ kind: 'prometheus' } & PrometheusAnalyticsOptions);
+  | { kind: 'memory'; maxSeries?: number; maxBytes?: number }
+  | ({ kind: 'prometheus' } & PrometheusAnalyticsOptions);
 
 export interface AnalyticsSetupOptions {
   /** Where the metrics live; a new Registry by default (never prom-client's global one). */
@@ -41,6 +43,8 @@ export interface AnalyticsSetup {
   observer: RequestObserver;
   /** For AppOptions.plugins. */
   plugins: ((app: FastifyInstance) => Promise<void>)[];
+  /** What the analytics keep in the process (the memory backend), for the store metrics. */
+  stores: BoundedStore[];
 }
 
 /** Calls every observer; one that throws does not stop the others. */
@@ -69,6 +73,7 @@ export function createAnalytics(options: AnalyticsSetupOptions = {}): AnalyticsS
   const config = options.backend ?? { kind: 'memory' };
   let backend: AnalyticsBackend;
   let observer: RequestObserver = metrics;
+  const stores: BoundedStore[] = [];
   if (config.kind === 'prometheus') {
     const { kind: _kind, ...prometheus } = config;
     backend = new PrometheusAnalytics(prometheus);
@@ -76,9 +81,11 @@ export function createAnalytics(options: AnalyticsSetupOptions = {}): AnalyticsS
     const memory = new MemoryAnalytics({
       ...(options.consumers ? { consumers: options.consumers } : {}),
       ...(config.maxSeries ? { maxSeries: config.maxSeries } : {}),
+      ...(config.maxBytes ? { maxBytes: config.maxBytes } : {}),
     });
     backend = memory;
     observer = fanOut(metrics, memory);
+    stores.push(memory);
   }
   const plugins: ((app: FastifyInstance) => Promise<void>)[] = [
     async (app) => {
@@ -90,5 +97,5 @@ export function createAnalytics(options: AnalyticsSetupOptions = {}): AnalyticsS
       await app.register(dashboardRoutes);
     });
   }
-  return { registry, metrics, backend, observer, plugins };
+  return { registry, metrics, backend, observer, plugins, stores };
 }

@@ -98,6 +98,66 @@ describe('memory analytics store', () => {
     expect((await store.query(all())).summary.totalSpans).toBe(3);
   });
 
+  it('stays within its byte budget: the oldest minutes and their series go first', async () => {
+    const maxBytes = 256 * 1024;
+    let now = T0;
+    const store = new MemoryAnalytics({ now: () => now, maxBytes });
+    const base = knownTraffic(() => T0)[0]!;
+    const minutes = 6 * 60;
+    let largest = 0;
+    for (let m = 0; m < minutes; m += 1) {
+      now = T0 + m * MINUTE;
+      // 40 series of their own each minute (routes of the minute), 3 requests each.
+      for (let i = 0; i < 40; i += 1) {
+        for (let r = 0; r < 3; r += 1) {
+          store.observe({
+            ...base,
+            at: now,
+            route: `/webhook/team/m${m}-r${i}`,
+            durationSeconds: 0.001 * (r + 1),
+          });
+        }
+      }
+      largest = Math.max(largest, store.stats().bytes);
+    }
+    const stats = store.stats();
+    expect(largest).toBeLessThanOrEqual(maxBytes);
+    expect(stats.bytes).toBeGreaterThan(0);
+    expect(stats.evictions.bytes).toBeGreaterThan(0);
+    expect(stats.evictions.expired).toBe(0);
+    // What is left is the newest minutes, whole; the series of dropped minutes are gone.
+    expect(stats.minutes).toBeLessThan(minutes);
+    expect(stats.series).toBe(stats.minutes * 40);
+    expect(stats.entries).toBe(stats.minutes * 40);
+    const recent = await store.query(all({ window: '5m' }));
+    expect(recent.summary.totalSpans).toBe(5 * 40 * 3);
+    const day = await store.query(all({ window: '24h' }));
+    expect(day.summary.totalSpans).toBe(stats.minutes * 40 * 3);
+    // A late observation for a dropped minute is dropped, not stored again.
+    const dropped = stats.droppedObservations;
+    store.observe({ ...base, at: T0, route: '/webhook/team/late' });
+    expect(store.stats()).toMatchObject({ droppedObservations: dropped + 1 });
+    expect((await store.options(all({ window: '24h' }))).routes).not.toContain(
+      '/webhook/team/late',
+    );
+  });
+
+  it('with room to spare drops nothing, and gives the bytes back as minutes expire', () => {
+    let now = T0;
+    const store = new MemoryAnalytics({ now: () => now });
+    const base = knownTraffic(() => T0)[0]!;
+    for (let i = 0; i < 100; i += 1) store.observe({ ...base, route: `/webhook/a/r${i}` });
+    const full = store.stats();
+    expect(full.evictions).toEqual({ bytes: 0, count: 0, expired: 0 });
+    expect(full.bytes).toBeGreaterThan(100 * 200);
+    now = T0 + 24 * 60 * MINUTE;
+    store.observe({ ...base, at: now });
+    const later = store.stats();
+    expect(later.evictions.expired).toBe(100);
+    expect(later.series).toBe(1);
+    expect(later.bytes).toBeLessThan(full.bytes / 10);
+  });
+
   it('folds consumers beyond the per-route cap into "other", keeping allow-listed ones', async () => {
     const store = new MemoryAnalytics({
       now: () => T0,

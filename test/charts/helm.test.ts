@@ -896,6 +896,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'HOOKGATE_IDEMPOTENCY_BYTES',
       'HOOKGATE_STREAM_BUFFER_BYTES',
       'HOOKGATE_LIST_PAGE_BYTES',
+      'HOOKGATE_ANALYTICS_BYTES',
     ];
     const defaults = await render();
     for (const role of ROLES) {
@@ -912,6 +913,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'config.budgets.idempotencyBytes=64Mi',
       'config.budgets.streamBufferBytes=2Mi',
       'config.budgets.listPageBytes=1.5MiB',
+      'config.budgets.analyticsBytes=16Mi',
     );
     const value = (role: (typeof ROLES)[number], name: string) =>
       envOf(container(deployment(set, role))).get(name)?.value;
@@ -923,6 +925,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       HOOKGATE_IDEMPOTENCY_BYTES: '64Mi',
       HOOKGATE_STREAM_BUFFER_BYTES: '2Mi',
       HOOKGATE_LIST_PAGE_BYTES: '1.5MiB',
+      HOOKGATE_ANALYTICS_BYTES: '16Mi',
     });
     // The roles read exactly these names and values (roles/budget-settings.ts).
     expect(budgetSettings(gateway)).toEqual({
@@ -933,6 +936,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
         idempotencyBytes: 64 * 1024 ** 2,
         streamBufferBytes: 2 * 1024 ** 2,
         listPageBytes: 1.5 * 1024 ** 2,
+        analyticsBytes: 16 * 1024 ** 2,
       },
       problems: [],
     });
@@ -945,6 +949,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       HOOKGATE_IDEMPOTENCY_BYTES: undefined,
       HOOKGATE_STREAM_BUFFER_BYTES: undefined,
       HOOKGATE_LIST_PAGE_BYTES: undefined,
+      HOOKGATE_ANALYTICS_BYTES: undefined,
     });
     expect(BUDGETS.filter((name) => value('operator', name) !== undefined)).toEqual([]);
     // From a values file numbers are floats to helm: still rendered as whole numbers.

@@ -170,6 +170,8 @@ describe('byte budgets under 1 MiB requests', () => {
         `store ${mib(held)} MiB in ${ids.length} executions; largest page ${mib(largestPage)} MiB`,
     );
     expect(held).toBeLessThanOrEqual(BUDGET);
+    // The memory analytics report their size with the other stores.
+    expect(metrics).toMatch(/^hookgate_store_bytes\{store="analytics"\} [1-9]\d*$/m);
     expect(after.rss).toBeLessThan(baseline.rss + BUDGET + OVERHEAD);
     expect(after.retained).toBeLessThan(baseline.retained + BUDGET + RETAINED_OVERHEAD);
     expect(after.retained).toBeLessThan(first.retained + RETAINED_GROWTH);

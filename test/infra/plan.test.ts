@@ -103,6 +103,7 @@ describe('resolveArgs', () => {
       idempotencyBytes: '1.5KiB',
       streamBufferBytes: '2m',
       listPageBytes: '1gb',
+      analyticsBytes: '16Mi',
     };
     expect(validateArgs({ ...valid, budgets })).toEqual([]);
     // Set keys only: the chart renders no variable for the others (product defaults).
@@ -160,7 +161,7 @@ describe('resolveArgs', () => {
         config: { budgets: Record<string, unknown> };
       }
     ).config;
-    expect(Object.values(config.budgets)).toEqual([null, null, null, null, null, null]);
+    expect(Object.values(config.budgets)).toEqual(Array(7).fill(null));
   });
 
   it('refuses Redis client settings below 1', () => {

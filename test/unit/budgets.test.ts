@@ -25,6 +25,7 @@ describe('byte sizes in settings', () => {
         HOOKGATE_STORED_BODY_BYTES: '16Ki',
         HOOKGATE_EXECUTION_TTL_MS: '3600000',
         HOOKGATE_LIST_PAGE_BYTES: '1Mi',
+        HOOKGATE_ANALYTICS_BYTES: '8Mi',
       }),
     ).toEqual({
       budgets: {
@@ -32,6 +33,7 @@ describe('byte sizes in settings', () => {
         storedBodyBytes: 16_384,
         executionTtlMs: 3_600_000,
         listPageBytes: 1_048_576,
+        analyticsBytes: 8_388_608,
       },
       problems: [],
     });

@@ -110,7 +110,7 @@ The byte budgets a role uses (config.budgets, docs/limits.md), only those set: u
 keys keep the product's defaults. .keys: the config.budgets keys the role reads.
 */}}
 {{- define "hookgate.budgetEnv" -}}
-{{- $names := dict "executionStoreBytes" "HOOKGATE_EXECUTION_STORE_BYTES" "storedBodyBytes" "HOOKGATE_STORED_BODY_BYTES" "executionTtlMs" "HOOKGATE_EXECUTION_TTL_MS" "idempotencyBytes" "HOOKGATE_IDEMPOTENCY_BYTES" "streamBufferBytes" "HOOKGATE_STREAM_BUFFER_BYTES" "listPageBytes" "HOOKGATE_LIST_PAGE_BYTES" -}}
+{{- $names := dict "executionStoreBytes" "HOOKGATE_EXECUTION_STORE_BYTES" "storedBodyBytes" "HOOKGATE_STORED_BODY_BYTES" "executionTtlMs" "HOOKGATE_EXECUTION_TTL_MS" "idempotencyBytes" "HOOKGATE_IDEMPOTENCY_BYTES" "streamBufferBytes" "HOOKGATE_STREAM_BUFFER_BYTES" "listPageBytes" "HOOKGATE_LIST_PAGE_BYTES" "analyticsBytes" "HOOKGATE_ANALYTICS_BYTES" -}}
 {{- $budgets := .ctx.Values.config.budgets | default dict -}}
 {{- range $key := .keys }}
 {{- $value := get $budgets $key }}
