@@ -1,6 +1,7 @@
 // `hookgate worker`: runs the executions that gateways queue in Redis. Any number of
 // replicas share the queue through one consumer group; each runs up to `concurrency`
 // executions at once and exposes execution and callback metrics.
+import { CachedRecordReader } from '../api/records/cached-reader.ts';
 import type { RedisClient } from '../api/records/redis-client.ts';
 import { duplicateWith } from './redis.ts';
 import { Registry } from 'prom-client';
@@ -50,6 +51,8 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     redis,
     key: REDIS_KEYS.workflows,
   });
+  const routeReader = new CachedRecordReader({ store: routes });
+  const workflowReader = new CachedRecordReader({ store: workflows });
   const store = redisExecutionStore(redis, options.budgets);
   const retries = new RedisRetryQueue({ redis, store });
   const deadLetters = new RedisDeadLetterStore({
@@ -96,11 +99,12 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     retries,
     deadLetters,
     concurrency,
-    // Read at run time, so a job runs what is deployed and published now.
+    // Read at run time, so a job runs what is deployed and published now (kept in
+    // memory between announced changes: api/records/cached-reader.ts).
     resolve: async (job) => {
       const [route, workflow] = await Promise.all([
-        routes.get(job.triggerKey),
-        workflows.get(job.workflowId),
+        routeReader.get(job.triggerKey),
+        workflowReader.get(job.workflowId),
       ]);
       return route && workflow ? { route, workflow } : undefined;
     },
@@ -126,6 +130,8 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     worker,
     async close(timeoutMs) {
       await worker.close(timeoutMs);
+      routeReader.close();
+      workflowReader.close();
       routes.close();
       workflows.close();
     },
