@@ -1,5 +1,6 @@
 // Admission of hookgate resources outside a cluster: the same pruning, defaulting,
 // schema and CEL checks the API server applies with our CRDs installed.
+import { metadataProblems } from './metadata-rules.ts';
 import { objectSchema } from './crd.ts';
 import { admit, type FieldError, type OpenApiSchema } from './structural.ts';
 import { OBJECT_META } from './structural-decode.ts';
@@ -85,11 +86,16 @@ function metadataErrors(metadata: unknown): FieldError[] {
   if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
     return [{ field: 'metadata', message: 'must be an object', reason: 'FieldValueInvalid' }];
   }
-  return Object.keys(metadata)
+  const unknown = Object.keys(metadata)
     .filter((key) => !OBJECT_META.has(key))
     .map((key) => ({
       field: `metadata.${key}`,
       message: 'unknown field',
       reason: 'FieldValueInvalid',
     }));
+  const rules = metadataProblems(metadata as Record<string, unknown>).map((p) => ({
+    ...p,
+    reason: 'FieldValueInvalid',
+  }));
+  return [...unknown, ...rules];
 }

@@ -9,6 +9,7 @@
 // labelled hookgate.dev/credentials=true because a cluster holds everyone's Secrets,
 // every Secret in a manifest folder was put there for hookgate, and the folder is
 // trusted as a whole. A label on them (as in examples/) is accepted and ignored.
+import { metadataProblems } from '../../api/metadata-rules.ts';
 import { randomUUID } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
@@ -249,10 +250,24 @@ export class DirectorySource implements ResourceSource {
         `Invalid value: "${namespace}": a DNS label (lower case letters, digits and -, at most 63)`,
       );
     }
-    if (kind === 'Secret' && obj.apiVersion === 'v1')
-      return this.#admitSecret(file, document, obj, namespace, name);
     const ref: ObjectRef | undefined =
       kind === 'Workflow' || kind === 'WebhookTrigger' ? { kind, namespace, name } : undefined;
+    // Labels and annotations a cluster would refuse (hookgate kinds: admitResource).
+    const metaProblems = kind === 'Secret' ? metadataProblems(meta) : [];
+    if (metaProblems.length > 0) {
+      return {
+        error: metaProblems.map((p) => ({
+          file,
+          document,
+          ...(ref ? { object: `${ref.kind} ${namespace}/${name}` } : {}),
+          field: p.field,
+          message: p.message,
+        })),
+        ...(ref ? { ref } : {}),
+      };
+    }
+    if (kind === 'Secret' && obj.apiVersion === 'v1')
+      return this.#admitSecret(file, document, obj, namespace, name);
     const admitted = admitResource(value);
     if (!admitted.ok) {
       return {

@@ -541,6 +541,11 @@ const MUTATORS: Record<string, (t: Target) => Json | void> = {
       [['metadata'], undefined],
       [['metadata'], pick(WRONG_TYPES, t.m.target)],
       [['metadata', 'labels'], { 'bad key!': 'v', ok: 'x'.repeat(64) }],
+      [['metadata', 'labels'], { 'example.com/': 'v' }],
+      [['metadata', 'labels'], { 'Example.com/app': 'v' }],
+      [['metadata', 'labels'], { app: '-leading-dash' }],
+      [['metadata', 'annotations'], { 'a/b/c': 'x' }],
+      [['metadata', 'annotations'], { big: 'x'.repeat(300 * 1024) }],
       [['metadata', 'namespace'], 'Not_A_Namespace'],
     ];
     const [path, value] = pick(changes, t.m.variant);

@@ -236,6 +236,88 @@ describe('1.1 objects and concurrency', () => {
     expect(created.apiVersion).toBe(`${GROUP}/${VERSION}`);
   });
 
+  it('K6c label keys and values and annotation keys follow ObjectMeta validation; annotations at most 256 KiB', async () => {
+    const bad = await call<{
+      reason: string;
+      message: string;
+      details: { causes: { field: string; reason: string; message: string }[] };
+    }>('POST', WT, {
+      ...trigger('k6c-a'),
+      metadata: {
+        name: 'k6c-a',
+        labels: { 'team a': 'x', 'example.com/ok': 'not ok!', 'a/b/c': 'y', ['n'.repeat(64)]: '' },
+        annotations: { 'Example.COM/Fine': 'x', '/nameless': 'y' },
+      },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.reason).toBe('Invalid');
+    const nameRule =
+      "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character " +
+      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    expect(bad.body.details.causes).toEqual([
+      {
+        field: 'metadata.labels',
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: "team a": ${nameRule}`,
+      },
+      {
+        field: 'metadata.labels',
+        reason: 'FieldValueInvalid',
+        message:
+          'Invalid value: "not ok!": a valid label must be an empty string or consist of alphanumeric characters, ' +
+          "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', " +
+          "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+      },
+      {
+        field: 'metadata.labels',
+        reason: 'FieldValueInvalid',
+        message:
+          "Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character " +
+          "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') " +
+          "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+      },
+      {
+        field: 'metadata.labels',
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: "${'n'.repeat(64)}": name part must be no more than 63 characters`,
+      },
+      {
+        field: 'metadata.annotations',
+        reason: 'FieldValueInvalid',
+        message: 'Invalid value: "/nameless": prefix part must be non-empty',
+      },
+    ]);
+    expect(bad.body.message).toMatch(
+      /^WebhookTrigger\.hookgate\.dev "k6c-a" is invalid: \[metadata\.labels: Invalid value: "team a"/,
+    );
+    expect((await call('GET', `${WT}/k6c-a`)).status).toBe(404);
+    const big = await call<{ details: { causes: { field: string; message: string }[] } }>(
+      'POST',
+      WT,
+      {
+        ...trigger('k6c-b'),
+        metadata: { name: 'k6c-b', annotations: { note: 'x'.repeat(256 * 1024) } },
+      },
+    );
+    expect(big.status).toBe(422);
+    expect(big.body.details.causes).toEqual([
+      {
+        field: 'metadata.annotations',
+        reason: 'FieldValueTooLong',
+        message: 'Too long: may not be more than 262144 bytes',
+      },
+    ]);
+    // Valid ones, with an empty label value and an upper-case annotation prefix, pass.
+    await create(WT, {
+      ...trigger('k6c-c'),
+      metadata: {
+        name: 'k6c-c',
+        labels: { 'app.kubernetes.io/name': 'orders', tier: '', 'My_Label.v2': 'A-1_b.c' },
+        annotations: { 'Example.COM/Fine': 'x' },
+      },
+    } as unknown as Obj);
+  });
+
   it('K7 every error body is a Status; a successful DELETE returns 200 with the object', async () => {
     const errors = await Promise.all([
       call('GET', `${WT}/k7-missing`),

@@ -4,6 +4,7 @@
 // special cases of built-ins (CRD status, Secret stringData, Namespace phase).
 import { crdRuleErrors, decode, validateObject } from './schema/index.ts';
 import { crdCostErrors } from './crd-cost.ts';
+import { objectMetaCauses } from './object-meta.ts';
 import { canonical } from './patch.ts';
 import { apiVersionOf, type CrdSpec, type KubeObject, type ResourceType } from './resources.ts';
 import { badRequest, invalid } from './status.ts';
@@ -113,11 +114,14 @@ export function admitObject(
     );
   }
   const warnings = fieldValidation === 'Ignore' ? [] : unknown.map((f) => `unknown field "${f}"`);
+  // ObjectMeta's rules first, then the schema's, in one 422 as the strategies report them.
+  const errors = objectMetaCauses(metadata);
   if (schema) {
     const verdict = validateObject({ ...rest, metadata }, schema, old);
-    if (verdict.errors.length > 0) throw invalid(rt, metadata.name ?? '', verdict.errors);
+    errors.push(...verdict.errors);
     warnings.push(...verdict.warnings);
   }
+  if (errors.length > 0) throw invalid(rt, metadata.name ?? '', errors);
   if (rt.kind === 'CustomResourceDefinition') checkCrd(rt, { metadata, ...rest });
   return { object: withType({ metadata, ...rest }, rt), warnings };
 }

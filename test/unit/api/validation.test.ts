@@ -518,3 +518,50 @@ describe('metadata', () => {
     expect(r.ok).toBe(true);
   });
 });
+
+describe('metadata: labels and annotations as an API server checks them', () => {
+  const withMeta = (metadata: Record<string, unknown>) => {
+    const t = trigger('t', { workflowRef: { name: 'w' } }) as { metadata: Record<string, unknown> };
+    return admitResource({ ...t, metadata: { ...t.metadata, ...metadata } });
+  };
+
+  it('admits qualified keys, empty and 63-character values, any case in annotation prefixes', () => {
+    const r = withMeta({
+      labels: {
+        'app.kubernetes.io/name': 'orders',
+        tier: '',
+        v: 'a'.repeat(63),
+        'A_b.C-1': 'X_y.z-9',
+      },
+      annotations: { 'Example.COM/owner': 'team', note: 'x'.repeat(200 * 1024) },
+    });
+    expect(messages(r)).toEqual([]);
+  });
+
+  it.each([
+    [{ labels: { 'bad key': 'v' } }, 'metadata.labels', '"bad key" is not a label key'],
+    [
+      { labels: { 'Example.com/app': 'v' } },
+      'metadata.labels',
+      '"Example.com/app" is not a label key',
+    ],
+    [{ labels: { 'example.com/': 'v' } }, 'metadata.labels', '"example.com/" is not a label key'],
+    [{ labels: { ['k'.repeat(64)]: 'v' } }, 'metadata.labels', 'is not a label key'],
+    [{ labels: { app: '-x' } }, 'metadata.labels', 'the value of "app" is not a label value'],
+    [
+      { labels: { app: 'v'.repeat(64) } },
+      'metadata.labels',
+      'the value of "app" is not a label value',
+    ],
+    [{ annotations: { 'a/b/c': 'x' } }, 'metadata.annotations', '"a/b/c" is not an annotation key'],
+    [
+      { annotations: { big: 'x'.repeat(256 * 1024) } },
+      'metadata.annotations',
+      'the annotations take 262147 bytes; at most 262144 (256 KiB) in all',
+    ],
+  ])('refuses %j', (metadata, field, message) => {
+    const r = withMeta(metadata);
+    expect(fields(r)).toEqual([field]);
+    expect(messages(r)[0]).toContain(message);
+  });
+});
