@@ -315,7 +315,7 @@ describe('1.1 objects and concurrency', () => {
         labels: { 'app.kubernetes.io/name': 'orders', tier: '', 'My_Label.v2': 'A-1_b.c' },
         annotations: { 'Example.COM/Fine': 'x' },
       },
-    } as unknown as Obj);
+    });
   });
 
   it('K7 every error body is a Status; a successful DELETE returns 200 with the object', async () => {
