@@ -8,6 +8,7 @@
 // the oldest entries beyond `maxEntries` go; expired ones too), take (remove and return,
 // so of two concurrent retries of one entry exactly one gets it).
 import type { RedisClient } from '../../api/records/redis-client.ts';
+import { SINGLE_REDIS_LAYOUT } from './execution-keys.ts';
 import {
   DEAD_LETTER_DEFAULTS,
   listLimit,
@@ -18,10 +19,7 @@ import {
   type DeadLetterStoreOptions,
 } from './dead-letters.ts';
 
-export const DEAD_LETTER_KEYS = {
-  index: 'hookgate:deadletters',
-  entries: 'hookgate:deadletters:entries',
-} as const;
+export const DEAD_LETTER_KEYS = SINGLE_REDIS_LAYOUT.deadLetters;
 
 // KEYS: index, entries. ARGV: id, score (ms), entry JSON, cutoff (ms), max entries.
 const ADD = `

@@ -30,6 +30,7 @@ import {
   MAX_LIST_LIMIT,
   type ExecutionStore,
 } from './execution-store.ts';
+import { SINGLE_REDIS_LAYOUT, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
 import {
   boundEvent,
@@ -38,17 +39,9 @@ import {
   DEFAULT_STORED_BODY_BYTES,
 } from './record-bounds.ts';
 
-const RECORD_PREFIX = 'hookgate:exec:';
-
-export const EXECUTION_KEYS = {
-  index: 'hookgate:executions',
-  finished: 'hookgate:executions:finished',
-  sizes: 'hookgate:executions:sizes',
-  bytes: 'hookgate:executions:bytes',
-  record: (id: string) => `${RECORD_PREFIX}${id}`,
-  events: (id: string) => `${RECORD_PREFIX}${id}:events`,
-  whole: (id: string, seq: number) => `${RECORD_PREFIX}${id}:events:${seq}:whole`,
-} as const;
+/** The keys of one Redis with one shard (execution-keys.ts names every layout). */
+export const EXECUTION_KEYS = SINGLE_REDIS_LAYOUT.shards[0] as ShardKeys;
+const RECORD_PREFIX = EXECUTION_KEYS.recordPrefix;
 
 /** Default time a cut event stays whole in Redis (5 s). */
 export const REDIS_HANDOVER_MS = 5_000;

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
+import { WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
 import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
 import type {
@@ -17,7 +18,7 @@ import type {
 } from './ports.ts';
 
 /** The stream of jobs and the consumer group of the workers. */
-export const QUEUE = { stream: 'hookgate:queue:executions', group: 'workers' } as const;
+export const QUEUE = { stream: EXECUTION_KEYS.stream, group: WORKER_GROUP } as const;
 
 /** What a job carries: the record (with the input) is in the store under `id`. */
 export interface ExecutionJob {

@@ -18,7 +18,7 @@ import { EXECUTION_KEYS } from './execution-store-redis.ts';
 import type { Execution, StartRequest } from './ports.ts';
 import { QUEUE, type ExecutionJob } from './queued-engine.ts';
 
-export const RETRY_KEYS = { due: 'hookgate:queue:retries' } as const;
+export const RETRY_KEYS = { due: EXECUTION_KEYS.retries } as const;
 
 // KEYS: record, due set. ARGV: record JSON, ttl ms, due ms, job JSON.
 const SCHEDULE = `

@@ -1,0 +1,126 @@
+// Every Redis key of executions and their queue, by shard (ADR 0021, docs/redis-layout.md).
+//
+// An execution id belongs to shard `shardOf(id) = fnv1a(id) mod N` (N =
+// HOOKGATE_QUEUE_SHARDS). Every key of the execution, and its shard's index, byte
+// budget, stream and retry set, carry the shard's hash tag `{s<k>}`, so a Redis Cluster
+// keeps them in one slot and each script stays one atomic step:
+//
+//   hookgate:{s<k>}:exec:<id>                     the record
+//   hookgate:{s<k>}:exec:<id>:events              its events (also their pub/sub channel)
+//   hookgate:{s<k>}:exec:<id>:events:<seq>:whole  a cut event, whole for a moment
+//   hookgate:{s<k>}:executions                    index (ids by creation time)
+//   hookgate:{s<k>}:executions:finished|sizes|bytes  the shard's byte budget
+//   hookgate:{s<k>}:queue:executions              the shard's stream (group `workers`)
+//   hookgate:{s<k>}:queue:retries                 the shard's due retry attempts
+//   hookgate:{deadletters}, hookgate:{deadletters}:entries  dead letters (one tag)
+//
+// N = 1 on one Redis (not a cluster) keeps the names from before shards, without any
+// tag (`hookgate:exec:<id>`, `hookgate:executions`, `hookgate:queue:executions`,
+// `hookgate:queue:retries`, `hookgate:deadletters`…), so nothing moves there.
+// N is fixed for a deployment: another N maps ids to other shards (drain first).
+
+/** The consumer group of the workers, on every shard's stream. */
+export const WORKER_GROUP = 'workers';
+
+/** The keys of one shard: its index, budget, stream and retry set, and its executions'. */
+export interface ShardKeys {
+  /** 0 … N-1. */
+  readonly shard: number;
+  /** Prefix of the record keys (`…exec:`): a script builds a record's keys from it. */
+  readonly recordPrefix: string;
+  readonly index: string;
+  readonly finished: string;
+  readonly sizes: string;
+  readonly bytes: string;
+  /** The shard's stream of jobs (consumer group WORKER_GROUP). */
+  readonly stream: string;
+  /** The shard's sorted set of retry attempts, by due time. */
+  readonly retries: string;
+  record(id: string): string;
+  events(id: string): string;
+  whole(id: string, seq: number): string;
+}
+
+export interface DeadLetterKeys {
+  readonly index: string;
+  readonly entries: string;
+}
+
+/** Most shards a deployment may have (each worker keeps a blocking read per shard). */
+export const MAX_QUEUE_SHARDS = 256;
+
+export interface ExecutionLayoutOptions {
+  /** HOOKGATE_QUEUE_SHARDS. Default 1. */
+  shards?: number;
+  /** A Redis Cluster: names are tagged even with one shard. */
+  cluster?: boolean;
+}
+
+/** FNV-1a (32 bit) of the id's UTF-16 code units: cheap, stable, spreads uuids evenly. */
+function fnv1a(id: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) {
+    hash ^= id.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+function shardKeys(shard: number, tag: string): ShardKeys {
+  const base = tag ? `hookgate:${tag}:` : 'hookgate:';
+  const recordPrefix = `${base}exec:`;
+  const index = `${base}executions`;
+  return {
+    shard,
+    recordPrefix,
+    index,
+    finished: `${index}:finished`,
+    sizes: `${index}:sizes`,
+    bytes: `${index}:bytes`,
+    stream: `${base}queue:executions`,
+    retries: `${base}queue:retries`,
+    record: (id) => `${recordPrefix}${id}`,
+    events: (id) => `${recordPrefix}${id}:events`,
+    whole: (id, seq) => `${recordPrefix}${id}:events:${seq}:whole`,
+  };
+}
+
+/** Where every execution key of a deployment is; one per process, shared by its stores. */
+export class ExecutionLayout {
+  /** Every shard, 0 … N-1. */
+  readonly shards: readonly ShardKeys[];
+  readonly deadLetters: DeadLetterKeys;
+  /** Whether names carry hash tags (a cluster, or more than one shard). */
+  readonly tagged: boolean;
+
+  constructor(options: ExecutionLayoutOptions = {}) {
+    const n = options.shards ?? 1;
+    if (!Number.isInteger(n) || n < 1 || n > MAX_QUEUE_SHARDS)
+      throw new RangeError(
+        `queue shards must be an integer from 1 to ${MAX_QUEUE_SHARDS}, not ${n}`,
+      );
+    this.tagged = n > 1 || options.cluster === true;
+    this.shards = Array.from({ length: n }, (_v, k) => shardKeys(k, this.tagged ? `{s${k}}` : ''));
+    this.deadLetters = this.tagged
+      ? { index: 'hookgate:{deadletters}', entries: 'hookgate:{deadletters}:entries' }
+      : { index: 'hookgate:deadletters', entries: 'hookgate:deadletters:entries' };
+  }
+
+  /** The shard of an execution id. */
+  shardOf(id: string): number {
+    return this.shards.length === 1 ? 0 : fnv1a(id) % this.shards.length;
+  }
+
+  /** The keys of an execution's shard (its record, events, index, stream…). */
+  of(id: string): ShardKeys {
+    return this.shards[this.shardOf(id)] as ShardKeys;
+  }
+
+  /** Every shard's stream (queue depth and age read them all). */
+  get streams(): string[] {
+    return this.shards.map((s) => s.stream);
+  }
+}
+
+/** One shard on one Redis: the names from before shards (no tags). */
+export const SINGLE_REDIS_LAYOUT = new ExecutionLayout();
