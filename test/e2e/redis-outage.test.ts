@@ -3,7 +3,9 @@
 // webhooks 503 store-unavailable with Retry-After within its command timeout (never a
 // 500, never a request held until Redis returns), reports not-ready while staying
 // live, and its read API answers 503 problem documents; once Redis is back it turns
-// ready again within seconds, and every execution it answered 202 for finishes, once.
+// ready again within seconds, and every execution it answered 202 for finishes, once,
+// although the worker running them was also killed (SIGKILL, with runs in flight when
+// Redis went) and a new one started after it (issue 14: nothing acknowledged is lost).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -40,7 +42,7 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
   const children: ChildProcess[] = [];
   const ports = { operator: 0, gateway: 0, admin: 0, metrics: 0, worker: 0, inline: 0 };
 
-  function start(role: string, port: number, extra: Record<string, string> = {}): void {
+  function start(role: string, port: number, extra: Record<string, string> = {}): ChildProcess {
     const child = spawn(
       process.execPath,
       [join(root, 'roles/cli.ts'), role, '--port', String(port)],
@@ -59,7 +61,12 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
       },
     );
     children.push(child);
+    return child;
   }
+  // Claims renewed every 700 ms; a job left unacknowledged is run again after 2 s.
+  const startWorker = () =>
+    start('worker', ports.worker, { HOOKGATE_WORKER_CLAIM_IDLE_MS: '2000' });
+  let worker: ChildProcess;
   const status = async (url: string) => {
     try {
       return (await fetch(url)).status;
@@ -87,8 +94,7 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
       HOOKGATE_ADMIN_AUTH: 'none',
       HOOKGATE_EXECUTIONS: 'inline',
     });
-    // Claims renewed every 700 ms; a job left unacknowledged is run again after 2 s.
-    start('worker', ports.worker, { HOOKGATE_WORKER_CLAIM_IDLE_MS: '2000' });
+    worker = startWorker();
     const api = `${cluster.server.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
     const create = (kind: string, body: object) =>
       fetch(`${api}/${kind}`, {
@@ -96,7 +102,16 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-    await create('workflows', workflow('orders'));
+    // A pause in every run, so that the worker has executions in flight when it is killed.
+    await create(
+      'workflows',
+      workflow('orders', {
+        nodes: [
+          { id: 'pause', type: 'delay', duration: '200ms' },
+          { id: 'echo', type: 'transform', expression: '$' },
+        ],
+      }),
+    );
     await create('webhooktriggers', trigger('outage', { pathSegment: 'outage' }));
     for (const failureMode of ['open', 'closed'])
       await create(
@@ -175,6 +190,8 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
     const loops = Array.from({ length: 6 }, loop);
 
     await sleep(1_500);
+    const running = await fetch(`http://127.0.0.1:${ports.admin}/api/executions?status=running`);
+    const inFlight = ((await running.json()) as { items: unknown[] }).items.length;
     const killedAt = Date.now();
     await redis.kill();
     await eventually(async () => expect(await ready(ports.metrics)).toBe(503), 10_000, 50);
@@ -184,6 +201,11 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
     await sleep(2_000);
     expect(await live(ports.metrics)).toBe(200);
     expect(await live(ports.worker)).toBe(200);
+    // Scrapes still answer (gauges that read Redis keep their last value).
+    expect((await fetch(`http://127.0.0.1:${ports.worker}/metrics`)).status).toBe(200);
+    // Then the worker dies too, with the runs it had when Redis went unacknowledged.
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
     // Inline executions need Redis only for the rate limit: failureMode open lets the
     // request through (202, no RateLimit headers), closed refuses it.
     const limited = (mode: string) =>
@@ -202,8 +224,6 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
     expect(read.status).toBe(503);
     expect(read.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(((await read.json()) as { type: string }).type).toMatch(/\/store-unavailable$/);
-    // Scrapes still answer (gauges that read Redis keep their last value).
-    expect((await fetch(`http://127.0.0.1:${ports.worker}/metrics`)).status).toBe(200);
     const scrape = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`);
     expect(scrape.status).toBe(200);
     const metrics = await scrape.text();
@@ -215,6 +235,8 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
     redis = await startRedis({ port: redis.port, appendOnlyDir: dataDir });
     await eventually(async () => expect(await ready(ports.metrics)).toBe(200), 30_000, 50);
     const readyAfterRestartMs = Date.now() - restartAt;
+    // A new worker: it claims the killed one's jobs once they have been idle 2 s.
+    worker = startWorker();
     await eventually(async () => expect(await ready(ports.worker)).toBe(200), 30_000, 50);
     await sleep(1_000);
     loading = false;
@@ -231,11 +253,13 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
       slowestOverallMs: Math.max(...shots.map((s) => s.ms)),
       notReadyAfterMs,
       readyAfterRestartMs,
+      inFlightWhenRedisKilled: inFlight,
     };
     console.info('redis outage under load:', JSON.stringify(summary));
 
-    // Load on both sides, and refusals during the outage.
+    // Load on both sides, work in flight when the worker died, refusals during the outage.
     expect(accepted.length).toBeGreaterThan(20);
+    expect(inFlight).toBeGreaterThan(0);
     expect(during.filter((s) => s.status === 503).length).toBeGreaterThan(5);
     // Every request answered, within the bound: no hang, no reset, no 500.
     expect(shots.filter((s) => s.error !== undefined)).toEqual([]);
