@@ -185,6 +185,11 @@ export function createStores(
 export interface ServingEngine extends ExecutionEngine {
   /** Executions waiting (the queue-depth gauge). */
   readonly queued: number;
+  /**
+   * Age in seconds of the oldest job not done, where the engine reads a shared queue
+   * (the hookgate_queue_oldest_age_seconds gauge); undefined: no such gauge.
+   */
+  readonly oldestAgeSeconds?: number;
 }
 
 /**
@@ -395,6 +400,8 @@ export async function createServing<E extends ServingEngine>(
     deadLettered: () => analytics.metrics.recordDeadLettered(),
   });
   const engine = made.engine;
+  if (engine.oldestAgeSeconds !== undefined)
+    analytics.metrics.addQueueOldestAge(() => engine.oldestAgeSeconds ?? 0);
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,

@@ -12,6 +12,7 @@ import type { Budgets } from './budget-settings.ts';
 import { redisExecutionStore } from './serving.ts';
 import { RedisDeadLetterStore } from '../runtime/engine/dead-letters-redis.ts';
 import { QUEUE } from '../runtime/engine/queued-engine.ts';
+import { readQueueState, type QueueState } from '../runtime/engine/queue-state.ts';
 import { RedisRetryQueue } from '../runtime/engine/retry-queue-redis.ts';
 import { ExecutionWorker, type ExecutionWorkerOptions } from '../runtime/engine/worker.ts';
 import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
@@ -60,9 +61,18 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     ...(options.budgets?.executionTtlMs ? { ttlMs: options.budgets.executionTtlMs } : {}),
   });
   const registry = new Registry();
+  // Read at scrape time (XINFO STREAM and TIME), once for both gauges of a scrape.
+  let reading: { at: number; state: Promise<QueueState> } | undefined;
+  const queue = (): Promise<QueueState> => {
+    const now = Date.now();
+    if (!reading || now - reading.at > 500)
+      reading = { at: now, state: readQueueState(redis, [QUEUE.stream]) };
+    return reading.state;
+  };
   const metrics = new GatewayMetrics({
     registry,
-    queueDepth: () => redis.xlen(QUEUE.stream),
+    queueDepth: () => queue().then((s) => s.depth),
+    queueOldestAge: () => queue().then((s) => s.oldestAgeSeconds),
     deadLetters: () => deadLetters.count(),
   });
   storeMetrics(registry, [store]);

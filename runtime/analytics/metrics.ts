@@ -16,6 +16,7 @@ export const METRIC = {
   executions: 'hookgate_executions_total',
   rejectedRequests: 'hookgate_rejected_requests_total',
   queueDepth: 'hookgate_queue_depth',
+  queueOldestAge: 'hookgate_queue_oldest_age_seconds',
   rateLimitDecisions: 'hookgate_rate_limit_decisions_total',
   callbackDeliveries: 'hookgate_callback_deliveries_total',
   deadLetters: 'hookgate_dead_letters',
@@ -44,6 +45,11 @@ export interface GatewayMetricsOptions {
   consumers?: ConsumerLabelOptions;
   /** Read at every scrape for hookgate_queue_depth (instead of calling setQueueDepth). */
   queueDepth?: () => number | Promise<number>;
+  /**
+   * Read at every scrape for hookgate_queue_oldest_age_seconds (age of the oldest job
+   * not done); the gauge exists only where a queue is read (queue-mode roles).
+   */
+  queueOldestAge?: () => number | Promise<number>;
   /** Read at every scrape for hookgate_dead_letters (entries in the dead-letter list). */
   deadLetters?: () => number | Promise<number>;
 }
@@ -112,6 +118,7 @@ export class GatewayMetrics implements RequestObserver {
           }
         : {}),
     });
+    if (options.queueOldestAge) this.addQueueOldestAge(options.queueOldestAge);
     const decisions = this.#decisions;
     new Counter({
       name: METRIC.rateLimitDecisions,
@@ -203,6 +210,27 @@ export class GatewayMetrics implements RequestObserver {
 
   recordDeadLettered(): void {
     this.#deadLettered.inc();
+  }
+
+  /**
+   * Registers hookgate_queue_oldest_age_seconds, read at every scrape (for a role
+   * that learns only after its metrics exist whether it reads a queue).
+   */
+  addQueueOldestAge(age: () => number | Promise<number>): void {
+    if (this.registry.getSingleMetric(METRIC.queueOldestAge)) return;
+    new Gauge({
+      name: METRIC.queueOldestAge,
+      help: 'Age in seconds of the oldest execution job not done (waiting or running); 0 when the queue is empty.',
+      registers: [this.registry],
+      async collect(this: Gauge) {
+        await Promise.resolve()
+          .then(age)
+          .then(
+            (n) => this.set(n),
+            () => {},
+          );
+      },
+    });
   }
 
   setQueueDepth(depth: number): void {

@@ -29,6 +29,8 @@ export interface AnalyticsSetupOptions {
   backend?: AnalyticsBackendConfig;
   consumers?: ConsumerLabelOptions;
   queueDepth?: () => number | Promise<number>;
+  /** Age of the oldest job not done (hookgate_queue_oldest_age_seconds); queue mode only. */
+  queueOldestAge?: () => number | Promise<number>;
   /** Entries in the dead-letter list (the hookgate_dead_letters gauge). */
   deadLetters?: () => number | Promise<number>;
   /** Serve the dashboard at /dashboard (default true). */
@@ -68,6 +70,7 @@ export function createAnalytics(options: AnalyticsSetupOptions = {}): AnalyticsS
     registry,
     ...(options.consumers ? { consumers: options.consumers } : {}),
     ...(options.queueDepth ? { queueDepth: options.queueDepth } : {}),
+    ...(options.queueOldestAge ? { queueOldestAge: options.queueOldestAge } : {}),
     ...(options.deadLetters ? { deadLetters: options.deadLetters } : {}),
   });
   const config = options.backend ?? { kind: 'memory' };

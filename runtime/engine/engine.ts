@@ -27,6 +27,9 @@ import { sleep } from './util.ts';
 
 export { ExecutionFailure } from './execution-failure.ts';
 
+/** Retry-After of an in-process engine's refusal when its queue is full. */
+export const IN_PROCESS_RETRY_AFTER_SECONDS = 5;
+
 export interface InProcessEngineOptions {
   /** Executions running at once; the rest wait in the queue. Default 64. */
   concurrency?: number;
@@ -185,7 +188,11 @@ export class InProcessEngine implements ExecutionEngine {
     const live = this.#hot.get(id);
     if (live) return live.snapshot();
     if (this.#queue.length >= this.#maxQueued) {
-      throw new HttpProblem('HG_ERR_ENGINE_OVERLOADED', 'Too many executions are waiting');
+      // A constant (docs/errors.md): this process's queue drains at its own pace, which
+      // a Redis queue's gateways measure (queue-state.ts) and this engine does not.
+      throw new HttpProblem('HG_ERR_ENGINE_OVERLOADED', 'Too many executions are waiting', {
+        headers: { 'retry-after': String(IN_PROCESS_RETRY_AFTER_SECONDS) },
+      });
     }
     const input = { ...request.input, metadata: { ...request.input.metadata, executionId: id } };
     const execution: Execution = {

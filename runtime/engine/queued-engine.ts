@@ -8,6 +8,7 @@ import { HttpProblem } from '../errors.ts';
 import { WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
 import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
+import { DrainRate, readQueueState, retryAfterSeconds } from './queue-state.ts';
 import type {
   Execution,
   ExecutionEngine,
@@ -34,8 +35,16 @@ export interface ExecutionJob {
 }
 
 // KEYS: record, events, index, stream. ARGV: record JSON, ttl ms, created ms, id,
-// 'queued' event JSON, job JSON. Returns the existing record when the id is taken.
+// 'queued' event JSON, job JSON, bound. Returns the existing record when the id is
+// taken, or the stream's length (a number) when it holds `bound` jobs already: the
+// bound is checked where the job is added, so gateways racing cannot pass it.
 const ENQUEUE = `
+local length = redis.call('XLEN', KEYS[4])
+if length >= tonumber(ARGV[7]) then
+  local existing = redis.call('GET', KEYS[1])
+  if existing then return existing end
+  return length
+end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return redis.call('GET', KEYS[1])
 end
@@ -54,17 +63,24 @@ interface EnqueueCommand {
     index: string,
     stream: string,
     ...args: (string | number)[]
-  ): Promise<string | null>;
+  ): Promise<string | number | null>;
 }
 
 export interface QueuedEngineOptions {
   redis: RedisClient;
   store: RedisExecutionStore;
   events: RedisExecutionEvents;
-  /** Jobs waiting at most; start() then answers HG_ERR_ENGINE_OVERLOADED. Default 100 000. */
+  /**
+   * Jobs in the stream (waiting or running) at most; start() then answers 503
+   * HG_ERR_ENGINE_OVERLOADED with Retry-After. Checked against the depth last read
+   * (no Redis command) and again in the enqueue script, so it is never passed, even
+   * by gateways racing. Default 100 000.
+   */
   maxQueued?: number;
-  /** How often the queue depth is read (for the limit and the gauge). Default 1 s. */
+  /** How often the queue is read (the limit, Retry-After and the gauges). Default 1 s. */
   depthEveryMs?: number;
+  /** Longest Retry-After of a refusal (also when nothing drains). Default 60 s. */
+  maxRetryAfterSeconds?: number;
   /**
    * Refuse new executions (503 store-full) once Redis would hold more than this share
    * of its maxmemory (read with the depth, plus what this gateway queued since): the
@@ -84,6 +100,10 @@ export class QueuedEngine implements ExecutionEngine {
   readonly #newId: () => string;
   readonly #timer: NodeJS.Timeout;
   #depth = 0;
+  /** Age of the oldest job not done, as last read (s). */
+  #oldestAgeSeconds = 0;
+  readonly #drain = new DrainRate();
+  readonly #maxRetryAfter: number;
   /** Enqueue commands sent, and answered, so far (see #readDepth). */
   #sent = 0;
   #answered = 0;
@@ -102,6 +122,7 @@ export class QueuedEngine implements ExecutionEngine {
     this.#events = options.events;
     this.#maxQueued = options.maxQueued ?? 100_000;
     this.#memoryHeadroom = options.memoryHeadroom ?? 0.9;
+    this.#maxRetryAfter = options.maxRetryAfterSeconds ?? 60;
     this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
     this.#timer = setInterval(() => void this.#readDepth(), options.depthEveryMs ?? 1_000);
     this.#timer.unref();
@@ -113,12 +134,39 @@ export class QueuedEngine implements ExecutionEngine {
     return this.#depth;
   }
 
+  /** Age in seconds of the oldest job not done, as last read (0: none). */
+  get oldestAgeSeconds(): number {
+    return this.#oldestAgeSeconds;
+  }
+
+  /** Jobs per second the workers finished lately, or undefined when not known. */
+  get drainPerSecond(): number | undefined {
+    return this.#drain.perSecond;
+  }
+
+  /** Reads the queue now (as the timer does every `depthEveryMs`). */
+  refresh(): Promise<void> {
+    return this.#readDepth();
+  }
+
+  #overloaded(depth: number): HttpProblem {
+    const seconds = retryAfterSeconds({
+      depth,
+      bound: this.#maxQueued,
+      drainPerSecond: this.#drain.perSecond,
+      maxSeconds: this.#maxRetryAfter,
+    });
+    return new HttpProblem(
+      'HG_ERR_ENGINE_OVERLOADED',
+      `The execution queue holds its limit of ${this.#maxQueued} jobs; nothing was started`,
+      { headers: { 'retry-after': String(seconds) } },
+    );
+  }
+
   async start(request: StartRequest): Promise<Execution> {
     if (this.#closing)
       throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The gateway is shutting down');
-    if (this.#depth >= this.#maxQueued) {
-      throw new HttpProblem('HG_ERR_ENGINE_OVERLOADED', 'Too many executions are waiting');
-    }
+    if (this.#depth >= this.#maxQueued) throw this.#overloaded(this.#depth);
     const memory = this.#memory;
     if (memory.max > 0 && memory.used + memory.since > memory.max * this.#memoryHeadroom) {
       throw new HttpProblem(
@@ -170,9 +218,16 @@ export class QueuedEngine implements ExecutionEngine {
         id,
         JSON.stringify(queuedEvent),
         JSON.stringify(job),
+        this.#maxQueued,
       );
     } finally {
       this.#answered++;
+    }
+    if (typeof existing === 'number') {
+      // Full when it reached Redis (other gateways queued meanwhile): what was read
+      // then is the depth to refuse with until the next read.
+      this.#depth = Math.max(this.#depth, existing);
+      throw this.#overloaded(existing);
     }
     if (existing) return JSON.parse(existing) as Execution;
     this.#depth++;
@@ -209,11 +264,13 @@ export class QueuedEngine implements ExecutionEngine {
     const answeredBefore = this.#answered;
     try {
       // A Redis that refuses INFO (some managed ones) leaves the memory check off.
-      const [depth, info] = await Promise.all([
-        this.#redis.xlen(QUEUE.stream),
+      const [state, info] = await Promise.all([
+        readQueueState(this.#redis, [QUEUE.stream]),
         this.#memoryHeadroom < 1 ? this.#redis.info('memory').catch(() => '') : Promise.resolve(''),
       ]);
-      this.#depth = depth + (this.#sent - answeredBefore);
+      this.#depth = state.depth + (this.#sent - answeredBefore);
+      this.#oldestAgeSeconds = state.oldestAgeSeconds;
+      this.#drain.observe(state);
       const used = /^used_memory:(\d+)/m.exec(info);
       const max = /^maxmemory:(\d+)/m.exec(info);
       if (used && max) this.#memory = { used: Number(used[1]), max: Number(max[1]), since: 0 };

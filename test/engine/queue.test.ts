@@ -9,10 +9,11 @@ import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redi
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import type { SequencedEvent } from '../../runtime/engine/ports.ts';
 import { QUEUE, QueuedEngine } from '../../runtime/engine/queued-engine.ts';
+import { readQueueState } from '../../runtime/engine/queue-state.ts';
 import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
 import { ExecutionWorker, type JobTarget } from '../../runtime/engine/worker.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
-import { eventually } from '../support/eventually.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { credentialLeaks, finished, route, trigger, workflow } from './helpers.ts';
 
@@ -28,7 +29,7 @@ describe.skipIf(!redisAvailable())('Redis execution queue', () => {
     return c;
   };
 
-  function gateway(options: { maxQueued?: number } = {}) {
+  function gateway(options: { maxQueued?: number; depthEveryMs?: number } = {}) {
     const redis = client();
     const store = new RedisExecutionStore({ redis });
     const events = new RedisExecutionEvents({ subscriber: client(), store });
@@ -233,7 +234,7 @@ describe.skipIf(!redisAvailable())('Redis execution queue', () => {
     });
   });
 
-  it('refuses with HG_ERR_ENGINE_OVERLOADED when the queue is full', async () => {
+  it('refuses with HG_ERR_ENGINE_OVERLOADED and Retry-After when the queue is full', async () => {
     const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
     const g = gateway({ maxQueued: 2 });
     await g.engine.start({ ...target, input: trigger({}) });
@@ -243,6 +244,90 @@ describe.skipIf(!redisAvailable())('Redis execution queue', () => {
       .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(HttpProblem);
     expect((refused as HttpProblem).code).toBe('HG_ERR_ENGINE_OVERLOADED');
+    // Nothing drains (no worker): the longest advice.
+    expect((refused as HttpProblem).headers).toMatchObject({ 'retry-after': '60' });
+    expect(await client().xlen(QUEUE.stream)).toBe(2);
+  });
+
+  it('a full queue still answers an id already queued with its record', async () => {
+    const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
+    const stale = gateway({ maxQueued: 2, depthEveryMs: 600_000 });
+    await stale.engine.refresh();
+    const g = gateway({ maxQueued: 2 });
+    const known = await g.engine.start({ ...target, input: trigger({}, 'exec_known') });
+    await g.engine.start({ ...target, input: trigger({}) });
+    // `stale` read depth 0 before: the script finds the queue full, and the id taken.
+    const again = await stale.engine.start({ ...target, input: trigger({ x: 1 }, 'exec_known') });
+    expect(again.id).toBe(known.id);
+    expect(again.input.body).toEqual({});
+    const refused = await stale.engine
+      .start({ ...target, input: trigger({}, 'exec_new') })
+      .catch((e: unknown) => e);
+    expect((refused as HttpProblem).code).toBe('HG_ERR_ENGINE_OVERLOADED');
+    expect(await g.store.get('exec_new')).toBeUndefined();
+    expect(await client().xlen(QUEUE.stream)).toBe(2);
+  });
+
+  it('gateways racing with a stale depth never pass the bound: the enqueue script checks it', async () => {
+    const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
+    // Depth read once at start (0), never again during the burst.
+    const gateways = [
+      gateway({ maxQueued: 7, depthEveryMs: 600_000 }),
+      gateway({ maxQueued: 7, depthEveryMs: 600_000 }),
+      gateway({ maxQueued: 7, depthEveryMs: 600_000 }),
+    ];
+    for (const g of gateways) await g.engine.refresh();
+    const outcomes = await Promise.all(
+      Array.from({ length: 60 }, (_v, i) =>
+        (gateways[i % 3] as (typeof gateways)[number]).engine
+          .start({ ...target, input: trigger({ i }) })
+          .then(
+            () => 'queued',
+            (e: unknown) => (e instanceof HttpProblem ? e.code : String(e)),
+          ),
+      ),
+    );
+    expect(outcomes.filter((o) => o === 'queued')).toHaveLength(7);
+    expect(outcomes.filter((o) => o === 'HG_ERR_ENGINE_OVERLOADED')).toHaveLength(53);
+    expect(await client().xlen(QUEUE.stream)).toBe(7);
+    // Each refused at Redis: its gateway now knows the queue is full, without a read.
+    for (const g of gateways) expect(g.engine.queued).toBeGreaterThanOrEqual(7);
+  });
+
+  it('reads depth and the oldest age as they grow, the drain rate as workers catch up, then an empty queue', async () => {
+    const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
+    const g = gateway({ maxQueued: 5, depthEveryMs: 100 });
+    const streams = [QUEUE.stream];
+    expect(await readQueueState(client(), streams)).toMatchObject({
+      depth: 0,
+      oldestAgeSeconds: 0,
+    });
+    for (let i = 0; i < 5; i++) await g.engine.start({ ...target, input: trigger({ i }) });
+    const first = await readQueueState(client(), streams);
+    expect(first.depth).toBe(5);
+    await sleep(300);
+    const later = await readQueueState(client(), streams);
+    expect(later.depth).toBe(5);
+    expect(later.oldestAgeSeconds).toBeGreaterThanOrEqual(0.3);
+    expect(later.oldestAgeSeconds).toBeGreaterThan(first.oldestAgeSeconds);
+    await eventually(() => {
+      expect(g.engine.queued).toBe(5);
+      expect(g.engine.oldestAgeSeconds).toBeGreaterThan(0);
+    });
+    await worker().start();
+    await eventually(async () => {
+      expect(await readQueueState(client(), streams)).toMatchObject({
+        depth: 0,
+        oldestAgeSeconds: 0,
+        removed: 5,
+      });
+    });
+    // The gateway saw the five drain: a rate, and a Retry-After below the longest.
+    await eventually(() => {
+      expect(g.engine.queued).toBe(0);
+      expect(g.engine.oldestAgeSeconds).toBe(0);
+      expect(g.engine.drainPerSecond).toBeGreaterThan(0);
+    });
   });
 
   it('an id given twice queues one execution', async () => {
