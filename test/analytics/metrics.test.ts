@@ -19,7 +19,11 @@ async function families(
 describe('gateway metrics', () => {
   it('pins the metric names, types and label names', async () => {
     const registry = new Registry();
-    const metrics = new GatewayMetrics({ registry, deadLetters: () => 2 });
+    const metrics = new GatewayMetrics({
+      registry,
+      deadLetters: () => 2,
+      queueOldestAge: () => 1.5,
+    });
     knownTraffic(() => Date.now()).forEach((o) => metrics.observe(o));
     metrics.recordExecution('shop_production_orders', 'succeeded');
     metrics.recordRetry('automatic');
@@ -44,6 +48,7 @@ describe('gateway metrics', () => {
       hookgate_executions_total: { type: 'counter', labels: ['result', 'workflow_id'] },
       hookgate_rejected_requests_total: { type: 'counter', labels: ['reason'] },
       hookgate_queue_depth: { type: 'gauge', labels: [] },
+      hookgate_queue_oldest_age_seconds: { type: 'gauge', labels: [] },
       hookgate_rate_limit_decisions_total: { type: 'counter', labels: ['decision'] },
       hookgate_callback_deliveries_total: { type: 'counter', labels: ['result'] },
       hookgate_dead_letters: { type: 'gauge', labels: [] },
@@ -52,6 +57,7 @@ describe('gateway metrics', () => {
     });
     const text = await registry.metrics();
     expect(text).toMatch(/^hookgate_dead_letters 2$/m);
+    expect(text).toMatch(/^hookgate_queue_oldest_age_seconds 1.5$/m);
     expect(text).toMatch(/^hookgate_execution_retries_total\{source="dead_letter"\} 3$/m);
     expect(Object.values(METRIC).sort()).toEqual([...(await families(registry)).keys()].sort());
     expect([...REQUEST_LABELS].sort()).toEqual([
@@ -107,6 +113,18 @@ describe('gateway metrics', () => {
     expect(await registry.metrics()).toContain('hookgate_queue_depth 5');
     depth = 7;
     expect(await registry.metrics()).toContain('hookgate_queue_depth 7');
+  });
+
+  it('has a queue age gauge only where a queue is read; added later, it is read at scrape time', async () => {
+    const registry = new Registry();
+    const metrics = new GatewayMetrics({ registry });
+    expect(await registry.metrics()).not.toContain('hookgate_queue_oldest_age_seconds');
+    let age = 0;
+    metrics.addQueueOldestAge(() => age);
+    metrics.addQueueOldestAge(() => -1);
+    expect(await registry.metrics()).toMatch(/^hookgate_queue_oldest_age_seconds 0$/m);
+    age = 12.25;
+    expect(await registry.metrics()).toMatch(/^hookgate_queue_oldest_age_seconds 12.25$/m);
   });
 
   it('counts executions, rate limit decisions and callback deliveries by label', async () => {
