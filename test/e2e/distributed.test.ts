@@ -116,14 +116,19 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     );
     const gateways = ports.slice(1);
     for (const p of gateways) await serves(p, PATH);
+    const startedAt = Date.now();
     const results = await Promise.all(
       Array.from({ length: 30 }, (_v, i) =>
         fetch(`http://127.0.0.1:${gateways[i % 2]}${PATH}`, { method: 'POST' }),
       ),
     );
+    // 10 at once, then one more every 6 s: on a loaded machine the 30 may take that long.
+    const refilled = Math.floor((Date.now() - startedAt) / 6_000);
     const statuses = results.map((r) => r.status);
-    expect(statuses.filter((s) => s === 202)).toHaveLength(10);
-    expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+    const accepted = statuses.filter((s) => s === 202).length;
+    expect(accepted).toBeGreaterThanOrEqual(10);
+    expect(accepted).toBeLessThanOrEqual(10 + refilled);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(30 - accepted);
     // The first gateway also serves its metrics on METRICS_PORT, as the chart expects.
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     const served =
