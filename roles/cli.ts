@@ -21,6 +21,7 @@ import { serveProbes } from './probes.ts';
 import { mainClient, redisClients, RedisHealth, type RedisClients } from './redis.ts';
 import { settings, type RoleName, type Settings } from './settings.ts';
 import { createWorkerRuntime } from './worker.ts';
+import { warnOfUnevenShards } from './queue-shards.ts';
 
 type Role = (s: Settings, logger: Logger) => Promise<Closable>;
 
@@ -94,11 +95,14 @@ const roles: Record<RoleName, Role> = {
       ...storeOptions(clients),
       executions: env.HOOKGATE_EXECUTIONS === 'inline' ? 'inline' : 'queue',
       ...(env.HOOKGATE_MAX_QUEUED ? { maxQueued: Number(env.HOOKGATE_MAX_QUEUED) } : {}),
+      queueShards: s.queueShards,
       waitForRoutes: false,
       // Not ready while Redis is unreachable or the breaker in front of it is not closed.
       readiness: () => clients.readiness(),
     });
     clients.health.register(runtime.registry);
+    if (env.HOOKGATE_EXECUTIONS !== 'inline')
+      warnOfUnevenShards(clients.main, s.queueShards, logger);
     const metrics =
       s.metricsPort !== undefined && s.metricsPort !== s.port
         ? await serveProbes({
@@ -128,6 +132,7 @@ const roles: Record<RoleName, Role> = {
     const runtime = await createWorkerRuntime({
       redis,
       concurrency,
+      queueShards: s.queueShards,
       engine: { outbound: s.outbound },
       ...(claimIdle ? { claimIdleMs: Number(claimIdle) } : {}),
       budgets: s.budgets,
@@ -135,6 +140,7 @@ const roles: Record<RoleName, Role> = {
       onInternalError: internalErrors(logger),
     });
     health.register(runtime.registry);
+    warnOfUnevenShards(redis, s.queueShards, logger);
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
     const port = s.metricsPort ?? s.port;
     const metrics = await serveProbes({

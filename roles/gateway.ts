@@ -22,6 +22,8 @@ export interface GatewayOptions extends ServingOptions {
   executions?: 'queue' | 'inline';
   /** Queue mode: jobs waiting at most before requests are refused with 503. */
   maxQueued?: number;
+  /** Queue mode: shards of the queue (HOOKGATE_QUEUE_SHARDS; default 1). */
+  queueShards?: number;
 }
 
 export async function createGatewayRuntime(options: GatewayOptions): Promise<Serving> {
@@ -33,6 +35,7 @@ export async function createGatewayRuntime(options: GatewayOptions): Promise<Ser
           ...(options.budgets ? { budgets: options.budgets } : {}),
           ...(options.requests ? { requests: options.requests } : {}),
           ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
+          ...(options.queueShards !== undefined ? { queueShards: options.queueShards } : {}),
           ...(options.engine?.outbound ? { outbound: options.engine.outbound } : {}),
           ...(options.engine?.onInternalError
             ? { onInternalError: options.engine.onInternalError }

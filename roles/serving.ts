@@ -21,6 +21,7 @@ import { MemoryDeadLetterStore, type DeadLetterStore } from '../runtime/engine/d
 import { RedisDeadLetterStore } from '../runtime/engine/dead-letters-redis.ts';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
+import { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
 import { OutboundGuard } from '../runtime/engine/outbound/guard.ts';
 import type { ExecutionEngine } from '../runtime/engine/ports.ts';
 import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
@@ -228,17 +229,24 @@ export function memoryExecutionStore(budgets: Budgets = {}): MemoryExecutionStor
   });
 }
 
-/** The Redis executions store, within the budgets. */
+/** The Redis executions store, within the budgets, in the deployment's key layout. */
 export function redisExecutionStore(
   redis: RedisClient,
   budgets: Budgets = {},
+  layout?: ExecutionLayout,
 ): RedisExecutionStore {
   return new RedisExecutionStore({
     redis,
+    ...(layout ? { layout } : {}),
     ...(budgets.executionStoreBytes ? { maxBytes: budgets.executionStoreBytes } : {}),
     ...(budgets.storedBodyBytes ? { maxBodyBytes: budgets.storedBodyBytes } : {}),
     ...(budgets.executionTtlMs ? { ttlMs: budgets.executionTtlMs } : {}),
   });
+}
+
+/** The execution keys of a deployment: HOOKGATE_QUEUE_SHARDS shards, tagged on a cluster. */
+export function executionLayout(redis: RedisClient, shards = 1): ExecutionLayout {
+  return new ExecutionLayout({ shards, cluster: redis.isCluster });
 }
 
 /** HOOKGATE_STREAM_BUFFER_BYTES becomes the listeners' SSE buffer limit. */
@@ -295,6 +303,8 @@ export function queuedEngine(
     /** The request-path connection (enqueue, reads); `redis` when omitted. */
     requests?: RedisClient;
     maxQueued?: number;
+    /** HOOKGATE_QUEUE_SHARDS (default 1). */
+    queueShards?: number;
     outbound?: InProcessEngineOptions['outbound'];
     onInternalError?: InProcessEngineOptions['onInternalError'];
     budgets?: Budgets;
@@ -302,7 +312,8 @@ export function queuedEngine(
 ): EngineFactory<QueuedEngine> {
   return () => {
     const requests = options.requests ?? redis;
-    const store = redisExecutionStore(requests, options.budgets);
+    const layout = executionLayout(redis, options.queueShards);
+    const store = redisExecutionStore(requests, options.budgets, layout);
     const subscriber = duplicateClient(redis);
     const events = new RedisExecutionEvents({
       subscriber,
@@ -321,6 +332,7 @@ export function queuedEngine(
         : new OutboundGuard(options.outbound ?? {});
     const deadLetters = new RedisDeadLetterStore({
       redis,
+      layout,
       ...(options.budgets?.executionTtlMs ? { ttlMs: options.budgets.executionTtlMs } : {}),
     });
     return {

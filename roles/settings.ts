@@ -8,6 +8,7 @@ import type { OutboundGuardOptions } from '../runtime/engine/outbound/guard.ts';
 import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
 import { BUDGET_USAGE, budgetSettings, type Budgets } from './budget-settings.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
+import { MAX_QUEUE_SHARDS } from '../runtime/engine/execution-keys.ts';
 import { outboundSettings } from './outbound-settings.ts';
 import {
   isClusterUrl,
@@ -60,6 +61,11 @@ Environment:
                              (run in the gateway process)
   HOOKGATE_MAX_QUEUED        gateway, queue mode: executions waiting at most before 503
                              (default 100000)
+  HOOKGATE_QUEUE_SHARDS      gateway (queue mode), worker: shards of the execution queue
+                             (1 to ${MAX_QUEUE_SHARDS}, default 1; the same on every gateway and
+                             worker; change it only with the queue drained). On a Redis
+                             Cluster each shard is one hash slot: at least one per master,
+                             about 4 per master to even them out (docs/redis-layout.md)
   HOOKGATE_WORKER_CONCURRENCY  worker: executions run at once (default 32)
   HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
                              long is run again by another worker (default 60000)
@@ -121,6 +127,8 @@ export interface Settings {
   outbound: Pick<OutboundGuardOptions, 'allow' | 'deny' | 'namespaces'>;
   /** Redis client timeouts and the circuit breaker (HOOKGATE_REDIS_*). */
   redis: RedisClientSettings;
+  /** HOOKGATE_QUEUE_SHARDS: shards of the execution queue (runtime/engine/execution-keys.ts). */
+  queueShards: number;
 }
 
 export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;
@@ -201,6 +209,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     ...admin.settings,
     outbound: outbound.options,
     redis: redisClientSettings(),
+    queueShards: queueShards(),
   };
 }
 
@@ -255,25 +264,30 @@ function adminProblems(
   return problems;
 }
 
-/** A redis+cluster:// URL: well formed, and not for the roles that need the queue. */
-function clusterProblems(role: string): string[] {
+/** A redis+cluster:// URL is well formed. */
+function clusterProblems(): string[] {
   const env = process.env;
   if (!env.REDIS_URL || !isClusterUrl(env.REDIS_URL)) return [];
-  const problems: string[] = [];
   try {
     parseClusterUrl(env.REDIS_URL);
+    return [];
   } catch (error) {
-    problems.push((error as Error).message);
+    return [(error as Error).message];
   }
-  // The execution keys (record, events, indexes, queue) are not laid out for a
-  // cluster yet (docs/redis-layout.md): refused here rather than CROSSSLOT per request.
-  const queued = (env.HOOKGATE_EXECUTIONS ?? 'queue') === 'queue';
-  if (role === 'worker' || (role === 'gateway' && queued))
-    problems.push(
-      `the ${role} role's execution queue does not run on a Redis Cluster yet ` +
-        '(REDIS_URL redis+cluster://); use one Redis, or HOOKGATE_EXECUTIONS=inline',
-    );
-  return problems;
+}
+
+/** HOOKGATE_QUEUE_SHARDS, checked by queueShardProblems; default 1. */
+function queueShards(): number {
+  return Number(process.env.HOOKGATE_QUEUE_SHARDS ?? 1);
+}
+
+/** HOOKGATE_QUEUE_SHARDS: an integer from 1 to MAX_QUEUE_SHARDS. */
+function queueShardProblems(): string[] {
+  const raw = process.env.HOOKGATE_QUEUE_SHARDS;
+  if (raw === undefined) return [];
+  const n = Number(raw);
+  if (/^\d+$/.test(raw.trim()) && n >= 1 && n <= MAX_QUEUE_SHARDS) return [];
+  return [`HOOKGATE_QUEUE_SHARDS must be an integer from 1 to ${MAX_QUEUE_SHARDS}, not "${raw}"`];
 }
 
 function problemsOf(
@@ -287,7 +301,7 @@ function problemsOf(
   if (!(ROLES as readonly string[]).includes(role)) problems.push(`unknown role "${role}"`);
   if ((role === 'gateway' || role === 'worker') && !env.REDIS_URL)
     problems.push(`the ${role} role needs REDIS_URL`);
-  problems.push(...clusterProblems(role));
+  problems.push(...clusterProblems(), ...queueShardProblems());
   if (env.HOOKGATE_EXECUTIONS && !['queue', 'inline'].includes(env.HOOKGATE_EXECUTIONS))
     problems.push(`HOOKGATE_EXECUTIONS must be queue or inline, not "${env.HOOKGATE_EXECUTIONS}"`);
   for (const name of [

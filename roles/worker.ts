@@ -9,9 +9,8 @@ import { GatewayMetrics } from '../runtime/analytics/metrics.ts';
 import { InProcessEngine, type InProcessEngineOptions } from '../runtime/engine/engine.ts';
 import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
 import type { Budgets } from './budget-settings.ts';
-import { redisExecutionStore } from './serving.ts';
+import { executionLayout, redisExecutionStore } from './serving.ts';
 import { RedisDeadLetterStore } from '../runtime/engine/dead-letters-redis.ts';
-import { QUEUE } from '../runtime/engine/queued-engine.ts';
 import { readQueueState, type QueueState } from '../runtime/engine/queue-state.ts';
 import { RedisRetryQueue } from '../runtime/engine/retry-queue-redis.ts';
 import { ExecutionWorker, type ExecutionWorkerOptions } from '../runtime/engine/worker.ts';
@@ -27,6 +26,8 @@ export interface WorkerRuntimeOptions {
   engine?: Omit<InProcessEngineOptions, 'store' | 'streamEvents' | 'observer'>;
   /** Executions run at once. Default 32. */
   concurrency?: number;
+  /** Shards of the queue (HOOKGATE_QUEUE_SHARDS), as on the gateways. Default 1. */
+  queueShards?: number;
   claimIdleMs?: number;
   blockMs?: number;
   /** The Redis command timeout (HOOKGATE_REDIS_COMMAND_TIMEOUT_MS); bounds blocking reads too. */
@@ -54,10 +55,12 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   });
   const routeReader = new CachedRecordReader({ store: routes });
   const workflowReader = new CachedRecordReader({ store: workflows });
-  const store = redisExecutionStore(redis, options.budgets);
+  const layout = executionLayout(redis, options.queueShards);
+  const store = redisExecutionStore(redis, options.budgets, layout);
   const retries = new RedisRetryQueue({ redis, store });
   const deadLetters = new RedisDeadLetterStore({
     redis,
+    layout,
     ...(options.budgets?.executionTtlMs ? { ttlMs: options.budgets.executionTtlMs } : {}),
   });
   const registry = new Registry();
@@ -66,7 +69,7 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   const queue = (): Promise<QueueState> => {
     const now = Date.now();
     if (!reading || now - reading.at > 500)
-      reading = { at: now, state: readQueueState(redis, [QUEUE.stream]) };
+      reading = { at: now, state: readQueueState(redis, layout.streams) };
     return reading.state;
   };
   const metrics = new GatewayMetrics({

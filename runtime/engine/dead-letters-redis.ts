@@ -1,14 +1,15 @@
 // Redis adapter of the dead-letter list, shared by workers (which add entries) and
-// gateways (whose admin API lists and retries them):
+// gateways (whose admin API lists and retries them). One tag of their own on a Redis
+// Cluster or with several shards (execution-keys.ts), untagged on one Redis with one:
 //
-//   hookgate:deadletters          sorted set of execution ids scored by dead-letter time (ms)
-//   hookgate:deadletters:entries  hash: execution id -> the entry as JSON
+//   hookgate:{deadletters}          sorted set of execution ids scored by dead-letter time (ms)
+//   hookgate:{deadletters}:entries  hash: execution id -> the entry as JSON
 //
 // Each write is one Lua script over both keys, so they never disagree: add (bounded:
 // the oldest entries beyond `maxEntries` go; expired ones too), take (remove and return,
 // so of two concurrent retries of one entry exactly one gets it).
 import type { RedisClient } from '../../api/records/redis-client.ts';
-import { SINGLE_REDIS_LAYOUT } from './execution-keys.ts';
+import { ExecutionLayout, SINGLE_REDIS_LAYOUT, type DeadLetterKeys } from './execution-keys.ts';
 import {
   DEAD_LETTER_DEFAULTS,
   listLimit,
@@ -19,6 +20,7 @@ import {
   type DeadLetterStoreOptions,
 } from './dead-letters.ts';
 
+/** The keys on one Redis with one shard (execution-keys.ts names every layout). */
 export const DEAD_LETTER_KEYS = SINGLE_REDIS_LAYOUT.deadLetters;
 
 // KEYS: index, entries. ARGV: id, score (ms), entry JSON, cutoff (ms), max entries.
@@ -69,17 +71,27 @@ const SCAN_BATCH = 200;
 
 export class RedisDeadLetterStore implements DeadLetterStore {
   readonly #redis: RedisClient & DeadLetterCommands;
+  readonly #keys: DeadLetterKeys;
   readonly #max: number;
   readonly #ttlMs: number;
   readonly #now: () => number;
 
-  constructor(options: DeadLetterStoreOptions & { redis: RedisClient }) {
+  constructor(
+    options: DeadLetterStoreOptions & {
+      redis: RedisClient;
+      /** The deployment's key layout (HOOKGATE_QUEUE_SHARDS); default one shard. */
+      layout?: ExecutionLayout;
+    },
+  ) {
     const redis = options.redis as RedisClient & Partial<DeadLetterCommands>;
     if (!redis.hookgateDeadLetterAdd) {
       redis.defineCommand('hookgateDeadLetterAdd', { numberOfKeys: 2, lua: ADD });
       redis.defineCommand('hookgateDeadLetterTake', { numberOfKeys: 2, lua: TAKE });
     }
     this.#redis = redis as RedisClient & DeadLetterCommands;
+    this.#keys = (
+      options.layout ?? new ExecutionLayout({ cluster: redis.isCluster === true })
+    ).deadLetters;
     this.#max = options.maxEntries ?? DEAD_LETTER_DEFAULTS.maxEntries;
     this.#ttlMs = options.ttlMs ?? DEAD_LETTER_DEFAULTS.ttlMs;
     this.#now = options.now ?? Date.now;
@@ -88,8 +100,8 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   async add(entry: DeadLetter): Promise<void> {
     const now = this.#now();
     await this.#redis.hookgateDeadLetterAdd(
-      DEAD_LETTER_KEYS.index,
-      DEAD_LETTER_KEYS.entries,
+      this.#keys.index,
+      this.#keys.entries,
       entry.executionId,
       now,
       JSON.stringify(entry),
@@ -100,8 +112,8 @@ export class RedisDeadLetterStore implements DeadLetterStore {
 
   async get(executionId: string): Promise<DeadLetter | undefined> {
     const [score, json] = await Promise.all([
-      this.#redis.zscore(DEAD_LETTER_KEYS.index, executionId),
-      this.#redis.hget(DEAD_LETTER_KEYS.entries, executionId),
+      this.#redis.zscore(this.#keys.index, executionId),
+      this.#redis.hget(this.#keys.entries, executionId),
     ]);
     if (score === null || !json || Number(score) < this.#cutoff()) return undefined;
     return JSON.parse(json) as DeadLetter;
@@ -112,7 +124,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     const found: DeadLetter[] = [];
     for (let offset = 0; found.length < limit; offset += SCAN_BATCH) {
       const ids = await this.#redis.zrevrangebyscore(
-        DEAD_LETTER_KEYS.index,
+        this.#keys.index,
         '+inf',
         this.#cutoff(),
         'LIMIT',
@@ -120,7 +132,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
         SCAN_BATCH,
       );
       if (ids.length === 0) break;
-      const entries = await this.#redis.hmget(DEAD_LETTER_KEYS.entries, ...ids);
+      const entries = await this.#redis.hmget(this.#keys.entries, ...ids);
       for (const json of entries) {
         if (!json) continue;
         const entry = JSON.parse(json) as DeadLetter;
@@ -135,8 +147,8 @@ export class RedisDeadLetterStore implements DeadLetterStore {
 
   async take(executionId: string): Promise<DeadLetter | undefined> {
     const json = await this.#redis.hookgateDeadLetterTake(
-      DEAD_LETTER_KEYS.index,
-      DEAD_LETTER_KEYS.entries,
+      this.#keys.index,
+      this.#keys.entries,
       executionId,
       this.#cutoff(),
     );
@@ -144,7 +156,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
   }
 
   count(): Promise<number> {
-    return this.#redis.zcount(DEAD_LETTER_KEYS.index, this.#cutoff(), '+inf');
+    return this.#redis.zcount(this.#keys.index, this.#cutoff(), '+inf');
   }
 
   #cutoff(): number {

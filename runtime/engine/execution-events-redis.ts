@@ -8,7 +8,7 @@
 // connection serves every listener of the process; a channel is subscribed while it
 // has listeners and dropped after the execution's last event.
 import type { RedisClient } from '../../api/records/redis-client.ts';
-import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
+import type { RedisExecutionStore } from './execution-store-redis.ts';
 import type { SequencedEvent } from './ports.ts';
 
 type Listener = (event: SequencedEvent) => void;
@@ -67,7 +67,7 @@ export class RedisExecutionEvents {
   }
 
   subscribe(id: string, afterSeq: number, listener: Listener): () => void {
-    const channel = EXECUTION_KEYS.events(id);
+    const channel = this.#store.layout.of(id).events(id);
     const sub: Subscription = { listener, lastSeq: afterSeq, held: [], closed: false };
     let subs = this.#channels.get(channel);
     const first = !subs;

@@ -1,15 +1,19 @@
 // Redis adapter of the executions store, shared by gateways (which create the queued
-// record and read executions for the API) and workers (which run them):
+// record and read executions for the API) and workers (which run them). Keys of one
+// shard (execution-keys.ts; on one Redis with one shard without the `{s<k>}` tag):
 //
-//   hookgate:exec:<id>                   the execution as JSON, expiring `ttlMs` after creation
-//   hookgate:exec:<id>:events            its events, a list in seq order (same expiry)
-//   hookgate:exec:<id>:events            also the pub/sub channel each new event is published on
-//   hookgate:exec:<id>:events:<seq>:whole  a cut event whole, for `handoverMs` (5 s)
-//   hookgate:executions                  index: sorted set of ids scored by creation time (ms)
-//   hookgate:executions:finished         finished executions, scored by creation time: the
+//   hookgate:{s<k>}:exec:<id>            the execution as JSON, expiring `ttlMs` after creation
+//   hookgate:{s<k>}:exec:<id>:events     its events, a list in seq order (same expiry)
+//   hookgate:{s<k>}:exec:<id>:events     also the pub/sub channel each new event is published on
+//   hookgate:{s<k>}:exec:<id>:events:<seq>:whole  a cut event whole, for `handoverMs` (5 s)
+//   hookgate:{s<k>}:executions           index: sorted set of ids scored by creation time (ms)
+//   hookgate:{s<k>}:executions:finished  finished executions, scored by creation time: the
 //                                        ones the byte budget may drop, oldest first
-//   hookgate:executions:sizes            bytes of each finished execution (record + events)
-//   hookgate:executions:bytes            their sum
+//   hookgate:{s<k>}:executions:sizes     bytes of each finished execution (record + events)
+//   hookgate:{s<k>}:executions:bytes     their sum
+//
+// Each shard holds its share of the byte budget (maxBytes / N); a listing merges the
+// shards' indexes by creation time.
 //
 // Every key expires: records and events `ttlMs` after creation, the index keys `ttlMs`
 // after the last save. A finished record keeps its bodies cut to `maxBodyBytes`
@@ -30,7 +34,7 @@ import {
   MAX_LIST_LIMIT,
   type ExecutionStore,
 } from './execution-store.ts';
-import { SINGLE_REDIS_LAYOUT, type ShardKeys } from './execution-keys.ts';
+import { ExecutionLayout, SINGLE_REDIS_LAYOUT, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
 import {
   boundEvent,
@@ -41,7 +45,13 @@ import {
 
 /** The keys of one Redis with one shard (execution-keys.ts names every layout). */
 export const EXECUTION_KEYS = SINGLE_REDIS_LAYOUT.shards[0] as ShardKeys;
-const RECORD_PREFIX = EXECUTION_KEYS.recordPrefix;
+
+/** An index entry and its record, as a listing reads them. */
+interface Indexed {
+  id: string;
+  ms: number;
+  json: string | null;
+}
 
 /** Default time a cut event stays whole in Redis (5 s). */
 export const REDIS_HANDOVER_MS = 5_000;
@@ -123,9 +133,17 @@ interface StoreCommands {
 
 export interface RedisExecutionStoreOptions {
   redis: RedisClient;
+  /**
+   * The key layout (HOOKGATE_QUEUE_SHARDS); every store, queue and worker of a
+   * deployment uses the same. Default: one shard (tagged on a Redis Cluster).
+   */
+  layout?: ExecutionLayout;
   /** How long an execution and its events are kept after creation. Default 24 h. */
   ttlMs?: number;
-  /** Finished executions held at most, in bytes of JSON; oldest dropped first. Default 512 MiB. */
+  /**
+   * Finished executions held at most, in bytes of JSON; oldest dropped first. Split
+   * evenly over the shards (each holds maxBytes / N). Default 512 MiB.
+   */
   maxBytes?: number;
   /** Bodies, outputs and response bodies of finished records larger than this are cut. Default 64 KiB. */
   maxBodyBytes?: number;
@@ -151,7 +169,10 @@ const isFinished = (e: Execution) => e.status === 'succeeded' || e.status === 'f
 export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly storeName = 'executions';
   readonly #redis: RedisClient & StoreCommands;
+  /** Where every key of an execution and of its shard is. */
+  readonly layout: ExecutionLayout;
   readonly #ttlMs: number;
+  /** Each shard's share of the byte budget. */
   readonly #maxBytes: number;
   readonly #maxBodyBytes: number;
   readonly #handoverMs: number;
@@ -169,7 +190,11 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     }
     this.#redis = redis as RedisClient & StoreCommands;
     this.#ttlMs = options.ttlMs ?? DEFAULT_EXECUTION_TTL_MS;
-    this.#maxBytes = options.maxBytes ?? DEFAULT_REDIS_STORE_BYTES;
+    this.layout = options.layout ?? new ExecutionLayout({ cluster: redis.isCluster === true });
+    this.#maxBytes = Math.max(
+      1,
+      Math.floor((options.maxBytes ?? DEFAULT_REDIS_STORE_BYTES) / this.layout.shards.length),
+    );
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_STORED_BODY_BYTES;
     this.#handoverMs = options.handoverMs ?? REDIS_HANDOVER_MS;
     this.#now = options.now ?? Date.now;
@@ -189,13 +214,14 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     const created = Date.parse(execution.createdAt) || this.#now();
     const finished = isFinished(execution);
     const kept = finished ? boundExecution(execution, this.#maxBodyBytes) : execution;
+    const keys = this.layout.of(execution.id);
     const dropped = await this.#redis.hookgateSaveExecution(
-      EXECUTION_KEYS.record(execution.id),
-      EXECUTION_KEYS.index,
-      EXECUTION_KEYS.finished,
-      EXECUTION_KEYS.sizes,
-      EXECUTION_KEYS.bytes,
-      EXECUTION_KEYS.events(execution.id),
+      keys.record(execution.id),
+      keys.index,
+      keys.finished,
+      keys.sizes,
+      keys.bytes,
+      keys.events(execution.id),
       JSON.stringify(kept),
       this.ttlLeftMs(execution.createdAt),
       created,
@@ -203,22 +229,23 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       finished ? '1' : '0',
       this.#maxBytes,
       this.#now() - this.#ttlMs,
-      RECORD_PREFIX,
+      keys.recordPrefix,
       this.#ttlMs,
     );
     this.#evictions.bytes += dropped;
     if (this.#now() - this.#trimmedAt > TRIM_EVERY_MS) {
       this.#trimmedAt = this.#now();
-      await this.#redis.zremrangebyscore(
-        EXECUTION_KEYS.index,
-        '-inf',
-        `(${this.#now() - this.#ttlMs}`,
+      const cutoff = `(${this.#now() - this.#ttlMs}`;
+      await Promise.all(
+        this.layout.shards.map((shard) =>
+          this.#redis.zremrangebyscore(shard.index, '-inf', cutoff),
+        ),
       );
     }
   }
 
   async get(id: string): Promise<Execution | undefined> {
-    const json = await this.#redis.get(EXECUTION_KEYS.record(id));
+    const json = await this.#redis.get(this.layout.of(id).record(id));
     if (!json) return undefined;
     const execution = JSON.parse(json) as Execution;
     // Redis expires the key on its own; this hides it on the store's clock too.
@@ -238,28 +265,22 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     /** The last id looked at. */
     let last: { ms: number; id: string } | undefined;
     let looked = 0;
-    for (const batch of this.#scan(filter)) {
-      const { ids, scores, records } = await batch;
-      looked += ids.length;
-      for (let i = 0; i < ids.length; i++) {
-        const id = ids[i] as string;
-        const ms = scores[i] as number;
-        // Same time as the cursor: members come in reverse order, after it come smaller ids.
-        if (after && ms === after.ms && id >= after.key) continue;
-        const json = records[i];
-        const e = json ? (JSON.parse(json) as Execution) : undefined;
-        if (json && e && this.#matches(e, filter)) {
-          // Full (by count or bytes): the next page continues after the last one shown.
-          if (items.length === limit || (items.length > 0 && bytes + json.length > maxBytes))
-            return {
-              items,
-              ...(last ? { next: encodeCursor({ ms: last.ms, key: last.id }) } : {}),
-            };
-          items.push(e);
-          bytes += json.length;
-        }
-        last = { ms, id };
+    for await (const { id, ms, json } of this.#scan(filter, limit)) {
+      looked++;
+      // Same time as the cursor: members come in reverse order, after it come smaller ids.
+      if (after && ms === after.ms && id >= after.key) continue;
+      const e = json ? (JSON.parse(json) as Execution) : undefined;
+      if (json && e && this.#matches(e, filter)) {
+        // Full (by count or bytes): the next page continues after the last one shown.
+        if (items.length === limit || (items.length > 0 && bytes + json.length > maxBytes))
+          return {
+            items,
+            ...(last ? { next: encodeCursor({ ms: last.ms, key: last.id }) } : {}),
+          };
+        items.push(e);
+        bytes += json.length;
       }
+      last = { ms, id };
     }
     // The scan cap cut the search short: the next page looks further back.
     if (looked >= SCAN_CAP && last)
@@ -268,41 +289,64 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   /**
-   * The index, newest first, in batches of ids with their records; at most SCAN_CAP ids
-   * (a filter that matches little). Each batch is read when the caller gets to it.
+   * Every shard's index merged, newest first (creation time, then id, both descending,
+   * the order one index has), with the records; at most SCAN_CAP ids (a filter that
+   * matches little). Each shard is read in batches as the merge gets to them.
    */
-  *#scan(
-    filter: ExecutionFilter,
-  ): Generator<Promise<{ ids: string[]; scores: number[]; records: (string | null)[] }>> {
+  async *#scan(filter: ExecutionFilter, limit: number): AsyncGenerator<Indexed> {
     const cutoff = this.#now() - this.#ttlMs;
     const since = Math.max(cutoff, filter.since ? Date.parse(filter.since) : cutoff);
     const untilMs = filter.until ? Date.parse(filter.until) : undefined;
     const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
     let max = untilMs !== undefined ? `(${untilMs}` : '+inf';
     if (after && (untilMs === undefined || after.ms < untilMs)) max = String(after.ms);
-    let done = false;
-    for (let offset = 0; offset < SCAN_CAP && !done; offset += SCAN_BATCH) {
-      yield (async () => {
-        const raw = await this.#redis.zrevrangebyscore(
-          EXECUTION_KEYS.index,
-          max,
-          since,
-          'WITHSCORES',
-          'LIMIT',
-          offset,
-          SCAN_BATCH,
-        );
-        const ids: string[] = [];
-        const scores: number[] = [];
-        for (let i = 0; i < raw.length; i += 2) {
-          ids.push(raw[i] as string);
-          scores.push(Number(raw[i + 1]));
-        }
-        if (ids.length < SCAN_BATCH) done = true;
-        const records =
-          ids.length > 0 ? await this.#redis.mget(ids.map((id) => EXECUTION_KEYS.record(id))) : [];
-        return { ids, scores, records };
-      })();
+    const shards = this.layout.shards;
+    // One shard: batches as before. Several: a page's worth from each first (a page
+    // takes ~limit ids of all of them together), growing while a filter skips.
+    const first = shards.length === 1 ? SCAN_BATCH : Math.min(SCAN_BATCH, Math.max(16, limit + 1));
+    const readers = shards.map((shard) => this.#readIndex(shard, max, since, first));
+    const heads = await Promise.all(readers.map((r) => r.next()));
+    for (let looked = 0; looked < SCAN_CAP; looked++) {
+      let pick = -1;
+      for (let k = 0; k < heads.length; k++) {
+        const head = heads[k] as IteratorResult<Indexed>;
+        if (head.done) continue;
+        const best = pick < 0 ? undefined : (heads[pick] as IteratorYieldResult<Indexed>).value;
+        const v = head.value;
+        if (!best || v.ms > best.ms || (v.ms === best.ms && v.id > best.id)) pick = k;
+      }
+      if (pick < 0) return;
+      yield (heads[pick] as IteratorYieldResult<Indexed>).value;
+      heads[pick] = await (readers[pick] as AsyncGenerator<Indexed>).next();
+    }
+  }
+
+  /** One shard's index from `max` down to `since`, with the records, in growing batches. */
+  async *#readIndex(
+    shard: ShardKeys,
+    max: string,
+    since: number,
+    first: number,
+  ): AsyncGenerator<Indexed> {
+    let size = first;
+    for (let offset = 0; offset < SCAN_CAP; offset += size, size = Math.min(SCAN_BATCH, size * 2)) {
+      const raw = await this.#redis.zrevrangebyscore(
+        shard.index,
+        max,
+        since,
+        'WITHSCORES',
+        'LIMIT',
+        offset,
+        size,
+      );
+      const ids: string[] = [];
+      for (let i = 0; i < raw.length; i += 2) ids.push(raw[i] as string);
+      // The records of one shard share its tag: one MGET, on a cluster too.
+      const records =
+        ids.length > 0 ? await this.#redis.mget(ids.map((id) => shard.record(id))) : [];
+      for (let i = 0; i < ids.length; i++)
+        yield { id: ids[i] as string, ms: Number(raw[2 * i + 1]), json: records[i] ?? null };
+      if (ids.length < size) return;
     }
   }
 
@@ -322,12 +366,13 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       byExecution.set(event.executionId, list);
     }
     await Promise.all(
-      [...byExecution].map(([id, list]) =>
-        this.#redis.hookgateAppendEvents(
-          EXECUTION_KEYS.events(id),
-          EXECUTION_KEYS.finished,
-          EXECUTION_KEYS.sizes,
-          EXECUTION_KEYS.bytes,
+      [...byExecution].map(([id, list]) => {
+        const keys = this.layout.of(id);
+        return this.#redis.hookgateAppendEvents(
+          keys.events(id),
+          keys.finished,
+          keys.sizes,
+          keys.bytes,
           this.#ttlMs,
           this.#handoverMs,
           id,
@@ -338,21 +383,22 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
               ? [String(e.seq), whole, '']
               : [String(e.seq), JSON.stringify(cut), whole];
           }),
-        ),
-      ),
+        );
+      }),
     );
   }
 
   async events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
     // Seqs are 1, 2, 3… in list order, so the events after `afterSeq` start at that index.
-    const raw = await this.#redis.lrange(EXECUTION_KEYS.events(id), Math.max(0, afterSeq), -1);
+    const keys = this.layout.of(id);
+    const raw = await this.#redis.lrange(keys.events(id), Math.max(0, afterSeq), -1);
     const events = raw
       .map((json) => JSON.parse(json) as SequencedEvent)
       .filter((e) => e.seq > afterSeq);
     const cut = events.filter((e) => 'truncated' in e && e.truncated);
     if (cut.length === 0) return events;
     // Cut ones still whole for a while (a caller that starts waiting just after the end).
-    const wholes = await this.#redis.mget(cut.map((e) => EXECUTION_KEYS.whole(id, e.seq)));
+    const wholes = await this.#redis.mget(cut.map((e) => keys.whole(id, e.seq)));
     const bySeq = new Map<number, SequencedEvent>();
     wholes.forEach((json, i) => {
       if (json) bySeq.set((cut[i] as SequencedEvent).seq, JSON.parse(json) as SequencedEvent);
@@ -360,13 +406,20 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     return events.map((e) => bySeq.get(e.seq) ?? e);
   }
 
-  /** Bytes and number of the finished executions held, and those dropped by this process. */
+  /** Bytes and number of the finished executions held (all shards), and those dropped by this process. */
   async stats(): Promise<BoundedStoreStats> {
-    const [bytes, entries] = await Promise.all([
-      this.#redis.get(EXECUTION_KEYS.bytes),
-      this.#redis.zcard(EXECUTION_KEYS.finished),
-    ]);
-    return { bytes: Number(bytes ?? 0), entries, evictions: { ...this.#evictions } };
+    const shards = await Promise.all(
+      this.layout.shards.map((shard) =>
+        Promise.all([this.#redis.get(shard.bytes), this.#redis.zcard(shard.finished)]),
+      ),
+    );
+    let bytes = 0;
+    let entries = 0;
+    for (const [b, n] of shards) {
+      bytes += Number(b ?? 0);
+      entries += n;
+    }
+    return { bytes, entries, evictions: { ...this.#evictions } };
   }
 
   #expired(execution: Execution): boolean {
@@ -375,6 +428,6 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
 
   /** Number of events stored for an execution (a worker continues numbering after it). */
   eventCount(id: string): Promise<number> {
-    return this.#redis.llen(EXECUTION_KEYS.events(id));
+    return this.#redis.llen(this.layout.of(id).events(id));
   }
 }

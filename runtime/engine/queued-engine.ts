@@ -2,8 +2,14 @@
 // queued execution record and appends a job to a Redis stream in one atomic script
 // (before any 202 goes out), and worker processes (runtime/engine/worker.ts) run it.
 // Reads come from the shared executions store, events are relayed through Redis.
+//
+// With HOOKGATE_QUEUE_SHARDS=N the job goes to the stream of the id's shard, whose
+// record, events and index share its hash tag (execution-keys.ts): the script stays
+// one atomic step in one slot of a Redis Cluster. The script holds each shard's
+// stream to maxQueued / N (rounded up), so racing gateways never pass the bound by
+// more than N - 1; the depth, oldest age and drain rate are read over every shard.
 import { randomUUID } from 'node:crypto';
-import type { RedisClient } from '../../api/records/redis-client.ts';
+import { isCluster, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
@@ -18,7 +24,7 @@ import type {
   StartRequest,
 } from './ports.ts';
 
-/** The stream of jobs and the consumer group of the workers. */
+/** The stream of jobs on one Redis with one shard, and the consumer group of the workers. */
 export const QUEUE = { stream: EXECUTION_KEYS.stream, group: WORKER_GROUP } as const;
 
 /** What a job carries: the record (with the input) is in the store under `id`. */
@@ -35,7 +41,7 @@ export interface ExecutionJob {
 }
 
 // KEYS: record, events, index, stream. ARGV: record JSON, ttl ms, created ms, id,
-// 'queued' event JSON, job JSON, bound. Returns the existing record when the id is
+// 'queued' event JSON, job JSON, bound (of this shard's stream). Returns the existing record when the id is
 // taken, or the stream's length (a number) when it holds `bound` jobs already: the
 // bound is checked where the job is added, so gateways racing cannot pass it.
 const ENQUEUE = `
@@ -97,6 +103,8 @@ export class QueuedEngine implements ExecutionEngine {
   readonly #store: RedisExecutionStore;
   readonly #events: RedisExecutionEvents;
   readonly #maxQueued: number;
+  /** What the enqueue script holds one shard's stream to: maxQueued / N, rounded up. */
+  readonly #shardBound: number;
   readonly #newId: () => string;
   readonly #timer: NodeJS.Timeout;
   #depth = 0;
@@ -121,6 +129,7 @@ export class QueuedEngine implements ExecutionEngine {
     this.#store = options.store;
     this.#events = options.events;
     this.#maxQueued = options.maxQueued ?? 100_000;
+    this.#shardBound = Math.ceil(this.#maxQueued / options.store.layout.shards.length);
     this.#memoryHeadroom = options.memoryHeadroom ?? 0.9;
     this.#maxRetryAfter = options.maxRetryAfterSeconds ?? 60;
     this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
@@ -201,6 +210,7 @@ export class QueuedEngine implements ExecutionEngine {
       ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
     };
     const record = JSON.stringify(execution);
+    const keys = this.#store.layout.of(id);
     // What Redis allocates for it: the allocator's size classes and per-key overhead
     // (measured: a 100 kB value takes 127 kB of used_memory).
     memory.since += Math.ceil(record.length * 1.5) + 512;
@@ -208,26 +218,27 @@ export class QueuedEngine implements ExecutionEngine {
     let existing: Awaited<ReturnType<EnqueueCommand['hookgateEnqueue']>>;
     try {
       existing = await this.#redis.hookgateEnqueue(
-        EXECUTION_KEYS.record(id),
-        EXECUTION_KEYS.events(id),
-        EXECUTION_KEYS.index,
-        QUEUE.stream,
+        keys.record(id),
+        keys.events(id),
+        keys.index,
+        keys.stream,
         record,
         this.#store.ttlMs,
         createdAt.getTime(),
         id,
         JSON.stringify(queuedEvent),
         JSON.stringify(job),
-        this.#maxQueued,
+        this.#shardBound,
       );
     } finally {
       this.#answered++;
     }
     if (typeof existing === 'number') {
-      // Full when it reached Redis (other gateways queued meanwhile): what was read
-      // then is the depth to refuse with until the next read.
-      this.#depth = Math.max(this.#depth, existing);
-      throw this.#overloaded(existing);
+      // Full when it reached Redis (other gateways queued meanwhile): the shard's
+      // length then, scaled to all shards, is the depth to refuse with until the next read.
+      const depth = existing * this.#store.layout.shards.length;
+      this.#depth = Math.max(this.#depth, depth);
+      throw this.#overloaded(depth);
     }
     if (existing) return JSON.parse(existing) as Execution;
     this.#depth++;
@@ -264,18 +275,43 @@ export class QueuedEngine implements ExecutionEngine {
     const answeredBefore = this.#answered;
     try {
       // A Redis that refuses INFO (some managed ones) leaves the memory check off.
-      const [state, info] = await Promise.all([
-        readQueueState(this.#redis, [QUEUE.stream]),
-        this.#memoryHeadroom < 1 ? this.#redis.info('memory').catch(() => '') : Promise.resolve(''),
+      const [state, memory] = await Promise.all([
+        readQueueState(this.#redis, this.#store.layout.streams),
+        this.#memoryHeadroom < 1 ? fullestMemory(this.#redis) : Promise.resolve(undefined),
       ]);
       this.#depth = state.depth + (this.#sent - answeredBefore);
       this.#oldestAgeSeconds = state.oldestAgeSeconds;
       this.#drain.observe(state);
-      const used = /^used_memory:(\d+)/m.exec(info);
-      const max = /^maxmemory:(\d+)/m.exec(info);
-      if (used && max) this.#memory = { used: Number(used[1]), max: Number(max[1]), since: 0 };
+      if (memory) this.#memory = { ...memory, since: 0 };
     } catch {
       // Redis unreachable: keep the last value; start() will fail on its own.
     }
   }
+}
+
+/** used_memory and maxmemory of an INFO memory answer; undefined when it has none. */
+function memoryOf(info: string): { used: number; max: number } | undefined {
+  const used = /^used_memory:(\d+)/m.exec(info);
+  const max = /^maxmemory:(\d+)/m.exec(info);
+  return used && max ? { used: Number(used[1]), max: Number(max[1]) } : undefined;
+}
+
+/**
+ * Memory of the Redis, or on a cluster of the master nearest its limit (a shard on it
+ * refuses writes first). A Redis that refuses INFO (some managed ones): undefined.
+ */
+async function fullestMemory(
+  redis: RedisClient,
+): Promise<{ used: number; max: number } | undefined> {
+  const masters: { info(section: string): Promise<string> }[] = isCluster(redis)
+    ? redis.nodes('master')
+    : [redis];
+  const infos = await Promise.all(masters.map((node) => node.info('memory').catch(() => '')));
+  const share = (m: { used: number; max: number }) => (m.max > 0 ? m.used / m.max : 0);
+  let fullest: { used: number; max: number } | undefined;
+  for (const info of infos) {
+    const m = memoryOf(info);
+    if (m && (!fullest || share(m) > share(fullest))) fullest = m;
+  }
+  return fullest;
 }

@@ -1,7 +1,10 @@
 // Delayed re-delivery of execution attempts through Redis (distributed mode):
 //
-//   hookgate:queue:retries   sorted set of job JSON scored by the time the attempt is due (ms)
+//   hookgate:{s<k>}:queue:retries   per shard (execution-keys.ts): sorted set of job JSON
+//                                   scored by the time the attempt is due (ms)
 //
+// An execution's attempts wait in its shard's set and go back to its shard's stream,
+// so each script is over keys of one shard (one slot on a Redis Cluster).
 // A worker whose attempt failed under a retry policy hands the execution over in one
 // script: the record (queued, nextAttemptAt) is saved and the next attempt's job added
 // to the set; only then is the stream entry of the failed attempt acknowledged. Every
@@ -15,9 +18,11 @@ import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RetryHandOff } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import { EXECUTION_KEYS } from './execution-store-redis.ts';
+import type { ExecutionLayout } from './execution-keys.ts';
 import type { Execution, StartRequest } from './ports.ts';
-import { QUEUE, type ExecutionJob } from './queued-engine.ts';
+import type { ExecutionJob } from './queued-engine.ts';
 
+/** The due set of one Redis with one shard (execution-keys.ts names every layout). */
 export const RETRY_KEYS = { due: EXECUTION_KEYS.retries } as const;
 
 // KEYS: record, due set. ARGV: record JSON, ttl ms, due ms, job JSON.
@@ -48,6 +53,7 @@ interface RetryCommands {
 export class RedisRetryQueue implements RetryHandOff {
   readonly #redis: RedisClient & RetryCommands;
   readonly #store: RedisExecutionStore;
+  readonly #layout: ExecutionLayout;
 
   constructor(options: { redis: RedisClient; store: RedisExecutionStore }) {
     const redis = options.redis as RedisClient & Partial<RetryCommands>;
@@ -57,6 +63,7 @@ export class RedisRetryQueue implements RetryHandOff {
     }
     this.#redis = redis as RedisClient & RetryCommands;
     this.#store = options.store;
+    this.#layout = options.store.layout;
   }
 
   async schedule(execution: Execution, request: StartRequest, dueAtMs: number): Promise<void> {
@@ -67,9 +74,10 @@ export class RedisRetryQueue implements RetryHandOff {
       attempt: (execution.attempt ?? 1) + 1,
       ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
     };
+    const keys = this.#layout.of(execution.id);
     await this.#redis.hookgateRetrySchedule(
-      EXECUTION_KEYS.record(execution.id),
-      RETRY_KEYS.due,
+      keys.record(execution.id),
+      keys.retries,
       JSON.stringify(execution),
       this.#store.ttlLeftMs(execution.createdAt),
       dueAtMs,
@@ -77,13 +85,22 @@ export class RedisRetryQueue implements RetryHandOff {
     );
   }
 
-  /** Moves the jobs due by `nowMs` (at most `max`) to the stream; returns how many. */
-  promote(nowMs = Date.now(), max = 100): Promise<number> {
-    return this.#redis.hookgateRetryPromote(RETRY_KEYS.due, QUEUE.stream, nowMs, max);
+  /**
+   * Moves the jobs due by `nowMs` (at most `max` a shard) to their shard's stream;
+   * returns how many.
+   */
+  async promote(nowMs = Date.now(), max = 100): Promise<number> {
+    const moved = await Promise.all(
+      this.#layout.shards.map((s) =>
+        this.#redis.hookgateRetryPromote(s.retries, s.stream, nowMs, max),
+      ),
+    );
+    return moved.reduce((a, b) => a + b, 0);
   }
 
-  /** Attempts waiting to be due. */
-  waiting(): Promise<number> {
-    return this.#redis.zcard(RETRY_KEYS.due);
+  /** Attempts waiting to be due (all shards). */
+  async waiting(): Promise<number> {
+    const counts = await Promise.all(this.#layout.shards.map((s) => this.#redis.zcard(s.retries)));
+    return counts.reduce((a, b) => a + b, 0);
   }
 }

@@ -13,15 +13,22 @@
 // worker moves due attempts back to the stream. A job carries its attempt number, and
 // one whose attempt the record has moved past is dropped, so a worker killed at any
 // point of a retry loses nothing and runs no attempt twice after it was handed over.
+//
+// Shards (HOOKGATE_QUEUE_SHARDS=N, execution-keys.ts): each shard has its stream, and a
+// worker reads every one, each with a loop and a blocking connection of its own (a read
+// over several streams would span slots on a Redis Cluster). A loop takes at most
+// concurrency / N jobs at a time, so a busy shard leaves room for the others; claims
+// of abandoned jobs (XAUTOCLAIM), renewals and acknowledgements are per shard.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { RedisClient } from '../../api/records/redis-client.ts';
+import { duplicateClient, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { deadLetterOf, type DeadLetterStore } from './dead-letters.ts';
 import type { InProcessEngine } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
+import { WORKER_GROUP, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
-import { QUEUE, type ExecutionJob } from './queued-engine.ts';
+import type { ExecutionJob } from './queued-engine.ts';
 import type { RedisRetryQueue } from './retry-queue-redis.ts';
 import { triggerRef } from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
@@ -35,7 +42,10 @@ export interface JobTarget {
 export interface ExecutionWorkerOptions {
   /** Commands (acknowledge, claim, read records). */
   redis: RedisClient;
-  /** A connection of its own for the blocking read. */
+  /**
+   * A connection of its own for the blocking read (of the first shard; the worker
+   * makes a copy of it for each other shard, and closes those).
+   */
   blocking: RedisClient;
   /** Runs the jobs; built with the Redis store below and `streamEvents: true`. */
   engine: InProcessEngine;
@@ -62,21 +72,40 @@ export interface ExecutionWorkerOptions {
 
 type StreamEntry = [id: string, fields: string[]];
 
+/** One shard's stream as this worker reads it. */
+interface ShardReader {
+  keys: ShardKeys;
+  /** Its blocking connection. */
+  blocking: RedisClient;
+  /** Whether its consumer group exists (created by this worker or another). */
+  grouped: boolean;
+  lastClaim: number;
+}
+
+/** A job this worker runs: its shard and stream entry, and the run. */
+interface Running {
+  shard: ShardReader;
+  entryId: string;
+  run: Promise<void>;
+}
+
 export class ExecutionWorker {
   readonly #o: Required<
     Omit<ExecutionWorkerOptions, 'outputValidator' | 'retries' | 'deadLetters'>
   > &
     Pick<ExecutionWorkerOptions, 'outputValidator' | 'retries' | 'deadLetters'>;
-  readonly #inflight = new Map<string, Promise<void>>();
+  /** Running jobs by `<shard> <entry id>` (entry ids are per stream). */
+  readonly #inflight = new Map<string, Running>();
+  readonly #shards: ShardReader[];
+  /** Jobs one shard's loop takes at a time. */
+  readonly #perShard: number;
   /** Jobs still reading their record: close() waits until each reaches the engine. */
   readonly #starting = new Set<Promise<void>>();
-  #loop: Promise<void> | undefined;
+  #loops: Promise<void>[] = [];
   #heartbeat: NodeJS.Timeout | undefined;
   #promoter: NodeJS.Timeout | undefined;
   #stopping = false;
   #closed: Promise<void> | undefined;
-  #lastClaim = 0;
-  #grouped = false;
 
   constructor(options: ExecutionWorkerOptions) {
     this.#o = {
@@ -90,6 +119,14 @@ export class ExecutionWorker {
       onInternalError: (error, where) => console.error(`hookgate worker: ${where}:`, error),
       ...options,
     };
+    const shards = options.store.layout.shards;
+    this.#shards = shards.map((keys, k) => ({
+      keys,
+      blocking: k === 0 ? options.blocking : duplicateClient(options.blocking),
+      grouped: false,
+      lastClaim: 0,
+    }));
+    this.#perShard = Math.max(1, Math.ceil(this.#o.concurrency / shards.length));
   }
 
   /** Jobs running now. */
@@ -97,9 +134,11 @@ export class ExecutionWorker {
     return this.#inflight.size;
   }
 
-  /** Whether the worker can take jobs: its consumer group exists and it is not stopping. */
+  /** Whether the worker can take jobs: its consumer groups exist and it is not stopping. */
   get ready(): boolean {
-    return this.#grouped && !this.#stopping && this.#o.redis.status === 'ready';
+    return (
+      this.#shards.every((s) => s.grouped) && !this.#stopping && this.#o.redis.status === 'ready'
+    );
   }
 
   /**
@@ -109,13 +148,14 @@ export class ExecutionWorker {
    * reads the stream from its start, so jobs queued meanwhile are not missed.
    */
   async start(): Promise<void> {
-    if (this.#o.redis.status === 'ready') await this.#ensureGroup();
+    if (this.#o.redis.status === 'ready')
+      await Promise.all(this.#shards.map((s) => this.#ensureGroup(s)));
     const every = Math.max(100, Math.floor(this.#o.claimIdleMs / 3));
     this.#heartbeat = setInterval(() => void this.#renewClaims(), every);
     if (this.#o.retries) {
       this.#promoter = setInterval(() => void this.#promote(), this.#o.retryPollMs);
     }
-    this.#loop = this.#consume();
+    this.#loops = this.#shards.map((s) => this.#consume(s));
   }
 
   /**
@@ -131,29 +171,29 @@ export class ExecutionWorker {
     this.#stopping = true;
     clearInterval(this.#promoter);
     // A blocking read would hold the loop for up to blockMs: cut it short.
-    this.#o.blocking.disconnect();
-    await this.#loop;
+    for (const s of this.#shards) s.blocking.disconnect();
+    await Promise.all(this.#loops);
     // A job between its reads and engine.resume would be refused once the engine closes.
     await Promise.all(this.#starting);
     await this.#o.engine.close(timeoutMs);
-    await Promise.allSettled(this.#inflight.values());
+    await Promise.allSettled([...this.#inflight.values()].map((r) => r.run));
     clearInterval(this.#heartbeat);
   }
 
-  async #ensureGroup(): Promise<void> {
+  async #ensureGroup(shard: ShardReader): Promise<void> {
     try {
-      await this.#o.redis.xgroup('CREATE', QUEUE.stream, QUEUE.group, '0', 'MKSTREAM');
+      await this.#o.redis.xgroup('CREATE', shard.keys.stream, WORKER_GROUP, '0', 'MKSTREAM');
     } catch (error) {
       if (!errorMessage(error).includes('BUSYGROUP')) throw error;
     }
-    this.#grouped = true;
+    shard.grouped = true;
   }
 
-  async #consume(): Promise<void> {
+  async #consume(shard: ShardReader): Promise<void> {
     while (!this.#stopping) {
-      if (!this.#grouped) {
+      if (!shard.grouped) {
         try {
-          await this.#ensureGroup();
+          await this.#ensureGroup(shard);
         } catch (error) {
           if (this.#stopping) break;
           this.#o.onInternalError(error, 'creating the consumer group');
@@ -161,18 +201,18 @@ export class ExecutionWorker {
           continue;
         }
       }
-      const free = this.#o.concurrency - this.#inflight.size;
+      const free = Math.min(this.#perShard, this.#o.concurrency - this.#inflight.size);
       if (free <= 0) {
-        await Promise.race(this.#inflight.values());
+        await Promise.race([...this.#inflight.values()].map((r) => r.run));
         continue;
       }
       try {
-        const entries = await this.#next(free);
-        for (const [id, fields] of entries) this.#take(id, fields);
+        const entries = await this.#next(shard, free);
+        for (const [id, fields] of entries) this.#take(shard, id, fields);
       } catch (error) {
         if (this.#stopping) break;
         // The group is gone (a Redis that lost its data): create it again.
-        if (errorMessage(error).includes('NOGROUP')) this.#grouped = false;
+        if (errorMessage(error).includes('NOGROUP')) shard.grouped = false;
         this.#o.onInternalError(error, 'reading the queue');
         await sleep(1_000).catch(() => {});
       }
@@ -180,13 +220,13 @@ export class ExecutionWorker {
   }
 
   /** Abandoned jobs first (at most every claimIdleMs / 2), then new ones. */
-  async #next(count: number): Promise<StreamEntry[]> {
+  async #next(shard: ShardReader, count: number): Promise<StreamEntry[]> {
     const now = Date.now();
-    if (now - this.#lastClaim >= this.#o.claimIdleMs / 2) {
-      this.#lastClaim = now;
+    if (now - shard.lastClaim >= this.#o.claimIdleMs / 2) {
+      shard.lastClaim = now;
       const claimed = (await this.#o.redis.xautoclaim(
-        QUEUE.stream,
-        QUEUE.group,
+        shard.keys.stream,
+        WORKER_GROUP,
         this.#o.consumer,
         this.#o.claimIdleMs,
         '0-0',
@@ -196,37 +236,38 @@ export class ExecutionWorker {
       const abandoned = claimed[1].filter((e): e is StreamEntry => e !== null);
       if (abandoned.length > 0) return abandoned;
     }
-    const read = (await this.#o.blocking.xreadgroup(
+    const read = (await shard.blocking.xreadgroup(
       'GROUP',
-      QUEUE.group,
+      WORKER_GROUP,
       this.#o.consumer,
       'COUNT',
       count,
       'BLOCK',
       this.#o.blockMs,
       'STREAMS',
-      QUEUE.stream,
+      shard.keys.stream,
       '>',
     )) as [string, StreamEntry[]][] | null;
     return read?.[0]?.[1] ?? [];
   }
 
-  #take(entryId: string, fields: string[]): void {
-    if (this.#inflight.has(entryId)) return;
+  #take(shard: ShardReader, entryId: string, fields: string[]): void {
+    const key = `${shard.keys.shard} ${entryId}`;
+    if (this.#inflight.has(key)) return;
     let reached = (): void => {};
     const starting = new Promise<void>((resolve) => (reached = resolve));
     this.#starting.add(starting);
     void starting.then(() => this.#starting.delete(starting));
     const run = this.#run(fields, reached)
-      .then(() => this.#acknowledge(entryId))
+      .then(() => this.#acknowledge(shard, entryId))
       .catch((error: unknown) => {
         // Read just before close(): left unacknowledged, another worker will run it.
         if (this.#stopping && error instanceof HttpProblem && error.code === 'HG_ERR_SHUTTING_DOWN')
           return;
         this.#o.onInternalError(error, `job ${entryId}`);
       })
-      .finally(() => this.#inflight.delete(entryId));
-    this.#inflight.set(entryId, run);
+      .finally(() => this.#inflight.delete(key));
+    this.#inflight.set(key, { shard, entryId, run });
   }
 
   /** `reached` is called once the job is in the engine, or will not go there. */
@@ -296,12 +337,9 @@ export class ExecutionWorker {
     ]);
   }
 
-  async #acknowledge(entryId: string): Promise<void> {
-    await this.#o.redis
-      .multi()
-      .xack(QUEUE.stream, QUEUE.group, entryId)
-      .xdel(QUEUE.stream, entryId)
-      .exec();
+  async #acknowledge(shard: ShardReader, entryId: string): Promise<void> {
+    const stream = shard.keys.stream;
+    await this.#o.redis.multi().xack(stream, WORKER_GROUP, entryId).xdel(stream, entryId).exec();
   }
 
   /** Moves due retry attempts to the stream (any worker; each job moves once). */
@@ -315,20 +353,28 @@ export class ExecutionWorker {
 
   /** Resets the idle time of the jobs this worker runs, so nobody claims them. */
   async #renewClaims(): Promise<void> {
-    const ids = [...this.#inflight.keys()];
-    if (ids.length === 0) return;
-    try {
-      await this.#o.redis.call(
-        'XCLAIM',
-        QUEUE.stream,
-        QUEUE.group,
-        this.#o.consumer,
-        0,
-        ...ids,
-        'JUSTID',
-      );
-    } catch (error) {
-      this.#o.onInternalError(error, 'renewing claims');
+    const byShard = new Map<ShardReader, string[]>();
+    for (const { shard, entryId } of this.#inflight.values()) {
+      const ids = byShard.get(shard) ?? [];
+      ids.push(entryId);
+      byShard.set(shard, ids);
     }
+    await Promise.all(
+      [...byShard].map(async ([shard, ids]) => {
+        try {
+          await this.#o.redis.call(
+            'XCLAIM',
+            shard.keys.stream,
+            WORKER_GROUP,
+            this.#o.consumer,
+            0,
+            ...ids,
+            'JUSTID',
+          );
+        } catch (error) {
+          this.#o.onInternalError(error, 'renewing claims');
+        }
+      }),
+    );
   }
 }

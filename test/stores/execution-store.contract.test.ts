@@ -1,11 +1,16 @@
 // One contract, two adapters: the executions store in memory (embedded, in-gateway
-// runs) and in Redis (gateways and workers), against a real redis-server.
-import { Redis } from 'ioredis';
+// runs) and in Redis (gateways and workers), against a real redis-server with one and
+// with three shards, and a real Redis Cluster of three masters.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryExecutionStore, type ExecutionStore } from '../../runtime/engine/execution-store.ts';
-import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
+import {
+  RedisExecutionStore,
+  type RedisExecutionStoreOptions,
+} from '../../runtime/engine/execution-store-redis.ts';
+import { ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
+import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { redisAvailable } from '../support/redis.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 import { trigger } from '../engine/helpers.ts';
 import type { BoundedStore } from '../../runtime/bounded.ts';
@@ -224,57 +229,101 @@ contract('MemoryExecutionStore', (options = {}) => {
   });
 });
 
-describe.skipIf(!redisAvailable())('RedisExecutionStore', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
-  // Redis expires keys on its own clock: the store's clock drives the TTL it sets and
-  // its reads, so a store built with a clock 25 h later reads the index as expired.
-  contract('contract', async (options = {}) => {
-    await redis.flushall();
-    const store = new RedisExecutionStore({
-      redis,
-      now,
-      maxBodyBytes: BODY_MAX,
-      handoverMs: HANDOVER_MS,
-      ...options,
+// One Redis with one shard (today's names), one Redis with three shards (listings merge
+// three indexes, the budget is split three ways), and a cluster of three masters with
+// six shards (every script in one slot).
+for (const [name, start, shards] of [
+  ['one Redis', singleRedis, 1],
+  ['one Redis, 3 shards', singleRedis, 3],
+  ['a Redis Cluster of 3 masters, 6 shards', redisCluster, 6],
+] as const) {
+  describe.skipIf(!redisAvailable())(`RedisExecutionStore on ${name}`, () => {
+    let backend: RedisBackend;
+    let layout: ExecutionLayout;
+    beforeAll(async () => {
+      backend = await start();
+      layout = new ExecutionLayout({ shards, cluster: backend.client.isCluster });
+    }, 60_000);
+    afterAll(async () => {
+      await backend?.stop();
     });
-    return { store, afterHandover: () => sleep(HANDOVER_MS + 50) };
-  });
+    const redisStore = (options: Partial<RedisExecutionStoreOptions> = {}) =>
+      new RedisExecutionStore({
+        redis: backend.client,
+        layout,
+        maxBodyBytes: BODY_MAX,
+        ...options,
+      });
 
-  it('every key it writes expires', async () => {
-    await redis.flushall();
-    const store = new RedisExecutionStore({ redis, maxBodyBytes: BODY_MAX });
-    const created = new Date().toISOString();
-    const e: Execution = { ...execution('k1', 0), createdAt: created };
-    await store.save({ ...e, status: 'queued' });
-    await store.appendEvents([{ ...event('k1', 1), at: created }]);
-    await store.save({ ...e, output: big(5000) });
-    await store.appendEvents([
-      { type: 'completed', output: big(5000), executionId: 'k1', seq: 2, at: created },
-    ]);
-    const keys = await redis.keys('*');
-    expect(keys.length).toBeGreaterThanOrEqual(7);
-    for (const key of keys) expect([key, await redis.pttl(key)]).toEqual([key, expect.any(Number)]);
-    for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);
-  });
-
-  it('a queued or running record keeps its input whole: a worker runs it from there', async () => {
-    await redis.flushall();
-    const store = new RedisExecutionStore({ redis, now, maxBodyBytes: BODY_MAX });
-    await store.save(execution('q1', 0, { status: 'queued', input: trigger(big(5000)) }));
-    expect((await store.get('q1'))?.input.body).toEqual(big(5000));
-    await store.save(execution('q1', 0, { status: 'succeeded', input: trigger(big(5000)) }));
-    expect((await store.get('q1'))?.truncated).toEqual({
-      'input.body': JSON.stringify(big(5000)).length,
+    // Redis expires keys on its own clock: the store's clock drives the TTL it sets and
+    // its reads, so a store built with a clock 25 h later reads the index as expired.
+    contract('contract', async (options = {}) => {
+      await backend.flushall();
+      const store = redisStore({ now, handoverMs: HANDOVER_MS, ...options });
+      return { store, afterHandover: () => sleep(HANDOVER_MS + 50) };
     });
-    await eventually(async () => expect((await store.stats()).entries).toBe(1));
+
+    it('every key it writes expires, and is named in the layout', async () => {
+      await backend.flushall();
+      const store = redisStore();
+      const created = new Date().toISOString();
+      for (const id of ['k1', 'k2', 'k3', 'k4']) {
+        const e: Execution = { ...execution(id, 0), createdAt: created };
+        await store.save({ ...e, status: 'queued' });
+        await store.appendEvents([{ ...event(id, 1), at: created }]);
+        await store.save({ ...e, output: big(5000) });
+        await store.appendEvents([
+          { type: 'completed', output: big(5000), executionId: id, seq: 2, at: created },
+        ]);
+      }
+      const keys = await backend.keys();
+      expect(keys.length).toBeGreaterThanOrEqual(7);
+      for (const key of keys) {
+        expect([key, await backend.client.pttl(key)]).toEqual([key, expect.any(Number)]);
+        expect(await backend.client.pttl(key)).toBeGreaterThan(0);
+        const tag = /^hookgate:\{s(\d+)\}:/.exec(key)?.[1];
+        if (layout.tagged) expect(Number(tag)).toBeLessThan(shards);
+        else expect(tag).toBeUndefined();
+      }
+    });
+
+    it('a queued or running record keeps its input whole: a worker runs it from there', async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      await store.save(execution('q1', 0, { status: 'queued', input: trigger(big(5000)) }));
+      expect((await store.get('q1'))?.input.body).toEqual(big(5000));
+      await store.save(execution('q1', 0, { status: 'succeeded', input: trigger(big(5000)) }));
+      expect((await store.get('q1'))?.truncated).toEqual({
+        'input.body': JSON.stringify(big(5000)).length,
+      });
+      await eventually(async () => expect((await store.stats()).entries).toBe(1));
+    });
+
+    it.runIf(shards > 1)(
+      'pages merge the shards by creation time, however the ids fall on them',
+      async () => {
+        await backend.flushall();
+        const store = redisStore({ now });
+        // 40 executions, some created in the same millisecond, spread over the shards.
+        for (let i = 0; i < 40; i++) await store.save(execution(`m${i}`, 40 - Math.floor(i / 3)));
+        const counts = new Set(Array.from({ length: 40 }, (_v, i) => layout.shardOf(`m${i}`)));
+        expect(counts.size).toBe(shards);
+        const all = (await store.list({ limit: 1000 })).map((e) => e.id);
+        const expected = Array.from({ length: 40 }, (_v, i) => `m${i}`).sort((a, b) => {
+          const ma = 40 - Math.floor(Number(a.slice(1)) / 3);
+          const mb = 40 - Math.floor(Number(b.slice(1)) / 3);
+          return ma !== mb ? ma - mb : a < b ? 1 : -1;
+        });
+        expect(all).toEqual(expected);
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.page({ limit: 7, ...(cursor ? { cursor } : {}) });
+          seen.push(...page.items.map((e) => e.id));
+          cursor = page.next;
+        } while (cursor && seen.length < 100);
+        expect(seen).toEqual(expected);
+      },
+    );
   });
-});
+}

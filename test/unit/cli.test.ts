@@ -25,13 +25,18 @@ describe('hookgate command line', () => {
     [['gateway'], {}, 'the gateway role needs REDIS_URL'],
     [
       ['worker'],
-      { REDIS_URL: 'redis+cluster://127.0.0.1:1,127.0.0.1:2' },
-      "the worker role's execution queue does not run on a Redis Cluster yet",
+      { ...redis, HOOKGATE_QUEUE_SHARDS: '0' },
+      'HOOKGATE_QUEUE_SHARDS must be an integer from 1 to 256, not "0"',
     ],
     [
       ['gateway'],
-      { REDIS_URL: 'redis+cluster://127.0.0.1:1' },
-      "the gateway role's execution queue does not run on a Redis Cluster yet",
+      { ...redis, HOOKGATE_QUEUE_SHARDS: '257' },
+      'HOOKGATE_QUEUE_SHARDS must be an integer from 1 to 256, not "257"',
+    ],
+    [
+      ['worker'],
+      { REDIS_URL: 'redis+cluster://127.0.0.1:1', HOOKGATE_QUEUE_SHARDS: '2.5' },
+      'HOOKGATE_QUEUE_SHARDS must be an integer from 1 to 256, not "2.5"',
     ],
     [['operator'], { REDIS_URL: 'redis+cluster://' }, 'a redis+cluster:// URL names no node'],
     [

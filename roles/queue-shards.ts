@@ -1,0 +1,59 @@
+// On a Redis Cluster, each shard of the execution queue (HOOKGATE_QUEUE_SHARDS) is one
+// hash slot, so it lives on one master. Fewer shards than masters leave masters without
+// executions, and few shards per master spread unevenly: said once at start-up, as a
+// warning (not a refusal: one shard on a cluster is correct, only not spread, and the
+// number of masters changes with resharding and failovers while N stays).
+import type { Cluster } from 'ioredis';
+import type { Logger } from 'pino';
+import { isCluster, type RedisClient } from '../api/records/redis-client.ts';
+import { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
+
+export interface ShardSpread {
+  /** Masters of the cluster. */
+  masters: number;
+  /** Shards on each master (port of the master -> shards), masters without any included. */
+  perMaster: Map<string, number>;
+}
+
+/** Which master serves each shard of `shards` now. */
+export async function shardSpread(cluster: Cluster, shards: number): Promise<ShardSpread> {
+  const layout = new ExecutionLayout({ shards, cluster: true });
+  const ranges = await cluster.cluster('SLOTS');
+  const perMaster = new Map<string, number>();
+  for (const [, , master] of ranges) if (master) perMaster.set(`${master[0]}:${master[1]}`, 0);
+  const slots = await Promise.all(
+    layout.shards.map(async (s) => Number(await cluster.cluster('KEYSLOT', s.stream))),
+  );
+  for (const slot of slots) {
+    const master = ranges.find(([from, to]) => slot >= from && slot <= to)?.[2];
+    if (!master) continue;
+    const name = `${master[0]}:${master[1]}`;
+    perMaster.set(name, (perMaster.get(name) ?? 0) + 1);
+  }
+  return { masters: perMaster.size, perMaster };
+}
+
+/** Logs (once, in the background) how the shards fall on the masters of a cluster. */
+export function warnOfUnevenShards(redis: RedisClient, shards: number, logger: Logger): void {
+  if (!isCluster(redis)) return;
+  void (async () => {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      try {
+        const { masters, perMaster } = await shardSpread(redis, shards);
+        const counts = Object.fromEntries(perMaster);
+        const idle = [...perMaster.values()].filter((n) => n === 0).length;
+        if (idle > 0)
+          logger.warn(
+            { queueShards: shards, masters, shardsPerMaster: counts },
+            `HOOKGATE_QUEUE_SHARDS=${shards} leaves ${idle} of ${masters} Redis Cluster masters ` +
+              'without executions; set it to about 4 per master (docs/redis-layout.md)',
+          );
+        else logger.info({ queueShards: shards, shardsPerMaster: counts }, 'queue shards');
+        return;
+      } catch {
+        // The cluster is not reachable yet: the roles report that on their own.
+        await new Promise((r) => setTimeout(r, 3_000).unref());
+      }
+    }
+  })();
+}
