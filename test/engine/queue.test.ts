@@ -358,7 +358,7 @@ for (const [name, start, shards] of [
       // In five shards (each holds 5 / N jobs at most, rounded up).
       const ids = spread('exec_age_', 5);
       for (let i = 0; i < 5; i++)
-        await g.engine.start({ ...target, input: trigger({ i }, ids[i] as string) });
+        await g.engine.start({ ...target, input: trigger({ i }, ids[i]) });
       const first = await readQueueState(client(), streams);
       expect(first.depth).toBe(5);
       await sleep(300);
