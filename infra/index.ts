@@ -2,6 +2,7 @@
 // hookgate with the HookgateDeployment component. Config keys: see infra/README.md.
 import * as pulumi from '@pulumi/pulumi';
 import { ANALYTICS_BACKENDS, type AnalyticsBackend } from './analytics.ts';
+import type { WorkerAutoscalingArgs } from './autoscaling.ts';
 import { BUDGET_SIZE_KEYS, type BudgetArgs } from './budgets.ts';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
 import {
@@ -63,6 +64,12 @@ function analyticsFromConfig(): HookgateDeploymentArgs['analytics'] {
   };
 }
 
+/** `workerAutoscaling: { minReplicas, maxReplicas, ... }` (chart `worker.autoscaling`), when set. */
+function workerAutoscalingFromConfig(): { workerAutoscaling?: WorkerAutoscalingArgs } {
+  const autoscaling = config.getObject<WorkerAutoscalingArgs>('workerAutoscaling');
+  return autoscaling ? { workerAutoscaling: autoscaling } : {};
+}
+
 /** `outbound: { allow, deny, namespaces }` (chart `outbound`), when set. */
 function outboundFromConfig(): { outbound?: OutboundArgs } {
   const outbound = config.getObject<OutboundArgs>('outbound');
@@ -101,6 +108,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   maxQueued: config.getNumber('maxQueued'),
   workerConcurrency: config.getNumber('workerConcurrency'),
   workerClaimIdleMs: config.getNumber('workerClaimIdleMs'),
+  ...workerAutoscalingFromConfig(),
   baseUrl: config.require('baseUrl'),
   trustedProxies: config.getObject<string[]>('trustedProxies') ?? [],
   redisClient: {

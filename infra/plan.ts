@@ -16,6 +16,12 @@ import {
   type AnalyticsArgs,
   type ChartAnalytics,
 } from './analytics.ts';
+import {
+  validateWorkerAutoscaling,
+  workerAutoscalingValues,
+  type ChartWorkerAutoscaling,
+  type WorkerAutoscalingArgs,
+} from './autoscaling.ts';
 import { budgetValues, validateBudgets, type BudgetArgs } from './budgets.ts';
 
 export const COMPONENT_TYPE = 'hookgate:index:HookgateDeployment';
@@ -114,6 +120,11 @@ export interface PlanArgs<Url = string> {
   workerConcurrency?: number;
   /** ms before another worker re-runs a job its worker stopped renewing (default 60000). */
   workerClaimIdleMs?: number;
+  /**
+   * Scale the workers on the queue with a KEDA ScaledObject (chart `worker.autoscaling`,
+   * infra/autoscaling.ts); absent: `replicas.worker` workers.
+   */
+  workerAutoscaling?: WorkerAutoscalingArgs;
   /** Public base URL of the gateway (HOOKGATE_BASE_URL), e.g. https://hooks.example.com */
   baseUrl: string;
   /** CIDRs whose X-Forwarded-* headers the gateway trusts. */
@@ -173,6 +184,7 @@ export interface ResolvedArgs<Url = string> {
   maxQueued: number;
   workerConcurrency: number;
   workerClaimIdleMs: number;
+  workerAutoscaling?: WorkerAutoscalingArgs;
   baseUrl: string;
   trustedProxies: string[];
   redisClient: RedisClientArgs;
@@ -220,8 +232,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     networkPolicy: args.networkPolicy ?? false,
     adminAuth: args.adminAuth ?? 'kubernetes',
     logLevel: args.logLevel ?? 'info',
-    ...(args.analytics ? { analytics: args.analytics } : {}),
-    ...(args.outbound ? { outbound: args.outbound } : {}),
+    ...optionalArgs(args),
     secretNamespaces: args.secretNamespaces ?? [],
   };
 }
@@ -273,10 +284,31 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
     if (!isCidr(cidr)) errors.push(`trustedProxies: "${cidr}" is not a CIDR`);
   }
   errors.push(...validateRedis(r.redis));
-  if (r.analytics) errors.push(...validateAnalytics(r.analytics));
-  if (r.outbound) errors.push(...validateOutbound(r.outbound));
+  errors.push(...optionalProblems(r));
   errors.push(...validateSecretNamespaces(r.secretNamespaces));
   return errors;
+}
+
+/** The arguments that are absent unless given (each then maps to chart values). */
+function optionalArgs<Url>(
+  args: PlanArgs<Url>,
+): Pick<ResolvedArgs<Url>, 'analytics' | 'outbound' | 'workerAutoscaling'> {
+  return {
+    ...(args.analytics ? { analytics: args.analytics } : {}),
+    ...(args.outbound ? { outbound: args.outbound } : {}),
+    ...(args.workerAutoscaling ? { workerAutoscaling: args.workerAutoscaling } : {}),
+  };
+}
+
+/** The problems of the arguments that are absent unless given. */
+function optionalProblems<Url>(r: ResolvedArgs<Url>): string[] {
+  return [
+    ...(r.analytics ? validateAnalytics(r.analytics) : []),
+    ...(r.workerAutoscaling
+      ? validateWorkerAutoscaling(r.workerAutoscaling, r.analytics?.prometheus?.url)
+      : []),
+    ...(r.outbound ? validateOutbound(r.outbound) : []),
+  ];
 }
 
 /** Each must be a namespace name (the chart's schema checks the same). */
@@ -456,7 +488,12 @@ export interface ChartValues {
   externalRedis: { url: string; existingSecret: { name: string; key: string } };
   operator: { replicas: number; leaderElection: { enabled: boolean } };
   gateway: { replicas: number; executions: ExecutionsMode; maxQueued: number };
-  worker: { replicas: number; concurrency: number; claimIdleMs: number };
+  worker: {
+    replicas: number;
+    concurrency: number;
+    claimIdleMs: number;
+    autoscaling?: ChartWorkerAutoscaling;
+  };
   metrics: { serviceMonitor: { enabled: boolean } };
   podDisruptionBudget: { enabled: boolean };
   networkPolicy: { enabled: boolean };
@@ -494,6 +531,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       replicas: r.replicas.worker,
       concurrency: r.workerConcurrency,
       claimIdleMs: r.workerClaimIdleMs,
+      ...(r.workerAutoscaling ? { autoscaling: workerAutoscalingValues(r.workerAutoscaling) } : {}),
     },
     metrics: { serviceMonitor: { enabled: r.serviceMonitor } },
     podDisruptionBudget: { enabled: r.podDisruptionBudget },

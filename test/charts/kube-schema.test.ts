@@ -61,6 +61,13 @@ const OPTIONS: Record<string, string[]> = {
     'redis.auth.existingSecret=redis-auth',
     'redis.maxmemory=512mb',
   ],
+  'worker autoscaling (KEDA)': [
+    'worker.autoscaling.enabled=true',
+    'worker.autoscaling.prometheus.serverAddress=http://prometheus-operated.monitoring.svc:9090',
+    'worker.autoscaling.prometheus.authenticationRef=prom-auth',
+    'worker.autoscaling.oldestAgeSeconds=120',
+    'worker.autoscaling.minReplicas=0',
+  ],
   'inline executions': ['gateway.executions=inline', 'podDisruptionBudget.enabled=true'],
   'analytics from Prometheus': [
     'analytics.prometheus.url=https://prometheus.monitoring.svc:9090',

@@ -9,7 +9,8 @@
 //   template shows up here and nowhere else);
 // - object names and label values as the API server checks them;
 // - ServiceMonitor (a prometheus-operator CRD, not in either package): a closed schema of
-//   the fields the chart uses, shaped after monitoring.coreos.com/v1.
+//   the fields the chart uses, shaped after monitoring.coreos.com/v1. The KEDA
+//   ScaledObject (worker.autoscaling) likewise, after keda.sh/v1alpha1.
 import * as k8s from '@kubernetes/client-node';
 import { Ajv } from 'ajv';
 import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1/CustomResourceDefinition';
@@ -135,6 +136,10 @@ export function validateObject(object: RenderedObject): string[] {
   const problems = [...metadataProblems(object)];
   if (object.apiVersion === 'monitoring.coreos.com/v1' && object.kind === 'ServiceMonitor') {
     problems.push(...serviceMonitorProblems(object));
+    return problems.map((p) => `${id}: ${p}`);
+  }
+  if (object.apiVersion === 'keda.sh/v1alpha1' && object.kind === 'ScaledObject') {
+    problems.push(...scaledObjectProblems(object));
     return problems.map((p) => `${id}: ${p}`);
   }
   const kind = KINDS[`${object.apiVersion}/${object.kind}`];
@@ -306,6 +311,91 @@ function serviceMonitorProblems(object: RenderedObject): string[] {
   const problems: string[] = [];
   if (!validateServiceMonitor(object)) {
     for (const e of validateServiceMonitor.errors ?? []) {
+      problems.push(
+        `${e.instancePath || '/'}: ${e.message ?? 'invalid'} ${JSON.stringify(e.params)}`,
+      );
+    }
+  }
+  if (!isSubdomain(object.metadata.name)) {
+    problems.push(`metadata.name: "${object.metadata.name}" is not a DNS-1123 subdomain`);
+  }
+  unknownFields(object.metadata, 'V1ObjectMeta', 'metadata', problems);
+  return problems;
+}
+
+// keda.sh/v1alpha1 ScaledObject (KEDA 2.x), the fields the chart renders, closed; the
+// prometheus trigger's metadata keys are the scaler's documented ones (all strings).
+const SCALED_OBJECT_SCHEMA = {
+  type: 'object',
+  required: ['apiVersion', 'kind', 'metadata', 'spec'],
+  additionalProperties: false,
+  properties: {
+    apiVersion: { const: 'keda.sh/v1alpha1' },
+    kind: { const: 'ScaledObject' },
+    metadata: { type: 'object', required: ['name', 'namespace'] },
+    spec: {
+      type: 'object',
+      required: ['scaleTargetRef', 'triggers'],
+      additionalProperties: false,
+      properties: {
+        scaleTargetRef: {
+          type: 'object',
+          required: ['name'],
+          additionalProperties: false,
+          properties: {
+            apiVersion: { type: 'string' },
+            kind: { type: 'string' },
+            name: { type: 'string', minLength: 1 },
+          },
+        },
+        pollingInterval: { type: 'integer', minimum: 1 },
+        cooldownPeriod: { type: 'integer', minimum: 0 },
+        minReplicaCount: { type: 'integer', minimum: 0 },
+        maxReplicaCount: { type: 'integer', minimum: 1 },
+        triggers: {
+          type: 'array',
+          minItems: 1,
+          items: {
+            type: 'object',
+            required: ['type', 'metadata'],
+            additionalProperties: false,
+            properties: {
+              type: { const: 'prometheus' },
+              name: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' },
+              metricType: { enum: ['AverageValue', 'Value', 'Utilization'] },
+              authenticationRef: {
+                type: 'object',
+                required: ['name'],
+                additionalProperties: false,
+                properties: { name: { type: 'string', minLength: 1 }, kind: { type: 'string' } },
+              },
+              metadata: {
+                type: 'object',
+                required: ['serverAddress', 'query', 'threshold'],
+                additionalProperties: false,
+                properties: {
+                  serverAddress: { type: 'string', pattern: '^https?://' },
+                  query: { type: 'string', minLength: 1 },
+                  threshold: { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$' },
+                  activationThreshold: { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$' },
+                  ignoreNullValues: { enum: ['true', 'false'] },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;
+const validateScaledObject = new Ajv({ allErrors: true, strict: false }).compile(
+  SCALED_OBJECT_SCHEMA,
+);
+
+function scaledObjectProblems(object: RenderedObject): string[] {
+  const problems: string[] = [];
+  if (!validateScaledObject(object)) {
+    for (const e of validateScaledObject.errors ?? []) {
       problems.push(
         `${e.instancePath || '/'}: ${e.message ?? 'invalid'} ${JSON.stringify(e.params)}`,
       );

@@ -1,0 +1,211 @@
+// worker.autoscaling (docs/scaling.md, ADR 0023): off by default; on, a KEDA
+// ScaledObject scales the worker Deployment (which then sets no replicas) on the queue
+// gauges in Prometheus; values that cannot work fail the render. And the queue alerts
+// of the opt-in PrometheusRule pass `promtool check rules`.
+import { execFile } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { FULLNAME, deployment, render, renderError, tools, work, type K8sObject } from './chart.ts';
+
+const PROMTOOL = process.env.PROMTOOL_BIN ?? '/usr/bin/promtool';
+const PROM = 'http://prometheus-operated.monitoring.svc:9090';
+
+interface Trigger {
+  type: string;
+  name: string;
+  metricType: string;
+  authenticationRef?: { name: string };
+  metadata: Record<string, string>;
+}
+interface ScaledObject extends K8sObject {
+  spec: {
+    scaleTargetRef: { apiVersion: string; kind: string; name: string };
+    minReplicaCount: number;
+    maxReplicaCount: number;
+    pollingInterval: number;
+    cooldownPeriod: number;
+    triggers: Trigger[];
+  };
+}
+interface Rule {
+  record?: string;
+  alert?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+}
+interface PrometheusRule extends K8sObject {
+  spec: { groups: { name: string; interval: string; rules: Rule[] }[] };
+}
+
+const scaledObjects = (objects: K8sObject[]) =>
+  objects.filter((o): o is ScaledObject => o.kind === 'ScaledObject');
+
+describe.skipIf(!tools)('chart: worker autoscaling', () => {
+  it('is off by default: no ScaledObject, the worker Deployment keeps worker.replicas', async () => {
+    const objects = await render();
+    expect(scaledObjects(objects)).toEqual([]);
+    expect(deployment(objects, 'worker').spec.replicas).toBe(2);
+  });
+
+  it('renders a KEDA ScaledObject on the queue depth for the worker Deployment, which sets no replicas', async () => {
+    const objects = await render(
+      'worker.autoscaling.enabled=true',
+      `analytics.prometheus.url=${PROM}`,
+      'worker.autoscaling.maxReplicas=20',
+    );
+    const [scaled, ...more] = scaledObjects(objects);
+    expect(more).toEqual([]);
+    expect(scaled?.apiVersion).toBe('keda.sh/v1alpha1');
+    expect(scaled?.metadata).toMatchObject({ name: `${FULLNAME}-worker`, namespace: 'hooks' });
+    expect(scaled?.spec).toEqual({
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: `${FULLNAME}-worker` },
+      minReplicaCount: 1,
+      maxReplicaCount: 20,
+      pollingInterval: 15,
+      cooldownPeriod: 300,
+      triggers: [
+        {
+          type: 'prometheus',
+          name: 'queue-depth',
+          metricType: 'AverageValue',
+          metadata: {
+            serverAddress: PROM,
+            query: `max(hookgate_queue_depth{namespace="hooks",service="${FULLNAME}-metrics"})`,
+            // worker.concurrency: one worker per 32 jobs waiting or running.
+            threshold: '32',
+            activationThreshold: '0',
+            ignoreNullValues: 'true',
+          },
+        },
+      ],
+    });
+    // KEDA owns the replica count; a `replicas` here would fight it on every upgrade.
+    expect(deployment(objects, 'worker').spec).not.toHaveProperty('replicas');
+    expect(deployment(objects, 'gateway').spec.replicas).toBe(2);
+  });
+
+  it('takes its own Prometheus, selector, authentication, target and an age trigger', async () => {
+    const [scaled] = scaledObjects(
+      await render(
+        'worker.autoscaling.enabled=true',
+        'worker.autoscaling.prometheus.serverAddress=https://thanos.example:9090',
+        'worker.autoscaling.prometheus.selector=cluster="eu"\\,namespace="hooks"',
+        'worker.autoscaling.prometheus.authenticationRef=prom-auth',
+        'worker.autoscaling.jobsPerReplica=50',
+        'worker.autoscaling.oldestAgeSeconds=90',
+        'worker.autoscaling.minReplicas=0',
+      ),
+    );
+    expect(scaled?.spec.minReplicaCount).toBe(0);
+    expect(scaled?.spec.triggers).toEqual([
+      {
+        type: 'prometheus',
+        name: 'queue-depth',
+        metricType: 'AverageValue',
+        authenticationRef: { name: 'prom-auth' },
+        metadata: {
+          serverAddress: 'https://thanos.example:9090',
+          query: 'max(hookgate_queue_depth{cluster="eu",namespace="hooks"})',
+          threshold: '50',
+          activationThreshold: '0',
+          ignoreNullValues: 'true',
+        },
+      },
+      {
+        type: 'prometheus',
+        name: 'queue-oldest-age',
+        metricType: 'Value',
+        authenticationRef: { name: 'prom-auth' },
+        metadata: {
+          serverAddress: 'https://thanos.example:9090',
+          query: 'max(hookgate_queue_oldest_age_seconds{cluster="eu",namespace="hooks"})',
+          threshold: '90',
+          activationThreshold: '90',
+          ignoreNullValues: 'true',
+        },
+      },
+    ]);
+  });
+
+  it('renders nothing with inline executions (no workers), and refuses values that cannot work', async () => {
+    const inline = await render(
+      'worker.autoscaling.enabled=true',
+      `analytics.prometheus.url=${PROM}`,
+      'gateway.executions=inline',
+    );
+    expect(scaledObjects(inline)).toEqual([]);
+    expect(await renderError('worker.autoscaling.enabled=true')).toContain(
+      'worker.autoscaling.enabled needs worker.autoscaling.prometheus.serverAddress',
+    );
+    expect(
+      await renderError(
+        'worker.autoscaling.enabled=true',
+        `analytics.prometheus.url=${PROM}`,
+        'worker.autoscaling.minReplicas=5',
+        'worker.autoscaling.maxReplicas=3',
+      ),
+    ).toContain('must not exceed');
+    expect(await renderError('worker.autoscaling.maxReplicas=0')).toMatch(/maxReplicas/);
+    expect(await renderError('worker.autoscaling.replicas=3')).toMatch(/replicas/);
+    expect(
+      await renderError('worker.autoscaling.prometheus.serverAddress=prometheus:9090'),
+    ).toMatch(/serverAddress/);
+  });
+
+  it('adds the queue alerts to the PrometheusRule in queue mode; they pass promtool check rules', async () => {
+    const objects = await render(
+      'analytics.prometheus.rules.enabled=true',
+      'gateway.maxQueued=5000',
+      'analytics.prometheus.selector=namespace="hooks"',
+    );
+    const rule = objects.find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
+    const queue = rule?.spec.groups.find((g) => g.name === 'hookgate.queue');
+    expect(queue?.rules.map((r) => [r.alert, r.expr, r.for, r.labels?.severity])).toEqual([
+      [
+        'HookgateQueueOldestJobAge',
+        'max by (namespace) (hookgate_queue_oldest_age_seconds{namespace="hooks"}) > 300',
+        '5m',
+        'warning',
+      ],
+      [
+        'HookgateQueueNearBound',
+        'max by (namespace) (hookgate_queue_depth{namespace="hooks"}) >= 4000',
+        '5m',
+        'warning',
+      ],
+    ]);
+    // Inline executions have no queue to alert on; 0 turns each alert off.
+    const inline = await render(
+      'analytics.prometheus.rules.enabled=true',
+      'gateway.executions=inline',
+    );
+    const inlineRule = inline.find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
+    expect(inlineRule?.spec.groups.map((g) => g.name)).toEqual(['hookgate.requests']);
+    const ageOnly = await render(
+      'analytics.prometheus.rules.enabled=true',
+      'analytics.prometheus.rules.alerts.queueDepthShare=0',
+    );
+    const ageRule = ageOnly.find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
+    expect(ageRule?.spec.groups[1]?.rules.map((r) => r.alert)).toEqual([
+      'HookgateQueueOldestJobAge',
+    ]);
+
+    if (!existsSync(PROMTOOL)) {
+      if (process.env.CI === 'true') throw new Error(`${PROMTOOL} is missing`);
+      console.warn(`skipped promtool check: ${PROMTOOL} is missing`);
+      return;
+    }
+    const file = join(work, 'queue-rules.yaml');
+    writeFileSync(file, stringify({ groups: rule?.spec.groups }));
+    const out = await new Promise<{ code: number; text: string }>((resolve) => {
+      execFile(PROMTOOL, ['check', 'rules', file], (err, stdout, stderr) =>
+        resolve({ code: err ? 1 : 0, text: stdout + stderr }),
+      );
+    });
+    expect(out.text).toContain('SUCCESS: 8 rules found');
+    expect(out.code).toBe(0);
+  });
+});
