@@ -108,6 +108,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   maxQueued: config.getNumber('maxQueued'),
   workerConcurrency: config.getNumber('workerConcurrency'),
   workerClaimIdleMs: config.getNumber('workerClaimIdleMs'),
+  queueShards: config.getNumber('queueShards'),
   ...workerAutoscalingFromConfig(),
   baseUrl: config.require('baseUrl'),
   trustedProxies: config.getObject<string[]>('trustedProxies') ?? [],

@@ -60,6 +60,8 @@ export const DEFAULT_EXECUTIONS = {
   workerConcurrency: 32,
   /** HOOKGATE_WORKER_CLAIM_IDLE_MS: ms before an abandoned job runs on another worker. */
   workerClaimIdleMs: 60_000,
+  /** HOOKGATE_QUEUE_SHARDS: shards of the execution queue (chart config.queueShards). */
+  queueShards: 1,
 } as const satisfies Record<string, string | number>;
 /** The chart's defaults (config.redisClient) for every role's Redis clients. */
 export const DEFAULT_REDIS_CLIENT = {
@@ -120,6 +122,8 @@ export interface PlanArgs<Url = string> {
   workerConcurrency?: number;
   /** ms before another worker re-runs a job its worker stopped renewing (default 60000). */
   workerClaimIdleMs?: number;
+  /** Shards of the execution queue, 1 to 256 (default 1; docs/redis-layout.md). */
+  queueShards?: number;
   /**
    * Scale the workers on the queue with a KEDA ScaledObject (chart `worker.autoscaling`,
    * infra/autoscaling.ts); absent: `replicas.worker` workers.
@@ -184,6 +188,7 @@ export interface ResolvedArgs<Url = string> {
   maxQueued: number;
   workerConcurrency: number;
   workerClaimIdleMs: number;
+  queueShards: number;
   workerAutoscaling?: WorkerAutoscalingArgs;
   baseUrl: string;
   trustedProxies: string[];
@@ -217,10 +222,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
       tag: args.image.tag,
     },
     replicas: { ...DEFAULT_REPLICAS, ...args.replicas },
-    executions: args.executions ?? DEFAULT_EXECUTIONS.executions,
-    maxQueued: args.maxQueued ?? DEFAULT_EXECUTIONS.maxQueued,
-    workerConcurrency: args.workerConcurrency ?? DEFAULT_EXECUTIONS.workerConcurrency,
-    workerClaimIdleMs: args.workerClaimIdleMs ?? DEFAULT_EXECUTIONS.workerClaimIdleMs,
+    ...executionArgs(args),
     baseUrl: args.baseUrl.replace(/\/+$/, ''),
     trustedProxies: args.trustedProxies ?? [],
     redisClient: { ...DEFAULT_REDIS_CLIENT, ...args.redisClient },
@@ -278,6 +280,7 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
       errors.push(`${key} must be a whole number >= ${min}, got ${String(n)}`);
     }
   }
+  errors.push(...validateQueueShards(r.queueShards));
   errors.push(...validateBudgets(r.budgets));
   errors.push(...validateBaseUrl(r.baseUrl));
   for (const cidr of r.trustedProxies) {
@@ -287,6 +290,29 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
   errors.push(...optionalProblems(r));
   errors.push(...validateSecretNamespaces(r.secretNamespaces));
   return errors;
+}
+
+type ExecutionArgs = Pick<
+  ResolvedArgs,
+  'executions' | 'maxQueued' | 'workerConcurrency' | 'workerClaimIdleMs' | 'queueShards'
+>;
+
+/** The execution settings with the chart's defaults applied. */
+function executionArgs<Url>(args: PlanArgs<Url>): ExecutionArgs {
+  return {
+    executions: args.executions ?? DEFAULT_EXECUTIONS.executions,
+    maxQueued: args.maxQueued ?? DEFAULT_EXECUTIONS.maxQueued,
+    workerConcurrency: args.workerConcurrency ?? DEFAULT_EXECUTIONS.workerConcurrency,
+    workerClaimIdleMs: args.workerClaimIdleMs ?? DEFAULT_EXECUTIONS.workerClaimIdleMs,
+    queueShards: args.queueShards ?? DEFAULT_EXECUTIONS.queueShards,
+  };
+}
+
+/** HOOKGATE_QUEUE_SHARDS as the roles take it: 1 to 256. */
+function validateQueueShards(n: number): string[] {
+  return Number.isInteger(n) && n >= 1 && n <= 256
+    ? []
+    : [`queueShards must be a whole number from 1 to 256, got ${String(n)}`];
 }
 
 /** The arguments that are absent unless given (each then maps to chart values). */
@@ -478,6 +504,7 @@ export interface ChartValues {
     trustedProxies: string[];
     logLevel: string;
     redisClient: RedisClientArgs;
+    queueShards: number;
     budgets?: BudgetArgs;
   };
   redis: {
@@ -517,6 +544,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       trustedProxies: r.trustedProxies,
       logLevel: r.logLevel,
       redisClient: r.redisClient,
+      queueShards: r.queueShards,
       ...(Object.keys(r.budgets).length > 0 ? { budgets: r.budgets } : {}),
     },
     ...redisValues(r),

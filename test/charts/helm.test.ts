@@ -658,6 +658,13 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     const e = envOf(container(deployment(await render(), 'gateway')));
     expect(e.get('HOOKGATE_EXECUTIONS')?.value).toBe('queue');
     expect(e.get('HOOKGATE_MAX_QUEUED')?.value).toBe('100000');
+    expect(e.get('HOOKGATE_QUEUE_SHARDS')?.value).toBe('1');
+    // Gateways and workers get the same number of queue shards.
+    const sharded = await render('config.queueShards=12');
+    for (const role of ['gateway', 'worker'] as const)
+      expect(envOf(container(deployment(sharded, role))).get('HOOKGATE_QUEUE_SHARDS')?.value).toBe(
+        '12',
+      );
     // Large numbers stay integers, not 1e+06.
     const big = envOf(container(deployment(await render('gateway.maxQueued=1000000'), 'gateway')));
     expect(big.get('HOOKGATE_MAX_QUEUED')?.value).toBe('1000000');
@@ -684,6 +691,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(e.get('HOOKGATE_EXECUTIONS')?.value).toBe('inline');
     // The queue bound means nothing without a queue.
     expect(e.has('HOOKGATE_MAX_QUEUED')).toBe(false);
+    expect(e.has('HOOKGATE_QUEUE_SHARDS')).toBe(false);
     expectRecommendedLabels(objects);
   });
 

@@ -42,6 +42,7 @@ describe('resolveArgs', () => {
       maxQueued: 100_000,
       workerConcurrency: 32,
       workerClaimIdleMs: 60_000,
+      queueShards: 1,
       baseUrl: 'https://hooks.example.com',
       trustedProxies: [],
       redisClient: { commandTimeoutMs: 1000, breakerFailures: 5, breakerOpenMs: 1000 },
@@ -89,10 +90,11 @@ describe('resolveArgs', () => {
     expect(DEFAULT_REPLICAS.operator).toBe(chart.operator.replicas);
     const config = (
       parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
-        config: { redisClient: object };
+        config: { redisClient: object; queueShards: number };
       }
     ).config;
     expect(chartValues(r).config.redisClient).toEqual(config.redisClient);
+    expect(chartValues(r).config.queueShards).toBe(config.queueShards);
   });
 
   it('takes the byte budgets as the roles do, and refuses what they would refuse', () => {
@@ -202,6 +204,7 @@ describe('validateArgs', () => {
       maxQueued: 0,
       workerConcurrency: 0,
       workerClaimIdleMs: 999,
+      queueShards: 257,
       baseUrl: 'ftp://hooks.example.com',
       trustedProxies: ['10.0.0.0/33', 'proxy'],
       redis: { url: 'http://redis:6379' },
@@ -218,6 +221,7 @@ describe('validateArgs', () => {
       'maxQueued must be a whole number >= 1, got 0',
       'workerConcurrency must be a whole number >= 1, got 0',
       'workerClaimIdleMs must be a whole number >= 1000, got 999',
+      'queueShards must be a whole number from 1 to 256, got 257',
       'baseUrl "ftp://hooks.example.com" must use http or https',
       'trustedProxies: "10.0.0.0/33" is not a CIDR',
       'trustedProxies: "proxy" is not a CIDR',
@@ -387,6 +391,7 @@ describe('chartValues', () => {
         trustedProxies: ['10.0.0.0/8'],
         logLevel: 'debug',
         redisClient: { commandTimeoutMs: 1000, breakerFailures: 5, breakerOpenMs: 1000 },
+        queueShards: 1,
       },
       redis: { enabled: false },
       externalRedis: {
@@ -485,6 +490,8 @@ describe('chartValues', () => {
       { ...base, worker: { ...base.worker, concurrency: 0 } },
       { ...base, worker: { ...base.worker, concurrency: 2.5 } },
       { ...base, worker: { ...base.worker, claimIdleMs: 999 } },
+      { ...base, config: { ...base.config, queueShards: 0 } },
+      { ...base, config: { ...base.config, queueShards: 257 } },
     ]) {
       expect(validateValues(bad), JSON.stringify(bad)).toBe(false);
     }
