@@ -112,8 +112,7 @@ export class QueuedEngine implements ExecutionEngine {
   #oldestAgeSeconds = 0;
   readonly #drain = new DrainRate();
   readonly #maxRetryAfter: number;
-  /** Enqueue commands sent, and answered, so far (see #readDepth). */
-  #sent = 0;
+  /** Enqueue commands answered so far (see #readDepth). */
   #answered = 0;
   /** Redis memory as last read (bytes; maxmemory 0: no limit) and queued since. */
   #memory = { used: 0, max: 0, since: 0 };
@@ -214,7 +213,6 @@ export class QueuedEngine implements ExecutionEngine {
     // What Redis allocates for it: the allocator's size classes and per-key overhead
     // (measured: a 100 kB value takes 127 kB of used_memory).
     memory.since += Math.ceil(record.length * 1.5) + 512;
-    this.#sent++;
     let existing: Awaited<ReturnType<EnqueueCommand['hookgateEnqueue']>>;
     try {
       existing = await this.#redis.hookgateEnqueue(
@@ -269,9 +267,12 @@ export class QueuedEngine implements ExecutionEngine {
   }
 
   async #readDepth(): Promise<void> {
-    // The enqueues may go over another connection than XLEN, so XLEN may or may not
-    // see those not answered when it was issued: they are all added (the depth can
-    // only be over, never under, the true one; the next read corrects it).
+    // The enqueues may go over another connection than the read, so it may or may not
+    // see those answered while it ran: they are added (start() counted them, but this
+    // overwrites that). Those still unanswered when it completes are counted by start()
+    // when they succeed. So the depth is never under the true one, and over it only by
+    // enqueues the read saw and also added here, until the next read. (The bound itself
+    // is held by the enqueue script; this is the check that spares Redis the refusals.)
     const answeredBefore = this.#answered;
     try {
       // A Redis that refuses INFO (some managed ones) leaves the memory check off.
@@ -279,7 +280,7 @@ export class QueuedEngine implements ExecutionEngine {
         readQueueState(this.#redis, this.#store.layout.streams),
         this.#memoryHeadroom < 1 ? fullestMemory(this.#redis) : Promise.resolve(undefined),
       ]);
-      this.#depth = state.depth + (this.#sent - answeredBefore);
+      this.#depth = state.depth + (this.#answered - answeredBefore);
       this.#oldestAgeSeconds = state.oldestAgeSeconds;
       this.#drain.observe(state);
       if (memory) this.#memory = { ...memory, since: 0 };

@@ -349,13 +349,14 @@ for (const [name, start, shards] of [
 
     it('reads depth and the oldest age as they grow, the drain rate as workers catch up, then an empty queue', async () => {
       const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
-      const g = gateway({ maxQueued: 5, depthEveryMs: 100 });
+      // A bound above what is queued: the depth last read may be over the true one.
+      const g = gateway({ maxQueued: 12, depthEveryMs: 100 });
       const streams = layout.streams;
       expect(await readQueueState(client(), streams)).toMatchObject({
         depth: 0,
         oldestAgeSeconds: 0,
       });
-      // In five shards (each holds 5 / N jobs at most, rounded up).
+      // In five shards (each holds 12 / N jobs at most, rounded up).
       const ids = spread('exec_age_', 5);
       for (let i = 0; i < 5; i++)
         await g.engine.start({ ...target, input: trigger({ i }, ids[i]) });
@@ -378,12 +379,45 @@ for (const [name, start, shards] of [
           removed: 5,
         });
       });
-      // The gateway saw the five drain: a rate, and a Retry-After below the longest.
+      // The gateway saw the five drain: a rate.
       await eventually(() => {
         expect(g.engine.queued).toBe(0);
         expect(g.engine.oldestAgeSeconds).toBe(0);
         expect(g.engine.drainPerSecond).toBeGreaterThan(0);
       });
+    });
+
+    it('while workers drain a full queue, a refusal advises the time to free room at their pace, not the longest', async () => {
+      // One worker, one job at a time, 150 ms each: about 6 jobs per second at best.
+      const target = deploy([{ id: 'wait', type: 'delay', duration: '150ms' }]);
+      const g = gateway({ maxQueued: 4, depthEveryMs: 100 });
+      await worker({ concurrency: 1 }).start();
+      const advised: number[] = [];
+      // Keep the queue full: every refusal is recorded, every acceptance refills it.
+      // (Measured here: 60 while the pace is not known yet, then 1.)
+      await eventually(
+        async () => {
+          const outcome = await g.engine.start({ ...target, input: trigger({}) }).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          if (outcome instanceof HttpProblem) {
+            expect(outcome.code).toBe('HG_ERR_ENGINE_OVERLOADED');
+            advised.push(Number(outcome.headers['retry-after']));
+          }
+          expect(advised.some((s) => s < 60)).toBe(true);
+        },
+        30_000,
+        50,
+      );
+      // Every advice is whole seconds within 1..60.
+      for (const seconds of advised) {
+        expect(Number.isInteger(seconds)).toBe(true);
+        expect(seconds).toBeGreaterThanOrEqual(1);
+        expect(seconds).toBeLessThanOrEqual(60);
+      }
+      for (const stream of layout.streams)
+        expect(await client().xlen(stream)).toBeLessThanOrEqual(Math.ceil(4 / shards));
     });
 
     it('an id given twice queues one execution', async () => {
