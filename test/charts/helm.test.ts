@@ -737,6 +737,15 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(await notes('gateway.executions=inline')).toContain(
       'gateway.executions is inline: each gateway runs the executions',
     );
+    // KEDA owns the worker count (worker.replicas is not used then).
+    const scaled = await notes(
+      'worker.replicas=0',
+      'worker.autoscaling.enabled=true',
+      'worker.autoscaling.minReplicas=0',
+      'analytics.prometheus.url=http://prometheus.monitoring.svc:9090',
+    );
+    expect(scaled).toContain('worker.autoscaling is on: KEDA scales the workers from 0 to 10');
+    expect(scaled).not.toContain('worker.replicas is 0');
   });
 
   it('runs every hookgate pod as the image user 65532, read-only root, no capabilities, /tmp an emptyDir', async () => {
