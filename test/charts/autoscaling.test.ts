@@ -155,7 +155,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     ).toMatch(/serverAddress/);
   });
 
-  it('adds the queue alerts to the PrometheusRule in queue mode; they pass promtool check rules', async () => {
+  it('adds the queue alerts to the PrometheusRule in queue mode; promtool checks them and tests when they fire', async () => {
     const objects = await render(
       'analytics.prometheus.rules.enabled=true',
       'gateway.maxQueued=5000',
@@ -207,5 +207,75 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     });
     expect(out.text).toContain('SUCCESS: 8 rules found');
     expect(out.code).toBe(0);
+
+    // The alerts themselves, on series as two replicas report them (promtool test rules):
+    // an age that grows past 300 s fires after 5 more minutes; a depth at 80 % of the
+    // bound fires after 5 minutes, one just under it never does (another namespace).
+    const tests = join(work, 'queue-rules.test.yaml');
+    writeFileSync(
+      tests,
+      stringify({
+        rule_files: ['queue-rules.yaml'],
+        evaluation_interval: '1m',
+        tests: [
+          {
+            interval: '1m',
+            input_series: [
+              // 0, 60, 120 … s: over 300 from minute 6, so firing from minute 11.
+              {
+                series: 'hookgate_queue_oldest_age_seconds{namespace="hooks",pod="a"}',
+                values: '0+60x15',
+              },
+              {
+                series: 'hookgate_queue_oldest_age_seconds{namespace="hooks",pod="b"}',
+                values: '0+59x15',
+              },
+              { series: 'hookgate_queue_depth{namespace="hooks",pod="a"}', values: '4000x15' },
+              { series: 'hookgate_queue_depth{namespace="hooks",pod="b"}', values: '3990x15' },
+              { series: 'hookgate_queue_depth{namespace="other",pod="c"}', values: '3999x15' },
+            ],
+            alert_rule_test: [
+              { eval_time: '10m', alertname: 'HookgateQueueOldestJobAge', exp_alerts: [] },
+              {
+                eval_time: '12m',
+                alertname: 'HookgateQueueOldestJobAge',
+                exp_alerts: [
+                  {
+                    exp_labels: { severity: 'warning', namespace: 'hooks' },
+                    exp_annotations: {
+                      summary: 'The oldest queued execution has waited over 300 s',
+                      description:
+                        'Workers in hooks do not keep up: the oldest job not done is 12m 0s old. Add workers (worker.replicas or worker.autoscaling) or look for a stuck dependency.',
+                    },
+                  },
+                ],
+              },
+              { eval_time: '4m', alertname: 'HookgateQueueNearBound', exp_alerts: [] },
+              {
+                eval_time: '6m',
+                alertname: 'HookgateQueueNearBound',
+                exp_alerts: [
+                  {
+                    exp_labels: { severity: 'warning', namespace: 'hooks' },
+                    exp_annotations: {
+                      summary: 'The execution queue is near gateway.maxQueued (5000)',
+                      description:
+                        'The queue in hooks holds 4000 jobs; at 5000 gateways answer 503 engine-overloaded with Retry-After.',
+                    },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const tested = await new Promise<{ code: number; text: string }>((resolve) => {
+      execFile(PROMTOOL, ['test', 'rules', tests], { cwd: work }, (err, stdout, stderr) =>
+        resolve({ code: err ? 1 : 0, text: stdout + stderr }),
+      );
+    });
+    expect(tested.text).toContain('SUCCESS');
+    expect(tested.code, tested.text).toBe(0);
   });
 });
