@@ -27,11 +27,17 @@ export interface GracefulCloseOptions {
 }
 
 interface Connection {
+  socket: Socket;
   /** Requests received and not yet answered. */
   busy: number;
   /** Ended by us while idle: requests that still arrive are not served. */
   ended: boolean;
 }
+
+const kConnection = Symbol('hookgate.connection');
+
+/** A response whose answer the connection's busy count waits for. */
+type TrackedResponse = ServerResponse & { [kConnection]?: Connection | undefined };
 
 /**
  * Wraps a request listener so that the server it is given to closes its keep-alive
@@ -51,6 +57,19 @@ export function gracefulConnections(
     setTimeout(() => socket.destroy(), options.lingerMs).unref();
   };
 
+  /** A response's 'close': its request is answered (or its connection gone). */
+  function answered(this: TrackedResponse): void {
+    const connection = this[kConnection];
+    if (!connection) return;
+    this[kConnection] = undefined;
+    connection.busy--;
+    // Answered while closing: the answer said Connection: close and Node ends the
+    // socket; one whose headers went out before the close began is ended here.
+    if (closing && connection.busy === 0) {
+      setImmediate(() => endIdle(connection.socket, connection));
+    }
+  }
+
   const listener: RequestListener = (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
     const connection = connections.get(socket);
@@ -62,12 +81,9 @@ export function gracefulConnections(
     }
     if (connection) {
       connection.busy++;
-      response.once('close', () => {
-        connection.busy--;
-        // Answered while closing: the answer said Connection: close and Node ends the
-        // socket; one whose headers went out before the close began is ended here.
-        if (closing && connection.busy === 0) setImmediate(() => endIdle(socket, connection));
-      });
+      // One handler for every response (no closure or once-wrapper per request).
+      (response as TrackedResponse)[kConnection] = connection;
+      response.on('close', answered);
     }
     handler(request, response);
   };
@@ -79,7 +95,7 @@ export function gracefulConnections(
     },
     attach(server: Server) {
       server.on('connection', (socket: Socket) => {
-        const connection: Connection = { busy: 0, ended: false };
+        const connection: Connection = { socket, busy: 0, ended: false };
         connections.set(socket, connection);
         socket.once('close', () => connections.delete(socket));
         // The client closed its side of a connection we ended: nothing is left unread.

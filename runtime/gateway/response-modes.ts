@@ -131,7 +131,19 @@ function acknowledge(
   return m.reply
     .type(JSON_UTF8)
     .header('location', links.self)
-    .send(JSON.stringify({ executionId: execution.id, status: execution.status, links, ...extra }));
+    .send(ackBody(execution, links, extra));
+}
+
+/**
+ * `JSON.stringify({ executionId, status, links, ...extra })`, the same text, built from
+ * its strings: the answer of every accepted request, without the object and spread.
+ */
+function ackBody(execution: Execution, links: ExecutionLinks, extra: object): string {
+  const head =
+    `{"executionId":${JSON.stringify(execution.id)},"status":${JSON.stringify(execution.status)}` +
+    `,"links":{"self":${JSON.stringify(links.self)},"events":${JSON.stringify(links.events)}}`;
+  const rest = JSON.stringify(extra);
+  return rest === '{}' ? `${head}}` : `${head},${rest.slice(1)}`;
 }
 
 function callbackUrlOf(request: FastifyRequest): string | undefined {

@@ -62,20 +62,19 @@ export class RedisGcraStore {
   }
 
   /** Rejects at once when the client is not connected (it would only queue or fail). */
-  async take(key: string, limit: number): Promise<GcraResult> {
+  take(key: string, limit: number): Promise<GcraResult> {
     if (this.#redis.status !== 'ready') {
-      throw new Error(`rate limiter Redis client is ${this.#redis.status}`);
+      return Promise.reject(new Error(`rate limiter Redis client is ${this.#redis.status}`));
     }
-    const [allowed, remaining, retryAfterUs, resetAfterUs] = await this.#commands.hookgateGcra(
-      key,
-      limit,
-      emissionIntervalUs(limit),
-    );
-    return {
-      allowed: allowed === 1,
-      remaining: remaining ?? 0,
-      retryAfterUs: retryAfterUs ?? 0,
-      resetAfterUs: resetAfterUs ?? 0,
-    };
+    return this.#commands.hookgateGcra(key, limit, emissionIntervalUs(limit)).then(toResult);
   }
+}
+
+function toResult([allowed, remaining, retryAfterUs, resetAfterUs]: number[]): GcraResult {
+  return {
+    allowed: allowed === 1,
+    remaining: remaining ?? 0,
+    retryAfterUs: retryAfterUs ?? 0,
+    resetAfterUs: resetAfterUs ?? 0,
+  };
 }

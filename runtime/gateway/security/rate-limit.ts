@@ -49,8 +49,6 @@ export interface EndpointRateLimiterOptions {
   now?: () => number;
 }
 
-class StoreTimeout extends Error {}
-
 export class EndpointRateLimiter {
   readonly #store: MemoryGcraStore | RedisGcraStore;
   readonly #keyPrefix: string;
@@ -87,21 +85,34 @@ export class EndpointRateLimiter {
     const store = this.#store;
     if (store instanceof MemoryGcraStore) return decide(limit, store.take(route.key, limit));
     const closed = config.failureMode === 'closed';
-    return this.#withTimeout(store.take(this.#keyPrefix + route.key, limit)).then(
-      (result) => decide(limit, result),
-      () => storeFailed(closed),
-    );
+    return this.#decideWithin(store.take(this.#keyPrefix + route.key, limit), limit, closed);
   }
 
-  #withTimeout<T>(promise: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new StoreTimeout('rate limiter store timed out')),
-        this.#timeoutMs,
-      );
+  /**
+   * The decision on the store's answer, or the store failure when it errs or does not
+   * answer within timeoutMs. One promise and one timer per call: this runs for every
+   * request to a limited endpoint (a race against a timeout promise made five).
+   */
+  #decideWithin(
+    answer: Promise<GcraResult>,
+    limit: number,
+    closed: boolean,
+  ): Promise<RateLimitDecision> {
+    return new Promise<RateLimitDecision>((resolve, reject) => {
+      let settled = false;
+      const settle = (result: GcraResult | undefined) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        try {
+          resolve(result ? decide(limit, result) : storeFailed(closed));
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      };
+      const timer = setTimeout(settle, this.#timeoutMs, undefined);
+      answer.then(settle, () => settle(undefined));
     });
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
   }
 }
 
