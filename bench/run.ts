@@ -13,6 +13,10 @@
 // BENCH_COMPARE=<dir of another checkout> adds that checkout's hookgate targets to the
 // same run (named `… @compare`), so a change is measured against its parent in one
 // run: `git worktree add /tmp/base <rev> && ln -s $PWD/node_modules /tmp/base/`.
+//
+// BENCH_NODE_FLAGS="<flags>" adds the hookgate targets once more with those Node/V8
+// flags on their server process (named `… @flags`), e.g. a garbage collector setting,
+// measured against the defaults in the same run.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { cpuNs, helpersCpuNs, treeCpuNs } from './cpu.ts';
@@ -22,6 +26,8 @@ interface Target {
   server: string;
   /** The checkout whose bench/servers/ holds `server` (this one by default). */
   dir?: string;
+  /** Node/V8 flags of the server process (BENCH_NODE_FLAGS). */
+  flags?: string[];
   /** Which of the server's endpoints (its READY line maps names to paths). */
   route: 'ack' | 'wait' | 'minimal';
   headers?: Record<string, string>;
@@ -95,7 +101,13 @@ if (compare) {
   for (const t of [...targets].filter((t) => t.name.startsWith('hookgate')))
     targets.push({ ...t, name: `${t.name} @compare`, dir: compare });
 }
-const serverKey = (t: Target) => `${t.dir ?? join(here, '..')}/${t.server}`;
+const nodeFlags = process.env.BENCH_NODE_FLAGS?.split(' ').filter((f) => f !== '');
+if (nodeFlags?.length) {
+  for (const t of [...targets].filter((t) => t.name.startsWith('hookgate') && !t.dir))
+    targets.push({ ...t, name: `${t.name} @flags`, flags: nodeFlags });
+}
+const serverKey = (t: Target) =>
+  `${t.dir ?? join(here, '..')}/${t.server}${t.flags ? ` ${t.flags.join(' ')}` : ''}`;
 
 function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
   return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
@@ -109,7 +121,7 @@ interface Server {
 
 async function startServer(t: Target): Promise<Server> {
   const script = join(t.dir ?? join(here, '..'), 'bench', 'servers', t.server);
-  const [cmd, args] = pinned(0, process.execPath, [script]);
+  const [cmd, args] = pinned(0, process.execPath, [...(t.flags ?? []), script]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise<Server>((resolve, reject) => {
     let out = '';
