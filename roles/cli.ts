@@ -20,6 +20,7 @@ import { createOperator } from './operator.ts';
 import { serveProbes } from './probes.ts';
 import { mainClient, redisClients, RedisHealth, type RedisClients } from './redis.ts';
 import { settings, type RoleName, type Settings } from './settings.ts';
+import { tuneV8ForServing } from './v8-tuning.ts';
 import { createWorkerRuntime } from './worker.ts';
 import { warnOfUnevenShards } from './queue-shards.ts';
 
@@ -28,6 +29,7 @@ type Role = (s: Settings, logger: Logger) => Promise<Closable>;
 const roles: Record<RoleName, Role> = {
   /** Every role in one process over a manifest directory or a Kubernetes API. */
   async dev(s, logger) {
+    tuneV8ForServing();
     const kc = s.source === 'kubernetes' ? kubeConfig() : undefined;
     const clients = requestClients(s, logger);
     const runtime = await createDevRuntime({
@@ -88,6 +90,7 @@ const roles: Record<RoleName, Role> = {
 
   /** Serves what the operator deployed to Redis; queues executions for workers. */
   async gateway(s, logger) {
+    tuneV8ForServing();
     const clients = requestClients(s, logger) as RedisClients;
     const env = process.env;
     const runtime = await createGatewayRuntime({

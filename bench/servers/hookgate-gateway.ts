@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createGatewayRuntime } from '../../roles/gateway.ts';
 import { ready, waitForRoutes } from './routes.ts';
+import { tuneV8ForServing } from '../../roles/v8-tuning.ts';
 
 const hasTaskset = spawnSync('taskset', ['-c', '1', 'true']).status === 0;
 const children: ChildProcess[] = [];
@@ -54,6 +55,8 @@ for (let i = 0; ; i++) {
   await new Promise((r) => setTimeout(r, 50));
 }
 
+// As roles/cli.ts starts the role.
+tuneV8ForServing();
 const runtime = await createGatewayRuntime({
   redis: new Redis(url, { enableAutoPipelining: true }),
   baseUrl: 'http://127.0.0.1',

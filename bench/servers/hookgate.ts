@@ -3,7 +3,10 @@
 import { join } from 'node:path';
 import { createDevRuntime } from '../../roles/dev.ts';
 import { ready, waitForRoutes } from './routes.ts';
+import { tuneV8ForServing } from '../../roles/v8-tuning.ts';
 
+// As roles/cli.ts starts the role.
+tuneV8ForServing();
 const runtime = await createDevRuntime({
   dir: join(import.meta.dirname, 'manifests'),
   baseUrl: 'http://127.0.0.1',
