@@ -3,7 +3,8 @@
 // runs. A burst at both fills the queue to the bound and never past it; every request
 // over it gets 503 engine-overloaded (problem+json) with Retry-After; /metrics shows the
 // depth at the bound and the oldest job's age growing. A worker process then drains the
-// queue, its own /metrics and the gateways' show it empty, and new work is accepted.
+// queue, its own /metrics and the gateways' show it empty, and new work is accepted. A
+// real Prometheus scrapes all three and answers the queries KEDA and the alerts use.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -14,6 +15,7 @@ import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { freePortRun } from '../support/ports.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { prometheusMissing, startPrometheus } from '../support/prometheus.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const PATH = '/webhook/default_production_orders/ingest';
@@ -46,6 +48,14 @@ async function gauge(base: string, name: string): Promise<number | undefined> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const line = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   return line ? Number(line[1]) : undefined;
+}
+
+/** One number from a Prometheus instant query (undefined: no sample). */
+async function instant(prometheus: string, query: string): Promise<number | undefined> {
+  const res = await fetch(`${prometheus}/api/v1/query?query=${encodeURIComponent(query)}`);
+  const body = (await res.json()) as { data: { result: { value: [number, string] }[] } };
+  const [first] = body.data.result;
+  return first ? Number(first.value[1]) : undefined;
 }
 
 async function post(base: string, i: number) {
@@ -91,6 +101,16 @@ describe.skipIf(!redisAvailable())('backpressure (gateway and worker processes)'
       );
     }
 
+    // What KEDA (worker.autoscaling) and the alerts query: a real Prometheus scraping
+    // both gateways and the worker (down until it starts).
+    const missing = prometheusMissing();
+    if (missing && process.env.CI === 'true') throw new Error(missing);
+    const prometheus = missing
+      ? undefined
+      : await startPrometheus([port, port + 2, port + 4].map((p) => `127.0.0.1:${p}`));
+    if (prometheus) cleanups.push(() => prometheus.stop());
+    else console.warn(`skipped the Prometheus queries: ${missing}`);
+
     // The burst: both gateways at once, with no worker running.
     const answers = await Promise.all(
       Array.from({ length: BURST }, (_v, i) => post(gateways[i % 2] as string, i)),
@@ -129,6 +149,17 @@ describe.skipIf(!redisAvailable())('backpressure (gateway and worker processes)'
       );
     }
 
+    if (prometheus) {
+      // Every replica reports the whole queue: max is the depth, a sum would double it.
+      await eventually(async () => {
+        expect(await instant(prometheus.url, 'max(hookgate_queue_depth)')).toBe(BOUND);
+        expect(await instant(prometheus.url, 'sum(hookgate_queue_depth)')).toBe(2 * BOUND);
+        expect(
+          await instant(prometheus.url, 'max(hookgate_queue_oldest_age_seconds)'),
+        ).toBeGreaterThan(1);
+      }, 20_000);
+    }
+
     // A worker drains the queue; its /metrics reads the queue at scrape time.
     const workerBase = `http://127.0.0.1:${port + 4}`;
     role(['worker', '--port', String(port + 4)], env);
@@ -146,6 +177,14 @@ describe.skipIf(!redisAvailable())('backpressure (gateway and worker processes)'
         expect(await gauge(base, 'hookgate_queue_oldest_age_seconds')).toBe(0);
       }, 20_000);
       expect((await post(base, 0)).status).toBe(202);
+    }
+    if (prometheus) {
+      // The worker is scraped too now, and every replica says the queue is empty.
+      await eventually(async () => {
+        expect(await instant(prometheus.url, 'count(hookgate_queue_depth)')).toBe(3);
+        expect(await instant(prometheus.url, 'max(hookgate_queue_depth)')).toBe(0);
+        expect(await instant(prometheus.url, 'max(hookgate_queue_oldest_age_seconds)')).toBe(0);
+      }, 20_000);
     }
     await eventually(async () => {
       const res = await fetch(`http://127.0.0.1:${port + 1}/api/executions?status=succeeded`);
