@@ -16,9 +16,11 @@
 //
 // Shards (HOOKGATE_QUEUE_SHARDS=N, execution-keys.ts): each shard has its stream, and a
 // worker reads every one, each with a loop and a blocking connection of its own (a read
-// over several streams would span slots on a Redis Cluster). A loop takes at most
-// concurrency / N jobs at a time, so a busy shard leaves room for the others; claims
-// of abandoned jobs (XAUTOCLAIM), renewals and acknowledgements are per shard.
+// over several streams would span slots on a Redis Cluster). A loop first reads what
+// its shard has without waiting, up to every free run slot (held for it while it reads,
+// so the loops never take more than there is room for together); only when its shard
+// is empty does it wait on it (BLOCK), for at most concurrency / N jobs. Claims of
+// abandoned jobs (XAUTOCLAIM), renewals and acknowledgements are per shard.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { duplicateClient, type RedisClient } from '../../api/records/redis-client.ts';
@@ -97,8 +99,12 @@ export class ExecutionWorker {
   /** Running jobs by `<shard> <entry id>` (entry ids are per stream). */
   readonly #inflight = new Map<string, Running>();
   readonly #shards: ShardReader[];
-  /** Jobs one shard's loop takes at a time. */
+  /** Jobs one shard's loop waits for at a time (BLOCK), with several shards. */
   readonly #perShard: number;
+  /** Run slots held by loops reading now (several shards). */
+  #reserved = 0;
+  /** Loops waiting for a free run slot. */
+  #waiting: (() => void)[] = [];
   /** Jobs still reading their record: close() waits until each reaches the engine. */
   readonly #starting = new Set<Promise<void>>();
   #loops: Promise<void>[] = [];
@@ -169,6 +175,7 @@ export class ExecutionWorker {
 
   async #close(timeoutMs: number): Promise<void> {
     this.#stopping = true;
+    this.#wake();
     clearInterval(this.#promoter);
     // A blocking read would hold the loop for up to blockMs: cut it short.
     for (const s of this.#shards) s.blocking.disconnect();
@@ -201,13 +208,13 @@ export class ExecutionWorker {
           continue;
         }
       }
-      const free = Math.min(this.#perShard, this.#o.concurrency - this.#inflight.size);
+      const free = this.#o.concurrency - this.#inflight.size - this.#reserved;
       if (free <= 0) {
-        await Promise.race([...this.#inflight.values()].map((r) => r.run));
+        await new Promise<void>((resolve) => this.#waiting.push(resolve));
         continue;
       }
       try {
-        const entries = await this.#next(shard, free);
+        const entries = await this.#read(shard, free);
         for (const [id, fields] of entries) this.#take(shard, id, fields);
       } catch (error) {
         if (this.#stopping) break;
@@ -219,8 +226,33 @@ export class ExecutionWorker {
     }
   }
 
+  /** Wakes the loops waiting for a free run slot. */
+  #wake(): void {
+    for (const resolve of this.#waiting.splice(0)) resolve();
+  }
+
+  /**
+   * Up to `free` jobs of one shard. One shard: a blocking read, as many as are free.
+   * Several: what the shard has now, the free slots held meanwhile; when it has none,
+   * a blocking read of at most concurrency / N (over the limit by at most that a loop).
+   */
+  async #read(shard: ShardReader, free: number): Promise<StreamEntry[]> {
+    if (this.#shards.length === 1) return this.#next(shard, free, true);
+    this.#reserved += free;
+    let entries: StreamEntry[];
+    try {
+      entries = await this.#next(shard, free, false);
+    } finally {
+      this.#reserved -= free;
+      // Taken synchronously by the caller; slots not used go back to the other loops.
+      queueMicrotask(() => this.#wake());
+    }
+    if (entries.length > 0 || this.#stopping) return entries;
+    return this.#next(shard, Math.min(this.#perShard, free), true);
+  }
+
   /** Abandoned jobs first (at most every claimIdleMs / 2), then new ones. */
-  async #next(shard: ShardReader, count: number): Promise<StreamEntry[]> {
+  async #next(shard: ShardReader, count: number, block: boolean): Promise<StreamEntry[]> {
     const now = Date.now();
     if (now - shard.lastClaim >= this.#o.claimIdleMs / 2) {
       shard.lastClaim = now;
@@ -236,18 +268,33 @@ export class ExecutionWorker {
       const abandoned = claimed[1].filter((e): e is StreamEntry => e !== null);
       if (abandoned.length > 0) return abandoned;
     }
-    const read = (await shard.blocking.xreadgroup(
-      'GROUP',
-      WORKER_GROUP,
-      this.#o.consumer,
-      'COUNT',
-      count,
-      'BLOCK',
-      this.#o.blockMs,
-      'STREAMS',
-      shard.keys.stream,
-      '>',
-    )) as [string, StreamEntry[]][] | null;
+    const { blocking, keys } = shard;
+    const consumer = this.#o.consumer;
+    const read = (
+      block
+        ? await blocking.xreadgroup(
+            'GROUP',
+            WORKER_GROUP,
+            consumer,
+            'COUNT',
+            count,
+            'BLOCK',
+            this.#o.blockMs,
+            'STREAMS',
+            keys.stream,
+            '>',
+          )
+        : await blocking.xreadgroup(
+            'GROUP',
+            WORKER_GROUP,
+            consumer,
+            'COUNT',
+            count,
+            'STREAMS',
+            keys.stream,
+            '>',
+          )
+    ) as [string, StreamEntry[]][] | null;
     return read?.[0]?.[1] ?? [];
   }
 
@@ -266,7 +313,10 @@ export class ExecutionWorker {
           return;
         this.#o.onInternalError(error, `job ${entryId}`);
       })
-      .finally(() => this.#inflight.delete(key));
+      .finally(() => {
+        this.#inflight.delete(key);
+        this.#wake();
+      });
     this.#inflight.set(key, { shard, entryId, run });
   }
 

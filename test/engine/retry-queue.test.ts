@@ -1,10 +1,11 @@
 // Execution retries through the Redis queue (distributed mode), with a real
-// redis-server: attempts handed to the retry set and moved back to the stream when due
-// (each once, whichever worker sees it), dead letters in Redis, stale jobs dropped, and
-// a worker process killed with SIGKILL mid-backoff and mid-attempt losing nothing.
+// redis-server (one shard) and a real Redis Cluster of three masters (six shards):
+// attempts handed to the retry set and moved back to the stream when due (each once,
+// whichever worker sees it), dead letters in Redis, stale jobs dropped, and a worker
+// process killed with SIGKILL mid-backoff and mid-attempt losing nothing.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RetryPolicy, WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
@@ -17,12 +18,15 @@ import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
-import { QUEUE, QueuedEngine } from '../../runtime/engine/queued-engine.ts';
-import { RedisRetryQueue, RETRY_KEYS } from '../../runtime/engine/retry-queue-redis.ts';
+import { QueuedEngine } from '../../runtime/engine/queued-engine.ts';
+import { readQueueState } from '../../runtime/engine/queue-state.ts';
+import { ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
+import { RedisRetryQueue } from '../../runtime/engine/retry-queue-redis.ts';
 import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
 import { ExecutionWorker, type JobTarget } from '../../runtime/engine/worker.ts';
 import { eventually, sleep } from '../support/eventually.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { redisAvailable } from '../support/redis.ts';
+import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 import { route, trigger, workflow } from './helpers.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -45,410 +49,445 @@ const onFail = (attempts: number, initial: string, extra: Partial<RetryPolicy> =
     ...extra,
   }) as RetryPolicy;
 
-describe.skipIf(!redisAvailable())('execution retries through the Redis queue', () => {
-  let server: RedisServer;
-  const clients: Redis[] = [];
-  const closers: (() => Promise<void> | void)[] = [];
-  let targets: Map<string, JobTarget>;
+for (const [name, start, shards] of [
+  ['one Redis', singleRedis, 1],
+  ['a Redis Cluster of 3 masters, 6 shards', redisCluster, 6],
+] as const)
+  describe.skipIf(!redisAvailable())(`execution retries through the Redis queue on ${name}`, () => {
+    let backend: RedisBackend;
+    let layout: ExecutionLayout;
+    const clients: RedisClient[] = [];
+    const closers: (() => Promise<void> | void)[] = [];
+    let targets: Map<string, JobTarget>;
 
-  const client = () => {
-    const c = new Redis(server.url, { lazyConnect: false });
-    clients.push(c);
-    return c;
-  };
-
-  function gateway() {
-    const redis = client();
-    const store = new RedisExecutionStore({ redis });
-    const events = new RedisExecutionEvents({ subscriber: client(), store });
-    const engine = new QueuedEngine({ redis, store, events });
-    closers.push(() => engine.close());
-    return { engine, store, deadLetters: new RedisDeadLetterStore({ redis }) };
-  }
-
-  function worker() {
-    const redis = client();
-    const store = new RedisExecutionStore({ redis });
-    const retries = new RedisRetryQueue({ redis, store });
-    const deadLetters = new RedisDeadLetterStore({ redis });
-    const engine = new InProcessEngine({
-      store,
-      streamEvents: true,
-      retries,
-      deadLetters,
-      onInternalError: () => {},
-    });
-    const w = new ExecutionWorker({
-      redis,
-      blocking: client(),
-      engine,
-      store,
-      retries,
-      deadLetters,
-      resolve: (job) => Promise.resolve(targets.get(job.triggerKey)),
-      blockMs: 200,
-      retryPollMs: 50,
-      onInternalError: () => {},
-    });
-    closers.push(() => w.close(2_000));
-    return w;
-  }
-
-  function deploy(nodes: Partial<WorkflowNode>[], retry: RetryPolicy) {
-    const target: JobTarget = { route: route(KEY), workflow: workflow(nodes, { retry }) };
-    targets.set(KEY, target);
-    return { workflow: target.workflow, trigger: triggerRef(target.route) };
-  }
-
-  /** Waits until the execution is finished, reading the shared store. */
-  const settled = (g: ReturnType<typeof gateway>, id: string, timeoutMs = 15_000) =>
-    eventually(
-      async () => {
-        const e = await g.engine.get(id);
-        expect(['succeeded', 'failed']).toContain(e?.status);
-        return e as Execution;
-      },
-      timeoutMs,
-      50,
-    );
-
-  beforeAll(async () => {
-    server = await startRedis();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
-  beforeEach(async () => {
-    targets = new Map();
-    await client().flushall();
-  });
-  afterEach(async () => {
-    for (const close of closers.splice(0).reverse()) await close();
-    for (const c of clients.splice(0)) c.disconnect();
-  });
-
-  it('a failed attempt waits in the retry set, comes back through the stream and succeeds', async () => {
-    const target = deploy(flaky, onFail(4, '300ms'));
-    const g = gateway();
-    const queued = await g.engine.start({
-      ...target,
-      input: trigger({ n: 5, failUntil: Date.now() + 400 }),
-    });
-    const live: SequencedEvent[] = [];
-    g.engine.subscribe(queued.id, 0, (e) => live.push(e));
-    await worker().start();
-    await worker().start();
-    const done = await settled(g, queued.id);
-    expect(done).toMatchObject({ status: 'succeeded', output: { done: 5 } });
-    expect(done.attempt).toBeGreaterThanOrEqual(2);
-    const failedAttempts = done.failedAttempts ?? [];
-    expect(failedAttempts.map((a) => a.attempt)).toEqual(
-      Array.from({ length: (done.attempt ?? 1) - 1 }, (_, i) => i + 1),
-    );
-    expect(failedAttempts[0]?.error).toMatchObject({ kind: 'fail', statusCode: 503 });
-    // Every attempt's node runs are in the log, marked with their attempt.
-    const attemptsLogged = [...new Set(done.log.map((l) => l.attempt))];
-    expect(attemptsLogged).toEqual(Array.from({ length: done.attempt ?? 1 }, (_, i) => i + 1));
-    await eventually(() => expect(live.at(-1)?.type).toBe('completed'));
-    expect(live.map((e) => e.seq)).toEqual(live.map((_, i) => i + 1));
-    expect(live.filter((e) => e.type === 'attempt.failed')).toHaveLength(failedAttempts.length);
-    expect(live.filter((e) => e.type === 'attempt.started')).toHaveLength(failedAttempts.length);
-    // Nothing left behind: no job in the stream or the retry set, no dead letter.
-    await eventually(async () => expect(await client().xlen(QUEUE.stream)).toBe(0));
-    expect(await client().zcard(RETRY_KEYS.due)).toBe(0);
-    expect(await g.deadLetters.count()).toBe(0);
-  });
-
-  it('exhausted: the execution is dead-lettered once in Redis, with its attempts', async () => {
-    const target = deploy(flaky, onFail(3, '50ms'));
-    const g = gateway();
-    const queued = await g.engine.start({
-      ...target,
-      input: trigger({ n: 1, failUntil: Date.now() + 3_600_000 }),
-      callbackUrl: 'https://receiver.test/hook',
-    });
-    await worker().start();
-    const done = await settled(g, queued.id);
-    expect(done).toMatchObject({ status: 'failed', attempt: 3, error: { kind: 'fail' } });
-    expect(done.deadLetteredAt).toBeDefined();
-    await eventually(async () => expect(await g.deadLetters.count()).toBe(1));
-    expect(await g.deadLetters.get(queued.id)).toMatchObject({
-      executionId: queued.id,
-      triggerKey: KEY,
-      namespace: 'shop',
-      attempts: 3,
-      callbackUrl: 'https://receiver.test/hook',
-    });
-    const events = await g.store.events(queued.id, 0);
-    expect(events.at(-1)).toMatchObject({ type: 'failed', deadLettered: true });
-    expect(events.filter((e) => e.type === 'attempt.failed')).toHaveLength(2);
-  });
-
-  it('a non-retryable failure is not handed to the retry set', async () => {
-    const target = deploy(
-      [{ id: 'broken', type: 'transform', expression: '$undefinedFunction()' }],
-      onFail(5, '50ms'),
-    );
-    const g = gateway();
-    const queued = await g.engine.start({ ...target, input: trigger({}) });
-    await worker().start();
-    const done = await settled(g, queued.id);
-    expect(done).toMatchObject({ status: 'failed', error: { kind: 'nodeError' } });
-    expect(done.attempt).toBeUndefined();
-    expect(done.log).toHaveLength(1);
-    expect(await client().zcard(RETRY_KEYS.due)).toBe(0);
-    expect(await g.deadLetters.count()).toBe(0);
-  });
-
-  it('due attempts move to the stream once each, however many workers move them at once', async () => {
-    const redis = client();
-    const store = new RedisExecutionStore({ redis });
-    const queues = Array.from({ length: 4 }, () => new RedisRetryQueue({ redis: client(), store }));
-    const now = Date.now();
-    for (let i = 0; i < 200; i++) {
-      await redis.zadd(RETRY_KEYS.due, now - 1, JSON.stringify({ id: `e${i}`, attempt: 2 }));
-    }
-    await redis.zadd(RETRY_KEYS.due, now + 60_000, JSON.stringify({ id: 'later', attempt: 2 }));
-    const moved = await Promise.all(
-      queues.flatMap((q) => [q.promote(now, 30), q.promote(now, 30), q.promote(now, 30)]),
-    );
-    const more = await queues[0]!.promote(now, 1000);
-    expect(moved.reduce((a, b) => a + b, 0) + more).toBe(200);
-    expect(await redis.xlen(QUEUE.stream)).toBe(200);
-    const entries = (await redis.xrange(QUEUE.stream, '-', '+')) as [string, string[]][];
-    const ids = entries.map(([, fields]) => (JSON.parse(fields[1] ?? '{}') as { id: string }).id);
-    expect(new Set(ids).size).toBe(200);
-    expect(await redis.zrange(RETRY_KEYS.due, '0', '-1')).toEqual([
-      JSON.stringify({ id: 'later', attempt: 2 }),
-    ]);
-  });
-
-  it('a job whose attempt the record has moved past is dropped (its worker died after the hand-off)', async () => {
-    const target = deploy(flaky, onFail(3, '10s'));
-    const g = gateway();
-    const queued = await g.engine.start({
-      ...target,
-      input: trigger({ n: 1, failUntil: Date.now() + 3_600_000 }),
-    });
-    // As if a worker ran attempt 1, handed attempt 2 over, and died before its XACK:
-    // the record waits for attempt 2; attempt 1's job is still in the stream.
-    const record = (await g.store.get(queued.id)) as Execution;
-    await g.store.save({
-      ...record,
-      nextAttemptAt: new Date(Date.now() + 10_000).toISOString(),
-      failedAttempts: [
-        {
-          attempt: 1,
-          startedAt: record.createdAt,
-          finishedAt: record.createdAt,
-          error: { message: 'not yet', kind: 'fail' },
-        },
-      ],
-    });
-    await worker().start();
-    await eventually(async () => expect(await client().xlen(QUEUE.stream)).toBe(0));
-    const after = await g.store.get(queued.id);
-    expect(after).toMatchObject({ status: 'queued', log: [] });
-    expect(after?.attempt).toBeUndefined();
-  });
-
-  it('admin recovery through the queue: bulk retry of dead letters and replay (ok, schema now rejects, trigger gone)', async () => {
-    // Fails until failUntil, two attempts 50 ms apart: dead-lettered; once the time has
-    // passed, a retry or a replay succeeds.
-    const target = deploy(flaky, onFail(2, '50ms'));
-    const g = gateway();
-    const routes = new MemoryRecordStore<RouteRecord>();
-    const current = targets.get(KEY) as JobTarget;
-    await routes.put(KEY, current.route);
-    const { app } = createHttpApp({});
-    recoveryRoutes(app, {
-      engine: g.engine,
-      routes,
-      workflow: (id) => (id === current.workflow.workflowId ? current.workflow : undefined),
-      deadLetters: g.deadLetters,
-    });
-    closers.push(() => app.close());
-    await worker().start();
-    const failUntil = Date.now() + 1_500;
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const queued = await g.engine.start({ ...target, input: trigger({ n: i, failUntil }) });
-      ids.push(queued.id);
-    }
-    for (const id of ids) expect((await settled(g, id)).deadLetteredAt).toBeDefined();
-    await eventually(async () => expect(await g.deadLetters.count()).toBe(3));
-    await sleep(Math.max(0, failUntil - Date.now()) + 50);
-    const bulk = async () =>
-      (
-        await app.inject({
-          method: 'POST',
-          url: '/api/dead-letters/retry',
-          payload: { namespace: 'shop' },
-        })
-      ).json<{
-        matched: number;
-        retried: number;
-        executions: { executionId: string; replayOf: string }[];
-      }>();
-    const [a, b] = await Promise.all([bulk(), bulk()]);
-    expect(a.retried + b.retried).toBe(3);
-    const runs = [...a.executions, ...b.executions];
-    expect(runs.map((r) => r.replayOf).sort()).toEqual([...ids].sort());
-    for (const r of runs) {
-      expect(await settled(g, r.executionId)).toMatchObject({
-        status: 'succeeded',
-        replayOf: r.replayOf,
-      });
-    }
-    expect(await bulk()).toMatchObject({ matched: 0, retried: 0 });
-    expect(await g.deadLetters.count()).toBe(0);
-
-    // Replay of a finished execution: a new one, run by the worker.
-    const replayed = await app.inject({ method: 'POST', url: `/api/executions/${ids[0]}/replay` });
-    expect(replayed.statusCode, replayed.body).toBe(202);
-    const replay = replayed.json<{ executionId: string }>();
-    expect(await settled(g, replay.executionId)).toMatchObject({
-      status: 'succeeded',
-      replayOf: ids[0],
-      output: { done: 0 },
-    });
-    // The input schema now wants n to be a string: 422 with the violation.
-    const strict: RouteRecord = {
-      ...current.route,
-      generation: 2,
-      spec: {
-        ...current.route.spec,
-        schema: {
-          mode: 'manual',
-          input: { fields: [{ name: 'n', type: 'string', required: true }] },
-        },
-      },
+    const client = () => {
+      const c = backend.connect();
+      clients.push(c);
+      return c;
     };
-    await routes.put(KEY, strict);
-    const rejected = await app.inject({ method: 'POST', url: `/api/executions/${ids[1]}/replay` });
-    expect(rejected.statusCode).toBe(422);
-    expect(rejected.json()).toMatchObject({
-      type: 'https://hookgate.dev/problems/replay-schema-rejected',
-      errors: [expect.objectContaining({ pointer: '/n' })],
-    });
-    // The trigger is gone: 409.
-    await routes.delete(KEY);
-    const gone = await app.inject({ method: 'POST', url: `/api/executions/${ids[1]}/replay` });
-    expect(gone.statusCode).toBe(409);
-    expect(gone.json()).toMatchObject({
-      type: 'https://hookgate.dev/problems/replay-trigger-gone',
-    });
-  });
+    /** Jobs in every shard's stream. */
+    const depth = async (redis: RedisClient) => (await readQueueState(redis, layout.streams)).depth;
+    /** Attempts waiting in every shard's retry set. */
+    const due = async (redis: RedisClient) => {
+      let n = 0;
+      for (const shard of layout.shards) n += await redis.zcard(shard.retries);
+      return n;
+    };
 
-  describe('a worker process killed with SIGKILL', () => {
-    const children: ChildProcess[] = [];
-    afterEach(() => {
-      for (const c of children.splice(0)) c.kill('SIGKILL');
-    });
-
-    async function publish(nodes: Partial<WorkflowNode>[], retry: RetryPolicy) {
+    function gateway() {
       const redis = client();
-      const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
-      const workflows = new RedisRecordStore<WorkflowRegistration>({
+      const store = new RedisExecutionStore({ redis, layout });
+      const events = new RedisExecutionEvents({ subscriber: client(), store });
+      const engine = new QueuedEngine({ redis, store, events });
+      closers.push(() => engine.close());
+      return { engine, store, deadLetters: new RedisDeadLetterStore({ redis, layout }) };
+    }
+
+    function worker() {
+      const redis = client();
+      const store = new RedisExecutionStore({ redis, layout });
+      const retries = new RedisRetryQueue({ redis, store });
+      const deadLetters = new RedisDeadLetterStore({ redis, layout });
+      const engine = new InProcessEngine({
+        store,
+        streamEvents: true,
+        retries,
+        deadLetters,
+        onInternalError: () => {},
+      });
+      const w = new ExecutionWorker({
         redis,
-        key: REDIS_KEYS.workflows,
+        blocking: client(),
+        engine,
+        store,
+        retries,
+        deadLetters,
+        resolve: (job) => Promise.resolve(targets.get(job.triggerKey)),
+        blockMs: 200,
+        retryPollMs: 50,
+        onInternalError: () => {},
       });
-      const r = route(KEY);
-      const w = workflow(nodes, { retry });
-      await routes.put(r.key, r);
-      await workflows.put(w.workflowId, w);
-      routes.close();
-      workflows.close();
-      return { workflow: w, trigger: triggerRef(r) };
+      closers.push(() => w.close(2_000));
+      return w;
     }
 
-    function spawnWorker(): ChildProcess {
-      const port = 36_000 + Math.floor(Math.random() * 2000);
-      const child = spawn(
-        process.execPath,
-        [join(root, 'roles/cli.ts'), 'worker', '--port', String(port)],
-        {
-          env: {
-            ...process.env,
-            REDIS_URL: server.url,
-            HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000',
-            LOG_LEVEL: 'silent',
-          },
-          stdio: 'ignore',
+    function deploy(nodes: Partial<WorkflowNode>[], retry: RetryPolicy) {
+      const target: JobTarget = { route: route(KEY), workflow: workflow(nodes, { retry }) };
+      targets.set(KEY, target);
+      return { workflow: target.workflow, trigger: triggerRef(target.route) };
+    }
+
+    /** Waits until the execution is finished, reading the shared store. */
+    const settled = (g: ReturnType<typeof gateway>, id: string, timeoutMs = 15_000) =>
+      eventually(
+        async () => {
+          const e = await g.engine.get(id);
+          expect(['succeeded', 'failed']).toContain(e?.status);
+          return e as Execution;
         },
+        timeoutMs,
+        50,
       );
-      children.push(child);
-      return child;
-    }
 
-    const killed = (child: ChildProcess) =>
-      new Promise<void>((done) => {
-        child.once('exit', () => done());
-        child.kill('SIGKILL');
+    beforeAll(async () => {
+      backend = await start();
+      layout = new ExecutionLayout({ shards, cluster: backend.client.isCluster });
+    }, 60_000);
+    afterAll(async () => {
+      await backend?.stop();
+    });
+    beforeEach(async () => {
+      targets = new Map();
+      await backend.flushall();
+    });
+    afterEach(async () => {
+      for (const close of closers.splice(0).reverse()) await close();
+      for (const c of clients.splice(0)) c.disconnect();
+    });
+
+    it('a failed attempt waits in the retry set, comes back through the stream and succeeds', async () => {
+      const target = deploy(flaky, onFail(4, '300ms'));
+      const g = gateway();
+      const queued = await g.engine.start({
+        ...target,
+        input: trigger({ n: 5, failUntil: Date.now() + 400 }),
+      });
+      const live: SequencedEvent[] = [];
+      g.engine.subscribe(queued.id, 0, (e) => live.push(e));
+      await worker().start();
+      await worker().start();
+      const done = await settled(g, queued.id);
+      expect(done).toMatchObject({ status: 'succeeded', output: { done: 5 } });
+      expect(done.attempt).toBeGreaterThanOrEqual(2);
+      const failedAttempts = done.failedAttempts ?? [];
+      expect(failedAttempts.map((a) => a.attempt)).toEqual(
+        Array.from({ length: (done.attempt ?? 1) - 1 }, (_, i) => i + 1),
+      );
+      expect(failedAttempts[0]?.error).toMatchObject({ kind: 'fail', statusCode: 503 });
+      // Every attempt's node runs are in the log, marked with their attempt.
+      const attemptsLogged = [...new Set(done.log.map((l) => l.attempt))];
+      expect(attemptsLogged).toEqual(Array.from({ length: done.attempt ?? 1 }, (_, i) => i + 1));
+      await eventually(() => expect(live.at(-1)?.type).toBe('completed'));
+      expect(live.map((e) => e.seq)).toEqual(live.map((_, i) => i + 1));
+      expect(live.filter((e) => e.type === 'attempt.failed')).toHaveLength(failedAttempts.length);
+      expect(live.filter((e) => e.type === 'attempt.started')).toHaveLength(failedAttempts.length);
+      // Nothing left behind: no job in the stream or the retry set, no dead letter.
+      await eventually(async () => expect(await depth(client())).toBe(0));
+      expect(await due(client())).toBe(0);
+      expect(await g.deadLetters.count()).toBe(0);
+    });
+
+    it('exhausted: the execution is dead-lettered once in Redis, with its attempts', async () => {
+      const target = deploy(flaky, onFail(3, '50ms'));
+      const g = gateway();
+      const queued = await g.engine.start({
+        ...target,
+        input: trigger({ n: 1, failUntil: Date.now() + 3_600_000 }),
+        callbackUrl: 'https://receiver.test/hook',
+      });
+      await worker().start();
+      const done = await settled(g, queued.id);
+      expect(done).toMatchObject({ status: 'failed', attempt: 3, error: { kind: 'fail' } });
+      expect(done.deadLetteredAt).toBeDefined();
+      await eventually(async () => expect(await g.deadLetters.count()).toBe(1));
+      expect(await g.deadLetters.get(queued.id)).toMatchObject({
+        executionId: queued.id,
+        triggerKey: KEY,
+        namespace: 'shop',
+        attempts: 3,
+        callbackUrl: 'https://receiver.test/hook',
+      });
+      const events = await g.store.events(queued.id, 0);
+      expect(events.at(-1)).toMatchObject({ type: 'failed', deadLettered: true });
+      expect(events.filter((e) => e.type === 'attempt.failed')).toHaveLength(2);
+    });
+
+    it('a non-retryable failure is not handed to the retry set', async () => {
+      const target = deploy(
+        [{ id: 'broken', type: 'transform', expression: '$undefinedFunction()' }],
+        onFail(5, '50ms'),
+      );
+      const g = gateway();
+      const queued = await g.engine.start({ ...target, input: trigger({}) });
+      await worker().start();
+      const done = await settled(g, queued.id);
+      expect(done).toMatchObject({ status: 'failed', error: { kind: 'nodeError' } });
+      expect(done.attempt).toBeUndefined();
+      expect(done.log).toHaveLength(1);
+      expect(await due(client())).toBe(0);
+      expect(await g.deadLetters.count()).toBe(0);
+    });
+
+    it('due attempts move to the stream once each, however many workers move them at once', async () => {
+      const redis = client();
+      const store = new RedisExecutionStore({ redis, layout });
+      const queues = Array.from(
+        { length: 4 },
+        () => new RedisRetryQueue({ redis: client(), store }),
+      );
+      const now = Date.now();
+      for (let i = 0; i < 200; i++) {
+        const job = JSON.stringify({ id: `e${i}`, attempt: 2 });
+        await redis.zadd(layout.of(`e${i}`).retries, now - 1, job);
+      }
+      const later = layout.of('later').retries;
+      await redis.zadd(later, now + 60_000, JSON.stringify({ id: 'later', attempt: 2 }));
+      const moved = await Promise.all(
+        queues.flatMap((q) => [q.promote(now, 30), q.promote(now, 30), q.promote(now, 30)]),
+      );
+      const more = await queues[0]!.promote(now, 1000);
+      expect(moved.reduce((a, b) => a + b, 0) + more).toBe(200);
+      expect(await depth(redis)).toBe(200);
+      const ids: string[] = [];
+      for (const shard of layout.shards) {
+        const entries = (await redis.xrange(shard.stream, '-', '+')) as [string, string[]][];
+        for (const [, fields] of entries) {
+          const { id } = JSON.parse(fields[1] ?? '{}') as { id: string };
+          // Each job went back to its own shard's stream.
+          expect(layout.shardOf(id)).toBe(shard.shard);
+          ids.push(id);
+        }
+      }
+      expect(new Set(ids).size).toBe(200);
+      expect(await due(redis)).toBe(1);
+      expect(await redis.zrange(later, '0', '-1')).toEqual([
+        JSON.stringify({ id: 'later', attempt: 2 }),
+      ]);
+    });
+
+    it('a job whose attempt the record has moved past is dropped (its worker died after the hand-off)', async () => {
+      const target = deploy(flaky, onFail(3, '10s'));
+      const g = gateway();
+      const queued = await g.engine.start({
+        ...target,
+        input: trigger({ n: 1, failUntil: Date.now() + 3_600_000 }),
+      });
+      // As if a worker ran attempt 1, handed attempt 2 over, and died before its XACK:
+      // the record waits for attempt 2; attempt 1's job is still in the stream.
+      const record = (await g.store.get(queued.id)) as Execution;
+      await g.store.save({
+        ...record,
+        nextAttemptAt: new Date(Date.now() + 10_000).toISOString(),
+        failedAttempts: [
+          {
+            attempt: 1,
+            startedAt: record.createdAt,
+            finishedAt: record.createdAt,
+            error: { message: 'not yet', kind: 'fail' },
+          },
+        ],
+      });
+      await worker().start();
+      await eventually(async () => expect(await depth(client())).toBe(0));
+      const after = await g.store.get(queued.id);
+      expect(after).toMatchObject({ status: 'queued', log: [] });
+      expect(after?.attempt).toBeUndefined();
+    });
+
+    it('admin recovery through the queue: bulk retry of dead letters and replay (ok, schema now rejects, trigger gone)', async () => {
+      // Fails until failUntil, two attempts 50 ms apart: dead-lettered; once the time has
+      // passed, a retry or a replay succeeds.
+      const target = deploy(flaky, onFail(2, '50ms'));
+      const g = gateway();
+      const routes = new MemoryRecordStore<RouteRecord>();
+      const current = targets.get(KEY) as JobTarget;
+      await routes.put(KEY, current.route);
+      const { app } = createHttpApp({});
+      recoveryRoutes(app, {
+        engine: g.engine,
+        routes,
+        workflow: (id) => (id === current.workflow.workflowId ? current.workflow : undefined),
+        deadLetters: g.deadLetters,
+      });
+      closers.push(() => app.close());
+      await worker().start();
+      const failUntil = Date.now() + 1_500;
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const queued = await g.engine.start({ ...target, input: trigger({ n: i, failUntil }) });
+        ids.push(queued.id);
+      }
+      for (const id of ids) expect((await settled(g, id)).deadLetteredAt).toBeDefined();
+      await eventually(async () => expect(await g.deadLetters.count()).toBe(3));
+      await sleep(Math.max(0, failUntil - Date.now()) + 50);
+      const bulk = async () =>
+        (
+          await app.inject({
+            method: 'POST',
+            url: '/api/dead-letters/retry',
+            payload: { namespace: 'shop' },
+          })
+        ).json<{
+          matched: number;
+          retried: number;
+          executions: { executionId: string; replayOf: string }[];
+        }>();
+      const [a, b] = await Promise.all([bulk(), bulk()]);
+      expect(a.retried + b.retried).toBe(3);
+      const runs = [...a.executions, ...b.executions];
+      expect(runs.map((r) => r.replayOf).sort()).toEqual([...ids].sort());
+      for (const r of runs) {
+        expect(await settled(g, r.executionId)).toMatchObject({
+          status: 'succeeded',
+          replayOf: r.replayOf,
+        });
+      }
+      expect(await bulk()).toMatchObject({ matched: 0, retried: 0 });
+      expect(await g.deadLetters.count()).toBe(0);
+
+      // Replay of a finished execution: a new one, run by the worker.
+      const replayed = await app.inject({
+        method: 'POST',
+        url: `/api/executions/${ids[0]}/replay`,
+      });
+      expect(replayed.statusCode, replayed.body).toBe(202);
+      const replay = replayed.json<{ executionId: string }>();
+      expect(await settled(g, replay.executionId)).toMatchObject({
+        status: 'succeeded',
+        replayOf: ids[0],
+        output: { done: 0 },
+      });
+      // The input schema now wants n to be a string: 422 with the violation.
+      const strict: RouteRecord = {
+        ...current.route,
+        generation: 2,
+        spec: {
+          ...current.route.spec,
+          schema: {
+            mode: 'manual',
+            input: { fields: [{ name: 'n', type: 'string', required: true }] },
+          },
+        },
+      };
+      await routes.put(KEY, strict);
+      const rejected = await app.inject({
+        method: 'POST',
+        url: `/api/executions/${ids[1]}/replay`,
+      });
+      expect(rejected.statusCode).toBe(422);
+      expect(rejected.json()).toMatchObject({
+        type: 'https://hookgate.dev/problems/replay-schema-rejected',
+        errors: [expect.objectContaining({ pointer: '/n' })],
+      });
+      // The trigger is gone: 409.
+      await routes.delete(KEY);
+      const gone = await app.inject({ method: 'POST', url: `/api/executions/${ids[1]}/replay` });
+      expect(gone.statusCode).toBe(409);
+      expect(gone.json()).toMatchObject({
+        type: 'https://hookgate.dev/problems/replay-trigger-gone',
+      });
+    });
+
+    describe('a worker process killed with SIGKILL', () => {
+      const children: ChildProcess[] = [];
+      afterEach(() => {
+        for (const c of children.splice(0)) c.kill('SIGKILL');
       });
 
-    it('mid-backoff and then mid-attempt: the execution still dead-letters, once, with every attempt', async () => {
-      // Attempt 1 fails at once; attempt 2 waits 2 s in backoff, then spends 1.5 s in a
-      // delay before failing; attempt 3 fails: dead-lettered.
-      const nodes: Partial<WorkflowNode>[] = [
-        { id: 'check', type: 'if', condition: '$count($trigger.body.slow) > 0', else: 'stop' },
-        { id: 'pause', type: 'delay', duration: '1500ms' },
-        { id: 'stop', type: 'fail', expression: '"still down"', statusCode: 503 },
-      ];
-      const target = await publish(nodes, onFail(3, '2s'));
-      const g = gateway();
-      const queued = await g.engine.start({ ...target, input: trigger({ slow: [1] }) });
-      const events: SequencedEvent[] = [];
-      g.engine.subscribe(queued.id, 0, (e) => events.push(e));
-      const first = spawnWorker();
-      // Mid-backoff: attempt 1 has failed and attempt 2 waits in the retry set (the
-      // record says when, written in the same script as the set).
-      await eventually(
-        async () => expect((await g.store.get(queued.id))?.nextAttemptAt).toBeDefined(),
-        45_000,
-        20,
-      );
-      await killed(first);
-      expect(await client().zcard(RETRY_KEYS.due)).toBe(1);
-      const second = spawnWorker();
-      // Mid-attempt: attempt 2 runs (its delay node started).
-      await eventually(
-        () =>
-          expect(
-            events.some((e) => e.type === 'attempt.started' && e.attempt === 2) &&
-              events.filter((e) => e.type === 'node.started' && e.nodeId === 'pause').length >= 2,
-          ).toBe(true),
-        45_000,
-        20,
-      );
-      await killed(second);
-      spawnWorker();
-      const done = await settled(g, queued.id, 60_000);
-      expect(done).toMatchObject({ status: 'failed', attempt: 3, error: { kind: 'fail' } });
-      expect(done.failedAttempts?.map((a) => a.attempt)).toEqual([1, 2]);
-      // The killed attempt 2 ran again from its first node: its log lines are those of
-      // the rerun only.
-      expect(done.log.map((l) => [l.attempt, l.nodeId])).toEqual([
-        [1, 'check'],
-        [1, 'pause'],
-        [1, 'stop'],
-        [2, 'check'],
-        [2, 'pause'],
-        [2, 'stop'],
-        [3, 'check'],
-        [3, 'pause'],
-        [3, 'stop'],
-      ]);
-      await eventually(async () => expect(await g.deadLetters.count()).toBe(1), 10_000);
-      expect((await g.deadLetters.list({})).map((e) => e.executionId)).toEqual([queued.id]);
-      // One logical execution: one record, one terminal event, nothing left queued.
-      expect((await g.engine.list({ triggerKey: KEY })).map((e) => e.id)).toEqual([queued.id]);
-      const stored = await g.store.events(queued.id, 0);
-      expect(stored.filter((e) => e.type === 'failed')).toHaveLength(1);
-      expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i + 1));
-      await eventually(async () => expect(await client().xlen(QUEUE.stream)).toBe(0), 10_000);
-      expect(await client().zcard(RETRY_KEYS.due)).toBe(0);
-      await sleep(10);
-    }, 120_000);
+      async function publish(nodes: Partial<WorkflowNode>[], retry: RetryPolicy) {
+        const redis = client();
+        const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
+        const workflows = new RedisRecordStore<WorkflowRegistration>({
+          redis,
+          key: REDIS_KEYS.workflows,
+        });
+        const r = route(KEY);
+        const w = workflow(nodes, { retry });
+        await routes.put(r.key, r);
+        await workflows.put(w.workflowId, w);
+        routes.close();
+        workflows.close();
+        return { workflow: w, trigger: triggerRef(r) };
+      }
+
+      function spawnWorker(): ChildProcess {
+        const port = 36_000 + Math.floor(Math.random() * 2000);
+        const child = spawn(
+          process.execPath,
+          [join(root, 'roles/cli.ts'), 'worker', '--port', String(port)],
+          {
+            env: {
+              ...process.env,
+              REDIS_URL: backend.url,
+              HOOKGATE_QUEUE_SHARDS: String(shards),
+              HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000',
+              LOG_LEVEL: 'silent',
+            },
+            stdio: 'ignore',
+          },
+        );
+        children.push(child);
+        return child;
+      }
+
+      const killed = (child: ChildProcess) =>
+        new Promise<void>((done) => {
+          child.once('exit', () => done());
+          child.kill('SIGKILL');
+        });
+
+      it('mid-backoff and then mid-attempt: the execution still dead-letters, once, with every attempt', async () => {
+        // Attempt 1 fails at once; attempt 2 waits 2 s in backoff, then spends 1.5 s in a
+        // delay before failing; attempt 3 fails: dead-lettered.
+        const nodes: Partial<WorkflowNode>[] = [
+          { id: 'check', type: 'if', condition: '$count($trigger.body.slow) > 0', else: 'stop' },
+          { id: 'pause', type: 'delay', duration: '1500ms' },
+          { id: 'stop', type: 'fail', expression: '"still down"', statusCode: 503 },
+        ];
+        const target = await publish(nodes, onFail(3, '2s'));
+        const g = gateway();
+        const queued = await g.engine.start({ ...target, input: trigger({ slow: [1] }) });
+        const events: SequencedEvent[] = [];
+        g.engine.subscribe(queued.id, 0, (e) => events.push(e));
+        const first = spawnWorker();
+        // Mid-backoff: attempt 1 has failed and attempt 2 waits in the retry set (the
+        // record says when, written in the same script as the set).
+        await eventually(
+          async () => expect((await g.store.get(queued.id))?.nextAttemptAt).toBeDefined(),
+          45_000,
+          20,
+        );
+        await killed(first);
+        expect(await due(client())).toBe(1);
+        const second = spawnWorker();
+        // Mid-attempt: attempt 2 runs (its delay node started).
+        await eventually(
+          () =>
+            expect(
+              events.some((e) => e.type === 'attempt.started' && e.attempt === 2) &&
+                events.filter((e) => e.type === 'node.started' && e.nodeId === 'pause').length >= 2,
+            ).toBe(true),
+          45_000,
+          20,
+        );
+        await killed(second);
+        spawnWorker();
+        const done = await settled(g, queued.id, 60_000);
+        expect(done).toMatchObject({ status: 'failed', attempt: 3, error: { kind: 'fail' } });
+        expect(done.failedAttempts?.map((a) => a.attempt)).toEqual([1, 2]);
+        // The killed attempt 2 ran again from its first node: its log lines are those of
+        // the rerun only.
+        expect(done.log.map((l) => [l.attempt, l.nodeId])).toEqual([
+          [1, 'check'],
+          [1, 'pause'],
+          [1, 'stop'],
+          [2, 'check'],
+          [2, 'pause'],
+          [2, 'stop'],
+          [3, 'check'],
+          [3, 'pause'],
+          [3, 'stop'],
+        ]);
+        await eventually(async () => expect(await g.deadLetters.count()).toBe(1), 10_000);
+        expect((await g.deadLetters.list({})).map((e) => e.executionId)).toEqual([queued.id]);
+        // One logical execution: one record, one terminal event, nothing left queued.
+        expect((await g.engine.list({ triggerKey: KEY })).map((e) => e.id)).toEqual([queued.id]);
+        const stored = await g.store.events(queued.id, 0);
+        expect(stored.filter((e) => e.type === 'failed')).toHaveLength(1);
+        expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i + 1));
+        await eventually(async () => expect(await depth(client())).toBe(0), 10_000);
+        expect(await due(client())).toBe(0);
+        await sleep(10);
+      }, 120_000);
+    });
   });
-});
