@@ -303,25 +303,30 @@ const SERVICE_MONITOR_SCHEMA = {
     },
   },
 } as const;
-const validateServiceMonitor = new Ajv({ allErrors: true, strict: false }).compile(
-  SERVICE_MONITOR_SCHEMA,
-);
-
-function serviceMonitorProblems(object: RenderedObject): string[] {
-  const problems: string[] = [];
-  if (!validateServiceMonitor(object)) {
-    for (const e of validateServiceMonitor.errors ?? []) {
-      problems.push(
-        `${e.instancePath || '/'}: ${e.message ?? 'invalid'} ${JSON.stringify(e.params)}`,
-      );
+/**
+ * The problems of a custom resource the chart renders (not a Kubernetes model): its
+ * closed JSON Schema, a DNS-1123 name and ObjectMeta's fields.
+ */
+function customResourceChecker(schema: object): (object: RenderedObject) => string[] {
+  const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
+  return (object) => {
+    const problems: string[] = [];
+    if (!validate(object)) {
+      for (const e of validate.errors ?? []) {
+        problems.push(
+          `${e.instancePath || '/'}: ${e.message ?? 'invalid'} ${JSON.stringify(e.params)}`,
+        );
+      }
     }
-  }
-  if (!isSubdomain(object.metadata.name)) {
-    problems.push(`metadata.name: "${object.metadata.name}" is not a DNS-1123 subdomain`);
-  }
-  unknownFields(object.metadata, 'V1ObjectMeta', 'metadata', problems);
-  return problems;
+    if (!isSubdomain(object.metadata.name)) {
+      problems.push(`metadata.name: "${object.metadata.name}" is not a DNS-1123 subdomain`);
+    }
+    unknownFields(object.metadata, 'V1ObjectMeta', 'metadata', problems);
+    return problems;
+  };
 }
+
+const serviceMonitorProblems = customResourceChecker(SERVICE_MONITOR_SCHEMA);
 
 // keda.sh/v1alpha1 ScaledObject (KEDA 2.x), the fields the chart renders, closed; the
 // prometheus trigger's metadata keys are the scaler's documented ones (all strings).
@@ -388,22 +393,4 @@ const SCALED_OBJECT_SCHEMA = {
     },
   },
 } as const;
-const validateScaledObject = new Ajv({ allErrors: true, strict: false }).compile(
-  SCALED_OBJECT_SCHEMA,
-);
-
-function scaledObjectProblems(object: RenderedObject): string[] {
-  const problems: string[] = [];
-  if (!validateScaledObject(object)) {
-    for (const e of validateScaledObject.errors ?? []) {
-      problems.push(
-        `${e.instancePath || '/'}: ${e.message ?? 'invalid'} ${JSON.stringify(e.params)}`,
-      );
-    }
-  }
-  if (!isSubdomain(object.metadata.name)) {
-    problems.push(`metadata.name: "${object.metadata.name}" is not a DNS-1123 subdomain`);
-  }
-  unknownFields(object.metadata, 'V1ObjectMeta', 'metadata', problems);
-  return problems;
-}
+const scaledObjectProblems = customResourceChecker(SCALED_OBJECT_SCHEMA);
