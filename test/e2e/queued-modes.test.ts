@@ -2,8 +2,10 @@
 // a real redis-server and a worker that runs them (the reconcile loop writes the routes
 // to Redis). Each mode must answer as it does with the in-process engine
 // (test/gateway/response-modes.test.ts), though the run happens in another component.
+// The same on a real Redis Cluster of three masters with six queue shards (ADR 0021).
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { RedisClient } from '../../api/records/redis-client.ts';
+import { ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Serving } from '../../roles/serving.ts';
@@ -13,7 +15,8 @@ import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { startReceiver } from '../support/receiver.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { redisAvailable } from '../support/redis.ts';
+import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 import { collect } from '../support/sse.ts';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -32,179 +35,212 @@ interface Accepted {
   links: { self: string; events: string };
 }
 
-describe.skipIf(!redisAvailable())('response modes through the Redis queue and a worker', () => {
-  let redisServer: RedisServer;
-  const clients: Redis[] = [];
-  let control: TestRuntime;
-  let gateway: Serving;
-  let worker: WorkerRuntime;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let base = '';
-  /** The gateway's admin listener (executions). */
-  let admin = '';
-  const redis = () => {
-    const c = new Redis(redisServer.url, { enableAutoPipelining: true });
-    clients.push(c);
-    return c;
-  };
-
-  beforeAll(async () => {
-    redisServer = await startRedis();
-    receiver = await startReceiver();
-    const outbound = { allow: [`127.0.0.1:${receiver.port}`] };
-    control = await startRuntime({ redis: redis() });
-    await control.apply(
-      'modes.yaml',
-      [
-        workflow('steps', {
-          nodes: [
-            { id: 'first', type: 'transform', expression: '{ "n": body.n }' },
-            { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "accepted": n }' },
-            { id: 'pause', type: 'delay', duration: '100ms' },
-            { id: 'last', type: 'transform', expression: '{ "n": $nodes.first.n, "done": true }' },
-          ],
-        }),
-        ...MODES.map(([segment, mode]) =>
-          trigger(segment, {
-            workflowRef: { name: 'steps' },
-            pathSegment: segment,
-            response: { mode },
-          }),
-        ),
-      ],
-      MODES.map(([segment]) => segment),
-    );
-    gateway = await createGatewayRuntime({
-      redis: redis(),
-      baseUrl: 'http://localhost',
-      engine: { outbound },
-    });
-    await eventually(() => expect(gateway.table.size).toBe(MODES.length));
-    worker = await createWorkerRuntime({
-      redis: redis(),
-      engine: { outbound, callbacks: { secret: SECRET, backoffMs: 20, timeoutMs: 2000 } },
-      blockMs: 200,
-    });
-    base = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
-    admin = await gateway.admin.listen({ port: 0, host: '127.0.0.1' });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await worker?.close(2_000);
-    await control?.stop();
-    for (const c of clients) c.disconnect();
-    await receiver?.close();
-    await redisServer?.stop();
-  });
-
-  const post = (segment: string, body: unknown = { n: 5 }, headers: Record<string, string> = {}) =>
-    fetch(`${base}${wf}/${segment}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
-
-  it('Immediate ACK: 202 queued; the worker runs it; the gateway serves the record', async () => {
-    const res = await post('ack');
-    expect(res.status).toBe(202);
-    const { executionId, status } = (await res.json()) as { executionId: string; status: string };
-    expect(status).toBe('queued');
-    await eventually(async () => {
-      const record = await (await fetch(`${admin}/api/executions/${executionId}`)).json();
-      expect(record).toMatchObject({ status: 'succeeded', output: { n: 5, done: true } });
-    });
-  });
-
-  it('Async Callback: the worker POSTs the signed result', async () => {
-    const res = await post('callback', { n: 9 }, { 'x-callback-url': `${receiver.url}/hook` });
-    expect(res.status).toBe(202);
-    const { executionId } = (await res.json()) as { executionId: string };
-    const delivery = await eventually(() => {
-      const got = receiver.received.find((r) => r.body.includes(executionId));
-      if (!got) throw new Error('no delivery yet');
-      return got;
-    });
-    const verified = new Webhook(SECRET).verify(delivery.body, {
-      'webhook-id': String(delivery.headers['webhook-id']),
-      'webhook-timestamp': String(delivery.headers['webhook-timestamp']),
-      'webhook-signature': String(delivery.headers['webhook-signature']),
-    });
-    expect(verified).toMatchObject({ executionId, status: 'succeeded', output: { n: 9 } });
-  });
-
-  it('Acknowledge + Subscribe: the channel relays every event in order', async () => {
-    const res = await post('subscribe');
-    expect(res.status).toBe(202);
-    const { channel } = (await res.json()) as { channel: { url: string } };
-    // On the webhook listener, with the link's token and no admin token.
-    const frames = await collect(await fetch(`${base}${channel.url}`));
-    expect(frames[0]?.event).toBe('queued');
-    expect(frames.at(-1)?.event).toBe('completed');
-    expect(JSON.parse(frames.at(-1)?.data ?? '{}')).toMatchObject({ output: { n: 5, done: true } });
-    expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_f, i) => i + 1));
-    const resumed = await collect(
-      await fetch(`${base}${channel.url}`, { headers: { 'last-event-id': '3' } }),
-    );
-    expect(resumed.map((f) => f.id)).toEqual(frames.slice(3).map((f) => f.id));
-  });
-
-  it('Acknowledge + Subscribe: the worker keeps the link valid; only the digest is stored', async () => {
-    const one = (await (await post('subscribe', { n: 6 })).json()) as Accepted;
-    const two = (await (await post('subscribe')).json()) as Accepted;
-    const token = new URL(one.links.self, base).searchParams.get('token') as string;
-    await eventually(async () => {
-      const view = await (await fetch(`${base}${one.links.self}`)).json();
-      expect(view).toMatchObject({ status: 'succeeded', output: { n: 6, done: true } });
-    });
-    const stored = (await redis().get(`hookgate:exec:${one.executionId}`)) as string;
-    expect(stored).toContain(createHash('sha256').update(token).digest('hex'));
-    expect(stored).not.toContain(token);
-    const adminView = await (await fetch(`${admin}/api/executions/${one.executionId}`)).text();
-    expect(adminView).toContain('succeeded');
-    expect(adminView).not.toContain(token);
-    expect(adminView).not.toContain('accessDigest');
-    const otherToken = new URL(two.links.self, base).searchParams.get('token') as string;
-    for (const url of [
-      `/webhook-executions/${one.executionId}/events?token=${otherToken}`,
-      `/webhook-executions/${one.executionId}/events?token=${'x'.repeat(43)}`,
-      `/webhook-executions/${one.executionId}/events`,
-    ]) {
-      const res = await fetch(`${base}${url}`);
-      expect(res.status).toBe(404);
-      expect(((await res.json()) as { type: string }).type).toMatch(/execution-link-not-found$/);
-    }
-  });
-
-  it('Wait for Completion: 200 with the output the worker produced', async () => {
-    const res = await post('wait', { n: 4 });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ n: 4, done: true });
-  });
-
-  it('SSE Stream: progress until the result', async () => {
-    const res = await post('stream');
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    const types = (await collect(res)).map((f) => f.event);
-    expect(types[0]).toBe('queued');
-    expect(types.indexOf('respond')).toBeLessThan(types.indexOf('completed'));
-    expect(types.at(-1)).toBe('completed');
-  });
-
-  it('Wait for Response Node: the node answers while the workflow goes on', async () => {
-    const res = await post('node', { n: 3 });
-    expect(res.status).toBe(201);
-    expect(await res.json()).toEqual({ accepted: 3 });
-    const { items } = (await (
-      await fetch(`${admin}/api/executions?trigger=default/node&limit=1`)
-    ).json()) as { items: { id: string }[] };
-    await eventually(async () => {
-      const record = (await (await fetch(`${admin}/api/executions/${items[0]?.id}`)).json()) as {
-        status: string;
-        log: { nodeId: string }[];
+for (const [name, start, queueShards] of [
+  ['one Redis', singleRedis, 1],
+  ['a Redis Cluster of 3 masters, 6 shards', redisCluster, 6],
+] as const)
+  describe.skipIf(!redisAvailable())(
+    `response modes through the Redis queue and a worker on ${name}`,
+    () => {
+      let backend: RedisBackend;
+      const clients: RedisClient[] = [];
+      let control: TestRuntime;
+      let gateway: Serving;
+      let worker: WorkerRuntime;
+      let receiver: Awaited<ReturnType<typeof startReceiver>>;
+      let base = '';
+      /** The gateway's admin listener (executions). */
+      let admin = '';
+      const redis = () => {
+        const c = backend.connect();
+        clients.push(c);
+        return c;
       };
-      expect(record.status).toBe('succeeded');
-      expect(record.log.map((l) => l.nodeId)).toEqual(['first', 'answer', 'pause', 'last']);
-    });
-  });
-});
+
+      beforeAll(async () => {
+        backend = await start();
+        receiver = await startReceiver();
+        const outbound = { allow: [`127.0.0.1:${receiver.port}`] };
+        control = await startRuntime({ redis: redis() });
+        await control.apply(
+          'modes.yaml',
+          [
+            workflow('steps', {
+              nodes: [
+                { id: 'first', type: 'transform', expression: '{ "n": body.n }' },
+                { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "accepted": n }' },
+                { id: 'pause', type: 'delay', duration: '100ms' },
+                {
+                  id: 'last',
+                  type: 'transform',
+                  expression: '{ "n": $nodes.first.n, "done": true }',
+                },
+              ],
+            }),
+            ...MODES.map(([segment, mode]) =>
+              trigger(segment, {
+                workflowRef: { name: 'steps' },
+                pathSegment: segment,
+                response: { mode },
+              }),
+            ),
+          ],
+          MODES.map(([segment]) => segment),
+        );
+        gateway = await createGatewayRuntime({
+          redis: redis(),
+          baseUrl: 'http://localhost',
+          engine: { outbound },
+          queueShards,
+        });
+        await eventually(() => expect(gateway.table.size).toBe(MODES.length));
+        worker = await createWorkerRuntime({
+          redis: redis(),
+          engine: { outbound, callbacks: { secret: SECRET, backoffMs: 20, timeoutMs: 2000 } },
+          blockMs: 200,
+          queueShards,
+        });
+        base = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+        admin = await gateway.admin.listen({ port: 0, host: '127.0.0.1' });
+      }, 60_000);
+      afterAll(async () => {
+        await gateway?.close();
+        await worker?.close(2_000);
+        await control?.stop();
+        for (const c of clients) c.disconnect();
+        await receiver?.close();
+        await backend?.stop();
+      });
+
+      const post = (
+        segment: string,
+        body: unknown = { n: 5 },
+        headers: Record<string, string> = {},
+      ) =>
+        fetch(`${base}${wf}/${segment}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify(body),
+        });
+
+      it('Immediate ACK: 202 queued; the worker runs it; the gateway serves the record', async () => {
+        const res = await post('ack');
+        expect(res.status).toBe(202);
+        const { executionId, status } = (await res.json()) as {
+          executionId: string;
+          status: string;
+        };
+        expect(status).toBe('queued');
+        await eventually(async () => {
+          const record = await (await fetch(`${admin}/api/executions/${executionId}`)).json();
+          expect(record).toMatchObject({ status: 'succeeded', output: { n: 5, done: true } });
+        });
+      });
+
+      it('Async Callback: the worker POSTs the signed result', async () => {
+        const res = await post('callback', { n: 9 }, { 'x-callback-url': `${receiver.url}/hook` });
+        expect(res.status).toBe(202);
+        const { executionId } = (await res.json()) as { executionId: string };
+        const delivery = await eventually(() => {
+          const got = receiver.received.find((r) => r.body.includes(executionId));
+          if (!got) throw new Error('no delivery yet');
+          return got;
+        });
+        const verified = new Webhook(SECRET).verify(delivery.body, {
+          'webhook-id': String(delivery.headers['webhook-id']),
+          'webhook-timestamp': String(delivery.headers['webhook-timestamp']),
+          'webhook-signature': String(delivery.headers['webhook-signature']),
+        });
+        expect(verified).toMatchObject({ executionId, status: 'succeeded', output: { n: 9 } });
+      });
+
+      it('Acknowledge + Subscribe: the channel relays every event in order', async () => {
+        const res = await post('subscribe');
+        expect(res.status).toBe(202);
+        const { channel } = (await res.json()) as { channel: { url: string } };
+        // On the webhook listener, with the link's token and no admin token.
+        const frames = await collect(await fetch(`${base}${channel.url}`));
+        expect(frames[0]?.event).toBe('queued');
+        expect(frames.at(-1)?.event).toBe('completed');
+        expect(JSON.parse(frames.at(-1)?.data ?? '{}')).toMatchObject({
+          output: { n: 5, done: true },
+        });
+        expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_f, i) => i + 1));
+        const resumed = await collect(
+          await fetch(`${base}${channel.url}`, { headers: { 'last-event-id': '3' } }),
+        );
+        expect(resumed.map((f) => f.id)).toEqual(frames.slice(3).map((f) => f.id));
+      });
+
+      it('Acknowledge + Subscribe: the worker keeps the link valid; only the digest is stored', async () => {
+        const one = (await (await post('subscribe', { n: 6 })).json()) as Accepted;
+        const two = (await (await post('subscribe')).json()) as Accepted;
+        const token = new URL(one.links.self, base).searchParams.get('token') as string;
+        await eventually(async () => {
+          const view = await (await fetch(`${base}${one.links.self}`)).json();
+          expect(view).toMatchObject({ status: 'succeeded', output: { n: 6, done: true } });
+        });
+        const layout = new ExecutionLayout({
+          shards: queueShards,
+          cluster: backend.client.isCluster,
+        });
+        const record = layout.of(one.executionId).record(one.executionId);
+        if (queueShards === 1 && !backend.client.isCluster)
+          expect(record).toBe(`hookgate:exec:${one.executionId}`);
+        const stored = (await redis().get(record)) as string;
+        expect(stored).toContain(createHash('sha256').update(token).digest('hex'));
+        expect(stored).not.toContain(token);
+        const adminView = await (await fetch(`${admin}/api/executions/${one.executionId}`)).text();
+        expect(adminView).toContain('succeeded');
+        expect(adminView).not.toContain(token);
+        expect(adminView).not.toContain('accessDigest');
+        const otherToken = new URL(two.links.self, base).searchParams.get('token') as string;
+        for (const url of [
+          `/webhook-executions/${one.executionId}/events?token=${otherToken}`,
+          `/webhook-executions/${one.executionId}/events?token=${'x'.repeat(43)}`,
+          `/webhook-executions/${one.executionId}/events`,
+        ]) {
+          const res = await fetch(`${base}${url}`);
+          expect(res.status).toBe(404);
+          expect(((await res.json()) as { type: string }).type).toMatch(
+            /execution-link-not-found$/,
+          );
+        }
+      });
+
+      it('Wait for Completion: 200 with the output the worker produced', async () => {
+        const res = await post('wait', { n: 4 });
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual({ n: 4, done: true });
+      });
+
+      it('SSE Stream: progress until the result', async () => {
+        const res = await post('stream');
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+        const types = (await collect(res)).map((f) => f.event);
+        expect(types[0]).toBe('queued');
+        expect(types.indexOf('respond')).toBeLessThan(types.indexOf('completed'));
+        expect(types.at(-1)).toBe('completed');
+      });
+
+      it('Wait for Response Node: the node answers while the workflow goes on', async () => {
+        const res = await post('node', { n: 3 });
+        expect(res.status).toBe(201);
+        expect(await res.json()).toEqual({ accepted: 3 });
+        const { items } = (await (
+          await fetch(`${admin}/api/executions?trigger=default/node&limit=1`)
+        ).json()) as { items: { id: string }[] };
+        await eventually(async () => {
+          const record = (await (
+            await fetch(`${admin}/api/executions/${items[0]?.id}`)
+          ).json()) as {
+            status: string;
+            log: { nodeId: string }[];
+          };
+          expect(record.status).toBe('succeeded');
+          expect(record.log.map((l) => l.nodeId)).toEqual(['first', 'answer', 'pause', 'last']);
+        });
+      });
+    },
+  );
