@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cluster } from 'ioredis';
 import { redisAvailable } from '../support/redis.ts';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
+import pino from 'pino';
+import { shardSpread, warnOfUnevenShards } from '../../roles/queue-shards.ts';
+import { eventually } from '../support/eventually.ts';
 
 describe.skipIf(!redisAvailable())('a real Redis Cluster of three masters', () => {
   let cluster: RedisCluster;
@@ -27,6 +30,25 @@ describe.skipIf(!redisAvailable())('a real Redis Cluster of three masters', () =
   it('refuses a script over keys of two slots, accepts one over a hash tag', async () => {
     await expect(client.eval('return 1', 2, 'a', 'b')).rejects.toThrow(/CROSSSLOT/);
     expect(await client.eval('return 1', 2, '{x}a', '{x}b')).toBe(1);
+  });
+
+  it('says how the queue shards fall on the masters, and warns when a master gets none', async () => {
+    const one = await shardSpread(client, 1);
+    expect(one.masters).toBe(3);
+    expect([...one.perMaster.values()].sort()).toEqual([0, 0, 1]);
+    const twelve = await shardSpread(client, 12);
+    expect([...twelve.perMaster.values()].reduce((a, b) => a + b, 0)).toBe(12);
+    expect(twelve.perMaster.size).toBe(3);
+    // The start-up log line: a warning for N = 1 on three masters.
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line)) },
+    );
+    warnOfUnevenShards(client, 1, logger);
+    await eventually(() => expect(lines).toHaveLength(1));
+    expect(lines[0]).toMatchObject({ level: 40 });
+    expect(lines[0]?.msg).toContain('leaves 2 of 3 Redis Cluster masters without executions');
   });
 
   it('moves a slot live; the client follows', async () => {
