@@ -43,7 +43,7 @@ describe.skipIf(!redisAvailable())('a real Redis Cluster of three masters', () =
     const lines: { level: number; msg: string }[] = [];
     const logger = pino(
       { level: 'info' },
-      { write: (line: string) => lines.push(JSON.parse(line)) },
+      { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) },
     );
     warnOfUnevenShards(client, 1, logger);
     await eventually(() => expect(lines).toHaveLength(1));
