@@ -22,7 +22,7 @@ import { mainClient, redisClients, RedisHealth, type RedisClients } from './redi
 import { settings, type RoleName, type Settings } from './settings.ts';
 import { tuneV8ForServing } from './v8-tuning.ts';
 import { createWorkerRuntime } from './worker.ts';
-import { warnOfUnevenShards } from './queue-shards.ts';
+import { checkQueueShards } from './queue-shards.ts';
 
 type Role = (s: Settings, logger: Logger) => Promise<Closable>;
 
@@ -104,8 +104,10 @@ const roles: Record<RoleName, Role> = {
       readiness: () => clients.readiness(),
     });
     clients.health.register(runtime.registry);
-    if (env.HOOKGATE_EXECUTIONS !== 'inline')
-      warnOfUnevenShards(clients.main, s.queueShards, logger);
+    const stopShardChecks =
+      env.HOOKGATE_EXECUTIONS === 'inline'
+        ? undefined
+        : checkQueueShards(clients.main, s.queueShards, logger);
     const metrics =
       s.metricsPort !== undefined && s.metricsPort !== s.port
         ? await serveProbes({
@@ -121,6 +123,7 @@ const roles: Record<RoleName, Role> = {
       `routes from Redis; webhooks at ${address}; admin at ${admin} (auth: ${s.adminAuth})`,
     );
     return closing(async () => {
+      stopShardChecks?.();
       await runtime.close();
       await metrics?.close();
     }, clients);
@@ -143,7 +146,7 @@ const roles: Record<RoleName, Role> = {
       onInternalError: internalErrors(logger),
     });
     health.register(runtime.registry);
-    warnOfUnevenShards(redis, s.queueShards, logger);
+    const stopShardChecks = checkQueueShards(redis, s.queueShards, logger);
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
     const port = s.metricsPort ?? s.port;
     const metrics = await serveProbes({
@@ -158,6 +161,7 @@ const roles: Record<RoleName, Role> = {
     logger.info(`executions from Redis, ${concurrency} at once; metrics on port ${port}`);
     // Running executions get 20 s to finish, inside the 25 s grace period.
     return closing(async () => {
+      stopShardChecks();
       await runtime.close(20_000);
       await metrics.close();
     }, redis);

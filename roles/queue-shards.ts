@@ -57,3 +57,68 @@ export function warnOfUnevenShards(redis: RedisClient, shards: number, logger: L
     }
   })();
 }
+
+/** Where gateways and workers say which HOOKGATE_QUEUE_SHARDS they use (hash: N -> ms). */
+export const SHARD_COUNT_KEY = 'hookgate:queue:shard-counts';
+
+/**
+ * Every gateway (queue mode) and worker says, now and every `everyMs`, which number of
+ * shards it uses, and reads what the others said: another number said within
+ * `windowMs` is logged as an error (once per number and 10 minutes). With two numbers
+ * at once, gateways write to shards the workers may not read, and those jobs wait
+ * forever; a rolling change of N shows here while old and new pods overlap. Log only:
+ * what to do (drain, align the value) is the operator's call. Returns stop().
+ */
+export function watchShardCount(
+  redis: RedisClient,
+  shards: number,
+  logger: Logger,
+  options: { everyMs?: number; windowMs?: number; now?: () => number } = {},
+): () => void {
+  const everyMs = options.everyMs ?? 60_000;
+  const windowMs = options.windowMs ?? 3 * everyMs;
+  const now = options.now ?? Date.now;
+  const told = new Map<string, number>();
+  const tick = async () => {
+    try {
+      const at = now();
+      const [, , said] = (await redis
+        .multi()
+        .hset(SHARD_COUNT_KEY, String(shards), String(at))
+        .pexpire(SHARD_COUNT_KEY, 2 * windowMs)
+        .hgetall(SHARD_COUNT_KEY)
+        .exec()
+        .then((replies) => (replies ?? []).map(([, reply]) => reply))) as [
+        unknown,
+        unknown,
+        Record<string, string>,
+      ];
+      for (const [other, when] of Object.entries(said ?? {})) {
+        if (other === String(shards) || Number(when) < at - windowMs) continue;
+        if ((told.get(other) ?? -Infinity) > at - 600_000) continue;
+        told.set(other, at);
+        logger.error(
+          { queueShards: shards, other: Number(other) },
+          `HOOKGATE_QUEUE_SHARDS is ${shards} here but ${other} on another gateway or worker of ` +
+            'this Redis: jobs queued to shards the workers do not read wait until the values ' +
+            'agree (docs/redis-layout.md)',
+        );
+      }
+    } catch {
+      // Redis unreachable: the roles report that on their own; the next tick says it.
+    }
+  };
+  void tick();
+  const timer = setInterval(() => void tick(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/**
+ * The start-up checks of a process that uses the queue (gateway in queue mode, worker):
+ * how the shards fall on a cluster's masters, and the same N everywhere. Returns stop().
+ */
+export function checkQueueShards(redis: RedisClient, shards: number, logger: Logger): () => void {
+  warnOfUnevenShards(redis, shards, logger);
+  return watchShardCount(redis, shards, logger);
+}
