@@ -126,9 +126,14 @@ end
 return added
 `;
 
+// KEYS: record, events list. The record and how many events it has, in one command
+// (a worker reads both before it resumes a job).
+const LOAD = `return { redis.call('GET', KEYS[1]) or false, redis.call('LLEN', KEYS[2]) }`;
+
 interface StoreCommands {
   hookgateSaveExecution(...args: (string | number)[]): Promise<number>;
   hookgateAppendEvents(...args: (string | number)[]): Promise<number>;
+  hookgateLoadExecution(record: string, events: string): Promise<[string | null, number]>;
 }
 
 export interface RedisExecutionStoreOptions {
@@ -188,6 +193,9 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     if (!redis.hookgateAppendEvents) {
       redis.defineCommand('hookgateAppendEvents', { numberOfKeys: 4, lua: APPEND_EVENTS });
     }
+    if (!redis.hookgateLoadExecution) {
+      redis.defineCommand('hookgateLoadExecution', { numberOfKeys: 2, lua: LOAD });
+    }
     this.#redis = redis as RedisClient & StoreCommands;
     this.#ttlMs = options.ttlMs ?? DEFAULT_EXECUTION_TTL_MS;
     this.layout = options.layout ?? new ExecutionLayout({ cluster: redis.isCluster === true });
@@ -245,7 +253,20 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   async get(id: string): Promise<Execution | undefined> {
-    const json = await this.#redis.get(this.layout.of(id).record(id));
+    return this.#parse(await this.#redis.get(this.layout.of(id).record(id)));
+  }
+
+  /** The record and the number of its events, in one command (what a worker resumes from). */
+  async load(id: string): Promise<{ execution: Execution | undefined; eventCount: number }> {
+    const keys = this.layout.of(id);
+    const [json, eventCount] = await this.#redis.hookgateLoadExecution(
+      keys.record(id),
+      keys.events(id),
+    );
+    return { execution: this.#parse(json), eventCount };
+  }
+
+  #parse(json: string | null): Execution | undefined {
     if (!json) return undefined;
     const execution = JSON.parse(json) as Execution;
     // Redis expires the key on its own; this hides it on the store's clock too.
@@ -424,10 +445,5 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
 
   #expired(execution: Execution): boolean {
     return Date.parse(execution.createdAt) < this.#now() - this.#ttlMs;
-  }
-
-  /** Number of events stored for an execution (a worker continues numbering after it). */
-  eventCount(id: string): Promise<number> {
-    return this.#redis.llen(this.layout.of(id).events(id));
   }
 }

@@ -36,6 +36,14 @@ import { triggerRef } from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
 
+/** XACK then XDEL of one entry (KEYS: stream; ARGV: group, entry id). */
+const ACKNOWLEDGE = `redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+return redis.call('XDEL', KEYS[1], ARGV[2])`;
+
+interface AcknowledgeCommand {
+  hookgateAcknowledge(stream: string, group: string, entryId: string): Promise<number>;
+}
+
 export interface JobTarget {
   route: RouteRecord;
   workflow: WorkflowRegistration;
@@ -99,6 +107,7 @@ export class ExecutionWorker {
   /** Running jobs by `<shard> <entry id>` (entry ids are per stream). */
   readonly #inflight = new Map<string, Running>();
   readonly #shards: ShardReader[];
+  readonly #redis: RedisClient & AcknowledgeCommand;
   /** Jobs one shard's loop waits for at a time (BLOCK), with several shards. */
   readonly #perShard: number;
   /** Run slots held by loops reading now (several shards). */
@@ -125,6 +134,10 @@ export class ExecutionWorker {
       onInternalError: (error, where) => console.error(`hookgate worker: ${where}:`, error),
       ...options,
     };
+    const redis = options.redis as RedisClient & Partial<AcknowledgeCommand>;
+    if (!redis.hookgateAcknowledge)
+      redis.defineCommand('hookgateAcknowledge', { numberOfKeys: 1, lua: ACKNOWLEDGE });
+    this.#redis = redis as RedisClient & AcknowledgeCommand;
     const shards = options.store.layout.shards;
     this.#shards = shards.map((keys, k) => ({
       keys,
@@ -333,7 +346,7 @@ export class ExecutionWorker {
     const at = fields.indexOf('job');
     const job = JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
     if (!job) return; // not a job of ours: acknowledge and drop it
-    const execution = await this.#o.store.get(job.id);
+    const { execution, eventCount: afterSeq } = await this.#o.store.load(job.id);
     // Expired, or finished by a worker that died before acknowledging: nothing to do,
     // except the dead-letter entry of a record that says it went there (the worker died
     // between the record and the entry; adding is idempotent).
@@ -349,7 +362,6 @@ export class ExecutionWorker {
     const attempt = job.attempt ?? 1;
     const pending = (execution.attempt ?? 1) + (execution.nextAttemptAt ? 1 : 0);
     if (attempt < pending) return;
-    const afterSeq = await this.#o.store.eventCount(job.id);
     const target = await this.#o.resolve(job);
     if (!target) {
       await this.#failUnrunnable(execution, job, afterSeq);
@@ -387,9 +399,9 @@ export class ExecutionWorker {
     ]);
   }
 
+  /** XACK and XDEL in one script: unlike MULTI…EXEC it joins ioredis' auto-pipeline. */
   async #acknowledge(shard: ShardReader, entryId: string): Promise<void> {
-    const stream = shard.keys.stream;
-    await this.#o.redis.multi().xack(stream, WORKER_GROUP, entryId).xdel(stream, entryId).exec();
+    await this.#redis.hookgateAcknowledge(shard.keys.stream, WORKER_GROUP, entryId);
   }
 
   /** Moves due retry attempts to the stream (any worker; each job moves once). */
