@@ -146,16 +146,18 @@ for (const [name, start, shards] of [
     });
 
     it('a failed attempt waits in the retry set, comes back through the stream and succeeds', async () => {
-      const target = deploy(flaky, onFail(4, '300ms'));
+      const target = deploy(flaky, onFail(6, '300ms'));
       const g = gateway();
+      // Workers first, so the first attempt runs well within the second that fails
+      // (on a loaded machine, starting them after the enqueue took longer than that).
+      await worker().start();
+      await worker().start();
       const queued = await g.engine.start({
         ...target,
-        input: trigger({ n: 5, failUntil: Date.now() + 400 }),
+        input: trigger({ n: 5, failUntil: Date.now() + 1_000 }),
       });
       const live: SequencedEvent[] = [];
       g.engine.subscribe(queued.id, 0, (e) => live.push(e));
-      await worker().start();
-      await worker().start();
       const done = await settled(g, queued.id);
       expect(done).toMatchObject({ status: 'succeeded', output: { done: 5 } });
       expect(done.attempt).toBeGreaterThanOrEqual(2);
