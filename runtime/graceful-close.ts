@@ -16,6 +16,16 @@
 //    never handed to the app (nothing starts, nothing half-answers), and the socket is
 //    destroyed once the client has closed its side (or after `lingerMs`), so no unread
 //    byte turns the close into an RST.
+//
+// The same lingering close serves every answer that ends its connection (Connection:
+// close, an HTTP/1.0 or 0.9 request) while the client may still be sending, e.g. a 413
+// answered on the Content-Length before a 155 KB body has arrived. Node ends such a
+// socket with `socket.destroySoon()`, which destroys it as soon as the answer is written:
+// the unread body then turns the close into an RST, and a client still writing (or
+// slow to read, on a loaded machine) loses the answer (RFC 9112 section 9.6). Each
+// connection's destroySoon() here ends the socket with a FIN instead, keeps reading
+// (and discarding) what the client still sends, and destroys the socket once the
+// client has closed its side, or after `lingerMs`.
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -36,6 +46,32 @@ interface Connection {
 
 const kConnection = Symbol('hookgate.connection');
 
+/** Sockets ended by a lingering close: what still arrives is drained, never answered. */
+const lingering = new WeakSet<Socket>();
+
+/** True while `socket` drains after its last answer (see lingerThenDestroy). */
+export function isLingering(socket: Socket): boolean {
+  return lingering.has(socket);
+}
+
+/**
+ * Ends `socket` after what is queued on it is written (a FIN, not an RST), drains what
+ * the client still sends, and destroys the socket when the client closes its side or
+ * after `lingerMs`.
+ */
+function lingerThenDestroy(socket: Socket, lingerMs: number): void {
+  if (socket.destroyed) return;
+  lingering.add(socket);
+  if (socket.readableEnded) {
+    // The client has closed its side already: nothing more can arrive.
+    socket.end(() => socket.destroy());
+    return;
+  }
+  socket.end();
+  socket.resume();
+  setTimeout(() => socket.destroy(), lingerMs).unref();
+}
+
 /** A response whose answer the connection's busy count waits for. */
 type TrackedResponse = ServerResponse & { [kConnection]?: Connection | undefined };
 
@@ -53,8 +89,7 @@ export function gracefulConnections(
   const endIdle = (socket: Socket, connection: Connection) => {
     if (connection.ended || connection.busy > 0 || socket.destroyed) return;
     connection.ended = true;
-    socket.end();
-    setTimeout(() => socket.destroy(), options.lingerMs).unref();
+    lingerThenDestroy(socket, options.lingerMs);
   };
 
   /** A response's 'close': its request is answered (or its connection gone). */
@@ -100,8 +135,10 @@ export function gracefulConnections(
         socket.once('close', () => connections.delete(socket));
         // The client closed its side of a connection we ended: nothing is left unread.
         socket.once('end', () => {
-          if (connection.ended) socket.destroy();
+          if (connection.ended || lingering.has(socket)) socket.destroy();
         });
+        // Node calls this after an answer that closes the connection.
+        socket.destroySoon = () => lingerThenDestroy(socket, options.lingerMs);
       });
       // Called by Node's server.close() (before the listener closes) and by Fastify's
       // forceCloseConnections: 'idle'. Instead of destroying idle connections now, let

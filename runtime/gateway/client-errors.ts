@@ -18,6 +18,7 @@ import {
   problemType,
   type ErrorCode,
 } from '../errors.ts';
+import { isLingering } from '../graceful-close.ts';
 
 /** Error codes of a client that went away: nothing to answer, nothing to alarm about. */
 const CLIENT_GONE = new Set([
@@ -120,6 +121,9 @@ export function clientErrorHandler(
   socket: Socket,
 ): void {
   if (answered.has(socket)) return;
+  // Its last answer is written and the socket drains until the client closes: bytes
+  // the parser refuses now (data after an HTTP/1.0 request) get no second answer.
+  if (isLingering(socket)) return;
   answered.add(socket);
   if (isClientGone(error) || socket.destroyed) {
     this.log.debug({ code: error.code }, 'client went away');

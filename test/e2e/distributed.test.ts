@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
+import { freePorts } from '../support/ports.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { collect } from '../support/sse.ts';
 import { trigger, workflow } from '../support/manifests.ts';
@@ -17,9 +18,15 @@ import { trigger, workflow } from '../support/manifests.ts';
 const root = resolve(import.meta.dirname, '..', '..');
 /** The gateways' admin listeners take this static token (HOOKGATE_ADMIN_AUTH=token). */
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
-/** A gateway's admin listener is on its webhook port + 100. */
+/** Each gateway's admin listener: webhook port -> admin port, all chosen free by the kernel. */
+const adminPorts = new Map<number, number>();
+const adminPortOf = (gatewayPort: number): number => {
+  const port = adminPorts.get(gatewayPort);
+  if (port === undefined) throw new Error(`no admin port for gateway ${gatewayPort}`);
+  return port;
+};
 const adminGet = (gatewayPort: number, path: string) =>
-  fetch(`http://127.0.0.1:${gatewayPort + 100}${path}`, {
+  fetch(`http://127.0.0.1:${adminPortOf(gatewayPort)}${path}`, {
     headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
   });
 const PATH = '/webhook/default_production_orders/ingest';
@@ -31,6 +38,8 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   const children: ChildProcess[] = [];
   const ports: number[] = [];
   let metricsPort = 0;
+  /** Free ports for the workers the tests start, taken in order. */
+  let workerPorts: number[] = [];
   const base = () => `${api.url}/apis/hookgate.dev/v1alpha1/namespaces/default`;
 
   let kubeconfig = '';
@@ -46,7 +55,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       {
         env: {
           ...process.env,
-          ADMIN_PORT: String(port + 100),
+          ...(adminPorts.has(port) ? { ADMIN_PORT: String(adminPortOf(port)) } : {}),
           HOOKGATE_ADMIN_AUTH: 'token',
           HOOKGATE_ADMIN_TOKEN_FILE: join(cluster.dir, 'admin-token'),
           KUBECONFIG: kubeconfigPath,
@@ -94,12 +103,15 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     kubeconfig = cluster.kubeconfig;
     writeFileSync(join(cluster.dir, 'admin-token'), `${ADMIN_TOKEN}\n`);
     redis = await startRedis();
-    const port = 31_000 + Math.floor(Math.random() * 3000);
-    ports.push(port, port + 1, port + 2);
-    start('operator', port, kubeconfig);
-    start('gateway', port + 1, kubeconfig, { METRICS_PORT: String(port + 10) });
-    metricsPort = port + 10;
-    start('gateway', port + 2, kubeconfig);
+    // Ports the kernel chose free just now (random ones collide on a loaded CI machine).
+    const [operator, g1, g2, admin1, admin2, metrics, ...spare] = await freePorts(9);
+    ports.push(operator!, g1!, g2!);
+    adminPorts.set(g1!, admin1!).set(g2!, admin2!);
+    metricsPort = metrics!;
+    workerPorts = spare;
+    start('operator', operator!, kubeconfig);
+    start('gateway', g1!, kubeconfig, { METRICS_PORT: String(metricsPort) });
+    start('gateway', g2!, kubeconfig);
     for (const p of ports) await healthy(p);
   });
   afterAll(async () => {
@@ -160,7 +172,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
   });
 
   it('a worker runs what a gateway queued; either gateway reads it and waits for it', async () => {
-    const worker = start('worker', ports[0]! + 20, kubeconfig);
+    const worker = start('worker', workerPorts[0]!, kubeconfig);
     await healthy(ports[0]! + 20);
     await post(
       'webhooktriggers',
@@ -199,7 +211,9 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     // port has no /api at all (docs/security.md A2, A3).
     const publicApi = await fetch(`http://127.0.0.1:${g2}/api/executions/${executionId}`);
     expect(publicApi.status).toBe(404);
-    const anonymous = await fetch(`http://127.0.0.1:${g2 + 100}/api/executions/${executionId}`);
+    const anonymous = await fetch(
+      `http://127.0.0.1:${adminPortOf(g2)}/api/executions/${executionId}`,
+    );
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer/);
     // Wait for Completion: the gateway answers with the output the worker produced.
@@ -235,7 +249,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     const g1 = ports[1] as number;
     const path = '/webhook/default_production_slow/slow';
     const claim = { HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000' };
-    const doomed = start('worker', ports[0]! + 21, kubeconfig, claim);
+    const doomed = start('worker', workerPorts[1]!, kubeconfig, claim);
     await healthy(ports[0]! + 21);
     await serves(g1, path);
     const res = await fetch(`http://127.0.0.1:${g1}${path}`, {
@@ -255,7 +269,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       };
     await eventually(async () => expect((await record()).status).toBe('running'), 10_000, 20);
     doomed.kill('SIGKILL');
-    start('worker', ports[0]! + 22, kubeconfig, claim);
+    start('worker', workerPorts[2]!, kubeconfig, claim);
     await eventually(
       async () =>
         expect(await record()).toMatchObject({ status: 'succeeded', output: { done: 7 } }),

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
+import { freePorts } from '../support/ports.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 let server: KubeApiServer;
@@ -67,11 +68,9 @@ async function createTrigger(name: string) {
 }
 
 describe('hookgate operator processes', () => {
-  const ports = [
-    21_000 + Math.floor(Math.random() * 5000),
-    26_000 + Math.floor(Math.random() * 5000),
-  ] as const;
+  let ports: readonly [number, number] = [0, 0];
   beforeAll(async () => {
+    ports = (await freePorts(2)) as [number, number];
     cluster = await startTestCluster({ crds: true });
     ({ server, kubeconfig } = cluster);
     await fetch(`${base()}/workflows`, {

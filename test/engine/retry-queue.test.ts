@@ -25,6 +25,7 @@ import { RedisRetryQueue } from '../../runtime/engine/retry-queue-redis.ts';
 import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
 import { ExecutionWorker, type JobTarget } from '../../runtime/engine/worker.ts';
 import { eventually, sleep } from '../support/eventually.ts';
+import { freePort } from '../support/ports.ts';
 import { redisAvailable } from '../support/redis.ts';
 import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 import { route, trigger, workflow } from './helpers.ts';
@@ -402,8 +403,10 @@ for (const [name, start, shards] of [
         return { workflow: w, trigger: triggerRef(r) };
       }
 
-      function spawnWorker(): ChildProcess {
-        const port = 36_000 + Math.floor(Math.random() * 2000);
+      async function spawnWorker(): Promise<ChildProcess> {
+        // A port the kernel chose free just now: a random one can be taken on a loaded CI
+        // machine running 146 files, and the worker then exits before it reads the queue.
+        const port = await freePort();
         const child = spawn(
           process.execPath,
           [join(root, 'roles/cli.ts'), 'worker', '--port', String(port)],
@@ -441,7 +444,7 @@ for (const [name, start, shards] of [
         const queued = await g.engine.start({ ...target, input: trigger({ slow: [1] }) });
         const events: SequencedEvent[] = [];
         g.engine.subscribe(queued.id, 0, (e) => events.push(e));
-        const first = spawnWorker();
+        const first = await spawnWorker();
         // Mid-backoff: attempt 1 has failed and attempt 2 waits in the retry set (the
         // record says when, written in the same script as the set).
         await eventually(
@@ -451,7 +454,7 @@ for (const [name, start, shards] of [
         );
         await killed(first);
         expect(await due(client())).toBe(1);
-        const second = spawnWorker();
+        const second = await spawnWorker();
         // Mid-attempt: attempt 2 runs (its delay node started).
         await eventually(
           () =>
@@ -463,7 +466,7 @@ for (const [name, start, shards] of [
           20,
         );
         await killed(second);
-        spawnWorker();
+        await spawnWorker();
         const done = await settled(g, queued.id, 60_000);
         expect(done).toMatchObject({ status: 'failed', attempt: 3, error: { kind: 'fail' } });
         expect(done.failedAttempts?.map((a) => a.attempt)).toEqual([1, 2]);
