@@ -24,32 +24,27 @@ export function storeMetrics(registry: Registry, stores: BoundedStore[]): void {
         }
       }),
     ).finally(() => queueMicrotask(() => (reading = undefined))));
-  new Gauge({
-    name: STORE_METRIC.bytes,
-    help: 'Bytes a store holds (about the size of its data as JSON), by store.',
-    labelNames: ['store'],
-    registers,
-    async collect(this: Gauge<'store'>) {
-      const stats = await read();
-      stores.forEach((s, i) => {
-        const st = stats[i];
-        if (st) this.set({ store: s.storeName }, st.bytes);
-      });
-    },
-  });
-  new Gauge({
-    name: STORE_METRIC.entries,
-    help: 'Entries a store holds, by store.',
-    labelNames: ['store'],
-    registers,
-    async collect(this: Gauge<'store'>) {
-      const stats = await read();
-      stores.forEach((s, i) => {
-        const st = stats[i];
-        if (st) this.set({ store: s.storeName }, st.entries);
-      });
-    },
-  });
+  /** One gauge per size a store reports, each set from the same scrape's stats. */
+  const gauge = (name: string, help: string, size: (stats: BoundedStoreStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['store'],
+      registers,
+      async collect(this: Gauge<'store'>) {
+        const stats = await read();
+        stores.forEach((s, i) => {
+          const st = stats[i];
+          if (st) this.set({ store: s.storeName }, size(st));
+        });
+      },
+    });
+  gauge(
+    STORE_METRIC.bytes,
+    'Bytes a store holds (about the size of its data as JSON), by store.',
+    (st) => st.bytes,
+  );
+  gauge(STORE_METRIC.entries, 'Entries a store holds, by store.', (st) => st.entries);
   const seen = new Map<string, number>();
   new Counter({
     name: STORE_METRIC.evictions,

@@ -173,7 +173,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
 
   it('a worker runs what a gateway queued; either gateway reads it and waits for it', async () => {
     const worker = start('worker', workerPorts[0]!, kubeconfig);
-    await healthy(ports[0]! + 20);
+    await healthy(workerPorts[0]!);
     await post(
       'webhooktriggers',
       trigger('wait', { pathSegment: 'wait', response: { mode: 'waitForCompletion' } }),
@@ -250,7 +250,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     const path = '/webhook/default_production_slow/slow';
     const claim = { HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000' };
     const doomed = start('worker', workerPorts[1]!, kubeconfig, claim);
-    await healthy(ports[0]! + 21);
+    await healthy(workerPorts[1]!);
     await serves(g1, path);
     const res = await fetch(`http://127.0.0.1:${g1}${path}`, {
       method: 'POST',
