@@ -6,6 +6,7 @@
 // send the token typed into the Token field (docs/security.md); the pages hold no data.
 import { readFileSync } from 'node:fs';
 import type { FastifyPluginCallback, FastifyReply } from 'fastify';
+import { withTopbar } from './topbar.ts';
 
 const PUBLIC = new URL('./public/', import.meta.url);
 
@@ -47,10 +48,12 @@ export interface DashboardOptions {
 export const dashboardRoutes: FastifyPluginCallback<DashboardOptions> = (app, opts, done) => {
   const root = opts.root ?? PUBLIC;
   const files = new Map<string, { body: Buffer; type: string }>();
+  const topbar = readFileSync(new URL('topbar.html', root), 'utf8');
   for (const name of DASHBOARD_FILES) {
     const ext = name.slice(name.lastIndexOf('.'));
+    const body = readFileSync(new URL(name, root));
     files.set(name, {
-      body: readFileSync(new URL(name, root)),
+      body: ext === '.html' ? Buffer.from(withTopbar(body.toString('utf8'), topbar)) : body,
       type: TYPES[ext] ?? 'application/octet-stream',
     });
   }
