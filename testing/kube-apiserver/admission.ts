@@ -8,26 +8,9 @@ import { objectMetaCauses } from './object-meta.ts';
 import { canonical } from './patch.ts';
 import { apiVersionOf, type CrdSpec, type KubeObject, type ResourceType } from './resources.ts';
 import { badRequest, invalid } from './status.ts';
+import { OBJECT_META_FIELDS } from './schema/prune.ts';
 
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
-
-const META_FIELDS = new Set([
-  'name',
-  'generateName',
-  'namespace',
-  'uid',
-  'resourceVersion',
-  'generation',
-  'creationTimestamp',
-  'deletionTimestamp',
-  'deletionGracePeriodSeconds',
-  'labels',
-  'annotations',
-  'ownerReferences',
-  'finalizers',
-  'managedFields',
-  'selfLink',
-]);
 
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -101,7 +84,7 @@ export function admitObject(
 ): Admitted {
   const { metadata, ...rest } = structuredClone(input);
   const unknown = Object.keys(metadata)
-    .filter((k) => !META_FIELDS.has(k))
+    .filter((k) => !OBJECT_META_FIELDS.has(k))
     .map((k) => `metadata.${k}`);
   for (const f of unknown) delete metadata[f.slice('metadata.'.length)];
   delete metadata.managedFields;

@@ -132,38 +132,52 @@ function visibleMeta(meta: Record<string, unknown>): CelValue {
   return celMap(out);
 }
 
-function sameKeys(a: CelValue, b: CelValue, keys: string[]): boolean {
-  if (!isCelMap(a) || !isCelMap(b)) return false;
-  return keys.every((k) => {
-    const x = a.get(k);
-    const y = b.get(k);
-    return x === undefined || y === undefined ? x === y : celEquals(x, y);
-  });
+/**
+ * The name of a `map` list's element: its key fields' values, as Kubernetes keys the
+ * elements of such a list (apiserver/pkg/cel/common/values.go, unstructuredMapList).
+ * Key fields are scalars; a missing one is a key of its own.
+ */
+function mapListKey(element: CelValue, keys: string[]): string | undefined {
+  if (!isCelMap(element)) return undefined;
+  return keys
+    .map((k) => {
+      const v = element.get(k);
+      return v === undefined ? '-' : `${typeof v}:${String(v)}`;
+    })
+    .join('\u0000');
+}
+
+/**
+ * List equality by list type, as values.go's Equal methods do it: a `map` list indexes
+ * one side by key and looks each element of the other up; a `set` list (its elements
+ * unique) is equal when as long and containing each of the other's elements; any other
+ * list compares element by element, in order.
+ */
+function listEquals(a: CelValue[], b: CelValue[], kind: ListKind | undefined): boolean {
+  if (a.length !== b.length) return false;
+  if (kind?.type === 'map') {
+    const byKey = new Map<string, CelValue>();
+    for (const x of a) {
+      const key = mapListKey(x, kind.keys);
+      if (key !== undefined) byKey.set(key, x);
+    }
+    for (const y of b) {
+      const key = mapListKey(y, kind.keys);
+      const x = key === undefined ? undefined : byKey.get(key);
+      if (x === undefined || !celEquals(x, y)) return false;
+    }
+    return true;
+  }
+  if (kind?.type === 'set') return b.every((y) => a.some((x) => celEquals(x, y)));
+  for (let i = 0; i < a.length; i++)
+    if (!celEquals(a[i] as CelValue, b[i] as CelValue)) return false;
+  return true;
 }
 
 /** CEL equality in which `set` and `map` lists ignore order (and so do lists inside). */
 export function celEquals(a: CelValue, b: CelValue): boolean {
   if (isCelList(a) && isCelList(b)) {
-    if (a.size !== b.size) return false;
-    const xs = [...a];
-    const ys = [...b];
-    const kind = listKinds.get(a) ?? listKinds.get(b);
-    if (kind?.type === 'set') {
-      return (
-        xs.every((x) => ys.some((y) => celEquals(x, y))) &&
-        ys.every((y) => xs.some((x) => celEquals(x, y)))
-      );
-    }
-    if (kind?.type === 'map') {
-      return xs.every((x) => {
-        const y = ys.find((c) => sameKeys(x, c, kind.keys));
-        return y !== undefined && celEquals(x, y);
-      });
-    }
-    return xs.every((x, i) => {
-      const y = ys[i];
-      return y !== undefined && celEquals(x, y);
-    });
+    return listEquals([...a], [...b], listKinds.get(a) ?? listKinds.get(b));
   }
   if (isCelMap(a) && isCelMap(b)) {
     if (a.size !== b.size) return false;

@@ -133,7 +133,7 @@ function runRules(
       rule,
       withFieldPath(path, rule.fieldPath),
       value,
-      messageOf(rule, self, oldSelf),
+      messageOf(rule, bindings),
     );
     if (!c.usesOldSelf && unchanged) out.warnings.push(errorLine(err));
     else out.errors.push(err);
@@ -160,26 +160,55 @@ function failure(rule: ValidationRule, at: FieldPath, value: unknown, detail: st
   }
 }
 
-/** messageExpression when it yields a usable string, else message, else the default. */
-function messageOf(rule: ValidationRule, self: CelValue, oldSelf: CelValue | undefined): string {
-  if (rule.messageExpression) {
-    const bindings: Bindings = { self };
-    if (oldSelf !== undefined) bindings.oldSelf = oldSelf;
-    const text = evaluate(rule.messageExpression, bindings);
-    if (text.ok && typeof text.value === 'string') {
-      const trimmed = text.value.trim();
-      if (trimmed !== '' && !trimmed.includes('\n')) return trimmed;
-    }
-  }
-  return rule.message?.trim() ? rule.message.trim() : `failed rule: ${rule.rule.trim()}`;
+/** validation.go's ruleErrorString: the rule's message, else "failed rule: <rule>". */
+function ruleErrorString(rule: ValidationRule): string {
+  const message = (rule.message ?? '').trim();
+  return message.length > 0 ? message : `failed rule: ${rule.rule.trim()}`;
 }
 
-/** A rule's fieldPath (`.spec.x`, `['a.b']`) appended to the node's path. */
+/**
+ * The message of a failed rule, as validation.go's evalMessageExpression decides it: the
+ * messageExpression is evaluated with the rule's own activation; a result that is not a
+ * string, is blank, or has a line break is not used, and ruleErrorString answers.
+ */
+function messageOf(rule: ValidationRule, activation: Bindings): string {
+  if (rule.messageExpression === undefined || rule.messageExpression === '') {
+    return ruleErrorString(rule);
+  }
+  const evaluated = evaluate(rule.messageExpression, activation);
+  if (!evaluated.ok || typeof evaluated.value !== 'string') return ruleErrorString(rule);
+  const text = evaluated.value.trim();
+  return text === '' || text.includes('\n') ? ruleErrorString(rule) : text;
+}
+
+/**
+ * A rule's fieldPath (`.spec.x`, `['a.b']`, `.a['b\\'c']`) appended to the node's path:
+ * read one character at a time, a `.name` step up to the next `.` or `[`, a `['...']`
+ * step up to its unescaped closing quote.
+ */
 function withFieldPath(path: FieldPath, fieldPath: string | undefined): FieldPath {
-  if (!fieldPath) return path;
   let out = path;
-  for (const m of fieldPath.matchAll(/\.([^.[]+)|\['((?:[^'\\]|\\.)*)'\]/g)) {
-    out = out.child(m[1] ?? (m[2] ?? '').replace(/\\(.)/g, '$1'));
+  let i = 0;
+  const text = fieldPath ?? '';
+  while (i < text.length) {
+    if (text[i] === '.') {
+      let end = i + 1;
+      while (end < text.length && text[end] !== '.' && text[end] !== '[') end++;
+      out = out.child(text.slice(i + 1, end));
+      i = end;
+    } else if (text.startsWith("['", i)) {
+      let name = '';
+      let end = i + 2;
+      while (end < text.length && text[end] !== "'") {
+        if (text[end] === '\\' && end + 1 < text.length) end++;
+        name += text[end];
+        end++;
+      }
+      out = out.child(name);
+      i = end + 2; // past the quote and the bracket
+    } else {
+      i++; // not a step: skipped (this server does not validate fieldPath)
+    }
   }
   return out;
 }
