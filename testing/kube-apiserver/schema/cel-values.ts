@@ -142,7 +142,10 @@ function mapListKey(element: CelValue, keys: string[]): string | undefined {
   return keys
     .map((k) => {
       const v = element.get(k);
-      return v === undefined ? '-' : `${typeof v}:${String(v)}`;
+      if (v === undefined) return '-';
+      // Map keys are scalars (the CRD's schema says so); anything else names no element.
+      if (typeof v === 'object' || typeof v === 'function' || typeof v === 'symbol') return '?';
+      return `${typeof v}:${String(v)}`;
     })
     .join('\u0000');
 }

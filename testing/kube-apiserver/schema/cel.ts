@@ -6,7 +6,6 @@
 // yields a non-empty one-line string), else `message`, else `failed rule: <rule>`, at
 // the node (plus `fieldPath`), typed by `reason`. Ratcheting: a non-transition rule
 // failing on a value that did not change is a warning, not an error.
-import type { CelValue } from '@bufbuild/cel';
 import { fe, OMIT, errorLine } from './errors.ts';
 import { celOptional, toCel } from './cel-values.ts';
 import { evaluate, type Bindings } from './cel-env.ts';
