@@ -2,14 +2,8 @@
 // listener's /webhook-events/<workflowId>/<pathSegment>): each request and response
 // as it happens, one line each (or NDJSON with -o json). Ends on Ctrl-C, or after
 // --count request/response events, or after --timeout.
-import { parseArgs } from 'node:util';
-import {
-  AdminClient,
-  parseTriggerRef,
-  problemError,
-  SERVER_HELP,
-  SERVER_OPTIONS,
-} from '../admin-client.ts';
+import { parseServerCommand, outputFormat } from '../command.ts';
+import { AdminClient, parseTriggerRef, problemError, SERVER_HELP } from '../admin-client.ts';
 import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
 
 export const EVENTS_HELP = `Usage: hookgate events <namespace>/<name> [options]
@@ -81,22 +75,14 @@ export function eventLine(frame: SseFrame): string {
 }
 
 export async function eventsCommand(argv: string[]): Promise<ExitCode> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      namespace: { type: 'string', short: 'n' },
-      output: { type: 'string', short: 'o', default: 'text' },
-      count: { type: 'string', short: 'c' },
-      timeout: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-      ...SERVER_OPTIONS,
-    },
+  const parsed = parseServerCommand(argv, EVENTS_HELP, {
+    namespace: { type: 'string', short: 'n' },
+    output: { type: 'string', short: 'o', default: 'text' },
+    count: { type: 'string', short: 'c' },
+    timeout: { type: 'string' },
   });
-  if (values.help) {
-    console.log(EVENTS_HELP);
-    return EXIT.ok;
-  }
+  if (!parsed) return EXIT.ok;
+  const { values, positionals } = parsed;
   const { count, timeout } = limits(values);
   const { namespace, name } = parseTriggerRef(positionals[0], values.namespace);
   const client = new AdminClient(values);
@@ -149,7 +135,7 @@ function limits(values: {
   count: number;
   timeout: number | undefined;
 } {
-  if (!['text', 'json'].includes(values.output)) throw usageError('--output must be text or json');
+  outputFormat(values.output, ['text', 'json']);
   const count = values.count === undefined ? Infinity : Number(values.count);
   if (count !== Infinity && !(Number.isInteger(count) && count > 0))
     throw usageError('--count must be a positive integer');

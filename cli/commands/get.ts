@@ -1,11 +1,11 @@
 // hookgate get triggers|workflows|executions: a table like kubectl's, from a cluster
 // (kubeconfig, @kubernetes/client-node) or from a server's admin API (--server).
 // Executions live in the gateway's store, not in the cluster: they need --server.
+import { parseServerCommand, outputFormat } from '../command.ts';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { API_VERSION, WEBHOOK_TRIGGER_PLURAL, WORKFLOW_PLURAL } from '../../api/v1alpha1/index.ts';
-import { AdminClient, SERVER_HELP, SERVER_OPTIONS } from '../admin-client.ts';
+import { AdminClient, SERVER_HELP } from '../admin-client.ts';
 import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
 import { age, table } from '../table.ts';
 
@@ -54,30 +54,21 @@ interface Item {
 }
 
 export async function getCommand(argv: string[]): Promise<ExitCode> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      namespace: { type: 'string', short: 'n' },
-      output: { type: 'string', short: 'o', default: 'table' },
-      kubeconfig: { type: 'string' },
-      context: { type: 'string' },
-      status: { type: 'string' },
-      limit: { type: 'string', default: '50' },
-      'all-namespaces': { type: 'boolean', short: 'A' },
-      help: { type: 'boolean', short: 'h' },
-      ...SERVER_OPTIONS,
-    },
+  const parsed = parseServerCommand(argv, GET_HELP, {
+    namespace: { type: 'string', short: 'n' },
+    output: { type: 'string', short: 'o', default: 'table' },
+    kubeconfig: { type: 'string' },
+    context: { type: 'string' },
+    status: { type: 'string' },
+    limit: { type: 'string', default: '50' },
+    'all-namespaces': { type: 'boolean', short: 'A' },
   });
-  if (values.help) {
-    console.log(GET_HELP);
-    return EXIT.ok;
-  }
+  if (!parsed) return EXIT.ok;
+  const { values, positionals } = parsed;
   const kind = KINDS[(positionals[0] ?? '').toLowerCase()];
   if (!kind) throw usageError('get what? triggers, workflows or executions');
   const name = positionals[1];
-  if (!['table', 'wide', 'json', 'yaml'].includes(values.output))
-    throw usageError(`--output must be table, wide, json or yaml, not "${values.output}"`);
+  outputFormat(values.output, ['table', 'wide', 'json', 'yaml']);
   const useServer = (values.server ?? process.env.HOOKGATE_SERVER ?? '') !== '';
   if (kind === 'executions') {
     if (!useServer) throw usageError('executions are kept by the gateways: name one with --server');

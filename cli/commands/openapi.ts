@@ -1,7 +1,7 @@
 // hookgate openapi <trigger>: the OpenAPI 3.1 document of a trigger (or, with --all,
 // of the whole gateway) from a server's admin API, or offline from manifest files
 // (--file), built by the same code the server uses (runtime/openapi/document.ts).
-import { parseArgs } from 'node:util';
+import { parseServerCommand, outputFormat } from '../command.ts';
 import { stringify } from 'yaml';
 import { routePath, workflowIdentifier } from '../../api/identity.ts';
 import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
@@ -10,8 +10,8 @@ import {
   triggerDocument,
   type OpenApiRoute,
 } from '../../runtime/openapi/document.ts';
-import { AdminClient, parseTriggerRef, SERVER_HELP, SERVER_OPTIONS } from '../admin-client.ts';
-import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
+import { AdminClient, parseTriggerRef, SERVER_HELP } from '../admin-client.ts';
+import { CliError, EXIT, type ExitCode } from '../errors.ts';
 import { manifestFiles } from '../manifests.ts';
 import { formatText, validateFiles } from './validate.ts';
 
@@ -34,24 +34,16 @@ Exit codes: 0 printed, 1 not found, refused or invalid manifests, 2 bad usage,
 3 server unreachable.`;
 
 export async function openapiCommand(argv: string[]): Promise<ExitCode> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      namespace: { type: 'string', short: 'n' },
-      all: { type: 'boolean', default: false },
-      output: { type: 'string', short: 'o', default: 'json' },
-      file: { type: 'string', short: 'f', multiple: true },
-      'base-url': { type: 'string', default: 'http://localhost:8080' },
-      help: { type: 'boolean', short: 'h' },
-      ...SERVER_OPTIONS,
-    },
+  const parsed = parseServerCommand(argv, OPENAPI_HELP, {
+    namespace: { type: 'string', short: 'n' },
+    all: { type: 'boolean', default: false },
+    output: { type: 'string', short: 'o', default: 'json' },
+    file: { type: 'string', short: 'f', multiple: true },
+    'base-url': { type: 'string', default: 'http://localhost:8080' },
   });
-  if (values.help) {
-    console.log(OPENAPI_HELP);
-    return EXIT.ok;
-  }
-  if (!['json', 'yaml'].includes(values.output)) throw usageError('--output must be json or yaml');
+  if (!parsed) return EXIT.ok;
+  const { values, positionals } = parsed;
+  outputFormat(values.output, ['json', 'yaml']);
   const ref = values.all ? undefined : parseTriggerRef(positionals[0], values.namespace);
   let doc: unknown;
   if (values.file) {

@@ -1,8 +1,8 @@
 // hookgate replay <execution>: run an execution again with its input, through the
 // admin API (POST /api/executions/<id>/replay, docs/retries-and-replay.md): 202 with
 // the new `executionId`, which records `replayOf`.
-import { parseArgs } from 'node:util';
-import { AdminClient, SERVER_HELP, SERVER_OPTIONS } from '../admin-client.ts';
+import { parseServerCommand, outputFormat } from '../command.ts';
+import { AdminClient, SERVER_HELP } from '../admin-client.ts';
 import { EXIT, usageError, type ExitCode } from '../errors.ts';
 
 export const REPLAY_HELP = `Usage: hookgate replay <execution-id> [options]
@@ -18,22 +18,14 @@ ${SERVER_HELP}
 Exit codes: 0 replayed, 1 refused or not found, 2 bad usage, 3 server unreachable.`;
 
 export async function replayCommand(argv: string[]): Promise<ExitCode> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      output: { type: 'string', short: 'o', default: 'text' },
-      help: { type: 'boolean', short: 'h' },
-      ...SERVER_OPTIONS,
-    },
+  const parsed = parseServerCommand(argv, REPLAY_HELP, {
+    output: { type: 'string', short: 'o', default: 'text' },
   });
-  if (values.help) {
-    console.log(REPLAY_HELP);
-    return EXIT.ok;
-  }
+  if (!parsed) return EXIT.ok;
+  const { values, positionals } = parsed;
   const id = positionals[0];
   if (!id) throw usageError('name the execution to replay');
-  if (!['text', 'json'].includes(values.output)) throw usageError('--output must be text or json');
+  outputFormat(values.output, ['text', 'json']);
   const client = new AdminClient(values);
   const answer = await client.json<Record<string, unknown>>(
     `/api/executions/${encodeURIComponent(id)}/replay`,

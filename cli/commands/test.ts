@@ -1,9 +1,9 @@
 // hookgate test <trigger>: Send Test Request through the admin API (POST
 // /api/triggers/<ns>/<name>/test): one request to the endpoint with its saved test
 // credentials; prints the answer. Exit 1 when the endpoint answered 4xx or 5xx.
+import { parseServerCommand, outputFormat } from '../command.ts';
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { AdminClient, parseTriggerRef, SERVER_HELP, SERVER_OPTIONS } from '../admin-client.ts';
+import { AdminClient, parseTriggerRef, SERVER_HELP } from '../admin-client.ts';
 import { EXIT, usageError, type ExitCode } from '../errors.ts';
 
 export const TEST_HELP = `Usage: hookgate test <namespace>/<name> [options]
@@ -58,26 +58,18 @@ interface TestResult {
 }
 
 export async function testCommand(argv: string[]): Promise<ExitCode> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      namespace: { type: 'string', short: 'n' },
-      method: { type: 'string', short: 'X' },
-      data: { type: 'string', short: 'd' },
-      query: { type: 'string', short: 'q', multiple: true },
-      param: { type: 'string', short: 'p', multiple: true },
-      header: { type: 'string', short: 'H', multiple: true },
-      output: { type: 'string', short: 'o', default: 'text' },
-      help: { type: 'boolean', short: 'h' },
-      ...SERVER_OPTIONS,
-    },
+  const parsed = parseServerCommand(argv, TEST_HELP, {
+    namespace: { type: 'string', short: 'n' },
+    method: { type: 'string', short: 'X' },
+    data: { type: 'string', short: 'd' },
+    query: { type: 'string', short: 'q', multiple: true },
+    param: { type: 'string', short: 'p', multiple: true },
+    header: { type: 'string', short: 'H', multiple: true },
+    output: { type: 'string', short: 'o', default: 'text' },
   });
-  if (values.help) {
-    console.log(TEST_HELP);
-    return EXIT.ok;
-  }
-  if (!['text', 'json'].includes(values.output)) throw usageError('--output must be text or json');
+  if (!parsed) return EXIT.ok;
+  const { values, positionals } = parsed;
+  outputFormat(values.output, ['text', 'json']);
   const { namespace, name } = parseTriggerRef(positionals[0], values.namespace);
   const client = new AdminClient(values);
   const payload = {

@@ -3,7 +3,7 @@
 // schema, list types and the CEL rules), plus what only the set as a whole shows: two
 // deployed triggers claiming one URL (api/identity.ts pathShape; offline there is no
 // creation order, so both are reported) and one object defined twice.
-import { parseArgs } from 'node:util';
+import { parseCommand, outputFormat } from '../command.ts';
 import { pathShape, routePath, workflowIdentifier } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
 import { API_VERSION } from '../../api/v1alpha1/index.ts';
@@ -305,22 +305,14 @@ export function formatJson(report: ValidationReport): string {
 }
 
 export function validateCommand(argv: string[]): ExitCode {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      output: { type: 'string', short: 'o', default: 'text' },
-      namespace: { type: 'string', short: 'n', default: 'default' },
-      quiet: { type: 'boolean', short: 'q', default: false },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const parsed = parseCommand(argv, VALIDATE_HELP, {
+    output: { type: 'string', short: 'o', default: 'text' },
+    namespace: { type: 'string', short: 'n', default: 'default' },
+    quiet: { type: 'boolean', short: 'q', default: false },
   });
-  if (values.help) {
-    console.log(VALIDATE_HELP);
-    return EXIT.ok;
-  }
-  if (!['text', 'json', 'github'].includes(values.output))
-    throw usageError(`--output must be text, json or github, not "${values.output}"`);
+  if (!parsed) return EXIT.ok;
+  const { values, positionals } = parsed;
+  outputFormat(values.output, ['text', 'json', 'github']);
   if (positionals.length === 0)
     throw usageError('name at least one file or folder (or - for standard input)');
   const report = validateFiles(manifestFiles(positionals), values.namespace);
