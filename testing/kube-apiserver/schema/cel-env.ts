@@ -147,24 +147,41 @@ export function isKnownFunction(name: string): boolean {
 
 export type Bindings = Record<string, CelValue>;
 export type Evaluation = { ok: true; value: CelValue } | { ok: false; message: string };
-const programs = new Map<string, ((b: Bindings) => CelResult) | Error>();
 
-/** Evaluate an expression with the given bindings (`optional` is always bound). */
-export function evaluate(expr: string, bindings: Bindings): Evaluation {
-  let program = programs.get(expr);
-  if (!program) {
-    try {
-      program = plan(ruleEnv, parse(expr));
-    } catch (err) {
-      program = err instanceof Error ? err : new Error(String(err));
-    }
-    programs.set(expr, program);
-  }
-  if (program instanceof Error) return { ok: false, message: program.message };
+/**
+ * An expression checked once, as cel-go's `env.Compile` then `env.Program` does it when
+ * Kubernetes stores a CRD: either a program to run, or the issues that stopped it.
+ */
+type Compiled = { program: (activation: Bindings) => CelResult } | { issues: string };
+
+const compiled = new Map<string, Compiled>();
+
+function compileExpression(expr: string): Compiled {
+  const known = compiled.get(expr);
+  if (known) return known;
+  let result: Compiled;
   try {
-    const value = program({ optional: OPTIONAL_NAMESPACE, ...bindings });
-    return isCelError(value) ? { ok: false, message: value.message } : { ok: true, value };
+    result = { program: plan(ruleEnv, parse(expr)) };
+  } catch (err) {
+    result = { issues: err instanceof Error ? err.message : String(err) };
+  }
+  compiled.set(expr, result);
+  return result;
+}
+
+/**
+ * `prg.Eval(activation)`: the activation is the rule's variables plus the `optional`
+ * namespace; an evaluation error (or an error value) is reported as its message.
+ */
+export function evaluate(expr: string, variables: Bindings): Evaluation {
+  const c = compileExpression(expr);
+  if ('issues' in c) return { ok: false, message: c.issues };
+  let value: CelResult;
+  try {
+    value = c.program({ ...variables, optional: OPTIONAL_NAMESPACE });
   } catch (err) {
     return { ok: false, message: err instanceof Error ? err.message : String(err) };
   }
+  if (isCelError(value)) return { ok: false, message: value.message };
+  return { ok: true, value };
 }
