@@ -31,6 +31,8 @@ export class EventStream {
   /** streamEvents: this run's appends, and whether one of them failed. */
   readonly #appends: Promise<void>[] = [];
   #appendFailed = false;
+  /** streamEvents: the terminal event was emitted; what is unsent goes with the record. */
+  #ending = false;
 
   constructor(execution: Execution, seqBase: number, outlet: EventOutlet) {
     this.#execution = execution;
@@ -86,17 +88,32 @@ export class EventStream {
   }
 
   /**
-   * Writes the final record and the events. Streaming, the events are stored as they
-   * come (the terminal one has gone): the whole history is written again (the store
-   * skips the events it has) only if an append failed. Never rejects: resolves true
-   * when the record and every event were written, false when the store failed.
+   * Writes the final record and the events. Streaming, the events up to the terminal
+   * one are stored as they come; the terminal one and those held with it go with the
+   * final record, in one step where the store has `finish` (Redis: one script), so a
+   * run that dies in between leaves neither; the whole history is written again (the
+   * store skips the events it has) only if an append failed. Never rejects: resolves
+   * true when the record and every event were written, false when the store failed.
    */
   async persist(): Promise<boolean> {
     const { store, streamEvents } = this.#outlet;
     try {
-      await store.save(this.#execution);
-      if (streamEvents) await Promise.all(this.#appends);
-      if (!streamEvents || this.#appendFailed) await store.appendEvents(this.events);
+      if (!streamEvents) {
+        await store.save(this.#execution);
+        await store.appendEvents(this.events);
+        return true;
+      }
+      // The earlier appends first (seq order), then the record with the events held
+      // since the terminal one (all of them again if an append failed: the store skips
+      // those it has), in one step where the store can.
+      await Promise.all(this.#appends);
+      const last = this.#appendFailed ? this.events : this.#unsent;
+      this.#unsent = [];
+      if (store.finish) await store.finish(this.#execution, last);
+      else {
+        await store.save(this.#execution);
+        if (last.length > 0) await store.appendEvents(last);
+      }
       return true;
     } catch (error) {
       this.#outlet.onInternalError(error, 'saving execution');
@@ -121,16 +138,18 @@ export class EventStream {
    * streamEvents: an append is a store call (a Lua script in Redis) that costs more than
    * the node run that made the event, so the events of one turn of the event loop go in
    * one append; those a gateway waits on (respond, completed, failed) go at once, with
-   * whatever came before them.
+   * whatever came before them. The terminal one waits for the final record (persist),
+   * so that both are written together.
    */
   #stream(event: SequencedEvent): void {
     this.#unsent.push(event);
-    if (event.type === 'respond' || isTerminal(event)) this.#sendEvents();
+    if (isTerminal(event)) this.#ending = true;
+    else if (event.type === 'respond') this.#sendEvents();
     else if (this.#unsent.length === 1) setImmediate(() => this.#sendEvents());
   }
 
   #sendEvents(): void {
-    if (this.#unsent.length === 0) return;
+    if (this.#unsent.length === 0 || this.#ending) return;
     const events = this.#unsent;
     this.#unsent = [];
     const append = this.#outlet.store.appendEvents(events).catch((error: unknown) => {

@@ -126,6 +126,21 @@ end
 return added
 `;
 
+/** A script's body as a Lua function of (K, A) instead of (KEYS, ARGV). */
+const asFunction = (name: string, lua: string): string =>
+  `local function ${name}(K, A)\n${lua.replaceAll('KEYS[', 'K[').replaceAll('#ARGV', '#A').replaceAll('ARGV[', 'A[')}\nend\n`;
+
+// The end of a run in one step: APPEND_EVENTS then SAVE, so that a terminal event is
+// never stored beside a record still running (execution-store.ts, finish). KEYS: those
+// of SAVE. ARGV: SAVE's nine, then APPEND_EVENTS' (ttl ms, handover ms, id, triples).
+const FINISH = `${asFunction('append', APPEND_EVENTS)}${asFunction('save', SAVE)}
+local saveArgs, appendArgs = {}, {}
+for i = 1, 9 do saveArgs[i] = ARGV[i] end
+for i = 10, #ARGV do appendArgs[i - 9] = ARGV[i] end
+append({ KEYS[6], KEYS[3], KEYS[4], KEYS[5] }, appendArgs)
+return save(KEYS, saveArgs)
+`;
+
 // KEYS: record, events list. The record and how many events it has, in one command
 // (a worker reads both before it resumes a job).
 const LOAD = `return { redis.call('GET', KEYS[1]) or false, redis.call('LLEN', KEYS[2]) }`;
@@ -134,6 +149,7 @@ interface StoreCommands {
   hookgateSaveExecution(...args: (string | number)[]): Promise<number>;
   hookgateAppendEvents(...args: (string | number)[]): Promise<number>;
   hookgateLoadExecution(record: string, events: string): Promise<[string | null, number]>;
+  hookgateFinishExecution(...args: (string | number)[]): Promise<number>;
 }
 
 export interface RedisExecutionStoreOptions {
@@ -193,6 +209,9 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     if (!redis.hookgateAppendEvents) {
       redis.defineCommand('hookgateAppendEvents', { numberOfKeys: 4, lua: APPEND_EVENTS });
     }
+    if (!redis.hookgateFinishExecution) {
+      redis.defineCommand('hookgateFinishExecution', { numberOfKeys: 6, lua: FINISH });
+    }
     if (!redis.hookgateLoadExecution) {
       redis.defineCommand('hookgateLoadExecution', { numberOfKeys: 2, lua: LOAD });
     }
@@ -219,11 +238,29 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   async save(execution: Execution): Promise<void> {
+    this.#evictions.bytes += await this.#redis.hookgateSaveExecution(...this.#saveArgs(execution));
+    await this.#trimIndexes();
+  }
+
+  /** The final record and the run's last events in one script (see ExecutionStore.finish). */
+  async finish(execution: Execution, events: SequencedEvent[]): Promise<void> {
+    const { id } = execution;
+    if (events.some((e) => e.executionId !== id))
+      throw new Error(`finish: events of another execution than ${id}`);
+    this.#evictions.bytes += await this.#redis.hookgateFinishExecution(
+      ...this.#saveArgs(execution),
+      ...this.#appendArgs(id, events),
+    );
+    await this.#trimIndexes();
+  }
+
+  /** SAVE's keys and arguments. */
+  #saveArgs(execution: Execution): (string | number)[] {
     const created = Date.parse(execution.createdAt) || this.#now();
     const finished = isFinished(execution);
     const kept = finished ? boundExecution(execution, this.#maxBodyBytes) : execution;
     const keys = this.layout.of(execution.id);
-    const dropped = await this.#redis.hookgateSaveExecution(
+    return [
       keys.record(execution.id),
       keys.index,
       keys.finished,
@@ -239,8 +276,24 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       this.#now() - this.#ttlMs,
       keys.recordPrefix,
       this.#ttlMs,
-    );
-    this.#evictions.bytes += dropped;
+    ];
+  }
+
+  /** APPEND_EVENTS' arguments (after its keys) for events of one execution. */
+  #appendArgs(id: string, events: SequencedEvent[]): (string | number)[] {
+    return [
+      this.#ttlMs,
+      this.#handoverMs,
+      id,
+      ...events.flatMap((e) => {
+        const whole = JSON.stringify(e);
+        const cut = carriesBody(e) ? boundEvent(e, this.#maxBodyBytes) : e;
+        return cut === e ? [String(e.seq), whole, ''] : [String(e.seq), JSON.stringify(cut), whole];
+      }),
+    ];
+  }
+
+  async #trimIndexes(): Promise<void> {
     if (this.#now() - this.#trimmedAt > TRIM_EVERY_MS) {
       this.#trimmedAt = this.#now();
       const cutoff = `(${this.#now() - this.#ttlMs}`;
@@ -394,16 +447,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
           keys.finished,
           keys.sizes,
           keys.bytes,
-          this.#ttlMs,
-          this.#handoverMs,
-          id,
-          ...list.flatMap((e) => {
-            const whole = JSON.stringify(e);
-            const cut = carriesBody(e) ? boundEvent(e, this.#maxBodyBytes) : e;
-            return cut === e
-              ? [String(e.seq), whole, '']
-              : [String(e.seq), JSON.stringify(cut), whole];
-          }),
+          ...this.#appendArgs(id, list),
         );
       }),
     );

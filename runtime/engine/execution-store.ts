@@ -27,6 +27,14 @@ export interface ExecutionStore {
   /** Append events (in seq order) to an execution's stream. Events are never changed once emitted. */
   appendEvents(events: SequencedEvent[]): Promise<void>;
   /**
+   * The final record and the last events of a run, written together or not at all (a
+   * store shared between processes): a run that dies in between must not leave a
+   * terminal event beside a record still running, or the run taking the job again
+   * would end the execution a second time. Optional: a store without it gets `save`
+   * then `appendEvents`.
+   */
+  finish?(execution: Execution, events: SequencedEvent[]): Promise<void>;
+  /**
    * Events of an execution with seq > afterSeq, in order. A `completed` or `respond`
    * event whose body was cut is whole for `handoverMs` after it was appended (so a
    * caller that starts waiting just after the end still gets the result), cut after.

@@ -1,10 +1,11 @@
 // streamEvents (a worker): events are appended to the store as they come (those of one
-// turn of the event loop together), and the history is written again at the end only
+// turn of the event loop together), the terminal one with the final record (in one
+// step where the store has `finish`), and the history is written again at the end only
 // when one of those appends failed.
 import { describe, expect, it } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
-import type { SequencedEvent } from '../../runtime/engine/ports.ts';
+import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
 import { finished, ref, trigger, workflow } from './helpers.ts';
 
 class CountingStore extends MemoryExecutionStore {
@@ -15,6 +16,18 @@ class CountingStore extends MemoryExecutionStore {
     this.calls.push(events.length);
     if (this.calls.length === this.failCall) return Promise.reject(new Error('store hiccup'));
     return super.appendEvents(events);
+  }
+}
+
+/** A store with `finish` (as Redis has): records what each finish wrote. */
+class FinishingStore extends CountingStore {
+  finishes: { status: string; events: string[] }[] = [];
+  failFinish = false;
+  async finish(execution: Execution, events: SequencedEvent[]): Promise<void> {
+    if (this.failFinish) throw new Error('store gone');
+    this.finishes.push({ status: execution.status, events: events.map((e) => e.type) });
+    await super.save(execution);
+    await MemoryExecutionStore.prototype.appendEvents.call(this, events);
   }
 }
 
@@ -72,12 +85,36 @@ describe('InProcessEngine with streamEvents', () => {
 
   it('writes the whole history again when an append failed', async () => {
     const store = new CountingStore();
-    store.failCall = 3; // the batch ending with the completed event
+    store.failCall = 2; // the batch ending with the respond event
     const errors: string[] = [];
     const { execution, events } = await runOne(store, errors);
     expect(execution.status).toBe('succeeded');
     expect(errors).toEqual(['saving an event']);
-    expect(store.calls).toEqual([4, 3, 4, 11]);
+    expect(store.calls).toEqual([4, 3, 11]);
     expect(events.map((e) => [e.seq, e.type])).toEqual(types.map((t, i) => [i + 1, t]));
+  });
+
+  it('a store that can: the final record and the last events in one call, the terminal event only there', async () => {
+    const store = new FinishingStore();
+    const { execution, events } = await runOne(store);
+    expect(execution.status).toBe('succeeded');
+    expect(store.calls).toEqual([4, 3]);
+    expect(store.finishes).toEqual([
+      {
+        status: 'succeeded',
+        events: ['node.finished', 'node.started', 'node.finished', 'completed'],
+      },
+    ]);
+    expect(events.map((e) => [e.seq, e.type])).toEqual(types.map((t, i) => [i + 1, t]));
+  });
+
+  it('a run whose finish fails stores no terminal event, so the run that takes the job again ends it once', async () => {
+    const store = new FinishingStore();
+    store.failFinish = true;
+    const errors: string[] = [];
+    const { events } = await runOne(store, errors);
+    expect(errors).toContain('saving execution');
+    expect(events.map((e) => e.type)).toEqual(types.slice(0, 7)); // up to respond
+    expect(store.finishes).toEqual([]);
   });
 });

@@ -287,6 +287,39 @@ for (const [name, start, shards] of [
       }
     });
 
+    it('finish writes the final record and the last events in one step, counted in the budget once', async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      const created = new Date(now()).toISOString();
+      const e: Execution = { ...execution('f1', 0), createdAt: created };
+      await store.save({ ...e, status: 'running' });
+      await store.appendEvents([{ ...event('f1', 1), at: created }]);
+      const terminal: SequencedEvent = {
+        type: 'completed',
+        output: { ok: true },
+        executionId: 'f1',
+        seq: 3,
+        at: created,
+      };
+      // Event 1 is stored already: finish skips it and appends 2 and 3 after it.
+      await store.finish({ ...e, status: 'succeeded', output: { ok: true } }, [
+        { ...event('f1', 1), at: created },
+        { ...event('f1', 2), at: created },
+        terminal,
+      ]);
+      expect((await store.get('f1'))?.status).toBe('succeeded');
+      expect((await store.events('f1', 0)).map((x) => x.seq)).toEqual([1, 2, 3]);
+      expect(await store.load('f1')).toMatchObject({ eventCount: 3 });
+      const stats = await store.stats();
+      const record = JSON.stringify((await backend.client.get(layout.of('f1').record('f1'))) ?? '');
+      expect(stats.entries).toBe(1);
+      expect(stats.bytes).toBeGreaterThan(record.length);
+      // Once more (a run taken again after its acknowledgement was lost): no duplicate.
+      await store.finish({ ...e, status: 'succeeded', output: { ok: true } }, [terminal]);
+      expect((await store.events('f1', 0)).map((x) => x.seq)).toEqual([1, 2, 3]);
+      expect((await store.stats()).bytes).toBe(stats.bytes);
+    });
+
     it('a queued or running record keeps its input whole: a worker runs it from there', async () => {
       await backend.flushall();
       const store = redisStore({ now });
