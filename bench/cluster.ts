@@ -19,19 +19,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { RedisClient } from '../api/records/redis-client.ts';
-import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
-import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
-import { createDevRuntime } from '../roles/dev.ts';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
 import { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
 import { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
-import type { StartRequest, TriggerOutput, TriggerRef } from '../runtime/engine/ports.ts';
+import type { StartRequest } from '../runtime/engine/ports.ts';
 import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
 import { readQueueState } from '../runtime/engine/queue-state.ts';
-import { triggerRef } from '../runtime/engine/trigger-ref.ts';
 import { startRedisCluster } from '../test/support/redis-cluster.ts';
 import { startRedis } from '../test/support/redis.ts';
 import { cpuNs } from './cpu.ts';
+import { deploy, triggerOutput } from './queued-executions.ts';
 import { freePort } from './support.ts';
 
 const here = import.meta.dirname;
@@ -82,51 +79,6 @@ function redisPids(ports: number[]): number[] {
     }
   }
   return pids;
-}
-
-/** What the gateway hands the engine for POST /webhook/…/ack (as bench/worker.ts). */
-function triggerOutput(route: TriggerRef, i: number): TriggerOutput {
-  return {
-    body: { orderId: `A-${1000 + i}`, total: 1250 },
-    headers: { host: '127.0.0.1:3000', 'content-type': 'application/json' },
-    query: {},
-    params: {},
-    metadata: {
-      timestamp: new Date().toISOString(),
-      correlationId: `bench-${i}`,
-      requestId: `req-${i}`,
-      executionId: '',
-      method: 'POST',
-      path: route.path,
-      route: route.path,
-      contentType: 'application/json',
-      consumer: 'bench',
-      triggerKey: route.key,
-      workflowId: route.workflowId,
-    },
-  };
-}
-
-/** The bench manifests' routes and workflow, reconciled into Redis as the operator would. */
-async function deploy(redis: RedisClient): Promise<Omit<StartRequest, 'input'>> {
-  const control = await createDevRuntime({
-    dir: join(here, 'servers', 'manifests'),
-    baseUrl: 'http://127.0.0.1',
-    redis,
-  });
-  for (let i = 0; i < 200 && control.table.size < 2; i++) await sleep(25);
-  await control.close();
-  const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
-  const workflows = new RedisRecordStore<WorkflowRegistration>({
-    redis,
-    key: REDIS_KEYS.workflows,
-  });
-  const route = (await routes.list()).find((r) => r.path.endsWith('/ack'));
-  const workflow = route && (await workflows.get(route.workflowId));
-  routes.close();
-  workflows.close();
-  if (!route || !workflow) throw new Error('bench routes did not deploy');
-  return { trigger: triggerRef(route), workflow };
 }
 
 async function target(name: string, shards: number, cluster: boolean): Promise<Target> {

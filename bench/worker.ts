@@ -12,6 +12,7 @@
 // baseline, also on core 1: the same N executions, their queued records given to a
 // bare InProcessEngine (memory store, 32 at once, like the worker) with `resume`,
 // after a warm-up.
+import { deploy, triggerOutput } from './queued-executions.ts';
 import { freePort, output } from './support.ts';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,17 +21,8 @@ import { Redis } from 'ioredis';
 import { InProcessEngine } from '../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
 import { EXECUTION_KEYS, RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
-import type {
-  Execution,
-  StartRequest,
-  TriggerOutput,
-  TriggerRef,
-} from '../runtime/engine/ports.ts';
+import type { Execution, StartRequest } from '../runtime/engine/ports.ts';
 import { QUEUE, QueuedEngine } from '../runtime/engine/queued-engine.ts';
-import { triggerRef } from '../runtime/engine/trigger-ref.ts';
-import { createDevRuntime } from '../roles/dev.ts';
-import type { RouteRecord, WorkflowRegistration } from '../api/records/records.ts';
-import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
 
 const here = import.meta.dirname;
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -60,55 +52,6 @@ const median = (xs: number[]) => {
 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** What the gateway would hand the engine for POST /webhook/default_production_bench/ack. */
-function triggerOutput(route: TriggerRef, i: number): TriggerOutput {
-  return {
-    body: { orderId: `A-${1000 + i}`, total: 1250 },
-    headers: {
-      host: '127.0.0.1:3000',
-      connection: 'keep-alive',
-      'content-type': 'application/json',
-      'content-length': '37',
-      'x-api-key': '[redacted]',
-    },
-    query: {},
-    params: {},
-    metadata: {
-      timestamp: new Date().toISOString(),
-      correlationId: `bench-${i}`,
-      requestId: `req-${i}`,
-      executionId: '',
-      method: 'POST',
-      path: route.path,
-      route: route.path,
-      contentType: 'application/json',
-      consumer: 'bench',
-      triggerKey: route.key,
-      workflowId: route.workflowId,
-    },
-  };
-}
-
-/** The bench manifests' routes and workflow, reconciled into Redis as the operator would. */
-async function deploy(redis: Redis): Promise<Omit<StartRequest, 'input'>> {
-  const control = await createDevRuntime({
-    dir: join(here, 'servers', 'manifests'),
-    baseUrl: 'http://127.0.0.1',
-    redis,
-  });
-  for (let i = 0; i < 200 && control.table.size < 2; i++) await sleep(25);
-  await control.close();
-  const routes = new RedisRecordStore<RouteRecord>({ redis, key: REDIS_KEYS.routes });
-  const workflows = new RedisRecordStore<WorkflowRegistration>({
-    redis,
-    key: REDIS_KEYS.workflows,
-  });
-  const route = (await routes.list()).find((r) => r.path.endsWith('/ack'));
-  const workflow = route && (await workflows.get(route.workflowId));
-  if (!route || !workflow) throw new Error('bench routes did not deploy');
-  return { trigger: triggerRef(route), workflow };
-}
 
 async function fill(queue: QueuedEngine, request: Omit<StartRequest, 'input'>): Promise<string[]> {
   const ids: string[] = [];
