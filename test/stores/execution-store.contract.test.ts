@@ -332,9 +332,9 @@ for (const [name, start, shards] of [
       await eventually(async () => expect((await store.stats()).entries).toBe(1));
     });
 
-    it.runIf(shards > 1)(
-      'pages merge the shards by creation time, however the ids fall on them',
-      async () => {
+    // Only where there are shards to merge (registered, not skipped, elsewhere).
+    if (shards > 1)
+      it('pages merge the shards by creation time, however the ids fall on them', async () => {
         await backend.flushall();
         const store = redisStore({ now });
         // 40 executions, some created in the same millisecond, spread over the shards.
@@ -356,7 +356,6 @@ for (const [name, start, shards] of [
           cursor = page.next;
         } while (cursor && seen.length < 100);
         expect(seen).toEqual(expected);
-      },
-    );
+      });
   });
 }
