@@ -55,6 +55,14 @@ async function memory(
   return { rss: rss(pid), retained: heap.retained };
 }
 
+/** Until the process at `base` answers /readyz 200. */
+const ready = (base: string) =>
+  eventually(async () => expect((await fetch(`${base}/readyz`)).status).toBe(200), 20_000, 100);
+
+/** One small request first (JIT, pools), so the baseline is taken warm. */
+const warmUp = (url: string) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);
 const trail = (what: string, a: number, b: number, c: number) =>
   `${what} ${mib(a)} -> ${mib(b)} -> ${mib(c)} MiB`;
@@ -136,18 +144,9 @@ describe('byte budgets under 1 MiB requests', () => {
     children.push(child);
     const base = `http://127.0.0.1:${port}`;
     const admin = `http://127.0.0.1:${port + 1}`;
-    await eventually(
-      async () => expect((await fetch(`${base}/readyz`)).status).toBe(200),
-      20_000,
-      100,
-    );
+    await ready(base);
     const url = `${base}/webhook/default_production_orders/ingest`;
-    // Warm-up (JIT, pools), then the baseline.
-    await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{}',
-    });
+    await warmUp(url);
     const measure = () => memory(child.pid as number, port + 2);
     const baseline = await measure();
     const round = async () => {
@@ -220,22 +219,10 @@ describe('byte budgets under 1 MiB requests', () => {
       children.push(gateway, worker);
       const base = `http://127.0.0.1:${port}`;
       const admin = `http://127.0.0.1:${port + 1}`;
-      await eventually(
-        async () => expect((await fetch(`${base}/readyz`)).status).toBe(200),
-        20_000,
-        100,
-      );
-      await eventually(
-        async () => expect((await fetch(`http://127.0.0.1:${port + 2}/readyz`)).status).toBe(200),
-        20_000,
-        100,
-      );
+      await ready(base);
+      await ready(`http://127.0.0.1:${port + 2}`);
       const url = `${base}/webhook/default_production_orders/ingest`;
-      await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{}',
-      });
+      await warmUp(url);
       const used = async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1]);
       const measure = async () => ({
         gateway: await memory(gateway.pid as number, port + 3),
