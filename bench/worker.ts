@@ -12,6 +12,7 @@
 // baseline, also on core 1: the same N executions, their queued records given to a
 // bare InProcessEngine (memory store, 32 at once, like the worker) with `resume`,
 // after a warm-up.
+import { cpuNs } from './cpu.ts';
 import { deploy, triggerOutput } from './queued-executions.ts';
 import { freePort, output } from './support.ts';
 import { spawn, spawnSync } from 'node:child_process';
@@ -29,14 +30,14 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 const n = Number(process.env.BENCH_WORKER_N ?? 20_000);
 const concurrency = Number(process.env.HOOKGATE_WORKER_CONCURRENCY ?? 32);
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
-const ticksPerSecond =
-  Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
 
 interface Sample {
   /** Executions per second. */
   rate: number;
   /** CPU time of the process per execution, µs. */
   cpuUs: number;
+  /** Worker only: redis-server's CPU time per execution while it drained, µs. */
+  redisUs?: number;
   /** Worker only: Redis commands per execution (a transaction counts once; others: queue reads). */
   redis?: { scripts: number; transactions: number; others: number };
 }
@@ -64,13 +65,6 @@ async function fill(queue: QueuedEngine, request: Omit<StartRequest, 'input'>): 
   return ids;
 }
 
-function cpuTicks(pid: number): number {
-  // /proc/<pid>/stat: the command may hold spaces, the fields after ')' do not.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime + stime
-}
-
 /** Calls per command since the last CONFIG RESETSTAT (Lua's own calls included). */
 function commandCalls(info: string): Map<string, number> {
   const calls = new Map<string, number>();
@@ -94,7 +88,7 @@ function perExecution(calls: Map<string, number>): Sample['redis'] {
 }
 
 /** Starts the worker CLI and samples the queue until it is empty. */
-async function drain(redis: Redis, url: string): Promise<Sample> {
+async function drain(redis: Redis, url: string, redisPid: number): Promise<Sample> {
   const [cmd, args] = pinned(1, process.execPath, [join(here, '..', 'roles', 'cli.ts'), 'worker']);
   const worker = spawn(cmd, [...args, '--port', String(await freePort())], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -103,25 +97,32 @@ async function drain(redis: Redis, url: string): Promise<Sample> {
   const exited = new Promise((resolve) => worker.once('exit', resolve));
   await redis.config('RESETSTAT');
   try {
-    type Point = { left: number; t: bigint; cpu: number };
+    type Point = { left: number; t: bigint; cpu: number; redisCpu: number };
     let from: Point | undefined;
     let to: Point | undefined;
     for (;;) {
       const left = await redis.xlen(QUEUE.stream);
-      const now = { left, t: process.hrtime.bigint(), cpu: cpuTicks(worker.pid as number) };
+      const now = {
+        left,
+        t: process.hrtime.bigint(),
+        cpu: cpuNs(worker.pid as number),
+        redisCpu: cpuNs(redisPid),
+      };
       if (!from && left <= n * 0.9) from = now;
       if (!to && left <= n * 0.1) to = now;
       if (left === 0) break;
       await sleep(20);
     }
     if (!from || !to) throw new Error('the queue was not sampled while draining');
-    const calls = commandCalls(await redis.info('commandstats'));
+    const statsText = await redis.info('commandstats');
+    if (process.env.BENCH_SHOW_STATS) console.error(statsText);
+    const calls = commandCalls(statsText);
     const done = from.left - to.left;
     const seconds = Number(to.t - from.t) / 1e9;
-    const cpuSeconds = (to.cpu - from.cpu) / ticksPerSecond;
     return {
       rate: done / seconds,
-      cpuUs: (cpuSeconds / done) * 1e6,
+      cpuUs: (to.cpu - from.cpu) / 1e3 / done,
+      redisUs: (to.redisCpu - from.redisCpu) / 1e3 / done,
       redis: perExecution(calls),
     };
   } finally {
@@ -218,15 +219,21 @@ async function main(): Promise<void> {
     const queue = new QueuedEngine({ redis, store, events, maxQueued: Number.MAX_SAFE_INTEGER });
     const worker: Sample[] = [];
     const bare: Sample[] = [];
+    /** redis-server's CPU per execution while the queue was filled (the gateway's enqueue). */
+    const enqueueUs: number[] = [];
     for (let round = 1; round <= rounds; round++) {
+      const redisPid = redisServer.pid as number;
+      const beforeFill = cpuNs(redisPid);
       const ids = await fill(queue, target);
-      const w = await drain(redis, url);
+      enqueueUs.push((cpuNs(redisPid) - beforeFill) / 1e3 / n);
+      const w = await drain(redis, url, redisPid);
       await verifyAndClear(redis, ids);
       const b = await measureBaseline(target);
       worker.push(w);
       bare.push(b);
       console.error(
-        `round ${round}/${rounds}: worker ${w.rate.toFixed(0)}/s (${w.cpuUs.toFixed(0)} µs CPU each), ` +
+        `round ${round}/${rounds}: worker ${w.rate.toFixed(0)}/s (${w.cpuUs.toFixed(0)} µs CPU each, ` +
+          `redis-server ${w.redisUs?.toFixed(0)} µs + ${enqueueUs.at(-1)?.toFixed(0)} µs enqueuing), ` +
           `bare engine ${b.rate.toFixed(0)}/s (${b.cpuUs.toFixed(0)} µs)`,
       );
     }
@@ -245,6 +252,13 @@ async function main(): Promise<void> {
     console.log('|---|---:|---:|---:|');
     console.log(row('bare InProcessEngine, memory store (baseline)', bare, base));
     console.log(row('hookgate worker (Redis queue and store)', worker, base));
+    const redisDrain = median(worker.map((s) => s.redisUs ?? 0));
+    const redisEnqueue = median(enqueueUs);
+    console.log(
+      `\nredis-server CPU per execution (median): ${redisDrain.toFixed(1)} µs while the worker ` +
+        `drained, ${redisEnqueue.toFixed(1)} µs while the queue was filled (the enqueue script), ` +
+        `${(redisDrain + redisEnqueue).toFixed(1)} µs in all`,
+    );
     const r = worker.at(-1)?.redis;
     if (r) {
       console.log(

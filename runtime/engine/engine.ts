@@ -228,18 +228,24 @@ export class InProcessEngine implements ExecutionEngine {
    * saved, or the execution has been handed to the retry queue; rejects when that
    * hand-off failed, or the store did not take the record (before the run, which then
    * does not start, or at its end): the job must then stay unacknowledged, and runs again.
+   *
+   * `queueEntry`: the job's entry in a queue the store keeps (Redis: the stream of the
+   * execution's shard), which the store acknowledges with the final record where it can
+   * (ExecutionStore.saveWithEvents). Resolves true when it did; false when the caller
+   * must acknowledge the job (a retry hand-off, a dead letter, a store without it).
    */
   resume(
     request: StartRequest,
     execution: Execution,
     afterSeq: number,
     attempt = 1,
-  ): Promise<void> {
+    queueEntry?: string,
+  ): Promise<boolean> {
     if (this.#closing) {
       return Promise.reject(new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down'));
     }
     const running = this.#hot.get(execution.id);
-    if (running) return running.done;
+    if (running) return running.done.then(() => false);
     const current = execution.attempt ?? 1;
     const starting = execution.nextAttemptAt !== undefined && attempt > current;
     const kept = starting ? current + 1 : current;
@@ -258,11 +264,13 @@ export class InProcessEngine implements ExecutionEngine {
     // The caller's link stays valid when a worker runs the queued record.
     if (execution.accessDigest) fresh.accessDigest = execution.accessDigest;
     const hot = this.#admit(fresh, { ...request, input: execution.input }, afterSeq, true);
+    if (queueEntry !== undefined) hot.queueEntry = queueEntry;
     if (starting) hot.nextAttempt();
     this.#queue.push(hot);
     this.#pump();
     return hot.done.then(() => {
       if (this.#unfinished.has(hot)) throw this.#unfinished.get(hot);
+      return hot.stream.acknowledged;
     });
   }
 
@@ -371,7 +379,10 @@ export class InProcessEngine implements ExecutionEngine {
 
   async #run(hot: LiveExecution): Promise<void> {
     hot.markRunning();
-    if (hot.resumed) {
+    // A worker's running record goes with the run's first events where the store can
+    // (one call fewer per run); a store that is down then fails the final write, and the
+    // job, left unacknowledged, runs again, as below.
+    if (hot.resumed && !hot.stream.saveWithFirstEvents()) {
       // A job whose running record cannot be written is not run now: the queue runs it
       // again (a store that is down must not turn a job into a failed execution).
       try {
@@ -454,7 +465,10 @@ export class InProcessEngine implements ExecutionEngine {
 
   /** Writes the final record and the events, then leaves the hot set; sends the callback. */
   async #persist(hot: LiveExecution): Promise<void> {
-    const saved = await hot.stream.persist();
+    // A dead-lettered run's job is acknowledged after its entry is added (below).
+    const saved = await hot.stream.persist(
+      hot.execution.deadLetteredAt ? undefined : hot.queueEntry,
+    );
     if (hot.resumed && !saved) {
       // Not stored: the job stays unacknowledged and runs again; that run counts,
       // calls back and dead-letters.

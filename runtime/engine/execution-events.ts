@@ -33,6 +33,10 @@ export class EventStream {
   #appendFailed = false;
   /** streamEvents: the terminal event was emitted; what is unsent goes with the record. */
   #ending = false;
+  /** streamEvents: the record goes with the next append (saveWithFirstEvents). */
+  #recordDue = false;
+  /** persist() acknowledged the run's queue entry with the final record. */
+  #acknowledged = false;
 
   constructor(execution: Execution, seqBase: number, outlet: EventOutlet) {
     this.#execution = execution;
@@ -43,6 +47,24 @@ export class EventStream {
   /** Listeners attached now. */
   get listenerCount(): number {
     return this.#listeners.size;
+  }
+
+  /** Whether persist() acknowledged the run's queue entry in the store (one step with the record). */
+  get acknowledged(): boolean {
+    return this.#acknowledged;
+  }
+
+  /**
+   * Streaming to a store that writes a record with events in one step: the record as it
+   * is then goes with the run's next append, or with the final record, instead of a save
+   * of its own now (a worker's running record: one store call fewer per run, none for a
+   * run that ends in the turn it started). Returns false when the store cannot; the
+   * caller then saves it.
+   */
+  saveWithFirstEvents(): boolean {
+    if (!this.#outlet.streamEvents || !this.#outlet.store.saveWithEvents) return false;
+    this.#recordDue = true;
+    return true;
   }
 
   /**
@@ -90,12 +112,14 @@ export class EventStream {
   /**
    * Writes the final record and the events. Streaming, the events up to the terminal
    * one are stored as they come; the terminal one and those held with it go with the
-   * final record, in one step where the store has `finish` (Redis: one script), so a
-   * run that dies in between leaves neither; the whole history is written again (the
-   * store skips the events it has) only if an append failed. Never rejects: resolves
-   * true when the record and every event were written, false when the store failed.
+   * final record, in one step where the store has `saveWithEvents` (Redis: one script),
+   * so a run that dies in between leaves neither, and with them the acknowledgement of
+   * `acknowledge` (the job's queue entry; see `acknowledged`). The whole history is
+   * written again (the store skips the events it has) only if an append failed. Never
+   * rejects: resolves true when the record and every event were written, false when the
+   * store failed.
    */
-  async persist(): Promise<boolean> {
+  async persist(acknowledge?: string): Promise<boolean> {
     const { store, streamEvents } = this.#outlet;
     try {
       if (!streamEvents) {
@@ -109,8 +133,11 @@ export class EventStream {
       await Promise.all(this.#appends);
       const last = this.#appendFailed ? this.events : this.#unsent;
       this.#unsent = [];
-      if (store.finish) await store.finish(this.#execution, last);
-      else {
+      this.#recordDue = false;
+      if (store.saveWithEvents) {
+        await store.saveWithEvents(this.#execution, last, acknowledge);
+        this.#acknowledged = acknowledge !== undefined;
+      } else {
         await store.save(this.#execution);
         if (last.length > 0) await store.appendEvents(last);
       }
@@ -127,6 +154,9 @@ export class EventStream {
    */
   async settle(): Promise<void> {
     const { store, streamEvents } = this.#outlet;
+    // The caller writes the record next (a retry hand-off: queued, nextAttemptAt, with
+    // the due attempt in one step); it must not go alone before that.
+    this.#recordDue = false;
     if (streamEvents) {
       this.#sendEvents();
       await Promise.all(this.#appends);
@@ -152,7 +182,13 @@ export class EventStream {
     if (this.#unsent.length === 0 || this.#ending) return;
     const events = this.#unsent;
     this.#unsent = [];
-    const append = this.#outlet.store.appendEvents(events).catch((error: unknown) => {
+    const { store } = this.#outlet;
+    const written =
+      this.#recordDue && store.saveWithEvents
+        ? store.saveWithEvents(this.#execution, events)
+        : store.appendEvents(events);
+    this.#recordDue = false;
+    const append = written.catch((error: unknown) => {
       this.#appendFailed = true;
       this.#outlet.onInternalError(error, 'saving an event');
     });

@@ -34,7 +34,12 @@ import {
   MAX_LIST_LIMIT,
   type ExecutionStore,
 } from './execution-store.ts';
-import { ExecutionLayout, SINGLE_REDIS_LAYOUT, type ShardKeys } from './execution-keys.ts';
+import {
+  ExecutionLayout,
+  SINGLE_REDIS_LAYOUT,
+  WORKER_GROUP,
+  type ShardKeys,
+} from './execution-keys.ts';
 import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
 import {
   boundEvent,
@@ -61,95 +66,154 @@ export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
 
 // KEYS: record, index, finished, sizes, bytes, events. ARGV: 1 record JSON, 2 record ttl
 // ms, 3 created ms, 4 id, 5 finished ('1'/'0'), 6 budget, 7 expiry cutoff ms, 8 record
-// key prefix, 9 lifetime ms (of the index keys). Returns the number of records dropped.
+// key prefix, 9 '1' to set the index keys' expiries again, '0' when this process did
+// lately (refreshIndexExpiry), 10 their lifetime ms. Returns the number of records
+// dropped. Only a finished record changes the budget: the expired and the oldest
+// finished are dropped then.
 const SAVE = `
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4])
+local dropped = 0
+local refresh = ARGV[9] ~= '0'
 if ARGV[5] == '1' then
   local bytes = #ARGV[1]
   for _, e in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do bytes = bytes + #e end
   local old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
   redis.call('HSET', KEYS[4], ARGV[4], bytes)
-  redis.call('INCRBY', KEYS[5], bytes - old)
+  local total = redis.call('INCRBY', KEYS[5], bytes - old)
+  -- The budget keys were empty (maybe made just now): they get their expiry at once.
+  if total == bytes - old then refresh = true end
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+  local function forget(id)
+    local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
+    redis.call('HDEL', KEYS[4], id)
+    total = redis.call('DECRBY', KEYS[5], b)
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('ZREM', KEYS[2], id)
+  end
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 100)) do
+    forget(id)
+  end
+  local budget = tonumber(ARGV[6])
+  while total > budget do
+    local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    if not oldest or oldest == ARGV[4] then break end
+    redis.call('DEL', ARGV[8] .. oldest, ARGV[8] .. oldest .. ':events')
+    forget(oldest)
+    dropped = dropped + 1
+  end
 end
-local function forget(id)
-  local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
-  redis.call('HDEL', KEYS[4], id)
-  redis.call('DECRBY', KEYS[5], b)
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('ZREM', KEYS[2], id)
+if refresh then
+  for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[10]) end
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 100)) do
-  forget(id)
-end
-local dropped = 0
-local budget = tonumber(ARGV[6])
-while tonumber(redis.call('GET', KEYS[5]) or '0') > budget do
-  local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-  if not oldest or oldest == ARGV[4] then break end
-  redis.call('DEL', ARGV[8] .. oldest, ARGV[8] .. oldest .. ':events')
-  forget(oldest)
-  dropped = dropped + 1
-end
-for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[9]) end
 return dropped
 `;
 
 // KEYS: events list, finished, sizes, bytes. ARGV: 1 ttl ms, 2 handover ms, 3 id, then
-// (seq, stored JSON, whole JSON or '' when the same) triples in seq order.
+// (seq, stored JSON, whole JSON or '' when the same) triples in seq order. The new
+// events go in one RPUSH; the list gets its expiry when this append creates it (the
+// gateway's enqueue creates it with the 'queued' event). Events appended to a finished
+// execution are added to its size (without the budget keys: not counted here).
 const APPEND_EVENTS = `
 local stored = redis.call('LLEN', KEYS[1])
-local added = 0
+local values = {}
 local bytes = 0
 for i = 4, #ARGV, 3 do
-  if tonumber(ARGV[i]) > stored then
-    redis.call('RPUSH', KEYS[1], ARGV[i + 1])
+  if tonumber(ARGV[i]) > stored + #values then
+    values[#values + 1] = ARGV[i + 1]
     if ARGV[i + 2] ~= '' then
       redis.call('SET', KEYS[1] .. ':' .. ARGV[i] .. ':whole', ARGV[i + 2], 'PX', ARGV[2])
       redis.call('PUBLISH', KEYS[1], ARGV[i + 2])
     else
       redis.call('PUBLISH', KEYS[1], ARGV[i + 1])
     end
-    stored = stored + 1
-    added = added + 1
     bytes = bytes + #ARGV[i + 1]
   end
 end
-if added > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  if redis.call('ZSCORE', KEYS[2], ARGV[3]) then
+if #values > 0 then
+  redis.call('RPUSH', KEYS[1], unpack(values))
+  if stored == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+  if KEYS[2] and redis.call('ZSCORE', KEYS[2], ARGV[3]) then
     redis.call('HINCRBY', KEYS[3], ARGV[3], bytes)
     redis.call('INCRBY', KEYS[4], bytes)
   end
 end
-return added
+return #values
 `;
 
 /** A script's body as a Lua function of (K, A) instead of (KEYS, ARGV). */
 const asFunction = (name: string, lua: string): string =>
   `local function ${name}(K, A)\n${lua.replaceAll('KEYS[', 'K[').replaceAll('#ARGV', '#A').replaceAll('ARGV[', 'A[')}\nend\n`;
 
-// The end of a run in one step: APPEND_EVENTS then SAVE, so that a terminal event is
-// never stored beside a record still running (execution-store.ts, finish). KEYS: those
-// of SAVE. ARGV: SAVE's nine, then APPEND_EVENTS' (ttl ms, handover ms, id, triples).
-const FINISH = `${asFunction('append', APPEND_EVENTS)}${asFunction('save', SAVE)}
+// A record and events in one step: APPEND_EVENTS then SAVE, so that a terminal event is
+// never stored beside a record still running (execution-store.ts, saveWithEvents), then
+// the job's acknowledgement (XACK + XDEL) when one is given. KEYS: those of SAVE, then
+// the shard's stream. ARGV: SAVE's ten, 11 consumer group, 12 stream entry id or '',
+// then APPEND_EVENTS' (ttl ms, handover ms, id, triples).
+const SAVE_WITH_EVENTS = `${asFunction('append', APPEND_EVENTS)}${asFunction('save', SAVE)}
 local saveArgs, appendArgs = {}, {}
-for i = 1, 9 do saveArgs[i] = ARGV[i] end
-for i = 10, #ARGV do appendArgs[i - 9] = ARGV[i] end
-append({ KEYS[6], KEYS[3], KEYS[4], KEYS[5] }, appendArgs)
-return save(KEYS, saveArgs)
+for i = 1, 10 do saveArgs[i] = ARGV[i] end
+for i = 13, #ARGV do appendArgs[i - 12] = ARGV[i] end
+-- Without the budget keys: the save after it counts every event of a finished record.
+if #appendArgs > 3 then append({ KEYS[6] }, appendArgs) end
+local dropped = save(KEYS, saveArgs)
+if ARGV[12] ~= '' then
+  redis.call('XACK', KEYS[7], ARGV[11], ARGV[12])
+  redis.call('XDEL', KEYS[7], ARGV[12])
+end
+return dropped
 `;
 
 // KEYS: record, events list. The record and how many events it has, in one command
 // (a worker reads both before it resumes a job).
 const LOAD = `return { redis.call('GET', KEYS[1]) or false, redis.call('LLEN', KEYS[2]) }`;
 
+// KEYS: a shard's stream. ARGV: consumer group, consumer, count, record key prefix. New
+// jobs for the consumer (XREADGROUP, not blocking), each with its execution's record and
+// event count: { entry id, fields, record or false, count } per job. The keys read are
+// built from the job's id; they carry the stream's hash tag (execution-keys.ts), so
+// they are in its slot on a Redis Cluster.
+const TAKE = `
+local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], '>')
+local out = {}
+if not read then return out end
+for _, entry in ipairs(read[1][2]) do
+  local fields = entry[2]
+  local record, count = false, 0
+  for i = 1, #fields - 1, 2 do
+    if fields[i] == 'job' then
+      local ok, job = pcall(cjson.decode, fields[i + 1])
+      if ok and type(job) == 'table' and type(job.id) == 'string' then
+        record = redis.call('GET', ARGV[4] .. job.id) or false
+        count = redis.call('LLEN', ARGV[4] .. job.id .. ':events')
+      end
+    end
+  end
+  out[#out + 1] = { entry[1], fields, record, count }
+end
+return out
+`;
+
+/** A job read off a shard's stream by `take`, with its execution's record and event count. */
+export interface TakenJob {
+  entryId: string;
+  fields: string[];
+  execution: Execution | undefined;
+  eventCount: number;
+}
+
 interface StoreCommands {
   hookgateSaveExecution(...args: (string | number)[]): Promise<number>;
   hookgateAppendEvents(...args: (string | number)[]): Promise<number>;
   hookgateLoadExecution(record: string, events: string): Promise<[string | null, number]>;
-  hookgateFinishExecution(...args: (string | number)[]): Promise<number>;
+  hookgateSaveWithEvents(...args: (string | number)[]): Promise<number>;
+  hookgateTakeJobs(
+    stream: string,
+    group: string,
+    consumer: string,
+    count: number,
+    recordPrefix: string,
+  ): Promise<[string, string[], string | null, number][]>;
 }
 
 export interface RedisExecutionStoreOptions {
@@ -184,6 +248,8 @@ const SCAN_BATCH = 200;
 const SCAN_CAP = 20 * MAX_LIST_LIMIT;
 /** Index entries older than the TTL are trimmed at most this often. */
 const TRIM_EVERY_MS = 60_000;
+/** How often a process sets the expiry of a shard's index keys again (their lifetime is the TTL). */
+const EXPIRY_REFRESH_MS = 60_000;
 
 const isFinished = (e: Execution) => e.status === 'succeeded' || e.status === 'failed';
 
@@ -200,6 +266,8 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly #now: () => number;
   readonly #evictions = noEvictions();
   #trimmedAt = 0;
+  /** When this process last set each shard's index key expiries (refreshIndexExpiry). */
+  readonly #expiryRefreshed = new Map<number, number>();
 
   constructor(options: RedisExecutionStoreOptions) {
     const redis = options.redis as RedisClient & Partial<StoreCommands>;
@@ -209,8 +277,11 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     if (!redis.hookgateAppendEvents) {
       redis.defineCommand('hookgateAppendEvents', { numberOfKeys: 4, lua: APPEND_EVENTS });
     }
-    if (!redis.hookgateFinishExecution) {
-      redis.defineCommand('hookgateFinishExecution', { numberOfKeys: 6, lua: FINISH });
+    if (!redis.hookgateSaveWithEvents) {
+      redis.defineCommand('hookgateSaveWithEvents', { numberOfKeys: 7, lua: SAVE_WITH_EVENTS });
+    }
+    if (!redis.hookgateTakeJobs) {
+      redis.defineCommand('hookgateTakeJobs', { numberOfKeys: 1, lua: TAKE });
     }
     if (!redis.hookgateLoadExecution) {
       redis.defineCommand('hookgateLoadExecution', { numberOfKeys: 2, lua: LOAD });
@@ -242,16 +313,63 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     await this.#trimIndexes();
   }
 
-  /** The final record and the run's last events in one script (see ExecutionStore.finish). */
-  async finish(execution: Execution, events: SequencedEvent[]): Promise<void> {
+  /**
+   * The record and events of a run in one script, and the job's acknowledgement (on the
+   * execution's shard's stream) when `acknowledge` names its entry (see
+   * ExecutionStore.saveWithEvents).
+   */
+  async saveWithEvents(
+    execution: Execution,
+    events: SequencedEvent[],
+    acknowledge?: string,
+  ): Promise<void> {
     const { id } = execution;
     if (events.some((e) => e.executionId !== id))
-      throw new Error(`finish: events of another execution than ${id}`);
-    this.#evictions.bytes += await this.#redis.hookgateFinishExecution(
-      ...this.#saveArgs(execution),
+      throw new Error(`saveWithEvents: events of another execution than ${id}`);
+    const save = this.#saveArgs(execution);
+    // SAVE's six keys, then the stream; SAVE's ten arguments after them.
+    save.splice(6, 0, this.layout.of(id).stream);
+    this.#evictions.bytes += await this.#redis.hookgateSaveWithEvents(
+      ...save,
+      WORKER_GROUP,
+      acknowledge ?? '',
       ...this.#appendArgs(id, events),
     );
     await this.#trimIndexes();
+  }
+
+  /**
+   * Up to `count` new jobs of a shard's stream for `consumer` (XREADGROUP, without
+   * waiting), each with its execution's record and event count, in one script: what a
+   * worker would otherwise read with one command per job.
+   */
+  async take(shard: ShardKeys, consumer: string, count: number): Promise<TakenJob[]> {
+    const taken = await this.#redis.hookgateTakeJobs(
+      shard.stream,
+      WORKER_GROUP,
+      consumer,
+      count,
+      shard.recordPrefix,
+    );
+    return taken.map(([entryId, fields, json, eventCount]) => ({
+      entryId,
+      fields,
+      execution: this.#parse(json),
+      eventCount,
+    }));
+  }
+
+  /**
+   * Whether a write on `shard` should set its index keys' expiries again (their
+   * lifetime is the TTL): when this process has not for a minute. The keys of a
+   * deployment that stopped still go, and most writes spend no commands on it.
+   */
+  refreshIndexExpiry(shard: ShardKeys): boolean {
+    const now = this.#now();
+    if (now - (this.#expiryRefreshed.get(shard.shard) ?? -Infinity) < EXPIRY_REFRESH_MS)
+      return false;
+    this.#expiryRefreshed.set(shard.shard, now);
+    return true;
   }
 
   /** SAVE's keys and arguments. */
@@ -275,6 +393,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       this.#maxBytes,
       this.#now() - this.#ttlMs,
       keys.recordPrefix,
+      this.refreshIndexExpiry(keys) ? '1' : '0',
       this.#ttlMs,
     ];
   }

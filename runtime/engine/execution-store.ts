@@ -27,13 +27,21 @@ export interface ExecutionStore {
   /** Append events (in seq order) to an execution's stream. Events are never changed once emitted. */
   appendEvents(events: SequencedEvent[]): Promise<void>;
   /**
-   * The final record and the last events of a run, written together or not at all (a
-   * store shared between processes): a run that dies in between must not leave a
-   * terminal event beside a record still running, or the run taking the job again
-   * would end the execution a second time. Optional: a store without it gets `save`
-   * then `appendEvents`.
+   * The record and events of a run, written together or not at all (a store shared
+   * between processes): a run that dies in between must not leave a terminal event
+   * beside a record still running, or the run taking the job again would end the
+   * execution a second time. A worker also writes its running record this way, with
+   * the run's first events (one step instead of two). `acknowledge`: the queue entry of
+   * the run's job (a store that keeps the queue, on the execution's shard), done in the
+   * same step, so a finished run is never left unacknowledged by a worker dying right
+   * after. Optional: a store without it gets `save` then `appendEvents`, and the caller
+   * acknowledges.
    */
-  finish?(execution: Execution, events: SequencedEvent[]): Promise<void>;
+  saveWithEvents?(
+    execution: Execution,
+    events: SequencedEvent[],
+    acknowledge?: string,
+  ): Promise<void>;
   /**
    * Events of an execution with seq > afterSeq, in order. A `completed` or `respond`
    * event whose body was cut is whole for `handoverMs` after it was appended (so a

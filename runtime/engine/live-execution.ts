@@ -20,6 +20,8 @@ export class LiveExecution implements Run {
    * queue to run again instead of finishing it here.
    */
   readonly resumed: boolean;
+  /** A worker's run: its job's queue entry, acknowledged with the final record (engine.resume). */
+  queueEntry: string | undefined;
   readonly #resolveDone: () => void;
 
   /**

@@ -41,9 +41,10 @@ export interface ExecutionJob {
 }
 
 // KEYS: record, events, index, stream. ARGV: record JSON, ttl ms, created ms, id,
-// 'queued' event JSON, job JSON, bound (of this shard's stream). Returns the existing record when the id is
-// taken, or the stream's length (a number) when it holds `bound` jobs already: the
-// bound is checked where the job is added, so gateways racing cannot pass it.
+// 'queued' event JSON, job JSON, bound (of this shard's stream), the index's lifetime
+// or '0' (RedisExecutionStore.refreshIndexExpiry). Returns the existing record when the
+// id is taken, or the stream's length (a number) when it holds `bound` jobs already:
+// the bound is checked where the job is added, so gateways racing cannot pass it.
 const ENQUEUE = `
 local length = redis.call('XLEN', KEYS[4])
 if length >= tonumber(ARGV[7]) then
@@ -57,7 +58,7 @@ end
 redis.call('RPUSH', KEYS[2], ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-redis.call('PEXPIRE', KEYS[3], ARGV[2])
+if ARGV[8] ~= '0' then redis.call('PEXPIRE', KEYS[3], ARGV[8]) end
 redis.call('XADD', KEYS[4], '*', 'job', ARGV[6])
 return false
 `;
@@ -227,6 +228,7 @@ export class QueuedEngine implements ExecutionEngine {
         JSON.stringify(queuedEvent),
         JSON.stringify(job),
         this.#shardBound,
+        this.#store.refreshIndexExpiry(keys) ? this.#store.ttlMs : 0,
       );
     } finally {
       this.#answered++;

@@ -14,20 +14,28 @@
 // one whose attempt the record has moved past is dropped, so a worker killed at any
 // point of a retry loses nothing and runs no attempt twice after it was handed over.
 //
+// Redis work per job (issue 14): a loop first takes what its shard has without waiting,
+// each job with its record and event count, in one script for the whole batch
+// (RedisExecutionStore.take); only when the shard is empty does it wait (XREADGROUP
+// BLOCK on its own connection) and then read each record. The run's running record
+// goes with its first events, and the final record, the last events and the job's
+// acknowledgement go in one script (ExecutionStore.saveWithEvents): a run that ends in
+// the turn it started costs two scripts and a share of one.
+//
 // Shards (HOOKGATE_QUEUE_SHARDS=N, execution-keys.ts): each shard has its stream, and a
 // worker reads every one, each with a loop and a blocking connection of its own (a read
-// over several streams would span slots on a Redis Cluster). A loop first reads what
-// its shard has without waiting, up to every free run slot (held for it while it reads,
-// so the loops never take more than there is room for together); only when its shard
-// is empty does it wait on it (BLOCK), for at most concurrency / N jobs. Claims of
-// abandoned jobs (XAUTOCLAIM), renewals and acknowledgements are per shard.
+// over several streams would span slots on a Redis Cluster). A loop takes up to every
+// free run slot (held for it while it reads, so the loops never take more than there
+// is room for together); when its shard is empty it waits on it (BLOCK) for at most
+// concurrency / N jobs. Claims of abandoned jobs (XAUTOCLAIM), renewals and
+// acknowledgements are per shard.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { duplicateClient, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { deadLetterOf, type DeadLetterStore } from './dead-letters.ts';
 import type { InProcessEngine } from './engine.ts';
-import type { RedisExecutionStore } from './execution-store-redis.ts';
+import type { RedisExecutionStore, TakenJob } from './execution-store-redis.ts';
 import { WORKER_GROUP, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
@@ -81,6 +89,9 @@ export interface ExecutionWorkerOptions {
 }
 
 type StreamEntry = [id: string, fields: string[]];
+
+/** A job off a stream: its entry, and its record when it was read with it (take). */
+type Job = StreamEntry | TakenJob;
 
 /** One shard's stream as this worker reads it. */
 interface ShardReader {
@@ -227,8 +238,7 @@ export class ExecutionWorker {
         continue;
       }
       try {
-        const entries = await this.#read(shard, free);
-        for (const [id, fields] of entries) this.#take(shard, id, fields);
+        for (const job of await this.#read(shard, free)) this.#take(shard, job);
       } catch (error) {
         if (this.#stopping) break;
         // The group is gone (a Redis that lost its data): create it again.
@@ -245,27 +255,31 @@ export class ExecutionWorker {
   }
 
   /**
-   * Up to `free` jobs of one shard. One shard: a blocking read, as many as are free.
-   * Several: what the shard has now, the free slots held meanwhile; when it has none,
-   * a blocking read of at most concurrency / N (over the limit by at most that a loop).
+   * Up to `free` jobs of one shard: abandoned ones first (at most every claimIdleMs /
+   * 2), then what the shard has now, with their records (the free slots held meanwhile
+   * when there are several shards); when it has none, a blocking read, of at most
+   * concurrency / N with several shards (over the limit by at most that a loop).
    */
-  async #read(shard: ShardReader, free: number): Promise<StreamEntry[]> {
-    if (this.#shards.length === 1) return this.#next(shard, free, true);
-    this.#reserved += free;
-    let entries: StreamEntry[];
+  async #read(shard: ShardReader, free: number): Promise<Job[]> {
+    const several = this.#shards.length > 1;
+    if (several) this.#reserved += free;
+    let jobs: Job[];
     try {
-      entries = await this.#next(shard, free, false);
+      jobs = await this.#claimed(shard, free);
+      if (jobs.length === 0) jobs = await this.#o.store.take(shard.keys, this.#o.consumer, free);
     } finally {
-      this.#reserved -= free;
-      // Taken synchronously by the caller; slots not used go back to the other loops.
-      queueMicrotask(() => this.#wake());
+      if (several) {
+        this.#reserved -= free;
+        // Taken synchronously by the caller; slots not used go back to the other loops.
+        queueMicrotask(() => this.#wake());
+      }
     }
-    if (entries.length > 0 || this.#stopping) return entries;
-    return this.#next(shard, Math.min(this.#perShard, free), true);
+    if (jobs.length > 0 || this.#stopping) return jobs;
+    return this.#waitFor(shard, several ? Math.min(this.#perShard, free) : free);
   }
 
-  /** Abandoned jobs first (at most every claimIdleMs / 2), then new ones. */
-  async #next(shard: ShardReader, count: number, block: boolean): Promise<StreamEntry[]> {
+  /** Jobs abandoned by their worker (XAUTOCLAIM), at most every claimIdleMs / 2. */
+  async #claimed(shard: ShardReader, count: number): Promise<StreamEntry[]> {
     const now = Date.now();
     if (now - shard.lastClaim >= this.#o.claimIdleMs / 2) {
       shard.lastClaim = now;
@@ -278,48 +292,40 @@ export class ExecutionWorker {
         'COUNT',
         count,
       )) as [string, (StreamEntry | null)[], string[]?];
-      const abandoned = claimed[1].filter((e): e is StreamEntry => e !== null);
-      if (abandoned.length > 0) return abandoned;
+      return claimed[1].filter((e): e is StreamEntry => e !== null);
     }
-    const { blocking, keys } = shard;
-    const consumer = this.#o.consumer;
-    const read = (
-      block
-        ? await blocking.xreadgroup(
-            'GROUP',
-            WORKER_GROUP,
-            consumer,
-            'COUNT',
-            count,
-            'BLOCK',
-            this.#o.blockMs,
-            'STREAMS',
-            keys.stream,
-            '>',
-          )
-        : await blocking.xreadgroup(
-            'GROUP',
-            WORKER_GROUP,
-            consumer,
-            'COUNT',
-            count,
-            'STREAMS',
-            keys.stream,
-            '>',
-          )
-    ) as [string, StreamEntry[]][] | null;
+    return [];
+  }
+
+  /** Waits for new jobs of an empty shard (XREADGROUP BLOCK on its own connection). */
+  async #waitFor(shard: ShardReader, count: number): Promise<StreamEntry[]> {
+    const read = (await shard.blocking.xreadgroup(
+      'GROUP',
+      WORKER_GROUP,
+      this.#o.consumer,
+      'COUNT',
+      count,
+      'BLOCK',
+      this.#o.blockMs,
+      'STREAMS',
+      shard.keys.stream,
+      '>',
+    )) as [string, StreamEntry[]][] | null;
     return read?.[0]?.[1] ?? [];
   }
 
-  #take(shard: ShardReader, entryId: string, fields: string[]): void {
+  #take(shard: ShardReader, job: Job): void {
+    const entryId = Array.isArray(job) ? job[0] : job.entryId;
     const key = `${shard.keys.shard} ${entryId}`;
     if (this.#inflight.has(key)) return;
     let reached = (): void => {};
     const starting = new Promise<void>((resolve) => (reached = resolve));
     this.#starting.add(starting);
     void starting.then(() => this.#starting.delete(starting));
-    const run = this.#run(fields, reached)
-      .then(() => this.#acknowledge(shard, entryId))
+    const run = this.#run(shard, job, reached)
+      .then(async (acknowledged) => {
+        if (!acknowledged) await this.#acknowledge(shard, entryId);
+      })
       .catch((error: unknown) => {
         // Read just before close(): left unacknowledged, another worker will run it.
         if (this.#stopping && error instanceof HttpProblem && error.code === 'HG_ERR_SHUTTING_DOWN')
@@ -333,39 +339,45 @@ export class ExecutionWorker {
     this.#inflight.set(key, { shard, entryId, run });
   }
 
-  /** `reached` is called once the job is in the engine, or will not go there. */
-  async #run(fields: string[], reached: () => void): Promise<void> {
+  /**
+   * `reached` is called once the job is in the engine, or will not go there. Resolves
+   * true when the job was acknowledged with the final record (else the caller does it).
+   */
+  async #run(shard: ShardReader, job: Job, reached: () => void): Promise<boolean> {
     try {
-      return await this.#runJob(fields, reached);
+      return await this.#runJob(shard, job, reached);
     } finally {
       reached();
     }
   }
 
-  async #runJob(fields: string[], reached: () => void): Promise<void> {
+  async #runJob(shard: ShardReader, entry: Job, reached: () => void): Promise<boolean> {
+    const fields = Array.isArray(entry) ? entry[1] : entry.fields;
     const at = fields.indexOf('job');
     const job = JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
-    if (!job) return; // not a job of ours: acknowledge and drop it
-    const { execution, eventCount: afterSeq } = await this.#o.store.load(job.id);
+    if (!job) return false; // not a job of ours: acknowledge and drop it
+    const { execution, eventCount: afterSeq } = Array.isArray(entry)
+      ? await this.#o.store.load(job.id)
+      : entry;
     // Expired, or finished by a worker that died before acknowledging: nothing to do,
     // except the dead-letter entry of a record that says it went there (the worker died
     // between the record and the entry; adding is idempotent).
-    if (!execution || execution.status === 'succeeded') return;
+    if (!execution || execution.status === 'succeeded') return false;
     if (execution.status === 'failed') {
       if (execution.deadLetteredAt && this.#o.deadLetters) {
         await this.#o.deadLetters.add(deadLetterOf(execution, job.callbackUrl));
       }
-      return;
+      return false;
     }
     // The record has moved past this job's attempt (its worker handed the execution to
     // the retry queue, then died before acknowledging): the later attempt is the one.
     const attempt = job.attempt ?? 1;
     const pending = (execution.attempt ?? 1) + (execution.nextAttemptAt ? 1 : 0);
-    if (attempt < pending) return;
+    if (attempt < pending) return false;
     const target = await this.#o.resolve(job);
     if (!target) {
       await this.#failUnrunnable(execution, job, afterSeq);
-      return;
+      return false;
     }
     const validator = this.#o.outputValidator?.(target.route);
     const request: StartRequest = {
@@ -375,11 +387,21 @@ export class ExecutionWorker {
       ...(validator ? { outputValidator: validator } : {}),
       ...(job.callbackUrl ? { callbackUrl: job.callbackUrl } : {}),
     };
-    const done = this.#o.engine.resume(request, execution, afterSeq, attempt);
+    // The store acknowledges the job with the final record when the entry is on the
+    // stream of the execution's shard (always so: enqueue and retries put it there).
+    const own = this.#o.store.layout.of(job.id).stream === shard.keys.stream;
+    const entryId = Array.isArray(entry) ? entry[0] : entry.entryId;
+    const done = this.#o.engine.resume(
+      request,
+      execution,
+      afterSeq,
+      attempt,
+      own ? entryId : undefined,
+    );
     reached();
     // Rejects when its end was not stored: left unacknowledged, another run (after
     // claimIdleMs) finishes it, so a Redis outage in between loses no accepted execution.
-    await done;
+    return done;
   }
 
   /** The endpoint or its workflow went away between the 202 and the run. */

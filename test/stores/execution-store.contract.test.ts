@@ -287,7 +287,7 @@ for (const [name, start, shards] of [
       }
     });
 
-    it('finish writes the final record and the last events in one step, counted in the budget once', async () => {
+    it('saveWithEvents writes the final record and the last events in one step, counted in the budget once', async () => {
       await backend.flushall();
       const store = redisStore({ now });
       const created = new Date(now()).toISOString();
@@ -301,8 +301,8 @@ for (const [name, start, shards] of [
         seq: 3,
         at: created,
       };
-      // Event 1 is stored already: finish skips it and appends 2 and 3 after it.
-      await store.finish({ ...e, status: 'succeeded', output: { ok: true } }, [
+      // Event 1 is stored already: saveWithEvents skips it and appends 2 and 3 after it.
+      await store.saveWithEvents({ ...e, status: 'succeeded', output: { ok: true } }, [
         { ...event('f1', 1), at: created },
         { ...event('f1', 2), at: created },
         terminal,
@@ -315,7 +315,7 @@ for (const [name, start, shards] of [
       expect(stats.entries).toBe(1);
       expect(stats.bytes).toBeGreaterThan(record.length);
       // Once more (a run taken again after its acknowledgement was lost): no duplicate.
-      await store.finish({ ...e, status: 'succeeded', output: { ok: true } }, [terminal]);
+      await store.saveWithEvents({ ...e, status: 'succeeded', output: { ok: true } }, [terminal]);
       expect((await store.events('f1', 0)).map((x) => x.seq)).toEqual([1, 2, 3]);
       expect((await store.stats()).bytes).toBe(stats.bytes);
     });
