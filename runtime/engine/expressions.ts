@@ -1,7 +1,16 @@
 // JSONata expressions: compiled once per workflow generation, evaluated with a time
 // and depth limit. Bindings: $trigger (the trigger output record) and $nodes (node id →
-// output); the input `$` is chosen by the caller (see docs/workflows.md).
+// output); the input `$` is chosen by the caller (see docs/workflows.md). Field
+// mappings go through a fast path that gives JSONata's answer without its evaluator
+// (expression-fast-path.ts).
 import jsonata from 'jsonata';
+import { fastPathOf, UNDECIDED, type FastEvaluator } from './expression-fast-path.ts';
+
+/** A compiled expression, and its fast path when it has one. */
+interface Compiled {
+  expression: jsonata.Expression;
+  fast: FastEvaluator | undefined;
+}
 
 export interface ExpressionLimits {
   /** Evaluation time limit per expression (JSONata's own guard), default 1000 ms. */
@@ -34,7 +43,7 @@ function wrap(error: unknown, what: string): ExpressionError {
 }
 
 export class ExpressionCache {
-  readonly #generations = new Map<string, Map<string, jsonata.Expression>>();
+  readonly #generations = new Map<string, Map<string, Compiled>>();
   /** The scope used last, the newest in the LRU order already. */
   #newest: string | undefined;
   readonly #timeoutMs: number;
@@ -49,6 +58,10 @@ export class ExpressionCache {
 
   /** Compiled expression for `source` within one workflow generation (`scope`). */
   compile(scope: string, source: string): jsonata.Expression {
+    return this.#compiled(scope, source).expression;
+  }
+
+  #compiled(scope: string, source: string): Compiled {
     let compiled = this.#generations.get(scope);
     if (compiled) {
       // Refresh LRU position (a delete and an insert: only when another scope came since).
@@ -66,16 +79,18 @@ export class ExpressionCache {
       }
     }
     this.#newest = scope;
-    let expression = compiled.get(source);
-    if (!expression) {
+    let entry = compiled.get(source);
+    if (!entry) {
+      let expression: jsonata.Expression;
       try {
         expression = jsonata(source, { timeout: this.#timeoutMs, stack: this.#maxDepth });
       } catch (error) {
         throw wrap(error, 'invalid expression');
       }
-      compiled.set(source, expression);
+      entry = { expression, fast: fastPathOf(expression) };
+      compiled.set(source, entry);
     }
-    return expression;
+    return entry;
   }
 
   /** Number of compiled expressions held for a scope (for tests). */
@@ -90,17 +105,24 @@ export class ExpressionCache {
     input: unknown,
     bindings: Record<string, unknown>,
   ): Promise<unknown> {
-    let expression: jsonata.Expression;
+    let entry: Compiled;
     try {
-      expression = this.compile(scope, source);
+      entry = this.#compiled(scope, source);
     } catch (error) {
       // compile throws ExpressionErrors only
       return Promise.reject(error instanceof Error ? error : wrap(error, 'invalid expression'));
     }
+    if (entry.fast) {
+      const value = entry.fast(input, bindings);
+      if (value !== UNDECIDED) return Promise.resolve(value);
+    }
     // Not an async function: JSONata's promise is handed on, not wrapped in another one.
-    return (expression.evaluate(input, bindings) as Promise<unknown>).then(undefined, (error) => {
-      throw wrap(error, 'expression failed');
-    });
+    return (entry.expression.evaluate(input, bindings) as Promise<unknown>).then(
+      undefined,
+      (error) => {
+        throw wrap(error, 'expression failed');
+      },
+    );
   }
 }
 
