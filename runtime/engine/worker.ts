@@ -101,6 +101,11 @@ interface ShardReader {
   /** Whether its consumer group exists (created by this worker or another). */
   grouped: boolean;
   lastClaim: number;
+  /**
+   * Its last read got fewer jobs than it asked for: the next one waits (BLOCK) at once
+   * instead of first taking what there is (a read that would find nothing, at low rates).
+   */
+  drained: boolean;
 }
 
 /** A job this worker runs: its shard and stream entry, and the run. */
@@ -155,6 +160,7 @@ export class ExecutionWorker {
       blocking: k === 0 ? options.blocking : duplicateClient(options.blocking),
       grouped: false,
       lastClaim: 0,
+      drained: false,
     }));
     this.#perShard = Math.max(1, Math.ceil(this.#o.concurrency / shards.length));
   }
@@ -257,8 +263,9 @@ export class ExecutionWorker {
   /**
    * Up to `free` jobs of one shard: abandoned ones first (at most every claimIdleMs /
    * 2), then what the shard has now, with their records (the free slots held meanwhile
-   * when there are several shards); when it has none, a blocking read, of at most
-   * concurrency / N with several shards (over the limit by at most that a loop).
+   * when there are several shards); when it has none, or the last read found fewer
+   * than it asked for, a blocking read, of at most concurrency / N with several shards
+   * (over the limit by at most that a loop).
    */
   async #read(shard: ShardReader, free: number): Promise<Job[]> {
     const several = this.#shards.length > 1;
@@ -266,7 +273,10 @@ export class ExecutionWorker {
     let jobs: Job[];
     try {
       jobs = await this.#claimed(shard, free);
-      if (jobs.length === 0) jobs = await this.#o.store.take(shard.keys, this.#o.consumer, free);
+      if (jobs.length === 0 && !shard.drained) {
+        jobs = await this.#o.store.take(shard.keys, this.#o.consumer, free);
+        shard.drained = jobs.length < free;
+      }
     } finally {
       if (several) {
         this.#reserved -= free;
@@ -275,7 +285,10 @@ export class ExecutionWorker {
       }
     }
     if (jobs.length > 0 || this.#stopping) return jobs;
-    return this.#waitFor(shard, several ? Math.min(this.#perShard, free) : free);
+    const count = several ? Math.min(this.#perShard, free) : free;
+    const waited = await this.#waitFor(shard, count);
+    shard.drained = waited.length < count;
+    return waited;
   }
 
   /** Jobs abandoned by their worker (XAUTOCLAIM), at most every claimIdleMs / 2. */
