@@ -63,6 +63,8 @@ export class GatewayMetrics implements RequestObserver {
   readonly #consumers: ConsumerLabels;
   readonly #duration: RequestDurationHistogram<RequestLabel>;
   readonly #executions: Counter<'workflow_id' | 'result'>;
+  /** Its series by result and workflow (never removed, as the counter's own are not). */
+  readonly #executionSeries = new Map<string, Counter.Internal>();
   readonly #rejected: Counter<'reason'>;
   readonly #queueDepth: Gauge;
   /** Rate limit decisions not yet added to their counter (see its collect). */
@@ -193,7 +195,14 @@ export class GatewayMetrics implements RequestObserver {
   }
 
   recordExecution(workflowId: string, result: ExecutionResult): void {
-    this.#executions.inc({ workflow_id: workflowId, result });
+    // The labelled series, kept: prom-client hashes the labels on every inc otherwise.
+    const key = `${result} ${workflowId}`;
+    let series = this.#executionSeries.get(key);
+    if (!series) {
+      series = this.#executions.labels({ workflow_id: workflowId, result });
+      this.#executionSeries.set(key, series);
+    }
+    series.inc();
   }
 
   recordRateLimitDecision(decision: RateLimitDecision): void {

@@ -30,6 +30,7 @@ import {
   decodeCursor,
   DEFAULT_EXECUTION_TTL_MS,
   encodeCursor,
+  isFinished,
   listLimit,
   MAX_LIST_LIMIT,
   type ExecutionStore,
@@ -250,8 +251,6 @@ const SCAN_CAP = 20 * MAX_LIST_LIMIT;
 const TRIM_EVERY_MS = 60_000;
 /** How often a process sets the expiry of a shard's index keys again (their lifetime is the TTL). */
 const EXPIRY_REFRESH_MS = 60_000;
-
-const isFinished = (e: Execution) => e.status === 'succeeded' || e.status === 'failed';
 
 export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly storeName = 'executions';

@@ -50,6 +50,10 @@ export interface ExecutionStore {
   events(id: string, afterSeq: number): Promise<SequencedEvent[]>;
 }
 
+/** Whether an execution has ended (succeeded or failed). */
+export const isFinished = (e: Execution): boolean =>
+  e.status === 'succeeded' || e.status === 'failed';
+
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 1000;
 /** Default byte budget of one page of a listing (4 MiB). */
@@ -163,11 +167,15 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   save(execution: Execution): Promise<void> {
+    const existing = this.#entries.get(execution.id);
+    // The very object held, not finished (an engine marking its run running): it holds
+    // the change already, and had nothing to cut; its size is counted again when it
+    // finishes.
+    if (existing?.execution === execution && !isFinished(execution)) return Promise.resolve();
     // Kept as given when every part fits (see the port): copying here cost more than
     // the rest of a request. A record with a large part is kept as a cut copy.
     const kept = boundExecution(execution, this.#maxBodyBytes);
     const bytes = recordBytes(kept);
-    const existing = this.#entries.get(execution.id);
     if (existing) {
       existing.execution = kept;
       this.#bytes += bytes - existing.recordBytes;

@@ -32,14 +32,25 @@ export interface BinaryBody {
   data: string;
 }
 
+/** Shared between the requests that send the same header: read only. */
 interface MediaType {
   /** `type/subtype`, lower-case, without parameters. */
-  essence: string;
-  charset: string | undefined;
+  readonly essence: string;
+  readonly charset: string | undefined;
 }
+
+/** The last header parsed and what it gave (nearly every request of an endpoint sends the same). */
+let lastMediaType: { header: string; media: MediaType | undefined } | undefined;
 
 export function parseMediaType(contentType: string | undefined): MediaType | undefined {
   if (contentType === undefined) return undefined;
+  if (lastMediaType?.header === contentType) return lastMediaType.media;
+  const media = parseMediaTypeNow(contentType);
+  lastMediaType = { header: contentType, media };
+  return media;
+}
+
+function parseMediaTypeNow(contentType: string): MediaType | undefined {
   const [essencePart = '', ...params] = contentType.split(';');
   const essence = essencePart.trim().toLowerCase();
   if (essence === '') return undefined;
