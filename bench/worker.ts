@@ -8,8 +8,9 @@
 // (enqueued with the gateway's QueuedEngine), then the real CLI (`roles/cli.ts
 // worker`, default settings) starts on core 1 and drains it while this process only
 // polls the queue length. The rate is taken between 10 % and 90 % drained (start-up
-// and JIT warm-up left out), with the worker's CPU time over the same span. Then the
-// baseline, also on core 1: the same N executions, their queued records given to a
+// and JIT warm-up left out), with the worker's CPU time over the same span, and
+// redis-server's (schedstat), as well as redis-server's while the queue was filled
+// (the gateway's enqueue script). Then the baseline, also on core 1: the same N executions, their queued records given to a
 // bare InProcessEngine (memory store, 32 at once, like the worker) with `resume`,
 // after a warm-up.
 import { cpuNs } from './cpu.ts';
@@ -79,10 +80,10 @@ function perExecution(calls: Map<string, number>): Sample['redis'] {
   const count = (name: string) => (calls.get(name) ?? 0) / n;
   const scripts = count('evalsha') + count('eval');
   const transactions = count('multi');
-  // The queue reads. The worker's other reads (the record and its event count) are one
-  // script now, and commandstats also counts what scripts call inside, so GET, HGET
-  // and LLEN no longer tell direct commands apart; routes and workflows come from
-  // memory (api/records/cached-reader.ts) after the first job.
+  // The queue reads outside scripts (blocking reads and claims). Jobs are taken with
+  // their records in one script, and commandstats also counts what scripts call
+  // inside, so GET, LLEN and XREADGROUP no longer tell direct commands apart; routes
+  // and workflows come from memory (api/records/cached-reader.ts) after the first job.
   const others = count('xreadgroup') + count('xautoclaim') + count('xclaim');
   return { scripts, transactions, others };
 }
@@ -263,7 +264,8 @@ async function main(): Promise<void> {
     if (r) {
       console.log(
         `\nRedis commands the worker sent per execution: ${r.scripts.toFixed(2)} scripts ` +
-          `(load, saves, event appends, acknowledge), ${r.transactions.toFixed(2)} MULTI…EXEC ` +
+          `(jobs taken with their records, records saved with their events and the ` +
+          `acknowledgement), ${r.transactions.toFixed(2)} MULTI…EXEC ` +
           `transactions, ${r.others.toFixed(2)} queue reads`,
       );
     }
