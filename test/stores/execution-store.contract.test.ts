@@ -320,6 +320,47 @@ for (const [name, start, shards] of [
       expect((await store.stats()).bytes).toBe(stats.bytes);
     });
 
+    it('take reads new jobs with their records and event counts; saveWithEvents acknowledges one', async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      // Three executions on one shard, queued as a gateway does (record, event, job).
+      const shard = layout.of('t0');
+      const ids: string[] = [];
+      for (let i = 0; ids.length < 3; i++) if (layout.of(`t${i}`) === shard) ids.push(`t${i}`);
+      const created = new Date(now()).toISOString();
+      await backend.client.xgroup('CREATE', shard.stream, 'workers', '0', 'MKSTREAM');
+      for (const id of ids) {
+        await store.save(execution(id, 0, { status: 'queued', createdAt: created }));
+        await store.appendEvents([{ ...event(id, 1), at: created }]);
+        await backend.client.xadd(shard.stream, '*', 'job', JSON.stringify({ id }));
+      }
+      // A job whose record is gone, and an entry that is not a job.
+      await backend.client.xadd(shard.stream, '*', 'job', JSON.stringify({ id: `${ids[0]}-gone` }));
+      await backend.client.xadd(shard.stream, '*', 'other', 'x');
+      const taken = await store.take(shard, 'c1', 10);
+      expect(taken.map((j) => [j.execution?.id, j.execution?.status, j.eventCount])).toEqual([
+        ...ids.map((id) => [id, 'queued', 1]),
+        [undefined, undefined, 0],
+        [undefined, undefined, 0],
+      ]);
+      expect(await store.take(shard, 'c1', 10)).toEqual([]); // delivered once
+      const [first] = taken;
+      const e = first?.execution as Execution;
+      await store.saveWithEvents(
+        { ...e, status: 'succeeded', output: { ok: true } },
+        [{ type: 'completed', output: { ok: true }, executionId: e.id, seq: 2, at: created }],
+        first?.entryId,
+      );
+      // Acknowledged and deleted with the record: the other four are still pending.
+      const pending = (await backend.client.xpending(shard.stream, 'workers')) as [number];
+      expect(pending[0]).toBe(4);
+      expect(await backend.client.xlen(shard.stream)).toBe(4);
+      expect(await store.load(e.id)).toMatchObject({
+        execution: { status: 'succeeded' },
+        eventCount: 2,
+      });
+    });
+
     it('a queued or running record keeps its input whole: a worker runs it from there', async () => {
       await backend.flushall();
       const store = redisStore({ now });
