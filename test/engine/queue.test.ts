@@ -2,47 +2,34 @@
 // everything through a real redis-server (one shard, today's key names) and a real
 // Redis Cluster of three masters (six shards, ADR 0021). At least once (G14): a job
 // abandoned by a dead worker is run again by another, with the same execution id.
-import type { RedisClient } from '../../api/records/redis-client.ts';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
-import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import type { SequencedEvent } from '../../runtime/engine/ports.ts';
-import { QueuedEngine } from '../../runtime/engine/queued-engine.ts';
-import { ExecutionLayout, WORKER_GROUP } from '../../runtime/engine/execution-keys.ts';
+import { WORKER_GROUP } from '../../runtime/engine/execution-keys.ts';
 import { readQueueState } from '../../runtime/engine/queue-state.ts';
 import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
-import { ExecutionWorker, type JobTarget } from '../../runtime/engine/worker.ts';
+import type { JobTarget } from '../../runtime/engine/worker.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 import { redisAvailable } from '../support/redis.ts';
-import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
+import { redisCluster, singleRedis } from '../support/redis-backends.ts';
 import { credentialLeaks, finished, route, trigger, workflow } from './helpers.ts';
+import { redisQueueHarness } from './queue-harness.ts';
 
 for (const [name, start, shards] of [
   ['one Redis', singleRedis, 1],
   ['a Redis Cluster of 3 masters, 6 shards', redisCluster, 6],
 ] as const)
   describe.skipIf(!redisAvailable())(`Redis execution queue on ${name}`, () => {
-    let backend: RedisBackend;
-    let layout: ExecutionLayout;
-    const clients: RedisClient[] = [];
-    const closers: (() => Promise<void> | void)[] = [];
-    let targets: Map<string, JobTarget>;
-
-    const client = () => {
-      const c = backend.connect();
-      clients.push(c);
-      return c;
-    };
-    /** Jobs in every shard's stream. */
-    const depth = async (redis: RedisClient) => (await readQueueState(redis, layout.streams)).depth;
+    const q = redisQueueHarness(start, shards);
+    const { client, depth, gateway, worker } = q;
     /** `n` execution ids (`<prefix><i>`) that all fall in one shard. */
     const sameShard = (prefix: string, n: number) => {
       const ids: string[] = [];
       for (let i = 0; ids.length < n; i++)
-        if (layout.shardOf(`${prefix}${i}`) === layout.shardOf(`${prefix}0`))
+        if (q.layout.shardOf(`${prefix}${i}`) === q.layout.shardOf(`${prefix}0`))
           ids.push(`${prefix}${i}`);
       return ids;
     };
@@ -51,7 +38,7 @@ for (const [name, start, shards] of [
       const ids: string[] = [];
       const used = new Set<number>();
       for (let i = 0; ids.length < n; i++) {
-        const shard = layout.shardOf(`${prefix}${i}`);
+        const shard = q.layout.shardOf(`${prefix}${i}`);
         if (shards > 1 && used.has(shard)) continue;
         used.add(shard);
         ids.push(`${prefix}${i}`);
@@ -59,62 +46,12 @@ for (const [name, start, shards] of [
       return ids;
     };
 
-    function gateway(options: { maxQueued?: number; depthEveryMs?: number } = {}) {
-      const redis = client();
-      const store = new RedisExecutionStore({ redis, layout });
-      const events = new RedisExecutionEvents({ subscriber: client(), store });
-      const engine = new QueuedEngine({ redis, store, events, ...options });
-      closers.push(() => engine.close());
-      return { engine, store, events };
-    }
-
-    function worker(
-      options: {
-        consumer?: string;
-        claimIdleMs?: number;
-        concurrency?: number;
-        engine?: InProcessEngine;
-      } = {},
-    ) {
-      const redis = client();
-      const store = new RedisExecutionStore({ redis, layout });
-      const engine = new InProcessEngine({ store, streamEvents: true, onInternalError: () => {} });
-      const w = new ExecutionWorker({
-        redis,
-        blocking: client(),
-        engine,
-        store,
-        resolve: (job) => Promise.resolve(targets.get(job.triggerKey)),
-        blockMs: 200,
-        onInternalError: () => {},
-        ...options,
-      });
-      closers.push(() => w.close(2_000));
-      return w;
-    }
-
     /** Deploys for the workers; returns what a gateway hands the engine. */
     function deploy(nodes: Partial<WorkflowNode>[], key = 'shop/orders-hook') {
       const target: JobTarget = { route: route(key), workflow: workflow(nodes) };
-      targets.set(key, target);
+      q.targets.set(key, target);
       return { workflow: target.workflow, trigger: triggerRef(target.route) };
     }
-
-    beforeAll(async () => {
-      backend = await start();
-      layout = new ExecutionLayout({ shards, cluster: backend.client.isCluster });
-    }, 60_000);
-    afterAll(async () => {
-      await backend?.stop();
-    });
-    beforeEach(async () => {
-      targets = new Map();
-      await backend.flushall();
-    });
-    afterEach(async () => {
-      for (const close of closers.splice(0).reverse()) await close();
-      for (const c of clients.splice(0)) c.disconnect();
-    });
 
     it('start answers with the queued record at once; a worker runs it; any gateway reads it', async () => {
       const target = deploy([
@@ -211,10 +148,11 @@ for (const [name, start, shards] of [
       }
       const redis = client();
       await eventually(async () => expect(await depth(redis)).toBe(0));
-      for (const stream of layout.streams)
+      for (const stream of q.layout.streams)
         expect(await redis.xpending(stream, WORKER_GROUP)).toEqual([0, null, null, null]);
       // The ids spread, so the workers read more than one shard's stream.
-      if (shards > 1) expect(new Set(ids.map((id) => layout.shardOf(id))).size).toBeGreaterThan(1);
+      if (shards > 1)
+        expect(new Set(ids.map((id) => q.layout.shardOf(id))).size).toBeGreaterThan(1);
     });
 
     it('a job abandoned by a dead worker is run again by another, under the same id (G14)', async () => {
@@ -223,7 +161,7 @@ for (const [name, start, shards] of [
       const queued = await g.engine.start({ ...target, input: trigger({}) });
       // A worker that read the job and died: the entry is pending for consumer "dead".
       const redis = client();
-      const stream = layout.of(queued.id).stream;
+      const stream = q.layout.of(queued.id).stream;
       await redis.xgroup('CREATE', stream, WORKER_GROUP, '0', 'MKSTREAM');
       await redis.xreadgroup('GROUP', WORKER_GROUP, 'dead', 'COUNT', 1, 'STREAMS', stream, '>');
       await worker({ consumer: 'alive', claimIdleMs: 300 }).start();
@@ -245,7 +183,7 @@ for (const [name, start, shards] of [
       // The same job again (as if the first worker died between saving and XACK).
       const redis = client();
       await redis.xadd(
-        layout.of(queued.id).stream,
+        q.layout.of(queued.id).stream,
         '*',
         'job',
         JSON.stringify({ id: queued.id, triggerKey: 'shop/orders-hook', workflowId: 'x' }),
@@ -258,7 +196,7 @@ for (const [name, start, shards] of [
       const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
       const g = gateway();
       const queued = await g.engine.start({ ...target, input: trigger({}) });
-      targets.clear();
+      q.targets.clear();
       await worker().start();
       const done = await finished(g.engine, queued.id);
       expect(done.status).toBe('failed');
@@ -321,7 +259,7 @@ for (const [name, start, shards] of [
       const ids = Array.from({ length: 60 }, (_v, i) => `exec_race_${i}`);
       const perShard = new Map<number, number>();
       for (const id of ids)
-        perShard.set(layout.shardOf(id), (perShard.get(layout.shardOf(id)) ?? 0) + 1);
+        perShard.set(q.layout.shardOf(id), (perShard.get(q.layout.shardOf(id)) ?? 0) + 1);
       const fits = [...perShard.values()].reduce(
         (n, c) => n + Math.min(c, Math.ceil(7 / shards)),
         0,
@@ -341,7 +279,7 @@ for (const [name, start, shards] of [
       expect(outcomes.filter((o) => o === 'queued')).toHaveLength(fits);
       expect(outcomes.filter((o) => o === 'HG_ERR_ENGINE_OVERLOADED')).toHaveLength(60 - fits);
       expect(await depth(client())).toBe(fits);
-      for (const stream of layout.streams)
+      for (const stream of q.layout.streams)
         expect(await client().xlen(stream)).toBeLessThanOrEqual(Math.ceil(7 / shards));
       // Each refused at Redis: its gateway now knows the queue is full, without a read.
       for (const g of gateways) expect(g.engine.queued).toBeGreaterThanOrEqual(7);
@@ -351,7 +289,7 @@ for (const [name, start, shards] of [
       const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
       // A bound above what is queued: the depth last read may be over the true one.
       const g = gateway({ maxQueued: 12, depthEveryMs: 100 });
-      const streams = layout.streams;
+      const streams = q.layout.streams;
       expect(await readQueueState(client(), streams)).toMatchObject({
         depth: 0,
         oldestAgeSeconds: 0,
@@ -416,7 +354,7 @@ for (const [name, start, shards] of [
         expect(seconds).toBeGreaterThanOrEqual(1);
         expect(seconds).toBeLessThanOrEqual(60);
       }
-      for (const stream of layout.streams)
+      for (const stream of q.layout.streams)
         expect(await client().xlen(stream)).toBeLessThanOrEqual(Math.ceil(4 / shards));
     });
 
@@ -436,12 +374,12 @@ for (const [name, start, shards] of [
     it('a worker hands its engine the trigger, never the credentials of the route it read', async () => {
       const target = deploy([{ id: 'a', type: 'transform', expression: '{ "t": $trigger }' }]);
       const material = ['0f'.repeat(32), 'jwt-hmac-secret-0123456789', 'test-token-abcdef'];
-      (targets.get('shop/orders-hook') as JobTarget).route.credentials = {
+      (q.targets.get('shop/orders-hook') as JobTarget).route.credentials = {
         apiKeys: [{ consumer: 'acme', sha256: '0f'.repeat(32) }],
         jwtKey: 'jwt-hmac-secret-0123456789',
         testCredential: 'test-token-abcdef',
       };
-      const store = new RedisExecutionStore({ redis: client(), layout });
+      const store = new RedisExecutionStore({ redis: client(), layout: q.layout });
       const engine = new InProcessEngine({ store, streamEvents: true, onInternalError: () => {} });
       const resume = vi.spyOn(engine, 'resume');
       const g = gateway();

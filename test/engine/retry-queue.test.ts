@@ -6,29 +6,24 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import type { RedisClient } from '../../api/records/redis-client.ts';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { RetryPolicy, WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../../api/records/redis-store.ts';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import { createHttpApp } from '../../runtime/http-app.ts';
 import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
-import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
-import { InProcessEngine } from '../../runtime/engine/engine.ts';
-import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
-import { QueuedEngine } from '../../runtime/engine/queued-engine.ts';
-import { readQueueState } from '../../runtime/engine/queue-state.ts';
-import { ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
 import { RedisRetryQueue } from '../../runtime/engine/retry-queue-redis.ts';
 import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
-import { ExecutionWorker, type JobTarget } from '../../runtime/engine/worker.ts';
+import type { JobTarget } from '../../runtime/engine/worker.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 import { freePort } from '../support/ports.ts';
 import { redisAvailable } from '../support/redis.ts';
-import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
+import { redisCluster, singleRedis } from '../support/redis-backends.ts';
 import { route, trigger, workflow } from './helpers.ts';
+import { redisQueueHarness } from './queue-harness.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const KEY = 'shop/orders-hook';
@@ -55,66 +50,19 @@ for (const [name, start, shards] of [
   ['a Redis Cluster of 3 masters, 6 shards', redisCluster, 6],
 ] as const)
   describe.skipIf(!redisAvailable())(`execution retries through the Redis queue on ${name}`, () => {
-    let backend: RedisBackend;
-    let layout: ExecutionLayout;
-    const clients: RedisClient[] = [];
-    const closers: (() => Promise<void> | void)[] = [];
-    let targets: Map<string, JobTarget>;
-
-    const client = () => {
-      const c = backend.connect();
-      clients.push(c);
-      return c;
-    };
-    /** Jobs in every shard's stream. */
-    const depth = async (redis: RedisClient) => (await readQueueState(redis, layout.streams)).depth;
+    const q = redisQueueHarness(start, shards);
+    const { client, depth, gateway } = q;
+    const worker = () => q.worker({ retries: true });
     /** Attempts waiting in every shard's retry set. */
     const due = async (redis: RedisClient) => {
       let n = 0;
-      for (const shard of layout.shards) n += await redis.zcard(shard.retries);
+      for (const shard of q.layout.shards) n += await redis.zcard(shard.retries);
       return n;
     };
 
-    function gateway() {
-      const redis = client();
-      const store = new RedisExecutionStore({ redis, layout });
-      const events = new RedisExecutionEvents({ subscriber: client(), store });
-      const engine = new QueuedEngine({ redis, store, events });
-      closers.push(() => engine.close());
-      return { engine, store, deadLetters: new RedisDeadLetterStore({ redis, layout }) };
-    }
-
-    function worker() {
-      const redis = client();
-      const store = new RedisExecutionStore({ redis, layout });
-      const retries = new RedisRetryQueue({ redis, store });
-      const deadLetters = new RedisDeadLetterStore({ redis, layout });
-      const engine = new InProcessEngine({
-        store,
-        streamEvents: true,
-        retries,
-        deadLetters,
-        onInternalError: () => {},
-      });
-      const w = new ExecutionWorker({
-        redis,
-        blocking: client(),
-        engine,
-        store,
-        retries,
-        deadLetters,
-        resolve: (job) => Promise.resolve(targets.get(job.triggerKey)),
-        blockMs: 200,
-        retryPollMs: 50,
-        onInternalError: () => {},
-      });
-      closers.push(() => w.close(2_000));
-      return w;
-    }
-
     function deploy(nodes: Partial<WorkflowNode>[], retry: RetryPolicy) {
       const target: JobTarget = { route: route(KEY), workflow: workflow(nodes, { retry }) };
-      targets.set(KEY, target);
+      q.targets.set(KEY, target);
       return { workflow: target.workflow, trigger: triggerRef(target.route) };
     }
 
@@ -129,22 +77,6 @@ for (const [name, start, shards] of [
         timeoutMs,
         50,
       );
-
-    beforeAll(async () => {
-      backend = await start();
-      layout = new ExecutionLayout({ shards, cluster: backend.client.isCluster });
-    }, 60_000);
-    afterAll(async () => {
-      await backend?.stop();
-    });
-    beforeEach(async () => {
-      targets = new Map();
-      await backend.flushall();
-    });
-    afterEach(async () => {
-      for (const close of closers.splice(0).reverse()) await close();
-      for (const c of clients.splice(0)) c.disconnect();
-    });
 
     it('a failed attempt waits in the retry set, comes back through the stream and succeeds', async () => {
       const target = deploy(flaky, onFail(6, '300ms'));
@@ -223,7 +155,7 @@ for (const [name, start, shards] of [
 
     it('due attempts move to the stream once each, however many workers move them at once', async () => {
       const redis = client();
-      const store = new RedisExecutionStore({ redis, layout });
+      const store = new RedisExecutionStore({ redis, layout: q.layout });
       const queues = Array.from(
         { length: 4 },
         () => new RedisRetryQueue({ redis: client(), store }),
@@ -231,9 +163,9 @@ for (const [name, start, shards] of [
       const now = Date.now();
       for (let i = 0; i < 200; i++) {
         const job = JSON.stringify({ id: `e${i}`, attempt: 2 });
-        await redis.zadd(layout.of(`e${i}`).retries, now - 1, job);
+        await redis.zadd(q.layout.of(`e${i}`).retries, now - 1, job);
       }
-      const later = layout.of('later').retries;
+      const later = q.layout.of('later').retries;
       await redis.zadd(later, now + 60_000, JSON.stringify({ id: 'later', attempt: 2 }));
       const moved = await Promise.all(
         queues.flatMap((q) => [q.promote(now, 30), q.promote(now, 30), q.promote(now, 30)]),
@@ -242,12 +174,12 @@ for (const [name, start, shards] of [
       expect(moved.reduce((a, b) => a + b, 0) + more).toBe(200);
       expect(await depth(redis)).toBe(200);
       const ids: string[] = [];
-      for (const shard of layout.shards) {
+      for (const shard of q.layout.shards) {
         const entries = (await redis.xrange(shard.stream, '-', '+')) as [string, string[]][];
         for (const [, fields] of entries) {
           const { id } = JSON.parse(fields[1] ?? '{}') as { id: string };
           // Each job went back to its own shard's stream.
-          expect(layout.shardOf(id)).toBe(shard.shard);
+          expect(q.layout.shardOf(id)).toBe(shard.shard);
           ids.push(id);
         }
       }
@@ -293,7 +225,7 @@ for (const [name, start, shards] of [
       const target = deploy(flaky, onFail(2, '50ms'));
       const g = gateway();
       const routes = new MemoryRecordStore<RouteRecord>();
-      const current = targets.get(KEY) as JobTarget;
+      const current = q.targets.get(KEY) as JobTarget;
       await routes.put(KEY, current.route);
       const { app } = createHttpApp({});
       recoveryRoutes(app, {
@@ -302,7 +234,7 @@ for (const [name, start, shards] of [
         workflow: (id) => (id === current.workflow.workflowId ? current.workflow : undefined),
         deadLetters: g.deadLetters,
       });
-      closers.push(() => app.close());
+      q.closeAfter(() => app.close());
       await worker().start();
       const failUntil = Date.now() + 1_500;
       const ids: string[] = [];
@@ -413,7 +345,7 @@ for (const [name, start, shards] of [
           {
             env: {
               ...process.env,
-              REDIS_URL: backend.url,
+              REDIS_URL: q.backend.url,
               HOOKGATE_QUEUE_SHARDS: String(shards),
               HOOKGATE_WORKER_CLAIM_IDLE_MS: '1000',
               LOG_LEVEL: 'silent',

@@ -1,0 +1,135 @@
+// The set-up the Redis queue suites share (queue.test.ts, retry-queue.test.ts): a
+// backend started once per suite and flushed before each test, gateways (QueuedEngine)
+// and workers (ExecutionWorker over an in-process engine) on connections of their own,
+// everything closed after each test. Call inside a describe block: it registers hooks.
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import type { RedisClient } from '../../api/records/redis-client.ts';
+import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
+import { InProcessEngine } from '../../runtime/engine/engine.ts';
+import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
+import { ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
+import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
+import { QueuedEngine } from '../../runtime/engine/queued-engine.ts';
+import { readQueueState } from '../../runtime/engine/queue-state.ts';
+import { RedisRetryQueue } from '../../runtime/engine/retry-queue-redis.ts';
+import { ExecutionWorker, type JobTarget } from '../../runtime/engine/worker.ts';
+import type { RedisBackend } from '../support/redis-backends.ts';
+
+export interface WorkerOptions {
+  consumer?: string;
+  claimIdleMs?: number;
+  concurrency?: number;
+  /** Runs the jobs instead of the engine the harness makes. */
+  engine?: InProcessEngine;
+  /** Retries through the Redis retry queue and dead letters in Redis (retryPollMs 50). */
+  retries?: boolean;
+}
+
+export interface QueueHarness {
+  readonly backend: RedisBackend;
+  readonly layout: ExecutionLayout;
+  /** What the workers resolve a job's trigger key to; emptied before each test. */
+  readonly targets: Map<string, JobTarget>;
+  /** A new connection, closed after the test. */
+  readonly client: () => RedisClient;
+  /** Runs after the test, before the connections close (the last added first). */
+  readonly closeAfter: (close: () => Promise<void> | void) => void;
+  /** Jobs in every shard's stream. */
+  readonly depth: (redis: RedisClient) => Promise<number>;
+  readonly gateway: (options?: { maxQueued?: number; depthEveryMs?: number }) => {
+    engine: QueuedEngine;
+    store: RedisExecutionStore;
+    events: RedisExecutionEvents;
+    deadLetters: RedisDeadLetterStore;
+  };
+  readonly worker: (options?: WorkerOptions) => ExecutionWorker;
+}
+
+export function redisQueueHarness(
+  start: () => Promise<RedisBackend>,
+  shards: number,
+): QueueHarness {
+  let backend: RedisBackend | undefined;
+  let layout: ExecutionLayout | undefined;
+  let targets = new Map<string, JobTarget>();
+  const clients: RedisClient[] = [];
+  const closers: (() => Promise<void> | void)[] = [];
+
+  beforeAll(async () => {
+    backend = await start();
+    layout = new ExecutionLayout({ shards, cluster: backend.client.isCluster });
+  }, 60_000);
+  afterAll(async () => {
+    await backend?.stop();
+  });
+  beforeEach(async () => {
+    targets = new Map();
+    await harness.backend.flushall();
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    for (const c of clients.splice(0)) c.disconnect();
+  });
+
+  const harness: QueueHarness = {
+    get backend() {
+      if (!backend) throw new Error('the Redis backend is not started (use inside a test)');
+      return backend;
+    },
+    get layout() {
+      if (!layout) throw new Error('the Redis backend is not started (use inside a test)');
+      return layout;
+    },
+    get targets() {
+      return targets;
+    },
+    client: () => {
+      const c = harness.backend.connect();
+      clients.push(c);
+      return c;
+    },
+    closeAfter: (close) => {
+      closers.push(close);
+    },
+    depth: async (redis) => (await readQueueState(redis, harness.layout.streams)).depth,
+    gateway: (options = {}) => {
+      const redis = harness.client();
+      const store = new RedisExecutionStore({ redis, layout: harness.layout });
+      const events = new RedisExecutionEvents({ subscriber: harness.client(), store });
+      const engine = new QueuedEngine({ redis, store, events, ...options });
+      closers.push(() => engine.close());
+      const deadLetters = new RedisDeadLetterStore({ redis, layout: harness.layout });
+      return { engine, store, events, deadLetters };
+    },
+    worker: ({ retries: withRetries = false, ...options } = {}) => {
+      const redis = harness.client();
+      const store = new RedisExecutionStore({ redis, layout: harness.layout });
+      const retries = withRetries ? new RedisRetryQueue({ redis, store }) : undefined;
+      const deadLetters = withRetries
+        ? new RedisDeadLetterStore({ redis, layout: harness.layout })
+        : undefined;
+      const engine = new InProcessEngine({
+        store,
+        streamEvents: true,
+        ...(retries ? { retries } : {}),
+        ...(deadLetters ? { deadLetters } : {}),
+        onInternalError: () => {},
+      });
+      const w = new ExecutionWorker({
+        redis,
+        blocking: harness.client(),
+        engine,
+        store,
+        ...(retries ? { retries, retryPollMs: 50 } : {}),
+        ...(deadLetters ? { deadLetters } : {}),
+        resolve: (job) => Promise.resolve(targets.get(job.triggerKey)),
+        blockMs: 200,
+        onInternalError: () => {},
+        ...options,
+      });
+      closers.push(() => w.close(2_000));
+      return w;
+    },
+  };
+  return harness;
+}
