@@ -66,8 +66,8 @@ export const REDIS_HANDOVER_MS = 5_000;
 export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
 
 // KEYS: record, index, finished, sizes, bytes, events. ARGV: 1 record JSON, 2 record ttl
-// ms, 3 created ms, 4 id, 5 finished ('1'/'0'), 6 budget, 7 expiry cutoff ms, 8 record
-// key prefix, 9 '1' to set the index keys' expiries again, '0' when this process did
+// ms, 3 created ms, 4 id, 5 finished ('1'/'0'), 6 budget, 7 expiry cutoff ms, or '' when
+// this process trimmed the shard's expired entries lately (trimDue), 8 record key prefix, 9 '1' to set the index keys' expiries again, '0' when this process did
 // lately (refreshIndexExpiry), 10 their lifetime ms. Returns the number of records
 // dropped. Only a finished record changes the budget: the expired and the oldest
 // finished are dropped then.
@@ -79,12 +79,15 @@ local refresh = ARGV[9] ~= '0'
 if ARGV[5] == '1' then
   local bytes = #ARGV[1]
   for _, e in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do bytes = bytes + #e end
-  local old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
+  -- Only a finished execution has a size: one finishing now has none to replace.
+  local old = 0
+  if redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4]) == 0 then
+    old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
+  end
   redis.call('HSET', KEYS[4], ARGV[4], bytes)
   local total = redis.call('INCRBY', KEYS[5], bytes - old)
   -- The budget keys were empty (maybe made just now): they get their expiry at once.
   if total == bytes - old then refresh = true end
-  redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
   local function forget(id)
     local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
     redis.call('HDEL', KEYS[4], id)
@@ -92,8 +95,10 @@ if ARGV[5] == '1' then
     redis.call('ZREM', KEYS[3], id)
     redis.call('ZREM', KEYS[2], id)
   end
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 100)) do
-    forget(id)
+  if ARGV[7] ~= '' then
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 1000)) do
+      forget(id)
+    end
   end
   local budget = tonumber(ARGV[6])
   while total > budget do
@@ -251,6 +256,8 @@ const SCAN_CAP = 20 * MAX_LIST_LIMIT;
 const TRIM_EVERY_MS = 60_000;
 /** How often a process sets the expiry of a shard's index keys again (their lifetime is the TTL). */
 const EXPIRY_REFRESH_MS = 60_000;
+/** How often a process drops a shard's expired finished entries (see #trimDue). */
+const EXPIRED_TRIM_MS = 100;
 
 export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly storeName = 'executions';
@@ -267,6 +274,8 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   #trimmedAt = 0;
   /** When this process last set each shard's index key expiries (refreshIndexExpiry). */
   readonly #expiryRefreshed = new Map<number, number>();
+  /** When this process last dropped each shard's expired entries (#trimDue). */
+  readonly #expiredTrimmed = new Map<number, number>();
 
   constructor(options: RedisExecutionStoreOptions) {
     const redis = options.redis as RedisClient & Partial<StoreCommands>;
@@ -364,10 +373,23 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
    * deployment that stopped still go, and most writes spend no commands on it.
    */
   refreshIndexExpiry(shard: ShardKeys): boolean {
+    return this.#due(this.#expiryRefreshed, shard, EXPIRY_REFRESH_MS);
+  }
+
+  /**
+   * Whether a finished save on `shard` should drop its expired entries (up to 1,000):
+   * at most every 100 ms per process, so most saves spend no command on it; 10,000 a
+   * second per process keeps up with any rate one Redis takes.
+   */
+  #trimDue(shard: ShardKeys): boolean {
+    return this.#due(this.#expiredTrimmed, shard, EXPIRED_TRIM_MS);
+  }
+
+  /** Whether `everyMs` has passed since `last` says the shard's was done; notes it done. */
+  #due(last: Map<number, number>, shard: ShardKeys, everyMs: number): boolean {
     const now = this.#now();
-    if (now - (this.#expiryRefreshed.get(shard.shard) ?? -Infinity) < EXPIRY_REFRESH_MS)
-      return false;
-    this.#expiryRefreshed.set(shard.shard, now);
+    if (now - (last.get(shard.shard) ?? -Infinity) < everyMs) return false;
+    last.set(shard.shard, now);
     return true;
   }
 
@@ -390,7 +412,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       execution.id,
       finished ? '1' : '0',
       this.#maxBytes,
-      this.#now() - this.#ttlMs,
+      finished && this.#trimDue(keys) ? this.#now() - this.#ttlMs : '',
       keys.recordPrefix,
       this.refreshIndexExpiry(keys) ? '1' : '0',
       this.#ttlMs,
