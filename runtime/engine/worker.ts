@@ -35,7 +35,7 @@ import { duplicateClient, type RedisClient } from '../../api/records/redis-clien
 import { HttpProblem } from '../errors.ts';
 import { deadLetterOf, type DeadLetterStore } from './dead-letters.ts';
 import type { InProcessEngine } from './engine.ts';
-import type { RedisExecutionStore, TakenJob } from './execution-store-redis.ts';
+import type { RedisExecutionStore } from './execution-store-redis.ts';
 import { WORKER_GROUP, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
@@ -91,7 +91,13 @@ export interface ExecutionWorkerOptions {
 type StreamEntry = [id: string, fields: string[]];
 
 /** A job off a stream: its entry, and its record when it was read with it (take). */
-type Job = StreamEntry | TakenJob;
+interface Job {
+  entryId: string;
+  fields: string[];
+  record?: { execution: Execution | undefined; eventCount: number };
+}
+
+const jobOf = ([entryId, fields]: StreamEntry): Job => ({ entryId, fields });
 
 /** One shard's stream as this worker reads it. */
 interface ShardReader {
@@ -272,9 +278,14 @@ export class ExecutionWorker {
     if (several) this.#reserved += free;
     let jobs: Job[];
     try {
-      jobs = await this.#claimed(shard, free);
+      jobs = (await this.#claimed(shard, free)).map(jobOf);
       if (jobs.length === 0 && !shard.drained) {
-        jobs = await this.#o.store.take(shard.keys, this.#o.consumer, free);
+        const taken = await this.#o.store.take(shard.keys, this.#o.consumer, free);
+        jobs = taken.map(({ entryId, fields, execution, eventCount }) => ({
+          entryId,
+          fields,
+          record: { execution, eventCount },
+        }));
         shard.drained = jobs.length < free;
       }
     } finally {
@@ -288,7 +299,7 @@ export class ExecutionWorker {
     const count = several ? Math.min(this.#perShard, free) : free;
     const waited = await this.#waitFor(shard, count);
     shard.drained = waited.length < count;
-    return waited;
+    return waited.map(jobOf);
   }
 
   /** Jobs abandoned by their worker (XAUTOCLAIM), at most every claimIdleMs / 2. */
@@ -328,7 +339,7 @@ export class ExecutionWorker {
   }
 
   #take(shard: ShardReader, job: Job): void {
-    const entryId = Array.isArray(job) ? job[0] : job.entryId;
+    const { entryId } = job;
     const key = `${shard.keys.shard} ${entryId}`;
     if (this.#inflight.has(key)) return;
     let reached = (): void => {};
@@ -365,13 +376,11 @@ export class ExecutionWorker {
   }
 
   async #runJob(shard: ShardReader, entry: Job, reached: () => void): Promise<boolean> {
-    const fields = Array.isArray(entry) ? entry[1] : entry.fields;
+    const { entryId, fields } = entry;
     const at = fields.indexOf('job');
     const job = JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
     if (!job) return false; // not a job of ours: acknowledge and drop it
-    const { execution, eventCount: afterSeq } = Array.isArray(entry)
-      ? await this.#o.store.load(job.id)
-      : entry;
+    const { execution, eventCount: afterSeq } = entry.record ?? (await this.#o.store.load(job.id));
     // Expired, or finished by a worker that died before acknowledging: nothing to do,
     // except the dead-letter entry of a record that says it went there (the worker died
     // between the record and the entry; adding is idempotent).
@@ -403,7 +412,6 @@ export class ExecutionWorker {
     // The store acknowledges the job with the final record when the entry is on the
     // stream of the execution's shard (always so: enqueue and retries put it there).
     const own = this.#o.store.layout.of(job.id).stream === shard.keys.stream;
-    const entryId = Array.isArray(entry) ? entry[0] : entry.entryId;
     const done = this.#o.engine.resume(
       request,
       execution,
