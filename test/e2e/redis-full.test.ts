@@ -79,9 +79,15 @@ describe.skipIf(!redisAvailable())('Redis at its maxmemory', () => {
     expect(refused?.statusCode).toBe(503);
     expect(refused?.headers['retry-after']).toBe('30');
     expect(refused?.json()).toMatchObject({ type: `${PROBLEM_BASE}store-full`, status: 503 });
-    // Again, and with an Idempotency-Key (its claim is a write too): never a 500.
+    // Again, and with an Idempotency-Key (its claim is a write too): never a 500. The
+    // gateway's memory reading (every second) replaces its estimate of what it queued
+    // since with Redis's own figure, which may leave room for one or two more first.
     for (const headers of [{}, { 'idempotency-key': 'full-1' }] as Record<string, string>[]) {
-      const res = await post(headers);
+      let res = await post(headers);
+      for (let i = 0; i < 20 && res.statusCode === 202; i++) {
+        statuses.push(202);
+        res = await post(headers);
+      }
       expect(res.statusCode).toBe(503);
       expect(res.json()).toMatchObject({ type: `${PROBLEM_BASE}store-full` });
     }
