@@ -97,7 +97,7 @@ async function target(name: string, shards: number, cluster: boolean): Promise<T
   } else {
     const server = await startRedis();
     url = server.url;
-    client = new Redis(url, { enableAutoPipelining: true });
+    client = new Redis(url);
     subscriber = new Redis(url);
     pids = redisPids([server.port]);
     stop = () => server.stop();

@@ -209,7 +209,7 @@ async function main(): Promise<void> {
   try {
     await output(redisServer, /Ready to accept connections/);
     const client = () => {
-      const c = new Redis(url, { enableAutoPipelining: true });
+      const c = new Redis(url);
       clients.push(c);
       return c;
     };

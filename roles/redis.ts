@@ -106,8 +106,9 @@ export function mainClient(
   health: RedisHealth = new RedisHealth(),
 ): RedisClient {
   const redis = connectRedis(url, {
-    // Commands issued in the same tick share one write (bench/README.md).
-    enableAutoPipelining: true,
+    // No auto-pipelining: each command is written at once. The auto-pipeline's Pipeline
+    // object per turn cost more than the writes it saved (bench/README.md, 2026-11-26:
+    // worker 84-87 µs per execution without it, 109-117 with; ADR 0010).
     commandTimeout: settings.commandTimeoutMs,
     maxRetriesPerRequest: 1,
   });

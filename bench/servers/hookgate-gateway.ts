@@ -58,7 +58,7 @@ for (let i = 0; ; i++) {
 // As roles/cli.ts starts the role.
 tuneV8ForServing();
 const runtime = await createGatewayRuntime({
-  redis: new Redis(url, { enableAutoPipelining: true }),
+  redis: new Redis(url),
   baseUrl: 'http://127.0.0.1',
   // The worker on the busy core drains slower than the gateway accepts: let the
   // backlog grow during the run instead of answering 503.

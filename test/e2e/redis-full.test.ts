@@ -24,7 +24,7 @@ describe.skipIf(!redisAvailable())('Redis at its maxmemory', () => {
   let control: TestRuntime;
   let gateway: Serving;
   const redis = () => {
-    const c = new Redis(server.url, { enableAutoPipelining: true });
+    const c = new Redis(server.url);
     clients.push(c);
     return c;
   };

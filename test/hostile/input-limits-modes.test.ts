@@ -156,7 +156,7 @@ describe.skipIf(!redisAvailable())('input limits in the queued mode over Redis',
   let control: TestRuntime;
   let gateway: Serving;
   const redis = () => {
-    const c = new Redis(redisServer.url, { enableAutoPipelining: true });
+    const c = new Redis(redisServer.url);
     clients.push(c);
     return c;
   };
