@@ -261,23 +261,36 @@ try {
       },
     ]),
   );
-  const fastify = med.get('Fastify (baseline)')?.rps;
-  const node = med.get('node:http (baseline)')?.rps;
+  // Ratios are taken round by round (the target against the baseline measured in the
+  // same round, a few seconds apart), then their median: a slow spell of the shared
+  // machine then moves both sides of a ratio instead of one median.
+  const paired = (name: string, base: string, of: (round: number, n: string) => number) => {
+    const ratios: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const b = of(r, base);
+      const v = of(r, name);
+      if (Number.isFinite(b) && b > 0 && Number.isFinite(v)) ratios.push(v / b);
+    }
+    return median(ratios);
+  };
+  const rpsOf = (r: number, n: string) => samples.get(n)?.[r]?.rps ?? Number.NaN;
+  const cpuOf = (r: number, n: string) => cpu.get(n)?.[r]?.server ?? Number.NaN;
+  const percent = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : 'n/a');
+  const times = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : 'n/a');
+  const FASTIFY = 'Fastify (baseline)';
+  const NODE = 'node:http (baseline)';
+  const PEER = 'Node-RED (peer, minimal flow)';
   console.log(
-    `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}\n`,
+    `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}; ratios are medians of each round's ratio\n`,
   );
   console.log(
-    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify | helpers, µs/request |`,
+    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify | CPU vs Node-RED | helpers, µs/request |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---|');
-  const fastifyCpu = med.get('Fastify (baseline)')?.cpu;
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const [name, m] of med) {
-    const ratio = (base: number | undefined) =>
-      base ? `${((m.rps / base) * 100).toFixed(0)}%` : 'n/a';
-    const cpuRatio = fastifyCpu && m.cpu ? `${(m.cpu / fastifyCpu).toFixed(2)}x` : 'n/a';
     const us = (v: number) => (Number.isFinite(v) && v > 0 ? v.toFixed(1) : 'n/a');
     console.log(
-      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${ratio(fastify)} | ${ratio(node)} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${cpuRatio} | ${m.helpers} |`,
+      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${times(paired(name, FASTIFY, cpuOf))} | ${times(paired(name, PEER, cpuOf))} | ${m.helpers} |`,
     );
   }
 } finally {

@@ -40,7 +40,13 @@ interface Sample {
   /** Worker only: redis-server's CPU time per execution while it drained, µs. */
   redisUs?: number;
   /** Worker only: Redis commands per execution (a transaction counts once; others: queue reads). */
-  redis?: { scripts: number; transactions: number; others: number };
+  redis?: {
+    scripts: number;
+    transactions: number;
+    others: number;
+    /** redis-server's time inside the worker's scripts per execution (commandstats), µs. */
+    scriptUs: number;
+  };
 }
 
 function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
@@ -67,17 +73,17 @@ async function fill(queue: QueuedEngine, request: Omit<StartRequest, 'input'>): 
 }
 
 /** Calls per command since the last CONFIG RESETSTAT (Lua's own calls included). */
-function commandCalls(info: string): Map<string, number> {
-  const calls = new Map<string, number>();
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    calls.set(m[1] as string, Number(m[2]));
+function commandCalls(info: string): Map<string, { calls: number; usec: number }> {
+  const calls = new Map<string, { calls: number; usec: number }>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    calls.set(m[1] as string, { calls: Number(m[2]), usec: Number(m[3]) });
   }
   return calls;
 }
 
 /** Commands the worker sent per execution: scripts, transactions, the others. */
-function perExecution(calls: Map<string, number>): Sample['redis'] {
-  const count = (name: string) => (calls.get(name) ?? 0) / n;
+function perExecution(calls: Map<string, { calls: number; usec: number }>): Sample['redis'] {
+  const count = (name: string) => (calls.get(name)?.calls ?? 0) / n;
   const scripts = count('evalsha') + count('eval');
   const transactions = count('multi');
   // The queue reads outside scripts (blocking reads and claims). Jobs are taken with
@@ -85,7 +91,9 @@ function perExecution(calls: Map<string, number>): Sample['redis'] {
   // inside, so GET, LLEN and XREADGROUP no longer tell direct commands apart; routes
   // and workflows come from memory (api/records/cached-reader.ts) after the first job.
   const others = count('xreadgroup') + count('xautoclaim') + count('xclaim');
-  return { scripts, transactions, others };
+  // A script's time includes the commands it calls.
+  const usec = (calls.get('evalsha')?.usec ?? 0) + (calls.get('eval')?.usec ?? 0);
+  return { scripts, transactions, others, scriptUs: usec / n };
 }
 
 /** Starts the worker CLI and samples the queue until it is empty. */
@@ -266,7 +274,9 @@ async function main(): Promise<void> {
         `\nRedis commands the worker sent per execution: ${r.scripts.toFixed(2)} scripts ` +
           `(jobs taken with their records, records saved with their events and the ` +
           `acknowledgement), ${r.transactions.toFixed(2)} MULTI…EXEC ` +
-          `transactions, ${r.others.toFixed(2)} queue reads`,
+          `transactions, ${r.others.toFixed(2)} queue reads; redis-server spent ` +
+          `${r.scriptUs.toFixed(1)} µs per execution inside the scripts (commandstats: ` +
+          `the rest of its CPU is reading, writing and waking up)`,
       );
     }
   } finally {
