@@ -190,6 +190,21 @@ const median = (xs: number[]) => {
 
 const servers = new Map<string, Server>();
 
+/**
+ * Waits until the processes below `pid` are idle (below 2 % of a core over 250 ms, at
+ * most a minute): after a saturation run the gateway's worker drains the backlog on the
+ * load generator's core, which would slow the next target's load.
+ */
+async function settled(pid: number | undefined): Promise<void> {
+  if (pid === undefined) return;
+  const helpers = () => treeCpuNs(pid) - cpuNs(pid);
+  for (let i = 0; i < 240; i++) {
+    const before = helpers();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    if (helpers() - before < 0.02 * 250e6) return;
+  }
+}
+
 /** Median µs per request of each helper process over the rounds. */
 function helperMedians(samples: CpuSample[]): string {
   const names = [...new Set(samples.flatMap((c) => [...c.helpers.keys()]))].sort();
@@ -224,7 +239,10 @@ try {
     if (!server || !path) throw new Error(`${t.name}: its server has no ${t.route} endpoint`);
     return `http://127.0.0.1:${server.port}${path}`;
   };
-  for (const t of targets) load(url(t), t.headers ?? {}, 2); // warm-up, discarded
+  for (const t of targets) {
+    load(url(t), t.headers ?? {}, 2); // warm-up, discarded
+    await settled(servers.get(serverKey(t))?.child.pid);
+  }
   const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
   const cpu = new Map<string, CpuSample[]>(targets.map((t) => [t.name, []]));
   // The fixed-rate rounds first: a saturation run leaves executions queued, and the
@@ -243,6 +261,7 @@ try {
     for (const t of targets) {
       const s = load(url(t), t.headers ?? {}, duration);
       samples.get(t.name)?.push(s);
+      await settled(servers.get(serverKey(t))?.child.pid);
       console.error(
         `round ${round}/${rounds} ${t.name}: ${s.rps.toFixed(0)} req/s, p50 ${s.p50} ms, p99 ${s.p99} ms`,
       );
