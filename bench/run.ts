@@ -191,17 +191,17 @@ const median = (xs: number[]) => {
 const servers = new Map<string, Server>();
 
 /**
- * Waits until the processes below `pid` are idle (below 2 % of a core over 250 ms, at
- * most a minute): after a saturation run the gateway's worker drains the backlog on the
- * load generator's core, which would slow the next target's load.
+ * Waits until a server and the processes below it are idle (below 2 % of a core over
+ * 250 ms, at most a minute): after a saturation run the gateway's worker drains the
+ * backlog on the load generator's core, and the gateway may still be answering on the
+ * server core, either of which would slow the next target.
  */
 async function settled(pid: number | undefined): Promise<void> {
   if (pid === undefined) return;
-  const helpers = () => treeCpuNs(pid) - cpuNs(pid);
   for (let i = 0; i < 240; i++) {
-    const before = helpers();
+    const before = treeCpuNs(pid);
     await new Promise((resolve) => setTimeout(resolve, 250));
-    if (helpers() - before < 0.02 * 250e6) return;
+    if (treeCpuNs(pid) - before < 0.02 * 250e6) return;
   }
 }
 
