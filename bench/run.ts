@@ -1,14 +1,17 @@
 // `npm run bench`: the gateway against bare Fastify and bare node:http, in the same
 // run, with autocannon. Servers are pinned to core 0 and the load generator to core 1
 // when `taskset` exists. Rounds interleave the targets so drift hits them alike; the
-// report gives the median of the rounds and each target's ratio to the baselines.
+// report gives the median of the rounds and, for each target, the median of its
+// per-round ratios to the baselines (Fastify, node:http, the Node-RED peer). After each
+// saturation load the run waits for that server and its helpers to go idle.
 //
 //   BENCH_ROUNDS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=50 npm run bench
 //
 // Each round also offers every target a fixed rate (BENCH_RATE req/s, default 2000, for
 // BENCH_RATE_DURATION s, default 4; BENCH_RATE=0 skips it) and reports the CPU time per
 // request of the server process, and of it with its helpers (the processes it started:
-// redis-server, the worker): the figure that moves least with other load on the machine.
+// redis-server, the worker): the figure that moves least with other load on the machine
+// (still by a quarter between slow spells of the shared machine: compare within a run).
 //
 // BENCH_COMPARE=<dir of another checkout> adds that checkout's hookgate targets to the
 // same run (named `… @compare`), so a change is measured against its parent in one
