@@ -98,17 +98,22 @@ const allTargets: Target[] = [
     headers: key,
   },
 ];
-const targets = allTargets.filter((t) => !only || only.some((o) => t.name.includes(o)));
 const compare = process.env.BENCH_COMPARE;
-if (compare) {
-  for (const t of [...targets].filter((t) => t.name.startsWith('hookgate')))
-    targets.push({ ...t, name: `${t.name} @compare`, dir: compare });
-}
 const nodeFlags = process.env.BENCH_NODE_FLAGS?.split(' ').filter((f) => f !== '');
-if (nodeFlags?.length) {
-  for (const t of [...targets].filter((t) => t.name.startsWith('hookgate') && !t.dir))
-    targets.push({ ...t, name: `${t.name} @flags`, flags: nodeFlags });
-}
+// A variant (@compare, @flags) runs right after its own target in every round, so that
+// the two are measured seconds apart; the report pairs them round by round.
+const targets = allTargets
+  .filter((t) => !only || only.some((o) => t.name.includes(o)))
+  .flatMap((t): Target[] => {
+    if (!t.name.startsWith('hookgate')) return [t];
+    return [
+      t,
+      ...(compare ? [{ ...t, name: `${t.name} @compare`, dir: compare }] : []),
+      ...(nodeFlags?.length ? [{ ...t, name: `${t.name} @flags`, flags: nodeFlags }] : []),
+    ];
+  });
+/** The target a variant is measured against: its name without the variant's tag. */
+const parentOf = (name: string) => name.replace(/ @(compare|flags)$/, '');
 const serverKey = (t: Target) =>
   `${t.dir ?? join(here, '..')}/${t.server}${t.flags ? ` ${t.flags.join(' ')}` : ''}`;
 
@@ -306,13 +311,18 @@ try {
     `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}; ratios are medians of each round's ratio\n`,
   );
   console.log(
-    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify | CPU vs Node-RED | helpers, µs/request |`,
+    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify | CPU vs Node-RED | variant vs its target: req/s, CPU | helpers, µs/request |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const [name, m] of med) {
     const us = (v: number) => (Number.isFinite(v) && v > 0 ? v.toFixed(1) : 'n/a');
+    const parent = parentOf(name);
+    const variant =
+      parent === name
+        ? ''
+        : `${percent(paired(name, parent, rpsOf))}, ${times(paired(name, parent, cpuOf))}`;
     console.log(
-      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${times(paired(name, FASTIFY, cpuOf))} | ${times(paired(name, PEER, cpuOf))} | ${m.helpers} |`,
+      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${times(paired(name, FASTIFY, cpuOf))} | ${times(paired(name, PEER, cpuOf))} | ${variant} | ${m.helpers} |`,
     );
   }
 } finally {
