@@ -4,7 +4,8 @@
 //
 // Subscribing first and reading the stored history second means no event falls in
 // between: live messages that arrive while the history is read are held back, then
-// delivered after it with duplicates (seq ≤ last delivered) dropped. One subscriber
+// delivered after it with duplicates (seq ≤ last delivered) dropped. A message is one
+// event or an array of them (a batch, in seq order). One subscriber
 // connection serves every listener of the process; a channel is subscribed while it
 // has listeners and dropped after the execution's last event.
 import type { RedisClient } from '../../api/records/redis-client.ts';
@@ -22,6 +23,13 @@ interface Subscription {
 }
 
 const isTerminal = (e: SequencedEvent) => e.type === 'completed' || e.type === 'failed';
+
+/** Whether a relayed message holds what an event needs to be delivered in order. */
+function isSequencedEvent(value: unknown): value is SequencedEvent {
+  if (typeof value !== 'object' || value === null) return false;
+  const { seq, type } = value as { seq?: unknown; type?: unknown };
+  return typeof seq === 'number' && Number.isInteger(seq) && typeof type === 'string';
+}
 
 export interface RedisExecutionEventsOptions {
   /** A connection of its own: once subscribed, it can do nothing else. */
@@ -45,16 +53,24 @@ export class RedisExecutionEvents {
     this.#subscriber.on('message', (channel: string, message: string) => {
       const subs = this.#channels.get(channel);
       if (!subs) return;
-      let event: SequencedEvent;
+      let parsed: unknown;
       try {
-        event = JSON.parse(message) as SequencedEvent;
+        parsed = JSON.parse(message);
       } catch (error) {
         this.#onInternalError(error, `event on ${channel}`);
         return;
       }
-      for (const sub of subs) {
-        if (sub.held) sub.held.push(event);
-        else this.#deliver(channel, sub, event);
+      // One event, or a batch of them in seq order: what workers publish once every
+      // gateway reads batches (ADR 0026). Anything else is reported, not delivered.
+      for (const event of Array.isArray(parsed) ? (parsed as unknown[]) : [parsed]) {
+        if (!isSequencedEvent(event)) {
+          this.#onInternalError(new Error('not an execution event'), `event on ${channel}`);
+          continue;
+        }
+        for (const sub of subs) {
+          if (sub.held) sub.held.push(event);
+          else this.#deliver(channel, sub, event);
+        }
       }
     });
   }

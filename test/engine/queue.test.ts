@@ -110,6 +110,57 @@ for (const [name, start, shards] of [
       expect(g.events.listenerCount).toBe(0);
     });
 
+    it('relays a batch message (an array of events) in order, and reports a malformed message without losing the stream', async () => {
+      const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
+      const g = gateway();
+      const queued = await g.engine.start({ ...target, input: trigger({}) });
+      const live: SequencedEvent[] = [];
+      const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
+      try {
+        g.engine.subscribe(queued.id, 0, (e) => live.push(e));
+        // The history (the queued event) comes after the subscription: it is live now.
+        await eventually(() => expect(live.map((e) => e.seq)).toEqual([1]));
+        const channel = q.layout.of(queued.id).events(queued.id);
+        const event = (seq: number, type: string) => ({
+          type,
+          executionId: queued.id,
+          seq,
+          at: new Date().toISOString(),
+        });
+        const publisher = client();
+        await publisher.publish(channel, 'not json');
+        await publisher.publish(channel, JSON.stringify({ seq: 'two', type: 'node.started' }));
+        await publisher.publish(channel, JSON.stringify([null, 7]));
+        await publisher.publish(
+          channel,
+          JSON.stringify([
+            event(2, 'node.started'),
+            event(3, 'node.finished'),
+            event(2, 'node.started'),
+          ]),
+        );
+        // On a cluster each PUBLISH may go through another node, so messages from one
+        // client can cross: the terminal event is sent once the others are in.
+        // The bad JSON, the event without a numeric seq and the two array items that
+        // are no events: each reported, none delivered.
+        await eventually(() => {
+          expect(live.map((e) => e.seq)).toEqual([1, 2, 3]);
+          expect(errors).toHaveBeenCalledTimes(4);
+        });
+        await publisher.publish(channel, JSON.stringify(event(4, 'completed')));
+        await eventually(() => expect(live.at(-1)?.type).toBe('completed'));
+        expect(live.map((e) => [e.seq, e.type])).toEqual([
+          [1, 'queued'],
+          [2, 'node.started'],
+          [3, 'node.finished'],
+          [4, 'completed'],
+        ]);
+        expect(g.events.listenerCount).toBe(0);
+      } finally {
+        errors.mockRestore();
+      }
+    });
+
     it('a subscriber that arrives mid-run misses nothing and sees nothing twice', async () => {
       const target = deploy([
         { id: 'a', type: 'transform', expression: '1' },
