@@ -72,7 +72,10 @@ async function fill(queue: QueuedEngine, request: Omit<StartRequest, 'input'>): 
   return ids;
 }
 
-/** Calls per command since the last CONFIG RESETSTAT (Lua's own calls included). */
+/**
+ * Calls and time (µs) per command since the last CONFIG RESETSTAT (Lua's own calls
+ * included; a script's time includes theirs).
+ */
 function commandCalls(info: string): Map<string, { calls: number; usec: number }> {
   const calls = new Map<string, { calls: number; usec: number }>();
   for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
