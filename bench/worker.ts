@@ -147,16 +147,15 @@ async function drain(redis: Redis, url: string, redisPid: number): Promise<Sampl
 async function verifyAndClear(redis: Redis, ids: string[]): Promise<void> {
   for (let at = 0; at < ids.length; at += 1000) {
     const batch = ids.slice(at, at + 1000);
-    const records = await redis.mget(batch.map((id) => EXECUTION_KEYS.record(id)));
-    const events = await Promise.all(batch.map((id) => redis.llen(EXECUTION_KEYS.events(id))));
-    records.forEach((json, k) => {
-      const status = json ? (JSON.parse(json) as Execution).status : 'missing';
-      if (status !== 'succeeded' || events[k] !== 4)
-        throw new Error(`${batch[k]}: ${status}, ${events[k]} events`);
-    });
-    await redis.unlink(
-      ...batch.flatMap((id) => [EXECUTION_KEYS.record(id), EXECUTION_KEYS.events(id)]),
+    const stored = await Promise.all(
+      batch.map((id) => redis.hmget(EXECUTION_KEYS.execution(id), 'r', 'n')),
     );
+    stored.forEach(([json, count], k) => {
+      const status = json ? (JSON.parse(json) as Execution).status : 'missing';
+      if (status !== 'succeeded' || count !== '4')
+        throw new Error(`${batch[k]}: ${status}, ${count} events`);
+    });
+    await redis.unlink(...batch.map((id) => EXECUTION_KEYS.execution(id)));
   }
   await redis.unlink(EXECUTION_KEYS.index);
 }

@@ -83,7 +83,7 @@ export class RedisExecutionEvents {
   }
 
   subscribe(id: string, afterSeq: number, listener: Listener): () => void {
-    const channel = this.#store.layout.of(id).events(id);
+    const channel = this.#store.layout.of(id).channel(id);
     const sub: Subscription = { listener, lastSeq: afterSeq, held: [], closed: false };
     let subs = this.#channels.get(channel);
     const first = !subs;

@@ -5,9 +5,12 @@
 // budget, stream and retry set, carry the shard's hash tag `{s<k>}`, so a Redis Cluster
 // keeps them in one slot and each script stays one atomic step:
 //
-//   hookgate:{s<k>}:exec:<id>                     the record
-//   hookgate:{s<k>}:exec:<id>:events              its events (also their pub/sub channel)
-//   hookgate:{s<k>}:exec:<id>:events:<seq>:whole  a cut event, whole for a moment
+//   hookgate:{s<k>}:execution:<id>                the execution: one hash of its record
+//                                                 and events (execution-store-redis.ts)
+//   hookgate:{s<k>}:execution:<id>:whole:<seq>    a cut event, whole for a moment
+//   hookgate:{s<k>}:exec:<id>:events              the pub/sub channel of its events
+//                                                 (a channel, not a key: the name is the
+//                                                 one gateways have always subscribed to)
 //   hookgate:{s<k>}:executions                    index (ids by creation time)
 //   hookgate:{s<k>}:executions:finished|sizes|bytes  the shard's byte budget
 //   hookgate:{s<k>}:queue:executions              the shard's stream (group `workers`)
@@ -15,8 +18,8 @@
 //   hookgate:{deadletters}, hookgate:{deadletters}:entries  dead letters (one tag)
 //
 // N = 1 on one Redis (not a cluster) keeps the names from before shards, without any
-// tag (`hookgate:exec:<id>`, `hookgate:executions`, `hookgate:queue:executions`,
-// `hookgate:queue:retries`, `hookgate:deadletters`…), so nothing moves there.
+// tag (`hookgate:execution:<id>`, `hookgate:executions`, `hookgate:queue:executions`,
+// `hookgate:queue:retries`, `hookgate:deadletters`…).
 // N is fixed for a deployment: another N maps ids to other shards (drain first).
 
 /** The consumer group of the workers, on every shard's stream. */
@@ -26,8 +29,8 @@ export const WORKER_GROUP = 'workers';
 export interface ShardKeys {
   /** 0 … N-1. */
   readonly shard: number;
-  /** Prefix of the record keys (`…exec:`): a script builds a record's keys from it. */
-  readonly recordPrefix: string;
+  /** Prefix of the execution keys (`…execution:`): a script builds an execution's keys from it. */
+  readonly executionPrefix: string;
   readonly index: string;
   readonly finished: string;
   readonly sizes: string;
@@ -36,8 +39,11 @@ export interface ShardKeys {
   readonly stream: string;
   /** The shard's sorted set of retry attempts, by due time. */
   readonly retries: string;
-  record(id: string): string;
-  events(id: string): string;
+  /** The execution's hash: its record and events (execution-store-redis.ts). */
+  execution(id: string): string;
+  /** The pub/sub channel of the execution's events (no key). */
+  channel(id: string): string;
+  /** A cut event's whole JSON, kept for a moment. */
   whole(id: string, seq: number): string;
 }
 
@@ -68,20 +74,20 @@ function fnv1a(id: string): number {
 
 function shardKeys(shard: number, tag: string): ShardKeys {
   const base = tag ? `hookgate:${tag}:` : 'hookgate:';
-  const recordPrefix = `${base}exec:`;
+  const executionPrefix = `${base}execution:`;
   const index = `${base}executions`;
   return {
     shard,
-    recordPrefix,
+    executionPrefix,
     index,
     finished: `${index}:finished`,
     sizes: `${index}:sizes`,
     bytes: `${index}:bytes`,
     stream: `${base}queue:executions`,
     retries: `${base}queue:retries`,
-    record: (id) => `${recordPrefix}${id}`,
-    events: (id) => `${recordPrefix}${id}:events`,
-    whole: (id, seq) => `${recordPrefix}${id}:events:${seq}:whole`,
+    execution: (id) => `${executionPrefix}${id}`,
+    channel: (id) => `${base}exec:${id}:events`,
+    whole: (id, seq) => `${executionPrefix}${id}:whole:${seq}`,
   };
 }
 
@@ -111,7 +117,7 @@ export class ExecutionLayout {
     return this.shards.length === 1 ? 0 : fnv1a(id) % this.shards.length;
   }
 
-  /** The keys of an execution's shard (its record, events, index, stream…). */
+  /** The keys of an execution's shard (its hash, index, stream…). */
   of(id: string): ShardKeys {
     return this.shards[this.shardOf(id)] as ShardKeys;
   }

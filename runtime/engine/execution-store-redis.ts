@@ -2,28 +2,39 @@
 // record and read executions for the API) and workers (which run them). Keys of one
 // shard (execution-keys.ts; on one Redis with one shard without the `{s<k>}` tag):
 //
-//   hookgate:{s<k>}:exec:<id>            the execution as JSON, expiring `ttlMs` after creation
-//   hookgate:{s<k>}:exec:<id>:events     its events, a list in seq order (same expiry)
-//   hookgate:{s<k>}:exec:<id>:events     also the pub/sub channel each new event is published on
-//   hookgate:{s<k>}:exec:<id>:events:<seq>:whole  a cut event whole, for `handoverMs` (5 s)
+//   hookgate:{s<k>}:execution:<id>        the execution, one hash (ADR 0026), expiring
+//                                         `ttlMs` after creation:
+//                                           r      the record (JSON)
+//                                           c      its creation time (ms): set once, when
+//                                                  the record is first written and indexed
+//                                           n      how many events it has
+//                                           eb     their bytes
+//                                           e:<p>  the event at position p = 1 … n (JSON;
+//                                                  its seq is p for a run's own events)
+//   hookgate:{s<k>}:execution:<id>:whole:<seq>  a cut event whole, for `handoverMs` (5 s)
+//   hookgate:{s<k>}:exec:<id>:events      the pub/sub channel each new event is published on
 //   hookgate:{s<k>}:executions           index: sorted set of ids scored by creation time (ms)
 //   hookgate:{s<k>}:executions:finished  finished executions, scored by creation time: the
 //                                        ones the byte budget may drop, oldest first
-//   hookgate:{s<k>}:executions:sizes     bytes of each finished execution (record + events)
+//   hookgate:{s<k>}:executions:sizes     bytes of each finished execution (record + events;
+//                                        kept apart from the hash: an expired hash's size
+//                                        is still needed to take it off the sum)
 //   hookgate:{s<k>}:executions:bytes     their sum
 //
 // Each shard holds its share of the byte budget (maxBytes / N); a listing merges the
 // shards' indexes by creation time.
 //
-// Every key expires: records and events `ttlMs` after creation, the index keys `ttlMs`
-// after the last save. A finished record keeps its bodies cut to `maxBodyBytes`
+// Every key expires: executions `ttlMs` after creation, the index keys `ttlMs` after
+// the last save. A finished record keeps its bodies cut to `maxBodyBytes`
 // (record-bounds.ts); a queued or running one keeps its input whole, because a worker
 // (re)runs the execution from it. Finished executions are held to `maxBytes`: a save
 // that goes over drops the oldest finished ones (never a queued or running one).
 //
-// Appending is one Lua script that skips events already stored (seq ≤ list length), so
-// a worker streaming events one by one and the final whole-history append agree, and
-// every event is published exactly once (whole), in order, as it is stored (maybe cut).
+// Every write is one Lua script (WRITE): it reads the event count and bytes (HMGET),
+// skips events already stored (seq ≤ count), so a worker streaming events one by one and
+// the final whole-history append agree, publishes every new event exactly once (whole),
+// in order, and writes record and events with one HSET. A take reads a job's record and
+// event count with one HMGET.
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
 import {
@@ -65,119 +76,120 @@ export const REDIS_HANDOVER_MS = 5_000;
 /** Default byte budget of the finished executions in Redis (512 MiB). */
 export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
 
-// KEYS: record, index, finished, sizes, bytes, events. ARGV: 1 record JSON, 2 record ttl
-// ms, 3 created ms, 4 id, 5 finished ('1'/'0'), 6 budget, 7 expiry cutoff ms, or '' when
-// this process trimmed the shard's expired entries lately (trimDue), 8 record key prefix, 9 '1' to set the index keys' expiries again, '0' when this process did
-// lately (refreshIndexExpiry), 10 their lifetime ms. Returns the number of records
-// dropped. Only a finished record changes the budget: the expired and the oldest
-// finished are dropped then.
-const SAVE = `
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4])
-local dropped = 0
-local refresh = ARGV[9] ~= '0'
-if ARGV[5] == '1' then
-  local bytes = #ARGV[1]
-  for _, e in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do bytes = bytes + #e end
-  -- Only a finished execution has a size: one finishing now has none to replace.
-  local old = 0
-  if redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4]) == 0 then
-    old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
-  end
-  redis.call('HSET', KEYS[4], ARGV[4], bytes)
-  local total = redis.call('INCRBY', KEYS[5], bytes - old)
-  -- The budget keys were empty (maybe made just now): they get their expiry at once.
-  if total == bytes - old then refresh = true end
-  local function forget(id)
-    local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
-    redis.call('HDEL', KEYS[4], id)
-    total = redis.call('DECRBY', KEYS[5], b)
-    redis.call('ZREM', KEYS[3], id)
-    redis.call('ZREM', KEYS[2], id)
-  end
-  if ARGV[7] ~= '' then
-    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 1000)) do
-      forget(id)
-    end
-  end
-  local budget = tonumber(ARGV[6])
-  while total > budget do
-    local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-    if not oldest or oldest == ARGV[4] then break end
-    redis.call('DEL', ARGV[8] .. oldest, ARGV[8] .. oldest .. ':events')
-    forget(oldest)
-    dropped = dropped + 1
-  end
-end
-if refresh then
-  for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[10]) end
-end
-return dropped
-`;
-
-// KEYS: events list, finished, sizes, bytes. ARGV: 1 ttl ms, 2 handover ms, 3 id, then
-// (seq, stored JSON, whole JSON or '' when the same) triples in seq order. The new
-// events go in one RPUSH; the list gets its expiry when this append creates it (the
-// gateway's enqueue creates it with the 'queued' event). Events appended to a finished
-// execution are added to its size (without the budget keys: not counted here).
-const APPEND_EVENTS = `
-local stored = redis.call('LLEN', KEYS[1])
-local values = {}
-local bytes = 0
-for i = 4, #ARGV, 3 do
-  if tonumber(ARGV[i]) > stored + #values then
-    values[#values + 1] = ARGV[i + 1]
+// KEYS: execution, index, finished, sizes, bytes, stream. ARGV: 1 record JSON, or ''
+// to append events only; 2 the execution's lifetime left (ms; set when this write
+// creates its hash); 3 created ms; 4 id; 5 finished ('1'/'0'); 6 budget; 7 expiry
+// cutoff ms, or '' when this process trimmed the shard's expired entries lately
+// (trimDue); 8 execution key prefix; 9 '1' to set the index keys' expiries again, '0'
+// when this process did lately (refreshIndexExpiry); 10 their lifetime ms; 11 consumer
+// group; 12 stream entry id to acknowledge (XACK + XDEL) or ''; 13 handover ms; 14 the
+// events' channel; then (seq, stored JSON, whole JSON or '' when the same) triples in
+// seq order. Returns the number of executions dropped.
+//
+// Events go before the record, in the same HSET, so a terminal event is never stored
+// beside a record still running (execution-store.ts, saveWithEvents). Only a finished
+// record changes the budget: the expired and the oldest finished are dropped then.
+// Events appended to a finished execution without a record are added to its size.
+const WRITE = `
+local key = KEYS[1]
+local state = redis.call('HMGET', key, 'n', 'eb', 'c')
+local stored = tonumber(state[1] or '0')
+local eventBytes = tonumber(state[2] or '0')
+local fields = {}
+local added, addedBytes = 0, 0
+for i = 15, #ARGV, 3 do
+  if tonumber(ARGV[i]) > stored + added then
+    added = added + 1
+    fields[#fields + 1] = 'e:' .. (stored + added)
+    fields[#fields + 1] = ARGV[i + 1]
     if ARGV[i + 2] ~= '' then
-      redis.call('SET', KEYS[1] .. ':' .. ARGV[i] .. ':whole', ARGV[i + 2], 'PX', ARGV[2])
-      redis.call('PUBLISH', KEYS[1], ARGV[i + 2])
+      redis.call('SET', key .. ':whole:' .. ARGV[i], ARGV[i + 2], 'PX', ARGV[13])
+      redis.call('PUBLISH', ARGV[14], ARGV[i + 2])
     else
-      redis.call('PUBLISH', KEYS[1], ARGV[i + 1])
+      redis.call('PUBLISH', ARGV[14], ARGV[i + 1])
     end
-    bytes = bytes + #ARGV[i + 1]
+    addedBytes = addedBytes + #ARGV[i + 1]
   end
 end
-if #values > 0 then
-  redis.call('RPUSH', KEYS[1], unpack(values))
-  if stored == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-  if KEYS[2] and redis.call('ZSCORE', KEYS[2], ARGV[3]) then
-    redis.call('HINCRBY', KEYS[3], ARGV[3], bytes)
-    redis.call('INCRBY', KEYS[4], bytes)
+local record = ARGV[1]
+local created = not state[1]
+if added > 0 or created then
+  eventBytes = eventBytes + addedBytes
+  fields[#fields + 1] = 'n'
+  fields[#fields + 1] = stored + added
+  fields[#fields + 1] = 'eb'
+  fields[#fields + 1] = eventBytes
+end
+-- The first record written is indexed, once (a gateway's enqueue does both at once).
+local indexed = state[3] or record == ''
+if record ~= '' then
+  fields[#fields + 1] = 'r'
+  fields[#fields + 1] = record
+  if not indexed then
+    fields[#fields + 1] = 'c'
+    fields[#fields + 1] = ARGV[3]
   end
 end
-return #values
-`;
-
-/** A script's body as a Lua function of (K, A) instead of (KEYS, ARGV). */
-const asFunction = (name: string, lua: string): string =>
-  `local function ${name}(K, A)\n${lua.replaceAll('KEYS[', 'K[').replaceAll('#ARGV', '#A').replaceAll('ARGV[', 'A[')}\nend\n`;
-
-// A record and events in one step: APPEND_EVENTS then SAVE, so that a terminal event is
-// never stored beside a record still running (execution-store.ts, saveWithEvents), then
-// the job's acknowledgement (XACK + XDEL) when one is given. KEYS: those of SAVE, then
-// the shard's stream. ARGV: SAVE's ten, 11 consumer group, 12 stream entry id or '',
-// then APPEND_EVENTS' (ttl ms, handover ms, id, triples).
-const SAVE_WITH_EVENTS = `${asFunction('append', APPEND_EVENTS)}${asFunction('save', SAVE)}
-local saveArgs, appendArgs = {}, {}
-for i = 1, 10 do saveArgs[i] = ARGV[i] end
-for i = 13, #ARGV do appendArgs[i - 12] = ARGV[i] end
--- Without the budget keys: the save after it counts every event of a finished record.
-if #appendArgs > 3 then append({ KEYS[6] }, appendArgs) end
-local dropped = save(KEYS, saveArgs)
+local dropped = 0
+if #fields > 0 then
+  redis.call('HSET', key, unpack(fields))
+  if created then redis.call('PEXPIRE', key, ARGV[2]) end
+end
+if not indexed then redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4]) end
+if record == '' then
+  if added > 0 and redis.call('ZSCORE', KEYS[3], ARGV[4]) then
+    redis.call('HINCRBY', KEYS[4], ARGV[4], addedBytes)
+    redis.call('INCRBY', KEYS[5], addedBytes)
+  end
+else
+  local refresh = ARGV[9] ~= '0'
+  if ARGV[5] == '1' then
+    local bytes = #record + eventBytes
+    -- Only a finished execution has a size: one finishing now has none to replace.
+    local old = 0
+    if redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4]) == 0 then
+      old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
+    end
+    redis.call('HSET', KEYS[4], ARGV[4], bytes)
+    local total = redis.call('INCRBY', KEYS[5], bytes - old)
+    -- The budget keys were empty (maybe made just now): they get their expiry at once.
+    if total == bytes - old then refresh = true end
+    local function forget(id)
+      local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
+      redis.call('HDEL', KEYS[4], id)
+      total = redis.call('DECRBY', KEYS[5], b)
+      redis.call('ZREM', KEYS[3], id)
+      redis.call('ZREM', KEYS[2], id)
+    end
+    if ARGV[7] ~= '' then
+      for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 1000)) do
+        forget(id)
+      end
+    end
+    local budget = tonumber(ARGV[6])
+    while total > budget do
+      local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+      if not oldest or oldest == ARGV[4] then break end
+      redis.call('DEL', ARGV[8] .. oldest)
+      forget(oldest)
+      dropped = dropped + 1
+    end
+  end
+  if refresh then
+    for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[10]) end
+  end
+end
 if ARGV[12] ~= '' then
-  redis.call('XACK', KEYS[7], ARGV[11], ARGV[12])
-  redis.call('XDEL', KEYS[7], ARGV[12])
+  redis.call('XACK', KEYS[6], ARGV[11], ARGV[12])
+  redis.call('XDEL', KEYS[6], ARGV[12])
 end
 return dropped
 `;
 
-// KEYS: record, events list. The record and how many events it has, in one command
-// (a worker reads both before it resumes a job).
-const LOAD = `return { redis.call('GET', KEYS[1]) or false, redis.call('LLEN', KEYS[2]) }`;
-
-// KEYS: a shard's stream. ARGV: consumer group, consumer, count, record key prefix. New
-// jobs for the consumer (XREADGROUP, not blocking), each with its execution's record and
-// event count: { entry id, fields, record or false, count } per job. The keys read are
-// built from the job's id; they carry the stream's hash tag (execution-keys.ts), so
+// KEYS: a shard's stream. ARGV: consumer group, consumer, count, execution key prefix.
+// New jobs for the consumer (XREADGROUP, not blocking), each with its execution's record
+// and event count: { entry id, fields, record or false, count } per job. The keys read
+// are built from the job's id; they carry the stream's hash tag (execution-keys.ts), so
 // they are in its slot on a Redis Cluster.
 const TAKE = `
 local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], '>')
@@ -190,12 +202,36 @@ for _, entry in ipairs(read[1][2]) do
     if fields[i] == 'job' then
       local ok, job = pcall(cjson.decode, fields[i + 1])
       if ok and type(job) == 'table' and type(job.id) == 'string' then
-        record = redis.call('GET', ARGV[4] .. job.id) or false
-        count = redis.call('LLEN', ARGV[4] .. job.id .. ':events')
+        local state = redis.call('HMGET', ARGV[4] .. job.id, 'r', 'n')
+        record, count = state[1], tonumber(state[2] or '0')
       end
     end
   end
   out[#out + 1] = { entry[1], fields, record, count }
+end
+return out
+`;
+
+// KEYS: executions of one shard (one slot). Their records, false where there is none.
+const RECORDS = `
+local out = {}
+for i, key in ipairs(KEYS) do out[i] = redis.call('HGET', key, 'r') end
+return out
+`;
+
+// KEYS: an execution. ARGV: position. Its events after that position, in order (read in
+// chunks: Lua's stack holds a few thousand values).
+const EVENTS = `
+local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+local out = {}
+local from = tonumber(ARGV[1]) + 1
+while from <= n do
+  local fields = {}
+  for p = from, math.min(n, from + 999) do fields[#fields + 1] = 'e:' .. p end
+  for _, json in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
+    if json then out[#out + 1] = json end
+  end
+  from = from + 1000
 end
 return out
 `;
@@ -209,17 +245,16 @@ export interface TakenJob {
 }
 
 interface StoreCommands {
-  hookgateSaveExecution(...args: (string | number)[]): Promise<number>;
-  hookgateAppendEvents(...args: (string | number)[]): Promise<number>;
-  hookgateLoadExecution(record: string, events: string): Promise<[string | null, number]>;
-  hookgateSaveWithEvents(...args: (string | number)[]): Promise<number>;
+  hookgateWriteExecution(...args: (string | number)[]): Promise<number>;
   hookgateTakeJobs(
     stream: string,
     group: string,
     consumer: string,
     count: number,
-    recordPrefix: string,
+    executionPrefix: string,
   ): Promise<[string, string[], string | null, number][]>;
+  hookgateReadRecords(count: number, ...keys: string[]): Promise<(string | null)[]>;
+  hookgateReadEvents(execution: string, after: number): Promise<string[]>;
 }
 
 export interface RedisExecutionStoreOptions {
@@ -279,20 +314,12 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
 
   constructor(options: RedisExecutionStoreOptions) {
     const redis = options.redis as RedisClient & Partial<StoreCommands>;
-    if (!redis.hookgateSaveExecution) {
-      redis.defineCommand('hookgateSaveExecution', { numberOfKeys: 6, lua: SAVE });
-    }
-    if (!redis.hookgateAppendEvents) {
-      redis.defineCommand('hookgateAppendEvents', { numberOfKeys: 4, lua: APPEND_EVENTS });
-    }
-    if (!redis.hookgateSaveWithEvents) {
-      redis.defineCommand('hookgateSaveWithEvents', { numberOfKeys: 7, lua: SAVE_WITH_EVENTS });
-    }
-    if (!redis.hookgateTakeJobs) {
+    if (!redis.hookgateWriteExecution) {
+      redis.defineCommand('hookgateWriteExecution', { numberOfKeys: 6, lua: WRITE });
       redis.defineCommand('hookgateTakeJobs', { numberOfKeys: 1, lua: TAKE });
-    }
-    if (!redis.hookgateLoadExecution) {
-      redis.defineCommand('hookgateLoadExecution', { numberOfKeys: 2, lua: LOAD });
+      // The number of keys is the call's first argument.
+      redis.defineCommand('hookgateReadRecords', { lua: RECORDS });
+      redis.defineCommand('hookgateReadEvents', { numberOfKeys: 1, lua: EVENTS });
     }
     this.#redis = redis as RedisClient & StoreCommands;
     this.#ttlMs = options.ttlMs ?? DEFAULT_EXECUTION_TTL_MS;
@@ -317,8 +344,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   async save(execution: Execution): Promise<void> {
-    this.#evictions.bytes += await this.#redis.hookgateSaveExecution(...this.#saveArgs(execution));
-    await this.#trimIndexes();
+    await this.saveWithEvents(execution, []);
   }
 
   /**
@@ -334,14 +360,8 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     const { id } = execution;
     if (events.some((e) => e.executionId !== id))
       throw new Error(`saveWithEvents: events of another execution than ${id}`);
-    const save = this.#saveArgs(execution);
-    // SAVE's six keys, then the stream; SAVE's ten arguments after them.
-    save.splice(6, 0, this.layout.of(id).stream);
-    this.#evictions.bytes += await this.#redis.hookgateSaveWithEvents(
-      ...save,
-      WORKER_GROUP,
-      acknowledge ?? '',
-      ...this.#appendArgs(id, events),
+    this.#evictions.bytes += await this.#redis.hookgateWriteExecution(
+      ...this.#writeArgs(id, execution, acknowledge, events),
     );
     await this.#trimIndexes();
   }
@@ -357,7 +377,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       WORKER_GROUP,
       consumer,
       count,
-      shard.recordPrefix,
+      shard.executionPrefix,
     );
     return taken.map(([entryId, fields, json, eventCount]) => ({
       entryId,
@@ -393,44 +413,52 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     return true;
   }
 
-  /** SAVE's keys and arguments. */
-  #saveArgs(execution: Execution): (string | number)[] {
-    const created = Date.parse(execution.createdAt) || this.#now();
-    const finished = isFinished(execution);
-    const kept = finished ? boundExecution(execution, this.#maxBodyBytes) : execution;
-    const keys = this.layout.of(execution.id);
-    return [
-      keys.record(execution.id),
+  /**
+   * WRITE's keys and arguments: the record when given (without: events only), the
+   * events (those already stored are skipped by the script), the acknowledgement.
+   */
+  #writeArgs(
+    id: string,
+    execution: Execution | undefined,
+    acknowledge: string | undefined,
+    events: SequencedEvent[],
+  ): (string | number)[] {
+    const keys = this.layout.of(id);
+    const args: (string | number)[] = [
+      keys.execution(id),
       keys.index,
       keys.finished,
       keys.sizes,
       keys.bytes,
-      keys.events(execution.id),
-      JSON.stringify(kept),
-      this.ttlLeftMs(execution.createdAt),
-      created,
-      execution.id,
-      finished ? '1' : '0',
-      this.#maxBytes,
-      finished && this.#trimDue(keys) ? this.#now() - this.#ttlMs : '',
-      keys.recordPrefix,
-      this.refreshIndexExpiry(keys) ? '1' : '0',
-      this.#ttlMs,
+      keys.stream,
     ];
-  }
-
-  /** APPEND_EVENTS' arguments (after its keys) for events of one execution. */
-  #appendArgs(id: string, events: SequencedEvent[]): (string | number)[] {
-    return [
-      this.#ttlMs,
-      this.#handoverMs,
-      id,
-      ...events.flatMap((e) => {
-        const whole = JSON.stringify(e);
-        const cut = carriesBody(e) ? boundEvent(e, this.#maxBodyBytes) : e;
-        return cut === e ? [String(e.seq), whole, ''] : [String(e.seq), JSON.stringify(cut), whole];
-      }),
-    ];
+    if (execution) {
+      const finished = isFinished(execution);
+      const kept = finished ? boundExecution(execution, this.#maxBodyBytes) : execution;
+      args.push(
+        JSON.stringify(kept),
+        this.ttlLeftMs(execution.createdAt),
+        Date.parse(execution.createdAt) || this.#now(),
+        id,
+        finished ? '1' : '0',
+        this.#maxBytes,
+        finished && this.#trimDue(keys) ? this.#now() - this.#ttlMs : '',
+        keys.executionPrefix,
+        this.refreshIndexExpiry(keys) ? '1' : '0',
+        this.#ttlMs,
+      );
+    } else {
+      // Events only: a hash this creates lives the whole TTL; nothing is indexed.
+      args.push('', this.#ttlMs, 0, id, '0', 0, '', keys.executionPrefix, '0', 0);
+    }
+    args.push(WORKER_GROUP, acknowledge ?? '', this.#handoverMs, keys.channel(id));
+    for (const e of events) {
+      const whole = JSON.stringify(e);
+      const cut = carriesBody(e) ? boundEvent(e, this.#maxBodyBytes) : e;
+      if (cut === e) args.push(e.seq, whole, '');
+      else args.push(e.seq, JSON.stringify(cut), whole);
+    }
+    return args;
   }
 
   async #trimIndexes(): Promise<void> {
@@ -446,17 +474,13 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   async get(id: string): Promise<Execution | undefined> {
-    return this.#parse(await this.#redis.get(this.layout.of(id).record(id)));
+    return this.#parse(await this.#redis.hget(this.layout.of(id).execution(id), 'r'));
   }
 
   /** The record and the number of its events, in one command (what a worker resumes from). */
   async load(id: string): Promise<{ execution: Execution | undefined; eventCount: number }> {
-    const keys = this.layout.of(id);
-    const [json, eventCount] = await this.#redis.hookgateLoadExecution(
-      keys.record(id),
-      keys.events(id),
-    );
-    return { execution: this.#parse(json), eventCount };
+    const [json, count] = await this.#redis.hmget(this.layout.of(id).execution(id), 'r', 'n');
+    return { execution: this.#parse(json ?? null), eventCount: Number(count ?? 0) };
   }
 
   #parse(json: string | null): Execution | undefined {
@@ -555,9 +579,14 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       );
       const ids: string[] = [];
       for (let i = 0; i < raw.length; i += 2) ids.push(raw[i] as string);
-      // The records of one shard share its tag: one MGET, on a cluster too.
+      // The executions of one shard share its tag: one script, on a cluster too.
       const records =
-        ids.length > 0 ? await this.#redis.mget(ids.map((id) => shard.record(id))) : [];
+        ids.length > 0
+          ? await this.#redis.hookgateReadRecords(
+              ids.length,
+              ...ids.map((id) => shard.execution(id)),
+            )
+          : [];
       for (let i = 0; i < ids.length; i++)
         yield { id: ids[i] as string, ms: Number(raw[2 * i + 1]), json: records[i] ?? null };
       if (ids.length < size) return;
@@ -580,23 +609,16 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       byExecution.set(event.executionId, list);
     }
     await Promise.all(
-      [...byExecution].map(([id, list]) => {
-        const keys = this.layout.of(id);
-        return this.#redis.hookgateAppendEvents(
-          keys.events(id),
-          keys.finished,
-          keys.sizes,
-          keys.bytes,
-          ...this.#appendArgs(id, list),
-        );
-      }),
+      [...byExecution].map(([id, list]) =>
+        this.#redis.hookgateWriteExecution(...this.#writeArgs(id, undefined, undefined, list)),
+      ),
     );
   }
 
   async events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
-    // Seqs are 1, 2, 3… in list order, so the events after `afterSeq` start at that index.
+    // Seqs are 1, 2, 3… in position order, so the events after `afterSeq` start there.
     const keys = this.layout.of(id);
-    const raw = await this.#redis.lrange(keys.events(id), Math.max(0, afterSeq), -1);
+    const raw = await this.#redis.hookgateReadEvents(keys.execution(id), Math.max(0, afterSeq));
     const events = raw
       .map((json) => JSON.parse(json) as SequencedEvent)
       .filter((e) => e.seq > afterSeq);

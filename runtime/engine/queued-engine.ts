@@ -40,33 +40,29 @@ export interface ExecutionJob {
   attempt?: number;
 }
 
-// KEYS: record, events, index, stream. ARGV: record JSON, ttl ms, created ms, id,
-// 'queued' event JSON, job JSON, bound (of this shard's stream), the index's lifetime
-// or '0' (RedisExecutionStore.refreshIndexExpiry). Returns the existing record when the
-// id is taken, or the stream's length (a number) when it holds `bound` jobs already:
-// the bound is checked where the job is added, so gateways racing cannot pass it.
+// KEYS: execution, index, stream. ARGV: record JSON, ttl ms, created ms, id, 'queued'
+// event JSON, job JSON, bound (of this shard's stream), the index's lifetime or '0'
+// (RedisExecutionStore.refreshIndexExpiry). Returns the existing record when the id is
+// taken, or the stream's length (a number) when it holds `bound` jobs already: the
+// bound is checked where the job is added, so gateways racing cannot pass it. The
+// execution's hash gets record, creation time and first event in one HSET (its fields:
+// execution-store-redis.ts).
 const ENQUEUE = `
-local length = redis.call('XLEN', KEYS[4])
-if length >= tonumber(ARGV[7]) then
-  local existing = redis.call('GET', KEYS[1])
-  if existing then return existing end
-  return length
-end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('GET', KEYS[1])
-end
-redis.call('RPUSH', KEYS[2], ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-if ARGV[8] ~= '0' then redis.call('PEXPIRE', KEYS[3], ARGV[8]) end
-redis.call('XADD', KEYS[4], '*', 'job', ARGV[6])
+local existing = redis.call('HGET', KEYS[1], 'r')
+if existing then return existing end
+local length = redis.call('XLEN', KEYS[3])
+if length >= tonumber(ARGV[7]) then return length end
+redis.call('HSET', KEYS[1], 'r', ARGV[1], 'c', ARGV[3], 'n', 1, 'eb', #ARGV[5], 'e:1', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+if ARGV[8] ~= '0' then redis.call('PEXPIRE', KEYS[2], ARGV[8]) end
+redis.call('XADD', KEYS[3], '*', 'job', ARGV[6])
 return false
 `;
 
 interface EnqueueCommand {
   hookgateEnqueue(
-    record: string,
-    events: string,
+    execution: string,
     index: string,
     stream: string,
     ...args: (string | number)[]
@@ -123,7 +119,7 @@ export class QueuedEngine implements ExecutionEngine {
   constructor(options: QueuedEngineOptions) {
     const redis = options.redis as RedisClient & Partial<EnqueueCommand>;
     if (!redis.hookgateEnqueue) {
-      redis.defineCommand('hookgateEnqueue', { numberOfKeys: 4, lua: ENQUEUE });
+      redis.defineCommand('hookgateEnqueue', { numberOfKeys: 3, lua: ENQUEUE });
     }
     this.#redis = redis as RedisClient & EnqueueCommand;
     this.#store = options.store;
@@ -217,8 +213,7 @@ export class QueuedEngine implements ExecutionEngine {
     let existing: Awaited<ReturnType<EnqueueCommand['hookgateEnqueue']>>;
     try {
       existing = await this.#redis.hookgateEnqueue(
-        keys.record(id),
-        keys.events(id),
+        keys.execution(id),
         keys.index,
         keys.stream,
         record,

@@ -25,9 +25,11 @@ import type { ExecutionJob } from './queued-engine.ts';
 /** The due set of one Redis with one shard (execution-keys.ts names every layout). */
 export const RETRY_KEYS = { due: EXECUTION_KEYS.retries } as const;
 
-// KEYS: record, due set. ARGV: record JSON, ttl ms, due ms, job JSON.
+// KEYS: execution (its hash: execution-store-redis.ts), due set. ARGV: record JSON,
+// ttl ms, due ms, job JSON.
 const SCHEDULE = `
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('HSET', KEYS[1], 'r', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return 1
 `;
@@ -46,7 +48,11 @@ return moved
 `;
 
 interface RetryCommands {
-  hookgateRetrySchedule(record: string, due: string, ...args: (string | number)[]): Promise<number>;
+  hookgateRetrySchedule(
+    execution: string,
+    due: string,
+    ...args: (string | number)[]
+  ): Promise<number>;
   hookgateRetryPromote(due: string, stream: string, now: number, max: number): Promise<number>;
 }
 
@@ -76,7 +82,7 @@ export class RedisRetryQueue implements RetryHandOff {
     };
     const keys = this.#layout.of(execution.id);
     await this.#redis.hookgateRetrySchedule(
-      keys.record(execution.id),
+      keys.execution(execution.id),
       keys.retries,
       JSON.stringify(execution),
       this.#store.ttlLeftMs(execution.createdAt),

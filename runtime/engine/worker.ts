@@ -381,10 +381,21 @@ export class ExecutionWorker {
     const job = JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
     if (!job) return false; // not a job of ours: acknowledge and drop it
     const { execution, eventCount: afterSeq } = entry.record ?? (await this.#o.store.load(job.id));
-    // Expired, or finished by a worker that died before acknowledging: nothing to do,
-    // except the dead-letter entry of a record that says it went there (the worker died
-    // between the record and the entry; adding is idempotent).
-    if (!execution || execution.status === 'succeeded') return false;
+    // No record: expired before its turn, or queued by a gateway of another key layout
+    // (an upgrade without the drain docs/redis-layout.md asks for). Said, then dropped.
+    if (!execution) {
+      this.#o.onInternalError(
+        new Error(
+          `execution ${job.id} has no record (expired, or queued under another key layout: see docs/redis-layout.md, "Upgrading"); its job is dropped`,
+        ),
+        `job ${entryId}`,
+      );
+      return false;
+    }
+    // Finished by a worker that died before acknowledging: nothing to do, except the
+    // dead-letter entry of a record that says it went there (the worker died between
+    // the record and the entry; adding is idempotent).
+    if (execution.status === 'succeeded') return false;
     if (execution.status === 'failed') {
       if (execution.deadLetteredAt && this.#o.deadLetters) {
         await this.#o.deadLetters.add(deadLetterOf(execution, job.callbackUrl));

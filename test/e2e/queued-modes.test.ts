@@ -184,10 +184,12 @@ for (const [name, start, queueShards] of [
           shards: queueShards,
           cluster: backend.client.isCluster,
         });
-        const record = layout.of(one.executionId).record(one.executionId);
+        const execution = layout.of(one.executionId).execution(one.executionId);
         if (queueShards === 1 && !backend.client.isCluster)
-          expect(record).toBe(`hookgate:exec:${one.executionId}`);
-        const stored = (await redis().get(record)) as string;
+          expect(execution).toBe(`hookgate:execution:${one.executionId}`);
+        // The whole hash: record and events.
+        const stored = JSON.stringify(await redis().hgetall(execution));
+        expect(stored).toContain('succeeded');
         expect(stored).toContain(createHash('sha256').update(token).digest('hex'));
         expect(stored).not.toContain(token);
         const adminView = await (await fetch(`${admin}/api/executions/${one.executionId}`)).text();

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { freePort } from '../support/prometheus.ts';
@@ -273,17 +274,14 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
     // Every 202 finishes once: its record succeeded, with exactly one terminal event.
     const client = new Redis(redis.url, { lazyConnect: true });
     await client.connect();
+    // What the gateways read: the store over the same Redis.
+    const store = new RedisExecutionStore({ redis: client });
     try {
       await eventually(
         async () => {
-          const records = await client.mget(
-            ...accepted.map((s) => `hookgate:exec:${s.executionId}`),
-          );
+          const records = await Promise.all(accepted.map((s) => store.get(String(s.executionId))));
           const unfinished = records
-            .map((r, i) => ({
-              id: accepted[i]?.executionId,
-              status: r && (JSON.parse(r) as { status: string }).status,
-            }))
+            .map((r, i) => ({ id: accepted[i]?.executionId, status: r?.status }))
             .filter((r) => r.status !== 'succeeded');
           expect(unfinished).toEqual([]);
         },
@@ -291,9 +289,7 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
         500,
       );
       for (const shot of accepted) {
-        const events = (await client.lrange(`hookgate:exec:${shot.executionId}:events`, 0, -1)).map(
-          (e) => (JSON.parse(e) as { type: string }).type,
-        );
+        const events = (await store.events(String(shot.executionId), 0)).map((e) => e.type);
         expect({
           id: shot.executionId,
           terminal: events.filter((t) => t === 'completed' || t === 'failed'),

@@ -12,7 +12,7 @@ import {
 const tagOf = (key: string) => /\{([^}]+)\}/.exec(key)?.[1];
 
 describe('the execution key layout', () => {
-  it('one shard on one Redis: the names from before shards, untagged', () => {
+  it('one shard on one Redis: untagged names (the index, stream and sets from before shards)', () => {
     const [s] = SINGLE_REDIS_LAYOUT.shards;
     expect(SINGLE_REDIS_LAYOUT.tagged).toBe(false);
     expect(s).toMatchObject({
@@ -22,11 +22,11 @@ describe('the execution key layout', () => {
       bytes: 'hookgate:executions:bytes',
       stream: 'hookgate:queue:executions',
       retries: 'hookgate:queue:retries',
-      recordPrefix: 'hookgate:exec:',
+      executionPrefix: 'hookgate:execution:',
     });
-    expect(s?.record('e1')).toBe('hookgate:exec:e1');
-    expect(s?.events('e1')).toBe('hookgate:exec:e1:events');
-    expect(s?.whole('e1', 3)).toBe('hookgate:exec:e1:events:3:whole');
+    expect(s?.execution('e1')).toBe('hookgate:execution:e1');
+    expect(s?.channel('e1')).toBe('hookgate:exec:e1:events');
+    expect(s?.whole('e1', 3)).toBe('hookgate:execution:e1:whole:3');
     expect(SINGLE_REDIS_LAYOUT.deadLetters).toEqual({
       index: 'hookgate:deadletters',
       entries: 'hookgate:deadletters:entries',
@@ -45,7 +45,12 @@ describe('the execution key layout', () => {
         const id = `exec_${randomUUID()}`;
         const s = layout.of(id);
         const keys = [s.index, s.finished, s.sizes, s.bytes, s.stream, s.retries];
-        keys.push(s.record(id), s.events(id), s.whole(id, 2), `${s.recordPrefix}${id}:events`);
+        keys.push(
+          s.execution(id),
+          s.channel(id),
+          s.whole(id, 2),
+          `${s.executionPrefix}${id}:whole:2`,
+        );
         expect(new Set(keys.map(tagOf))).toEqual(new Set([`s${layout.shardOf(id)}`]));
       }
       expect(layout.deadLetters).toEqual({

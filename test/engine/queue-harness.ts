@@ -23,6 +23,8 @@ export interface WorkerOptions {
   engine?: InProcessEngine;
   /** Retries through the Redis retry queue and dead letters in Redis (retryPollMs 50). */
   retries?: boolean;
+  /** What the worker reports (default: nothing is kept). */
+  onInternalError?: (error: unknown, where: string) => void;
 }
 
 export interface QueueHarness {

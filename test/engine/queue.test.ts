@@ -120,7 +120,7 @@ for (const [name, start, shards] of [
         g.engine.subscribe(queued.id, 0, (e) => live.push(e));
         // The history (the queued event) comes after the subscription: it is live now.
         await eventually(() => expect(live.map((e) => e.seq)).toEqual([1]));
-        const channel = q.layout.of(queued.id).events(queued.id);
+        const channel = q.layout.of(queued.id).channel(queued.id);
         const event = (seq: number, type: string) => ({
           type,
           executionId: queued.id,
@@ -241,6 +241,26 @@ for (const [name, start, shards] of [
       );
       await eventually(async () => expect(await depth(redis)).toBe(0));
       expect(await g.store.events(queued.id, 0)).toEqual(eventsBefore);
+    });
+
+    it('a job whose execution has no record (expired, or queued under the old key layout) is said and dropped', async () => {
+      deploy([{ id: 'a', type: 'transform', expression: '1' }]);
+      const redis = client();
+      const [id] = sameShard('legacy', 1) as [string];
+      // What a gateway of the string-and-list layout wrote (docs/redis-layout.md, "Upgrading").
+      const shard = q.layout.of(id);
+      await redis.set(`${shard.executionPrefix.replace(/execution:$/, 'exec:')}${id}`, '{}');
+      await redis.xadd(
+        shard.stream,
+        '*',
+        'job',
+        JSON.stringify({ id, triggerKey: 'shop/orders-hook', workflowId: 'x' }),
+      );
+      const said: string[] = [];
+      await worker({ onInternalError: (e: unknown) => said.push(String(e)) }).start();
+      await eventually(async () => expect(await depth(redis)).toBe(0));
+      expect(said).toEqual([expect.stringContaining(`execution ${id} has no record`)]);
+      expect(said[0]).toContain('docs/redis-layout.md');
     });
 
     it('an endpoint removed before its job ran fails the execution with a clear message', async () => {
