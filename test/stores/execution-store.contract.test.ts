@@ -384,6 +384,58 @@ for (const [name, start, shards] of [
       });
     });
 
+    it('writes sent at once, on every shard: each acknowledged, in the order sent, every event once', async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      const created = new Date(now()).toISOString();
+      const ids = Array.from({ length: 40 }, (_v, i) => `w${i}`);
+      for (const stream of new Set(ids.map((id) => layout.of(id).stream)))
+        await backend.client.xgroup('CREATE', stream, 'workers', '0', 'MKSTREAM');
+      const entries = new Map<string, string>();
+      for (const id of ids) {
+        await store.save(execution(id, 0, { status: 'queued', createdAt: created }));
+        await store.appendEvents([{ ...event(id, 1), at: created }]);
+        const stream = layout.of(id).stream;
+        await backend.client.xadd(stream, '*', 'job', JSON.stringify({ id }));
+        const read = (await backend.client.xreadgroup(
+          'GROUP',
+          'workers',
+          'c1',
+          'COUNT',
+          1,
+          'STREAMS',
+          stream,
+          '>',
+        )) as [[string, [[string, string[]]]]];
+        const entry = read[0][1][0][0];
+        entries.set(id, entry);
+      }
+      // All at once, one execution written twice (running, then finished): they reach
+      // Redis in the order sent, so the finished record and all its events win.
+      const done = (id: string, seq: number) =>
+        ({ type: 'completed', output: { id }, executionId: id, seq, at: created }) as const;
+      await Promise.all([
+        store.saveWithEvents(execution('w0', 0, { status: 'running', createdAt: created }), [
+          { ...event('w0', 2), at: created },
+        ]),
+        ...ids.map((id) =>
+          store.saveWithEvents(
+            execution(id, 0, { createdAt: created, output: { id } }),
+            id === 'w0' ? [{ ...event(id, 2), at: created }, done(id, 3)] : [done(id, 2)],
+            entries.get(id),
+          ),
+        ),
+      ]);
+      for (const id of ids) {
+        expect((await store.get(id))?.output).toEqual({ id });
+        const seqs = (await store.events(id, 0)).map((e) => e.seq);
+        expect(seqs).toEqual(id === 'w0' ? [1, 2, 3] : [1, 2]);
+      }
+      for (const stream of new Set(ids.map((id) => layout.of(id).stream)))
+        expect(await backend.client.xlen(stream)).toBe(0);
+      expect((await store.stats()).entries).toBe(40);
+    });
+
     it('a queued or running record keeps its input whole: a worker runs it from there', async () => {
       await backend.flushall();
       const store = redisStore({ now });
