@@ -1,0 +1,159 @@
+// `node bench/redis-scripts.ts`: redis-server's cost of one execution's scripts, phase by
+// phase, without a worker process in the way (issue 14's redis-server target).
+//
+//   BENCH_ROUNDS=3 BENCH_SCRIPTS_N=20000 node bench/redis-scripts.ts   (Node 24 first on PATH)
+//
+// Each round, on a fresh redis-server pinned to core 0 (this process on core 1 when
+// taskset works): N executions of the bench workflow are enqueued as a gateway does
+// (QueuedEngine.start, 500 at once), taken as a worker does (RedisExecutionStore.take,
+// batches of 32), then finished as a worker does (saveWithEvents with the succeeded
+// record, three events and the acknowledgement, 32 at once). For each phase: the time
+// inside the scripts (`INFO commandstats`, evalsha) and redis-server's CPU time
+// (/proc), per execution. Medians of the rounds. Compare two trees by running it in
+// each, alternating (`git worktree add /tmp/base <rev>`): the figures are absolute.
+import { cpuNs } from './cpu.ts';
+import { deploy, triggerOutput } from './queued-executions.ts';
+import { freePort, output } from './support.ts';
+import { spawn, spawnSync } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
+import { RedisExecutionStore, type TakenJob } from '../runtime/engine/execution-store-redis.ts';
+import { WORKER_GROUP } from '../runtime/engine/execution-keys.ts';
+import type { Execution, SequencedEvent } from '../runtime/engine/ports.ts';
+import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
+
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const n = Number(process.env.BENCH_SCRIPTS_N ?? 20_000);
+const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+const PHASES = ['enqueue', 'take', 'finish'] as const;
+type Phase = (typeof PHASES)[number];
+/** Per execution, µs: inside the scripts, and redis-server's CPU. */
+type Cost = Record<Phase, { scripts: number; cpu: number }>;
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+/** What a worker writes when the bench workflow's run succeeded. */
+function finished(e: Execution): [Execution, SequencedEvent[]] {
+  const at = new Date().toISOString();
+  const output = { ok: true, order: e.input.body };
+  const done: Execution = {
+    ...e,
+    status: 'succeeded',
+    output,
+    log: [
+      {
+        nodeId: 'map',
+        type: 'transform',
+        status: 'succeeded',
+        startedAt: at,
+        finishedAt: at,
+        attempts: 1,
+      },
+    ],
+  };
+  const id = e.id;
+  return [
+    done,
+    [
+      { type: 'node.started', nodeId: 'map', executionId: id, seq: 2, at },
+      { type: 'node.finished', nodeId: 'map', status: 'succeeded', executionId: id, seq: 3, at },
+      { type: 'completed', output, executionId: id, seq: 4, at },
+    ] as SequencedEvent[],
+  ];
+}
+
+async function round(): Promise<Cost> {
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  const server = hasTaskset
+    ? spawn('taskset', ['-c', '0', 'redis-server', ...args], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      })
+    : spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = `redis://127.0.0.1:${port}`;
+  const redis = new Redis(url, { lazyConnect: true });
+  const subscriber = new Redis(url, { lazyConnect: true });
+  try {
+    await output(server, /Ready to accept connections/);
+    await Promise.all([redis.connect(), subscriber.connect()]);
+    const pid = server.pid as number;
+    const request = await deploy(redis);
+    const store = new RedisExecutionStore({ redis });
+    const events = new RedisExecutionEvents({ subscriber, store });
+    const queue = new QueuedEngine({ redis, store, events, maxQueued: Number.MAX_SAFE_INTEGER });
+    const shard = store.layout.shards[0];
+    if (!shard) throw new Error('no shard');
+    await redis.xgroup('CREATE', shard.stream, WORKER_GROUP, '0', 'MKSTREAM');
+    const cost = {} as Cost;
+    const measure = async (phase: Phase, work: () => Promise<void>) => {
+      await redis.config('RESETSTAT');
+      const before = cpuNs(pid);
+      await work();
+      const info = await redis.info('commandstats');
+      const usec = Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
+      cost[phase] = { scripts: usec / n, cpu: (cpuNs(pid) - before) / 1e3 / n };
+    };
+    await measure('enqueue', async () => {
+      for (let at = 0; at < n; at += 500)
+        await Promise.all(
+          Array.from({ length: Math.min(500, n - at) }, (_v, k) =>
+            queue.start({ ...request, input: triggerOutput(request.trigger, at + k) }),
+          ),
+        );
+    });
+    const taken: TakenJob[] = [];
+    await measure('take', async () => {
+      for (let batch = await store.take(shard, 'bench', 32); batch.length > 0;) {
+        taken.push(...batch);
+        batch = await store.take(shard, 'bench', 32);
+      }
+    });
+    if (taken.length !== n) throw new Error(`took ${taken.length} of ${n} jobs`);
+    await measure('finish', async () => {
+      for (let at = 0; at < n; at += 32)
+        await Promise.all(
+          taken.slice(at, at + 32).map((job) => {
+            if (!job.execution) throw new Error(`job ${job.entryId} without its record`);
+            const [done, evs] = finished(job.execution);
+            return store.saveWithEvents(done, evs, job.entryId);
+          }),
+        );
+    });
+    if ((await redis.xlen(shard.stream)) !== 0) throw new Error('jobs left unacknowledged');
+    queue.close();
+    return cost;
+  } finally {
+    redis.disconnect();
+    subscriber.disconnect();
+    server.kill('SIGKILL');
+  }
+}
+
+async function main(): Promise<void> {
+  const costs: Cost[] = [];
+  for (let r = 1; r <= rounds; r++) {
+    const cost = await round();
+    costs.push(cost);
+    const line = PHASES.map(
+      (p) => `${p} ${cost[p].scripts.toFixed(1)} in scripts / ${cost[p].cpu.toFixed(1)} CPU`,
+    );
+    console.log(`round ${r}/${rounds}: ${line.join(', ')} (µs per execution)`);
+  }
+  console.log(`\n${rounds} rounds, ${n} executions each; µs per execution, medians\n`);
+  console.log('| phase | inside the scripts | redis-server CPU |\n|---|---:|---:|');
+  for (const p of PHASES)
+    console.log(
+      `| ${p} | ${median(costs.map((c) => c[p].scripts)).toFixed(1)} | ${median(costs.map((c) => c[p].cpu)).toFixed(1)} |`,
+    );
+  const sum = (c: Cost, k: 'scripts' | 'cpu') => PHASES.reduce((a, p) => a + c[p][k], 0);
+  console.log(
+    `| all | ${median(costs.map((c) => sum(c, 'scripts'))).toFixed(1)} | ${median(costs.map((c) => sum(c, 'cpu'))).toFixed(1)} |`,
+  );
+  process.exit(0);
+}
+
+await main();
