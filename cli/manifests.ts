@@ -13,6 +13,7 @@ import {
   type Document,
   type Node as YamlNode,
 } from 'yaml';
+import { documentValue, yamlMessage } from '../api/yaml-documents.ts';
 import { usageError } from './errors.ts';
 
 export interface ManifestDocument {
@@ -93,7 +94,7 @@ export function parseManifests(file: string, text: string): ManifestDocument[] {
         line: start.line,
         value: undefined,
         syntaxError: {
-          message: error.message.split('\n')[0] ?? error.message,
+          message: yamlMessage(error.message),
           line: pos?.line ?? start.line,
           column: pos?.col ?? 1,
         },
@@ -101,7 +102,19 @@ export function parseManifests(file: string, text: string): ManifestDocument[] {
       });
       return;
     }
-    const value: unknown = doc.toJS();
+    const read = documentValue(doc);
+    if ('error' in read) {
+      out.push({
+        file,
+        index,
+        line: start.line,
+        value: undefined,
+        syntaxError: { message: read.error, line: start.line, column: start.column },
+        lineOf: () => start,
+      });
+      return;
+    }
+    const value = read.value;
     if (value === null || value === undefined) return;
     out.push({
       file,

@@ -16,6 +16,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { parseAllDocuments } from 'yaml';
+import { documentValue, yamlMessage } from '../../api/yaml-documents.ts';
 import { isNamespaceName, isObjectName } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
 import type { AnyResource, ObjectRef, ResourceSource, SecretData, SourceKind } from './ports.ts';
@@ -194,12 +195,18 @@ export class DirectorySource implements ResourceSource {
           file,
           document: index,
           field: '',
-          message: `YAML syntax error${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${e.message.split('\n')[0]}`,
+          message: `YAML syntax error${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${yamlMessage(e.message)}`,
         });
         fatal = true;
         return;
       }
-      const value: unknown = doc.toJS();
+      const read = documentValue(doc);
+      if ('error' in read) {
+        errors.push({ file, document: index, field: '', message: `YAML error: ${read.error}` });
+        fatal = true;
+        return;
+      }
+      const value = read.value;
       if (value === null || value === undefined) return;
       const result = this.#admit(file, index, value);
       if ('error' in result) {

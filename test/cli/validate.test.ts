@@ -149,6 +149,28 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
     expect(stdin.stdout).toContain('1 valid');
   });
 
+  it('an alias bomb or nesting thousands deep is an error of its document, and the next document is still checked', async () => {
+    const bomb = [
+      'a: &a [x]',
+      ...Array.from({ length: 30 }, (_v, i) => {
+        const prev = i === 0 ? 'a' : `b${i - 1}`;
+        return `b${i}: &b${i} [*${prev}, *${prev}]`;
+      }),
+    ].join('\n');
+    const deep = `a: ${'['.repeat(5_000)}${']'.repeat(5_000)}`;
+    const ok = stringify(workflow('ok'));
+    const file = join(dir, 'hostile.yaml');
+    await writeFile(file, [bomb, deep, ok].join('\n---\n'));
+    const run = await hookgate(['validate', file]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(
+      /hostile\.yaml:1:1: error: .*aliases expand too far.*\(document 1\)/,
+    );
+    expect(run.stdout).toMatch(/hostile\.yaml:\d+:\d+: error: .*nesting too deep.*\(document 2\)/);
+    expect(run.stdout).toContain('1 valid');
+  });
+
   it('bad usage exits 2 with the reason', async () => {
     const [missing, flag, none, unknown] = await Promise.all([
       hookgate(['validate', join(dir, 'nope.yaml')]),

@@ -99,6 +99,41 @@ describe('dev server over a watched directory', () => {
     ]);
   });
 
+  it('an alias bomb or nesting thousands deep in one file is reported, and the reload still applies the others', async () => {
+    const bomb = [
+      'a: &a [x]',
+      ...Array.from({ length: 30 }, (_v, i) => {
+        const prev = i === 0 ? 'a' : `b${i - 1}`;
+        return `b${i}: &b${i} [*${prev}, *${prev}]`;
+      }),
+    ].join('\n');
+    await rt.files.writeText('bomb.yaml', bomb);
+    await rt.files.writeText('deep.yaml', `a: ${'['.repeat(5_000)}${']'.repeat(5_000)}`);
+    await rt.files.write(
+      'later.yaml',
+      workflow('later', { environment: 'development' }),
+      trigger('later', { workflowRef: { name: 'later' } }),
+    );
+    await eventually(async () => {
+      expect((await post('/webhook/default_development_later/default')).status).toBe(202);
+    });
+    const res = await fetch(`${admin}/api/manifests/errors`);
+    const body = (await res.json()) as { items: { file: string; message: string }[] };
+    expect(body.items).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          file: 'bomb.yaml',
+          message: expect.stringContaining('aliases expand too far'),
+        }),
+        expect.objectContaining({
+          file: 'deep.yaml',
+          message: expect.stringContaining('nesting too deep'),
+        }),
+      ]),
+    );
+    await Promise.all(['bomb.yaml', 'deep.yaml', 'later.yaml'].map((f) => rt.files.remove(f)));
+  });
+
   it('lists triggers and workflows with their conditions', async () => {
     const res = await fetch(`${admin}/api/triggers`);
     const items = (
