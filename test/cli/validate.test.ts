@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { trigger, workflow } from '../support/manifests.ts';
+import { HOSTILE_YAML, trigger, workflow } from '../support/manifests.ts';
 import { hookgate } from './run.ts';
 
 let dir: string;
@@ -150,14 +150,8 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
   });
 
   it('an alias bomb or nesting thousands deep is an error of its document, and the next document is still checked', async () => {
-    const bomb = [
-      'a: &a [x]',
-      ...Array.from({ length: 30 }, (_v, i) => {
-        const prev = i === 0 ? 'a' : `b${i - 1}`;
-        return `b${i}: &b${i} [*${prev}, *${prev}]`;
-      }),
-    ].join('\n');
-    const deep = `a: ${'['.repeat(5_000)}${']'.repeat(5_000)}`;
+    const bomb = HOSTILE_YAML.aliasBomb;
+    const deep = HOSTILE_YAML.nested(5_000);
     const ok = stringify(workflow('ok'));
     const file = join(dir, 'hostile.yaml');
     await writeFile(file, [bomb, deep, ok].join('\n---\n'));

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
-import { secret, trigger, workflow } from '../support/manifests.ts';
+import { HOSTILE_YAML, secret, trigger, workflow } from '../support/manifests.ts';
 import { freePortRun } from '../support/ports.ts';
 
 /** Consecutive ports free at load time for the processes this suite starts. */
@@ -100,15 +100,8 @@ describe('dev server over a watched directory', () => {
   });
 
   it('an alias bomb or nesting thousands deep in one file is reported, and the reload still applies the others', async () => {
-    const bomb = [
-      'a: &a [x]',
-      ...Array.from({ length: 30 }, (_v, i) => {
-        const prev = i === 0 ? 'a' : `b${i - 1}`;
-        return `b${i}: &b${i} [*${prev}, *${prev}]`;
-      }),
-    ].join('\n');
-    await rt.files.writeText('bomb.yaml', bomb);
-    await rt.files.writeText('deep.yaml', `a: ${'['.repeat(5_000)}${']'.repeat(5_000)}`);
+    await rt.files.writeText('bomb.yaml', HOSTILE_YAML.aliasBomb);
+    await rt.files.writeText('deep.yaml', HOSTILE_YAML.nested(5_000));
     await rt.files.write(
       'later.yaml',
       workflow('later', { environment: 'development' }),

@@ -62,3 +62,18 @@ export async function manifestDir(): Promise<{
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
 }
+
+/**
+ * Hostile YAML: an alias bomb (each of 30 lists holds the one before twice: 2^30 items
+ * once expanded) and flow lists nested `depth` deep.
+ */
+export const HOSTILE_YAML = {
+  aliasBomb: [
+    'a: &a [x]',
+    ...Array.from({ length: 30 }, (_v, i) => {
+      const prev = i === 0 ? 'a' : `b${i - 1}`;
+      return `b${i}: &b${i} [*${prev}, *${prev}]`;
+    }),
+  ].join('\n'),
+  nested: (depth: number) => `a: ${'['.repeat(depth)}${']'.repeat(depth)}`,
+};
