@@ -271,6 +271,9 @@ export class QueuedEngine implements ExecutionEngine {
     // enqueues the read saw and also added here, until the next read. (The bound itself
     // is held by the enqueue script; this is the check that spares Redis the refusals.)
     const answeredBefore = this.#answered;
+    // Likewise the memory: what this gateway queued while INFO ran may or may not be in
+    // its figure, so it stays counted on top (never under the true use).
+    const sinceBefore = this.#memory.since;
     try {
       // A Redis that refuses INFO (some managed ones) leaves the memory check off.
       const [state, memory] = await Promise.all([
@@ -280,7 +283,8 @@ export class QueuedEngine implements ExecutionEngine {
       this.#depth = state.depth + (this.#answered - answeredBefore);
       this.#oldestAgeSeconds = state.oldestAgeSeconds;
       this.#drain.observe(state);
-      if (memory) this.#memory = { ...memory, since: 0 };
+      if (memory)
+        this.#memory = { ...memory, since: Math.max(0, this.#memory.since - sinceBefore) };
     } catch {
       // Redis unreachable: keep the last value; start() will fail on its own.
     }

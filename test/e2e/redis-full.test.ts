@@ -81,15 +81,19 @@ describe.skipIf(!redisAvailable())('Redis at its maxmemory', () => {
     expect(refused?.json()).toMatchObject({ type: `${PROBLEM_BASE}store-full`, status: 503 });
     // Again, and with an Idempotency-Key (its claim is a write too): never a 500. The
     // gateway's memory reading (every second) replaces its estimate of what it queued
-    // since with Redis's own figure, which may leave room for one or two more first.
+    // since (1.5x each record) with Redis's own figure, which may leave room for more
+    // first: a dozen or two when the reading comes right after a refusal (seen on a
+    // loaded CI machine: over 20). What must hold is that Redis is never reached.
     for (const headers of [{}, { 'idempotency-key': 'full-1' }] as Record<string, string>[]) {
       let res = await post(headers);
-      for (let i = 0; i < 20 && res.statusCode === 202; i++) {
+      for (let i = 0; i < 100 && res.statusCode === 202; i++) {
         statuses.push(202);
         res = await post(headers);
       }
       expect(res.statusCode).toBe(503);
       expect(res.json()).toMatchObject({ type: `${PROBLEM_BASE}store-full` });
+      const now = Number(/^used_memory:(\d+)/m.exec(await redis().info('memory'))?.[1]);
+      expect(now).toBeLessThan(48 * 1024 * 1024 * 0.95);
     }
     // Reads still work.
     const list = await gateway.admin.inject({ method: 'GET', url: '/api/executions?limit=5' });
