@@ -436,6 +436,36 @@ for (const [name, start, shards] of [
       expect((await store.stats()).entries).toBe(40);
     });
 
+    it('publishes every new event once, in order, one per message; an event already stored is not published again', async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      const created = new Date(now()).toISOString();
+      const id = 'p1';
+      const subscriber = backend.connect();
+      const messages: string[] = [];
+      try {
+        subscriber.on('message', (_channel: string, message: string) => messages.push(message));
+        await subscriber.subscribe(layout.of(id).channel(id));
+        await store.save(execution(id, 0, { status: 'running', createdAt: created }));
+        await store.appendEvents([{ ...event(id, 1), at: created }]);
+        await store.saveWithEvents(execution(id, 0, { createdAt: created, output: { ok: true } }), [
+          { ...event(id, 1), at: created }, // stored already: not published again
+          { ...event(id, 2), at: created },
+          { type: 'completed', output: { ok: true }, executionId: id, seq: 3, at: created },
+        ]);
+        await eventually(() => expect(messages).toHaveLength(3));
+        await sleep(50); // nothing more comes
+        const published = messages.map((m) => JSON.parse(m) as { seq: number; type: string });
+        expect(published.map((e) => [e.seq, e.type])).toEqual([
+          [1, 'queued'],
+          [2, 'queued'],
+          [3, 'completed'],
+        ]);
+      } finally {
+        subscriber.disconnect();
+      }
+    });
+
     it('a queued or running record keeps its input whole: a worker runs it from there', async () => {
       await backend.flushall();
       const store = redisStore({ now });
