@@ -230,7 +230,16 @@ describe.skipIf(!tools || !redisAvailable())('Deployed means served (real proces
       45_000,
       250,
     );
-    const patched = await fetch(`http://127.0.0.1:${gatewayPorts[0]}${PATH}`, { method: 'PATCH' });
+    // The gateway is ready again (its Redis breaker closed: it probes every second) and
+    // serves the new method. Ready on the resource can come a moment before the
+    // gateway's own readiness (a fresh-clone CI run saw one 503 in between).
+    const port = gatewayPorts[0] as number;
+    await eventually(
+      async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200),
+      10_000,
+      100,
+    );
+    const patched = await fetch(`http://127.0.0.1:${port}${PATH}`, { method: 'PATCH' });
     expect(patched.status).toBe(202);
   }, 120_000);
 });
