@@ -118,8 +118,9 @@ const parentOf = (name: string) => name.replace(/ @(compare|flags)$/, '');
 /**
  * The targets in the order round `round` measures them: each target with its variants
  * (a group) as listed in odd rounds, reversed in even rounds, so that neither side of a
- * pair always runs second. (Always second, identical code measured 16-17 % fewer req/s
- * at saturation than its twin, in a run of 2026-11-26.)
+ * pair always runs second. (Identical code measured 14-21 % fewer req/s at saturation
+ * as the @compare twin on 2026-11-26, whether or not it ran second: the gap is not the
+ * order, and not understood; bench/README.md.)
  */
 function roundOrder(round: number): Target[] {
   if (round % 2 === 1) return targets;

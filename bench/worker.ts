@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { InProcessEngine } from '../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
+import { EXECUTION_FIELDS as F } from '../runtime/engine/execution-keys.ts';
 import { EXECUTION_KEYS, RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
 import type { Execution, StartRequest } from '../runtime/engine/ports.ts';
 import { QUEUE, QueuedEngine } from '../runtime/engine/queued-engine.ts';
@@ -148,7 +149,7 @@ async function verifyAndClear(redis: Redis, ids: string[]): Promise<void> {
   for (let at = 0; at < ids.length; at += 1000) {
     const batch = ids.slice(at, at + 1000);
     const stored = await Promise.all(
-      batch.map((id) => redis.hmget(EXECUTION_KEYS.execution(id), 'r', 'n')),
+      batch.map((id) => redis.hmget(EXECUTION_KEYS.execution(id), F.record, F.eventCount)),
     );
     stored.forEach(([json, count], k) => {
       const status = json ? (JSON.parse(json) as Execution).status : 'missing';

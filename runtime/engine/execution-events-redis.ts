@@ -60,8 +60,9 @@ export class RedisExecutionEvents {
         this.#onInternalError(error, `event on ${channel}`);
         return;
       }
-      // One event, or a batch of them in seq order: what workers publish once every
-      // gateway reads batches (ADR 0026). Anything else is reported, not delivered.
+      // One event (what workers publish), or an array of them in seq order (taken too:
+      // ADR 0026 measured the writers' side slower and left it). Anything else is
+      // reported, not delivered.
       for (const event of Array.isArray(parsed) ? (parsed as unknown[]) : [parsed]) {
         if (!isSequencedEvent(event)) {
           this.#onInternalError(new Error('not an execution event'), `event on ${channel}`);

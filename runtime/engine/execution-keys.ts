@@ -17,10 +17,22 @@
 //   hookgate:{s<k>}:queue:retries                 the shard's due retry attempts
 //   hookgate:{deadletters}, hookgate:{deadletters}:entries  dead letters (one tag)
 //
-// N = 1 on one Redis (not a cluster) keeps the names from before shards, without any
-// tag (`hookgate:execution:<id>`, `hookgate:executions`, `hookgate:queue:executions`,
+// N = 1 on one Redis (not a cluster) keeps its names untagged (`hookgate:execution:<id>`, `hookgate:executions`, `hookgate:queue:executions`,
 // `hookgate:queue:retries`, `hookgate:deadletters`…).
 // N is fixed for a deployment: another N maps ids to other shards (drain first).
+
+/**
+ * The fields of an execution's hash (`execution(id)`): the store, the gateway's enqueue
+ * and the retry hand-off write them; execution-store-redis.ts says what each holds.
+ */
+export const EXECUTION_FIELDS = {
+  record: 'r',
+  created: 'c',
+  eventCount: 'n',
+  eventBytes: 'eb',
+  /** Followed by the event's position, 1 … n. */
+  eventPrefix: 'e:',
+} as const;
 
 /** The consumer group of the workers, on every shard's stream. */
 export const WORKER_GROUP = 'workers';

@@ -47,6 +47,7 @@ import {
   type ExecutionStore,
 } from './execution-store.ts';
 import {
+  EXECUTION_FIELDS as F,
   ExecutionLayout,
   SINGLE_REDIS_LAYOUT,
   WORKER_GROUP,
@@ -92,7 +93,7 @@ export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
 // Events appended to a finished execution without a record are added to its size.
 const WRITE = `
 local key = KEYS[1]
-local state = redis.call('HMGET', key, 'n', 'eb', 'c')
+local state = redis.call('HMGET', key, '${F.eventCount}', '${F.eventBytes}', '${F.created}')
 local stored = tonumber(state[1] or '0')
 local eventBytes = tonumber(state[2] or '0')
 local fields = {}
@@ -100,7 +101,7 @@ local added, addedBytes = 0, 0
 for i = 15, #ARGV, 3 do
   if tonumber(ARGV[i]) > stored + added then
     added = added + 1
-    fields[#fields + 1] = 'e:' .. (stored + added)
+    fields[#fields + 1] = '${F.eventPrefix}' .. (stored + added)
     fields[#fields + 1] = ARGV[i + 1]
     if ARGV[i + 2] ~= '' then
       redis.call('SET', key .. ':whole:' .. ARGV[i], ARGV[i + 2], 'PX', ARGV[13])
@@ -115,18 +116,18 @@ local record = ARGV[1]
 local created = not state[1]
 if added > 0 or created then
   eventBytes = eventBytes + addedBytes
-  fields[#fields + 1] = 'n'
+  fields[#fields + 1] = '${F.eventCount}'
   fields[#fields + 1] = stored + added
-  fields[#fields + 1] = 'eb'
+  fields[#fields + 1] = '${F.eventBytes}'
   fields[#fields + 1] = eventBytes
 end
 -- The first record written is indexed, once (a gateway's enqueue does both at once).
 local indexed = state[3] or record == ''
 if record ~= '' then
-  fields[#fields + 1] = 'r'
+  fields[#fields + 1] = '${F.record}'
   fields[#fields + 1] = record
   if not indexed then
-    fields[#fields + 1] = 'c'
+    fields[#fields + 1] = '${F.created}'
     fields[#fields + 1] = ARGV[3]
   end
 end
@@ -202,7 +203,7 @@ for _, entry in ipairs(read[1][2]) do
     if fields[i] == 'job' then
       local ok, job = pcall(cjson.decode, fields[i + 1])
       if ok and type(job) == 'table' and type(job.id) == 'string' then
-        local state = redis.call('HMGET', ARGV[4] .. job.id, 'r', 'n')
+        local state = redis.call('HMGET', ARGV[4] .. job.id, '${F.record}', '${F.eventCount}')
         record, count = state[1], tonumber(state[2] or '0')
       end
     end
@@ -215,19 +216,19 @@ return out
 // KEYS: executions of one shard (one slot). Their records, false where there is none.
 const RECORDS = `
 local out = {}
-for i, key in ipairs(KEYS) do out[i] = redis.call('HGET', key, 'r') end
+for i, key in ipairs(KEYS) do out[i] = redis.call('HGET', key, '${F.record}') end
 return out
 `;
 
 // KEYS: an execution. ARGV: position. Its events after that position, in order (read in
 // chunks: Lua's stack holds a few thousand values).
 const EVENTS = `
-local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+local n = tonumber(redis.call('HGET', KEYS[1], '${F.eventCount}') or '0')
 local out = {}
 local from = tonumber(ARGV[1]) + 1
 while from <= n do
   local fields = {}
-  for p = from, math.min(n, from + 999) do fields[#fields + 1] = 'e:' .. p end
+  for p = from, math.min(n, from + 999) do fields[#fields + 1] = '${F.eventPrefix}' .. p end
   for _, json in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
     if json then out[#out + 1] = json end
   end
@@ -474,12 +475,16 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   async get(id: string): Promise<Execution | undefined> {
-    return this.#parse(await this.#redis.hget(this.layout.of(id).execution(id), 'r'));
+    return this.#parse(await this.#redis.hget(this.layout.of(id).execution(id), F.record));
   }
 
   /** The record and the number of its events, in one command (what a worker resumes from). */
   async load(id: string): Promise<{ execution: Execution | undefined; eventCount: number }> {
-    const [json, count] = await this.#redis.hmget(this.layout.of(id).execution(id), 'r', 'n');
+    const [json, count] = await this.#redis.hmget(
+      this.layout.of(id).execution(id),
+      F.record,
+      F.eventCount,
+    );
     return { execution: this.#parse(json ?? null), eventCount: Number(count ?? 0) };
   }
 

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { isCluster, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
-import { WORKER_GROUP } from './execution-keys.ts';
+import { EXECUTION_FIELDS as F, WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
 import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
 import { DrainRate, readQueueState, retryAfterSeconds } from './queue-state.ts';
@@ -48,11 +48,12 @@ export interface ExecutionJob {
 // execution's hash gets record, creation time and first event in one HSET (its fields:
 // execution-store-redis.ts).
 const ENQUEUE = `
-local existing = redis.call('HGET', KEYS[1], 'r')
+local existing = redis.call('HGET', KEYS[1], '${F.record}')
 if existing then return existing end
 local length = redis.call('XLEN', KEYS[3])
 if length >= tonumber(ARGV[7]) then return length end
-redis.call('HSET', KEYS[1], 'r', ARGV[1], 'c', ARGV[3], 'n', 1, 'eb', #ARGV[5], 'e:1', ARGV[5])
+redis.call('HSET', KEYS[1], '${F.record}', ARGV[1], '${F.created}', ARGV[3], '${F.eventCount}', 1,
+  '${F.eventBytes}', #ARGV[5], '${F.eventPrefix}1', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 if ARGV[8] ~= '0' then redis.call('PEXPIRE', KEYS[2], ARGV[8]) end

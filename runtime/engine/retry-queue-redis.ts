@@ -18,7 +18,7 @@ import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RetryHandOff } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import { EXECUTION_KEYS } from './execution-store-redis.ts';
-import type { ExecutionLayout } from './execution-keys.ts';
+import { EXECUTION_FIELDS, type ExecutionLayout } from './execution-keys.ts';
 import type { Execution, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
 
@@ -28,7 +28,7 @@ export const RETRY_KEYS = { due: EXECUTION_KEYS.retries } as const;
 // KEYS: execution (its hash: execution-store-redis.ts), due set. ARGV: record JSON,
 // ttl ms, due ms, job JSON.
 const SCHEDULE = `
-redis.call('HSET', KEYS[1], 'r', ARGV[1])
+redis.call('HSET', KEYS[1], '${EXECUTION_FIELDS.record}', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return 1
