@@ -1,28 +1,60 @@
-// Free loopback ports for processes a test starts: each one bound by the kernel (port
-// 0) and released just before use, all held at once so the ports are distinct.
+// Free loopback ports for processes a test starts. They are taken below the kernel's
+// ephemeral range (ip_local_port_range): a port picked there and released before the
+// process binds it can be reused meanwhile by any outgoing connection on the machine
+// (the EADDRINUSE a container once met, test/image/system.test.ts); below the range
+// only another listener asking for that very port can take it. Each port is checked by
+// binding it, all held at once so they are distinct, then released just before use.
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
+
+/** Lowest port handed out: above the well-known and most registered service ports. */
+const LOWEST = 10_000;
+
+/** The first port of the kernel's ephemeral range (Linux; 32768 elsewhere or unreadable). */
+function ephemeralStart(): number {
+  try {
+    const first = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0],
+    );
+    return Number.isInteger(first) && first > LOWEST + 1_000 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+const HIGHEST = ephemeralStart() - 1;
+
+/** Binds `port` on loopback: the server, or undefined when it is taken. */
+function hold(port: number): Promise<Server | undefined> {
+  const server = createServer();
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+}
+
+const release = (servers: Server[]) =>
+  Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+
+const randomPort = () => LOWEST + Math.floor(Math.random() * (HIGHEST - LOWEST + 1));
 
 /** One free loopback port. */
 export async function freePort(): Promise<number> {
   return (await freePorts(1))[0] as number;
 }
 
+/** `count` distinct free loopback ports. */
 export async function freePorts(count: number): Promise<number[]> {
   const servers: Server[] = [];
   try {
-    const ports: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const server = createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', resolve);
-      });
-      ports.push((server.address() as { port: number }).port);
+    for (let attempt = 0; servers.length < count; attempt++) {
+      if (attempt >= count + 200) throw new Error(`no ${count} free ports below ${HIGHEST + 1}`);
+      const server = await hold(randomPort());
+      if (server) servers.push(server);
     }
-    return ports;
+    return servers.map((s) => (s.address() as { port: number }).port);
   } finally {
-    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+    await release(servers);
   }
 }
 
@@ -32,19 +64,15 @@ export async function freePorts(count: number): Promise<number[]> {
  */
 export async function freePortRun(count: number): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const base = LOWEST + Math.floor(Math.random() * (HIGHEST - LOWEST + 2 - count));
     const servers: Server[] = [];
-    let ok = true;
-    for (let i = 0; i < count && ok; i++) {
-      const server = createServer();
-      ok = await new Promise<boolean>((resolve) => {
-        server.once('error', () => resolve(false));
-        server.listen(base + i, '127.0.0.1', () => resolve(true));
-      });
-      if (ok) servers.push(server);
+    for (let i = 0; i < count; i++) {
+      const server = await hold(base + i);
+      if (!server) break;
+      servers.push(server);
     }
-    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-    if (ok) return base;
+    await release(servers);
+    if (servers.length === count) return base;
   }
   throw new Error(`no ${count} consecutive free ports found`);
 }
