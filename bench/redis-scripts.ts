@@ -11,10 +11,19 @@
 // inside the scripts (`INFO commandstats`, evalsha) and redis-server's CPU time
 // (/proc), per execution. Medians of the rounds. Compare two trees by running it in
 // each, alternating (`git worktree add /tmp/base <rev>`): the figures are absolute.
+//
+// With BENCH_SCRIPTS_INSTRUCTIONS=1 redis-server runs under valgrind's callgrind
+// (Debian `valgrind`) and each phase also reports the instructions it executed per
+// execution: some 50 times slower (use N = 2000), but the same to a percent or two from
+// run to run, where time swings ±15 % on a shared machine. The way to tell a change
+// of a few µs from noise.
 import { cpuNs } from './cpu.ts';
 import { deploy, triggerOutput } from './queued-executions.ts';
 import { freePort, output } from './support.ts';
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore, type TakenJob } from '../runtime/engine/execution-store-redis.ts';
@@ -25,10 +34,30 @@ import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const n = Number(process.env.BENCH_SCRIPTS_N ?? 20_000);
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+const counting = process.env.BENCH_SCRIPTS_INSTRUCTIONS === '1';
+if (counting && spawnSync('valgrind', ['--version']).status !== 0)
+  throw new Error('BENCH_SCRIPTS_INSTRUCTIONS=1 needs valgrind (apt-get install valgrind)');
 const PHASES = ['enqueue', 'take', 'finish'] as const;
 type Phase = (typeof PHASES)[number];
-/** Per execution, µs: inside the scripts, and redis-server's CPU. */
-type Cost = Record<Phase, { scripts: number; cpu: number }>;
+/** Per execution: µs inside the scripts, µs of redis-server's CPU, thousands of instructions (0 when not counted). */
+type Cost = Record<Phase, { scripts: number; cpu: number; kInstructions: number }>;
+
+/**
+ * Instructions redis-server (under callgrind, pid `pid`, dumping into `dir`) executed
+ * since the last call: dumps its counters, reads the dump's summary, zeroes them.
+ */
+function instructionsSinceLast(pid: number, dir: string): number {
+  for (const command of ['--dump', '--zero']) {
+    const run = spawnSync('callgrind_control', [command, String(pid)], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`callgrind_control ${command}: ${run.stderr}`);
+  }
+  // cg.<pid> is the final dump (at exit); cg.<pid>.<k> the k-th one asked for.
+  const dumps = readdirSync(dir).filter((f) => /^cg\.\d+\.\d+$/.test(f));
+  const last = dumps.sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop())).pop();
+  const summary = last && /^summary: (\d+)/m.exec(readFileSync(join(dir, last), 'utf8'));
+  if (!summary) throw new Error(`no callgrind summary in ${dir}`);
+  return Number(summary[1]);
+}
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -69,11 +98,16 @@ function finished(e: Execution): [Execution, SequencedEvent[]] {
 async function round(): Promise<Cost> {
   const port = await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
-  const server = hasTaskset
-    ? spawn('taskset', ['-c', '0', 'redis-server', ...args], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      })
-    : spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const dumps = counting ? mkdtempSync(join(tmpdir(), 'hookgate-callgrind-')) : '';
+  const command = counting
+    ? ['valgrind', '--tool=callgrind', `--callgrind-out-file=${dumps}/cg.%p`, 'redis-server']
+    : ['redis-server'];
+  // valgrind runs redis-server in its own process: the pid is redis-server's.
+  const server = spawn(
+    hasTaskset ? 'taskset' : (command[0] as string),
+    [...(hasTaskset ? ['-c', '0', ...command] : command.slice(1)), ...args],
+    { stdio: ['ignore', 'pipe', counting ? 'ignore' : 'inherit'] },
+  );
   const url = `redis://127.0.0.1:${port}`;
   const redis = new Redis(url, { lazyConnect: true });
   const subscriber = new Redis(url, { lazyConnect: true });
@@ -91,11 +125,14 @@ async function round(): Promise<Cost> {
     const cost = {} as Cost;
     const measure = async (phase: Phase, work: () => Promise<void>) => {
       await redis.config('RESETSTAT');
+      if (counting) instructionsSinceLast(pid, dumps);
       const before = cpuNs(pid);
       await work();
+      const cpu = (cpuNs(pid) - before) / 1e3 / n;
+      const instructions = counting ? instructionsSinceLast(pid, dumps) : 0;
       const info = await redis.info('commandstats');
       const usec = Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
-      cost[phase] = { scripts: usec / n, cpu: (cpuNs(pid) - before) / 1e3 / n };
+      cost[phase] = { scripts: usec / n, cpu, kInstructions: instructions / 1e3 / n };
     };
     await measure('enqueue', async () => {
       for (let at = 0; at < n; at += 500)
@@ -130,29 +167,35 @@ async function round(): Promise<Cost> {
     redis.disconnect();
     subscriber.disconnect();
     server.kill('SIGKILL');
+    if (dumps) rmSync(dumps, { recursive: true, force: true });
   }
 }
 
 async function main(): Promise<void> {
   const costs: Cost[] = [];
+  const kI = (x: number) => (counting ? ` / ${x.toFixed(1)}k instructions` : '');
   for (let r = 1; r <= rounds; r++) {
     const cost = await round();
     costs.push(cost);
     const line = PHASES.map(
-      (p) => `${p} ${cost[p].scripts.toFixed(1)} in scripts / ${cost[p].cpu.toFixed(1)} CPU`,
+      (p) =>
+        `${p} ${cost[p].scripts.toFixed(1)} in scripts / ${cost[p].cpu.toFixed(1)} CPU${kI(cost[p].kInstructions)}`,
     );
     console.log(`round ${r}/${rounds}: ${line.join(', ')} (µs per execution)`);
   }
-  console.log(`\n${rounds} rounds, ${n} executions each; µs per execution, medians\n`);
-  console.log('| phase | inside the scripts | redis-server CPU |\n|---|---:|---:|');
-  for (const p of PHASES)
-    console.log(
-      `| ${p} | ${median(costs.map((c) => c[p].scripts)).toFixed(1)} | ${median(costs.map((c) => c[p].cpu)).toFixed(1)} |`,
-    );
-  const sum = (c: Cost, k: 'scripts' | 'cpu') => PHASES.reduce((a, p) => a + c[p][k], 0);
+  console.log(`\n${rounds} rounds, ${n} executions each; per execution, medians\n`);
+  const extra = counting ? ' thousand instructions |' : '';
   console.log(
-    `| all | ${median(costs.map((c) => sum(c, 'scripts'))).toFixed(1)} | ${median(costs.map((c) => sum(c, 'cpu'))).toFixed(1)} |`,
+    `| phase | µs inside the scripts | µs redis-server CPU |${extra}\n|---|---:|---:|${counting ? '---:|' : ''}`,
   );
+  type Measure = 'scripts' | 'cpu' | 'kInstructions';
+  const measures: Measure[] = counting ? ['scripts', 'cpu', 'kInstructions'] : ['scripts', 'cpu'];
+  const row = (name: string, of: (c: Cost, m: Measure) => number) =>
+    console.log(
+      `| ${name} | ${measures.map((m) => median(costs.map((c) => of(c, m))).toFixed(1)).join(' | ')} |`,
+    );
+  for (const p of PHASES) row(p, (c, m) => c[p][m]);
+  row('all', (c, m) => PHASES.reduce((a, p) => a + c[p][m], 0));
   process.exit(0);
 }
 
