@@ -29,6 +29,7 @@ export const QUEUE = { stream: EXECUTION_KEYS.stream, group: WORKER_GROUP } as c
 
 /** What a job carries: the record (with the input) is in the store under `id`. */
 export interface ExecutionJob {
+  /** First in the JSON: the store's take script reads it without decoding the rest. */
   id: string;
   triggerKey: string;
   workflowId: string;
