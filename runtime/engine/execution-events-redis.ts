@@ -4,7 +4,9 @@
 //
 // Subscribing first and reading the stored history second means no event falls in
 // between: live messages that arrive while the history is read are held back, then
-// delivered after it with duplicates (seq ≤ last delivered) dropped. A message is one
+// delivered after it with duplicates (seq ≤ last delivered) dropped. The history read
+// also marks the execution watched: writes publish its events from then on, and only
+// then (execution-store-redis.ts). A message is one
 // event or an array of them (a batch, in seq order). One subscriber
 // connection serves every listener of the process; a channel is subscribed while it
 // has listeners and dropped after the execution's last event.
@@ -42,6 +44,8 @@ export class RedisExecutionEvents {
   readonly #subscriber: RedisClient;
   readonly #store: RedisExecutionStore;
   readonly #channels = new Map<string, Set<Subscription>>();
+  /** Each channel's SUBSCRIBE: a later listener reads the history only once it is done. */
+  readonly #subscribed = new Map<string, Promise<unknown>>();
   readonly #onInternalError: (error: unknown, where: string) => void;
 
   constructor(options: RedisExecutionEventsOptions) {
@@ -93,9 +97,10 @@ export class RedisExecutionEvents {
       this.#channels.set(channel, subs);
     }
     subs.add(sub);
-    const subscribed = first ? this.#subscriber.subscribe(channel) : Promise.resolve();
+    if (first) this.#subscribed.set(channel, this.#subscriber.subscribe(channel));
+    const subscribed = this.#subscribed.get(channel) ?? Promise.resolve();
     subscribed
-      .then(() => this.#store.events(id, afterSeq))
+      .then(() => this.#store.watchEvents(id, afterSeq))
       .then((history) => {
         const held = sub.held ?? [];
         sub.held = undefined;
@@ -115,6 +120,7 @@ export class RedisExecutionEvents {
       void this.#subscriber.unsubscribe(channel).catch(() => {});
     }
     this.#channels.clear();
+    this.#subscribed.clear();
   }
 
   #deliver(channel: string, sub: Subscription, event: SequencedEvent): void {
@@ -138,6 +144,7 @@ export class RedisExecutionEvents {
     subs.delete(sub);
     if (subs.size === 0) {
       this.#channels.delete(channel);
+      this.#subscribed.delete(channel);
       this.#subscriber.unsubscribe(channel).catch((error: unknown) => {
         this.#onInternalError(error, `unsubscribing from ${channel}`);
       });

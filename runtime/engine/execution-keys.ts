@@ -32,6 +32,8 @@ export const EXECUTION_FIELDS = {
   eventBytes: 'eb',
   /** Followed by the event's position, 1 … n. */
   eventPrefix: 'e:',
+  /** Set once a gateway listens for the execution's events: writes publish them from then on. */
+  watched: 'w',
 } as const;
 
 /** The consumer group of the workers, on every shard's stream. */

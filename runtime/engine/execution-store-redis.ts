@@ -11,6 +11,9 @@
 //                                           eb     their bytes
 //                                           e:<p>  the event at position p = 1 … n (JSON;
 //                                                  its seq is p for a run's own events)
+//                                           w      set when a gateway first listens for its
+//                                                  events (watchEvents): only then are new
+//                                                  events published
 //   hookgate:{s<k>}:execution:<id>:whole:<seq>  a cut event whole, for `handoverMs` (5 s)
 //   hookgate:{s<k>}:exec:<id>:events      the pub/sub channel each new event is published on
 //   hookgate:{s<k>}:executions           index: sorted set of ids scored by creation time (ms)
@@ -33,8 +36,16 @@
 // Every write is one Lua script (WRITE): it reads the event count and bytes (HMGET),
 // skips events already stored (seq ≤ count), so a worker streaming events one by one and
 // the final whole-history append agree, publishes every new event exactly once (whole),
-// in order, and writes record and events with one HSET. A take reads a job's record and
-// event count with one HMGET.
+// in order, when the execution is watched, and writes record and events with one HSET.
+// A take reads a job's record and event count with one HMGET.
+//
+// Watched: a gateway subscribes to the channel first, then marks the execution watched
+// and reads its stored events in one script (watchEvents). Scripts run one at a time, so
+// each write comes either before that script (its events are in the history read) or
+// after (it sees the mark and publishes them to a subscription that exists): nothing
+// falls between. Nobody listens to most executions (Immediate ACK, nobody watching the
+// run), and a PUBLISH is a tenth of a finish's work in Redis, sent to every node of a
+// Redis Cluster.
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
 import {
@@ -84,8 +95,9 @@ export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
 // (trimDue); 8 execution key prefix; 9 '1' to set the index keys' expiries again, '0'
 // when this process did lately (refreshIndexExpiry); 10 their lifetime ms; 11 consumer
 // group; 12 stream entry id to acknowledge (XACK + XDEL) or ''; 13 handover ms; 14 the
-// events' channel; then (seq, stored JSON, whole JSON or '' when the same) triples in
-// seq order. Returns the number of executions dropped.
+// events' channel (published on when the execution is watched); then (seq, stored
+// JSON, whole JSON or '' when the same) triples in seq order. Returns the number of
+// executions dropped.
 //
 // Events go before the record, in the same HSET, so a terminal event is never stored
 // beside a record still running (execution-store.ts, saveWithEvents). Only a finished
@@ -93,7 +105,8 @@ export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
 // Events appended to a finished execution without a record are added to its size.
 const WRITE = `
 local key = KEYS[1]
-local state = redis.call('HMGET', key, '${F.eventCount}', '${F.eventBytes}', '${F.created}')
+local state = redis.call('HMGET', key, '${F.eventCount}', '${F.eventBytes}', '${F.created}', '${F.watched}')
+local watched = state[4]
 local stored = tonumber(state[1] or '0')
 local eventBytes = tonumber(state[2] or '0')
 local fields = {}
@@ -105,8 +118,8 @@ for i = 15, #ARGV, 3 do
     fields[#fields + 1] = ARGV[i + 1]
     if ARGV[i + 2] ~= '' then
       redis.call('SET', key .. ':whole:' .. ARGV[i], ARGV[i + 2], 'PX', ARGV[13])
-      redis.call('PUBLISH', ARGV[14], ARGV[i + 2])
-    else
+      if watched then redis.call('PUBLISH', ARGV[14], ARGV[i + 2]) end
+    elseif watched then
       redis.call('PUBLISH', ARGV[14], ARGV[i + 1])
     end
     addedBytes = addedBytes + #ARGV[i + 1]
@@ -226,9 +239,15 @@ for i, key in ipairs(KEYS) do out[i] = redis.call('HGET', key, '${F.record}') en
 return out
 `;
 
-// KEYS: an execution. ARGV: position. Its events after that position, in order (read in
-// chunks: Lua's stack holds a few thousand values).
+// KEYS: an execution. ARGV: position; '1' to mark it watched first (see the top), else
+// '0'; the lifetime (ms) of a hash the mark creates (an execution not written yet). Its
+// events after that position, in order (read in chunks: Lua's stack holds a few
+// thousand values).
 const EVENTS = `
+if ARGV[2] == '1' and redis.call('HSETNX', KEYS[1], '${F.watched}', '1') == 1
+  and redis.call('PTTL', KEYS[1]) == -1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
 local n = tonumber(redis.call('HGET', KEYS[1], '${F.eventCount}') or '0')
 local out = {}
 local from = tonumber(ARGV[1]) + 1
@@ -261,7 +280,12 @@ interface StoreCommands {
     executionPrefix: string,
   ): Promise<[string, string[], string | null, number][]>;
   hookgateReadRecords(count: number, ...keys: string[]): Promise<(string | null)[]>;
-  hookgateReadEvents(execution: string, after: number): Promise<string[]>;
+  hookgateReadEvents(
+    execution: string,
+    after: number,
+    watch: '1' | '0',
+    ttlMs: number,
+  ): Promise<string[]>;
 }
 
 export interface RedisExecutionStoreOptions {
@@ -626,10 +650,28 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     );
   }
 
-  async events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
+  events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
+    return this.#events(id, afterSeq, '0');
+  }
+
+  /**
+   * The events after `afterSeq`, marking the execution watched in the same script: from
+   * then on its writes publish their events on its channel. Call it once subscribed to
+   * that channel: every event is then in what this returns or published after it.
+   */
+  watchEvents(id: string, afterSeq: number): Promise<SequencedEvent[]> {
+    return this.#events(id, afterSeq, '1');
+  }
+
+  async #events(id: string, afterSeq: number, watch: '1' | '0'): Promise<SequencedEvent[]> {
     // Seqs are 1, 2, 3… in position order, so the events after `afterSeq` start there.
     const keys = this.layout.of(id);
-    const raw = await this.#redis.hookgateReadEvents(keys.execution(id), Math.max(0, afterSeq));
+    const raw = await this.#redis.hookgateReadEvents(
+      keys.execution(id),
+      Math.max(0, afterSeq),
+      watch,
+      this.#ttlMs,
+    );
     const events = raw
       .map((json) => JSON.parse(json) as SequencedEvent)
       .filter((e) => e.seq > afterSeq);

@@ -439,7 +439,7 @@ for (const [name, start, shards] of [
       expect((await store.stats()).entries).toBe(40);
     });
 
-    it('publishes every new event once, in order, one per message; an event already stored is not published again', async () => {
+    it('publishes nothing for an execution nobody watches; once watched, every new event once, in order, one per message', async () => {
       await backend.flushall();
       const store = redisStore({ now });
       const created = new Date(now()).toISOString();
@@ -448,7 +448,17 @@ for (const [name, start, shards] of [
       const messages: string[] = [];
       try {
         subscriber.on('message', (_channel: string, message: string) => messages.push(message));
-        await subscriber.subscribe(layout.of(id).channel(id));
+        await subscriber.subscribe(layout.of(id).channel(id), layout.of('p0').channel('p0'));
+        // p0: written and finished with nobody watching, then watched: nothing published.
+        await store.saveWithEvents(execution('p0', 0, { createdAt: created }), [
+          { ...event('p0', 1), at: created },
+        ]);
+        expect((await store.watchEvents('p0', 0)).map((e) => e.seq)).toEqual([1]);
+        // p1: watched before its first write (the mark makes a hash that expires), then
+        // written; an event already stored is not published again.
+        expect(await store.watchEvents(id, 0)).toEqual([]);
+        const ttl = await backend.client.pttl(layout.of(id).execution(id));
+        expect(ttl).toBeGreaterThan(0);
         await store.save(execution(id, 0, { status: 'running', createdAt: created }));
         await store.appendEvents([{ ...event(id, 1), at: created }]);
         await store.saveWithEvents(execution(id, 0, { createdAt: created, output: { ok: true } }), [
@@ -457,7 +467,7 @@ for (const [name, start, shards] of [
           { type: 'completed', output: { ok: true }, executionId: id, seq: 3, at: created },
         ]);
         await eventually(() => expect(messages).toHaveLength(3));
-        await sleep(50); // nothing more comes
+        await sleep(50); // nothing more comes (none of p0's)
         const published = messages.map((m) => JSON.parse(m) as { seq: number; type: string });
         expect(published.map((e) => [e.seq, e.type])).toEqual([
           [1, 'queued'],
