@@ -11,10 +11,17 @@ import { triggerRef } from '../runtime/engine/trigger-ref.ts';
 const here = import.meta.dirname;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** What the gateway would hand the engine for POST /webhook/default_production_bench/ack. */
-export function triggerOutput(route: TriggerRef, i: number): TriggerOutput {
+/**
+ * What the gateway would hand the engine for POST /webhook/default_production_bench/ack;
+ * with `padBytes`, the body carries a `note` of that many bytes (a larger payload).
+ */
+export function triggerOutput(route: TriggerRef, i: number, padBytes = 0): TriggerOutput {
   return {
-    body: { orderId: `A-${1000 + i}`, total: 1250 },
+    body: {
+      orderId: `A-${1000 + i}`,
+      total: 1250,
+      ...(padBytes > 0 ? { note: 'x'.repeat(padBytes) } : {}),
+    },
     headers: {
       host: '127.0.0.1:3000',
       connection: 'keep-alive',

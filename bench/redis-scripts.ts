@@ -12,6 +12,8 @@
 // (/proc), per execution. Medians of the rounds. Compare two trees by running it in
 // each, alternating (`git worktree add /tmp/base <rev>`): the figures are absolute.
 //
+// BENCH_SCRIPTS_BODY_BYTES=8000 pads each request body by that many bytes.
+//
 // With BENCH_SCRIPTS_INSTRUCTIONS=1 redis-server runs under valgrind's callgrind
 // (Debian `valgrind`) and each phase also reports the instructions it executed per
 // execution: some 50 times slower (use N = 2000), but the same to a percent or two from
@@ -33,14 +35,20 @@ import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const n = Number(process.env.BENCH_SCRIPTS_N ?? 20_000);
+/** Bytes added to each request body (a `note`), for payloads larger than the bench's 37. */
+const padBytes = Number(process.env.BENCH_SCRIPTS_BODY_BYTES ?? 0);
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const counting = process.env.BENCH_SCRIPTS_INSTRUCTIONS === '1';
 if (counting && spawnSync('valgrind', ['--version']).status !== 0)
   throw new Error('BENCH_SCRIPTS_INSTRUCTIONS=1 needs valgrind (apt-get install valgrind)');
 const PHASES = ['enqueue', 'take', 'finish'] as const;
 type Phase = (typeof PHASES)[number];
-/** Per execution: µs inside the scripts, µs of redis-server's CPU, thousands of instructions (0 when not counted). */
-type Cost = Record<Phase, { scripts: number; cpu: number; kInstructions: number }>;
+/**
+ * Per execution: µs inside the scripts, µs of redis-server's CPU, µs of this process's
+ * CPU (the client's side: what a gateway or worker spends on it), thousands of
+ * instructions (0 when not counted).
+ */
+type Cost = Record<Phase, { scripts: number; cpu: number; client: number; kInstructions: number }>;
 
 /**
  * Instructions redis-server (under callgrind, pid `pid`, dumping into `dir`) executed
@@ -127,18 +135,21 @@ async function round(): Promise<Cost> {
       await redis.config('RESETSTAT');
       if (counting) instructionsSinceLast(pid, dumps);
       const before = cpuNs(pid);
+      const clientBefore = process.cpuUsage();
       await work();
       const cpu = (cpuNs(pid) - before) / 1e3 / n;
+      const used = process.cpuUsage(clientBefore);
+      const client = (used.user + used.system) / n;
       const instructions = counting ? instructionsSinceLast(pid, dumps) : 0;
       const info = await redis.info('commandstats');
       const usec = Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
-      cost[phase] = { scripts: usec / n, cpu, kInstructions: instructions / 1e3 / n };
+      cost[phase] = { scripts: usec / n, cpu, client, kInstructions: instructions / 1e3 / n };
     };
     await measure('enqueue', async () => {
       for (let at = 0; at < n; at += 500)
         await Promise.all(
           Array.from({ length: Math.min(500, n - at) }, (_v, k) =>
-            queue.start({ ...request, input: triggerOutput(request.trigger, at + k) }),
+            queue.start({ ...request, input: triggerOutput(request.trigger, at + k, padBytes) }),
           ),
         );
     });
@@ -179,17 +190,22 @@ async function main(): Promise<void> {
     costs.push(cost);
     const line = PHASES.map(
       (p) =>
-        `${p} ${cost[p].scripts.toFixed(1)} in scripts / ${cost[p].cpu.toFixed(1)} CPU${kI(cost[p].kInstructions)}`,
+        `${p} ${cost[p].scripts.toFixed(1)} in scripts / ${cost[p].cpu.toFixed(1)} CPU / ${cost[p].client.toFixed(1)} client${kI(cost[p].kInstructions)}`,
     );
     console.log(`round ${r}/${rounds}: ${line.join(', ')} (µs per execution)`);
   }
   console.log(`\n${rounds} rounds, ${n} executions each; per execution, medians\n`);
   const extra = counting ? ' thousand instructions |' : '';
   console.log(
-    `| phase | µs inside the scripts | µs redis-server CPU |${extra}\n|---|---:|---:|${counting ? '---:|' : ''}`,
+    `| phase | µs inside the scripts | µs redis-server CPU | µs client CPU |${extra}\n|---|---:|---:|---:|${counting ? '---:|' : ''}`,
   );
-  type Measure = 'scripts' | 'cpu' | 'kInstructions';
-  const measures: Measure[] = counting ? ['scripts', 'cpu', 'kInstructions'] : ['scripts', 'cpu'];
+  type Measure = 'scripts' | 'cpu' | 'client' | 'kInstructions';
+  const measures: Measure[] = [
+    'scripts',
+    'cpu',
+    'client',
+    ...(counting ? ['kInstructions' as const] : []),
+  ];
   const row = (name: string, of: (c: Cost, m: Measure) => number) =>
     console.log(
       `| ${name} | ${measures.map((m) => median(costs.map((c) => of(c, m))).toFixed(1)).join(' | ')} |`,

@@ -26,7 +26,10 @@
  * and the retry hand-off write them; execution-store-redis.ts says what each holds.
  */
 export const EXECUTION_FIELDS = {
+  /** The record without its input (JSON). */
   record: 'r',
+  /** The input (JSON), written when the execution is queued and again only when cut. */
+  input: 'i',
   created: 'c',
   eventCount: 'n',
   eventBytes: 'eb',

@@ -4,7 +4,10 @@
 //
 //   hookgate:{s<k>}:execution:<id>        the execution, one hash (ADR 0026), expiring
 //                                         `ttlMs` after creation:
-//                                           r      the record (JSON)
+//                                           r      the record without its input (JSON)
+//                                           i      the input (JSON): written with the
+//                                                  queued record, again only when a
+//                                                  finished record has it cut
 //                                           c      its creation time (ms): set once, when
 //                                                  the record is first written and indexed
 //                                           n      how many events it has
@@ -32,6 +35,11 @@
 // (record-bounds.ts); a queued or running one keeps its input whole, because a worker
 // (re)runs the execution from it. Finished executions are held to `maxBytes`: a save
 // that goes over drops the oldest finished ones (never a queued or running one).
+//
+// The input is apart from the rest of the record because it is most of its bytes and
+// never changes while the execution runs: a worker's saves do not send it again (Redis
+// hashes every byte a script is given; ADR 0026). A record from before (input inside
+// `r`, no `i`) is read as it is.
 //
 // Every write is one Lua script (WRITE): it reads the event count and bytes (HMGET),
 // skips events already stored (seq ≤ count), so a worker streaming events one by one and
@@ -79,7 +87,9 @@ export const EXECUTION_KEYS = SINGLE_REDIS_LAYOUT.shards[0] as ShardKeys;
 interface Indexed {
   id: string;
   ms: number;
+  /** The record without its input, and the input (see the top). */
   json: string | null;
+  input: string | null;
 }
 
 /** Default time a cut event stays whole in Redis (5 s). */
@@ -88,16 +98,17 @@ export const REDIS_HANDOVER_MS = 5_000;
 /** Default byte budget of the finished executions in Redis (512 MiB). */
 export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
 
-// KEYS: execution, index, finished, sizes, bytes, stream. ARGV: 1 record JSON, or ''
-// to append events only; 2 the execution's lifetime left (ms; set when this write
+// KEYS: execution, index, finished, sizes, bytes, stream. ARGV: 1 record JSON without
+// its input, or '' to append events only; 2 the execution's lifetime left (ms; set when this write
 // creates its hash); 3 created ms; 4 id; 5 finished ('1'/'0'); 6 budget; 7 expiry
 // cutoff ms, or '' when this process trimmed the shard's expired entries lately
 // (trimDue); 8 execution key prefix; 9 '1' to set the index keys' expiries again, '0'
 // when this process did lately (refreshIndexExpiry); 10 their lifetime ms; 11 consumer
 // group; 12 stream entry id to acknowledge (XACK + XDEL) or ''; 13 handover ms; 14 the
-// events' channel (published on when the execution is watched); then (seq, stored
-// JSON, whole JSON or '' when the same) triples in seq order. Returns the number of
-// executions dropped.
+// events' channel (published on when the execution is watched); 15 the input JSON, or
+// '' when the stored one stays; 16 the input's bytes (for the budget); then (seq,
+// stored JSON, whole JSON or '' when the same) triples in seq order. Returns the
+// number of executions dropped.
 //
 // Events go before the record, in the same HSET, so a terminal event is never stored
 // beside a record still running (execution-store.ts, saveWithEvents). Only a finished
@@ -111,7 +122,7 @@ local stored = tonumber(state[1] or '0')
 local eventBytes = tonumber(state[2] or '0')
 local fields = {}
 local added, addedBytes = 0, 0
-for i = 15, #ARGV, 3 do
+for i = 17, #ARGV, 3 do
   if tonumber(ARGV[i]) > stored + added then
     added = added + 1
     fields[#fields + 1] = '${F.eventPrefix}' .. (stored + added)
@@ -139,6 +150,10 @@ local indexed = state[3] or record == ''
 if record ~= '' then
   fields[#fields + 1] = '${F.record}'
   fields[#fields + 1] = record
+  if ARGV[15] ~= '' then
+    fields[#fields + 1] = '${F.input}'
+    fields[#fields + 1] = ARGV[15]
+  end
   if not indexed then
     fields[#fields + 1] = '${F.created}'
     fields[#fields + 1] = ARGV[3]
@@ -158,7 +173,7 @@ if record == '' then
 else
   local refresh = ARGV[9] ~= '0'
   if ARGV[5] == '1' then
-    local bytes = #record + eventBytes
+    local bytes = #record + tonumber(ARGV[16]) + eventBytes
     -- Only a finished execution has a size: one finishing now has none to replace.
     local old = 0
     if redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4]) == 0 then
@@ -201,8 +216,9 @@ return dropped
 `;
 
 // KEYS: a shard's stream. ARGV: consumer group, consumer, count, execution key prefix.
-// New jobs for the consumer (XREADGROUP, not blocking), each with its execution's record
-// and event count: { entry id, fields, record or false, count } per job. The keys read
+// New jobs for the consumer (XREADGROUP, not blocking), each with its execution's record,
+// input and event count: { entry id, fields, record or false, input or false, count }
+// per job. The keys read
 // are built from the job's id; they carry the stream's hash tag (execution-keys.ts), so
 // they are in its slot on a Redis Cluster.
 const TAKE = `
@@ -211,7 +227,7 @@ local out = {}
 if not read then return out end
 for _, entry in ipairs(read[1][2]) do
   local fields = entry[2]
-  local record, count = false, 0
+  local record, input, count = false, false, 0
   for i = 1, #fields - 1, 2 do
     if fields[i] == 'job' then
       -- Jobs are written with the id first: read it without decoding the JSON (a
@@ -222,20 +238,25 @@ for _, entry in ipairs(read[1][2]) do
         if ok and type(job) == 'table' and type(job.id) == 'string' then id = job.id end
       end
       if id then
-        local state = redis.call('HMGET', ARGV[4] .. id, '${F.record}', '${F.eventCount}')
-        record, count = state[1], tonumber(state[2] or '0')
+        local state = redis.call('HMGET', ARGV[4] .. id, '${F.record}', '${F.input}', '${F.eventCount}')
+        record, input, count = state[1], state[2], tonumber(state[3] or '0')
       end
     end
   end
-  out[#out + 1] = { entry[1], fields, record, count }
+  out[#out + 1] = { entry[1], fields, record, input, count }
 end
 return out
 `;
 
-// KEYS: executions of one shard (one slot). Their records, false where there is none.
+// KEYS: executions of one shard (one slot). Their records and inputs, one after the
+// other (false where there is none).
 const RECORDS = `
 local out = {}
-for i, key in ipairs(KEYS) do out[i] = redis.call('HGET', key, '${F.record}') end
+for _, key in ipairs(KEYS) do
+  local state = redis.call('HMGET', key, '${F.record}', '${F.input}')
+  out[#out + 1] = state[1]
+  out[#out + 1] = state[2]
+end
 return out
 `;
 
@@ -262,6 +283,12 @@ end
 return out
 `;
 
+/** A record as the hash's `r` holds it: everything but the input (field `i`). */
+export function recordJson(execution: Execution): string {
+  const { input: _input, ...rest } = execution;
+  return JSON.stringify(rest);
+}
+
 /** A job read off a shard's stream by `take`, with its execution's record and event count. */
 export interface TakenJob {
   entryId: string;
@@ -278,7 +305,7 @@ interface StoreCommands {
     consumer: string,
     count: number,
     executionPrefix: string,
-  ): Promise<[string, string[], string | null, number][]>;
+  ): Promise<[string, string[], string | null, string | null, number][]>;
   hookgateReadRecords(count: number, ...keys: string[]): Promise<(string | null)[]>;
   hookgateReadEvents(
     execution: string,
@@ -337,6 +364,11 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly #handoverMs: number;
   readonly #now: () => number;
   readonly #evictions = noEvictions();
+  /**
+   * Inputs this store read from Redis or wrote there, with their execution's id and
+   * their bytes there: a save of a record holding that very input does not send it again.
+   */
+  readonly #storedInputs = new WeakMap<object, { id: string; bytes: number }>();
   #trimmedAt = 0;
   /** When this process last set each shard's index key expiries (refreshIndexExpiry). */
   readonly #expiryRefreshed = new Map<number, number>();
@@ -391,9 +423,9 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     const { id } = execution;
     if (events.some((e) => e.executionId !== id))
       throw new Error(`saveWithEvents: events of another execution than ${id}`);
-    this.#evictions.bytes += await this.#redis.hookgateWriteExecution(
-      ...this.#writeArgs(id, execution, acknowledge, events),
-    );
+    const { args, sentInput } = this.#writeArgs(id, execution, acknowledge, events);
+    this.#evictions.bytes += await this.#redis.hookgateWriteExecution(...args);
+    if (sentInput) this.#storedInputs.set(sentInput.input, { id, bytes: sentInput.bytes });
     await this.#trimIndexes();
   }
 
@@ -410,10 +442,10 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       count,
       shard.executionPrefix,
     );
-    return taken.map(([entryId, fields, json, eventCount]) => ({
+    return taken.map(([entryId, fields, json, input, eventCount]) => ({
       entryId,
       fields,
-      execution: this.#parse(json),
+      execution: this.#parse(json, input),
       eventCount,
     }));
   }
@@ -453,7 +485,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     execution: Execution | undefined,
     acknowledge: string | undefined,
     events: SequencedEvent[],
-  ): (string | number)[] {
+  ): { args: (string | number)[]; sentInput?: { input: object; bytes: number } } {
     const keys = this.layout.of(id);
     const args: (string | number)[] = [
       keys.execution(id),
@@ -463,11 +495,25 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       keys.bytes,
       keys.stream,
     ];
+    let input = '';
+    let inputBytes = 0;
+    let sentInput: { input: object; bytes: number } | undefined;
     if (execution) {
       const finished = isFinished(execution);
       const kept = finished ? boundExecution(execution, this.#maxBodyBytes) : execution;
+      // Sent when Redis may not hold this very input: a record not read from it, or
+      // one whose input was cut just now.
+      const stored = this.#storedInputs.get(kept.input);
+      if (stored?.id === id) inputBytes = stored.bytes;
+      else {
+        input = JSON.stringify(kept.input);
+        inputBytes = input.length;
+        sentInput = { input: kept.input, bytes: inputBytes };
+        // Cut now: Redis will no longer hold the whole one.
+        if (kept.input !== execution.input) this.#storedInputs.delete(execution.input);
+      }
       args.push(
-        JSON.stringify(kept),
+        recordJson(kept),
         this.ttlLeftMs(execution.createdAt),
         Date.parse(execution.createdAt) || this.#now(),
         id,
@@ -482,14 +528,21 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       // Events only: a hash this creates lives the whole TTL; nothing is indexed.
       args.push('', this.#ttlMs, 0, id, '0', 0, '', keys.executionPrefix, '0', 0);
     }
-    args.push(WORKER_GROUP, acknowledge ?? '', this.#handoverMs, keys.channel(id));
+    args.push(
+      WORKER_GROUP,
+      acknowledge ?? '',
+      this.#handoverMs,
+      keys.channel(id),
+      input,
+      inputBytes,
+    );
     for (const e of events) {
       const whole = JSON.stringify(e);
       const cut = carriesBody(e) ? boundEvent(e, this.#maxBodyBytes) : e;
       if (cut === e) args.push(e.seq, whole, '');
       else args.push(e.seq, JSON.stringify(cut), whole);
     }
-    return args;
+    return sentInput ? { args, sentInput } : { args };
   }
 
   async #trimIndexes(): Promise<void> {
@@ -505,24 +558,42 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   async get(id: string): Promise<Execution | undefined> {
-    return this.#parse(await this.#redis.hget(this.layout.of(id).execution(id), F.record));
+    const [json, input] = await this.#redis.hmget(
+      this.layout.of(id).execution(id),
+      F.record,
+      F.input,
+    );
+    return this.#parse(json ?? null, input ?? null);
   }
 
   /** The record and the number of its events, in one command (what a worker resumes from). */
   async load(id: string): Promise<{ execution: Execution | undefined; eventCount: number }> {
-    const [json, count] = await this.#redis.hmget(
+    const [json, input, count] = await this.#redis.hmget(
       this.layout.of(id).execution(id),
       F.record,
+      F.input,
       F.eventCount,
     );
-    return { execution: this.#parse(json ?? null), eventCount: Number(count ?? 0) };
+    return {
+      execution: this.#parse(json ?? null, input ?? null),
+      eventCount: Number(count ?? 0),
+    };
   }
 
-  #parse(json: string | null): Execution | undefined {
+  /**
+   * A record as stored (`r`) with its input (`i`; none in a record from before the input
+   * was apart). The input read is noted as the one Redis holds for the execution.
+   */
+  #parse(json: string | null, input: string | null): Execution | undefined {
     if (!json) return undefined;
     const execution = JSON.parse(json) as Execution;
     // Redis expires the key on its own; this hides it on the store's clock too.
-    return this.#expired(execution) ? undefined : execution;
+    if (this.#expired(execution)) return undefined;
+    if (input) {
+      execution.input = JSON.parse(input) as Execution['input'];
+      this.#storedInputs.set(execution.input, { id: execution.id, bytes: input.length });
+    }
+    return execution;
   }
 
   async list(filter: ExecutionFilter): Promise<Execution[]> {
@@ -538,20 +609,22 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     /** The last id looked at. */
     let last: { ms: number; id: string } | undefined;
     let looked = 0;
-    for await (const { id, ms, json } of this.#scan(filter, limit)) {
+    for await (const { id, ms, json, input } of this.#scan(filter, limit)) {
       looked++;
       // Same time as the cursor: members come in reverse order, after it come smaller ids.
       if (after && ms === after.ms && id >= after.key) continue;
       const e = json ? (JSON.parse(json) as Execution) : undefined;
       if (json && e && this.#matches(e, filter)) {
+        const size = json.length + (input?.length ?? 0);
         // Full (by count or bytes): the next page continues after the last one shown.
-        if (items.length === limit || (items.length > 0 && bytes + json.length > maxBytes))
+        if (items.length === limit || (items.length > 0 && bytes + size > maxBytes))
           return {
             items,
             ...(last ? { next: encodeCursor({ ms: last.ms, key: last.id }) } : {}),
           };
+        if (input) e.input = JSON.parse(input) as Execution['input'];
         items.push(e);
-        bytes += json.length;
+        bytes += size;
       }
       last = { ms, id };
     }
@@ -623,7 +696,12 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
             )
           : [];
       for (let i = 0; i < ids.length; i++)
-        yield { id: ids[i] as string, ms: Number(raw[2 * i + 1]), json: records[i] ?? null };
+        yield {
+          id: ids[i] as string,
+          ms: Number(raw[2 * i + 1]),
+          json: records[2 * i] ?? null,
+          input: records[2 * i + 1] ?? null,
+        };
       if (ids.length < size) return;
     }
   }
@@ -645,7 +723,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     }
     await Promise.all(
       [...byExecution].map(([id, list]) =>
-        this.#redis.hookgateWriteExecution(...this.#writeArgs(id, undefined, undefined, list)),
+        this.#redis.hookgateWriteExecution(...this.#writeArgs(id, undefined, undefined, list).args),
       ),
     );
   }

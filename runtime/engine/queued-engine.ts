@@ -13,7 +13,7 @@ import { isCluster, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { EXECUTION_FIELDS as F, WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
-import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
+import { EXECUTION_KEYS, recordJson, type RedisExecutionStore } from './execution-store-redis.ts';
 import { DrainRate, readQueueState, retryAfterSeconds } from './queue-state.ts';
 import type {
   Execution,
@@ -41,20 +41,21 @@ export interface ExecutionJob {
   attempt?: number;
 }
 
-// KEYS: execution, index, stream. ARGV: record JSON, ttl ms, created ms, id, 'queued'
-// event JSON, job JSON, bound (of this shard's stream), the index's lifetime or '0'
-// (RedisExecutionStore.refreshIndexExpiry). Returns the existing record when the id is
-// taken, or the stream's length (a number) when it holds `bound` jobs already: the
-// bound is checked where the job is added, so gateways racing cannot pass it. The
-// execution's hash gets record, creation time and first event in one HSET (its fields:
-// execution-store-redis.ts).
+// KEYS: execution, index, stream. ARGV: record JSON without its input, ttl ms, created
+// ms, id, 'queued' event JSON, job JSON, bound (of this shard's stream), the index's
+// lifetime or '0' (RedisExecutionStore.refreshIndexExpiry), input JSON. Returns the
+// existing record and input ({ r, i }) when the id is taken, or the stream's length (a
+// number) when it holds `bound` jobs already: the bound is checked where the job is
+// added, so gateways racing cannot pass it. The execution's hash gets record, input,
+// creation time and first event in one HSET (its fields: execution-store-redis.ts).
 const ENQUEUE = `
-local existing = redis.call('HGET', KEYS[1], '${F.record}')
-if existing then return existing end
+if redis.call('HEXISTS', KEYS[1], '${F.record}') == 1 then
+  return redis.call('HMGET', KEYS[1], '${F.record}', '${F.input}')
+end
 local length = redis.call('XLEN', KEYS[3])
 if length >= tonumber(ARGV[7]) then return length end
-redis.call('HSET', KEYS[1], '${F.record}', ARGV[1], '${F.created}', ARGV[3], '${F.eventCount}', 1,
-  '${F.eventBytes}', #ARGV[5], '${F.eventPrefix}1', ARGV[5])
+redis.call('HSET', KEYS[1], '${F.record}', ARGV[1], '${F.input}', ARGV[9],
+  '${F.created}', ARGV[3], '${F.eventCount}', 1, '${F.eventBytes}', #ARGV[5], '${F.eventPrefix}1', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 if ARGV[8] ~= '0' then redis.call('PEXPIRE', KEYS[2], ARGV[8]) end
@@ -68,7 +69,7 @@ interface EnqueueCommand {
     index: string,
     stream: string,
     ...args: (string | number)[]
-  ): Promise<string | number | null>;
+  ): Promise<[string, string | null] | number | null>;
 }
 
 export interface QueuedEngineOptions {
@@ -207,11 +208,12 @@ export class QueuedEngine implements ExecutionEngine {
       workflowId: request.workflow.workflowId,
       ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
     };
-    const record = JSON.stringify(execution);
+    const record = recordJson(execution);
+    const input = JSON.stringify(execution.input);
     const keys = this.#store.layout.of(id);
     // What Redis allocates for it: the allocator's size classes and per-key overhead
     // (measured: a 100 kB value takes 127 kB of used_memory).
-    memory.since += Math.ceil(record.length * 1.5) + 512;
+    memory.since += Math.ceil((record.length + input.length) * 1.5) + 512;
     let existing: Awaited<ReturnType<EnqueueCommand['hookgateEnqueue']>>;
     try {
       existing = await this.#redis.hookgateEnqueue(
@@ -226,6 +228,7 @@ export class QueuedEngine implements ExecutionEngine {
         JSON.stringify(job),
         this.#shardBound,
         this.#store.refreshIndexExpiry(keys) ? this.#store.ttlMs : 0,
+        input,
       );
     } finally {
       this.#answered++;
@@ -237,7 +240,12 @@ export class QueuedEngine implements ExecutionEngine {
       this.#depth = Math.max(this.#depth, depth);
       throw this.#overloaded(depth);
     }
-    if (existing) return JSON.parse(existing) as Execution;
+    if (existing) {
+      const [json, storedInput] = existing;
+      const found = JSON.parse(json) as Execution;
+      if (storedInput) found.input = JSON.parse(storedInput) as Execution['input'];
+      return found;
+    }
     this.#depth++;
     return execution;
   }

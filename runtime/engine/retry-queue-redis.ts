@@ -17,7 +17,7 @@
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RetryHandOff } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
-import { EXECUTION_KEYS } from './execution-store-redis.ts';
+import { EXECUTION_KEYS, recordJson } from './execution-store-redis.ts';
 import { EXECUTION_FIELDS, type ExecutionLayout } from './execution-keys.ts';
 import type { Execution, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
@@ -25,8 +25,8 @@ import type { ExecutionJob } from './queued-engine.ts';
 /** The due set of one Redis with one shard (execution-keys.ts names every layout). */
 export const RETRY_KEYS = { due: EXECUTION_KEYS.retries } as const;
 
-// KEYS: execution (its hash: execution-store-redis.ts), due set. ARGV: record JSON,
-// ttl ms, due ms, job JSON.
+// KEYS: execution (its hash: execution-store-redis.ts), due set. ARGV: record JSON
+// without its input, ttl ms, due ms, job JSON.
 const SCHEDULE = `
 redis.call('HSET', KEYS[1], '${EXECUTION_FIELDS.record}', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -84,7 +84,8 @@ export class RedisRetryQueue implements RetryHandOff {
     await this.#redis.hookgateRetrySchedule(
       keys.execution(execution.id),
       keys.retries,
-      JSON.stringify(execution),
+      // The input stays as the hash holds it (it does not change between attempts).
+      recordJson(execution),
       this.#store.ttlLeftMs(execution.createdAt),
       dueAtMs,
       JSON.stringify(job),

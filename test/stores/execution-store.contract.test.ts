@@ -479,6 +479,63 @@ for (const [name, start, shards] of [
       }
     });
 
+    it('keeps the input apart: written once, not sent again by a worker, cut when a finished record needs it', async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      const created = new Date(now()).toISOString();
+      const shard = layout.of('i0');
+      const ids: string[] = [];
+      for (let i = 0; ids.length < 2; i++) if (layout.of(`i${i}`) === shard) ids.push(`i${i}`);
+      const [small, large] = ids as [string, string];
+      await backend.client.xgroup('CREATE', shard.stream, 'workers', '0', 'MKSTREAM');
+      for (const [id, body] of [
+        [small, { id: small }],
+        [large, big(5000)],
+      ] as const) {
+        await store.save(
+          execution(id, 0, { status: 'queued', createdAt: created, input: trigger(body) }),
+        );
+        await backend.client.xadd(shard.stream, '*', 'job', JSON.stringify({ id }));
+      }
+      const key = (id: string) => layout.of(id).execution(id);
+      // `r` has no input; `i` has it.
+      const [r, i] = await backend.client.hmget(key(small), 'r', 'i');
+      expect(JSON.parse(r ?? '{}')).not.toHaveProperty('input');
+      expect(JSON.parse(i ?? '{}')).toMatchObject({ body: { id: small } });
+      // A worker takes both and finishes them. The small one's input is not sent again:
+      // a marker written meanwhile survives. The large one's is cut, so it is sent.
+      const taken = await store.take(shard, 'c1', 10);
+      expect(taken.map((j) => j.execution?.input.body)).toEqual([{ id: small }, big(5000)]);
+      const marker = JSON.stringify(trigger({ marker: true }));
+      await backend.client.hset(key(small), 'i', marker);
+      for (const job of taken) {
+        const e = job.execution as Execution;
+        await store.saveWithEvents({ ...e, status: 'succeeded' }, [], job.entryId);
+      }
+      expect(await backend.client.hget(key(small), 'i')).toBe(marker);
+      expect((await store.get(small))?.input.body).toEqual({ marker: true });
+      const cut = await store.get(large);
+      expect(cut?.truncated).toEqual({ 'input.body': JSON.stringify(big(5000)).length });
+      expect(String(cut?.input.body).length).toBeLessThanOrEqual(BODY_MAX);
+      // The budget counts record, input and events.
+      // (The small one's input as the store knows it, not the marker written around it.)
+      const records = await Promise.all(ids.map((id) => backend.client.hget(key(id), 'r')));
+      const inputs = [i, await backend.client.hget(key(large), 'i')];
+      const bytes = [...records, ...inputs].reduce((n, v) => n + (v?.length ?? 0), 0);
+      expect((await store.stats()).bytes).toBeGreaterThanOrEqual(bytes);
+      // A listing and a page read the input back.
+      const listed = await store.list({ limit: 10 });
+      expect(listed.find((e) => e.id === small)?.input.body).toEqual({ marker: true });
+      // A record from before the input was apart (input inside `r`, no `i`) reads as it
+      // was, and its next save writes `i`.
+      const old = execution('old1', 0, { status: 'running', createdAt: created });
+      await backend.client.hset(key('old1'), 'r', JSON.stringify(old), 'n', 0, 'c', now());
+      expect((await store.get('old1'))?.input).toEqual(old.input);
+      const loaded = (await store.load('old1')).execution as Execution;
+      await store.save({ ...loaded, status: 'succeeded' });
+      expect(JSON.parse((await backend.client.hget(key('old1'), 'i')) ?? '{}')).toEqual(old.input);
+    });
+
     it('a queued or running record keeps its input whole: a worker runs it from there', async () => {
       await backend.flushall();
       const store = redisStore({ now });
