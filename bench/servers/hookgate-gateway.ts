@@ -57,8 +57,9 @@ for (let i = 0; ; i++) {
 
 // As roles/cli.ts starts the role.
 tuneV8ForServing();
+const redis = new Redis(url);
 const runtime = await createGatewayRuntime({
-  redis: new Redis(url),
+  redis,
   baseUrl: 'http://127.0.0.1',
   // The worker on the busy core drains slower than the gateway accepts: let the
   // backlog grow during the run instead of answering 503.
@@ -67,7 +68,12 @@ const runtime = await createGatewayRuntime({
 await waitForRoutes(runtime.table);
 const address = await runtime.app.listen({ port: 0, host: '127.0.0.1' });
 ready(address);
+// The gateway first, its Redis connection next, the worker and redis-server last: a
+// client left connected to a stopped redis-server would print reconnection errors.
 process.on('SIGTERM', () => {
-  for (const child of children) child.kill('SIGTERM');
-  void runtime.close().then(() => process.exit(0));
+  void runtime.close().finally(() => {
+    redis.disconnect();
+    for (const child of children) child.kill('SIGTERM');
+    process.exit(0);
+  });
 });
