@@ -1,0 +1,219 @@
+// The Lua scripts of the Redis executions store (execution-store-redis.ts, which says
+// what each key and hash field holds and why a write is one script): each defined once
+// per client, under a command name of its own.
+import type { RedisClient } from '../../api/records/redis-client.ts';
+import { EXECUTION_FIELDS as F } from './execution-keys.ts';
+
+// KEYS: execution, index, finished, sizes, bytes, stream. ARGV: 1 record JSON without
+// its input, or '' to append events only; 2 the execution's lifetime left (ms; set when this write
+// creates its hash); 3 created ms; 4 id; 5 finished ('1'/'0'); 6 budget; 7 expiry
+// cutoff ms, or '' when this process trimmed the shard's expired entries lately
+// (trimDue); 8 execution key prefix; 9 '1' to set the index keys' expiries again, '0'
+// when this process did lately (refreshIndexExpiry); 10 their lifetime ms; 11 consumer
+// group; 12 stream entry id to acknowledge (XACK + XDEL) or ''; 13 handover ms; 14 the
+// events' channel (published on when the execution is watched); 15 the input JSON, or
+// '' when the stored one stays; 16 the input's bytes (for the budget); then (seq,
+// stored JSON, whole JSON or '' when the same) triples in seq order. Returns the
+// number of executions dropped.
+//
+// Events go before the record, in the same HSET, so a terminal event is never stored
+// beside a record still running (execution-store.ts, saveWithEvents). Only a finished
+// record changes the budget: the expired and the oldest finished are dropped then.
+// Events appended to a finished execution without a record are added to its size.
+const WRITE = `
+local key = KEYS[1]
+local state = redis.call('HMGET', key, '${F.eventCount}', '${F.eventBytes}', '${F.created}', '${F.watched}')
+local watched = state[4]
+local stored = tonumber(state[1] or '0')
+local eventBytes = tonumber(state[2] or '0')
+local fields = {}
+local added, addedBytes = 0, 0
+for i = 17, #ARGV, 3 do
+  if tonumber(ARGV[i]) > stored + added then
+    added = added + 1
+    fields[#fields + 1] = '${F.eventPrefix}' .. (stored + added)
+    fields[#fields + 1] = ARGV[i + 1]
+    if ARGV[i + 2] ~= '' then
+      redis.call('SET', key .. ':whole:' .. ARGV[i], ARGV[i + 2], 'PX', ARGV[13])
+      if watched then redis.call('PUBLISH', ARGV[14], ARGV[i + 2]) end
+    elseif watched then
+      redis.call('PUBLISH', ARGV[14], ARGV[i + 1])
+    end
+    addedBytes = addedBytes + #ARGV[i + 1]
+  end
+end
+local record = ARGV[1]
+local created = not state[1]
+if added > 0 or created then
+  eventBytes = eventBytes + addedBytes
+  fields[#fields + 1] = '${F.eventCount}'
+  fields[#fields + 1] = stored + added
+  fields[#fields + 1] = '${F.eventBytes}'
+  fields[#fields + 1] = eventBytes
+end
+-- The first record written is indexed, once (a gateway's enqueue does both at once).
+local indexed = state[3] or record == ''
+if record ~= '' then
+  fields[#fields + 1] = '${F.record}'
+  fields[#fields + 1] = record
+  if ARGV[15] ~= '' then
+    fields[#fields + 1] = '${F.input}'
+    fields[#fields + 1] = ARGV[15]
+  end
+  if not indexed then
+    fields[#fields + 1] = '${F.created}'
+    fields[#fields + 1] = ARGV[3]
+  end
+end
+local dropped = 0
+if #fields > 0 then
+  redis.call('HSET', key, unpack(fields))
+  if created then redis.call('PEXPIRE', key, ARGV[2]) end
+end
+if not indexed then redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4]) end
+if record == '' then
+  if added > 0 and redis.call('ZSCORE', KEYS[3], ARGV[4]) then
+    redis.call('HINCRBY', KEYS[4], ARGV[4], addedBytes)
+    redis.call('INCRBY', KEYS[5], addedBytes)
+  end
+else
+  local refresh = ARGV[9] ~= '0'
+  if ARGV[5] == '1' then
+    local bytes = #record + tonumber(ARGV[16]) + eventBytes
+    -- Only a finished execution has a size: one finishing now has none to replace.
+    local old = 0
+    if redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4]) == 0 then
+      old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
+    end
+    redis.call('HSET', KEYS[4], ARGV[4], bytes)
+    local total = redis.call('INCRBY', KEYS[5], bytes - old)
+    -- The budget keys were empty (maybe made just now): they get their expiry at once.
+    if total == bytes - old then refresh = true end
+    local function forget(id)
+      local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
+      redis.call('HDEL', KEYS[4], id)
+      total = redis.call('DECRBY', KEYS[5], b)
+      redis.call('ZREM', KEYS[3], id)
+      redis.call('ZREM', KEYS[2], id)
+    end
+    if ARGV[7] ~= '' then
+      for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 1000)) do
+        forget(id)
+      end
+    end
+    local budget = tonumber(ARGV[6])
+    while total > budget do
+      local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+      if not oldest or oldest == ARGV[4] then break end
+      redis.call('DEL', ARGV[8] .. oldest)
+      forget(oldest)
+      dropped = dropped + 1
+    end
+  end
+  if refresh then
+    for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[10]) end
+  end
+end
+if ARGV[12] ~= '' then
+  redis.call('XACK', KEYS[6], ARGV[11], ARGV[12])
+  redis.call('XDEL', KEYS[6], ARGV[12])
+end
+return dropped
+`;
+
+// KEYS: a shard's stream. ARGV: consumer group, consumer, count, execution key prefix.
+// New jobs for the consumer (XREADGROUP, not blocking), each with its execution's record,
+// input and event count: { entry id, fields, record or false, input or false, count }
+// per job. The keys read
+// are built from the job's id; they carry the stream's hash tag (execution-keys.ts), so
+// they are in its slot on a Redis Cluster.
+const TAKE = `
+local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], '>')
+local out = {}
+if not read then return out end
+for _, entry in ipairs(read[1][2]) do
+  local fields = entry[2]
+  local record, input, count = false, false, 0
+  for i = 1, #fields - 1, 2 do
+    if fields[i] == 'job' then
+      -- Jobs are written with the id first: read it without decoding the JSON (a
+      -- tenth of the take's cost); any other job is decoded.
+      local id = string.match(fields[i + 1], '^{"id":"([^"\\\\]+)"')
+      if not id then
+        local ok, job = pcall(cjson.decode, fields[i + 1])
+        if ok and type(job) == 'table' and type(job.id) == 'string' then id = job.id end
+      end
+      if id then
+        local state = redis.call('HMGET', ARGV[4] .. id, '${F.record}', '${F.input}', '${F.eventCount}')
+        record, input, count = state[1], state[2], tonumber(state[3] or '0')
+      end
+    end
+  end
+  out[#out + 1] = { entry[1], fields, record, input, count }
+end
+return out
+`;
+
+// KEYS: executions of one shard (one slot). Their records and inputs, one after the
+// other (false where there is none).
+const RECORDS = `
+local out = {}
+for _, key in ipairs(KEYS) do
+  local state = redis.call('HMGET', key, '${F.record}', '${F.input}')
+  out[#out + 1] = state[1]
+  out[#out + 1] = state[2]
+end
+return out
+`;
+
+// KEYS: an execution. ARGV: position; '1' to mark it watched first (execution-store-redis.ts), else
+// '0'; the lifetime (ms) of a hash the mark creates (an execution not written yet). Its
+// events after that position, in order (read in chunks: Lua's stack holds a few
+// thousand values).
+const EVENTS = `
+if ARGV[2] == '1' and redis.call('HSETNX', KEYS[1], '${F.watched}', '1') == 1
+  and redis.call('PTTL', KEYS[1]) == -1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+local n = tonumber(redis.call('HGET', KEYS[1], '${F.eventCount}') or '0')
+local out = {}
+local from = tonumber(ARGV[1]) + 1
+while from <= n do
+  local fields = {}
+  for p = from, math.min(n, from + 999) do fields[#fields + 1] = '${F.eventPrefix}' .. p end
+  for _, json in ipairs(redis.call('HMGET', KEYS[1], unpack(fields))) do
+    if json then out[#out + 1] = json end
+  end
+  from = from + 1000
+end
+return out
+`;
+
+/** The scripts as commands of a client (defineExecutionScripts). */
+export interface ExecutionScripts {
+  hookgateWriteExecution(...args: (string | number)[]): Promise<number>;
+  hookgateTakeJobs(
+    stream: string,
+    group: string,
+    consumer: string,
+    count: number,
+    executionPrefix: string,
+  ): Promise<[string, string[], string | null, string | null, number][]>;
+  hookgateReadRecords(count: number, ...keys: string[]): Promise<(string | null)[]>;
+  hookgateReadEvents(
+    execution: string,
+    after: number,
+    watch: '1' | '0',
+    ttlMs: number,
+  ): Promise<string[]>;
+}
+
+/** Defines the scripts on `redis` (once: a client shared by several stores keeps them). */
+export function defineExecutionScripts(redis: RedisClient): void {
+  if ((redis as RedisClient & Partial<ExecutionScripts>).hookgateWriteExecution) return;
+  redis.defineCommand('hookgateWriteExecution', { numberOfKeys: 6, lua: WRITE });
+  redis.defineCommand('hookgateTakeJobs', { numberOfKeys: 1, lua: TAKE });
+  // The number of keys is the call's first argument.
+  redis.defineCommand('hookgateReadRecords', { lua: RECORDS });
+  redis.defineCommand('hookgateReadEvents', { numberOfKeys: 1, lua: EVENTS });
+}
