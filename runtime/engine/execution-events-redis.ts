@@ -16,6 +16,13 @@ import type { SequencedEvent } from './ports.ts';
 
 type Listener = (event: SequencedEvent) => void;
 
+/** A channel subscribed for this process's listeners. */
+interface Channel {
+  subs: Set<Subscription>;
+  /** Its SUBSCRIBE: a later listener reads the history only once it is done. */
+  subscribed: Promise<unknown>;
+}
+
 interface Subscription {
   listener: Listener;
   lastSeq: number;
@@ -43,9 +50,7 @@ export interface RedisExecutionEventsOptions {
 export class RedisExecutionEvents {
   readonly #subscriber: RedisClient;
   readonly #store: RedisExecutionStore;
-  readonly #channels = new Map<string, Set<Subscription>>();
-  /** Each channel's SUBSCRIBE: a later listener reads the history only once it is done. */
-  readonly #subscribed = new Map<string, Promise<unknown>>();
+  readonly #channels = new Map<string, Channel>();
   readonly #onInternalError: (error: unknown, where: string) => void;
 
   constructor(options: RedisExecutionEventsOptions) {
@@ -55,7 +60,7 @@ export class RedisExecutionEvents {
       options.onInternalError ??
       ((error, where) => console.error(`hookgate events: ${where}:`, error));
     this.#subscriber.on('message', (channel: string, message: string) => {
-      const subs = this.#channels.get(channel);
+      const subs = this.#channels.get(channel)?.subs;
       if (!subs) return;
       let parsed: unknown;
       try {
@@ -83,23 +88,20 @@ export class RedisExecutionEvents {
   /** Listeners attached now (tests: unsubscribing must not leak). */
   get listenerCount(): number {
     let n = 0;
-    for (const subs of this.#channels.values()) n += subs.size;
+    for (const { subs } of this.#channels.values()) n += subs.size;
     return n;
   }
 
   subscribe(id: string, afterSeq: number, listener: Listener): () => void {
     const channel = this.#store.layout.of(id).channel(id);
     const sub: Subscription = { listener, lastSeq: afterSeq, held: [], closed: false };
-    let subs = this.#channels.get(channel);
-    const first = !subs;
-    if (!subs) {
-      subs = new Set();
-      this.#channels.set(channel, subs);
+    let entry = this.#channels.get(channel);
+    if (!entry) {
+      entry = { subs: new Set(), subscribed: this.#subscriber.subscribe(channel) };
+      this.#channels.set(channel, entry);
     }
-    subs.add(sub);
-    if (first) this.#subscribed.set(channel, this.#subscriber.subscribe(channel));
-    const subscribed = this.#subscribed.get(channel) ?? Promise.resolve();
-    subscribed
+    entry.subs.add(sub);
+    entry.subscribed
       .then(() => this.#store.watchEvents(id, afterSeq))
       .then((history) => {
         const held = sub.held ?? [];
@@ -115,12 +117,11 @@ export class RedisExecutionEvents {
 
   /** Drops every subscription (shutdown); the subscriber connection is the caller's. */
   close(): void {
-    for (const [channel, subs] of this.#channels) {
+    for (const [channel, { subs }] of this.#channels) {
       for (const sub of subs) sub.closed = true;
       void this.#subscriber.unsubscribe(channel).catch(() => {});
     }
     this.#channels.clear();
-    this.#subscribed.clear();
   }
 
   #deliver(channel: string, sub: Subscription, event: SequencedEvent): void {
@@ -139,12 +140,11 @@ export class RedisExecutionEvents {
   #drop(channel: string, sub: Subscription): void {
     if (sub.closed) return;
     sub.closed = true;
-    const subs = this.#channels.get(channel);
+    const subs = this.#channels.get(channel)?.subs;
     if (!subs) return;
     subs.delete(sub);
     if (subs.size === 0) {
       this.#channels.delete(channel);
-      this.#subscribed.delete(channel);
       this.#subscriber.unsubscribe(channel).catch((error: unknown) => {
         this.#onInternalError(error, `unsubscribing from ${channel}`);
       });

@@ -5,16 +5,16 @@ import type { RedisClient } from '../../api/records/redis-client.ts';
 import { EXECUTION_FIELDS as F } from './execution-keys.ts';
 
 // KEYS: execution, index, finished, sizes, bytes, stream. ARGV: 1 record JSON without
-// its input, or '' to append events only; 2 the execution's lifetime left (ms; set when this write
-// creates its hash); 3 created ms; 4 id; 5 finished ('1'/'0'); 6 budget; 7 expiry
-// cutoff ms, or '' when this process trimmed the shard's expired entries lately
-// (trimDue); 8 execution key prefix; 9 '1' to set the index keys' expiries again, '0'
-// when this process did lately (refreshIndexExpiry); 10 their lifetime ms; 11 consumer
-// group; 12 stream entry id to acknowledge (XACK + XDEL) or ''; 13 handover ms; 14 the
-// events' channel (published on when the execution is watched); 15 the input JSON, or
-// '' when the stored one stays; 16 the input's bytes (for the budget); then (seq,
-// stored JSON, whole JSON or '' when the same) triples in seq order. Returns the
-// number of executions dropped.
+// its input, or '' to append events only; 2 the execution's lifetime left (ms; set
+// when this write creates its hash); 3 created ms; 4 id; 5 finished ('1'/'0'); 6
+// budget; 7 expiry cutoff ms, or '' when this process trimmed the shard's expired
+// entries lately (trimDue); 8 execution key prefix; 9 '1' to set the index keys'
+// expiries again, '0' when this process did lately (refreshIndexExpiry); 10 their
+// lifetime ms; 11 consumer group; 12 stream entry id to acknowledge (XACK + XDEL) or
+// ''; 13 handover ms; 14 the events' channel (published on when the execution is
+// watched); 15 the input JSON, or '' when the stored one stays; 16 the input's bytes
+// (for the budget); then (seq, stored JSON, whole JSON or '' when the same) triples in
+// seq order. Returns the number of executions dropped.
 //
 // Events go before the record, in the same HSET, so a terminal event is never stored
 // beside a record still running (execution-store.ts, saveWithEvents). Only a finished
@@ -124,9 +124,8 @@ return dropped
 // KEYS: a shard's stream. ARGV: consumer group, consumer, count, execution key prefix.
 // New jobs for the consumer (XREADGROUP, not blocking), each with its execution's record,
 // input and event count: { entry id, fields, record or false, input or false, count }
-// per job. The keys read
-// are built from the job's id; they carry the stream's hash tag (execution-keys.ts), so
-// they are in its slot on a Redis Cluster.
+// per job. The keys read are built from the job's id; they carry the stream's hash tag
+// (execution-keys.ts), so they are in its slot on a Redis Cluster.
 const TAKE = `
 local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS', KEYS[1], '>')
 local out = {}
@@ -166,10 +165,10 @@ end
 return out
 `;
 
-// KEYS: an execution. ARGV: position; '1' to mark it watched first (execution-store-redis.ts), else
-// '0'; the lifetime (ms) of a hash the mark creates (an execution not written yet). Its
-// events after that position, in order (read in chunks: Lua's stack holds a few
-// thousand values).
+// KEYS: an execution. ARGV: position; '1' to mark it watched first (see
+// execution-store-redis.ts), else '0'; the lifetime (ms) of a hash the mark creates (an
+// execution not written yet). Its events after that position, in order (read in
+// chunks: Lua's stack holds a few thousand values).
 const EVENTS = `
 if ARGV[2] == '1' and redis.call('HSETNX', KEYS[1], '${F.watched}', '1') == 1
   and redis.call('PTTL', KEYS[1]) == -1 then

@@ -99,6 +99,15 @@ export const REDIS_HANDOVER_MS = 5_000;
 /** Default byte budget of the finished executions in Redis (512 MiB). */
 export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
 
+/**
+ * A record read from the hash (`r`) with its input put back (`i`; a record from before
+ * the input was apart has it inside, and no `i`).
+ */
+export function withStoredInput(execution: Execution, input: string | null): Execution {
+  if (input) execution.input = JSON.parse(input) as Execution['input'];
+  return execution;
+}
+
 /** A record as the hash's `r` holds it: everything but the input (field `i`). */
 export function recordJson(execution: Execution): string {
   const { input: _input, ...rest } = execution;
@@ -381,10 +390,8 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     const execution = JSON.parse(json) as Execution;
     // Redis expires the key on its own; this hides it on the store's clock too.
     if (this.#expired(execution)) return undefined;
-    if (input) {
-      execution.input = JSON.parse(input) as Execution['input'];
-      this.#storedInputs.set(execution.input, { id: execution.id, bytes: input.length });
-    }
+    withStoredInput(execution, input);
+    if (input) this.#storedInputs.set(execution.input, { id: execution.id, bytes: input.length });
     return execution;
   }
 
@@ -414,8 +421,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
             items,
             ...(last ? { next: encodeCursor({ ms: last.ms, key: last.id }) } : {}),
           };
-        if (input) e.input = JSON.parse(input) as Execution['input'];
-        items.push(e);
+        items.push(withStoredInput(e, input));
         bytes += size;
       }
       last = { ms, id };

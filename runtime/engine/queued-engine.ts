@@ -13,7 +13,12 @@ import { isCluster, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { EXECUTION_FIELDS as F, WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
-import { EXECUTION_KEYS, recordJson, type RedisExecutionStore } from './execution-store-redis.ts';
+import {
+  EXECUTION_KEYS,
+  recordJson,
+  withStoredInput,
+  type RedisExecutionStore,
+} from './execution-store-redis.ts';
 import { DrainRate, readQueueState, retryAfterSeconds } from './queue-state.ts';
 import type {
   Execution,
@@ -240,12 +245,7 @@ export class QueuedEngine implements ExecutionEngine {
       this.#depth = Math.max(this.#depth, depth);
       throw this.#overloaded(depth);
     }
-    if (existing) {
-      const [json, storedInput] = existing;
-      const found = JSON.parse(json) as Execution;
-      if (storedInput) found.input = JSON.parse(storedInput) as Execution['input'];
-      return found;
-    }
+    if (existing) return withStoredInput(JSON.parse(existing[0]) as Execution, existing[1]);
     this.#depth++;
     return execution;
   }
