@@ -32,6 +32,7 @@ import { RedisExecutionStore, type TakenJob } from '../runtime/engine/execution-
 import { WORKER_GROUP } from '../runtime/engine/execution-keys.ts';
 import type { Execution, SequencedEvent } from '../runtime/engine/ports.ts';
 import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
+import { finishRun, startedRun } from '../runtime/engine/run-log.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const n = Number(process.env.BENCH_SCRIPTS_N ?? 20_000);
@@ -73,25 +74,16 @@ const median = (xs: number[]) => {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
-/** What a worker writes when the bench workflow's run succeeded. */
+/**
+ * What a worker writes when the bench workflow's run succeeded: its log line made as
+ * the engine makes it (run-log.ts: the node got the execution's input).
+ */
 function finished(e: Execution): [Execution, SequencedEvent[]] {
   const at = new Date().toISOString();
   const output = { ok: true, order: e.input.body };
-  const done: Execution = {
-    ...e,
-    status: 'succeeded',
-    output,
-    log: [
-      {
-        nodeId: 'map',
-        type: 'transform',
-        status: 'succeeded',
-        startedAt: at,
-        finishedAt: at,
-        attempts: 1,
-      },
-    ],
-  };
+  const run = startedRun({ id: 'map', type: 'transform' }, at, e.input, undefined, 1024);
+  finishRun(run, 1, at, 'succeeded', JSON.stringify(output), undefined);
+  const done: Execution = { ...e, status: 'succeeded', output, log: [run] };
   const id = e.id;
   return [
     done,

@@ -9,6 +9,7 @@
 // a walk of its first 64 KiB; the whole text is made only for a part that is cut.
 import { jsonBytes } from '../bounded.ts';
 import type { Execution, ExecutionEvent, NodeRun, SequencedEvent, Truncated } from './ports.ts';
+import { inputSummaryOnDemand } from './run-log.ts';
 
 export { jsonBytes } from '../bounded.ts';
 
@@ -17,9 +18,8 @@ export const DEFAULT_STORED_BODY_BYTES = 64 * 1024;
 
 /** Bytes counted for a record's fixed fields (ids, status, times, keys, punctuation). */
 const RECORD_OVERHEAD = 320;
-/** Bytes counted for one log line's fixed fields, and for an unread lazy input summary. */
+/** Bytes counted for one log line's fixed fields (an unread lazy summary: its length). */
 const LOG_LINE_OVERHEAD = 160;
-const LAZY_SUMMARY = 1024;
 
 /**
  * `text` cut to at most `max` UTF-8 bytes, on a character boundary. Always a fresh
@@ -84,7 +84,7 @@ export function boundExecution(execution: Execution, max: number): Execution {
   // the whole input alive through their getter: made now, as plain values.
   if (cachedInput && (execution.status === 'succeeded' || execution.status === 'failed')) {
     bounded.log = execution.log.map((run) =>
-      Object.getOwnPropertyDescriptor(run, 'inputSummary')?.get ? { ...run } : run,
+      inputSummaryOnDemand(run) !== undefined ? { ...run } : run,
     );
   }
   return bounded;
@@ -133,8 +133,8 @@ export function recordBytes(execution: Execution): number {
 
 function logLineBytes(run: NodeRun): number {
   let total = LOG_LINE_OVERHEAD + run.nodeId.length + run.type.length;
-  const lazy = Object.getOwnPropertyDescriptor(run, 'inputSummary')?.get !== undefined;
-  total += lazy ? LAZY_SUMMARY : (run.inputSummary?.length ?? 0);
+  const lazy = inputSummaryOnDemand(run);
+  total += lazy !== undefined ? lazy : (run.inputSummary?.length ?? 0);
   total += (run.outputSummary?.length ?? 0) + (run.error?.length ?? 0);
   return total;
 }

@@ -4,6 +4,9 @@ import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import type { ExecutionEvent, NodeRun } from './ports.ts';
 import { summarize } from './util.ts';
 
+/** Lines whose input summary is made on demand, with the length it is cut to. */
+const onDemand = new WeakMap<NodeRun, number>();
+
 /**
  * The log line of a node that starts. Without `inputSummary` the input is the trigger
  * record, which nothing else serialises in a run: its summary is made when the line is
@@ -22,7 +25,7 @@ export function startedRun(
     return { nodeId, type, startedAt, status: 'running', attempts: 0, inputSummary };
   }
   let summary: string | undefined;
-  return {
+  const run: NodeRun = {
     nodeId,
     type,
     startedAt,
@@ -32,6 +35,18 @@ export function startedRun(
       return (summary ??= summarize(input, max));
     },
   };
+  onDemand.set(run, max);
+  return run;
+}
+
+/**
+ * For a line made by `startedRun` without an input summary (its input is the
+ * execution's input), the length its summary is cut to; undefined for any other line,
+ * copies of that one included. A store that keeps the execution's input can keep
+ * such a line without its summary and make it again on read (execution-store-redis.ts).
+ */
+export function inputSummaryOnDemand(run: NodeRun): number | undefined {
+  return onDemand.get(run);
 }
 
 /**

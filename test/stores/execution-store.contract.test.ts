@@ -14,6 +14,9 @@ import { redisAvailable } from '../support/redis.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 import { trigger } from '../engine/helpers.ts';
 import type { BoundedStore } from '../../runtime/bounded.ts';
+import { startedRun } from '../../runtime/engine/run-log.ts';
+import { summarize } from '../../runtime/engine/util.ts';
+import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 
 const HOUR = 3_600_000;
 let clock = Date.parse('2026-11-23T12:00:00Z');
@@ -546,6 +549,46 @@ for (const [name, start, shards] of [
         'input.body': JSON.stringify(big(5000)).length,
       });
       await eventually(async () => expect((await store.stats()).entries).toBe(1));
+    });
+
+    type Stored = { log: Record<string, unknown>[] };
+    it("keeps no copy of the input's summary in the log line of the node that got the input, and makes it on read", async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      const node = { id: 'first', type: 'transform' } as WorkflowNode;
+      const line = (input: Execution['input']) => {
+        const run = startedRun(node, new Date(now()).toISOString(), input, undefined, 40);
+        return Object.assign(run, { status: 'succeeded' as const, outputSummary: '{}' });
+      };
+      const small = trigger({ id: 's1', note: 'é'.repeat(50) });
+      await store.save(execution('s1', 0, { input: small, log: [line(small)] }));
+      const raw: Stored = JSON.parse(
+        (await backend.client.hget(layout.of('s1').execution('s1'), 'r')) ?? '{}',
+      );
+      expect(raw.log[0]).not.toHaveProperty('inputSummary');
+      expect(raw.log[0]).toMatchObject({
+        nodeId: 'first',
+        outputSummary: '{}',
+        inputSummaryOfInput: 40,
+      });
+      const read = (await store.get('s1')) as Execution;
+      expect(read.log[0]).toEqual({ ...line(small), inputSummary: summarize(small, 40) });
+      expect(read.log[0]).not.toHaveProperty('inputSummaryOfInput');
+      expect((await store.list({ limit: 5 }))[0]?.log[0]?.inputSummary).toBe(summarize(small, 40));
+      expect((await store.load('s1')).execution?.log[0]?.inputSummary).toBe(summarize(small, 40));
+      // A finished record whose input is cut keeps the summary of the whole input.
+      const large = trigger(big(5000));
+      await store.save(execution('l1', 0, { input: large, log: [line(large)] }));
+      const cut: Stored = JSON.parse(
+        (await backend.client.hget(layout.of('l1').execution('l1'), 'r')) ?? '{}',
+      );
+      expect(cut.log[0]).toMatchObject({ inputSummary: summarize(large, 40) });
+      expect(cut.log[0]).not.toHaveProperty('inputSummaryOfInput');
+      expect((await store.get('l1'))?.log[0]?.inputSummary).toBe(summarize(large, 40));
+      // Lines with a summary of their own are kept as they are.
+      const plain = { ...line(small), inputSummary: 'given' };
+      await store.save(execution('p1', 0, { input: small, log: [plain] }));
+      expect((await store.get('p1'))?.log[0]?.inputSummary).toBe('given');
     });
 
     // Only where there are shards to merge (registered, not skipped, elsewhere).
