@@ -4,8 +4,13 @@ import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import type { ExecutionEvent, NodeRun } from './ports.ts';
 import { summarize } from './util.ts';
 
-/** Lines whose input summary is made on demand, with the length it is cut to. */
-const onDemand = new WeakMap<NodeRun, number>();
+/**
+ * On a line whose input summary is made on demand: the length it is cut to. A symbol
+ * key: JSON.stringify and structuredClone leave it out (a WeakMap of lines cost each
+ * request a write barrier and the scavenger an ephemeron to visit).
+ */
+const SUMMARY_CUT_AT = Symbol('input summary made on demand, cut at');
+type OnDemandRun = NodeRun & { [SUMMARY_CUT_AT]?: number };
 
 /**
  * The log line of a node that starts. Without `inputSummary` the input is the trigger
@@ -25,28 +30,31 @@ export function startedRun(
     return { nodeId, type, startedAt, status: 'running', attempts: 0, inputSummary };
   }
   let summary: string | undefined;
-  const run: NodeRun = {
+  const run: OnDemandRun = {
     nodeId,
     type,
     startedAt,
     status: 'running',
     attempts: 0,
+    [SUMMARY_CUT_AT]: max,
     get inputSummary(): string {
       return (summary ??= summarize(input, max));
     },
   };
-  onDemand.set(run, max);
   return run;
 }
 
 /**
  * For a line made by `startedRun` without an input summary (its input is the
- * execution's input), the length its summary is cut to; undefined for any other line,
- * copies of that one included. A store that keeps the execution's input can keep
- * such a line without its summary and make it again on read (execution-store-redis.ts).
+ * execution's input), the length its summary is cut to; undefined for any other line.
+ * A copy (a spread) has the summary as a plain value, so it is any other line. A store
+ * that keeps the execution's input can keep such a line without its summary and make it
+ * again on read (execution-store-redis.ts).
  */
 export function inputSummaryOnDemand(run: NodeRun): number | undefined {
-  return onDemand.get(run);
+  const max = (run as OnDemandRun)[SUMMARY_CUT_AT];
+  if (max === undefined) return undefined;
+  return Object.getOwnPropertyDescriptor(run, 'inputSummary')?.get ? max : undefined;
 }
 
 /**
