@@ -155,6 +155,18 @@ function storedRun(run: NodeRun): StoredRun {
   return stored as unknown as StoredRun;
 }
 
+/**
+ * On an input a store read from Redis or wrote there: which store, and which execution's
+ * field `i` holds it with how many bytes. A symbol key, which JSON and structuredClone
+ * leave out, on the input itself: a WeakMap cost each save a lookup and each read an
+ * ephemeron for the scavenger. A copy (a spread) carries the key but is another object,
+ * so the mark names the very input it is for.
+ */
+const HELD_AS = Symbol('held in Redis as');
+type Marked = {
+  [HELD_AS]?: { store: RedisExecutionStore; input: object; id: string; bytes: number };
+};
+
 /** A job read off a shard's stream by `take`, with its execution's record and event count. */
 export interface TakenJob {
   entryId: string;
@@ -212,11 +224,6 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly #handoverMs: number;
   readonly #now: () => number;
   readonly #evictions = noEvictions();
-  /**
-   * Inputs this store read from Redis or wrote there, with their execution's id and
-   * their bytes there: a save of a record holding that very input does not send it again.
-   */
-  readonly #storedInputs = new WeakMap<object, { id: string; bytes: number }>();
   #trimmedAt = 0;
   /** When this process last set each shard's index key expiries (refreshIndexExpiry). */
   readonly #expiryRefreshed = new Map<number, number>();
@@ -240,8 +247,26 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
 
   /** Lifetime left for an execution created at `createdAt` (at least 1 s). */
   ttlLeftMs(createdAt: string): number {
-    const created = Date.parse(createdAt) || this.#now();
-    return Math.max(1_000, created + this.#ttlMs - this.#now());
+    return this.#ttlLeft(Date.parse(createdAt) || this.#now());
+  }
+
+  #ttlLeft(createdMs: number): number {
+    return Math.max(1_000, createdMs + this.#ttlMs - this.#now());
+  }
+
+  /**
+   * The bytes in Redis of `input` when this store read it from there or wrote it as the
+   * input of execution `id`: a save of a record holding that very input does not send
+   * it again. Undefined otherwise.
+   */
+  #storedBytes(input: object, id: string): number | undefined {
+    const mark = (input as Marked)[HELD_AS];
+    return mark?.store === this && mark.input === input && mark.id === id ? mark.bytes : undefined;
+  }
+
+  /** Notes `input` held in Redis as execution `id`'s (undefined: no longer held whole). */
+  #noteStored(input: object, held: { id: string; bytes: number } | undefined): void {
+    (input as Marked)[HELD_AS] = held && { store: this, input, ...held };
   }
 
   get ttlMs(): number {
@@ -267,7 +292,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       throw new Error(`saveWithEvents: events of another execution than ${id}`);
     const { args, sentInput } = this.#writeArgs(id, execution, acknowledge, events);
     this.#evictions.bytes += await this.#redis.hookgateWriteExecution(...args);
-    if (sentInput) this.#storedInputs.set(sentInput.input, { id, bytes: sentInput.bytes });
+    if (sentInput) this.#noteStored(sentInput.input, { id, bytes: sentInput.bytes });
     await this.#trimIndexes();
   }
 
@@ -345,19 +370,20 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       const kept = finished ? boundExecution(execution, this.#maxBodyBytes) : execution;
       // Sent when Redis may not hold this very input: a record not read from it, or
       // one whose input was cut just now.
-      const stored = this.#storedInputs.get(kept.input);
-      if (stored?.id === id) inputBytes = stored.bytes;
+      const stored = this.#storedBytes(kept.input, id);
+      if (stored !== undefined) inputBytes = stored;
       else {
         input = JSON.stringify(kept.input);
         inputBytes = input.length;
         sentInput = { input: kept.input, bytes: inputBytes };
         // Cut now: Redis will no longer hold the whole one.
-        if (kept.input !== execution.input) this.#storedInputs.delete(execution.input);
+        if (kept.input !== execution.input) this.#noteStored(execution.input, undefined);
       }
+      const createdMs = Date.parse(execution.createdAt) || this.#now();
       args.push(
         recordJson(kept),
-        this.ttlLeftMs(execution.createdAt),
-        Date.parse(execution.createdAt) || this.#now(),
+        this.#ttlLeft(createdMs),
+        createdMs,
         id,
         finished ? '1' : '0',
         this.#maxBytes,
@@ -432,7 +458,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     // Redis expires the key on its own; this hides it on the store's clock too.
     if (this.#expired(execution)) return undefined;
     withStoredInput(execution, input);
-    if (input) this.#storedInputs.set(execution.input, { id: execution.id, bytes: input.length });
+    if (input) this.#noteStored(execution.input, { id: execution.id, bytes: input.length });
     return execution;
   }
 
