@@ -74,3 +74,8 @@ export function helpersCpuNs(pid: number): Map<string, number> {
 export function treeCpuNs(pid: number): number {
   return cpuNs(pid) + childrenOf(pid).reduce((sum, child) => sum + treeCpuNs(child), 0);
 }
+
+/** `pid` and every process below it. */
+export function treePids(pid: number): number[] {
+  return [pid, ...childrenOf(pid).flatMap(treePids)];
+}

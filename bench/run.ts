@@ -2,8 +2,9 @@
 // run, with autocannon. Servers are pinned to core 0 and the load generator to core 1
 // when `taskset` exists. Rounds interleave the targets so drift hits them alike; the
 // report gives the median of the rounds and, for each target, the median of its
-// per-round ratios to the baselines (Fastify, node:http, the Node-RED peer). After each
-// saturation load the run waits for that server and its helpers to go idle.
+// per-round ratios to the baselines (Fastify, node:http, the Node-RED peer). Every load
+// runs with the other targets' servers and helpers stopped (SIGSTOP: `isolated`), and
+// after each the run waits for that server and its helpers to go idle.
 //
 //   BENCH_ROUNDS=5 BENCH_DURATION=5 BENCH_CONNECTIONS=50 npm run bench
 //
@@ -22,7 +23,7 @@
 // measured against the defaults in the same run.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { cpuNs, helpersCpuNs, treeCpuNs } from './cpu.ts';
+import { cpuNs, helpersCpuNs, treeCpuNs, treePids } from './cpu.ts';
 
 interface Target {
   name: string;
@@ -235,6 +236,35 @@ async function settled(pid: number | undefined): Promise<void> {
   }
 }
 
+/**
+ * Runs `measure` with every other target's server and helpers stopped (SIGSTOP, then
+ * SIGCONT): nothing else of the run works on the server core meanwhile. Idle servers
+ * cost nothing, but one just loaded is not idle for long (V8 collects its heap seconds
+ * after a load). It did not explain the drift seen on 2026-11-26: bare Fastify, first
+ * of every round, measured 30.8 µs per request in round 1 and 47.5-76.4 in rounds 2-5
+ * (alone 25-40), and with the others stopped 38.6, 51.0, 55.2 (bench/README.md).
+ */
+function isolated<T>(t: Target, measure: () => T): T {
+  const others = [...servers]
+    .filter(([key]) => key !== serverKey(t))
+    .flatMap(([, server]) => (server.child.pid === undefined ? [] : treePids(server.child.pid)));
+  const signal = (name: NodeJS.Signals) => {
+    for (const pid of others) {
+      try {
+        process.kill(pid, name);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  };
+  signal('SIGSTOP');
+  try {
+    return measure();
+  } finally {
+    signal('SIGCONT');
+  }
+}
+
 /** Median µs per request of each helper process over the rounds. */
 function helperMedians(samples: CpuSample[]): string {
   const names = [...new Set(samples.flatMap((c) => [...c.helpers.keys()]))].sort();
@@ -275,9 +305,9 @@ try {
   // 25), V8 still compiling hot code (a sixth of the samples of such a window in its
   // compiler threads): the first round measured the JIT, not the request path.
   for (const t of targets) {
-    load(url(t), t.headers ?? {}, 2);
+    isolated(t, () => load(url(t), t.headers ?? {}, 2));
     await settled(servers.get(serverKey(t))?.child.pid);
-    if (rate > 0) load(url(t), t.headers ?? {}, rateSeconds, rate);
+    if (rate > 0) isolated(t, () => load(url(t), t.headers ?? {}, rateSeconds, rate));
     await settled(servers.get(serverKey(t))?.child.pid);
   }
   const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
@@ -286,7 +316,8 @@ try {
   // worker draining them would be counted in the next fixed-rate run's helpers.
   for (let round = 1; rate > 0 && round <= rounds; round++) {
     for (const t of roundOrder(round)) {
-      const c = cpuPerRequest(t, url(t));
+      const c = isolated(t, () => cpuPerRequest(t, url(t)));
+      await settled(servers.get(serverKey(t))?.child.pid);
       cpu.get(t.name)?.push(c);
       const helpers = [...c.helpers].map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ');
       console.error(
@@ -296,7 +327,7 @@ try {
   }
   for (let round = 1; round <= rounds; round++) {
     for (const t of roundOrder(round)) {
-      const s = load(url(t), t.headers ?? {}, duration);
+      const s = isolated(t, () => load(url(t), t.headers ?? {}, duration));
       samples.get(t.name)?.push(s);
       await settled(servers.get(serverKey(t))?.child.pid);
       console.error(
