@@ -68,12 +68,25 @@ const runtime = await createGatewayRuntime({
 await waitForRoutes(runtime.table);
 const address = await runtime.app.listen({ port: 0, host: '127.0.0.1' });
 ready(address);
-// The gateway first, its Redis connection next, the worker and redis-server last: a
-// client left connected to a stopped redis-server would print reconnection errors.
+// The gateway first, its Redis connection next, the worker and the control plane then
+// (waited for: stopped with redis-server, they printed reconnection errors for seconds),
+// redis-server last.
+function stopped(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 5_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
 process.on('SIGTERM', () => {
-  void runtime.close().finally(() => {
+  void runtime.close().finally(async () => {
     redis.disconnect();
-    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.filter((c) => c !== redisServer).map(stopped));
+    redisServer.kill('SIGTERM');
     process.exit(0);
   });
 });
