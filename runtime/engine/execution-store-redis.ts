@@ -73,15 +73,8 @@ import {
   WORKER_GROUP,
   type ShardKeys,
 } from './execution-keys.ts';
-import type {
-  Execution,
-  ExecutionFilter,
-  ExecutionPage,
-  NodeRun,
-  SequencedEvent,
-} from './ports.ts';
-import { inputSummaryOnDemand } from './run-log.ts';
-import { summarize } from './util.ts';
+import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
+import { recordJson, withStoredInput } from './execution-record-redis.ts';
 import {
   boundEvent,
   boundExecution,
@@ -106,54 +99,6 @@ export const REDIS_HANDOVER_MS = 5_000;
 
 /** Default byte budget of the finished executions in Redis (512 MiB). */
 export const DEFAULT_REDIS_STORE_BYTES = 512 * 1024 * 1024;
-
-/**
- * A log line as `r` holds it: one whose input is the execution's input keeps no
- * summary of it, but the length the summary was cut to (made again on read).
- */
-type StoredRun = NodeRun & { inputSummaryOfInput?: number };
-
-/**
- * A record read from the hash (`r`) with its input put back (`i`; a record from before
- * the input was apart has it inside, and no `i`), and the input summaries `r` leaves
- * out made again from it.
- */
-export function withStoredInput(execution: Execution, input: string | null): Execution {
-  if (input) execution.input = JSON.parse(input) as Execution['input'];
-  for (const run of execution.log as StoredRun[]) {
-    const max = run.inputSummaryOfInput;
-    if (max === undefined) continue;
-    delete run.inputSummaryOfInput;
-    run.inputSummary = summarize(execution.input, max);
-  }
-  return execution;
-}
-
-/**
- * A record as the hash's `r` holds it: everything but the input (field `i`), and no
- * summary of the input in the log line of the node that got it (run-log.ts makes that
- * one on demand): about a kilobyte less to write, send and keep per execution. Only for
- * a record whose input `i` holds as it is (not cut: a cut record's lines are plain).
- */
-export function recordJson(execution: Execution): string {
-  const { input: _input, ...rest } = execution;
-  if (rest.log.some((run) => inputSummaryOnDemand(run) !== undefined))
-    rest.log = rest.log.map(storedRun);
-  return JSON.stringify(rest);
-}
-
-function storedRun(run: NodeRun): StoredRun {
-  const max = inputSummaryOnDemand(run);
-  if (max === undefined) return run;
-  // Copied field by field: a spread would call the summary's getter, the work saved.
-  const stored: Record<string, unknown> = {};
-  for (const key of Object.keys(run)) {
-    if (key !== 'inputSummary') stored[key] = run[key as keyof NodeRun];
-  }
-  stored.inputSummaryOfInput = max;
-  // Every field of `run` but the summary, which the type has as optional.
-  return stored as unknown as StoredRun;
-}
 
 /**
  * On an input a store read from Redis or wrote there: which store, and which execution's

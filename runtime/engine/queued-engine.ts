@@ -13,12 +13,8 @@ import { isCluster, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { EXECUTION_FIELDS as F, WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
-import {
-  EXECUTION_KEYS,
-  recordJson,
-  withStoredInput,
-  type RedisExecutionStore,
-} from './execution-store-redis.ts';
+import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
+import { recordJson, withStoredInput } from './execution-record-redis.ts';
 import { DrainRate, readQueueState, retryAfterSeconds } from './queue-state.ts';
 import type {
   Execution,

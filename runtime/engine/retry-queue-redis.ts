@@ -17,7 +17,8 @@
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RetryHandOff } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
-import { EXECUTION_KEYS, recordJson } from './execution-store-redis.ts';
+import { EXECUTION_KEYS } from './execution-store-redis.ts';
+import { recordJson } from './execution-record-redis.ts';
 import { EXECUTION_FIELDS, type ExecutionLayout } from './execution-keys.ts';
 import type { Execution, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
