@@ -227,7 +227,8 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
   it('Automatic IO learning: the schemas proposed from test traffic, the block to accept, samples forgotten', async () => {
     await open('learner');
     await page.waitForSelector('#learning:not([hidden])');
-    expect(await page.textContent('#learning-summary')).toContain('0 request(s)');
+    // The panel shows before its proposal has loaded: waited for, not read at once.
+    await expect.poll(() => page.textContent('#learning-summary')).toContain('0 request(s)');
     for (const body of ['{"id": 1, "name": "a"}', '{"id": 2, "tags": ["x"]}']) {
       await page.fill('#test-body', body);
       await page.click('#send-test');
