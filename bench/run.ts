@@ -265,6 +265,27 @@ function isolated<T>(t: Target, measure: () => T): T {
   }
 }
 
+/** Every server ended, each tree continued first (a stopped process ignores SIGTERM). */
+function stopServers(): void {
+  for (const { child } of servers.values()) {
+    for (const pid of child.pid === undefined ? [] : treePids(child.pid)) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // gone meanwhile
+      }
+    }
+    child.kill('SIGTERM');
+  }
+}
+// Interrupted (while `isolated` holds the other servers stopped, say): none is left behind.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    stopServers();
+    process.exit(130);
+  });
+}
+
 /** Median µs per request of each helper process over the rounds. */
 function helperMedians(samples: CpuSample[]): string {
   const names = [...new Set(samples.flatMap((c) => [...c.helpers.keys()]))].sort();
@@ -386,5 +407,5 @@ try {
     );
   }
 } finally {
-  for (const { child } of servers.values()) child.kill('SIGTERM');
+  stopServers();
 }
