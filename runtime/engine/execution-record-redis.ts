@@ -37,14 +37,18 @@ export function withStoredInput(execution: Execution, input: string | null): Exe
  */
 export function recordJson(execution: Execution): string {
   const { input: _input, ...rest } = execution;
-  if (rest.log.some((run) => inputSummaryOnDemand(run) !== undefined))
-    rest.log = rest.log.map(storedRun);
+  // Copied only when a line changes (one on-demand line at most, in practice).
+  let log: NodeRun[] | undefined;
+  rest.log.forEach((run, at) => {
+    const max = inputSummaryOnDemand(run);
+    if (max !== undefined) (log ??= [...rest.log])[at] = withoutSummary(run, max);
+  });
+  if (log) rest.log = log;
   return JSON.stringify(rest);
 }
 
-function storedRun(run: NodeRun): StoredRun {
-  const max = inputSummaryOnDemand(run);
-  if (max === undefined) return run;
+/** `run` as `r` holds it: no summary, the length it was cut to instead. */
+function withoutSummary(run: NodeRun, max: number): StoredRun {
   // Copied field by field: a spread would call the summary's getter, the work saved.
   const stored: Record<string, unknown> = {};
   for (const key of Object.keys(run)) {
