@@ -45,8 +45,46 @@ export function cutPart(value: unknown, max: number): { cut: string; size: numbe
   return { cut: utf8Prefix(text, max), size };
 }
 
-/** Input records already cut (an execution is saved several times with one input). */
-const cutInputs = new WeakMap<object, { input: Execution['input']; size: number } | null>();
+/**
+ * What `boundExecution` learnt of an input (an execution is saved several times with
+ * one input), kept on the input object under a symbol key that is not enumerable:
+ * JSON, structuredClone, spreads and equality in tests leave it out. A WeakMap set per
+ * execution cost a write barrier and an ephemeron, about a sixth of a memory store's
+ * save. A frozen input gets no mark and is measured again at each save.
+ */
+const BOUND_INPUT = Symbol('hookgate.boundInput');
+
+interface InputBound {
+  of: Execution['input'];
+  max: number;
+  /** The input as kept: `of` itself, or a copy with its body cut. */
+  kept: Execution['input'];
+  /** The whole body's size when it was cut. */
+  cutSize: number | undefined;
+  /** jsonBytes of `kept`. */
+  bytes: number;
+}
+
+type MarkedInput = Execution['input'] & { [BOUND_INPUT]?: InputBound };
+
+function mark(input: MarkedInput, bound: InputBound): void {
+  if (!Object.isExtensible(input)) return;
+  Object.defineProperty(input, BOUND_INPUT, { value: bound, writable: true, configurable: true });
+}
+
+function boundInput(input: Execution['input'], max: number): InputBound {
+  const marked = input as MarkedInput;
+  const known = marked[BOUND_INPUT];
+  if (known !== undefined && known.max === max && (known.of === input || known.kept === input)) {
+    return known;
+  }
+  const cut = cutPart(input.body, max);
+  const kept: MarkedInput = cut ? { ...input, body: cut.cut } : input;
+  const bound: InputBound = { of: input, max, kept, cutSize: cut?.size, bytes: jsonBytes(kept) };
+  mark(marked, bound);
+  if (kept !== marked) mark(kept, bound);
+  return bound;
+}
 
 /**
  * The record a store keeps: `execution` itself when every part fits, else a shallow
@@ -55,17 +93,9 @@ const cutInputs = new WeakMap<object, { input: Execution['input']; size: number 
  */
 export function boundExecution(execution: Execution, max: number): Execution {
   let truncated: Truncated | undefined;
-  let input = execution.input;
-  let cachedInput = cutInputs.get(input);
-  if (cachedInput === undefined) {
-    const cut = cutPart(input.body, max);
-    cachedInput = cut ? { input: { ...input, body: cut.cut }, size: cut.size } : null;
-    cutInputs.set(input, cachedInput);
-  }
-  if (cachedInput) {
-    input = cachedInput.input;
-    truncated = { 'input.body': cachedInput.size };
-  }
+  const bound = boundInput(execution.input, max);
+  const input = bound.kept;
+  if (bound.cutSize !== undefined) truncated = { 'input.body': bound.cutSize };
   const output = cutPart(execution.output, max);
   if (output) (truncated ??= {}).output = output.size;
   const responseBody = execution.response ? cutPart(execution.response.body, max) : undefined;
@@ -82,7 +112,10 @@ export function boundExecution(execution: Execution, max: number): Execution {
   }
   // A finished record's log lines with a lazy input summary (run-log.ts) would keep
   // the whole input alive through their getter: made now, as plain values.
-  if (cachedInput && (execution.status === 'succeeded' || execution.status === 'failed')) {
+  if (
+    bound.cutSize !== undefined &&
+    (execution.status === 'succeeded' || execution.status === 'failed')
+  ) {
     bounded.log = execution.log.map((run) =>
       inputSummaryOnDemand(run) !== undefined ? { ...run } : run,
     );
@@ -123,12 +156,18 @@ export function recordBytes(execution: Execution): number {
     execution.id.length +
     execution.workflowId.length +
     execution.triggerKey.length +
-    jsonBytes(execution.input) +
+    inputBytes(execution.input) +
     jsonBytes(execution.output) +
     (execution.response ? jsonBytes(execution.response) : 0) +
     (execution.error ? jsonBytes(execution.error) : 0);
   for (const run of execution.log) total += logLineBytes(run);
   return total;
+}
+
+/** jsonBytes of an input, as boundExecution measured it (with any max) when it did. */
+function inputBytes(input: Execution['input']): number {
+  const known = (input as MarkedInput)[BOUND_INPUT];
+  return known !== undefined && known.kept === input ? known.bytes : jsonBytes(input);
 }
 
 function logLineBytes(run: NodeRun): number {

@@ -1,7 +1,14 @@
 // Byte budgets from settings, and the size estimate the stores count with.
 import { describe, expect, it } from 'vitest';
 import { parseBytes } from '../../runtime/bounded.ts';
-import { cutPart, jsonBytes, utf8Prefix } from '../../runtime/engine/record-bounds.ts';
+import {
+  boundExecution,
+  cutPart,
+  jsonBytes,
+  recordBytes,
+  utf8Prefix,
+} from '../../runtime/engine/record-bounds.ts';
+import type { Execution } from '../../runtime/engine/ports.ts';
 import { budgetSettings } from '../../roles/budget-settings.ts';
 
 describe('byte sizes in settings', () => {
@@ -80,5 +87,100 @@ describe('JSON size estimate', () => {
       cut: '{"k":"vvvv',
       size: 28,
     });
+  });
+
+  it('a walk that ends early, throws, or measures from inside another walk leaves the next walk right', () => {
+    const value = { a: 'x'.repeat(10), b: [1, 2, 3], c: { d: null } };
+    const alone = jsonBytes(value);
+    expect(
+      jsonBytes(
+        Array.from({ length: 100 }, () => value),
+        10,
+      ),
+    ).toBeGreaterThan(10);
+    const throwing = {
+      get bad(): never {
+        throw new Error('getter');
+      },
+      rest: [value, value],
+    };
+    expect(() => jsonBytes(throwing)).toThrow('getter');
+    let inner = 0;
+    const measuring = {
+      get nested() {
+        inner = jsonBytes(value);
+        return 'n';
+      },
+      after: value,
+    };
+    expect(jsonBytes(measuring)).toBe(2 + 'nested'.length + 4 + 3 + 'after'.length + 4 + alone);
+    expect(inner).toBe(alone);
+    expect(jsonBytes(value)).toBe(alone);
+  });
+});
+
+describe('the record a store keeps', () => {
+  const input = (body: unknown): Execution['input'] => ({
+    body,
+    headers: { 'content-type': 'application/json' },
+    query: {},
+    params: {},
+    metadata: {
+      timestamp: '2026-11-27T00:00:00.000Z',
+      correlationId: 'c',
+      requestId: 'r',
+      executionId: 'e1',
+      method: 'POST',
+      path: '/webhook/p',
+      route: '/webhook/p',
+      contentType: 'application/json',
+      triggerKey: 'ns/t',
+      workflowId: 'w',
+    },
+  });
+  const record = (given: Execution['input'], status: Execution['status']): Execution => ({
+    id: 'e1',
+    workflowId: 'w',
+    triggerKey: 'ns/t',
+    status,
+    createdAt: '2026-11-27T00:00:00.000Z',
+    input: given,
+    log: [],
+  });
+
+  it('cuts one input to each budget it is saved under, as often as it is saved', () => {
+    const given = input({ text: 'x'.repeat(3000) });
+    const whole = JSON.stringify(given.body).length;
+    for (const status of ['queued', 'succeeded', 'succeeded'] as const) {
+      const small = boundExecution(record(given, status), 100);
+      expect(small.truncated).toEqual({ 'input.body': whole });
+      expect(small.input.body).toBe(JSON.stringify(given.body).slice(0, 100));
+      expect(boundExecution(record(given, status), 10_000).input).toBe(given);
+      const large = boundExecution(record(given, status), 1000);
+      expect((large.input.body as string).length).toBe(1000);
+      // The cut copy saved again is kept as it is, still saying what was cut.
+      expect(boundExecution(small, 100).input).toBe(small.input);
+      expect(boundExecution(small, 100).truncated).toEqual({ 'input.body': whole });
+    }
+  });
+
+  it("counts what it keeps, and leaves the caller's input as it was: same keys, same JSON, equal to a copy", () => {
+    const given = input({ orderId: 'A-1', total: 3 });
+    const copy = structuredClone(given);
+    const kept = boundExecution(record(given, 'succeeded'), 1024);
+    expect(kept.input).toBe(given);
+    expect(recordBytes(kept)).toBe(recordBytes(record(copy, 'succeeded')));
+    expect(given).toEqual(copy);
+    expect(Reflect.ownKeys({ ...given })).toEqual(Reflect.ownKeys(copy));
+    expect(JSON.stringify(given)).toBe(JSON.stringify(copy));
+  });
+
+  it('a frozen input is bounded and counted all the same', () => {
+    const given = Object.freeze(input({ text: 'y'.repeat(500) }));
+    const kept = boundExecution(record(given, 'succeeded'), 100);
+    expect(kept.truncated).toEqual({ 'input.body': JSON.stringify(given.body).length });
+    expect(recordBytes(boundExecution(record(given, 'succeeded'), 1000))).toBe(
+      recordBytes(record(input({ text: 'y'.repeat(500) }), 'succeeded')),
+    );
   });
 });
