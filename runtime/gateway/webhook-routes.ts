@@ -255,7 +255,10 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   app.addHook('onError', async (request, _reply, error) => {
     if (!request.webhook) return;
     request.webhook.problem = toProblem(error).code;
-    if (options.idempotency && !request.webhook.executionId) {
+    // No execution started (refused before, or by the engine: queue full, shutting
+    // down, store down): the key is given back, so the retry the answer asks for runs.
+    // Once one has started (its links are made), its answer is the key's, errors too.
+    if (options.idempotency && !request.webhook.executionLinks) {
       await releaseIdempotencyKey(options.idempotency, request.webhook);
     }
   });

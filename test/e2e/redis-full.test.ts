@@ -113,6 +113,11 @@ describe.skipIf(!redisAvailable())('Redis at its maxmemory', () => {
       const done = await gateway.engine.list({ status: 'succeeded', limit: 1000 });
       expect(done.length).toBe(statuses.filter((s) => s === 202).length);
       await eventually(async () => expect((await post()).statusCode).toBe(202), 10_000);
+      // The gateway's refusal kept nothing under the Idempotency-Key it came with: the
+      // retry it asked for (Retry-After) runs, instead of getting the 503 replayed.
+      const retried = await post({ 'idempotency-key': 'full-1' });
+      expect(retried.statusCode).toBe(202);
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
     } finally {
       await worker.close(2_000);
     }
@@ -131,5 +136,17 @@ describe.skipIf(!redisAvailable())('Redis at its maxmemory', () => {
     } finally {
       await admin.config('SET', 'maxmemory', '48mb');
     }
+    // Refused at the key's claim (a write too): nothing kept under it either.
+    const retried = await eventually(async () => {
+      const res = await post({ 'idempotency-key': 'full-2' });
+      expect(res.statusCode).toBe(202);
+      return res;
+    }, 10_000);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    const replayed = await post({ 'idempotency-key': 'full-2' });
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.json<{ executionId: string }>().executionId).toBe(
+      retried.json<{ executionId: string }>().executionId,
+    );
   });
 });
