@@ -75,14 +75,14 @@ function mark(input: MarkedInput, bound: InputBound): void {
 function boundInput(input: Execution['input'], max: number): InputBound {
   const marked = input as MarkedInput;
   const known = marked[BOUND_INPUT];
-  if (known !== undefined && known.max === max && (known.of === input || known.kept === input)) {
-    return known;
-  }
+  if (known !== undefined && known.max === max && known.of === input) return known;
   const cut = cutPart(input.body, max);
   const kept: MarkedInput = cut ? { ...input, body: cut.cut } : input;
   const bound: InputBound = { of: input, max, kept, cutSize: cut?.size, bytes: jsonBytes(kept) };
   mark(marked, bound);
-  if (kept !== marked) mark(kept, bound);
+  // The cut copy's own mark names only itself: one that named the whole input would
+  // keep its body alive as long as the store keeps the copy.
+  if (kept !== marked) mark(kept, { ...bound, of: kept });
   return bound;
 }
 

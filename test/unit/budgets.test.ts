@@ -175,6 +175,17 @@ describe('the record a store keeps', () => {
     expect(JSON.stringify(given)).toBe(JSON.stringify(copy));
   });
 
+  it('the cut record reaches nothing of the whole body (its marks included)', () => {
+    const body = { text: 'z'.repeat(5000) };
+    const given = input(body);
+    for (const status of ['queued', 'succeeded'] as const) {
+      const kept = boundExecution(record(given, status), 100);
+      expect(reaches(kept, body)).toBe(false);
+      expect(reaches(boundExecution(kept, 100), body)).toBe(false);
+    }
+    expect(reaches(given, body)).toBe(true); // the walk does find what is there
+  });
+
   it('a frozen input is bounded and counted all the same', () => {
     const given = Object.freeze(input({ text: 'y'.repeat(500) }));
     const kept = boundExecution(record(given, 'succeeded'), 100);
@@ -184,3 +195,20 @@ describe('the record a store keeps', () => {
     );
   });
 });
+
+/** Whether `target` is reachable from `from` through own properties, symbols and hidden ones included. */
+function reaches(from: unknown, target: object): boolean {
+  const seen = new Set<object>();
+  const stack: unknown[] = [from];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null || seen.has(v)) continue;
+    if (v === target) return true;
+    seen.add(v);
+    for (const key of Reflect.ownKeys(v)) {
+      const d = Object.getOwnPropertyDescriptor(v, key);
+      if (d && 'value' in d) stack.push(d.value);
+    }
+  }
+  return false;
+}
