@@ -183,7 +183,11 @@ export class InProcessEngine implements ExecutionEngine {
   async start(request: StartRequest): Promise<Execution> {
     if (this.#closing) throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down');
     const id = request.input.metadata.executionId || this.#newId();
-    const existing = await this.get(id);
+    // As get(id), without its promise around the store's. Hot again after the read: a
+    // start of the same id may have come in meanwhile.
+    const hot = this.#hot.get(id);
+    if (hot) return hot.snapshot();
+    const existing = await this.store.get(id);
     if (existing) return existing;
     const live = this.#hot.get(id);
     if (live) return live.snapshot();
@@ -206,14 +210,14 @@ export class InProcessEngine implements ExecutionEngine {
     };
     if (request.accessDigest) execution.accessDigest = request.accessDigest;
     if (request.replayOf) execution.replayOf = request.replayOf;
-    const hot = this.#admit(execution, { ...request, input }, 0);
+    const admitted = this.#admit(execution, { ...request, input }, 0);
     // Saved first: a store may drop events of an execution it does not hold yet, and
     // with streamEvents this one is not written again at the end (see EventStream).
     await this.store.save(execution);
-    hot.stream.emit({ type: 'queued' }, execution.createdAt);
+    admitted.stream.emit({ type: 'queued' }, execution.createdAt);
     // What the caller needs now (id, status, times), before the run starts changing it.
     const queued = { ...execution, log: [] };
-    this.#queue.push(hot);
+    this.#queue.push(admitted);
     this.#pump();
     return queued;
   }

@@ -25,7 +25,8 @@ export class EventStream {
   readonly #execution: Execution;
   readonly #seqBase: number;
   readonly #outlet: EventOutlet;
-  readonly #listeners = new Set<Listener>();
+  /** Made with the first subscriber: most runs have none. */
+  #listeners: Set<Listener> | undefined;
   /** streamEvents: events not sent to the store yet (see #stream). */
   #unsent: SequencedEvent[] = [];
   /** streamEvents: this run's appends, and whether one of them failed. */
@@ -46,7 +47,7 @@ export class EventStream {
 
   /** Listeners attached now. */
   get listenerCount(): number {
-    return this.#listeners.size;
+    return this.#listeners?.size ?? 0;
   }
 
   /** Whether persist() acknowledged the run's queue entry in the store (one step with the record). */
@@ -81,6 +82,7 @@ export class EventStream {
     this.events.push(sequenced);
     if (this.#outlet.streamEvents) this.#stream(sequenced);
     const listeners = this.#listeners;
+    if (listeners === undefined) return;
     // A copy: a listener may unsubscribe or subscribe others while it is called.
     if (listeners.size > 0) {
       for (const listener of [...listeners]) {
@@ -105,8 +107,9 @@ export class EventStream {
     }
     const terminal = this.events.at(-1);
     if (terminal && isTerminal(terminal)) return () => {};
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    const listeners = (this.#listeners ??= new Set());
+    listeners.add(listener);
+    return () => listeners.delete(listener);
   }
 
   /**
