@@ -363,7 +363,7 @@ export class StoreUnavailableError extends Error {
   toProblem(): HttpProblem {
     return new HttpProblem(
       'HG_ERR_STORE_UNAVAILABLE',
-      'The shared store does not answer; nothing was started. Retry later.',
+      'The shared store does not answer. Retry later: with the same Idempotency-Key, the retry starts no second execution.',
       { headers: { 'Retry-After': String(this.retryAfterSeconds) } },
     );
   }

@@ -18,6 +18,13 @@ export interface WebhookContext {
   executionId?: string;
   /** The caller's links to its execution (execution-links.ts), once it has started. */
   executionLinks?: { self: string; events: string };
+  /** The token of those links, made as the engine is asked to start the execution. */
+  executionToken?: string;
+  /**
+   * The execution (id and link token) that an earlier request with this request's
+   * Idempotency-Key asked for and got no answer about: this one starts that one.
+   */
+  resume?: { executionId: string; token: string };
   problem?: ErrorCode;
   /** The request body as received (idempotency fingerprints, signature checks). */
   rawBody?: Buffer;

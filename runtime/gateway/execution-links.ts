@@ -57,7 +57,11 @@ function randomToken(): string {
 }
 
 export function mintExecutionToken(): ExecutionToken {
-  const token = randomToken();
+  return executionToken(randomToken());
+}
+
+/** A token made earlier (an Idempotency-Key's retry), with its digest. */
+export function executionToken(token: string): ExecutionToken {
   return { token, digest: hash('sha256', token, 'hex') };
 }
 

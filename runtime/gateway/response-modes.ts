@@ -27,6 +27,7 @@ import { parseDuration } from '../../api/v1alpha1/common.ts';
 import { renderBody } from './response-body.ts';
 import { openSse } from './sse.ts';
 import {
+  executionToken,
   mintExecutionToken,
   pipeExecution,
   publicExecutionLinks,
@@ -97,7 +98,9 @@ function start(
   extra: Partial<StartRequest> = {},
 ): Promise<Started> {
   const outputValidator = deps.outputValidator?.(m.route);
-  const { token, digest } = mintExecutionToken();
+  const resumed = m.ctx.resume;
+  const { token, digest } = resumed ? executionToken(resumed.token) : mintExecutionToken();
+  m.ctx.executionToken = token;
   return deps.engine
     .start({
       workflow: m.workflow,

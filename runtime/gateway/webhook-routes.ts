@@ -239,7 +239,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
     const run = () => {
       options.samples?.request(route, body, request.headers['content-type']);
-      ctx.executionId = randomUUID();
+      ctx.executionId = ctx.resume?.executionId ?? randomUUID();
       const input = triggerOutput(request, ctx, body);
       return respond(modeDeps, { request, reply, route, workflow, input, ctx });
     };
@@ -256,8 +256,9 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     if (!request.webhook) return;
     request.webhook.problem = toProblem(error).code;
     // No execution started (refused before, or by the engine: queue full, shutting
-    // down, store down): the key is given back, so the retry the answer asks for runs.
-    // Once one has started (its links are made), its answer is the key's, errors too.
+    // down, store down): the key is given back, so the retry the answer asks for runs,
+    // and starts the execution this one asked for (claims.ts). Once one has started
+    // (its links are made), its answer is the key's, errors too.
     if (options.idempotency && !request.webhook.executionLinks) {
       await releaseIdempotencyKey(options.idempotency, request.webhook);
     }

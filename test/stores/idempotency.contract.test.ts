@@ -50,6 +50,43 @@ function contract(name: string, make: () => { store: IdempotencyStore; other: Id
       expect(await store.begin(key, 'fp', 60_000)).toEqual({ state: 'replay', record });
     });
 
+    it('a claim given back with a resume hint: the same request claims it again with the hint, once; another request under it is a mismatch', async () => {
+      const key = fresh();
+      const hint = { executionId: 'exec-1', token: 'tok-1' };
+      await store.begin(key, 'fp', 60_000);
+      await store.abandon(key, hint);
+      expect(await other.begin(key, 'other-fp', 60_000)).toEqual({ state: 'mismatch' });
+      const again = await Promise.all([
+        other.begin(key, 'fp', 60_000),
+        store.begin(key, 'fp', 60_000),
+      ]);
+      expect(again).toContainEqual({ state: 'new', resume: hint });
+      expect(again).toContainEqual({ state: 'in-progress' });
+      // Given back again (the retry failed too), with the same hint; then answered.
+      await other.abandon(key, hint);
+      expect(await store.begin(key, 'fp', 60_000)).toEqual({ state: 'new', resume: hint });
+      await store.complete(key, record);
+      await store.abandon(key, { executionId: 'exec-2', token: 'tok-2' });
+      expect(await other.begin(key, 'fp', 60_000)).toEqual({ state: 'replay', record });
+      // A plain abandon frees it altogether.
+      const freed = fresh();
+      await store.begin(freed, 'fp', 60_000);
+      await store.abandon(freed, hint);
+      await store.begin(freed, 'fp', 60_000);
+      await store.abandon(freed);
+      expect(await other.begin(freed, 'other-fp', 60_000)).toEqual({ state: 'new' });
+    });
+
+    it('a hint keeps the TTL of the first claim', async () => {
+      const key = fresh();
+      await store.begin(key, 'fp', 150);
+      await store.abandon(key, { executionId: 'exec-3', token: 'tok-3' });
+      expect((await other.begin(key, 'fp', 60_000)).state).toBe('new');
+      await other.abandon(key, { executionId: 'exec-3', token: 'tok-3' });
+      await sleep(250);
+      expect(await store.begin(key, 'fp', 60_000)).toEqual({ state: 'new' });
+    });
+
     it('a claim expires after its TTL', async () => {
       const key = fresh();
       await store.begin(key, 'fp', 80);

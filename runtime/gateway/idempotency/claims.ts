@@ -53,6 +53,7 @@ export async function claimIdempotencyKey(
   switch (result.state) {
     case 'new':
       ctx.idempotencyKey = key;
+      if (result.resume) ctx.resume = result.resume;
       return true;
     case 'replay': {
       const record = result.record;
@@ -121,7 +122,11 @@ export async function recordIdempotentAnswer(
   await options.store.complete(key, record);
 }
 
-/** onError before an answer exists: give the key back so the client can retry. */
+/**
+ * onError before an execution started: give the key back so the client can retry. Once
+ * the engine was asked (it refused, or did not answer and may have queued it all the
+ * same), the key remembers that execution: the retry starts the same one.
+ */
 export async function releaseIdempotencyKey(
   options: IdempotencyOptions,
   ctx: WebhookContext,
@@ -129,5 +134,11 @@ export async function releaseIdempotencyKey(
   const key = ctx.idempotencyKey;
   if (!key) return;
   ctx.idempotencyKey = undefined;
-  await options.store.abandon(key);
+  const { executionId, executionToken } = ctx;
+  await options.store.abandon(
+    key,
+    executionId !== undefined && executionToken !== undefined
+      ? { executionId, token: executionToken }
+      : undefined,
+  );
 }

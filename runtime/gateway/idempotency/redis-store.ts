@@ -3,17 +3,22 @@
 // is one atomic Lua script (registered once with defineCommand): the claim is a SET
 // with PX only when the key is free, so of many concurrent begins exactly one wins.
 import type { RedisClient } from '../../../api/records/redis-client.ts';
-import type { BeginResult, IdempotencyRecord, IdempotencyStore } from './store.ts';
+import type { BeginResult, IdempotencyRecord, IdempotencyStore, ResumeHint } from './store.ts';
 
-// The entry: {f: fingerprint, t: ttl ms, r: the answer as JSON text, once complete}.
-// The answer stays text so Lua's cjson cannot change it (it turns [] into {}).
+// The entry: {f: fingerprint, t: ttl ms, r: the answer as JSON text, once complete;
+// o: a resume hint as JSON text, while the claim is given back with one}. Answer and
+// hint stay text so Lua's cjson cannot change them (it turns [] into {}).
 const BEGIN = `
 local v = redis.call('GET', KEYS[1])
 if v then
   local e = cjson.decode(v)
   if e.f ~= ARGV[1] then return {'mismatch'} end
-  if not e.r then return {'in-progress'} end
-  return {'replay', e.r}
+  if e.r then return {'replay', e.r} end
+  if not e.o then return {'in-progress'} end
+  local hint = e.o
+  e.o = nil
+  redis.call('SET', KEYS[1], cjson.encode(e), 'KEEPTTL')
+  return {'new', hint}
 end
 redis.call('SET', KEYS[1], cjson.encode({f = ARGV[1], t = tonumber(ARGV[2])}), 'PX', ARGV[2])
 return {'new'}`;
@@ -31,7 +36,13 @@ return 1`;
 const ABANDON = `
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
-if cjson.decode(v).r then return 0 end
+local e = cjson.decode(v)
+if e.r then return 0 end
+if ARGV[1] and ARGV[1] ~= '' then
+  e.o = ARGV[1]
+  redis.call('SET', KEYS[1], cjson.encode(e), 'KEEPTTL')
+  return 1
+end
 redis.call('DEL', KEYS[1])
 return 1`;
 
@@ -39,7 +50,7 @@ return 1`;
 interface IdempotencyCommands {
   hookgateIdemBegin(key: string, fingerprint: string, ttlMs: number): Promise<string[]>;
   hookgateIdemComplete(key: string, record: string, ttlMs: number): Promise<number>;
-  hookgateIdemAbandon(key: string): Promise<number>;
+  hookgateIdemAbandon(key: string, resume?: string): Promise<number>;
 }
 
 export class RedisIdempotencyStore<R = IdempotencyRecord> implements IdempotencyStore<R> {
@@ -63,6 +74,7 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
       Math.max(1, Math.round(ttlMs)),
     );
     if (state === 'replay') return { state, record: JSON.parse(record ?? 'null') as R };
+    if (state === 'new' && record) return { state, resume: JSON.parse(record) as ResumeHint };
     if (state === 'new' || state === 'in-progress' || state === 'mismatch') return { state };
     throw new Error(`unexpected idempotency state ${String(state)}`);
   }
@@ -75,7 +87,12 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
     );
   }
 
-  async abandon(key: string): Promise<void> {
-    await this.#redis.hookgateIdemAbandon(this.#prefix + key);
+  async abandon(key: string, resume?: ResumeHint): Promise<void> {
+    const hint = resume
+      ? JSON.stringify({ executionId: resume.executionId, token: resume.token })
+      : undefined;
+    await (hint === undefined
+      ? this.#redis.hookgateIdemAbandon(this.#prefix + key)
+      : this.#redis.hookgateIdemAbandon(this.#prefix + key, hint));
   }
 }

@@ -2,6 +2,10 @@
 // response; a different request under the key is a mismatch (422); a request still
 // being processed is in progress (409). begin() is atomic per key: of many concurrent
 // begins exactly one gets 'new'. The Redis adapter does the same with SET NX + TTL.
+// A claim given back after the engine was asked (it refused, or did not answer in
+// time and may have queued the execution all the same) remembers that execution's id
+// and link token: the retry of the same request gets them with its 'new', and starts
+// that execution, which exists already or not, instead of another one.
 import { createHash } from 'node:crypto';
 import {
   jsonBytes,
@@ -19,8 +23,17 @@ export interface IdempotencyRecord {
   executionId?: string;
 }
 
+/**
+ * What a claim given back remembers for the retry: the execution its request asked the
+ * engine to start (which may exist), and the token of that execution's links.
+ */
+export interface ResumeHint {
+  executionId: string;
+  token: string;
+}
+
 export type BeginResult<R = IdempotencyRecord> =
-  | { state: 'new' }
+  | { state: 'new'; resume?: ResumeHint }
   | { state: 'replay'; record: R }
   | { state: 'in-progress' }
   | { state: 'mismatch' };
@@ -33,8 +46,13 @@ export interface IdempotencyStore<R = IdempotencyRecord> {
   begin(key: string, fingerprint: string, ttlMs: number): Promise<BeginResult<R>>;
   /** Stores the response to replay; it lives `ttlMs` (default: the begin TTL) from now. */
   complete(key: string, record: R, ttlMs?: number): Promise<void>;
-  /** Releases a claim without a response (the request failed before it was accepted). */
-  abandon(key: string): Promise<void>;
+  /**
+   * Releases a claim without a response (the request failed before it was accepted).
+   * With `resume`, the key stays taken by its request (another one under it is a
+   * mismatch) and the next begin of that request gets 'new' with the hint; without,
+   * the key is free.
+   */
+  abandon(key: string, resume?: ResumeHint): Promise<void>;
 }
 
 export interface MemoryIdempotencyStoreOptions {
@@ -53,6 +71,10 @@ const ENTRY_OVERHEAD = 160;
 interface Entry<R> {
   fingerprint: string;
   record?: R;
+  /** The hint it was last given back with. */
+  resume?: ResumeHint;
+  /** Given back with a hint: the next begin of the same request claims it again. */
+  released?: boolean;
   ttlMs: number;
   expiresAt: number;
   bytes: number;
@@ -85,6 +107,10 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
     const entry = this.#entries.get(key);
     if (entry && entry.expiresAt > now) {
       if (entry.fingerprint !== fingerprint) return Promise.resolve({ state: 'mismatch' });
+      if (entry.record === undefined && entry.released && entry.resume) {
+        entry.released = false;
+        return Promise.resolve({ state: 'new', resume: { ...entry.resume } });
+      }
       if (entry.record === undefined) return Promise.resolve({ state: 'in-progress' });
       return Promise.resolve({ state: 'replay', record: structuredClone(entry.record) });
     }
@@ -109,9 +135,19 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
     return Promise.resolve();
   }
 
-  abandon(key: string): Promise<void> {
+  abandon(key: string, resume?: ResumeHint): Promise<void> {
     const entry = this.#entries.get(key);
-    if (entry && entry.record === undefined) this.#delete(key, entry);
+    if (entry && entry.record === undefined) {
+      if (resume === undefined) {
+        this.#delete(key, entry);
+      } else {
+        const grown = resume.executionId.length + resume.token.length - hintBytes(entry.resume);
+        entry.resume = { executionId: resume.executionId, token: resume.token };
+        entry.released = true;
+        entry.bytes += grown;
+        this.#bytes += grown;
+      }
+    }
     return Promise.resolve();
   }
 
@@ -135,6 +171,10 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
       this.#delete(key, entry);
     }
   }
+}
+
+function hintBytes(hint: ResumeHint | undefined): number {
+  return hint ? hint.executionId.length + hint.token.length : 0;
 }
 
 /** SHA-256 (hex) over method, path with query, and the raw body: the request identity. */

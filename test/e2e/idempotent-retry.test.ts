@@ -1,0 +1,129 @@
+// A gateway whose enqueue did reach Redis but whose answer did not come back in time
+// (a command timeout on a Redis that was slow rather than gone) answers 503
+// store-unavailable, and the execution is queued all the same. A retry with the same
+// Idempotency-Key then gets that execution (202, the same id, links that work), not a
+// second one; without a key the retry would start another. Against a real redis-server;
+// the late answer is made by letting the real enqueue script run and then failing the
+// call as the client's command timeout does.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGatewayRuntime } from '../../roles/gateway.ts';
+import type { Serving } from '../../roles/serving.ts';
+import { PROBLEM_BASE, StoreUnavailableError } from '../../runtime/errors.ts';
+import { eventually } from '../support/eventually.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+
+const url = '/webhook/default_production_orders/ingest';
+
+type Enqueue = (...args: unknown[]) => Promise<unknown>;
+
+describe.skipIf(!redisAvailable())(
+  'an Idempotency-Key retried after an enqueue answered late',
+  () => {
+    let server: RedisServer;
+    const clients: Redis[] = [];
+    let control: TestRuntime;
+    let gateway: Serving;
+    let requests: Redis & { hookgateEnqueue: Enqueue };
+    let enqueue: Enqueue;
+
+    beforeAll(async () => {
+      server = await startRedis();
+      const redis = () => {
+        const c = new Redis(server.url);
+        clients.push(c);
+        return c;
+      };
+      control = await startRuntime({ redis: redis() });
+      await control.apply(
+        'orders.yaml',
+        [
+          workflow('orders', { nodes: [{ id: 'n', type: 'transform', expression: 'body' }] }),
+          trigger('ingest', { pathSegment: 'ingest' }),
+        ],
+        ['ingest'],
+      );
+      // No worker: what the gateway queued stays queued, and is what the test reads.
+      const client = redis();
+      gateway = await createGatewayRuntime({ redis: client, baseUrl: 'http://localhost' });
+      await eventually(() => expect(gateway.table.size).toBe(1));
+      // The queued engine defined its script on the client.
+      requests = client as unknown as Redis & { hookgateEnqueue: Enqueue };
+      enqueue = requests.hookgateEnqueue.bind(requests);
+    });
+    afterAll(async () => {
+      await gateway?.close();
+      await control?.stop();
+      for (const c of clients) c.disconnect();
+      await server?.stop();
+    });
+
+    const post = (body: unknown, key?: string) =>
+      gateway.app.inject({
+        method: 'POST',
+        url,
+        headers: {
+          'content-type': 'application/json',
+          ...(key === undefined ? {} : { 'idempotency-key': key }),
+        },
+        payload: JSON.stringify(body),
+      });
+
+    /** The next enqueue runs in Redis, and its caller is told the command timed out. */
+    const answerLate = () => {
+      requests.hookgateEnqueue = async (...args: unknown[]) => {
+        requests.hookgateEnqueue = enqueue;
+        await enqueue(...args);
+        throw new StoreUnavailableError('Command timed out');
+      };
+    };
+
+    const queuedWith = async (n: number) =>
+      (await gateway.engine.list({ triggerKey: 'default/ingest', limit: 1000 })).filter(
+        (e) => (e.input.body as { n?: number }).n === n,
+      );
+
+    it('the retry gets the execution the first request queued, once', async () => {
+      answerLate();
+      const first = await post({ n: 1 }, 'order-1');
+      expect(first.statusCode).toBe(503);
+      expect(first.json<{ type: string }>().type).toBe(`${PROBLEM_BASE}store-unavailable`);
+      const [queued, ...more] = await queuedWith(1);
+      expect(queued).toBeDefined();
+      expect(more).toEqual([]);
+
+      const retried = await post({ n: 1 }, 'order-1');
+      expect(retried.statusCode).toBe(202);
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
+      const answer = retried.json<{ executionId: string; links: { self: string } }>();
+      expect(answer.executionId).toBe(queued?.id);
+      expect((await queuedWith(1)).map((e) => e.id)).toEqual([queued?.id]);
+      // Its links carry the token the execution was queued with: they open it.
+      const view = await gateway.app.inject({ method: 'GET', url: answer.links.self });
+      expect(view.statusCode).toBe(200);
+      expect(view.json<{ executionId: string }>().executionId).toBe(queued?.id);
+
+      const replayed = await post({ n: 1 }, 'order-1');
+      expect(replayed.headers['idempotent-replayed']).toBe('true');
+      expect(replayed.json<{ executionId: string }>().executionId).toBe(queued?.id);
+    });
+
+    it('another body under the key given back is refused as a reused key', async () => {
+      answerLate();
+      expect((await post({ n: 2 }, 'order-2')).statusCode).toBe(503);
+      const other = await post({ n: 3 }, 'order-2');
+      expect(other.statusCode).toBe(422);
+      expect(other.json<{ type: string }>().type).toBe(`${PROBLEM_BASE}idempotency-key-reused`);
+      expect(await queuedWith(3)).toEqual([]);
+    });
+
+    it('without a key the retry starts a second execution (what the key is for)', async () => {
+      answerLate();
+      expect((await post({ n: 4 })).statusCode).toBe(503);
+      expect((await post({ n: 4 })).statusCode).toBe(202);
+      expect(await queuedWith(4)).toHaveLength(2);
+    });
+  },
+);
