@@ -23,7 +23,7 @@ import type {
 } from './ports.ts';
 import { isRetryable, nextAttempt, resolveRetryPolicy } from './retry-policy.ts';
 import { isoTime } from '../time.ts';
-import { sleep } from './util.ts';
+import { sleep, withExecutionId } from './util.ts';
 
 export { ExecutionFailure } from './execution-failure.ts';
 
@@ -198,7 +198,7 @@ export class InProcessEngine implements ExecutionEngine {
         headers: { 'retry-after': String(IN_PROCESS_RETRY_AFTER_SECONDS) },
       });
     }
-    const input = { ...request.input, metadata: { ...request.input.metadata, executionId: id } };
+    const input = withExecutionId(request.input, id);
     const execution: Execution = {
       id,
       workflowId: request.workflow.workflowId,
@@ -210,7 +210,11 @@ export class InProcessEngine implements ExecutionEngine {
     };
     if (request.accessDigest) execution.accessDigest = request.accessDigest;
     if (request.replayOf) execution.replayOf = request.replayOf;
-    const admitted = this.#admit(execution, { ...request, input }, 0);
+    const admitted = this.#admit(
+      execution,
+      input === request.input ? request : { ...request, input },
+      0,
+    );
     // Saved first: a store may drop events of an execution it does not hold yet, and
     // with streamEvents this one is not written again at the end (see EventStream).
     await this.store.save(execution);

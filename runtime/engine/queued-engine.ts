@@ -16,6 +16,7 @@ import type { RedisExecutionEvents } from './execution-events-redis.ts';
 import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
 import { recordJson, withStoredInput } from './execution-record-redis.ts';
 import { DrainRate, readQueueState, retryAfterSeconds } from './queue-state.ts';
+import { withExecutionId } from './util.ts';
 import type {
   Execution,
   ExecutionEngine,
@@ -192,7 +193,7 @@ export class QueuedEngine implements ExecutionEngine {
       triggerKey: request.trigger.key,
       status: 'queued',
       createdAt: createdAt.toISOString(),
-      input: { ...request.input, metadata: { ...request.input.metadata, executionId: id } },
+      input: withExecutionId(request.input, id),
       log: [],
     };
     if (request.accessDigest) execution.accessDigest = request.accessDigest;

@@ -1,5 +1,7 @@
 // Small helpers shared by the engine, the http node and the callback sender.
 
+import type { TriggerOutput } from './ports.ts';
+
 export { parseDuration } from '../../api/v1alpha1/common.ts';
 
 /** The error a cancelled wait rejects with. */
@@ -93,4 +95,13 @@ export function errorMessage(error: unknown): string {
     return String(error.message);
   }
   return String(error);
+}
+
+/**
+ * The trigger output with `executionId` in its metadata: `input` itself when it names
+ * that id already (the gateway's, always: it is not copied), else a copy that does.
+ */
+export function withExecutionId(input: TriggerOutput, id: string): TriggerOutput {
+  if (input.metadata.executionId === id) return input;
+  return { ...input, metadata: { ...input.metadata, executionId: id } };
 }
