@@ -89,7 +89,9 @@ export function jsonBytes(value: unknown, stopAbove = Infinity): number {
       }
     }
   } finally {
-    stack.length = base;
+    // Only when the walk stopped early or threw: setting the length, even to what it
+    // is, would give the array a new backing store at the next push.
+    if (stack.length > base) stack.length = base;
   }
   return total;
 }
