@@ -4,7 +4,7 @@
 // Idempotency-Key then gets that execution (202, the same id, links that work), not a
 // second one; without a key the retry would start another. Against a real redis-server;
 // the late answer is made by letting the real enqueue script run and then failing the
-// call as the client's command timeout does.
+// call as the client's command timeout does (the claim's script likewise).
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayRuntime } from '../../roles/gateway.ts';
@@ -26,8 +26,9 @@ describe.skipIf(!redisAvailable())(
     const clients: Redis[] = [];
     let control: TestRuntime;
     let gateway: Serving;
-    let requests: Redis & { hookgateEnqueue: Enqueue };
+    let requests: Redis & { hookgateEnqueue: Enqueue; hookgateIdemBegin: Enqueue };
     let enqueue: Enqueue;
+    let begin: Enqueue;
 
     beforeAll(async () => {
       server = await startRedis();
@@ -41,7 +42,9 @@ describe.skipIf(!redisAvailable())(
         'orders.yaml',
         [
           workflow('orders', { nodes: [{ id: 'n', type: 'transform', expression: 'body' }] }),
-          trigger('ingest', { pathSegment: 'ingest' }),
+          // A short timeout: a claim whose answer was lost is in progress for it and
+          // CLAIM_LEASE_MARGIN_MS (5 s) more.
+          trigger('ingest', { pathSegment: 'ingest', timeout: '1s' }),
         ],
         ['ingest'],
       );
@@ -50,8 +53,9 @@ describe.skipIf(!redisAvailable())(
       gateway = await createGatewayRuntime({ redis: client, baseUrl: 'http://localhost' });
       await eventually(() => expect(gateway.table.size).toBe(1));
       // The queued engine defined its script on the client.
-      requests = client as unknown as Redis & { hookgateEnqueue: Enqueue };
+      requests = client as unknown as typeof requests;
       enqueue = requests.hookgateEnqueue.bind(requests);
+      begin = requests.hookgateIdemBegin.bind(requests);
     });
     afterAll(async () => {
       await gateway?.close();
@@ -118,6 +122,29 @@ describe.skipIf(!redisAvailable())(
       expect(other.json<{ type: string }>().type).toBe(`${PROBLEM_BASE}idempotency-key-reused`);
       expect(await queuedWith(3)).toEqual([]);
     });
+
+    it("a claim whose answer came too late keeps its key in progress for the endpoint timeout and a margin, not for the key's 24 h", async () => {
+      requests.hookgateIdemBegin = async (...args: unknown[]) => {
+        requests.hookgateIdemBegin = begin;
+        await begin(...args);
+        throw new StoreUnavailableError('Command timed out');
+      };
+      const first = await post({ n: 5 }, 'order-5');
+      expect(first.statusCode).toBe(503);
+      expect((await post({ n: 5 }, 'order-5')).statusCode).toBe(409);
+      expect(await queuedWith(5)).toEqual([]);
+      const retried = await eventually(
+        async () => {
+          const res = await post({ n: 5 }, 'order-5');
+          expect(res.statusCode).toBe(202);
+          return res;
+        },
+        15_000,
+        250,
+      );
+      expect(retried.headers['idempotent-replayed']).toBeUndefined();
+      expect(await queuedWith(5)).toHaveLength(1);
+    }, 30_000);
 
     it('without a key the retry starts a second execution (what the key is for)', async () => {
       answerLate();

@@ -87,6 +87,25 @@ function contract(name: string, make: () => { store: IdempotencyStore; other: Id
       expect(await store.begin(key, 'fp', 60_000)).toEqual({ state: 'new' });
     });
 
+    it('a claim whose answer never came is in progress for its lease only; then the same request claims it again, with its hint if it has one', async () => {
+      const key = fresh();
+      const hint = { executionId: 'exec-4', token: 'tok-4' };
+      expect(await store.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'new' });
+      expect(await other.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'in-progress' });
+      await sleep(200);
+      expect(await other.begin(key, 'other-fp', 60_000, 100)).toEqual({ state: 'mismatch' });
+      expect(await other.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'new' });
+      expect(await store.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'in-progress' });
+      await other.abandon(key, hint);
+      expect(await store.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'new', resume: hint });
+      expect(await other.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'in-progress' });
+      await sleep(200);
+      expect(await other.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'new', resume: hint });
+      await other.complete(key, record);
+      await sleep(200);
+      expect(await store.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'replay', record });
+    });
+
     it('a claim expires after its TTL', async () => {
       const key = fresh();
       await store.begin(key, 'fp', 80);

@@ -1,7 +1,8 @@
 // Idempotency-Key on webhook requests (IETF httpapi idempotency-key draft):
 //   same key + same request   → the first answer again (Idempotent-Replayed: true), no new run
 //   same key + other request  → 422 idempotency-key-reused
-//   same key, first still busy → 409 idempotency-in-progress
+//   same key, first still busy → 409 idempotency-in-progress (for the endpoint's
+//                                timeout and a margin at most; then it may run again)
 // Keys are scoped per endpoint, fingerprinted over method, path+query and the raw body,
 // and kept for a window (24 h by default).
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -13,6 +14,7 @@ import {
   type IdempotencyStore,
 } from './store.ts';
 import type { WebhookContext } from '../context.ts';
+import { parseDuration } from '../../../api/v1alpha1/common.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -32,6 +34,15 @@ export interface IdempotencyOptions {
 export const DEFAULT_IDEMPOTENT_ANSWER_BYTES = 64 * 1024;
 
 /**
+ * How long a claim stays in progress past the endpoint's timeout: every response mode
+ * answers by then (a waiting one with 408), which completes or gives back the claim.
+ * One whose answer was lost (the store took the claim and answered too late, the
+ * process died) then lets the same request in again, instead of answering 409 for the
+ * key's whole window.
+ */
+export const CLAIM_LEASE_MARGIN_MS = 5_000;
+
+/**
  * Claims the request's key. Returns true when the request should run; otherwise it has
  * answered (replay) or thrown (409/422/400).
  */
@@ -45,11 +56,9 @@ export async function claimIdempotencyKey(
   if (header === undefined) return true;
   const key = `${ctx.match.route.key}:${parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header)}`;
   const fingerprint = requestFingerprint(request.method, request.url, ctx.rawBody);
-  const result = await options.store.begin(
-    key,
-    fingerprint,
-    options.windowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS,
-  );
+  const windowMs = options.windowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
+  const leaseMs = parseDuration(ctx.match.route.spec.timeout) + CLAIM_LEASE_MARGIN_MS;
+  const result = await options.store.begin(key, fingerprint, windowMs, leaseMs);
   switch (result.state) {
     case 'new':
       ctx.idempotencyKey = key;

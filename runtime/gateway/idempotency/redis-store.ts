@@ -5,22 +5,27 @@
 import type { RedisClient } from '../../../api/records/redis-client.ts';
 import type { BeginResult, IdempotencyRecord, IdempotencyStore, ResumeHint } from './store.ts';
 
-// The entry: {f: fingerprint, t: ttl ms, r: the answer as JSON text, once complete;
-// o: a resume hint as JSON text, while the claim is given back with one}. Answer and
-// hint stay text so Lua's cjson cannot change them (it turns [] into {}).
+// The entry: {f: fingerprint, t: ttl ms, u: the claim's lease end (ms, Redis' clock;
+// 0 once given back with a hint; none in a claim written before leases: in progress
+// for its whole TTL, as it was), r: the answer as JSON text, once complete; o: the
+// resume hint as JSON text}. Answer and hint stay text so Lua's cjson cannot change
+// them (it turns [] into {}).
 const BEGIN = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local v = redis.call('GET', KEYS[1])
 if v then
   local e = cjson.decode(v)
   if e.f ~= ARGV[1] then return {'mismatch'} end
   if e.r then return {'replay', e.r} end
-  if not e.o then return {'in-progress'} end
-  local hint = e.o
-  e.o = nil
+  if e.u == nil or e.u > now then return {'in-progress'} end
+  e.u = now + tonumber(ARGV[3])
   redis.call('SET', KEYS[1], cjson.encode(e), 'KEEPTTL')
-  return {'new', hint}
+  if e.o then return {'new', e.o} end
+  return {'new'}
 end
-redis.call('SET', KEYS[1], cjson.encode({f = ARGV[1], t = tonumber(ARGV[2])}), 'PX', ARGV[2])
+local entry = {f = ARGV[1], t = tonumber(ARGV[2]), u = now + tonumber(ARGV[3])}
+redis.call('SET', KEYS[1], cjson.encode(entry), 'PX', ARGV[2])
 return {'new'}`;
 
 const COMPLETE = `
@@ -40,6 +45,7 @@ local e = cjson.decode(v)
 if e.r then return 0 end
 if ARGV[1] and ARGV[1] ~= '' then
   e.o = ARGV[1]
+  e.u = 0
   redis.call('SET', KEYS[1], cjson.encode(e), 'KEEPTTL')
   return 1
 end
@@ -48,7 +54,12 @@ return 1`;
 
 /** The commands defineCommand adds to the client (ioredis types them per call). */
 interface IdempotencyCommands {
-  hookgateIdemBegin(key: string, fingerprint: string, ttlMs: number): Promise<string[]>;
+  hookgateIdemBegin(
+    key: string,
+    fingerprint: string,
+    ttlMs: number,
+    leaseMs: number,
+  ): Promise<string[]>;
   hookgateIdemComplete(key: string, record: string, ttlMs: number): Promise<number>;
   hookgateIdemAbandon(key: string, resume?: string): Promise<number>;
 }
@@ -67,11 +78,17 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
     this.#prefix = options.keyPrefix ?? 'hookgate:idem:';
   }
 
-  async begin(key: string, fingerprint: string, ttlMs: number): Promise<BeginResult<R>> {
+  async begin(
+    key: string,
+    fingerprint: string,
+    ttlMs: number,
+    leaseMs = ttlMs,
+  ): Promise<BeginResult<R>> {
     const [state, record] = await this.#redis.hookgateIdemBegin(
       this.#prefix + key,
       fingerprint,
       Math.max(1, Math.round(ttlMs)),
+      Math.max(1, Math.round(leaseMs)),
     );
     if (state === 'replay') return { state, record: JSON.parse(record ?? 'null') as R };
     if (state === 'new' && record) return { state, resume: JSON.parse(record) as ResumeHint };

@@ -41,9 +41,13 @@ export type BeginResult<R = IdempotencyRecord> =
 export interface IdempotencyStore<R = IdempotencyRecord> {
   /**
    * Claims `key` for a request with this fingerprint. 'new': the caller owns the key
-   * and must complete() or abandon() it; the claim expires after `ttlMs` either way.
+   * and must complete() or abandon() it; the key expires after `ttlMs` either way. A
+   * claim neither completed nor abandoned within `leaseMs` (default `ttlMs`: the
+   * request's answer was lost, e.g. a store that answered too late) is no longer in
+   * progress: the same request claims it again ('new', with the hint it was given
+   * back with, if any), within the key's first `ttlMs`.
    */
-  begin(key: string, fingerprint: string, ttlMs: number): Promise<BeginResult<R>>;
+  begin(key: string, fingerprint: string, ttlMs: number, leaseMs?: number): Promise<BeginResult<R>>;
   /** Stores the response to replay; it lives `ttlMs` (default: the begin TTL) from now. */
   complete(key: string, record: R, ttlMs?: number): Promise<void>;
   /**
@@ -73,8 +77,8 @@ interface Entry<R> {
   record?: R;
   /** The hint it was last given back with. */
   resume?: ResumeHint;
-  /** Given back with a hint: the next begin of the same request claims it again. */
-  released?: boolean;
+  /** Until when the claim is in progress (0: given back with a hint). */
+  leaseUntil: number;
   ttlMs: number;
   expiresAt: number;
   bytes: number;
@@ -101,22 +105,29 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
     return { bytes: this.#bytes, entries: this.#entries.size, evictions: { ...this.#evictions } };
   }
 
-  begin(key: string, fingerprint: string, ttlMs: number): Promise<BeginResult<R>> {
+  begin(key: string, fingerprint: string, ttlMs: number, leaseMs = ttlMs): Promise<BeginResult<R>> {
     // Synchronous from lookup to insert: atomic on the event loop.
     const now = this.#now();
     const entry = this.#entries.get(key);
     if (entry && entry.expiresAt > now) {
       if (entry.fingerprint !== fingerprint) return Promise.resolve({ state: 'mismatch' });
-      if (entry.record === undefined && entry.released && entry.resume) {
-        entry.released = false;
-        return Promise.resolve({ state: 'new', resume: { ...entry.resume } });
+      if (entry.record !== undefined) {
+        return Promise.resolve({ state: 'replay', record: structuredClone(entry.record) });
       }
-      if (entry.record === undefined) return Promise.resolve({ state: 'in-progress' });
-      return Promise.resolve({ state: 'replay', record: structuredClone(entry.record) });
+      if (entry.leaseUntil > now) return Promise.resolve({ state: 'in-progress' });
+      entry.leaseUntil = now + leaseMs;
+      const resume = entry.resume;
+      return Promise.resolve(resume ? { state: 'new', resume: { ...resume } } : { state: 'new' });
     }
     this.#delete(key, entry);
     const bytes = ENTRY_OVERHEAD + key.length + fingerprint.length;
-    this.#entries.set(key, { fingerprint, ttlMs, expiresAt: now + ttlMs, bytes });
+    this.#entries.set(key, {
+      fingerprint,
+      ttlMs,
+      expiresAt: now + ttlMs,
+      leaseUntil: now + leaseMs,
+      bytes,
+    });
     this.#bytes += bytes;
     this.#sweep(now);
     return Promise.resolve({ state: 'new' });
@@ -143,7 +154,7 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
       } else {
         const grown = resume.executionId.length + resume.token.length - hintBytes(entry.resume);
         entry.resume = { executionId: resume.executionId, token: resume.token };
-        entry.released = true;
+        entry.leaseUntil = 0;
         entry.bytes += grown;
         this.#bytes += grown;
       }
