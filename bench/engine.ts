@@ -20,6 +20,7 @@ import type { InProcessEngine } from '../runtime/engine/engine.ts';
 import type { WorkflowRegistration } from '../api/records/records.ts';
 import type { TriggerOutput } from '../runtime/engine/ports.ts';
 import { triggerRef } from '../runtime/engine/trigger-ref.ts';
+import { triggerOutput } from './queued-executions.ts';
 
 const here = import.meta.dirname;
 const ROUTE = '/webhook/default_production_bench/ack';
@@ -55,31 +56,12 @@ async function child(tree: string): Promise<ChildResult> {
   const engine = new Engine({ observer: { executionFinished() {}, callbackDelivered() {} } });
   const trigger = triggerRef(route);
   let i = 0;
-  const input = (): TriggerOutput => ({
-    body: { orderId: `A-${1000 + i}`, total: 1250 },
-    headers: {
-      host: '127.0.0.1:3000',
-      connection: 'keep-alive',
-      'content-type': 'application/json',
-      'content-length': '37',
-      'x-api-key': '[redacted]',
-    },
-    query: {},
-    params: {},
-    metadata: {
-      timestamp: new Date().toISOString(),
-      correlationId: `c-${i}`,
-      requestId: `req-${i}`,
-      executionId: crypto.randomUUID(),
-      method: 'POST',
-      path: ROUTE,
-      route: ROUTE,
-      contentType: 'application/json',
-      consumer: 'bench',
-      triggerKey: route.key,
-      workflowId: workflow.workflowId,
-    },
-  });
+  // As the gateway makes it: the execution id is in it already.
+  const input = (): TriggerOutput => {
+    const output = triggerOutput(trigger, i);
+    output.metadata.executionId = crypto.randomUUID();
+    return output;
+  };
   const run = async (count: number, registration: WorkflowRegistration) => {
     for (let k = 0; k < count; k += 50) {
       await Promise.all(
