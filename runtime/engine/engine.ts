@@ -419,7 +419,7 @@ export class InProcessEngine implements ExecutionEngine {
    */
   async #attemptFailed(hot: LiveExecution, error: unknown): Promise<void> {
     const policy = hot.request.workflow.spec.retry;
-    if (!policy || hot.abort.signal.aborted || this.#aborting) {
+    if (!policy || hot.aborted || this.#aborting) {
       await this.#finishFailed(hot, error);
       return;
     }

@@ -57,7 +57,6 @@ function nodeIndex(nodes: readonly WorkflowNode[]): Map<string, number> {
 class RunContext implements NodeContext {
   readonly run: Run;
   readonly execution: Execution;
-  readonly signal: AbortSignal;
   readonly outbound: OutboundTarget;
   readonly limits: NodeLimits;
   readonly scope: string;
@@ -68,12 +67,16 @@ class RunContext implements NodeContext {
     const { workflow } = run.request;
     this.run = run;
     this.execution = run.execution;
-    this.signal = run.abort.signal;
     this.outbound = options.outbound.forWorkflow(workflow);
     this.limits = options;
     this.scope = `${workflow.workflowId}@${workflow.generation}`;
     this.bindings = { trigger: run.execution.input, nodes: {} };
     this.#expressions = options.expressions;
+  }
+
+  /** Aborted when the engine shuts down (asked for by the nodes that wait). */
+  get signal(): AbortSignal {
+    return this.run.abort.signal;
   }
 
   evaluate(source: string, input: unknown): Promise<unknown> {

@@ -12,7 +12,8 @@ export class LiveExecution implements Run {
   readonly execution: Execution;
   readonly request: StartRequest;
   readonly stream: EventStream;
-  readonly abort = new AbortController();
+  /** Made when first asked for: most runs end without anything waiting on a signal. */
+  #abort: AbortController | undefined;
   /** Resolves once the run has ended and its record has been saved. */
   readonly done: Promise<void>;
   /**
@@ -42,6 +43,16 @@ export class LiveExecution implements Run {
     let resolveDone = (): void => {};
     this.done = new Promise<void>((resolve) => (resolveDone = resolve));
     this.#resolveDone = resolveDone;
+  }
+
+  /** Aborts the run at shutdown: delays and outbound requests wait on its signal. */
+  get abort(): AbortController {
+    return (this.#abort ??= new AbortController());
+  }
+
+  /** Whether the run was aborted (without making the controller to ask). */
+  get aborted(): boolean {
+    return this.#abort?.signal.aborted ?? false;
   }
 
   /** A copy of the record as it is now. */
@@ -125,7 +136,7 @@ export class LiveExecution implements Run {
     const failure =
       error instanceof ExecutionFailure
         ? error
-        : this.abort.signal.aborted
+        : this.aborted
           ? new ExecutionFailure('engine shut down', { kind: 'shutdown' })
           : new ExecutionFailure(`internal error: ${errorMessage(error)}`, { kind: 'internal' });
     return {
