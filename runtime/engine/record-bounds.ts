@@ -55,9 +55,8 @@ export function cutPart(value: unknown, max: number): { cut: string; size: numbe
 const BOUND_INPUT = Symbol('hookgate.boundInput');
 
 interface InputBound {
-  of: Execution['input'];
   max: number;
-  /** The input as kept: `of` itself, or a copy with its body cut. */
+  /** The input as kept: the marked input itself, or a copy with its body cut. */
   kept: Execution['input'];
   /** The whole body's size when it was cut. */
   cutSize: number | undefined;
@@ -75,14 +74,14 @@ function mark(input: MarkedInput, bound: InputBound): void {
 function boundInput(input: Execution['input'], max: number): InputBound {
   const marked = input as MarkedInput;
   const known = marked[BOUND_INPUT];
-  if (known !== undefined && known.max === max && known.of === input) return known;
+  if (known !== undefined && known.max === max) return known;
   const cut = cutPart(input.body, max);
   const kept: MarkedInput = cut ? { ...input, body: cut.cut } : input;
-  const bound: InputBound = { of: input, max, kept, cutSize: cut?.size, bytes: jsonBytes(kept) };
+  const bound: InputBound = { max, kept, cutSize: cut?.size, bytes: jsonBytes(kept) };
   mark(marked, bound);
-  // The cut copy's own mark names only itself: one that named the whole input would
-  // keep its body alive as long as the store keeps the copy.
-  if (kept !== marked) mark(kept, { ...bound, of: kept });
+  // The cut copy's mark names nothing but itself (it must not keep the whole body
+  // alive as long as the store keeps the copy): saved again, it is kept as it is.
+  if (kept !== marked) mark(kept, bound);
   return bound;
 }
 

@@ -4,6 +4,7 @@
 // imports none of them, so the arrows run one way.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../errors.ts';
+import type { ResumeHint } from './idempotency/store.ts';
 import { sendProblem, toProblem } from './problem-handler.ts';
 import type { RouteMatch } from './route-table.ts';
 
@@ -24,7 +25,7 @@ export interface WebhookContext {
    * The execution (id and link token) that an earlier request with this request's
    * Idempotency-Key asked for and got no answer about: this one starts that one.
    */
-  resume?: { executionId: string; token: string };
+  resume?: ResumeHint;
   problem?: ErrorCode;
   /** The request body as received (idempotency fingerprints, signature checks). */
   rawBody?: Buffer;

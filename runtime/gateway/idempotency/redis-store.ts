@@ -61,7 +61,7 @@ interface IdempotencyCommands {
     leaseMs: number,
   ): Promise<string[]>;
   hookgateIdemComplete(key: string, record: string, ttlMs: number): Promise<number>;
-  hookgateIdemAbandon(key: string, resume?: string): Promise<number>;
+  hookgateIdemAbandon(key: string, resume: string): Promise<number>;
 }
 
 export class RedisIdempotencyStore<R = IdempotencyRecord> implements IdempotencyStore<R> {
@@ -105,11 +105,7 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
   }
 
   async abandon(key: string, resume?: ResumeHint): Promise<void> {
-    const hint = resume
-      ? JSON.stringify({ executionId: resume.executionId, token: resume.token })
-      : undefined;
-    await (hint === undefined
-      ? this.#redis.hookgateIdemAbandon(this.#prefix + key)
-      : this.#redis.hookgateIdemAbandon(this.#prefix + key, hint));
+    // An empty hint is none (the script deletes the claim).
+    await this.#redis.hookgateIdemAbandon(this.#prefix + key, resume ? JSON.stringify(resume) : '');
   }
 }
