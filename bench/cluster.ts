@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import type { RedisClient } from '../api/records/redis-client.ts';
+import { shardedSubscriberClient, type RedisClient } from '../api/records/redis-client.ts';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
 import { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
 import { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
@@ -91,7 +91,7 @@ async function target(name: string, shards: number, cluster: boolean): Promise<T
     const c = await startRedisCluster();
     url = c.url;
     client = c.client();
-    subscriber = c.client();
+    subscriber = shardedSubscriberClient(client);
     pids = redisPids(c.nodes.map((node) => node.port));
     stop = () => c.stop();
   } else {

@@ -3,7 +3,7 @@
 // loop in front of it; the gateway role serves what an operator wrote to Redis.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import { duplicateClient, type RedisClient } from '../api/records/redis-client.ts';
+import { shardedSubscriberClient, type RedisClient } from '../api/records/redis-client.ts';
 import { duplicateWith } from './redis.ts';
 import type { ResourceSource } from '../operator/sources/ports.ts';
 import { createAnalytics, type AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
@@ -314,7 +314,7 @@ export function queuedEngine(
     const requests = options.requests ?? redis;
     const layout = executionLayout(redis, options.queueShards);
     const store = redisExecutionStore(requests, options.budgets, layout);
-    const subscriber = duplicateClient(redis);
+    const subscriber = shardedSubscriberClient(redis);
     const events = new RedisExecutionEvents({
       subscriber,
       store,

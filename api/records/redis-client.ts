@@ -15,6 +15,17 @@ export function duplicateClient(client: RedisClient): RedisClient {
   return isCluster(client) ? client.duplicate() : client.duplicate();
 }
 
+/**
+ * A connection like `client` for sharded pub/sub (SSUBSCRIBE): on a Redis Cluster, a
+ * client that keeps one subscriber connection per master and sends each channel's
+ * SSUBSCRIBE to the master of its slot (one subscriber connection would be refused
+ * with MOVED for every other master's channels).
+ */
+export function shardedSubscriberClient(client: RedisClient): RedisClient {
+  if (!isCluster(client)) return client.duplicate();
+  return client.duplicate([], { ...client.options, shardedSubscribers: true });
+}
+
 /** Whether `client` talks to a Redis Cluster. */
 export function isCluster(client: RedisClient): client is Cluster {
   return client.isCluster;

@@ -8,8 +8,14 @@
 // also marks the execution watched: writes publish its events from then on, and only
 // then (execution-store-redis.ts). A message is one
 // event or an array of them (a batch, in seq order). One subscriber
-// connection serves every listener of the process; a channel is subscribed while it
-// has listeners and dropped after the execution's last event.
+// connection serves every listener of the process (on a Redis Cluster, one per master:
+// subscriberClient); a channel is subscribed while it has listeners and dropped after
+// the execution's last event.
+//
+// Sharded pub/sub (SSUBSCRIBE; the writers SPUBLISH): a channel carries its execution's
+// hash tag, so a Redis Cluster keeps each message on the shard that owns the execution,
+// where a PUBLISH is sent to every node of the cluster: the cost of a watched event
+// would grow with the number of masters. Redis 7.0 or newer.
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import type { SequencedEvent } from './ports.ts';
@@ -18,8 +24,10 @@ type Listener = (event: SequencedEvent) => void;
 
 /** A channel subscribed for this process's listeners. */
 interface Channel {
+  /** The execution whose events it carries. */
+  id: string;
   subs: Set<Subscription>;
-  /** Its SUBSCRIBE: a later listener reads the history only once it is done. */
+  /** Its SSUBSCRIBE: a later listener reads the history only once it is done. */
   subscribed: Promise<unknown>;
 }
 
@@ -59,7 +67,11 @@ export class RedisExecutionEvents {
     this.#onInternalError =
       options.onInternalError ??
       ((error, where) => console.error(`hookgate events: ${where}:`, error));
-    this.#subscriber.on('message', (channel: string, message: string) => {
+    // Back after a lost connection (one server: ready again; a cluster: its subscribers
+    // per master made again): what was published meanwhile reached nobody.
+    this.#subscriber.on('ready', () => this.#catchUp());
+    this.#subscriber.on('subscribersReady', () => this.#catchUp());
+    this.#subscriber.on('smessage', (channel: string, message: string) => {
       const subs = this.#channels.get(channel)?.subs;
       if (!subs) return;
       let parsed: unknown;
@@ -77,12 +89,36 @@ export class RedisExecutionEvents {
           this.#onInternalError(new Error('not an execution event'), `event on ${channel}`);
           continue;
         }
-        for (const sub of subs) {
-          if (sub.held) sub.held.push(event);
-          else this.#deliver(channel, sub, event);
-        }
+        this.#relay(channel, subs, event);
       }
     });
+  }
+
+  #relay(channel: string, subs: Set<Subscription>, event: SequencedEvent): void {
+    for (const sub of subs) {
+      if (sub.held) sub.held.push(event);
+      else this.#deliver(channel, sub, event);
+    }
+  }
+
+  /**
+   * Subscribes every channel again (harmless when the client did already: its reply
+   * says the subscription is in place), then relays each execution's events stored
+   * after the oldest its listeners had: the ones published while the connection was
+   * lost. Duplicates are dropped as ever (seq).
+   */
+  #catchUp(): void {
+    for (const [channel, entry] of this.#channels) {
+      let after = Infinity;
+      for (const sub of entry.subs) after = Math.min(after, sub.lastSeq);
+      entry.subscribed = this.#subscriber.ssubscribe(channel);
+      entry.subscribed
+        .then(() => this.#store.events(entry.id, after))
+        .then((events) => {
+          for (const event of events) this.#relay(channel, entry.subs, event);
+        })
+        .catch((error: unknown) => this.#onInternalError(error, `catching up on ${entry.id}`));
+    }
   }
 
   /** Listeners attached now (tests: unsubscribing must not leak). */
@@ -97,7 +133,7 @@ export class RedisExecutionEvents {
     const sub: Subscription = { listener, lastSeq: afterSeq, held: [], closed: false };
     let entry = this.#channels.get(channel);
     if (!entry) {
-      entry = { subs: new Set(), subscribed: this.#subscriber.subscribe(channel) };
+      entry = { id, subs: new Set(), subscribed: this.#subscriber.ssubscribe(channel) };
       this.#channels.set(channel, entry);
     }
     entry.subs.add(sub);
@@ -106,6 +142,8 @@ export class RedisExecutionEvents {
       .then((history) => {
         const held = sub.held ?? [];
         sub.held = undefined;
+        // In seq order: a catch-up may have held events older than live ones.
+        held.sort((a, b) => a.seq - b.seq);
         for (const event of [...history, ...held]) this.#deliver(channel, sub, event);
       })
       .catch((error: unknown) => {
@@ -119,7 +157,7 @@ export class RedisExecutionEvents {
   close(): void {
     for (const [channel, { subs }] of this.#channels) {
       for (const sub of subs) sub.closed = true;
-      void this.#subscriber.unsubscribe(channel).catch(() => {});
+      void this.#subscriber.sunsubscribe(channel).catch(() => {});
     }
     this.#channels.clear();
   }
@@ -145,7 +183,7 @@ export class RedisExecutionEvents {
     subs.delete(sub);
     if (subs.size === 0) {
       this.#channels.delete(channel);
-      this.#subscriber.unsubscribe(channel).catch((error: unknown) => {
+      this.#subscriber.sunsubscribe(channel).catch((error: unknown) => {
         this.#onInternalError(error, `unsubscribing from ${channel}`);
       });
     }

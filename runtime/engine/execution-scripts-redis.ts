@@ -24,6 +24,9 @@ const WRITE = `
 local key = KEYS[1]
 local state = redis.call('HMGET', key, '${F.eventCount}', '${F.eventBytes}', '${F.created}', '${F.watched}')
 local watched = state[4]
+-- Sharded pub/sub: a Redis Cluster sends the message to its shard only, where PUBLISH
+-- goes to every node. A mark of '1' is a gateway from before (it SUBSCRIBEs).
+local publish = watched == '1' and 'PUBLISH' or 'SPUBLISH'
 local stored = tonumber(state[1] or '0')
 local eventBytes = tonumber(state[2] or '0')
 local fields = {}
@@ -35,9 +38,9 @@ for i = 17, #ARGV, 3 do
     fields[#fields + 1] = ARGV[i + 1]
     if ARGV[i + 2] ~= '' then
       redis.call('SET', key .. ':whole:' .. ARGV[i], ARGV[i + 2], 'PX', ARGV[13])
-      if watched then redis.call('PUBLISH', ARGV[14], ARGV[i + 2]) end
+      if watched then redis.call(publish, ARGV[14], ARGV[i + 2]) end
     elseif watched then
-      redis.call('PUBLISH', ARGV[14], ARGV[i + 1])
+      redis.call(publish, ARGV[14], ARGV[i + 1])
     end
     addedBytes = addedBytes + #ARGV[i + 1]
   end
@@ -168,9 +171,11 @@ return out
 // KEYS: an execution. ARGV: position; '1' to mark it watched first (see
 // execution-store-redis.ts), else '0'; the lifetime (ms) of a hash the mark creates (an
 // execution not written yet). Its events after that position, in order (read in
-// chunks: Lua's stack holds a few thousand values).
+// chunks: Lua's stack holds a few thousand values). The mark is 's': this gateway
+// listens with SSUBSCRIBE (gateways from before marked '1' and SUBSCRIBEd; WRITE
+// publishes to either as marked).
 const EVENTS = `
-if ARGV[2] == '1' and redis.call('HSETNX', KEYS[1], '${F.watched}', '1') == 1
+if ARGV[2] == '1' and redis.call('HSETNX', KEYS[1], '${F.watched}', 's') == 1
   and redis.call('PTTL', KEYS[1]) == -1 then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end

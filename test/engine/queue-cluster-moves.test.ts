@@ -6,7 +6,7 @@
 // clients follow the ASK and MOVED redirects.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis, type Cluster } from 'ioredis';
-import type { RedisClient } from '../../api/records/redis-client.ts';
+import { shardedSubscriberClient, type RedisClient } from '../../api/records/redis-client.ts';
 import { connectRedis, duplicateWith } from '../../roles/redis.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
@@ -51,7 +51,9 @@ async function underTraffic(
   };
   const redis = connect();
   const store = new RedisExecutionStore({ redis, layout });
-  const events = new RedisExecutionEvents({ subscriber: connect(), store });
+  const subscriber = shardedSubscriberClient(redis);
+  clients.push(subscriber);
+  const events = new RedisExecutionEvents({ subscriber, store });
   const gateway = new QueuedEngine({ redis, store, events });
   const workers = ['w1', 'w2'].map((consumer) => {
     const r = connect();

@@ -3,7 +3,7 @@
 // and workers (ExecutionWorker over an in-process engine) on connections of their own,
 // everything closed after each test. Call inside a describe block: it registers hooks.
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import type { RedisClient } from '../../api/records/redis-client.ts';
+import { shardedSubscriberClient, type RedisClient } from '../../api/records/redis-client.ts';
 import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
@@ -97,7 +97,9 @@ export function redisQueueHarness(
     gateway: (options = {}) => {
       const redis = harness.client();
       const store = new RedisExecutionStore({ redis, layout: harness.layout });
-      const events = new RedisExecutionEvents({ subscriber: harness.client(), store });
+      const subscriber = shardedSubscriberClient(redis);
+      clients.push(subscriber);
+      const events = new RedisExecutionEvents({ subscriber, store });
       const engine = new QueuedEngine({ redis, store, events, ...options });
       closers.push(() => engine.close());
       const deadLetters = new RedisDeadLetterStore({ redis, layout: harness.layout });

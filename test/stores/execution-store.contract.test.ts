@@ -7,7 +7,8 @@ import {
   RedisExecutionStore,
   type RedisExecutionStoreOptions,
 } from '../../runtime/engine/execution-store-redis.ts';
-import { ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
+import { EXECUTION_FIELDS, ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
+import { shardedSubscriberClient } from '../../api/records/redis-client.ts';
 import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
 import { redisAvailable } from '../support/redis.ts';
@@ -447,11 +448,13 @@ for (const [name, start, shards] of [
       const store = redisStore({ now });
       const created = new Date(now()).toISOString();
       const id = 'p1';
-      const subscriber = backend.connect();
+      // Sharded pub/sub (one connection per master on a cluster).
+      const subscriber = shardedSubscriberClient(backend.client);
       const messages: string[] = [];
       try {
-        subscriber.on('message', (_channel: string, message: string) => messages.push(message));
-        await subscriber.subscribe(layout.of(id).channel(id), layout.of('p0').channel('p0'));
+        subscriber.on('smessage', (_channel: string, message: string) => messages.push(message));
+        await subscriber.ssubscribe(layout.of(id).channel(id));
+        await subscriber.ssubscribe(layout.of('p0').channel('p0'));
         // p0: written and finished with nobody watching, then watched: nothing published.
         await store.saveWithEvents(execution('p0', 0, { createdAt: created }), [
           { ...event('p0', 1), at: created },
@@ -477,6 +480,27 @@ for (const [name, start, shards] of [
           [2, 'queued'],
           [3, 'completed'],
         ]);
+      } finally {
+        subscriber.disconnect();
+      }
+    });
+
+    it("publishes with PUBLISH to a gateway from before sharded pub/sub (its mark is '1')", async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      const created = new Date(now()).toISOString();
+      const id = 'old1';
+      const subscriber = backend.connect();
+      const messages: string[] = [];
+      try {
+        subscriber.on('message', (_channel: string, message: string) => messages.push(message));
+        await subscriber.subscribe(layout.of(id).channel(id));
+        // What an older gateway's watch left: the mark '1' (it listens with SUBSCRIBE).
+        await store.save(execution(id, 0, { status: 'running', createdAt: created }));
+        await backend.client.hset(layout.of(id).execution(id), EXECUTION_FIELDS.watched, '1');
+        await store.appendEvents([{ ...event(id, 1), at: created }]);
+        await eventually(() => expect(messages).toHaveLength(1));
+        expect(JSON.parse(messages[0] as string)).toMatchObject({ seq: 1, executionId: id });
       } finally {
         subscriber.disconnect();
       }
