@@ -99,6 +99,7 @@ const roles: Record<RoleName, Role> = {
       executions: env.HOOKGATE_EXECUTIONS === 'inline' ? 'inline' : 'queue',
       ...(env.HOOKGATE_MAX_QUEUED ? { maxQueued: Number(env.HOOKGATE_MAX_QUEUED) } : {}),
       queueShards: s.queueShards,
+      ...(s.queueAcks ? { queueAcks: s.queueAcks } : {}),
       waitForRoutes: false,
       // Not ready while Redis is unreachable or the breaker in front of it is not closed.
       readiness: () => clients.readiness(),

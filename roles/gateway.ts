@@ -3,6 +3,7 @@
 // accepted request's execution is queued in Redis for the `hookgate worker` replicas;
 // `executions: 'inline'` runs them in this process instead (no workers to deploy).
 import type { RedisClient } from '../api/records/redis-client.ts';
+import type { ReplicaAcksOptions } from '../runtime/engine/replica-acks.ts';
 import {
   createServing,
   createStores,
@@ -24,6 +25,8 @@ export interface GatewayOptions extends ServingOptions {
   maxQueued?: number;
   /** Queue mode: shards of the queue (HOOKGATE_QUEUE_SHARDS; default 1). */
   queueShards?: number;
+  /** Queue mode: replicas a queued execution must be on before its 202 (HOOKGATE_QUEUE_ACK_*). */
+  queueAcks?: ReplicaAcksOptions;
 }
 
 export async function createGatewayRuntime(options: GatewayOptions): Promise<Serving> {
@@ -36,6 +39,7 @@ export async function createGatewayRuntime(options: GatewayOptions): Promise<Ser
           ...(options.requests ? { requests: options.requests } : {}),
           ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
           ...(options.queueShards !== undefined ? { queueShards: options.queueShards } : {}),
+          ...(options.queueAcks ? { queueAcks: options.queueAcks } : {}),
           ...(options.engine?.outbound ? { outbound: options.engine.outbound } : {}),
           ...(options.engine?.onInternalError
             ? { onInternalError: options.engine.onInternalError }

@@ -1,5 +1,5 @@
 // The Redis clients of a role, made in one place so every one of them fails fast
-// (docs/operations.md, "Redis unavailable"):
+// (docs/availability.md, "Redis unavailable"):
 //
 // - `commandTimeout` on every command (HOOKGATE_REDIS_COMMAND_TIMEOUT_MS): no caller
 //   waits longer for Redis, connected or not. Blocking reads (the worker's XREADGROUP

@@ -25,6 +25,7 @@ import { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
 import { OutboundGuard } from '../runtime/engine/outbound/guard.ts';
 import type { ExecutionEngine } from '../runtime/engine/ports.ts';
 import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
+import { ReplicaAcks, type ReplicaAcksOptions } from '../runtime/engine/replica-acks.ts';
 import {
   MemoryIdempotencyStore,
   type IdempotencyStore,
@@ -305,6 +306,8 @@ export function queuedEngine(
     maxQueued?: number;
     /** HOOKGATE_QUEUE_SHARDS (default 1). */
     queueShards?: number;
+    /** HOOKGATE_QUEUE_ACK_REPLICAS and _TIMEOUT_MS (replica-acks.ts); none by default. */
+    queueAcks?: ReplicaAcksOptions;
     outbound?: InProcessEngineOptions['outbound'];
     onInternalError?: InProcessEngineOptions['onInternalError'];
     budgets?: Budgets;
@@ -325,6 +328,7 @@ export function queuedEngine(
       store,
       events,
       ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
+      ...(options.queueAcks ? { replicaAcks: new ReplicaAcks(options.queueAcks) } : {}),
     });
     const outbound =
       options.outbound instanceof OutboundGuard

@@ -10,6 +10,7 @@ import { BUDGET_USAGE, budgetSettings, type Budgets } from './budget-settings.ts
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { MAX_QUEUE_SHARDS } from '../runtime/engine/execution-keys.ts';
 import { outboundSettings } from './outbound-settings.ts';
+import type { ReplicaAcksOptions } from '../runtime/engine/replica-acks.ts';
 import {
   isClusterUrl,
   parseClusterUrl,
@@ -66,6 +67,12 @@ Environment:
                              worker; change it only with the queue drained). On a Redis
                              Cluster each shard is one hash slot: at least one per master,
                              about 4 per master to even them out (docs/redis-layout.md)
+  HOOKGATE_QUEUE_ACK_REPLICAS  gateway, queue mode: answer for a queued execution only
+                             once this many Redis replicas have it (WAIT; default 0: the
+                             master's answer). A replica that does not confirm within
+                             HOOKGATE_QUEUE_ACK_TIMEOUT_MS (default 250, below the command
+                             timeout) turns the 202 into 503 store-unavailable
+                             (docs/availability.md)
   HOOKGATE_WORKER_CONCURRENCY  worker: executions run at once (default 32)
   HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
                              long is run again by another worker (default 60000)
@@ -129,6 +136,8 @@ export interface Settings {
   redis: RedisClientSettings;
   /** HOOKGATE_QUEUE_SHARDS: shards of the execution queue (runtime/engine/execution-keys.ts). */
   queueShards: number;
+  /** HOOKGATE_QUEUE_ACK_REPLICAS and _TIMEOUT_MS; undefined: 0 replicas (off). */
+  queueAcks: ReplicaAcksOptions | undefined;
 }
 
 export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;
@@ -210,6 +219,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     outbound: outbound.options,
     redis: redisClientSettings(),
     queueShards: queueShards(),
+    queueAcks: queueAcks(),
   };
 }
 
@@ -281,6 +291,42 @@ function queueShards(): number {
   return Number(process.env.HOOKGATE_QUEUE_SHARDS ?? 1);
 }
 
+/** Replicas a queued execution must be on before it is promised, at most. */
+const MAX_ACK_REPLICAS = 16;
+const DEFAULT_ACK_TIMEOUT_MS = 250;
+
+/** HOOKGATE_QUEUE_ACK_REPLICAS and _TIMEOUT_MS, checked by queueAckProblems. */
+function queueAcks(): ReplicaAcksOptions | undefined {
+  const replicas = Number(process.env.HOOKGATE_QUEUE_ACK_REPLICAS ?? 0);
+  if (replicas === 0) return undefined;
+  const timeout = process.env.HOOKGATE_QUEUE_ACK_TIMEOUT_MS;
+  return { replicas, timeoutMs: timeout ? Number(timeout) : DEFAULT_ACK_TIMEOUT_MS };
+}
+
+/**
+ * HOOKGATE_QUEUE_ACK_REPLICAS: 0 to 16. HOOKGATE_QUEUE_ACK_TIMEOUT_MS: a positive
+ * integer below the command timeout (the WAIT is a command on the request connection).
+ */
+function queueAckProblems(commandTimeoutMs: number): string[] {
+  const problems: string[] = [];
+  const raw = process.env.HOOKGATE_QUEUE_ACK_REPLICAS;
+  if (raw !== undefined && !(/^\d+$/.test(raw.trim()) && Number(raw) <= MAX_ACK_REPLICAS))
+    problems.push(
+      `HOOKGATE_QUEUE_ACK_REPLICAS must be an integer from 0 to ${MAX_ACK_REPLICAS}, not "${raw}"`,
+    );
+  const timeout = process.env.HOOKGATE_QUEUE_ACK_TIMEOUT_MS;
+  const ms = timeout === undefined ? DEFAULT_ACK_TIMEOUT_MS : Number(timeout);
+  const wellFormed = timeout === undefined || /^\d+$/.test(timeout.trim());
+  // The default only matters (and is only checked) when replicas are asked for.
+  if (timeout === undefined && !(Number(raw ?? 0) > 0)) return problems;
+  if (!wellFormed || ms < 1 || ms >= commandTimeoutMs)
+    problems.push(
+      `HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to ${commandTimeoutMs - 1} ` +
+        `(below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS), not "${timeout ?? DEFAULT_ACK_TIMEOUT_MS}"`,
+    );
+  return problems;
+}
+
 /** HOOKGATE_QUEUE_SHARDS: an integer from 1 to MAX_QUEUE_SHARDS. */
 function queueShardProblems(): string[] {
   const raw = process.env.HOOKGATE_QUEUE_SHARDS;
@@ -301,7 +347,11 @@ function problemsOf(
   if (!(ROLES as readonly string[]).includes(role)) problems.push(`unknown role "${role}"`);
   if ((role === 'gateway' || role === 'worker') && !env.REDIS_URL)
     problems.push(`the ${role} role needs REDIS_URL`);
-  problems.push(...clusterProblems(), ...queueShardProblems());
+  problems.push(
+    ...clusterProblems(),
+    ...queueShardProblems(),
+    ...queueAckProblems(redisClientSettings().commandTimeoutMs),
+  );
   if (env.HOOKGATE_EXECUTIONS && !['queue', 'inline'].includes(env.HOOKGATE_EXECUTIONS))
     problems.push(`HOOKGATE_EXECUTIONS must be queue or inline, not "${env.HOOKGATE_EXECUTIONS}"`);
   for (const name of [

@@ -9,6 +9,7 @@
 // stream to maxQueued / N (rounded up), so racing gateways never pass the bound by
 // more than N - 1; the depth, oldest age and drain rate are read over every shard.
 import { randomUUID } from 'node:crypto';
+import type { ReplicaAcks } from './replica-acks.ts';
 import { isCluster, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { EXECUTION_FIELDS as F, WORKER_GROUP } from './execution-keys.ts';
@@ -98,6 +99,11 @@ export interface QueuedEngineOptions {
   memoryHeadroom?: number;
   /** Execution ids when the trigger output carries none. Default `exec_<uuid>`. */
   newId?: () => string;
+  /**
+   * Answer for a queued execution only once this many replicas have it (WAIT after the
+   * enqueue; replica-acks.ts). Default: none (Redis' own acknowledgement).
+   */
+  replicaAcks?: ReplicaAcks;
 }
 
 export class QueuedEngine implements ExecutionEngine {
@@ -108,6 +114,7 @@ export class QueuedEngine implements ExecutionEngine {
   /** What the enqueue script holds one shard's stream to: maxQueued / N, rounded up. */
   readonly #shardBound: number;
   readonly #newId: () => string;
+  readonly #replicaAcks: ReplicaAcks | undefined;
   readonly #timer: NodeJS.Timeout;
   #depth = 0;
   /** Age of the oldest job not done, as last read (s). */
@@ -134,6 +141,7 @@ export class QueuedEngine implements ExecutionEngine {
     this.#memoryHeadroom = options.memoryHeadroom ?? 0.9;
     this.#maxRetryAfter = options.maxRetryAfterSeconds ?? 60;
     this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
+    this.#replicaAcks = options.replicaAcks;
     this.#timer = setInterval(() => void this.#readDepth(), options.depthEveryMs ?? 1_000);
     this.#timer.unref();
     void this.#readDepth();
@@ -242,8 +250,11 @@ export class QueuedEngine implements ExecutionEngine {
       this.#depth = Math.max(this.#depth, depth);
       throw this.#overloaded(depth);
     }
+    if (!existing) this.#depth++;
+    // Queued (now, or by the request this one retries, which may have been refused
+    // because its replicas did not answer): on the replicas before it is promised.
+    await this.#replicaAcks?.confirm(this.#redis, keys.stream);
     if (existing) return withStoredInput(JSON.parse(existing[0]) as Execution, existing[1]);
-    this.#depth++;
     return execution;
   }
 

@@ -668,6 +668,16 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     // Large numbers stay integers, not 1e+06.
     const big = envOf(container(deployment(await render('gateway.maxQueued=1000000'), 'gateway')));
     expect(big.get('HOOKGATE_MAX_QUEUED')?.value).toBe('1000000');
+    // Replica acknowledgements: off by default (no variable), set when asked for.
+    expect(e.has('HOOKGATE_QUEUE_ACK_REPLICAS')).toBe(false);
+    const acked = envOf(
+      container(
+        deployment(await render('gateway.ackReplicas=1', 'gateway.ackTimeoutMs=400'), 'gateway'),
+      ),
+    );
+    expect(acked.get('HOOKGATE_QUEUE_ACK_REPLICAS')?.value).toBe('1');
+    expect(acked.get('HOOKGATE_QUEUE_ACK_TIMEOUT_MS')?.value).toBe('400');
+    expect(await renderError('gateway.ackReplicas=17')).toMatch(/\/gateway\/ackReplicas/);
   });
 
   it('renders no workers, nor their PodDisruptionBudget, when the gateways run executions inline', async () => {

@@ -41,6 +41,31 @@ describe('hookgate command line', () => {
     [['operator'], { REDIS_URL: 'redis+cluster://' }, 'a redis+cluster:// URL names no node'],
     [
       ['gateway'],
+      { ...redis, HOOKGATE_QUEUE_ACK_REPLICAS: '-1' },
+      'HOOKGATE_QUEUE_ACK_REPLICAS must be an integer from 0 to 16, not "-1"',
+    ],
+    [
+      ['gateway'],
+      { ...redis, HOOKGATE_QUEUE_ACK_REPLICAS: '17' },
+      'HOOKGATE_QUEUE_ACK_REPLICAS must be an integer from 0 to 16, not "17"',
+    ],
+    [
+      ['gateway'],
+      { ...redis, HOOKGATE_QUEUE_ACK_REPLICAS: '1', HOOKGATE_QUEUE_ACK_TIMEOUT_MS: '1000' },
+      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 999 (below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS), not "1000"',
+    ],
+    [
+      ['gateway'],
+      { ...redis, HOOKGATE_QUEUE_ACK_REPLICAS: '1', HOOKGATE_REDIS_COMMAND_TIMEOUT_MS: '200' },
+      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 199 (below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS), not "250"',
+    ],
+    [
+      ['gateway'],
+      { ...redis, HOOKGATE_QUEUE_ACK_TIMEOUT_MS: 'soon' },
+      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 999',
+    ],
+    [
+      ['gateway'],
       { ...redis, HOOKGATE_EXECUTIONS: 'later' },
       'HOOKGATE_EXECUTIONS must be queue or inline',
     ],

@@ -1,0 +1,117 @@
+// HOOKGATE_QUEUE_ACK_REPLICAS through the gateway role, on a real redis-server with a
+// real replica: the 202 waits for the replica; a replica that does not answer turns it
+// into 503 store-unavailable (problem+json, Retry-After), and the retry with the same
+// Idempotency-Key gets the execution the first request queued, once.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGatewayRuntime } from '../../roles/gateway.ts';
+import type { Serving } from '../../roles/serving.ts';
+import { PROBLEM_BASE } from '../../runtime/errors.ts';
+import { eventually } from '../support/eventually.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+
+const url = '/webhook/default_production_orders/ingest';
+
+describe.skipIf(!redisAvailable())('a gateway that waits for a Redis replica', () => {
+  let master: RedisServer;
+  let replica: RedisServer;
+  const clients: Redis[] = [];
+  let control: TestRuntime;
+  let gateway: Serving;
+
+  beforeAll(async () => {
+    master = await startRedis();
+    replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    const redis = () => {
+      const c = new Redis(master.url);
+      clients.push(c);
+      return c;
+    };
+    const info = redis();
+    await eventually(
+      async () => expect(await info.info('replication')).toMatch(/slave0:.*state=online/),
+      15_000,
+      50,
+    );
+    // Online, and acknowledging: a replica just synced answers its first WAIT late.
+    await info.set('replica-check', '1');
+    expect(await info.wait(1, 5_000)).toBe(1);
+    control = await startRuntime({ redis: redis() });
+    await control.apply(
+      'orders.yaml',
+      [
+        workflow('orders', { nodes: [{ id: 'n', type: 'transform', expression: 'body' }] }),
+        trigger('ingest', { pathSegment: 'ingest' }),
+      ],
+      ['ingest'],
+    );
+    // No worker: what the gateway queued stays queued, and is what the test reads.
+    gateway = await createGatewayRuntime({
+      redis: redis(),
+      baseUrl: 'http://localhost',
+      queueAcks: { replicas: 1, timeoutMs: 200 },
+    });
+    await eventually(() => expect(gateway.table.size).toBe(1));
+  }, 30_000);
+  afterAll(async () => {
+    replica?.resume();
+    await gateway?.close();
+    await control?.stop();
+    for (const c of clients) c.disconnect();
+    await replica?.stop();
+    await master?.stop();
+  });
+
+  const post = (body: unknown, key?: string) =>
+    gateway.app.inject({
+      method: 'POST',
+      url,
+      headers: {
+        'content-type': 'application/json',
+        ...(key === undefined ? {} : { 'idempotency-key': key }),
+      },
+      payload: JSON.stringify(body),
+    });
+
+  const queuedWith = async (n: number) =>
+    (await gateway.engine.list({ triggerKey: 'default/ingest', limit: 1000 })).filter(
+      (e) => (e.input.body as { n?: number }).n === n,
+    );
+
+  it('202 once the replica has the execution', async () => {
+    const res = await post({ n: 1 });
+    expect(res.statusCode, res.body).toBe(202);
+    const { executionId } = res.json<{ executionId: string }>();
+    const onReplica = new Redis(replica.url);
+    clients.push(onReplica);
+    const keys = await onReplica.keys(`*${executionId}*`);
+    expect(keys.length).toBeGreaterThan(0);
+  });
+
+  it('503 while the replica does not answer; the retry with the key gets that execution', async () => {
+    replica.pause();
+    let refused;
+    try {
+      refused = await post({ n: 2 }, 'order-2');
+    } finally {
+      replica.resume();
+    }
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(refused.headers['retry-after']).toBe('1');
+    const problem = refused.json<{ type: string; detail: string }>();
+    expect(problem.type).toBe(`${PROBLEM_BASE}store-unavailable`);
+    expect(problem.detail).toMatch(/0 of the 1 Redis replicas/);
+    // Queued on the master all the same: the retry must not queue a second one.
+    const [queued, ...more] = await queuedWith(2);
+    expect(queued).toBeDefined();
+    expect(more).toEqual([]);
+
+    const retried = await post({ n: 2 }, 'order-2');
+    expect(retried.statusCode).toBe(202);
+    expect(retried.json<{ executionId: string }>().executionId).toBe(queued?.id);
+    expect((await queuedWith(2)).map((e) => e.id)).toEqual([queued?.id]);
+  });
+});

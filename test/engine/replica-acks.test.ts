@@ -1,0 +1,125 @@
+// Replicated acknowledgements (replica-acks.ts) on a real redis-server with a real
+// replica: an execution is promised (start resolves, the API's 202) only once the
+// replica has it; a replica that does not answer turns the promise into a 503 that
+// names it, and the retry of the same execution id gets that execution, queued once.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shardedSubscriberClient } from '../../api/records/redis-client.ts';
+import { HttpProblem } from '../../runtime/errors.ts';
+import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
+import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
+import { QueuedEngine } from '../../runtime/engine/queued-engine.ts';
+import { ReplicaAcks } from '../../runtime/engine/replica-acks.ts';
+import { eventually } from '../support/eventually.ts';
+import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { ref, trigger, workflow } from './helpers.ts';
+
+describe.skipIf(!redisAvailable())('replicated acknowledgements (one master, one replica)', () => {
+  let master: RedisServer;
+  let replica: RedisServer;
+  const clients: Redis[] = [];
+  const connect = (url: string) => {
+    const c = new Redis(url, { enableAutoPipelining: true });
+    clients.push(c);
+    return c;
+  };
+
+  beforeAll(async () => {
+    master = await startRedis();
+    replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    const info = connect(master.url);
+    await eventually(
+      async () => expect(await info.info('replication')).toMatch(/slave0:.*state=online/),
+      15_000,
+      50,
+    );
+    // Online, and acknowledging: a replica just synced answers its first WAIT late.
+    await info.set('replica-check', '1');
+    expect(await info.wait(1, 5_000)).toBe(1);
+  }, 30_000);
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    replica?.resume();
+    await replica?.stop();
+    await master?.stop();
+  });
+
+  const gateway = (acks: ReplicaAcks | undefined) => {
+    const redis = connect(master.url);
+    const store = new RedisExecutionStore({ redis });
+    const subscriber = shardedSubscriberClient(redis);
+    clients.push(subscriber as Redis);
+    const events = new RedisExecutionEvents({ subscriber, store });
+    const engine = new QueuedEngine({
+      redis,
+      store,
+      events,
+      ...(acks ? { replicaAcks: acks } : {}),
+    });
+    return { engine, store };
+  };
+  const request = (n: number, executionId = '') => ({
+    workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "n": body.n }' }]),
+    trigger: ref(),
+    input: trigger({ n }, executionId),
+  });
+
+  it('promises an execution the replica has, with WAITs shared between concurrent requests', async () => {
+    const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 2_000 });
+    const { engine, store } = gateway(acks);
+    try {
+      const onReplica = connect(replica.url);
+      const started = await Promise.all(
+        Array.from({ length: 100 }, (_, n) =>
+          engine
+            .start(request(n))
+            .then(async (e) => [
+              e.id,
+              await onReplica.exists(store.layout.of(e.id).execution(e.id)),
+            ]),
+        ),
+      );
+      // Each promise was kept on the replica by the time it was made.
+      expect(started.filter(([, exists]) => exists !== 1)).toEqual([]);
+      // A group commit: far fewer WAITs than requests (each blocks the connection).
+      console.info(`WAITs for 100 executions: ${acks.waits}`);
+      expect(acks.waits).toBeGreaterThan(0);
+      expect(acks.waits).toBeLessThan(25);
+    } finally {
+      engine.close();
+    }
+  });
+
+  it('answers 503 store-unavailable when the replica does not answer, and the retry gets the same execution', async () => {
+    const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 200 });
+    const { engine, store } = gateway(acks);
+    const plain = gateway(undefined);
+    const id = 'exec_replica-retry';
+    replica.pause();
+    try {
+      const began = Date.now();
+      const refusal = await engine.start(request(1, id)).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refusal).toBeInstanceOf(HttpProblem);
+      expect((refusal as HttpProblem).code).toBe('HG_ERR_STORE_UNAVAILABLE');
+      expect((refusal as HttpProblem).headers).toMatchObject({ 'retry-after': '1' });
+      expect((refusal as HttpProblem).message).toMatch(/0 of the 1 Redis replicas/);
+      expect(Date.now() - began).toBeGreaterThanOrEqual(150);
+      // Without replica acknowledgements the same Redis answers at once.
+      await expect(plain.engine.start(request(2))).resolves.toMatchObject({ status: 'queued' });
+    } finally {
+      replica.resume();
+    }
+    // The retry (the Idempotency-Key's resume hint gives it the same id) is promised,
+    // and the execution is queued once.
+    const again = await engine.start(request(1, id));
+    expect(again.id).toBe(id);
+    const stream = store.layout.of(id).stream;
+    const jobs = await connect(master.url).xrange(stream, '-', '+');
+    expect(jobs.filter(([, fields]) => String(fields[1]).includes(id))).toHaveLength(1);
+    engine.close();
+    plain.engine.close();
+  });
+});
