@@ -68,6 +68,15 @@ describe.skipIf(!tools || !redisAvailable())('Deployed means served (real proces
       20_000,
       100,
     );
+  // Ready: a gateway listens (healthy) before it has loaded the routes, and a Service
+  // sends it traffic only once /readyz says so (a fresh-clone CI run sent one too
+  // early: 404).
+  const ready = (p: number) =>
+    eventually(
+      async () => expect((await fetch(`http://127.0.0.1:${p}/readyz`)).status).toBe(200),
+      20_000,
+      100,
+    );
   const post = (path: string, body: object) =>
     fetch(`${base()}/${path}`, {
       method: 'POST',
@@ -181,7 +190,7 @@ describe.skipIf(!tools || !redisAvailable())('Deployed means served (real proces
 
   it('a gateway that dies counts until its report expires, then no longer', async () => {
     const second = start('gateway', gatewayPorts[1] as number);
-    await healthy(gatewayPorts[1] as number);
+    await ready(gatewayPorts[1] as number);
     expect((await send(gatewayPorts[1] as number)).status).toBe(202);
     second.kill('SIGKILL');
     const generation = await patchTrigger({ methods: ['POST'] });
