@@ -32,6 +32,8 @@ interface Target {
   dir?: string;
   /** Node/V8 flags of the server process (BENCH_NODE_FLAGS). */
   flags?: string[];
+  /** Environment of the server process (a setting of the server under test). */
+  env?: Record<string, string>;
   /** Which of the server's endpoints (its READY line maps names to paths). */
   route: 'ack' | 'wait' | 'minimal';
   headers?: Record<string, string>;
@@ -87,6 +89,13 @@ const allTargets: Target[] = [
     headers: key,
   },
   {
+    name: 'hookgate gateway immediateAck, a replica acknowledges (HOOKGATE_QUEUE_ACK_REPLICAS=1)',
+    server: 'hookgate-gateway.ts',
+    route: 'ack',
+    headers: key,
+    env: { BENCH_GATEWAY_ACK_REPLICAS: '1' },
+  },
+  {
     name: 'hookgate embedded minimal (no auth, immediateAck)',
     server: 'hookgate.ts',
     route: 'minimal',
@@ -138,7 +147,7 @@ function roundOrder(round: number): Target[] {
   return [...order, ...group.reverse()];
 }
 const serverKey = (t: Target) =>
-  `${t.dir ?? join(here, '..')}/${t.server}${t.flags ? ` ${t.flags.join(' ')}` : ''}`;
+  `${t.dir ?? join(here, '..')}/${t.server}${t.flags ? ` ${t.flags.join(' ')}` : ''}${t.env ? ` ${JSON.stringify(t.env)}` : ''}`;
 
 function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
   return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
@@ -153,7 +162,10 @@ interface Server {
 async function startServer(t: Target): Promise<Server> {
   const script = join(t.dir ?? join(here, '..'), 'bench', 'servers', t.server);
   const [cmd, args] = pinned(0, process.execPath, [...(t.flags ?? []), script]);
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(cmd, args, {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...t.env },
+  });
   return new Promise<Server>((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (d: Buffer) => {

@@ -32,6 +32,38 @@ const redisServer = onOtherCore(
 );
 await output(redisServer, /Ready to accept connections/);
 const url = `redis://127.0.0.1:${redisPort}`;
+// BENCH_GATEWAY_ACK_REPLICAS=N: N replicas, and the gateway answers once they have the
+// execution (HOOKGATE_QUEUE_ACK_REPLICAS; their CPU counts with the helpers).
+const ackReplicas = Number(process.env.BENCH_GATEWAY_ACK_REPLICAS ?? 0);
+for (let i = 0; i < ackReplicas; i++) {
+  const replica = onOtherCore(
+    'redis-server',
+    [
+      '--port',
+      String(await freePort()),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--replicaof',
+      '127.0.0.1',
+      String(redisPort),
+    ],
+    0,
+  );
+  await output(replica, /Ready to accept connections/);
+}
+if (ackReplicas > 0) {
+  const probe = new Redis(url);
+  await probe.set('bench:replicas', '1');
+  // Synced (a replica starts after the master's diskless-sync delay) and acknowledging.
+  for (let i = 0; (await probe.wait(ackReplicas, 1_000)) < ackReplicas; i++) {
+    if (i > 30) throw new Error('the bench replicas did not come up');
+  }
+  probe.disconnect();
+}
 const control = onOtherCore(process.execPath, [join(import.meta.dirname, 'control-plane.ts')], 19, {
   REDIS_URL: url,
 });
@@ -64,6 +96,7 @@ const runtime = await createGatewayRuntime({
   // The worker on the busy core drains slower than the gateway accepts: let the
   // backlog grow during the run instead of answering 503.
   maxQueued: 100_000_000,
+  ...(ackReplicas > 0 ? { queueAcks: { replicas: ackReplicas, timeoutMs: 250 } } : {}),
 });
 await waitForRoutes(runtime.table);
 const address = await runtime.app.listen({ port: 0, host: '127.0.0.1' });
