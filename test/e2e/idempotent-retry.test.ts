@@ -45,13 +45,23 @@ describe.skipIf(!redisAvailable())(
           // A short timeout: a claim whose answer was lost is in progress for it and
           // CLAIM_LEASE_MARGIN_MS (5 s) more.
           trigger('ingest', { pathSegment: 'ingest', timeout: '1s' }),
+          trigger('callback', {
+            pathSegment: 'callback',
+            timeout: '1s',
+            response: { mode: 'asyncCallback' },
+          }),
         ],
-        ['ingest'],
+        ['ingest', 'callback'],
       );
       // No worker: what the gateway queued stays queued, and is what the test reads.
       const client = redis();
-      gateway = await createGatewayRuntime({ redis: client, baseUrl: 'http://localhost' });
-      await eventually(() => expect(gateway.table.size).toBe(1));
+      gateway = await createGatewayRuntime({
+        redis: client,
+        baseUrl: 'http://localhost',
+        // Callback URLs on loopback are accepted (nothing runs them: no worker).
+        engine: { outbound: { allow: ['127.0.0.1:9'] } },
+      });
+      await eventually(() => expect(gateway.table.size).toBe(2));
       // The queued engine defined its script on the client.
       requests = client as unknown as typeof requests;
       enqueue = requests.hookgateEnqueue.bind(requests);
@@ -145,6 +155,36 @@ describe.skipIf(!redisAvailable())(
       expect(retried.headers['idempotent-replayed']).toBeUndefined();
       expect(await queuedWith(5)).toHaveLength(1);
     }, 30_000);
+
+    it('a retry refused before the engine (here: no callback URL) keeps the hint for the next', async () => {
+      const callback = (headers: Record<string, string>) =>
+        gateway.app.inject({
+          method: 'POST',
+          url: '/webhook/default_production_orders/callback',
+          headers: { 'content-type': 'application/json', 'idempotency-key': 'order-6', ...headers },
+          payload: JSON.stringify({ n: 6 }),
+        });
+      const target = { 'x-callback-url': 'http://127.0.0.1:9/hook' };
+      answerLate();
+      expect((await callback(target)).statusCode).toBe(503);
+      const [queued, ...more] = (
+        await gateway.engine.list({ triggerKey: 'default/callback', limit: 100 })
+      ).filter((e) => (e.input.body as { n?: number }).n === 6);
+      expect(queued).toBeDefined();
+      expect(more).toEqual([]);
+      // The same request without its callback URL: 400, before the engine is asked.
+      const missing = await callback({});
+      expect(missing.statusCode).toBe(400);
+      expect(missing.json<{ type: string }>().type).toBe(`${PROBLEM_BASE}callback-url-missing`);
+      // Then with it: the execution the first attempt queued, not a second one.
+      const retried = await callback(target);
+      expect(retried.statusCode).toBe(202);
+      expect(retried.json<{ executionId: string }>().executionId).toBe(queued?.id);
+      const runs = (
+        await gateway.engine.list({ triggerKey: 'default/callback', limit: 100 })
+      ).filter((e) => (e.input.body as { n?: number }).n === 6);
+      expect(runs.map((e) => e.id)).toEqual([queued?.id]);
+    });
 
     it('without a key the retry starts a second execution (what the key is for)', async () => {
       answerLate();

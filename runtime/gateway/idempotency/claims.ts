@@ -144,10 +144,13 @@ export async function releaseIdempotencyKey(
   if (!key) return;
   ctx.idempotencyKey = undefined;
   const { executionId, executionToken } = ctx;
+  // The engine was asked (the token is made just before): its id and token. Refused
+  // before that, a retry keeps the hint it came with: the execution an earlier attempt
+  // asked for may be queued all the same.
   await options.store.abandon(
     key,
     executionId !== undefined && executionToken !== undefined
       ? { executionId, token: executionToken }
-      : undefined,
+      : ctx.resume,
   );
 }
