@@ -4,6 +4,8 @@
 // worker`) as children on the other core, so the gateway's core does only its work.
 import { freePort, output } from '../support.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createGatewayRuntime } from '../../roles/gateway.ts';
@@ -35,7 +37,11 @@ const url = `redis://127.0.0.1:${redisPort}`;
 // BENCH_GATEWAY_ACK_REPLICAS=N: N replicas, and the gateway answers once they have the
 // execution (HOOKGATE_QUEUE_ACK_REPLICAS; their CPU counts with the helpers).
 const ackReplicas = Number(process.env.BENCH_GATEWAY_ACK_REPLICAS ?? 0);
+const replicaDirs: string[] = [];
 for (let i = 0; i < ackReplicas; i++) {
+  // A replica writes the copy it receives to disk: not into the checkout.
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-replica-'));
+  replicaDirs.push(dir);
   const replica = onOtherCore(
     'redis-server',
     [
@@ -50,6 +56,8 @@ for (let i = 0; i < ackReplicas; i++) {
       '--replicaof',
       '127.0.0.1',
       String(redisPort),
+      '--dir',
+      dir,
     ],
     0,
   );
@@ -120,6 +128,7 @@ process.on('SIGTERM', () => {
     redis.disconnect();
     await Promise.all(children.filter((c) => c !== redisServer).map(stopped));
     redisServer.kill('SIGTERM');
+    for (const dir of replicaDirs) rmSync(dir, { recursive: true, force: true });
     process.exit(0);
   });
 });
