@@ -7,6 +7,7 @@ import { shardedSubscriberClient, type RedisClient } from '../api/records/redis-
 import { duplicateWith } from './redis.ts';
 import type { ResourceSource } from '../operator/sources/ports.ts';
 import { createAnalytics, type AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
+import type { GatewayMetrics } from '../runtime/analytics/metrics.ts';
 import type { AdminAccess } from '../runtime/admin/access.ts';
 import { buildAdminApp } from '../runtime/admin/app.ts';
 import { buildApp, type AppOptions } from '../runtime/app.ts';
@@ -25,7 +26,11 @@ import { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
 import { OutboundGuard } from '../runtime/engine/outbound/guard.ts';
 import type { ExecutionEngine } from '../runtime/engine/ports.ts';
 import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
-import { ReplicaAcks, type ReplicaAcksOptions } from '../runtime/engine/replica-acks.ts';
+import {
+  ReplicaAcks,
+  type ReplicaAckCounts,
+  type ReplicaAcksOptions,
+} from '../runtime/engine/replica-acks.ts';
 import {
   MemoryIdempotencyStore,
   type IdempotencyStore,
@@ -192,6 +197,8 @@ export interface ServingEngine extends ExecutionEngine {
    * (the hookgate_queue_oldest_age_seconds gauge); undefined: no such gauge.
    */
   readonly oldestAgeSeconds?: number;
+  /** Replica acknowledgements of a queue (the hookgate_queue_replica_acks_total counter). */
+  readonly replicaAcks?: { readonly counts: ReplicaAckCounts };
 }
 
 /**
@@ -378,6 +385,13 @@ export interface Serving<E extends ServingEngine = ServingEngine> {
   close(): Promise<void>;
 }
 
+/** The metrics only an engine over a shared queue has. */
+function addQueueMetrics(metrics: GatewayMetrics, engine: ServingEngine): void {
+  if (engine.oldestAgeSeconds !== undefined)
+    metrics.addQueueOldestAge(() => engine.oldestAgeSeconds ?? 0);
+  if (engine.replicaAcks) metrics.addReplicaAcks(engine.replicaAcks.counts);
+}
+
 export async function createServing<E extends ServingEngine>(
   given: ServingOptions,
   stores: Stores,
@@ -416,8 +430,7 @@ export async function createServing<E extends ServingEngine>(
     deadLettered: () => analytics.metrics.recordDeadLettered(),
   });
   const engine = made.engine;
-  if (engine.oldestAgeSeconds !== undefined)
-    analytics.metrics.addQueueOldestAge(() => engine.oldestAgeSeconds ?? 0);
+  addQueueMetrics(analytics.metrics, engine);
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,

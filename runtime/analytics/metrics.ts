@@ -17,6 +17,7 @@ export const METRIC = {
   rejectedRequests: 'hookgate_rejected_requests_total',
   queueDepth: 'hookgate_queue_depth',
   queueOldestAge: 'hookgate_queue_oldest_age_seconds',
+  queueReplicaAcks: 'hookgate_queue_replica_acks_total',
   rateLimitDecisions: 'hookgate_rate_limit_decisions_total',
   callbackDeliveries: 'hookgate_callback_deliveries_total',
   deadLetters: 'hookgate_dead_letters',
@@ -225,6 +226,31 @@ export class GatewayMetrics implements RequestObserver {
    * Registers hookgate_queue_oldest_age_seconds, read at every scrape (for a role
    * that learns only after its metrics exist whether it reads a queue).
    */
+  /**
+   * Queue mode with replica acknowledgements: requests by outcome, read from the plain
+   * counts the acknowledgements keep (added at scrape time, as the rate-limit decisions).
+   */
+  addReplicaAcks(counts: Record<'confirmed' | 'unconfirmed' | 'failed', number>): void {
+    if (this.registry.getSingleMetric(METRIC.queueReplicaAcks)) return;
+    const seen = { confirmed: 0, unconfirmed: 0, failed: 0 };
+    const counter = new Counter({
+      name: METRIC.queueReplicaAcks,
+      help: 'Queued executions by whether Redis replicas confirmed them before the answer (HOOKGATE_QUEUE_ACK_REPLICAS): confirmed, unconfirmed (too few in time: 503) or failed (the WAIT failed: 503).',
+      labelNames: ['result'],
+      registers: [this.registry],
+      collect(this: Counter<'result'>) {
+        for (const result of ['confirmed', 'unconfirmed', 'failed'] as const) {
+          const added = counts[result] - seen[result];
+          if (added > 0) this.inc({ result }, added);
+          seen[result] = counts[result];
+        }
+      },
+    });
+    // Every series from the start (at 0), so that a rate over it is defined.
+    for (const result of ['confirmed', 'unconfirmed', 'failed'] as const)
+      counter.inc({ result }, 0);
+  }
+
   addQueueOldestAge(age: () => number | Promise<number>): void {
     if (this.registry.getSingleMetric(METRIC.queueOldestAge)) return;
     new Gauge({

@@ -147,6 +147,11 @@ export class QueuedEngine implements ExecutionEngine {
     void this.#readDepth();
   }
 
+  /** The replica acknowledgements asked for (HOOKGATE_QUEUE_ACK_REPLICAS), if any. */
+  get replicaAcks(): ReplicaAcks | undefined {
+    return this.#replicaAcks;
+  }
+
   /** Jobs in the stream (waiting or being run), as last read. */
   get queued(): number {
     return this.#depth;

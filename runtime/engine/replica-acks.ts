@@ -55,7 +55,18 @@ class WaitGroup {
   }
 }
 
+/** Requests by outcome, since start (the hookgate_queue_replica_acks_total counter). */
+export interface ReplicaAckCounts {
+  /** Enough replicas confirmed: the 202 went out. */
+  confirmed: number;
+  /** Fewer replicas than asked for confirmed within the timeout: 503. */
+  unconfirmed: number;
+  /** The WAIT itself failed (connection, command timeout): 503. */
+  failed: number;
+}
+
 export class ReplicaAcks {
+  readonly counts: ReplicaAckCounts = { confirmed: 0, unconfirmed: 0, failed: 0 };
   readonly #replicas: number;
   readonly #timeoutMs: number;
   readonly #groups = new Map<string, WaitGroup>();
@@ -88,6 +99,7 @@ export class ReplicaAcks {
     try {
       acknowledged = await waits.next();
     } catch (error) {
+      this.counts.failed++;
       throw new HttpProblem(
         'HG_ERR_STORE_UNAVAILABLE',
         `The execution was queued, but Redis did not say whether its replicas have it (${error instanceof Error ? error.message : String(error)}). Retry with the same Idempotency-Key: the retry gets this execution.`,
@@ -95,12 +107,14 @@ export class ReplicaAcks {
       );
     }
     if (acknowledged < this.#replicas) {
+      this.counts.unconfirmed++;
       throw new HttpProblem(
         'HG_ERR_STORE_UNAVAILABLE',
         `The execution was queued, but ${acknowledged} of the ${this.#replicas} Redis replicas asked for had it within ${this.#timeoutMs} ms. Retry with the same Idempotency-Key: the retry gets this execution.`,
         { headers: { 'retry-after': '1' } },
       );
     }
+    this.counts.confirmed++;
   }
 
   async #wait(redis: RedisClient, key: string): Promise<number> {

@@ -32,6 +32,7 @@ describe('gateway metrics', () => {
     metrics.recordRateLimitDecision('allowed');
     metrics.recordCallbackDelivery('delivered');
     metrics.setQueueDepth(3);
+    metrics.addReplicaAcks({ confirmed: 5, unconfirmed: 1, failed: 0 });
     expect(Object.fromEntries(await families(registry))).toEqual({
       http_server_request_duration_seconds: {
         type: 'histogram',
@@ -49,6 +50,7 @@ describe('gateway metrics', () => {
       hookgate_rejected_requests_total: { type: 'counter', labels: ['reason'] },
       hookgate_queue_depth: { type: 'gauge', labels: [] },
       hookgate_queue_oldest_age_seconds: { type: 'gauge', labels: [] },
+      hookgate_queue_replica_acks_total: { type: 'counter', labels: ['result'] },
       hookgate_rate_limit_decisions_total: { type: 'counter', labels: ['decision'] },
       hookgate_callback_deliveries_total: { type: 'counter', labels: ['result'] },
       hookgate_dead_letters: { type: 'gauge', labels: [] },
@@ -59,6 +61,8 @@ describe('gateway metrics', () => {
     expect(text).toMatch(/^hookgate_dead_letters 2$/m);
     expect(text).toMatch(/^hookgate_queue_oldest_age_seconds 1.5$/m);
     expect(text).toMatch(/^hookgate_execution_retries_total\{source="dead_letter"\} 3$/m);
+    expect(text).toMatch(/^hookgate_queue_replica_acks_total\{result="confirmed"\} 5$/m);
+    expect(text).toMatch(/^hookgate_queue_replica_acks_total\{result="failed"\} 0$/m);
     expect(Object.values(METRIC).sort()).toEqual([...(await families(registry)).keys()].sort());
     expect([...REQUEST_LABELS].sort()).toEqual([
       'application',

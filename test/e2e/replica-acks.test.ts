@@ -114,4 +114,17 @@ describe.skipIf(!redisAvailable())('a gateway that waits for a Redis replica', (
     expect(retried.json<{ executionId: string }>().executionId).toBe(queued?.id);
     expect((await queuedWith(2)).map((e) => e.id)).toEqual([queued?.id]);
   });
+
+  it('counts the outcomes in hookgate_queue_replica_acks_total', async () => {
+    const metrics = await gateway.app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.statusCode).toBe(200);
+    const count = (result: string) =>
+      Number(
+        new RegExp(`^hookgate_queue_replica_acks_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(
+          metrics.body,
+        )?.[1],
+      );
+    // The 202 above, the retry's 202; the 503 of the frozen replica; no WAIT failed.
+    expect([count('confirmed'), count('unconfirmed'), count('failed')]).toEqual([2, 1, 0]);
+  });
 });
