@@ -15,7 +15,6 @@
 // three masters and the workers share the machine's cores. Every execution is checked
 // to have succeeded.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { shardedSubscriberClient, type RedisClient } from '../api/records/redis-client.ts';
@@ -27,9 +26,9 @@ import { QueuedEngine } from '../runtime/engine/queued-engine.ts';
 import { readQueueState } from '../runtime/engine/queue-state.ts';
 import { startRedisCluster } from '../test/support/redis-cluster.ts';
 import { startRedis } from '../test/support/redis.ts';
-import { cpuNs } from './cpu.ts';
+import { cpuNs, redisServerPids } from './cpu.ts';
 import { deploy, triggerOutput } from './queued-executions.ts';
-import { freePort } from './support.ts';
+import { freePort, median } from './support.ts';
 
 const here = import.meta.dirname;
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -58,28 +57,6 @@ interface Target {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
-
-/** The pids of the redis-servers listening on `ports` (from their process titles). */
-function redisPids(ports: number[]): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // redis-server sets its title to `redis-server 127.0.0.1:<port> [cluster]`.
-      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      const port = /^\S*redis-server \S*:(\d+)/.exec(title)?.[1];
-      if (port && ports.includes(Number(port))) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
 
 async function target(name: string, shards: number, cluster: boolean): Promise<Target> {
   let url: string;
@@ -92,14 +69,14 @@ async function target(name: string, shards: number, cluster: boolean): Promise<T
     url = c.url;
     client = c.client();
     subscriber = shardedSubscriberClient(client);
-    pids = redisPids(c.nodes.map((node) => node.port));
+    pids = redisServerPids(c.nodes.map((node) => node.port));
     stop = () => c.stop();
   } else {
     const server = await startRedis();
     url = server.url;
     client = new Redis(url);
     subscriber = new Redis(url);
-    pids = redisPids([server.port]);
+    pids = redisServerPids([server.port]);
     stop = () => server.stop();
   }
   const layout = new ExecutionLayout({ shards, cluster });

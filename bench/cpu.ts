@@ -79,3 +79,20 @@ export function treeCpuNs(pid: number): number {
 export function treePids(pid: number): number[] {
   return [pid, ...childrenOf(pid).flatMap(treePids)];
 }
+
+/** The pids of the redis-servers listening on `ports` (from their process titles). */
+export function redisServerPids(ports: number[]): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // redis-server sets its title to `redis-server 127.0.0.1:<port> [cluster]`.
+      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      const port = /^\S*redis-server \S*:(\d+)/.exec(title)?.[1];
+      if (port && ports.includes(Number(port))) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}

@@ -26,3 +26,10 @@ export function output(child: ChildProcess, pattern: RegExp): Promise<string> {
     child.once('exit', (code) => reject(new Error(`child exited with ${code}: ${out}`)));
   });
 }
+
+/** The median of `xs` (the mean of the middle two for an even count). */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}

@@ -15,7 +15,6 @@
 // is pinned: three masters, two workers and this process share the machine's cores, so
 // the CPU figure swings by a third from run to run; the message count does not.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
@@ -25,9 +24,9 @@ import type { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
 import type { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
 import type { QueuedEngine } from '../runtime/engine/queued-engine.ts';
 import { startRedisCluster } from '../test/support/redis-cluster.ts';
-import { cpuNs } from './cpu.ts';
+import { cpuNs, redisServerPids } from './cpu.ts';
 import type { deploy as Deploy, triggerOutput as TriggerOutput } from './queued-executions.ts';
-import { freePort } from './support.ts';
+import { freePort, median } from './support.ts';
 
 const n = Number(process.env.BENCH_WATCHED_N ?? 3000);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
@@ -61,22 +60,6 @@ async function modules(tree: string) {
   };
 }
 
-/** The pids of the redis-servers listening on `ports` (from their process titles). */
-function redisPids(ports: number[]): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      const port = /^\S*redis-server \S*:(\d+)/.exec(title)?.[1];
-      if (port && ports.includes(Number(port))) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
-
 async function run(tree: string): Promise<Result> {
   const m = await modules(tree);
   const cluster = await startRedisCluster();
@@ -106,7 +89,7 @@ async function run(tree: string): Promise<Result> {
     // Every subscription made (and each execution marked watched) before the run.
     while (events.listenerCount < n) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 500));
-    const pids = redisPids(cluster.nodes.map((node) => node.port));
+    const pids = redisServerPids(cluster.nodes.map((node) => node.port));
     const cpu = () => pids.reduce((sum, pid) => sum + cpuNs(pid), 0);
     const before = cpu();
     for (let i = 0; i < 2; i++) {
@@ -151,12 +134,6 @@ async function run(tree: string): Promise<Result> {
     await cluster.stop();
   }
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 const trees = [resolve(import.meta.dirname, '..')];
 if (process.env.BENCH_COMPARE) trees.push(resolve(process.env.BENCH_COMPARE));

@@ -10,7 +10,7 @@ import { PROBLEM_BASE } from '../../runtime/errors.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { redisAvailable, startReplicated, type RedisServer } from '../support/redis.ts';
 
 const url = '/webhook/default_production_orders/ingest';
 
@@ -22,22 +22,12 @@ describe.skipIf(!redisAvailable())('a gateway that waits for a Redis replica', (
   let gateway: Serving;
 
   beforeAll(async () => {
-    master = await startRedis();
-    replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    ({ master, replica } = await startReplicated());
     const redis = () => {
       const c = new Redis(master.url);
       clients.push(c);
       return c;
     };
-    const info = redis();
-    await eventually(
-      async () => expect(await info.info('replication')).toMatch(/slave0:.*state=online/),
-      15_000,
-      50,
-    );
-    // Online, and acknowledging: a replica just synced answers its first WAIT late.
-    await info.set('replica-check', '1');
-    expect(await info.wait(1, 5_000)).toBe(1);
     control = await startRuntime({ redis: redis() });
     await control.apply(
       'orders.yaml',

@@ -10,8 +10,7 @@ import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redi
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import { QueuedEngine } from '../../runtime/engine/queued-engine.ts';
 import { ReplicaAcks } from '../../runtime/engine/replica-acks.ts';
-import { eventually } from '../support/eventually.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { redisAvailable, startReplicated, type RedisServer } from '../support/redis.ts';
 import { ref, trigger, workflow } from './helpers.ts';
 
 describe.skipIf(!redisAvailable())('replicated acknowledgements (one master, one replica)', () => {
@@ -25,17 +24,7 @@ describe.skipIf(!redisAvailable())('replicated acknowledgements (one master, one
   };
 
   beforeAll(async () => {
-    master = await startRedis();
-    replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
-    const info = connect(master.url);
-    await eventually(
-      async () => expect(await info.info('replication')).toMatch(/slave0:.*state=online/),
-      15_000,
-      50,
-    );
-    // Online, and acknowledging: a replica just synced answers its first WAIT late.
-    await info.set('replica-check', '1');
-    expect(await info.wait(1, 5_000)).toBe(1);
+    ({ master, replica } = await startReplicated());
   }, 30_000);
   afterAll(async () => {
     for (const c of clients) c.disconnect();

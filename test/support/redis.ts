@@ -3,6 +3,7 @@
 //
 // When the binary is missing, suites are skipped loudly; under CI=true a missing
 // binary fails instead (CI installs the Debian package redis-server).
+import { Redis } from 'ioredis';
 import { freePort } from './ports.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
@@ -181,4 +182,28 @@ export async function startRedis(
     }
   }
   throw lastError instanceof Error ? lastError : new Error(String(lastError));
+}
+
+/**
+ * A master and one replica of it, the replica synced and acknowledging: WAIT 1 answers 1
+ * (a replica just synced answers its first WAIT late, and a master waits for its
+ * diskless-sync delay, 5 s, before it sends the first copy).
+ */
+export async function startReplicated(): Promise<{ master: RedisServer; replica: RedisServer }> {
+  const master = await startRedis();
+  const replica = await startRedis({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+  const probe = new Redis(master.url);
+  try {
+    await probe.set('replica-check', '1');
+    for (let i = 0; (await probe.wait(1, 1_000)) < 1; i++) {
+      if (i > 20) throw new Error('the replica did not come up within 20 s');
+    }
+    return { master, replica };
+  } catch (error) {
+    await replica.stop();
+    await master.stop();
+    throw error;
+  } finally {
+    probe.disconnect();
+  }
 }
