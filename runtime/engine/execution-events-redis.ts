@@ -9,7 +9,7 @@
 // then (execution-store-redis.ts). A message is one
 // event or an array of them (a batch, in seq order). One subscriber
 // connection serves every listener of the process (on a Redis Cluster, one per master:
-// subscriberClient); a channel is subscribed while it has listeners and dropped after
+// shardedSubscriberClient); a channel is subscribed while it has listeners and dropped after
 // the execution's last event.
 //
 // Sharded pub/sub (SSUBSCRIBE; the writers SPUBLISH): a channel carries its execution's

@@ -22,6 +22,8 @@ export interface ReplicaAcksOptions {
   timeoutMs: number;
 }
 
+const settled = (): void => undefined;
+
 /** The WAITs of one connection group: the one on the wire, the one to send next. */
 class WaitGroup {
   #sent: Promise<number> | undefined;
@@ -34,12 +36,9 @@ class WaitGroup {
 
   /** The replicas' count of a WAIT sent after this call. */
   next(): Promise<number> {
-    if (!this.#sent) return this.#send();
-    const after = this.#sent.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#queued ??= after.then(() => {
+    const sent = this.#sent;
+    if (!sent) return this.#send();
+    this.#queued ??= sent.then(settled, settled).then(() => {
       this.#queued = undefined;
       return this.#send();
     });
@@ -98,11 +97,13 @@ export class ReplicaAcks {
     let acknowledged: number;
     try {
       acknowledged = await waits.next();
-    } catch (error) {
+    } catch {
       this.counts.failed++;
+      // The cause stays out of the answer (it may name Redis' address): the caller
+      // learns what it can do.
       throw new HttpProblem(
         'HG_ERR_STORE_UNAVAILABLE',
-        `The execution was queued, but Redis did not say whether its replicas have it (${error instanceof Error ? error.message : String(error)}). Retry with the same Idempotency-Key: the retry gets this execution.`,
+        'The execution was queued, but Redis did not say whether its replicas have it. Retry with the same Idempotency-Key: the retry gets this execution.',
         { headers: { 'retry-after': '1' } },
       );
     }
