@@ -278,4 +278,104 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     expect(tested.text).toContain('SUCCESS');
     expect(tested.code, tested.text).toBe(0);
   });
+
+  it('alerts when replicas leave queued executions unconfirmed (gateway.ackReplicas); promtool tests when it fires', async () => {
+    // Off by default: no replica acknowledgements asked for, no group.
+    const plain = (await render('analytics.prometheus.rules.enabled=true')).find(
+      (o): o is PrometheusRule => o.kind === 'PrometheusRule',
+    );
+    expect(plain?.spec.groups.map((g) => g.name)).not.toContain('hookgate.replicas');
+    const objects = await render(
+      'analytics.prometheus.rules.enabled=true',
+      'gateway.ackReplicas=1',
+      'analytics.prometheus.selector=namespace="hooks"',
+    );
+    const rule = objects.find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
+    const group = rule?.spec.groups.find((g) => g.name === 'hookgate.replicas');
+    expect(group?.rules.map((r) => [r.alert, r.expr, r.for])).toEqual([
+      [
+        'HookgateReplicaAcksUnconfirmed',
+        'sum by (namespace) (rate(hookgate_queue_replica_acks_total{result!="confirmed",namespace="hooks"}[5m])) / sum by (namespace) (rate(hookgate_queue_replica_acks_total{namespace="hooks"}[5m])) > 0.01',
+        '5m',
+      ],
+    ]);
+    expect(
+      await renderError('analytics.prometheus.rules.alerts.replicaAcksUnconfirmedShare=2'),
+    ).toMatch(/replicaAcksUnconfirmedShare/);
+
+    if (!existsSync(PROMTOOL)) {
+      if (process.env.CI === 'true') throw new Error(`${PROMTOOL} is missing`);
+      console.warn(`skipped promtool check: ${PROMTOOL} is missing`);
+      return;
+    }
+    const file = join(work, 'replica-rules.yaml');
+    writeFileSync(file, stringify({ groups: [group] }));
+    // Two gateways of "hooks": 100 and 95 confirmed a minute, one of them 5 unconfirmed a
+    // minute from minute 10 (2.5 % of the namespace's): fires 5 minutes later. "other":
+    // none unconfirmed, never.
+    const tests = join(work, 'replica-rules.test.yaml');
+    writeFileSync(
+      tests,
+      stringify({
+        rule_files: ['replica-rules.yaml'],
+        evaluation_interval: '1m',
+        tests: [
+          {
+            interval: '1m',
+            input_series: [
+              {
+                series:
+                  'hookgate_queue_replica_acks_total{namespace="hooks",pod="a",result="confirmed"}',
+                values: '0+100x30',
+              },
+              {
+                series:
+                  'hookgate_queue_replica_acks_total{namespace="hooks",pod="b",result="confirmed"}',
+                values: '0+95x30',
+              },
+              {
+                series:
+                  'hookgate_queue_replica_acks_total{namespace="hooks",pod="a",result="unconfirmed"}',
+                values: '0x10 0+5x20',
+              },
+              {
+                series:
+                  'hookgate_queue_replica_acks_total{namespace="other",pod="c",result="confirmed"}',
+                values: '0+100x30',
+              },
+              {
+                series:
+                  'hookgate_queue_replica_acks_total{namespace="other",pod="c",result="unconfirmed"}',
+                values: '0x30',
+              },
+            ],
+            alert_rule_test: [
+              { eval_time: '9m', alertname: 'HookgateReplicaAcksUnconfirmed', exp_alerts: [] },
+              {
+                eval_time: '25m',
+                alertname: 'HookgateReplicaAcksUnconfirmed',
+                exp_alerts: [
+                  {
+                    exp_labels: { severity: 'warning', namespace: 'hooks' },
+                    exp_annotations: {
+                      summary: 'Redis replicas do not confirm queued executions',
+                      description:
+                        '2.5% of the executions queued in hooks were answered 503 store-unavailable: fewer than gateway.ackReplicas (1) Redis replicas confirmed them within gateway.ackTimeoutMs. A replica is down or lags; see hookgate_queue_replica_acks_total.',
+                    },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const tested = await new Promise<{ code: number; text: string }>((resolve) => {
+      execFile(PROMTOOL, ['test', 'rules', tests], { cwd: work }, (err, stdout, stderr) =>
+        resolve({ code: err ? 1 : 0, text: stdout + stderr }),
+      );
+    });
+    expect(tested.text).toContain('SUCCESS');
+    expect(tested.code, tested.text).toBe(0);
+  });
 });
