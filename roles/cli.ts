@@ -23,6 +23,7 @@ import { settings, type RoleName, type Settings } from './settings.ts';
 import { tuneV8ForServing } from './v8-tuning.ts';
 import { createWorkerRuntime } from './worker.ts';
 import { checkQueueShards } from './queue-shards.ts';
+import { warnOfOldRedis } from './redis-version.ts';
 
 type Role = (s: Settings, logger: Logger) => Promise<Closable>;
 
@@ -105,6 +106,7 @@ const roles: Record<RoleName, Role> = {
       readiness: () => clients.readiness(),
     });
     clients.health.register(runtime.registry);
+    warnOfOldRedis(clients.main, logger);
     const stopShardChecks =
       env.HOOKGATE_EXECUTIONS === 'inline'
         ? undefined
@@ -147,6 +149,7 @@ const roles: Record<RoleName, Role> = {
       onInternalError: internalErrors(logger),
     });
     health.register(runtime.registry);
+    warnOfOldRedis(redis, logger);
     const stopShardChecks = checkQueueShards(redis, s.queueShards, logger);
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
     const port = s.metricsPort ?? s.port;

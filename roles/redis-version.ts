@@ -1,0 +1,52 @@
+// Redis 7.0 or newer: execution events go over shard channels (SPUBLISH, SSUBSCRIBE;
+// ADR 0028), which Redis 6 does not know, so there every write of a watched execution
+// would fail, and callers waiting for one would time out. Said once at start-up, as an
+// error naming the version (not a refusal: the roles start while Redis is unreachable,
+// and nothing else needs 7.0). On a cluster each master is asked.
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { isCluster, type RedisClient } from '../api/records/redis-client.ts';
+
+export const MIN_REDIS_MAJOR = 7;
+
+/** The `redis_version` of an `INFO server` reply, or undefined. */
+export function redisVersionOf(info: string): string | undefined {
+  return /^redis_version:([0-9][0-9.]*)\s*$/m.exec(info)?.[1];
+}
+
+/** Whether `version` (x.y.z) is older than MIN_REDIS_MAJOR.0. */
+export function tooOld(version: string): boolean {
+  return Number(version.split('.')[0]) < MIN_REDIS_MAJOR;
+}
+
+/** The servers to ask: the client's own, or every master of a cluster. */
+function servers(redis: RedisClient): Redis[] {
+  return isCluster(redis) ? redis.nodes('master') : [redis];
+}
+
+/** Logs (once, in the background) every Redis server older than 7.0 that `redis` uses. */
+export function warnOfOldRedis(redis: RedisClient, logger: Logger): void {
+  void (async () => {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      try {
+        const nodes = servers(redis);
+        if (nodes.length === 0) throw new Error('no master known yet');
+        for (const node of nodes) {
+          const version = redisVersionOf(String(await node.info('server')));
+          if (version === undefined || !tooOld(version)) continue;
+          logger.error(
+            { redisVersion: version, redis: `${node.options.host}:${node.options.port}` },
+            `Redis ${version} is older than ${MIN_REDIS_MAJOR}.0: the events of executions ` +
+              'callers wait for (shard channels) cannot be published there, so those callers ' +
+              'time out; upgrade Redis (docs/redis-layout.md)',
+          );
+        }
+        return;
+      } catch {
+        // Not reachable yet (the roles report that on their own), or INFO is renamed:
+        // then nothing can be said.
+        await new Promise((r) => setTimeout(r, 3_000).unref());
+      }
+    }
+  })();
+}

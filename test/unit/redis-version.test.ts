@@ -1,0 +1,63 @@
+// The start-up check for Redis 7.0 (shard channels, ADR 0028): the version read from
+// INFO, an error logged for an older server (a stand-in answering as Redis 6.2 does:
+// no Redis 6 here), nothing for the redis-server the suites run.
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { RedisClient } from '../../api/records/redis-client.ts';
+import { redisVersionOf, tooOld, warnOfOldRedis } from '../../roles/redis-version.ts';
+import { eventually, sleep } from '../support/eventually.ts';
+import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+
+const logger = () => ({ error: vi.fn(), warn: vi.fn(), info: vi.fn() });
+
+describe('the Redis version check', () => {
+  it('reads redis_version from INFO server and compares the major version', () => {
+    const info = '# Server\r\nredis_version:6.2.14\r\nredis_git_sha1:00000000\r\n';
+    expect(redisVersionOf(info)).toBe('6.2.14');
+    expect(redisVersionOf('# Server\r\nredis_mode:standalone\r\n')).toBeUndefined();
+    expect(tooOld('6.2.14')).toBe(true);
+    expect(tooOld('7.0.15')).toBe(false);
+    expect(tooOld('10.0.0')).toBe(false);
+  });
+
+  it('logs an error naming a server older than 7.0', async () => {
+    const log = logger();
+    const old = {
+      isCluster: false,
+      options: { host: 'redis.example', port: 6379 },
+      info: () => Promise.resolve('# Server\r\nredis_version:6.2.14\r\n'),
+    } as unknown as RedisClient;
+    warnOfOldRedis(old, log as unknown as Logger);
+    await eventually(() => expect(log.error).toHaveBeenCalledTimes(1));
+    expect(log.error.mock.calls[0]?.[0]).toEqual({
+      redisVersion: '6.2.14',
+      redis: 'redis.example:6379',
+    });
+    expect(String(log.error.mock.calls[0]?.[1])).toMatch(/older than 7\.0/);
+  });
+
+  describe.skipIf(!redisAvailable())('against the redis-server of the suites', () => {
+    let server: RedisServer;
+    let redis: Redis;
+    beforeAll(async () => {
+      server = await startRedis();
+      redis = new Redis(server.url);
+    });
+    afterAll(async () => {
+      redis?.disconnect();
+      await server?.stop();
+    });
+
+    it('says nothing for Redis 7', async () => {
+      const version = redisVersionOf(await redis.info('server'));
+      expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+      const log = logger();
+      const info = vi.spyOn(redis, 'info');
+      warnOfOldRedis(redis, log as unknown as Logger);
+      await eventually(() => expect(info).toHaveBeenCalled());
+      await sleep(100);
+      expect(log.error).not.toHaveBeenCalled();
+    });
+  });
+});
