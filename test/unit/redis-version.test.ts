@@ -8,6 +8,7 @@ import type { RedisClient } from '../../api/records/redis-client.ts';
 import { redisVersionOf, tooOld, warnOfOldRedis } from '../../roles/redis-version.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
 
 const logger = () => ({ error: vi.fn(), warn: vi.fn(), info: vi.fn() });
 
@@ -58,6 +59,39 @@ describe('the Redis version check', () => {
       await eventually(() => expect(info).toHaveBeenCalled());
       await sleep(100);
       expect(log.error).not.toHaveBeenCalled();
+    });
+  });
+
+  describe.skipIf(!redisAvailable())('against a Redis Cluster of the suites', () => {
+    let cluster: RedisCluster;
+    beforeAll(async () => {
+      cluster = await startRedisCluster();
+    }, 60_000);
+    afterAll(async () => {
+      await cluster?.stop();
+    });
+
+    it('asks every master, and says nothing for Redis 7', async () => {
+      const client = cluster.client();
+      try {
+        await client.ping();
+        const log = logger();
+        const asked: string[] = [];
+        for (const node of client.nodes('master')) {
+          const info = node.info.bind(node);
+          node.info = ((...args: Parameters<typeof info>) => {
+            asked.push(String(node.options.port));
+            return info(...args);
+          }) as typeof node.info;
+        }
+        warnOfOldRedis(client, log as unknown as Logger);
+        // Each master once (a node connecting now also sends INFO for its ready check).
+        await eventually(() => expect(new Set(asked).size).toBe(3));
+        await sleep(100);
+        expect(log.error).not.toHaveBeenCalled();
+      } finally {
+        client.disconnect();
+      }
     });
   });
 });
