@@ -43,6 +43,15 @@ interface PrometheusRule extends K8sObject {
 const scaledObjects = (objects: K8sObject[]) =>
   objects.filter((o): o is ScaledObject => o.kind === 'ScaledObject');
 
+/** Runs promtool in the work dir: its exit code (0 or 1) and output. */
+function promtool(...args: string[]): Promise<{ code: number; text: string }> {
+  return new Promise((resolve) => {
+    execFile(PROMTOOL, args, { cwd: work }, (err, stdout, stderr) =>
+      resolve({ code: err ? 1 : 0, text: stdout + stderr }),
+    );
+  });
+}
+
 describe.skipIf(!tools)('chart: worker autoscaling', () => {
   it('is off by default: no ScaledObject, the worker Deployment keeps worker.replicas', async () => {
     const objects = await render();
@@ -200,11 +209,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     }
     const file = join(work, 'queue-rules.yaml');
     writeFileSync(file, stringify({ groups: rule?.spec.groups }));
-    const out = await new Promise<{ code: number; text: string }>((resolve) => {
-      execFile(PROMTOOL, ['check', 'rules', file], (err, stdout, stderr) =>
-        resolve({ code: err ? 1 : 0, text: stdout + stderr }),
-      );
-    });
+    const out = await promtool('check', 'rules', file);
     expect(out.text).toContain('SUCCESS: 8 rules found');
     expect(out.code).toBe(0);
 
@@ -270,11 +275,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
         ],
       }),
     );
-    const tested = await new Promise<{ code: number; text: string }>((resolve) => {
-      execFile(PROMTOOL, ['test', 'rules', tests], { cwd: work }, (err, stdout, stderr) =>
-        resolve({ code: err ? 1 : 0, text: stdout + stderr }),
-      );
-    });
+    const tested = await promtool('test', 'rules', tests);
     expect(tested.text).toContain('SUCCESS');
     expect(tested.code, tested.text).toBe(0);
   });
@@ -370,11 +371,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
         ],
       }),
     );
-    const tested = await new Promise<{ code: number; text: string }>((resolve) => {
-      execFile(PROMTOOL, ['test', 'rules', tests], { cwd: work }, (err, stdout, stderr) =>
-        resolve({ code: err ? 1 : 0, text: stdout + stderr }),
-      );
-    });
+    const tested = await promtool('test', 'rules', tests);
     expect(tested.text).toContain('SUCCESS');
     expect(tested.code, tested.text).toBe(0);
   });
