@@ -258,7 +258,7 @@ export class QueuedEngine implements ExecutionEngine {
     if (!existing) this.#depth++;
     // Queued (now, or by the request this one retries, which may have been refused
     // because its replicas did not answer): on the replicas before it is promised.
-    await this.#replicaAcks?.confirm(this.#redis, keys.stream);
+    await this.#replicaAcks?.confirm(this.#redis, keys.stream, keys.execution(id));
     if (existing) return withStoredInput(JSON.parse(existing[0]) as Execution, existing[1]);
     return execution;
   }
