@@ -223,10 +223,6 @@ export class GatewayMetrics implements RequestObserver {
   }
 
   /**
-   * Registers hookgate_queue_oldest_age_seconds, read at every scrape (for a role
-   * that learns only after its metrics exist whether it reads a queue).
-   */
-  /**
    * Queue mode with replica acknowledgements: requests by outcome, read from the plain
    * counts the acknowledgements keep (added at scrape time, as the rate-limit decisions).
    */
@@ -251,6 +247,10 @@ export class GatewayMetrics implements RequestObserver {
       counter.inc({ result }, 0);
   }
 
+  /**
+   * Registers hookgate_queue_oldest_age_seconds, read at every scrape (for a role
+   * that learns only after its metrics exist whether it reads a queue).
+   */
   addQueueOldestAge(age: () => number | Promise<number>): void {
     if (this.registry.getSingleMetric(METRIC.queueOldestAge)) return;
     new Gauge({

@@ -105,7 +105,7 @@ export class ReplicaAcks {
     this.#timeoutMs = options.timeoutMs;
   }
 
-  /** WAIT commands sent so far (tests, metrics). */
+  /** WAIT commands sent so far (tests: how many requests shared one). */
   get waits(): number {
     return this.#waits;
   }
