@@ -7,6 +7,7 @@ import type { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import { isCluster, type RedisClient } from '../api/records/redis-client.ts';
 import { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
+import { checkInBackground } from './background-check.ts';
 
 export interface ShardSpread {
   /** Masters of the cluster. */
@@ -36,26 +37,18 @@ export async function shardSpread(cluster: Cluster, shards: number): Promise<Sha
 /** Logs (once, in the background) how the shards fall on the masters of a cluster. */
 export function warnOfUnevenShards(redis: RedisClient, shards: number, logger: Logger): void {
   if (!isCluster(redis)) return;
-  void (async () => {
-    for (let attempt = 0; attempt < 10; attempt++) {
-      try {
-        const { masters, perMaster } = await shardSpread(redis, shards);
-        const counts = Object.fromEntries(perMaster);
-        const idle = [...perMaster.values()].filter((n) => n === 0).length;
-        if (idle > 0)
-          logger.warn(
-            { queueShards: shards, masters, shardsPerMaster: counts },
-            `HOOKGATE_QUEUE_SHARDS=${shards} leaves ${idle} of ${masters} Redis Cluster masters ` +
-              'without executions; set it to about 4 per master (docs/redis-layout.md)',
-          );
-        else logger.info({ queueShards: shards, shardsPerMaster: counts }, 'queue shards');
-        return;
-      } catch {
-        // The cluster is not reachable yet: the roles report that on their own.
-        await new Promise((r) => setTimeout(r, 3_000).unref());
-      }
-    }
-  })();
+  checkInBackground(async () => {
+    const { masters, perMaster } = await shardSpread(redis, shards);
+    const counts = Object.fromEntries(perMaster);
+    const idle = [...perMaster.values()].filter((n) => n === 0).length;
+    if (idle > 0)
+      logger.warn(
+        { queueShards: shards, masters, shardsPerMaster: counts },
+        `HOOKGATE_QUEUE_SHARDS=${shards} leaves ${idle} of ${masters} Redis Cluster masters ` +
+          'without executions; set it to about 4 per master (docs/redis-layout.md)',
+      );
+    else logger.info({ queueShards: shards, shardsPerMaster: counts }, 'queue shards');
+  });
 }
 
 /** Where gateways and workers say which HOOKGATE_QUEUE_SHARDS they use (hash: N -> ms). */

@@ -6,6 +6,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { isCluster, type RedisClient } from '../api/records/redis-client.ts';
+import { checkInBackground } from './background-check.ts';
 
 export const MIN_REDIS_MAJOR = 7;
 
@@ -26,27 +27,19 @@ function servers(redis: RedisClient): Redis[] {
 
 /** Logs (once, in the background) every Redis server older than 7.0 that `redis` uses. */
 export function warnOfOldRedis(redis: RedisClient, logger: Logger): void {
-  void (async () => {
-    for (let attempt = 0; attempt < 10; attempt++) {
-      try {
-        const nodes = servers(redis);
-        if (nodes.length === 0) throw new Error('no master known yet');
-        for (const node of nodes) {
-          const version = redisVersionOf(String(await node.info('server')));
-          if (version === undefined || !tooOld(version)) continue;
-          logger.error(
-            { redisVersion: version, redis: `${node.options.host}:${node.options.port}` },
-            `Redis ${version} is older than ${MIN_REDIS_MAJOR}.0: the events of executions ` +
-              'callers wait for (shard channels) cannot be published there, so those callers ' +
-              'time out; upgrade Redis (docs/redis-layout.md)',
-          );
-        }
-        return;
-      } catch {
-        // Not reachable yet (the roles report that on their own), or INFO is renamed:
-        // then nothing can be said.
-        await new Promise((r) => setTimeout(r, 3_000).unref());
-      }
+  // Unreachable yet, or INFO renamed: tried again, then nothing can be said.
+  checkInBackground(async () => {
+    const nodes = servers(redis);
+    if (nodes.length === 0) throw new Error('no master known yet');
+    for (const node of nodes) {
+      const version = redisVersionOf(String(await node.info('server')));
+      if (version === undefined || !tooOld(version)) continue;
+      logger.error(
+        { redisVersion: version, redis: `${node.options.host}:${node.options.port}` },
+        `Redis ${version} is older than ${MIN_REDIS_MAJOR}.0: the events of executions ` +
+          'callers wait for (shard channels) cannot be published there, so those callers ' +
+          'time out; upgrade Redis (docs/redis-layout.md)',
+      );
     }
-  })();
+  });
 }
