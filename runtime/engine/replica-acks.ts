@@ -16,7 +16,14 @@
 // answered the enqueue, or on a replica promoted since that had copied it. So the
 // replicas that have the marker have the executions. (A WAIT alone, sent where the
 // enqueue went, let a test lose an accepted execution when a master was killed.)
-import type { RedisClient } from '../../api/records/redis-client.ts';
+//
+// On a Redis Cluster a group is a master: WAIT blocks the one connection a client has
+// to it, so every shard the master serves shares its WAITs (one MARK per shard, each
+// in its slot, then one WAIT, in one pipeline). A group per shard queued the WAITs of
+// a master's shards one behind the other on that connection: with a replica down, a
+// request could wait its timeout once for each shard ahead of it.
+import calculateSlot from 'cluster-key-slot';
+import { isCluster, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 
 export interface ReplicaAcksOptions {
@@ -40,41 +47,47 @@ return missing
 
 const MARKER_TTL_MS = 60_000;
 
-/** What one WAIT said: the replicas that have the marker, the executions not found. */
-interface Confirmation {
-  replicas: number;
-  missing: Set<string>;
-}
+/**
+ * What the WAITs of a group said, per execution: how many replicas have it (0 for one
+ * not found, lost in a failover), or why its master did not say.
+ */
+type Confirmation = Map<string, number | Error>;
 
 const settled = (): void => undefined;
+
+/** An execution to confirm, and a key of its hash slot (its shard's stream). */
+interface Pending {
+  slotKey: string;
+  execution: string;
+}
 
 /** The WAITs of one connection group: the one on the wire, the one to send next. */
 class WaitGroup {
   #sent: Promise<Confirmation> | undefined;
   #queued: Promise<Confirmation> | undefined;
   /** The executions of the callers of #queued. */
-  #keys: string[] = [];
-  readonly #wait: (keys: string[]) => Promise<Confirmation>;
+  #pending: Pending[] = [];
+  readonly #wait: (pending: Pending[]) => Promise<Confirmation>;
 
-  constructor(wait: (keys: string[]) => Promise<Confirmation>) {
+  constructor(wait: (pending: Pending[]) => Promise<Confirmation>) {
     this.#wait = wait;
   }
 
-  /** What a WAIT sent after this call says, `key` (an execution) among those it checked. */
-  next(key: string): Promise<Confirmation> {
+  /** What a WAIT sent after this call says, `pending`'s execution among those it checked. */
+  next(pending: Pending): Promise<Confirmation> {
     const sent = this.#sent;
-    if (!sent) return this.#send([key]);
-    this.#keys.push(key);
+    if (!sent) return this.#send([pending]);
+    this.#pending.push(pending);
     this.#queued ??= sent.then(settled, settled).then(() => {
-      const keys = this.#keys;
-      this.#keys = [];
+      const all = this.#pending;
+      this.#pending = [];
       this.#queued = undefined;
-      return this.#send(keys);
+      return this.#send(all);
     });
     return this.#queued;
   }
 
-  #send(keys: string[]): Promise<Confirmation> {
+  #send(keys: Pending[]): Promise<Confirmation> {
     const sent: Promise<Confirmation> = this.#wait(keys).finally(() => {
       if (this.#sent === sent) this.#sent = undefined;
     });
@@ -114,25 +127,22 @@ export class ReplicaAcks {
    * Resolves once `execution` (a key the caller wrote and was answered for) is on the
    * replicas; rejects with a 503 `store-unavailable` when fewer answered within the
    * timeout, the execution is not there (lost in a failover), or the WAIT failed.
-   * `slotKey` is a key of the execution's hash slot (its shard's stream): on a cluster
-   * each is a group of its own, with its marker in that slot; on one Redis every
-   * execution shares one group.
+   * `slotKey` is a key of the execution's hash slot (its shard's stream), where its
+   * marker goes. On one Redis every execution shares one group; on a cluster the
+   * executions of one master do.
    */
   async confirm(redis: RedisClient, slotKey: string, execution: string): Promise<void> {
-    const group = redis.isCluster ? slotKey : '';
+    const group = groupOf(redis, slotKey);
     let waits = this.#groups.get(group);
     if (!waits) {
-      const marker = `${slotKey}:replica-acks`;
-      waits = new WaitGroup((keys) => this.#wait(redis, marker, keys));
+      waits = new WaitGroup((pending) => this.#wait(redis, pending));
       this.#groups.set(group, waits);
     }
-    let acknowledged: number;
-    try {
-      const confirmation = await waits.next(execution);
-      // Not in the history the marker is in: gone with a master (the replica promoted
-      // had not copied it). No replica can have it.
-      acknowledged = confirmation.missing.has(execution) ? 0 : confirmation.replicas;
-    } catch {
+    const acknowledged = await waits
+      .next({ slotKey, execution })
+      .then((confirmation) => confirmation.get(execution) ?? new Error('not confirmed'))
+      .catch((error: unknown) => error);
+    if (typeof acknowledged !== 'number') {
       this.counts.failed++;
       // The cause stays out of the answer (it may name Redis' address): the caller
       // learns what it can do.
@@ -153,20 +163,77 @@ export class ReplicaAcks {
     this.counts.confirmed++;
   }
 
-  async #wait(redis: RedisClient, marker: string, keys: string[]): Promise<Confirmation> {
-    this.#waits++;
-    // The script's keys route the pipeline to their master (a cluster client sends a
-    // pipeline where its keys are); WAIT then runs on that connection, after it.
-    const replies = await redis
-      .pipeline()
-      .eval(MARK, 1 + keys.length, marker, ...keys, MARKER_TTL_MS)
-      .wait(this.#replicas, this.#timeoutMs)
-      .exec();
-    const [markError, positions] = replies?.[0] ?? [new Error('no reply to the marker'), []];
-    const [waitError, count] = replies?.[1] ?? [new Error('no reply to WAIT'), 0];
-    if (markError) throw markError;
-    if (waitError) throw waitError;
-    const missing = new Set((positions as number[]).map((i) => keys[i - 1] as string));
-    return { replicas: Number(count), missing };
+  /**
+   * One pipeline per master as the client knows the slot map now: it may have learnt
+   * of a moved slot since the group was formed, and a cluster client refuses a
+   * pipeline whose keys two masters serve.
+   */
+  async #wait(redis: RedisClient, pending: Pending[]): Promise<Confirmation> {
+    const byMaster = new Map<string, Map<string, string[]>>();
+    for (const { slotKey, execution } of pending) {
+      const master = groupOf(redis, slotKey);
+      const bySlot = byMaster.get(master) ?? new Map<string, string[]>();
+      byMaster.set(master, bySlot);
+      const executions = bySlot.get(slotKey);
+      if (executions) executions.push(execution);
+      else bySlot.set(slotKey, [execution]);
+    }
+    const confirmation: Confirmation = new Map();
+    await Promise.all(
+      [...byMaster.values()].map(async (bySlot) => {
+        try {
+          for (const [execution, replicas] of await this.#waitOnMaster(redis, bySlot))
+            confirmation.set(execution, replicas);
+        } catch (error) {
+          for (const executions of bySlot.values())
+            for (const execution of executions) confirmation.set(execution, error as Error);
+        }
+      }),
+    );
+    return confirmation;
   }
+
+  /**
+   * One MARK per hash slot, its executions as its keys, then WAIT. The keys route the
+   * pipeline to their master; WAIT runs on that connection, after the marks.
+   */
+  async #waitOnMaster(
+    redis: RedisClient,
+    bySlot: Map<string, string[]>,
+  ): Promise<Map<string, number>> {
+    this.#waits++;
+    const pipeline = redis.pipeline();
+    for (const [slotKey, executions] of bySlot)
+      pipeline.eval(
+        MARK,
+        1 + executions.length,
+        `${slotKey}:replica-acks`,
+        ...executions,
+        MARKER_TTL_MS,
+      );
+    const replies = (await pipeline.wait(this.#replicas, this.#timeoutMs).exec()) ?? [];
+    const [waitError, count] = replies[bySlot.size] ?? [new Error('no reply to WAIT'), 0];
+    if (waitError) throw waitError;
+    const acknowledged = new Map<string, number>();
+    let i = 0;
+    for (const executions of bySlot.values()) {
+      const [markError, positions] = replies[i++] ?? [new Error('no reply to the marker'), []];
+      if (markError) throw markError;
+      for (const execution of executions) acknowledged.set(execution, Number(count));
+      // Not in the history the marker is in: gone with a master (the replica
+      // promoted had not copied it). No replica can have it.
+      for (const p of positions as number[]) acknowledged.set(executions[p - 1] as string, 0);
+    }
+    return acknowledged;
+  }
+}
+
+/**
+ * The connection group of a key: on a cluster the master serving its slot (as the
+ * client last learnt the slot map; the key itself until it has one), on one Redis
+ * the one connection.
+ */
+function groupOf(redis: RedisClient, slotKey: string): string {
+  if (!isCluster(redis)) return '';
+  return redis.slots[calculateSlot(slotKey)]?.[0] ?? slotKey;
 }

@@ -20,6 +20,11 @@ export interface RedisCluster {
   client(): Cluster;
   /** Empties every master (FLUSHALL on a cluster client reaches one node only). */
   flushall(): Promise<void>;
+  /**
+   * The replicas, once each has its link to its master up (they attach a moment after
+   * the cluster reports ok, and sync after that).
+   */
+  linkedReplicas(): Promise<RedisServer[]>;
   /** Moves `slot` from the master serving it to another master, live (MIGRATE of its keys). */
   moveSlot(slot: number): Promise<void>;
   stop(): Promise<void>;
@@ -84,6 +89,27 @@ export async function startRedisCluster(
           }
         }),
       );
+    },
+    async linkedReplicas() {
+      const linked: RedisServer[] = [];
+      for (const node of nodes) {
+        const redis = new Redis({ port: node.port, host: '127.0.0.1' });
+        try {
+          for (let i = 0; ; i++) {
+            const info = await redis.info('replication');
+            if (info.includes('role:master')) break;
+            if (info.includes('master_link_status:up')) {
+              linked.push(node);
+              break;
+            }
+            if (i > 300) throw new Error(`replica ${node.port} not linked after 30 s:\n${info}`);
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        } finally {
+          redis.disconnect();
+        }
+      }
+      return linked;
     },
     async moveSlot(slot) {
       const admin = new Cluster(seeds);

@@ -2,26 +2,32 @@
 // client whose WAIT answers when the test says: what is shared, what waits for the
 // next WAIT, and what a failed WAIT tells the caller. (Against real replicas:
 // test/engine/replica-acks.test.ts.)
+import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
 import { ReplicaAcks } from '../../runtime/engine/replica-acks.ts';
 
 /**
- * A client whose pipelines (the marker script, then WAIT) wait until `answer` is called;
- * `gone` are executions the script does not find. `checked` lists each script's keys.
+ * A client whose pipelines (marker scripts, then WAIT) wait until `answer` is called;
+ * `gone` are executions the scripts do not find. `checked` lists each script's keys,
+ * `markers` its marker; `cluster` (slot to master) makes it a cluster client.
  */
-function pausedClient(gone: string[] = []) {
+function pausedClient(gone: string[] = [], cluster?: (slot: number) => string) {
   const pending: ((reply: number | Error) => void)[] = [];
   const checked: string[][] = [];
+  const markers: string[] = [];
   const client = {
-    isCluster: false,
+    isCluster: cluster !== undefined,
+    slots: cluster ? Array.from({ length: 16384 }, (_, slot) => [cluster(slot)]) : undefined,
     pipeline() {
-      let keys: string[] = [];
+      const scripts: string[][] = [];
       const chain = {
-        eval: (_script: string, n: number, ...args: unknown[]) => {
-          keys = args.slice(1, n).map(String);
+        eval: (_script: string, n: number, marker: string, ...args: unknown[]) => {
+          const keys = args.slice(0, n - 1).map(String);
+          scripts.push(keys);
           checked.push(keys);
+          markers.push(marker);
           return chain;
         },
         wait: () => chain,
@@ -31,7 +37,10 @@ function pausedClient(gone: string[] = []) {
               reply instanceof Error
                 ? reject(reply)
                 : resolve([
-                    [null, keys.flatMap((k, i) => (gone.includes(k) ? [i + 1] : []))],
+                    ...scripts.map((keys): [null, number[]] => [
+                      null,
+                      keys.flatMap((k, i) => (gone.includes(k) ? [i + 1] : [])),
+                    ]),
                     [null, reply],
                   ]),
             ),
@@ -43,6 +52,7 @@ function pausedClient(gone: string[] = []) {
   return {
     client: client as unknown as RedisClient,
     checked,
+    markers,
     /** WAITs sent and not answered yet. */
     get waiting() {
       return pending.length;
@@ -126,5 +136,74 @@ describe('replica acknowledgements', () => {
     expect(refusal).toBeInstanceOf(HttpProblem);
     expect(refusal.code).toBe('HG_ERR_STORE_UNAVAILABLE');
     expect(acks.counts).toEqual({ confirmed: 2, unconfirmed: 1, failed: 0 });
+  });
+
+  it('on a cluster, shares WAITs between the shards of one master: one per master, a mark per shard', async () => {
+    // Shards whose slots two masters serve: a and b on one, c on the other.
+    const shards = ['hookgate:{q0}:stream', 'hookgate:{q1}:stream', 'hookgate:{q2}:stream'];
+    const [a, b, c] = shards.map((k) => calculateSlot(k));
+    const master = (slot: number) => (slot === c ? 'master-2' : 'master-1');
+    expect(new Set([a, b, c]).size).toBe(3);
+    const redis = pausedClient([], master);
+    const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
+    const confirmed = [
+      acks.confirm(redis.client, shards[0] as string, 'e0'),
+      acks.confirm(redis.client, shards[2] as string, 'e2'),
+    ];
+    await tick();
+    // One WAIT on each master's connection.
+    expect(redis.waiting).toBe(2);
+    // b's master has a WAIT out (a's): b joins a's next one, not a queue of its own.
+    const later = [
+      acks.confirm(redis.client, shards[1] as string, 'e1'),
+      acks.confirm(redis.client, shards[0] as string, 'e3'),
+    ];
+    redis.answer(1);
+    redis.answer(1);
+    await Promise.all(confirmed);
+    await tick();
+    expect(redis.waiting).toBe(1);
+    redis.answer(1);
+    await Promise.all(later);
+    expect(acks.waits).toBe(3);
+    // The shared WAIT marked each shard in its own slot (a script's keys share a slot).
+    expect(redis.markers).toEqual([
+      `${shards[0]}:replica-acks`,
+      `${shards[2]}:replica-acks`,
+      `${shards[1]}:replica-acks`,
+      `${shards[0]}:replica-acks`,
+    ]);
+    expect(redis.checked).toEqual([['e0'], ['e2'], ['e1'], ['e3']]);
+    expect(acks.counts).toEqual({ confirmed: 4, unconfirmed: 0, failed: 0 });
+  });
+
+  it('splits a group whose slots the client has since learnt two masters serve; a failed WAIT fails only its own', async () => {
+    const shards = ['hookgate:{q0}:stream', 'hookgate:{q1}:stream'];
+    const [a, b] = shards.map((k) => calculateSlot(k)) as [number, number];
+    const redis = pausedClient([], () => 'master-1');
+    const slots = (redis.client as unknown as { slots: string[][] }).slots;
+    const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
+    const first = acks.confirm(redis.client, shards[0] as string, 'e0');
+    await tick();
+    // Both wait for master-1's next WAIT...
+    const onB = acks.confirm(redis.client, shards[1] as string, 'e1').catch((e: unknown) => e);
+    const onA = acks.confirm(redis.client, shards[0] as string, 'e2');
+    // ...when b's slot moves to master-2 (a MOVED taught the client).
+    slots[b] = ['master-2'];
+    expect(slots[a]).toEqual(['master-1']);
+    redis.answer(1);
+    await first;
+    await tick();
+    // A pipeline to each master (one would be refused: its keys on two masters).
+    expect(redis.waiting).toBe(2);
+    expect(redis.markers.slice(1)).toEqual([
+      `${shards[1]}:replica-acks`,
+      `${shards[0]}:replica-acks`,
+    ]);
+    redis.answer(new Error('connection closed'));
+    redis.answer(1);
+    await expect(onA).resolves.toBeUndefined();
+    expect(await onB).toBeInstanceOf(HttpProblem);
+    expect(acks.counts).toEqual({ confirmed: 2, unconfirmed: 0, failed: 1 });
   });
 });
