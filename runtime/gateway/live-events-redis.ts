@@ -1,8 +1,12 @@
 // The live event stream across gateways, over Redis pub/sub.
 //
-// - Events of a route travel on their own channel, `hookgate:live:events:<routeKey>`;
-//   a gateway subscribes to it while one of its clients watches that route, so it
-//   receives only what someone of its own wants.
+// - Events of a route travel on their own shard channel,
+//   `hookgate:live:events:{<routeKey>}` (SPUBLISH / SSUBSCRIBE, Redis 7.0); a gateway
+//   subscribes to it while one of its clients watches that route, so it receives only
+//   what someone of its own wants. On a Redis Cluster a shard channel stays on the
+//   master of its slot and its replicas; a classic PUBLISH went over the cluster bus to
+//   every node, for every request of a watched route (ADR 0028 did the same for
+//   execution events).
 // - Publishing costs nothing on the request path while nobody elsewhere watches the
 //   route: each gateway announces the routes its clients watch on one control
 //   channel (`want` at once, again every `refreshMs`; `drop` when the last client
@@ -12,11 +16,18 @@
 //   again at once, so it learns the current subscriptions without waiting.
 // - Order: one gateway publishes on one connection, and Redis delivers a
 //   connection's messages in order, so each gateway's `seq` arrives in order.
-import { duplicateClient, type RedisClient } from '../../api/records/redis-client.ts';
+import {
+  duplicateClient,
+  shardedSubscriberClient,
+  type RedisClient,
+} from '../../api/records/redis-client.ts';
 import type { LiveEventBus, LiveListener } from './live-events.ts';
 
 export const LIVE_EVENTS_PREFIX = 'hookgate:live:events:';
 export const LIVE_CONTROL_CHANNEL = 'hookgate:live:control';
+
+/** The shard channel of a route's events (the route key its hash tag). */
+export const liveEventsChannel = (routeKey: string): string => `${LIVE_EVENTS_PREFIX}{${routeKey}}`;
 
 interface Control {
   op: 'want' | 'drop' | 'hello';
@@ -25,7 +36,7 @@ interface Control {
 }
 
 export interface RedisLiveEventBusOptions {
-  /** Commands (PUBLISH); a second connection is made from it for SUBSCRIBE. */
+  /** Commands (SPUBLISH, PUBLISH); subscriber connections are made from it. */
   redis: RedisClient;
   /** This gateway's id, as in its events. */
   gateway: string;
@@ -36,7 +47,10 @@ export interface RedisLiveEventBusOptions {
 
 export class RedisLiveEventBus implements LiveEventBus {
   readonly #redis: RedisClient;
+  /** The control channel (classic: a few messages a gateway every `refreshMs`). */
   readonly #subscriber: RedisClient;
+  /** The routes' shard channels (on a cluster, a connection to each master). */
+  readonly #events: RedisClient;
   readonly #gateway: string;
   readonly #refreshMs: number;
   readonly #onError: (err: unknown, where: string) => void;
@@ -46,13 +60,25 @@ export class RedisLiveEventBus implements LiveEventBus {
   readonly #local = new Map<string, LiveListener>();
   readonly #timer: NodeJS.Timeout;
 
-  private constructor(options: RedisLiveEventBusOptions, subscriber: RedisClient) {
+  private constructor(
+    options: RedisLiveEventBusOptions,
+    subscriber: RedisClient,
+    events: RedisClient,
+  ) {
     this.#redis = options.redis;
     this.#subscriber = subscriber;
+    this.#events = events;
     this.#gateway = options.gateway;
     this.#refreshMs = options.refreshMs ?? 5_000;
     this.#onError = options.onError ?? (() => {});
     subscriber.on('message', (channel: string, message: string) => {
+      try {
+        if (channel === LIVE_CONTROL_CHANNEL) this.#onControl(JSON.parse(message) as Control);
+      } catch (err) {
+        this.#onError(err, 'live control message');
+      }
+    });
+    events.on('smessage', (channel: string, message: string) => {
       try {
         this.#message(channel, message);
       } catch (err) {
@@ -70,7 +96,7 @@ export class RedisLiveEventBus implements LiveEventBus {
    */
   static async create(options: RedisLiveEventBusOptions): Promise<RedisLiveEventBus> {
     const subscriber = duplicateClient(options.redis);
-    const bus = new RedisLiveEventBus(options, subscriber);
+    const bus = new RedisLiveEventBus(options, subscriber, shardedSubscriberClient(options.redis));
     const started = subscriber
       .subscribe(LIVE_CONTROL_CHANNEL)
       .then(() => bus.#control({ op: 'hello', from: options.gateway }))
@@ -85,21 +111,21 @@ export class RedisLiveEventBus implements LiveEventBus {
 
   publish(routeKey: string, kind: string, event: object): void {
     this.#redis
-      .publish(LIVE_EVENTS_PREFIX + routeKey, JSON.stringify({ kind, event }))
+      .spublish(liveEventsChannel(routeKey), JSON.stringify({ kind, event }))
       .catch((err: unknown) => this.#onError(err, 'live event publish'));
   }
 
   watch(routeKey: string, deliver: LiveListener): () => void {
     this.#local.set(routeKey, deliver);
-    this.#subscriber
-      .subscribe(LIVE_EVENTS_PREFIX + routeKey)
+    this.#events
+      .ssubscribe(liveEventsChannel(routeKey))
       .then(() => this.#control({ op: 'want', from: this.#gateway, keys: [routeKey] }))
       .catch((err: unknown) => this.#onError(err, 'live event subscribe'));
     return () => {
       if (this.#local.get(routeKey) !== deliver) return;
       this.#local.delete(routeKey);
-      this.#subscriber
-        .unsubscribe(LIVE_EVENTS_PREFIX + routeKey)
+      this.#events
+        .sunsubscribe(liveEventsChannel(routeKey))
         .then(() => this.#control({ op: 'drop', from: this.#gateway, keys: [routeKey] }))
         .catch((err: unknown) => this.#onError(err, 'live event unsubscribe'));
     };
@@ -113,15 +139,12 @@ export class RedisLiveEventBus implements LiveEventBus {
       await this.#control({ op: 'drop', from: this.#gateway, keys }).catch(() => {});
     }
     this.#subscriber.disconnect();
+    this.#events.disconnect();
   }
 
   #message(channel: string, message: string): void {
-    if (channel === LIVE_CONTROL_CHANNEL) {
-      this.#onControl(JSON.parse(message) as Control);
-      return;
-    }
     if (!channel.startsWith(LIVE_EVENTS_PREFIX)) return;
-    const deliver = this.#local.get(channel.slice(LIVE_EVENTS_PREFIX.length));
+    const deliver = this.#local.get(channel.slice(LIVE_EVENTS_PREFIX.length + 1, -1));
     const { kind, event } = JSON.parse(message) as { kind: string; event: { gateway?: string } };
     // This gateway's own events were delivered locally already.
     if (deliver && event.gateway !== this.#gateway) deliver(kind, event);

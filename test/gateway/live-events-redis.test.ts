@@ -1,14 +1,17 @@
-// The live event stream across gateways over a real redis-server: a subscriber on one
-// hub sees another hub's events, in that gateway's order, and nothing is published
-// for a route nobody watches.
+// The live event stream across gateways over a real redis-server and a real Redis
+// Cluster of three masters: a subscriber on one hub sees another hub's events, in that
+// gateway's order, nothing is published for a route nobody watches, and on a cluster
+// the events stay on their shard (no message over the cluster bus for each).
 import type { FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { LiveEventHub } from '../../runtime/gateway/live-events.ts';
 import { RedisLiveEventBus } from '../../runtime/gateway/live-events-redis.ts';
 import { eventually, sleep } from '../support/eventually.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { redisAvailable } from '../support/redis.ts';
+import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 
 const route = (key: string) =>
   ({ key, path: `/webhook/${key}`, spec: {} }) as unknown as RouteRecord;
@@ -20,32 +23,50 @@ const request = (key: string, n: number) =>
   }) as unknown as FastifyRequest;
 const ctx = (n: number) => ({ requestId: `r${n}`, correlationId: `c${n}`, arrivedAt: Date.now() });
 
-describe.skipIf(!redisAvailable())('live events over Redis', () => {
-  let server: RedisServer;
-  const clients: Redis[] = [];
+/** Messages the cluster's nodes sent each other for PUBLISH, summed (0 on one server). */
+async function busPublishes(backend: RedisBackend): Promise<number> {
+  let sum = 0;
+  for (const node of backend.cluster?.nodes ?? []) {
+    const redis = new Redis(node.url);
+    const info = String(await redis.cluster('INFO'));
+    redis.disconnect();
+    sum += Number(/cluster_stats_messages_publish_sent:(\d+)/.exec(info)?.[1] ?? 0);
+  }
+  return sum;
+}
+
+describe.skipIf(!redisAvailable()).each([
+  ['one redis-server', singleRedis],
+  ['a Redis Cluster of 3 masters', redisCluster],
+])('live events over Redis (%s)', (_name, start) => {
+  let backend: RedisBackend;
+  const clients: RedisClient[] = [];
   const buses: RedisLiveEventBus[] = [];
   let published = 0;
 
   async function gateway(id: string) {
-    const redis = new Redis(server.url);
+    const redis = backend.connect();
     clients.push(redis);
-    const publish = redis.publish.bind(redis);
-    redis.publish = (channel: string, message: string) => {
-      if (channel.startsWith('hookgate:live:events:')) published += 1;
-      return publish(channel, message);
+    // Counted whichever command carries them.
+    const count = (channel: string | Buffer) => {
+      if (String(channel).startsWith('hookgate:live:events:')) published += 1;
     };
+    const publish = redis.publish.bind(redis);
+    const spublish = redis.spublish.bind(redis);
+    redis.publish = (channel, message) => (count(channel), publish(channel, message));
+    redis.spublish = (channel, message) => (count(channel), spublish(channel, message));
     const bus = await RedisLiveEventBus.create({ redis, gateway: id, refreshMs: 200 });
     buses.push(bus);
     return new LiveEventHub({ gateway: id, bus });
   }
 
   beforeAll(async () => {
-    server = await startRedis();
-  });
+    backend = await start();
+  }, 60_000);
   afterAll(async () => {
     for (const b of buses) await b.close();
     for (const c of clients) c.disconnect();
-    await server?.stop();
+    await backend?.stop();
   });
 
   it('a subscriber on A sees B’s events in B’s order, with gateway and seq', async () => {
@@ -73,11 +94,18 @@ describe.skipIf(!redisAvailable())('live events over Redis', () => {
     expect(published).toBe(before); // another route: still nothing
     await sleep(100); // late copies of the probe above
     seen.length = 0;
+    const busBefore = await busPublishes(backend);
     for (let n = 2; n < 102; n += 1)
       b.publishRequest(route('orders'), request('orders', n), ctx(n));
     b.publishResponse(route('orders'), 202, 0.0123, { requestId: 'r101', correlationId: 'c101' });
     a.publishRequest(route('orders'), request('orders', 999), ctx(999));
     await eventually(() => expect(seen).toHaveLength(102), 3000);
+    // A shard channel's messages stay on its master: what the bus carried meanwhile was
+    // the gateways' announcements, if any. A classic PUBLISH sent each of the 101
+    // events to every other node (202 here: two other masters).
+    const bus = (await busPublishes(backend)) - busBefore;
+    console.info(`cluster-bus publish messages while 101 events went across: ${bus}`);
+    expect(bus).toBeLessThan(50);
     const fromB = seen.filter((e) => e.data.gateway === 'gw-b');
     const seqs = fromB.map((e) => e.data.seq as number);
     expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
