@@ -33,7 +33,7 @@ export interface ReplicaAcksOptions {
   timeoutMs: number;
 }
 
-// KEYS: the marker (in the group's hash slot), then the executions. ARGV: the marker's
+// KEYS: the marker, then the executions, all in one hash slot. ARGV: the marker's
 // lifetime (ms). The positions (1-based) of the executions not found.
 const MARK = `
 redis.call('INCR', KEYS[1])
