@@ -23,6 +23,7 @@ import { settings, type RoleName, type Settings } from './settings.ts';
 import { tuneV8ForServing } from './v8-tuning.ts';
 import { createWorkerRuntime } from './worker.ts';
 import { checkQueueShards } from './queue-shards.ts';
+import { warnOfTooFewReplicas } from './redis-replicas.ts';
 import { warnOfOldRedis } from './redis-version.ts';
 
 type Role = (s: Settings, logger: Logger) => Promise<Closable>;
@@ -107,10 +108,14 @@ const roles: Record<RoleName, Role> = {
     });
     clients.health.register(runtime.registry);
     warnOfOldRedis(clients.main, logger);
-    const stopShardChecks =
-      env.HOOKGATE_EXECUTIONS === 'inline'
-        ? undefined
-        : checkQueueShards(clients.main, s.queueShards, logger);
+    const queued = env.HOOKGATE_EXECUTIONS !== 'inline';
+    const stopShardChecks = queued
+      ? checkQueueShards(clients.main, s.queueShards, logger)
+      : undefined;
+    const stopReplicaCheck =
+      queued && s.queueAcks
+        ? warnOfTooFewReplicas(clients.main, s.queueAcks.replicas, logger)
+        : undefined;
     const metrics =
       s.metricsPort !== undefined && s.metricsPort !== s.port
         ? await serveProbes({
@@ -127,6 +132,7 @@ const roles: Record<RoleName, Role> = {
     );
     return closing(async () => {
       stopShardChecks?.();
+      stopReplicaCheck?.();
       await runtime.close();
       await metrics?.close();
     }, clients);
