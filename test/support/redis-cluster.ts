@@ -20,6 +20,8 @@ export interface RedisCluster {
   client(): Cluster;
   /** Empties every master (FLUSHALL on a cluster client reaches one node only). */
   flushall(): Promise<void>;
+  /** Messages the nodes sent each other over the cluster bus for PUBLISH, summed. */
+  busPublishes(): Promise<number>;
   /**
    * The replicas, once each has its link to its master up (they attach a moment after
    * the cluster reports ok, and sync after that).
@@ -89,6 +91,19 @@ export async function startRedisCluster(
           }
         }),
       );
+    },
+    async busPublishes() {
+      let sum = 0;
+      for (const node of nodes) {
+        const redis = new Redis({ port: node.port, host: '127.0.0.1' });
+        try {
+          const info = String(await redis.cluster('INFO'));
+          sum += Number(/cluster_stats_messages_publish_sent:(\d+)/.exec(info)?.[1] ?? 0);
+        } finally {
+          redis.disconnect();
+        }
+      }
+      return sum;
     },
     async linkedReplicas() {
       const linked: RedisServer[] = [];
