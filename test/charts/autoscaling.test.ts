@@ -7,7 +7,16 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { FULLNAME, deployment, render, renderError, tools, work, type K8sObject } from './chart.ts';
+import {
+  EXTERNAL_REDIS_SECRET,
+  FULLNAME,
+  deployment,
+  render,
+  renderError,
+  tools,
+  work,
+  type K8sObject,
+} from './chart.ts';
 
 const PROMTOOL = process.env.PROMTOOL_BIN ?? '/usr/bin/promtool';
 const PROM = 'http://prometheus-operated.monitoring.svc:9090';
@@ -287,6 +296,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     );
     expect(plain?.spec.groups.map((g) => g.name)).not.toContain('hookgate.replicas');
     const objects = await render(
+      ...EXTERNAL_REDIS_SECRET,
       'analytics.prometheus.rules.enabled=true',
       'gateway.ackReplicas=1',
       'analytics.prometheus.selector=namespace="hooks"',

@@ -672,12 +672,23 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(e.has('HOOKGATE_QUEUE_ACK_REPLICAS')).toBe(false);
     const acked = envOf(
       container(
-        deployment(await render('gateway.ackReplicas=1', 'gateway.ackTimeoutMs=400'), 'gateway'),
+        deployment(
+          await render(
+            ...EXTERNAL_REDIS_SECRET,
+            'gateway.ackReplicas=1',
+            'gateway.ackTimeoutMs=400',
+          ),
+          'gateway',
+        ),
       ),
     );
     expect(acked.get('HOOKGATE_QUEUE_ACK_REPLICAS')?.value).toBe('1');
     expect(acked.get('HOOKGATE_QUEUE_ACK_TIMEOUT_MS')?.value).toBe('400');
     expect(await renderError('gateway.ackReplicas=17')).toMatch(/\/gateway\/ackReplicas/);
+    // The chart's Redis has no replica: every 202 would be a 503. Refused, saying why.
+    expect(await renderError('gateway.ackReplicas=1')).toMatch(
+      /gateway\.ackReplicas needs a Redis with replicas \(externalRedis\): the chart's Redis has none/,
+    );
   });
 
   it('renders no workers, nor their PodDisruptionBudget, when the gateways run executions inline', async () => {
