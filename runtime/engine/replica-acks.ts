@@ -75,16 +75,27 @@ class WaitGroup {
 
   /** What a WAIT sent after this call says, `pending`'s execution among those it checked. */
   next(pending: Pending): Promise<Confirmation> {
+    // A next WAIT is due already (the one out may have just been answered, its
+    // successor not sent yet): join it rather than send a second one beside it.
+    if (this.#queued) {
+      this.#pending.push(pending);
+      return this.#queued;
+    }
     const sent = this.#sent;
     if (!sent) return this.#send([pending]);
     this.#pending.push(pending);
-    this.#queued ??= sent.then(settled, settled).then(() => {
+    this.#queued = sent.then(settled, settled).then(() => {
       const all = this.#pending;
       this.#pending = [];
       this.#queued = undefined;
       return this.#send(all);
     });
     return this.#queued;
+  }
+
+  /** Nothing on the wire, nothing due: the group can be forgotten. */
+  get idle(): boolean {
+    return !this.#sent && !this.#queued;
   }
 
   #send(keys: Pending[]): Promise<Confirmation> {
@@ -142,6 +153,8 @@ export class ReplicaAcks {
       .next({ slotKey, execution })
       .then((confirmation) => confirmation.get(execution) ?? new Error('not confirmed'))
       .catch((error: unknown) => error);
+    // Groups are few (a master each), but masters come and go with failovers.
+    if (waits.idle && this.#groups.get(group) === waits) this.#groups.delete(group);
     if (typeof acknowledged !== 'number') {
       this.counts.failed++;
       // The cause stays out of the answer (it may name Redis' address): the caller
@@ -180,27 +193,48 @@ export class ReplicaAcks {
     }
     const confirmation: Confirmation = new Map();
     await Promise.all(
-      [...byMaster.values()].map(async (bySlot) => {
-        try {
-          for (const [execution, replicas] of await this.#waitOnMaster(redis, bySlot))
-            confirmation.set(execution, replicas);
-        } catch (error) {
-          for (const executions of bySlot.values())
-            for (const execution of executions) confirmation.set(execution, error as Error);
-        }
-      }),
+      [...byMaster.values()].map((bySlot) => this.#waitOnMaster(redis, bySlot, confirmation)),
     );
     return confirmation;
   }
 
   /**
-   * One MARK per hash slot, its executions as its keys, then WAIT. The keys route the
-   * pipeline to their master; WAIT runs on that connection, after the marks.
+   * The pipeline of one master's slots, its answers into `confirmation`. The client
+   * may still refuse it, before sending anything: ioredis checks a pipeline's slots
+   * against node groups of its own (master and replicas), which it updates apart from
+   * `slots` when a MOVED comes in, until it refreshes its map. Then each slot gets a
+   * pipeline of its own.
    */
   async #waitOnMaster(
     redis: RedisClient,
     bySlot: Map<string, string[]>,
-  ): Promise<Map<string, number>> {
+    confirmation: Confirmation,
+  ): Promise<void> {
+    try {
+      await this.#pipeline(redis, bySlot, confirmation);
+    } catch (error) {
+      if (bySlot.size > 1 && refusedAsCrossNode(error)) {
+        this.#waits--;
+        await Promise.all(
+          [...bySlot].map((slot) => this.#waitOnMaster(redis, new Map([slot]), confirmation)),
+        );
+        return;
+      }
+      for (const executions of bySlot.values())
+        for (const execution of executions) confirmation.set(execution, error as Error);
+    }
+  }
+
+  /**
+   * One MARK per hash slot, its executions as its keys, then WAIT. The keys route the
+   * pipeline to their master; WAIT runs on that connection, after the marks. A mark
+   * that failed (its slot moving, say) fails its own executions only.
+   */
+  async #pipeline(
+    redis: RedisClient,
+    bySlot: Map<string, string[]>,
+    confirmation: Confirmation,
+  ): Promise<void> {
     this.#waits++;
     const pipeline = redis.pipeline();
     for (const [slotKey, executions] of bySlot)
@@ -214,18 +248,21 @@ export class ReplicaAcks {
     const replies = (await pipeline.wait(this.#replicas, this.#timeoutMs).exec()) ?? [];
     const [waitError, count] = replies[bySlot.size] ?? [new Error('no reply to WAIT'), 0];
     if (waitError) throw waitError;
-    const acknowledged = new Map<string, number>();
     let i = 0;
     for (const executions of bySlot.values()) {
       const [markError, positions] = replies[i++] ?? [new Error('no reply to the marker'), []];
-      if (markError) throw markError;
-      for (const execution of executions) acknowledged.set(execution, Number(count));
+      for (const execution of executions) confirmation.set(execution, markError ?? Number(count));
       // Not in the history the marker is in: gone with a master (the replica
       // promoted had not copied it). No replica can have it.
-      for (const p of positions as number[]) acknowledged.set(executions[p - 1] as string, 0);
+      if (!markError)
+        for (const p of positions as number[]) confirmation.set(executions[p - 1] as string, 0);
     }
-    return acknowledged;
   }
+}
+
+/** Whether a cluster client refused a pipeline for keys of several node groups. */
+function refusedAsCrossNode(error: unknown): boolean {
+  return error instanceof Error && error.message.includes('same slots allocation group');
 }
 
 /**

@@ -172,7 +172,7 @@ describe.skipIf(!redisAvailable())(
     it('answers every request within about its timeout when the replicas do not answer, not a timeout per shard', async () => {
       const timeoutMs = 300;
       const acks = new ReplicaAcks({ replicas: 1, timeoutMs });
-      const { engine, layout } = gateway(acks);
+      const { engine } = gateway(acks);
       await engine.start(request(0));
       for (const r of replicas) r.pause();
       try {
@@ -195,7 +195,6 @@ describe.skipIf(!redisAvailable())(
         // ms here). A group per shard queued four shards' WAITs on each master's
         // connection, each with the next one behind it (2,760 ms).
         expect(slowest).toBeLessThan(5 * timeoutMs);
-        expect(layout.shards.length / 3).toBe(4);
       } finally {
         for (const r of replicas) r.resume();
         engine.close();

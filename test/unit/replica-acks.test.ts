@@ -8,43 +8,66 @@ import type { RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
 import { ReplicaAcks } from '../../runtime/engine/replica-acks.ts';
 
+/** What a cluster client of pausedClient knows. */
+interface ClusterView {
+  /** Its slot map: slot to master. */
+  master: (slot: number) => string;
+  /**
+   * The node group ioredis checks a pipeline's slots against (default: the master);
+   * a pipeline over two is refused before anything is sent, as ioredis does.
+   */
+  group?: (slot: number) => string;
+}
+
 /**
  * A client whose pipelines (marker scripts, then WAIT) wait until `answer` is called;
- * `gone` are executions the scripts do not find. `checked` lists each script's keys,
- * `markers` its marker; `cluster` (slot to master) makes it a cluster client.
+ * `gone` are executions the scripts do not find, `failedMarks` markers whose script
+ * fails. `checked` lists each script's keys, `markers` its marker; `cluster` makes it a
+ * cluster client.
  */
-function pausedClient(gone: string[] = [], cluster?: (slot: number) => string) {
+function pausedClient(gone: string[] = [], cluster?: ClusterView, failedMarks: string[] = []) {
   const pending: ((reply: number | Error) => void)[] = [];
   const checked: string[][] = [];
   const markers: string[] = [];
   const client = {
     isCluster: cluster !== undefined,
-    slots: cluster ? Array.from({ length: 16384 }, (_, slot) => [cluster(slot)]) : undefined,
+    slots: cluster ? Array.from({ length: 16384 }, (_, slot) => [cluster.master(slot)]) : undefined,
     pipeline() {
-      const scripts: string[][] = [];
+      const scripts: { marker: string; keys: string[] }[] = [];
       const chain = {
         eval: (_script: string, n: number, marker: string, ...args: unknown[]) => {
-          const keys = args.slice(0, n - 1).map(String);
-          scripts.push(keys);
-          checked.push(keys);
-          markers.push(marker);
+          scripts.push({ marker, keys: args.slice(0, n - 1).map(String) });
           return chain;
         },
         wait: () => chain,
-        exec: () =>
-          new Promise<[Error | null, unknown][]>((resolve, reject) =>
+        exec: () => {
+          const group = cluster?.group ?? cluster?.master;
+          const groups = new Set(scripts.map((m) => group?.(calculateSlot(m.marker))));
+          if (groups.size > 1)
+            return Promise.reject(
+              new Error(
+                'All keys in the pipeline should belong to the same slots allocation group',
+              ),
+            );
+          for (const { marker, keys } of scripts) {
+            checked.push(keys);
+            markers.push(marker);
+          }
+          return new Promise<[Error | null, unknown][]>((resolve, reject) =>
             pending.push((reply) =>
               reply instanceof Error
                 ? reject(reply)
                 : resolve([
-                    ...scripts.map((keys): [null, number[]] => [
-                      null,
-                      keys.flatMap((k, i) => (gone.includes(k) ? [i + 1] : [])),
-                    ]),
+                    ...scripts.map(({ marker, keys }): [Error | null, number[]] =>
+                      failedMarks.includes(marker)
+                        ? [new Error('MOVED 1234 10.0.0.2:6379'), []]
+                        : [null, keys.flatMap((k, i) => (gone.includes(k) ? [i + 1] : []))],
+                    ),
                     [null, reply],
                   ]),
             ),
-          ),
+          );
+        },
       };
       return chain;
     },
@@ -144,7 +167,7 @@ describe('replica acknowledgements', () => {
     const [a, b, c] = shards.map((k) => calculateSlot(k));
     const master = (slot: number) => (slot === c ? 'master-2' : 'master-1');
     expect(new Set([a, b, c]).size).toBe(3);
-    const redis = pausedClient([], master);
+    const redis = pausedClient([], { master });
     const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
     const confirmed = [
       acks.confirm(redis.client, shards[0] as string, 'e0'),
@@ -180,7 +203,7 @@ describe('replica acknowledgements', () => {
   it('splits a group whose slots the client has since learnt two masters serve; a failed WAIT fails only its own', async () => {
     const shards = ['hookgate:{q0}:stream', 'hookgate:{q1}:stream'];
     const [a, b] = shards.map((k) => calculateSlot(k)) as [number, number];
-    const redis = pausedClient([], () => 'master-1');
+    const redis = pausedClient([], { master: () => 'master-1' });
     const slots = (redis.client as unknown as { slots: string[][] }).slots;
     const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
     const first = acks.confirm(redis.client, shards[0] as string, 'e0');
@@ -205,5 +228,74 @@ describe('replica acknowledgements', () => {
     await expect(onA).resolves.toBeUndefined();
     expect(await onB).toBeInstanceOf(HttpProblem);
     expect(acks.counts).toEqual({ confirmed: 2, unconfirmed: 0, failed: 1 });
+  });
+
+  it('sends a pipeline per slot when the client refuses one over its node groups (just after a MOVED)', async () => {
+    const shards = ['hookgate:{q0}:stream', 'hookgate:{q1}:stream'];
+    const b = calculateSlot(shards[1] as string);
+    // The slot map says one master; ioredis' node groups (updated apart from the map
+    // on a MOVED) say two.
+    const redis = pausedClient([], {
+      master: () => 'master-1',
+      group: (slot) => (slot === b ? 'new' : 'old'),
+    });
+    const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
+    const first = acks.confirm(redis.client, shards[0] as string, 'e0');
+    await tick();
+    const both = [
+      acks.confirm(redis.client, shards[0] as string, 'e1'),
+      acks.confirm(redis.client, shards[1] as string, 'e2'),
+    ];
+    redis.answer(1);
+    await first;
+    await tick();
+    expect(redis.waiting).toBe(2);
+    redis.answer(1);
+    redis.answer(1);
+    await Promise.all(both);
+    expect(acks.waits).toBe(3); // the refused pipeline sent nothing
+    expect(acks.counts).toEqual({ confirmed: 3, unconfirmed: 0, failed: 0 });
+  });
+
+  it('fails only the executions of a marker that failed, not the rest of its WAIT', async () => {
+    const shards = ['hookgate:{q0}:stream', 'hookgate:{q1}:stream'];
+    const redis = pausedClient([], { master: () => 'master-1' }, [`${shards[1]}:replica-acks`]);
+    const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
+    const first = acks.confirm(redis.client, shards[0] as string, 'e0');
+    await tick();
+    const kept = acks.confirm(redis.client, shards[0] as string, 'e1');
+    const moving = acks.confirm(redis.client, shards[1] as string, 'e2').catch((e: unknown) => e);
+    redis.answer(1);
+    await first;
+    await tick();
+    expect(redis.waiting).toBe(1);
+    redis.answer(1);
+    await expect(kept).resolves.toBeUndefined();
+    expect(await moving).toBeInstanceOf(HttpProblem);
+    expect(acks.counts).toEqual({ confirmed: 2, unconfirmed: 0, failed: 1 });
+  });
+
+  it('joins the WAIT that is due, not a second one beside it, while the one out is being answered', async () => {
+    const redis = pausedClient();
+    const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
+    const first = acks.confirm(redis.client, 'stream', 'e0');
+    await tick();
+    const later = [acks.confirm(redis.client, 'stream', 'e1')];
+    redis.answer(1);
+    // The WAIT out settles, and its successor is sent some microtasks later: a caller
+    // on every microtask meanwhile. None may put a second WAIT on the wire.
+    for (let n = 2; n < 40; n++) {
+      await Promise.resolve();
+      later.push(acks.confirm(redis.client, 'stream', `e${n}`));
+    }
+    await first;
+    await tick();
+    expect(redis.waiting).toBe(1);
+    while (redis.waiting > 0) {
+      redis.answer(1);
+      await tick();
+    }
+    await Promise.all(later);
+    expect(acks.counts.confirmed).toBe(40);
   });
 });
