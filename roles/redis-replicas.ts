@@ -21,8 +21,12 @@ export interface ReplicaCheckOptions {
   graceMs?: number;
   /** How often masters are asked meanwhile (ms); default 3 s. */
   everyMs?: number;
-  /** Attempts that may fail (Redis unreachable) before the check gives up; default 20. */
-  failures?: number;
+  /**
+   * Longest pause between attempts while Redis does not answer (ms; the pause doubles
+   * from `everyMs`); default 60 s. The check goes on until Redis answers once: a
+   * gateway often starts before its Redis.
+   */
+  maxBackoffMs?: number;
 }
 
 /** A master and the replicas it has connected. */
@@ -46,8 +50,8 @@ async function shortMasters(redis: RedisClient, wanted: number): Promise<Short[]
 
 /**
  * Asks every master `redis` uses, in the background, whether it has `wanted` replicas
- * connected; logs an error for each one still short after the grace period. Returns a
- * function that stops the check (shutdown).
+ * connected; logs an error for each one still short after the grace period (once
+ * Redis answers, however late). Returns a function that stops the check (shutdown).
  */
 export function warnOfTooFewReplicas(
   redis: RedisClient,
@@ -57,7 +61,8 @@ export function warnOfTooFewReplicas(
 ): () => void {
   const graceMs = options.graceMs ?? 30_000;
   const everyMs = options.everyMs ?? 3_000;
-  let failuresLeft = options.failures ?? 20;
+  const maxBackoffMs = options.maxBackoffMs ?? 60_000;
+  let pause = everyMs;
   const began = Date.now();
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -66,11 +71,12 @@ export function warnOfTooFewReplicas(
     try {
       short = await shortMasters(redis, wanted);
     } catch {
-      // Unreachable yet: the roles report that on their own.
-      if (--failuresLeft > 0) schedule();
-      return;
+      // Unreachable yet (the roles report that on their own): asked again, less often.
+      pause = Math.min(pause * 2, maxBackoffMs);
+      return schedule();
     }
-    if (short.length === 0) return;
+    pause = everyMs;
+    if (stopped || short.length === 0) return;
     if (Date.now() - began < graceMs) return schedule();
     for (const { redis: address, connected } of short)
       logger.error(
@@ -83,7 +89,7 @@ export function warnOfTooFewReplicas(
   };
   const schedule = (): void => {
     if (stopped) return;
-    timer = setTimeout(() => void check(), everyMs);
+    timer = setTimeout(() => void check(), pause);
     timer.unref();
   };
   void check();

@@ -63,24 +63,44 @@ describe('the replica check of HOOKGATE_QUEUE_ACK_REPLICAS', () => {
     expect(log.error).not.toHaveBeenCalled();
   });
 
-  it('gives up quietly while Redis does not answer, and stops when told', async () => {
+  it('keeps asking, less often, while Redis does not answer, and says it once Redis does', async () => {
     const log = logger();
-    const down = master(6379, () => new Error('connect ECONNREFUSED'));
-    warnOfTooFewReplicas(down as unknown as RedisClient, 1, log as unknown as Logger, {
+    let answer: number | Error = new Error('connect ECONNREFUSED');
+    const late = master(6379, () => answer);
+    warnOfTooFewReplicas(late as unknown as RedisClient, 1, log as unknown as Logger, {
       ...fast,
-      failures: 3,
+      maxBackoffMs: 40,
     });
-    await sleep(100);
-    expect(down.info).toHaveBeenCalledTimes(3);
-    const short = master(6380, () => 0);
-    const stop = warnOfTooFewReplicas(
-      short as unknown as RedisClient,
-      1,
-      log as unknown as Logger,
-      fast,
-    );
+    await sleep(300);
+    const tries = late.info.mock.calls.length;
+    // Backing off to every 40 ms (about 8 tries), rather than every 10 ms (30).
+    expect(tries).toBeGreaterThan(2);
+    expect(tries).toBeLessThan(15);
+    expect(log.error).not.toHaveBeenCalled();
+    answer = 0; // Redis up, past the grace period, without its replica
+    await eventually(() => expect(log.error).toHaveBeenCalledTimes(1), 1_000);
+  });
+
+  it('says nothing once stopped, even for a check that was under way', async () => {
+    const log = logger();
+    let release: () => void = () => {};
+    const slow = {
+      options: { host: 'redis.example', port: 6380 },
+      info: vi.fn(
+        () =>
+          new Promise<string>((resolve) => {
+            release = () => resolve('# Replication\r\nconnected_slaves:0\r\n');
+          }),
+      ),
+    };
+    const stop = warnOfTooFewReplicas(slow as unknown as RedisClient, 1, log as unknown as Logger, {
+      ...fast,
+      graceMs: 0,
+    });
+    await eventually(() => expect(slow.info).toHaveBeenCalled());
     stop();
-    await sleep(fast.graceMs + 50);
+    release();
+    await sleep(50);
     expect(log.error).not.toHaveBeenCalled();
   });
 
