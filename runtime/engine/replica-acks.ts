@@ -181,7 +181,7 @@ export class ReplicaAcks {
    * of a moved slot since the group was formed, and a cluster client refuses a
    * pipeline whose keys two masters serve.
    */
-  async #wait(redis: RedisClient, pending: Pending[]): Promise<Confirmation> {
+  async #wait(redis: RedisClient, pending: Pending[], attempt = 0): Promise<Confirmation> {
     const byMaster = new Map<string, Map<string, string[]>>();
     for (const { slotKey, execution } of pending) {
       const master = groupOf(redis, slotKey);
@@ -195,6 +195,17 @@ export class ReplicaAcks {
     await Promise.all(
       [...byMaster.values()].map((bySlot) => this.#waitOnMaster(redis, bySlot, confirmation)),
     );
+    // A mark redirected (its slot moved or moving): a cluster client follows MOVED and
+    // ASK on its own for a single command, but not in a pipeline with a write (WAIT)
+    // that succeeded. So those are asked again, once the client has its slot map
+    // refreshed, a few times over a few hundred ms: a slot's migration takes about that.
+    const redirected = pending.filter((p) => isRedirection(confirmation.get(p.execution)));
+    if (redirected.length > 0 && attempt < REDIRECTED_RETRIES) {
+      if (isCluster(redis)) redis.refreshSlotsCache();
+      await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
+      for (const [execution, answer] of await this.#wait(redis, redirected, attempt + 1))
+        confirmation.set(execution, answer);
+    }
     return confirmation;
   }
 
@@ -258,6 +269,14 @@ export class ReplicaAcks {
         for (const p of positions as number[]) confirmation.set(executions[p - 1] as string, 0);
     }
   }
+}
+
+/** Marks asked again after a redirection: 25, 50, 100, 200, 400 ms apart. */
+const REDIRECTED_RETRIES = 5;
+
+/** Whether an answer is a cluster redirection (the slot moved, is moving, or is down). */
+function isRedirection(answer: number | Error | undefined): boolean {
+  return answer instanceof Error && /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN) /.test(answer.message);
 }
 
 /** Whether a cluster client refused a pipeline for keys of several node groups. */

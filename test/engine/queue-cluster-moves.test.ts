@@ -209,6 +209,44 @@ describe.skipIf(!redisAvailable())('the execution queue while shard slots move',
   }, 120_000);
 });
 
+// With replicas and replica acknowledgements: a slot move sends MOVED replies, which
+// ioredis takes into its node groups apart from its slot map until it refreshes it, and
+// a pipeline over two slots of one master (the WAIT of several shards) can be refused
+// meanwhile. No request may be answered 503 for it.
+describe.skipIf(!redisAvailable())(
+  'the execution queue while shard slots move, 202s acknowledged by replicas',
+  () => {
+    let cluster: RedisCluster;
+    let admin: Cluster;
+    beforeAll(async () => {
+      cluster = await startRedisCluster({ replicasPerMaster: 1 });
+      await cluster.linkedReplicas();
+      admin = cluster.client();
+    }, 60_000);
+    afterAll(async () => {
+      admin?.disconnect();
+      await cluster?.stop();
+    });
+
+    it('every execution is acknowledged and finishes exactly once while two shards move', async () => {
+      const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 2_000 });
+      await underTraffic(
+        cluster,
+        async (layout) => {
+          for (const shard of layout.shards.slice(0, 2)) {
+            const before = await ownerOf(admin, shard.stream);
+            await cluster.moveSlot(Number(await admin.cluster('KEYSLOT', shard.stream)));
+            expect(await ownerOf(admin, shard.stream)).not.toBe(before);
+          }
+        },
+        { refusals: 'none', replicaAcks: acks },
+      );
+      console.info(`replica acknowledgements: ${JSON.stringify(acks.counts)}`);
+      expect(acks.counts.failed + acks.counts.unconfirmed).toBe(0);
+    }, 120_000);
+  },
+);
+
 describe.skipIf(!redisAvailable())('the execution queue while a master fails over', () => {
   let cluster: RedisCluster;
   let admin: Cluster;

@@ -4,6 +4,7 @@
 // test/engine/replica-acks.test.ts.)
 import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.ts';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
 import { ReplicaAcks } from '../../runtime/engine/replica-acks.ts';
@@ -21,11 +22,15 @@ interface ClusterView {
 
 /**
  * A client whose pipelines (marker scripts, then WAIT) wait until `answer` is called;
- * `gone` are executions the scripts do not find, `failedMarks` markers whose script
- * fails. `checked` lists each script's keys, `markers` its marker; `cluster` makes it a
+ * `gone` are executions the scripts do not find, `failMark` says the error of a marker
+ * script that fails. `checked` lists each script's keys, `markers` its marker; `cluster` makes it a
  * cluster client.
  */
-function pausedClient(gone: string[] = [], cluster?: ClusterView, failedMarks: string[] = []) {
+function pausedClient(
+  gone: string[] = [],
+  cluster?: ClusterView,
+  failMark: (marker: string) => Error | undefined = () => undefined,
+) {
   const pending: ((reply: number | Error) => void)[] = [];
   const checked: string[][] = [];
   const markers: string[] = [];
@@ -58,11 +63,10 @@ function pausedClient(gone: string[] = [], cluster?: ClusterView, failedMarks: s
               reply instanceof Error
                 ? reject(reply)
                 : resolve([
-                    ...scripts.map(({ marker, keys }): [Error | null, number[]] =>
-                      failedMarks.includes(marker)
-                        ? [new Error('MOVED 1234 10.0.0.2:6379'), []]
-                        : [null, keys.flatMap((k, i) => (gone.includes(k) ? [i + 1] : []))],
-                    ),
+                    ...scripts.map(({ marker, keys }): [Error | null, number[]] => [
+                      failMark(marker) ?? null,
+                      keys.flatMap((k, i) => (gone.includes(k) ? [i + 1] : [])),
+                    ]),
                     [null, reply],
                   ]),
             ),
@@ -259,7 +263,9 @@ describe('replica acknowledgements', () => {
 
   it('fails only the executions of a marker that failed, not the rest of its WAIT', async () => {
     const shards = ['hookgate:{q0}:stream', 'hookgate:{q1}:stream'];
-    const redis = pausedClient([], { master: () => 'master-1' }, [`${shards[1]}:replica-acks`]);
+    const redis = pausedClient([], { master: () => 'master-1' }, (marker) =>
+      marker === `${shards[1]}:replica-acks` ? new Error('ERR script failed') : undefined,
+    );
     const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
     const first = acks.confirm(redis.client, shards[0] as string, 'e0');
     await tick();
@@ -297,5 +303,25 @@ describe('replica acknowledgements', () => {
     }
     await Promise.all(later);
     expect(acks.counts.confirmed).toBe(40);
+  });
+
+  it('asks a redirected mark again (MOVED, ASK) once the client has refreshed its slot map', async () => {
+    let redirects = 2;
+    const redis = pausedClient([], { master: () => 'master-1' }, () =>
+      redirects-- > 0 ? new Error('ASK 1234 10.0.0.2:6379') : undefined,
+    );
+    let refreshed = 0;
+    (redis.client as unknown as { refreshSlotsCache: () => void }).refreshSlotsCache = () =>
+      void refreshed++;
+    const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 100 });
+    const confirmed = acks.confirm(redis.client, 'hookgate:{q0}:stream', 'e0');
+    for (let answered = 0; answered < 3; answered++) {
+      await eventually(() => expect(redis.waiting).toBe(1));
+      redis.answer(1);
+    }
+    await expect(confirmed).resolves.toBeUndefined();
+    expect(refreshed).toBe(2);
+    expect(acks.waits).toBe(3);
+    expect(acks.counts).toEqual({ confirmed: 1, unconfirmed: 0, failed: 0 });
   });
 });
