@@ -181,66 +181,61 @@ async function underTraffic(
   }
 }
 
-describe.skipIf(!redisAvailable())('the execution queue while shard slots move', () => {
-  let cluster: RedisCluster;
-  let admin: Cluster;
+/**
+ * A cluster of 3 masters for the describe this is called in: started (replicas linked)
+ * before its tests, stopped after; `admin` is a client of the test's own.
+ */
+function clusterOfSuite(options: { replicasPerMaster?: number } = {}) {
+  const suite = {} as { cluster: RedisCluster; admin: Cluster };
   beforeAll(async () => {
-    cluster = await startRedisCluster();
-    admin = cluster.client();
+    suite.cluster = await startRedisCluster(options);
+    await suite.cluster.linkedReplicas();
+    suite.admin = suite.cluster.client();
   }, 60_000);
   afterAll(async () => {
-    admin?.disconnect();
-    await cluster?.stop();
+    suite.admin?.disconnect();
+    await suite.cluster?.stop();
   });
+  return suite;
+}
+
+/** Moves the slots of the first two shards to other masters, one after the other. */
+const moveTwoShards =
+  (cluster: RedisCluster, admin: Cluster) =>
+  async (layout: ExecutionLayout): Promise<void> => {
+    for (const shard of layout.shards.slice(0, 2)) {
+      const before = await ownerOf(admin, shard.stream);
+      await cluster.moveSlot(Number(await admin.cluster('KEYSLOT', shard.stream)));
+      expect(await ownerOf(admin, shard.stream)).not.toBe(before);
+    }
+  };
+
+describe.skipIf(!redisAvailable())('the execution queue while shard slots move', () => {
+  const suite = clusterOfSuite();
 
   it('every accepted execution finishes exactly once while two shards move', async () => {
-    await underTraffic(
-      cluster,
-      async (layout) => {
-        // Two shards' slots move, one after the other.
-        for (const shard of layout.shards.slice(0, 2)) {
-          const before = await ownerOf(admin, shard.stream);
-          await cluster.moveSlot(Number(await admin.cluster('KEYSLOT', shard.stream)));
-          expect(await ownerOf(admin, shard.stream)).not.toBe(before);
-        }
-      },
-      { refusals: 'none' },
-    );
+    const { cluster, admin } = suite;
+    await underTraffic(cluster, moveTwoShards(cluster, admin), { refusals: 'none' });
   }, 120_000);
 });
 
-// With replicas and replica acknowledgements: a slot move sends MOVED replies, which
-// ioredis takes into its node groups apart from its slot map until it refreshes it, and
-// a pipeline over two slots of one master (the WAIT of several shards) can be refused
-// meanwhile. No request may be answered 503 for it.
+// With replicas and replica acknowledgements: while a slot moves, the marker script in
+// the WAIT's pipeline gets ASK or MOVED, which ioredis does not follow in a pipeline
+// holding a write that succeeded (the WAIT); and after a MOVED it may refuse a pipeline
+// over two slots of one master until it refreshed its slot map. No request may be
+// answered 503 for either (replica-acks.ts asks again).
 describe.skipIf(!redisAvailable())(
   'the execution queue while shard slots move, 202s acknowledged by replicas',
   () => {
-    let cluster: RedisCluster;
-    let admin: Cluster;
-    beforeAll(async () => {
-      cluster = await startRedisCluster({ replicasPerMaster: 1 });
-      await cluster.linkedReplicas();
-      admin = cluster.client();
-    }, 60_000);
-    afterAll(async () => {
-      admin?.disconnect();
-      await cluster?.stop();
-    });
+    const suite = clusterOfSuite({ replicasPerMaster: 1 });
 
     it('every execution is acknowledged and finishes exactly once while two shards move', async () => {
+      const { cluster, admin } = suite;
       const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 2_000 });
-      await underTraffic(
-        cluster,
-        async (layout) => {
-          for (const shard of layout.shards.slice(0, 2)) {
-            const before = await ownerOf(admin, shard.stream);
-            await cluster.moveSlot(Number(await admin.cluster('KEYSLOT', shard.stream)));
-            expect(await ownerOf(admin, shard.stream)).not.toBe(before);
-          }
-        },
-        { refusals: 'none', replicaAcks: acks },
-      );
+      await underTraffic(cluster, moveTwoShards(cluster, admin), {
+        refusals: 'none',
+        replicaAcks: acks,
+      });
       console.info(`replica acknowledgements: ${JSON.stringify(acks.counts)}`);
       expect(acks.counts.failed + acks.counts.unconfirmed).toBe(0);
     }, 120_000);
@@ -248,18 +243,10 @@ describe.skipIf(!redisAvailable())(
 );
 
 describe.skipIf(!redisAvailable())('the execution queue while a master fails over', () => {
-  let cluster: RedisCluster;
-  let admin: Cluster;
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ replicasPerMaster: 1 });
-    admin = cluster.client();
-  }, 60_000);
-  afterAll(async () => {
-    admin?.disconnect();
-    await cluster?.stop();
-  });
+  const suite = clusterOfSuite({ replicasPerMaster: 1 });
 
   it('every accepted execution finishes exactly once while a replica takes over a master', async () => {
+    const { cluster, admin } = suite;
     const { refused } = await underTraffic(
       cluster,
       async (layout) => {
@@ -288,16 +275,7 @@ describe.skipIf(!redisAvailable())('the execution queue while a master fails ove
 });
 
 describe.skipIf(!redisAvailable())('the execution queue while a master dies', () => {
-  let cluster: RedisCluster;
-  let admin: Cluster;
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ replicasPerMaster: 1 });
-    admin = cluster.client();
-  }, 60_000);
-  afterAll(async () => {
-    admin?.disconnect();
-    await cluster?.stop();
-  });
+  const suite = clusterOfSuite({ replicasPerMaster: 1 });
 
   // No coordination: the master is killed (SIGKILL) while its replica lags behind
   // (frozen for a moment, as a replica on a slow link or a busy host, with a large
@@ -307,6 +285,7 @@ describe.skipIf(!redisAvailable())('the execution queue while a master dies', ()
   // were answered 202 (tried: the test fails). With HOOKGATE_QUEUE_ACK_REPLICAS=1
   // nothing was promised before the replica had it.
   it('every execution accepted with a replica acknowledgement finishes exactly once', async () => {
+    const { cluster, admin } = suite;
     const acks = new ReplicaAcks({ replicas: 1, timeoutMs: 300 });
     const { refused } = await underTraffic(
       cluster,
