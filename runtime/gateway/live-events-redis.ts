@@ -119,7 +119,12 @@ export class RedisLiveEventBus implements LiveEventBus {
     this.#local.set(routeKey, deliver);
     this.#events
       .ssubscribe(liveEventsChannel(routeKey))
-      .then(() => this.#control({ op: 'want', from: this.#gateway, keys: [routeKey] }))
+      .then(async () => {
+        // Not after the watcher left (or the bus closed) meanwhile: the others would
+        // publish for nobody until the announcement expired.
+        if (this.#local.get(routeKey) !== deliver) return;
+        await this.#control({ op: 'want', from: this.#gateway, keys: [routeKey] });
+      })
       .catch((err: unknown) => this.#onError(err, 'live event subscribe'));
     return () => {
       if (this.#local.get(routeKey) !== deliver) return;
