@@ -2,7 +2,8 @@
 // run, with autocannon. Servers are pinned to core 0 and the load generator to core 1
 // when `taskset` exists. Rounds interleave the targets so drift hits them alike; the
 // report gives the median of the rounds and, for each target, the median of its
-// per-round ratios to the baselines (Fastify, node:http, the Node-RED peer). Every load
+// per-round ratios to the baselines (Fastify, node:http, the Node-RED peer), for CPU
+// with the range of the rounds' ratios beside it. Every load
 // runs with the other targets' servers and helpers stopped (SIGSTOP: `isolated`), and
 // after each the run waits for that server and its helpers to go idle.
 //
@@ -384,19 +385,31 @@ try {
   // Ratios are taken round by round (the target against the baseline measured in the
   // same round, a few seconds apart), then their median: a slow spell of the shared
   // machine then moves both sides of a ratio instead of one median.
-  const paired = (name: string, base: string, of: (round: number, n: string) => number) => {
+  const ratiosOf = (name: string, base: string, of: (round: number, n: string) => number) => {
     const ratios: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const b = of(r, base);
       const v = of(r, name);
       if (Number.isFinite(b) && b > 0 && Number.isFinite(v)) ratios.push(v / b);
     }
-    return median(ratios);
+    return ratios;
   };
+  const paired = (name: string, base: string, of: (round: number, n: string) => number) =>
+    median(ratiosOf(name, base, of));
   const rpsOf = (r: number, n: string) => samples.get(n)?.[r]?.rps ?? Number.NaN;
   const cpuOf = (r: number, n: string) => cpu.get(n)?.[r]?.server ?? Number.NaN;
   const percent = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : 'n/a');
   const times = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : 'n/a');
+  // The CPU ratio's median with the range of the rounds' ratios: a wide range says the
+  // machine moved under one side (on 2026-11-27 Fastify measured 32-76 µs between
+  // rounds and a 1.36x median hid a 3.06x round where it measured as usual).
+  const timesWithRange = (name: string, base: string) => {
+    const ratios = ratiosOf(name, base, cpuOf);
+    if (ratios.length < 2) return times(median(ratios));
+    const low = Math.min(...ratios).toFixed(2);
+    const high = Math.max(...ratios).toFixed(2);
+    return `${times(median(ratios))} (${low}-${high})`;
+  };
   const FASTIFY = 'Fastify (baseline)';
   const NODE = 'node:http (baseline)';
   const PEER = 'Node-RED (peer, minimal flow)';
@@ -404,7 +417,7 @@ try {
     `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}; ratios are medians of each round's ratio\n`,
   );
   console.log(
-    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify | CPU vs Node-RED | variant vs its target: req/s, CPU | helpers, µs/request |`,
+    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify (rounds' range) | CPU vs Node-RED (range) | variant vs its target: req/s, CPU | helpers, µs/request |`,
   );
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const [name, m] of med) {
@@ -415,7 +428,7 @@ try {
         ? ''
         : `${percent(paired(name, parent, rpsOf))}, ${times(paired(name, parent, cpuOf))}`;
     console.log(
-      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${times(paired(name, FASTIFY, cpuOf))} | ${times(paired(name, PEER, cpuOf))} | ${variant} | ${m.helpers} |`,
+      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${timesWithRange(name, FASTIFY)} | ${timesWithRange(name, PEER)} | ${variant} | ${m.helpers} |`,
     );
   }
 } finally {
