@@ -4,6 +4,9 @@
 // (the EADDRINUSE a container once met, test/image/system.test.ts); below the range
 // only another listener asking for that very port can take it. Each port is checked by
 // binding it, all held at once so they are distinct, then released just before use.
+// And none is handed out twice by one test process: two picks made before either
+// process binds its port could otherwise draw the same one (a gateway container's admin
+// port once was its worker's metrics port: EADDRINUSE, test/image/system.test.ts).
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 
@@ -38,6 +41,9 @@ const release = (servers: Server[]) =>
 
 const randomPort = () => LOWEST + Math.floor(Math.random() * (HIGHEST - LOWEST + 1));
 
+/** Ports this process has handed out (never twice). */
+const handedOut = new Set<number>();
+
 /** One free loopback port. */
 export async function freePort(): Promise<number> {
   return (await freePorts(1))[0] as number;
@@ -49,10 +55,14 @@ export async function freePorts(count: number): Promise<number[]> {
   try {
     for (let attempt = 0; servers.length < count; attempt++) {
       if (attempt >= count + 200) throw new Error(`no ${count} free ports below ${HIGHEST + 1}`);
-      const server = await hold(randomPort());
+      const port = randomPort();
+      if (handedOut.has(port)) continue;
+      const server = await hold(port);
       if (server) servers.push(server);
     }
-    return servers.map((s) => (s.address() as { port: number }).port);
+    const ports = servers.map((s) => (s.address() as { port: number }).port);
+    for (const port of ports) handedOut.add(port);
+    return ports;
   } finally {
     await release(servers);
   }
@@ -67,12 +77,15 @@ export async function freePortRun(count: number): Promise<number> {
     const base = LOWEST + Math.floor(Math.random() * (HIGHEST - LOWEST + 2 - count));
     const servers: Server[] = [];
     for (let i = 0; i < count; i++) {
-      const server = await hold(base + i);
+      const server = handedOut.has(base + i) ? undefined : await hold(base + i);
       if (!server) break;
       servers.push(server);
     }
     await release(servers);
-    if (servers.length === count) return base;
+    if (servers.length === count) {
+      for (let i = 0; i < count; i++) handedOut.add(base + i);
+      return base;
+    }
   }
   throw new Error(`no ${count} consecutive free ports found`);
 }
