@@ -6,9 +6,8 @@
 // moment after their master starts). Not a refusal: replicas come and go, and the
 // `unconfirmed` count of hookgate_queue_replica_acks_total, with its alert, says so
 // while it runs.
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { isCluster, type RedisClient } from '../api/records/redis-client.ts';
+import { masterServers, serverAddress, type RedisClient } from '../api/records/redis-client.ts';
 
 /** `connected_slaves` of an `INFO replication` reply, or undefined. */
 export function connectedReplicasOf(info: string): number | undefined {
@@ -36,14 +35,13 @@ interface Short {
 }
 
 async function shortMasters(redis: RedisClient, wanted: number): Promise<Short[]> {
-  const masters: Redis[] = isCluster(redis) ? redis.nodes('master') : [redis];
+  const masters = masterServers(redis);
   if (masters.length === 0) throw new Error('no master known yet');
   const short: Short[] = [];
   for (const master of masters) {
     const connected = connectedReplicasOf(String(await master.info('replication')));
     if (connected === undefined) throw new Error('INFO replication without connected_slaves');
-    if (connected < wanted)
-      short.push({ redis: `${master.options.host}:${master.options.port}`, connected });
+    if (connected < wanted) short.push({ redis: serverAddress(master), connected });
   }
   return short;
 }

@@ -3,9 +3,8 @@
 // would fail, and callers waiting for one would time out. Said once at start-up, as an
 // error naming the version (not a refusal: the roles start while Redis is unreachable,
 // and nothing else needs 7.0). On a cluster each master is asked.
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { isCluster, type RedisClient } from '../api/records/redis-client.ts';
+import { masterServers, serverAddress, type RedisClient } from '../api/records/redis-client.ts';
 import { checkInBackground } from './background-check.ts';
 
 export const MIN_REDIS_MAJOR = 7;
@@ -20,22 +19,17 @@ export function tooOld(version: string): boolean {
   return Number(version.split('.')[0]) < MIN_REDIS_MAJOR;
 }
 
-/** The servers to ask: the client's own, or every master of a cluster. */
-function servers(redis: RedisClient): Redis[] {
-  return isCluster(redis) ? redis.nodes('master') : [redis];
-}
-
 /** Logs (once, in the background) every Redis server older than 7.0 that `redis` uses. */
 export function warnOfOldRedis(redis: RedisClient, logger: Logger): void {
   // Unreachable yet, or INFO renamed: tried again, then nothing can be said.
   checkInBackground(async () => {
-    const nodes = servers(redis);
+    const nodes = masterServers(redis);
     if (nodes.length === 0) throw new Error('no master known yet');
     for (const node of nodes) {
       const version = redisVersionOf(String(await node.info('server')));
       if (version === undefined || !tooOld(version)) continue;
       logger.error(
-        { redisVersion: version, redis: `${node.options.host}:${node.options.port}` },
+        { redisVersion: version, redis: serverAddress(node) },
         `Redis ${version} is older than ${MIN_REDIS_MAJOR}.0: the events of executions ` +
           'callers wait for (shard channels) cannot be published there, so those callers ' +
           'time out; upgrade Redis (docs/redis-layout.md)',

@@ -30,3 +30,13 @@ export function shardedSubscriberClient(client: RedisClient): RedisClient {
 export function isCluster(client: RedisClient): client is Cluster {
   return client.isCluster;
 }
+
+/** The servers to ask for a server's own facts (INFO): the client's one, or every master. */
+export function masterServers(client: RedisClient): Redis[] {
+  return isCluster(client) ? client.nodes('master') : [client];
+}
+
+/** `host:port` of a server, for logs (not for public answers: it names the network). */
+export function serverAddress(server: Redis): string {
+  return `${server.options.host}:${server.options.port}`;
+}

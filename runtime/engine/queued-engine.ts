@@ -10,7 +10,7 @@
 // more than N - 1; the depth, oldest age and drain rate are read over every shard.
 import { randomUUID } from 'node:crypto';
 import type { ReplicaAcks } from './replica-acks.ts';
-import { isCluster, type RedisClient } from '../../api/records/redis-client.ts';
+import { masterServers, type RedisClient } from '../../api/records/redis-client.ts';
 import { HttpProblem } from '../errors.ts';
 import { EXECUTION_FIELDS as F, WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
@@ -328,10 +328,9 @@ function memoryOf(info: string): { used: number; max: number } | undefined {
 async function fullestMemory(
   redis: RedisClient,
 ): Promise<{ used: number; max: number } | undefined> {
-  const masters: { info(section: string): Promise<string> }[] = isCluster(redis)
-    ? redis.nodes('master')
-    : [redis];
-  const infos = await Promise.all(masters.map((node) => node.info('memory').catch(() => '')));
+  const infos = await Promise.all(
+    masterServers(redis).map((node) => node.info('memory').catch(() => '')),
+  );
   const share = (m: { used: number; max: number }) => (m.max > 0 ? m.used / m.max : 0);
   let fullest: { used: number; max: number } | undefined;
   for (const info of infos) {
