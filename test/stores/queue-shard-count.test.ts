@@ -1,12 +1,12 @@
 // Gateways and workers say which HOOKGATE_QUEUE_SHARDS they use (roles/queue-shards.ts):
 // another number said by a live process of the same Redis is logged as an error, once;
 // one said long ago (an old pod before a drained change) is not.
-import { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { SHARD_COUNT_KEY, watchShardCount } from '../../roles/queue-shards.ts';
 import { eventually, sleep } from '../support/eventually.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { redisAvailable } from '../support/redis.ts';
+import { redisOfSuite } from '../support/redis-suite.ts';
 
 interface Line {
   level: number;
@@ -24,21 +24,13 @@ function capture(): { logger: pino.Logger; lines: Line[] } {
 }
 
 describe.skipIf(!redisAvailable())('the number of queue shards, said by every process', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const suite = redisOfSuite();
   beforeEach(async () => {
-    await redis.flushall();
+    await suite.redis.flushall();
   });
 
   it('the same number everywhere: nothing to say', async () => {
+    const { redis } = suite;
     const a = capture();
     const b = capture();
     const stops = [
@@ -53,6 +45,7 @@ describe.skipIf(!redisAvailable())('the number of queue shards, said by every pr
   });
 
   it('two numbers at once: each side logs an error naming the other, once', async () => {
+    const { redis } = suite;
     const workers = capture();
     const gateways = capture();
     const stops = [
@@ -71,6 +64,7 @@ describe.skipIf(!redisAvailable())('the number of queue shards, said by every pr
   });
 
   it('a number said before the window (a drained, finished change) is not an error', async () => {
+    const { redis } = suite;
     await redis.hset(SHARD_COUNT_KEY, '1', String(Date.now() - 600_000));
     const now = capture();
     const stop = watchShardCount(redis, 12, now.logger, { everyMs: 50, windowMs: 180_000 });

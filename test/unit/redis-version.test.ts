@@ -1,13 +1,13 @@
 // The start-up check for Redis 7.0 (shard channels, ADR 0028): the version read from
 // INFO, an error logged for an older server (a stand-in answering as Redis 6.2 does:
 // no Redis 6 here), nothing for the redis-server the suites run.
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { redisVersionOf, tooOld, warnOfOldRedis } from '../../roles/redis-version.ts';
 import { eventually, sleep } from '../support/eventually.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { redisAvailable } from '../support/redis.ts';
+import { redisOfSuite } from '../support/redis-suite.ts';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
 
 const logger = () => ({ error: vi.fn(), warn: vi.fn(), info: vi.fn() });
@@ -39,18 +39,10 @@ describe('the Redis version check', () => {
   });
 
   describe.skipIf(!redisAvailable())('against the redis-server of the suites', () => {
-    let server: RedisServer;
-    let redis: Redis;
-    beforeAll(async () => {
-      server = await startRedis();
-      redis = new Redis(server.url);
-    });
-    afterAll(async () => {
-      redis?.disconnect();
-      await server?.stop();
-    });
+    const suite = redisOfSuite();
 
     it('says nothing for Redis 7', async () => {
+      const { redis } = suite;
       const version = redisVersionOf(await redis.info('server'));
       expect(version).toMatch(/^\d+\.\d+\.\d+$/);
       const log = logger();
