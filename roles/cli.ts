@@ -107,7 +107,7 @@ const roles: Record<RoleName, Role> = {
       readiness: () => clients.readiness(),
     });
     clients.health.register(runtime.registry);
-    warnOfOldRedis(clients.main, logger);
+    const stopVersionCheck = warnOfOldRedis(clients.main, logger);
     const queued = env.HOOKGATE_EXECUTIONS !== 'inline';
     const stopShardChecks = queued
       ? checkQueueShards(clients.main, s.queueShards, logger)
@@ -131,6 +131,7 @@ const roles: Record<RoleName, Role> = {
       `routes from Redis; webhooks at ${address}; admin at ${admin} (auth: ${s.adminAuth})`,
     );
     return closing(async () => {
+      stopVersionCheck();
       stopShardChecks?.();
       stopReplicaCheck?.();
       await runtime.close();
@@ -155,7 +156,7 @@ const roles: Record<RoleName, Role> = {
       onInternalError: internalErrors(logger),
     });
     health.register(runtime.registry);
-    warnOfOldRedis(redis, logger);
+    const stopVersionCheck = warnOfOldRedis(redis, logger);
     const stopShardChecks = checkQueueShards(redis, s.queueShards, logger);
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
     const port = s.metricsPort ?? s.port;
@@ -171,6 +172,7 @@ const roles: Record<RoleName, Role> = {
     logger.info(`executions from Redis, ${concurrency} at once; metrics on port ${port}`);
     // Running executions get 20 s to finish, inside the 25 s grace period.
     return closing(async () => {
+      stopVersionCheck();
       stopShardChecks();
       await runtime.close(20_000);
       await metrics.close();

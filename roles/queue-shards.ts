@@ -7,7 +7,7 @@ import type { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import { isCluster, type RedisClient } from '../api/records/redis-client.ts';
 import { ExecutionLayout } from '../runtime/engine/execution-keys.ts';
-import { checkInBackground } from './background-check.ts';
+import { checkInBackground, type BackgroundCheckOptions } from './background-check.ts';
 
 export interface ShardSpread {
   /** Masters of the cluster. */
@@ -34,21 +34,34 @@ export async function shardSpread(cluster: Cluster, shards: number): Promise<Sha
   return { masters: perMaster.size, perMaster };
 }
 
-/** Logs (once, in the background) how the shards fall on the masters of a cluster. */
-export function warnOfUnevenShards(redis: RedisClient, shards: number, logger: Logger): void {
-  if (!isCluster(redis)) return;
-  checkInBackground(async () => {
-    const { masters, perMaster } = await shardSpread(redis, shards);
-    const counts = Object.fromEntries(perMaster);
-    const idle = [...perMaster.values()].filter((n) => n === 0).length;
-    if (idle > 0)
-      logger.warn(
-        { queueShards: shards, masters, shardsPerMaster: counts },
-        `HOOKGATE_QUEUE_SHARDS=${shards} leaves ${idle} of ${masters} Redis Cluster masters ` +
-          'without executions; set it to about 4 per master (docs/redis-layout.md)',
-      );
-    else logger.info({ queueShards: shards, shardsPerMaster: counts }, 'queue shards');
-  });
+/**
+ * Logs, once the cluster answers (in the background), how the shards fall on its
+ * masters: a warning when a master gets none. Nothing for a single Redis. Returns the
+ * stop function (shutdown).
+ */
+export function warnOfUnevenShards(
+  redis: RedisClient,
+  shards: number,
+  logger: Logger,
+  options: BackgroundCheckOptions = {},
+): () => void {
+  if (!isCluster(redis)) return () => {};
+  return checkInBackground(
+    () => shardSpread(redis, shards),
+    ({ masters, perMaster }) => {
+      const counts = Object.fromEntries(perMaster);
+      const idle = [...perMaster.values()].filter((n) => n === 0).length;
+      if (idle > 0)
+        logger.warn(
+          { queueShards: shards, masters, shardsPerMaster: counts },
+          `HOOKGATE_QUEUE_SHARDS=${shards} leaves ${idle} of ${masters} Redis Cluster masters ` +
+            'without executions; set it to about 4 per master (docs/redis-layout.md)',
+        );
+      else logger.info({ queueShards: shards, shardsPerMaster: counts }, 'queue shards');
+      return 'done';
+    },
+    options,
+  );
 }
 
 /** Where gateways and workers say which HOOKGATE_QUEUE_SHARDS they use (hash: N -> ms). */
@@ -112,6 +125,10 @@ export function watchShardCount(
  * how the shards fall on a cluster's masters, and the same N everywhere. Returns stop().
  */
 export function checkQueueShards(redis: RedisClient, shards: number, logger: Logger): () => void {
-  warnOfUnevenShards(redis, shards, logger);
-  return watchShardCount(redis, shards, logger);
+  const stopSpread = warnOfUnevenShards(redis, shards, logger);
+  const stopWatch = watchShardCount(redis, shards, logger);
+  return () => {
+    stopSpread();
+    stopWatch();
+  };
 }

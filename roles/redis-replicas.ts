@@ -8,6 +8,7 @@
 // while it runs.
 import type { Logger } from 'pino';
 import { masterServers, serverAddress, type RedisClient } from '../api/records/redis-client.ts';
+import { checkInBackground, type BackgroundCheckOptions } from './background-check.ts';
 
 /** `connected_slaves` of an `INFO replication` reply, or undefined. */
 export function connectedReplicasOf(info: string): number | undefined {
@@ -15,17 +16,9 @@ export function connectedReplicasOf(info: string): number | undefined {
   return found === undefined ? undefined : Number(found);
 }
 
-export interface ReplicaCheckOptions {
+export interface ReplicaCheckOptions extends BackgroundCheckOptions {
   /** How long a master may stay short before it is said (ms); default 30 s. */
   graceMs?: number;
-  /** How often masters are asked meanwhile (ms); default 3 s. */
-  everyMs?: number;
-  /**
-   * Longest pause between attempts while Redis does not answer (ms; the pause doubles
-   * from `everyMs`); default 60 s. The check goes on until Redis answers once: a
-   * gateway often starts before its Redis.
-   */
-  maxBackoffMs?: number;
 }
 
 /** A master and the replicas it has connected. */
@@ -58,41 +51,22 @@ export function warnOfTooFewReplicas(
   options: ReplicaCheckOptions = {},
 ): () => void {
   const graceMs = options.graceMs ?? 30_000;
-  const everyMs = options.everyMs ?? 3_000;
-  const maxBackoffMs = options.maxBackoffMs ?? 60_000;
-  let pause = everyMs;
   const began = Date.now();
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const check = async (): Promise<void> => {
-    let short: Short[];
-    try {
-      short = await shortMasters(redis, wanted);
-    } catch {
-      // Unreachable yet (the roles report that on their own): asked again, less often.
-      pause = Math.min(pause * 2, maxBackoffMs);
-      return schedule();
-    }
-    pause = everyMs;
-    if (stopped || short.length === 0) return;
-    if (Date.now() - began < graceMs) return schedule();
-    for (const { redis: address, connected } of short)
-      logger.error(
-        { redis: address, connectedReplicas: connected, ackReplicas: wanted },
-        `HOOKGATE_QUEUE_ACK_REPLICAS=${wanted}, but the Redis master ${address} has ` +
-          `${connected} replica${connected === 1 ? '' : 's'} connected: every execution ` +
-          'queued there is answered 503 store-unavailable after HOOKGATE_QUEUE_ACK_TIMEOUT_MS. ' +
-          'Add replicas or lower the setting (docs/availability.md)',
-      );
-  };
-  const schedule = (): void => {
-    if (stopped) return;
-    timer = setTimeout(() => void check(), pause);
-    timer.unref();
-  };
-  void check();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+  return checkInBackground(
+    () => shortMasters(redis, wanted),
+    (short) => {
+      if (short.length === 0) return 'done';
+      if (Date.now() - began < graceMs) return 'again';
+      for (const { redis: address, connected } of short)
+        logger.error(
+          { redis: address, connectedReplicas: connected, ackReplicas: wanted },
+          `HOOKGATE_QUEUE_ACK_REPLICAS=${wanted}, but the Redis master ${address} has ` +
+            `${connected} replica${connected === 1 ? '' : 's'} connected: every execution ` +
+            'queued there is answered 503 store-unavailable after HOOKGATE_QUEUE_ACK_TIMEOUT_MS. ' +
+            'Add replicas or lower the setting (docs/availability.md)',
+        );
+      return 'done';
+    },
+    options,
+  );
 }

@@ -5,7 +5,7 @@
 // and nothing else needs 7.0). On a cluster each master is asked.
 import type { Logger } from 'pino';
 import { masterServers, serverAddress, type RedisClient } from '../api/records/redis-client.ts';
-import { checkInBackground } from './background-check.ts';
+import { checkInBackground, type BackgroundCheckOptions } from './background-check.ts';
 
 export const MIN_REDIS_MAJOR = 7;
 
@@ -19,21 +19,47 @@ export function tooOld(version: string): boolean {
   return Number(version.split('.')[0]) < MIN_REDIS_MAJOR;
 }
 
-/** Logs (once, in the background) every Redis server older than 7.0 that `redis` uses. */
-export function warnOfOldRedis(redis: RedisClient, logger: Logger): void {
-  // Unreachable yet, or INFO renamed: tried again, then nothing can be said.
-  checkInBackground(async () => {
-    const nodes = masterServers(redis);
-    if (nodes.length === 0) throw new Error('no master known yet');
-    for (const node of nodes) {
-      const version = redisVersionOf(String(await node.info('server')));
-      if (version === undefined || !tooOld(version)) continue;
-      logger.error(
-        { redisVersion: version, redis: serverAddress(node) },
-        `Redis ${version} is older than ${MIN_REDIS_MAJOR}.0: the events of executions ` +
-          'callers wait for (shard channels) cannot be published there, so those callers ' +
-          'time out; upgrade Redis (docs/redis-layout.md)',
-      );
-    }
-  });
+/** A server and the version it said (undefined: INFO without redis_version). */
+interface Said {
+  redis: string;
+  version: string | undefined;
+}
+
+async function versionsOf(redis: RedisClient): Promise<Said[]> {
+  const nodes = masterServers(redis);
+  if (nodes.length === 0) throw new Error('no master known yet');
+  const said: Said[] = [];
+  for (const node of nodes)
+    said.push({
+      redis: serverAddress(node),
+      version: redisVersionOf(String(await node.info('server'))),
+    });
+  return said;
+}
+
+/**
+ * Logs, once Redis answers (in the background), every Redis server older than 7.0 that
+ * `redis` uses. Returns the stop function (shutdown).
+ */
+export function warnOfOldRedis(
+  redis: RedisClient,
+  logger: Logger,
+  options: BackgroundCheckOptions = {},
+): () => void {
+  return checkInBackground(
+    () => versionsOf(redis),
+    (said) => {
+      // A server whose INFO has no redis_version (renamed?): nothing can be said of it.
+      for (const { redis: address, version } of said)
+        if (version !== undefined && tooOld(version))
+          logger.error(
+            { redisVersion: version, redis: address },
+            `Redis ${version} is older than ${MIN_REDIS_MAJOR}.0: the events of executions ` +
+              'callers wait for (shard channels) cannot be published there, so those callers ' +
+              'time out; upgrade Redis (docs/redis-layout.md)',
+          );
+      return 'done';
+    },
+    options,
+  );
 }
