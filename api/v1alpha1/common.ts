@@ -83,6 +83,9 @@ export const SecretKeyRef = Type.Object(
 export type SecretKeyRef = Static<typeof SecretKeyRef>;
 
 /** A status condition, keyed by `type` (metav1.Condition). */
+/** Longest condition message the API server accepts (metav1.Condition's 32768). */
+export const CONDITION_MESSAGE_MAX_LENGTH = 32768;
+
 export const Condition = Type.Object(
   {
     type: Type.String({
@@ -96,7 +99,10 @@ export const Condition = Type.Object(
       description: 'Machine-readable CamelCase reason for the last transition.',
       maxLength: 1024,
     }),
-    message: Type.String({ description: 'Human-readable message with details.', maxLength: 32768 }),
+    message: Type.String({
+      description: 'Human-readable message with details.',
+      maxLength: CONDITION_MESSAGE_MAX_LENGTH,
+    }),
     lastTransitionTime: Type.String({
       format: 'date-time',
       description: 'Last time the condition moved from one status to another.',

@@ -1,6 +1,6 @@
 // Condition bookkeeping per Kubernetes API conventions: keyed by type, carrying
 // observedGeneration; lastTransitionTime moves only when the status flips.
-import { Reason, type Condition } from '../../api/v1alpha1/index.ts';
+import { CONDITION_MESSAGE_MAX_LENGTH, Reason, type Condition } from '../../api/v1alpha1/index.ts';
 
 export interface ConditionInput {
   type: string;
@@ -39,8 +39,33 @@ export function mergeConditions(
       old && old.status === c.status
         ? old.lastTransitionTime
         : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-    return { ...c, lastTransitionTime, observedGeneration: generation };
+    const message = boundedMessage(c.message);
+    return { ...c, message, lastTransitionTime, observedGeneration: generation };
   });
+}
+
+/**
+ * `message` cut to what the API server accepts in a condition (maxLength counts
+ * characters; a JS string's length is at least that): a longer one fails the whole
+ * status write with a 422, and the status would freeze at its last good state.
+ */
+export function boundedMessage(message: string, max = CONDITION_MESSAGE_MAX_LENGTH): string {
+  if (message.length <= max) return message;
+  let cut = message.slice(0, max - 1);
+  // Not half of a surrogate pair.
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}
+
+/**
+ * Problems as one message: the first `max` of them, then how many more (a spec with
+ * hundreds of mistakes reads better as its first ones; the rest show once they are
+ * fixed).
+ */
+export function problemsMessage(problems: string[], max = 20): string {
+  const shown = problems.slice(0, max).join('; ');
+  const more = problems.length - max;
+  return more > 0 ? `${shown}; and ${more} more` : shown;
 }
 
 export function findCondition(

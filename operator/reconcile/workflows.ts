@@ -12,6 +12,7 @@ import {
   mergeConditions,
   notOk,
   ok,
+  problemsMessage,
   storeError,
   summarize,
   type ConditionInput,
@@ -64,7 +65,7 @@ export class WorkflowReconciler {
     const valid =
       problems.length === 0
         ? ok(WorkflowCondition.Valid, Reason.Succeeded, 'All nodes and expressions are valid')
-        : notOk(WorkflowCondition.Valid, Reason.InvalidSpec, problems.join('; '));
+        : notOk(WorkflowCondition.Valid, Reason.InvalidSpec, problemsMessage(problems));
 
     let failure: Error | undefined;
     const published = await this.#publish(ref, wf, workflowId, generation, valid)
