@@ -36,6 +36,12 @@ export interface WebhookContext {
   signature?: { release?: () => Promise<void> };
   /** Set while this request owns an Idempotency-Key claim. */
   idempotencyKey?: string | undefined;
+  /**
+   * Set when the client left before its execution's answer (a waiting response mode):
+   * nothing is sent, so the key's claim is given back with the execution's hint, and
+   * a retry gets that execution's answer instead of running it again.
+   */
+  clientLeft?: boolean;
 }
 
 declare module 'fastify' {

@@ -237,7 +237,10 @@ async function startAndAwait(
 ): Promise<{ event: SequencedEvent; started: Started } | { answered: FastifyReply }> {
   const started = await start(deps, m);
   const outcome = await waitFor(deps, m, started.execution.id, types);
-  if (outcome.kind === 'closed') return { answered: m.reply };
+  if (outcome.kind === 'closed') {
+    m.ctx.clientLeft = true;
+    return { answered: m.reply };
+  }
   if (outcome.kind === 'timeout') {
     return { answered: replyProblem(m.request, m.reply, timeoutProblem(m, started)) };
   }

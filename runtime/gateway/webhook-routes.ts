@@ -243,9 +243,10 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       const input = triggerOutput(request, ctx, body);
       return respond(modeDeps, { request, reply, route, workflow, input, ctx });
     };
-    if (options.idempotency && request.headers[IDEMPOTENCY_HEADER] !== undefined) {
-      return claimIdempotencyKey(options.idempotency, request, reply, ctx).then((claimed) =>
-        claimed ? run() : reply,
+    const idempotency = options.idempotency;
+    if (idempotency && request.headers[IDEMPOTENCY_HEADER] !== undefined) {
+      return claimIdempotencyKey(idempotency, request, reply, ctx).then((claimed) =>
+        claimed ? run().then((answered) => keepKeyOfLeftClient(idempotency, ctx, answered)) : reply,
       );
     }
     return run();
@@ -292,6 +293,23 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     observer?.observe(observation(request, reply, ctx, durationSeconds));
     live?.publishResponse(route, reply.statusCode, durationSeconds, ctx, request);
   });
+}
+
+/**
+ * A waiting caller that left got no answer, so no hook gave its key back: it is given
+ * back now with the execution's hint, and the retry waits for (or replays the end of)
+ * that same execution instead of running it again once the claim's lease ran out.
+ */
+async function keepKeyOfLeftClient(
+  idempotency: IdempotencyOptions,
+  ctx: WebhookContext,
+  answered: FastifyReply,
+): Promise<FastifyReply> {
+  if (ctx.clientLeft && ctx.idempotencyKey !== undefined) {
+    // A store that fails here leaves the claim to its lease (endpoint timeout + 5 s).
+    await releaseIdempotencyKey(idempotency, ctx).catch(() => {});
+  }
+  return answered;
 }
 
 /** Parses a read body by its Content-Type, within the route's input limits. */

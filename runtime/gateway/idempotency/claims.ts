@@ -3,7 +3,7 @@
 //   same key + other request  → 422 idempotency-key-reused
 //   same key, first still busy → 409 idempotency-in-progress (for the endpoint's
 //                                timeout and a margin at most; then it may run again)
-// Keys are scoped per endpoint, fingerprinted over method, path+query and the raw body,
+// Keys are scoped per endpoint and consumer, fingerprinted over method, path+query and the raw body,
 // and kept for a window (24 h by default).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../../errors.ts';
@@ -43,6 +43,20 @@ export const DEFAULT_IDEMPOTENT_ANSWER_BYTES = 64 * 1024;
 export const CLAIM_LEASE_MARGIN_MS = 5_000;
 
 /**
+ * Where a key is kept: per endpoint, and per consumer when the endpoint knows who calls
+ * (API key, JWT, OAuth 2.0): two consumers sending the same key (an order id) must not
+ * get each other's answers, nor learn that the other used it. `<namespace>/<name>` has
+ * no `#`, so the two forms never meet.
+ */
+function claimKey(ctx: WebhookContext, key: string): string {
+  const route = ctx.match.route.key;
+  const consumer = ctx.consumer;
+  return consumer === undefined
+    ? `${route}:${key}`
+    : `${route}#${encodeURIComponent(consumer)}:${key}`;
+}
+
+/**
  * Claims the request's key. Returns true when the request should run; otherwise it has
  * answered (replay) or thrown (409/422/400).
  */
@@ -54,7 +68,7 @@ export async function claimIdempotencyKey(
 ): Promise<boolean> {
   const header = request.headers[IDEMPOTENCY_HEADER];
   if (header === undefined) return true;
-  const key = `${ctx.match.route.key}:${parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header)}`;
+  const key = claimKey(ctx, parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header));
   const fingerprint = requestFingerprint(request.method, request.url, ctx.rawBody);
   const windowMs = options.windowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
   const leaseMs = parseDuration(ctx.match.route.spec.timeout) + CLAIM_LEASE_MARGIN_MS;
