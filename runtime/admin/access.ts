@@ -52,11 +52,23 @@ function bearer(request: FastifyRequest): string | undefined {
   for (const part of cookies.split(';')) {
     const [name, ...value] = part.trim().split('=');
     if (name === TOKEN_COOKIE && value.length > 0) {
-      const token = decodeURIComponent(value.join('='));
+      const token = cookieValue(value.join('='));
       return token === '' ? undefined : token;
     }
   }
   return undefined;
+}
+
+/**
+ * A cookie's value, percent-decoded; a malformed escape (`%ZZ`) is not a token, so
+ * the request is unauthenticated (401), not an internal error.
+ */
+function cookieValue(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return '';
+  }
 }
 
 function unauthenticated(detail: string): HttpProblem {

@@ -293,6 +293,13 @@ describe('admin listener with Kubernetes authentication', () => {
     // The page itself holds no data and needs no token.
     expect((await rt.admin.inject({ url: '/dashboard' })).statusCode).toBe(200);
   });
+
+  it('a cookie with a malformed escape is no token: 401, not 500', async () => {
+    for (const url of ['/api/triggers', `/webhook-events/${ids['team-a']}`]) {
+      const res = await rt.admin.inject({ url, headers: { cookie: 'hookgate_admin_token=%ZZ' } });
+      problem(res, 401, 'admin-unauthenticated');
+    }
+  });
 });
 
 describe('admin listener with a static token', () => {
