@@ -10,7 +10,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { CLIENT_ERROR_OPTIONS } from './gateway/client-errors.ts';
+import { CLIENT_ERROR_OPTIONS, requireHost } from './gateway/client-errors.ts';
 import { installJsonLimits } from './gateway/body/json-parser.ts';
 import { installProblemHandlers } from './gateway/problem-handler.ts';
 import { installSse } from './gateway/sse.ts';
@@ -87,8 +87,9 @@ export function createHttpApp(options: {
           headersTimeout: limits.headersTimeout,
           keepAliveTimeout: limits.keepAliveTimeout,
           connectionsCheckingInterval: limits.connectionsCheckingInterval,
+          requireHostHeader: false,
         },
-        graceful.listener,
+        requireHost(graceful.listener),
       );
       graceful.attach(server);
       return server;

@@ -8,7 +8,12 @@
 //
 // runtime/app.ts spreads CLIENT_ERROR_OPTIONS into the Fastify options, and
 // installProblemHandlers() (problem-handler.ts) calls installClientErrors().
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  STATUS_CODES,
+  type IncomingMessage,
+  type RequestListener,
+  type ServerResponse,
+} from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -92,6 +97,25 @@ export function rawProblemResponse(code: ErrorCode, detail: string): string {
     'Connection: close\r\n\r\n' +
     body
   );
+}
+
+/**
+ * Node answers an HTTP/1.1 request without a Host header (RFC 9112 §3.2) itself, with
+ * a bare 400 and no body. The servers are made with `requireHostHeader: false` and
+ * this wrapper gives the same refusal as a problem document, as every other.
+ */
+export function requireHost(listener: RequestListener): RequestListener {
+  return (req, res) => {
+    if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1)
+      return listener(req, res);
+    const body = problemJson('HG_ERR_BAD_REQUEST', 'An HTTP/1.1 request needs a Host header.');
+    res.writeHead(400, {
+      'content-type': PROBLEM_CONTENT_TYPE,
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    res.end(body);
+  };
 }
 
 /** How long a refused connection may linger so that the client reads the answer. */

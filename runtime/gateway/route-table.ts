@@ -53,7 +53,11 @@ interface Snapshot {
   entries: Map<string, Entry>;
 }
 
-const newRouter = (): Router => FindMyWay({ ignoreTrailingSlash: true, maxParamLength: 256 });
+/** Longest path parameter served (docs/errors.md: longer is 414 uri-too-long). */
+export const MAX_PARAM_LENGTH = 500;
+
+const newRouter = (): Router =>
+  FindMyWay({ ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH });
 const digestOf = (route: RouteRecord) => hash('sha1', JSON.stringify(route), 'base64');
 
 /** Told about every route that leaves the table (deleted, undeployed, path taken). */

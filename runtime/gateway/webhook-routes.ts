@@ -39,7 +39,7 @@ import type { RequestObservation, RequestObserver } from './observations.ts';
 import { toProblem } from './problem-handler.ts';
 import { applyResponseHeaders } from './response-headers.ts';
 import { respond, type ModeDeps } from './response-modes.ts';
-import { pathOf, type RouteTable } from './route-table.ts';
+import { MAX_PARAM_LENGTH, pathOf, type RouteTable } from './route-table.ts';
 import type { SignatureCheck } from './security/auth/signature/verify.ts';
 import type { SampleRecorder } from '../schema-learning/recorder.ts';
 
@@ -425,6 +425,10 @@ function matchRoute(
     typeof incoming === 'string' && CORRELATION_ID.test(incoming) ? incoming : requestId;
   if (!match) {
     reply.header('x-request-id', requestId);
+    // The router finds no route for a parameter over its limit: say why (the path
+    // itself may be right).
+    if (path.split('/').some((segment) => segment.length > MAX_PARAM_LENGTH))
+      throw new HttpProblem('HG_ERR_URI_TOO_LONG', 'A segment of the URL path is too long.');
     throw new HttpProblem('HG_ERR_ROUTE_NOT_FOUND', `No webhook endpoint is deployed at ${path}`);
   }
   const ctx: WebhookContext = {

@@ -5,7 +5,7 @@ import { connect, type AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { gracefulConnections } from '../../runtime/graceful-close.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLIENT_ERROR_OPTIONS } from '../../runtime/gateway/client-errors.ts';
+import { CLIENT_ERROR_OPTIONS, requireHost } from '../../runtime/gateway/client-errors.ts';
 import { installProblemHandlers } from '../../runtime/gateway/problem-handler.ts';
 import { rawRequest, type Delivery } from '../hostile/raw-client.ts';
 
@@ -17,8 +17,13 @@ async function build(): Promise<{ app: FastifyInstance; port: number }> {
     serverFactory: (handler) => {
       const graceful = gracefulConnections(handler, { idleGraceMs: 500, lingerMs: 1000 });
       const server = createServer(
-        { headersTimeout: 500, requestTimeout: 1000, connectionsCheckingInterval: 100 },
-        graceful.listener,
+        {
+          headersTimeout: 500,
+          requestTimeout: 1000,
+          connectionsCheckingInterval: 100,
+          requireHostHeader: false,
+        },
+        requireHost(graceful.listener),
       );
       graceful.attach(server);
       return server;
@@ -107,6 +112,7 @@ describe('client errors', () => {
       'POST /webhook/a HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nContent-Length: 0\r\n\r\n',
     ],
     ['CONNECT', 400, 'bad-request', 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n'],
+    ['an HTTP/1.1 request without Host', 400, 'bad-request', 'GET /healthz HTTP/1.1\r\n\r\n'],
     [
       'a Content-Type no parser takes',
       415,

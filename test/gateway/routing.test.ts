@@ -53,6 +53,17 @@ describe('routing', () => {
     );
   });
 
+  it('a path parameter up to 500 characters is served; a longer one is 414, not 404', async () => {
+    const item = (length: number) => `${base}/orders/o-1/items/${'p'.repeat(length)}`;
+    const served = await rt.app.inject({ method: 'PUT', url: item(500), payload: {} });
+    expect(served.statusCode).toBe(202);
+    expectProblem(
+      await rt.app.inject({ method: 'PUT', url: item(501), payload: {} }),
+      414,
+      'uri-too-long',
+    );
+  });
+
   it('a trigger with deploy: false is not reachable (404)', async () => {
     expectProblem(
       await rt.app.inject({ method: 'POST', url: `${base}/off` }),
