@@ -10,6 +10,7 @@
 //   text   any other text/*                 a string as-is; objects `key: value` lines,
 //                                           arrays `- item` lines, nesting indented
 //   other  any other type                   a string as-is; anything else JSON text
+import { setOwn } from '../own-property.ts';
 import { XMLBuilder } from 'fast-xml-parser';
 
 export type BodyFormat = 'json' | 'xml' | 'html' | 'text' | 'other';
@@ -128,7 +129,7 @@ function xmlTree(value: unknown): XmlNode {
     const tree: Record<string, XmlNode> = {};
     for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
       // An array property repeats its element, one per item.
-      tree[xmlName(key)] = Array.isArray(v) ? v.map(xmlTree) : xmlTree(v);
+      setOwn(tree, xmlName(key), Array.isArray(v) ? v.map(xmlTree) : xmlTree(v));
     }
     return tree;
   }

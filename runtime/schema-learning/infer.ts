@@ -23,6 +23,7 @@
 // - Bounds: below MAX_DEPTH levels nothing more is described (`{}`, any value), and an
 //   object describes at most MAX_PROPERTIES keys (the first seen; later keys are allowed
 //   by the open object). Samples are never kept in the result, only their shapes.
+import { setOwn } from '../own-property.ts';
 import type { JsonSchema } from '../../api/schemas.ts';
 
 export const MAX_DEPTH = 16;
@@ -129,7 +130,7 @@ function schemaOf(shape: Shape): Record<string, unknown> {
     const properties: Record<string, unknown> = {};
     const required: string[] = [];
     for (const [key, property] of shape.properties) {
-      properties[key] = schemaOf(property);
+      setOwn(properties, key, schemaOf(property));
       if (property.present === shape.objects) required.push(key);
     }
     schema.properties = properties;

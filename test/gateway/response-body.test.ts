@@ -66,6 +66,13 @@ describe('XML bodies', () => {
     });
   });
 
+  it('a __proto__ key from a JSON body is an element like any other, not lost', () => {
+    const value = JSON.parse('{"__proto__":{"x":1},"a":1}') as unknown;
+    const xml = renderBody('application/xml', value);
+    expect(xml).toContain('<x>1</x>');
+    expect(xml).toContain('<a>1</a>');
+  });
+
   it('any JSON value renders as well-formed XML', () => {
     fc.assert(
       fc.property(fc.jsonValue(), (value) => {

@@ -16,6 +16,7 @@
 //   text/*                                    → string
 //   multipart/*                               → 415 (not supported; send JSON or binary)
 //   anything else, or no Content-Type         → { contentType, encoding: "base64", data }
+import { setOwn } from '../../own-property.ts';
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../errors.ts';
 import {
@@ -133,12 +134,7 @@ export function parseForm(
       continue;
     }
     const next = existing === undefined ? value : [existing, value];
-    Object.defineProperty(result, key, {
-      value: next,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    setOwn(result, key, next);
   }
   return result;
 }

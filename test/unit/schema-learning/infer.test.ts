@@ -31,6 +31,12 @@ describe('inferFromSamples', () => {
     expect(inferFromSamples([])).toBeNull();
   });
 
+  it('a __proto__ key is a property like any other, required when always present', () => {
+    const schema = inferValid([JSON.parse('{"__proto__":{"x":1},"a":1}') as unknown]);
+    expect(Object.keys(schema.properties as object)).toEqual(['__proto__', 'a']);
+    expect(schema.required).toEqual(['__proto__', 'a']);
+  });
+
   it('requires the properties present in every sample; the others are optional', () => {
     const schema = inferValid([
       { id: 1, name: 'a', note: 'x' },
