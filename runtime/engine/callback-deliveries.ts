@@ -1,6 +1,7 @@
 // The callbacks an engine has sent off and not yet seen delivered (or given up on):
-// each is reported to the observer, a failure to the internal error handler, and
-// shutdown can wait for them or cancel them.
+// each is reported to the observer (metrics) and its outcome kept on the execution;
+// an error of our own goes to the internal error handler; shutdown can wait for them
+// or cancel them.
 import type { CallbackSender, DeliveryResult } from './callbacks.ts';
 import type { WorkflowPolicySource } from './outbound/guard.ts';
 import type { CallbackOutcome, Execution } from './ports.ts';
@@ -36,12 +37,10 @@ export class CallbackDeliveries {
         this.#o.delivered?.(result);
         execution.callback = outcomeOf(result);
         await this.#o.record?.(execution);
-        if (!result.delivered) {
-          this.#o.onInternalError(
-            new Error(`callback to ${url} not delivered: ${result.reason}`),
-            `callback ${execution.id} (${execution.workflowId})`,
-          );
-        }
+        // Not delivered is no internal error: the receiver refused or was away, or the
+        // outbound policy refused it. The outcome is on the record and in
+        // hookgate_callback_deliveries_total; a log line per failure (with a URL that
+        // may hold the receiver's token) let any caller fill the error log.
       })
       .catch((error: unknown) => this.#o.onInternalError(error, 'callback'))
       .finally(() => this.#pending.delete(delivery));

@@ -38,7 +38,7 @@ import { redactHeaders, type LiveEventHub } from './live-events.ts';
 import type { RequestObservation, RequestObserver } from './observations.ts';
 import { toProblem } from './problem-handler.ts';
 import { applyResponseHeaders } from './response-headers.ts';
-import { respond, type ModeDeps } from './response-modes.ts';
+import { CALLBACK_HEADER, CALLBACK_QUERY, respond, type ModeDeps } from './response-modes.ts';
 import { MAX_PARAM_LENGTH, pathOf, type RouteTable } from './route-table.ts';
 import type { SignatureCheck } from './security/auth/signature/verify.ts';
 import type { SampleRecorder } from '../schema-learning/recorder.ts';
@@ -479,13 +479,19 @@ function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unkno
   const contentType = request.headers['content-type'];
   if (contentType) metadata.contentType = contentType;
   if (ctx.consumer !== undefined) metadata.consumer = ctx.consumer;
-  return {
-    body,
-    headers,
-    query: queryOf(request.url.slice(path.length + 1)),
-    params: ctx.match.params,
-    metadata,
-  };
+  const query = queryOf(request.url.slice(path.length + 1));
+  // An Async Callback's URL is the engine's to deliver to, not the workflow's or the
+  // stored record's (docs/callbacks.md): it may carry the receiver's token.
+  if (route.spec.response.mode === 'asyncCallback') redactCallbackUrl(headers, query);
+  return { body, headers, query, params: ctx.match.params, metadata };
+}
+
+function redactCallbackUrl(
+  headers: Record<string, string>,
+  query: Record<string, string | string[]>,
+): void {
+  if (headers[CALLBACK_HEADER] !== undefined) headers[CALLBACK_HEADER] = '[redacted]';
+  if (query[CALLBACK_QUERY] !== undefined) query[CALLBACK_QUERY] = '[redacted]';
 }
 
 /**

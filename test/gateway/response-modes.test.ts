@@ -17,11 +17,13 @@ let receiver: Awaited<ReturnType<typeof startReceiver>>;
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const wf = '/webhook/default_production_steps';
 const custom = { custom: [{ name: 'X-Api-Version', value: '7' }] };
+const internalErrors: string[] = [];
 
 beforeAll(async () => {
-  receiver = await startReceiver((_r, n) => (n === 1 ? 500 : 200));
+  receiver = await startReceiver((r, n) => (r.url.startsWith('/gone') ? 410 : n === 1 ? 500 : 200));
   rt = await startRuntime({
     engine: {
+      onInternalError: (error, where) => internalErrors.push(`${where}: ${String(error)}`),
       outbound: { allow: [`127.0.0.1:${receiver.port}`] },
       callbacks: { secret: SECRET, backoffMs: 20, timeoutMs: 2000 },
     },
@@ -146,6 +148,32 @@ describe('partial modes (202)', () => {
       { method: 'POST' },
     );
     expect(res.status).toBe(202);
+  });
+
+  it('Async Callback: the URL is not stored, and a failed delivery is no internal error', async () => {
+    const secretUrl = `${receiver.url}/hook?token=receiver-secret-1`;
+    const byHeader = await post('callback', { n: 2 }, { 'x-callback-url': secretUrl });
+    const byQuery = await fetch(
+      `${base}${wf}/callback?callbackUrl=${encodeURIComponent(secretUrl)}&keep=1`,
+      { method: 'POST' },
+    );
+    // The receiver answers 410 Gone: not delivered, not retried.
+    const refused = await post('callback', { n: 3 }, { 'x-callback-url': `${receiver.url}/gone` });
+    for (const res of [byHeader, byQuery, refused]) expect(res.status).toBe(202);
+    const [a, b, c] = await Promise.all(
+      [byHeader, byQuery, refused].map(async (r) => (await r.json()) as { executionId: string }),
+    );
+    const stored = await Promise.all(
+      [a, b].map((x) => finished((x as { executionId: string }).executionId)),
+    );
+    expect(stored[0]?.input.headers['x-callback-url']).toBe('[redacted]');
+    expect(stored[1]?.input.query).toEqual({ callbackUrl: '[redacted]', keep: '1' });
+    expect(JSON.stringify(stored)).not.toContain('receiver-secret-1');
+    await eventually(async () => {
+      const record = await rt.engine.get((c as { executionId: string }).executionId);
+      expect(record?.callback?.delivered).toBe(false);
+    });
+    expect(internalErrors).toEqual([]);
   });
 
   it.each([
