@@ -13,13 +13,14 @@
 // answered with an error is released, so that the sender's retry is accepted.
 import { takeTestRequestMark } from './security/test-request-mark.ts';
 import { randomUUID } from 'node:crypto';
+import { METHODS } from 'node:http';
 import type {
   FastifyContentTypeParser,
   FastifyInstance,
   FastifyReply,
   FastifyRequest,
 } from 'fastify';
-import { HTTP_METHODS, type HttpMethod } from '../../api/v1alpha1/index.ts';
+import type { HttpMethod } from '../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
@@ -215,7 +216,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   });
 
   app.route({
-    method: [...HTTP_METHODS],
+    method: webhookMethods(app),
     url: '/webhook/*',
     exposeHeadRoute: false,
     // Not an async function: the response mode's promise is the only one a request
@@ -310,6 +311,21 @@ async function keepKeyOfLeftClient(
     await releaseIdempotencyKey(idempotency, ctx).catch(() => {});
   }
   return answered;
+}
+
+/**
+ * Every method Node parses (but CONNECT, refused as a client error): an endpoint path
+ * with a method its trigger does not serve is 405 with Allow, whatever the method
+ * (TRACE, PROPFIND, ...); routed for a few methods only, the others were 404 not-found
+ * on a deployed path. Fastify routes a method once it knows it.
+ */
+function webhookMethods(app: FastifyInstance): string[] {
+  const known = new Set(app.supportedMethods);
+  for (const method of METHODS) {
+    if (method === 'CONNECT' || known.has(method)) continue;
+    app.addHttpMethod(method, { hasBody: true });
+  }
+  return app.supportedMethods;
 }
 
 /** Parses a read body by its Content-Type, within the route's input limits. */

@@ -83,6 +83,20 @@ describe('routing', () => {
     expect(body.allowed).toEqual(['POST', 'GET', 'HEAD']);
   });
 
+  it.each(['TRACE', 'PROPFIND', 'QUERY', 'SEARCH', 'LOCK', 'PURGE'])(
+    'any other method Node parses (%s) is 405 with Allow on an endpoint, 404 route-not-found elsewhere',
+    async (method) => {
+      const res = await rt.app.inject({ method: method as 'GET', url: `${base}/ingest` });
+      expectProblem(res, 405, 'method-not-allowed');
+      expect(res.headers.allow).toBe('POST, GET, HEAD');
+      expectProblem(
+        await rt.app.inject({ method: method as 'GET', url: `${base}/nope` }),
+        404,
+        'route-not-found',
+      );
+    },
+  );
+
   it('OPTIONS on an endpoint that serves neither OPTIONS nor CORS is 405, as its Allow says', async () => {
     const before = (await rt.engine.list({})).length;
     const res = await rt.app.inject({ method: 'OPTIONS', url: `${base}/ingest` });
