@@ -434,7 +434,14 @@ interface ResponseSchemas {
 
 /** The problems a route may answer with, by the route's settings. */
 export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[] {
-  const codes: ErrorCode[] = ['HG_ERR_BAD_REQUEST', 'HG_ERR_URI_TOO_LONG'];
+  // Every method honours Idempotency-Key (a GET or DELETE starts an execution too).
+  const codes: ErrorCode[] = [
+    'HG_ERR_BAD_REQUEST',
+    'HG_ERR_URI_TOO_LONG',
+    'HG_ERR_IDEMPOTENCY_KEY_INVALID',
+    'HG_ERR_IDEMPOTENCY_KEY_REUSED',
+    'HG_ERR_IDEMPOTENCY_IN_PROGRESS',
+  ];
   const hasBody = !['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(method);
   if (hasBody)
     codes.push(
@@ -445,9 +452,6 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
       'HG_ERR_BODY_NUMBER_OUT_OF_RANGE',
       'HG_ERR_BODY_TOO_LARGE',
       'HG_ERR_UNSUPPORTED_MEDIA_TYPE',
-      'HG_ERR_IDEMPOTENCY_KEY_INVALID',
-      'HG_ERR_IDEMPOTENCY_KEY_REUSED',
-      'HG_ERR_IDEMPOTENCY_IN_PROGRESS',
     );
   if (spec.requireHttps) codes.push('HG_ERR_HTTPS_REQUIRED');
   const auth = spec.auth?.method ?? 'none';
@@ -466,7 +470,8 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
   if (auth === 'oauth2') codes.push('HG_ERR_INSUFFICIENT_SCOPE');
   if (auth === 'oauth2' || (auth === 'bearer' && spec.auth?.bearer?.jwksUrl))
     codes.push('HG_ERR_AUTH_UNAVAILABLE');
-  if (spec.cors?.enabled) codes.push('HG_ERR_CORS_ORIGIN_DENIED');
+  // With CORS off every cross-origin request is refused, so the answer is always possible.
+  codes.push('HG_ERR_CORS_ORIGIN_DENIED');
   if (spec.rateLimit) {
     codes.push('HG_ERR_RATE_LIMITED');
     if (spec.rateLimit.failureMode === 'closed') codes.push('HG_ERR_RATE_LIMIT_UNAVAILABLE');

@@ -173,6 +173,33 @@ describe('the documents match the answers', () => {
     expect(validate(await res.json()), JSON.stringify(validate.errors)).toBe(true);
   });
 
+  it('hello: a cross-origin request (CORS off) and a reused Idempotency-Key on GET get problems the document describes', async () => {
+    const { body: doc } = await documentOf('/api/triggers/default/hello/openapi.json');
+    const [path, item] = Object.entries(doc.paths as Json)[0] as [string, Json];
+    const crossOrigin = await fetch(`${webhooks}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: 'https://elsewhere.example' },
+      body: '{}',
+    });
+    const first = await fetch(`${webhooks}${path}?n=1`, {
+      headers: { 'idempotency-key': 'doc-k' },
+    });
+    expect(first.status).toBe(202);
+    const reused = await fetch(`${webhooks}${path}?n=2`, {
+      headers: { 'idempotency-key': 'doc-k' },
+    });
+    for (const [method, res, status] of [
+      ['post', crossOrigin, 403],
+      ['get', reused, 422],
+    ] as const) {
+      expect(res.status).toBe(status);
+      const response = item[method].responses[String(status)];
+      expect(response, `${method} ${status}`).toBeDefined();
+      const validate = schemaValidator(doc, response.content['application/problem+json'].schema);
+      expect(validate(await res.json()), JSON.stringify(validate.errors)).toBe(true);
+    }
+  });
+
   it('orders-ingest: a request without its key gets a problem the 401 response describes', async () => {
     const { body: doc } = await documentOf('/api/triggers/default/orders-ingest/openapi.json');
     const [path, item] = Object.entries(doc.paths as Json)[0] as [string, Json];
