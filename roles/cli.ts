@@ -95,8 +95,11 @@ const roles: Record<RoleName, Role> = {
     tuneV8ForServing();
     const clients = requestClients(s, logger) as RedisClients;
     const env = process.env;
+    const separateMetrics = s.metricsPort !== undefined && s.metricsPort !== s.port;
     const runtime = await createGatewayRuntime({
       ...servingOptions(s, logger),
+      // With a metrics port of its own, /metrics is not on the webhook port.
+      publicMetrics: !separateMetrics,
       ...storeOptions(clients),
       executions: env.HOOKGATE_EXECUTIONS === 'inline' ? 'inline' : 'queue',
       ...(env.HOOKGATE_MAX_QUEUED ? { maxQueued: Number(env.HOOKGATE_MAX_QUEUED) } : {}),
@@ -117,7 +120,7 @@ const roles: Record<RoleName, Role> = {
         ? warnOfTooFewReplicas(clients.main, s.queueAcks.replicas, logger)
         : undefined;
     const metrics =
-      s.metricsPort !== undefined && s.metricsPort !== s.port
+      separateMetrics && s.metricsPort !== undefined
         ? await serveProbes({
             registry: runtime.registry,
             readiness: () => runtime.readiness(),

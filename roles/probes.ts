@@ -16,15 +16,21 @@ export interface ProbeOptions {
   registry: Registry;
   /** Default: always ready. */
   readiness?: () => Readiness;
+  /**
+   * Serve /metrics (default). Off on a public listener when METRICS_PORT serves it:
+   * its series name endpoints and consumers, for the scraper only (docs/security.md).
+   */
+  metrics?: boolean;
 }
 
 export const probes: FastifyPluginCallback<ProbeOptions> = (app, options, done) => {
   const { registry } = options;
-  app.get('/metrics', async (_request, reply) => {
-    void reply.header('content-type', registry.contentType);
-    void reply.header('cache-control', 'no-store');
-    return registry.metrics();
-  });
+  if (options.metrics !== false)
+    app.get('/metrics', async (_request, reply) => {
+      void reply.header('content-type', registry.contentType);
+      void reply.header('cache-control', 'no-store');
+      return registry.metrics();
+    });
   app.get('/healthz', () => ({ status: 'ok' }));
   app.get('/readyz', (_request, reply) => {
     const { ready, status } = options.readiness?.() ?? { ready: true, status: 'ready' };

@@ -78,6 +78,11 @@ export interface ServingOptions {
   /** Readiness of the role (the /readyz probe); always ready by default. */
   readiness?: () => Readiness;
   /**
+   * Serve /metrics on the public listener (default). Off when a listener of its own
+   * (METRICS_PORT) serves it; the probes stay on both.
+   */
+  publicMetrics?: boolean;
+  /**
    * Wait for the route table's first load before returning (default). The gateway
    * role does not: with Redis down at start-up it listens, answers liveness and
    * reports not-ready until the routes are loaded.
@@ -457,7 +462,11 @@ export async function createServing<E extends ServingEngine>(
       : {}),
     plugins: [
       async (scope) => {
-        await scope.register(probes, { registry: analytics.registry, readiness });
+        await scope.register(probes, {
+          registry: analytics.registry,
+          readiness,
+          metrics: options.publicMetrics !== false,
+        });
       },
     ],
     modes: {

@@ -149,6 +149,12 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
       );
     expect(Number(served?.[1])).toBeGreaterThan(0);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
+    // ...and only there: its series name endpoints and consumers. The probes stay on
+    // the webhook port as well (the chart's probes use it).
+    const [g1] = ports.slice(1) as [number];
+    const publicScrape = await fetch(`http://127.0.0.1:${g1}/metrics`);
+    expect(publicScrape.status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${g1}/readyz`)).status).toBe(200);
   });
 
   it('an Idempotency-Key sent to one gateway and retried on the other runs once', async () => {
