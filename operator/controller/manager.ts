@@ -41,7 +41,11 @@ export interface ManagerOptions {
   startLeading: (signal: AbortSignal) => Promise<Stoppable>;
   /** Omit (or false) to run without leader election (one replica, or dev). */
   leaderElection?: LeaderElectionSettings | false;
-  /** Drain budget for `shutdown()`. Default 25 s (leaves room to release within 30 s). */
+  /**
+   * Drain budget for `shutdown()`, starting the work included. Default 20 s: the
+   * process exits by force 25 s after SIGTERM (roles/lifecycle.ts), and the Lease must
+   * be released before that, or the next replica waits out a whole LeaseDuration.
+   */
   drainTimeoutMs?: number;
   /** Called when the Lease is lost while running. Default: process.exit(1). */
   onLostLeadership?: () => void;
@@ -51,7 +55,7 @@ export interface ManagerOptions {
   log?: (msg: string, fields?: object) => void;
 }
 
-export const DEFAULT_SHUTDOWN_DRAIN_MS = 25_000;
+export const DEFAULT_SHUTDOWN_DRAIN_MS = 20_000;
 
 export class Manager {
   readonly #o: ManagerOptions;
@@ -113,10 +117,17 @@ export class Manager {
   async shutdown(): Promise<void> {
     if (this.#shuttingDown) return;
     this.#shuttingDown = true;
-    const work = await this.#work;
+    const drainMs = this.#o.drainTimeoutMs ?? DEFAULT_SHUTDOWN_DRAIN_MS;
+    const deadline = Date.now() + drainMs;
+    // Work still starting (the initial sync may take minutes against a slow API
+    // server) is not waited for past the budget: the Lease is released all the same.
+    const work = await withinMs(this.#work, drainMs);
     if (work) {
-      this.#log('draining', { timeoutMs: this.#o.drainTimeoutMs ?? DEFAULT_SHUTDOWN_DRAIN_MS });
-      await work.stop(this.#o.drainTimeoutMs ?? DEFAULT_SHUTDOWN_DRAIN_MS);
+      const timeoutMs = Math.max(0, deadline - Date.now());
+      this.#log('draining', { timeoutMs });
+      await work.stop(timeoutMs);
+    } else if (this.#work) {
+      this.#log('leader work still starting at shutdown; releasing the Lease', { drainMs });
     }
     await this.#elector?.stop();
     this.#log('manager stopped');
@@ -132,5 +143,20 @@ export class Manager {
       if (!this.#shuttingDown) (this.#o.onLostLeadership ?? (() => process.exit(1)))();
       return undefined;
     }
+  }
+}
+
+/** `promise`'s value, or undefined once `ms` has passed without it. */
+async function withinMs<T>(promise: Promise<T> | undefined, ms: number): Promise<T | undefined> {
+  if (!promise) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -3,7 +3,8 @@
 // Lease; losing the Lease exits without draining.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../operator/controller/kube-client.ts';
-import { Manager } from '../../operator/controller/manager.ts';
+import { DEFAULT_SHUTDOWN_DRAIN_MS, Manager } from '../../operator/controller/manager.ts';
+import { SHUTDOWN_GRACE_MS } from '../../roles/lifecycle.ts';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually, sleep } from '../support/eventually.ts';
@@ -77,8 +78,34 @@ describe('Manager', () => {
     await eventually(() => expect(started).toBe(1));
     await m.shutdown();
     await m.shutdown();
-    expect(stops).toEqual([25_000]);
+    expect(stops).toEqual([20_000]);
     expect(m.identity).toBeUndefined();
+  });
+
+  it('drains within 20 s by default, inside the process’s 25 s forced exit', () => {
+    expect(DEFAULT_SHUTDOWN_DRAIN_MS).toBeLessThan(SHUTDOWN_GRACE_MS);
+  });
+
+  it('work still starting at shutdown is not waited for past the budget: the Lease is released', async () => {
+    const lease = `mgr${++leaseCounter}`;
+    const m = new Manager({
+      leaderElection: {
+        lock: { client, namespace: 'default', name: lease },
+        identity: 'slow',
+        leaseDurationMs: 6000,
+        renewDeadlineMs: 4000,
+        retryPeriodMs: 200,
+      },
+      // An initial sync that never ends.
+      startLeading: () => new Promise(() => {}),
+      drainTimeoutMs: 300,
+    });
+    m.start();
+    await eventually(async () => expect(await holder(lease)).toBe('slow'));
+    const began = Date.now();
+    await m.shutdown();
+    expect(Date.now() - began).toBeLessThan(2_000);
+    expect(await holder(lease)).toBe('');
   });
 
   it('runs the work on the leader only; shutdown drains first, then releases the Lease', async () => {
@@ -89,7 +116,7 @@ describe('Manager', () => {
     await sleep(600);
     expect(b.started).toBe(0);
     await a.manager.shutdown();
-    expect(a.stops).toEqual([25_000]);
+    expect(a.stops).toEqual([20_000]);
     expect(a.holderAtStop).toEqual(['a']); // still held while draining
     expect(a.lost).toBe(0);
     // Released: taken on the next retry, without waiting out the 6 s LeaseDuration.
