@@ -106,8 +106,13 @@ const roles: Record<RoleName, Role> = {
       queueShards: s.queueShards,
       ...(s.queueAcks ? { queueAcks: s.queueAcks } : {}),
       waitForRoutes: false,
-      // Not ready while Redis is unreachable or the breaker in front of it is not closed.
-      readiness: () => clients.readiness(),
+      // Ready whatever Redis does (its state in the body): every gateway shares the one
+      // Redis, so not-ready would empty the Service at once and callers would get the
+      // ingress's error instead of 503 store-unavailable with Retry-After.
+      readiness: () => {
+        const redis = clients.readiness();
+        return { ready: true, status: redis.ready ? 'ready' : `ready; ${redis.status}` };
+      },
     });
     clients.health.register(runtime.registry);
     const stopVersionCheck = warnOfOldRedis(clients.main, logger);
