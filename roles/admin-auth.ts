@@ -1,13 +1,13 @@
 // The admin listener's authentication, from the settings: Kubernetes TokenReview and
 // SubjectAccessReview through the role's kubeconfig (in a pod: its service account),
 // one static token from a file, or none (the dev server on loopback).
-import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { AdminAccess } from '../runtime/admin/access.ts';
 import { KubernetesAuthenticator, type KubePost } from '../runtime/admin/kubernetes.ts';
-import { StaticTokenAuthenticator } from '../runtime/admin/static-token.ts';
+import { TokenFileAuthenticator } from '../runtime/admin/static-token.ts';
+import type { Logger } from 'pino';
 import type { Settings } from './settings.ts';
 
 /** POSTs JSON to the API server of a kubeconfig, with its credentials and CA. */
@@ -58,10 +58,17 @@ export function kubePost(kc: KubeConfig): KubePost {
   };
 }
 
-export function adminAccess(s: Settings, kubeConfig?: () => KubeConfig): AdminAccess {
+export function adminAccess(
+  s: Settings,
+  logger: Logger,
+  kubeConfig?: () => KubeConfig,
+): AdminAccess {
   if (s.adminAuth === 'token') {
     return new AdminAccess(
-      new StaticTokenAuthenticator(readFileSync(s.adminTokenFile ?? '', 'utf8')),
+      new TokenFileAuthenticator(s.adminTokenFile ?? '', {
+        onError: (message) =>
+          logger.error(`${message}: every admin token is refused until it is fixed`),
+      }),
     );
   }
   if (s.adminAuth === 'kubernetes') {

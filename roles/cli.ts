@@ -221,7 +221,7 @@ function servingOptions(s: Settings, logger: Logger) {
     baseUrl: s.baseUrl,
     logger,
     report: { afterListen: true, ...(ttl ? { ttlMs: Number(ttl) } : {}) },
-    adminAccess: adminAccess(s, kubeConfig),
+    adminAccess: adminAccess(s, logger, kubeConfig),
     analytics: s.analytics,
     budgets: s.budgets,
     engine: { onInternalError: internalErrors(logger), outbound: s.outbound },

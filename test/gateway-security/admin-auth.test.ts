@@ -9,7 +9,11 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { kubePost } from '../../roles/admin-auth.ts';
 import { AdminAccess } from '../../runtime/admin/access.ts';
 import { KubernetesAuthenticator } from '../../runtime/admin/kubernetes.ts';
-import { StaticTokenAuthenticator } from '../../runtime/admin/static-token.ts';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import {
+  StaticTokenAuthenticator,
+  TokenFileAuthenticator,
+} from '../../runtime/admin/static-token.ts';
 import { startKubeApiServer, type KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
@@ -323,5 +327,59 @@ describe('admin listener with a static token', () => {
 
   it('refuses a short token', () => {
     expect(() => new StaticTokenAuthenticator('short')).toThrow(/16 characters/);
+  });
+});
+
+describe('the static token from a file', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'hookgate-admin-token-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  /** Swaps the file in place, as the kubelet updates a mounted Secret (rename). */
+  const swap = async (path: string, content: string) => {
+    await writeFile(`${path}.new`, content);
+    await rename(`${path}.new`, path);
+  };
+
+  it('is read again when the file changes: a rotated token replaces the old one, no restart', async () => {
+    const path = join(dir, 'rotated');
+    await writeFile(path, 'first-admin-token-0123456789\n');
+    const auth = new TokenFileAuthenticator(path, { recheckMs: 0 });
+    expect(await auth.authenticate('first-admin-token-0123456789')).toBeDefined();
+    await swap(path, 'second-admin-token-0123456789\n');
+    expect(await auth.authenticate('first-admin-token-0123456789')).toBeUndefined();
+    expect(await auth.authenticate('second-admin-token-0123456789')).toBeDefined();
+  });
+
+  it('refuses every token while the file holds an invalid one or is gone (fails closed), and says so', async () => {
+    const path = join(dir, 'blanked');
+    await writeFile(path, 'kept-admin-token-0123456789');
+    const errors: string[] = [];
+    const auth = new TokenFileAuthenticator(path, {
+      recheckMs: 0,
+      onError: (m) => errors.push(m),
+    });
+    await swap(path, '');
+    expect(await auth.authenticate('kept-admin-token-0123456789')).toBeUndefined();
+    expect(errors).toHaveLength(1);
+    await rm(path);
+    expect(await auth.authenticate('kept-admin-token-0123456789')).toBeUndefined();
+    await swap(path, 'fixed-admin-token-0123456789');
+    expect(await auth.authenticate('fixed-admin-token-0123456789')).toBeDefined();
+  });
+
+  it('looks at the file at most once per recheck period', async () => {
+    const path = join(dir, 'cached');
+    await writeFile(path, 'cached-admin-token-0123456789');
+    let now = 0;
+    const auth = new TokenFileAuthenticator(path, { recheckMs: 1_000, now: () => now });
+    await swap(path, 'next-admin-token-0123456789');
+    now = 999;
+    expect(await auth.authenticate('cached-admin-token-0123456789')).toBeDefined();
+    now = 1_000;
+    expect(await auth.authenticate('cached-admin-token-0123456789')).toBeUndefined();
+    expect(await auth.authenticate('next-admin-token-0123456789')).toBeDefined();
   });
 });
