@@ -1,5 +1,6 @@
 // Executions: the spec's "Flow Management, Event Driven Workflows" listing with
 // per-run logs, and each execution's event channel (SSE, resumable with Last-Event-ID).
+import { decimalInRange, rfc3339 } from './query-values.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
@@ -56,14 +57,14 @@ export function parseExecutionFilter(query: Record<string, unknown>): ExecutionF
     ['until', until],
   ] as const) {
     if (value === undefined) continue;
-    if (Number.isNaN(Date.parse(value)))
-      throw invalid(name, `${name} must be an RFC 3339 timestamp`);
-    filter[name] = new Date(value).toISOString();
+    const at = rfc3339(value);
+    if (at === undefined)
+      throw invalid(name, `${name} must be an RFC 3339 timestamp, e.g. 2026-11-27T12:00:00Z`);
+    filter[name] = at;
   }
   if (limit !== undefined) {
-    const n = Number(limit);
-    if (!Number.isInteger(n) || n < 1 || n > 1000)
-      throw invalid('limit', 'limit must be an integer from 1 to 1000');
+    const n = decimalInRange(limit, 1, 1000);
+    if (n === undefined) throw invalid('limit', 'limit must be an integer from 1 to 1000');
     filter.limit = n;
   }
   if (cursor !== undefined) {

@@ -3,6 +3,7 @@
 // request as a new execution. Reading needs `get` on the trigger (like executions);
 // retrying and replaying need `create` on `webhooktriggers/test`, the right of Send Test
 // Request. docs/retries-and-replay.md is the reference of these endpoints.
+import { decimalInRange } from './query-values.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
 import type { DeadLetter, DeadLetterFilter, DeadLetterStore } from '../engine/dead-letters.ts';
@@ -62,7 +63,7 @@ export function parseDeadLetterFilter(
   if (workflowId !== undefined) filter.workflowId = workflowId;
   const limit = input.limit;
   if (limit !== undefined) {
-    const n = typeof limit === 'string' ? Number(limit) : limit;
+    const n = typeof limit === 'string' ? decimalInRange(limit, 1, MAX_DEAD_LETTER_LIST) : limit;
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_DEAD_LETTER_LIST)
       throw invalid(where, 'limit', `limit must be an integer from 1 to ${MAX_DEAD_LETTER_LIST}`);
     filter.limit = n;

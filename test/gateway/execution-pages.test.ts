@@ -117,6 +117,35 @@ describe('executions listing', () => {
     });
   });
 
+  it.each([
+    ['limit', '1e2'],
+    ['limit', '0x10'],
+    ['limit', ' 5'],
+    ['limit', '0'],
+    ['limit', '1001'],
+    ['since', '1'],
+    ['since', 'May 5'],
+    ['until', '2026-11-27'],
+  ])('refuses %s=%j: 400 saying what is expected', async (name, value) => {
+    const res = await rt.admin.inject({
+      method: 'GET',
+      url: `/api/executions?${name}=${encodeURIComponent(value)}`,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ errors: [{ pointer: `#/query/${name}` }] });
+  });
+
+  it('takes RFC 3339 times with an offset or fractions, and a plain limit', async () => {
+    for (const query of [
+      'since=2026-11-27T12:00:00%2B01:00',
+      'until=2999-01-01T00:00:00.123456Z',
+      'limit=5',
+    ]) {
+      const res = await rt.admin.inject({ method: 'GET', url: `/api/executions?${query}` });
+      expect(res.statusCode, query).toBe(200);
+    }
+  });
+
   it('refuses a cursor it did not make', async () => {
     const res = await rt.admin.inject({ method: 'GET', url: '/api/executions?cursor=%25%25' });
     expect(res.statusCode).toBe(400);
