@@ -153,6 +153,12 @@ function callbackUrlOf(request: FastifyRequest): string | undefined {
   const header = request.headers[CALLBACK_HEADER];
   if (typeof header === 'string' && header !== '') return header;
   const query = (request.query as Record<string, unknown> | undefined)?.[CALLBACK_QUERY];
+  // Given twice: which one was meant? Refused rather than guessed (or called missing).
+  if (Array.isArray(query))
+    throw new HttpProblem(
+      'HG_ERR_CALLBACK_URL_REFUSED',
+      `Give one ${CALLBACK_QUERY} query parameter, not ${query.length}`,
+    );
   return typeof query === 'string' && query !== '' ? query : undefined;
 }
 

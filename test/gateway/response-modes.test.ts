@@ -150,6 +150,17 @@ describe('partial modes (202)', () => {
     expect(res.status).toBe(202);
   });
 
+  it('Async Callback: a callbackUrl given twice is refused, not called missing', async () => {
+    const url = encodeURIComponent(`${receiver.url}/q`);
+    const res = await fetch(`${base}${wf}/callback?callbackUrl=${url}&callbackUrl=${url}`, {
+      method: 'POST',
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { type: string }).type).toBe(
+      `${PROBLEM_BASE}callback-url-refused`,
+    );
+  });
+
   it('Async Callback: the URL is not stored, and a failed delivery is no internal error', async () => {
     const secretUrl = `${receiver.url}/hook?token=receiver-secret-1`;
     const byHeader = await post('callback', { n: 2 }, { 'x-callback-url': secretUrl });
