@@ -19,19 +19,19 @@ export async function cleanupFailed(
   now: Date,
 ): Promise<never> {
   const previous = (obj.status ?? {}) as { conditions?: Condition[]; observedGeneration?: number };
-  const ready = storeError('Ready', what, err);
-  const inputs: ConditionInput[] = (previous.conditions ?? [])
-    .filter((c) => c.type !== 'Ready')
-    .map(({ type, status: s, reason, message }) => ({ type, status: s, reason, message }));
-  const next = {
-    ...previous,
-    conditions: mergeConditions(
-      previous.conditions,
-      [...inputs, ready],
-      obj.metadata.generation ?? 1,
-      now,
-    ),
-  };
+  // Only Ready is computed now, for the generation the deletion made; the others stay
+  // as they were, with the generation they were computed for (API conventions).
+  const [ready] = mergeConditions(
+    previous.conditions,
+    [storeError('Ready', what, err)],
+    obj.metadata.generation ?? 1,
+    now,
+  ) as [Condition];
+  const kept = previous.conditions ?? [];
+  const conditions = kept.some((c) => c.type === 'Ready')
+    ? kept.map((c) => (c.type === 'Ready' ? ready : c))
+    : [...kept, ready];
+  const next = { ...previous, conditions };
   await status.write(ref, obj, previous, next).catch(() => {});
   throw err;
 }
