@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeApiServer, type KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { goFloat } from '../../testing/kube-apiserver/schema/errors.ts';
 import { validateSchema } from '../../testing/kube-apiserver/schema/validate.ts';
-import { client, type Reply } from './support.ts';
+import { client, readWatch, type Reply } from './support.ts';
 
 const GROUP = 'schema.hookgate.dev';
 const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
@@ -29,7 +29,7 @@ type Spec = Record<string, unknown> & { [key: string]: unknown };
 interface Obj {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; resourceVersion?: string };
+  metadata: { name: string; resourceVersion?: string; generation?: number };
   spec?: Spec;
 }
 
@@ -81,6 +81,7 @@ async function kind(spec: Schema, root: Schema = {}) {
     spec: s as Spec,
   });
   return {
+    plural: `${name.toLowerCase()}s`,
     create: (n: string, s: unknown, query = '') =>
       call<Obj & Status>('POST', `${path}${query}`, body(n, s)),
     patch: (n: string, s: unknown) =>
@@ -223,6 +224,50 @@ describe('defaulting', () => {
       limits: { cpu: '1' },
       items: [{ weight: 5 }, { weight: 1 }],
     });
+  });
+
+  it('a default added by a CRD update shows on GET, LIST and WATCH without a write; a finalizer-only patch keeps generation', async () => {
+    const k = await kind({ type: 'object', properties: { color: { type: 'string' } } });
+    const created = ok(await k.create('d3', { color: 'red' }));
+    const path = `/apis/${GROUP}/v1/namespaces/default/${k.plural}`;
+    const rv = created.metadata.resourceVersion;
+    await k.reschema({
+      type: 'object',
+      properties: { color: { type: 'string' }, mode: { type: 'string', default: 'fast' } },
+    });
+    const read = await call<Obj>('GET', `${path}/d3`);
+    expect(read.body.spec).toEqual({ color: 'red', mode: 'fast' });
+    expect(read.body.metadata.resourceVersion).toBe(rv);
+    const list = await call<{ items: Obj[] }>('GET', path);
+    expect(list.body.items.map((o) => o.spec)).toEqual([{ color: 'red', mode: 'fast' }]);
+    const watch = await readWatch(`${server.url}${path}?watch=1`, { count: 1 });
+    expect(watch.events[0]?.object.spec).toEqual({ color: 'red', mode: 'fast' });
+    // The stored object, defaulted as it is read, equals the patched one but for the finalizer.
+    const patched = ok(
+      await call<Obj & Status>(
+        'PATCH',
+        `${path}/d3`,
+        { metadata: { finalizers: ['schema.hookgate.dev/cleanup'] } },
+        MERGE,
+      ),
+      200,
+    );
+    expect(patched.metadata).toMatchObject({ generation: 1 });
+    expect(patched.spec).toEqual({ color: 'red', mode: 'fast' });
+  });
+
+  it('an empty patch after a new default stores it (etcd compares the stored bytes) without bumping generation', async () => {
+    const k = await kind({ type: 'object', properties: { color: { type: 'string' } } });
+    const created = ok(await k.create('d4', { color: 'red' }));
+    await k.reschema({
+      type: 'object',
+      properties: { color: { type: 'string' }, mode: { type: 'string', default: 'fast' } },
+    });
+    const first = ok(await k.patch('d4', {}), 200);
+    expect(first.metadata.resourceVersion).not.toBe(created.metadata.resourceVersion);
+    expect(first.metadata).toMatchObject({ generation: 1 });
+    const second = ok(await k.patch('d4', {}), 200);
+    expect(second.metadata.resourceVersion).toBe(first.metadata.resourceVersion);
   });
 });
 

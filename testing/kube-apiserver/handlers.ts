@@ -10,6 +10,7 @@ import {
   withType,
   type FieldValidation,
 } from './admission.ts';
+import { fromStorage } from './codec.ts';
 import { applyMerge, canonical, jsonPatch, mergePatch } from './patch.ts';
 import {
   apiVersionOf,
@@ -81,9 +82,15 @@ function randomSuffix(): string {
 }
 
 export function getObject(ctx: Ctx, t: Target): KubeObject {
-  const obj = ctx.storage.get(storageKey(t.rt), t.namespace, t.name ?? '');
+  const obj = read(ctx, t);
   if (!obj) throw notFound(t.rt, t.name ?? '');
   return withType(obj, t.rt);
+}
+
+/** The named object as storage decodes it (codec.ts), or undefined. */
+function read(ctx: Ctx, t: Target): KubeObject | undefined {
+  const stored = ctx.storage.get(storageKey(t.rt), t.namespace, t.name ?? '');
+  return stored && fromStorage(t.rt, stored);
 }
 
 function asObject(body: unknown): KubeObject {
@@ -210,9 +217,9 @@ export function updateObject(
       'the namespace of the provided object does not match the namespace sent on the request',
     );
   }
-  const key = storageKey(t.rt);
-  const cur = ctx.storage.get(key, t.namespace, name);
-  if (!cur) throw notFound(t.rt, name);
+  const stored = ctx.storage.get(storageKey(t.rt), t.namespace, name);
+  if (!stored) throw notFound(t.rt, name);
+  const cur = fromStorage(t.rt, stored);
   const rv = input.metadata.resourceVersion;
   if (!rv && mode.requireRv && t.rt.custom) {
     throw invalid(t.rt, name, [
@@ -228,7 +235,7 @@ export function updateObject(
   const { object, warnings } = admitObject(t.rt, next, opts.fieldValidation, cur);
   normaliseBuiltin(t.rt, object);
   checkFinalizers(t.rt, object, cur);
-  return commit(ctx, t, object, cur, warnings, opts.dryRun === true);
+  return commit(ctx, t, object, { cur, stored }, warnings, opts.dryRun === true);
 }
 
 /** Copy what a request cannot change from the stored object (K8 status rules). */
@@ -281,12 +288,19 @@ function checkFinalizers(rt: ResourceType, next: KubeObject, cur: KubeObject): v
   }
 }
 
-/** Generation, no-op detection (K5), deletion once the last finalizer is gone (K10). */
+/**
+ * Generation, no-op detection (K5), deletion once the last finalizer is gone (K10).
+ * `cur` is the current object as decoded (defaults applied), `stored` as stored:
+ * generation compares the spec with the decoded object (the strategy sees that), while
+ * a write is skipped only when it would store the same bytes (etcd3 store.go
+ * GuaranteedUpdate: `bytes.Equal(data, origState.data)`, re-read from etcd), so an
+ * update that only adds a new default is stored.
+ */
 function commit(
   ctx: Ctx,
   t: Target,
   next: KubeObject,
-  cur: KubeObject,
+  { cur, stored }: { cur: KubeObject; stored: KubeObject },
   warnings: string[],
   dryRun: boolean,
 ): Outcome {
@@ -300,18 +314,18 @@ function commit(
   if (t.rt === CRD_TYPE && t.subresource !== 'status') {
     next.status = crdStatus(next, cur.metadata.creationTimestamp ?? now());
   }
-  if (canonical(next) === canonical(withType(cur, t.rt))) {
+  if (canonical(next) === canonical(withType(stored, t.rt))) {
     return { code: 200, body: withType(cur, t.rt), warnings };
   }
   if (dryRun) return { code: 200, body: withType(next, t.rt), warnings };
   if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
     const gone = ctx.storage.remove(key, next);
     afterDelete(ctx, t.rt, gone);
-    return { code: 200, body: withType(gone, t.rt), warnings };
+    return { code: 200, body: withType(fromStorage(t.rt, gone), t.rt), warnings };
   }
-  const stored = ctx.storage.write(key, next, 'MODIFIED');
-  afterWrite(ctx, t.rt, stored);
-  return { code: 200, body: withType(stored, t.rt), warnings };
+  const written = ctx.storage.write(key, next, 'MODIFIED');
+  afterWrite(ctx, t.rt, written);
+  return { code: 200, body: withType(written, t.rt), warnings };
 }
 
 // ---------------------------------------------------------------- patch
@@ -338,7 +352,7 @@ export function patchObject(
   }
   if (!PATCH_TYPES.includes(type)) throw unsupportedMediaType(type, PATCH_TYPES);
   if (type === 'application/apply-patch+yaml') return applyPatch(ctx, t, raw, opts);
-  const cur = ctx.storage.get(storageKey(t.rt), t.namespace, t.name ?? '');
+  const cur = read(ctx, t);
   if (!cur) throw notFound(t.rt, t.name ?? '');
   const body = parseJson(raw);
   if (type === 'application/merge-patch+json' && !isObject(body)) {
@@ -367,7 +381,7 @@ function applyPatch(ctx: Ctx, t: Target, raw: string, opts: WriteOptions): Outco
       `the name of the object (${input.metadata.name}) does not match the name on the URL (${t.name ?? ''})`,
     );
   }
-  const cur = ctx.storage.get(storageKey(t.rt), t.namespace, t.name ?? '');
+  const cur = read(ctx, t);
   if (!cur) {
     if (t.subresource) throw notFound(t.rt, t.name ?? '');
     return createObject(ctx, t, { ...input, metadata: { ...input.metadata, name: t.name } }, opts);
@@ -418,7 +432,7 @@ export function deleteObject(ctx: Ctx, t: Target, options: DeleteOptions): Outco
   }
   const key = storageKey(t.rt);
   const name = t.name ?? '';
-  const cur = ctx.storage.get(key, t.namespace, name);
+  const cur = read(ctx, t);
   if (!cur) throw notFound(t.rt, name);
   checkPreconditions(t, cur, options.preconditions ?? {});
   if (options.dryRun?.includes('All'))
@@ -435,7 +449,7 @@ export function deleteObject(ctx: Ctx, t: Target, options: DeleteOptions): Outco
   }
   const gone = ctx.storage.remove(key, cur);
   afterDelete(ctx, t.rt, gone);
-  return { code: 200, body: withType(gone, t.rt), warnings: [] };
+  return { code: 200, body: withType(fromStorage(t.rt, gone), t.rt), warnings: [] };
 }
 
 // ---------------------------------------------------------------- side effects

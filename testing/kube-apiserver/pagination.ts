@@ -44,11 +44,16 @@ function encode(token: Token): string {
 const EXPIRED_CONTINUE =
   'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.';
 
-/** One page of a list; without limit and continue: everything, at the current RV. */
+/**
+ * One page of a list; without limit and continue: everything, at the current RV.
+ * `read` is what reading from storage does to an object (codec.ts); selectors see
+ * its result, as the watch cache holds decoded objects.
+ */
 export function listPage(
   storage: Storage,
   resource: string,
   namespace: string | undefined,
+  read: (o: KubeObject) => KubeObject,
   select: (o: KubeObject) => boolean,
   limit: number,
   continueToken: string | null,
@@ -74,7 +79,10 @@ export function listPage(
     start = token.start;
     objects = past;
   } else objects = storage.list(resource, namespace);
-  const selected = objects.filter((o) => keyOf(o) > start && select(o));
+  const selected = objects
+    .filter((o) => keyOf(o) > start)
+    .map(read)
+    .filter(select);
   if (!(limit > 0) || selected.length <= limit) return { items: selected, rv };
   const items = selected.slice(0, limit);
   const last = items[items.length - 1];

@@ -29,6 +29,7 @@ import {
   type Target,
   type WriteOptions,
 } from './handlers.ts';
+import { fromStorage } from './codec.ts';
 import { groupVersionDoc, openApiIndex } from './openapi.ts';
 import { CRD_TYPE, Registry, storageKey, type KubeObject } from './resources.ts';
 import { listPage } from './pagination.ts';
@@ -396,6 +397,7 @@ export async function startKubeApiServer(
       storage,
       storageKey(t.rt),
       t.namespace,
+      (o) => fromStorage(t.rt, o),
       (o) => labels(o) && fields(o),
       Number(q.get('limit') ?? 0),
       q.get('continue'),

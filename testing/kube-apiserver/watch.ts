@@ -4,6 +4,7 @@
 // sendInitialEvents end-of-initial-events bookmark, and timeoutSeconds.
 import type { ServerResponse } from 'node:http';
 import { withType } from './admission.ts';
+import { fromStorage } from './codec.ts';
 import { apiVersionOf, storageKey, type KubeObject, type ResourceType } from './resources.ts';
 import type { Selector } from './selectors.ts';
 import { expired } from './status.ts';
@@ -56,10 +57,24 @@ export function serveWatch(
   opts: WatchOptions,
 ): void {
   const key = storageKey(req.rt);
+  // Events carry objects as read from storage (codec.ts): the current CRD's defaults.
+  const decodeObject = (o: KubeObject): KubeObject => fromStorage(req.rt, o);
   const matches = (o: KubeObject): boolean =>
     (req.namespace === undefined || o.metadata.namespace === req.namespace) &&
     req.labels(o) &&
     req.fields(o);
+  const toWatchEvent = (e: StoredEvent): WatchEvent | undefined =>
+    e.resource !== key
+      ? undefined
+      : translate(
+          {
+            ...e,
+            object: decodeObject(e.object),
+            ...(e.previous ? { previous: decodeObject(e.previous) } : {}),
+          },
+          key,
+          matches,
+        );
   res.writeHead(200, {
     'Content-Type': 'application/json',
     'Cache-Control': 'no-cache, private',
@@ -89,7 +104,7 @@ export function serveWatch(
 
   const rv = req.resourceVersion;
   if (req.sendInitialEvents || rv === undefined || rv === '' || rv === '0') {
-    for (const o of storage.list(key, req.namespace).filter(matches))
+    for (const o of storage.list(key, req.namespace).map(decodeObject).filter(matches))
       send({ type: 'ADDED', object: o });
     if (req.sendInitialEvents) bookmark({ 'k8s.io/initial-events-end': 'true' });
   } else {
@@ -101,13 +116,13 @@ export function serveWatch(
       return;
     }
     for (const e of replay) {
-      const out = translate(e, key, matches);
+      const out = toWatchEvent(e);
       if (out) send(out);
     }
   }
 
   const unsubscribe = storage.subscribe((e) => {
-    const out = translate(e, key, matches);
+    const out = toWatchEvent(e);
     if (out) send(out);
   });
   const timers: NodeJS.Timeout[] = [];
