@@ -435,6 +435,7 @@ describe('CEL rules', () => {
           'x-kubernetes-list-map-keys': ['name'],
           items: {
             type: 'object',
+            required: ['name'],
             properties: { name: { type: 'string' }, port: { type: 'integer' } },
             'x-kubernetes-validations': [
               { rule: 'self.port == oldSelf.port', message: 'port is immutable' },
@@ -668,5 +669,133 @@ describe('CRD creation', () => {
       `${at}.properties[zones].items.x-kubernetes-validations[0].rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within ${at}.properties[zones]`,
       `${at}.properties[name].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule`,
     ]);
+  });
+
+  // Structural schema rules: apiserver/schema/validation.go and
+  // apis/apiextensions/validation/validation.go.
+  it('refuses a field without type, naming which kind of node it is', async () => {
+    expect(
+      await refused({ type: 'object', properties: { name: {}, list: { type: 'array' } } }),
+    ).toEqual([
+      `${at}.properties[list].items: Required value: must be specified`,
+      `${at}.properties[name].type: Required value: must not be empty for specified object fields`,
+    ]);
+    expect(
+      await refused({ type: 'object', properties: { list: { type: 'array', items: {} } } }),
+    ).toEqual([
+      `${at}.properties[list].items.type: Required value: must not be empty for specified array items`,
+    ]);
+    // preserve-unknown-fields or int-or-string stand in for a type.
+    ok(
+      await call(
+        'POST',
+        CRDS,
+        crdFor(`Loose${++kinds}`, {
+          type: 'object',
+          properties: {
+            any: { 'x-kubernetes-preserve-unknown-fields': true },
+            port: { 'x-kubernetes-int-or-string': true },
+          },
+        }),
+      ),
+    );
+  });
+
+  it('refuses map-list keys that are neither required nor defaulted, nullable, or not item properties', async () => {
+    const list = (items: Schema, keys = ['name']): Schema => ({
+      type: 'object',
+      properties: {
+        ports: {
+          type: 'array',
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': keys,
+          items,
+        },
+      },
+    });
+    const item = { type: 'object', properties: { name: { type: 'string' } } };
+    expect(await refused(list(item))).toEqual([
+      `${at}.properties[ports].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property`,
+    ]);
+    expect(
+      await refused(
+        list({
+          type: 'object',
+          nullable: true,
+          required: ['name'],
+          properties: { name: { type: 'string', nullable: true } },
+        }),
+      ),
+    ).toEqual([
+      `${at}.properties[ports].items.nullable: Forbidden: cannot be nullable when x-kubernetes-list-type is map`,
+      `${at}.properties[ports].items.properties[name].nullable: Forbidden: this property is in x-kubernetes-list-map-keys, so it cannot be nullable`,
+    ]);
+    expect(await refused(list({ ...item, required: ['name'] }, ['nme']))).toEqual([
+      `${at}.properties[ports].x-kubernetes-list-map-keys: Invalid value: ["nme"]: entries must all be names of item properties`,
+    ]);
+    // A required key, or a defaulted one, is fine.
+    ok(await call('POST', CRDS, crdFor(`Keyed${++kinds}`, list({ ...item, required: ['name'] }))));
+  });
+
+  it('refuses a root metadata schema beyond name and generateName restrictions', async () => {
+    const withMeta = (metadata: Schema) =>
+      call<Status>(
+        'POST',
+        CRDS,
+        crdFor(
+          `Meta${++kinds}`,
+          { type: 'object' },
+          {
+            properties: {
+              spec: { type: 'object' },
+              metadata,
+            },
+          },
+        ),
+      );
+    const labels = await withMeta({
+      type: 'object',
+      properties: { labels: { type: 'object', additionalProperties: { type: 'string' } } },
+    });
+    expect(labels.status, JSON.stringify(labels.body)).toBe(422);
+    expect(labels.body.details?.causes?.map((c) => `${c.field ?? ''}: ${c.message}`)).toEqual([
+      'spec.validation.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified',
+    ]);
+    const named = await withMeta({
+      type: 'object',
+      properties: { name: { type: 'string', maxLength: 20 } },
+    });
+    expect(named.status, JSON.stringify(named.body)).toBe(201);
+  });
+
+  it('refuses other structural mistakes: preserve-unknown-fields false, a nullable root, keywords in allOf, int-or-string with preserve-unknown-fields', async () => {
+    expect(
+      await refused({
+        type: 'object',
+        properties: {
+          a: { type: 'object', 'x-kubernetes-preserve-unknown-fields': false },
+          b: { 'x-kubernetes-int-or-string': true, 'x-kubernetes-preserve-unknown-fields': true },
+          c: { type: 'string', allOf: [{ type: 'string', description: 'x' }] },
+          d: { type: 'array', items: { type: 'string' }, uniqueItems: true },
+          e: { type: 'strin' },
+        },
+      }),
+    ).toEqual([
+      `${at}.properties[b].x-kubernetes-preserve-unknown-fields: Invalid value: true: must be false if x-kubernetes-int-or-string is true`,
+      `${at}.properties[c].allOf[0].description: Forbidden: must be empty to be structural`,
+      `${at}.properties[c].allOf[0].type: Forbidden: must be empty to be structural`,
+      `${at}.properties[a].x-kubernetes-preserve-unknown-fields: Invalid value: false: must be true or undefined`,
+      `${at}.properties[d].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic`,
+      `${at}.properties[e].type: Unsupported value: "strin": supported values: "array", "boolean", "integer", "number", "object", "string"`,
+    ]);
+    const nullableRoot = await call<Status>(
+      'POST',
+      CRDS,
+      crdFor(`Null${++kinds}`, { type: 'object' }, { nullable: true }),
+    );
+    expect(nullableRoot.status).toBe(422);
+    expect(nullableRoot.body.details?.causes?.map((c) => `${c.field ?? ''}: ${c.message}`)).toEqual(
+      ['spec.validation.openAPIV3Schema.nullable: Forbidden: nullable cannot be true at the root'],
+    );
   });
 });

@@ -2,7 +2,7 @@
 // (K6), structural pruning/defaulting/validation/CEL through the server's own schema/
 // modules (K19-K21), the CEL cost budget of CRDs (crd-cost.ts), generation (K8, K9), and the
 // special cases of built-ins (CRD status, Secret stringData, Namespace phase).
-import { crdRuleErrors, decode, validateObject } from './schema/index.ts';
+import { crdRuleErrors, crdSchemaErrors, decode, validateObject } from './schema/index.ts';
 import { crdCostErrors } from './crd-cost.ts';
 import { objectMetaCauses } from './object-meta.ts';
 import { canonical } from './patch.ts';
@@ -136,11 +136,20 @@ function checkCrd(rt: ResourceType, crd: KubeObject): void {
       message: 'Required value: must have exactly one version marked as storage version',
     });
   }
-  // Rules must compile against their schema (reported at spec.validation when all
-  // versions share one schema, as the API server's internal form has it).
-  if (Array.isArray(spec?.versions)) errors.push(...crdRuleErrors(spec.versions));
-  // The CEL cost budget (estimated from the schema's size bounds), as a real server checks it.
-  if (Array.isArray(spec?.versions)) errors.push(...crdCostErrors(spec));
+  if (Array.isArray(spec?.versions)) {
+    // Schemas must be structural (reported at spec.validation when all versions share
+    // one schema, as the API server's internal form has it). Rules are compiled and
+    // priced only on a schema without such errors, as validation.go does (it skips CEL
+    // below a node with schema errors; here, anywhere in a CRD that has any).
+    const schemaErrors = crdSchemaErrors(spec.versions);
+    errors.push(...schemaErrors);
+    if (schemaErrors.length === 0) {
+      // Rules must compile against their schema.
+      errors.push(...crdRuleErrors(spec.versions));
+      // The CEL cost budget (estimated from the schema's size bounds), as a real server checks it.
+      errors.push(...crdCostErrors(spec));
+    }
+  }
   if (errors.length > 0) throw invalid(rt, name, errors);
 }
 

@@ -4,13 +4,8 @@
 // `optionalOldSelf` only makes sense in a rule that uses `oldSelf`.
 import { compileExpression } from './cel-compile.ts';
 import { fe, goEscape, Rendered } from './errors.ts';
-import {
-  canonicalJson,
-  isObject,
-  type FieldError,
-  type OpenApiSchema,
-  type ValidationRule,
-} from './types.ts';
+import { crdSchemas } from './structural.ts';
+import { isObject, type FieldError, type OpenApiSchema, type ValidationRule } from './types.ts';
 
 /** The rule as the API server prints its internal ValidationRule struct. */
 function shown(r: ValidationRule): Rendered {
@@ -107,10 +102,5 @@ function walk(
 export function crdRuleErrors(
   versions: readonly { schema?: { openAPIV3Schema?: OpenApiSchema } }[],
 ): FieldError[] {
-  const schemas = versions.map((v) => v.schema?.openAPIV3Schema);
-  const [first] = schemas;
-  if (first && schemas.every((s) => s && canonicalJson(s) === canonicalJson(first))) {
-    return ruleErrors(first, 'spec.validation.openAPIV3Schema');
-  }
-  return schemas.flatMap((s, i) => ruleErrors(s, `spec.versions[${i}].schema.openAPIV3Schema`));
+  return crdSchemas(versions).flatMap(([s, path]) => ruleErrors(s, path));
 }

@@ -14,6 +14,7 @@ import { validateSchema } from './validate.ts';
 
 export type { FieldError, OpenApiSchema, ValidationRule } from './types.ts';
 export { crdRuleErrors, ruleErrors } from './crd-rules.ts';
+export { crdSchemaErrors } from './structural.ts';
 
 /**
  * What decoding a request body does to a custom resource (in place): prune, drop
