@@ -253,6 +253,43 @@ describe('authorization mode', () => {
     expect(create.body.message).toContain('cannot create resource "leases"');
   });
 
+  it('a server-side apply that creates the object needs create as well as patch (handlers/patch.go)', async () => {
+    await role('team-a', 'configmap-patcher', [
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['patch'] },
+    ]);
+    await bind('team-a', 'robot-patches', { kind: 'Role', name: 'configmap-patcher' }, [
+      robotSubject,
+    ]);
+    const cms = '/api/v1/namespaces/team-a/configmaps';
+    const apply = (name: string) =>
+      call(
+        'PATCH',
+        `${cms}/${name}?fieldManager=robot`,
+        robot,
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { a: '1' } },
+        'application/apply-patch+yaml',
+      );
+    const denied = await apply('new');
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatchObject({
+      reason: 'Forbidden',
+      message: `configmaps "new" is forbidden: User "${SA_USER}" cannot create resource "configmaps" in API group "" in the namespace "team-a"`,
+      details: { name: 'new', kind: 'configmaps' },
+    });
+    expect((await call('GET', `${cms}/new`, ADMIN)).status).toBe(404);
+    // Patching an existing object needs patch only.
+    await admin('POST', cms, { metadata: { name: 'old' } });
+    expect((await apply('old')).status).toBe(200);
+    // The create is authorised with the URL's name, so resourceNames can grant it.
+    await role('team-a', 'configmap-creator', [
+      { apiGroups: [''], resources: ['configmaps'], verbs: ['create'], resourceNames: ['new'] },
+    ]);
+    await bind('team-a', 'robot-creates', { kind: 'Role', name: 'configmap-creator' }, [
+      robotSubject,
+    ]);
+    expect((await apply('new')).status).toBe(201);
+  });
+
   it('Group subjects (system:serviceaccounts:<ns>) and a binding to a missing role, with its reason', async () => {
     await admin('POST', `${RBAC}/clusterroles`, {
       metadata: { name: 'configmap-reader' },

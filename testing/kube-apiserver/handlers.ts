@@ -50,6 +50,12 @@ export interface WriteOptions {
   force?: boolean;
   /** `dryRun=All`: run every check, store nothing, send no event. */
   dryRun?: boolean;
+  /**
+   * For a PATCH: authorise the `create` a server-side apply of a missing object turns
+   * into (throws 403). The API server wraps the create validation of a patch in this
+   * check (handlers/patch.go createAuthorizerAttributes, update.go withAuthorization).
+   */
+  authorizeCreate?: () => void;
 }
 
 export interface Outcome {
@@ -174,6 +180,7 @@ export function createObject(ctx: Ctx, t: Target, body: unknown, opts: WriteOpti
   if (ctx.storage.get(key, t.namespace, meta.name)) throw alreadyExists(t.rt, meta.name);
   if (t.rt.statusSubresource) delete input.status;
   const { object, warnings } = admitObject(t.rt, input, opts.fieldValidation);
+  opts.authorizeCreate?.();
   normaliseBuiltin(t.rt, object);
   const m = object.metadata;
   delete m.deletionTimestamp;

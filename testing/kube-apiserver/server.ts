@@ -461,6 +461,17 @@ export async function startKubeApiServer(
     };
   }
 
+  /** A PATCH's options: a server-side apply that creates needs `create` too (handlers/patch.go). */
+  function patchOptions(
+    req: IncomingMessage,
+    q: URLSearchParams,
+    user: UserInfo | undefined,
+  ): WriteOptions {
+    if (!user) return writeOptions(q);
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    return { ...writeOptions(q), authorizeCreate: () => authorizeAs(user, 'PATCH', url, 'create') };
+  }
+
   function serveResource(
     req: IncomingMessage,
     res: ServerResponse,
@@ -502,7 +513,8 @@ export async function startKubeApiServer(
     }
     let out;
     if (method === 'PUT') out = updateObject(ctx, t, parseBody(raw, contentType), writeOptions(q));
-    else if (method === 'PATCH') out = patchObject(ctx, t, contentType, raw, writeOptions(q));
+    else if (method === 'PATCH')
+      out = patchObject(ctx, t, contentType, raw, patchOptions(req, q, user));
     else if (method === 'DELETE' && !t.subresource)
       out = deleteObject(ctx, t, deleteOptions(parseBody(raw, contentType), q));
     else throw methodNotAllowed(method);
@@ -561,9 +573,16 @@ export async function startKubeApiServer(
     const user = authn.authenticate(req.headers.authorization);
     if (!user) throw unauthorized();
     entry.user = user.name;
-    const attrs = requestAttributes(req.method ?? 'GET', url.pathname, url.searchParams);
+    authorizeAs(user, req.method ?? 'GET', url);
+    return user;
+  }
+
+  /** RBAC for one request (optionally as another verb); a thrown 403 when denied. */
+  function authorizeAs(user: UserInfo, method: string, url: URL, verb?: string): void {
+    const attrs = requestAttributes(method, url.pathname, url.searchParams);
+    if (verb) attrs.verb = verb;
     const decision = authorize(storage, user, attrs);
-    if (decision.allowed) return user;
+    if (decision.allowed) return;
     throw forbidden(
       attrs.resourceRequest ? { group: attrs.apiGroup, plural: attrs.resource } : undefined,
       attrs.name,
