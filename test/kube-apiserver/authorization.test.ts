@@ -220,9 +220,8 @@ describe('authorization mode', () => {
     await bind('team-a', 'robot-status', { kind: 'Role', name: 'status-writer' }, [robotSubject]);
     const base = '/apis/hookgate.dev/v1alpha1/namespaces/team-a';
     // Authorised (the object does not exist: 404 from the handler, not 403).
-    expect((await call('PUT', `${base}/workflows/w/status`, robot, { metadata: {} })).status).toBe(
-      404,
-    );
+    const named = { metadata: { name: 'w' } };
+    expect((await call('PUT', `${base}/workflows/w/status`, robot, named)).status).toBe(404);
     const main = await call('PUT', `${base}/workflows/w`, robot, { metadata: {} });
     expect(main.body.message).toBe(
       `workflows.hookgate.dev "w" is forbidden: User "${SA_USER}" cannot update resource "workflows" in API group "hookgate.dev" in the namespace "team-a"`,

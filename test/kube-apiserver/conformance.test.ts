@@ -118,6 +118,55 @@ describe('1.1 objects and concurrency', () => {
     expect(missing.status).toBe(404);
   });
 
+  it('K3b a PUT needs the URL’s name (400) and a matching uid (409 precondition); a patch may not change the uid (422)', async () => {
+    const a = await create(WT, trigger('k3b'));
+    const { name: _n, ...unnamed } = a.metadata;
+    const noName = await call('PUT', `${WT}/k3b`, { ...a, metadata: unnamed });
+    expect(noName.status).toBe(400);
+    expect(noName.body).toMatchObject({
+      reason: 'BadRequest',
+      message:
+        'the name of the object (k3b based on URL) was undeterminable: name must be provided',
+    });
+    const noNameStatus = await call('PUT', `${WT}/k3b/status`, { ...a, metadata: unnamed });
+    expect(noNameStatus.status).toBe(400);
+    const other = await call('PUT', `${WT}/k3b`, { ...a, metadata: { ...a.metadata, name: 'x' } });
+    expect(other.status).toBe(400);
+    expect(other.body.message).toBe(
+      'the name of the object (x) does not match the name on the URL (k3b)',
+    );
+    const staleUid = '00000000-0000-0000-0000-000000000000';
+    const stale = await call('PUT', `${WT}/k3b`, {
+      ...a,
+      metadata: { ...a.metadata, uid: staleUid },
+    });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({
+      reason: 'Conflict',
+      details: { name: 'k3b', group: GROUP, kind: 'webhooktriggers' },
+      message: `Operation cannot be fulfilled on webhooktriggers.hookgate.dev "k3b": StorageError: invalid object, Code: 4, Key: /registry/hookgate.dev/webhooktriggers/default/k3b, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${staleUid}, UID in object meta: ${String(a.metadata.uid)}`,
+    });
+    // Without a uid the stored one is kept.
+    const { uid: _u, ...noUid } = a.metadata;
+    const kept = await call('PUT', `${WT}/k3b`, {
+      ...a,
+      metadata: { ...noUid, labels: { k: 'v' } },
+    });
+    expect(kept.status).toBe(200);
+    expect(kept.body.metadata.uid).toBe(a.metadata.uid);
+    const patched = await call<{ reason: string; message: string }>(
+      'PATCH',
+      `${WT}/k3b`,
+      { metadata: { uid: staleUid } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(patched.status).toBe(422);
+    expect(patched.body.reason).toBe('Invalid');
+    expect(patched.body.message).toBe(
+      `WebhookTrigger.hookgate.dev "k3b" is invalid: metadata.uid: Invalid value: "${staleUid}": field is immutable`,
+    );
+  });
+
   it('K4 a PATCH without RV is unconditional; one carrying a different RV gets 409', async () => {
     const a = await create(WT, trigger('k4'));
     await call('PUT', `${WT}/k4`, { ...a, metadata: { ...a.metadata, labels: { bump: '1' } } });

@@ -199,8 +199,47 @@ export function createObject(ctx: Ctx, t: Target, body: unknown, opts: WriteOpti
 // ---------------------------------------------------------------- update
 
 interface UpdateMode {
-  /** PUT on a custom resource: the RV is required (K3). */
-  requireRv: boolean;
+  /**
+   * A PUT (not the tail of a PATCH): a custom resource needs the RV (K3), and a uid in
+   * the body is a precondition (rest/update.go defaultUpdatedObjectInfo.Preconditions;
+   * a patch's updated-object info has none).
+   */
+  put: boolean;
+}
+
+/**
+ * handlers/rest.go checkName: the body must name the object of the URL (a PUT, and
+ * what a patch produced).
+ */
+function checkUrlName(input: KubeObject, name: string): void {
+  const objName = input.metadata.name;
+  if (!objName) {
+    throw badRequest(
+      `the name of the object (${name} based on URL) was undeterminable: name must be provided`,
+    );
+  }
+  if (objName !== name) {
+    throw badRequest(
+      `the name of the object (${objName}) does not match the name on the URL (${name})`,
+    );
+  }
+}
+
+/**
+ * A PUT's uid precondition fails as etcd3's GuaranteedUpdate reports it
+ * (storage.Preconditions.Check → StorageError invalid object, Code 4, turned into a
+ * Conflict by InterpretUpdateError), with the object's etcd key.
+ */
+function checkUidPrecondition(t: Target, input: KubeObject, cur: KubeObject): void {
+  const uid = input.metadata.uid;
+  if (!uid || uid === cur.metadata.uid) return;
+  const prefix = t.rt.custom || t.rt === CRD_TYPE ? `${t.rt.group}/${t.rt.plural}` : t.rt.plural;
+  const key = `/registry/${prefix}/${t.namespace ? `${t.namespace}/` : ''}${t.name ?? ''}`;
+  throw conflict(
+    t.rt,
+    t.name ?? '',
+    `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${uid}, UID in object meta: ${cur.metadata.uid ?? ''}`,
+  );
 }
 
 /** PUT and the tail of PATCH: preconditions, subresource rules, generation, no-op. */
@@ -209,16 +248,12 @@ export function updateObject(
   t: Target,
   body: unknown,
   opts: WriteOptions,
-  mode: UpdateMode = { requireRv: true },
+  mode: UpdateMode = { put: true },
 ): Outcome {
   const input = asObject(body);
   checkApiVersion(t, input);
   const name = t.name ?? '';
-  if (input.metadata.name !== undefined && input.metadata.name !== name) {
-    throw badRequest(
-      `the name of the object (${String(input.metadata.name)}) does not match the name on the URL (${name})`,
-    );
-  }
+  checkUrlName(input, name);
   if (t.rt.namespaced && input.metadata.namespace && input.metadata.namespace !== t.namespace) {
     throw badRequest(
       'the namespace of the provided object does not match the namespace sent on the request',
@@ -227,8 +262,9 @@ export function updateObject(
   const stored = ctx.storage.get(storageKey(t.rt), t.namespace, name);
   if (!stored) throw notFound(t.rt, name);
   const cur = fromStorage(t.rt, stored);
+  if (mode.put) checkUidPrecondition(t, input, cur);
   const rv = input.metadata.resourceVersion;
-  if (!rv && mode.requireRv && t.rt.custom) {
+  if (!rv && mode.put && t.rt.custom) {
     throw invalid(t.rt, name, [
       {
         field: 'metadata.resourceVersion',
@@ -239,6 +275,7 @@ export function updateObject(
   }
   if (rv && rv !== cur.metadata.resourceVersion) throw conflict(t.rt, name);
   const next = prepareUpdate(t, input, cur);
+  checkUidUnchanged(t.rt, next, cur);
   const { object, warnings } = admitObject(t.rt, next, opts.fieldValidation, cur);
   normaliseBuiltin(t.rt, object);
   checkFinalizers(t.rt, object, cur);
@@ -264,7 +301,7 @@ function prepareUpdate(t: Target, input: KubeObject, cur: KubeObject): KubeObjec
   const c = cur.metadata;
   m.name = c.name;
   if (t.rt.namespaced) m.namespace = c.namespace;
-  m.uid = c.uid;
+  if (!m.uid) m.uid = c.uid; // rest.BeforeUpdate keeps the stored uid when none is given
   m.creationTimestamp = c.creationTimestamp;
   m.resourceVersion = c.resourceVersion;
   if (c.generation !== undefined) m.generation = c.generation;
@@ -277,6 +314,19 @@ function prepareUpdate(t: Target, input: KubeObject, cur: KubeObject): KubeObjec
     delete m.deletionGracePeriodSeconds;
   }
   return next;
+}
+
+/** ValidateObjectMetaAccessorUpdate: the uid is immutable (a patch may try to change it). */
+function checkUidUnchanged(rt: ResourceType, next: KubeObject, cur: KubeObject): void {
+  const uid = next.metadata.uid;
+  if (uid === cur.metadata.uid) return;
+  throw invalid(rt, cur.metadata.name ?? '', [
+    {
+      field: 'metadata.uid',
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${JSON.stringify(uid)}: field is immutable`,
+    },
+  ]);
 }
 
 /** K10: once deletion started, no new finalizers. */
@@ -369,7 +419,7 @@ export function patchObject(
     type === 'application/json-patch+json'
       ? jsonPatch(withType(cur, t.rt), body)
       : mergePatch(withType(cur, t.rt), body);
-  return updateObject(ctx, t, patched, opts, { requireRv: false });
+  return updateObject(ctx, t, patched, opts, { put: false });
 }
 
 function applyPatch(ctx: Ctx, t: Target, raw: string, opts: WriteOptions): Outcome {
@@ -391,10 +441,18 @@ function applyPatch(ctx: Ctx, t: Target, raw: string, opts: WriteOptions): Outco
   const cur = read(ctx, t);
   if (!cur) {
     if (t.subresource) throw notFound(t.rt, t.name ?? '');
+    if (input.metadata.uid) {
+      // handlers/patch.go applyPatch: a uid names an object that must exist.
+      throw conflict(
+        t.rt,
+        t.name ?? '',
+        `uid mismatch: the provided object specified uid ${String(input.metadata.uid)}, and no existing object was found`,
+      );
+    }
     return createObject(ctx, t, { ...input, metadata: { ...input.metadata, name: t.name } }, opts);
   }
   const merged = applyMerge(withType(cur, t.rt), input, t.rt.schema);
-  return updateObject(ctx, t, merged, opts, { requireRv: false });
+  return updateObject(ctx, t, merged, opts, { put: false });
 }
 
 // ---------------------------------------------------------------- delete
