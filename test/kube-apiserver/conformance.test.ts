@@ -367,6 +367,84 @@ describe('1.1 objects and concurrency', () => {
     });
   });
 
+  it('K6d finalizers are qualified names; ownerReferences need apiVersion, kind, name and uid, and one controller at most', async () => {
+    type Causes = { details: { causes: { field: string; reason: string; message: string }[] } };
+    const owner = { apiVersion: `${GROUP}/${VERSION}`, kind: 'Workflow', name: 'w' };
+    const bad = await call<Causes>('POST', WT, {
+      ...trigger('k6d-a'),
+      metadata: {
+        name: 'k6d-a',
+        finalizers: ['hookgate.dev/ok', 'a b', 'orphan', 'foregroundDeletion'],
+        ownerReferences: [
+          { ...owner, controller: true },
+          { apiVersion: 'a/b/c', kind: '', name: 'x', uid: 'u2', controller: true },
+          { apiVersion: 'v1', kind: 'Event', name: 'e', uid: 'u3' },
+        ],
+      },
+    });
+    expect(bad.status).toBe(422);
+    const nameRule =
+      "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character " +
+      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    expect(bad.body.details.causes).toEqual([
+      {
+        field: 'metadata.ownerReferences[0].uid',
+        reason: 'FieldValueRequired',
+        message: 'Required value: must not be empty',
+      },
+      {
+        field: 'metadata.ownerReferences[1].apiVersion',
+        reason: 'FieldValueInvalid',
+        message: 'Invalid value: "a/b/c": must be <group>/<version> or <version>',
+      },
+      {
+        field: 'metadata.ownerReferences[1].kind',
+        reason: 'FieldValueRequired',
+        message: 'Required value: must not be empty',
+      },
+      {
+        field: 'metadata.ownerReferences',
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: [{"apiVersion":"${GROUP}/${VERSION}","kind":"Workflow","name":"w","uid":"","controller":true},{"apiVersion":"a/b/c","kind":"","name":"x","uid":"u2","controller":true},{"apiVersion":"v1","kind":"Event","name":"e","uid":"u3"}]: Only one reference can have Controller set to true. Found "true" in references for Workflow/w and /x`,
+      },
+      {
+        field: 'metadata.ownerReferences[2]',
+        reason: 'FieldValueInvalid',
+        message:
+          'Invalid value: {"apiVersion":"v1","kind":"Event","name":"e","uid":"u3"}: /v1, Kind=Event is disallowed from being an owner',
+      },
+      {
+        field: 'metadata.finalizers',
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: "a b": ${nameRule}`,
+      },
+      {
+        field: 'metadata.finalizers',
+        reason: 'FieldValueInvalid',
+        message:
+          'Invalid value: ["hookgate.dev/ok","a b","orphan","foregroundDeletion"]: finalizer orphan and foregroundDeletion cannot be both set',
+      },
+    ]);
+    // The same rules on update (here a merge patch adding a finalizer).
+    await create(WT, { ...trigger('k6d-b'), metadata: { name: 'k6d-b' } });
+    const patched = await call<Causes>(
+      'PATCH',
+      `${WT}/k6d-b`,
+      { metadata: { finalizers: ['example.com/a/b'] } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(patched.status).toBe(422);
+    expect(patched.body.details.causes.map((c) => c.field)).toEqual(['metadata.finalizers']);
+    await create(WT, {
+      ...trigger('k6d-c'),
+      metadata: {
+        name: 'k6d-c',
+        finalizers: ['hookgate.dev/cleanup', 'kubernetes'],
+        ownerReferences: [{ ...owner, uid: 'u1', controller: true }],
+      },
+    });
+  });
+
   it('K7 every error body is a Status; a successful DELETE returns 200 with the object', async () => {
     const errors = await Promise.all([
       call('GET', `${WT}/k7-missing`),

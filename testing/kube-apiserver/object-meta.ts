@@ -1,6 +1,8 @@
 // ObjectMeta rules every object passes on create and update, as apimachinery's
-// ValidateObjectMeta checks them: label keys and values (metav1validation.ValidateLabels)
-// and annotation keys and their total size (ValidateAnnotations). Messages are the
+// ValidateObjectMeta checks them: label keys and values (metav1validation.ValidateLabels),
+// annotation keys and their total size (ValidateAnnotations), owner references
+// (ValidateOwnerReferences) and finalizer names (ValidateFinalizers), in that order
+// (pkg/api/validation/objectmeta.go validateObjectMetaAccessorWithOptsCommon). Messages are the
 // API server's own (k8s.io/apimachinery/pkg/util/validation), so a client that
 // matches on them sees what a real cluster would send.
 
@@ -79,7 +81,93 @@ const invalidValue = (value: string, detail: string): MetaCause => ({
   message: `Invalid value: ${JSON.stringify(value)}: ${detail}`,
 });
 
-/** The label and annotation causes of one object (empty: it passes). */
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/** An OwnerReference as Go's encoding/json writes the struct (field order, omitempty). */
+function ownerReferenceJson(ref: Record<string, unknown>): Record<string, unknown> {
+  return {
+    apiVersion: str(ref.apiVersion),
+    kind: str(ref.kind),
+    name: str(ref.name),
+    uid: str(ref.uid),
+    ...(typeof ref.controller === 'boolean' ? { controller: ref.controller } : {}),
+    ...(typeof ref.blockOwnerDeletion === 'boolean'
+      ? { blockOwnerDeletion: ref.blockOwnerDeletion }
+      : {}),
+  };
+}
+
+/** validateOwnerReference: apiVersion, kind, name and uid set; no Event owner. */
+function ownerReferenceCauses(ref: Record<string, unknown>, path: string): MetaCause[] {
+  const causes: MetaCause[] = [];
+  const required = (field: string): MetaCause => ({
+    field: `${path}.${field}`,
+    reason: 'FieldValueRequired',
+    message: 'Required value: must not be empty',
+  });
+  const apiVersion = str(ref.apiVersion);
+  // schema.ParseGroupVersion: "v", "g/v" (and "" or "/"); more slashes do not parse.
+  const slashes = apiVersion.split('/').length - 1;
+  const version = slashes === 0 ? apiVersion : slashes === 1 ? apiVersion.split('/')[1] : '';
+  const group = slashes === 1 ? apiVersion.split('/')[0] : '';
+  if (apiVersion === '') causes.push(required('apiVersion'));
+  else if (version === '') {
+    causes.push({
+      ...invalidValue(apiVersion, 'must be <group>/<version> or <version>'),
+      field: `${path}.apiVersion`,
+    });
+  }
+  for (const field of ['kind', 'name', 'uid'])
+    if (str(ref[field]) === '') causes.push(required(field));
+  if (group === '' && version === 'v1' && ref.kind === 'Event') {
+    causes.push({
+      field: path,
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${JSON.stringify(ownerReferenceJson(ref))}: /v1, Kind=Event is disallowed from being an owner`,
+    });
+  }
+  return causes;
+}
+
+/** ValidateOwnerReferences: each reference, and at most one controller. */
+function ownerReferencesCauses(refs: unknown[]): MetaCause[] {
+  const causes: MetaCause[] = [];
+  let firstController = '';
+  refs.forEach((r, i) => {
+    const ref = r && typeof r === 'object' ? (r as Record<string, unknown>) : {};
+    causes.push(...ownerReferenceCauses(ref, `metadata.ownerReferences[${i}]`));
+    if (ref.controller !== true) return;
+    const controller = `${str(ref.kind)}/${str(ref.name)}`;
+    if (firstController === '') firstController = controller;
+    else {
+      const all = refs.map((x) => ownerReferenceJson((x ?? {}) as Record<string, unknown>));
+      causes.push({
+        field: 'metadata.ownerReferences',
+        reason: 'FieldValueInvalid',
+        message: `Invalid value: ${JSON.stringify(all)}: Only one reference can have Controller set to true. Found "true" in references for ${firstController} and ${controller}`,
+      });
+    }
+  });
+  return causes;
+}
+
+/** ValidateFinalizers: qualified names; not both orphan and foregroundDeletion. */
+function finalizerCauses(finalizers: unknown[]): MetaCause[] {
+  const names = finalizers.map(str);
+  const causes = names.flatMap((f) =>
+    qualifiedNameErrors(f).map((e) => ({ ...invalidValue(f, e), field: 'metadata.finalizers' })),
+  );
+  if (names.includes('orphan') && names.includes('foregroundDeletion')) {
+    causes.push({
+      field: 'metadata.finalizers',
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${JSON.stringify(names)}: finalizer orphan and foregroundDeletion cannot be both set`,
+    });
+  }
+  return causes;
+}
+
+/** The ObjectMeta causes of one object (empty: it passes). */
 export function objectMetaCauses(metadata: Record<string, unknown>): MetaCause[] {
   const causes: MetaCause[] = [];
   const labels = metadata.labels;
@@ -107,5 +195,9 @@ export function objectMetaCauses(metadata: Record<string, unknown>): MetaCause[]
         message: `Too long: may not be more than ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes`,
       });
   }
+  if (Array.isArray(metadata.ownerReferences)) {
+    causes.push(...ownerReferencesCauses(metadata.ownerReferences));
+  }
+  if (Array.isArray(metadata.finalizers)) causes.push(...finalizerCauses(metadata.finalizers));
   return causes;
 }
