@@ -403,10 +403,13 @@ export async function startKubeApiServer(
       q.get('continue'),
     );
     const items = page.items.map((o) => withType(o, t.rt));
+    // etcd's count includes objects a selector drops, so with one the API server leaves
+    // remainingItemCount out (storage/continue.go PrepareContinueToken: Predicate.Empty()).
+    const selected = [q.get('labelSelector'), q.get('fieldSelector')].some((s) => s?.trim());
     const metadata = {
       resourceVersion: String(page.rv),
       ...(page.continue ? { continue: page.continue } : {}),
-      ...(page.remainingItemCount !== undefined
+      ...(page.remainingItemCount !== undefined && !selected
         ? { remainingItemCount: page.remainingItemCount }
         : {}),
     };
