@@ -1574,6 +1574,17 @@ describe('test fault switches', () => {
       path,
       contentType: 'application/merge-patch+json',
     });
+    // On a subresource the details name the object and its resource, as a real
+    // status-update conflict does.
+    const t = await create(WT, trigger('faults-status'));
+    server.faults.failNext(1, 409, (r) => r.method === 'PUT' && r.path.endsWith('/status'));
+    const statusConflict = await call('PUT', `${WT}/faults-status/status`, t);
+    expect(statusConflict.body).toMatchObject({
+      code: 409,
+      reason: 'Conflict',
+      details: { name: 'faults-status', group: GROUP, kind: 'webhooktriggers' },
+      message: `Operation cannot be fulfilled on webhooktriggers.${GROUP} "faults-status": the object has been modified; please apply your changes to the latest version and try again`,
+    });
     server.faults.delayNext(1, 300, (r) => r.path === path);
     const started = Date.now();
     expect((await call('GET', path)).status).toBe(200);

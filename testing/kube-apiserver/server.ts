@@ -646,18 +646,33 @@ export async function startKubeApiServer(
     return false;
   }
 
+  /**
+   * The resource and object name a forced error names. A subresource's errors name
+   * the object and its resource (the status store shares the main store's
+   * qualifiedResource: `webhooktriggers.hookgate.dev "x"`, not "status").
+   */
+  function faultTarget(path: string): { gr: { group: string; plural: string }; name: string } {
+    const segs = path.split('/').filter(Boolean);
+    try {
+      const t = resolveTarget(segs);
+      if (t) return { gr: t.rt, name: t.name ?? '' };
+    } catch {
+      // Not a served resource: guess from the path below.
+    }
+    return {
+      gr: { group: segs[0] === 'apis' ? (segs[1] ?? '') : '', plural: segs.at(-2) ?? '' },
+      name: segs.at(-1) ?? '',
+    };
+  }
+
   function forceFault(
     res: ServerResponse,
     facts: RequestFacts,
     status: number,
     asWatchEvent: boolean,
   ): void {
-    const segs = facts.path.split('/').filter(Boolean);
-    const err = forcedError(
-      status,
-      { group: segs[0] === 'apis' ? (segs[1] ?? '') : '', plural: segs.at(-2) ?? '' },
-      segs.at(-1) ?? '',
-    );
+    const { gr, name } = faultTarget(facts.path);
+    const err = forcedError(status, gr, name);
     if (asWatchEvent && facts.watch) {
       res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
       res.end(
