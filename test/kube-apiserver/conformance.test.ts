@@ -469,7 +469,18 @@ describe('1.1 objects and concurrency', () => {
     const k7 = await create(WT, trigger('k7'));
     const wrongUid = await call('DELETE', `${WT}/k7`, { preconditions: { uid: 'not-the-uid' } });
     expect(wrongUid.status).toBe(409);
-    expect(wrongUid.body).toMatchObject({ kind: 'Status', reason: 'Conflict' });
+    // rest.BeforeDelete names the kind where the resource belongs (its GroupResource).
+    expect(wrongUid.body).toMatchObject({
+      kind: 'Status',
+      reason: 'Conflict',
+      details: { name: 'k7', group: GROUP, kind: 'WebhookTrigger' },
+      message: `Operation cannot be fulfilled on WebhookTrigger.${GROUP} "k7": the UID in the precondition (not-the-uid) does not match the UID in record (${String(k7.metadata.uid)}). The object might have been deleted and then recreated`,
+    });
+    const wrongRv = await call('DELETE', `${WT}/k7`, { preconditions: { resourceVersion: '1' } });
+    expect(wrongRv.body).toMatchObject({
+      code: 409,
+      message: `Operation cannot be fulfilled on WebhookTrigger.${GROUP} "k7": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (${String(k7.metadata.resourceVersion)}). The object might have been modified`,
+    });
     const dry = await call('DELETE', `${WT}/k7?dryRun=All`);
     expect(dry.status).toBe(200);
     expect((await call('GET', `${WT}/k7`)).status).toBe(200);

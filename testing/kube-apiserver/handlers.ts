@@ -464,25 +464,30 @@ export interface DeleteOptions {
   dryRun?: string[];
 }
 
-/** DeleteOptions.preconditions: uid and resourceVersion must match (409 otherwise). */
+/**
+ * DeleteOptions.preconditions: uid and resourceVersion must match, or 409. rest.BeforeDelete
+ * checks them first and words the conflict with the kind as its GroupResource
+ * (`WebhookTrigger.hookgate.dev "x"`, details.kind `WebhookTrigger`).
+ */
 function checkPreconditions(
   t: Target,
   cur: KubeObject,
   pre: { uid?: string; resourceVersion?: string },
 ): void {
   const name = t.name ?? '';
+  const gr = { group: t.rt.group, plural: t.rt.kind };
   if (pre.uid && pre.uid !== cur.metadata.uid) {
     throw conflict(
-      t.rt,
+      gr,
       name,
-      `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${cur.metadata.uid ?? ''}`,
+      `the UID in the precondition (${pre.uid}) does not match the UID in record (${cur.metadata.uid ?? ''}). The object might have been deleted and then recreated`,
     );
   }
   if (pre.resourceVersion && pre.resourceVersion !== cur.metadata.resourceVersion) {
     throw conflict(
-      t.rt,
+      gr,
       name,
-      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion ?? ''}`,
+      `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${cur.metadata.resourceVersion ?? ''}). The object might have been modified`,
     );
   }
 }
