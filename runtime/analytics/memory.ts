@@ -500,12 +500,15 @@ export function sortedOptions(sets: {
   routes: Set<string>;
 }): FilterOptions {
   const sort = (values: Set<string>): string[] => [...values].sort((a, b) => a.localeCompare(b));
+  // '' (a request that matched no endpoint has no application; an anonymous caller no
+  // consumer) is no value a filter can take: not offered.
+  const named = (values: Set<string>): string[] => sort(values).filter((v) => v !== '');
   return {
-    applications: sort(sets.applications),
+    applications: named(sets.applications),
     environments: ENVIRONMENTS,
     methods: sort(sets.methods),
     statusCodes: [...sets.statusCodes].sort((a, b) => a - b),
-    consumers: sort(sets.consumers),
+    consumers: named(sets.consumers),
     routes: sort(sets.routes),
   };
 }

@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAnalytics } from '../../runtime/analytics/memory.ts';
 import { analyticsRoutes, problemErrorHandler } from '../../runtime/analytics/routes.ts';
+import { parseFilter } from '../../runtime/analytics/filter.ts';
 import type { AnalyticsFilter, AnalyticsResult } from '../../runtime/analytics/backend.ts';
 import type { ProblemDocument } from '../../runtime/errors.ts';
 import { knownTraffic, ORDERS } from './traffic.ts';
@@ -75,6 +76,30 @@ describe('analytics API', () => {
       methods: ['GET', 'POST'],
       statusCodes: [200, 202, 401, 408, 429, 500],
     });
+  });
+
+  it('offers no empty application or consumer (requests that matched no endpoint)', async () => {
+    const backend = new MemoryAnalytics();
+    const now = Date.now();
+    knownTraffic(() => now - 10_000).forEach((o) => backend.observe(o));
+    backend.observe({
+      at: now - 10_000,
+      application: '',
+      environment: '',
+      workflowId: '',
+      triggerKey: '',
+      method: 'POST',
+      route: 'unmatched',
+      statusCode: 404,
+      durationSeconds: 0.001,
+      problem: 'HG_ERR_ROUTE_NOT_FOUND',
+      correlationId: '',
+      requestId: 'r-1',
+    });
+    const options = await backend.options(parseFilter({}));
+    expect(options.applications).toEqual(['billing', 'shop']);
+    expect(options.consumers).not.toContain('');
+    expect(options.routes).toContain('unmatched');
   });
 
   const bad: [string, string, RegExp][] = [
