@@ -89,6 +89,8 @@ const DEFAULT_KINDS = [
   'Service',
   'ServiceAccount',
   'ServiceAccount',
+  'ServiceAccount',
+  'ServiceAccount',
   'StatefulSet',
 ];
 /** What the chart's Redis adds (redis.enabled, the default). */
@@ -96,6 +98,7 @@ const REDIS_OBJECTS = [
   `ConfigMap/${FULLNAME}-redis`,
   `Secret/${FULLNAME}-redis`,
   `Service/${FULLNAME}-redis`,
+  `ServiceAccount/${FULLNAME}-redis`,
   `StatefulSet/${FULLNAME}-redis`,
 ];
 const OPT_IN_KINDS = ['Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'ServiceMonitor'];
@@ -174,6 +177,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'Service/hg-hookgate-redis',
       'ServiceAccount/hg-hookgate',
       'ServiceAccount/hg-hookgate-gateway',
+      'ServiceAccount/hg-hookgate-redis',
+      'ServiceAccount/hg-hookgate-worker',
       'StatefulSet/hg-hookgate-redis',
     ]);
     expectRecommendedLabels(objects);
@@ -464,7 +469,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     );
   });
 
-  it('grants the operator exactly the RBAC it needs, bound to the chart ServiceAccount', async () => {
+  it('grants the operator exactly the RBAC it needs, bound to its own ServiceAccount', async () => {
     const objects = await render();
     const role = find<ClusterRole>(objects, 'ClusterRole', 'hg-hookgate-operator');
     // Each rule is one kind of call the operator makes (test/e2e/operator-rbac.test.ts
@@ -532,7 +537,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     const sa = find(objects, 'ServiceAccount', 'hg-hookgate');
     expect(sa['automountServiceAccountToken']).toBe(false);
 
-    // The operator mounts the shared token; the gateway its own (admin.auth kubernetes:
+    // The operator mounts its token; the gateway its own (admin.auth kubernetes:
     // TokenReview and SubjectAccessReview through system:auth-delegator, nothing else);
     // workers never call the API.
     expect(deployment(objects, 'operator').spec.template.spec.automountServiceAccountToken).toBe(
@@ -554,9 +559,9 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(delegator.subjects).toEqual([
       { kind: 'ServiceAccount', name: 'hg-hookgate-gateway', namespace: NAMESPACE },
     ]);
-    // With a static admin token the gateway calls no API and mounts the Secret instead.
+    // With a static admin token the gateway calls no API and mounts the Secret instead
+    // (still as its own account, bound to nothing).
     const token = await render('admin.auth=token', 'admin.tokenSecret.name=admin-token');
-    expect(names(token)).not.toContain('ServiceAccount/hg-hookgate-gateway');
     expect(names(token)).not.toContain('ClusterRoleBinding/hg-hookgate-gateway-auth-delegator');
     const tokenGateway = deployment(token, 'gateway');
     expect(tokenGateway.spec.template.spec.automountServiceAccountToken).toBe(false);
@@ -568,11 +573,19 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       false,
     );
 
-    const noRbac = await render('rbac.create=false', 'serviceAccount.create=false');
+    // Accounts of your own (named: never the namespace's default; service-accounts.test.ts).
+    const noRbac = await render(
+      'rbac.create=false',
+      'serviceAccount.create=false',
+      'serviceAccount.name=op',
+      'serviceAccount.gateway.name=gw',
+      'serviceAccount.worker.name=plain',
+      'serviceAccount.redis.name=plain',
+    );
     expect(kinds(noRbac)).not.toContain('ClusterRole');
     expect(kinds(noRbac)).not.toContain('ClusterRoleBinding');
     expect(kinds(noRbac)).not.toContain('ServiceAccount');
-    expect(deployment(noRbac, 'operator').spec.template.spec.serviceAccountName).toBe('default');
+    expect(deployment(noRbac, 'operator').spec.template.spec.serviceAccountName).toBe('op');
   });
 
   it('runs the operator as 2 leader-elected replicas of `hookgate operator`', async () => {

@@ -89,6 +89,10 @@ const OPTIONS: Record<string, string[]> = {
   'no RBAC, no CRDs, one operator': [
     'rbac.create=false',
     'serviceAccount.create=false',
+    'serviceAccount.name=hooks-operator',
+    'serviceAccount.gateway.name=hooks-gateway',
+    'serviceAccount.worker.name=hooks-plain',
+    'serviceAccount.redis.name=hooks-plain',
     'crds.enabled=false',
     'operator.replicas=1',
     'operator.leaderElection.enabled=false',

@@ -80,7 +80,11 @@ describe.skipIf(!tools)('workerAutoscaling argument, rendered by helm', () => {
     return parseObjects(r.stdout);
   }
   const workers = (objects: K8sObject[]) =>
-    objects.filter((o) => o.kind === 'ScaledObject' || o.metadata.name === 'hookgate-worker');
+    objects.filter(
+      (o) =>
+        o.kind === 'ScaledObject' ||
+        (o.kind === 'Deployment' && o.metadata.name === 'hookgate-worker'),
+    );
 
   it('renders what helm renders from the same values given with --set', async () => {
     const values = chartValues(

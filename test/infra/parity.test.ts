@@ -96,6 +96,8 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       'Service/hookgate-redis',
       'ServiceAccount/hookgate',
       'ServiceAccount/hookgate-gateway',
+      'ServiceAccount/hookgate-redis',
+      'ServiceAccount/hookgate-worker',
       'StatefulSet/hookgate-redis',
     ]);
     expect(withoutPassword(fromPulumi)).toEqual(withoutPassword(fromHelm));

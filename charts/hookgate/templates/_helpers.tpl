@@ -51,22 +51,67 @@ app.kubernetes.io/part-of: hookgate
 app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end -}}
 
-{{/* The ServiceAccount the pods run as. */}}
-{{- define "hookgate.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- default (include "hookgate.fullname" .) .Values.serviceAccount.name -}}
-{{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{/*
+The ServiceAccounts, one per role (serviceAccount.*): the operator's holds its RBAC, the
+gateway's at most system:auth-delegator (admin.auth kubernetes), the workers' and Redis'
+nothing. With serviceAccount.create=false each rendered role's account must be named:
+never the namespace's `default`, which every other pod of the namespace runs as. No role
+may share the operator's account, and the workers and Redis not the gateway's. Fails the
+render saying what to set; the name helpers below call it.
+*/}}
+{{- define "hookgate.serviceAccounts.check" -}}
+{{- $sa := .Values.serviceAccount -}}
+{{- $roles := include "hookgate.serviceAccounts.roles" . | fromJson -}}
+{{- if not $sa.create -}}
+{{- $missing := list -}}
+{{- if not $sa.name -}}
+{{- $missing = append $missing "serviceAccount.name (the operator's, bound to its RBAC)" -}}
+{{- end -}}
+{{- range $role := list "gateway" "worker" "redis" -}}
+{{- if and (hasKey $roles $role) (not (get $sa $role).name) -}}
+{{- $missing = append $missing (printf "serviceAccount.%s.name" $role) -}}
+{{- end -}}
+{{- end -}}
+{{- with $missing -}}
+{{- fail (printf "serviceAccount.create is false, so the pods run as ServiceAccounts you created: set %s. The chart never falls back to the namespace's default account (the operator's rights would be bound to it)." (join ", " .)) -}}
+{{- end -}}
+{{- end -}}
+{{- $operator := get $roles "operator" -}}
+{{- range $role := list "gateway" "worker" "redis" -}}
+{{- if eq (get $roles $role | default "") $operator -}}
+{{- fail (printf "serviceAccount.%s.name must differ from serviceAccount.name (the operator's account, which may read Secrets cluster-wide): give the %s an account of its own" $role $role) -}}
+{{- end -}}
+{{- end -}}
+{{- range $role := list "worker" "redis" -}}
+{{- if eq (get $roles $role | default "") (get $roles "gateway") -}}
+{{- fail (printf "serviceAccount.%s.name must differ from serviceAccount.gateway.name (bound to system:auth-delegator with admin.auth kubernetes): the %s needs no rights" $role $role) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
-{{/* The gateway's ServiceAccount: its own with admin.auth kubernetes, else the shared one. */}}
-{{- define "hookgate.gatewayServiceAccountName" -}}
-{{- if and .Values.serviceAccount.create (eq .Values.admin.auth "kubernetes") -}}
-{{- include "hookgate.componentName" (dict "ctx" . "component" "gateway") -}}
-{{- else -}}
-{{- include "hookgate.serviceAccountName" . -}}
+{{/*
+The account of each rendered role as JSON ({"operator": ..., "gateway": ..., "worker": ...,
+"redis": ...}; worker only in queue mode, redis only with the chart's Redis): the name
+set, else "<fullname>[-<role>]" when the chart creates them, else "".
+*/}}
+{{- define "hookgate.serviceAccounts.roles" -}}
+{{- $sa := .Values.serviceAccount -}}
+{{- $fullname := include "hookgate.fullname" . -}}
+{{- $names := dict "operator" ($sa.name | default (ternary $fullname "" $sa.create)) -}}
+{{- $roles := list "gateway" -}}
+{{- if eq .Values.gateway.executions "queue" }}{{ $roles = append $roles "worker" }}{{ end -}}
+{{- if .Values.redis.enabled }}{{ $roles = append $roles "redis" }}{{ end -}}
+{{- range $role := $roles -}}
+{{- $generated := include "hookgate.componentName" (dict "ctx" $ "component" $role) -}}
+{{- $_ := set $names $role ((get $sa $role).name | default (ternary $generated "" $sa.create)) -}}
 {{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
+{{/* The ServiceAccount a role runs as (.role: operator, gateway, worker or redis). */}}
+{{- define "hookgate.serviceAccountName" -}}
+{{- include "hookgate.serviceAccounts.check" .ctx -}}
+{{- get (include "hookgate.serviceAccounts.roles" .ctx | fromJson) .role -}}
 {{- end -}}
 
 {{/* repository:tag, the tag defaulting to the chart's appVersion. */}}
