@@ -859,7 +859,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(envOf(c).get('HOOKGATE_ADMIN_AUTH')?.value).toBe('kubernetes');
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
-    expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
+    expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(35);
     expect(c.lifecycle?.preStop?.sleep?.seconds).toBe(5);
     // The native sleep action needs Kubernetes 1.30; Chart.yaml says so.
     const old = await helm(['template', RELEASE, chartDir, '--kube-version', '1.29.0']);

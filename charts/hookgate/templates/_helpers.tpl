@@ -236,6 +236,25 @@ spec never holds it. externalRedis: the URL from its Secret, or as given.
 {{- end -}}
 {{- end -}}
 
+{{/*
+Fails the render unless a role's terminationGracePeriodSeconds (.grace) covers its preStop
+sleep (.preStop, 0 without a hook), the process' own shutdown (roles/lifecycle.ts
+SHUTDOWN_GRACE_MS: 25 s after SIGTERM, then it exits by force) and one second more:
+otherwise the kubelet's SIGKILL lands with, or before, the process' own forced exit.
+.role: the values key (gateway, worker).
+*/}}
+{{- define "hookgate.graceCheck" -}}
+{{- $grace := int .grace -}}
+{{- $needed := add (int .preStop) 25 1 -}}
+{{- if lt $grace (int $needed) -}}
+{{- if .preStop -}}
+{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least %s.preStopSleepSeconds (%d) + 25 + 1 = %d: SIGTERM comes after the preStop sleep and the process drains for up to 25 s, so a shorter grace period kills it (SIGKILL) mid-drain" .role $grace .role (int .preStop) $needed) -}}
+{{- else -}}
+{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least 26: the process drains for up to 25 s after SIGTERM, so a shorter grace period kills it (SIGKILL) mid-drain" .role $grace) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The writable /tmp of a pod whose root filesystem is read-only. */}}
 {{- define "hookgate.tmpVolume" -}}
 - name: tmp

@@ -1,0 +1,39 @@
+// How the chart's pods stop. A role's own shutdown ends 25 s after SIGTERM
+// (roles/lifecycle.ts SHUTDOWN_GRACE_MS), and the gateway's SIGTERM comes after its
+// preStop sleep, so terminationGracePeriodSeconds must leave both plus a margin, or the
+// kubelet's SIGKILL lands together with the process' own forced exit.
+import { describe, expect, it } from 'vitest';
+import { deployment, render, renderError, tools, type Deployment } from './chart.ts';
+
+const grace = (d: Deployment) => d.spec.template.spec.terminationGracePeriodSeconds;
+
+describe.skipIf(!tools)('chart: stopping the pods', () => {
+  it("gives the gateway its preStop sleep, the process' 25 s and 5 s more", async () => {
+    const objects = await render();
+    expect(grace(deployment(objects, 'gateway'))).toBe(35);
+    expect(grace(deployment(objects, 'worker'))).toBe(30);
+    expect(grace(deployment(objects, 'operator'))).toBe(30);
+    const longer = await render(
+      'gateway.preStopSleepSeconds=10',
+      'gateway.terminationGracePeriodSeconds=36',
+    );
+    expect(grace(deployment(longer, 'gateway'))).toBe(36);
+  });
+
+  it('refuses a grace period the process would not finish in, naming both values', async () => {
+    const error = await renderError('gateway.terminationGracePeriodSeconds=30');
+    expect(error).toContain(
+      'gateway.terminationGracePeriodSeconds (30) must be at least gateway.preStopSleepSeconds (5) + 25 + 1 = 31',
+    );
+    expect(await renderError('gateway.preStopSleepSeconds=10')).toContain(
+      'gateway.terminationGracePeriodSeconds (35) must be at least gateway.preStopSleepSeconds (10) + 25 + 1 = 36',
+    );
+    // Workers have no preStop hook: 25 s and one more.
+    expect(await renderError('worker.terminationGracePeriodSeconds=25')).toContain(
+      'worker.terminationGracePeriodSeconds (25) must be at least 26',
+    );
+    await render('worker.terminationGracePeriodSeconds=26');
+    // No workers, no rule.
+    await render('gateway.executions=inline', 'worker.terminationGracePeriodSeconds=5');
+  });
+});
