@@ -120,6 +120,7 @@ export interface PodTemplate {
 export interface Deployment extends K8sObject {
   spec: {
     replicas: number;
+    strategy?: { type: string };
     selector: { matchLabels: Record<string, string> };
     template: PodTemplate;
   };

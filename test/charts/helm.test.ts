@@ -1068,6 +1068,10 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
         'HOOKGATE_LEADER_ELECTION',
       )?.value,
     ).toBe('false');
+    // One operator without a Lease: a rollout replaces it rather than running two.
+    expect(
+      find<Deployment>(objects, 'Deployment', names.deployments.operator).spec.strategy,
+    ).toEqual({ type: 'Recreate' });
     const worker = envOf(
       container(find<Deployment>(objects, 'Deployment', names.deployments.worker)),
     );

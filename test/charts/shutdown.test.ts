@@ -1,11 +1,13 @@
 // How the chart's pods stop. A role's own shutdown ends 25 s after SIGTERM
 // (roles/lifecycle.ts SHUTDOWN_GRACE_MS), and the gateway's SIGTERM comes after its
 // preStop sleep, so terminationGracePeriodSeconds must leave both plus a margin, or the
-// kubelet's SIGKILL lands together with the process' own forced exit.
+// kubelet's SIGKILL lands together with the process' own forced exit. An operator
+// without leader election must never run twice, not even during a rollout.
 import { describe, expect, it } from 'vitest';
 import { deployment, render, renderError, tools, type Deployment } from './chart.ts';
 
 const grace = (d: Deployment) => d.spec.template.spec.terminationGracePeriodSeconds;
+const strategy = (d: Deployment) => d.spec.strategy;
 
 describe.skipIf(!tools)('chart: stopping the pods', () => {
   it("gives the gateway its preStop sleep, the process' 25 s and 5 s more", async () => {
@@ -35,5 +37,14 @@ describe.skipIf(!tools)('chart: stopping the pods', () => {
     await render('worker.terminationGracePeriodSeconds=26');
     // No workers, no rule.
     await render('gateway.executions=inline', 'worker.terminationGracePeriodSeconds=5');
+  });
+
+  it('replaces the operator pod (Recreate) when it runs without leader election', async () => {
+    const single = await render('operator.replicas=1', 'operator.leaderElection.enabled=false');
+    expect(strategy(deployment(single, 'operator'))).toEqual({ type: 'Recreate' });
+    // With a Lease a rollout may overlap: only the leader reconciles.
+    const elected = await render();
+    expect(strategy(deployment(elected, 'operator'))).toBeUndefined();
+    expect(strategy(deployment(await render('operator.replicas=1'), 'operator'))).toBeUndefined();
   });
 });
