@@ -255,6 +255,26 @@ otherwise the kubelet's SIGKILL lands with, or before, the process' own forced e
 {{- end -}}
 {{- end -}}
 
+{{/*
+The gateway's three listeners need three ports: webhooks on 8080 (PORT), metrics and
+probes on metrics.port, the admin API on admin.port. A clash would be a duplicate
+containerPort and EADDRINUSE at start (or, for metrics on 8080, /metrics on the public
+port); fails the render naming the values.
+*/}}
+{{- define "hookgate.gatewayPortsCheck" -}}
+{{- $admin := int .Values.admin.port -}}
+{{- $metrics := int .Values.metrics.port -}}
+{{- if eq $admin $metrics -}}
+{{- fail (printf "admin.port (%d) must differ from metrics.port (%d): the gateway listens on both" $admin $metrics) -}}
+{{- end -}}
+{{- if eq $admin 8080 -}}
+{{- fail "admin.port (8080) must differ from the gateway's webhook port 8080: the gateway listens on both" -}}
+{{- end -}}
+{{- if eq $metrics 8080 -}}
+{{- fail "metrics.port (8080) must differ from the gateway's webhook port 8080: metrics and probes would be served on the public port (and behind the Ingress)" -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The writable /tmp of a pod whose root filesystem is read-only. */}}
 {{- define "hookgate.tmpVolume" -}}
 - name: tmp
