@@ -4,7 +4,7 @@
 // append-only file keeps acknowledged writes across a restart, noeviction refuses writes
 // instead of dropping keys, the probes tell a good password from a bad one.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -183,6 +183,38 @@ describe.skipIf(!tools)('the chart Redis (redis.enabled)', () => {
     expect(directives(redisConf(bigger))).toContain('maxmemory 2gb');
     expect(checksum(bigger)).toMatch(/^[0-9a-f]{64}$/);
     expect(checksum(bigger)).not.toBe(checksum(objects));
+  });
+
+  it('keeps the Redis pod template when only the chart version changes (no restart on upgrade)', async () => {
+    // The chart at another version and appVersion, as a release upgrade would bring it.
+    const bumped = mkdtempSync(join(tmpdir(), 'hookgate-chart-'));
+    try {
+      cpSync(chartDir, bumped, { recursive: true });
+      const chartYaml = join(bumped, 'Chart.yaml');
+      writeFileSync(
+        chartYaml,
+        readFileSync(chartYaml, 'utf8')
+          .replace(/^version: .*$/m, 'version: 9.8.7')
+          .replace(/^appVersion: .*$/m, 'appVersion: 9.8.7'),
+      );
+      const before = redisStatefulSet(await render());
+      const after = redisStatefulSet(
+        await renderArgs(['template', RELEASE, bumped, '--namespace', NAMESPACE]),
+      );
+      // The StatefulSet object may say which chart made it; its pods must not.
+      expect(after.metadata.labels?.['helm.sh/chart']).toBe('hookgate-9.8.7');
+      expect(after.spec.template).toEqual(before.spec.template);
+      const labels = before.spec.template.metadata.labels;
+      expect(labels).not.toHaveProperty('helm.sh/chart');
+      expect(labels).not.toHaveProperty('app.kubernetes.io/version');
+      expect(labels).toMatchObject({
+        ...before.spec.selector.matchLabels,
+        'app.kubernetes.io/part-of': 'hookgate',
+        'app.kubernetes.io/managed-by': 'Helm',
+      });
+    } finally {
+      rmSync(bumped, { recursive: true, force: true });
+    }
   });
 
   it('serves Redis through a headless Service that the roles reach with the password', async () => {

@@ -52,6 +52,17 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end -}}
 
 {{/*
+The recommended labels without those that name the chart's version (helm.sh/chart,
+app.kubernetes.io/version): for a pod template that must not change, and so restart its
+pods, when only the chart does (the chart's Redis).
+*/}}
+{{- define "hookgate.unversionedLabels" -}}
+{{ include "hookgate.selectorLabels" . }}
+app.kubernetes.io/part-of: hookgate
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+{{- end -}}
+
+{{/*
 The ServiceAccounts, one per role (serviceAccount.*): the operator's holds its RBAC, the
 gateway's at most system:auth-delegator (admin.auth kubernetes), the workers' and Redis'
 nothing. With serviceAccount.create=false each rendered role's account must be named:
