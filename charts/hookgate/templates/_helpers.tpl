@@ -125,9 +125,24 @@ set, else "<fullname>[-<role>]" when the chart creates them, else "".
 {{- get (include "hookgate.serviceAccounts.roles" .ctx | fromJson) .role -}}
 {{- end -}}
 
-{{/* repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{/* repository@digest when image.digest is set, else repository:tag (default the appVersion). */}}
 {{- define "hookgate.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The chart Redis' image: repository@digest when redis.image.digest is set, else repository:tag. */}}
+{{- define "hookgate.redis.image" -}}
+{{- with .Values.redis.image -}}
+{{- if .digest -}}
+{{- printf "%s@%s" .repository .digest -}}
+{{- else -}}
+{{- printf "%s:%s" .repository .tag -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The gateway's public base URL (HOOKGATE_BASE_URL). */}}
