@@ -408,6 +408,26 @@ describe.skipIf(!tools)('externalRedis', () => {
       await renderError(...EXTERNAL_REDIS_SECRET, 'externalRedis.url=redis://r:6379'),
     ).toContain('externalRedis: set url or existingSecret.name, not both');
   });
+
+  it('refuses a URL with a password in it: it would be in every pod spec', async () => {
+    for (const url of [
+      'redis://:s3cret@r.example:6379',
+      'rediss://default:s3cret@r.example:6380/0',
+    ]) {
+      expect(await renderError('redis.enabled=false', `externalRedis.url=${url}`), url).toContain(
+        'externalRedis.url carries a password, which would be readable in the pod spec of every role: put the URL in a Secret and set externalRedis.existingSecret.name',
+      );
+    }
+    // A user name alone (or an empty password), a port, a path: no secret.
+    for (const url of [
+      'redis://hookgate@r.example:6379',
+      'redis://hookgate:@r.example:6379',
+      'rediss://r.example:6380/2',
+    ]) {
+      const objects = await render('redis.enabled=false', `externalRedis.url=${url}`);
+      expect(envOf(container(deployment(objects, 'gateway'))).get('REDIS_URL')?.value).toBe(url);
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------

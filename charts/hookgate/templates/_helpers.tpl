@@ -219,8 +219,9 @@ keys keep the product's defaults. .keys: the config.budgets keys the role reads.
 {{- end -}}
 
 {{/*
-Exactly one Redis: the chart's (redis.enabled) or yours (externalRedis). Fails the
-render with what to change otherwise.
+Exactly one Redis: the chart's (redis.enabled) or yours (externalRedis), and no password
+in externalRedis.url (it would be in every pod spec). Fails the render with what to
+change otherwise.
 */}}
 {{- define "hookgate.redis.check" -}}
 {{- $external := or .Values.externalRedis.url .Values.externalRedis.existingSecret.name -}}
@@ -232,6 +233,9 @@ render with what to change otherwise.
 {{- end -}}
 {{- if and .Values.externalRedis.url .Values.externalRedis.existingSecret.name -}}
 {{- fail "externalRedis: set url or existingSecret.name, not both" -}}
+{{- end -}}
+{{- if regexMatch "^rediss?://[^@/]*:[^@/]+@" .Values.externalRedis.url -}}
+{{- fail "externalRedis.url carries a password, which would be readable in the pod spec of every role: put the URL in a Secret and set externalRedis.existingSecret.name (and .key) instead" -}}
 {{- end -}}
 {{- end -}}
 
