@@ -31,6 +31,7 @@ import {
   renderArgs,
   renderError,
   setArgs,
+  templateArgs,
   tools,
   type ConfigMap,
   type K8sObject,
@@ -240,6 +241,10 @@ describe.skipIf(!tools)('the chart Redis (redis.enabled)', () => {
     expect(secret.type).toBe('Opaque');
     expect(Object.keys(secret.data)).toEqual(['redis-password']);
     expect(password(secret)).toMatch(/^[A-Za-z0-9]{32}$/);
+    // Without a cluster to look it up in (`helm template`, as Argo CD renders) every render
+    // is a new password: README, "Password", says to pin it with redis.auth.existingSecret.
+    const again = find<Secret>(await renderArgs(templateArgs([])), 'Secret', REDIS);
+    expect(password(again)).not.toBe(password(secret));
 
     const given = await render(
       'redis.auth.existingSecret=redis-auth',
