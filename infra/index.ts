@@ -6,11 +6,13 @@ import type { WorkerAutoscalingArgs } from './autoscaling.ts';
 import { BUDGET_SIZE_KEYS, type BudgetArgs } from './budgets.ts';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
 import {
+  ADMIN_AUTH_MODES,
   DEFAULT_IMAGE_REPOSITORY,
   DEFAULT_REPLICAS,
   EXECUTIONS_MODES,
   LOG_LEVELS,
   chartAppVersion,
+  type AdminAuth,
   type ExecutionsMode,
   type LogLevel,
   type OutboundArgs,
@@ -123,6 +125,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   serviceMonitor: config.getBoolean('serviceMonitor') ?? false,
   podDisruptionBudget: config.getBoolean('podDisruptionBudget') ?? false,
   networkPolicy: config.getBoolean('networkPolicy') ?? false,
+  adminAuth: config.get<AdminAuth>('adminAuth', { allowedValues: [...ADMIN_AUTH_MODES] }),
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
   analytics: analyticsFromConfig(),
   ...outboundFromConfig(),

@@ -50,6 +50,12 @@ export type ExecutionsMode = 'queue' | 'inline';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 export const EXECUTIONS_MODES: readonly ExecutionsMode[] = ['queue', 'inline'];
+/**
+ * How the gateways' admin listener authenticates (chart `admin.auth`): `kubernetes`
+ * (TokenReview + SubjectAccessReview) or `none` (only behind another authenticating proxy).
+ */
+export const ADMIN_AUTH_MODES = ['kubernetes', 'none'] as const;
+export type AdminAuth = (typeof ADMIN_AUTH_MODES)[number];
 
 /** The chart's defaults (charts/hookgate/values.yaml) for the execution settings. */
 export const DEFAULT_EXECUTIONS = {
@@ -152,7 +158,7 @@ export interface PlanArgs<Url = string> {
   podDisruptionBudget?: boolean;
   networkPolicy?: boolean;
   /** The admin listener's authentication (chart `admin.auth`; default kubernetes). */
-  adminAuth?: 'kubernetes' | 'none';
+  adminAuth?: AdminAuth;
   logLevel?: LogLevel;
   /** Where the gateways' analytics API reads from (infra/analytics.ts); default memory. */
   analytics?: AnalyticsArgs;
@@ -199,7 +205,7 @@ export interface ResolvedArgs<Url = string> {
   serviceMonitor: boolean;
   podDisruptionBudget: boolean;
   networkPolicy: boolean;
-  adminAuth: 'kubernetes' | 'none';
+  adminAuth: AdminAuth;
   logLevel: LogLevel;
   analytics?: AnalyticsArgs;
   outbound?: OutboundArgs;
@@ -266,6 +272,9 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
   }
   if (!EXECUTIONS_MODES.includes(r.executions)) {
     errors.push(`executions must be queue or inline, got "${String(r.executions)}"`);
+  }
+  if (!ADMIN_AUTH_MODES.includes(r.adminAuth)) {
+    errors.push(`adminAuth must be kubernetes or none, got "${String(r.adminAuth)}"`);
   }
   const minimums: [string, number, number][] = [
     ['maxQueued', r.maxQueued, 1],
@@ -524,7 +533,7 @@ export interface ChartValues {
   metrics: { serviceMonitor: { enabled: boolean } };
   podDisruptionBudget: { enabled: boolean };
   networkPolicy: { enabled: boolean };
-  admin: { auth: 'kubernetes' | 'none' };
+  admin: { auth: AdminAuth };
   analytics?: ChartAnalytics;
   outbound?: { allow: string[]; deny: string[]; namespaces: Record<string, OutboundRules> };
   rbac?: { secretNamespaces: string[] };

@@ -26,6 +26,7 @@ beforeAll(async () => {
       'hookgate:workerClaimIdleMs': '90000',
       'hookgate:executionStoreBytes': '1Gi',
       'hookgate:executionTtlMs': '3600000',
+      'hookgate:adminAuth': 'none',
     },
     ['hookgate:redisUrl'],
   );
@@ -64,6 +65,7 @@ describe('infra/index.ts', () => {
       gateway: { replicas: 3, executions: 'queue', maxQueued: 100_000 },
       worker: { replicas: 2, concurrency: 48, claimIdleMs: 90_000 },
       metrics: { serviceMonitor: { enabled: true } },
+      admin: { auth: 'none' },
     });
     // The secret config value reaches the Secret, still secret, and nothing else.
     const secret = rec.registrations.find((r) => r.type === T.secret);
