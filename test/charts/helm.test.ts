@@ -763,6 +763,32 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(ownPassword).toContain("get secret redis-auth -o jsonpath='{.data.pw}'");
   });
 
+  it('says in the install notes where the admin API is: the Service only, or the Ingress too', async () => {
+    expect(await notes()).toContain(
+      'The dashboard and the read API are on the admin Service, inside the cluster only',
+    );
+    const published = await notes(
+      'ingress.enabled=true',
+      'ingress.host=hooks.example.com',
+      'admin.ingress.enabled=true',
+      'admin.ingress.host=admin.example.com',
+      'admin.ingress.tls.enabled=true',
+    );
+    expect(published).not.toContain('inside the cluster only');
+    expect(published).toContain(
+      `The dashboard and the read API are published by the Ingress ${FULLNAME}-admin`,
+    );
+    expect(published).toContain('https://admin.example.com/dashboard');
+    expect(published).toContain('https://admin.example.com/api/executions');
+    // On the webhook host when the admin Ingress has none of its own, plain http without TLS.
+    const beside = await notes(
+      'ingress.enabled=true',
+      'ingress.host=hooks.example.com',
+      'admin.ingress.enabled=true',
+    );
+    expect(beside).toContain('http://hooks.example.com/dashboard');
+  });
+
   it('says in the install notes when nothing runs the queued executions', async () => {
     expect(await notes()).not.toMatch(/worker\.replicas is 0|inline/);
     expect(await notes('worker.replicas=0')).toContain(
