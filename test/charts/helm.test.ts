@@ -883,8 +883,10 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(admin.spec.selector).toEqual(d.spec.selector.matchLabels);
     expect(envOf(c).get('ADMIN_PORT')?.value).toBe('8081');
     expect(envOf(c).get('HOOKGATE_ADMIN_AUTH')?.value).toBe('kubernetes');
-    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
-    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    // Probes on the metrics port, as for the other roles: with METRICS_PORT set the
+    // public port serves webhooks only.
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(d.spec.template.spec.terminationGracePeriodSeconds).toBe(35);
     expect(c.lifecycle?.preStop?.sleep?.seconds).toBe(5);
     // The native sleep action needs Kubernetes 1.30; Chart.yaml says so.
