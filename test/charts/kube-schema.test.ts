@@ -97,6 +97,17 @@ const OPTIONS: Record<string, string[]> = {
     'operator.replicas=1',
     'operator.leaderElection.enabled=false',
   ],
+  'extra env and digests': [
+    'gateway.extraEnv[0].name=NODE_OPTIONS',
+    'gateway.extraEnv[0].value=--max-old-space-size=384',
+    'worker.extraEnv[0].name=HTTPS_PROXY',
+    'worker.extraEnv[0].valueFrom.secretKeyRef.name=proxy',
+    'worker.extraEnv[0].valueFrom.secretKeyRef.key=url',
+    'operator.extraEnv[0].name=MEMORY_LIMIT',
+    'operator.extraEnv[0].valueFrom.resourceFieldRef.resource=limits.memory',
+    `image.digest=sha256:${'0'.repeat(64)}`,
+    `redis.image.digest=sha256:${'1'.repeat(64)}`,
+  ],
   'service and ports': [
     'gateway.service.type=LoadBalancer',
     'gateway.service.port=8443',

@@ -1,0 +1,113 @@
+{{/*
+The environment of each hookgate role, as YAML lists: the deployments render them through
+"hookgate.env", which appends the role's extraEnv.
+*/}}
+
+{{/*
+A role's env: the chart's (.env, rendered YAML) then .extra (<role>.extraEnv). Fails the
+render when extraEnv names a variable the chart sets (a duplicate env name is refused by
+server-side apply and would override what the chart checks, such as
+HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
+*/}}
+{{- define "hookgate.env" -}}
+{{- $names := list -}}
+{{- range (.env | fromYamlArray) -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- $seen := list -}}
+{{- range .extra -}}
+{{- if has .name $names -}}
+{{- $hint := "set it through the chart's values (values.yaml) instead" -}}
+{{- if and (eq $.role "operator") (eq .name "NODE_OPTIONS") -}}
+{{- $hint = "operator.nodeOptions: set that, or set it to '' and NODE_OPTIONS here" -}}
+{{- end -}}
+{{- fail (printf "%s.extraEnv sets %s, which the chart sets itself (%s)" $.role .name $hint) -}}
+{{- end -}}
+{{- if has .name $seen -}}
+{{- fail (printf "%s.extraEnv sets %s twice" $.role .name) -}}
+{{- end -}}
+{{- $seen = append $seen .name -}}
+{{- end -}}
+{{ .env | trim }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The gateway's env (deployment-gateway.yaml). */}}
+{{- define "hookgate.gateway.env" -}}
+- name: PORT
+  value: '8080'
+# The read API, test requests, analytics, dashboard, live streams.
+- name: ADMIN_PORT
+  value: {{ .Values.admin.port | quote }}
+- name: HOOKGATE_ADMIN_AUTH
+  value: {{ .Values.admin.auth | quote }}
+{{- if eq .Values.admin.auth "token" }}
+- name: HOOKGATE_ADMIN_TOKEN_FILE
+  value: /var/run/hookgate/admin/token
+{{- end }}
+{{- include "hookgate.commonEnv" . | nindent 0 }}
+- name: HOOKGATE_TRUSTED_PROXIES
+  value: {{ join "," .Values.config.trustedProxies | quote }}
+{{- include "hookgate.outboundEnv" . | nindent 0 }}
+# queue: executions go to Redis for the workers; inline: this process runs them.
+- name: HOOKGATE_EXECUTIONS
+  value: {{ .Values.gateway.executions | quote }}
+{{- if eq .Values.gateway.executions "queue" }}
+- name: HOOKGATE_MAX_QUEUED
+  value: {{ .Values.gateway.maxQueued | int64 | quote }}
+- name: HOOKGATE_QUEUE_SHARDS
+  value: {{ .Values.config.queueShards | int64 | quote }}
+{{- if gt (int64 .Values.gateway.ackReplicas) 0 }}
+{{- if .Values.redis.enabled }}
+{{- fail "gateway.ackReplicas needs a Redis with replicas (externalRedis): the chart's Redis has none, so every queued execution would be answered 503 store-unavailable" }}
+{{- end }}
+- name: HOOKGATE_QUEUE_ACK_REPLICAS
+  value: {{ .Values.gateway.ackReplicas | int64 | quote }}
+- name: HOOKGATE_QUEUE_ACK_TIMEOUT_MS
+  value: {{ .Values.gateway.ackTimeoutMs | int64 | quote }}
+{{- end }}
+{{- end }}
+{{- include "hookgate.analytics.env" . | nindent 0 }}
+{{- include "hookgate.budgetEnv" (dict "ctx" . "keys" (list "executionStoreBytes" "storedBodyBytes" "executionTtlMs" "idempotencyBytes" "streamBufferBytes" "listPageBytes" "analyticsBytes")) | nindent 0 }}
+{{- end -}}
+
+{{/* The worker's env (deployment-worker.yaml). */}}
+{{- define "hookgate.worker.env" -}}
+{{- include "hookgate.commonEnv" . | nindent 0 }}
+- name: HOOKGATE_WORKER_CONCURRENCY
+  value: {{ .Values.worker.concurrency | int64 | quote }}
+- name: HOOKGATE_WORKER_CLAIM_IDLE_MS
+  value: {{ .Values.worker.claimIdleMs | int64 | quote }}
+- name: HOOKGATE_QUEUE_SHARDS
+  value: {{ .Values.config.queueShards | int64 | quote }}
+{{- include "hookgate.outboundEnv" . | nindent 0 }}
+{{- include "hookgate.budgetEnv" (dict "ctx" . "keys" (list "executionStoreBytes" "storedBodyBytes" "executionTtlMs")) | nindent 0 }}
+{{- end -}}
+
+{{/* The operator's env (deployment-operator.yaml). */}}
+{{- define "hookgate.operator.env" -}}
+{{- include "hookgate.commonEnv" . | nindent 0 }}
+- name: HOOKGATE_LEADER_ELECTION
+  value: {{ .Values.operator.leaderElection.enabled | quote }}
+- name: HOOKGATE_LEASE_NAME
+  value: {{ default (include "hookgate.componentName" (dict "ctx" . "component" "operator")) .Values.operator.leaderElection.leaseName | quote }}
+- name: HOOKGATE_LEASE_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+# The leader-election identity.
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- with .Values.rbac.secretNamespaces }}
+- name: HOOKGATE_SECRET_NAMESPACES
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with .Values.operator.nodeOptions }}
+- name: NODE_OPTIONS
+  value: {{ . | quote }}
+{{- end }}
+{{- end -}}
