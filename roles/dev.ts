@@ -71,6 +71,7 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     routes: stores.routes,
     workflows: stores.workflows,
     async close() {
+      serving.startDraining();
       // The control loop first (so this gateway leaving is not written as status),
       // then traffic (the app drains), then the shared state.
       await loop.stop(5_000);

@@ -4,8 +4,9 @@
 // connections with a FIN, never a reset: runtime/graceful-close.ts; workers finish their jobs; the
 // operator drains reconciles and releases its Lease), then releases its connections.
 // The process exits 0 when that finishes, 1 after an error or when the grace period
-// runs out, and at once on a second signal. The grace period stays below
-// Kubernetes' default terminationGracePeriodSeconds of 30 s.
+// runs out, and at once on a second signal. The chart gives each pod its preStop
+// sleep, this grace period and 5 s more as terminationGracePeriodSeconds (the gateway
+// 35 s), and refuses less.
 import closeWithGrace from 'close-with-grace';
 import type { Logger } from 'pino';
 

@@ -387,6 +387,8 @@ export interface Serving<E extends ServingEngine = ServingEngine> {
   reporter: GatewayReporter;
   /** What /readyz answers (for a separate probes listener). */
   readiness(): Readiness;
+  /** Not ready from now on (shutdown has begun); close() says it too. */
+  startDraining(): void;
   close(): Promise<void>;
 }
 
@@ -409,8 +411,12 @@ export async function createServing<E extends ServingEngine>(
   const table = await RouteTable.create(stores.routes, stores.workflows, log, {
     waitForFirstLoad: options.waitForRoutes ?? true,
   });
-  // Ready when the routes are loaded and the role's own check (e.g. Redis) agrees.
+  // Ready when the routes are loaded, not draining, and the role's own check agrees.
+  let draining = false;
   const readiness = (): Readiness => {
+    // Said at once on every listener: the chart probes the metrics listener, which
+    // closes only after the drain.
+    if (draining) return { ready: false, status: 'draining' };
     if (!table.loaded) return { ready: false, status: 'loading routes' };
     return options.readiness?.() ?? { ready: true, status: 'ready' };
   };
@@ -519,7 +525,11 @@ export async function createServing<E extends ServingEngine>(
     table,
     reporter,
     readiness,
+    startDraining: () => {
+      draining = true;
+    },
     async close() {
+      draining = true;
       // Withdrawn first: the operator stops counting this gateway before it stops serving.
       await reporter.close();
       await Promise.all([app.close(), adminApp.close()]);
