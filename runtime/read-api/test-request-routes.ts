@@ -45,6 +45,32 @@ function parseRequest(raw: unknown): TestRequestBody {
   return input;
 }
 
+const CARRIES_NO_BODY = new Set(['GET', 'HEAD']);
+
+/**
+ * The method of a test request: the one asked for, else the endpoint's first, or its
+ * first that carries a body when a body is given. A body with GET or HEAD is refused:
+ * the gateway would not read it, and dropping it silently tested something else.
+ */
+function testMethod(input: TestRequestBody, route: RouteRecord): string {
+  const refuse = (detail: string) =>
+    new HttpProblem('HG_ERR_INVALID_PARAMETER', 'The test request is malformed', {
+      extensions: { errors: [{ pointer: '/body', detail }] },
+    });
+  if (input.method !== undefined) {
+    const verb = input.method.toUpperCase();
+    if (input.body !== undefined && CARRIES_NO_BODY.has(verb))
+      throw refuse(`a ${verb} request carries no body: leave body out, or choose another method`);
+    return verb;
+  }
+  const methods: string[] = route.spec.methods;
+  if (input.body === undefined) return methods[0] ?? 'POST';
+  const carrier = methods.find((m) => !CARRIES_NO_BODY.has(m));
+  if (carrier === undefined)
+    throw refuse(`the endpoint serves ${methods.join(', ')}: none of them carries a body`);
+  return carrier;
+}
+
 /** The auth header of the saved test credentials; refuses when they are missing or mismatched. */
 function credentialHeaders(route: RouteRecord): Record<string, string> {
   const saved = route.spec.testCredentials;
@@ -106,8 +132,8 @@ export function testRequestRoutes(app: FastifyInstance, options: TestRequestOpti
       .join('/');
     const query = new URLSearchParams(input.query ?? {}).toString();
     const url = query ? `${path}?${query}` : path;
-    const verb = (input.method ?? route.spec.methods[0] ?? 'POST').toUpperCase();
-    const hasBody = input.body !== undefined && verb !== 'GET' && verb !== 'HEAD';
+    const verb = testMethod(input, route);
+    const hasBody = input.body !== undefined;
     if (hasBody) headers['content-type'] ??= 'application/json';
     const payload = hasBody ? JSON.stringify(input.body) : undefined;
     if (route.spec.auth?.method === 'signature') {

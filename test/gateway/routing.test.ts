@@ -62,6 +62,11 @@ describe('routing', () => {
       414,
       'uri-too-long',
     );
+    // Measured decoded, as the router does: 300 characters sent as 900.
+    const encoded = `${base}/orders/o-1/items/${'%C3%A9'.repeat(300)}`;
+    expect((await rt.app.inject({ method: 'PUT', url: encoded, payload: {} })).statusCode).toBe(
+      202,
+    );
   });
 
   it('a trigger with deploy: false is not reachable (404)', async () => {
@@ -301,6 +306,50 @@ describe('Send Test Request', () => {
     });
     expect(out.request.url).toBe('/webhook/default_production_tested/items/A-9');
     expect(out.request.headers['x-api-key']).toBe('[redacted]');
+  });
+
+  it('sends a body with the first method that carries one, and refuses a body with GET', async () => {
+    await rt.apply(
+      'methods.yaml',
+      [
+        workflow('echo-method', {
+          nodes: [
+            { id: 'out', type: 'transform', expression: '{ "m": metadata.method, "got": body }' },
+          ],
+        }),
+        trigger('getfirst', {
+          workflowRef: { name: 'echo-method' },
+          pathSegment: 'getfirst',
+          methods: ['GET', 'POST'],
+          response: { mode: 'waitForCompletion' },
+        }),
+        trigger('getonly', {
+          workflowRef: { name: 'echo-method' },
+          pathSegment: 'getonly',
+          methods: ['GET'],
+          response: { mode: 'waitForCompletion' },
+        }),
+      ],
+      ['getfirst', 'getonly'],
+    );
+    const test = (name: string, payload: object) =>
+      rt.admin.inject({ method: 'POST', url: `/api/triggers/default/${name}/test`, payload });
+    const sent = await test('getfirst', { body: { a: 1 } });
+    expect(sent.statusCode).toBe(200);
+    expect(sent.json()).toMatchObject({
+      request: { method: 'POST' },
+      response: { statusCode: 200, body: { m: 'POST', got: { a: 1 } } },
+    });
+    const bodiless = await test('getfirst', {});
+    expect(bodiless.json()).toMatchObject({ request: { method: 'GET' } });
+    for (const [name, payload] of [
+      ['getfirst', { method: 'GET', body: { a: 1 } }],
+      ['getonly', { body: { a: 1 } }],
+    ] as const) {
+      const refused = await test(name, payload);
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json()).toMatchObject({ errors: [{ pointer: '/body' }] });
+    }
   });
 
   it('is refused with a clear error when no credentials are saved', async () => {

@@ -160,13 +160,17 @@ function renderTrigger(t) {
   $('trigger-url').textContent = t.status?.url ?? 'not deployed yet';
   renderCredentials(t);
   const methods = /** @type {HTMLSelectElement} */ ($('test-method'));
-  methods.replaceChildren(
-    ...(spec.methods ?? ['POST']).map((m) => el('option', { value: m }, [m])),
-  );
+  const served = spec.methods ?? ['POST'];
+  methods.replaceChildren(...served.map((m) => el('option', { value: m }, [m])));
+  // The example body goes with the first method that carries one.
+  methods.value = served.find((m) => !carriesNoBody(m)) ?? served[0] ?? 'POST';
   const body = /** @type {HTMLTextAreaElement} */ ($('test-body'));
   body.value = JSON.stringify(exampleBody(spec), null, 2);
   checkBody();
 }
+
+/** GET and HEAD requests carry no body: the API refuses one (400). */
+const carriesNoBody = (/** @type {string} */ method) => method === 'GET' || method === 'HEAD';
 
 /** Whether the endpoint's auth needs saved credentials for a test request. */
 const needsCredentials = (/** @type {any} */ spec) =>
@@ -292,7 +296,10 @@ async function sendTest() {
   try {
     const result = await requestJson(`${triggerApi(t)}/test`, {
       method: 'POST',
-      body: { method, ...(text.trim() ? { body: JSON.parse(text) } : {}) },
+      body: {
+        method,
+        ...(text.trim() && !carriesNoBody(method) ? { body: JSON.parse(text) } : {}),
+      },
     });
     renderResponse(result);
     showProblem();
