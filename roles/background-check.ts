@@ -50,7 +50,15 @@ export function checkInBackground<T>(
     }
     if (stopped) return;
     pause = everyMs;
-    if (judge(answer) === 'again') schedule();
+    let verdict: Verdict;
+    try {
+      verdict = judge(answer);
+    } catch {
+      // A check that cannot judge (a reply of an unexpected shape) has nothing to say;
+      // it must not take the process down.
+      return;
+    }
+    if (verdict === 'again') schedule();
   };
   void attempt();
   return () => {

@@ -124,6 +124,10 @@ const roles: Record<RoleName, Role> = {
       queued && s.queueAcks
         ? warnOfTooFewReplicas(clients.main, s.queueAcks.replicas, logger)
         : undefined;
+    const address = await runtime.app.listen({ port: s.port, host: s.host });
+    const admin = await runtime.admin.listen({ port: s.adminPort, host: s.adminHost });
+    // After the webhook listener: the chart probes this one, and ready must mean the
+    // webhook port takes connections.
     const metrics =
       separateMetrics && s.metricsPort !== undefined
         ? await serveProbes({
@@ -133,8 +137,6 @@ const roles: Record<RoleName, Role> = {
             host: s.host,
           })
         : undefined;
-    const address = await runtime.app.listen({ port: s.port, host: s.host });
-    const admin = await runtime.admin.listen({ port: s.adminPort, host: s.adminHost });
     logger.info(
       `routes from Redis; webhooks at ${address}; admin at ${admin} (auth: ${s.adminAuth})`,
     );

@@ -128,6 +128,9 @@ export class Manager {
       await work.stop(timeoutMs);
     } else if (this.#work) {
       this.#log('leader work still starting at shutdown; releasing the Lease', { drainMs });
+      // Should it start after all, it stops at once: it must not reconcile beside the
+      // next leader until the process exits.
+      void this.#work.then((late) => late?.stop(0)).catch(() => {});
     }
     await this.#elector?.stop();
     this.#log('manager stopped');

@@ -16,6 +16,7 @@ import { HttpProblem } from '../errors.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { pathOf } from './route-table.ts';
 import { openSse } from './sse.ts';
+import { redactCallbackQuery, redactCallbackUrl } from './callback-url.ts';
 
 /** Which gateway saw the request, and its position in that gateway's stream. */
 export interface LiveEventOrigin {
@@ -134,8 +135,9 @@ export class LiveEventHub {
       path,
       route: route.path,
       headers: redactHeaders(request.headers, route.spec.auth?.apiKey?.header),
-      query: request.url.slice(path.length + 1),
+      query: redactCallbackQuery(route, request.url.slice(path.length + 1)),
     };
+    redactCallbackUrl(route, event.headers, {});
     this.#emit(route.key, 'request', event);
   }
 

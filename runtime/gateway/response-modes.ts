@@ -34,6 +34,7 @@ import {
   type ExecutionLinks,
 } from './execution-links.ts';
 import { replyProblem, type WebhookContext } from './context.ts';
+import { CALLBACK_HEADER, CALLBACK_QUERY } from './callback-url.ts';
 
 export interface ModeDeps {
   engine: ExecutionEngine;
@@ -57,9 +58,6 @@ export interface ModeRequest {
 }
 
 const JSON_UTF8 = 'application/json; charset=utf-8';
-
-export const CALLBACK_HEADER = 'x-callback-url';
-export const CALLBACK_QUERY = 'callbackUrl';
 
 /** An execution as started by a mode, with the caller's links to it. */
 interface Started {
@@ -199,6 +197,11 @@ function waitFor(
       () => finish({ kind: 'timeout' }),
       parseDuration(m.route.spec.timeout),
     );
+    // Gone while the execution was being started (a slow enqueue): 'close' was emitted
+    // before this listener.
+    if (m.reply.raw.destroyed) {
+      queueMicrotask(onClose);
+    }
     m.reply.raw.on('close', onClose);
     const unsubscribe = deps.engine.subscribe(executionId, 0, (event) => {
       if (types.includes(event.type)) finish({ kind: 'event', event });

@@ -39,7 +39,8 @@ import { redactHeaders, type LiveEventHub } from './live-events.ts';
 import type { RequestObservation, RequestObserver } from './observations.ts';
 import { toProblem } from './problem-handler.ts';
 import { applyResponseHeaders } from './response-headers.ts';
-import { CALLBACK_HEADER, CALLBACK_QUERY, respond, type ModeDeps } from './response-modes.ts';
+import { respond, type ModeDeps } from './response-modes.ts';
+import { redactCallbackUrl } from './callback-url.ts';
 import { MAX_PARAM_LENGTH, pathOf, type RouteTable } from './route-table.ts';
 import type { SignatureCheck } from './security/auth/signature/verify.ts';
 import type { SampleRecorder } from '../schema-learning/recorder.ts';
@@ -308,7 +309,13 @@ async function keepKeyOfLeftClient(
 ): Promise<FastifyReply> {
   if (ctx.clientLeft && ctx.idempotencyKey !== undefined) {
     // A store that fails here leaves the claim to its lease (endpoint timeout + 5 s).
-    await releaseIdempotencyKey(idempotency, ctx).catch(() => {});
+    const released = await releaseIdempotencyKey(idempotency, ctx).then(
+      () => true,
+      () => false,
+    );
+    // A signed delivery's replay claim too: its sender's retry must reach the key
+    // (which now stops a second run), not a 401 'replayed'.
+    if (released) await ctx.signature?.release?.().catch(() => {});
   }
   return answered;
 }
@@ -443,7 +450,7 @@ function matchRoute(
     reply.header('x-request-id', requestId);
     // The router finds no route for a parameter over its limit: say why (the path
     // itself may be right).
-    if (path.split('/').some((segment) => segment.length > MAX_PARAM_LENGTH))
+    if (path.split('/').some((segment) => decodedLength(segment) > MAX_PARAM_LENGTH))
       throw new HttpProblem('HG_ERR_URI_TOO_LONG', 'A segment of the URL path is too long.');
     throw new HttpProblem('HG_ERR_ROUTE_NOT_FOUND', `No webhook endpoint is deployed at ${path}`);
   }
@@ -456,6 +463,16 @@ function matchRoute(
   };
   request.webhook = ctx;
   return ctx;
+}
+
+/** A path segment's length once percent-decoded, as the router measures parameters. */
+function decodedLength(segment: string): number {
+  if (segment.length <= MAX_PARAM_LENGTH) return segment.length;
+  try {
+    return decodeURIComponent(segment).length;
+  } catch {
+    return segment.length;
+  }
 }
 
 /** Whether the gateway answers OPTIONS itself (CORS is on: preflights are answered). */
@@ -498,16 +515,8 @@ function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unkno
   const query = queryOf(request.url.slice(path.length + 1));
   // An Async Callback's URL is the engine's to deliver to, not the workflow's or the
   // stored record's (docs/callbacks.md): it may carry the receiver's token.
-  if (route.spec.response.mode === 'asyncCallback') redactCallbackUrl(headers, query);
+  redactCallbackUrl(route, headers, query);
   return { body, headers, query, params: ctx.match.params, metadata };
-}
-
-function redactCallbackUrl(
-  headers: Record<string, string>,
-  query: Record<string, string | string[]>,
-): void {
-  if (headers[CALLBACK_HEADER] !== undefined) headers[CALLBACK_HEADER] = '[redacted]';
-  if (query[CALLBACK_QUERY] !== undefined) query[CALLBACK_QUERY] = '[redacted]';
 }
 
 /**

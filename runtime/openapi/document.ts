@@ -266,7 +266,9 @@ function modeDescription(route: OpenApiRoute): string {
 
 function parametersOf(spec: WebhookTriggerSpec, method: string): Json[] {
   const parameters: Json[] = [];
-  if (!['GET', 'HEAD', 'OPTIONS'].includes(method)) {
+  // Every method that starts an execution honours the key (OPTIONS is answered by the
+  // gateway itself where it is not a trigger method).
+  if (method !== 'OPTIONS') {
     parameters.push({
       name: 'Idempotency-Key',
       in: 'header',
@@ -434,14 +436,14 @@ interface ResponseSchemas {
 
 /** The problems a route may answer with, by the route's settings. */
 export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[] {
-  // Every method honours Idempotency-Key (a GET or DELETE starts an execution too).
-  const codes: ErrorCode[] = [
-    'HG_ERR_BAD_REQUEST',
-    'HG_ERR_URI_TOO_LONG',
-    'HG_ERR_IDEMPOTENCY_KEY_INVALID',
-    'HG_ERR_IDEMPOTENCY_KEY_REUSED',
-    'HG_ERR_IDEMPOTENCY_IN_PROGRESS',
-  ];
+  const codes: ErrorCode[] = ['HG_ERR_BAD_REQUEST', 'HG_ERR_URI_TOO_LONG'];
+  // Every method that starts an execution honours Idempotency-Key (GET and DELETE too).
+  if (method !== 'OPTIONS')
+    codes.push(
+      'HG_ERR_IDEMPOTENCY_KEY_INVALID',
+      'HG_ERR_IDEMPOTENCY_KEY_REUSED',
+      'HG_ERR_IDEMPOTENCY_IN_PROGRESS',
+    );
   const hasBody = !['GET', 'HEAD', 'DELETE', 'OPTIONS'].includes(method);
   if (hasBody)
     codes.push(

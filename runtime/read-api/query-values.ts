@@ -15,5 +15,18 @@ const RFC_3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|
 export function rfc3339(raw: string): string | undefined {
   if (!RFC_3339.test(raw)) return undefined;
   const ms = Date.parse(raw.replace(' ', 'T'));
-  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
+  if (Number.isNaN(ms) || !realDate(raw)) return undefined;
+  return new Date(ms).toISOString();
+}
+
+/**
+ * Whether the calendar date and time of day exist: Date.parse rolls 2026-02-30 over to
+ * March 2nd and T24:00:00 to the next day.
+ */
+function realDate(raw: string): boolean {
+  const [y, m, d, h, min, s] = [0, 5, 8, 11, 14, 17].map((at, i) =>
+    Number(raw.slice(at, at + (i === 0 ? 4 : 2))),
+  ) as [number, number, number, number, number, number];
+  const day = new Date(Date.UTC(y, m - 1, d));
+  return day.getUTCMonth() === m - 1 && day.getUTCDate() === d && h < 24 && min < 60 && s < 60;
 }

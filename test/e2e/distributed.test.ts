@@ -150,7 +150,7 @@ describe.skipIf(!redisAvailable())('operator + two gateways over Redis', () => {
     expect(Number(served?.[1])).toBeGreaterThan(0);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
     // ...and only there: its series name endpoints and consumers. The probes stay on
-    // the webhook port as well (the chart's probes use it).
+    // the webhook port as well.
     const [g1] = ports.slice(1) as [number];
     const publicScrape = await fetch(`http://127.0.0.1:${g1}/metrics`);
     expect(publicScrape.status).toBe(404);

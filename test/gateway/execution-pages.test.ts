@@ -126,6 +126,8 @@ describe('executions listing', () => {
     ['since', '1'],
     ['since', 'May 5'],
     ['until', '2026-11-27'],
+    ['since', '2026-02-30T00:00:00Z'],
+    ['until', '2026-11-27T24:00:00Z'],
   ])('refuses %s=%j: 400 saying what is expected', async (name, value) => {
     const res = await rt.admin.inject({
       method: 'GET',

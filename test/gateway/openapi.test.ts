@@ -188,6 +188,10 @@ describe('the documents match the answers', () => {
     const reused = await fetch(`${webhooks}${path}?n=2`, {
       headers: { 'idempotency-key': 'doc-k' },
     });
+    expect(
+      (item.get.parameters as { name: string }[]).map((p) => p.name),
+      'GET documents the header it honours',
+    ).toContain('Idempotency-Key');
     for (const [method, res, status] of [
       ['post', crossOrigin, 403],
       ['get', reused, 422],

@@ -78,6 +78,27 @@ describe('a start-up check in the background', () => {
     expect(ask).toHaveBeenCalledTimes(1);
   });
 
+  it('a judge that throws ends the check, without an unhandled rejection', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const ask = vi.fn(() => Promise.resolve('odd reply'));
+      checkInBackground(
+        ask,
+        () => {
+          throw new Error('cannot read that');
+        },
+        { everyMs: 5 },
+      );
+      await sleep(50);
+      expect(ask).toHaveBeenCalledTimes(1);
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
   it('asks no more once stopped during a backoff pause', async () => {
     const ask = vi.fn(unreachable);
     const stop = checkInBackground(ask, () => 'done', { everyMs: 20 });
