@@ -13,7 +13,11 @@ import { redisAvailable } from '../support/redis.ts';
 import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 
 const route = (key: string) =>
-  ({ key, path: `/webhook/${key}`, spec: {} }) as unknown as RouteRecord;
+  ({
+    key,
+    path: `/webhook/${key}`,
+    spec: { response: { mode: 'immediateAck' } },
+  }) as unknown as RouteRecord;
 const request = (key: string, n: number) =>
   ({
     url: `/webhook/${key}?n=${n}`,
