@@ -3,6 +3,7 @@
 // stream. Every /api and /webhook-events request is authenticated and authorised by
 // `access` (access.ts); the dashboard's static files are public (they hold no data).
 // Test requests go through the webhook app in-process, never over the network.
+import { sendContinue } from '../gateway/client-errors.ts';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ExecutionEngine } from '../engine/ports.ts';
 import { liveEventRoutes, type LiveEventHub } from '../gateway/live-events.ts';
@@ -50,6 +51,11 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
   const { app } = createHttpApp(options);
   const access = options.access ?? OPEN_ACCESS;
   access.install(app);
+  // 100 Continue once the request is authenticated (onRequest), as the body is parsed.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    sendContinue(request.raw);
+    done(null, payload);
+  });
   const heartbeat = options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {};
   liveEventRoutes(app, {
     hub: options.live,

@@ -215,12 +215,34 @@ function answerExpectation(_request: IncomingMessage, response: ServerResponse):
   response.end(body);
 }
 
+/** Requests that sent `Expect: 100-continue`, until their body is wanted. */
+const continueDue = new WeakMap<IncomingMessage, ServerResponse>();
+
+/**
+ * Says `100 Continue` to a request that asked for it, now that its body is wanted: after
+ * authentication and the size check, so that a request refused there (401, 413, ...)
+ * gets its final answer instead of an invitation to send the body (RFC 9110 §10.1.1).
+ * Nothing for any other request.
+ */
+export function sendContinue(request: IncomingMessage): void {
+  const response = continueDue.get(request);
+  if (response === undefined) return;
+  continueDue.delete(request);
+  if (!response.headersSent) response.writeContinue();
+}
+
 /**
  * The parts that need the instance: the 417 answer (Node's `checkExpectation` event),
- * and `Connection: close` on requests that arrive while the server closes.
+ * `100 Continue` held back until the body is read (Node's `checkContinue` event: Node
+ * would otherwise send it before any hook ran), and `Connection: close` on requests
+ * that arrive while the server closes.
  */
 export function installClientErrors(app: FastifyInstance): void {
   app.server.on('checkExpectation', answerExpectation);
+  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    continueDue.set(request, response);
+    app.server.emit('request', request, response);
+  });
   // Without a listener Node closes a CONNECT request's socket without a word.
   app.server.on('connect', (_request: IncomingMessage, socket: Socket) => {
     // Node hands the socket over with no error listener: a reset must not throw.

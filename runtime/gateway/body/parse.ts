@@ -16,6 +16,8 @@
 //   text/*                                    → string
 //   multipart/*                               → 415 (not supported; send JSON or binary)
 //   anything else, or no Content-Type         → { contentType, encoding: "base64", data }
+import type { IncomingMessage } from 'node:http';
+import { sendContinue } from '../client-errors.ts';
 import { setOwn } from '../../own-property.ts';
 import type { Readable } from 'node:stream';
 import { HttpProblem } from '../../errors.ts';
@@ -223,6 +225,7 @@ export function readBodyThen(
     callback(error as Error);
     return;
   }
+  sendContinue(stream as IncomingMessage);
   collect(stream, limit, callback);
 }
 
