@@ -143,4 +143,30 @@ describe('JSON limits outside the webhook path (admin API bodies)', () => {
     expect(poisoned.headers['content-type']).toMatch(/^application\/problem\+json/);
     await app.close();
   });
+
+  it('takes UTF-8 JSON only: another charset is 415, as on the webhook side', async () => {
+    const app = Fastify();
+    installProblemHandlers(app);
+    installJsonLimits(app);
+    app.post('/api/echo', (request) => ({ body: request.body }));
+    const post = (contentType: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/echo',
+        headers: { 'content-type': contentType },
+        payload: '{"a":1}',
+      });
+    for (const ok of [
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/json; charset="UTF-8"',
+    ])
+      expect((await post(ok)).statusCode, ok).toBe(200);
+    const refused = await post('application/json; charset=foo');
+    expect(refused.statusCode).toBe(415);
+    expect(refused.json()).toMatchObject({
+      type: 'https://hookgate.dev/problems/unsupported-media-type',
+    });
+    await app.close();
+  });
 });
