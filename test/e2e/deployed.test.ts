@@ -239,12 +239,17 @@ describe.skipIf(!tools || !redisAvailable())('Deployed means served (real proces
       45_000,
       250,
     );
-    // The gateway is ready again (its Redis breaker closed: it probes every second) and
-    // serves the new method. Ready on the resource can come a moment before the
-    // gateway's own readiness (a fresh-clone CI run saw one 503 in between).
+    // The gateway says Redis is back (its breaker closed: it probes every second) and
+    // serves the new method. Ready on the resource can come a moment before that (a
+    // fresh-clone CI run saw one 503 in between). The gateway stayed ready throughout
+    // (ADR 0030): its /readyz body says what Redis does.
     const port = gatewayPorts[0] as number;
     await eventually(
-      async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200),
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+        expect(res.status).toBe(200);
+        expect(((await res.json()) as { status: string }).status).toBe('ready');
+      },
       10_000,
       100,
     );
