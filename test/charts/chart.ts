@@ -192,6 +192,19 @@ export function templateArgs(sets: string[], release = RELEASE): string[] {
   return ['template', release, chartDir, '--namespace', NAMESPACE, ...setArgs(sets)];
 }
 
+/** `helm install --dry-run=client` with the given --set values (schema checks, NOTES). */
+export function dryRunInstall(...sets: string[]): Promise<HelmResult> {
+  return helm([
+    'install',
+    RELEASE,
+    chartDir,
+    '--namespace',
+    NAMESPACE,
+    '--dry-run=client',
+    ...setArgs(sets),
+  ]);
+}
+
 export function parseObjects(yaml: string): K8sObject[] {
   const objects: K8sObject[] = [];
   for (const doc of parseAllDocuments(yaml)) {

@@ -16,6 +16,7 @@ import {
   RELEASE,
   ROLES,
   chartDir,
+  dryRunInstall,
   container,
   deployment,
   envOf,
@@ -105,15 +106,7 @@ const OPT_IN_KINDS = ['Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'Servic
 
 /** The NOTES of `helm install --dry-run=client` with the given values. */
 async function notes(...sets: string[]): Promise<string> {
-  const r = await helm([
-    'install',
-    RELEASE,
-    chartDir,
-    '--namespace',
-    NAMESPACE,
-    '--dry-run=client',
-    ...setArgs(sets),
-  ]);
+  const r = await dryRunInstall(...sets);
   expect(r.code, r.stderr).toBe(0);
   return r.stdout.slice(r.stdout.indexOf('NOTES:'));
 }
@@ -250,15 +243,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
 
   it('fails helm install and helm template with the schema message for an unknown key or a wrong type', async () => {
     const install = async (...sets: string[]): Promise<string> => {
-      const r = await helm([
-        'install',
-        RELEASE,
-        chartDir,
-        '--namespace',
-        NAMESPACE,
-        '--dry-run=client',
-        ...setArgs(sets),
-      ]);
+      const r = await dryRunInstall(...sets);
       expect(r.code, `helm install unexpectedly succeeded with ${sets.join(' ')}`).not.toBe(0);
       return r.stderr;
     };

@@ -5,14 +5,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  RELEASE,
-  NAMESPACE,
-  chartDir,
   deployment,
-  helm,
+  dryRunInstall,
   render,
   renderArgs,
-  setArgs,
   templateArgs,
   tools,
   work,
@@ -33,15 +29,7 @@ describe.skipIf(!tools)('chart: replicas left to an HPA', () => {
   });
 
   it('does not tell the install notes that no worker runs', async () => {
-    const r = await helm([
-      'install',
-      RELEASE,
-      chartDir,
-      '--namespace',
-      NAMESPACE,
-      '--dry-run=client',
-      ...setArgs(['worker.replicas=null']),
-    ]);
+    const r = await dryRunInstall('worker.replicas=null');
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).not.toContain('worker.replicas is 0');
   });
