@@ -95,11 +95,12 @@ const roles: Record<RoleName, Role> = {
     tuneV8ForServing();
     const clients = requestClients(s, logger) as RedisClients;
     const env = process.env;
-    const separateMetrics = s.metricsPort !== undefined && s.metricsPort !== s.port;
+    // A metrics listener of its own, unless METRICS_PORT is unset or the webhook port.
+    const metricsPort = s.metricsPort !== s.port ? s.metricsPort : undefined;
     const runtime = await createGatewayRuntime({
       ...servingOptions(s, logger),
       // With a metrics port of its own, /metrics is not on the webhook port.
-      publicMetrics: !separateMetrics,
+      publicMetrics: metricsPort === undefined,
       ...storeOptions(clients),
       executions: env.HOOKGATE_EXECUTIONS === 'inline' ? 'inline' : 'queue',
       ...(env.HOOKGATE_MAX_QUEUED ? { maxQueued: Number(env.HOOKGATE_MAX_QUEUED) } : {}),
@@ -129,11 +130,11 @@ const roles: Record<RoleName, Role> = {
     // After the webhook listener: the chart probes this one, and ready must mean the
     // webhook port takes connections.
     const metrics =
-      separateMetrics && s.metricsPort !== undefined
+      metricsPort !== undefined
         ? await serveProbes({
             registry: runtime.registry,
             readiness: () => runtime.readiness(),
-            port: s.metricsPort,
+            port: metricsPort,
             host: s.host,
           })
         : undefined;

@@ -10,15 +10,15 @@ const REDACTED = '[redacted]';
 
 const takesCallback = (route: RouteRecord): boolean => route.spec.response.mode === 'asyncCallback';
 
-/** Headers (already redacted of credentials) and parsed query, in place. */
+/** Headers (already redacted of credentials) and the parsed query if given, in place. */
 export function redactCallbackUrl(
   route: RouteRecord,
   headers: Record<string, string>,
-  query: Record<string, string | string[]>,
+  query?: Record<string, string | string[]>,
 ): void {
   if (!takesCallback(route)) return;
   if (headers[CALLBACK_HEADER] !== undefined) headers[CALLBACK_HEADER] = REDACTED;
-  if (query[CALLBACK_QUERY] !== undefined) query[CALLBACK_QUERY] = REDACTED;
+  if (query?.[CALLBACK_QUERY] !== undefined) query[CALLBACK_QUERY] = REDACTED;
 }
 
 /** The raw query string as shown on the live stream. */

@@ -137,7 +137,7 @@ export class LiveEventHub {
       headers: redactHeaders(request.headers, route.spec.auth?.apiKey?.header),
       query: redactCallbackQuery(route, request.url.slice(path.length + 1)),
     };
-    redactCallbackUrl(route, event.headers, {});
+    redactCallbackUrl(route, event.headers);
     this.#emit(route.key, 'request', event);
   }
 
