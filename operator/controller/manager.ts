@@ -19,6 +19,7 @@ import {
   type ResourceLock,
 } from './leader-election.ts';
 import type { OperatorMetrics } from './metrics.ts';
+import { realClock, type Clock } from './clock.ts';
 
 /** What the leader runs: anything that can be stopped with a drain budget. */
 export interface Stoppable {
@@ -53,6 +54,8 @@ export interface ManagerOptions {
   /** Name of the leader gauge's `name` label. Default the Lease name or `hookgate`. */
   name?: string;
   log?: (msg: string, fields?: object) => void;
+  /** Time for the drain budget. Default the wall clock; tests inject a FakeClock. */
+  clock?: Clock;
 }
 
 export const DEFAULT_SHUTDOWN_DRAIN_MS = 20_000;
@@ -118,12 +121,13 @@ export class Manager {
     if (this.#shuttingDown) return;
     this.#shuttingDown = true;
     const drainMs = this.#o.drainTimeoutMs ?? DEFAULT_SHUTDOWN_DRAIN_MS;
-    const deadline = Date.now() + drainMs;
+    const clock = this.#o.clock ?? realClock;
+    const deadline = clock.now() + drainMs;
     // Work still starting (the initial sync may take minutes against a slow API
     // server) is not waited for past the budget: the Lease is released all the same.
-    const work = await withinMs(this.#work, drainMs);
+    const work = await withinMs(this.#work, drainMs, clock);
     if (work) {
-      const timeoutMs = Math.max(0, deadline - Date.now());
+      const timeoutMs = Math.max(0, deadline - clock.now());
       this.#log('draining', { timeoutMs });
       await work.stop(timeoutMs);
     } else if (this.#work) {
@@ -150,16 +154,19 @@ export class Manager {
 }
 
 /** `promise`'s value, or undefined once `ms` has passed without it. */
-async function withinMs<T>(promise: Promise<T> | undefined, ms: number): Promise<T | undefined> {
+async function withinMs<T>(
+  promise: Promise<T> | undefined,
+  ms: number,
+  clock: Clock,
+): Promise<T | undefined> {
   if (!promise) return undefined;
-  let timer: NodeJS.Timeout | undefined;
+  let cancel: (() => void) | undefined;
   const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-    timer.unref();
+    cancel = clock.setTimer(() => resolve(undefined), ms);
   });
   try {
     return await Promise.race([promise, late]);
   } finally {
-    clearTimeout(timer);
+    cancel?.();
   }
 }

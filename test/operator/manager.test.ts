@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../operator/controller/kube-client.ts';
 import { DEFAULT_SHUTDOWN_DRAIN_MS, Manager } from '../../operator/controller/manager.ts';
+import { FakeClock } from '../../operator/controller/clock.ts';
 import { SHUTDOWN_GRACE_MS } from '../../roles/lifecycle.ts';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
@@ -48,6 +49,9 @@ function replica(lease: string, id: string) {
       renewDeadlineMs: 4000,
       retryPeriodMs: 200,
     },
+    // The drain budget on a clock that stands still: a busy CI machine must not
+    // shave a millisecond off the 20 s the stop is given.
+    clock: new FakeClock(),
     startLeading: async () => {
       r.started++;
       await Promise.resolve();
@@ -69,6 +73,7 @@ describe('Manager', () => {
     const stops: (number | undefined)[] = [];
     let started = 0;
     const m = new Manager({
+      clock: new FakeClock(),
       startLeading: () => {
         started++;
         return Promise.resolve({ stop: (ms?: number) => (stops.push(ms), Promise.resolve()) });
@@ -80,6 +85,22 @@ describe('Manager', () => {
     await m.shutdown();
     expect(stops).toEqual([20_000]);
     expect(m.identity).toBeUndefined();
+  });
+
+  it('time spent waiting for the work to start comes out of the drain budget', async () => {
+    const clock = new FakeClock();
+    const stops: (number | undefined)[] = [];
+    let started!: (s: { stop: (ms?: number) => Promise<void> }) => void;
+    const m = new Manager({
+      clock,
+      startLeading: () => new Promise((resolve) => (started = resolve)),
+    });
+    m.start();
+    const stopping = m.shutdown();
+    clock.step(5_000);
+    started({ stop: (ms?: number) => (stops.push(ms), Promise.resolve()) });
+    await stopping;
+    expect(stops).toEqual([15_000]);
   });
 
   it('drains within 20 s by default, inside the process’s 25 s forced exit', () => {
