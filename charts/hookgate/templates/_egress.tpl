@@ -1,7 +1,8 @@
 {{/*
 The egress NetworkPolicies (networkPolicy.egress; networkpolicy-egress.yaml): what each
 role may connect to, the checks of the values, and the rules shared between roles. Why
-the API server's address is asked for rather than guessed: docs/adr/0031.
+the API server's address is asked for rather than guessed:
+docs/adr/0031-egress-policy-asks-for-the-api-server.md.
 */}}
 
 {{/*
