@@ -445,6 +445,43 @@ describe('1.1 objects and concurrency', () => {
     });
   });
 
+  it('K6e a finalizer a CR write adds without a "/" gets a Warning header; standard ones, kept ones and /status writes do not', async () => {
+    const warning = (f: string, dotted: boolean): string =>
+      `299 - "metadata.finalizers: \\"${f}\\": prefer a domain-qualified finalizer name ` +
+      `${dotted ? 'including a path (/) ' : ''}to avoid accidental conflicts with other finalizer writers"`;
+    const created = await call('POST', WT, {
+      ...trigger('k6e'),
+      metadata: {
+        name: 'k6e',
+        finalizers: ['zz-cleanup', 'hookgate.dev/cleanup', 'kubernetes', 'cleanup.hookgate.dev'],
+      },
+    });
+    expect(created.status).toBe(201);
+    // One warning per finalizer, in sorted order (sets.String.List), joined by fetch.
+    expect(created.headers.get('warning')).toBe(
+      [warning('cleanup.hookgate.dev', true), warning('zz-cleanup', false)].join(', '),
+    );
+    // An update warns only about the finalizers it adds.
+    const patched = await call(
+      'PATCH',
+      `${WT}/k6e`,
+      { metadata: { finalizers: ['zz-cleanup', 'cleanup.hookgate.dev', 'more'] } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(patched.status).toBe(200);
+    expect(patched.headers.get('warning')).toBe(warning('more', false));
+    const status = await call('PUT', `${WT}/k6e/status`, { ...patched.body, status: {} });
+    expect(status.status).toBe(200);
+    expect(status.headers.get('warning')).toBeNull();
+    // Qualified names warn about nothing.
+    const clean = await call('POST', WT, {
+      ...trigger('k6e-b'),
+      metadata: { name: 'k6e-b', finalizers: ['hookgate.dev/cleanup', 'orphan'] },
+    });
+    expect(clean.status).toBe(201);
+    expect(clean.headers.get('warning')).toBeNull();
+  });
+
   it('K7 every error body is a Status; a successful DELETE returns 200 with the object', async () => {
     const errors = await Promise.all([
       call('GET', `${WT}/k7-missing`),

@@ -11,6 +11,7 @@ import {
   type FieldValidation,
 } from './admission.ts';
 import { fromStorage } from './codec.ts';
+import { finalizerWarnings } from './object-meta.ts';
 import { applyMerge, canonical, jsonPatch, mergePatch } from './patch.ts';
 import {
   apiVersionOf,
@@ -180,6 +181,8 @@ export function createObject(ctx: Ctx, t: Target, body: unknown, opts: WriteOpti
   if (ctx.storage.get(key, t.namespace, meta.name)) throw alreadyExists(t.rt, meta.name);
   if (t.rt.statusSubresource) delete input.status;
   const { object, warnings } = admitObject(t.rt, input, opts.fieldValidation);
+  // The custom resource strategy's WarningsOnCreate, after validation has passed.
+  if (t.rt.custom) warnings.push(...finalizerWarnings(object.metadata));
   opts.authorizeCreate?.();
   normaliseBuiltin(t.rt, object);
   const m = object.metadata;
@@ -279,6 +282,11 @@ export function updateObject(
   const { object, warnings } = admitObject(t.rt, next, opts.fieldValidation, cur);
   normaliseBuiltin(t.rt, object);
   checkFinalizers(t.rt, object, cur);
+  // WarningsOnUpdate: the main resource's strategy warns about finalizers it adds; the
+  // status strategy warns about nothing.
+  if (t.rt.custom && t.subresource !== 'status') {
+    warnings.push(...finalizerWarnings(object.metadata, cur.metadata));
+  }
   return commit(ctx, t, object, { cur, stored }, warnings, opts.dryRun === true);
 }
 

@@ -201,3 +201,30 @@ export function objectMetaCauses(metadata: Record<string, unknown>): MetaCause[]
   if (Array.isArray(metadata.finalizers)) causes.push(...finalizerCauses(metadata.finalizers));
   return causes;
 }
+
+/** The finalizers the garbage collector and namespace controller own (metav1, corev1). */
+const STANDARD_FINALIZERS = new Set(['orphan', 'foregroundDeletion', 'kubernetes']);
+
+/**
+ * The warnings a custom resource write gets for the finalizers it adds
+ * (apiextensions-apiserver pkg/registry/customresource: strategy.go
+ * generateWarningsFromObj, validator.go validateKubeFinalizerName): each finalizer not
+ * in `old`, in sorted order (sets.String.List), without a `/` and not a standard one.
+ * The IsQualifiedName part of that function never fires here: such names already fail
+ * ObjectMeta validation (finalizerCauses) before warnings are collected.
+ */
+export function finalizerWarnings(
+  metadata: Record<string, unknown>,
+  old?: Record<string, unknown>,
+): string[] {
+  const names = (v: unknown): string[] => (Array.isArray(v) ? v.map(str) : []);
+  const before = new Set(names(old?.finalizers));
+  const added = [...new Set(names(metadata.finalizers))].filter((f) => !before.has(f)).sort();
+  return added
+    .filter((f) => !f.includes('/') && !STANDARD_FINALIZERS.has(f))
+    .map((f) =>
+      f.includes('.')
+        ? `metadata.finalizers: ${JSON.stringify(f)}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers`
+        : `metadata.finalizers: ${JSON.stringify(f)}: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers`,
+    );
+}
