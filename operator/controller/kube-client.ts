@@ -44,6 +44,36 @@ export const PatchType = {
   strategic: 'application/strategic-merge-patch+json',
 } as const;
 
+/** One RFC 7234 `Warning` header value: `299 - "text"` (the API server's form). */
+export interface WarningHeader {
+  code: number;
+  agent: string;
+  text: string;
+}
+
+const WARNING_VALUE = /\s*(\d{3}) ([^\s",]+) "((?:[^"\\]|\\.)*)"(?: "[^"]*")?\s*(?:,|$)/y;
+
+/**
+ * Parse `Warning` header values, each possibly a comma-separated list, as apimachinery's
+ * net.ParseWarningHeaders does; parsing a value stops at the first malformed warning.
+ */
+export function parseWarningHeaders(values: readonly string[]): WarningHeader[] {
+  const out: WarningHeader[] = [];
+  for (const value of values) {
+    WARNING_VALUE.lastIndex = 0;
+    while (WARNING_VALUE.lastIndex < value.length) {
+      const m = WARNING_VALUE.exec(value);
+      if (!m) break;
+      out.push({
+        code: Number(m[1]),
+        agent: m[2] ?? '',
+        text: (m[3] ?? '').replace(/\\(.)/g, '$1'),
+      });
+    }
+  }
+  return out;
+}
+
 /** Default per-request timeout (client-go has none; we never want a call to hang forever). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
@@ -58,11 +88,34 @@ const METHODS: Record<Verb, HttpMethod> = {
 export class KubeClient {
   readonly config: KubeConfig;
   readonly #timeoutMs: number;
+  readonly #onWarning: ((message: string) => void) | undefined;
+  /** Warning texts already reported: each is reported once per client. */
+  readonly #warned = new Set<string>();
   #dispatcher: ReturnType<RequestContext['getDispatcher']> | undefined;
 
-  constructor(config: KubeConfig, opts: { timeoutMs?: number } = {}) {
+  /**
+   * `onWarning` receives each distinct 299 `Warning` the API server sends (a finalizer
+   * name without a path, an unknown field, a deprecated version), once per client, as
+   * client-go's warning handler logs them (deduplicated, as controller-runtime's
+   * KubeAPIWarningLogger does by default).
+   */
+  constructor(
+    config: KubeConfig,
+    opts: { timeoutMs?: number; onWarning?: (message: string) => void } = {},
+  ) {
     this.config = config;
     this.#timeoutMs = opts.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#onWarning = opts.onWarning;
+  }
+
+  #handleWarnings(header: string | string[] | undefined): void {
+    if (header === undefined || !this.#onWarning) return;
+    for (const w of parseWarningHeaders(typeof header === 'string' ? [header] : header)) {
+      // client-go's WarningLogger: only 299 warnings with a text.
+      if (w.code !== 299 || w.text === '' || this.#warned.has(w.text)) continue;
+      this.#warned.add(w.text);
+      this.#onWarning(w.text);
+    }
   }
 
   /** Issue one request and return the parsed JSON body. Non-2xx answers throw KubeApiError. */
@@ -106,6 +159,7 @@ export class KubeClient {
         ...(dispatcher ? { dispatcher } : {}),
       });
       code = res.statusCode;
+      this.#handleWarnings(res.headers['warning']);
       text = await res.body.text();
     } finally {
       clearTimeout(timer);
