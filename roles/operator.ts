@@ -56,7 +56,11 @@ export interface OperatorRuntime {
 export function createOperator(options: OperatorOptions): OperatorRuntime {
   const registry = new Registry();
   const metrics = new OperatorMetrics(registry);
-  const client = new KubeClient(options.kubeConfig);
+  const log = options.log ?? (() => {});
+  // client-go logs the API server's Warning headers; so does the operator, once each.
+  const client = new KubeClient(options.kubeConfig, {
+    onWarning: (warning) => log('Kubernetes API warning', { warning }),
+  });
   // The reconciles' own connection: a command waits for a reconnect only briefly (three
   // retries, under a second) and at most 5 s for an answer, so a Redis outage shows as
   // StoreError within seconds instead of holding every worker for a minute.
@@ -65,7 +69,6 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
     duplicateWith(options.redis, { maxRetriesPerRequest: 3, commandTimeout: 5_000 });
   const stores = createStores(storeRedis);
   const { routes, workflows, gateways } = stores;
-  const log = options.log ?? (() => {});
 
   let leading = false;
   const manager = new Manager({
