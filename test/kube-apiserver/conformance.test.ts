@@ -793,6 +793,69 @@ describe('1.3 watch', () => {
     }
   });
 
+  it('K14b a CRD spec change recreates its storage: open watches end after the teardown grace, a watch resumed from before it gets 410', async () => {
+    const s = await startKubeApiServer({ crdStorageTeardownMs: 200 });
+    try {
+      s.applyCrd(widgetCrd());
+      const c = client(s);
+      const crdPath =
+        '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.test.hookgate.dev';
+      const rv1 = (await c('POST', WIDGETS, widget('k14b'))).body.metadata.resourceVersion ?? '';
+      const watchUrl = (rv: string): string => `${s.url}${WIDGETS}?watch=1&resourceVersion=${rv}`;
+      // A change outside spec and accepted names keeps the storage and its watches.
+      const labelled = await readWatch(watchUrl(rv1), {
+        timeoutMs: 600,
+        onOpen: () =>
+          s.applyCrd({
+            ...widgetCrd(),
+            metadata: { name: 'widgets.test.hookgate.dev', labels: { a: 'b' } },
+          }),
+      });
+      expect(labelled).toMatchObject({ ended: false, events: [] });
+      // A spec change: the open watch still gets what is written during the grace, then ends
+      // cleanly (no ERROR event).
+      const changed = widgetCrd() as { spec: { versions: Record<string, unknown>[] } };
+      changed.spec.versions[0] = {
+        ...changed.spec.versions[0],
+        additionalPrinterColumns: [{ name: 'Color', type: 'string', jsonPath: '.spec.color' }],
+      };
+      let crdRv = '';
+      const open = await readWatch(watchUrl(rv1), {
+        timeoutMs: 3000,
+        onOpen: async () => {
+          s.applyCrd(changed);
+          crdRv = (await c('GET', crdPath)).body.metadata.resourceVersion ?? '';
+          await c('POST', WIDGETS, widget('k14b-2'));
+        },
+      });
+      expect(open.ended).toBe(true);
+      expect(open.events.map((e) => [e.type, e.object.metadata.name])).toEqual([
+        ['ADDED', 'k14b-2'],
+      ]);
+      // The new watch cache starts at the CRD's change: an older RV is expired.
+      const resumed = await readWatch(watchUrl(rv1), { timeoutMs: 1000 });
+      expect(resumed.ended).toBe(true);
+      expect(resumed.events).toEqual([
+        {
+          type: 'ERROR',
+          object: expect.objectContaining({
+            code: 410,
+            reason: 'Expired',
+            message: `too old resource version: ${rv1} (${crdRv})`,
+          }),
+        },
+      ]);
+      // From the change on, the new storage serves it, and its watches outlive the teardown.
+      const fresh = await readWatch(watchUrl(crdRv), { timeoutMs: 600 });
+      expect(fresh.ended).toBe(false);
+      expect(fresh.events.map((e) => [e.type, e.object.metadata.name])).toEqual([
+        ['ADDED', 'k14b-2'],
+      ]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('K15 BOOKMARKs only with allowWatchBookmarks=true; timeoutSeconds closes the stream cleanly', async () => {
     const rv = server.resourceVersion();
     const withBm = await readWatch(

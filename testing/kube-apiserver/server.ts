@@ -31,8 +31,9 @@ import {
 } from './handlers.ts';
 import { fromStorage } from './codec.ts';
 import { groupVersionDoc, openApiIndex } from './openapi.ts';
-import { CRD_TYPE, Registry, storageKey, type KubeObject } from './resources.ts';
+import { CRD_TYPE, Registry, storageKey, type CrdSpec, type KubeObject } from './resources.ts';
 import { listPage } from './pagination.ts';
+import { canonical } from './patch.ts';
 import { withType } from './admission.ts';
 import { ADMIN_TOKEN, Authenticator, DEFAULT_USERS, tokenReview, type TestUser } from './authn.ts';
 import {
@@ -101,6 +102,12 @@ export interface KubeApiServerOptions {
    * only over https, so tests that run kubectl with `authorization` need this.
    */
   tls?: boolean;
+  /**
+   * How long after a CRD's spec changes (or the CRD goes) the watches on its custom
+   * resources end: the old storage is torn down after a one-second grace for in-flight
+   * requests (customresource_handler.go tearDown). Default 1000 ms.
+   */
+  crdStorageTeardownMs?: number;
 }
 
 export interface KubeApiServer {
@@ -233,6 +240,52 @@ export async function startKubeApiServer(
   const faults = new Faults();
   const requests: LoggedRequest[] = [];
   const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 5000;
+  const crdStorageTeardownMs = options.crdStorageTeardownMs ?? 1000;
+  // Open watch streams by resource (storageKey), so a CRD change can end its own.
+  const watchesByResource = new Map<string, Set<() => void>>();
+  const teardowns = new Set<NodeJS.Timeout>();
+  function trackWatch(resource: string, end: () => void): () => void {
+    const untrack = faults.track(end);
+    const open = watchesByResource.get(resource) ?? new Set<() => void>();
+    watchesByResource.set(resource, open);
+    open.add(end);
+    return () => {
+      untrack();
+      open.delete(end);
+    };
+  }
+  // A CRD whose spec or accepted names change, or that goes, has its custom resources'
+  // storage recreated (customresource_handler.go updateCustomResourceDefinition,
+  // removeDeadStorage): the new watch cache starts at the current RV, so a watch
+  // resumed from an older one gets 410 Expired (watch_cache_history.go), and the old
+  // cacher, stopped after tearDown's grace, ends the watches it served (cacher.go
+  // terminateAllWatchers; the stream just ends, handlers/watch.go). Watches opened
+  // after the change are the new storage's and stay open.
+  storage.subscribe((e) => {
+    if (e.resource !== storageKey(CRD_TYPE) || e.type === 'ADDED' || !e.previous) return;
+    const crdKey = (o: KubeObject): string => {
+      const spec = o.spec as CrdSpec;
+      return storageKey({ group: spec.group, plural: spec.names.plural });
+    };
+    const acceptedNames = (o: KubeObject): unknown =>
+      (o.status as { acceptedNames?: unknown } | undefined)?.acceptedNames;
+    if (
+      e.type === 'MODIFIED' &&
+      canonical(e.object.spec) === canonical(e.previous.spec) &&
+      canonical(acceptedNames(e.object)) === canonical(acceptedNames(e.previous))
+    ) {
+      return;
+    }
+    const oldKey = crdKey(e.previous);
+    storage.restartWatchCache(oldKey, e.rv);
+    if (e.type === 'MODIFIED') storage.restartWatchCache(crdKey(e.object), e.rv);
+    const served = [...(watchesByResource.get(oldKey) ?? [])];
+    const timer = setTimeout(() => {
+      teardowns.delete(timer);
+      for (const end of served) end();
+    }, crdStorageTeardownMs);
+    teardowns.add(timer);
+  });
   const users = { ...DEFAULT_USERS, ...options.users };
   const authn = new Authenticator(users, storage);
   const authorizing = options.authorization === true;
@@ -389,7 +442,7 @@ export async function startKubeApiServer(
           fields,
           table: wantsTable(req.headers.accept),
         },
-        { bookmarkIntervalMs, track: (end) => faults.track(end) },
+        { bookmarkIntervalMs, track: (end) => trackWatch(storageKey(t.rt), end) },
       );
       return;
     }
@@ -777,6 +830,7 @@ export async function startKubeApiServer(
       storage.historyWindow = n;
     },
     async close(): Promise<void> {
+      for (const timer of teardowns) clearTimeout(timer);
       faults.closeWatches();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -29,6 +29,11 @@ export class Storage {
   private readonly history: StoredEvent[] = [];
   /** RV of the newest event evicted from the history (0: nothing evicted yet). */
   private compacted = 0;
+  /**
+   * Per resource: the RV its watch cache was last restarted at (a CRD change recreates
+   * the custom resources' storage); watches from an older RV get 410 Expired.
+   */
+  private readonly cacheStart = new Map<string, number>();
   private readonly listeners = new Set<Listener>();
   historyWindow: number;
 
@@ -41,9 +46,22 @@ export class Storage {
     return this.counter;
   }
 
-  /** The oldest RV a watch may start from; older ones get 410 Expired. */
-  oldestWatchableRv(): number {
-    return this.compacted;
+  /**
+   * The oldest RV a watch may start from; older ones get 410 Expired. With `resource`,
+   * also no older than the RV its watch cache restarted at.
+   */
+  oldestWatchableRv(resource?: string): number {
+    const start = resource === undefined ? 0 : (this.cacheStart.get(resource) ?? 0);
+    return Math.max(this.compacted, start);
+  }
+
+  /**
+   * The watch cache of `resource` starts again at `rv` (customresource_handler.go
+   * removeStorage_locked: a new cacher lists at the current RV; its history begins
+   * there, watch_cache_history.go GetIntervalLocked).
+   */
+  restartWatchCache(resource: string, rv: number): void {
+    this.cacheStart.set(resource, rv);
   }
 
   get(resource: string, namespace: string | undefined, name: string): KubeObject | undefined {
@@ -117,9 +135,12 @@ export class Storage {
       .map(([, o]) => o);
   }
 
-  /** Events after `rv` (exclusive), or 'expired' when some of them left the window. */
-  eventsSince(rv: number): StoredEvent[] | 'expired' {
-    if (rv < this.compacted) return 'expired';
+  /**
+   * Events after `rv` (exclusive), or 'expired' when some of them left the window (or,
+   * with `resource`, when `rv` predates that resource's watch cache).
+   */
+  eventsSince(rv: number, resource?: string): StoredEvent[] | 'expired' {
+    if (rv < this.oldestWatchableRv(resource)) return 'expired';
     return this.history.filter((e) => e.rv > rv);
   }
 

@@ -109,9 +109,9 @@ export function serveWatch(
     if (req.sendInitialEvents) bookmark({ 'k8s.io/initial-events-end': 'true' });
   } else {
     const since = Number(rv);
-    const replay = storage.eventsSince(since);
+    const replay = storage.eventsSince(since, key);
     if (replay === 'expired') {
-      send({ type: 'ERROR', object: expired(since, storage.oldestWatchableRv()).status });
+      send({ type: 'ERROR', object: expired(since, storage.oldestWatchableRv(key)).status });
       res.end();
       return;
     }
