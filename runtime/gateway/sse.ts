@@ -1,6 +1,7 @@
 // Server-Sent Events responses: one implementation for every stream the runtime
 // serves (SSE response mode, execution channels, the live event stream).
 // - proxy-safe headers (no caching, no buffering), a `retry` hint, heartbeats;
+// - a client that stops reading has its connection reset past the buffer budget;
 // - the stream ends when the client leaves (the response's `close`, which fires on
 //   disconnect; the request's `close` fires once its body is read);
 // - every open stream is ended when the server closes, so shutdown is not held up.
@@ -79,10 +80,16 @@ export function openSse(
     send(event, data, id) {
       if (ended) return;
       // A client that does not read would have every frame buffered here: past the
-      // budget the stream ends instead (it may reconnect with Last-Event-ID).
+      // budget the connection is reset (it may reconnect with Last-Event-ID). Ending the
+      // stream politely would keep what is buffered, here uncounted and in the kernel's
+      // send buffer, for as long as the client keeps the connection without reading.
       if (body.writableLength > maxBuffer) {
         sseOverflows.count++;
         sse.end();
+        body.destroy();
+        const socket = reply.raw.socket;
+        if (socket) socket.resetAndDestroy();
+        else reply.raw.destroy();
         return;
       }
       body.write(
