@@ -94,12 +94,19 @@ function describe(a: ResourceAttributes): string {
   return `${a.verb} ${resource}.${RESOURCE_GROUP}${a.name ? ` ${a.name}` : ''}${where}`;
 }
 
+/** How often a live stream's access is checked again, by default (ms). */
+export const DEFAULT_STREAM_RECHECK_MS = 10_000;
+
 export class AdminAccess {
   private readonly users = new WeakMap<FastifyRequest, AdminUser>();
+  /** The token each authenticated request came with, for the re-checks of its stream. */
+  private readonly tokens = new WeakMap<FastifyRequest, string>();
   private readonly authenticator: AdminAuthenticator | undefined;
+  private readonly recheckMs: number;
 
-  constructor(authenticator?: AdminAuthenticator) {
+  constructor(authenticator?: AdminAuthenticator, options: { streamRecheckMs?: number } = {}) {
     this.authenticator = authenticator;
+    this.recheckMs = options.streamRecheckMs ?? DEFAULT_STREAM_RECHECK_MS;
   }
 
   /** Whether requests are checked at all (false: the dev server's `none`). */
@@ -121,7 +128,58 @@ export class AdminAccess {
       const user = await unavailableOnError(() => auth.authenticate(token));
       if (!user) throw unauthenticated('The bearer token is not valid');
       this.users.set(request, user);
+      this.tokens.set(request, token);
     });
+  }
+
+  /**
+   * Keeps checking a long-lived answer (a live stream) the way its request was checked:
+   * every `streamRecheckMs` the token is authenticated and the user authorised again,
+   * and `revoked` is called once with the problem when either now says no (a revoked
+   * token, a removed RoleBinding). An authenticator that cannot be reached ends
+   * nothing: the stream was allowed, and the next check decides. Returns the stop
+   * function (call it when the stream ends).
+   */
+  watch(
+    request: FastifyRequest,
+    attributes: ResourceAttributes,
+    revoked: (problem: HttpProblem) => void,
+  ): () => void {
+    const auth = this.authenticator;
+    const token = this.tokens.get(request);
+    if (!auth || token === undefined) return () => {};
+    let stopped = false;
+    let checking = false;
+    const check = async (): Promise<HttpProblem | undefined> => {
+      const user = await auth.authenticate(token);
+      if (!user) return unauthenticated('The bearer token is no longer valid');
+      if (await auth.authorize(user, attributes)) return undefined;
+      return new HttpProblem(
+        'HG_ERR_ADMIN_FORBIDDEN',
+        `${user.username} may no longer ${describe(attributes)}`,
+      );
+    };
+    const timer = setInterval(() => {
+      if (checking) return;
+      checking = true;
+      check().then(
+        (problem) => {
+          checking = false;
+          if (!problem || stopped) return;
+          stop();
+          revoked(problem);
+        },
+        () => {
+          checking = false; // unreachable: kept, checked again next time
+        },
+      );
+    }, this.recheckMs);
+    timer.unref();
+    const stop = (): void => {
+      stopped = true;
+      clearInterval(timer);
+    };
+    return stop;
   }
 
   /** Whether the request's user may do this (always true without an authenticator). */

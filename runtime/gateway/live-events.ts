@@ -15,7 +15,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { pathOf } from './route-table.ts';
-import { openSse } from './sse.ts';
+import { endRevoked, openSse } from './sse.ts';
 import { redactCallbackQuery, redactCallbackUrl } from './callback-url.ts';
 
 /** Which gateway saw the request, and its position in that gateway's stream. */
@@ -197,6 +197,15 @@ export interface LiveRoutesOptions {
   heartbeatMs?: number;
   /** Throws unless the request may watch this route (the admin listener's access check). */
   authorize?: (request: FastifyRequest, route: RouteRecord) => Promise<void>;
+  /**
+   * Keeps checking that access while the stream is open; calls `revoked` once when it
+   * is withdrawn. Returns the stop function.
+   */
+  recheck?: (
+    request: FastifyRequest,
+    route: RouteRecord,
+    revoked: (problem: HttpProblem) => void,
+  ) => () => void;
 }
 
 /** GET /webhook-events/<workflowId>/<pathSegment>: the live SSE stream of one endpoint. */
@@ -209,10 +218,15 @@ export function liveEventRoutes(app: FastifyInstance, options: LiveRoutesOptions
       throw new HttpProblem('HG_ERR_ROUTE_NOT_FOUND', `No webhook endpoint is deployed at ${path}`);
     await options.authorize?.(request, route);
     let unsubscribe: (() => void) | undefined;
+    let stopRecheck: (() => void) | undefined;
     const { sse, body } = openSse(request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
-      onEnd: () => unsubscribe?.(),
+      onEnd: () => {
+        unsubscribe?.();
+        stopRecheck?.();
+      },
     });
+    stopRecheck = options.recheck?.(request, route, (problem) => endRevoked(sse, problem));
     sse.send('connected', {
       path: route.path,
       triggerKey: route.key,

@@ -8,6 +8,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BoundedStore } from '../bounded.ts';
+import type { HttpProblem } from '../errors.ts';
 
 export interface SseStream {
   /** Write one frame: `event`, optional `id`, JSON `data`. No-op once ended. */
@@ -117,4 +118,14 @@ export function openSse(
   reply.raw.on('close', () => sse.end());
   reply.headers(SSE_HEADERS);
   return { sse, body };
+}
+
+/**
+ * Ends a stream whose reader's access was withdrawn: a last `revoked` event carries the
+ * problem (admin-unauthenticated or admin-forbidden), so a client sees why it ended; its
+ * reconnection is then refused like any request.
+ */
+export function endRevoked(sse: SseStream, problem: HttpProblem): void {
+  sse.send('revoked', problem.toDocument());
+  sse.end();
 }

@@ -2,7 +2,13 @@
 // per-run logs, and each execution's event channel (SSE, resumable with Last-Event-ID).
 import { decimalInRange, rfc3339 } from './query-values.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
+import {
+  nameOfKey,
+  namespaceOfKey,
+  OPEN_ACCESS,
+  type AdminAccess,
+  type ResourceAttributes,
+} from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
 import { decodeCursor, DEFAULT_PAGE_BYTES } from '../engine/execution-store.ts';
 import type {
@@ -12,7 +18,7 @@ import type {
   ExecutionStatus,
 } from '../engine/ports.ts';
 import { lastEventIdOf, pipeExecution } from '../gateway/execution-links.ts';
-import { openSse } from '../gateway/sse.ts';
+import { endRevoked, openSse } from '../gateway/sse.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
 const FILTERS = ['workflowId', 'trigger', 'status', 'since', 'until', 'limit', 'cursor'];
@@ -95,15 +101,16 @@ export function executionRoutes(
   const { engine } = options;
   const access = options.access ?? OPEN_ACCESS;
   // An execution is readable by whoever may `get` the WebhookTrigger that started it.
+  const readAccess = (execution: Execution): ResourceAttributes => ({
+    verb: 'get',
+    resource: 'webhooktriggers',
+    namespace: namespaceOfKey(execution.triggerKey),
+    name: nameOfKey(execution.triggerKey),
+  });
   const readable = async (request: FastifyRequest, id: string): Promise<Execution> => {
     const execution = await engine.get(id);
     if (!execution) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
-    await access.require(request, {
-      verb: 'get',
-      resource: 'webhooktriggers',
-      namespace: namespaceOfKey(execution.triggerKey),
-      name: nameOfKey(execution.triggerKey),
-    });
+    await access.require(request, readAccess(execution));
     return execution;
   };
 
@@ -138,13 +145,20 @@ export function executionRoutes(
 
   app.get('/api/executions/:id/events', async (request, reply) => {
     const { id } = request.params as { id: string };
-    await readable(request, id);
+    const execution = await readable(request, id);
     const after = lastEventIdOf(request);
     let unsubscribe: (() => void) | undefined;
+    let stopRecheck: (() => void) | undefined;
     const { sse, body } = openSse(request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
-      onEnd: () => unsubscribe?.(),
+      onEnd: () => {
+        unsubscribe?.();
+        stopRecheck?.();
+      },
     });
+    stopRecheck = access.watch(request, readAccess(execution), (problem) =>
+      endRevoked(sse, problem),
+    );
     unsubscribe = pipeExecution(engine, id, after, sse);
     return reply.send(body);
   });

@@ -459,6 +459,16 @@ function describe(kind, data) {
   return parts.join(' · ');
 }
 
+/** The detail of a problem document sent as SSE data. @param {unknown} data */
+function problemDetail(data) {
+  try {
+    const problem = JSON.parse(String(data));
+    return typeof problem?.detail === 'string' ? problem.detail : String(problem?.title ?? data);
+  } catch {
+    return String(data);
+  }
+}
+
 /** @param {string} kind @param {MessageEvent} event */
 function onLiveEvent(kind, event) {
   /** @type {any} */
@@ -518,6 +528,13 @@ function connect() {
       onLiveEvent(kind, /** @type {MessageEvent} */ (event)),
     );
   }
+  // Access withdrawn while the stream was open (docs/security.md): no reconnecting.
+  source.addEventListener('revoked', (event) => {
+    if (live.source !== source) return;
+    const detail = problemDetail(/** @type {MessageEvent} */ (event).data);
+    disconnect();
+    $('live-endpoint').textContent = `${url}: access ended: ${detail}`;
+  });
   source.addEventListener('error', () => {
     if (live.source !== source) return;
     if (source.readyState === EventSource.CLOSED) {
