@@ -447,6 +447,18 @@ export async function createServing<E extends ServingEngine>(
     rateLimiter: stores.rateLimiter,
     replay: stores.replay,
     onRateLimit: (decision) => analytics.metrics.recordRateLimitDecision(decision),
+    // JWKS fetches and token introspection go out under the same policy as callbacks.
+    outbound: made.outbound,
+    onOutboundRefused: ({ route, purpose, reason }) =>
+      log(
+        `${purpose === 'jwks' ? 'JWKS fetch' : 'token introspection'} refused by the outbound policy`,
+        {
+          code: 'HG_ERR_OUTBOUND_REFUSED',
+          trigger: route,
+          purpose,
+          reason,
+        },
+      ),
     ...options.guards,
   });
   const samples = new SampleRecorder({

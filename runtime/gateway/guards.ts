@@ -16,6 +16,8 @@ import { EndpointRateLimiter, type RateLimitDecision } from './security/rate-lim
 import { SignatureVerifier } from './security/auth/signature/verify.ts';
 import type { ReplayStore } from './security/auth/signature/replay.ts';
 import type { Guards } from './webhook-routes.ts';
+import type { OutboundGuard } from '../engine/outbound/guard.ts';
+import type { AuthOutboundRefusal } from './security/auth/outbound-fetch.ts';
 
 export interface GuardOptions {
   /** CIDRs of proxies whose X-Forwarded-Proto is believed (none by default). */
@@ -26,6 +28,13 @@ export interface GuardOptions {
   /** Told about every rate-limit decision on a limited endpoint (metrics). */
   onRateLimit?: (decision: 'allowed' | 'rejected') => void;
   authenticator?: Authenticator;
+  /**
+   * The process's outbound guard: the JWKS fetches and token introspection of the
+   * default authenticator go through it (with the trigger's namespace policy).
+   */
+  outbound?: OutboundGuard;
+  /** Told when the outbound policy refuses a JWKS or introspection request (the log). */
+  onOutboundRefused?: (refusal: AuthOutboundRefusal) => void;
   /** Where signed deliveries are remembered to refuse replays (memory or Redis). */
   replay?: ReplayStore;
   /** The clock of signature timestamps (tests). */
@@ -36,7 +45,12 @@ export function createGuards(options: GuardOptions = {}): Guards {
   const trustedProxies = options.trustedProxies ?? [];
   parseTrustedProxies(trustedProxies); // a bad CIDR fails at startup, not per request
   const limiter = options.rateLimiter ?? new EndpointRateLimiter();
-  const authenticator = options.authenticator ?? createAuthenticator();
+  const authenticator =
+    options.authenticator ??
+    createAuthenticator({
+      ...(options.outbound ? { outbound: options.outbound } : {}),
+      ...(options.onOutboundRefused ? { onOutboundRefused: options.onOutboundRefused } : {}),
+    });
   const signatures = new SignatureVerifier({
     ...(options.replay ? { replay: options.replay } : {}),
     ...(options.now ? { now: options.now } : {}),

@@ -17,6 +17,7 @@ import {
   bearerToken,
 } from '../../runtime/gateway/security/auth/jwt.ts';
 import type { ResolvedCredentials } from '../../api/records/records.ts';
+import { OutboundGuard } from '../../runtime/engine/outbound/guard.ts';
 import { makeRoute, problemOf } from './fixtures.ts';
 
 const NOW = new Date('2026-11-23T08:00:00Z');
@@ -74,7 +75,11 @@ function bearerRoute(
   );
 }
 
-const verifier = new JwtVerifier({ now: () => NOW });
+// The JWKS server listens on loopback: the cluster policy must name it (and the closed
+// port 1 of the "unreachable" case). Made once the port is known.
+let outbound: OutboundGuard;
+const newVerifier = () => new JwtVerifier({ now: () => NOW, outbound });
+let verifier: JwtVerifier;
 const auth = (route: ReturnType<typeof bearerRoute>, token: string) =>
   authenticateBearer(route, { authorization: `Bearer ${token}` }, verifier);
 
@@ -104,9 +109,15 @@ beforeAll(async () => {
     return { keys: [{ ...(await exportJWK(other.publicKey)), kid: 'k1' }] };
   });
   await jwks.listen({ host: '127.0.0.1', port: 0 });
-  jwksUrl = `http://127.0.0.1:${(jwks.server.address() as AddressInfo).port}/jwks.json`;
+  const port = (jwks.server.address() as AddressInfo).port;
+  jwksUrl = `http://127.0.0.1:${port}/jwks.json`;
+  outbound = new OutboundGuard({ allow: [`127.0.0.1:${port}`, '127.0.0.1:1'] });
+  verifier = newVerifier();
 });
-afterAll(() => jwks.close());
+afterAll(async () => {
+  await jwks.close();
+  await outbound.close();
+});
 
 describe('bearerToken', () => {
   it('no Authorization, or another scheme: 401 with a bare Bearer challenge', async () => {
@@ -247,7 +258,7 @@ describe('JWT via a JWKS served on 127.0.0.1', () => {
   });
 
   it('the key is kept with the route record: a new record of the route fetches again', async () => {
-    const fresh = new JwtVerifier({ now: () => NOW });
+    const fresh = newVerifier();
     const first = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 8);
     const before = jwksHits;
     const check = (route: ReturnType<typeof bearerRoute>, token: string) =>
@@ -262,7 +273,7 @@ describe('JWT via a JWKS served on 127.0.0.1', () => {
   });
 
   it('JWKS endpoint failing (500) or unreachable → 503 auth-unavailable (fail closed)', async () => {
-    const fresh = new JwtVerifier({ now: () => NOW });
+    const fresh = newVerifier();
     jwksMode = 'error';
     try {
       // a malformed token is judged without the JWKS: still a 401

@@ -9,6 +9,7 @@ import {
 } from '../../runtime/gateway/security/auth/index.ts';
 import { JwtVerifier } from '../../runtime/gateway/security/auth/jwt.ts';
 import { OAuth2Verifier, tokenScopes } from '../../runtime/gateway/security/auth/oauth2.ts';
+import { OutboundGuard } from '../../runtime/engine/outbound/guard.ts';
 import { makeRoute, problemOf, sha256Hex } from './fixtures.ts';
 
 type OAuth2 = NonNullable<NonNullable<WebhookTriggerSpec['auth']>['oauth2']>;
@@ -26,6 +27,7 @@ const hits = new Map<string, number>();
 const requests: { authorization?: string; body: Record<string, string> }[] = [];
 let mode: 'ok' | 'error' | 'hang' | 'html' = 'ok';
 let rsa: { publicKey: CryptoKey; privateKey: CryptoKey };
+let outbound: OutboundGuard;
 
 beforeAll(async () => {
   rsa = await generateKeyPair('RS256', { extractable: true });
@@ -48,9 +50,16 @@ beforeAll(async () => {
   });
   server.get('/jwks.json', (_req, reply) => reply.send({ keys: [jwk] }));
   await server.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
+  const port = (server.server.address() as AddressInfo).port;
+  base = `http://127.0.0.1:${port}`;
+  // The provider listens on loopback: the cluster policy must name it (and the closed
+  // port 1 of the "down" case), which also lets it be plain http.
+  outbound = new OutboundGuard({ allow: [`127.0.0.1:${port}`, '127.0.0.1:1'] });
 });
-afterAll(() => server.close());
+afterAll(async () => {
+  await server.close();
+  await outbound.close();
+});
 beforeEach(() => {
   clock = T0;
   mode = 'ok';
@@ -100,7 +109,8 @@ function active(token: string, claims: Record<string, unknown> = {}) {
 
 // A generous timeout: a loaded CI box must not turn a slow answer into a 503. Only the
 // "hang" case uses a short one (the endpoint never answers there).
-const verifier = (timeoutMs = 10_000) => new OAuth2Verifier({ now: () => clock, timeoutMs });
+const verifier = (timeoutMs = 10_000) =>
+  new OAuth2Verifier({ now: () => clock, timeoutMs, outbound });
 const call = (v: OAuth2Verifier, route: ReturnType<typeof introspectionRoute>, token: string) =>
   v.authenticate(route, { authorization: `Bearer ${token}` });
 
@@ -230,7 +240,7 @@ describe('OAuth 2.0 by introspection (RFC 7662)', () => {
   });
 
   it('keeps at most maxCacheEntries answers per route, dropping the oldest', async () => {
-    const v = new OAuth2Verifier({ now: () => clock, maxCacheEntries: 2 });
+    const v = new OAuth2Verifier({ now: () => clock, maxCacheEntries: 2, outbound });
     const route = introspectionRoute();
     for (const token of ['tok-max-1', 'tok-max-2', 'tok-max-3']) {
       active(token);
@@ -301,7 +311,10 @@ describe('OAuth 2.0 with JWT access tokens (jwksUrl)', () => {
     new SignJWT({ iss: ISSUER, aud: AUDIENCE, exp: NOW_S + 600, ...claims })
       .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
       .sign(rsa.privateKey);
-  const v = new OAuth2Verifier({ jwt: new JwtVerifier() });
+  let v: OAuth2Verifier;
+  beforeAll(() => {
+    v = new OAuth2Verifier({ jwt: new JwtVerifier({ outbound }) });
+  });
 
   it('a token with the scope passes; consumer from client_id when there is no sub', async () => {
     const token = await sign({ client_id: 'svc', scope: 'orders:write' });
@@ -325,7 +338,10 @@ describe('OAuth 2.0 with JWT access tokens (jwksUrl)', () => {
 });
 
 describe('authenticate (dispatch on auth.method)', () => {
-  const authenticate = createAuthenticator({ oauth2: verifier() });
+  let authenticate: ReturnType<typeof createAuthenticator>;
+  beforeAll(() => {
+    authenticate = createAuthenticator({ oauth2: verifier() });
+  });
 
   it('none, or no auth at all → {}', async () => {
     expect(await authenticate(makeRoute(), {})).toEqual({});

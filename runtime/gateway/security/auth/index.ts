@@ -13,8 +13,9 @@ import { HttpProblem } from '../../../errors.ts';
 import type { RouteRecord } from '../../../../api/records/records.ts';
 import type { HeaderMap } from '../headers.ts';
 import { apiKeyHeaderName, authenticateApiKey } from './api-key.ts';
-import { authenticateBearer, defaultJwtVerifier, type JwtVerifier } from './jwt.ts';
+import { authenticateBearer, defaultJwtVerifier, JwtVerifier } from './jwt.ts';
 import { defaultOAuth2Verifier, OAuth2Verifier } from './oauth2.ts';
+import type { AuthOutboundOptions } from './outbound-fetch.ts';
 import { SignatureVerifier } from './signature/verify.ts';
 
 export interface AuthResult {
@@ -28,13 +29,23 @@ export type Authenticator = (
   headers: HeaderMap,
 ) => AuthResult | Promise<AuthResult>;
 
-/** An authenticator with its own verifiers (its own JWKS and introspection caches). */
+/**
+ * An authenticator with its own verifiers (its own JWKS and introspection caches). With
+ * `outbound` (the process's outbound guard) or `onOutboundRefused`, the verifiers not
+ * given are made with them; otherwise the process-wide ones (public https only).
+ */
 export function createAuthenticator(
-  verifiers: { jwt?: JwtVerifier; oauth2?: OAuth2Verifier } = {},
+  verifiers: { jwt?: JwtVerifier; oauth2?: OAuth2Verifier } & AuthOutboundOptions = {},
 ): Authenticator {
-  const jwt = verifiers.jwt ?? defaultJwtVerifier;
+  const outbound: AuthOutboundOptions = {
+    ...(verifiers.outbound ? { outbound: verifiers.outbound } : {}),
+    ...(verifiers.onOutboundRefused ? { onOutboundRefused: verifiers.onOutboundRefused } : {}),
+  };
+  const own = Object.keys(outbound).length > 0;
+  const jwt = verifiers.jwt ?? (own ? new JwtVerifier(outbound) : defaultJwtVerifier);
   const oauth2 =
-    verifiers.oauth2 ?? (verifiers.jwt ? new OAuth2Verifier({ jwt }) : defaultOAuth2Verifier);
+    verifiers.oauth2 ??
+    (verifiers.jwt || own ? new OAuth2Verifier({ jwt, ...outbound }) : defaultOAuth2Verifier);
   return (route, headers) => {
     const method = route.spec.auth?.method ?? 'none';
     switch (method) {

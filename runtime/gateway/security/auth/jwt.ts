@@ -13,8 +13,13 @@
 //   with `error="invalid_token"` and a fixed error_description; the JWKS endpoint
 //   unreachable or broken, or an unusable configured key → 503 auth-unavailable
 //   (fail closed).
+// - The JWKS is fetched through the outbound guard (outbound-fetch.ts: the cluster
+//   policy narrowed by the trigger's namespace, https unless the policy names the
+//   destination); a refused destination is the same 503 for the caller and a report
+//   (onOutboundRefused) for the operator.
 import {
   createRemoteJWKSet,
+  customFetch,
   errors as joseErrors,
   importJWK,
   importSPKI,
@@ -29,6 +34,14 @@ import {
 import { HttpProblem } from '../../../errors.ts';
 import type { RouteRecord } from '../../../../api/records/records.ts';
 import { headerValue, type HeaderMap } from '../headers.ts';
+import {
+  RefusalReporter,
+  guardedFetch,
+  lazyGuard,
+  scopeFor,
+  type AuthOutboundOptions,
+} from './outbound-fetch.ts';
+import type { OutboundGuard } from '../../../engine/outbound/guard.ts';
 
 export const REALM = 'hookgate';
 
@@ -42,7 +55,7 @@ export interface TokenVerificationConfig {
   requiredType?: string;
 }
 
-export interface JwtVerifierOptions {
+export interface JwtVerifierOptions extends AuthOutboundOptions {
   /** JWKS HTTP timeout (default 5000 ms). */
   jwksTimeoutMs?: number;
   /** Minimum time between JWKS refetches when a kid is unknown (default 30 s). */
@@ -116,6 +129,10 @@ const CLAIM_DESCRIPTIONS: Record<string, string> = {
   typ: 'The token type is not accepted',
 };
 
+/** The JWKS could not be had: unreachable, broken or refused by the outbound policy alike. */
+const JWKS_UNAVAILABLE = () =>
+  authUnavailable('The token signing keys could not be fetched; try again later.');
+
 /** Maps a verification failure to 401 invalid_token or, for provider problems, 503. */
 export function verificationProblem(error: unknown): HttpProblem {
   if (error instanceof HttpProblem) return error;
@@ -143,7 +160,7 @@ export function verificationProblem(error: unknown): HttpProblem {
     return invalidToken('The token is malformed');
   }
   // JWKS timeout, non-200 or unparsable JWKS, network errors: the provider, not the token.
-  return authUnavailable('The token signing keys could not be fetched; try again later.');
+  return JWKS_UNAVAILABLE();
 }
 
 class KeyConfigError extends Error {}
@@ -173,6 +190,8 @@ async function importStaticKey(material: string, alg: string): Promise<CryptoKey
  */
 export class JwtVerifier {
   readonly #options: JwtVerifierOptions;
+  readonly #guard: () => OutboundGuard;
+  readonly #refusals: RefusalReporter;
   readonly #keys = new WeakMap<
     RouteRecord,
     { config: TokenConfigInput; key: Promise<VerificationKey> }
@@ -180,12 +199,14 @@ export class JwtVerifier {
 
   constructor(options: JwtVerifierOptions = {}) {
     this.#options = options;
+    this.#guard = lazyGuard(options.outbound);
+    this.#refusals = new RefusalReporter(options.onOutboundRefused);
   }
 
   #keyFor(route: RouteRecord, config: TokenConfigInput): Promise<VerificationKey> {
     const cached = this.#keys.get(route);
     if (cached?.config === config) return cached.key;
-    const key = this.#loadKey(config, route.credentials.jwtKey);
+    const key = this.#loadKey(route, config, route.credentials.jwtKey);
     this.#keys.set(route, { config, key });
     // A failed import is not kept: the next request retries.
     key.catch(() => {
@@ -194,11 +215,19 @@ export class JwtVerifier {
     return key;
   }
 
-  async #loadKey(config: TokenConfigInput, material: string | undefined): Promise<VerificationKey> {
+  async #loadKey(
+    route: RouteRecord,
+    config: TokenConfigInput,
+    material: string | undefined,
+  ): Promise<VerificationKey> {
     if (config.jwksUrl) {
+      const timeoutMs = this.#options.jwksTimeoutMs ?? 5000;
+      // The scope is looked up at every fetch (a cached one may have been closed since).
+      const namespace = route.namespace;
       return createRemoteJWKSet(new URL(config.jwksUrl), {
-        timeoutDuration: this.#options.jwksTimeoutMs ?? 5000,
+        timeoutDuration: timeoutMs,
         cooldownDuration: this.#options.jwksCooldownMs ?? 30_000,
+        [customFetch]: guardedFetch(() => scopeFor(this.#guard(), namespace), timeoutMs),
       });
     }
     const [alg, ...more] = config.algorithms;
@@ -232,6 +261,7 @@ export class JwtVerifier {
           : await jwtVerify(token, key, options);
       return payload;
     } catch (error) {
+      if (this.#refusals.check(route, 'jwks', error)) throw JWKS_UNAVAILABLE();
       throw verificationProblem(error);
     }
   }

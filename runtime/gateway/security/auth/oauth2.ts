@@ -13,6 +13,10 @@
 //   object per route version), so it goes when the route changes or leaves.
 // - The endpoint unreachable, slow (timeoutMs, default 5 s), answering non-2xx or
 //   non-JSON → 503 auth-unavailable: fail closed, never "let it through".
+// - The POST goes through the outbound guard (outbound-fetch.ts: the cluster policy
+//   narrowed by the trigger's namespace, https unless the policy names the
+//   destination); a refused endpoint is the same 503 as an unreachable one for the
+//   caller, and a report (onOutboundRefused) for the operator.
 // Scopes: every requiredScopes entry must be in the space-separated `scope` claim (or
 // the `scp` array some providers use); otherwise 403 insufficient-scope with
 // `WWW-Authenticate: Bearer error="insufficient_scope", scope="<required>"`.
@@ -21,6 +25,16 @@ import type { WebhookTriggerSpec } from '../../../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../../../errors.ts';
 import type { RouteRecord } from '../../../../api/records/records.ts';
 import type { HeaderMap } from '../headers.ts';
+import type { OutboundGuard } from '../../../engine/outbound/guard.ts';
+import {
+  AUTH_PROTOCOLS,
+  RefusalReporter,
+  guardedFetch,
+  lazyGuard,
+  scopeFor,
+  type AuthFetchInit,
+  type AuthOutboundOptions,
+} from './outbound-fetch.ts';
 import {
   authUnavailable,
   bearerChallenge,
@@ -28,7 +42,7 @@ import {
   consumerOf,
   defaultJwtVerifier,
   invalidToken,
-  type JwtVerifier,
+  JwtVerifier,
 } from './jwt.ts';
 
 export type OAuth2Config = NonNullable<NonNullable<WebhookTriggerSpec['auth']>['oauth2']>;
@@ -37,10 +51,14 @@ type Claims = Record<string, unknown>;
 type CachedAnswer = { claims: Claims; expiresAt: number };
 type Introspection = NonNullable<OAuth2Config['introspection']>;
 
-export interface OAuth2VerifierOptions {
+export interface OAuth2VerifierOptions extends AuthOutboundOptions {
+  /** Verifies JWT access tokens (jwksUrl); default: one with this verifier's guard. */
   jwt?: JwtVerifier;
-  /** The fetch used for introspection (default: global fetch). */
-  fetch?: typeof fetch;
+  /**
+   * Sends the introspection request instead of the guard's connection pool (tests). The
+   * URL is still checked by the guard first (scheme, literal addresses, names).
+   */
+  fetch?: (url: string, init: AuthFetchInit) => Promise<Response>;
   /** Introspection timeout (default 5000 ms). */
   timeoutMs?: number;
   /** The clock in milliseconds (tests). */
@@ -94,7 +112,9 @@ function audienceMatches(aud: unknown, audiences: readonly string[]): boolean {
 
 export class OAuth2Verifier {
   readonly #jwt: JwtVerifier;
-  readonly #fetch: typeof fetch;
+  readonly #fetch: OAuth2VerifierOptions['fetch'];
+  readonly #guard: () => OutboundGuard;
+  readonly #refusals: RefusalReporter;
   readonly #timeoutMs: number;
   readonly #now: () => number;
   readonly #maxEntries: number;
@@ -102,8 +122,18 @@ export class OAuth2Verifier {
   readonly #cache = new WeakMap<RouteRecord, Map<string, CachedAnswer>>();
 
   constructor(options: OAuth2VerifierOptions = {}) {
-    this.#jwt = options.jwt ?? defaultJwtVerifier;
-    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    // JWT access tokens (jwksUrl) go out under the same guard as introspection.
+    this.#jwt =
+      options.jwt ??
+      (options.outbound || options.onOutboundRefused
+        ? new JwtVerifier({
+            ...(options.outbound ? { outbound: options.outbound } : {}),
+            ...(options.onOutboundRefused ? { onOutboundRefused: options.onOutboundRefused } : {}),
+          })
+        : defaultJwtVerifier);
+    this.#fetch = options.fetch;
+    this.#guard = lazyGuard(options.outbound);
+    this.#refusals = new RefusalReporter(options.onOutboundRefused);
     this.#timeoutMs = options.timeoutMs ?? 5000;
     this.#now = options.now ?? Date.now;
     this.#maxEntries = options.maxCacheEntries ?? 10_000;
@@ -170,7 +200,14 @@ export class OAuth2Verifier {
     }
     let response: Response;
     try {
-      response = await this.#fetch(introspection.url, {
+      const scope = scopeFor(this.#guard(), route.namespace);
+      let send = guardedFetch(() => scope, this.#timeoutMs);
+      if (this.#fetch) {
+        // Whatever sends it, the destination is checked first.
+        scope.check(introspection.url, { protocols: AUTH_PROTOCOLS });
+        send = this.#fetch;
+      }
+      response = await send(introspection.url, {
         method: 'POST',
         headers: {
           authorization: basicAuth(introspection.clientId, secret),
@@ -178,10 +215,11 @@ export class OAuth2Verifier {
           accept: 'application/json',
         },
         body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
-        redirect: 'error',
         signal: AbortSignal.timeout(this.#timeoutMs),
       });
-    } catch {
+    } catch (error) {
+      this.#refusals.check(route, 'introspection', error);
+      // Refused, unreachable or slow alike: the caller learns nothing of the network.
       throw authUnavailable('The token introspection endpoint is unreachable; try again later.');
     }
     let body: unknown;
