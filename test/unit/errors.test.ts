@@ -23,6 +23,11 @@ describe('error catalogue', () => {
     expect([...rows.keys()].sort()).toEqual(Object.keys(CATALOGUE).sort());
   });
 
+  it('documents each code once (one table, not a stale copy beside it)', () => {
+    const documented = doc.split('\n').filter((line) => line.startsWith('| HG_ERR_'));
+    expect(documented).toHaveLength(rows.size);
+  });
+
   it.each(Object.entries(CATALOGUE))('%s: status, type and title match the docs', (code, entry) => {
     expect(rows.get(code)).toEqual({ status: entry.status, type: entry.type, title: entry.title });
   });
