@@ -5,6 +5,7 @@
 // - the stream ends when the client leaves (the response's `close`, which fires on
 //   disconnect; the request's `close` fires once its body is read);
 // - every open stream is ended when the server closes, so shutdown is not held up.
+import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BoundedStore } from '../bounded.ts';
@@ -80,17 +81,20 @@ export function openSse(
   const sse: SseStream = {
     send(event, data, id) {
       if (ended) return;
-      // A client that does not read would have every frame buffered here: past the
-      // budget the connection is reset (it may reconnect with Last-Event-ID). Ending the
-      // stream politely would keep what is buffered, here uncounted and in the kernel's
-      // send buffer, for as long as the client keeps the connection without reading.
+      // Past the budget the stream ends; the client may reconnect with Last-Event-ID.
       if (body.writableLength > maxBuffer) {
         sseOverflows.count++;
         sse.end();
-        body.destroy();
+        // A client that stopped reading (the socket is backed up): the connection is
+        // reset, since an ending left to drain would keep what is buffered, here and in
+        // the kernel's send buffer, for as long as the client holds the connection. A
+        // burst written before the answer started (a replay) drains to a client that
+        // reads: that one gets what was written, then the end.
         const socket = reply.raw.socket;
-        if (socket) socket.resetAndDestroy();
-        else reply.raw.destroy();
+        if (reply.raw.headersSent && socket?.writableNeedDrain) {
+          body.destroy();
+          resetConnection(socket);
+        }
         return;
       }
       body.write(
@@ -116,8 +120,20 @@ export function openSse(
   const heartbeat = setInterval(() => body.write(': heartbeat\n\n'), options.heartbeatMs ?? 15_000);
   registry.add(sse);
   reply.raw.on('close', () => sse.end());
+  // Gone while the route checked access or read the execution: 'close' was emitted
+  // before the listener above.
+  if (reply.raw.destroyed) queueMicrotask(() => sse.end());
   reply.headers(SSE_HEADERS);
   return { sse, body };
+}
+
+/** RST, freeing the kernel's send buffer; a socket that cannot (not plain TCP) is destroyed. */
+function resetConnection(socket: Socket): void {
+  try {
+    socket.resetAndDestroy();
+  } catch {
+    socket.destroy();
+  }
 }
 
 /**

@@ -2,6 +2,8 @@
 // without end: past the stream buffer budget its connection is cut, and the metrics say so.
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSse } from '../../runtime/gateway/sse.ts';
+import { createHttpApp } from '../../runtime/http-app.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
@@ -68,4 +70,32 @@ describe('SSE buffers', () => {
     socket.resume();
     await closed;
   }, 90_000);
+
+  it('a burst over the budget before the answer starts (a replay) reaches a client that reads, then the end', async () => {
+    const errors: unknown[] = [];
+    const { app } = createHttpApp({ limits: { sseBufferBytes: 8 * 1024 } });
+    app.addHook('onError', (_request, _reply, error, done) => {
+      errors.push(error);
+      done();
+    });
+    app.get('/s', async (request, reply) => {
+      const { sse, body } = openSse(request, reply);
+      // What the execution channels do for a running execution: its events replayed at once.
+      for (let i = 1; i <= 40; i++) sse.send('node.finished', { pad: 'x'.repeat(2000) }, i);
+      return reply.send(body);
+    });
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const res = await fetch(`${url}/s`);
+      expect(res.status).toBe(200);
+      const ids = (await res.text()).match(/^id: \d+$/gm) ?? [];
+      // Up to the budget (and the stream's own buffer), in order, then the end: the
+      // client reconnects with the last id it got and makes progress.
+      expect(ids.length).toBeGreaterThan(3);
+      expect(ids.slice(0, 3)).toEqual(['id: 1', 'id: 2', 'id: 3']);
+      expect(errors).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
 });
