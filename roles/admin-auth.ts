@@ -63,17 +63,25 @@ export function adminAccess(
   logger: Logger,
   kubeConfig?: () => KubeConfig,
 ): AdminAccess {
+  const streams = {
+    onRecheckError: (error: unknown) =>
+      logger.warn(
+        { error: error instanceof Error ? error.message : String(error) },
+        'a live stream could not be checked again: the admin authenticator did not answer',
+      ),
+  };
   if (s.adminAuth === 'token') {
     return new AdminAccess(
       new TokenFileAuthenticator(s.adminTokenFile ?? '', {
         onError: (message) =>
           logger.error(`${message}: every admin token is refused until it is fixed`),
       }),
+      streams,
     );
   }
   if (s.adminAuth === 'kubernetes') {
     const kc = kubeConfig?.() ?? defaultKubeConfig();
-    return new AdminAccess(new KubernetesAuthenticator({ post: kubePost(kc) }));
+    return new AdminAccess(new KubernetesAuthenticator({ post: kubePost(kc) }), streams);
   }
   return new AdminAccess();
 }

@@ -95,7 +95,20 @@ function describe(a: ResourceAttributes): string {
 }
 
 /** How often a live stream's access is checked again, by default (ms). */
-export const DEFAULT_STREAM_RECHECK_MS = 10_000;
+export const DEFAULT_STREAM_RECHECK_MS = 30_000;
+/** Checks in a row that could not reach the authenticator before a stream is ended. */
+export const MAX_FAILED_STREAM_RECHECKS = 3;
+
+export interface AdminAccessOptions {
+  /**
+   * How often a live stream's access is checked again (ms; default 30 s). Each check of
+   * a stream costs a TokenReview and a SubjectAccessReview once the 10 s review cache
+   * has let go of them: 500 streams, about 33 reviews a second.
+   */
+  streamRecheckMs?: number;
+  /** Told when a re-check could not reach the authenticator. */
+  onRecheckError?: (error: unknown) => void;
+}
 
 export class AdminAccess {
   private readonly users = new WeakMap<FastifyRequest, AdminUser>();
@@ -103,10 +116,12 @@ export class AdminAccess {
   private readonly tokens = new WeakMap<FastifyRequest, string>();
   private readonly authenticator: AdminAuthenticator | undefined;
   private readonly recheckMs: number;
+  private readonly onRecheckError: (error: unknown) => void;
 
-  constructor(authenticator?: AdminAuthenticator, options: { streamRecheckMs?: number } = {}) {
+  constructor(authenticator?: AdminAuthenticator, options: AdminAccessOptions = {}) {
     this.authenticator = authenticator;
     this.recheckMs = options.streamRecheckMs ?? DEFAULT_STREAM_RECHECK_MS;
+    this.onRecheckError = options.onRecheckError ?? (() => {});
   }
 
   /** Whether requests are checked at all (false: the dev server's `none`). */
@@ -134,11 +149,13 @@ export class AdminAccess {
 
   /**
    * Keeps checking a long-lived answer (a live stream) the way its request was checked:
-   * every `streamRecheckMs` the token is authenticated and the user authorised again,
-   * and `revoked` is called once with the problem when either now says no (a revoked
-   * token, a removed RoleBinding). An authenticator that cannot be reached ends
-   * nothing: the stream was allowed, and the next check decides. Returns the stop
-   * function (call it when the stream ends).
+   * about every `streamRecheckMs` (spread by up to a tenth, so streams opened together
+   * do not ask together) the token is authenticated and the user authorised again, and
+   * `revoked` is called once with the problem when either now says no (a revoked token,
+   * a removed RoleBinding). An authenticator that cannot be reached ends nothing at
+   * first (the stream was allowed); after MAX_FAILED_STREAM_RECHECKS such checks in a
+   * row it ends the stream with auth-unavailable, as a new request would get. Returns
+   * the stop function (call it when the stream ends).
    */
   watch(
     request: FastifyRequest,
@@ -149,7 +166,8 @@ export class AdminAccess {
     const token = this.tokens.get(request);
     if (!auth || token === undefined) return () => {};
     let stopped = false;
-    let checking = false;
+    let failures = 0;
+    let timer: NodeJS.Timeout | undefined;
     const check = async (): Promise<HttpProblem | undefined> => {
       const user = await auth.authenticate(token);
       if (!user) return unauthenticated('The bearer token is no longer valid');
@@ -159,27 +177,39 @@ export class AdminAccess {
         `${user.username} may no longer ${describe(attributes)}`,
       );
     };
-    const timer = setInterval(() => {
-      if (checking) return;
-      checking = true;
-      check().then(
-        (problem) => {
-          checking = false;
-          if (!problem || stopped) return;
-          stop();
-          revoked(problem);
-        },
-        () => {
-          checking = false; // unreachable: kept, checked again next time
-        },
-      );
-    }, this.recheckMs);
-    timer.unref();
-    const stop = (): void => {
-      stopped = true;
-      clearInterval(timer);
+    const outcome = async (): Promise<HttpProblem | undefined> => {
+      try {
+        const problem = await check();
+        failures = 0;
+        return problem;
+      } catch (error) {
+        this.onRecheckError(error);
+        if (++failures < MAX_FAILED_STREAM_RECHECKS) return undefined;
+        return new HttpProblem(
+          'HG_ERR_AUTH_UNAVAILABLE',
+          'The admin authenticator could not be reached to check this stream again',
+        );
+      }
     };
-    return stop;
+    const next = (): void => {
+      timer = setTimeout(
+        () => {
+          void outcome().then((problem) => {
+            if (stopped) return;
+            if (!problem) return next();
+            stopped = true;
+            revoked(problem);
+          });
+        },
+        this.recheckMs * (1 + Math.random() / 10),
+      );
+      timer.unref();
+    };
+    next();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
   }
 
   /** Whether the request's user may do this (always true without an authenticator). */

@@ -20,7 +20,7 @@ import { startKubeApiServer, type KubeApiServer } from '../../testing/kube-apise
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { sseFrames, type SseFrame } from '../support/sse.ts';
-import { sleep } from '../support/eventually.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 
 const RECHECK_MS = 100;
 const LIVE = '/webhook-events/default_production_orders/ingest';
@@ -61,6 +61,9 @@ function open(url: string, token: string) {
   return { frames, ended, close: () => abort.abort() };
 }
 
+const connected = (stream: { frames: SseFrame[] }) =>
+  eventually(() => expect(stream.frames[0]?.event).toBe('connected'));
+
 const revokedType = (frames: SseFrame[]) => {
   const last = frames.at(-1);
   expect(last?.event).toBe('revoked');
@@ -96,6 +99,8 @@ describe('admin live streams with a static token file', () => {
     const live = open(`${admin}${LIVE}`, token);
     const execution = open(`${admin}/api/executions/${id}/events`, token);
     // Open, and still open after several checks with the token unchanged.
+    await connected(live);
+    await eventually(() => expect(execution.frames.length).toBeGreaterThan(0));
     await sleep(RECHECK_MS * 5);
     expect(live.frames.map((f) => f.event)).toEqual(['connected']);
     expect(execution.frames.some((f) => f.event === 'revoked')).toBe(false);
@@ -163,6 +168,7 @@ describe('admin live streams when access is withdrawn in Kubernetes', () => {
 
   it('a RoleBinding taken away ends the stream with a revoked event (admin-forbidden)', async () => {
     const live = open(`${admin}${LIVE}`, ALICE);
+    await connected(live);
     await sleep(RECHECK_MS * 5);
     expect(live.frames.map((f) => f.event)).toEqual(['connected']);
     await kube('DELETE', `${RBAC}/namespaces/default/rolebindings/alice-reads`);
@@ -179,28 +185,93 @@ describe('admin live streams while the authenticator cannot be reached', () => {
   let rt: TestRuntime;
   let admin: string;
   let state: 'valid' | 'down' | 'revoked' = 'valid';
+  let failed = 0;
+  /** The authenticator answers again (no) after this many failures; 0: never. */
+  let failuresBeforeRevoked = 0;
+  const recheckErrors: unknown[] = [];
   const user: AdminUser = { username: 'ops', groups: [] };
   const authenticator: AdminAuthenticator = {
-    authenticate: () =>
-      state === 'down'
-        ? Promise.reject(new Error('connection refused'))
-        : Promise.resolve(state === 'valid' ? user : undefined),
+    authenticate: () => {
+      if (state !== 'down') return Promise.resolve(state === 'valid' ? user : undefined);
+      failed++;
+      if (failed === failuresBeforeRevoked) state = 'revoked';
+      return Promise.reject(new Error('connection refused'));
+    },
     authorize: () => Promise.resolve(true),
   };
 
   beforeAll(async () => {
-    ({ rt, admin } = await start(authenticator));
+    rt = await startRuntime({
+      adminAccess: new AdminAccess(authenticator, {
+        streamRecheckMs: RECHECK_MS,
+        onRecheckError: (error) => recheckErrors.push(error),
+      }),
+    });
+    await rt.apply('orders.yaml', docs, ['ingest']);
+    admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(() => rt?.stop());
 
-  it('keeps the stream (it was allowed); the first answer that says no ends it', async () => {
+  it('keeps the stream through a failed check or two; the first answer that says no ends it', async () => {
+    state = 'valid';
     const live = open(`${admin}${LIVE}`, 'any-token');
-    await sleep(RECHECK_MS * 2);
+    await connected(live);
+    failed = 0;
+    failuresBeforeRevoked = 2;
     state = 'down';
-    await sleep(RECHECK_MS * 6);
-    expect(live.frames.map((f) => f.event)).toEqual(['connected']);
-    state = 'revoked';
     await live.ended;
+    expect(failed).toBe(2);
+    expect(live.frames.map((f) => f.event)).toEqual(['connected', 'revoked']);
     expect(revokedType(live.frames)).toBe('https://hookgate.dev/problems/admin-unauthenticated');
+    expect(recheckErrors).toHaveLength(2);
+  });
+
+  it('ends the stream with auth-unavailable after three failed checks in a row', async () => {
+    state = 'valid';
+    const live = open(`${admin}${LIVE}`, 'any-token');
+    await connected(live);
+    failed = 0;
+    failuresBeforeRevoked = 0;
+    state = 'down';
+    await live.ended;
+    expect(failed).toBe(3);
+    expect(revokedType(live.frames)).toBe('https://hookgate.dev/problems/auth-unavailable');
+  });
+
+  it('lets go of a stream whose client left during the access check: no stream, no re-checks', async () => {
+    state = 'valid';
+    let checks = 0;
+    let slow = true;
+    const slowAccess = new AdminAccess(
+      {
+        authenticate: () => (checks++, Promise.resolve(user)),
+        authorize: async () => {
+          if (slow) await sleep(300);
+          return true;
+        },
+      },
+      { streamRecheckMs: 50 },
+    );
+    const other = await startRuntime({ adminAccess: slowAccess });
+    try {
+      await other.apply('orders.yaml', docs, ['ingest']);
+      const url = await other.admin.listen({ port: 0, host: '127.0.0.1' });
+      const abort = new AbortController();
+      const res = fetch(`${url}${LIVE}`, {
+        headers: { authorization: 'Bearer t' },
+        signal: abort.signal,
+      }).catch(() => undefined);
+      await sleep(100);
+      abort.abort();
+      await res;
+      await sleep(400); // the access check done, the stream opened on a closed answer
+      slow = false;
+      const before = checks;
+      await sleep(300);
+      expect(other.admin.sseStreams.size).toBe(0);
+      expect(checks - before).toBe(0);
+    } finally {
+      await other.stop();
+    }
   });
 });
