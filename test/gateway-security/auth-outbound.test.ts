@@ -42,8 +42,13 @@ beforeAll(async () => {
     requests++;
     req.resume();
     req.on('end', () => {
+      if (req.url === '/moved') {
+        res.writeHead(302, { location: '/jwks.json' }).end();
+        return;
+      }
       res.setHeader('content-type', 'application/json');
-      if (req.url === '/jwks.json') res.end(JSON.stringify({ keys: [jwk] }));
+      if (req.url === '/huge') res.end(JSON.stringify({ keys: [], pad: 'x'.repeat(2 << 20) }));
+      else if (req.url === '/jwks.json') res.end(JSON.stringify({ keys: [jwk] }));
       else
         res.end(
           JSON.stringify({
@@ -260,6 +265,19 @@ describe.each([
     expect((await send(w, routeAt(`http://idp.test:${port}`))).consumer).toBeDefined();
     expect(requests - before).toBe(2);
     expect([...v.reports, ...w.reports]).toEqual([]);
+  });
+
+  it('a redirect is not followed, and an answer over 1 MiB is not read: both 503', async () => {
+    const v = verifiers({ allow: [`127.0.0.1:${port}`] });
+    const route = (path: string) =>
+      purpose === 'jwks'
+        ? jwksRoute(`http://127.0.0.1:${port}${path}`)
+        : introspectionRoute(`http://127.0.0.1:${port}${path}`);
+    const before = requests;
+    await unavailable(() => send(v, route('/moved')));
+    expect(requests - before).toBe(1); // not the Location
+    await unavailable(() => send(v, route('/huge')));
+    expect(v.reports).toEqual([]);
   });
 
   it("the trigger's namespace narrowing applies", async () => {
