@@ -85,6 +85,9 @@ const METHODS: Record<Verb, HttpMethod> = {
   DELETE: HttpMethod.DELETE,
 };
 
+/** Distinct warning texts a client remembers, so as to report each once. */
+const MAX_REMEMBERED_WARNINGS = 1000;
+
 export class KubeClient {
   readonly config: KubeConfig;
   readonly #timeoutMs: number;
@@ -113,7 +116,9 @@ export class KubeClient {
     for (const w of parseWarningHeaders(typeof header === 'string' ? [header] : header)) {
       // client-go's WarningLogger: only 299 warnings with a text.
       if (w.code !== 299 || w.text === '' || this.#warned.has(w.text)) continue;
-      this.#warned.add(w.text);
+      // Bounded: texts naming objects (a finalizer of each resource) must not grow it
+      // for the life of the process; past the bound, new texts are still logged.
+      if (this.#warned.size < MAX_REMEMBERED_WARNINGS) this.#warned.add(w.text);
       this.#onWarning(w.text);
     }
   }

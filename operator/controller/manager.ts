@@ -54,7 +54,10 @@ export interface ManagerOptions {
   /** Name of the leader gauge's `name` label. Default the Lease name or `hookgate`. */
   name?: string;
   log?: (msg: string, fields?: object) => void;
-  /** Time for the drain budget. Default the wall clock; tests inject a FakeClock. */
+  /**
+   * Time for the drain budget. Default the wall clock; tests inject a FakeClock. (The
+   * Lease's timing follows `leaderElection.clock`.)
+   */
   clock?: Clock;
 }
 
