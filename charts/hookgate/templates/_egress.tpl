@@ -10,7 +10,9 @@ The public internet as NetworkPolicy ipBlocks: everything except the ranges the 
 guard (runtime/engine/outbound/policy.ts) treats as not public or never reachable: RFC
 1918, CGNAT 100.64/10, loopback, link-local (cloud metadata 169.254.169.254), Azure's
 WireServer 168.63.129.16, the unspecified 0.0.0.0/8 and ::, unique-local fc00::/7,
-fe80::/10, ::1 (test/charts/egress.test.ts holds the two lists together). The cluster's
+fe80::/10, ::1, and the IPv4 ones as NAT64 and 6to4 addresses embed them
+(test/charts/egress.test.ts holds the lists together). Multicast, reserved and
+documentation ranges are left to the guard. The cluster's
 pod and Service ranges sit in the private ones on almost every cluster; a cluster on
 public addresses must name them in outbound.deny (the guard stays the first line).
 */}}
@@ -33,6 +35,23 @@ public addresses must name them in outbound.deny (the guard stays the first line
       - ::1/128
       - fc00::/7
       - fe80::/10
+      # The ranges above as NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses carry them.
+      - 64:ff9b::/104
+      - 64:ff9b::a00:0/104
+      - 64:ff9b::6440:0/106
+      - 64:ff9b::7f00:0/104
+      - 64:ff9b::a83f:8110/128
+      - 64:ff9b::a9fe:0/112
+      - 64:ff9b::ac10:0/108
+      - 64:ff9b::c0a8:0/112
+      - 2002::/24
+      - 2002:a00::/24
+      - 2002:6440::/26
+      - 2002:7f00::/24
+      - 2002:a83f:8110::/48
+      - 2002:a9fe::/32
+      - 2002:ac10::/28
+      - 2002:c0a8::/32
 {{- end -}}
 
 {{/*
