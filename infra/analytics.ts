@@ -84,6 +84,17 @@ function referenceProblems(p: Prometheus): string[] {
   return errors;
 }
 
+/**
+ * The Prometheus URL when the gateways' analytics API reads from Prometheus, else
+ * undefined: the chart's "hookgate.analytics.prometheus" (backend prometheus, or a URL
+ * with no backend named).
+ */
+export function analyticsPrometheusUrl(a: AnalyticsArgs | undefined): string | undefined {
+  const url = a?.prometheus?.url;
+  if (a?.backend === 'prometheus') return url ?? '';
+  return a?.backend !== 'memory' && url ? url : undefined;
+}
+
 /** The chart's `analytics` values for the argument. */
 export function analyticsValues(a: AnalyticsArgs): ChartAnalytics {
   const p = a.prometheus ?? {};

@@ -7,10 +7,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import ipaddr from 'ipaddr.js';
 import { parse } from 'yaml';
 import { rulesProblems, type OutboundRules } from '../runtime/engine/outbound/policy.ts';
 import {
+  analyticsPrometheusUrl,
   analyticsValues,
   validateAnalytics,
   type AnalyticsArgs,
@@ -23,6 +23,13 @@ import {
   type WorkerAutoscalingArgs,
 } from './autoscaling.ts';
 import { budgetValues, validateBudgets, type BudgetArgs } from './budgets.ts';
+import { isCidr } from './cidr.ts';
+import {
+  networkPolicyEgressValues,
+  validateNetworkPolicyEgress,
+  type ChartEgress,
+  type NetworkPolicyEgressArgs,
+} from './egress.ts';
 
 export const COMPONENT_TYPE = 'hookgate:index:HookgateDeployment';
 export const CHART_NAME = 'hookgate';
@@ -157,6 +164,12 @@ export interface PlanArgs<Url = string> {
   serviceMonitor?: boolean;
   podDisruptionBudget?: boolean;
   networkPolicy?: boolean;
+  /**
+   * Egress NetworkPolicies per role (chart `networkPolicy.egress`, infra/egress.ts): only
+   * DNS, Redis, the API server, Prometheus, the public internet and the given rules.
+   * Needs `networkPolicy`; absent: egress is open (the chart default).
+   */
+  networkPolicyEgress?: NetworkPolicyEgressArgs;
   /** The admin listener's authentication (chart `admin.auth`; default kubernetes). */
   adminAuth?: AdminAuth;
   logLevel?: LogLevel;
@@ -205,6 +218,7 @@ export interface ResolvedArgs<Url = string> {
   serviceMonitor: boolean;
   podDisruptionBudget: boolean;
   networkPolicy: boolean;
+  networkPolicyEgress?: NetworkPolicyEgressArgs;
   adminAuth: AdminAuth;
   logLevel: LogLevel;
   analytics?: AnalyticsArgs;
@@ -327,11 +341,12 @@ function validateQueueShards(n: number): string[] {
 /** The arguments that are absent unless given (each then maps to chart values). */
 function optionalArgs<Url>(
   args: PlanArgs<Url>,
-): Pick<ResolvedArgs<Url>, 'analytics' | 'outbound' | 'workerAutoscaling'> {
+): Pick<ResolvedArgs<Url>, 'analytics' | 'outbound' | 'workerAutoscaling' | 'networkPolicyEgress'> {
   return {
     ...(args.analytics ? { analytics: args.analytics } : {}),
     ...(args.outbound ? { outbound: args.outbound } : {}),
     ...(args.workerAutoscaling ? { workerAutoscaling: args.workerAutoscaling } : {}),
+    ...(args.networkPolicyEgress ? { networkPolicyEgress: args.networkPolicyEgress } : {}),
   };
 }
 
@@ -343,6 +358,13 @@ function optionalProblems<Url>(r: ResolvedArgs<Url>): string[] {
       ? validateWorkerAutoscaling(r.workerAutoscaling, r.analytics?.prometheus?.url)
       : []),
     ...(r.outbound ? validateOutbound(r.outbound) : []),
+    ...(r.networkPolicyEgress
+      ? validateNetworkPolicyEgress(r.networkPolicyEgress, {
+          networkPolicy: r.networkPolicy,
+          externalRedis: !('chart' in r.redis),
+          analyticsPrometheusUrl: analyticsPrometheusUrl(r.analytics),
+        })
+      : []),
   ];
 }
 
@@ -382,15 +404,6 @@ function validateBaseUrl(baseUrl: string): string[] {
     return [`baseUrl "${baseUrl}" must not carry credentials, a query or a fragment`];
   }
   return [];
-}
-
-function isCidr(value: string): boolean {
-  try {
-    ipaddr.parseCIDR(value);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function validateRedis<Url>(redis: RedisSource<Url>): string[] {
@@ -532,7 +545,7 @@ export interface ChartValues {
   };
   metrics: { serviceMonitor: { enabled: boolean } };
   podDisruptionBudget: { enabled: boolean };
-  networkPolicy: { enabled: boolean };
+  networkPolicy: { enabled: boolean; egress?: ChartEgress };
   admin: { auth: AdminAuth };
   analytics?: ChartAnalytics;
   outbound?: { allow: string[]; deny: string[]; namespaces: Record<string, OutboundRules> };
@@ -572,7 +585,12 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
     },
     metrics: { serviceMonitor: { enabled: r.serviceMonitor } },
     podDisruptionBudget: { enabled: r.podDisruptionBudget },
-    networkPolicy: { enabled: r.networkPolicy },
+    networkPolicy: {
+      enabled: r.networkPolicy,
+      ...(r.networkPolicyEgress
+        ? { egress: networkPolicyEgressValues(r.networkPolicyEgress) }
+        : {}),
+    },
     admin: { auth: r.adminAuth },
     ...(r.analytics ? { analytics: analyticsValues(r.analytics) } : {}),
     ...(r.outbound
