@@ -4,6 +4,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { ANALYTICS_BACKENDS, type AnalyticsBackend } from './analytics.ts';
 import type { WorkerAutoscalingArgs } from './autoscaling.ts';
 import { BUDGET_SIZE_KEYS, type BudgetArgs } from './budgets.ts';
+import type { NetworkPolicyEgressArgs } from './egress.ts';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
 import {
   ADMIN_AUTH_MODES,
@@ -78,6 +79,15 @@ function outboundFromConfig(): { outbound?: OutboundArgs } {
   return outbound ? { outbound } : {};
 }
 
+/**
+ * `networkPolicyEgress: { apiServer: { cidrs, ports }, externalRedis: { to }, ... }`
+ * (chart `networkPolicy.egress`, infra/egress.ts), when set: egress NetworkPolicies per role.
+ */
+function networkPolicyEgressFromConfig(): { networkPolicyEgress?: NetworkPolicyEgressArgs } {
+  const egress = config.getObject<NetworkPolicyEgressArgs>('networkPolicyEgress');
+  return egress ? { networkPolicyEgress: egress } : {};
+}
+
 /** `{ key: value }` when the config sets it, else nothing (so the chart default applies). */
 function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
   return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
@@ -125,6 +135,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   serviceMonitor: config.getBoolean('serviceMonitor') ?? false,
   podDisruptionBudget: config.getBoolean('podDisruptionBudget') ?? false,
   networkPolicy: config.getBoolean('networkPolicy') ?? false,
+  ...networkPolicyEgressFromConfig(),
   adminAuth: config.get<AdminAuth>('adminAuth', { allowedValues: [...ADMIN_AUTH_MODES] }),
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
   analytics: analyticsFromConfig(),

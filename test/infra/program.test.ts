@@ -27,6 +27,11 @@ beforeAll(async () => {
       'hookgate:executionStoreBytes': '1Gi',
       'hookgate:executionTtlMs': '3600000',
       'hookgate:adminAuth': 'none',
+      'hookgate:networkPolicy': 'true',
+      'hookgate:networkPolicyEgress': JSON.stringify({
+        apiServer: { cidrs: ['172.18.0.2/32'], ports: [6443] },
+        externalRedis: { to: [{ ipBlock: { cidr: '10.1.2.3/32' } }], ports: [6380] },
+      }),
     },
     ['hookgate:redisUrl'],
   );
@@ -66,6 +71,16 @@ describe('infra/index.ts', () => {
       worker: { replicas: 2, concurrency: 48, claimIdleMs: 90_000 },
       metrics: { serviceMonitor: { enabled: true } },
       admin: { auth: 'none' },
+      // The object config key, with the chart's defaults filled in for the rest.
+      networkPolicy: {
+        enabled: true,
+        egress: {
+          enabled: true,
+          apiServer: { cidrs: ['172.18.0.2/32'], ports: [6443], omit: false },
+          externalRedis: { to: [{ ipBlock: { cidr: '10.1.2.3/32' } }], ports: [6380] },
+          dns: { ports: [53] },
+        },
+      },
     });
     // The secret config value reaches the Secret, still secret, and nothing else.
     const secret = rec.registrations.find((r) => r.type === T.secret);
