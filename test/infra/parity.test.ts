@@ -146,4 +146,61 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
     expect(names(fromPulumi)).toContain('Role/edge-hookgate-operator-secrets');
     expect(names(fromPulumi).filter((n) => n.includes('redis'))).toEqual([]);
   });
+
+  it('keeps the parity with the egress policies on (networkPolicyEgress)', async () => {
+    const redisPeers = [{ ipBlock: { cidr: '10.1.2.3/32' } }];
+    const promPeers = [
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ];
+    const rule = {
+      to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'billing' } } }],
+      ports: [{ port: 8443, protocol: 'TCP' as const }],
+    };
+    const prometheusUrl = 'http://prometheus-operated.monitoring.svc:9090';
+    const { release, namespace, values } = await chartInputs({
+      namespace: 'hooks',
+      image: { tag: chartAppVersion() },
+      baseUrl: BASE_URL,
+      redis: { existingSecret: { name: 'redis-creds' } },
+      analytics: { prometheus: { url: prometheusUrl } },
+      networkPolicy: true,
+      networkPolicyEgress: {
+        apiServer: { cidrs: ['172.18.0.2/32'], ports: [6443] },
+        externalRedis: { to: redisPeers },
+        prometheus: { to: promPeers },
+        outboundRules: [rule],
+      },
+    });
+    const file = join(work, 'component-values-egress.json');
+    writeFileSync(file, JSON.stringify(values));
+    const fromPulumi = await template(release, namespace, ['-f', file]);
+    // What a helm user writes (chart README, "Egress"): only the keys that differ.
+    const helmFile = join(work, 'helm-values-egress.json');
+    writeFileSync(
+      helmFile,
+      JSON.stringify({
+        config: { baseUrl: BASE_URL },
+        redis: { enabled: false },
+        externalRedis: { existingSecret: { name: 'redis-creds' } },
+        analytics: { prometheus: { url: prometheusUrl } },
+        networkPolicy: {
+          enabled: true,
+          egress: {
+            enabled: true,
+            apiServer: { cidrs: ['172.18.0.2/32'], ports: [6443] },
+            externalRedis: { to: redisPeers },
+            prometheus: { to: promPeers },
+            outboundRules: [rule],
+          },
+        },
+      }),
+    );
+    const fromHelm = await template(release, namespace, ['-f', helmFile]);
+    expect(fromPulumi).toEqual(fromHelm);
+    expect(names(fromPulumi).filter((n) => n.endsWith('-egress'))).toEqual([
+      'NetworkPolicy/hookgate-gateway-egress',
+      'NetworkPolicy/hookgate-operator-egress',
+      'NetworkPolicy/hookgate-worker-egress',
+    ]);
+  });
 });
