@@ -243,4 +243,27 @@ describe.skipIf(skip)('analytics dashboard in Chromium', () => {
     expect(await page.textContent('#live-status')).toBe('Disconnected');
     expect(await page.textContent('#live-duration')).toBe('00:00');
   });
+
+  it('stops, without reconnecting, and says why when the stream is revoked', async () => {
+    await page.goto(`${base}/dashboard?environment=production&window=1h`);
+    await page.waitForSelector('body[data-state="ready"]');
+    await page.fill('#live-path', ORDERS);
+    await page.click('#live-connect');
+    await expect.poll(() => page.textContent('#live-status')).toBe('Connected');
+    // What the admin listener sends when the token or the RoleBinding was withdrawn.
+    emit('revoked', {
+      type: 'https://hookgate.dev/problems/admin-forbidden',
+      title: 'Not allowed',
+      status: 403,
+      detail: 'alice may no longer get webhooktriggers.hookgate.dev orders in namespace shop',
+      code: 'HG_ERR_ADMIN_FORBIDDEN',
+    });
+    await expect.poll(() => page.textContent('#live-status')).toBe('Disconnected');
+    expect(await page.textContent('#live-endpoint')).toContain(
+      'access ended: alice may no longer get webhooktriggers.hookgate.dev orders in namespace shop',
+    );
+    // No reconnection: still disconnected a while later.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await page.textContent('#live-status')).toBe('Disconnected');
+  });
 });
