@@ -37,7 +37,20 @@ import {
   type OutboundEntry as Entry,
 } from '../../../api/v1alpha1/outbound-entries.ts';
 
+import {
+  embeddedIpv4,
+  isInsideNever,
+  isNeverAddress,
+  isNeverHost,
+} from '../../../api/v1alpha1/outbound-never.ts';
+
 export { parseIp } from '../../../api/v1alpha1/outbound-entries.ts';
+export {
+  embeddedIpv4,
+  NEVER_CIDRS,
+  NEVER_HOSTS,
+  normalHost,
+} from '../../../api/v1alpha1/outbound-never.ts';
 
 /** Parsed entries of one list. */
 interface Matchers {
@@ -62,79 +75,15 @@ export interface ParsedRules {
 
 export type AddressClass = 'never' | 'special' | 'private' | 'public';
 
-/**
- * Cloud metadata and instance-identity endpoints: AWS/GCP/Azure/OpenStack/Oracle
- * (169.254.169.254, fd00:ec2::254), AWS ECS task metadata (169.254.170.2), EKS Pod
- * Identity (169.254.170.23, fd00:ec2::23), Alibaba Cloud (100.100.100.200), Azure's
- * WireServer (168.63.129.16); and the unspecified addresses (0.0.0.0/8, ::), which
- * connect to the local host.
- */
-export const NEVER_CIDRS: readonly string[] = [
-  '0.0.0.0/8',
-  '169.254.169.254/32',
-  '169.254.170.2/32',
-  '169.254.170.23/32',
-  '100.100.100.200/32',
-  '168.63.129.16/32',
-  '::/128',
-  'fd00:ec2::254/128',
-  'fd00:ec2::23/128',
-];
-
-/** Host names of metadata services (refused before any lookup, whatever they resolve to). */
-export const NEVER_HOSTS: readonly string[] = [
-  'metadata',
-  'metadata.google.internal',
-  'metadata.goog',
-  'metadata.azure.internal',
-  'instance-data',
-  'instance-data.ec2.internal',
-  'metadata.tencentyun.com',
-];
-
-const NEVER: Cidr[] = NEVER_CIDRS.map((c) => ipaddr.parseCIDR(c));
-const NEVER_HOST_SET = new Set(NEVER_HOSTS);
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 const PRIVATE_RANGES = new Set(['private', 'carrierGradeNat', 'uniqueLocal']);
-const NAT64 = ipaddr.parseCIDR('64:ff9b::/96');
-const NAT64_LOCAL = ipaddr.parseCIDR('64:ff9b:1::/48');
-const SIX_TO_FOUR = ipaddr.parseCIDR('2002::/16');
-const V4_COMPATIBLE = ipaddr.parseCIDR('::/96');
-
-/** Host name as matched: lower case, brackets and a trailing dot removed. */
-export function normalHost(host: string): string {
-  return host
-    .trim()
-    .toLowerCase()
-    .replace(/^\[|\]$/g, '')
-    .replace(/\.$/, '');
-}
-
-function v4FromLow32(ip: ipaddr.IPv6, shift = 0): ipaddr.IPv4 {
-  const p = ip.parts;
-  const words = [p[6 - shift] ?? 0, p[7 - shift] ?? 0];
-  return new ipaddr.IPv4([words[0]! >> 8, words[0]! & 0xff, words[1]! >> 8, words[1]! & 0xff]);
-}
-
-/**
- * The IPv4 address an IPv6 one carries and a network may translate it to: NAT64
- * (64:ff9b::/96, 64:ff9b:1::/48), 6to4 (2002::/16) and the old IPv4-compatible ::/96.
- */
-export function embeddedIpv4(ip: Ip): ipaddr.IPv4 | undefined {
-  if (ip.kind() !== 'ipv6') return undefined;
-  const v6 = ip as ipaddr.IPv6;
-  if (v6.match(NAT64) || v6.match(NAT64_LOCAL)) return v4FromLow32(v6);
-  if (v6.match(SIX_TO_FOUR)) return v4FromLow32(v6, 5);
-  if (v6.match(V4_COMPATIBLE) && !v6.match(ipaddr.parseCIDR('::/112'))) return v4FromLow32(v6);
-  return undefined;
-}
 
 function matchesCidr(ip: Ip, [base, bits]: Cidr): boolean {
   return ip.kind() === base.kind() && ip.match(base, bits);
 }
 
 function classOne(ip: Ip): { cls: AddressClass; range: string } {
-  if (NEVER.some((c) => matchesCidr(ip, c))) {
+  if (isNeverAddress(ip)) {
     return { cls: 'never', range: ip.range() === 'unspecified' ? 'unspecified' : 'metadata' };
   }
   const range = ip.range();
@@ -182,7 +131,7 @@ function addEntry(into: Matchers, entry: Entry): void {
 
 /** Why an allow entry can never take effect (it only names never-allowed destinations). */
 function neverAllowable(entry: Entry): string | undefined {
-  if ((entry.kind === 'host' || entry.kind === 'hostPort') && NEVER_HOST_SET.has(entry.host)) {
+  if ((entry.kind === 'host' || entry.kind === 'hostPort') && isNeverHost(entry.host)) {
     return 'is a metadata service, which is never allowed';
   }
   const [base, bits] =
@@ -193,10 +142,9 @@ function neverAllowable(entry: Entry): string | undefined {
         : [];
   if (!base || bits === undefined) return undefined;
   // Inside one never-allowed network: nothing of it could ever be reached.
-  const inside = NEVER.some(
-    ([n, nBits]) => base.kind() === n.kind() && bits >= nBits && base.match(n, nBits),
-  );
-  return inside ? 'is a metadata or unspecified address, which is never allowed' : undefined;
+  return isInsideNever([base, bits])
+    ? 'is a metadata or unspecified address, which is never allowed'
+    : undefined;
 }
 
 /** Parses one level; throws an Error listing every bad entry. */
@@ -264,7 +212,7 @@ export function refuseHost(
   levels: readonly { name: string; rules: ParsedRules }[],
   d: Destination,
 ): string | undefined {
-  if (NEVER_HOST_SET.has(d.host)) return `host ${d.host} is a metadata service (never allowed)`;
+  if (isNeverHost(d.host)) return `host ${d.host} is a metadata service (never allowed)`;
   const literal = parseIp(d.host) !== undefined;
   for (const level of levels) {
     if (hostMatches(level.rules.deny, d)) return `host ${d.host} is denied by the ${level.name}`;
