@@ -20,11 +20,13 @@ import type {
 } from '../../api/records/records.ts';
 import { basePath, routePath, webhookUrl, workflowIdentifier } from '../../api/identity.ts';
 import { compileSchemas } from '../../api/schemas.ts';
+import { neverReachable } from '../../api/v1alpha1/outbound-never.ts';
 import type { ObjectRef, ResourceSource } from '../sources/ports.ts';
 import {
   mergeConditions,
   notOk,
   ok,
+  problemsMessage,
   storeError,
   summarize,
   type ConditionInput,
@@ -221,6 +223,13 @@ export class TriggerReconciler {
     if ('error' in compiled) {
       return { valid: notOk(type, Reason.InvalidSpec, compiled.error), credentials: {} };
     }
+    const unreachable = unreachableProviders(spec);
+    if (unreachable.length > 0) {
+      return {
+        valid: notOk(type, Reason.InvalidSpec, problemsMessage(unreachable)),
+        credentials: {},
+      };
+    }
     const { source } = this.#o;
     const credentials = resolveCredentials(spec, (name) => source.getSecret(ref.namespace, name), {
       namespace: ref.namespace,
@@ -308,4 +317,23 @@ export class TriggerReconciler {
     }
     return ok(type, Reason.Published, `Workflow ${workflowId} is published`);
   }
+}
+
+/**
+ * Authentication provider URLs no outbound policy could open (a metadata service, the
+ * unspecified address): the gateway would answer every request 503 auth-unavailable, so
+ * the author hears of it when applying the trigger instead.
+ */
+function unreachableProviders(spec: WebhookTriggerSpec): string[] {
+  const urls: [string, string | undefined][] = [
+    ['spec.auth.bearer.jwksUrl', spec.auth?.bearer?.jwksUrl],
+    ['spec.auth.oauth2.jwksUrl', spec.auth?.oauth2?.jwksUrl],
+    ['spec.auth.oauth2.introspection.url', spec.auth?.oauth2?.introspection?.url],
+  ];
+  const problems: string[] = [];
+  for (const [field, url] of urls) {
+    const why = url === undefined ? undefined : neverReachable(url);
+    if (why) problems.push(`${field}: ${why}`);
+  }
+  return problems;
 }

@@ -1,8 +1,10 @@
 // Checks on a Workflow that its CRD schema cannot express: every node reference
-// points at a node, every JSONata expression compiles, every outbound policy entry parses.
+// points at a node, every JSONata expression compiles, every outbound policy entry parses,
+// no http node targets a destination no outbound policy could open (cloud metadata).
 import jsonata from 'jsonata';
 import type { WorkflowNode, WorkflowSpec } from '../../api/v1alpha1/index.ts';
 import { parseOutboundEntry } from '../../api/v1alpha1/outbound-entries.ts';
+import { neverReachable } from '../../api/v1alpha1/outbound-never.ts';
 
 /** Problems found, each as "<field path>: <message>". Empty when the workflow is runnable. */
 export function checkWorkflow(spec: WorkflowSpec): string[] {
@@ -17,6 +19,9 @@ export function checkWorkflow(spec: WorkflowSpec): string[] {
       const error = compileError(expression);
       if (error) problems.push(`${at}.${field}: invalid JSONata expression: ${error}`);
     }
+    // A target no outbound policy could open: every run would fail at this node.
+    const never = node.request ? neverReachable(node.request.url) : undefined;
+    if (never) problems.push(`${at}.request.url: ${never}`);
   });
   if (spec.output) {
     const error = compileError(spec.output);

@@ -220,6 +220,56 @@ describe('Reconciler', () => {
     expect(await workflows.list()).toEqual([]);
   });
 
+  it('an http node aimed at cloud metadata, in any spelling, keeps the workflow unpublished', async () => {
+    const http = (id: string, url: string) => ({ id, type: 'http', request: { url } });
+    await load(
+      workflow('orders', {
+        nodes: [
+          http('a', 'http://169.254.169.254/latest/meta-data/'),
+          http('b', 'http://2852039166/latest/meta-data/'), // the same address, as a number
+          http('c', 'http://metadata.google.internal./computeMetadata/v1/'),
+          http('d', 'https://[64:ff9b::a9fe:a9fe]/'), // NAT64 carrying it
+          http('e', 'http://0.0.0.0:8080/'),
+          http('f', 'https://api.example.com/orders'),
+          http('g', 'http://10.0.0.5/'), // private: a policy may open it
+        ],
+      }),
+    );
+    await settle();
+    expect(summary(W('orders'))).toMatchObject({ Valid: 'False/InvalidSpec' });
+    const message = conditions(W('orders')).Valid?.message ?? '';
+    expect(message.split('; ')).toEqual([
+      'spec.nodes[0].request.url: address 169.254.169.254 is a cloud metadata endpoint, which is never reachable',
+      'spec.nodes[1].request.url: address 169.254.169.254 is a cloud metadata endpoint, which is never reachable',
+      'spec.nodes[2].request.url: host metadata.google.internal is a cloud metadata service, which is never reachable',
+      'spec.nodes[3].request.url: address 64:ff9b::a9fe:a9fe is a cloud metadata endpoint, which is never reachable',
+      'spec.nodes[4].request.url: address 0.0.0.0 is the unspecified address, which is never reachable',
+    ]);
+    expect(await workflows.list()).toEqual([]);
+  });
+
+  it('a trigger whose token provider is cloud metadata is not valid and not deployed', async () => {
+    const issuer = { issuer: 'https://idp.example.com/', audiences: ['hooks'] };
+    await load(
+      workflow('orders'),
+      trigger('jwks', {
+        pathSegment: 'jwks',
+        auth: { method: 'bearer', bearer: { ...issuer, jwksUrl: 'https://169.254.169.254/keys' } },
+      }),
+      trigger('fine', {
+        pathSegment: 'fine',
+        auth: { method: 'bearer', bearer: { ...issuer, jwksUrl: 'https://idp.example.com/keys' } },
+      }),
+    );
+    await settle();
+    expect(summary(T('jwks'))).toMatchObject({ Valid: 'False/InvalidSpec' });
+    expect(conditions(T('jwks')).Valid?.message).toBe(
+      'spec.auth.bearer.jwksUrl: address 169.254.169.254 is a cloud metadata endpoint, which is never reachable',
+    );
+    expect(conditions(T('jwks')).Deployed?.status).toBe('False');
+    expect(summary(T('fine'))).toMatchObject({ Valid: 'True/Succeeded' });
+  });
+
   it('a JSONata syntax error is reported with its field', async () => {
     await load(
       workflow('orders', { nodes: [{ id: 'a', type: 'transform', expression: '{ "a": ' }] }),
