@@ -197,6 +197,30 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
     expect(await page.textContent('#run-live')).toBe('Finished');
   }, 60_000);
 
+  it('stops following a run, and says why, when its stream is revoked', async () => {
+    // The admin listener's last event when the token or the user's access was withdrawn
+    // (test/gateway-security/admin-stream-revocation.test.ts has the server side).
+    const detail = 'ops may no longer get webhooktriggers.hookgate.dev secure in namespace default';
+    await page.route('**/api/executions/*/events', (route) =>
+      route.fulfill({
+        status: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        body: `event: revoked\ndata: ${JSON.stringify({ status: 403, detail })}\n\n`,
+      }),
+    );
+    try {
+      await open('secure');
+      await page.click('#send-test');
+      await page.waitForSelector('#test-response:not([hidden])');
+      await page.locator('#executions tbody tr').first().getByRole('button').click();
+      await expect.poll(() => page.textContent('#run-live')).toBe('Stopped');
+      expect(await page.textContent('#problem')).toBe(`Live updates ended: ${detail}`);
+    } finally {
+      await page.unroute('**/api/executions/*/events');
+      await page.evaluate(() => document.getElementById('problem')?.setAttribute('hidden', ''));
+    }
+  }, 60_000);
+
   it('replays an execution as a new one linked to it, and retries a dead letter', async () => {
     await open('ingest');
     await page.click('#send-test');

@@ -3,7 +3,7 @@
 // event stream (SSE at /webhook-events/<workflowId>/<pathSegment>). All data reaches
 // the page through textContent / attributes, never as HTML.
 // @ts-check
-import { $, bindToken, el, getJson, showProblem } from './common.js';
+import { $, bindToken, el, getJson, problemDetail, showProblem } from './common.js';
 
 const API = '/api/analytics';
 const REFRESH_MS = 30_000;
@@ -457,16 +457,6 @@ function describe(kind, data) {
   if (data.problem) parts.push(String(data.problem));
   if (data.executionId) parts.push(`execution ${data.executionId}`);
   return parts.join(' · ');
-}
-
-/** The detail of a problem document sent as SSE data. @param {unknown} data */
-function problemDetail(data) {
-  try {
-    const problem = JSON.parse(String(data));
-    return typeof problem?.detail === 'string' ? problem.detail : String(problem?.title ?? data);
-  } catch {
-    return String(data);
-  }
 }
 
 /** @param {string} kind @param {MessageEvent} event */

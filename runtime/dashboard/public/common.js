@@ -84,3 +84,16 @@ export function showProblem(message) {
   box.hidden = !message;
   box.textContent = message ?? '';
 }
+
+/**
+ * The detail of a problem document sent as SSE data (a live stream's last `revoked`
+ * event: the token or the user's access was withdrawn). @param {unknown} data
+ */
+export function problemDetail(data) {
+  try {
+    const problem = JSON.parse(String(data));
+    return typeof problem?.detail === 'string' ? problem.detail : String(problem?.title ?? data);
+  } catch {
+    return String(data);
+  }
+}

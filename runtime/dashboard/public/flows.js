@@ -3,7 +3,16 @@
 // each execution's per-run log, followed live while it runs. Plain JavaScript, no
 // build step; data reaches the page through textContent and attributes only.
 // @ts-check
-import { $, ApiError, bindToken, el, getJson, requestJson, showProblem } from './common.js';
+import {
+  $,
+  ApiError,
+  bindToken,
+  el,
+  getJson,
+  problemDetail,
+  requestJson,
+  showProblem,
+} from './common.js';
 
 /** @typedef {{ type: string, status: string, reason?: string, message?: string }} Condition */
 /** @typedef {{ namespace: string, name: string, spec: any, status: any }} Trigger */
@@ -474,6 +483,12 @@ function followRun(id) {
     }, 50);
   };
   for (const kind of RUN_EVENTS) source.addEventListener(kind, () => refresh(kind));
+  // Access withdrawn while following (docs/security.md): stop, and say why.
+  source.addEventListener('revoked', (event) => {
+    closeRun(false);
+    live.textContent = 'Stopped';
+    showProblem(`Live updates ended: ${problemDetail(/** @type {MessageEvent} */ (event).data)}`);
+  });
   source.addEventListener('error', () => {
     if (source.readyState === EventSource.CLOSED) closeRun(false);
   });
