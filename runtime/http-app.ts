@@ -41,6 +41,11 @@ export const SERVER_LIMITS = {
    * Last-Event-ID.
    */
   sseBufferBytes: 1024 * 1024,
+  /**
+   * How long an ended SSE stream has to hand what it wrote to the client; a client that
+   * does not read it by then has its connection reset (what was buffered is freed).
+   */
+  sseDrainMs: 15_000,
 };
 export type ServerLimits = typeof SERVER_LIMITS;
 
@@ -103,7 +108,7 @@ export function createHttpApp(options: {
   });
   installProblemHandlers(app);
   installJsonLimits(app);
-  installSse(app, limits.sseBufferBytes);
+  installSse(app, limits.sseBufferBytes, limits.sseDrainMs);
   return { app, limits };
 }
 

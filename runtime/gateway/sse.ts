@@ -1,7 +1,8 @@
 // Server-Sent Events responses: one implementation for every stream the runtime
 // serves (SSE response mode, execution channels, the live event stream).
 // - proxy-safe headers (no caching, no buffering), a `retry` hint, heartbeats;
-// - a client that stops reading has its connection reset past the buffer budget;
+// - past the buffer budget the stream ends; a client that has not taken what was
+//   written within the drain deadline (it stopped reading) has its connection reset;
 // - the stream ends when the client leaves (the response's `close`, which fires on
 //   disconnect; the request's `close` fires once its body is read);
 // - every open stream is ended when the server closes, so shutdown is not held up.
@@ -22,9 +23,12 @@ export interface SseStream {
 
 declare module 'fastify' {
   interface FastifyInstance {
+    /** Open streams, and ended ones whose last bytes have not left yet. */
     sseStreams: Set<SseStream>;
     /** Unsent bytes a stream may hold for a slow client before it is ended. */
     sseBufferBytes: number;
+    /** How long an ended stream's last bytes may take to leave before a reset. */
+    sseDrainMs: number;
   }
 }
 
@@ -56,9 +60,14 @@ export const SSE_HEADERS = {
 } as const;
 
 /** Keep track of open streams and end them before the server closes. */
-export function installSse(app: FastifyInstance, bufferBytes = 1024 * 1024): void {
+export function installSse(
+  app: FastifyInstance,
+  bufferBytes = 1024 * 1024,
+  drainMs = 15_000,
+): void {
   app.decorate('sseStreams', new Set<SseStream>());
   app.decorate('sseBufferBytes', bufferBytes);
+  app.decorate('sseDrainMs', drainMs);
   app.addHook('preClose', (done) => {
     for (const stream of [...app.sseStreams]) stream.end();
     done();
@@ -77,24 +86,43 @@ export function openSse(
   const body = new PassThrough();
   const registry = request.server.sseStreams;
   const maxBuffer = request.server.sseBufferBytes;
+  const drainMs = request.server.sseDrainMs;
+  const response = reply.raw;
   let ended = false;
+  /**
+   * After the end: what was written is still counted until it has left (the response's
+   * 'finish') or the client has gone; a client that has not taken it within `drainMs`
+   * (it stopped reading) has its connection reset, which frees it here and in the
+   * kernel's send buffer. A client that reads gets all of it, then the end.
+   */
+  const release = (): void => {
+    if (response.writableFinished || response.destroyed) {
+      registry.delete(sse);
+      return;
+    }
+    const done = (): void => {
+      clearTimeout(deadline);
+      registry.delete(sse);
+    };
+    const deadline = setTimeout(() => {
+      registry.delete(sse);
+      body.destroy();
+      const socket = response.socket;
+      if (socket) resetConnection(socket);
+      else response.destroy();
+    }, drainMs);
+    deadline.unref();
+    response.once('finish', done);
+    response.once('close', done);
+  };
   const sse: SseStream = {
     send(event, data, id) {
       if (ended) return;
-      // Past the budget the stream ends; the client may reconnect with Last-Event-ID.
+      // Past the budget the stream ends (the client may reconnect with Last-Event-ID);
+      // what was written drains to a client that reads, within the drain deadline.
       if (body.writableLength > maxBuffer) {
         sseOverflows.count++;
         sse.end();
-        // A client that stopped reading (the socket is backed up): the connection is
-        // reset, since an ending left to drain would keep what is buffered, here and in
-        // the kernel's send buffer, for as long as the client holds the connection. A
-        // burst written before the answer started (a replay) drains to a client that
-        // reads: that one gets what was written, then the end.
-        const socket = reply.raw.socket;
-        if (reply.raw.headersSent && socket?.writableNeedDrain) {
-          body.destroy();
-          resetConnection(socket);
-        }
         return;
       }
       body.write(
@@ -105,24 +133,24 @@ export function openSse(
       if (ended) return;
       ended = true;
       clearInterval(heartbeat);
-      registry.delete(sse);
       body.end();
       options.onEnd?.();
+      release();
     },
     get ended() {
       return ended;
     },
     get buffered() {
-      return body.writableLength;
+      return body.writableLength + (response.socket?.writableLength ?? 0);
     },
   };
   body.write('retry: 3000\n\n');
   const heartbeat = setInterval(() => body.write(': heartbeat\n\n'), options.heartbeatMs ?? 15_000);
   registry.add(sse);
-  reply.raw.on('close', () => sse.end());
+  response.on('close', () => sse.end());
   // Gone while the route checked access or read the execution: 'close' was emitted
   // before the listener above.
-  if (reply.raw.destroyed) queueMicrotask(() => sse.end());
+  if (response.destroyed) queueMicrotask(() => sse.end());
   reply.headers(SSE_HEADERS);
   return { sse, body };
 }
