@@ -106,7 +106,7 @@ export interface AdminAccessOptions {
    * has let go of them: 500 streams, about 33 reviews a second.
    */
   streamRecheckMs?: number;
-  /** Told when a re-check could not reach the authenticator. */
+  /** Told when re-checks could not reach the authenticator (once per recheck period). */
   onRecheckError?: (error: unknown) => void;
 }
 
@@ -122,6 +122,24 @@ export class AdminAccess {
     this.authenticator = authenticator;
     this.recheckMs = options.streamRecheckMs ?? DEFAULT_STREAM_RECHECK_MS;
     this.onRecheckError = options.onRecheckError ?? (() => {});
+  }
+
+  /** When the last failed re-check was reported (one report per recheck period at most). */
+  #lastRecheckReport = Number.NEGATIVE_INFINITY;
+
+  /**
+   * An outage fails every stream's re-check at about the same time: it is reported
+   * once per recheck period, not once per stream.
+   */
+  #recheckFailed(error: unknown): void {
+    const now = Date.now();
+    if (now - this.#lastRecheckReport < this.recheckMs) return;
+    this.#lastRecheckReport = now;
+    try {
+      this.onRecheckError(error);
+    } catch {
+      // A failing report must not change what happens to the stream.
+    }
   }
 
   /** Whether requests are checked at all (false: the dev server's `none`). */
@@ -183,7 +201,7 @@ export class AdminAccess {
         failures = 0;
         return problem;
       } catch (error) {
-        this.onRecheckError(error);
+        if (!stopped) this.#recheckFailed(error);
         if (++failures < MAX_FAILED_STREAM_RECHECKS) return undefined;
         return new HttpProblem(
           'HG_ERR_AUTH_UNAVAILABLE',
@@ -194,12 +212,17 @@ export class AdminAccess {
     const next = (): void => {
       timer = setTimeout(
         () => {
-          void outcome().then((problem) => {
-            if (stopped) return;
-            if (!problem) return next();
-            stopped = true;
-            revoked(problem);
-          });
+          void outcome()
+            .then((problem) => {
+              if (stopped) return;
+              if (!problem) return next();
+              stopped = true;
+              revoked(problem);
+            })
+            .catch(() => {
+              // `revoked` threw (the stream was gone): nothing more to do for it.
+              stopped = true;
+            });
         },
         this.recheckMs * (1 + Math.random() / 10),
       );

@@ -27,8 +27,15 @@ function liveStream(app: FastifyInstance): (kind: string, data: object) => void 
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
     });
-    const write = (chunk: string) => reply.raw.write(chunk);
-    write(`event: connected\ndata: ${JSON.stringify({ path, at: new Date().toISOString() })}\n\n`);
+    const write = (chunk: string) => {
+      reply.raw.write(chunk);
+      // As the admin listener does: the stream ends after its revoked event.
+      if (chunk.startsWith('event: revoked\n')) reply.raw.end();
+    };
+    // A quick reconnection (100 ms), so that a page that reconnects is seen doing so.
+    write(
+      `retry: 100\nevent: connected\ndata: ${JSON.stringify({ path, at: new Date().toISOString() })}\n\n`,
+    );
     clients.add(write);
     request.raw.on('close', () => clients.delete(write));
     reply.hijack();
@@ -262,8 +269,12 @@ describe.skipIf(skip)('analytics dashboard in Chromium', () => {
     expect(await page.textContent('#live-endpoint')).toContain(
       'access ended: alice may no longer get webhooktriggers.hookgate.dev orders in namespace shop',
     );
-    // No reconnection: still disconnected a while later.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // No reconnection (it would come after 100 ms): still disconnected a while later.
+    const connects = page.waitForRequest('**/webhook-events/**', { timeout: 1_000 }).then(
+      () => 'reconnected',
+      () => 'none',
+    );
+    expect(await connects).toBe('none');
     expect(await page.textContent('#live-status')).toBe('Disconnected');
   });
 });
