@@ -107,10 +107,13 @@ export function neverReachable(url: string): string | undefined {
   const ip = parseIp(host);
   if (!ip) return undefined;
   const inner = embeddedIpv4(ip);
-  if (isNeverAddress(ip) || (inner !== undefined && isNeverAddress(inner))) {
-    const what =
-      ip.range() === 'unspecified' ? 'the unspecified address' : 'a cloud metadata endpoint';
-    return `address ${ip.toString()} is ${what}, which is never reachable`;
-  }
-  return undefined;
+  const never = isNeverAddress(ip) ? ip : inner && isNeverAddress(inner) ? inner : undefined;
+  if (!never) return undefined;
+  // 0.0.0.0/8 (and ::, or what carries them) connects to the local host.
+  const unspecified =
+    never.kind() === 'ipv4'
+      ? (never as ipaddr.IPv4).octets[0] === 0
+      : never.range() === 'unspecified';
+  const what = unspecified ? 'the unspecified address' : 'a cloud metadata endpoint';
+  return `address ${ip.toString()} is ${what}, which is never reachable`;
 }

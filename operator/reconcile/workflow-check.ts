@@ -19,7 +19,8 @@ export function checkWorkflow(spec: WorkflowSpec): string[] {
       const error = compileError(expression);
       if (error) problems.push(`${at}.${field}: invalid JSONata expression: ${error}`);
     }
-    // A target no outbound policy could open: every run would fail at this node.
+    // A target no outbound policy could open: every run that reaches this node fails at
+    // it (or passes its error on), so the author hears of it now (docs/workflows.md).
     const never = node.request ? neverReachable(node.request.url) : undefined;
     if (never) problems.push(`${at}.request.url: ${never}`);
   });

@@ -232,6 +232,9 @@ describe('Reconciler', () => {
           http('e', 'http://0.0.0.0:8080/'),
           http('f', 'https://api.example.com/orders'),
           http('g', 'http://10.0.0.5/'), // private: a policy may open it
+          http('h', 'http://169.254.169.254@example.com/'), // userinfo: the host is example.com
+          http('i', 'http://169.254.169.254.nip.io/'), // a name: judged when it resolves
+          http('j', 'http://[64:ff9b::]/'), // NAT64 carrying 0.0.0.0
         ],
       }),
     );
@@ -244,6 +247,7 @@ describe('Reconciler', () => {
       'spec.nodes[2].request.url: host metadata.google.internal is a cloud metadata service, which is never reachable',
       'spec.nodes[3].request.url: address 64:ff9b::a9fe:a9fe is a cloud metadata endpoint, which is never reachable',
       'spec.nodes[4].request.url: address 0.0.0.0 is the unspecified address, which is never reachable',
+      'spec.nodes[9].request.url: address 64:ff9b:: is the unspecified address, which is never reachable',
     ]);
     expect(await workflows.list()).toEqual([]);
   });
@@ -260,6 +264,21 @@ describe('Reconciler', () => {
         pathSegment: 'fine',
         auth: { method: 'bearer', bearer: { ...issuer, jwksUrl: 'https://idp.example.com/keys' } },
       }),
+      trigger('introspect', {
+        pathSegment: 'introspect',
+        auth: {
+          method: 'oauth2',
+          oauth2: {
+            ...issuer,
+            requiredScopes: ['orders:write'],
+            introspection: {
+              url: 'https://metadata.google.internal/token',
+              clientId: 'hooks',
+              clientSecretRef: { name: 'idp', key: 'secret' },
+            },
+          },
+        },
+      }),
     );
     await settle();
     expect(summary(T('jwks'))).toMatchObject({ Valid: 'False/InvalidSpec' });
@@ -268,6 +287,9 @@ describe('Reconciler', () => {
     );
     expect(conditions(T('jwks')).Deployed?.status).toBe('False');
     expect(summary(T('fine'))).toMatchObject({ Valid: 'True/Succeeded' });
+    expect(conditions(T('introspect')).Valid?.message).toBe(
+      'spec.auth.oauth2.introspection.url: host metadata.google.internal is a cloud metadata service, which is never reachable',
+    );
   });
 
   it('a JSONata syntax error is reported with its field', async () => {
