@@ -197,7 +197,10 @@ function requirementProblems(v: ChartEgress, c: EgressContext): string[] {
   return errors;
 }
 
-/** What the chart's schema and its peer checks refuse, whether the policies are on or not. */
+/**
+ * What the chart refuses: its schema's shapes always, its peer checks (empty peers,
+ * rules without `to`, CIDRs in peers) when the policies are on, as the chart runs them.
+ */
 function shapeProblems(v: ChartEgress): string[] {
   const errors: string[] = [];
   const portLists: [string, number[], number][] = [
@@ -214,15 +217,17 @@ function shapeProblems(v: ChartEgress): string[] {
     errors.push(`${AT}.apiServer.cidrs must be a list of at most ${MAX_PEERS} CIDRs`);
   else
     cidrs.forEach((cidr, i) => errors.push(...cidrProblems(`${AT}.apiServer.cidrs[${i}]`, cidr)));
-  errors.push(...peersProblems(`${AT}.dns.to`, v.dns.to));
-  errors.push(...peersProblems(`${AT}.externalRedis.to`, v.externalRedis.to));
-  errors.push(...peersProblems(`${AT}.prometheus.to`, v.prometheus.to));
+  if (v.enabled) {
+    errors.push(...peersProblems(`${AT}.dns.to`, v.dns.to));
+    errors.push(...peersProblems(`${AT}.externalRedis.to`, v.externalRedis.to));
+    errors.push(...peersProblems(`${AT}.prometheus.to`, v.prometheus.to));
+  }
   const rules: unknown = v.outboundRules;
   if (!Array.isArray(rules) || rules.length > MAX_PEERS)
     errors.push(`${AT}.outboundRules must be a list of at most ${MAX_PEERS} rules`);
   else
     rules.forEach((rule: NetworkPolicyEgressRule, i) =>
-      errors.push(...ruleProblems(`${AT}.outboundRules[${i}]`, rule ?? {})),
+      errors.push(...ruleProblems(`${AT}.outboundRules[${i}]`, rule ?? {}, v.enabled)),
     );
   return errors;
 }
@@ -266,28 +271,35 @@ function peersProblems(at: string, peers: NetworkPolicyPeer[]): string[] {
     }
     if (peer?.ipBlock) {
       errors.push(...cidrProblems(`${here}.ipBlock.cidr`, peer.ipBlock.cidr));
-      (peer.ipBlock.except ?? []).forEach((except, j) => {
-        errors.push(...cidrProblems(`${here}.ipBlock.except[${j}]`, except));
-      });
+      const excepts: unknown = peer.ipBlock.except ?? [];
+      if (!Array.isArray(excepts)) errors.push(`${here}.ipBlock.except must be a list of CIDRs`);
+      else
+        excepts.forEach((except, j) => {
+          errors.push(...cidrProblems(`${here}.ipBlock.except[${j}]`, except));
+        });
     }
   });
   return errors;
 }
 
-function ruleProblems(at: string, rule: NetworkPolicyEgressRule): string[] {
+function ruleProblems(at: string, rule: NetworkPolicyEgressRule, checkPeers: boolean): string[] {
   const unknown = Object.keys(rule).filter((k) => k !== 'to' && k !== 'ports');
   const errors =
     unknown.length > 0
       ? [`${at} has unknown keys ${unknown.join(', ')}: a rule has to, ports`]
       : [];
-  if (!Array.isArray(rule.to) || rule.to.length === 0) {
+  if (!checkPeers) {
+    // The chart checks a rule's peers only when the policies are on.
+  } else if (!Array.isArray(rule.to) || rule.to.length === 0) {
     errors.push(
       `${at} has no \`to\`: an egress rule without peers allows every destination; name the destinations (for every public address the internet rule is already there)`,
     );
   } else {
     errors.push(...peersProblems(`${at}.to`, rule.to));
   }
-  (rule.ports ?? []).forEach((p, j) => {
+  const ports: unknown = rule.ports ?? [];
+  if (!Array.isArray(ports)) return [...errors, `${at}.ports must be a list of ports`];
+  (ports as NonNullable<NetworkPolicyEgressRule['ports']>).forEach((p, j) => {
     const here = `${at}.ports[${j}]`;
     const named = typeof p.port === 'string' && PORT_NAME.test(p.port);
     if (p.port !== undefined && !isPort(p.port) && !named)

@@ -9,7 +9,11 @@ import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ipBlockCidrProblem, isCidr } from '../../infra/cidr.ts';
-import { DEFAULT_EGRESS, networkPolicyEgressValues } from '../../infra/egress.ts';
+import {
+  DEFAULT_EGRESS,
+  networkPolicyEgressValues,
+  type NetworkPolicyEgressArgs,
+} from '../../infra/egress.ts';
 import {
   CHART_DIR,
   chartValues,
@@ -216,6 +220,33 @@ describe('networkPolicyEgress argument', () => {
       }),
     ).toEqual([
       'networkPolicyEgress.apiServer.cidrs[0]: "x" needs an address and a prefix length, e.g. 10.0.0.1/32',
+    ]);
+    // Peers are the chart's render-time checks, run only with the policies on.
+    const peerless = {
+      apiServer: API,
+      dns: { to: [{}] },
+      outboundRules: [{ ports: [{ port: 443 }] }],
+    } as NetworkPolicyEgressArgs;
+    expect(validateArgs({ ...base, networkPolicyEgress: { ...peerless, enabled: false } })).toEqual(
+      [],
+    );
+    expect(validateArgs({ ...base, networkPolicyEgress: peerless })).toHaveLength(2);
+  });
+
+  it('a list given as a scalar (pulumi config set --path) is a message, not a crash', () => {
+    expect(
+      validateArgs({
+        ...base,
+        networkPolicyEgress: {
+          apiServer: API,
+          outboundRules: [
+            { to: [{ ipBlock: { cidr: '10.20.0.0/16', except: '10.20.1.0/24' } }], ports: 443 },
+          ],
+        } as never,
+      }),
+    ).toEqual([
+      'networkPolicyEgress.outboundRules[0].to[0].ipBlock.except must be a list of CIDRs',
+      'networkPolicyEgress.outboundRules[0].ports must be a list of ports',
     ]);
   });
 });
