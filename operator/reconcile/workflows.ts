@@ -20,7 +20,7 @@ import {
 import { triggerRef, triggersOf, type WorkflowResource } from './resources.ts';
 import type { RecordEvent, StatusWriter } from './status.ts';
 import { cleanupFailed } from './store-errors.ts';
-import { checkWorkflow } from './workflow-check.ts';
+import { checkWorkflow } from '../../api/workflow-check.ts';
 
 export interface WorkflowReconcilerOptions {
   source: ResourceSource;

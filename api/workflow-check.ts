@@ -2,9 +2,9 @@
 // points at a node, every JSONata expression compiles, every outbound policy entry parses,
 // no http node targets a destination no outbound policy could open (cloud metadata).
 import jsonata from 'jsonata';
-import type { WorkflowNode, WorkflowSpec } from '../../api/v1alpha1/index.ts';
-import { parseOutboundEntry } from '../../api/v1alpha1/outbound-entries.ts';
-import { neverReachable } from '../../api/v1alpha1/outbound-never.ts';
+import type { WorkflowNode, WorkflowSpec } from './v1alpha1/index.ts';
+import { parseOutboundEntry } from './v1alpha1/outbound-entries.ts';
+import { neverReachable } from './v1alpha1/outbound-never.ts';
 
 /** Problems found, each as "<field path>: <message>". Empty when the workflow is runnable. */
 export function checkWorkflow(spec: WorkflowSpec): string[] {
