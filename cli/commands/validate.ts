@@ -2,11 +2,18 @@
 // applies with our CRDs installed (api/validate.ts: pruning, defaults, the OpenAPI
 // schema, list types and the CEL rules), plus what only the set as a whole shows: two
 // deployed triggers claiming one URL (api/identity.ts pathShape; offline there is no
-// creation order, so both are reported) and one object defined twice.
+// creation order, so both are reported) and one object defined twice; and what the
+// operator checks beyond admission (api/workflow-check.ts, api/trigger-check.ts).
 import { parseCommand, outputFormat } from '../command.ts';
 import { pathShape, routePath, workflowIdentifier } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
-import { API_VERSION } from '../../api/v1alpha1/index.ts';
+import { checkTrigger } from '../../api/trigger-check.ts';
+import { checkWorkflow } from '../../api/workflow-check.ts';
+import {
+  API_VERSION,
+  type WebhookTriggerSpec,
+  type WorkflowSpec,
+} from '../../api/v1alpha1/index.ts';
 import { EXIT, usageError, type ExitCode } from '../errors.ts';
 import {
   manifestFiles,
@@ -174,10 +181,35 @@ function validateDocument(
     errors.push(
       ...result.errors.map((e) => problemAt(doc, e.field, e.message, { object, reason: e.reason })),
     );
+  else
+    errors.push(
+      ...specProblems(kind, result.object).map(([field, message]) =>
+        problemAt(doc, field, message, { object, reason: 'FieldValueInvalid' }),
+      ),
+    );
   report.resources.push({ ...resource, result: errors.length > 0 ? 'invalid' : 'valid' });
   report.errors.push(...errors);
   if (errors.length > 0 || !result.ok) return undefined;
   return { doc, kind, namespace, name, object: result.object };
+}
+
+/**
+ * What the operator reports as Valid=False beyond admission, for one admitted object:
+ * a Workflow's node references, JSONata, outbound entries and never-reachable URLs; a
+ * WebhookTrigger's never-reachable provider URLs. As [field, message] pairs.
+ */
+function specProblems(kind: string, object: Record<string, unknown>): [string, string][] {
+  const spec = object.spec;
+  const problems =
+    kind === 'Workflow'
+      ? checkWorkflow(spec as WorkflowSpec)
+      : kind === 'WebhookTrigger'
+        ? checkTrigger(spec as WebhookTriggerSpec)
+        : [];
+  return problems.map((p) => {
+    const at = p.indexOf(': ');
+    return [p.slice(0, at), p.slice(at + 2)];
+  });
 }
 
 /** Problems of the set: objects defined twice, and URL conflicts between triggers. */

@@ -20,7 +20,7 @@ import type {
 } from '../../api/records/records.ts';
 import { basePath, routePath, webhookUrl, workflowIdentifier } from '../../api/identity.ts';
 import { compileSchemas } from '../../api/schemas.ts';
-import { neverReachable } from '../../api/v1alpha1/outbound-never.ts';
+import { checkTrigger } from '../../api/trigger-check.ts';
 import type { ObjectRef, ResourceSource } from '../sources/ports.ts';
 import {
   mergeConditions,
@@ -42,7 +42,7 @@ import {
 } from './served.ts';
 import type { RecordEvent, StatusWriter } from './status.ts';
 import { cleanupFailed, isStoreError } from './store-errors.ts';
-import { hasRespondNode } from './workflow-check.ts';
+import { hasRespondNode } from '../../api/workflow-check.ts';
 
 export interface TriggerReconcilerOptions {
   source: ResourceSource;
@@ -223,7 +223,7 @@ export class TriggerReconciler {
     if ('error' in compiled) {
       return { valid: notOk(type, Reason.InvalidSpec, compiled.error), credentials: {} };
     }
-    const unreachable = unreachableProviders(spec);
+    const unreachable = checkTrigger(spec);
     if (unreachable.length > 0) {
       return {
         valid: notOk(type, Reason.InvalidSpec, problemsMessage(unreachable)),
@@ -317,23 +317,4 @@ export class TriggerReconciler {
     }
     return ok(type, Reason.Published, `Workflow ${workflowId} is published`);
   }
-}
-
-/**
- * Authentication provider URLs no outbound policy could open (a metadata service, the
- * unspecified address): the gateway would answer every request 503 auth-unavailable, so
- * the author hears of it when applying the trigger instead.
- */
-function unreachableProviders(spec: WebhookTriggerSpec): string[] {
-  const urls: [string, string | undefined][] = [
-    ['spec.auth.bearer.jwksUrl', spec.auth?.bearer?.jwksUrl],
-    ['spec.auth.oauth2.jwksUrl', spec.auth?.oauth2?.jwksUrl],
-    ['spec.auth.oauth2.introspection.url', spec.auth?.oauth2?.introspection?.url],
-  ];
-  const problems: string[] = [];
-  for (const [field, url] of urls) {
-    const why = url === undefined ? undefined : neverReachable(url);
-    if (why) problems.push(`${field}: ${why}`);
-  }
-  return problems;
 }

@@ -67,6 +67,31 @@ beforeAll(async () => {
       .join('---\n'),
   );
   await writeFile(join(dir, 'syntax.yaml'), 'kind: [unclosed\n  : : :\n');
+  // Admitted by the API server, refused by the operator (Valid=False): validate says so.
+  await writeFile(
+    join(dir, 'operator-checks.yaml'),
+    [
+      workflow('orders', {
+        nodes: [
+          { id: 'shape', type: 'transform', expression: '{ "a": ', next: 'gone' },
+          { id: 'call', type: 'http', request: { url: 'http://169.254.169.254/latest/' } },
+        ],
+      }),
+      trigger('keys', {
+        pathSegment: 'keys',
+        auth: {
+          method: 'bearer',
+          bearer: {
+            issuer: 'https://idp.example.com/',
+            audiences: ['hooks'],
+            jwksUrl: 'https://metadata.google.internal/keys',
+          },
+        },
+      }),
+    ]
+      .map((d) => stringify(d))
+      .join('---\n'),
+  );
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -98,6 +123,25 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
       'note: v1 ConfigMap unrelated is not a hookgate resource: skipped',
     );
     expect(run.stdout).toContain('1 valid, 2 invalid, 1 skipped, 2 error(s)');
+  });
+
+  it('reports what the operator would (node references, JSONata, unreachable URLs) at their fields', async () => {
+    const file = join(dir, 'operator-checks.yaml');
+    const run = await hookgate(['validate', '-o', 'json', file]);
+    expect(run.code).toBe(1);
+    const report = JSON.parse(run.stdout) as { errors: { field: string; message: string }[] };
+    expect(report.errors.map((e) => [e.field, e.message])).toEqual([
+      ['spec.nodes[0].next', 'unknown node "gone"'],
+      ['spec.nodes[0].expression', expect.stringContaining('invalid JSONata expression')],
+      [
+        'spec.nodes[1].request.url',
+        'address 169.254.169.254 is a cloud metadata endpoint, which is never reachable',
+      ],
+      [
+        'spec.auth.bearer.jwksUrl',
+        'host metadata.google.internal is a cloud metadata service, which is never reachable',
+      ],
+    ]);
   });
 
   it('JSON output names file, document, line, field and reason', async () => {
