@@ -117,15 +117,14 @@ export class AdminAccess {
   private readonly authenticator: AdminAuthenticator | undefined;
   private readonly recheckMs: number;
   private readonly onRecheckError: (error: unknown) => void;
+  /** When the last failed re-check was reported (one report per recheck period at most). */
+  #lastRecheckReport = Number.NEGATIVE_INFINITY;
 
   constructor(authenticator?: AdminAuthenticator, options: AdminAccessOptions = {}) {
     this.authenticator = authenticator;
     this.recheckMs = options.streamRecheckMs ?? DEFAULT_STREAM_RECHECK_MS;
     this.onRecheckError = options.onRecheckError ?? (() => {});
   }
-
-  /** When the last failed re-check was reported (one report per recheck period at most). */
-  #lastRecheckReport = Number.NEGATIVE_INFINITY;
 
   /**
    * An outage fails every stream's re-check at about the same time: it is reported
@@ -281,6 +280,16 @@ export const OPEN_ACCESS = new AdminAccess();
 export function namespaceOfKey(key: string): string {
   const slash = key.indexOf('/');
   return slash < 0 ? '' : key.slice(0, slash);
+}
+
+/** Reading the WebhookTrigger of a `namespace/name` key (its executions, its live events). */
+export function readTrigger(key: string): ResourceAttributes {
+  return {
+    verb: 'get',
+    resource: 'webhooktriggers',
+    namespace: namespaceOfKey(key),
+    name: nameOfKey(key),
+  };
 }
 
 /** The name of a `namespace/name` key. */

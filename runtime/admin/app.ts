@@ -17,14 +17,7 @@ import { resourceRoutes, type ResourceReader } from '../read-api/resource-routes
 import { testRequestRoutes } from '../read-api/test-request-routes.ts';
 import { schemaProposalRoutes } from '../read-api/schema-proposal-routes.ts';
 import type { SampleStore } from '../schema-learning/samples.ts';
-import {
-  nameOfKey,
-  namespaceOfKey,
-  OPEN_ACCESS,
-  type AdminAccess,
-  type ResourceAttributes,
-} from './access.ts';
-import type { RouteRecord } from '../../api/records/records.ts';
+import { OPEN_ACCESS, readTrigger, type AdminAccess } from './access.ts';
 
 export interface AdminAppOptions {
   /** The webhook app: Send Test Request injects into it. */
@@ -64,17 +57,11 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
     done(null, payload);
   });
   const heartbeat = options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {};
-  const watchRoute = (route: RouteRecord): ResourceAttributes => ({
-    verb: 'get',
-    resource: 'webhooktriggers',
-    namespace: namespaceOfKey(route.key),
-    name: nameOfKey(route.key),
-  });
   liveEventRoutes(app, {
     hub: options.live,
     findRoute: (path) => options.table.match(path)?.route,
-    authorize: (request, route) => access.require(request, watchRoute(route)),
-    recheck: (request, route, revoked) => access.watch(request, watchRoute(route), revoked),
+    authorize: (request, route) => access.require(request, readTrigger(route.key)),
+    recheck: (request, route, revoked) => access.watch(request, readTrigger(route.key), revoked),
     ...heartbeat,
   });
   executionRoutes(app, {

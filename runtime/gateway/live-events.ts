@@ -15,7 +15,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { pathOf } from './route-table.ts';
-import { endRevoked, openSse } from './sse.ts';
+import { openSse } from './sse.ts';
 import { redactCallbackQuery, redactCallbackUrl } from './callback-url.ts';
 
 /** Which gateway saw the request, and its position in that gateway's stream. */
@@ -218,15 +218,12 @@ export function liveEventRoutes(app: FastifyInstance, options: LiveRoutesOptions
       throw new HttpProblem('HG_ERR_ROUTE_NOT_FOUND', `No webhook endpoint is deployed at ${path}`);
     await options.authorize?.(request, route);
     let unsubscribe: (() => void) | undefined;
-    let stopRecheck: (() => void) | undefined;
+    const { recheck } = options;
     const { sse, body } = openSse(request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
-      onEnd: () => {
-        unsubscribe?.();
-        stopRecheck?.();
-      },
+      onEnd: () => unsubscribe?.(),
+      ...(recheck ? { recheck: (revoked) => recheck(request, route, revoked) } : {}),
     });
-    stopRecheck = options.recheck?.(request, route, (problem) => endRevoked(sse, problem));
     sse.send('connected', {
       path: route.path,
       triggerKey: route.key,

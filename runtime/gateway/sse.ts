@@ -60,11 +60,7 @@ export const SSE_HEADERS = {
 } as const;
 
 /** Keep track of open streams and end them before the server closes. */
-export function installSse(
-  app: FastifyInstance,
-  bufferBytes = 1024 * 1024,
-  drainMs = 15_000,
-): void {
+export function installSse(app: FastifyInstance, bufferBytes: number, drainMs: number): void {
   app.decorate('sseStreams', new Set<SseStream>());
   app.decorate('sseBufferBytes', bufferBytes);
   app.decorate('sseDrainMs', drainMs);
@@ -81,7 +77,16 @@ export function installSse(
 export function openSse(
   request: FastifyRequest,
   reply: FastifyReply,
-  options: { heartbeatMs?: number; onEnd?: () => void } = {},
+  options: {
+    heartbeatMs?: number;
+    onEnd?: () => void;
+    /**
+     * Keeps checking the reader's access while the stream is open (the admin
+     * listener's AdminAccess.watch): told how to end the stream when it is withdrawn,
+     * returns the stop function, called when the stream ends.
+     */
+    recheck?: (revoked: (problem: HttpProblem) => void) => () => void;
+  } = {},
 ): { sse: SseStream; body: PassThrough } {
   const body = new PassThrough();
   const registry = request.server.sseStreams;
@@ -89,6 +94,7 @@ export function openSse(
   const drainMs = request.server.sseDrainMs;
   const response = reply.raw;
   let ended = false;
+  let stopRecheck: (() => void) | undefined;
   /**
    * After the end: what was written is still counted until it has left (the response's
    * 'finish') or the client has gone; a client that has not taken it within `drainMs`
@@ -133,6 +139,7 @@ export function openSse(
       if (ended) return;
       ended = true;
       clearInterval(heartbeat);
+      stopRecheck?.();
       body.end();
       options.onEnd?.();
       release();
@@ -151,6 +158,7 @@ export function openSse(
   // Gone while the route checked access or read the execution: 'close' was emitted
   // before the listener above.
   if (response.destroyed) queueMicrotask(() => sse.end());
+  stopRecheck = options.recheck?.((problem) => endRevoked(sse, problem));
   reply.headers(SSE_HEADERS);
   return { sse, body };
 }
@@ -169,7 +177,7 @@ function resetConnection(socket: Socket): void {
  * problem (admin-unauthenticated or admin-forbidden), so a client sees why it ended; its
  * reconnection is then refused like any request.
  */
-export function endRevoked(sse: SseStream, problem: HttpProblem): void {
+function endRevoked(sse: SseStream, problem: HttpProblem): void {
   sse.send('revoked', problem.toDocument());
   sse.end();
 }

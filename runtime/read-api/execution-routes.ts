@@ -2,13 +2,7 @@
 // per-run logs, and each execution's event channel (SSE, resumable with Last-Event-ID).
 import { decimalInRange, rfc3339 } from './query-values.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import {
-  nameOfKey,
-  namespaceOfKey,
-  OPEN_ACCESS,
-  type AdminAccess,
-  type ResourceAttributes,
-} from '../admin/access.ts';
+import { namespaceOfKey, OPEN_ACCESS, readTrigger, type AdminAccess } from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
 import { decodeCursor, DEFAULT_PAGE_BYTES } from '../engine/execution-store.ts';
 import type {
@@ -18,7 +12,7 @@ import type {
   ExecutionStatus,
 } from '../engine/ports.ts';
 import { lastEventIdOf, pipeExecution } from '../gateway/execution-links.ts';
-import { endRevoked, openSse } from '../gateway/sse.ts';
+import { openSse } from '../gateway/sse.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
 const FILTERS = ['workflowId', 'trigger', 'status', 'since', 'until', 'limit', 'cursor'];
@@ -101,16 +95,10 @@ export function executionRoutes(
   const { engine } = options;
   const access = options.access ?? OPEN_ACCESS;
   // An execution is readable by whoever may `get` the WebhookTrigger that started it.
-  const readAccess = (execution: Execution): ResourceAttributes => ({
-    verb: 'get',
-    resource: 'webhooktriggers',
-    namespace: namespaceOfKey(execution.triggerKey),
-    name: nameOfKey(execution.triggerKey),
-  });
   const readable = async (request: FastifyRequest, id: string): Promise<Execution> => {
     const execution = await engine.get(id);
     if (!execution) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
-    await access.require(request, readAccess(execution));
+    await access.require(request, readTrigger(execution.triggerKey));
     return execution;
   };
 
@@ -148,17 +136,11 @@ export function executionRoutes(
     const execution = await readable(request, id);
     const after = lastEventIdOf(request);
     let unsubscribe: (() => void) | undefined;
-    let stopRecheck: (() => void) | undefined;
     const { sse, body } = openSse(request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
-      onEnd: () => {
-        unsubscribe?.();
-        stopRecheck?.();
-      },
+      onEnd: () => unsubscribe?.(),
+      recheck: (revoked) => access.watch(request, readTrigger(execution.triggerKey), revoked),
     });
-    stopRecheck = access.watch(request, readAccess(execution), (problem) =>
-      endRevoked(sse, problem),
-    );
     unsubscribe = pipeExecution(engine, id, after, sse);
     return reply.send(body);
   });
