@@ -250,6 +250,22 @@ function closing(
   };
 }
 
+/** The fatal line's message: for a port already taken, the setting that moves it. */
+function startFailure(
+  err: unknown,
+  s: Pick<Settings, 'port' | 'adminPort' | 'metricsPort'>,
+): string {
+  const e = err as { code?: unknown; address?: unknown; port?: unknown };
+  if (e.code !== 'EADDRINUSE') return 'failed to start';
+  const setting =
+    e.port === s.adminPort
+      ? '--admin-port (ADMIN_PORT)'
+      : e.port === s.metricsPort
+        ? 'METRICS_PORT'
+        : '--port (PORT)';
+  return `failed to start: ${String(e.address)}:${String(e.port)} is already in use; choose another with ${setting}`;
+}
+
 async function main(): Promise<void> {
   const s = settings();
   if (!s) return;
@@ -257,7 +273,7 @@ async function main(): Promise<void> {
   try {
     closeOnSignal(await roles[s.role](s, logger), logger);
   } catch (err) {
-    logger.fatal({ err }, 'failed to start');
+    logger.fatal({ err }, startFailure(err, s));
     // Open connections (Redis retrying) would keep a failed process alive.
     logger.flush(() => process.exit(1));
     setTimeout(() => process.exit(1), 2_000).unref();

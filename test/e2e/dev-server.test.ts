@@ -262,6 +262,28 @@ describe('npm start on the shipped examples', () => {
     });
   });
 
+  it('a port already taken: exit 1, and the fatal line names the setting that moves it', async () => {
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string }>((resolve) => {
+        const second = spawn(process.execPath, ['roles/cli.ts', 'dev', '--dir', dir, ...args], {
+          cwd: join(import.meta.dirname, '..', '..'),
+          env: { ...process.env, LOG_LEVEL: 'warn' },
+        });
+        let out = '';
+        second.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        second.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        second.once('exit', (code) => resolve({ code, out }));
+      });
+    const webhook = await run(['--port', String(port), '--admin-port', '0']);
+    expect(webhook.code).toBe(1);
+    expect(webhook.out).toContain(
+      `127.0.0.1:${port} is already in use; choose another with --port (PORT)`,
+    );
+    const admin = await run(['--port', '0', '--admin-port', String(port + 1)]);
+    expect(admin.code).toBe(1);
+    expect(admin.out).toContain(`is already in use; choose another with --admin-port (ADMIN_PORT)`);
+  });
+
   it('SIGTERM shuts down cleanly', async () => {
     await writeFile(join(dir, 'extra.yaml'), '');
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
