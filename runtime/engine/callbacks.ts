@@ -11,6 +11,7 @@ import {
   type WorkflowPolicySource,
 } from './outbound/guard.ts';
 import { OutboundTimeoutError, sendOutbound } from './outbound/request.ts';
+import { tracingHeaders } from './outbound/trace-context.ts';
 import type { Execution, ExecutionError, ExecutionStatus } from './ports.ts';
 import { AbortedError, backoffDelay, errorMessage, sleep } from './util.ts';
 
@@ -217,11 +218,12 @@ export class CallbackSender {
     const target = options.workflow ? this.guard.forWorkflow(options.workflow) : this.guard;
     const webhookId = webhookIdFor(execution.id);
     const body = JSON.stringify(callbackBody(execution));
+    const tracing = tracingHeaders(execution.input);
     let last: Attempt = { outcome: 'retry', reason: 'not attempted' };
     let attempt = 0;
     while (attempt < this.#maxAttempts) {
       attempt++;
-      last = await this.#attempt(target, url, webhookId, body, options.signal);
+      last = await this.#attempt(target, url, webhookId, body, tracing, options.signal);
       if (last.outcome !== 'retry') break;
       if (attempt >= this.#maxAttempts) break;
       const wait = last.waitMs ?? backoffDelay(this.#backoffMs, attempt, this.#maxBackoffMs);
@@ -247,6 +249,7 @@ export class CallbackSender {
     url: string,
     webhookId: string,
     body: string,
+    tracing: Record<string, string>,
     signal: AbortSignal | undefined,
   ): Promise<Attempt> {
     const timestamp = Math.floor(this.#now() / 1000);
@@ -255,6 +258,7 @@ export class CallbackSender {
         method: 'POST',
         url,
         headers: {
+          ...tracing,
           'content-type': 'application/json',
           'user-agent': 'hookgate-callbacks/1',
           'webhook-id': webhookId,

@@ -137,8 +137,18 @@ for (const [name, start, queueShards] of [
         });
       });
 
-      it('Async Callback: the worker POSTs the signed result', async () => {
-        const res = await post('callback', { n: 9 }, { 'x-callback-url': `${receiver.url}/hook` });
+      it("Async Callback: the worker POSTs the signed result, with the caller's trace context", async () => {
+        const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+        const res = await post(
+          'callback',
+          { n: 9 },
+          {
+            'x-callback-url': `${receiver.url}/hook`,
+            'x-correlation-id': 'order-9',
+            traceparent,
+            tracestate: 'rojo=00f067aa0ba902b7',
+          },
+        );
         expect(res.status).toBe(202);
         const { executionId } = (await res.json()) as { executionId: string };
         const delivery = await eventually(() => {
@@ -152,6 +162,12 @@ for (const [name, start, queueShards] of [
           'webhook-signature': String(delivery.headers['webhook-signature']),
         });
         expect(verified).toMatchObject({ executionId, status: 'succeeded', output: { n: 9 } });
+        // Through the queue to the worker: the services a workflow calls join the trace.
+        expect(delivery.headers).toMatchObject({
+          traceparent,
+          tracestate: 'rojo=00f067aa0ba902b7',
+          'x-correlation-id': 'order-9',
+        });
       });
 
       it('Acknowledge + Subscribe: the channel relays every event in order', async () => {

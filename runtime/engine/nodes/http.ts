@@ -9,6 +9,7 @@ import {
   sendOutbound,
   type OutboundResponse,
 } from '../outbound/request.ts';
+import { tracingHeaders } from '../outbound/trace-context.ts';
 import { AbortedError, backoffDelay, parseDuration, sleep } from '../util.ts';
 import type { NodeContext, Step } from './context.ts';
 
@@ -79,7 +80,8 @@ async function sendRequest(
   if (!request) throw new Error(`node '${node.id}': an http node needs a request`);
   const method = request.method ?? 'POST';
   const body = await buildBody(node, input, ctx);
-  const headers: Record<string, string> = { ...(request.headers ?? {}) };
+  const own = request.headers ?? {};
+  const headers: Record<string, string> = { ...tracingHeaders(ctx.execution.input, own), ...own };
   const lower = new Set(Object.keys(headers).map((h) => h.toLowerCase()));
   if (body !== undefined && !lower.has('content-type'))
     headers['content-type'] = 'application/json';
