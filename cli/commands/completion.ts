@@ -14,14 +14,14 @@ const SERVER = '--server --token --token-file';
 /** Options per command, for completion. */
 export const COMPLETION_WORDS: Record<string, string> = {
   validate: '--output --namespace --quiet --help',
-  get: `triggers workflows executions --namespace --output --kubeconfig --context --status --limit ${SERVER} --help`,
+  get: `triggers workflows executions --namespace --all-namespaces --output --kubeconfig --context --status --limit ${SERVER} --help`,
   test: `--namespace --method --data --query --param --header --output ${SERVER} --help`,
   events: `--namespace --output --count --timeout ${SERVER} --help`,
   replay: `--output ${SERVER} --help`,
   crds: '--help',
   openapi: `--namespace --all --output --file --base-url ${SERVER} --help`,
   completion: 'bash zsh',
-  version: '--output',
+  version: '--output --help',
   help: '',
   dev: '--dir --source --namespace --port --host --base-url --admin-port --help',
   gateway: '--port --host --base-url --admin-port --help',

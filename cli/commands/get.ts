@@ -17,6 +17,7 @@ server's admin API with --server. Executions are kept by the gateways: they need
 
 Options:
   -n, --namespace <ns>     one namespace (default: every namespace you may list)
+  -A, --all-namespaces     every namespace you may list (the default; kubectl's spelling)
   -o, --output <format>    table (default), wide, json or yaml
       --kubeconfig <path>  kubeconfig file (default: KUBECONFIG, ~/.kube/config)
       --context <name>     kubeconfig context
