@@ -36,7 +36,18 @@ export const REQUEST_LABELS = [
 export type RequestLabel = (typeof REQUEST_LABELS)[number];
 
 export type ExecutionResult = 'succeeded' | 'failed' | 'timed_out';
-export type RateLimitDecision = 'allowed' | 'rejected';
+/**
+ * `failed_open` / `failed_closed`: the limiter's store (Redis) failed or did not answer
+ * in time, and the endpoint's failureMode let the request through without a limit, or
+ * refused it (503 rate-limit-unavailable).
+ */
+export type RateLimitDecision = 'allowed' | 'rejected' | 'failed_open' | 'failed_closed';
+const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = [
+  'allowed',
+  'rejected',
+  'failed_open',
+  'failed_closed',
+];
 export type CallbackResult = 'delivered' | 'failed' | 'retried' | 'refused';
 /** automatic: a retry policy scheduled another attempt; dead_letter: an admin retried an entry. */
 export type RetrySource = 'automatic' | 'dead_letter';
@@ -69,7 +80,12 @@ export class GatewayMetrics implements RequestObserver {
   readonly #rejected: Counter<'reason'>;
   readonly #queueDepth: Gauge;
   /** Rate limit decisions not yet added to their counter (see its collect). */
-  readonly #decisions: Record<RateLimitDecision, number> = { allowed: 0, rejected: 0 };
+  readonly #decisions: Record<RateLimitDecision, number> = {
+    allowed: 0,
+    rejected: 0,
+    failed_open: 0,
+    failed_closed: 0,
+  };
   readonly #callbacks: Counter<'result'>;
   readonly #retries: Counter<'source'>;
   readonly #deadLettered: Counter;
@@ -131,7 +147,7 @@ export class GatewayMetrics implements RequestObserver {
       // Every request on a limited endpoint is a decision: counted in plain numbers and
       // added at scrape time, as a labelled inc() hashes and checks its labels each time.
       collect(this: Counter<'decision'>) {
-        for (const decision of ['allowed', 'rejected'] as const) {
+        for (const decision of RATE_LIMIT_DECISIONS) {
           if (decisions[decision] > 0) this.inc({ decision }, decisions[decision]);
           decisions[decision] = 0;
         }

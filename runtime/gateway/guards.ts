@@ -12,7 +12,11 @@ import {
 } from './security/auth/index.ts';
 import { corsHeaders, preflight } from './security/cors.ts';
 import { checkHttps, parseTrustedProxies } from './security/https.ts';
-import { EndpointRateLimiter, type RateLimitDecision } from './security/rate-limit.ts';
+import {
+  EndpointRateLimiter,
+  type RateLimitDecision,
+  type RateLimitOutcome,
+} from './security/rate-limit.ts';
 import { SignatureVerifier } from './security/auth/signature/verify.ts';
 import type { ReplayStore } from './security/auth/signature/replay.ts';
 import type { Guards } from './webhook-routes.ts';
@@ -26,7 +30,7 @@ export interface GuardOptions {
   sameOrigin?: string;
   rateLimiter?: EndpointRateLimiter;
   /** Told about every rate-limit decision on a limited endpoint (metrics). */
-  onRateLimit?: (decision: 'allowed' | 'rejected') => void;
+  onRateLimit?: (decision: RateLimitOutcome) => void;
   authenticator?: Authenticator;
   /**
    * The process's outbound guard: the JWKS fetches and token introspection of the
@@ -56,14 +60,15 @@ export function createGuards(options: GuardOptions = {}): Guards {
     ...(options.now ? { now: options.now } : {}),
   });
   const allowed = (decision: RateLimitDecision): Record<string, string> => {
-    options.onRateLimit?.('allowed');
+    options.onRateLimit?.(decision.degraded ? 'failed_open' : 'allowed');
     return decision.headers;
   };
   /** Counts a rejection (not a store failure) and hands the error back to throw. */
   const counted = (error: unknown): unknown => {
-    if (error instanceof HttpProblem && error.code === 'HG_ERR_RATE_LIMITED') {
+    if (error instanceof HttpProblem && error.code === 'HG_ERR_RATE_LIMITED')
       options.onRateLimit?.('rejected');
-    }
+    else if (error instanceof HttpProblem && error.code === 'HG_ERR_RATE_LIMIT_UNAVAILABLE')
+      options.onRateLimit?.('failed_closed');
     return error;
   };
   return {

@@ -136,7 +136,8 @@ describe.skipIf(!tools)('chart: analytics', () => {
     expect(rule.apiVersion).toBe('monitoring.coreos.com/v1');
     expect(rule.metadata).toMatchObject({ name: 'hg-hookgate', namespace: 'hooks' });
     expect(rule.metadata.labels?.release).toBe('prom');
-    // The recording rules (the queue alerts beside them: test/charts/autoscaling.test.ts).
+    // The recording rules (the queue and rate limiter alerts beside them:
+    // test/charts/autoscaling.test.ts).
     const records = rule.spec.groups.flatMap((g) =>
       g.rules.flatMap((r) => (r.record ? [r.record] : [])),
     );
@@ -163,7 +164,7 @@ describe.skipIf(!tools)('chart: analytics', () => {
         resolve({ code: err ? 1 : 0, text: stdout + stderr }),
       );
     });
-    expect(out.text).toContain('SUCCESS: 8 rules found');
+    expect(out.text).toContain('SUCCESS: 9 rules found');
     expect(out.code).toBe(0);
   });
 });

@@ -201,7 +201,10 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
       'gateway.executions=inline',
     );
     const inlineRule = inline.find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
-    expect(inlineRule?.spec.groups.map((g) => g.name)).toEqual(['hookgate.requests']);
+    expect(inlineRule?.spec.groups.map((g) => g.name)).toEqual([
+      'hookgate.requests',
+      'hookgate.ratelimit',
+    ]);
     const ageOnly = await render(
       'analytics.prometheus.rules.enabled=true',
       'analytics.prometheus.rules.alerts.queueDepthShare=0',
@@ -219,7 +222,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     const file = join(work, 'queue-rules.yaml');
     writeFileSync(file, stringify({ groups: rule?.spec.groups }));
     const out = await promtool('check', 'rules', file);
-    expect(out.text).toContain('SUCCESS: 8 rules found');
+    expect(out.text).toContain('SUCCESS: 9 rules found');
     expect(out.code).toBe(0);
 
     // The alerts themselves, on series as two replicas report them (promtool test rules):
@@ -372,6 +375,95 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
                       summary: 'Redis replicas do not confirm queued executions',
                       description:
                         '2.5% of the executions queued in hooks were answered 503 store-unavailable: fewer than gateway.ackReplicas (1) Redis replicas confirmed them within gateway.ackTimeoutMs. A replica is down or lags; see hookgate_queue_replica_acks_total.',
+                    },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const tested = await promtool('test', 'rules', tests);
+    expect(tested.text).toContain('SUCCESS');
+    expect(tested.code, tested.text).toBe(0);
+  });
+  it("alerts when gateways decide without the rate limiter's store; promtool tests when it fires", async () => {
+    const off = (
+      await render(
+        'analytics.prometheus.rules.enabled=true',
+        'analytics.prometheus.rules.alerts.rateLimiterUnavailable=false',
+      )
+    ).find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
+    expect(off?.spec.groups.map((g) => g.name)).not.toContain('hookgate.ratelimit');
+    const rule = (
+      await render(
+        'analytics.prometheus.rules.enabled=true',
+        'analytics.prometheus.selector=namespace="hooks"',
+      )
+    ).find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
+    const group = rule?.spec.groups.find((g) => g.name === 'hookgate.ratelimit');
+    expect(group?.rules.map((r) => [r.alert, r.expr, r.for])).toEqual([
+      [
+        'HookgateRateLimiterUnavailable',
+        'sum by (namespace, decision) (rate(hookgate_rate_limit_decisions_total{decision=~"failed_open|failed_closed",namespace="hooks"}[5m])) > 0',
+        '5m',
+      ],
+    ]);
+    expect(
+      await renderError('analytics.prometheus.rules.alerts.rateLimiterUnavailable=sometimes'),
+    ).toMatch(/rateLimiterUnavailable/);
+
+    if (!existsSync(PROMTOOL)) {
+      if (process.env.CI === 'true') throw new Error(`${PROMTOOL} is missing`);
+      console.warn(`skipped promtool check: ${PROMTOOL} is missing`);
+      return;
+    }
+    writeFileSync(join(work, 'ratelimit-rules.yaml'), stringify({ groups: [group] }));
+    // "hooks": allowed all along, 30 a minute failed open from minute 10 (Redis lost):
+    // fires 5 minutes later. "other": only allowed and rejected, never.
+    const tests = join(work, 'ratelimit-rules.test.yaml');
+    writeFileSync(
+      tests,
+      stringify({
+        rule_files: ['ratelimit-rules.yaml'],
+        evaluation_interval: '1m',
+        tests: [
+          {
+            interval: '1m',
+            input_series: [
+              {
+                series:
+                  'hookgate_rate_limit_decisions_total{namespace="hooks",pod="a",decision="allowed"}',
+                values: '0+100x30',
+              },
+              {
+                series:
+                  'hookgate_rate_limit_decisions_total{namespace="hooks",pod="a",decision="failed_open"}',
+                values: '0x10 0+30x20',
+              },
+              {
+                series:
+                  'hookgate_rate_limit_decisions_total{namespace="other",pod="c",decision="rejected"}',
+                values: '0+100x30',
+              },
+            ],
+            alert_rule_test: [
+              { eval_time: '9m', alertname: 'HookgateRateLimiterUnavailable', exp_alerts: [] },
+              {
+                eval_time: '25m',
+                alertname: 'HookgateRateLimiterUnavailable',
+                exp_alerts: [
+                  {
+                    exp_labels: {
+                      severity: 'warning',
+                      namespace: 'hooks',
+                      decision: 'failed_open',
+                    },
+                    exp_annotations: {
+                      summary: 'The rate limiter cannot reach Redis',
+                      description:
+                        "Gateways in hooks decide 500m requests a second without the limiter's store (failed_open): failed_open lets them through with no limit, failed_closed answers 503 rate-limit-unavailable. See hookgate_redis_command_failures_total and the Redis circuit breaker.",
                     },
                   },
                 ],

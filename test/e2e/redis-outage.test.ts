@@ -236,6 +236,17 @@ describe.skipIf(!redisAvailable())('Redis killed under load', () => {
     const closed = await limited('closed');
     expect(closed.status).toBe(503);
     expect(((await closed.json()) as { type: string }).type).toMatch(/\/rate-limit-unavailable$/);
+    // Both are counted: an endpoint running without its limit shows on the dashboards.
+    const decisions = await (await fetch(`http://127.0.0.1:${ports.inline}/metrics`)).text();
+    for (const decision of ['failed_open', 'failed_closed'])
+      expect(
+        Number(
+          new RegExp(
+            `^hookgate_rate_limit_decisions_total\\{decision="${decision}"\\} (\\d+)$`,
+            'm',
+          ).exec(decisions)?.[1],
+        ),
+      ).toBeGreaterThanOrEqual(1);
     const read = await fetch(`http://127.0.0.1:${ports.admin}/api/executions?limit=5`);
     expect(read.status).toBe(503);
     expect(read.headers.get('content-type')).toMatch(/application\/problem\+json/);

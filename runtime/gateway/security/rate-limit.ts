@@ -28,6 +28,13 @@ export { WINDOW_SECONDS } from './gcra.ts';
 export const RATE_LIMIT_KEY_PREFIX = 'hookgate:gcra';
 export const DEFAULT_STORE_TIMEOUT_MS = 250;
 
+/**
+ * What became of a request on a limited endpoint, for metrics: `failed_open` and
+ * `failed_closed` when the store failed and the endpoint's failureMode let the request
+ * through without a limit, or refused it.
+ */
+export type RateLimitOutcome = 'allowed' | 'rejected' | 'failed_open' | 'failed_closed';
+
 export interface RateLimitDecision {
   /** Headers to add to the answer (empty when the endpoint has no limit or the store failed open). */
   headers: Record<string, string>;
