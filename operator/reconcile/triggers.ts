@@ -78,7 +78,12 @@ export class TriggerReconciler {
       trigger,
       TriggerCondition,
     );
-    await source.addFinalizer(ref);
+    if (!(await source.addFinalizer(ref))) {
+      // Gone or being deleted since the cache said otherwise: nothing may be deployed
+      // for it (O6). Its route goes, as on a delete; the event of the deletion brings
+      // the rest (the Event, our finalizer if it is there).
+      return this.#cleanUp(ref, key, undefined);
+    }
 
     const spec = trigger.spec;
     const workflow = workflowOf(source, ref.namespace, trigger);

@@ -42,23 +42,15 @@ export class WorkflowReconciler {
   async reconcile(ref: ObjectRef): Promise<void> {
     const { source } = this.#o;
     const wf = source.get(ref) as WorkflowResource | undefined;
-    if (!wf || wf.metadata.deletionTimestamp) {
-      try {
-        await this.#unregister(ref.namespace, ref.name, undefined);
-      } catch (err) {
-        if (!wf) throw err;
-        const what = 'Cannot remove the registration';
-        return cleanupFailed(this.#o.status, ref, wf, what, err, this.#o.now());
-      }
-      if (wf) {
-        this.#o.recordEvent(wf, 'Normal', 'CleanedUp', 'Unregistered from the workflow engine');
-        await source.removeFinalizer(ref);
-      }
-      return;
-    }
+    if (!wf || wf.metadata.deletionTimestamp) return this.#cleanUp(ref, wf);
     const generation = wf.metadata.generation ?? 1;
     const previous = await this.#o.status.initial<WorkflowStatus>(ref, wf, WorkflowCondition);
-    await source.addFinalizer(ref);
+    if (!(await source.addFinalizer(ref))) {
+      // Gone or being deleted since the cache said otherwise: nothing may be published
+      // for it (O6). Its registrations go, as on a delete; the event of the deletion
+      // brings the rest (the Event, our finalizer if it is there).
+      return this.#cleanUp(ref, undefined);
+    }
 
     const workflowId = workflowIdentifier(ref.namespace, wf.spec.environment, ref.name);
     const problems = checkWorkflow(wf.spec);
@@ -96,6 +88,21 @@ export class WorkflowReconciler {
     };
     await this.#o.status.write(ref, wf, previous, status);
     if (failure !== undefined) throw failure;
+  }
+
+  /** The workflow is gone or being deleted: remove its registrations, then its finalizer. */
+  async #cleanUp(ref: ObjectRef, wf: WorkflowResource | undefined): Promise<void> {
+    try {
+      await this.#unregister(ref.namespace, ref.name, undefined);
+    } catch (err) {
+      if (!wf) throw err;
+      const what = 'Cannot remove the registration';
+      return cleanupFailed(this.#o.status, ref, wf, what, err, this.#o.now());
+    }
+    if (wf) {
+      this.#o.recordEvent(wf, 'Normal', 'CleanedUp', 'Unregistered from the workflow engine');
+      await this.#o.source.removeFinalizer(ref);
+    }
   }
 
   /** Published: register the workflow with the engine when it is valid and meant to run. */

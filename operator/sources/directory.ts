@@ -104,8 +104,8 @@ export class DirectorySource implements ResourceSource {
 
   // Objects read from files are gone the moment the file says so: nothing lingers,
   // so there is no finalizer to hold. Cleanup runs on the reconcile of a missing object.
-  addFinalizer(): Promise<void> {
-    return Promise.resolve();
+  addFinalizer(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   removeFinalizer(): Promise<void> {

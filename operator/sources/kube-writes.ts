@@ -145,8 +145,15 @@ export class KubeWriter {
     );
   }
 
-  addFinalizer(ref: ObjectRef): Promise<void> {
-    return this.#updateFinalizers(
+  /**
+   * Put our finalizer on the object. True when it is on a live object (added now or
+   * there already): side effects may go ahead. False when the object is gone (404 on
+   * the read or on the PATCH) or being deleted, when the API server takes no new
+   * finalizer (K10): nothing may then be deployed for it, the caller cleans up instead
+   * (O6).
+   */
+  async addFinalizer(ref: ObjectRef): Promise<boolean> {
+    const obj = await this.#updateFinalizers(
       ref,
       (list) => {
         if (list.includes(FINALIZER)) return undefined;
@@ -154,10 +161,15 @@ export class KubeWriter {
       },
       true,
     );
+    return (
+      obj !== undefined &&
+      !obj.metadata.deletionTimestamp &&
+      (obj.metadata.finalizers ?? []).includes(FINALIZER)
+    );
   }
 
-  removeFinalizer(ref: ObjectRef): Promise<void> {
-    return this.#updateFinalizers(
+  async removeFinalizer(ref: ObjectRef): Promise<void> {
+    await this.#updateFinalizers(
       ref,
       (list) => {
         if (!list.includes(FINALIZER)) return undefined;
@@ -170,34 +182,33 @@ export class KubeWriter {
   /**
    * Read-modify-write of metadata.finalizers through the main resource (a merge patch
    * with the resourceVersion). `edit` returns undefined when nothing needs to change.
+   * Returns the object as last known (what the PATCH returned, or the base when nothing
+   * was written), undefined when it is gone.
    */
   async #updateFinalizers(
     ref: ObjectRef,
     edit: (finalizers: string[]) => string[] | undefined,
     adding: boolean,
-  ): Promise<void> {
+  ): Promise<KubeObject | undefined> {
     const path = resourcePath(ref.kind, ref.namespace, ref.name);
-    await retryOnConflict(
+    return retryOnConflict(
       this.#o.retry ?? DEFAULT_RETRY,
       async (attempt) => {
         const fromCache = attempt === 0;
         let read = await this.#read(ref, fromCache);
-        if (!read) {
-          if (adding) throw new Error(`${ref.kind} ${ref.namespace}/${ref.name} not found`);
-          return;
-        }
+        if (!read) return undefined;
         let next = edit(read.base.metadata.finalizers ?? []);
         if (!next && fromCache && !adding) {
           // The cache may lag behind our own add: confirm "nothing to remove" with the
           // server, or a deleting object could keep our finalizer for good.
           read = await this.#read(ref, false);
-          if (!read) return;
+          if (!read) return undefined;
           next = edit(read.base.metadata.finalizers ?? []);
         }
-        if (!next) return;
+        if (!next) return read.base;
         if (adding && read.base.metadata.deletionTimestamp) {
           // The API server refuses new finalizers on a deleting object (K10).
-          return;
+          return read.base;
         }
         // The resourceVersion makes the patch conditional: 409 when the object moved on.
         const written = await ignoreNotFound(
@@ -209,6 +220,8 @@ export class KubeWriter {
           }),
         );
         this.#remember(ref, read, written);
+        // A 404: the object went away under the PATCH.
+        return written;
       },
       this.#o.retryDeps,
     );

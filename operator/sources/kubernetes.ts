@@ -192,7 +192,7 @@ export class KubernetesSource implements ResourceSource {
     return this.#writer.writeStatus(ref, status);
   }
 
-  addFinalizer(ref: ObjectRef): Promise<void> {
+  addFinalizer(ref: ObjectRef): Promise<boolean> {
     return this.#writer.addFinalizer(ref);
   }
 

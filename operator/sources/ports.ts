@@ -50,8 +50,12 @@ export interface ResourceSource {
   list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[];
   /** Write `.status` (through the status subresource where there is one). */
   writeStatus(ref: ObjectRef, status: unknown): Promise<void>;
-  /** Make sure our finalizer is on the object before any side effect. No-op where objects cannot linger. */
-  addFinalizer(ref: ObjectRef): Promise<void>;
+  /**
+   * Make sure our finalizer is on the object before any side effect. True when it is
+   * on a live object; false when the object is gone or being deleted: then no side
+   * effect may follow, only cleanup. Always true where objects cannot linger.
+   */
+  addFinalizer(ref: ObjectRef): Promise<boolean>;
   /** Remove our finalizer after cleanup. No-op where objects cannot linger. */
   removeFinalizer(ref: ObjectRef): Promise<void>;
   stop(): Promise<void>;

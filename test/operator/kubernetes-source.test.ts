@@ -512,6 +512,58 @@ describe('KubernetesSource: conflict-safe writes (O4, O6)', () => {
     expect(server.requests.filter((r) => r.method !== 'GET')).toEqual([]);
   });
 
+  it('addFinalizer is true while our finalizer is on a live object (O6)', async () => {
+    const { source, ref } = await setup();
+    expect(await source.addFinalizer(ref)).toBe(true);
+    await eventually(() => expect(source.get(ref)?.metadata.finalizers).toContain(FINALIZER));
+    expect(await source.addFinalizer(ref)).toBe(true);
+  });
+
+  it('addFinalizer is false when its PATCH answers 404: the object is gone (O6)', async () => {
+    const { ns, source, ref } = await setup();
+    const path = resourcePath('Workflow', ns, 'w');
+    server.faults.failNext(1, 404, (r) => r.method === 'PATCH' && r.path === path);
+    expect(await source.addFinalizer(ref)).toBe(false);
+  });
+
+  it('addFinalizer is false, and writes nothing, for an object being deleted (O6)', async () => {
+    const { ns, source, ic, ref } = await setup();
+    const path = resourcePath('Workflow', ns, 'w');
+    await client.request('PATCH', path, {
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { finalizers: ['other.example/keep'] } },
+    });
+    // Deleted between our read (the cache) and our PATCH: 409, then the server says so.
+    ic.when = (verb, p) => verb === 'PATCH' && p === path;
+    ic.interject = async () => void (await client.request('DELETE', path));
+    expect(await source.addFinalizer(ref)).toBe(false);
+    expect(ic.conflicts).toBe(1);
+    // Seen deleting in the cache: no PATCH at all.
+    await eventually(() => expect(source.get(ref)?.metadata.deletionTimestamp).toBeDefined());
+    server.clearRequests();
+    expect(await source.addFinalizer(ref)).toBe(false);
+    expect(server.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+    expect((await getWorkflow(ns, 'w')).metadata.finalizers).toEqual(['other.example/keep']);
+  });
+
+  it('addFinalizer is false for an object deleted before its conflict re-read (O6)', async () => {
+    const { ns, source, ic, ref } = await setup();
+    const path = resourcePath('Workflow', ns, 'w');
+    // Another writer moves the object on (our PATCH: 409), then deletes it before our
+    // re-read (404).
+    ic.when = (verb, p) => verb === 'PATCH' && p === path;
+    ic.interject = async () => {
+      await client.request('PATCH', path, {
+        contentType: 'application/merge-patch+json',
+        body: { spec: { description: 'moved on' } },
+      });
+      ic.when = (verb, p) => verb === 'GET' && p === path;
+      ic.interject = async () => void (await client.request('DELETE', path));
+    };
+    expect(await source.addFinalizer(ref)).toBe(false);
+    expect(ic.conflicts).toBe(1);
+  });
+
   it('removes only our finalizer; the object is deleted once it was the last (DELETED seen)', async () => {
     const { ns, source, changes, ref } = await setup();
     await source.addFinalizer(ref);

@@ -69,6 +69,12 @@ interface Obj {
 
 class FlakyRoutes extends MemoryRecordStore<RouteRecord> {
   failDeletes = 0;
+  /** Every key ever written. */
+  readonly puts: string[] = [];
+  override put(key: string, value: RouteRecord): Promise<void> {
+    this.puts.push(key);
+    return super.put(key, value);
+  }
   override delete(key: string): Promise<void> {
     if (this.failDeletes > 0) {
       this.failDeletes--;
@@ -78,14 +84,27 @@ class FlakyRoutes extends MemoryRecordStore<RouteRecord> {
   }
 }
 
-async function setup() {
+class RecordingRegistry extends MemoryRecordStore<WorkflowRegistration> {
+  /** Every key ever written. */
+  readonly puts: string[] = [];
+  override put(key: string, value: WorkflowRegistration): Promise<void> {
+    this.puts.push(key);
+    return super.put(key, value);
+  }
+}
+
+async function newNamespace(): Promise<string> {
   const ns = `op${++nsCounter}`;
   await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: ns } } });
-  await client.request('POST', resourcePath('Workflow', ns), {
+  return ns;
+}
+
+const createWorkflow = (ns: string, metadata: { finalizers?: string[] } = {}) =>
+  client.request('POST', resourcePath('Workflow', ns), {
     body: {
       apiVersion: 'hookgate.dev/v1alpha1',
       kind: 'Workflow',
-      metadata: { name: 'hello', namespace: ns },
+      metadata: { name: 'hello', namespace: ns, ...metadata },
       spec: {
         application: 'demo',
         environment: 'development',
@@ -93,11 +112,13 @@ async function setup() {
       },
     },
   });
-  await client.request('POST', resourcePath('WebhookTrigger', ns), {
+
+const createTrigger = (ns: string, metadata: { finalizers?: string[] } = {}) =>
+  client.request('POST', resourcePath('WebhookTrigger', ns), {
     body: {
       apiVersion: 'hookgate.dev/v1alpha1',
       kind: 'WebhookTrigger',
-      metadata: { name: 'hello', namespace: ns },
+      metadata: { name: 'hello', namespace: ns, ...metadata },
       spec: {
         workflowRef: { name: 'hello' },
         pathSegment: 'default',
@@ -106,8 +127,27 @@ async function setup() {
       },
     },
   });
+
+async function setup() {
+  const ns = await newNamespace();
+  await createWorkflow(ns);
+  await createTrigger(ns);
+  const { routes, workflows, registry, loop } = await startLoop(ns);
+  const trigger = { kind: 'WebhookTrigger' as const, namespace: ns, name: 'hello' };
+  const getTrigger = () => client.request<Obj>('GET', resourcePath('WebhookTrigger', ns, 'hello'));
+  const ready = (o: Obj) => o.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+  await eventually(async () => {
+    const t = await getTrigger();
+    expect(ready(t)).toBe('True');
+    expect(t.metadata.finalizers).toContain(FINALIZER);
+  });
+  return { ns, routes, workflows, registry, loop, trigger, getTrigger, ready };
+}
+
+/** The reconcile loop over namespace `ns`, with one in-process gateway serving its stores. */
+async function startLoop(ns: string) {
   const routes = new FlakyRoutes();
-  const workflows = new MemoryRecordStore<WorkflowRegistration>();
+  const workflows = new RecordingRegistry();
   // One gateway serves the stores and reports what it serves (Deployed reads it).
   const gateways = new MemoryGatewayStore();
   const table = await RouteTable.create(routes, workflows);
@@ -135,15 +175,7 @@ async function setup() {
     controller: { workers: 2, metrics },
   });
   loops.push(loop);
-  const trigger = { kind: 'WebhookTrigger' as const, namespace: ns, name: 'hello' };
-  const getTrigger = () => client.request<Obj>('GET', resourcePath('WebhookTrigger', ns, 'hello'));
-  const ready = (o: Obj) => o.status?.conditions?.find((c) => c.type === 'Ready')?.status;
-  await eventually(async () => {
-    const t = await getTrigger();
-    expect(ready(t)).toBe('True');
-    expect(t.metadata.finalizers).toContain(FINALIZER);
-  });
-  return { ns, routes, workflows, registry, loop, trigger, getTrigger, ready };
+  return { routes, workflows, registry, loop };
 }
 
 describe('operator over the Kubernetes source', () => {
@@ -225,5 +257,98 @@ describe('operator over the Kubernetes source', () => {
         `http://hooks.test/webhook/${ns}_development_hello/ingest`,
       ),
     );
+  });
+});
+
+describe('O6: nothing is deployed for an object deleted under its finalizer write', () => {
+  const FOREIGN = 'other.example/keep';
+  const isPatchOf = (kind: 'Workflow' | 'WebhookTrigger', ns: string) => {
+    const path = resourcePath(kind, ns, 'hello');
+    return (r: { method: string; path: string }) => r.method === 'PATCH' && r.path === path;
+  };
+
+  /**
+   * Hold our next finalizer PATCH of `kind` hello, delete the object while it is held,
+   * and wait for the PATCH's answer (404 when the object is gone, 409 when it is being
+   * deleted) and for the reconciles that follow.
+   */
+  async function deleteUnderFinalizerPatch(
+    kind: 'Workflow' | 'WebhookTrigger',
+    ns: string,
+    create: () => Promise<unknown>,
+  ): Promise<number> {
+    const isPatch = isPatchOf(kind, ns);
+    server.clearRequests();
+    server.faults.delayNext(1, 500, isPatch);
+    await create();
+    // Logged on arrival: the PATCH is now held by the server.
+    await eventually(() => expect(server.requests.some(isPatch)).toBe(true));
+    await client.request('DELETE', resourcePath(kind, ns, 'hello'));
+    const patch = await eventually(() => {
+      const answered = server.requests.find((r) => isPatch(r) && r.status !== 0);
+      expect(answered).toBeDefined();
+      return answered?.status ?? 0;
+    });
+    await quiesce();
+    return patch;
+  }
+
+  it('a trigger deleted while its finalizer PATCH is in flight (404): no route is ever written', async () => {
+    const ns = await newNamespace();
+    await createWorkflow(ns);
+    const { routes } = await startLoop(ns);
+    const status = await deleteUnderFinalizerPatch('WebhookTrigger', ns, () => createTrigger(ns));
+    expect(status).toBe(404);
+    expect(routes.puts).toEqual([]);
+    expect(await routes.get(`${ns}/hello`)).toBeUndefined();
+    await expect(
+      client.request('GET', resourcePath('WebhookTrigger', ns, 'hello')),
+    ).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('a trigger being deleted (another finalizer holds it) when our PATCH lands: no route, no finalizer of ours', async () => {
+    const ns = await newNamespace();
+    await createWorkflow(ns);
+    const { routes } = await startLoop(ns);
+    const status = await deleteUnderFinalizerPatch('WebhookTrigger', ns, () =>
+      createTrigger(ns, { finalizers: [FOREIGN] }),
+    );
+    expect(status).toBe(409);
+    expect(routes.puts).toEqual([]);
+    expect(await routes.get(`${ns}/hello`)).toBeUndefined();
+    const path = resourcePath('WebhookTrigger', ns, 'hello');
+    const t = await client.request<Obj>('GET', path);
+    expect(t.metadata.deletionTimestamp).toBeDefined();
+    expect(t.metadata.finalizers).toEqual([FOREIGN]);
+    // The other finalizer goes: nothing of ours keeps the object.
+    await client.request('PATCH', path, {
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { finalizers: null } },
+    });
+    await eventually(async () =>
+      expect(client.request('GET', path)).rejects.toMatchObject({ code: 404 }),
+    );
+    expect(routes.puts).toEqual([]);
+  });
+
+  it('a workflow deleted while its finalizer PATCH is in flight (404): it is never registered', async () => {
+    const ns = await newNamespace();
+    const { workflows } = await startLoop(ns);
+    const status = await deleteUnderFinalizerPatch('Workflow', ns, () => createWorkflow(ns));
+    expect(status).toBe(404);
+    expect(workflows.puts).toEqual([]);
+    expect(await workflows.list()).toEqual([]);
+  });
+
+  it('a workflow being deleted when our PATCH lands: never registered, no finalizer of ours', async () => {
+    const ns = await newNamespace();
+    const { workflows } = await startLoop(ns);
+    const status = await deleteUnderFinalizerPatch('Workflow', ns, () =>
+      createWorkflow(ns, { finalizers: [FOREIGN] }),
+    );
+    expect(status).toBe(409);
+    expect(workflows.puts).toEqual([]);
+    const w = await client.request<Obj>('GET', resourcePath('Workflow', ns, 'hello'));
+    expect(w.metadata.finalizers).toEqual([FOREIGN]);
   });
 });
