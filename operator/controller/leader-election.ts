@@ -8,8 +8,12 @@
 //   means another replica wrote first, and this attempt fails.
 // - The leader renews every RetryPeriod; when a renewal round has not succeeded within
 //   RenewDeadline it stops leading (the signal passed to onStartedLeading is aborted and
-//   onStoppedLeading runs). There is no fencing: writes done by the operator must stay
-//   conflict-safe on their own.
+//   onStoppedLeading runs). It stops at once, without waiting for the deadline, when a
+//   round reads the Lease held by another replica whose lease is still valid (a leader
+//   frozen past LeaseDuration, then resumed): client-go retries until the deadline, but
+//   the Lease cannot come back before RenewDeadline, and the work would go on writing
+//   beside the new leader meanwhile. There is no fencing: writes done by the operator
+//   must stay conflict-safe on their own.
 // - `stop()` with releaseOnCancel writes an empty holder with leaseDurationSeconds=1,
 //   so the next candidate takes over after about one second instead of LeaseDuration.
 import { realClock, type Clock } from './clock.ts';
@@ -160,6 +164,9 @@ export interface LeaderElectionConfig {
   onLeaderStatus?: (leading: boolean) => void;
 }
 
+/** What one attempt on the Lease came to (see #tryAcquireOrRenew). */
+type Attempt = 'ours' | 'taken' | 'failed';
+
 /** client-go's JitterFactor: acquire retries wait RetryPeriod·(1 + rand·1.2). */
 export const JITTER_FACTOR = 1.2;
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
@@ -259,7 +266,7 @@ export class LeaderElector {
   async #acquire(): Promise<boolean> {
     this.#log('attempting to acquire leader lease', { lock: this.#cfg.lock.describe() });
     while (!this.#cancel.signal.aborted) {
-      if (await this.#tryAcquireOrRenew(this.#cancel.signal)) return true;
+      if ((await this.#tryAcquireOrRenew(this.#cancel.signal)) === 'ours') return true;
       const jitter = this.#random() * JITTER_FACTOR * this.#retryPeriodMs;
       await this.#sleep(this.#retryPeriodMs + jitter, this.#cancel.signal);
     }
@@ -268,8 +275,9 @@ export class LeaderElector {
 
   /**
    * Renewal rounds, one every RetryPeriod. A round retries every RetryPeriod until it
-   * succeeds; if RenewDeadline passes first (requests still in flight are aborted),
-   * leadership is lost. Returns when lost or cancelled.
+   * succeeds; if RenewDeadline passes first (requests still in flight are aborted), or
+   * it reads the Lease validly held by another replica, leadership is lost. Returns
+   * when lost or cancelled.
    */
   async #renew(): Promise<void> {
     while (!this.#cancel.signal.aborted) {
@@ -279,20 +287,27 @@ export class LeaderElector {
         this.#renewDeadlineMs,
       );
       const round = AbortSignal.any([deadline.signal, this.#cancel.signal]);
-      let renewed = false;
+      let result: Attempt = 'failed';
       try {
         while (!round.aborted) {
-          if (await this.#tryAcquireOrRenew(round)) {
-            renewed = true;
-            break;
-          }
+          result = await this.#tryAcquireOrRenew(round);
+          // Ours again, or another replica's for at least a LeaseDuration: no retry
+          // can win it back before RenewDeadline.
+          if (result !== 'failed') break;
           await this.#sleep(this.#retryPeriodMs, round);
         }
       } finally {
         cancelDeadline();
       }
       if (this.#cancel.signal.aborted) return;
-      if (!renewed) {
+      if (result === 'taken') {
+        this.#log('lease held by another replica', {
+          lock: this.#cfg.lock.describe(),
+          holder: this.getLeader(),
+        });
+        return;
+      }
+      if (result !== 'ours') {
         this.#log('failed to renew lease', { lock: this.#cfg.lock.describe() });
         return;
       }
@@ -300,7 +315,12 @@ export class LeaderElector {
     }
   }
 
-  async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+  /**
+   * One attempt: 'ours' when the Lease is (still) ours, 'taken' when it was read held by
+   * another replica whose lease is valid (its record changed within a LeaseDuration on
+   * the local clock), 'failed' otherwise (an error, a conflict, an abort).
+   */
+  async #tryAcquireOrRenew(signal: AbortSignal): Promise<Attempt> {
     const nowMs = this.#wallTime();
     const record: LeaderElectionRecord = {
       holderIdentity: this.#cfg.identity,
@@ -321,19 +341,19 @@ export class LeaderElector {
         try {
           await lock.update(renewed, signal);
           this.#setObserved(renewed);
-          return true;
+          return 'ours';
         } catch (err) {
           this.#log('fast-path renew failed, falling back to a read', { error: describe(err) });
         }
       }
-      if (signal.aborted) return false;
+      if (signal.aborted) return 'failed';
 
       // 2. Read (or create) the record.
       const current = await lock.get(signal);
       if (!current) {
         await lock.create(record, signal);
         this.#setObserved(record);
-        return true;
+        return 'ours';
       }
 
       // 3. Someone else holds it and the record changed recently: wait.
@@ -341,7 +361,7 @@ export class LeaderElector {
         this.#setObserved(current.record, current.raw);
       }
       if (current.record.holderIdentity !== '' && this.#isLeaseValid() && !this.isLeader()) {
-        return false;
+        return 'taken';
       }
 
       // 4. Take it over (or renew it), conditional on the version just read.
@@ -353,13 +373,13 @@ export class LeaderElector {
       }
       await lock.update(record, signal);
       this.#setObserved(record);
-      return true;
+      return 'ours';
     } catch (err) {
       if (!signal.aborted) {
         const level = err instanceof KubeApiError && err.code === 409 ? 'conflict' : 'error';
         this.#log(`lease ${level}`, { lock: lock.describe(), error: describe(err) });
       }
-      return false;
+      return 'failed';
     }
   }
 

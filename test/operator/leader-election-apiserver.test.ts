@@ -2,6 +2,7 @@
 // API server, with short durations: LeaseDuration 2 s > RenewDeadline 1 s > 1.2 ×
 // RetryPeriod (200 ms). Assertions are on the Lease and on the callbacks.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock, type Clock } from '../../operator/controller/clock.ts';
 import type { KubeClient } from '../../operator/controller/kube-client.ts';
 import { LeaderElector, LeaseLock } from '../../operator/controller/leader-election.ts';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
@@ -39,7 +40,7 @@ interface LeaseObj {
   };
 }
 
-function candidate(leaseName: string, id: string, releaseOnCancel = true) {
+function candidate(leaseName: string, id: string, releaseOnCancel = true, clock?: Clock) {
   const c = {
     id,
     started: [] as number[],
@@ -54,6 +55,7 @@ function candidate(leaseName: string, id: string, releaseOnCancel = true) {
     renewDeadlineMs: RENEW_MS,
     retryPeriodMs: RETRY_MS,
     releaseOnCancel,
+    ...(clock ? { clock } : {}),
     onStartedLeading: (signal) => {
       c.started.push(Date.now());
       c.signal = signal;
@@ -134,5 +136,31 @@ describe('LeaderElector on a Lease (in-memory API server)', () => {
     const b = candidate(lease, 'b');
     await eventually(() => expect(b.started).toHaveLength(1), LEASE_MS * 4);
     expect(a.started).toHaveLength(1);
+  });
+
+  it('a leader frozen past LeaseDuration stops on resume as soon as it reads the new holder', async () => {
+    const lease = `le${++leaseCounter}`;
+    // a's timers run on a clock the test steps: a is frozen while it is not stepped.
+    const clockA = new FakeClock();
+    const a = candidate(lease, 'a', true, clockA);
+    await eventually(() => expect(a.started).toHaveLength(1));
+    const b = candidate(lease, 'b');
+    await eventually(() => expect(b.started).toHaveLength(1), LEASE_MS * 3);
+    expect(a.stopped).toHaveLength(0);
+    // a resumes: its clock jumps past the LeaseDuration, then keeps pace with the wall.
+    clockA.step(LEASE_MS + RETRY_MS);
+    const resumedAt = Date.now();
+    const ticking = setInterval(() => clockA.step(20), 20);
+    try {
+      await eventually(() => expect(a.stopped).toHaveLength(1), RENEW_MS * 3);
+    } finally {
+      clearInterval(ticking);
+    }
+    // Not after RenewDeadline (2 s) of retries: on the first read of b's Lease.
+    expect((a.stopped[0] ?? 0) - resumedAt).toBeLessThan(RETRY_MS + 500);
+    expect(a.signal?.aborted).toBe(true);
+    expect(a.elector.getLeader()).toBe('b');
+    expect((await getLease(lease)).spec.holderIdentity).toBe('b');
+    expect(b.stopped).toHaveLength(0);
   });
 });

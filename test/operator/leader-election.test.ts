@@ -21,6 +21,8 @@ class LeaseStore {
   record: LeaderElectionRecord | undefined;
   rv = 0;
   writes: { by: string; record: LeaderElectionRecord }[] = [];
+  /** What happened, in order: `<who> read <holder>`, and what tests add. */
+  log: string[] = [];
 }
 
 /** One replica's view of the store; can be frozen (calls hang until aborted) or failing. */
@@ -51,6 +53,7 @@ class FakeLock implements ResourceLock {
     await this.#gate(signal);
     if (!this.store.record) return undefined;
     this.#seenRv = this.store.rv;
+    this.store.log.push(`${this.who} read ${this.store.record.holderIdentity}`);
     return { record: { ...this.store.record }, raw: JSON.stringify(this.store.record) };
   }
 
@@ -225,6 +228,60 @@ describe('LeaderElector', () => {
     a.lock.failing = false;
     await advance(clock, 10_000);
     expect(store.writes.length).toBe(writes);
+  });
+
+  it('a leader frozen past LeaseDuration stops at once on resume when another holds the Lease', async () => {
+    // One clock per process: a frozen process's clock jumps when it resumes, its
+    // timers fire late, and nothing of it runs meanwhile.
+    const clockA = new FakeClock();
+    const clockB = new FakeClock();
+    const both = async (ms: number): Promise<void> => {
+      for (let t = 0; t < ms; t += 100) {
+        clockA.step(100);
+        clockB.step(100);
+        await flush();
+      }
+    };
+    const store = new LeaseStore();
+    const a = candidate(store, clockA, 'a');
+    await flush();
+    expect(a.elector.isLeader()).toBe(true);
+    // a's leader work: a status write every 500 ms while it leads.
+    const signal = a.signals[0];
+    const work = (): void => {
+      if (signal?.aborted) return;
+      store.log.push('a writes status');
+      clockA.setTimer(work, 500);
+    };
+    work();
+    const b = candidate(store, clockB, 'b');
+    await both(5_000);
+    expect(b.startedAt).toHaveLength(0);
+
+    // a freezes; b takes over once a's record has stood still for a LeaseDuration.
+    const frozenMs = LEASE + 2 * RETRY;
+    await advance(clockB, frozenMs);
+    expect(b.startedAt).toHaveLength(1);
+    expect(store.record?.holderIdentity).toBe('b');
+    expect(a.stoppedAt).toHaveLength(0);
+
+    // a resumes: its clock has moved on by the time it was frozen.
+    clockA.step(frozenMs);
+    const resumedAt = clockA.now();
+    await flush();
+    await both(RENEW + RETRY);
+    expect(a.stoppedAt).toHaveLength(1);
+    expect((a.stoppedAt[0] ?? 0) - resumedAt).toBeLessThanOrEqual(RETRY);
+    expect(signal?.aborted).toBe(true);
+    await a.done;
+    // Nothing written by a once it has read b's Lease.
+    const sawB = store.log.indexOf('a read b');
+    expect(sawB).toBeGreaterThan(-1);
+    expect(store.log.slice(sawB)).not.toContain('a writes status');
+    expect(store.writes.slice(-1)[0]?.by).toBe('b');
+    expect(store.record?.holderIdentity).toBe('b');
+    expect(b.stoppedAt).toHaveLength(0);
+    await b.elector.stop();
   });
 
   it('a frozen API call is cut off at RenewDeadline', async () => {
