@@ -429,17 +429,7 @@ export async function createServing<E extends ServingEngine>(
     queueDepth: () => engine.queued,
     deadLetters: () => made.deadLetters.count(),
   });
-  const made = makeEngine({
-    executionFinished: (e) =>
-      analytics.metrics.recordExecution(
-        e.workflowId,
-        e.status === 'succeeded' ? 'succeeded' : 'failed',
-      ),
-    callbackDelivered: (r) =>
-      analytics.metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
-    attemptRetried: () => analytics.metrics.recordRetry('automatic'),
-    deadLettered: () => analytics.metrics.recordDeadLettered(),
-  });
+  const made = makeEngine(analytics.metrics.engineObserver());
   const engine = made.engine;
   addQueueMetrics(analytics.metrics, engine);
   const guards = createGuards({

@@ -88,14 +88,7 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     streamEvents: true,
     retries,
     deadLetters,
-    observer: {
-      attemptRetried: () => metrics.recordRetry('automatic'),
-      deadLettered: () => metrics.recordDeadLettered(),
-      executionFinished: (e) =>
-        metrics.recordExecution(e.workflowId, e.status === 'succeeded' ? 'succeeded' : 'failed'),
-      callbackDelivered: (r) =>
-        metrics.recordCallbackDelivery(r.delivered ? 'delivered' : 'failed'),
-    },
+    observer: metrics.engineObserver(),
   });
   // Its XREADGROUP BLOCK waits longer than any command may: no command timeout, but
   // ioredis' blocking timeout (the BLOCK time plus a grace) as a bound on a dead

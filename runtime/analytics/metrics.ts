@@ -35,7 +35,7 @@ export const REQUEST_LABELS = [
 ] as const;
 export type RequestLabel = (typeof REQUEST_LABELS)[number];
 
-export type ExecutionResult = 'succeeded' | 'failed' | 'timed_out';
+export type ExecutionResult = 'succeeded' | 'failed';
 /**
  * `failed_open` / `failed_closed`: the limiter's store (Redis) failed or did not answer
  * in time, and the endpoint's failureMode let the request through without a limit, or
@@ -48,7 +48,8 @@ const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = [
   'failed_open',
   'failed_closed',
 ];
-export type CallbackResult = 'delivered' | 'failed' | 'retried' | 'refused';
+/** `refused`: the outbound policy refused the destination, nothing was sent. */
+export type CallbackResult = 'delivered' | 'failed' | 'refused';
 /** automatic: a retry policy scheduled another attempt; dead_letter: an admin retried an entry. */
 export type RetrySource = 'automatic' | 'dead_letter';
 
@@ -236,6 +237,21 @@ export class GatewayMetrics implements RequestObserver {
 
   recordDeadLettered(): void {
     this.#deadLettered.inc();
+  }
+
+  /**
+   * What the engine tells (its EngineObserver), recorded here: every role that runs
+   * executions (dev, an inline gateway, the worker) counts them the same way.
+   */
+  engineObserver() {
+    return {
+      executionFinished: (e: { workflowId: string; status: string }) =>
+        this.recordExecution(e.workflowId, e.status === 'succeeded' ? 'succeeded' : 'failed'),
+      callbackDelivered: (r: { delivered: boolean; refused?: boolean }) =>
+        this.recordCallbackDelivery(r.delivered ? 'delivered' : r.refused ? 'refused' : 'failed'),
+      attemptRetried: () => this.recordRetry('automatic'),
+      deadLettered: () => this.recordDeadLettered(),
+    };
   }
 
   /**

@@ -137,11 +137,20 @@ describe('gateway metrics', () => {
     metrics.recordExecution('wf', 'failed');
     metrics.recordExecution('wf', 'failed');
     metrics.recordRateLimitDecision('rejected');
-    metrics.recordCallbackDelivery('retried');
+    metrics.recordRateLimitDecision('failed_open');
+    // As the engine reports them: a destination the outbound policy refused apart.
+    const observer = metrics.engineObserver();
+    observer.callbackDelivered({ delivered: false, refused: true });
+    observer.callbackDelivered({ delivered: false });
+    observer.callbackDelivered({ delivered: true });
+    observer.executionFinished({ workflowId: 'wf', status: 'succeeded' });
     const text = await registry.metrics();
     expect(text).toContain('hookgate_executions_total{workflow_id="wf",result="failed"} 2');
+    expect(text).toContain('hookgate_executions_total{workflow_id="wf",result="succeeded"} 1');
     expect(text).toContain('hookgate_rate_limit_decisions_total{decision="rejected"} 1');
-    expect(text).toContain('hookgate_callback_deliveries_total{result="retried"} 1');
+    expect(text).toContain('hookgate_rate_limit_decisions_total{decision="failed_open"} 1');
+    for (const result of ['refused', 'failed', 'delivered'])
+      expect(text).toContain(`hookgate_callback_deliveries_total{result="${result}"} 1`);
   });
 
   it('rate limit decisions add up across scrapes', async () => {
