@@ -38,6 +38,11 @@ export const RateLimitSpec = Type.Object(
       description:
         'When the limiter store is unreachable: open lets requests through, closed answers 503.',
     }),
+    enforce: Type.Boolean({
+      default: true,
+      description:
+        'false: shadow mode. Requests over the limit are let through and counted (hookgate_rate_limit_decisions_total{decision="shadowed"}), without RateLimit headers, to measure a limit before enforcing it.',
+    }),
   },
   { additionalProperties: false, description: 'Per-endpoint rate limit.' },
 );

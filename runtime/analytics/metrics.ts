@@ -37,14 +37,17 @@ export type RequestLabel = (typeof REQUEST_LABELS)[number];
 
 export type ExecutionResult = 'succeeded' | 'failed';
 /**
+ * `shadowed`: over the limit, let through by shadow mode (`rateLimit.enforce: false`).
  * `failed_open` / `failed_closed`: the limiter's store (Redis) failed or did not answer
  * in time, and the endpoint's failureMode let the request through without a limit, or
  * refused it (503 rate-limit-unavailable).
  */
-export type RateLimitDecision = 'allowed' | 'rejected' | 'failed_open' | 'failed_closed';
+export type RateLimitDecision =
+  'allowed' | 'rejected' | 'shadowed' | 'failed_open' | 'failed_closed';
 const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = [
   'allowed',
   'rejected',
+  'shadowed',
   'failed_open',
   'failed_closed',
 ];
@@ -84,6 +87,7 @@ export class GatewayMetrics implements RequestObserver {
   readonly #decisions: Record<RateLimitDecision, number> = {
     allowed: 0,
     rejected: 0,
+    shadowed: 0,
     failed_open: 0,
     failed_closed: 0,
   };

@@ -60,7 +60,9 @@ export function createGuards(options: GuardOptions = {}): Guards {
     ...(options.now ? { now: options.now } : {}),
   });
   const allowed = (decision: RateLimitDecision): Record<string, string> => {
-    options.onRateLimit?.(decision.degraded ? 'failed_open' : 'allowed');
+    options.onRateLimit?.(
+      decision.degraded ? 'failed_open' : decision.shadowed === true ? 'shadowed' : 'allowed',
+    );
     return decision.headers;
   };
   /** Counts a rejection (not a store failure) and hands the error back to throw. */

@@ -475,7 +475,8 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
   // With CORS off every cross-origin request is refused, so the answer is always possible.
   codes.push('HG_ERR_CORS_ORIGIN_DENIED');
   if (spec.rateLimit) {
-    codes.push('HG_ERR_RATE_LIMITED');
+    // Shadow mode measures the limit and refuses nothing.
+    if (spec.rateLimit.enforce !== false) codes.push('HG_ERR_RATE_LIMITED');
     if (spec.rateLimit.failureMode === 'closed') codes.push('HG_ERR_RATE_LIMIT_UNAVAILABLE');
   }
   const mode = spec.response.mode;

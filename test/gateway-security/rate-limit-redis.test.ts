@@ -13,7 +13,7 @@ import { redisAvailable, startRedis, type RedisServer } from '../support/redis.t
 import { burst, makeRoute, problemOf } from './fixtures.ts';
 
 const route = (rpm: number, key: string, failureMode: 'open' | 'closed' = 'open') =>
-  makeRoute({ rateLimit: { requestsPerMinute: rpm, failureMode } }, {}, key);
+  makeRoute({ rateLimit: { requestsPerMinute: rpm, failureMode, enforce: true } }, {}, key);
 
 function client(port: number): Redis {
   const redis = new Redis({

@@ -15,7 +15,10 @@ import { burst, makeRoute, problemOf } from './fixtures.ts';
 
 const limited = (rpm: number, key: string) =>
   makeRoute(
-    { methods: ['POST', 'GET'], rateLimit: { requestsPerMinute: rpm, failureMode: 'open' } },
+    {
+      methods: ['POST', 'GET'],
+      rateLimit: { requestsPerMinute: rpm, failureMode: 'open', enforce: true },
+    },
     {},
     key,
   );
@@ -57,6 +60,27 @@ function contract(
         expect(problem.headers['RateLimit-Remaining']).toBe('0');
         expect(problem.headers['RateLimit-Reset']).toBe('60');
       }
+    });
+
+    it('shadow mode (enforce: false): the same count, nothing refused, no headers, the excess marked', async () => {
+      const key = fresh('shadow');
+      const shadow = makeRoute(
+        { rateLimit: { requestsPerMinute: 50, failureMode: 'open', enforce: false } },
+        {},
+        key,
+      );
+      const decisions = await Promise.all(
+        Array.from({ length: 80 }, (_, i) => limiters[i % limiters.length]!.check(shadow)),
+      );
+      expect(decisions.filter((d) => d.shadowed === true)).toHaveLength(30);
+      for (const d of decisions) expect(d).toMatchObject({ headers: {}, degraded: false });
+      // Enforced from now on (the same key): what shadow mode counted is spent.
+      const enforced = makeRoute(
+        { rateLimit: { requestsPerMinute: 50, failureMode: 'open', enforce: true } },
+        {},
+        key,
+      );
+      expect((await problemOf(() => one.check(enforced))).code).toBe('HG_ERR_RATE_LIMITED');
     });
 
     it('remaining drops by exactly one per request; Reset is the time until the full limit is back', async () => {

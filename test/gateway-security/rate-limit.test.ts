@@ -12,7 +12,7 @@ import type { RouteRecord } from '../../api/records/records.ts';
 import { makeRoute } from './fixtures.ts';
 
 const limited = (rpm: number, key = 'shop/limited') =>
-  makeRoute({ rateLimit: { requestsPerMinute: rpm, failureMode: 'open' } }, {}, key);
+  makeRoute({ rateLimit: { requestsPerMinute: rpm, failureMode: 'open', enforce: true } }, {}, key);
 
 /** The memory limiter's answer, which must not be a promise. */
 function now(limiter: EndpointRateLimiter, route: RouteRecord): RateLimitDecision {

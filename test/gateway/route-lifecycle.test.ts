@@ -64,7 +64,7 @@ describe('state kept by route key', () => {
   };
   const limited = (generation: number) =>
     makeRoute(
-      { rateLimit: { requestsPerMinute: 1, failureMode: 'open' } },
+      { rateLimit: { requestsPerMinute: 1, failureMode: 'open', enforce: true } },
       {},
       'shop/orders',
       generation,

@@ -13,6 +13,12 @@
 // `RateLimit-Policy: <n>;w=60`. A rejection adds `Retry-After` (seconds until one request
 // passes again, at least 1).
 //
+// Shadow mode (`enforce: false`, acceptance rule E3 after Envoy's filter_enforced): the
+// count is kept as when enforcing, but a request over the limit is let through, marked
+// `shadowed` for the metrics, and no RateLimit header is sent (the limit is measured,
+// not announced). A request GCRA refuses does not advance its state in either mode, so
+// the shadowed count is what enforcing would have refused.
+//
 // Store failures (a Redis error, a client that is not connected, or no answer within
 // timeoutMs) are told apart from a rejection. failureMode open → the request passes
 // without RateLimit headers (like Kong's fault_tolerant); closed → 503
@@ -33,13 +39,16 @@ export const DEFAULT_STORE_TIMEOUT_MS = 250;
  * `failed_closed` when the store failed and the endpoint's failureMode let the request
  * through without a limit, or refused it.
  */
-export type RateLimitOutcome = 'allowed' | 'rejected' | 'failed_open' | 'failed_closed';
+export type RateLimitOutcome =
+  'allowed' | 'rejected' | 'shadowed' | 'failed_open' | 'failed_closed';
 
 export interface RateLimitDecision {
   /** Headers to add to the answer (empty when the endpoint has no limit or the store failed open). */
   headers: Record<string, string>;
   /** True when the limiter store failed and failureMode open let the request through. */
   degraded: boolean;
+  /** True when the request was over the limit and shadow mode let it through. */
+  shadowed?: boolean;
 }
 
 export interface EndpointRateLimiterOptions {
@@ -89,10 +98,17 @@ export class EndpointRateLimiter {
     const config = route.spec.rateLimit;
     if (!config) return { headers: {}, degraded: false };
     const limit = config.requestsPerMinute;
+    const shadow = config.enforce === false;
     const store = this.#store;
-    if (store instanceof MemoryGcraStore) return decide(limit, store.take(route.key, limit));
+    if (store instanceof MemoryGcraStore)
+      return decide(limit, store.take(route.key, limit), shadow);
     const closed = config.failureMode === 'closed';
-    return this.#decideWithin(store.take(this.#keyPrefix + route.key, limit), limit, closed);
+    return this.#decideWithin(
+      store.take(this.#keyPrefix + route.key, limit),
+      limit,
+      closed,
+      shadow,
+    );
   }
 
   /**
@@ -104,6 +120,7 @@ export class EndpointRateLimiter {
     answer: Promise<GcraResult>,
     limit: number,
     closed: boolean,
+    shadow: boolean,
   ): Promise<RateLimitDecision> {
     return new Promise<RateLimitDecision>((resolve, reject) => {
       let settled = false;
@@ -112,7 +129,7 @@ export class EndpointRateLimiter {
         settled = true;
         clearTimeout(timer);
         try {
-          resolve(result ? decide(limit, result) : storeFailed(closed));
+          resolve(result ? decide(limit, result, shadow) : storeFailed(closed));
         } catch (error) {
           reject(error instanceof Error ? error : new Error(String(error)));
         }
@@ -123,7 +140,11 @@ export class EndpointRateLimiter {
   }
 }
 
-function decide(limit: number, result: GcraResult): RateLimitDecision {
+const SHADOWED: RateLimitDecision = { headers: {}, degraded: false, shadowed: true };
+const UNANNOUNCED: RateLimitDecision = { headers: {}, degraded: false };
+
+function decide(limit: number, result: GcraResult, shadow: boolean): RateLimitDecision {
+  if (shadow) return result.allowed ? UNANNOUNCED : SHADOWED;
   const headers = rateLimitHeaders(limit, result);
   if (result.allowed) return { headers, degraded: false };
   const retryAfter = String(Math.max(1, Math.ceil(result.retryAfterUs / 1e6)));

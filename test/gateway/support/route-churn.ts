@@ -103,7 +103,7 @@ function spec(kind: Kind, generation: number): Partial<WebhookTriggerSpec> {
   const common: Partial<WebhookTriggerSpec> = {
     pathSegment: 'x',
     // Each generation a different limit: the count carries over and is rescaled.
-    rateLimit: { requestsPerMinute: 100_000 + generation, failureMode: 'open' },
+    rateLimit: { requestsPerMinute: 100_000 + generation, failureMode: 'open', enforce: true },
     cors: {
       enabled: true,
       allowedOrigins: [ORIGIN],
