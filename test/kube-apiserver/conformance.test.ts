@@ -749,9 +749,31 @@ describe('1.3 watch', () => {
       ['ADDED', back.body.metadata.resourceVersion],
       ['DELETED', del.body.metadata.resourceVersion],
     ]);
+    // Stopped matching: DELETED carries the previous object (still team=a, as the
+    // selector last saw it) at the event's RV (cache_watcher.go convertToWatchEvent);
+    // started matching: ADDED carries the new object.
+    const [left, joined] = filtered.events;
+    expect(left?.object.metadata.labels).toEqual({ team: 'a' });
+    expect(left?.object.spec).toEqual(w.spec);
+    expect(joined?.object.metadata.labels).toEqual({ team: 'a' });
+    expect(joined?.object.spec).toMatchObject({ size: 7 });
     const last = filtered.events[2]?.object;
     expect(last?.spec).toMatchObject({ size: 7 });
     expect(Number(last?.metadata.resourceVersion)).toBe(rvOf(back.body) + 1);
+    // The same for a field selector (spec.color is a selectableField of widgets).
+    await create(WIDGETS, widget('k13-f', { color: 'red' }));
+    const blue = await call('PATCH', `${WIDGETS}/k13-f`, { spec: { color: 'blue' } }, merge);
+    const byField = await readWatch(
+      `${server.url}${WIDGETS}?watch=1&resourceVersion=${rvOf(blue.body) - 1}&fieldSelector=${encodeURIComponent('spec.color=red')}`,
+      { count: 1 },
+    );
+    expect(byField.events[0]).toMatchObject({
+      type: 'DELETED',
+      object: {
+        metadata: { name: 'k13-f', resourceVersion: blue.body.metadata.resourceVersion },
+        spec: { color: 'red' },
+      },
+    });
   });
 
   it('K14 a watch whose RV left the (configurable) window gets 200 + ERROR 410 Expired, then the stream closes', async () => {

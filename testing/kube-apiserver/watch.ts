@@ -33,20 +33,31 @@ export interface WatchOptions {
 
 type WatchEvent = { type: string; object: unknown };
 
-/** Translate a storage event for one filtered watch (K13); undefined: not for it. */
+/**
+ * Translate a storage event for one filtered watch (K13); undefined: not for it. As the
+ * watch cache does (apiserver storage/cacher/cache_watcher.go convertToWatchEvent): the
+ * current object is tested unless the event is a deletion, the previous one whenever there
+ * is one; passing now only → ADDED with the new object; both → MODIFIED; before only
+ * (a deletion, or an object that stopped matching) → DELETED carrying the PREVIOUS object,
+ * "with the event's resource version" (updateResourceVersion(oldObj, …, event.ResourceVersion)).
+ */
 export function translate(
   event: StoredEvent,
   key: string,
   matches: (o: KubeObject) => boolean,
 ): WatchEvent | undefined {
   if (event.resource !== key) return undefined;
-  const now = matches(event.object);
-  const before = event.previous !== undefined && matches(event.previous);
-  if (event.type === 'DELETED')
-    return now || before ? { type: 'DELETED', object: event.object } : undefined;
+  const now = event.type !== 'DELETED' && matches(event.object);
+  // A deletion's `object` is its last state; storage always records `previous` for it.
+  const prev = event.previous ?? (event.type === 'DELETED' ? event.object : undefined);
+  const before = prev !== undefined && matches(prev);
   if (now && before) return { type: 'MODIFIED', object: event.object };
   if (now) return { type: 'ADDED', object: event.object };
-  if (before) return { type: 'DELETED', object: event.object };
+  if (before && prev) {
+    const old = structuredClone(prev);
+    old.metadata.resourceVersion = String(event.rv);
+    return { type: 'DELETED', object: old };
+  }
   return undefined;
 }
 
