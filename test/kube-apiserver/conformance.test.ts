@@ -321,14 +321,14 @@ describe('1.1 objects and concurrency', () => {
         field: 'metadata.labels',
         reason: 'FieldValueInvalid',
         message:
-          "Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character " +
+          "Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character " +
           "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') " +
           "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
       },
       {
         field: 'metadata.labels',
         reason: 'FieldValueInvalid',
-        message: `Invalid value: "${'n'.repeat(64)}": name part must be no more than 63 characters`,
+        message: `Invalid value: "${'n'.repeat(64)}": name part must be no more than 63 bytes`,
       },
       {
         field: 'metadata.annotations',

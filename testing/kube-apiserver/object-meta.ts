@@ -3,8 +3,11 @@
 // annotation keys and their total size (ValidateAnnotations), owner references
 // (ValidateOwnerReferences) and finalizer names (ValidateFinalizers), in that order
 // (pkg/api/validation/objectmeta.go validateObjectMetaAccessorWithOptsCommon). Messages are the
-// API server's own (k8s.io/apimachinery/pkg/util/validation), so a client that
-// matches on them sees what a real cluster would send.
+// API server's own as of Kubernetes 1.35, where k8s.io/apimachinery/pkg/util/validation's
+// IsQualifiedName and IsValidLabelValue became aliases of pkg/api/validate/content's
+// IsLabelKey and IsLabelValue ("a valid label key …", lengths "no more than N bytes"),
+// so a client that matches on them sees what a real cluster would send. selectors.ts
+// uses the same two checks, as labels.Parse does.
 
 export interface MetaCause {
   field: string;
@@ -32,8 +35,11 @@ const LABEL_VALUE_MSG =
 const SUBDOMAIN_MSG =
   "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
-/** validation.IsQualifiedName: `[prefix/]name`, prefix a DNS subdomain. */
-function qualifiedNameErrors(value: string): string[] {
+/** content.MaxLenError: Go's len(), so bytes. */
+const tooLong = (value: string, max: number): boolean => Buffer.byteLength(value) > max;
+
+/** validation.IsQualifiedName (v0.35: content.IsLabelKey): `[prefix/]name`, prefix a DNS subdomain. */
+export function qualifiedNameErrors(value: string): string[] {
   const parts = value.split('/');
   let name: string;
   const errors: string[] = [];
@@ -44,7 +50,7 @@ function qualifiedNameErrors(value: string): string[] {
     name = parts[1] as string;
     if (prefix.length === 0) errors.push('prefix part must be non-empty');
     else {
-      if (prefix.length > 253) errors.push('prefix part must be no more than 253 characters');
+      if (tooLong(prefix, 253)) errors.push('prefix part must be no more than 253 bytes');
       if (!DNS1123_SUBDOMAIN.test(prefix))
         errors.push(
           `prefix part ${regexError(SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, 'example.com')}`,
@@ -52,12 +58,12 @@ function qualifiedNameErrors(value: string): string[] {
     }
   } else {
     return [
-      `a qualified name ${regexError(QUALIFIED_NAME_MSG, NAME_CHARS, 'MyName', 'my.name', '123-abc')}` +
+      `a valid label key ${regexError(QUALIFIED_NAME_MSG, NAME_CHARS, 'MyName', 'my.name', '123-abc')}` +
         " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
     ];
   }
   if (name.length === 0) errors.push('name part must be non-empty');
-  else if (name.length > 63) errors.push('name part must be no more than 63 characters');
+  else if (tooLong(name, 63)) errors.push('name part must be no more than 63 bytes');
   if (!QUALIFIED_NAME_PART.test(name))
     errors.push(
       `name part ${regexError(QUALIFIED_NAME_MSG, NAME_CHARS, 'MyName', 'my.name', '123-abc')}`,
@@ -65,10 +71,10 @@ function qualifiedNameErrors(value: string): string[] {
   return errors;
 }
 
-/** validation.IsValidLabelValue. */
-function labelValueErrors(value: string): string[] {
+/** validation.IsValidLabelValue (v0.35: content.IsLabelValue). */
+export function labelValueErrors(value: string): string[] {
   const errors: string[] = [];
-  if (value.length > 63) errors.push('must be no more than 63 characters');
+  if (tooLong(value, 63)) errors.push('must be no more than 63 bytes');
   if (!LABEL_VALUE.test(value))
     errors.push(regexError(LABEL_VALUE_MSG, `(${NAME_CHARS})?`, 'MyValue', 'my_value', '12345'));
   return errors;
