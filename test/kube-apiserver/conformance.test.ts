@@ -1018,7 +1018,124 @@ describe('1.4 list and selectors', () => {
     expect(await names(`fieldSelector=${encodeURIComponent('spec.color=red')}`)).toEqual(['k18-a']);
     const bad = await call('GET', `${WT}?fieldSelector=${encodeURIComponent('spec.timeout=5s')}`);
     expect(bad.status).toBe(400);
-    expect(bad.body).toMatchObject({ kind: 'Status', reason: 'BadRequest' });
+    expect(bad.body).toMatchObject({
+      kind: 'Status',
+      reason: 'BadRequest',
+      message: 'field label not supported: spec.timeout',
+    });
+  });
+
+  it('K18b malformed selectors → 400 with labels.Parse / fields.ParseSelector’s own error; their edge cases parse as the API server parses them', async () => {
+    // apimachinery labels/selector.go Parse and fields/selector.go ParseSelector, answered
+    // by handlers/get.go as errors.NewBadRequest(err.Error()).
+    const valueRule =
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character " +
+      "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    const keyRule =
+      "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character " +
+      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    const refused: [string, string][] = [
+      ['a=b=c', "found '=', expected: ',' or 'end of string'"],
+      ['x==a==b', "found '==', expected: ',' or 'end of string'"],
+      ['!x=a', "found '=', expected: ',' or 'end of string'"],
+      ['a,', "found '', expected: identifier after ','"],
+      [',a', "found ',', expected: !, identifier, or 'end of string'"],
+      ['a in (b c)', "unable to parse requirement: found 'c', expected: ',' or ')'"],
+      ['a in b', "unable to parse requirement: found 'b' expected: '('"],
+      ['a b', "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"],
+      ['a=b_', `unable to parse requirement: values[0][a]: Invalid value: "b_": ${valueRule}`],
+      ['-a=b', `unable to parse requirement: <nil>: Invalid value: "-a": ${keyRule}`],
+      [
+        'x<a',
+        `unable to parse requirement: values[0]: Invalid value: "a": for 'Gt', 'Lt' operators, the value must be an integer`,
+      ],
+    ];
+    for (const [selector, message] of refused) {
+      const r = await call('GET', `${WIDGETS}?labelSelector=${encodeURIComponent(selector)}`);
+      expect({ selector, status: r.status, body: r.body }).toEqual({
+        selector,
+        status: 400,
+        body: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message,
+          reason: 'BadRequest',
+          code: 400,
+        },
+      });
+      const w = await call(
+        'GET',
+        `${WIDGETS}?watch=1&labelSelector=${encodeURIComponent(selector)}`,
+      );
+      expect(w.status).toBe(400);
+    }
+
+    await create(WIDGETS, widget('k18b-empty', { color: 'r,d' }, { k18b: '', n: '5' }));
+    await create(WIDGETS, widget('k18b-set', { color: 'a=b' }, { k18b: 'in', n: '12' }));
+    const names = async (q: string): Promise<string[]> => {
+      const r = await call<{ items: Obj[] }>('GET', `${WIDGETS}?${q}`);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.items.map((i) => i.metadata.name).filter((n) => n.startsWith('k18b'));
+    };
+    const sel = (s: string) => `labelSelector=${encodeURIComponent(s)}`;
+    // `()` is the set of the empty string; `in`/`notin` are plain values inside a set.
+    expect(await names(sel('k18b in ()'))).toEqual(['k18b-empty']);
+    expect(await names(sel('k18b,k18b notin ()'))).toEqual(['k18b-set']);
+    expect(await names(sel('k18b in (,x)'))).toEqual(['k18b-empty']);
+    expect(await names(sel('k18b in (in)'))).toEqual(['k18b-set']);
+    expect(await names(sel('k18b='))).toEqual(['k18b-empty']);
+    expect(await names(sel('k18b=in'))).toEqual(['k18b-set']);
+    // gt/lt compare integers.
+    expect(await names(sel('n>6'))).toEqual(['k18b-set']);
+    expect(await names(sel('k18b,n<6'))).toEqual(['k18b-empty']);
+
+    // Field selectors: `\,` `\=` `\\` escape a value; a bare `=` in a value, an unknown
+    // escape, or a label with spaces (nothing is trimmed) is refused.
+    const field = (s: string) => `fieldSelector=${encodeURIComponent(s)}`;
+    expect(await names(field('spec.color=r\\,d'))).toEqual(['k18b-empty']);
+    expect(await names(field('spec.color==a\\=b'))).toEqual(['k18b-set']);
+    expect(await names(`${field('metadata.name=k18b-set,')}`)).toEqual(['k18b-set']);
+    const fieldRefused: [string, string][] = [
+      ['metadata.name=a=b', 'invalid field selector: unescaped character in value: 61'],
+      ['metadata.name=a\\b', 'invalid field selector: invalid escape sequence: \\b'],
+      ['metadata.name', "invalid selector: 'metadata.name'; can't understand 'metadata.name'"],
+      ['metadata.name = k18b-set', 'field label not supported: metadata.name '],
+    ];
+    // A cluster-scoped custom resource has no metadata.namespace field label
+    // (conversion/converter.go crConverter.ConvertFieldLabel).
+    const crd = widgetCrd() as { spec: Record<string, unknown> };
+    server.applyCrd({
+      ...crd,
+      metadata: { name: 'sprockets.test.hookgate.dev' },
+      spec: {
+        ...crd.spec,
+        scope: 'Cluster',
+        names: {
+          kind: 'Sprocket',
+          plural: 'sprockets',
+          singular: 'sprocket',
+          listKind: 'SprocketList',
+        },
+      },
+    });
+    const sprockets = `/apis/test.hookgate.dev/v1/sprockets`;
+    expect((await call('GET', `${sprockets}?${field('metadata.name=g')}`)).status).toBe(200);
+    expect(
+      (await call('GET', `${sprockets}?${field('metadata.namespace=default')}`)).body,
+    ).toMatchObject({
+      code: 400,
+      message: 'field label not supported: metadata.namespace',
+    });
+    for (const [selector, message] of fieldRefused) {
+      const r = await call('GET', `${WIDGETS}?${field(selector)}`);
+      expect({ selector, status: r.status, message: r.body.message }).toEqual({
+        selector,
+        status: 400,
+        message,
+      });
+    }
   });
 });
 

@@ -419,7 +419,13 @@ export async function startKubeApiServer(
     q: URLSearchParams,
   ): void {
     const labels = parseLabelSelector(q.get('labelSelector'));
-    const allowed = ['metadata.name', 'metadata.namespace', ...t.rt.selectableFields];
+    // crConverter.ConvertFieldLabel: a cluster-scoped custom resource has no
+    // metadata.namespace field label (core types' conversions all accept it).
+    const allowed = [
+      'metadata.name',
+      ...(t.rt.custom && !t.rt.namespaced ? [] : ['metadata.namespace']),
+      ...t.rt.selectableFields,
+    ];
     const fields = parseFieldSelector(q.get('fieldSelector'), allowed);
     const watch = WATCH_TRUE.has(q.get('watch') ?? '');
     const sendInitialEvents = q.get('sendInitialEvents');
