@@ -110,10 +110,50 @@ describe('1.1 objects and concurrency', () => {
       message: string;
       details: { causes: { field: string }[] };
     }>('PUT', `${WT}/k3`, { ...a, metadata: meta });
+    // store.go Update builds this one error with the plural resource as its "kind"
+    // (GroupKind{Group, Kind: qualifiedResource.Resource}, kubernetes#18526) …
     expect(noRv.status).toBe(422);
-    expect(noRv.body.reason).toBe('Invalid');
-    expect(noRv.body.message).toContain('must be specified for an update');
-    expect(noRv.body.details.causes[0]?.field).toBe('metadata.resourceVersion');
+    expect(noRv.body).toEqual({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message:
+        'webhooktriggers.hookgate.dev "k3" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update',
+      reason: 'Invalid',
+      details: {
+        name: 'k3',
+        group: GROUP,
+        kind: 'webhooktriggers',
+        causes: [
+          {
+            reason: 'FieldValueInvalid',
+            message: 'Invalid value: 0: must be specified for an update',
+            field: 'metadata.resourceVersion',
+          },
+        ],
+      },
+      code: 422,
+    });
+    // … while create's and update's own validation (rest.BeforeCreate, BeforeUpdate) use
+    // the Kind.
+    const badSpec = { ...a.spec, workflowRef: { name: 'Not_Valid' } };
+    const kindOf = (r: { body: Obj }) => [r.body.message, r.body.details];
+    const badCreate = await call('POST', WT, { ...trigger('k3-bad'), spec: badSpec });
+    const badUpdate = await call('PUT', `${WT}/k3`, { ...a, spec: badSpec });
+    for (const [r, name] of [
+      [badCreate, 'k3-bad'],
+      [badUpdate, 'k3'],
+    ] as const) {
+      expect(r.status).toBe(422);
+      const [message, details] = kindOf(r);
+      const cause = (details as { causes: { message: string }[] }).causes[0]?.message ?? '';
+      expect(cause).toMatch(/^Invalid value: "Not_Valid": /);
+      expect(message).toBe(
+        `WebhookTrigger.hookgate.dev "${name}" is invalid: spec.workflowRef.name: ${cause}`,
+      );
+      expect(details).toMatchObject({ name, group: GROUP, kind: 'WebhookTrigger' });
+    }
     const missing = await call('PUT', `${WT}/k3-missing`, trigger('k3-missing'));
     expect(missing.status).toBe(404);
   });

@@ -268,11 +268,19 @@ export function updateObject(
   if (mode.put) checkUidPrecondition(t, input, cur);
   const rv = input.metadata.resourceVersion;
   if (!rv && mode.put && t.rt.custom) {
-    throw invalid(t.rt, name, [
+    // registry/generic/registry/store.go Update: a custom resource allows no unconditional
+    // update, and this one error is built with
+    // `schema.GroupKind{Group: qualifiedResource.Group, Kind: qualifiedResource.Resource}`
+    // ("TODO: The Invalid error should have a field for Resource … See the discussion in
+    // #18526"), so it reads `webhooktriggers.hookgate.dev "x" is invalid: …` with
+    // details.kind the plural, unlike every other 422 (rest.BeforeCreate/BeforeUpdate use
+    // the Kind). The bad value is the uint64 0, which field.Error.ErrorBody prints as JSON
+    // since apimachinery v0.34 (`0`; older servers printed %#v, `0x0`).
+    throw invalid({ group: t.rt.group, kind: t.rt.plural }, name, [
       {
         field: 'metadata.resourceVersion',
         reason: 'FieldValueInvalid',
-        message: 'Invalid value: 0x0: must be specified for an update',
+        message: 'Invalid value: 0: must be specified for an update',
       },
     ]);
   }
