@@ -137,7 +137,7 @@ describe('1.1 objects and concurrency', () => {
     });
     // … while create's and update's own validation (rest.BeforeCreate, BeforeUpdate) use
     // the Kind.
-    const badSpec = { ...a.spec, workflowRef: { name: 'Not_Valid' } };
+    const badSpec = { ...(a.spec as object), workflowRef: { name: 'Not_Valid' } };
     const kindOf = (r: { body: Obj }) => [r.body.message, r.body.details];
     const badCreate = await call('POST', WT, { ...trigger('k3-bad'), spec: badSpec });
     const badUpdate = await call('PUT', `${WT}/k3`, { ...a, spec: badSpec });
@@ -639,6 +639,48 @@ describe('1.2 generation, status, finalizers', () => {
       ...trigger('k10'),
       metadata: { name: 'k10', finalizers: ['hookgate.dev/cleanup'] },
     });
+    // On a live object deletionTimestamp is an immutable field: rest.BeforeUpdate only
+    // restores a stored one, ValidateObjectMetaAccessorUpdate refuses the change (422),
+    // through PUT and PATCH alike.
+    const immutable = (name: string, field: string, value: string) => ({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `WebhookTrigger.hookgate.dev "${name}" is invalid: metadata.${field}: Invalid value: ${value}: field is immutable`,
+      reason: 'Invalid',
+      details: {
+        name,
+        group: GROUP,
+        kind: 'WebhookTrigger',
+        causes: [
+          {
+            reason: 'FieldValueInvalid',
+            message: `Invalid value: ${value}: field is immutable`,
+            field: `metadata.${field}`,
+          },
+        ],
+      },
+      code: 422,
+    });
+    const early = await call('PUT', `${WT}/k10`, {
+      ...a,
+      metadata: { ...a.metadata, deletionTimestamp: '2030-01-01T00:00:00.000Z' },
+    });
+    expect(early.status).toBe(422);
+    expect(early.body).toEqual(immutable('k10', 'deletionTimestamp', '"2030-01-01T00:00:00Z"'));
+    const earlyPatch = await call(
+      'PATCH',
+      `${WT}/k10`,
+      { metadata: { deletionTimestamp: '2030-01-01T00:00:00Z' } },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
+    expect(earlyPatch.body).toEqual(
+      immutable('k10', 'deletionTimestamp', '"2030-01-01T00:00:00Z"'),
+    );
+    expect((await call('GET', `${WT}/k10`)).body.metadata.resourceVersion).toBe(
+      a.metadata.resourceVersion,
+    );
     const del = await call('DELETE', `${WT}/k10`);
     expect(del.status).toBe(200);
     const marked = del.body;
@@ -665,6 +707,12 @@ describe('1.2 generation, status, finalizers', () => {
       },
     });
     expect(moved.body.metadata.deletionTimestamp).toBe(marked.metadata.deletionTimestamp);
+    // The grace period is restored only when left out; another one is refused.
+    const regrace = await call('PUT', `${WT}/k10`, {
+      ...moved.body,
+      metadata: { ...moved.body.metadata, deletionGracePeriodSeconds: 30 },
+    });
+    expect(regrace.body).toEqual(immutable('k10', 'deletionGracePeriodSeconds', '30'));
     const removed = await call(
       'PATCH',
       `${WT}/k10`,

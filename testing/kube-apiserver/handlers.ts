@@ -287,6 +287,7 @@ export function updateObject(
   if (rv && rv !== cur.metadata.resourceVersion) throw conflict(t.rt, name);
   const next = prepareUpdate(t, input, cur);
   checkUidUnchanged(t.rt, next, cur);
+  checkDeletionUnchanged(t.rt, next, cur);
   const { object, warnings } = admitObject(t.rt, next, opts.fieldValidation, cur);
   normaliseBuiltin(t.rt, object);
   checkFinalizers(t.rt, object, cur);
@@ -322,14 +323,57 @@ function prepareUpdate(t: Target, input: KubeObject, cur: KubeObject): KubeObjec
   m.resourceVersion = c.resourceVersion;
   if (c.generation !== undefined) m.generation = c.generation;
   else delete m.generation;
-  if (c.deletionTimestamp) {
-    m.deletionTimestamp = c.deletionTimestamp;
+  // rest.BeforeUpdate: "an update can never remove/change a deletion timestamp" (the
+  // stored one is put back) nor remove the grace period (put back when the request has
+  // none). What is left — a timestamp on a live object, another grace period — is
+  // refused as immutable by ValidateObjectMetaAccessorUpdate (checkDeletionUnchanged).
+  if (m.deletionTimestamp === null) delete m.deletionTimestamp;
+  if (m.deletionGracePeriodSeconds === null) delete m.deletionGracePeriodSeconds;
+  if (c.deletionTimestamp) m.deletionTimestamp = c.deletionTimestamp;
+  if (m.deletionGracePeriodSeconds === undefined && c.deletionGracePeriodSeconds !== undefined)
     m.deletionGracePeriodSeconds = c.deletionGracePeriodSeconds;
-  } else {
-    delete m.deletionTimestamp;
-    delete m.deletionGracePeriodSeconds;
-  }
   return next;
+}
+
+/**
+ * metav1.Time as the accessor reads it (time.Parse RFC3339; unparsable → none) and as
+ * it marshals (RFC3339 in UTC, whole seconds).
+ */
+function metaTime(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.exec(value);
+  const ms = m ? Date.parse(value) : NaN;
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/**
+ * ValidateObjectMetaAccessorUpdate (apimachinery pkg/api/validation/objectmeta.go):
+ * deletionTimestamp and deletionGracePeriodSeconds are immutable fields, compared with
+ * Semantic.DeepEqual after rest.BeforeUpdate restored what it restores (prepareUpdate),
+ * so setting either on a live object, or changing the grace period of one being
+ * deleted, is 422 `field is immutable` with the new value as JSON.
+ */
+function checkDeletionUnchanged(rt: ResourceType, next: KubeObject, cur: KubeObject): void {
+  const m = next.metadata;
+  const c = cur.metadata;
+  const causes: { field: string; reason: string; message: string }[] = [];
+  const ts = metaTime(m.deletionTimestamp);
+  if (ts === undefined) delete m.deletionTimestamp; // the CR decoder drops bad metadata
+  if (ts !== undefined && ts !== metaTime(c.deletionTimestamp)) {
+    causes.push({
+      field: 'metadata.deletionTimestamp',
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${JSON.stringify(ts)}: field is immutable`,
+    });
+  }
+  if (m.deletionGracePeriodSeconds !== c.deletionGracePeriodSeconds) {
+    causes.push({
+      field: 'metadata.deletionGracePeriodSeconds',
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${JSON.stringify(m.deletionGracePeriodSeconds ?? null)}: field is immutable`,
+    });
+  }
+  if (causes.length > 0) throw invalid(rt, cur.metadata.name ?? '', causes);
 }
 
 /** ValidateObjectMetaAccessorUpdate: the uid is immutable (a patch may try to change it). */
