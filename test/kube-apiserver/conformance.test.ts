@@ -812,6 +812,83 @@ describe('1.3 watch', () => {
     }
   });
 
+  it('K12b a watch from a resourceVersion ahead of the server waits for it; a watch-list gets 504 Too large resource version after 3 s', async () => {
+    // cache_watcher.go process: "only send events newer than resourceVersion".
+    const w = await create(WIDGETS, widget('k12b'));
+    const ahead = rvOf(w) + 3;
+    const rvs: string[] = [];
+    const future = await readWatch(
+      `${server.url}${WIDGETS}?watch=1&resourceVersion=${ahead}&fieldSelector=metadata.name%3Dk12b`,
+      {
+        count: 1,
+        onOpen: async () => {
+          for (let i = 2; i <= 5; i++) {
+            const r = await call(
+              'PATCH',
+              `${WIDGETS}/k12b`,
+              { spec: { size: i } },
+              { 'Content-Type': 'application/merge-patch+json' },
+            );
+            rvs.push(r.body.metadata.resourceVersion ?? '');
+          }
+        },
+      },
+    );
+    expect(future.status).toBe(200);
+    expect(rvs.map(Number)).toEqual([ahead - 2, ahead - 1, ahead, ahead + 1]);
+    expect(future.events.map((e) => [e.type, e.object.metadata.resourceVersion])).toEqual([
+      ['MODIFIED', String(ahead + 1)],
+    ]);
+
+    // A watch-list waits for the cache (watch_cache.go waitUntilFreshAndBlock, 3 s) …
+    const list = (rv: number) =>
+      `${server.url}${WIDGETS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&fieldSelector=metadata.name%3Dk12b&resourceVersion=${rv}`;
+    const soon = server.resourceVersion() + 1;
+    const writer = sleep(300).then(() =>
+      call(
+        'PATCH',
+        `${WIDGETS}/k12b`,
+        { spec: { size: 9 } },
+        {
+          'Content-Type': 'application/merge-patch+json',
+        },
+      ),
+    );
+    const caughtUp = await readWatch(list(soon), { count: 2 });
+    await writer;
+    expect(caughtUp.events.map((e) => [e.type, e.object.metadata.resourceVersion])).toEqual([
+      ['ADDED', String(soon)],
+      ['BOOKMARK', String(soon)],
+    ]);
+    // … and past it answers 200 with one ERROR event, a 504 Timeout Status (storage
+    // errors.go NewTooLargeResourceVersionError), then ends.
+    const current = server.resourceVersion();
+    const started = Date.now();
+    const tooLarge = await readWatch(list(current + 100), { timeoutMs: 2000 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
+    expect(tooLarge.status).toBe(200);
+    expect(tooLarge.headers.get('transfer-encoding')).toBe('chunked');
+    expect(tooLarge.ended).toBe(true);
+    expect(tooLarge.events).toEqual([
+      {
+        type: 'ERROR',
+        object: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: `Timeout: Too large resource version: ${current + 100}, current: ${current}`,
+          reason: 'Timeout',
+          details: {
+            causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+            retryAfterSeconds: 1,
+          },
+          code: 504,
+        },
+      },
+    ]);
+  });
+
   it('K13 DELETED carries the last state at the deletion RV; filtered watches see (un)matching as ADDED/DELETED', async () => {
     const w = await create(WIDGETS, widget('k13', {}, { team: 'a' }));
     const merge = { 'Content-Type': 'application/merge-patch+json' };

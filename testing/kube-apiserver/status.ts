@@ -169,6 +169,27 @@ export function expired(requested: number, oldest: number): ApiError {
   return failure(410, 'Expired', `too old resource version: ${requested} (${oldest})`);
 }
 
+/**
+ * apiserver storage/errors.go NewTooLargeResourceVersionError: apimachinery's
+ * NewTimeoutError (504 Timeout, `Timeout: <message>`, retryAfterSeconds) with one
+ * ResourceVersionTooLarge cause.
+ */
+export function tooLargeResourceVersion(
+  requested: number,
+  current: number,
+  retryAfterSeconds: number,
+): ApiError {
+  return failure(
+    504,
+    'Timeout',
+    `Timeout: Too large resource version: ${requested}, current: ${current}`,
+    {
+      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      retryAfterSeconds,
+    },
+  );
+}
+
 export function gone(message: string): ApiError {
   return failure(410, 'Gone', message);
 }

@@ -7,7 +7,7 @@ import { withType } from './admission.ts';
 import { fromStorage } from './codec.ts';
 import { apiVersionOf, storageKey, type KubeObject, type ResourceType } from './resources.ts';
 import type { Selector } from './selectors.ts';
-import { expired } from './status.ts';
+import { expired, tooLargeResourceVersion } from './status.ts';
 import { toTable } from './table.ts';
 import type { StoredEvent, Storage } from './storage.ts';
 
@@ -61,7 +61,73 @@ export function translate(
   return undefined;
 }
 
+/**
+ * How long a watch-list (sendInitialEvents=true) waits for the server to reach its
+ * resourceVersion (apiserver storage/cacher/watch_cache.go blockTimeout, 3 s), and the
+ * retry-after it then suggests (resourceVersionTooHighRetrySeconds, 1).
+ */
+const BLOCK_TIMEOUT_MS = 3000;
+const TOO_HIGH_RETRY_SECONDS = 1;
+
+/**
+ * Watches whose resourceVersion is ahead of the server (K12). A plain watch is
+ * accepted and waits: the cacher takes the RV as is (cacher.go Watch,
+ * getWatchCacheResourceVersion; watch_cache_history.go GetIntervalLocked refuses only
+ * too old ones) and cache_watcher.go `process` sends "only events newer than
+ * resourceVersion". A watch-list first waits for the watch cache to reach it
+ * (cacher.go waitUntilWatchCacheFreshAndForceAllEvents → watch_cache.go
+ * waitUntilFreshAndBlock), and after blockTimeout answers with an ERROR event
+ * (newErrWatcher) carrying storage.NewTooLargeResourceVersionError: a 504 Timeout
+ * Status `Timeout: Too large resource version: N, current: M` with a
+ * ResourceVersionTooLarge cause and retryAfterSeconds 1.
+ */
 export function serveWatch(
+  storage: Storage,
+  res: ServerResponse,
+  req: WatchRequest,
+  opts: WatchOptions,
+): void {
+  const wanted = Number(req.resourceVersion ?? 0);
+  if (!req.sendInitialEvents || !(wanted > storage.currentRv())) {
+    streamWatch(storage, res, req, opts);
+    return;
+  }
+  let done = false;
+  const finish = (): void => {
+    done = true;
+    clearTimeout(timer);
+    unsubscribe();
+    untrack();
+  };
+  const unsubscribe = storage.subscribe(() => {
+    if (done || storage.currentRv() < wanted) return;
+    finish();
+    streamWatch(storage, res, req, opts);
+  });
+  const timer = setTimeout(() => {
+    if (done) return;
+    finish();
+    // Served as any watch (K11): 200, chunked, the one event, then the end.
+    res.writeHead(200, {
+      'Content-Type': 'application/json',
+      'Cache-Control': 'no-cache, private',
+      'Transfer-Encoding': 'chunked',
+    });
+    res.end(
+      `${JSON.stringify({ type: 'ERROR', object: tooLargeResourceVersion(wanted, storage.currentRv(), TOO_HIGH_RETRY_SECONDS).status })}\n`,
+    );
+  }, BLOCK_TIMEOUT_MS);
+  const untrack = opts.track(() => {
+    if (done) return;
+    finish();
+    res.end();
+  });
+  res.on('close', () => {
+    if (!done) finish();
+  });
+}
+
+function streamWatch(
   storage: Storage,
   res: ServerResponse,
   req: WatchRequest,
@@ -114,12 +180,14 @@ export function serveWatch(
     });
 
   const rv = req.resourceVersion;
+  // Events at or before this RV are not sent (cache_watcher.go process).
+  let since = 0;
   if (req.sendInitialEvents || rv === undefined || rv === '' || rv === '0') {
     for (const o of storage.list(key, req.namespace).map(decodeObject).filter(matches))
       send({ type: 'ADDED', object: o });
     if (req.sendInitialEvents) bookmark({ 'k8s.io/initial-events-end': 'true' });
   } else {
-    const since = Number(rv);
+    since = Number(rv);
     const replay = storage.eventsSince(since, key);
     if (replay === 'expired') {
       send({ type: 'ERROR', object: expired(since, storage.oldestWatchableRv(key)).status });
@@ -133,6 +201,7 @@ export function serveWatch(
   }
 
   const unsubscribe = storage.subscribe((e) => {
+    if (e.rv <= since) return;
     const out = toWatchEvent(e);
     if (out) send(out);
   });
@@ -145,7 +214,13 @@ export function serveWatch(
     if (!res.writableEnded) res.end();
   };
   untrack = opts.track(end);
-  if (req.allowWatchBookmarks) timers.push(setInterval(() => bookmark(), opts.bookmarkIntervalMs));
+  // A bookmark carries the current RV: none while that is still behind the watch's.
+  if (req.allowWatchBookmarks)
+    timers.push(
+      setInterval(() => {
+        if (storage.currentRv() >= since) bookmark();
+      }, opts.bookmarkIntervalMs),
+    );
   if (req.timeoutSeconds !== undefined && req.timeoutSeconds > 0) {
     timers.push(setTimeout(end, req.timeoutSeconds * 1000));
   }
