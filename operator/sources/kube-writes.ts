@@ -220,7 +220,16 @@ export class KubeWriter {
           }),
         );
         this.#remember(ref, read, written);
-        // A 404: the object went away under the PATCH.
+        if (written === undefined && (await this.#read(ref, false)) !== undefined) {
+          // A 404 for an object the server still has (a custom resource's handler being
+          // rebuilt after a CRD update answers so for a moment): not "gone". The
+          // reconcile fails and is retried with backoff, instead of tearing down what a
+          // live object deployed.
+          throw new Error(
+            `${ref.kind} ${ref.namespace}/${ref.name}: PATCH answered 404, the object exists`,
+          );
+        }
+        // A 404 the server confirms: the object went away under the PATCH.
         return written;
       },
       this.#o.retryDeps,

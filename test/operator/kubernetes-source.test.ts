@@ -519,11 +519,23 @@ describe('KubernetesSource: conflict-safe writes (O4, O6)', () => {
     expect(await source.addFinalizer(ref)).toBe(true);
   });
 
-  it('addFinalizer is false when its PATCH answers 404: the object is gone (O6)', async () => {
+  it('addFinalizer is false when its PATCH answers 404 and the server confirms the object is gone (O6)', async () => {
+    const { ns, source, ic, ref } = await setup();
+    const path = resourcePath('Workflow', ns, 'w');
+    // Deleted between our read (the cache) and our PATCH.
+    ic.when = (verb, p) => verb === 'PATCH' && p === path;
+    ic.interject = async () => void (await client.request('DELETE', path));
+    expect(await source.addFinalizer(ref)).toBe(false);
+  });
+
+  it('a 404 on the PATCH of an object the server still has is an error to retry, not "gone" (O6)', async () => {
     const { ns, source, ref } = await setup();
     const path = resourcePath('Workflow', ns, 'w');
     server.faults.failNext(1, 404, (r) => r.method === 'PATCH' && r.path === path);
-    expect(await source.addFinalizer(ref)).toBe(false);
+    await expect(source.addFinalizer(ref)).rejects.toThrow(/PATCH answered 404, the object exists/);
+    // The retry the reconcile makes puts it in place.
+    expect(await source.addFinalizer(ref)).toBe(true);
+    expect((await getWorkflow(ns, 'w')).metadata.finalizers).toContain(FINALIZER);
   });
 
   it('addFinalizer is false, and writes nothing, for an object being deleted (O6)', async () => {

@@ -340,6 +340,17 @@ describe('O6: nothing is deployed for an object deleted under its finalizer writ
     expect(await workflows.list()).toEqual([]);
   });
 
+  it('a live trigger whose finalizer PATCH answers 404 once is deployed all the same (retried)', async () => {
+    const ns = await newNamespace();
+    await createWorkflow(ns);
+    const { routes } = await startLoop(ns);
+    server.faults.failNext(1, 404, isPatchOf('WebhookTrigger', ns));
+    await createTrigger(ns);
+    await eventually(async () => expect(await routes.get(`${ns}/hello`)).toBeDefined(), 15_000);
+    const t = await client.request<Obj>('GET', resourcePath('WebhookTrigger', ns, 'hello'));
+    expect(t.metadata.finalizers).toHaveLength(1);
+  });
+
   it('a workflow being deleted when our PATCH lands: never registered, no finalizer of ours', async () => {
     const ns = await newNamespace();
     const { workflows } = await startLoop(ns);
