@@ -228,6 +228,7 @@ function servingOptions(s: Settings, logger: Logger) {
     analytics: s.analytics,
     budgets: s.budgets,
     engine: { onInternalError: internalErrors(logger), outbound: s.outbound },
+    traceContext: s.traceContext,
     guards: {
       trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
         .split(',')

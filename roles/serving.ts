@@ -93,6 +93,8 @@ export interface ServingOptions {
   guards?: GuardOptions;
   heartbeatMs?: number;
   limits?: AppOptions['limits'];
+  /** Whose W3C trace context goes on to what executions call (HOOKGATE_TRACE_CONTEXT). */
+  traceContext?: AppOptions['traceContext'];
   /** Analytics backend: the in-process store (default) or Prometheus. */
   analytics?: AnalyticsBackendConfig;
   /** Byte budgets of what the process keeps (defaults: each store's own). */
@@ -484,6 +486,7 @@ export async function createServing<E extends ServingEngine>(
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.traceContext ? { traceContext: options.traceContext } : {}),
   });
   // The operator counts this gateway from its first report: in a process, only once
   // requests can reach it (the webhook listener is up); embedded, at once.

@@ -1,5 +1,9 @@
 // The settings of a `hookgate` process, from its arguments and environment, checked
 // before anything starts: bad input exits 2 with every problem and the usage.
+import {
+  TRACE_CONTEXT_POLICIES,
+  type TraceContextPolicy,
+} from '../runtime/engine/outbound/trace-context.ts';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -84,6 +88,9 @@ Environment:
   HOOKGATE_REDIS_BREAKER_OPEN_MS  gateway, dev: how long the open breaker refuses Redis
                              commands before it probes with a PING (default 1000)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
+  HOOKGATE_TRACE_CONTEXT     dev, gateway: whose W3C traceparent/tracestate http nodes and
+                             callbacks pass on: authenticated (default: callers of endpoints
+                             with auth), all, off (docs/workflows.md)
   HOOKGATE_OUTBOUND_ALLOW    dev, gateway, worker: comma-separated destinations http nodes
                              and callbacks may reach although not public: CIDRs or IPs
                              (10.0.0.0/8), host names, *.suffix wildcards
@@ -139,6 +146,8 @@ export interface Settings {
   queueShards: number;
   /** HOOKGATE_QUEUE_ACK_REPLICAS and _TIMEOUT_MS; undefined: 0 replicas (off). */
   queueAcks: ReplicaAcksOptions | undefined;
+  /** HOOKGATE_TRACE_CONTEXT: whose trace context executions pass on. */
+  traceContext: TraceContextPolicy;
 }
 
 export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;
@@ -197,6 +206,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     ...budgets.problems,
     ...admin.problems,
     ...secretNamespaceProblems(secretNamespaces),
+    ...traceContextProblems(process.env.HOOKGATE_TRACE_CONTEXT),
   ];
   if (problems.length > 0 || !analytics.config) {
     console.error(`hookgate: ${problems.join('; ')}\n\n${USAGE}`);
@@ -221,7 +231,18 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     redis: redisClientSettings(),
     queueShards: queueShards(),
     queueAcks: queueAcks(),
+    traceContext: traceContextOf(process.env.HOOKGATE_TRACE_CONTEXT),
   };
+}
+
+/** HOOKGATE_TRACE_CONTEXT, checked by traceContextProblems first. */
+function traceContextOf(raw: string | undefined): TraceContextPolicy {
+  return (raw ?? 'authenticated') as TraceContextPolicy;
+}
+
+function traceContextProblems(raw: string | undefined): string[] {
+  if (raw === undefined || (TRACE_CONTEXT_POLICIES as readonly string[]).includes(raw)) return [];
+  return [`invalid HOOKGATE_TRACE_CONTEXT "${raw}" (${TRACE_CONTEXT_POLICIES.join(', ')})`];
 }
 
 type AdminSettings = Pick<Settings, 'adminPort' | 'adminHost' | 'adminAuth' | 'adminTokenFile'>;

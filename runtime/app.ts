@@ -7,6 +7,7 @@
 // Listening and shutting down belong to the roles (roles/).
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ExecutionEngine } from './engine/ports.ts';
+import type { TraceContextPolicy } from './engine/outbound/trace-context.ts';
 import type { LiveEventHub } from './gateway/live-events.ts';
 import type { RequestObserver } from './gateway/observations.ts';
 import type { IdempotencyOptions } from './gateway/idempotency/claims.ts';
@@ -38,6 +39,8 @@ export interface AppOptions {
   heartbeatMs?: number;
   /** Server timeouts and limits (tests shorten them). */
   limits?: Partial<ServerLimits>;
+  /** Whose W3C trace context goes on to what executions call (default: authenticated). */
+  traceContext?: TraceContextPolicy;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -54,6 +57,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ...(options.idempotency ? { idempotency: options.idempotency } : {}),
       ...(options.storeCheck ? { storeCheck: options.storeCheck } : {}),
       ...(options.samples ? { samples: options.samples } : {}),
+      ...(options.traceContext ? { traceContext: options.traceContext } : {}),
     });
     done();
   });

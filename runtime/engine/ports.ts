@@ -34,6 +34,10 @@ export interface TriggerOutput {
     route: string;
     contentType?: string;
     consumer?: string;
+    /** The caller's W3C traceparent, when the gateway accepted it (outbound/trace-context.ts). */
+    traceparent?: string;
+    /** Its tracestate, with it. */
+    tracestate?: string;
     triggerKey: string;
     workflowId: string;
   };

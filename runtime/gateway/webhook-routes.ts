@@ -23,6 +23,7 @@ import type {
 import type { HttpMethod } from '../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
+import { acceptedTraceContext, type TraceContextPolicy } from '../engine/outbound/trace-context.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { inputLimits } from './body/input-limits.ts';
 import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
@@ -93,6 +94,8 @@ export interface WebhookRoutesOptions {
   storeCheck?: () => void;
   /** Schema learning: records the JSON bodies of triggers that learn (after the input check). */
   samples?: SampleRecorder;
+  /** Whose W3C trace context goes on to what executions call (default: authenticated). */
+  traceContext?: TraceContextPolicy;
 }
 
 const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -113,6 +116,7 @@ function checkSignature(guards: Guards, request: FastifyRequest, body: Buffer): 
 
 export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): void {
   const { table, guards, observer, live } = options;
+  const traceContext = options.traceContext ?? 'authenticated';
   const modeDeps: ModeDeps = { engine: options.engine, ...options.modes };
   app.decorateRequest('webhook', null);
   const stopRemovals = table.onRemoved((route) => guards.removed(route));
@@ -242,7 +246,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     const run = () => {
       options.samples?.request(route, body, request.headers['content-type']);
       ctx.executionId = ctx.resume?.executionId ?? randomUUID();
-      const input = triggerOutput(request, ctx, body);
+      const input = triggerOutput(request, ctx, body, traceContext);
       return respond(modeDeps, { request, reply, route, workflow, input, ctx });
     };
     const idempotency = options.idempotency;
@@ -491,7 +495,12 @@ function allowHeader(route: RouteRecord): string {
   return [...new Set([...route.spec.methods, ...extra])].join(', ');
 }
 
-function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unknown): TriggerOutput {
+function triggerOutput(
+  request: FastifyRequest,
+  ctx: WebhookContext,
+  body: unknown,
+  traceContext: TraceContextPolicy,
+): TriggerOutput {
   const route = ctx.match.route;
   // Credentials never reach the workflow or the stored execution: the authenticated
   // caller is metadata.consumer.
@@ -512,6 +521,17 @@ function triggerOutput(request: FastifyRequest, ctx: WebhookContext, body: unkno
   const contentType = request.headers['content-type'];
   if (contentType) metadata.contentType = contentType;
   if (ctx.consumer !== undefined) metadata.consumer = ctx.consumer;
+  // Only parsed when the caller sent one: nothing on the path of a request without.
+  if (request.headers.traceparent !== undefined) {
+    const method = route.spec.auth?.method;
+    const accepted = acceptedTraceContext(
+      traceContext,
+      method !== undefined && method !== 'none',
+      request.headers,
+    );
+    if (accepted.traceparent !== undefined) metadata.traceparent = accepted.traceparent;
+    if (accepted.tracestate !== undefined) metadata.tracestate = accepted.tracestate;
+  }
   const query = queryOf(request.url.slice(path.length + 1));
   // An Async Callback's URL is the engine's to deliver to, not the workflow's or the
   // stored record's (docs/callbacks.md): it may carry the receiver's token.

@@ -92,6 +92,8 @@ for (const [name, start, queueShards] of [
           baseUrl: 'http://localhost',
           engine: { outbound },
           queueShards,
+          // These endpoints have no auth: let their callers' trace context through.
+          traceContext: 'all',
         });
         await eventually(() => expect(gateway.table.size).toBe(MODES.length));
         worker = await createWorkerRuntime({

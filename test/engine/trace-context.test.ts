@@ -1,11 +1,14 @@
 // Request tracing across what an execution calls: http nodes and Async Callbacks carry
-// the webhook request's correlation ID and the caller's W3C Trace Context, unchanged;
-// a header the workflow sets itself wins; an invalid traceparent is not forwarded.
-// Cases from the W3C Recommendation (https://www.w3.org/TR/trace-context/, 3.2 and 3.3).
+// the webhook request's correlation ID and the caller's W3C Trace Context the gateway
+// accepted (by its policy), unchanged; a header the workflow sets itself wins; an
+// invalid traceparent is not forwarded. Cases from the W3C Recommendation
+// (https://www.w3.org/TR/trace-context/, 3.2 and 3.3). Through the gateway:
+// test/gateway/trace-context.test.ts.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import {
+  acceptedTraceContext,
   parseTraceparent,
   parseTracestate,
   tracingHeaders,
@@ -25,9 +28,15 @@ describe('traceparent', () => {
     );
   });
 
-  it('reads a later version for its first fields and sends version 00', () => {
+  it('reads a later version for its first fields and sends version 00, with the sampled bit only', () => {
     expect(parseTraceparent('cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')).toBe(
       PARENT,
+    );
+    expect(parseTraceparent('01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff')).toBe(
+      PARENT,
+    );
+    expect(parseTraceparent('01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-fe')).toBe(
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00',
     );
     expect(
       parseTraceparent('cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-comes'),
@@ -94,26 +103,58 @@ describe('tracestate', () => {
     expect(cut.length).toBeLessThanOrEqual(512);
     expect(cut.split(',')).toEqual(many.slice(0, cut.split(',').length));
   });
+
+  it('long members go one at a time, from the end, only as many as needed', () => {
+    const member = (key: string, n: number) => `${key}=${'v'.repeat(n - key.length - 1)}`;
+    // 200 + 100 + 200 + 50 characters and 3 commas: dropping c alone fits.
+    const [a, b, c, d] = [member('a', 200), member('b', 100), member('c', 200), member('d', 50)];
+    expect(parseTracestate([a, b, c, d].join(','))).toBe([a, b, d].join(','));
+    // Three long ones of 252 (758 in all): the last goes, two fit (505).
+    const three = ['x', 'y', 'z'].map((k) => member(k, 252));
+    expect(parseTracestate(three.join(','))).toBe(three.slice(0, 2).join(','));
+  });
+});
+
+describe('the gateway accepts a trace context by its policy', () => {
+  const headers = { traceparent: PARENT, tracestate: 'rojo=1' };
+  it('authenticated (default): from callers of endpoints with auth only', () => {
+    expect(acceptedTraceContext('authenticated', true, headers)).toEqual(headers);
+    expect(acceptedTraceContext('authenticated', false, headers)).toEqual({});
+  });
+  it('all: from any caller; off: from none', () => {
+    expect(acceptedTraceContext('all', false, headers)).toEqual(headers);
+    expect(acceptedTraceContext('off', true, headers)).toEqual({});
+  });
+  it('an invalid traceparent takes its tracestate with it', () => {
+    expect(
+      acceptedTraceContext('all', true, { traceparent: 'garbage', tracestate: 'rojo=1' }),
+    ).toEqual({});
+    expect(acceptedTraceContext('all', true, { traceparent: PARENT, tracestate: 'Bad=1' })).toEqual(
+      {
+        traceparent: PARENT,
+      },
+    );
+  });
 });
 
 describe('tracingHeaders', () => {
-  const input = (headers: Record<string, string>): TriggerOutput => {
+  const input = (metadata: Partial<TriggerOutput['metadata']>): TriggerOutput => {
     const t = trigger({});
-    t.headers = headers;
+    Object.assign(t.metadata, metadata);
     return t;
   };
 
-  it('the correlation ID always; the trace context when the caller sent a valid one', () => {
+  it('the correlation ID always; the trace context the gateway accepted', () => {
     expect(tracingHeaders(input({}))).toEqual({ 'x-correlation-id': 'corr-1' });
     expect(tracingHeaders(input({ traceparent: PARENT, tracestate: 'rojo=1' }))).toEqual({
       'x-correlation-id': 'corr-1',
       traceparent: PARENT,
       tracestate: 'rojo=1',
     });
-    // No tracestate without a valid traceparent.
-    expect(tracingHeaders(input({ traceparent: 'garbage', tracestate: 'rojo=1' }))).toEqual({
-      'x-correlation-id': 'corr-1',
-    });
+    // What the caller sent among the headers, not accepted, is not sent on.
+    const sent = input({});
+    sent.headers = { traceparent: PARENT };
+    expect(tracingHeaders(sent)).toEqual({ 'x-correlation-id': 'corr-1' });
   });
 
   it('leaves to the workflow a header it sets itself, in any case', () => {
@@ -152,12 +193,12 @@ describe('what an execution sends', () => {
   }
   async function run(
     nodes: Partial<WorkflowNode>[],
-    headers: Record<string, string>,
+    accepted: Partial<TriggerOutput['metadata']>,
     callbackUrl?: string,
   ): Promise<Execution> {
     const e = engine();
     const input = trigger({ n: 1 });
-    input.headers = { 'content-type': 'application/json', ...headers };
+    Object.assign(input.metadata, accepted);
     const started = await e.start({
       workflow: workflow(nodes),
       trigger: ref(),
@@ -195,8 +236,8 @@ describe('what an execution sends', () => {
     });
   });
 
-  it('without a valid traceparent none is sent (none is made up)', async () => {
-    await run([call()], { traceparent: '00-0-0-0', tracestate: 'rojo=1' });
+  it('without an accepted traceparent none is sent (none is made up)', async () => {
+    await run([call()], {});
     expect(last().traceparent).toBeUndefined();
     expect(last().tracestate).toBeUndefined();
     expect(last()['x-correlation-id']).toBe('corr-1');

@@ -116,6 +116,11 @@ describe('hookgate command line', () => {
     [['dev'], { ADMIN_HOST: '0.0.0.0' }, 'set HOOKGATE_ADMIN_AUTH (kubernetes, token or none)'],
     [['dev'], { HOOKGATE_ADMIN_AUTH: 'maybe' }, 'HOOKGATE_ADMIN_AUTH must be one of'],
     [
+      ['gateway'],
+      { ...redis, HOOKGATE_ADMIN_AUTH: 'none', HOOKGATE_TRACE_CONTEXT: 'yes' },
+      'invalid HOOKGATE_TRACE_CONTEXT "yes" (authenticated, all, off)',
+    ],
+    [
       ['dev'],
       { HOOKGATE_ADMIN_AUTH: 'token' },
       'HOOKGATE_ADMIN_AUTH=token needs HOOKGATE_ADMIN_TOKEN_FILE',

@@ -50,6 +50,8 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
 {{- include "hookgate.commonEnv" . | nindent 0 }}
 - name: HOOKGATE_TRUSTED_PROXIES
   value: {{ join "," .Values.config.trustedProxies | quote }}
+- name: HOOKGATE_TRACE_CONTEXT
+  value: {{ .Values.config.traceContext | quote }}
 {{- include "hookgate.outboundEnv" . | nindent 0 }}
 # queue: executions go to Redis for the workers; inline: this process runs them.
 - name: HOOKGATE_EXECUTIONS

@@ -1,18 +1,28 @@
 // Request tracing across what an execution calls: http nodes and Async Callback
-// deliveries carry the webhook request's correlation ID and, when the caller sent one,
-// its W3C Trace Context (https://www.w3.org/TR/trace-context/), so that the services a
-// workflow calls can be joined to the caller's trace and logs (docs/workflows.md,
-// "Tracing"). The engine records no spans of its own: it forwards the caller's
-// `traceparent` unchanged (a non-recording intermediary, as the Recommendation allows),
-// so a downstream span is a child of the caller's. No header is made up: without a valid
-// `traceparent` from the caller, none is sent.
+// deliveries carry the webhook request's correlation ID and, when the gateway accepted
+// the caller's W3C Trace Context (https://www.w3.org/TR/trace-context/), that context,
+// so that the services a workflow calls can be joined to the caller's trace and logs
+// (docs/workflows.md, "Tracing what an execution calls"; ADR 0033). The gateway decides
+// (`acceptedTraceContext`, by the deployment's TraceContextPolicy: by default only from
+// callers the endpoint authenticates, the Recommendation's section 7.2) and keeps what it
+// accepted in the trigger output's metadata; the engine sends what is there. No span of
+// our own: the caller's `traceparent` goes on unchanged (a non-recording intermediary),
+// so a downstream span is a child of the caller's. None is made up.
 import type { TriggerOutput } from '../ports.ts';
+
+/**
+ * Whose trace context the gateway passes on (HOOKGATE_TRACE_CONTEXT): `authenticated`
+ * (default) from callers of endpoints with authentication only, `all` from any caller,
+ * `off` from none. The correlation ID goes on in every case.
+ */
+export const TRACE_CONTEXT_POLICIES = ['authenticated', 'all', 'off'] as const;
+export type TraceContextPolicy = (typeof TRACE_CONTEXT_POLICIES)[number];
 
 export const CORRELATION_HEADER = 'x-correlation-id';
 export const TRACEPARENT = 'traceparent';
 export const TRACESTATE = 'tracestate';
 
-/** The combined tracestate forwarded, at most (the Recommendation's floor: 512). */
+/** The combined tracestate forwarded, at most (what the Recommendation asks to keep, 512). */
 export const MAX_TRACESTATE_LENGTH = 512;
 /** Longer list-members go first when the list must be cut (the Recommendation's rule). */
 const LONG_MEMBER = 128;
@@ -29,7 +39,8 @@ const MEMBER =
  * The `traceparent` to forward for a received one, or undefined when it is not valid.
  * Version 00 exactly as the Recommendation writes it; a later version is read for its
  * first four fields and forwarded as version 00 (a sender must not send a version it
- * does not know). Upper-case hex, all-zero ids and version ff are invalid.
+ * does not know), with only the sampled bit of its flags (the others are that version's,
+ * and reserved in 00). Upper-case hex, all-zero ids and version ff are invalid.
  */
 export function parseTraceparent(value: string | undefined): string | undefined {
   if (value === undefined || value.length < 55) return undefined;
@@ -44,13 +55,15 @@ export function parseTraceparent(value: string | undefined): string | undefined 
   if (!HEX.test(traceId) || ZEROS.test(traceId)) return undefined;
   if (!HEX.test(parentId) || ZEROS.test(parentId)) return undefined;
   if (!HEX.test(flags)) return undefined;
-  return `00-${traceId}-${parentId}-${flags}`;
+  const sent = version === '00' ? flags : (Number.parseInt(flags, 16) & 1) === 1 ? '01' : '00';
+  return `00-${traceId}-${parentId}-${sent}`;
 }
 
 /**
  * The `tracestate` to forward: its list-members (empty ones dropped), undefined when
  * one is malformed (the whole header is then ignored, as the Recommendation says) or
- * none is left. Over 512 characters, members over 128 go first, then from the end.
+ * none is left. Over 512 characters, members over 128 go first, one at a time from the
+ * end, until it fits; then members from the end.
  */
 export function parseTracestate(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
@@ -62,34 +75,57 @@ export function parseTracestate(value: string | undefined): string | undefined {
   if (!members.every((m) => MEMBER.test(m))) return undefined;
   const keys = new Set(members.map((m) => m.slice(0, m.indexOf('='))));
   if (keys.size !== members.length) return undefined;
-  let kept = members;
-  const length = (list: string[]) => list.join(',').length;
-  if (length(kept) > MAX_TRACESTATE_LENGTH) kept = kept.filter((m) => m.length <= LONG_MEMBER);
-  while (kept.length > 0 && length(kept) > MAX_TRACESTATE_LENGTH) kept = kept.slice(0, -1);
+  const kept = [...members];
+  let length = kept.join(',').length;
+  for (let i = kept.length - 1; i >= 0 && length > MAX_TRACESTATE_LENGTH; i--) {
+    const member = kept[i] as string;
+    if (member.length <= LONG_MEMBER) continue;
+    kept.splice(i, 1);
+    length -= member.length + 1;
+  }
+  while (kept.length > 0 && length > MAX_TRACESTATE_LENGTH)
+    length -= (kept.pop() as string).length + 1;
   return kept.length > 0 ? kept.join(',') : undefined;
 }
 
 /**
- * The tracing headers an execution's outbound requests carry, from its trigger output:
- * `x-correlation-id` always, `traceparent` (and `tracestate`) when the caller sent a
- * valid one. A header the workflow sets itself (`own`, any case) is left to it.
+ * The trace context the gateway accepts from a request, for the trigger output's
+ * metadata: the caller's valid `traceparent` (and `tracestate`) when the policy lets
+ * this caller's context through, else nothing.
+ */
+export function acceptedTraceContext(
+  policy: TraceContextPolicy,
+  authenticated: boolean,
+  headers: Record<string, string | string[] | undefined>,
+): { traceparent?: string; tracestate?: string } {
+  if (policy === 'off' || (policy === 'authenticated' && !authenticated)) return {};
+  const raw = headers[TRACEPARENT];
+  const traceparent = parseTraceparent(typeof raw === 'string' ? raw : undefined);
+  if (traceparent === undefined) return {};
+  const state = headers[TRACESTATE];
+  const tracestate = parseTracestate(Array.isArray(state) ? state.join(',') : state);
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
+}
+
+/**
+ * The tracing headers an execution's outbound requests carry, from its trigger output's
+ * metadata: `x-correlation-id` always, `traceparent` (and `tracestate`) when the gateway
+ * accepted the caller's. A header the workflow sets itself (`own`, any case) is left to it.
  */
 export function tracingHeaders(
-  input: Pick<TriggerOutput, 'headers' | 'metadata'> | undefined,
+  input: Pick<TriggerOutput, 'metadata'> | undefined,
   own: Record<string, string> = {},
 ): Record<string, string> {
   const out: Record<string, string> = {};
-  if (input === undefined) return out;
+  const metadata = input?.metadata;
+  if (metadata === undefined) return out;
   const set = new Set(Object.keys(own).map((name) => name.toLowerCase()));
-  const correlationId = input.metadata?.correlationId;
+  const correlationId = metadata.correlationId;
   if (typeof correlationId === 'string' && correlationId !== '' && !set.has(CORRELATION_HEADER))
     out[CORRELATION_HEADER] = correlationId;
-  if (set.has(TRACEPARENT)) return out;
-  const headers = input.headers ?? {};
-  const traceparent = parseTraceparent(headers[TRACEPARENT]);
-  if (traceparent === undefined) return out;
+  const { traceparent, tracestate } = metadata;
+  if (set.has(TRACEPARENT) || typeof traceparent !== 'string') return out;
   out[TRACEPARENT] = traceparent;
-  const tracestate = set.has(TRACESTATE) ? undefined : parseTracestate(headers[TRACESTATE]);
-  if (tracestate !== undefined) out[TRACESTATE] = tracestate;
+  if (!set.has(TRACESTATE) && typeof tracestate === 'string') out[TRACESTATE] = tracestate;
   return out;
 }
