@@ -254,14 +254,17 @@ function closing(
 /** The fatal line's message: for a port already taken, the setting that moves it. */
 function startFailure(
   err: unknown,
-  s: Pick<Settings, 'port' | 'adminPort' | 'metricsPort'>,
+  s: Pick<Settings, 'role' | 'port' | 'adminPort' | 'metricsPort'>,
 ): string {
   const e = err as { code?: unknown; address?: unknown; port?: unknown };
   if (e.code !== 'EADDRINUSE') return 'failed to start';
+  // Only the dev and gateway roles open an admin listener (its port has a default in
+  // every role's settings); the dev role serves no METRICS_PORT.
+  const admin = s.role === 'dev' || s.role === 'gateway';
   const setting =
-    e.port === s.adminPort
+    admin && e.port === s.adminPort
       ? '--admin-port (ADMIN_PORT)'
-      : e.port === s.metricsPort
+      : s.role !== 'dev' && e.port === s.metricsPort
         ? 'METRICS_PORT'
         : '--port (PORT)';
   return `failed to start: ${String(e.address)}:${String(e.port)} is already in use; choose another with ${setting}`;

@@ -263,25 +263,34 @@ describe('npm start on the shipped examples', () => {
   });
 
   it('a port already taken: exit 1, and the fatal line names the setting that moves it', async () => {
-    const run = (args: string[]) =>
+    const run = (args: string[], env: Record<string, string> = {}) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
-        const second = spawn(process.execPath, ['roles/cli.ts', 'dev', '--dir', dir, ...args], {
+        const second = spawn(process.execPath, ['roles/cli.ts', ...args], {
           cwd: join(import.meta.dirname, '..', '..'),
-          env: { ...process.env, LOG_LEVEL: 'warn' },
+          env: { ...process.env, LOG_LEVEL: 'warn', ...env },
         });
         let out = '';
         second.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
         second.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
         second.once('exit', (code) => resolve({ code, out }));
       });
-    const webhook = await run(['--port', String(port), '--admin-port', '0']);
+    const webhook = await run(['dev', '--dir', dir, '--port', String(port), '--admin-port', '0']);
     expect(webhook.code).toBe(1);
     expect(webhook.out).toContain(
       `127.0.0.1:${port} is already in use; choose another with --port (PORT)`,
     );
-    const admin = await run(['--port', '0', '--admin-port', String(port + 1)]);
+    const admin = await run(['dev', '--dir', dir, '--port', '0', '--admin-port', String(port + 1)]);
     expect(admin.code).toBe(1);
     expect(admin.out).toContain(`is already in use; choose another with --admin-port (ADMIN_PORT)`);
+    // A worker opens no admin listener: its probes' METRICS_PORT is the one to move,
+    // even when it equals the admin port its settings default to.
+    const worker = await run(['worker'], {
+      REDIS_URL: 'redis://127.0.0.1:1',
+      METRICS_PORT: String(port),
+      ADMIN_PORT: String(port),
+    });
+    expect(worker.code).toBe(1);
+    expect(worker.out).toContain(`is already in use; choose another with METRICS_PORT`);
   });
 
   it('SIGTERM shuts down cleanly', async () => {
