@@ -61,6 +61,38 @@ function promtool(...args: string[]): Promise<{ code: number; text: string }> {
   });
 }
 
+/** Whether promtool is here to run; under CI its absence fails the test. */
+function havePromtool(): boolean {
+  if (existsSync(PROMTOOL)) return true;
+  if (process.env.CI === 'true') throw new Error(`${PROMTOOL} is missing`);
+  console.warn(`skipped promtool check: ${PROMTOOL} is missing`);
+  return false;
+}
+
+/**
+ * `promtool test rules` on `groups`: one test of series a minute apart, evaluated every
+ * minute; asserts that every expectation of `test.alert_rule_test` holds.
+ */
+async function expectAlerts(
+  name: string,
+  groups: unknown,
+  test: { input_series: unknown[]; alert_rule_test: unknown[] },
+): Promise<void> {
+  writeFileSync(join(work, `${name}.yaml`), stringify({ groups }));
+  const tests = join(work, `${name}.test.yaml`);
+  writeFileSync(
+    tests,
+    stringify({
+      rule_files: [`${name}.yaml`],
+      evaluation_interval: '1m',
+      tests: [{ interval: '1m', ...test }],
+    }),
+  );
+  const tested = await promtool('test', 'rules', tests);
+  expect(tested.text).toContain('SUCCESS');
+  expect(tested.code, tested.text).toBe(0);
+}
+
 describe.skipIf(!tools)('chart: worker autoscaling', () => {
   it('is off by default: no ScaledObject, the worker Deployment keeps worker.replicas', async () => {
     const objects = await render();
@@ -214,11 +246,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
       'HookgateQueueOldestJobAge',
     ]);
 
-    if (!existsSync(PROMTOOL)) {
-      if (process.env.CI === 'true') throw new Error(`${PROMTOOL} is missing`);
-      console.warn(`skipped promtool check: ${PROMTOOL} is missing`);
-      return;
-    }
+    if (!havePromtool()) return;
     const file = join(work, 'queue-rules.yaml');
     writeFileSync(file, stringify({ groups: rule?.spec.groups }));
     const out = await promtool('check', 'rules', file);
@@ -228,68 +256,54 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     // The alerts themselves, on series as two replicas report them (promtool test rules):
     // an age that grows past 300 s fires after 5 more minutes; a depth at 80 % of the
     // bound fires after 5 minutes, one just under it never does (another namespace).
-    const tests = join(work, 'queue-rules.test.yaml');
-    writeFileSync(
-      tests,
-      stringify({
-        rule_files: ['queue-rules.yaml'],
-        evaluation_interval: '1m',
-        tests: [
-          {
-            interval: '1m',
-            input_series: [
-              // 0, 60, 120 … s: over 300 from minute 6, so firing from minute 11.
-              {
-                series: 'hookgate_queue_oldest_age_seconds{namespace="hooks",pod="a"}',
-                values: '0+60x15',
+    await expectAlerts('queue-rules', rule?.spec.groups, {
+      input_series: [
+        // 0, 60, 120 … s: over 300 from minute 6, so firing from minute 11.
+        {
+          series: 'hookgate_queue_oldest_age_seconds{namespace="hooks",pod="a"}',
+          values: '0+60x15',
+        },
+        {
+          series: 'hookgate_queue_oldest_age_seconds{namespace="hooks",pod="b"}',
+          values: '0+59x15',
+        },
+        { series: 'hookgate_queue_depth{namespace="hooks",pod="a"}', values: '4000x15' },
+        { series: 'hookgate_queue_depth{namespace="hooks",pod="b"}', values: '3990x15' },
+        { series: 'hookgate_queue_depth{namespace="other",pod="c"}', values: '3999x15' },
+      ],
+      alert_rule_test: [
+        { eval_time: '10m', alertname: 'HookgateQueueOldestJobAge', exp_alerts: [] },
+        {
+          eval_time: '12m',
+          alertname: 'HookgateQueueOldestJobAge',
+          exp_alerts: [
+            {
+              exp_labels: { severity: 'warning', namespace: 'hooks' },
+              exp_annotations: {
+                summary: 'The oldest queued execution has waited over 300 s',
+                description:
+                  'Workers in hooks do not keep up: the oldest job not done is 12m 0s old. Add workers (worker.replicas or worker.autoscaling) or look for a stuck dependency.',
               },
-              {
-                series: 'hookgate_queue_oldest_age_seconds{namespace="hooks",pod="b"}',
-                values: '0+59x15',
+            },
+          ],
+        },
+        { eval_time: '4m', alertname: 'HookgateQueueNearBound', exp_alerts: [] },
+        {
+          eval_time: '6m',
+          alertname: 'HookgateQueueNearBound',
+          exp_alerts: [
+            {
+              exp_labels: { severity: 'warning', namespace: 'hooks' },
+              exp_annotations: {
+                summary: 'The execution queue is near gateway.maxQueued (5000)',
+                description:
+                  'The queue in hooks holds 4000 jobs; at 5000 gateways answer 503 engine-overloaded with Retry-After.',
               },
-              { series: 'hookgate_queue_depth{namespace="hooks",pod="a"}', values: '4000x15' },
-              { series: 'hookgate_queue_depth{namespace="hooks",pod="b"}', values: '3990x15' },
-              { series: 'hookgate_queue_depth{namespace="other",pod="c"}', values: '3999x15' },
-            ],
-            alert_rule_test: [
-              { eval_time: '10m', alertname: 'HookgateQueueOldestJobAge', exp_alerts: [] },
-              {
-                eval_time: '12m',
-                alertname: 'HookgateQueueOldestJobAge',
-                exp_alerts: [
-                  {
-                    exp_labels: { severity: 'warning', namespace: 'hooks' },
-                    exp_annotations: {
-                      summary: 'The oldest queued execution has waited over 300 s',
-                      description:
-                        'Workers in hooks do not keep up: the oldest job not done is 12m 0s old. Add workers (worker.replicas or worker.autoscaling) or look for a stuck dependency.',
-                    },
-                  },
-                ],
-              },
-              { eval_time: '4m', alertname: 'HookgateQueueNearBound', exp_alerts: [] },
-              {
-                eval_time: '6m',
-                alertname: 'HookgateQueueNearBound',
-                exp_alerts: [
-                  {
-                    exp_labels: { severity: 'warning', namespace: 'hooks' },
-                    exp_annotations: {
-                      summary: 'The execution queue is near gateway.maxQueued (5000)',
-                      description:
-                        'The queue in hooks holds 4000 jobs; at 5000 gateways answer 503 engine-overloaded with Retry-After.',
-                    },
-                  },
-                ],
-              },
-            ],
-          },
-        ],
-      }),
-    );
-    const tested = await promtool('test', 'rules', tests);
-    expect(tested.text).toContain('SUCCESS');
-    expect(tested.code, tested.text).toBe(0);
+            },
+          ],
+        },
+      ],
+    });
   });
 
   it('alerts when replicas leave queued executions unconfirmed (gateway.ackReplicas); promtool tests when it fires', async () => {
@@ -317,76 +331,53 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
       await renderError('analytics.prometheus.rules.alerts.replicaAcksUnconfirmedShare=2'),
     ).toMatch(/replicaAcksUnconfirmedShare/);
 
-    if (!existsSync(PROMTOOL)) {
-      if (process.env.CI === 'true') throw new Error(`${PROMTOOL} is missing`);
-      console.warn(`skipped promtool check: ${PROMTOOL} is missing`);
-      return;
-    }
-    const file = join(work, 'replica-rules.yaml');
-    writeFileSync(file, stringify({ groups: [group] }));
+    if (!havePromtool()) return;
     // Two gateways of "hooks": 100 and 95 confirmed a minute, one of them 5 unconfirmed a
     // minute from minute 10 (2.5 % of the namespace's): fires 5 minutes later. "other":
     // none unconfirmed, never.
-    const tests = join(work, 'replica-rules.test.yaml');
-    writeFileSync(
-      tests,
-      stringify({
-        rule_files: ['replica-rules.yaml'],
-        evaluation_interval: '1m',
-        tests: [
-          {
-            interval: '1m',
-            input_series: [
-              {
-                series:
-                  'hookgate_queue_replica_acks_total{namespace="hooks",pod="a",result="confirmed"}',
-                values: '0+100x30',
+    await expectAlerts('replica-rules', [group], {
+      input_series: [
+        {
+          series: 'hookgate_queue_replica_acks_total{namespace="hooks",pod="a",result="confirmed"}',
+          values: '0+100x30',
+        },
+        {
+          series: 'hookgate_queue_replica_acks_total{namespace="hooks",pod="b",result="confirmed"}',
+          values: '0+95x30',
+        },
+        {
+          series:
+            'hookgate_queue_replica_acks_total{namespace="hooks",pod="a",result="unconfirmed"}',
+          values: '0x10 0+5x20',
+        },
+        {
+          series: 'hookgate_queue_replica_acks_total{namespace="other",pod="c",result="confirmed"}',
+          values: '0+100x30',
+        },
+        {
+          series:
+            'hookgate_queue_replica_acks_total{namespace="other",pod="c",result="unconfirmed"}',
+          values: '0x30',
+        },
+      ],
+      alert_rule_test: [
+        { eval_time: '9m', alertname: 'HookgateReplicaAcksUnconfirmed', exp_alerts: [] },
+        {
+          eval_time: '25m',
+          alertname: 'HookgateReplicaAcksUnconfirmed',
+          exp_alerts: [
+            {
+              exp_labels: { severity: 'warning', namespace: 'hooks' },
+              exp_annotations: {
+                summary: 'Redis replicas do not confirm queued executions',
+                description:
+                  '2.5% of the executions queued in hooks were answered 503 store-unavailable: fewer than gateway.ackReplicas (1) Redis replicas confirmed them within gateway.ackTimeoutMs. A replica is down or lags; see hookgate_queue_replica_acks_total.',
               },
-              {
-                series:
-                  'hookgate_queue_replica_acks_total{namespace="hooks",pod="b",result="confirmed"}',
-                values: '0+95x30',
-              },
-              {
-                series:
-                  'hookgate_queue_replica_acks_total{namespace="hooks",pod="a",result="unconfirmed"}',
-                values: '0x10 0+5x20',
-              },
-              {
-                series:
-                  'hookgate_queue_replica_acks_total{namespace="other",pod="c",result="confirmed"}',
-                values: '0+100x30',
-              },
-              {
-                series:
-                  'hookgate_queue_replica_acks_total{namespace="other",pod="c",result="unconfirmed"}',
-                values: '0x30',
-              },
-            ],
-            alert_rule_test: [
-              { eval_time: '9m', alertname: 'HookgateReplicaAcksUnconfirmed', exp_alerts: [] },
-              {
-                eval_time: '25m',
-                alertname: 'HookgateReplicaAcksUnconfirmed',
-                exp_alerts: [
-                  {
-                    exp_labels: { severity: 'warning', namespace: 'hooks' },
-                    exp_annotations: {
-                      summary: 'Redis replicas do not confirm queued executions',
-                      description:
-                        '2.5% of the executions queued in hooks were answered 503 store-unavailable: fewer than gateway.ackReplicas (1) Redis replicas confirmed them within gateway.ackTimeoutMs. A replica is down or lags; see hookgate_queue_replica_acks_total.',
-                    },
-                  },
-                ],
-              },
-            ],
-          },
-        ],
-      }),
-    );
-    const tested = await promtool('test', 'rules', tests);
-    expect(tested.text).toContain('SUCCESS');
-    expect(tested.code, tested.text).toBe(0);
+            },
+          ],
+        },
+      ],
+    });
   });
   it("alerts when gateways decide without the rate limiter's store; promtool tests when it fires", async () => {
     const off = (
@@ -414,69 +405,50 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
       await renderError('analytics.prometheus.rules.alerts.rateLimiterUnavailableShare=2'),
     ).toMatch(/rateLimiterUnavailableShare/);
 
-    if (!existsSync(PROMTOOL)) {
-      if (process.env.CI === 'true') throw new Error(`${PROMTOOL} is missing`);
-      console.warn(`skipped promtool check: ${PROMTOOL} is missing`);
-      return;
-    }
-    writeFileSync(join(work, 'ratelimit-rules.yaml'), stringify({ groups: [group] }));
+    if (!havePromtool()) return;
     // "hooks": 100 allowed a minute, 30 a minute failed open from minute 10 (Redis lost):
     // fires 5 minutes later. "other": 1,000 allowed a minute and one failed open every 4
     // minutes (a slow answer now and then, 0.025 %): never.
-    const tests = join(work, 'ratelimit-rules.test.yaml');
-    writeFileSync(
-      tests,
-      stringify({
-        rule_files: ['ratelimit-rules.yaml'],
-        evaluation_interval: '1m',
-        tests: [
-          {
-            interval: '1m',
-            input_series: [
-              {
-                series:
-                  'hookgate_rate_limit_decisions_total{namespace="hooks",pod="a",decision="allowed"}',
-                values: '0+100x30',
+    await expectAlerts('ratelimit-rules', [group], {
+      input_series: [
+        {
+          series:
+            'hookgate_rate_limit_decisions_total{namespace="hooks",pod="a",decision="allowed"}',
+          values: '0+100x30',
+        },
+        {
+          series:
+            'hookgate_rate_limit_decisions_total{namespace="hooks",pod="a",decision="failed_open"}',
+          values: '0x10 0+30x20',
+        },
+        {
+          series:
+            'hookgate_rate_limit_decisions_total{namespace="other",pod="c",decision="allowed"}',
+          values: '0+1000x30',
+        },
+        {
+          series:
+            'hookgate_rate_limit_decisions_total{namespace="other",pod="c",decision="failed_open"}',
+          values: '0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4 5 5 5 5 6 6 6 6 7 7 7',
+        },
+      ],
+      alert_rule_test: [
+        { eval_time: '9m', alertname: 'HookgateRateLimiterUnavailable', exp_alerts: [] },
+        {
+          eval_time: '25m',
+          alertname: 'HookgateRateLimiterUnavailable',
+          exp_alerts: [
+            {
+              exp_labels: { severity: 'warning', namespace: 'hooks' },
+              exp_annotations: {
+                summary: 'The rate limiter cannot reach Redis',
+                description:
+                  'Gateways in hooks decided 23.08% of the requests of rate-limited endpoints without the limiter\'s store: failureMode open lets them through with no limit (decision="failed_open"), closed answers 503 rate-limit-unavailable. See hookgate_redis_command_failures_total and the Redis circuit breaker.',
               },
-              {
-                series:
-                  'hookgate_rate_limit_decisions_total{namespace="hooks",pod="a",decision="failed_open"}',
-                values: '0x10 0+30x20',
-              },
-              {
-                series:
-                  'hookgate_rate_limit_decisions_total{namespace="other",pod="c",decision="allowed"}',
-                values: '0+1000x30',
-              },
-              {
-                series:
-                  'hookgate_rate_limit_decisions_total{namespace="other",pod="c",decision="failed_open"}',
-                values: '0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4 5 5 5 5 6 6 6 6 7 7 7',
-              },
-            ],
-            alert_rule_test: [
-              { eval_time: '9m', alertname: 'HookgateRateLimiterUnavailable', exp_alerts: [] },
-              {
-                eval_time: '25m',
-                alertname: 'HookgateRateLimiterUnavailable',
-                exp_alerts: [
-                  {
-                    exp_labels: { severity: 'warning', namespace: 'hooks' },
-                    exp_annotations: {
-                      summary: 'The rate limiter cannot reach Redis',
-                      description:
-                        'Gateways in hooks decided 23.08% of the requests of rate-limited endpoints without the limiter\'s store: failureMode open lets them through with no limit (decision="failed_open"), closed answers 503 rate-limit-unavailable. See hookgate_redis_command_failures_total and the Redis circuit breaker.',
-                    },
-                  },
-                ],
-              },
-            ],
-          },
-        ],
-      }),
-    );
-    const tested = await promtool('test', 'rules', tests);
-    expect(tested.text).toContain('SUCCESS');
-    expect(tested.code, tested.text).toBe(0);
+            },
+          ],
+        },
+      ],
+    });
   });
 });

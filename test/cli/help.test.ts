@@ -1,20 +1,12 @@
 // Every command answers --help (exit 0), as the usage errors tell the user to run it,
 // and the completion script offers exactly the options each command's help lists.
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CLI_COMMANDS } from '../../cli/command-names.ts';
 import { COMPLETION_WORDS } from '../../cli/commands/completion.ts';
 import { runCli } from '../../cli/main.ts';
 
-const COMMANDS = [
-  'validate',
-  'get',
-  'test',
-  'events',
-  'replay',
-  'crds',
-  'openapi',
-  'completion',
-  'version',
-];
+/** Every command of the CLI (a new one is tested here at once). */
+const COMMANDS = CLI_COMMANDS.filter((c) => c !== 'help');
 
 /** Runs the CLI in this process; returns its exit code and what it printed. */
 async function run(argv: string[]): Promise<{ code: number; out: string }> {
