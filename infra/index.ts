@@ -12,10 +12,12 @@ import {
   DEFAULT_REPLICAS,
   EXECUTIONS_MODES,
   LOG_LEVELS,
+  TRACE_CONTEXT_POLICIES,
   chartAppVersion,
   type AdminAuth,
   type ExecutionsMode,
   type LogLevel,
+  type TraceContextPolicy,
   type OutboundArgs,
 } from './plan.ts';
 
@@ -138,6 +140,9 @@ const hookgate = new HookgateDeployment('hookgate', {
   ...networkPolicyEgressFromConfig(),
   adminAuth: config.get<AdminAuth>('adminAuth', { allowedValues: [...ADMIN_AUTH_MODES] }),
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
+  traceContext: config.get<TraceContextPolicy>('traceContext', {
+    allowedValues: [...TRACE_CONTEXT_POLICIES],
+  }),
   analytics: analyticsFromConfig(),
   ...outboundFromConfig(),
   secretNamespaces: config.getObject<string[]>('secretNamespaces') ?? [],

@@ -56,6 +56,9 @@ export type ExecutionsMode = 'queue' | 'inline';
 /** LOG_LEVEL values the CLI accepts (roles/settings.ts) and the chart's schema allows. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** Whose W3C trace context the gateways pass on (chart `config.traceContext`). */
+export const TRACE_CONTEXT_POLICIES = ['authenticated', 'all', 'off'] as const;
+export type TraceContextPolicy = (typeof TRACE_CONTEXT_POLICIES)[number];
 export const EXECUTIONS_MODES: readonly ExecutionsMode[] = ['queue', 'inline'];
 /**
  * How the gateways' admin listener authenticates (chart `admin.auth`): `kubernetes`
@@ -173,6 +176,11 @@ export interface PlanArgs<Url = string> {
   /** The admin listener's authentication (chart `admin.auth`; default kubernetes). */
   adminAuth?: AdminAuth;
   logLevel?: LogLevel;
+  /**
+   * Whose W3C trace context http nodes and callbacks pass on (chart
+   * `config.traceContext`): authenticated (default), all, off.
+   */
+  traceContext?: TraceContextPolicy;
   /** Where the gateways' analytics API reads from (infra/analytics.ts); default memory. */
   analytics?: AnalyticsArgs;
   /**
@@ -221,6 +229,7 @@ export interface ResolvedArgs<Url = string> {
   networkPolicyEgress?: NetworkPolicyEgressArgs;
   adminAuth: AdminAuth;
   logLevel: LogLevel;
+  traceContext: TraceContextPolicy;
   analytics?: AnalyticsArgs;
   outbound?: OutboundArgs;
   secretNamespaces: string[];
@@ -254,6 +263,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     networkPolicy: args.networkPolicy ?? false,
     adminAuth: args.adminAuth ?? 'kubernetes',
     logLevel: args.logLevel ?? 'info',
+    traceContext: args.traceContext ?? 'authenticated',
     ...optionalArgs(args),
     secretNamespaces: args.secretNamespaces ?? [],
   };
@@ -525,6 +535,7 @@ export interface ChartValues {
     baseUrl: string;
     trustedProxies: string[];
     logLevel: string;
+    traceContext: TraceContextPolicy;
     redisClient: RedisClientArgs;
     queueShards: number;
     budgets?: BudgetArgs;
@@ -565,6 +576,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       baseUrl: r.baseUrl,
       trustedProxies: r.trustedProxies,
       logLevel: r.logLevel,
+      traceContext: r.traceContext,
       redisClient: r.redisClient,
       queueShards: r.queueShards,
       ...(Object.keys(r.budgets).length > 0 ? { budgets: r.budgets } : {}),

@@ -54,6 +54,7 @@ describe('resolveArgs', () => {
       networkPolicy: false,
       adminAuth: 'kubernetes',
       logLevel: 'info',
+      traceContext: 'authenticated',
       secretNamespaces: [],
     });
   });
@@ -383,6 +384,7 @@ describe('chartValues', () => {
         workerConcurrency: 64,
         serviceMonitor: true,
         logLevel: 'debug',
+        traceContext: 'off',
       }),
     );
     expect(values).toEqual({
@@ -392,6 +394,7 @@ describe('chartValues', () => {
         baseUrl: 'https://hooks.example.com',
         trustedProxies: ['10.0.0.0/8'],
         logLevel: 'debug',
+        traceContext: 'off',
         redisClient: { commandTimeoutMs: 1000, breakerFailures: 5, breakerOpenMs: 1000 },
         queueShards: 1,
       },
