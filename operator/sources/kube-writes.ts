@@ -147,10 +147,9 @@ export class KubeWriter {
 
   /**
    * Put our finalizer on the object. True when it is on a live object (added now or
-   * there already): side effects may go ahead. False when the object is gone (404 on
-   * the read or on the PATCH) or being deleted, when the API server takes no new
-   * finalizer (K10): nothing may then be deployed for it, the caller cleans up instead
-   * (O6).
+   * there already): side effects may go ahead. False when it is being deleted, when the
+   * API server takes no new finalizer (K10): nothing may then be deployed for it, the
+   * caller cleans up instead (O6). Rejects on a 404 (see below) as on any error.
    */
   async addFinalizer(ref: ObjectRef): Promise<boolean> {
     const obj = await this.#updateFinalizers(
@@ -161,11 +160,17 @@ export class KubeWriter {
       },
       true,
     );
-    return (
-      obj !== undefined &&
-      !obj.metadata.deletionTimestamp &&
-      (obj.metadata.finalizers ?? []).includes(FINALIZER)
-    );
+    if (obj === undefined) {
+      // A 404 (to the PATCH or to a re-read) for an object our informer holds: gone, or
+      // its custom resource's handler being rebuilt after a CRD update, which answers
+      // 404 to every verb for a moment. Not a verdict to tear a live object's route down
+      // on: an error, so the reconcile is retried; a real deletion arrives as the
+      // informer's DELETED event, and the reconcile then cleans up.
+      throw new Error(
+        `${ref.kind} ${ref.namespace}/${ref.name}: not found while adding our finalizer`,
+      );
+    }
+    return !obj.metadata.deletionTimestamp && (obj.metadata.finalizers ?? []).includes(FINALIZER);
   }
 
   async removeFinalizer(ref: ObjectRef): Promise<void> {
@@ -220,16 +225,7 @@ export class KubeWriter {
           }),
         );
         this.#remember(ref, read, written);
-        if (written === undefined && (await this.#read(ref, false)) !== undefined) {
-          // A 404 for an object the server still has (a custom resource's handler being
-          // rebuilt after a CRD update answers so for a moment): not "gone". The
-          // reconcile fails and is retried with backoff, instead of tearing down what a
-          // live object deployed.
-          throw new Error(
-            `${ref.kind} ${ref.namespace}/${ref.name}: PATCH answered 404, the object exists`,
-          );
-        }
-        // A 404 the server confirms: the object went away under the PATCH.
+        // A 404: gone, as far as this answer tells (addFinalizer does not take it so).
         return written;
       },
       this.#o.retryDeps,
