@@ -476,8 +476,10 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
   codes.push('HG_ERR_CORS_ORIGIN_DENIED');
   if (spec.rateLimit) {
     // Shadow mode measures the limit and refuses nothing.
-    if (spec.rateLimit.enforce !== false) codes.push('HG_ERR_RATE_LIMITED');
-    if (spec.rateLimit.failureMode === 'closed') codes.push('HG_ERR_RATE_LIMIT_UNAVAILABLE');
+    const enforced = spec.rateLimit.enforce !== false;
+    if (enforced) codes.push('HG_ERR_RATE_LIMITED');
+    if (enforced && spec.rateLimit.failureMode === 'closed')
+      codes.push('HG_ERR_RATE_LIMIT_UNAVAILABLE');
   }
   const mode = spec.response.mode;
   if (mode === 'asyncCallback')

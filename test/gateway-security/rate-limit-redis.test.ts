@@ -12,8 +12,8 @@ import { sleep } from '../support/eventually.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { burst, makeRoute, problemOf } from './fixtures.ts';
 
-const route = (rpm: number, key: string, failureMode: 'open' | 'closed' = 'open') =>
-  makeRoute({ rateLimit: { requestsPerMinute: rpm, failureMode, enforce: true } }, {}, key);
+const route = (rpm: number, key: string, failureMode: 'open' | 'closed' = 'open', enforce = true) =>
+  makeRoute({ rateLimit: { requestsPerMinute: rpm, failureMode, enforce } }, {}, key);
 
 function client(port: number): Redis {
   const redis = new Redis({
@@ -182,6 +182,11 @@ describe('EndpointRateLimiter (Redis never reachable)', () => {
       });
       const problem = await problemOf(() => limiter.check(route(10, 'shop/nowhere', 'closed')));
       expect(problem.code).toBe('HG_ERR_RATE_LIMIT_UNAVAILABLE');
+      // Shadow mode refuses nothing: closed or not, a store failure lets it through.
+      expect(await limiter.check(route(10, 'shop/nowhere-shadow', 'closed', false))).toEqual({
+        headers: {},
+        degraded: true,
+      });
     } finally {
       redis.disconnect();
     }

@@ -16,7 +16,7 @@
 // Shadow mode (`enforce: false`, acceptance rule E3 after Envoy's filter_enforced): the
 // count is kept as when enforcing, but a request over the limit is let through, marked
 // `shadowed` for the metrics, and no RateLimit header is sent (the limit is measured,
-// not announced). A request GCRA refuses does not advance its state in either mode, so
+// not announced). A store failure fails open whatever `failureMode` says. A request GCRA refuses does not advance its state in either mode, so
 // the shadowed count is what enforcing would have refused.
 //
 // Store failures (a Redis error, a client that is not connected, or no answer within
@@ -102,7 +102,8 @@ export class EndpointRateLimiter {
     const store = this.#store;
     if (store instanceof MemoryGcraStore)
       return decide(limit, store.take(route.key, limit), shadow);
-    const closed = config.failureMode === 'closed';
+    // Shadow mode refuses nothing, a store failure included.
+    const closed = config.failureMode === 'closed' && !shadow;
     return this.#decideWithin(
       store.take(this.#keyPrefix + route.key, limit),
       limit,
