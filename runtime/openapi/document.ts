@@ -434,6 +434,14 @@ interface ResponseSchemas {
   hasInputSchema: boolean;
 }
 
+/** What a rate limit can answer: shadow mode (enforce: false) refuses nothing. */
+function rateLimitProblems(limit: WebhookTriggerSpec['rateLimit']): ErrorCode[] {
+  if (!limit || limit.enforce === false) return [];
+  return limit.failureMode === 'closed'
+    ? ['HG_ERR_RATE_LIMITED', 'HG_ERR_RATE_LIMIT_UNAVAILABLE']
+    : ['HG_ERR_RATE_LIMITED'];
+}
+
 /** The problems a route may answer with, by the route's settings. */
 export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[] {
   const codes: ErrorCode[] = ['HG_ERR_BAD_REQUEST', 'HG_ERR_URI_TOO_LONG'];
@@ -474,13 +482,7 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
     codes.push('HG_ERR_AUTH_UNAVAILABLE');
   // With CORS off every cross-origin request is refused, so the answer is always possible.
   codes.push('HG_ERR_CORS_ORIGIN_DENIED');
-  if (spec.rateLimit) {
-    // Shadow mode measures the limit and refuses nothing.
-    const enforced = spec.rateLimit.enforce !== false;
-    if (enforced) codes.push('HG_ERR_RATE_LIMITED');
-    if (enforced && spec.rateLimit.failureMode === 'closed')
-      codes.push('HG_ERR_RATE_LIMIT_UNAVAILABLE');
-  }
+  codes.push(...rateLimitProblems(spec.rateLimit));
   const mode = spec.response.mode;
   if (mode === 'asyncCallback')
     codes.push('HG_ERR_CALLBACK_URL_MISSING', 'HG_ERR_CALLBACK_URL_REFUSED');
