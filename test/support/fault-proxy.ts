@@ -3,6 +3,9 @@
 // open and nothing gets through; what was sent is held, as TCP would keep retransmitting
 // it, and arrives once the hole closes), and resets (every connection, open or new, is
 // reset). The mode can change while connections are open, as a network fault would.
+// Each direction of a connection is one FIFO lane: a chunk is due at the later of its
+// arrival plus the latency and the chunk before it, and goes out only when the mode in
+// force then lets it, so bytes never overtake one another (as on one TCP stream).
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 
@@ -15,35 +18,50 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
+/** One direction of one connection: what is on its way to `to`, in order. */
+interface Lane {
+  to: net.Socket;
+  queue: { chunk: Buffer; due: number }[];
+  timer: NodeJS.Timeout | undefined;
+}
+
 export async function startFaultProxy(target: {
   host?: string;
   port: number;
 }): Promise<FaultProxy> {
   let mode: FaultMode = { kind: 'pass' };
   const pairs = new Set<[net.Socket, net.Socket]>();
-  const timers = new Set<NodeJS.Timeout>();
+  const lanes = new Set<Lane>();
 
-  /** Chunks held by the blackhole, per destination socket, in order. */
-  const held = new Map<net.Socket, Buffer[]>();
-  const deliver = (to: net.Socket, chunk: Buffer) => {
-    if (mode.kind === 'blackhole') {
-      held.set(to, [...(held.get(to) ?? []), chunk]);
-      return;
+  /** Sends what is due, unless the mode holds it; wakes up for the next chunk. */
+  const drain = (lane: Lane) => {
+    if (lane.timer) clearTimeout(lane.timer);
+    lane.timer = undefined;
+    if (mode.kind === 'blackhole' || mode.kind === 'reset') return;
+    const now = performance.now();
+    while (lane.queue.length > 0 && (lane.queue[0]?.due ?? Infinity) <= now) {
+      const { chunk } = lane.queue.shift() as { chunk: Buffer };
+      if (!lane.to.destroyed) lane.to.write(chunk);
     }
-    if (mode.kind === 'reset') return;
-    if (mode.kind === 'pass') {
-      if (!to.destroyed) to.write(chunk);
-      return;
-    }
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      if (!to.destroyed) to.write(chunk);
-    }, mode.ms);
-    timers.add(timer);
+    const next = lane.queue[0];
+    if (next) lane.timer = setTimeout(() => drain(lane), next.due - now);
   };
-  /** Copies `from` to `to` as the mode says, chunk by chunk. */
+
+  /** Copies `from` to `to` through a lane of its own. */
   const relay = (from: net.Socket, to: net.Socket) => {
-    from.on('data', (chunk: Buffer) => deliver(to, chunk));
+    const lane: Lane = { to, queue: [], timer: undefined };
+    lanes.add(lane);
+    from.on('data', (chunk: Buffer) => {
+      if (mode.kind === 'reset') return;
+      const delay = mode.kind === 'latency' ? mode.ms : 0;
+      const after = lane.queue.at(-1)?.due ?? 0;
+      lane.queue.push({ chunk, due: Math.max(performance.now() + delay, after) });
+      drain(lane);
+    });
+    to.once('close', () => {
+      if (lane.timer) clearTimeout(lane.timer);
+      lanes.delete(lane);
+    });
   };
 
   const server = net.createServer((client) => {
@@ -56,8 +74,6 @@ export async function startFaultProxy(target: {
     pairs.add(pair);
     const end = () => {
       pairs.delete(pair);
-      held.delete(client);
-      held.delete(upstream);
       if (!client.destroyed) client.destroy();
       if (!upstream.destroyed) upstream.destroy();
     };
@@ -75,7 +91,10 @@ export async function startFaultProxy(target: {
     set(next) {
       mode = next;
       if (next.kind === 'reset') {
-        held.clear();
+        for (const lane of lanes) {
+          if (lane.timer) clearTimeout(lane.timer);
+          lane.queue = [];
+        }
         for (const [client, upstream] of pairs) {
           client.resetAndDestroy();
           upstream.destroy();
@@ -83,13 +102,10 @@ export async function startFaultProxy(target: {
         pairs.clear();
         return;
       }
-      if (next.kind === 'blackhole') return;
-      const waiting = [...held];
-      held.clear();
-      for (const [to, chunks] of waiting) for (const chunk of chunks) deliver(to, chunk);
+      for (const lane of lanes) drain(lane);
     },
     async close() {
-      for (const timer of timers) clearTimeout(timer);
+      for (const lane of lanes) if (lane.timer) clearTimeout(lane.timer);
       for (const [client, upstream] of pairs) {
         client.destroy();
         upstream.destroy();
