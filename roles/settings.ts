@@ -172,26 +172,11 @@ function adminAuthOf(role: string, adminHost: string): AdminAuthMode | undefined
 
 /** The settings from argv and the environment; undefined (exit code set) on --help or bad input. */
 export function settings(argv: string[] = process.argv.slice(2)): Settings | undefined {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      source: { type: 'string' },
-      dir: { type: 'string' },
-      namespace: { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'base-url': { type: 'string' },
-      'admin-port': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    console.log(USAGE);
-    return undefined;
-  }
+  const args = argsOf(argv);
+  if (!args) return undefined;
+  const { positionals, values } = args;
   const role = (positionals[0] ?? 'dev') as RoleName;
-  const port = Number(values.port ?? process.env.PORT ?? 8080);
+  const port = portNumber(values.port ?? process.env.PORT ?? '8080');
   const source = values.source ?? process.env.HOOKGATE_SOURCE ?? 'dir';
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
   const admin = adminSettings(role, port, host, values['admin-port']);
@@ -223,7 +208,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     host,
     baseUrl: values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`,
     logLevel: (process.env.LOG_LEVEL ?? 'info') as LogLevel,
-    metricsPort: process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined,
+    metricsPort: process.env.METRICS_PORT ? portNumber(process.env.METRICS_PORT) : undefined,
     analytics: analytics.config,
     budgets: budgets.budgets,
     ...admin.settings,
@@ -245,6 +230,36 @@ function traceContextProblems(raw: string | undefined): string[] {
   return [`invalid HOOKGATE_TRACE_CONTEXT "${raw}" (${TRACE_CONTEXT_POLICIES.join(', ')})`];
 }
 
+const OPTIONS = {
+  source: { type: 'string' },
+  dir: { type: 'string' },
+  namespace: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'base-url': { type: 'string' },
+  'admin-port': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/**
+ * The parsed arguments; undefined after printing the usage, for --help or for what
+ * parseArgs refuses (an unknown option, a missing value: it throws, and a stack trace
+ * with exit code 1 is no way to say "bad usage").
+ */
+function argsOf(argv: string[]) {
+  try {
+    const args = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+    if (!args.values.help) return args;
+    console.log(USAGE);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (!(err instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS_'))) throw err;
+    console.error(`hookgate: ${err.message}\n\n${USAGE}`);
+    process.exitCode = 2;
+  }
+  return undefined;
+}
+
 type AdminSettings = Pick<Settings, 'adminPort' | 'adminHost' | 'adminAuth' | 'adminTokenFile'>;
 
 function adminSettings(
@@ -254,7 +269,7 @@ function adminSettings(
   flag: string | undefined,
 ): { settings: AdminSettings; problems: string[] } {
   const rawAdminPort = flag ?? process.env.ADMIN_PORT;
-  const adminPort = Number(rawAdminPort ?? 8081);
+  const adminPort = portNumber(rawAdminPort ?? '8081');
   const adminHost = process.env.ADMIN_HOST ?? (role === 'dev' ? '127.0.0.1' : host);
   const adminAuth = adminAuthOf(role, adminHost);
   return {
@@ -403,7 +418,7 @@ function problemsOf(
   if (level !== undefined && !(LOG_LEVELS as readonly string[]).includes(level))
     problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, not "${level}"`);
   const metricsPort = env.METRICS_PORT;
-  if (metricsPort !== undefined && !isPort(Number(metricsPort)))
+  if (metricsPort !== undefined && !isPort(portNumber(metricsPort)))
     problems.push(`invalid METRICS_PORT "${metricsPort}"`);
   return problems;
 }
@@ -423,6 +438,14 @@ function redisClientSettings(): RedisClientSettings {
     ),
     breakerOpenMs: number(env.HOOKGATE_REDIS_BREAKER_OPEN_MS, REDIS_CLIENT_DEFAULTS.breakerOpenMs),
   };
+}
+
+/**
+ * A port as written: decimal digits only. Number() reads '' as 0 (a random port),
+ * '1e3' as 1000 and '0x50' as 80; those are typos, NaN here, so isPort refuses them.
+ */
+function portNumber(raw: string): number {
+  return /^[0-9]{1,5}$/.test(raw) ? Number(raw) : NaN;
 }
 
 function isPort(port: number): boolean {

@@ -85,6 +85,16 @@ describe('hookgate command line', () => {
       'HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000',
     ],
     [['dev', '--port', '70000'], {}, 'invalid port "70000"'],
+    // Number() would read these as ports: 1000, 80 and 0 (a random one).
+    [['dev', '--port', '1e3'], {}, 'invalid port "1e3"'],
+    [['dev', '--admin-port', '0x50'], {}, 'invalid admin port "0x50"'],
+    [['dev', '--port='], {}, 'invalid port ""'],
+    [['dev'], { METRICS_PORT: '9e3' }, 'invalid METRICS_PORT "9e3"'],
+    // What parseArgs refuses is bad usage too, not a stack trace.
+    [['dev', '--bogus'], {}, "hookgate: Unknown option '--bogus'"],
+    [['--bogus'], {}, "hookgate: Unknown option '--bogus'"],
+    [['dev', '--port'], {}, "hookgate: Option '--port <value>' argument missing"],
+    [['dev', '--help=yes'], {}, "hookgate: Option '-h, --help' does not take an argument"],
     // The outbound policy: metadata is never allowable, bad entries are named.
     [
       ['worker'],
