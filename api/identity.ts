@@ -100,6 +100,19 @@ export function routePath(workflowId: string, pathSegment: string): string {
 }
 
 /** The generated webhook URL shown to users. */
+/**
+ * Why `raw` cannot be the public base URL that webhookUrl() puts before each path, or
+ * undefined: it must be an absolute http(s) URL without a query or a fragment.
+ */
+export function baseUrlProblem(raw: string): string | undefined {
+  const url = URL.parse(raw);
+  if (url?.protocol !== 'http:' && url?.protocol !== 'https:')
+    return `"${raw}" is not an absolute http or https URL`;
+  if (raw.includes('?') || raw.includes('#'))
+    return `"${raw}" has a query or a fragment, which would come before the webhook paths`;
+  return undefined;
+}
+
 export function webhookUrl(baseUrl: string, workflowId: string, pathSegment: string): string {
   return `${baseUrl.replace(/\/+$/, '')}${routePath(workflowId, pathSegment)}`;
 }

@@ -7,6 +7,7 @@ import {
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { baseUrlProblem } from '../api/identity.ts';
 import type { AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
 import type { OutboundGuardOptions } from '../runtime/engine/outbound/guard.ts';
 import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
@@ -179,6 +180,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const port = portNumber(values.port ?? process.env.PORT ?? '8080');
   const source = values.source ?? process.env.HOOKGATE_SOURCE ?? 'dir';
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
+  const baseUrl = values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`;
   const admin = adminSettings(role, port, host, values['admin-port']);
   const analytics = analyticsSettings();
   const budgets = budgetSettings();
@@ -190,6 +192,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     ...analytics.problems,
     ...budgets.problems,
     ...admin.problems,
+    ...baseUrlProblems(baseUrl),
     ...secretNamespaceProblems(secretNamespaces),
     ...traceContextProblems(process.env.HOOKGATE_TRACE_CONTEXT),
   ];
@@ -206,7 +209,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     secretNamespaces,
     port,
     host,
-    baseUrl: values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`,
+    baseUrl,
     logLevel: (process.env.LOG_LEVEL ?? 'info') as LogLevel,
     metricsPort: process.env.METRICS_PORT ? portNumber(process.env.METRICS_PORT) : undefined,
     analytics: analytics.config,
@@ -438,6 +441,12 @@ function redisClientSettings(): RedisClientSettings {
     ),
     breakerOpenMs: number(env.HOOKGATE_REDIS_BREAKER_OPEN_MS, REDIS_CLIENT_DEFAULTS.breakerOpenMs),
   };
+}
+
+/** The public base URL, from --base-url or HOOKGATE_BASE_URL (a typo failed at start-up). */
+function baseUrlProblems(baseUrl: string): string[] {
+  const problem = baseUrlProblem(baseUrl);
+  return problem ? [`--base-url (HOOKGATE_BASE_URL): ${problem}`] : [];
 }
 
 /**

@@ -3,7 +3,7 @@
 // (--file), built by the same code the server uses (runtime/openapi/document.ts).
 import { parseServerCommand, outputFormat } from '../command.ts';
 import { stringify } from 'yaml';
-import { routePath, workflowIdentifier } from '../../api/identity.ts';
+import { baseUrlProblem, routePath, workflowIdentifier } from '../../api/identity.ts';
 import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
 import {
   gatewayDocument,
@@ -11,7 +11,7 @@ import {
   type OpenApiRoute,
 } from '../../runtime/openapi/document.ts';
 import { AdminClient, parseTriggerRef, SERVER_HELP } from '../admin-client.ts';
-import { CliError, EXIT, type ExitCode } from '../errors.ts';
+import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
 import { manifestFiles } from '../manifests.ts';
 import { formatText, validateFiles } from './validate.ts';
 
@@ -47,6 +47,8 @@ export async function openapiCommand(argv: string[]): Promise<ExitCode> {
   const ref = values.all ? undefined : parseTriggerRef(positionals[0], values.namespace);
   let doc: unknown;
   if (values.file) {
+    const problem = baseUrlProblem(values['base-url']);
+    if (problem) throw usageError(`--base-url: ${problem}`);
     doc = offline(values.file, ref, values['base-url']);
   } else {
     const client = new AdminClient(values);

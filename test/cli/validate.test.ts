@@ -271,4 +271,14 @@ describe('hookgate crds, completion, version, openapi --file', { timeout: 180_00
     const missing = await hookgate(['openapi', '-f', 'examples', 'default/nope']);
     expect(missing.code).toBe(1);
   });
+
+  it.each(['not a url', 'javascript:alert(1)', 'https://hooks.example.com/?x=1'])(
+    'openapi --file --base-url %j is bad usage: no document with that server URL',
+    async (baseUrl) => {
+      const run = await hookgate(['openapi', '-f', 'examples', '--all', '--base-url', baseUrl]);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(`hookgate openapi: --base-url: "${baseUrl}"`);
+    },
+  );
 });

@@ -90,6 +90,14 @@ describe('hookgate command line', () => {
     [['dev', '--admin-port', '0x50'], {}, 'invalid admin port "0x50"'],
     [['dev', '--port='], {}, 'invalid port ""'],
     [['dev'], { METRICS_PORT: '9e3' }, 'invalid METRICS_PORT "9e3"'],
+    // The public base URL prefixes every webhook URL (status.url, OpenAPI servers).
+    [['dev', '--base-url', 'not a url'], {}, '--base-url (HOOKGATE_BASE_URL): "not a url" is not'],
+    [
+      ['dev'],
+      { HOOKGATE_BASE_URL: 'https://hooks.example.com/#x' },
+      '"https://hooks.example.com/#x" has a query or a fragment',
+    ],
+    [['operator'], { HOOKGATE_BASE_URL: 'ftp://hooks.example.com' }, 'is not an absolute http'],
     // What parseArgs refuses is bad usage too, not a stack trace.
     [['dev', '--bogus'], {}, "hookgate: Unknown option '--bogus'"],
     [['--bogus'], {}, "hookgate: Unknown option '--bogus'"],
