@@ -5,6 +5,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
 import { HttpProblem } from '../errors.ts';
+import { setOwn } from '../own-property.ts';
 import { redactHeaders } from '../gateway/live-events.ts';
 import type { RouteRecord, RouteStore } from '../../api/records/records.ts';
 import { signDelivery } from '../gateway/security/auth/signature/sign.ts';
@@ -37,12 +38,40 @@ function parseRequest(raw: unknown): TestRequestBody {
       errors.push({ pointer: `/${field}`, detail: 'must be an object of strings' });
     }
   }
+  if (errors.length === 0 && input.headers) input.headers = headerFields(input.headers, errors);
   if (errors.length > 0) {
     throw new HttpProblem('HG_ERR_INVALID_PARAMETER', 'The test request is malformed', {
       extensions: { errors },
     });
   }
   return input;
+}
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** What Node's HTTP parser takes in a header value: no CR, LF, NUL or other controls. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * The headers by their lower-case names, as a network request would arrive: the
+ * in-process request takes any string, so `Content-Type` sat beside the default
+ * `content-type` and lost to it, and a name or value no client could send was tested.
+ */
+function headerFields(
+  headers: Record<string, string>,
+  errors: { pointer: string; detail: string }[],
+): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const pointer = `/headers/${name.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    const key = name.toLowerCase();
+    if (!HEADER_NAME.test(name)) errors.push({ pointer, detail: 'is not a header name' });
+    else if (!HEADER_VALUE.test(value))
+      errors.push({ pointer, detail: 'has a character a header cannot carry (CR, LF, NUL...)' });
+    else if (Object.hasOwn(fields, key))
+      errors.push({ pointer, detail: 'is given twice (header names ignore case)' });
+    else setOwn(fields, key, value);
+  }
+  return fields;
 }
 
 const CARRIES_NO_BODY = new Set(['GET', 'HEAD']);

@@ -352,6 +352,39 @@ describe('Send Test Request', () => {
     }
   });
 
+  it('takes header names in any case, as a network request would; refuses what no client could send', async () => {
+    const test = (headers: Record<string, string>) =>
+      rt.admin.inject({
+        method: 'POST',
+        url: '/api/triggers/default/getfirst/test',
+        payload: { body: { a: 1 }, headers },
+      });
+    // Content-Type, not content-type: it used to sit beside the default and lose to it.
+    const sent = await test({ 'Content-Type': 'text/plain' });
+    expect(sent.statusCode).toBe(200);
+    expect(sent.json()).toMatchObject({
+      request: { headers: { 'content-type': 'text/plain' } },
+      response: { statusCode: 200, body: { got: '{"a":1}' } },
+    });
+    expect(Object.keys(sent.json<{ request: { headers: object } }>().request.headers)).toEqual([
+      'content-type',
+    ]);
+    for (const [headers, pointer] of [
+      [{ 'X-Trace': 'a\r\nX-Evil: 1' }, '/headers/X-Trace'],
+      [{ 'x-trace': 'a\u0000b' }, '/headers/x-trace'],
+      [{ 'x trace': '1' }, '/headers/x trace'],
+      [{ '': '1' }, '/headers/'],
+      [{ 'X-Trace': '1', 'x-trace': '2' }, '/headers/x-trace'],
+    ] as const) {
+      const refused = await test(headers);
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json()).toMatchObject({
+        type: `${PROBLEM_BASE}invalid-parameter`,
+        errors: [{ pointer }],
+      });
+    }
+  });
+
   it('is refused with a clear error when no credentials are saved', async () => {
     const res = await rt.admin.inject({
       method: 'POST',
