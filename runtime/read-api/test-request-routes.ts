@@ -74,6 +74,17 @@ function headerFields(
   return fields;
 }
 
+/**
+ * The value given for the path parameter `:name`, else `test`. Own properties only: a
+ * parameter named `:constructor` or `:toString` is not Object.prototype's function.
+ */
+function paramOf(input: TestRequestBody, part: string): string {
+  const name = part.slice(1);
+  return input.params && Object.hasOwn(input.params, name)
+    ? (input.params[name] ?? 'test')
+    : 'test';
+}
+
 const CARRIES_NO_BODY = new Set(['GET', 'HEAD']);
 
 /**
@@ -155,9 +166,7 @@ export function testRequestRoutes(app: FastifyInstance, options: TestRequestOpti
     const headers: Record<string, string> = { ...input.headers, ...credentialHeaders(route) };
     const path = route.path
       .split('/')
-      .map((part) =>
-        part.startsWith(':') ? encodeURIComponent(input.params?.[part.slice(1)] ?? 'test') : part,
-      )
+      .map((part) => (part.startsWith(':') ? encodeURIComponent(paramOf(input, part)) : part))
       .join('/');
     const query = new URLSearchParams(input.query ?? {}).toString();
     const url = query ? `${path}?${query}` : path;

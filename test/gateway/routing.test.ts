@@ -385,6 +385,33 @@ describe('Send Test Request', () => {
     }
   });
 
+  it('fills a path parameter named like an Object.prototype member from the given params only', async () => {
+    await rt.apply(
+      'proto-params.yaml',
+      [
+        workflow('proto-params', {
+          nodes: [{ id: 'out', type: 'transform', expression: '{ "p": params }' }],
+        }),
+        trigger('proto-params', {
+          workflowRef: { name: 'proto-params' },
+          pathSegment: 'p/:constructor/:toString',
+          response: { mode: 'waitForCompletion' },
+        }),
+      ],
+      ['proto-params'],
+    );
+    const res = await rt.admin.inject({
+      method: 'POST',
+      url: '/api/triggers/default/proto-params/test',
+      payload: { body: {}, params: { constructor: 'c' } },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({
+      request: { url: '/webhook/default_production_proto-params/p/c/test' },
+      response: { statusCode: 200, body: { p: { constructor: 'c', toString: 'test' } } },
+    });
+  });
+
   it('is refused with a clear error when no credentials are saved', async () => {
     const res = await rt.admin.inject({
       method: 'POST',
