@@ -30,11 +30,10 @@ export class AdminClient {
   constructor(options: ServerOptions, env: NodeJS.ProcessEnv = process.env) {
     const server = options.server ?? env.HOOKGATE_SERVER;
     if (!server) throw usageError('name the server: --server <url> or HOOKGATE_SERVER');
-    try {
-      this.base = new URL(server).href.replace(/\/+$/, '');
-    } catch {
-      throw usageError(`--server: "${server}" is not a URL`);
-    }
+    const url = URL.parse(server);
+    if (url?.protocol !== 'http:' && url?.protocol !== 'https:')
+      throw usageError(`--server: "${server}" is not an http or https URL`);
+    this.base = url.href.replace(/\/+$/, '');
     let token = options.token ?? env.HOOKGATE_TOKEN;
     if (options['token-file']) {
       try {
@@ -43,6 +42,10 @@ export class AdminClient {
         throw usageError(`--token-file: ${(err as Error).message}`);
       }
     }
+    // fetch() would refuse it as a header value, which read as "cannot reach" (exit 3).
+    // The token is a secret: the message does not repeat it.
+    if (token !== undefined && !/^[\x21-\x7e]*$/.test(token))
+      throw usageError('the admin token holds a space or a character a header cannot carry');
     this.#token = token;
   }
 

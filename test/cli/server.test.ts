@@ -167,4 +167,16 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     expect(noServer.code).toBe(2);
     expect(noServer.stderr).toContain('--server <url> or HOOKGATE_SERVER');
   });
+
+  it('a server URL that is not http(s), or a token no header can carry, is bad usage (exit 2), not "cannot reach"', async () => {
+    const [ftp, crlf] = await Promise.all([
+      hookgate(['get', 'triggers', '--server', 'ftp://127.0.0.1/']),
+      hookgate(['get', 'triggers'], { env: { ...env, HOOKGATE_TOKEN: 'secret-1\r\nX-Evil: 1' } }),
+    ]);
+    expect(ftp.code).toBe(2);
+    expect(ftp.stderr).toContain('--server: "ftp://127.0.0.1/" is not an http or https URL');
+    expect(crlf.code).toBe(2);
+    expect(crlf.stderr).toContain('the admin token holds a space or a character a header');
+    expect(crlf.stderr).not.toContain('secret-1');
+  });
 });
