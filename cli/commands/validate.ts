@@ -5,7 +5,7 @@
 // creation order, so both are reported) and one object defined twice; and what the
 // operator checks beyond admission (api/workflow-check.ts, api/trigger-check.ts).
 import { parseCommand, outputFormat } from '../command.ts';
-import { pathShape, routePath, workflowIdentifier } from '../../api/identity.ts';
+import { isNamespaceName, pathShape, routePath, workflowIdentifier } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
 import { checkTrigger } from '../../api/trigger-check.ts';
 import { checkWorkflow } from '../../api/workflow-check.ts';
@@ -174,6 +174,16 @@ function validateDocument(
           object,
           reason: 'FieldValueRequired',
         },
+      ),
+    );
+  // As `hookgate dev` and the API server: a namespace is a DNS label (also one given by -n).
+  if (!isNamespaceName(namespace))
+    errors.push(
+      problemAt(
+        doc,
+        'metadata.namespace',
+        `Invalid value: "${namespace}": a DNS label (lower case letters, digits and -, at most 63)`,
+        { object, reason: 'FieldValueInvalid' },
       ),
     );
   const result = admitResource(doc.value);

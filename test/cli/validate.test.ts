@@ -144,6 +144,23 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
     ]);
   });
 
+  it('a namespace that is not a DNS label is an error, as hookgate dev and the API server say, also from -n', async () => {
+    const file = join(dir, 'bad-namespace.yaml');
+    const hello = workflow('hello', { nodes: [{ id: 'a', type: 'transform', expression: '$' }] });
+    await writeFile(
+      file,
+      stringify({ ...hello, metadata: { name: 'hello', namespace: 'Bad_NS' } }),
+    );
+    const inFile = await hookgate(['validate', file]);
+    expect(inFile.code).toBe(1);
+    expect(inFile.stdout).toContain(
+      'error: Workflow Bad_NS/hello: metadata.namespace: Invalid value: "Bad_NS": a DNS label',
+    );
+    const fromFlag = await hookgate(['validate', '-n', 'shop team', 'examples/hello.yaml']);
+    expect(fromFlag.code).toBe(1);
+    expect(fromFlag.stdout).toContain('metadata.namespace: Invalid value: "shop team"');
+  });
+
   it('JSON output names file, document, line, field and reason', async () => {
     const run = await hookgate(['validate', '-o', 'json', join(dir, 'broken.yaml')]);
     expect(run.code).toBe(1);
