@@ -12,7 +12,7 @@
 import { hash, randomFillSync, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
-import type { Execution, ExecutionEngine } from '../engine/ports.ts';
+import type { Execution, ExecutionEngine, SequencedEvent } from '../engine/ports.ts';
 import type { RouteTable } from './route-table.ts';
 import { corsHeaders } from './security/cors.ts';
 import { openSse, type SseStream } from './sse.ts';
@@ -105,9 +105,13 @@ export function publicExecutionView(execution: Execution): Record<string, unknow
   };
 }
 
+const isFinal = (event: SequencedEvent) => event.type === 'completed' || event.type === 'failed';
+
 /**
  * Forward an execution's events (after `afterSeq`) as SSE frames, the seq as the
- * event id (for Last-Event-ID), and end the stream with the final event.
+ * event id (for Last-Event-ID), and end the stream with the final event. A resumed
+ * stream reads the history from the start and sends what is after `afterSeq`, so that
+ * the final event ends it even when the client's id is at or past it.
  */
 export function pipeExecution(
   engine: ExecutionEngine,
@@ -115,10 +119,44 @@ export function pipeExecution(
   afterSeq: number,
   sse: SseStream,
 ): () => void {
-  return engine.subscribe(id, afterSeq, (event) => {
+  return engine.subscribe(id, 0, (event) => {
     const { seq, type, ...data } = event;
-    sse.send(type, { type, ...data }, seq);
-    if (type === 'completed' || type === 'failed') sse.end();
+    if (seq > afterSeq) sse.send(type, { type, ...data }, seq);
+    if (isFinal(event)) sse.end();
+  });
+}
+
+/**
+ * Whether a client resuming a finished execution's stream (Last-Event-ID) already has
+ * every event: then the answer is 204, which tells an EventSource to stop reconnecting
+ * (an empty stream that ends would have it reconnect for ever). False when there is
+ * more to send, or the history did not end within `waitMs`.
+ */
+export function hasEverything(
+  engine: ExecutionEngine,
+  execution: Execution,
+  afterSeq: number,
+  waitMs = 5_000,
+): Promise<boolean> {
+  if (afterSeq === 0 || (execution.status !== 'succeeded' && execution.status !== 'failed'))
+    return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let done = false;
+    let newer = false;
+    let unsubscribe: (() => void) | undefined;
+    const finish = (answer: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      unsubscribe?.();
+      resolve(answer);
+    };
+    const timer = setTimeout(() => finish(false), waitMs);
+    unsubscribe = engine.subscribe(execution.id, 0, (event) => {
+      if (event.seq > afterSeq) newer = true;
+      if (isFinal(event)) finish(!newer);
+    });
+    if (done) unsubscribe();
   });
 }
 
@@ -170,12 +208,14 @@ export function executionLinkRoutes(app: FastifyInstance, options: ExecutionLink
 
   app.get(`${EXECUTION_LINK_PREFIX}/:id/events`, async (request, reply) => {
     const execution = await authorised(request, reply);
+    const after = lastEventIdOf(request);
+    if (await hasEverything(engine, execution, after)) return reply.code(204).send();
     let unsubscribe: (() => void) | undefined;
     const { sse, body } = openSse(request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
       onEnd: () => unsubscribe?.(),
     });
-    unsubscribe = pipeExecution(engine, execution.id, lastEventIdOf(request), sse);
+    unsubscribe = pipeExecution(engine, execution.id, after, sse);
     return reply.send(body);
   });
 }

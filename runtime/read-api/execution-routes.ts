@@ -11,7 +11,7 @@ import type {
   ExecutionFilter,
   ExecutionStatus,
 } from '../engine/ports.ts';
-import { lastEventIdOf, pipeExecution } from '../gateway/execution-links.ts';
+import { hasEverything, lastEventIdOf, pipeExecution } from '../gateway/execution-links.ts';
 import { openSse } from '../gateway/sse.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
@@ -135,6 +135,7 @@ export function executionRoutes(
     const { id } = request.params as { id: string };
     const execution = await readable(request, id);
     const after = lastEventIdOf(request);
+    if (await hasEverything(engine, execution, after)) return reply.code(204).send();
     let unsubscribe: (() => void) | undefined;
     const { sse, body } = openSse(request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),

@@ -188,6 +188,12 @@ for (const [name, start, queueShards] of [
           await fetch(`${base}${channel.url}`, { headers: { 'last-event-id': '3' } }),
         );
         expect(resumed.map((f) => f.id)).toEqual(frames.slice(3).map((f) => f.id));
+        // Every event already received (an EventSource reconnecting after the end): 204.
+        const everything = await fetch(`${base}${channel.url}`, {
+          headers: { 'last-event-id': String(frames.at(-1)?.id) },
+          signal: AbortSignal.timeout(5_000),
+        });
+        expect(everything.status).toBe(204);
       });
 
       it('Acknowledge + Subscribe: the worker keeps the link valid; only the digest is stored', async () => {

@@ -84,6 +84,39 @@ describe('public execution links', () => {
     expect(JSON.parse(frames.at(-1)?.data ?? '{}')).toMatchObject({ output: { n: 5, done: true } });
   });
 
+  it('a resumed stream: what is after Last-Event-ID, then it ends; a client with everything gets 204', async () => {
+    const body = await accept();
+    const all = await collect(await fetch(`${base}${body.links.events}`));
+    const last = Number(all.at(-1)?.id);
+    expect(all.at(-1)?.event).toBe('completed');
+    const resume = (id: number | string, url = `${base}${body.links.events}`) =>
+      fetch(url, { headers: { 'last-event-id': String(id) }, signal: AbortSignal.timeout(5_000) });
+    const tail = await collect(await resume(last - 1));
+    expect(tail.map((f) => Number(f.id))).toEqual([last]);
+    // Everything already received (an EventSource reconnecting after the end), or an id
+    // past the end: 204, which tells an EventSource to stop; no stream held open.
+    for (const id of [last, last + 100]) {
+      const res = await resume(id);
+      expect(res.status).toBe(204);
+      expect(await res.text()).toBe('');
+    }
+    // The admin listener's stream of the same execution answers alike.
+    const admin = await resume(last, `${adminBase}/api/executions/${body.executionId}/events`);
+    expect(admin.status).toBe(204);
+  });
+
+  it('a running execution resumed from an id past its events still ends with it', async () => {
+    const body = await accept();
+    const res = await fetch(`${base}${body.links.events}`, {
+      headers: { 'last-event-id': '999' },
+      signal: AbortSignal.timeout(5_000),
+    });
+    expect(res.status).toBe(200);
+    // Nothing to send after 999, but the stream ends when the execution does.
+    expect(await collect(res)).toEqual([]);
+    expect((await finished(body.executionId)).status).toBe('succeeded');
+  });
+
   it('self shows status, output and times, not the input, the log or the digest', async () => {
     const body = await accept('subscribe', 7);
     await finished(body.executionId);
