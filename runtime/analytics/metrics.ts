@@ -151,9 +151,10 @@ export class GatewayMetrics implements RequestObserver {
       registers,
       // Every request on a limited endpoint is a decision: counted in plain numbers and
       // added at scrape time, as a labelled inc() hashes and checks its labels each time.
+      // Every series from the first scrape, at 0: rate() sees a pod's first failures.
       collect(this: Counter<'decision'>) {
         for (const decision of RATE_LIMIT_DECISIONS) {
-          if (decisions[decision] > 0) this.inc({ decision }, decisions[decision]);
+          this.inc({ decision }, decisions[decision]);
           decisions[decision] = 0;
         }
       },

@@ -153,9 +153,13 @@ describe('gateway metrics', () => {
       expect(text).toContain(`hookgate_callback_deliveries_total{result="${result}"} 1`);
   });
 
-  it('rate limit decisions add up across scrapes', async () => {
+  it('rate limit decisions add up across scrapes, every series there from the first at 0', async () => {
     const registry = new Registry();
     const metrics = new GatewayMetrics({ registry });
+    // A counter that appears with its first increment hides that increment from rate().
+    const first = await registry.metrics();
+    for (const decision of ['allowed', 'rejected', 'shadowed', 'failed_open', 'failed_closed'])
+      expect(first).toContain(`hookgate_rate_limit_decisions_total{decision="${decision}"} 0`);
     for (let i = 0; i < 3; i++) metrics.recordRateLimitDecision('allowed');
     expect(await registry.metrics()).toContain(
       'hookgate_rate_limit_decisions_total{decision="allowed"} 3',
