@@ -87,6 +87,7 @@ export function completionCommand(argv: string[]): ExitCode {
     console.log(COMPLETION_HELP);
     return EXIT.ok;
   }
+  if (argv.length > 1) throw usageError(`completion takes one shell (got ${argv.join(' ')})`);
   if (shell === 'bash') process.stdout.write(bash());
   else if (shell === 'zsh') process.stdout.write(zsh());
   else throw usageError('completion for which shell? bash or zsh');

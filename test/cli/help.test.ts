@@ -58,6 +58,12 @@ describe('hookgate <command> --help', () => {
     },
   );
 
+  it('completion: one shell, nothing after it (exit 2)', async () => {
+    expect((await run(['completion', 'bash'])).code).toBe(0);
+    expect((await run(['completion', 'bash', 'extra'])).code).toBe(2);
+    expect((await run(['completion'])).code).toBe(2);
+  });
+
   it('version: -o json, --output=json; anything else is bad usage (exit 2)', async () => {
     for (const argv of [['-o', 'json'], ['--output=json']]) {
       const { code, out } = await run(['version', ...argv]);
