@@ -12,6 +12,7 @@
 import { hash, randomFillSync, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
+import { isTerminal } from '../engine/execution-events.ts';
 import type { Execution, ExecutionEngine, SequencedEvent } from '../engine/ports.ts';
 import type { RouteTable } from './route-table.ts';
 import { corsHeaders } from './security/cors.ts';
@@ -105,8 +106,6 @@ export function publicExecutionView(execution: Execution): Record<string, unknow
   };
 }
 
-const isFinal = (event: SequencedEvent) => event.type === 'completed' || event.type === 'failed';
-
 /**
  * Forward an execution's events (after `afterSeq`) as SSE frames, the seq as the
  * event id (for Last-Event-ID), and end the stream with the final event. A resumed
@@ -120,44 +119,72 @@ export function pipeExecution(
   sse: SseStream,
 ): () => void {
   return engine.subscribe(id, 0, (event) => {
-    const { seq, type, ...data } = event;
-    if (seq > afterSeq) sse.send(type, { type, ...data }, seq);
-    if (isFinal(event)) sse.end();
+    if (event.seq > afterSeq) sendEvent(sse, event);
+    if (isTerminal(event)) sse.end();
   });
 }
 
+function sendEvent(sse: SseStream, event: SequencedEvent): void {
+  const { seq, type, ...data } = event;
+  sse.send(type, { type, ...data }, seq);
+}
+
 /**
- * Whether a client resuming a finished execution's stream (Last-Event-ID) already has
- * every event: then the answer is 204, which tells an EventSource to stop reconnecting
- * (an empty stream that ends would have it reconnect for ever). False when there is
- * more to send, or the history did not end within `waitMs`.
+ * A finished execution's events after `afterSeq`, for a stream resumed with
+ * Last-Event-ID (its history ends with the final event); undefined for a fresh stream,
+ * an execution still running, or a history that did not end within `waitMs`.
  */
-export function hasEverything(
+function finishedTail(
   engine: ExecutionEngine,
   execution: Execution,
   afterSeq: number,
   waitMs = 5_000,
-): Promise<boolean> {
+): Promise<SequencedEvent[] | undefined> {
   if (afterSeq === 0 || (execution.status !== 'succeeded' && execution.status !== 'failed'))
-    return Promise.resolve(false);
+    return Promise.resolve(undefined);
   return new Promise((resolve) => {
+    const tail: SequencedEvent[] = [];
     let done = false;
-    let newer = false;
     let unsubscribe: (() => void) | undefined;
-    const finish = (answer: boolean) => {
+    const finish = (answer: SequencedEvent[] | undefined) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       unsubscribe?.();
       resolve(answer);
     };
-    const timer = setTimeout(() => finish(false), waitMs);
+    const timer = setTimeout(() => finish(undefined), waitMs);
     unsubscribe = engine.subscribe(execution.id, 0, (event) => {
-      if (event.seq > afterSeq) newer = true;
-      if (isFinal(event)) finish(!newer);
+      if (event.seq > afterSeq) tail.push(event);
+      if (isTerminal(event)) finish(tail);
     });
     if (done) unsubscribe();
   });
+}
+
+/**
+ * Answer an execution's SSE channel (both listeners): its events after Last-Event-ID,
+ * ending with the execution. A finished execution whose events the client has all is
+ * 204, which tells an EventSource to stop reconnecting (an empty stream that ends would
+ * have it reconnect for ever); its remaining events are sent from the one history read.
+ */
+export async function serveExecutionEvents(
+  engine: ExecutionEngine,
+  execution: Execution,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: Omit<NonNullable<Parameters<typeof openSse>[2]>, 'onEnd'>,
+): Promise<FastifyReply> {
+  const after = lastEventIdOf(request);
+  const tail = await finishedTail(engine, execution, after);
+  if (tail?.length === 0) return reply.code(204).send();
+  let unsubscribe: (() => void) | undefined;
+  const { sse, body } = openSse(request, reply, { ...options, onEnd: () => unsubscribe?.() });
+  if (tail) {
+    for (const event of tail) sendEvent(sse, event);
+    sse.end();
+  } else unsubscribe = pipeExecution(engine, execution.id, after, sse);
+  return reply.send(body);
 }
 
 /** The seq after which a resumed SSE channel starts (Last-Event-ID), else 0. */
@@ -208,14 +235,8 @@ export function executionLinkRoutes(app: FastifyInstance, options: ExecutionLink
 
   app.get(`${EXECUTION_LINK_PREFIX}/:id/events`, async (request, reply) => {
     const execution = await authorised(request, reply);
-    const after = lastEventIdOf(request);
-    if (await hasEverything(engine, execution, after)) return reply.code(204).send();
-    let unsubscribe: (() => void) | undefined;
-    const { sse, body } = openSse(request, reply, {
+    return serveExecutionEvents(engine, execution, request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
-      onEnd: () => unsubscribe?.(),
     });
-    unsubscribe = pipeExecution(engine, execution.id, after, sse);
-    return reply.send(body);
   });
 }

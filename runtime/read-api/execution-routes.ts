@@ -11,8 +11,7 @@ import type {
   ExecutionFilter,
   ExecutionStatus,
 } from '../engine/ports.ts';
-import { hasEverything, lastEventIdOf, pipeExecution } from '../gateway/execution-links.ts';
-import { openSse } from '../gateway/sse.ts';
+import { serveExecutionEvents } from '../gateway/execution-links.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
 const FILTERS = ['workflowId', 'trigger', 'status', 'since', 'until', 'limit', 'cursor'];
@@ -134,15 +133,9 @@ export function executionRoutes(
   app.get('/api/executions/:id/events', async (request, reply) => {
     const { id } = request.params as { id: string };
     const execution = await readable(request, id);
-    const after = lastEventIdOf(request);
-    if (await hasEverything(engine, execution, after)) return reply.code(204).send();
-    let unsubscribe: (() => void) | undefined;
-    const { sse, body } = openSse(request, reply, {
+    return serveExecutionEvents(engine, execution, request, reply, {
       ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
-      onEnd: () => unsubscribe?.(),
       recheck: (revoked) => access.watch(request, readTrigger(execution.triggerKey), revoked),
     });
-    unsubscribe = pipeExecution(engine, id, after, sse);
-    return reply.send(body);
   });
 }
