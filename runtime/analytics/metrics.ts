@@ -5,6 +5,7 @@
 // ...), plus hookgate's application, environment and a bounded consumer label.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
+import type { RateLimitOutcome } from '../gateway/security/rate-limit.ts';
 import { CATALOGUE } from '../errors.ts';
 import { ConsumerLabels, type ConsumerLabelOptions } from './consumers.ts';
 import { normaliseMethod } from './definitions.ts';
@@ -36,14 +37,8 @@ export const REQUEST_LABELS = [
 export type RequestLabel = (typeof REQUEST_LABELS)[number];
 
 export type ExecutionResult = 'succeeded' | 'failed';
-/**
- * `shadowed`: over the limit, let through by shadow mode (`rateLimit.enforce: false`).
- * `failed_open` / `failed_closed`: the limiter's store (Redis) failed or did not answer
- * in time, and the endpoint's failureMode let the request through without a limit, or
- * refused it (503 rate-limit-unavailable).
- */
-export type RateLimitDecision =
-  'allowed' | 'rejected' | 'shadowed' | 'failed_open' | 'failed_closed';
+/** The gateway's rate-limit outcomes (runtime/gateway/security/rate-limit.ts says each). */
+export type RateLimitDecision = RateLimitOutcome;
 const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = [
   'allowed',
   'rejected',

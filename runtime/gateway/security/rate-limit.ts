@@ -16,8 +16,9 @@
 // Shadow mode (`enforce: false`, acceptance rule E3 after Envoy's filter_enforced): the
 // count is kept as when enforcing, but a request over the limit is let through, marked
 // `shadowed` for the metrics, and no RateLimit header is sent (the limit is measured,
-// not announced). A store failure fails open whatever `failureMode` says. A request GCRA refuses does not advance its state in either mode, so
-// the shadowed count is what enforcing would have refused.
+// not announced). A store failure fails open whatever `failureMode` says. A request
+// GCRA refuses does not advance its state in either mode, so the shadowed count is what
+// enforcing would have refused.
 //
 // Store failures (a Redis error, a client that is not connected, or no answer within
 // timeoutMs) are told apart from a rejection. failureMode open → the request passes
@@ -35,9 +36,10 @@ export const RATE_LIMIT_KEY_PREFIX = 'hookgate:gcra';
 export const DEFAULT_STORE_TIMEOUT_MS = 250;
 
 /**
- * What became of a request on a limited endpoint, for metrics: `failed_open` and
- * `failed_closed` when the store failed and the endpoint's failureMode let the request
- * through without a limit, or refused it.
+ * What became of a request on a limited endpoint, for metrics: `shadowed` when shadow
+ * mode let a request over the limit through; `failed_open` and `failed_closed` when the
+ * store failed (or did not answer in time) and the endpoint's failureMode let the
+ * request through without a limit, or refused it (503 rate-limit-unavailable).
  */
 export type RateLimitOutcome =
   'allowed' | 'rejected' | 'shadowed' | 'failed_open' | 'failed_closed';
