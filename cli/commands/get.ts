@@ -1,6 +1,9 @@
 // hookgate get triggers|workflows|executions: a table like kubectl's, from a cluster
 // (kubeconfig, @kubernetes/client-node) or from a server's admin API (--server).
 // Executions live in the gateway's store, not in the cluster: they need --server.
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { parseServerCommand, outputFormat } from '../command.ts';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
@@ -114,6 +117,13 @@ async function fromCluster(
   },
 ): Promise<Item[]> {
   const kc = new KubeConfig();
+  if (!values.kubeconfig && !defaultKubeconfigFound()) {
+    throw usageError(
+      'no kubeconfig: KUBECONFIG is not set, ~/.kube/config does not exist and this is not a pod; ' +
+        'give --kubeconfig <path>, or read a hookgate server with --server <admin URL> ' +
+        '(the dev server: --server http://127.0.0.1:8081)',
+    );
+  }
   try {
     if (values.kubeconfig) kc.loadFromFile(values.kubeconfig);
     else kc.loadFromDefault();
@@ -163,6 +173,22 @@ async function fromCluster(
       status: o.status ?? {},
     }))
     .sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+}
+
+/** A pod's service account token: client-node's in-cluster configuration. */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+/**
+ * Whether loadFromDefault finds a configuration (KUBECONFIG, ~/.kube/config, a pod's
+ * service account). Without one it falls back to http://localhost:8080, which on a dev
+ * machine is the hookgate webhook port, and fails with a TLS message about that.
+ */
+function defaultKubeconfigFound(): boolean {
+  return (
+    (process.env.KUBECONFIG ?? '') !== '' ||
+    existsSync(join(homedir(), '.kube', 'config')) ||
+    existsSync(SERVICE_ACCOUNT_TOKEN)
+  );
 }
 
 /** A nested field of a spec as text ('' when absent). */

@@ -168,6 +168,16 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     expect(noServer.stderr).toContain('--server <url> or HOOKGATE_SERVER');
   });
 
+  it('get without --server and without a kubeconfig says so and names --server (exit 2)', async () => {
+    // No KUBECONFIG, no ~/.kube/config (HOME is the examples' copy): client-node would
+    // fall back to http://localhost:8080, the dev server's webhook port.
+    const run = await hookgate(['get', 'triggers'], { env: { KUBECONFIG: '', HOME: dir } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('no kubeconfig');
+    expect(run.stderr).toContain('--server http://127.0.0.1:8081');
+    expect(run.stderr).not.toContain('localhost:8080');
+  });
+
   it('a server URL that is not http(s), or a token no header can carry, is bad usage (exit 2), not "cannot reach"', async () => {
     const [ftp, crlf] = await Promise.all([
       hookgate(['get', 'triggers', '--server', 'ftp://127.0.0.1/']),
