@@ -204,6 +204,11 @@ function ready(item: Item): string {
   return item.status.conditions?.find((c) => c.type === 'Ready')?.status ?? '';
 }
 
+/** The Ready condition's message: why a resource is not ready (kubectl's STATUS column). */
+function readyMessage(item: Item): string {
+  return item.status.conditions?.find((c) => c.type === 'Ready')?.message ?? '';
+}
+
 function triggerTable(items: Item[], wide: boolean): string {
   const headers = ['NAMESPACE', 'NAME', 'WORKFLOW', 'METHODS', 'MODE', 'READY', 'URL', 'AGE'];
   if (wide) headers.push('STATUS');
@@ -218,14 +223,14 @@ function triggerTable(items: Item[], wide: boolean): string {
       ready(t),
       t.status.url ?? '',
       age(t.creationTimestamp),
-      ...(wide ? [t.status.conditions?.find((c) => c.type === 'Ready')?.message ?? ''] : []),
+      ...(wide ? [readyMessage(t)] : []),
     ]),
   );
 }
 
 function workflowTable(items: Item[], wide: boolean): string {
   const headers = ['NAMESPACE', 'NAME', 'APPLICATION', 'ENVIRONMENT', 'NODES', 'READY', 'AGE'];
-  if (wide) headers.push('WORKFLOW ID');
+  if (wide) headers.push('WORKFLOW ID', 'STATUS');
   return table(
     headers,
     items.map((w) => [
@@ -236,7 +241,7 @@ function workflowTable(items: Item[], wide: boolean): string {
       String(Array.isArray(w.spec.nodes) ? w.spec.nodes.length : 0),
       ready(w),
       age(w.creationTimestamp),
-      ...(wide ? [w.status.workflowId ?? ''] : []),
+      ...(wide ? [w.status.workflowId ?? '', readyMessage(w)] : []),
     ]),
   );
 }

@@ -67,6 +67,20 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     expect(missing.stderr).toContain('trigger "nope" not found');
   });
 
+  it('get -o wide: workflows, like triggers, show why they are (not) ready in STATUS', async () => {
+    const [workflows, triggers] = await Promise.all([
+      hookgate(['get', 'workflows', '-o', 'wide'], { env }),
+      hookgate(['get', 'triggers', '-o', 'wide'], { env }),
+    ]);
+    expect(workflows.code).toBe(0);
+    const lines = workflows.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/\sWORKFLOW ID\s+STATUS$/);
+    expect(lines.find((l) => /^default\s+hello\s/.test(l))).toMatch(
+      /\sdefault_development_hello\s+Published as default_development_hello$/,
+    );
+    expect(triggers.stdout.split('\n')[0]).toMatch(/\sAGE\s+STATUS$/);
+  });
+
   it('test sends a request and prints the answer; get executions lists the run', async () => {
     const run = await hookgate(['test', 'default/hello', '-X', 'post', '-d', '{"name":"cli"}'], {
       env,
