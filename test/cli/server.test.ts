@@ -98,6 +98,32 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     expect(list.stdout).toMatch(new RegExp(`^${id}\\s+default/hello\\s+\\w+`, 'm'));
   });
 
+  it("test on a bearer endpoint, as docs/cli.md shows it: the example's saved token answers", async () => {
+    const run = await hookgate(
+      [
+        'test',
+        'default/payments-notify',
+        '-p',
+        'provider=stripe',
+        '-H',
+        'X-Trace: 1',
+        '-o',
+        'json',
+      ],
+      { env },
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const out = JSON.parse(run.stdout) as {
+      request: { url: string; headers: Record<string, string> };
+      response: { statusCode: number; body: unknown };
+    };
+    expect(out.request.url).toBe('/webhook/default_staging_payments/notify/stripe');
+    expect(out.request.headers).toEqual({ 'x-trace': '1', authorization: '[redacted]' });
+    expect(out.response.statusCode).toBe(200);
+    expect(out.response.body).toEqual({ provider: 'stripe' });
+  });
+
   it('test: a trigger that is not deployed is refused with the problem (exit 1)', async () => {
     const run = await hookgate(['test', 'default/nope'], { env });
     expect(run.code).toBe(1);
