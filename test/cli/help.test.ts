@@ -1,9 +1,13 @@
 // Every command answers --help (exit 0), as the usage errors tell the user to run it,
-// and the completion script offers exactly the options each command's help lists.
+// and the completion script offers exactly the options each command's help lists; the
+// kubectl plugin on a Node that cannot run it says so.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CLI_COMMANDS } from '../../cli/command-names.ts';
 import { COMPLETION_WORDS } from '../../cli/commands/completion.ts';
 import { runCli } from '../../cli/main.ts';
+import { ROOT } from './run.ts';
 
 /** Every command of the CLI (a new one is tested here at once). */
 const COMMANDS = CLI_COMMANDS.filter((c) => c !== 'help');
@@ -73,5 +77,23 @@ describe('hookgate <command> --help', () => {
     expect((await run(['version', '-o', 'yaml'])).code).toBe(2);
     expect((await run(['version', 'extra'])).code).toBe(2);
     expect((await run(['version', '--bogus'])).code).toBe(2);
+  });
+});
+
+describe('kubectl-hookgate on a Node that cannot run the .ts sources', () => {
+  it('says which Node it needs and which one it got (exit 2), not ERR_UNKNOWN_FILE_EXTENSION', async () => {
+    // This Node with type stripping off stands for an older `node` first on PATH.
+    const run = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--no-experimental-strip-types', join(ROOT, 'cli', 'kubectl-hookgate'), 'version'],
+        (error, _stdout, stderr) =>
+          resolve({ code: typeof error?.code === 'number' ? error.code : 0, stderr }),
+      );
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('kubectl hookgate: needs Node 24 or later as `node` on PATH');
+    expect(run.stderr).toContain(`this is Node ${process.version}`);
+    expect(run.stderr).not.toContain('ERR_UNKNOWN_FILE_EXTENSION');
   });
 });
