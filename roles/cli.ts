@@ -160,7 +160,7 @@ const roles: Record<RoleName, Role> = {
       redis,
       concurrency,
       queueShards: s.queueShards,
-      engine: { outbound: s.outbound },
+      engine: { outbound: s.outbound, ...callbackOptions(s) },
       ...(claimIdle ? { claimIdleMs: Number(claimIdle) } : {}),
       budgets: s.budgets,
       commandTimeoutMs: s.redis.commandTimeoutMs,
@@ -213,6 +213,11 @@ function storeOptions(clients: RedisClients) {
   };
 }
 
+/** The callback signing secrets of HOOKGATE_CALLBACK_SECRET_FILE, when set (else random). */
+function callbackOptions(s: Settings) {
+  return s.callbackSecrets ? { callbacks: { secret: s.callbackSecrets } } : {};
+}
+
 /** Failures outside any one request or execution, e.g. a lost Redis subscription. */
 function internalErrors(logger: Logger) {
   return (err: unknown, where: string) => logger.error({ err, where }, 'internal error');
@@ -227,7 +232,11 @@ function servingOptions(s: Settings, logger: Logger) {
     adminAccess: adminAccess(s, logger, kubeConfig),
     analytics: s.analytics,
     budgets: s.budgets,
-    engine: { onInternalError: internalErrors(logger), outbound: s.outbound },
+    engine: {
+      onInternalError: internalErrors(logger),
+      outbound: s.outbound,
+      ...callbackOptions(s),
+    },
     traceContext: s.traceContext,
     guards: {
       trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')

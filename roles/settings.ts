@@ -12,6 +12,7 @@ import type { AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
 import type { OutboundGuardOptions } from '../runtime/engine/outbound/guard.ts';
 import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
 import { BUDGET_USAGE, budgetSettings, type Budgets } from './budget-settings.ts';
+import { CALLBACK_USAGE, callbackSettings } from './callback-settings.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { MAX_QUEUE_SHARDS } from '../runtime/engine/execution-keys.ts';
 import { outboundSettings } from './outbound-settings.ts';
@@ -114,7 +115,7 @@ Environment:
   LOG_LEVEL                  fatal | error | warn | info | debug | trace | silent
                              (default info; debug adds one line per request). Logs are
                              JSON lines, human-readable when stdout is a terminal
-${ANALYTICS_USAGE}${BUDGET_USAGE}`;
+${CALLBACK_USAGE}${ANALYTICS_USAGE}${BUDGET_USAGE}`;
 
 export interface Settings {
   role: RoleName;
@@ -149,6 +150,8 @@ export interface Settings {
   queueAcks: ReplicaAcksOptions | undefined;
   /** HOOKGATE_TRACE_CONTEXT: whose trace context executions pass on. */
   traceContext: TraceContextPolicy;
+  /** HOOKGATE_CALLBACK_SECRET_FILE: the callback signing secrets; undefined: random. */
+  callbackSecrets: string[] | undefined;
 }
 
 export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;
@@ -186,8 +189,10 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const budgets = budgetSettings();
   const secretNamespaces = listOf(process.env.HOOKGATE_SECRET_NAMESPACES);
   const outbound = outboundSettings(process.env);
+  const callbacks = callbackSettings(process.env);
   const problems = [
     ...outbound.problems,
+    ...callbacks.problems,
     ...problemsOf(role, port, source, values.port ?? process.env.PORT),
     ...analytics.problems,
     ...budgets.problems,
@@ -220,6 +225,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     queueShards: queueShards(),
     queueAcks: queueAcks(),
     traceContext: traceContextOf(process.env.HOOKGATE_TRACE_CONTEXT),
+    callbackSecrets: callbacks.secrets,
   };
 }
 

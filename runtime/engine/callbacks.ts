@@ -74,6 +74,16 @@ export function generateSecret(bytes = 32): string {
   return SECRET_PREFIX + randomBytes(bytes).toString('base64');
 }
 
+/** Why `secret` cannot sign (not `whsec_` + base64 of 24-64 bytes), or undefined. */
+export function signingSecretProblem(secret: string): string | undefined {
+  try {
+    secretKey(secret);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 function secretKey(secret: string): Buffer {
   if (!secret.startsWith(SECRET_PREFIX)) throw new Error(`a signing secret starts with whsec_`);
   const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');

@@ -3,11 +3,15 @@
 // gateway + worker pair over Redis (the gateway checks callback URLs before the 202,
 // the worker sends the http nodes' requests and the callbacks). A receiver the setting
 // allows is reached by an http node and by a callback; one it does not is refused.
+// The callback signing secret (HOOKGATE_CALLBACK_SECRET_FILE) reaches the process that
+// sends the callbacks: the receiver verifies the delivery with it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateSecret } from '../../runtime/engine/callbacks.ts';
 import { startReceiver, type Receiver } from '../engine/receiver.ts';
 import { eventually } from '../support/eventually.ts';
 import { toYaml, trigger, workflow } from '../support/manifests.ts';
@@ -19,7 +23,12 @@ const root = resolve(import.meta.dirname, '..', '..');
 let allowed: Receiver;
 let other: Receiver;
 let dir: string;
+let secretDir: string;
+/** The secret receivers are given; a second line in the file signs as well. */
+const callbackSecret = generateSecret();
 beforeAll(async () => {
+  secretDir = await mkdtemp(join(tmpdir(), 'hookgate-callback-secret-'));
+  await writeFile(join(secretDir, 'secret'), `${generateSecret()}\n${callbackSecret}\n`);
   allowed = await startReceiver((req) => ({
     status: 200,
     headers: { 'content-type': 'application/json' },
@@ -57,6 +66,7 @@ afterAll(async () => {
   await allowed.close();
   await other.close();
   await rm(dir, { recursive: true, force: true });
+  await rm(secretDir, { recursive: true, force: true });
 });
 
 const children: ChildProcess[] = [];
@@ -84,7 +94,10 @@ async function stopAll(): Promise<void> {
   );
 }
 
-const policy = () => ({ HOOKGATE_OUTBOUND_ALLOW: `127.0.0.1:${allowed.port}` });
+const policy = () => ({
+  HOOKGATE_OUTBOUND_ALLOW: `127.0.0.1:${allowed.port}`,
+  HOOKGATE_CALLBACK_SECRET_FILE: join(secretDir, 'secret'),
+});
 
 /** What both modes must show, against the gateway listening on `port`. */
 async function expectPolicyApplied(port: number): Promise<void> {
@@ -120,6 +133,13 @@ async function expectPolicyApplied(port: number): Promise<void> {
     20_000,
     100,
   );
+  const delivery = allowed.received.filter((r) => r.url === '/cb').at(-1);
+  const headers = Object.fromEntries(
+    Object.entries(delivery?.headers ?? {}).map(([name, value]) => [name, String(value)]),
+  );
+  expect(new Webhook(callbackSecret).verify(delivery?.body ?? '', headers)).toMatchObject({
+    type: 'execution.completed',
+  });
   const notAllowed = await post(url('reach', 'cb'), { 'x-callback-url': `${other.url}/cb` });
   expect(notAllowed.status).toBe(400);
   expect(((await notAllowed.json()) as { code: string }).code).toBe('HG_ERR_CALLBACK_URL_REFUSED');
@@ -145,6 +165,19 @@ describe('embedded: hookgate dev', () => {
     const child = children.at(-1) as ChildProcess;
     const code = await new Promise<number | null>((done) => child.once('exit', done));
     expect(code).toBe(2);
+  }, 60_000);
+
+  it('a callback secret file that is missing or holds no signing secret stops it too', async () => {
+    await writeFile(join(secretDir, 'bad'), 'not-a-secret\n');
+    for (const file of [join(secretDir, 'bad'), join(secretDir, 'missing')]) {
+      const [port, adminPort] = (await freePorts(2)) as [number, number];
+      start(['dev', '--dir', dir, '--port', String(port), '--admin-port', String(adminPort)], {
+        HOOKGATE_CALLBACK_SECRET_FILE: file,
+      });
+      const child = children.at(-1) as ChildProcess;
+      const code = await new Promise<number | null>((done) => child.once('exit', done));
+      expect(code).toBe(2);
+    }
   }, 60_000);
 });
 
