@@ -124,8 +124,8 @@ export function createGuards(options: GuardOptions = {}): Guards {
         throw counted(error);
       });
     },
-    validateInput(route: RouteRecord, body: unknown) {
-      validateInput(schemasFor(route).input, body);
+    validateInput(route: RouteRecord, body: unknown, contentType?: string) {
+      validateInput(schemasFor(route).input, body, contentType);
     },
     removed(route: RouteRecord) {
       // The rate-limit count is kept by route key, so that it carries over to the

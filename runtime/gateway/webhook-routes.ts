@@ -68,7 +68,7 @@ export interface Guards {
   /** Count the request; returns RateLimit headers, throws 429 when over. */
   rateLimit(route: RouteRecord): Record<string, string> | Promise<Record<string, string>>;
   /** Validate the parsed body against the route's input schema (422). */
-  validateInput(route: RouteRecord, body: unknown): void;
+  validateInput(route: RouteRecord, body: unknown, contentType?: string): void;
   /**
    * The route left the route table: drop what is kept for it by route key. (What is
    * kept per route record goes with the record; see route-table.ts.)
@@ -240,7 +240,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     const ctx = request.webhook as WebhookContext;
     const route = ctx.match.route;
     const body = request.body ?? null;
-    guards.validateInput(route, body);
+    guards.validateInput(route, body, request.headers['content-type'] ?? '');
     const workflow = table.workflow(route.workflowId);
     if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
     const run = () => {

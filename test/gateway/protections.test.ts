@@ -400,6 +400,42 @@ describe('400 / 413 / 422: bodies and schemas', () => {
     );
     expect((body.errors as { pointer: string }[])[0]?.pointer).toBe('');
   });
+  it('JSON text sent as a form (curl -d without a Content-Type) → 422 that says how it was read', async () => {
+    const payload = '{"orderId":"A1","total":10}';
+    const form = problem(
+      await rt.app.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload,
+      }),
+      422,
+      'schema-validation-failed',
+    );
+    expect(form.detail).toBe(
+      'The request body does not match the input schema (2 problems). The body was read as ' +
+        'application/x-www-form-urlencoded (its Content-Type), not as JSON; a JSON body ' +
+        'needs Content-Type: application/json.',
+    );
+    const text = problem(
+      await rt.app.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'text/plain' },
+        payload,
+      }),
+      422,
+      'schema-validation-failed',
+    );
+    expect(text.detail).toContain('read as text/plain (its Content-Type), not as JSON');
+    // A JSON body that breaks the schema is not told about its Content-Type.
+    const asJson = problem(
+      await rt.app.inject({ method: 'POST', url, headers: json, payload: '{}' }),
+      422,
+      'schema-validation-failed',
+    );
+    expect(asJson.detail).toBe('The request body does not match the input schema (2 problems).');
+  });
 });
 
 describe('408 / 500 / 204: responses', () => {

@@ -5,16 +5,39 @@ import { compileSchemas, type CompiledSchemas, type ValidateFn } from '../../../
 import type { RouteRecord } from '../../../api/records/records.ts';
 import { HttpProblem } from '../../errors.ts';
 
-/** Throws 422 schema-validation-failed listing every violation; does nothing without a validator. */
-export function validateInput(validate: ValidateFn | undefined, body: unknown): void {
+/**
+ * Throws 422 schema-validation-failed listing every violation; does nothing without a
+ * validator. `contentType` is the request's ('' when it sent none): a body (not an empty
+ * one) that was not read as JSON says how it was read.
+ */
+export function validateInput(
+  validate: ValidateFn | undefined,
+  body: unknown,
+  contentType?: string,
+): void {
   if (!validate) return;
   const errors = validate(body);
   if (errors.length === 0) return;
   throw new HttpProblem(
     'HG_ERR_SCHEMA_VALIDATION',
-    `The request body does not match the input schema (${errors.length} ${errors.length === 1 ? 'problem' : 'problems'}).`,
+    `The request body does not match the input schema (${errors.length} ${errors.length === 1 ? 'problem' : 'problems'}).${body === null ? '' : readAs(contentType)}`,
     { extensions: { errors } },
   );
+}
+
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/;
+
+/**
+ * How a body that was not JSON was read: `curl -d '{...}'` without a Content-Type
+ * sends a form, whose one field is the whole JSON text, and "orderId is required"
+ * alone would not say why.
+ */
+function readAs(contentType: string | undefined): string {
+  if (contentType === undefined) return '';
+  const media = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (JSON_MEDIA_TYPE.test(media)) return '';
+  const read = media === '' ? 'without a Content-Type' : `as ${media} (its Content-Type)`;
+  return ` The body was read ${read}, not as JSON; a JSON body needs Content-Type: application/json.`;
 }
 
 /**
