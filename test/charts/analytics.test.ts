@@ -152,6 +152,9 @@ describe.skipIf(!tools)('chart: analytics', () => {
     expect(rule.spec.groups[0]?.rules[0]?.expr).toContain(
       'http_server_request_duration_seconds_count{namespace="hooks"}[5m]',
     );
+    // The namespace stays on every recorded series (the Grafana dashboard's variable).
+    for (const r of rule.spec.groups[0]?.rules ?? [])
+      if (r.expr.startsWith('sum by')) expect(r.expr).toMatch(/^sum by \(namespace, /);
     if (!existsSync(PROMTOOL)) {
       if (process.env.CI === 'true') throw new Error(`${PROMTOOL} is missing`);
       console.warn(`skipped promtool check: ${PROMTOOL} is missing`);
