@@ -35,20 +35,37 @@ export interface RunningPrometheus {
   stop(): Promise<void>;
 }
 
+export interface PrometheusOptions {
+  /** Labels put on every scraped series, e.g. the `namespace` a ServiceMonitor adds. */
+  labels?: Record<string, string>;
+  /** Rule files (recording and alerting rules) to load, evaluated every second. */
+  ruleFiles?: string[];
+}
+
 /** Starts Prometheus scraping `targets` (host:port, path /metrics) every second. */
-export async function startPrometheus(targets: string[]): Promise<RunningPrometheus> {
+export async function startPrometheus(
+  targets: string[],
+  options: PrometheusOptions = {},
+): Promise<RunningPrometheus> {
   const missing = prometheusMissing();
   if (missing) throw new Error(missing);
   const dir = await mkdtemp(join(tmpdir(), 'hookgate-prometheus-'));
+  const labels = Object.entries(options.labels ?? {});
   const config = [
     'global:',
     '  scrape_interval: 1s',
     '  scrape_timeout: 1s',
     '  evaluation_interval: 1s',
+    ...(options.ruleFiles?.length
+      ? ['rule_files:', ...options.ruleFiles.map((f) => `  - ${JSON.stringify(f)}`)]
+      : []),
     'scrape_configs:',
     '  - job_name: hookgate',
     '    static_configs:',
     `      - targets: [${targets.map((t) => JSON.stringify(t)).join(', ')}]`,
+    ...(labels.length
+      ? ['        labels:', ...labels.map(([k, v]) => `          ${k}: ${JSON.stringify(v)}`)]
+      : []),
   ].join('\n');
   await writeFile(join(dir, 'prometheus.yml'), config);
   const port = await freePort();
