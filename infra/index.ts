@@ -137,6 +137,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   serviceMonitor: config.getBoolean('serviceMonitor') ?? false,
   podDisruptionBudget: config.getBoolean('podDisruptionBudget') ?? false,
   networkPolicy: config.getBoolean('networkPolicy') ?? false,
+  grafanaDashboards: config.getBoolean('grafanaDashboards') ?? false,
   ...networkPolicyEgressFromConfig(),
   adminAuth: config.get<AdminAuth>('adminAuth', { allowedValues: [...ADMIN_AUTH_MODES] }),
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),

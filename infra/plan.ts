@@ -168,6 +168,11 @@ export interface PlanArgs<Url = string> {
   podDisruptionBudget?: boolean;
   networkPolicy?: boolean;
   /**
+   * The Grafana dashboard in a ConfigMap for the Grafana sidecar (chart
+   * `grafana.dashboards.enabled`); needs `analytics.prometheus.rules.enabled`.
+   */
+  grafanaDashboards?: boolean;
+  /**
    * Egress NetworkPolicies per role (chart `networkPolicy.egress`, infra/egress.ts): only
    * DNS, Redis, the API server, Prometheus, the public internet and the given rules.
    * Needs `networkPolicy`; absent: egress is open (the chart default).
@@ -226,6 +231,7 @@ export interface ResolvedArgs<Url = string> {
   serviceMonitor: boolean;
   podDisruptionBudget: boolean;
   networkPolicy: boolean;
+  grafanaDashboards: boolean;
   networkPolicyEgress?: NetworkPolicyEgressArgs;
   adminAuth: AdminAuth;
   logLevel: LogLevel;
@@ -261,6 +267,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     serviceMonitor: args.serviceMonitor ?? false,
     podDisruptionBudget: args.podDisruptionBudget ?? false,
     networkPolicy: args.networkPolicy ?? false,
+    grafanaDashboards: args.grafanaDashboards ?? false,
     adminAuth: args.adminAuth ?? 'kubernetes',
     logLevel: args.logLevel ?? 'info',
     traceContext: args.traceContext ?? 'authenticated',
@@ -321,6 +328,7 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
   }
   errors.push(...validateRedis(r.redis));
   errors.push(...optionalProblems(r));
+  errors.push(...grafanaProblems(r));
   errors.push(...validateSecretNamespaces(r.secretNamespaces));
   return errors;
 }
@@ -358,6 +366,15 @@ function optionalArgs<Url>(
     ...(args.workerAutoscaling ? { workerAutoscaling: args.workerAutoscaling } : {}),
     ...(args.networkPolicyEgress ? { networkPolicyEgress: args.networkPolicyEgress } : {}),
   };
+}
+
+/** The dashboard's request panels read the recording rules (the chart's render check). */
+function grafanaProblems<Url>(r: ResolvedArgs<Url>): string[] {
+  return r.grafanaDashboards && !r.analytics?.prometheus?.rules?.enabled
+    ? [
+        "grafanaDashboards needs analytics.prometheus.rules.enabled: the dashboard's request panels read its recording rules",
+      ]
+    : [];
 }
 
 /** The problems of the arguments that are absent unless given. */
@@ -555,6 +572,7 @@ export interface ChartValues {
     autoscaling?: ChartWorkerAutoscaling;
   };
   metrics: { serviceMonitor: { enabled: boolean } };
+  grafana?: { dashboards: { enabled: boolean } };
   podDisruptionBudget: { enabled: boolean };
   networkPolicy: { enabled: boolean; egress?: ChartEgress };
   admin: { auth: AdminAuth };
@@ -596,6 +614,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       ...(r.workerAutoscaling ? { autoscaling: workerAutoscalingValues(r.workerAutoscaling) } : {}),
     },
     metrics: { serviceMonitor: { enabled: r.serviceMonitor } },
+    ...(r.grafanaDashboards ? { grafana: { dashboards: { enabled: true } } } : {}),
     podDisruptionBudget: { enabled: r.podDisruptionBudget },
     networkPolicy: {
       enabled: r.networkPolicy,

@@ -52,6 +52,7 @@ describe('resolveArgs', () => {
       serviceMonitor: false,
       podDisruptionBudget: false,
       networkPolicy: false,
+      grafanaDashboards: false,
       adminAuth: 'kubernetes',
       logLevel: 'info',
       traceContext: 'authenticated',
@@ -467,9 +468,25 @@ describe('chartValues', () => {
     expect(three.operator).toEqual({ replicas: 3, leaderElection: { enabled: true } });
   });
 
+  it('grafanaDashboards passes grafana.dashboards.enabled, with the recording rules only', () => {
+    expect(chartValues(resolveArgs(valid)).grafana).toBeUndefined();
+    const rules = { prometheus: { rules: { enabled: true } } };
+    const args = { ...valid, grafanaDashboards: true, analytics: rules };
+    expect(validateArgs(args)).toEqual([]);
+    expect(chartValues(resolveArgs(args)).grafana).toEqual({ dashboards: { enabled: true } });
+    expect(validateArgs({ ...valid, grafanaDashboards: true })).toEqual([
+      "grafanaDashboards needs analytics.prometheus.rules.enabled: the dashboard's request panels read its recording rules",
+    ]);
+  });
+
   it("produces values the chart's values.schema.json accepts (and the schema is strict)", () => {
     for (const args of [
       valid,
+      {
+        ...valid,
+        grafanaDashboards: true,
+        analytics: { prometheus: { rules: { enabled: true } } },
+      },
       { ...valid, redis: { existingSecret: { name: 'shared' } } },
       { ...valid, redis: { chart: {} } },
       {
