@@ -14,6 +14,11 @@ export interface ResolvedCredentials {
    * Kept as they are: an HMAC needs the secret itself.
    */
   signingSecrets?: { key: string; secret: string }[];
+  /**
+   * The `whsec_` secrets that sign this trigger's Async Callbacks
+   * (response.callbackSecretRef), in key order; absent: the engine's own.
+   */
+  callbackSecrets?: string[];
   /** OAuth 2.0 introspection client secret. */
   introspectionClientSecret?: string;
   /** The test credential (API key or token) saved for Send Test Request. */

@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { literals, withRules } from './common.ts';
 import { HeaderName, MAX_LENGTH } from './bounds.ts';
+import { signingSecretsRef } from './webhook-trigger-signature.ts';
 
 export const RESPONSE_MODES = [
   'immediateAck',
@@ -112,6 +113,12 @@ export const ResponseSpec = withRules(
         },
         { additionalProperties: false, default: {}, description: 'Response headers.' },
       ),
+      callbackSecretRef: Type.Optional(
+        signingSecretsRef(
+          'The keys of the Secret that hold active callback signing secrets. Omitted: every key of the Secret is one. Every one signs each callback (webhook-signature carries one signature per secret), so receivers can move to a new secret before the old one is removed.',
+          'asyncCallback: the Secret whose `whsec_…` secrets (Standard Webhooks) sign this endpoint’s callbacks; give its receivers the same secret. Omitted: the cluster’s callback secret (HOOKGATE_CALLBACK_SECRET_FILE).',
+        ),
+      ),
     },
     { additionalProperties: false, description: 'How the caller is answered.' },
   ),
@@ -121,6 +128,12 @@ export const ResponseSpec = withRules(
       message: 'an SSE stream is always answered with 200',
       fieldPath: '.statusCode',
       reason: 'FieldValueInvalid',
+    },
+    {
+      rule: "self.mode == 'asyncCallback' || !has(self.callbackSecretRef)",
+      message: 'callbackSecretRef signs Async Callbacks: it needs mode asyncCallback',
+      fieldPath: '.callbackSecretRef',
+      reason: 'FieldValueForbidden',
     },
   ],
 );

@@ -26,6 +26,35 @@ export type SignatureEncoding = (typeof SIGNATURE_ENCODINGS)[number];
 /** Active secrets at most: each is tried on every delivery. */
 export const MAX_SIGNING_SECRETS = 16;
 
+/**
+ * A Secret whose keys hold HMAC signing secrets: the listed keys, or every key. Used
+ * for the secrets senders sign deliveries with (auth.signature) and the ones the
+ * gateway signs Async Callbacks with (response.callbackSecretRef).
+ */
+export function signingSecretsRef(keysDescription: string, description: string) {
+  return Type.Object(
+    {
+      name: SecretKeyRef.properties.name,
+      keys: Type.Optional(
+        Type.Array(
+          Type.String({
+            minLength: 1,
+            maxLength: MAX_LENGTH.subdomain,
+            description: 'A key of the Secret holding an active signing secret.',
+          }),
+          {
+            minItems: 1,
+            maxItems: MAX_SIGNING_SECRETS,
+            description: keysDescription,
+            'x-kubernetes-list-type': 'set',
+          },
+        ),
+      ),
+    },
+    { additionalProperties: false, description },
+  );
+}
+
 /** What a generic signed payload may contain: literal text and these three placeholders. */
 export const SIGNED_PAYLOAD_PATTERN = '^[^{}]*(\\{(id|timestamp|body)\\}[^{}]*)*$';
 
@@ -102,31 +131,9 @@ export const SignatureAuth = withRules(
         description:
           "The sender's scheme: github (X-Hub-Signature-256), stripe (Stripe-Signature), slack (X-Slack-Signature), shopify (X-Shopify-Hmac-Sha256), standardWebhooks (webhook-signature; Svix and other Standard Webhooks senders) or generic (described in `generic`).",
       }),
-      secretRef: Type.Object(
-        {
-          name: SecretKeyRef.properties.name,
-          keys: Type.Optional(
-            Type.Array(
-              Type.String({
-                minLength: 1,
-                maxLength: MAX_LENGTH.subdomain,
-                description: 'A key of the Secret holding an active signing secret.',
-              }),
-              {
-                minItems: 1,
-                maxItems: MAX_SIGNING_SECRETS,
-                description:
-                  'The keys of the Secret that hold active signing secrets. Omitted: every key of the Secret is one. A delivery signed with any of them is accepted (rotation without downtime).',
-                'x-kubernetes-list-type': 'set',
-              },
-            ),
-          ),
-        },
-        {
-          additionalProperties: false,
-          description:
-            'Secret holding the signing secrets (standardWebhooks: the `whsec_…` secret as the sender shows it).',
-        },
+      secretRef: signingSecretsRef(
+        'The keys of the Secret that hold active signing secrets. Omitted: every key of the Secret is one. A delivery signed with any of them is accepted (rotation without downtime).',
+        'Secret holding the signing secrets (standardWebhooks: the `whsec_…` secret as the sender shows it).',
       ),
       toleranceSeconds: Type.Integer({
         minimum: 1,

@@ -6,7 +6,7 @@ import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
 import { Reason } from '../../api/v1alpha1/index.ts';
 import type { ResolvedCredentials } from '../../api/records/records.ts';
 import type { SecretData } from '../sources/ports.ts';
-import { signingSecrets } from './signing-secrets.ts';
+import { callbackSigningSecrets, signingSecrets } from './signing-secrets.ts';
 
 export type CredentialResult =
   | { ok: true; credentials: ResolvedCredentials }
@@ -28,6 +28,7 @@ export function referencedSecrets(spec: WebhookTriggerSpec): string[] {
     spec.auth?.bearer?.keySecretRef?.name,
     spec.auth?.oauth2?.introspection?.clientSecretRef.name,
     spec.auth?.signature?.secretRef.name,
+    spec.response.callbackSecretRef?.name,
     spec.testCredentials?.secretRef.name,
   ];
   return [...new Set(names.filter((n): n is string => typeof n === 'string'))];
@@ -134,6 +135,8 @@ export function resolveCredentials(
   }
   const signingFailure = addSigningSecrets(credentials, spec, getSecret, scope);
   if (signingFailure) return signingFailure;
+  const callbackFailure = addCallbackSecrets(credentials, spec, getSecret, scope);
+  if (callbackFailure) return callbackFailure;
   if (spec.testCredentials) {
     const ref = spec.testCredentials.secretRef;
     const r = read('spec.testCredentials.secretRef', ref.name, ref.key);
@@ -161,5 +164,25 @@ function addSigningSecrets(
     return { ok: false, reason: Reason.SecretInvalid, message: `${field}: ${resolved}` };
   }
   credentials.signingSecrets = resolved;
+  return undefined;
+}
+
+/** Async Callbacks signed with the trigger's own secrets, or why its Secret cannot give them. */
+function addCallbackSecrets(
+  credentials: ResolvedCredentials,
+  spec: WebhookTriggerSpec,
+  getSecret: (name: string) => SecretData | undefined,
+  scope: SecretScope | undefined,
+): CredentialResult | undefined {
+  const ref = spec.response.callbackSecretRef;
+  if (!ref) return undefined;
+  const field = 'spec.response.callbackSecretRef';
+  const secret = getSecret(ref.name);
+  if (!secret) return missingSecret(field, ref.name, scope);
+  const resolved = callbackSigningSecrets(ref, secret);
+  if (typeof resolved === 'string') {
+    return { ok: false, reason: Reason.SecretInvalid, message: `${field}: ${resolved}` };
+  }
+  credentials.callbackSecrets = resolved;
   return undefined;
 }

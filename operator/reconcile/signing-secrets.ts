@@ -1,18 +1,64 @@
-// The active signing secrets of a signed-delivery trigger (auth.method signature), read
-// from its Secret: the listed keys, or every key when none are listed. Each value is
-// trimmed (a Secret made with `echo` ends in a newline). A listed key that is missing or
-// empty, a Secret without keys, or (standardWebhooks) a value that is not a base64
-// `whsec_` secret makes the trigger invalid: Valid=False/SecretInvalid with this message.
+// The active signing secrets a trigger references, read from a Secret: the listed keys,
+// or every key when none are listed. Each value is trimmed (a Secret made with `echo`
+// ends in a newline). A listed key that is missing or empty, a Secret without keys, or a
+// value of the wrong form makes the trigger invalid: Valid=False/SecretInvalid with the
+// message returned here. Two uses: the secrets senders sign deliveries with
+// (auth.signature; standardWebhooks values are `whsec_` secrets) and the ones the
+// gateway signs Async Callbacks with (response.callbackSecretRef; always `whsec_`).
 import type { SignatureAuth } from '../../api/v1alpha1/index.ts';
+import { MAX_SIGNING_SECRETS } from '../../api/v1alpha1/index.ts';
 import type { SecretData } from '../sources/ports.ts';
+
+/** `secretRef` of auth.signature or response.callbackSecretRef. */
+type SecretsRef = SignatureAuth['secretRef'];
 
 /** The secrets, sorted by key, or why the Secret cannot be used. */
 export function signingSecrets(
   signature: SignatureAuth,
   secret: SecretData,
 ): { key: string; secret: string }[] | string {
+  const entries = secretEntries(signature.secretRef, secret);
+  if (typeof entries === 'string') return entries;
+  if (signature.preset === 'standardWebhooks') {
+    for (const { key, secret: value } of entries) {
+      if (!isStandardWebhooksSecret(value)) {
+        return `Secret "${secret.name}" key "${key}" is not a Standard Webhooks secret (whsec_ followed by base64)`;
+      }
+    }
+  }
+  return entries;
+}
+
+/**
+ * The secrets that sign a trigger's Async Callbacks, in key order (the first is the one
+ * to give receivers first), or why the Secret cannot give them: each must be a Standard
+ * Webhooks secret, `whsec_` and the base64 of 24 to 64 bytes, as the sender needs.
+ */
+export function callbackSigningSecrets(ref: SecretsRef, secret: SecretData): string[] | string {
+  const entries = secretEntries(ref, secret);
+  if (typeof entries === 'string') return entries;
+  for (const { key, secret: value } of entries) {
+    const bytes = value.startsWith('whsec_')
+      ? Buffer.from(value.slice('whsec_'.length), 'base64').length
+      : 0;
+    if (
+      !isStandardWebhooksSecret(value) ||
+      !value.startsWith('whsec_') ||
+      bytes < 24 ||
+      bytes > 64
+    ) {
+      return `Secret "${secret.name}" key "${key}" is not a callback signing secret (whsec_ followed by the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32))`;
+    }
+  }
+  return entries.map((entry) => entry.secret);
+}
+
+function secretEntries(
+  ref: SecretsRef,
+  secret: SecretData,
+): { key: string; secret: string }[] | string {
   const name = secret.name;
-  const listed = signature.secretRef.keys;
+  const listed = ref.keys;
   let entries: [string, string][];
   if (listed) {
     entries = [];
@@ -29,15 +75,8 @@ export function signingSecrets(
       return `Secret "${name}" holds no keys (each key holds an active signing secret)`;
     }
   }
-  if (entries.length > 16) {
-    return `Secret "${name}" holds ${entries.length} keys; list at most 16 active secrets in secretRef.keys`;
-  }
-  if (signature.preset === 'standardWebhooks') {
-    for (const [key, value] of entries) {
-      if (!isStandardWebhooksSecret(value.trim())) {
-        return `Secret "${name}" key "${key}" is not a Standard Webhooks secret (whsec_ followed by base64)`;
-      }
-    }
+  if (entries.length > MAX_SIGNING_SECRETS) {
+    return `Secret "${name}" holds ${entries.length} keys; list at most ${MAX_SIGNING_SECRETS} active secrets in secretRef.keys`;
   }
   return entries
     .map(([key, value]) => ({ key, secret: value.trim() }))

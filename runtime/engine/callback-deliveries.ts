@@ -29,10 +29,22 @@ export class CallbackDeliveries {
     return this.#pending;
   }
 
-  /** Posts the finished execution to `url` in the background, under `workflow`'s policy. */
-  deliver(execution: Execution, url: string, workflow?: WorkflowPolicySource): void {
+  /**
+   * Posts the finished execution to `url` in the background, under `workflow`'s policy,
+   * signed with `secrets` when the trigger has its own.
+   */
+  deliver(
+    execution: Execution,
+    url: string,
+    workflow?: WorkflowPolicySource,
+    secrets?: readonly string[],
+  ): void {
     const delivery = this.#o.sender
-      .deliver(url, execution, { signal: this.#abort.signal, ...(workflow ? { workflow } : {}) })
+      .deliver(url, execution, {
+        signal: this.#abort.signal,
+        ...(workflow ? { workflow } : {}),
+        secrets,
+      })
       .then(async (result) => {
         this.#o.delivered?.(result);
         execution.callback = outcomeOf(result);

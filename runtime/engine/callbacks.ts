@@ -95,12 +95,12 @@ function secretKey(secret: string): Buffer {
 
 /** `v1,<base64 HMAC-SHA256(key, "id.timestamp.body")>` for each secret, space-separated. */
 export function signPayload(
-  secrets: string | string[],
+  secrets: string | readonly string[],
   webhookId: string,
   timestampSeconds: number,
   body: string | Uint8Array,
 ): string {
-  const list = Array.isArray(secrets) ? secrets : [secrets];
+  const list = typeof secrets === 'string' ? [secrets] : secrets;
   return list
     .map((secret) => {
       const hmac = createHmac('sha256', secretKey(secret));
@@ -218,22 +218,39 @@ export class CallbackSender {
 
   /**
    * Delivers the result of a finished execution to `url`, under the outbound policy
-   * narrowed for `workflow` when given; never throws for HTTP outcomes.
+   * narrowed for `workflow` when given, signed with `secrets` when given (the trigger's
+   * response.callbackSecretRef) or else this sender's; never throws for HTTP outcomes.
    */
   async deliver(
     url: string,
     execution: Execution,
-    options: { signal?: AbortSignal; workflow?: WorkflowPolicySource } = {},
+    options: {
+      signal?: AbortSignal;
+      workflow?: WorkflowPolicySource;
+      secrets?: readonly string[] | undefined;
+    } = {},
   ): Promise<DeliveryResult> {
     const target = options.workflow ? this.guard.forWorkflow(options.workflow) : this.guard;
     const webhookId = webhookIdFor(execution.id);
+    const secrets = options.secrets?.length ? options.secrets : this.secrets;
+    const unusable = secrets.find((secret) => signingSecretProblem(secret) !== undefined);
+    if (unusable !== undefined) {
+      // The operator checks a trigger's secrets before deploying it; a record written
+      // otherwise is refused here rather than retried (never echoed: it is a secret).
+      return {
+        delivered: false,
+        webhookId,
+        attempts: 0,
+        reason: 'a callback signing secret is not usable',
+      };
+    }
     const body = JSON.stringify(callbackBody(execution));
     const tracing = tracingHeaders(execution.input);
     let last: Attempt = { outcome: 'retry', reason: 'not attempted' };
     let attempt = 0;
     while (attempt < this.#maxAttempts) {
       attempt++;
-      last = await this.#attempt(target, url, webhookId, body, tracing, options.signal);
+      last = await this.#attempt(target, url, webhookId, body, tracing, secrets, options.signal);
       if (last.outcome !== 'retry') break;
       if (attempt >= this.#maxAttempts) break;
       const wait = last.waitMs ?? backoffDelay(this.#backoffMs, attempt, this.#maxBackoffMs);
@@ -260,6 +277,7 @@ export class CallbackSender {
     webhookId: string,
     body: string,
     tracing: Record<string, string>,
+    secrets: readonly string[],
     signal: AbortSignal | undefined,
   ): Promise<Attempt> {
     const timestamp = Math.floor(this.#now() / 1000);
@@ -273,7 +291,7 @@ export class CallbackSender {
           'user-agent': 'hookgate-callbacks/1',
           'webhook-id': webhookId,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': signPayload(this.secrets, webhookId, timestamp, body),
+          'webhook-signature': signPayload(secrets, webhookId, timestamp, body),
         },
         body,
         timeoutMs: this.#timeoutMs,

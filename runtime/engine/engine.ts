@@ -500,6 +500,9 @@ export class InProcessEngine implements ExecutionEngine {
     this.#hot.delete(hot.execution.id);
     hot.ended();
     this.#observer?.executionFinished(hot.execution);
-    if (url) this.#deliveries.deliver(hot.execution, url, hot.request.workflow);
+    if (url) {
+      const { workflow, callbackSecrets } = hot.request;
+      this.#deliveries.deliver(hot.execution, url, workflow, callbackSecrets);
+    }
   }
 }

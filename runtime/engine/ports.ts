@@ -230,6 +230,11 @@ export interface StartRequest {
    */
   callbackUrl?: string;
   /**
+   * The trigger's own callback signing secrets (response.callbackSecretRef), from its
+   * route record; absent: the engine's. Never stored with the execution.
+   */
+  callbackSecrets?: readonly string[];
+  /**
    * SHA-256 (hex) of the token the gateway gave the caller for the public execution
    * links; kept with the execution as `accessDigest`. A digest, not a credential.
    */

@@ -40,7 +40,7 @@ import { WORKER_GROUP, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
 import type { RedisRetryQueue } from './retry-queue-redis.ts';
-import { triggerRef } from './trigger-ref.ts';
+import { callbackSigning, triggerRef } from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
 
@@ -418,7 +418,9 @@ export class ExecutionWorker {
       trigger: triggerRef(target.route),
       input: execution.input,
       ...(validator ? { outputValidator: validator } : {}),
-      ...(job.callbackUrl ? { callbackUrl: job.callbackUrl } : {}),
+      ...(job.callbackUrl
+        ? { callbackUrl: job.callbackUrl, ...callbackSigning(target.route) }
+        : {}),
     };
     // The store acknowledges the job with the final record when the entry is on the
     // stream of the execution's shard (always so: enqueue and retries put it there).

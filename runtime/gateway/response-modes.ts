@@ -21,7 +21,7 @@ import type {
   StartRequest,
   TriggerOutput,
 } from '../engine/ports.ts';
-import { triggerRef } from '../engine/trigger-ref.ts';
+import { callbackSigning, triggerRef } from '../engine/trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { parseDuration } from '../../api/v1alpha1/common.ts';
 import { renderBody } from './response-body.ts';
@@ -169,7 +169,7 @@ async function asyncCallback(deps: ModeDeps, m: ModeRequest): Promise<FastifyRep
     );
   }
   deps.validateCallbackUrl?.(url, m.workflow);
-  const started = await start(deps, m, { callbackUrl: url });
+  const started = await start(deps, m, { callbackUrl: url, ...callbackSigning(m.route) });
   return acknowledge(m, started, { callbackUrl: url });
 }
 

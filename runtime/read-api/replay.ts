@@ -10,7 +10,7 @@ import type { RouteRecord, RouteStore, WorkflowRegistration } from '../../api/re
 import { HttpProblem } from '../errors.ts';
 import { outputValidatorFor } from '../engine/output-validator.ts';
 import type { Execution, ExecutionEngine, StartRequest, TriggerOutput } from '../engine/ports.ts';
-import { triggerRef } from '../engine/trigger-ref.ts';
+import { callbackSigning, triggerRef } from '../engine/trigger-ref.ts';
 import { schemasFor } from '../gateway/body/schemas.ts';
 
 export interface ReplaySources {
@@ -71,7 +71,7 @@ export async function planReplay(
     input: replayInput(original.input, route),
     replayOf: original.id,
     ...(outputValidator ? { outputValidator } : {}),
-    ...(callbackUrl ? { callbackUrl } : {}),
+    ...(callbackUrl ? { callbackUrl, ...callbackSigning(route) } : {}),
   };
   return { route, request };
 }

@@ -4,7 +4,8 @@
 // the worker sends the http nodes' requests and the callbacks). A receiver the setting
 // allows is reached by an http node and by a callback; one it does not is refused.
 // The callback signing secret (HOOKGATE_CALLBACK_SECRET_FILE) reaches the process that
-// sends the callbacks: the receiver verifies the delivery with it.
+// sends the callbacks: the receiver verifies the delivery with it. A trigger with its
+// own callbackSecretRef signs with its Secret's secrets instead, and only with those.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSecret } from '../../runtime/engine/callbacks.ts';
 import { startReceiver, type Receiver } from '../engine/receiver.ts';
 import { eventually } from '../support/eventually.ts';
-import { toYaml, trigger, workflow } from '../support/manifests.ts';
+import { secret, toYaml, trigger, workflow } from '../support/manifests.ts';
 import { freePorts } from '../support/ports.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 
@@ -26,6 +27,8 @@ let dir: string;
 let secretDir: string;
 /** The secret receivers are given; a second line in the file signs as well. */
 const callbackSecret = generateSecret();
+/** The secrets of the trigger with its own callbackSecretRef (keys b and a: both sign). */
+const ownSecrets = { a: generateSecret(), b: generateSecret(48) };
 beforeAll(async () => {
   secretDir = await mkdtemp(join(tmpdir(), 'hookgate-callback-secret-'));
   await writeFile(join(secretDir, 'secret'), `${generateSecret()}\n${callbackSecret}\n`);
@@ -59,6 +62,12 @@ beforeAll(async () => {
         pathSegment: 'cb',
         response: { mode: 'asyncCallback' },
       }),
+      trigger('own-callback', {
+        workflowRef: { name: 'reach' },
+        pathSegment: 'own-cb',
+        response: { mode: 'asyncCallback', callbackSecretRef: { name: 'callback-signing' } },
+      }),
+      secret('callback-signing', ownSecrets),
     ),
   );
 });
@@ -133,13 +142,26 @@ async function expectPolicyApplied(port: number): Promise<void> {
     20_000,
     100,
   );
-  const delivery = allowed.received.filter((r) => r.url === '/cb').at(-1);
-  const headers = Object.fromEntries(
-    Object.entries(delivery?.headers ?? {}).map(([name, value]) => [name, String(value)]),
+  const verify = (path: string, secret: string) => {
+    const delivery = allowed.received.filter((r) => r.url === path).at(-1);
+    const headers = Object.fromEntries(
+      Object.entries(delivery?.headers ?? {}).map(([name, value]) => [name, String(value)]),
+    );
+    return new Webhook(secret).verify(delivery?.body ?? '', headers);
+  };
+  expect(verify('/cb', callbackSecret)).toMatchObject({ type: 'execution.completed' });
+
+  const own = await post(url('reach', 'own-cb'), { 'x-callback-url': `${allowed.url}/own` });
+  expect(own.status).toBe(202);
+  await eventually(
+    () => expect(allowed.received.filter((r) => r.url === '/own')).toHaveLength(1),
+    20_000,
+    100,
   );
-  expect(new Webhook(callbackSecret).verify(delivery?.body ?? '', headers)).toMatchObject({
-    type: 'execution.completed',
-  });
+  // Signed with each of the trigger's secrets, not with the process's.
+  expect(verify('/own', ownSecrets.a)).toMatchObject({ type: 'execution.completed' });
+  expect(verify('/own', ownSecrets.b)).toMatchObject({ type: 'execution.completed' });
+  expect(() => verify('/own', callbackSecret)).toThrow();
   const notAllowed = await post(url('reach', 'cb'), { 'x-callback-url': `${other.url}/cb` });
   expect(notAllowed.status).toBe(400);
   expect(((await notAllowed.json()) as { code: string }).code).toBe('HG_ERR_CALLBACK_URL_REFUSED');

@@ -390,6 +390,18 @@ describe('WebhookTrigger: bad values are rejected with a field path', () => {
       'always answered with 200',
     ],
     [
+      'callbackSecretRef outside asyncCallback',
+      { response: { mode: 'waitForCompletion', callbackSecretRef: { name: 'cb' } } },
+      'spec.response.callbackSecretRef',
+      'needs mode asyncCallback',
+    ],
+    [
+      'callbackSecretRef with an empty key list',
+      { response: { mode: 'asyncCallback', callbackSecretRef: { name: 'cb', keys: [] } } },
+      'spec.response.callbackSecretRef.keys',
+      '',
+    ],
+    [
       'content type not a MIME type',
       { response: { mode: 'immediateAck', contentType: 'json' } },
       'spec.response.contentType',

@@ -371,6 +371,49 @@ describe('Reconciler', () => {
     expect(JSON.stringify(route)).not.toContain('k-acme');
   });
 
+  it("callback signing secrets come from the trigger's Secret, checked, in key order", async () => {
+    const response = { mode: 'asyncCallback', callbackSecretRef: { name: 'cb' } };
+    await load(workflow('orders'), trigger('t', { response }));
+    await settle();
+    expect(summary(T('t')).Valid).toBe('False/SecretNotFound');
+    expect(conditions(T('t')).Valid?.message).toContain(
+      'spec.response.callbackSecretRef: Secret "cb" not found',
+    );
+    expect(reconciler.dependents({ kind: 'Secret', namespace: 'default', name: 'cb' })).toEqual([
+      T('t'),
+    ]);
+
+    const short = `whsec_${Buffer.alloc(16, 1).toString('base64')}`;
+    for (const bad of ['not-a-secret', short]) {
+      await load(workflow('orders'), trigger('t', { response }), secret('cb', { k: bad }));
+      await settle();
+      expect(summary(T('t')).Valid).toBe('False/SecretInvalid');
+      expect(conditions(T('t')).Valid?.message).toContain(
+        'Secret "cb" key "k" is not a callback signing secret',
+      );
+      expect(conditions(T('t')).Valid?.message).not.toContain(bad);
+    }
+
+    const first = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+    const second = `whsec_${Buffer.alloc(24, 2).toString('base64')}`;
+    await load(
+      workflow('orders'),
+      trigger('t', { response: { ...response, callbackSecretRef: { name: 'cb', keys: ['z'] } } }),
+      secret('cb', { z: `${second}\n`, a: first }),
+    );
+    await settle();
+    expect(summary(T('t')).Ready).toBe('True/Succeeded');
+    expect((await routes.get('default/t'))?.credentials.callbackSecrets).toEqual([second]);
+
+    await load(
+      workflow('orders'),
+      trigger('t', { response }),
+      secret('cb', { z: second, a: first }),
+    );
+    await settle();
+    expect((await routes.get('default/t'))?.credentials.callbackSecrets).toEqual([first, second]);
+  });
+
   it('a Secret change reaches the triggers that reference it, and only those', async () => {
     const auth = { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } };
     await load(workflow('orders'), trigger('t', { auth }), trigger('u', { pathSegment: 'other' }));
