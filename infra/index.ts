@@ -43,6 +43,14 @@ function redisFromConfig(): HookgateDeploymentArgs['redis'] {
   };
 }
 
+/** The Secret of the callback signing secrets, when callbackSecret names one. */
+function callbackSecretFromConfig(): Pick<HookgateDeploymentArgs, 'callbackSecret'> {
+  const name = config.get('callbackSecret');
+  if (!name) return {};
+  const key = config.get('callbackSecretKey');
+  return { callbackSecret: { name, ...(key ? { key } : {}) } };
+}
+
 /** Prometheus for the analytics API when prometheusUrl (or analyticsBackend) is set. */
 function analyticsFromConfig(): HookgateDeploymentArgs['analytics'] {
   const backend = config.get<AnalyticsBackend>('analyticsBackend', {
@@ -144,6 +152,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   traceContext: config.get<TraceContextPolicy>('traceContext', {
     allowedValues: [...TRACE_CONTEXT_POLICIES],
   }),
+  ...callbackSecretFromConfig(),
   analytics: analyticsFromConfig(),
   ...outboundFromConfig(),
   secretNamespaces: config.getObject<string[]>('secretNamespaces') ?? [],

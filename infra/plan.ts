@@ -186,6 +186,12 @@ export interface PlanArgs<Url = string> {
    * `config.traceContext`): authenticated (default), all, off.
    */
   traceContext?: TraceContextPolicy;
+  /**
+   * The Secret (and key, default `secrets`) holding the secrets that sign Async
+   * Callbacks, one `whsec_` per line (chart `config.callbackSecret`). Default: none, a
+   * random secret per pod.
+   */
+  callbackSecret?: { name: string; key?: string };
   /** Where the gateways' analytics API reads from (infra/analytics.ts); default memory. */
   analytics?: AnalyticsArgs;
   /**
@@ -236,6 +242,7 @@ export interface ResolvedArgs<Url = string> {
   adminAuth: AdminAuth;
   logLevel: LogLevel;
   traceContext: TraceContextPolicy;
+  callbackSecret?: { name: string; key?: string };
   analytics?: AnalyticsArgs;
   outbound?: OutboundArgs;
   secretNamespaces: string[];
@@ -359,8 +366,12 @@ function validateQueueShards(n: number): string[] {
 /** The arguments that are absent unless given (each then maps to chart values). */
 function optionalArgs<Url>(
   args: PlanArgs<Url>,
-): Pick<ResolvedArgs<Url>, 'analytics' | 'outbound' | 'workerAutoscaling' | 'networkPolicyEgress'> {
+): Pick<
+  ResolvedArgs<Url>,
+  'analytics' | 'outbound' | 'workerAutoscaling' | 'networkPolicyEgress' | 'callbackSecret'
+> {
   return {
+    ...(args.callbackSecret ? { callbackSecret: args.callbackSecret } : {}),
     ...(args.analytics ? { analytics: args.analytics } : {}),
     ...(args.outbound ? { outbound: args.outbound } : {}),
     ...(args.workerAutoscaling ? { workerAutoscaling: args.workerAutoscaling } : {}),
@@ -380,6 +391,7 @@ function grafanaProblems<Url>(r: ResolvedArgs<Url>): string[] {
 /** The problems of the arguments that are absent unless given. */
 function optionalProblems<Url>(r: ResolvedArgs<Url>): string[] {
   return [
+    ...(r.callbackSecret ? validateSecretRef('callbackSecret', r.callbackSecret) : []),
     ...(r.analytics ? validateAnalytics(r.analytics) : []),
     ...(r.workerAutoscaling
       ? validateWorkerAutoscaling(r.workerAutoscaling, r.analytics?.prometheus?.url)
@@ -553,6 +565,7 @@ export interface ChartValues {
     trustedProxies: string[];
     logLevel: string;
     traceContext: TraceContextPolicy;
+    callbackSecret?: { name: string; key: string };
     redisClient: RedisClientArgs;
     queueShards: number;
     budgets?: BudgetArgs;
@@ -595,6 +608,11 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       trustedProxies: r.trustedProxies,
       logLevel: r.logLevel,
       traceContext: r.traceContext,
+      ...(r.callbackSecret
+        ? {
+            callbackSecret: { name: r.callbackSecret.name, key: r.callbackSecret.key ?? 'secrets' },
+          }
+        : {}),
       redisClient: r.redisClient,
       queueShards: r.queueShards,
       ...(Object.keys(r.budgets).length > 0 ? { budgets: r.budgets } : {}),

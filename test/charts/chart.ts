@@ -111,6 +111,7 @@ export interface PodSpec {
     name: string;
     emptyDir?: { sizeLimit?: string };
     configMap?: { name: string };
+    secret?: { secretName: string; items?: { key: string; path: string }[] };
   }[];
 }
 export interface PodTemplate {

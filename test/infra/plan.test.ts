@@ -479,9 +479,24 @@ describe('chartValues', () => {
     ]);
   });
 
+  it('callbackSecret passes config.callbackSecret, its key defaulting to secrets', () => {
+    expect(chartValues(resolveArgs(valid)).config.callbackSecret).toBeUndefined();
+    const named = { ...valid, callbackSecret: { name: 'cb-signing' } };
+    expect(validateArgs(named)).toEqual([]);
+    expect(chartValues(resolveArgs(named)).config.callbackSecret).toEqual({
+      name: 'cb-signing',
+      key: 'secrets',
+    });
+    expect(validateArgs({ ...valid, callbackSecret: { name: 'Bad_Name', key: 'a b' } })).toEqual([
+      'callbackSecret.name "Bad_Name" is not a valid Secret name',
+      'callbackSecret.key "a b" is not a valid Secret key',
+    ]);
+  });
+
   it("produces values the chart's values.schema.json accepts (and the schema is strict)", () => {
     for (const args of [
       valid,
+      { ...valid, callbackSecret: { name: 'cb', key: 'current' } },
       {
         ...valid,
         grafanaDashboards: true,

@@ -71,6 +71,9 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
   value: {{ .Values.gateway.ackTimeoutMs | int64 | quote }}
 {{- end }}
 {{- end }}
+{{- if eq .Values.gateway.executions "inline" }}
+{{- include "hookgate.callbackSecret.env" . | nindent 0 }}
+{{- end }}
 {{- include "hookgate.analytics.env" . | nindent 0 }}
 {{- include "hookgate.budgetEnv" (dict "ctx" . "keys" (list "executionStoreBytes" "storedBodyBytes" "executionTtlMs" "idempotencyBytes" "streamBufferBytes" "listPageBytes" "analyticsBytes")) | nindent 0 }}
 {{- end -}}
@@ -85,7 +88,39 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
 - name: HOOKGATE_QUEUE_SHARDS
   value: {{ .Values.config.queueShards | int64 | quote }}
 {{- include "hookgate.outboundEnv" . | nindent 0 }}
+{{- include "hookgate.callbackSecret.env" . | nindent 0 }}
 {{- include "hookgate.budgetEnv" (dict "ctx" . "keys" (list "executionStoreBytes" "storedBodyBytes" "executionTtlMs")) | nindent 0 }}
+{{- end -}}
+
+{{/*
+The secrets that sign Async Callbacks (config.callbackSecret), for the processes that
+send them: the workers, and gateways running executions inline. The Secret's key holds
+one whsec_ secret per line, mounted as a file.
+*/}}
+{{- define "hookgate.callbackSecret.env" -}}
+{{- if .Values.config.callbackSecret.name }}
+- name: HOOKGATE_CALLBACK_SECRET_FILE
+  value: /var/run/hookgate/callbacks/secrets
+{{- end }}
+{{- end -}}
+
+{{- define "hookgate.callbackSecret.volumeMounts" -}}
+{{- if .Values.config.callbackSecret.name }}
+- name: callback-secret
+  mountPath: /var/run/hookgate/callbacks
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "hookgate.callbackSecret.volumes" -}}
+{{- if .Values.config.callbackSecret.name }}
+- name: callback-secret
+  secret:
+    secretName: {{ .Values.config.callbackSecret.name }}
+    items:
+      - key: {{ .Values.config.callbackSecret.key }}
+        path: secrets
+{{- end }}
 {{- end -}}
 
 {{/* The operator's env (deployment-operator.yaml). */}}
