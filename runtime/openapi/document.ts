@@ -13,6 +13,7 @@ import {
 import { CATALOGUE, PROBLEM_CONTENT_TYPE, problemType, type ErrorCode } from '../errors.ts';
 import { bodyFormatOf, XML_ROOT } from '../gateway/response-body.ts';
 import { schemeOf as signatureSchemeOf } from '../gateway/security/auth/signature/schemes.ts';
+import { callbackBodySchema, callbacksOf } from './callbacks.ts';
 
 /** What a document needs of a deployed route (a RouteRecord has it all). */
 export interface OpenApiRoute {
@@ -152,6 +153,8 @@ function routeParts(route: OpenApiRoute, prefix: string): RouteParts {
     schemas[`${prefix}Accepted`] = acceptedSchema(mode);
   const { securitySchemes, security } = securityOf(spec, prefix);
   const ref = (name: string) => ({ $ref: `#/components/schemas/${prefix}${name}` });
+  if (mode === 'asyncCallback')
+    schemas[`${prefix}Callback`] = callbackBodySchema(output ? ref('Output') : undefined);
   const inputExample = exampleOf(spec.schema?.mode, spec.schema?.input);
 
   const pathParameters = route.path
@@ -200,6 +203,7 @@ function routeParts(route: OpenApiRoute, prefix: string): RouteParts {
         ...(schemas[`${prefix}Accepted`] ? { accepted: ref('Accepted') } : {}),
         hasInputSchema: input !== undefined,
       }),
+      ...(mode === 'asyncCallback' ? { callbacks: callbacksOf(ref('Callback')) } : {}),
       ...(security ? { security } : {}),
     };
   }

@@ -8,9 +8,13 @@
 /* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-argument, @typescript-eslint/no-unsafe-call */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminAccess, type AdminAuthenticator } from '../../runtime/admin/access.ts';
+import { startReceiver, type Receiver } from '../engine/receiver.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
@@ -32,6 +36,8 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
 let rt: TestRuntime;
 let admin: string;
 let webhooks: string;
+/** Where reports-async's callbacks go (the outbound policy lets the engine reach it). */
+let receiver: Receiver;
 
 async function documentOf(path: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${admin}${path}`, { headers });
@@ -56,13 +62,19 @@ function schemaValidator(doc: Json, schema: unknown) {
 }
 
 beforeAll(async () => {
-  rt = await startRuntime({ dir: EXAMPLES, baseUrl: 'https://hooks.example.com' });
+  receiver = await startReceiver(() => ({ status: 204 }));
+  rt = await startRuntime({
+    dir: EXAMPLES,
+    baseUrl: 'https://hooks.example.com',
+    engine: { outbound: { allow: [`127.0.0.1:${receiver.port}`] } },
+  });
   await eventually(() => expect(rt.table.size).toBe(EXAMPLE_TRIGGERS.length), 30_000);
   admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
   webhooks = await rt.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
   await rt?.stop();
+  await receiver?.close();
 });
 
 describe('the document of each example trigger', () => {
@@ -159,6 +171,48 @@ describe('the document of each example trigger', () => {
 });
 
 describe('the documents match the answers', () => {
+  it("reports-async: the callback it sends is the one its document declares, signed with the endpoint's Secret", async () => {
+    const { body: doc } = await documentOf('/api/triggers/default/reports-async/openapi.json');
+    const [path, item] = Object.entries(doc.paths as Json)[0] as [string, Json];
+    const declared = item.post.callbacks.executionResult;
+    expect(Object.keys(declared)).toEqual([
+      '{$request.header.X-Callback-URL}',
+      '{$request.query.callbackUrl}',
+    ]);
+    const callback = declared['{$request.header.X-Callback-URL}'].post;
+    const res = await fetch(`${webhooks}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-callback-url': `http://127.0.0.1:${receiver.port}/reports`,
+      },
+      body: '{"report":"weekly"}',
+    });
+    expect(res.status).toBe(202);
+    await eventually(() => expect(receiver.received).toHaveLength(1), 10_000);
+    const delivery = receiver.received[0] as { headers: Json; body: string };
+    const body = JSON.parse(delivery.body) as unknown;
+    const validate = schemaValidator(doc, callback.requestBody.content['application/json'].schema);
+    expect(validate(body), JSON.stringify(validate.errors)).toBe(true);
+    for (const header of callback.parameters as Json[]) {
+      expect(header.in).toBe('header');
+      expect(delivery.headers[header.name.toLowerCase()], header.name).toEqual(expect.any(String));
+    }
+    // The example's own Secret (reports-callbacks) signs it.
+    const secretDoc = parseAllDocuments(readFileSync(join(EXAMPLES, 'reports-sse.yaml'), 'utf8'))
+      .map((d) => d.toJS() as Json)
+      .find((d) => d.kind === 'Secret' && d.metadata.name === 'reports-callbacks') as Json;
+    const headers = Object.fromEntries(
+      Object.entries(delivery.headers).map(([name, value]) => [name, String(value)]),
+    );
+    expect(
+      new Webhook(secretDoc.stringData.demo as string).verify(delivery.body, headers),
+    ).toMatchObject({
+      type: 'execution.completed',
+      triggerKey: 'default/reports-async',
+    });
+  });
+
   it('hello: the 202 body matches the Accepted schema', async () => {
     const { body: doc } = await documentOf('/api/triggers/default/hello/openapi.json');
     const [path, item] = Object.entries(doc.paths as Json)[0] as [string, Json];
