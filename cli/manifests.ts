@@ -3,17 +3,8 @@
 // problem at a field path can be reported at its line.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  isMap,
-  isPair,
-  isScalar,
-  isSeq,
-  LineCounter,
-  parseAllDocuments,
-  type Document,
-  type Node as YamlNode,
-} from 'yaml';
-import { documentValue, yamlMessage } from '../api/yaml-documents.ts';
+import { LineCounter, parseAllDocuments } from 'yaml';
+import { documentValue, fieldOffset, yamlMessage } from '../api/yaml-documents.ts';
 import { usageError } from './errors.ts';
 
 export interface ManifestDocument {
@@ -121,41 +112,8 @@ export function parseManifests(file: string, text: string): ManifestDocument[] {
       index,
       line: start.line,
       value,
-      lineOf: (fieldPath) => at(offsetOf(doc, fieldPath) ?? doc.contents?.range[0] ?? 0),
+      lineOf: (fieldPath) => at(fieldOffset(doc, fieldPath)),
     });
   });
   return out;
-}
-
-/** `spec.methods[1]` → ['spec', 'methods', 1]; `[name=x]` keys as strings. */
-export function pathTokens(fieldPath: string): (string | number)[] {
-  const tokens: (string | number)[] = [];
-  for (const m of fieldPath.matchAll(/([^.[\]]+)|\[(\d+)\]|\[([^\]]*)\]/g)) {
-    if (m[1] !== undefined) tokens.push(m[1]);
-    else if (m[2] !== undefined) tokens.push(Number(m[2]));
-    else if (m[3] !== undefined) tokens.push(m[3]);
-  }
-  return tokens;
-}
-
-/** The source offset of the deepest node of the path that exists (a map key's, if any). */
-function offsetOf(doc: Document, fieldPath: string): number | undefined {
-  let node: unknown = doc.contents;
-  let offset: number | undefined = doc.contents?.range?.[0];
-  for (const token of pathTokens(fieldPath)) {
-    if (isMap(node)) {
-      const pair = node.items.find(
-        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(token),
-      );
-      if (!pair) break;
-      offset = (pair.key as YamlNode).range?.[0] ?? offset;
-      node = pair.value;
-    } else if (isSeq(node) && typeof token === 'number') {
-      const item = node.items[token] as YamlNode | undefined;
-      if (!item) break;
-      offset = item.range?.[0] ?? offset;
-      node = item;
-    } else break;
-  }
-  return offset;
 }

@@ -15,8 +15,8 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { parseAllDocuments } from 'yaml';
-import { documentValue, yamlMessage } from '../../api/yaml-documents.ts';
+import { LineCounter, parseAllDocuments } from 'yaml';
+import { documentValue, fieldOffset, yamlMessage } from '../../api/yaml-documents.ts';
 import { isNamespaceName, isObjectName } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
 import type { AnyResource, ObjectRef, ResourceSource, SecretData, SourceKind } from './ports.ts';
@@ -26,6 +26,12 @@ export interface ManifestError {
   file: string;
   /** 0-based index of the YAML document in the file. */
   document: number;
+  /**
+   * 1-based line and column of the field (or of the nearest parent the document has),
+   * as `hookgate validate` reports them; absent when the file could not be read.
+   */
+  line?: number;
+  column?: number;
   /** `Kind namespace/name` when it could be read. */
   object?: string;
   field: string;
@@ -35,6 +41,8 @@ export interface ManifestError {
 interface Entry {
   ref: ObjectRef;
   file: string;
+  /** Where the object's name is: a second object of the same name is reported there. */
+  at?: { document: number; line: number; column: number };
   resource: AnyResource;
   secret?: SecretData;
 }
@@ -151,7 +159,7 @@ export class DirectorySource implements ResourceSource {
         if (clash) {
           errors.push({
             file,
-            document: 0,
+            ...(entry.at ?? { document: 0 }),
             object: `${entry.ref.kind} ${entry.ref.namespace}/${entry.ref.name}`,
             field: 'metadata.name',
             message: `already defined in ${clash.file}`,
@@ -182,18 +190,24 @@ export class DirectorySource implements ResourceSource {
     text: string,
     errors: ManifestError[],
   ): { entries: Entry[]; keepRefs: ObjectRef[] } | undefined {
-    const docs = parseAllDocuments(text);
+    const lineCounter = new LineCounter();
+    const docs = parseAllDocuments(text, { lineCounter });
     const list = Array.isArray(docs) ? docs : [docs];
     const entries: Entry[] = [];
     const keepRefs: ObjectRef[] = [];
     let fatal = false;
     list.forEach((doc, index) => {
+      const at = (field: string) => {
+        const pos = lineCounter.linePos(fieldOffset(doc, field));
+        return { line: pos.line, column: pos.col };
+      };
       if (doc.errors.length > 0) {
         const e = doc.errors[0]!;
         const line = e.linePos?.[0];
         errors.push({
           file,
           document: index,
+          ...(line ? { line: line.line, column: line.col } : at('')),
           field: '',
           message: `YAML syntax error${line ? ` at line ${line.line}, column ${line.col}` : ''}: ${yamlMessage(e.message)}`,
         });
@@ -202,7 +216,13 @@ export class DirectorySource implements ResourceSource {
       }
       const read = documentValue(doc);
       if ('error' in read) {
-        errors.push({ file, document: index, field: '', message: `YAML error: ${read.error}` });
+        errors.push({
+          file,
+          document: index,
+          ...at(''),
+          field: '',
+          message: `YAML error: ${read.error}`,
+        });
         fatal = true;
         return;
       }
@@ -210,9 +230,17 @@ export class DirectorySource implements ResourceSource {
       if (value === null || value === undefined) return;
       const result = this.#admit(file, index, value);
       if ('error' in result) {
-        errors.push(...result.error);
+        // The position after the document index, as ManifestError lists its fields.
+        errors.push(
+          ...result.error.map(({ file: f, document, ...rest }) => ({
+            file: f,
+            document,
+            ...at(rest.field),
+            ...rest,
+          })),
+        );
         if (result.ref) keepRefs.push(result.ref);
-      } else entries.push(result.entry);
+      } else entries.push({ ...result.entry, at: { document: index, ...at('metadata.name') } });
     });
     return fatal ? undefined : { entries, keepRefs };
   }

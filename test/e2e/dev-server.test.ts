@@ -1,7 +1,7 @@
 // The embedded server as a user runs it: real HTTP on loopback, manifests edited on
 // disk while it serves. A broken manifest is reported and never takes the rest down.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,9 +66,15 @@ describe('dev server over a watched directory', () => {
       if (body.items.length === 0) throw new Error('no error yet');
       return body.items;
     });
+    // At the line and column of the bad value, as `hookgate validate` says it.
+    const lines = (await readFile(join(rt.files.dir, 'orders.yaml'), 'utf8')).split('\n');
+    const line = lines.findIndex((l) => l.includes('FETCH'));
     expect(errors).toEqual([
       expect.objectContaining({
         file: 'orders.yaml',
+        document: 1,
+        line: line + 1,
+        column: (lines[line] ?? '').indexOf('FETCH') + 1,
         object: 'WebhookTrigger default/ingest',
         field: 'spec.methods[1]',
         message: expect.stringContaining('supported values'),
@@ -76,6 +82,34 @@ describe('dev server over a watched directory', () => {
     ]);
     // Still serving the last good version.
     expect((await post('/webhook/default_production_orders/intake')).status).toBe(202);
+  });
+
+  it('a second object of the same name is reported at its own document and name', async () => {
+    await rt.files.write(
+      'zz-again.yaml',
+      trigger('other', { pathSegment: 'other' }),
+      workflow('orders'),
+    );
+    const clash = await eventually(async () => {
+      const res = await fetch(`${admin}/api/manifests/errors`);
+      const body = (await res.json()) as { items: { file: string; message: string }[] };
+      const found = body.items.find((e) => e.message.includes('already defined'));
+      if (!found) throw new Error('no clash reported yet');
+      return found;
+    });
+    const lines = (await readFile(join(rt.files.dir, 'zz-again.yaml'), 'utf8')).split('\n');
+    const second = lines.findIndex(
+      (l, i) => i > lines.indexOf('---') && l.trim() === 'name: orders',
+    );
+    expect(second).toBeGreaterThan(0);
+    expect(clash).toMatchObject({
+      file: 'zz-again.yaml',
+      document: 1,
+      line: second + 1,
+      object: 'Workflow default/orders',
+      field: 'metadata.name',
+    });
+    await rt.files.remove('zz-again.yaml');
   });
 
   it('survives a file that is not YAML at all, and an unrelated file keeps working', async () => {
