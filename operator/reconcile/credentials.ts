@@ -94,7 +94,8 @@ export function resolveCredentials(
   const read = (field: string, name: string, key: string): { value: string } | CredentialResult => {
     const secret = getSecret(name);
     if (!secret) return missingSecret(field, name, scope);
-    const value = secret.data[key];
+    // Own keys only: a key named `constructor` or `toString` is not Object's method.
+    const value = Object.hasOwn(secret.data, key) ? secret.data[key] : undefined;
     if (value === undefined || value.trim() === '') {
       return {
         ok: false,

@@ -63,7 +63,8 @@ function secretEntries(
   if (listed) {
     entries = [];
     for (const key of listed) {
-      const value = secret.data[key];
+      // Own keys only: a key named `constructor` or `toString` is not Object's method.
+      const value = Object.hasOwn(secret.data, key) ? secret.data[key] : undefined;
       if (value === undefined || value.trim() === '') {
         return `Secret "${name}" has no key "${key}" (or it is empty)`;
       }

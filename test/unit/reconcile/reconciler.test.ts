@@ -414,6 +414,38 @@ describe('Reconciler', () => {
     expect((await routes.get('default/t'))?.credentials.callbackSecrets).toEqual([first, second]);
   });
 
+  it('a key named like an Object method is a missing key, not the method (no reconcile error)', async () => {
+    const value = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+    const refs = (key: string) => ({
+      callback: {
+        response: { mode: 'asyncCallback', callbackSecretRef: { name: 'cb', keys: [key] } },
+      },
+      signature: {
+        auth: {
+          method: 'signature',
+          signature: { preset: 'github', secretRef: { name: 'cb', keys: [key] } },
+        },
+      },
+      testCredentials: {
+        auth: { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } },
+        testCredentials: { type: 'apiKey', secretRef: { name: 'cb', key } },
+      },
+    });
+    for (const key of ['constructor', 'toString', '__proto__']) {
+      for (const [field, spec] of Object.entries(refs(key))) {
+        await load(
+          workflow('orders'),
+          trigger('t', spec),
+          secret('cb', { a: value }),
+          secret('keys', { c: 'k-1' }),
+        );
+        await expect(reconciler.reconcile(T('t')), `${field} ${key}`).resolves.not.toThrow();
+        expect(summary(T('t')).Valid, `${field} ${key}`).toBe('False/SecretInvalid');
+        expect(conditions(T('t')).Valid?.message).toContain(`Secret "cb" has no key "${key}"`);
+      }
+    }
+  });
+
   it('a Secret change reaches the triggers that reference it, and only those', async () => {
     const auth = { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } };
     await load(workflow('orders'), trigger('t', { auth }), trigger('u', { pathSegment: 'other' }));
