@@ -436,6 +436,24 @@ describe('400 / 413 / 422: bodies and schemas', () => {
     );
     expect(asJson.detail).toBe('The request body does not match the input schema (2 problems).');
   });
+  it('a +json type outside application/ is read as JSON: its 422 does not say otherwise', async () => {
+    // The body parser reads every */*+json as JSON (parse.ts), model/gltf+json included.
+    for (const type of ['model/gltf+json', 'application/vnd.api+json; charset=utf-8']) {
+      const answer = problem(
+        await rt.app.inject({
+          method: 'POST',
+          url,
+          headers: { 'content-type': type },
+          payload: '{"orderId":"A1"}',
+        }),
+        422,
+        'schema-validation-failed',
+      );
+      expect(answer.detail, type).toBe(
+        'The request body does not match the input schema (1 problem).',
+      );
+    }
+  });
 });
 
 describe('408 / 500 / 204: responses', () => {

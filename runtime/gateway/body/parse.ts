@@ -71,7 +71,8 @@ function parseMediaTypeNow(contentType: string): MediaType | undefined {
   return { essence, charset };
 }
 
-function isJson(essence: string): boolean {
+/** Whether a body of this media type (essence, lower case) is parsed as JSON. */
+export function isJson(essence: string): boolean {
   return essence === 'application/json' || /^[a-z0-9!#$&^_.-]+\/[^;]*\+json$/.test(essence);
 }
 

@@ -4,6 +4,7 @@
 import { compileSchemas, type CompiledSchemas, type ValidateFn } from '../../../api/schemas.ts';
 import type { RouteRecord } from '../../../api/records/records.ts';
 import { HttpProblem } from '../../errors.ts';
+import { isJson, parseMediaType } from './parse.ts';
 
 /**
  * Throws 422 schema-validation-failed listing every violation; does nothing without a
@@ -25,8 +26,6 @@ export function validateInput(
   );
 }
 
-const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/;
-
 /**
  * How a body that was not JSON was read: `curl -d '{...}'` without a Content-Type
  * sends a form, whose one field is the whole JSON text, and "orderId is required"
@@ -34,8 +33,9 @@ const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/;
  */
 function readAs(contentType: string | undefined): string {
   if (contentType === undefined) return '';
-  const media = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
-  if (JSON_MEDIA_TYPE.test(media)) return '';
+  // The body parser's own reading (parse.ts): every */*+json is JSON, not only application/.
+  const media = parseMediaType(contentType)?.essence ?? '';
+  if (isJson(media)) return '';
   const read = media === '' ? 'without a Content-Type' : `as ${media} (its Content-Type)`;
   return ` The body was read ${read}, not as JSON; a JSON body needs Content-Type: application/json.`;
 }
