@@ -74,7 +74,7 @@ export function generateSecret(bytes = 32): string {
   return SECRET_PREFIX + randomBytes(bytes).toString('base64');
 }
 
-/** Why `secret` cannot sign (not `whsec_` + base64 of 24-64 bytes), or undefined. */
+/** Why `secret` cannot sign (not `whsec_` + standard base64 of 24-64 bytes), or undefined. */
 export function signingSecretProblem(secret: string): string | undefined {
   try {
     secretKey(secret);
@@ -84,9 +84,20 @@ export function signingSecretProblem(secret: string): string | undefined {
   }
 }
 
+/**
+ * The standard base64 alphabet, padding optional: what receivers' Standard Webhooks
+ * libraries decode. Node's decoder would also take base64url and skip spaces, so a
+ * secret hookgate signs with could be one no receiver can load.
+ */
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
 function secretKey(secret: string): Buffer {
   if (!secret.startsWith(SECRET_PREFIX)) throw new Error(`a signing secret starts with whsec_`);
-  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+  const text = secret.slice(SECRET_PREFIX.length);
+  if (!BASE64.test(text)) {
+    throw new Error('a signing secret is whsec_ followed by standard base64 (A-Z a-z 0-9 + /)');
+  }
+  const key = Buffer.from(text, 'base64');
   if (key.length < 24 || key.length > 64) {
     throw new Error('a signing secret has 24 to 64 bytes of base64 after whsec_');
   }

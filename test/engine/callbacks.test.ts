@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   CallbackSender,
   generateSecret,
+  signingSecretProblem,
   signPayload,
   validateCallbackUrl,
   type CallbackBody,
@@ -67,6 +68,23 @@ describe('signing (Standard Webhooks)', () => {
     expect(
       () => new CallbackSender({ secret: 'whsec_' + Buffer.alloc(8).toString('base64') }),
     ).toThrow(/24 to 64/);
+  });
+
+  it('takes only secrets a Standard Webhooks receiver can use (the standard base64 alphabet)', () => {
+    const bytes = Buffer.from('fb'.repeat(32), 'hex'); // base64 +/+/..., base64url -_-_...
+    const unusable = [
+      `whsec_${bytes.toString('base64url')}`,
+      `whsec_${bytes.toString('base64').slice(0, 20)} ${bytes.toString('base64').slice(20)}`,
+    ];
+    for (const secret of unusable) {
+      // What the receivers' library says of it (docs/callbacks.md, "Verifying").
+      expect(() => new Webhook(secret), secret).toThrow();
+      expect(signingSecretProblem(secret), secret).toMatch(/standard base64/);
+      expect(() => new CallbackSender({ secret }), secret).toThrow(/standard base64/);
+    }
+    const usable = `whsec_${bytes.toString('base64')}`;
+    expect(() => new Webhook(usable)).not.toThrow();
+    expect(signingSecretProblem(usable)).toBeUndefined();
   });
 });
 
