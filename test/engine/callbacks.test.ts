@@ -8,10 +8,17 @@ import {
   validateCallbackUrl,
   type CallbackBody,
 } from '../../runtime/engine/callbacks.ts';
+import { MemoryRecordStore } from '../../api/records/memory-store.ts';
+import type { RouteRecord } from '../../api/records/records.ts';
+import type { RetryPolicy } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import type { Execution } from '../../runtime/engine/ports.ts';
+import { callbackSigning, triggerRef } from '../../runtime/engine/trigger-ref.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
-import { finished, ref, trigger, workflow } from './helpers.ts';
+import { createHttpApp } from '../../runtime/http-app.ts';
+import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
+import { eventually } from '../support/eventually.ts';
+import { credentialLeaks, finished, ref, route, trigger, workflow } from './helpers.ts';
 import { startReceiver, type Received, type Receiver, type Reply } from './receiver.ts';
 
 function execution(id = 'exec-1'): Execution {
@@ -291,5 +298,110 @@ describe('callback delivery', () => {
     });
     expect(bad && 'output' in bad).toBe(false);
     expect(receiver.received[0]?.url).toBe('/callback?token=abc');
+  });
+
+  it("the trigger's own secrets sign after in-process retries and on a dead-letter retry (the route's then); never stored", async () => {
+    script = () => ({ status: 200 });
+    const own = { key: 'shop/own-hook', secrets: [generateSecret(), generateSecret(48)] };
+    const rotated = [generateSecret()];
+    const hooked: RouteRecord = {
+      ...route(own.key),
+      credentials: { callbackSecrets: own.secrets },
+    };
+    const retry = {
+      attempts: 2,
+      backoff: { initial: '20ms', max: '1s', multiplier: 1, jitter: 0 },
+      on: ['fail'],
+    } as RetryPolicy;
+    const flaky = workflow(
+      [
+        { id: 'check', type: 'if', condition: '$millis() < $trigger.body.failUntil', else: 'ok' },
+        { id: 'stop', type: 'fail', expression: '"not yet"', statusCode: 503 },
+        { id: 'ok', type: 'transform', expression: '{ "done": true }' },
+      ],
+      { retry },
+    );
+    const engine = new InProcessEngine({
+      onInternalError: () => {},
+      outbound: { allow: [`127.0.0.1:${receiver.port}`] },
+      callbacks: { backoffMs: 1, timeoutMs: 2000 },
+    });
+    const routes = new MemoryRecordStore<RouteRecord>();
+    await routes.put(own.key, hooked);
+    const { app } = createHttpApp({});
+    recoveryRoutes(app, {
+      engine,
+      routes,
+      workflow: (id) => (id === flaky.workflowId ? flaky : undefined),
+      deadLetters: engine.deadLetters,
+    });
+    try {
+      const url = `${receiver.url}/own`;
+      const failUntil = Date.now() + 400;
+      const started = await engine.start({
+        workflow: flaky,
+        trigger: triggerRef(hooked),
+        input: trigger({ failUntil }),
+        callbackUrl: url,
+        ...callbackSigning(hooked),
+      });
+      const done = await finished(engine, started.id);
+      expect(done.deadLetteredAt).toBeDefined();
+      await eventually(() => expect(receiver.received).toHaveLength(1));
+      const first = receiver.received[0] as Received;
+      for (const secret of own.secrets) expect(verify(secret, first)).toBeTruthy();
+      expect(() => verify(engine.callbacks.secret, first)).toThrow();
+
+      // The Secret changed meanwhile: the retry signs with the route's secrets of now.
+      await routes.put(own.key, { ...hooked, credentials: { callbackSecrets: rotated } });
+      await new Promise((r) => setTimeout(r, Math.max(0, failUntil - Date.now()) + 20));
+      const answer = await app.inject({
+        method: 'POST',
+        url: '/api/dead-letters/retry',
+        payload: {},
+      });
+      const { executions } = answer.json<{ executions: { executionId: string }[] }>();
+      expect(executions).toHaveLength(1);
+      const again = await finished(engine, executions[0]?.executionId ?? '');
+      expect(again.status).toBe('succeeded');
+      await eventually(() => expect(receiver.received).toHaveLength(2));
+      const second = receiver.received[1] as Received;
+      expect(verify(rotated[0] as string, second)).toMatchObject({ status: 'succeeded' });
+      expect(() => verify(own.secrets[0] as string, second)).toThrow();
+
+      for (const id of [started.id, again.id]) {
+        expect(credentialLeaks(await engine.get(id), [...own.secrets, ...rotated])).toEqual([]);
+      }
+    } finally {
+      await app.close();
+      await engine.close(5000);
+    }
+  });
+
+  it('a route secret that cannot sign is refused without sending and recorded, no crash', async () => {
+    script = () => ({ status: 200 });
+    const errors: unknown[] = [];
+    const engine = new InProcessEngine({
+      onInternalError: (error) => errors.push(error),
+      outbound: { allow: [`127.0.0.1:${receiver.port}`] },
+      callbacks: { backoffMs: 1, timeoutMs: 2000 },
+    });
+    const started = await engine.start({
+      workflow: workflow([{ id: 'a', type: 'transform', expression: '{}' }]),
+      trigger: ref(),
+      input: trigger({}),
+      callbackUrl: `${receiver.url}/bad`,
+      callbackSecrets: ['whsec_not-a-secret'],
+    });
+    await finished(engine, started.id);
+    await engine.close(5000);
+    expect(receiver.received).toHaveLength(0);
+    expect((await engine.get(started.id))?.callback).toMatchObject({
+      delivered: false,
+      attempts: 0,
+      reason: 'a callback signing secret is not usable',
+    });
+    expect(JSON.stringify(await engine.get(started.id))).not.toContain('not-a-secret');
+    expect(errors).toEqual([]);
   });
 });
