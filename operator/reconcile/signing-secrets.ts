@@ -77,7 +77,7 @@ function secretEntries(
     }
   }
   if (entries.length > MAX_SIGNING_SECRETS) {
-    return `Secret "${name}" holds ${entries.length} keys; list at most ${MAX_SIGNING_SECRETS} active secrets in secretRef.keys`;
+    return `Secret "${name}" holds ${entries.length} keys; name at most ${MAX_SIGNING_SECRETS} of them in this reference's keys`;
   }
   return entries
     .map(([key, value]) => ({ key, secret: value.trim() }))

@@ -46,7 +46,11 @@ describe.skipIf(!tools)('chart: callback signing secrets', () => {
       key: 'secrets',
     });
     for (const role of ['gateway', 'operator'] as const) {
-      expect(mountedKey(deployment(objects, role)), role).toEqual({});
+      const d = deployment(objects, role);
+      expect(mountedKey(d), role).toEqual({});
+      expect(d.spec.template.spec.volumes.some((v) => v.secret?.secretName === 'cb-signing')).toBe(
+        false,
+      );
     }
   });
 

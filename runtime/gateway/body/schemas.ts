@@ -36,7 +36,9 @@ function readAs(contentType: string | undefined): string {
   // The body parser's own reading (parse.ts): every */*+json is JSON, not only application/.
   const media = parseMediaType(contentType)?.essence ?? '';
   if (isJson(media)) return '';
-  const read = media === '' ? 'without a Content-Type' : `as ${media} (its Content-Type)`;
+  // Cut as the charset message is: the header is the caller's, up to its size limit.
+  const shown = media.length > 60 ? `${media.slice(0, 60)}…` : media;
+  const read = media === '' ? 'without a Content-Type' : `as ${shown} (its Content-Type)`;
   return ` The body was read ${read}, not as JSON; a JSON body needs Content-Type: application/json.`;
 }
 
