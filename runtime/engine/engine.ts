@@ -54,7 +54,10 @@ export interface InProcessEngineOptions {
    * shares the engine's guard unless the options name one).
    */
   callbacks?: CallbackSender | CallbackSenderOptions;
-  /** Execution ids when the trigger output carries none. Default `exec_<uuid>`. */
+  /**
+   * Execution ids when the trigger output carries none (replays, dead-letter retries).
+   * Default a UUID, as the gateway gives the executions it starts.
+   */
   newId?: () => string;
   /** Called for errors that have no caller to go to (listener threw, store failed). */
   onInternalError?: (error: unknown, where: string) => void;
@@ -143,7 +146,7 @@ export class InProcessEngine implements ExecutionEngine {
       if (callbackOptions.guard) this.#owned.push(this.callbacks);
     }
     this.expressions = new ExpressionCache(options.expressions);
-    this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
+    this.#newId = options.newId ?? (() => randomUUID());
     const { observer } = options;
     this.#observer = observer;
     const onInternalError =

@@ -97,7 +97,10 @@ export interface QueuedEngineOptions {
    * its limit (noeviction) would refuse too. Default 0.9; 1 turns it off.
    */
   memoryHeadroom?: number;
-  /** Execution ids when the trigger output carries none. Default `exec_<uuid>`. */
+  /**
+   * Execution ids when the trigger output carries none (replays, dead-letter retries).
+   * Default a UUID, as the gateway gives the executions it starts.
+   */
   newId?: () => string;
   /**
    * Answer for a queued execution only once this many replicas have it (WAIT after the
@@ -140,7 +143,7 @@ export class QueuedEngine implements ExecutionEngine {
     this.#shardBound = Math.ceil(this.#maxQueued / options.store.layout.shards.length);
     this.#memoryHeadroom = options.memoryHeadroom ?? 0.9;
     this.#maxRetryAfter = options.maxRetryAfterSeconds ?? 60;
-    this.#newId = options.newId ?? (() => `exec_${randomUUID()}`);
+    this.#newId = options.newId ?? (() => randomUUID());
     this.#replicaAcks = options.replicaAcks;
     this.#timer = setInterval(() => void this.#readDepth(), options.depthEveryMs ?? 1_000);
     this.#timer.unref();

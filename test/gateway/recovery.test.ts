@@ -151,6 +151,10 @@ describe('retries, dead letters and replay (embedded)', () => {
     expect(retried.statusCode, retried.body).toBe(202);
     const body = retried.json<{ executionId: string; replayOf: string; links: { self: string } }>();
     expect(body.replayOf).toBe(executionId);
+    // One form of id for every execution: a UUID, whoever started it.
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    expect(executionId).toMatch(UUID);
+    expect(body.executionId).toMatch(UUID);
     expect(retried.headers.location).toBe(`/api/executions/${body.executionId}`);
     const again = await finished(body.executionId);
     expect(again).toMatchObject({ replayOf: executionId, input: { body: { orderId: 2 } } });
