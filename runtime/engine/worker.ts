@@ -48,8 +48,19 @@ import { errorMessage, sleep } from './util.ts';
 const ACKNOWLEDGE = `redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 return redis.call('XDEL', KEYS[1], ARGV[2])`;
 
+/**
+ * Removes a consumer from the group unless it has a pending entry (KEYS: stream; ARGV:
+ * group, consumer). One script: XGROUP DELCONSUMER drops the consumer's pending
+ * entries, so a job it holds must keep it (another worker claims the job from it).
+ */
+const LEAVE_GROUP = `if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then
+  return -1
+end
+return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])`;
+
 interface AcknowledgeCommand {
   hookgateAcknowledge(stream: string, group: string, entryId: string): Promise<number>;
+  hookgateLeaveGroup(stream: string, group: string, consumer: string): Promise<number>;
 }
 
 export interface JobTarget {
@@ -159,6 +170,8 @@ export class ExecutionWorker {
     const redis = options.redis as RedisClient & Partial<AcknowledgeCommand>;
     if (!redis.hookgateAcknowledge)
       redis.defineCommand('hookgateAcknowledge', { numberOfKeys: 1, lua: ACKNOWLEDGE });
+    if (!redis.hookgateLeaveGroup)
+      redis.defineCommand('hookgateLeaveGroup', { numberOfKeys: 1, lua: LEAVE_GROUP });
     this.#redis = redis as RedisClient & AcknowledgeCommand;
     const shards = options.store.layout.shards;
     this.#shards = shards.map((keys, k) => ({
@@ -221,6 +234,22 @@ export class ExecutionWorker {
     await this.#o.engine.close(timeoutMs);
     await Promise.allSettled([...this.#inflight.values()].map((r) => r.run));
     clearInterval(this.#heartbeat);
+    await Promise.all(this.#shards.map((s) => this.#leaveGroup(s)));
+  }
+
+  /**
+   * Takes this worker's name out of a shard's consumer group once it has stopped: each
+   * worker process has a name of its own, and the group kept every one it ever saw
+   * (one more each restart, rollout or scale-down, for the life of the stream). Not
+   * while a job of it is pending: another worker claims that job from it later.
+   */
+  async #leaveGroup(shard: ShardReader): Promise<void> {
+    if (!shard.grouped || this.#o.redis.status !== 'ready') return;
+    try {
+      await this.#redis.hookgateLeaveGroup(shard.keys.stream, WORKER_GROUP, this.#o.consumer);
+    } catch (error) {
+      this.#o.onInternalError(error, 'leaving the consumer group');
+    }
   }
 
   async #ensureGroup(shard: ShardReader): Promise<void> {

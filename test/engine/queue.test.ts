@@ -476,4 +476,43 @@ for (const [name, start, shards] of [
       expect((await g.engine.get(queued.id))?.status).toBe('succeeded');
       expect(await depth(client())).toBe(0);
     });
+
+    it('a stopped worker leaves the consumer group, unless it still holds a pending job', async () => {
+      const target = deploy([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]);
+      const g = gateway();
+      const redis = client();
+      /** Consumer name -> pending entries, over every shard's stream. */
+      const consumers = async () => {
+        const found: Record<string, number> = {};
+        for (const stream of q.layout.streams) {
+          const reply = (await redis.xinfo('CONSUMERS', stream, WORKER_GROUP)) as unknown[][];
+          for (const fields of reply) {
+            const name = String(fields[fields.indexOf('name') + 1]);
+            found[name] = (found[name] ?? 0) + Number(fields[fields.indexOf('pending') + 1]);
+          }
+        }
+        return found;
+      };
+      // Each restart, rollout or scale-down stops a worker and starts one with a new name.
+      for (const consumer of ['first', 'second', 'third']) {
+        const w = worker({ consumer });
+        await w.start();
+        const queued = await g.engine.start({ ...target, input: trigger({}) });
+        expect((await finished(g.engine, queued.id)).status).toBe('succeeded');
+        expect(Object.keys(await consumers())).toContain(consumer);
+        await w.close(2_000);
+      }
+      expect(await consumers()).toEqual({});
+      // A worker that read a job and did not finish it: its name stays with the job.
+      const queued = await g.engine.start({ ...target, input: trigger({}) });
+      const stream = q.layout.of(queued.id).stream;
+      await redis.xreadgroup('GROUP', WORKER_GROUP, 'holder', 'COUNT', 1, 'STREAMS', stream, '>');
+      const holder = worker({ consumer: 'holder' });
+      await holder.start();
+      await holder.close(2_000);
+      expect(await consumers()).toEqual({ holder: 1 });
+      // Another worker claims it (XAUTOCLAIM) and runs it.
+      await worker({ consumer: 'claimer', claimIdleMs: 300 }).start();
+      expect((await finished(g.engine, queued.id)).status).toBe('succeeded');
+    });
   });
