@@ -58,9 +58,34 @@ const LEAVE_GROUP = `if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, A
 end
 return redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])`;
 
+/**
+ * Removes the consumers that hold no pending entry and have been idle at least ARGV[2]
+ * ms, other than ARGV[3] (KEYS: stream; ARGV: group, idle ms, this consumer); returns
+ * how many. One script, for the reason above. Redis 7.2 counts `idle` from a
+ * consumer's last read attempt, so a worker that is alive is never removed; Redis 7.0
+ * from its last read that got something, so one whose queue has been empty that long
+ * may be, and its next read makes it again.
+ */
+const FORGET_IDLE = `local removed = 0
+for _, fields in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local c = {}
+  for i = 1, #fields, 2 do c[fields[i]] = fields[i + 1] end
+  if c['pending'] == 0 and c['idle'] >= tonumber(ARGV[2]) and c['name'] ~= ARGV[3] then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], c['name'])
+    removed = removed + 1
+  end
+end
+return removed`;
+
 interface AcknowledgeCommand {
   hookgateAcknowledge(stream: string, group: string, entryId: string): Promise<number>;
   hookgateLeaveGroup(stream: string, group: string, consumer: string): Promise<number>;
+  hookgateForgetIdle(
+    stream: string,
+    group: string,
+    idleMs: number,
+    consumer: string,
+  ): Promise<number>;
 }
 
 export interface JobTarget {
@@ -88,6 +113,11 @@ export interface ExecutionWorkerOptions {
   concurrency?: number;
   /** A job whose worker has not renewed its claim for this long is run again. Default 60 s. */
   claimIdleMs?: number;
+  /**
+   * A consumer of the group that holds no job and has not read for this long is removed
+   * (a worker killed without close(), whose jobs were claimed by others). Default 1 h.
+   */
+  forgetIdleMs?: number;
   /** Longest blocking read (also how fast close() is noticed). Default 2 s. */
   blockMs?: number;
   onInternalError?: (error: unknown, where: string) => void;
@@ -162,6 +192,7 @@ export class ExecutionWorker {
       consumer: `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`,
       concurrency: 32,
       claimIdleMs: 60_000,
+      forgetIdleMs: 3_600_000,
       blockMs: 2_000,
       retryPollMs: 500,
       onInternalError: (error, where) => console.error(`hookgate worker: ${where}:`, error),
@@ -172,6 +203,8 @@ export class ExecutionWorker {
       redis.defineCommand('hookgateAcknowledge', { numberOfKeys: 1, lua: ACKNOWLEDGE });
     if (!redis.hookgateLeaveGroup)
       redis.defineCommand('hookgateLeaveGroup', { numberOfKeys: 1, lua: LEAVE_GROUP });
+    if (!redis.hookgateForgetIdle)
+      redis.defineCommand('hookgateForgetIdle', { numberOfKeys: 1, lua: FORGET_IDLE });
     this.#redis = redis as RedisClient & AcknowledgeCommand;
     const shards = options.store.layout.shards;
     this.#shards = shards.map((keys, k) => ({
@@ -249,6 +282,25 @@ export class ExecutionWorker {
       await this.#redis.hookgateLeaveGroup(shard.keys.stream, WORKER_GROUP, this.#o.consumer);
     } catch (error) {
       this.#o.onInternalError(error, 'leaving the consumer group');
+    }
+  }
+
+  /**
+   * Removes from a shard's group the consumers of workers that stopped without close()
+   * (killed, out of memory): each had a name of its own, and the group kept them all.
+   * Only those holding no job: a job held by a dead worker is claimed first (above).
+   */
+  async #forgetIdle(shard: ShardReader): Promise<void> {
+    try {
+      await this.#redis.hookgateForgetIdle(
+        shard.keys.stream,
+        WORKER_GROUP,
+        this.#o.forgetIdleMs,
+        this.#o.consumer,
+      );
+    } catch (error) {
+      if (!this.#stopping)
+        this.#o.onInternalError(error, 'removing the consumers of stopped workers');
     }
   }
 
@@ -331,7 +383,10 @@ export class ExecutionWorker {
     return waited.map(jobOf);
   }
 
-  /** Jobs abandoned by their worker (XAUTOCLAIM), at most every claimIdleMs / 2. */
+  /**
+   * Jobs abandoned by their worker (XAUTOCLAIM), at most every claimIdleMs / 2; then
+   * the names of workers gone for forgetIdleMs are taken out of the group.
+   */
   async #claimed(shard: ShardReader, count: number): Promise<StreamEntry[]> {
     const now = Date.now();
     if (now - shard.lastClaim >= this.#o.claimIdleMs / 2) {
@@ -345,6 +400,7 @@ export class ExecutionWorker {
         'COUNT',
         count,
       )) as [string, (StreamEntry | null)[], string[]?];
+      void this.#forgetIdle(shard);
       return claimed[1].filter((e): e is StreamEntry => e !== null);
     }
     return [];

@@ -18,6 +18,7 @@ import type { RedisBackend } from '../support/redis-backends.ts';
 export interface WorkerOptions {
   consumer?: string;
   claimIdleMs?: number;
+  forgetIdleMs?: number;
   concurrency?: number;
   /** Runs the jobs instead of the engine the harness makes. */
   engine?: InProcessEngine;

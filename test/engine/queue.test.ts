@@ -3,6 +3,7 @@
 // Redis Cluster of three masters (six shards, ADR 0021). At least once (G14): a job
 // abandoned by a dead worker is run again by another, with the same execution id.
 import { describe, expect, it, vi } from 'vitest';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
@@ -45,6 +46,20 @@ for (const [name, start, shards] of [
       }
       return ids;
     };
+
+    /** The worker group's consumers (name -> pending entries) over the shards' streams. */
+    async function consumersOf(redis: RedisClient): Promise<Record<string, number>> {
+      const found: Record<string, number> = {};
+      for (const stream of q.layout.streams) {
+        if ((await redis.exists(stream)) === 0) continue;
+        const reply = (await redis.xinfo('CONSUMERS', stream, WORKER_GROUP)) as unknown[][];
+        for (const fields of reply) {
+          const name = String(fields[fields.indexOf('name') + 1]);
+          found[name] = (found[name] ?? 0) + Number(fields[fields.indexOf('pending') + 1]);
+        }
+      }
+      return found;
+    }
 
     /** Deploys for the workers; returns what a gateway hands the engine. */
     function deploy(nodes: Partial<WorkflowNode>[], key = 'shop/orders-hook') {
@@ -481,18 +496,7 @@ for (const [name, start, shards] of [
       const target = deploy([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]);
       const g = gateway();
       const redis = client();
-      /** Consumer name -> pending entries, over every shard's stream. */
-      const consumers = async () => {
-        const found: Record<string, number> = {};
-        for (const stream of q.layout.streams) {
-          const reply = (await redis.xinfo('CONSUMERS', stream, WORKER_GROUP)) as unknown[][];
-          for (const fields of reply) {
-            const name = String(fields[fields.indexOf('name') + 1]);
-            found[name] = (found[name] ?? 0) + Number(fields[fields.indexOf('pending') + 1]);
-          }
-        }
-        return found;
-      };
+      const consumers = () => consumersOf(redis);
       // Each restart, rollout or scale-down stops a worker and starts one with a new name.
       for (const consumer of ['first', 'second', 'third']) {
         const w = worker({ consumer });
@@ -514,5 +518,47 @@ for (const [name, start, shards] of [
       // Another worker claims it (XAUTOCLAIM) and runs it.
       await worker({ consumer: 'claimer', claimIdleMs: 300 }).start();
       expect((await finished(g.engine, queued.id)).status).toBe('succeeded');
+    });
+
+    it('the name of a worker killed without close() goes once it holds no job and has been idle', async () => {
+      const target = deploy([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]);
+      const g = gateway();
+      const redis = client();
+      const consumers = () => consumersOf(redis);
+      const [first, second] = await Promise.all([
+        g.engine.start({ ...target, input: trigger({}) }),
+        g.engine.start({ ...target, input: trigger({}) }),
+      ]);
+      const read = async (consumer: string, id: string) => {
+        const stream = q.layout.of(id).stream;
+        await redis.xgroup('CREATE', stream, WORKER_GROUP, '0', 'MKSTREAM').catch(() => {});
+        const reply = (await redis.xreadgroup(
+          'GROUP',
+          WORKER_GROUP,
+          consumer,
+          'COUNT',
+          1,
+          'STREAMS',
+          stream,
+          '>',
+        )) as [string, [string, string[]][]][];
+        const entry = reply[0]?.[1][0]?.[0];
+        if (entry === undefined) throw new Error(`no job for ${consumer} on ${stream}`);
+        return { stream, entry };
+      };
+      // Killed after finishing its job ("gone"), and killed holding one ("holder").
+      const done = await read('gone', first.id);
+      await redis.xack(done.stream, WORKER_GROUP, done.entry);
+      await read('holder', second.id);
+      expect(await consumers()).toEqual({ gone: 0, holder: 1 });
+      await sleep(400);
+      // A live worker that claims nothing yet: only the name without a job goes.
+      await worker({ consumer: 'alive', claimIdleMs: 60_000, forgetIdleMs: 300 }).start();
+      await eventually(async () => expect(Object.keys(await consumers())).not.toContain('gone'));
+      expect(await consumers()).toMatchObject({ holder: 1 });
+      // Its job claimed and run by another worker, the holder's name goes too.
+      await worker({ consumer: 'claimer', claimIdleMs: 300, forgetIdleMs: 300 }).start();
+      expect((await finished(g.engine, second.id)).status).toBe('succeeded');
+      await eventually(async () => expect(Object.keys(await consumers())).not.toContain('holder'));
     });
   });
