@@ -41,7 +41,9 @@ describe.skipIf(!redisAvailable())('a gateway that waits for a Redis replica', (
     gateway = await createGatewayRuntime({
       redis: redis(),
       baseUrl: 'http://localhost',
-      queueAcks: { replicas: 1, timeoutMs: 200 },
+      // Long enough for a replica on a machine busy with the rest of the suite (200 ms
+      // was not, in CI); the frozen replica's 503 waits it out once.
+      queueAcks: { replicas: 1, timeoutMs: 2_000 },
     });
     await eventually(() => expect(gateway.table.size).toBe(1));
   }, 30_000);
