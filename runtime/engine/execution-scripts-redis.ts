@@ -73,6 +73,8 @@ if #fields > 0 then
   redis.call('HSET', key, unpack(fields))
   if created then redis.call('PEXPIRE', key, ARGV[2]) end
 end
+-- A finished execution gets what is left of its lifetime (a queued one had none).
+if ARGV[5] == '1' and record ~= '' then redis.call('PEXPIRE', key, ARGV[2]) end
 if not indexed then redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4]) end
 if record == '' then
   if added > 0 and redis.call('ZSCORE', KEYS[3], ARGV[4]) then

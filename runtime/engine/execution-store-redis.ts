@@ -3,7 +3,7 @@
 // shard (execution-keys.ts; on one Redis with one shard without the `{s<k>}` tag):
 //
 //   hookgate:{s<k>}:execution:<id>        the execution, one hash (ADR 0026), expiring
-//                                         `ttlMs` after creation:
+//                                         once finished (below):
 //                                           r      the record without its input (JSON)
 //                                           i      the input (JSON): written with the
 //                                                  queued record, again only when a
@@ -30,8 +30,10 @@
 // Each shard holds its share of the byte budget (maxBytes / N); a listing merges the
 // shards' indexes by creation time.
 //
-// Every key expires: executions `ttlMs` after creation, the index keys `ttlMs` after
-// the last save. A finished record keeps its bodies cut to `maxBodyBytes`
+// Every key expires: a finished execution `ttlMs` after its creation (at least
+// FINISHED_GRACE_MS after it finished; a queued or running one enqueued by a gateway has
+// no expiry until then, so a job waiting longer than the TTL still finds its record),
+// the index keys `ttlMs` after the last save. A finished record keeps its bodies cut to `maxBodyBytes`
 // (record-bounds.ts); a queued or running one keeps its input whole, because a worker
 // (re)runs the execution from it. Finished executions are held to `maxBytes`: a save
 // that goes over drops the oldest finished ones (never a queued or running one).
@@ -156,6 +158,11 @@ const TRIM_EVERY_MS = 60_000;
 const EXPIRY_REFRESH_MS = 60_000;
 /** How often a process drops a shard's expired finished entries (see #trimDue). */
 const EXPIRED_TRIM_MS = 100;
+/**
+ * How long, at least, an execution stays readable once finished: one that waited in the
+ * queue past its lifetime is not gone the moment it ends (its caller may be reading it).
+ */
+export const FINISHED_GRACE_MS = 60_000;
 
 export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly storeName = 'executions';
@@ -327,7 +334,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       const createdMs = Date.parse(execution.createdAt) || this.#now();
       args.push(
         recordJson(kept),
-        this.#ttlLeft(createdMs),
+        finished ? Math.max(this.#ttlLeft(createdMs), FINISHED_GRACE_MS) : this.#ttlLeft(createdMs),
         createdMs,
         id,
         finished ? '1' : '0',
@@ -400,8 +407,10 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   #parse(json: string | null, input: string | null): Execution | undefined {
     if (!json) return undefined;
     const execution = JSON.parse(json) as Execution;
-    // Redis expires the key on its own; this hides it on the store's clock too.
-    if (this.#expired(execution)) return undefined;
+    // Redis expires a finished one on its own; this hides it on the store's clock too.
+    // A queued or running one never expires: its job still has to run it.
+    const finished = execution.status === 'succeeded' || execution.status === 'failed';
+    if (finished && this.#expired(execution)) return undefined;
     withStoredInput(execution, input);
     if (input) this.#noteStored(execution.input, { id: execution.id, bytes: input.length });
     return execution;
@@ -590,7 +599,11 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     return { bytes, entries, evictions: { ...this.#evictions } };
   }
 
+  /** Past its lifetime, and (when finished) past the grace after it finished. */
   #expired(execution: Execution): boolean {
-    return Date.parse(execution.createdAt) < this.#now() - this.#ttlMs;
+    const now = this.#now();
+    if (Date.parse(execution.createdAt) >= now - this.#ttlMs) return false;
+    const finishedMs = execution.finishedAt ? Date.parse(execution.finishedAt) : NaN;
+    return !(finishedMs >= now - FINISHED_GRACE_MS);
   }
 }

@@ -27,10 +27,11 @@ import type { ExecutionJob } from './queued-engine.ts';
 export const RETRY_KEYS = { due: EXECUTION_KEYS.retries } as const;
 
 // KEYS: execution (its hash: execution-store-redis.ts), due set. ARGV: record JSON
-// without its input, ttl ms, due ms, job JSON.
+// without its input, ttl ms (unused since 2026-11-27: waiting for its next attempt, an
+// execution has no expiry until it finishes), due ms, job JSON.
 const SCHEDULE = `
 redis.call('HSET', KEYS[1], '${EXECUTION_FIELDS.record}', ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PERSIST', KEYS[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return 1
 `;

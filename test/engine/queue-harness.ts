@@ -39,6 +39,8 @@ export interface QueueHarness {
   readonly closeAfter: (close: () => Promise<void> | void) => void;
   /** Jobs in every shard's stream. */
   readonly depth: (redis: RedisClient) => Promise<number>;
+  /** The executions' lifetime of the stores made from now on (default: the store's). */
+  storeTtlMs: number | undefined;
   readonly gateway: (options?: { maxQueued?: number; depthEveryMs?: number }) => {
     engine: QueuedEngine;
     store: RedisExecutionStore;
@@ -55,6 +57,13 @@ export function redisQueueHarness(
   let backend: RedisBackend | undefined;
   let layout: ExecutionLayout | undefined;
   let targets = new Map<string, JobTarget>();
+  let storeTtlMs: number | undefined;
+  const storeOf = (redis: RedisClient) =>
+    new RedisExecutionStore({
+      redis,
+      layout: harness.layout,
+      ...(storeTtlMs === undefined ? {} : { ttlMs: storeTtlMs }),
+    });
   const clients: RedisClient[] = [];
   const closers: (() => Promise<void> | void)[] = [];
 
@@ -67,6 +76,7 @@ export function redisQueueHarness(
   });
   beforeEach(async () => {
     targets = new Map();
+    storeTtlMs = undefined;
     await harness.backend.flushall();
   });
   afterEach(async () => {
@@ -86,6 +96,12 @@ export function redisQueueHarness(
     get targets() {
       return targets;
     },
+    get storeTtlMs() {
+      return storeTtlMs;
+    },
+    set storeTtlMs(ms: number | undefined) {
+      storeTtlMs = ms;
+    },
     client: () => {
       const c = harness.backend.connect();
       clients.push(c);
@@ -97,7 +113,7 @@ export function redisQueueHarness(
     depth: async (redis) => (await readQueueState(redis, harness.layout.streams)).depth,
     gateway: (options = {}) => {
       const redis = harness.client();
-      const store = new RedisExecutionStore({ redis, layout: harness.layout });
+      const store = storeOf(redis);
       const subscriber = shardedSubscriberClient(redis);
       clients.push(subscriber);
       const events = new RedisExecutionEvents({ subscriber, store });
@@ -108,7 +124,7 @@ export function redisQueueHarness(
     },
     worker: ({ retries: withRetries = false, ...options } = {}) => {
       const redis = harness.client();
-      const store = new RedisExecutionStore({ redis, layout: harness.layout });
+      const store = storeOf(redis);
       const retries = withRetries ? new RedisRetryQueue({ redis, store }) : undefined;
       const deadLetters = withRetries
         ? new RedisDeadLetterStore({ redis, layout: harness.layout })

@@ -6,7 +6,10 @@ import { describe, expect, it, vi } from 'vitest';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
-import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
+import {
+  FINISHED_GRACE_MS,
+  RedisExecutionStore,
+} from '../../runtime/engine/execution-store-redis.ts';
 import type { SequencedEvent } from '../../runtime/engine/ports.ts';
 import { WORKER_GROUP } from '../../runtime/engine/execution-keys.ts';
 import { readQueueState } from '../../runtime/engine/queue-state.ts';
@@ -67,6 +70,25 @@ for (const [name, start, shards] of [
       q.targets.set(key, target);
       return { workflow: target.workflow, trigger: triggerRef(target.route) };
     }
+
+    it('a job that waits longer than the lifetime still runs: a queued record has no expiry', async () => {
+      q.storeTtlMs = 1_000;
+      const target = deploy([{ id: 'n', type: 'transform', expression: '{ "ran": true }' }]);
+      const g = gateway();
+      const queued = await g.engine.start({ ...target, input: trigger({}) });
+      const key = q.layout.of(queued.id).execution(queued.id);
+      const redis = client();
+      expect(await redis.pttl(key)).toBe(-1);
+      await sleep(1_500); // past its lifetime, still waiting for a worker
+      expect((await g.engine.get(queued.id))?.status).toBe('queued');
+      const done = finished(g.engine, queued.id);
+      await worker().start();
+      expect(await done).toMatchObject({ status: 'succeeded', output: { ran: true } });
+      // Finished past its lifetime: it stays readable for the grace, then goes.
+      const left = await redis.pttl(key);
+      expect(left).toBeGreaterThan(FINISHED_GRACE_MS - 10_000);
+      expect(left).toBeLessThanOrEqual(FINISHED_GRACE_MS);
+    });
 
     it('start answers with the queued record at once; a worker runs it; any gateway reads it', async () => {
       const target = deploy([
