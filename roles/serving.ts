@@ -394,6 +394,20 @@ export interface Serving<E extends ServingEngine = ServingEngine> {
   close(): Promise<void>;
 }
 
+/** How often the series of routes and workflows no longer served are looked for. */
+const FORGET_SERIES_EVERY_MS = 60_000;
+/** How long a route or workflow is gone before its series go (many scrapes see the end). */
+export const FORGET_SERIES_AFTER_MS = 10 * 60_000;
+
+/** Drops the metric series of deleted triggers and workflows (GatewayMetrics.forgetGone). */
+function forgetGoneSeries(metrics: GatewayMetrics, table: RouteTable): () => void {
+  const timer = setInterval(() => {
+    if (table.loaded) metrics.forgetGone(table.servedLabels(), FORGET_SERIES_AFTER_MS);
+  }, FORGET_SERIES_EVERY_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 /** The metrics only an engine over a shared queue has. */
 function addQueueMetrics(metrics: GatewayMetrics, engine: ServingEngine): void {
   if (engine.oldestAgeSeconds !== undefined)
@@ -434,6 +448,7 @@ export async function createServing<E extends ServingEngine>(
   const made = makeEngine(analytics.metrics.engineObserver());
   const engine = made.engine;
   addQueueMetrics(analytics.metrics, engine);
+  const stopForgetting = forgetGoneSeries(analytics.metrics, table);
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,
@@ -538,6 +553,7 @@ export async function createServing<E extends ServingEngine>(
       // Withdrawn first: the operator stops counting this gateway before it stops serving.
       await reporter.close();
       await Promise.all([app.close(), adminApp.close()]);
+      stopForgetting();
       table.close();
       await liveBus?.close();
       await made.close();

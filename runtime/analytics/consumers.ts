@@ -25,6 +25,11 @@ export class ConsumerLabels {
     this.#max = options.maxPerRoute ?? DEFAULT_MAX_CONSUMERS_PER_ROUTE;
   }
 
+  /** Forgets the consumers seen on a route that is served no more. */
+  forgetRoute(route: string): void {
+    this.#seen.delete(route);
+  }
+
   /** The label value to record for this consumer on this route. */
   label(route: string, consumer: string | undefined): string {
     if (consumer === undefined || consumer === '') return ANONYMOUS_CONSUMER;

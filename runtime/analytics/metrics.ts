@@ -4,7 +4,11 @@
 // http_server_request_duration_seconds, http.request.method -> http_request_method,
 // ...), plus hookgate's application, environment and a bounded consumer label.
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
+import {
+  UNMATCHED_ROUTE,
+  type RequestObservation,
+  type RequestObserver,
+} from '../gateway/observations.ts';
 import type { RateLimitOutcome } from '../gateway/security/rate-limit.ts';
 import { CATALOGUE } from '../errors.ts';
 import { ConsumerLabels, type ConsumerLabelOptions } from './consumers.ts';
@@ -74,8 +78,10 @@ export class GatewayMetrics implements RequestObserver {
   readonly #consumers: ConsumerLabels;
   readonly #duration: RequestDurationHistogram<RequestLabel>;
   readonly #executions: Counter<'workflow_id' | 'result'>;
-  /** Its series by result and workflow (never removed, as the counter's own are not). */
+  /** Its series by result and workflow (removed with the counter's own: forgetGone). */
   readonly #executionSeries = new Map<string, Counter.Internal>();
+  /** Route and workflow label values not served any more, and since when (forgetGone). */
+  readonly #goneSince = new Map<string, number>();
   readonly #rejected: Counter<'reason'>;
   readonly #queueDepth: Gauge;
   /** Rate limit decisions not yet added to their counter (see its collect). */
@@ -221,6 +227,56 @@ export class GatewayMetrics implements RequestObserver {
       this.#executionSeries.set(key, series);
     }
     series.inc();
+  }
+
+  /**
+   * Drops the series of routes and workflows that have not been served for `graceMs`
+   * (deleted or moved triggers, unpublished workflows), so that churn (a trigger per
+   * preview environment) does not grow the exposition and this process's memory for
+   * good. The grace lets the last scrapes see their final counts; a route served again
+   * within it keeps its series. `unmatched` (requests no route served) always stays.
+   */
+  forgetGone(
+    served: { routes: ReadonlySet<string>; workflows: ReadonlySet<string> },
+    graceMs: number,
+    now: number = Date.now(),
+  ): void {
+    this.#observations.flush();
+    const candidates: [string, boolean][] = [];
+    for (const route of this.#duration.valuesOf('http_route')) {
+      if (route !== UNMATCHED_ROUTE) candidates.push([`r ${route}`, served.routes.has(route)]);
+    }
+    const workflows = new Set<string>();
+    for (const key of this.#executionSeries.keys()) workflows.add(key.slice(key.indexOf(' ') + 1));
+    for (const id of workflows) candidates.push([`w ${id}`, served.workflows.has(id)]);
+    const present = new Set<string>();
+    for (const [key, live] of candidates) {
+      present.add(key);
+      if (live) {
+        this.#goneSince.delete(key);
+        continue;
+      }
+      const since = this.#goneSince.get(key);
+      if (since === undefined) this.#goneSince.set(key, now);
+      else if (now - since >= graceMs) {
+        this.#goneSince.delete(key);
+        this.#forget(key);
+      }
+    }
+    for (const key of this.#goneSince.keys()) if (!present.has(key)) this.#goneSince.delete(key);
+  }
+
+  #forget(key: string): void {
+    const value = key.slice(2);
+    if (key.startsWith('r ')) {
+      this.#duration.forget('http_route', value);
+      this.#consumers.forgetRoute(value);
+      return;
+    }
+    for (const result of ['succeeded', 'failed'] as const) {
+      if (this.#executionSeries.delete(`${result} ${value}`))
+        this.#executions.remove({ workflow_id: value, result });
+    }
   }
 
   recordRateLimitDecision(decision: RateLimitDecision): void {

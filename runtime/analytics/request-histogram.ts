@@ -92,6 +92,18 @@ export class RequestDurationHistogram<L extends string> {
     this.#sets = new Map();
   }
 
+  /** The values `label` has among the label sets recorded. */
+  valuesOf(label: L): Set<string> {
+    const values = new Set<string>();
+    for (const set of this.#sets.values()) values.add(set.labels[label]);
+    return values;
+  }
+
+  /** Drops every label set whose `label` is `value` (its series leave the exposition). */
+  forget(label: L, value: string): void {
+    for (const [key, set] of this.#sets) if (set.labels[label] === value) this.#sets.delete(key);
+  }
+
   /** The metric as prom-client's Registry reads it (the Histogram's get() format). */
   get(): Promise<{
     name: string;

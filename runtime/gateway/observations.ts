@@ -2,6 +2,9 @@
 // metrics, the analytics store and the live event stream read.
 import type { ErrorCode } from '../errors.ts';
 
+/** The route label of a request no route served. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
 export interface RequestObservation {
   /** Epoch milliseconds when the request arrived. */
   at: number;

@@ -284,6 +284,14 @@ export class RouteTable {
     return served;
   }
 
+  /** The route templates and workflow ids served now: the label values still current. */
+  servedLabels(): { routes: Set<string>; workflows: Set<string> } {
+    const { entries, workflows } = this.#snapshot;
+    const routes = new Set<string>();
+    for (const { route } of entries.values()) routes.add(route.path);
+    return { routes, workflows: new Set(workflows.keys()) };
+  }
+
   /** Calls `listener` after each swap. Returns the function that stops the calls. */
   onSwap(listener: SwapListener): () => void {
     this.#swapListeners.add(listener);

@@ -37,7 +37,7 @@ import {
   type IdempotencyOptions,
 } from './idempotency/claims.ts';
 import { redactHeaders, type LiveEventHub } from './live-events.ts';
-import type { RequestObservation, RequestObserver } from './observations.ts';
+import { UNMATCHED_ROUTE, type RequestObservation, type RequestObserver } from './observations.ts';
 import { toProblem } from './problem-handler.ts';
 import { applyResponseHeaders } from './response-headers.ts';
 import { respond, type ModeDeps } from './response-modes.ts';
@@ -396,7 +396,7 @@ function unmatchedObservation(request: FastifyRequest, reply: FastifyReply): Req
     workflowId: '',
     triggerKey: '',
     method: request.method,
-    route: 'unmatched',
+    route: UNMATCHED_ROUTE,
     statusCode: reply.statusCode,
     durationSeconds: reply.elapsedTime / 1000,
     problem: 'HG_ERR_ROUTE_NOT_FOUND',

@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { GatewayMetrics, METRIC, REQUEST_LABELS } from '../../runtime/analytics/metrics.ts';
 import { LATENCY_BUCKETS_SECONDS } from '../../runtime/analytics/definitions.ts';
-import { knownTraffic, ORDERS } from './traffic.ts';
+import { INVOICES, knownTraffic, ORDERS, STAGING, STATUS } from './traffic.ts';
 
 async function families(
   registry: Registry,
@@ -171,5 +171,55 @@ describe('gateway metrics', () => {
     expect(text).toContain('hookgate_rate_limit_decisions_total{decision="allowed"} 5');
     expect(text).toContain('hookgate_rate_limit_decisions_total{decision="rejected"} 1');
     expect(await registry.metrics()).toBe(text);
+  });
+});
+
+describe('series of routes and workflows no longer served', () => {
+  const routesIn = async (registry: Registry) => {
+    const json = await registry.getMetricsAsJSON();
+    const duration = json.find((m) => m.name === METRIC.requestDuration);
+    return new Set(duration?.values.map((v) => String(v.labels.http_route)));
+  };
+  const workflowsIn = async (registry: Registry) => {
+    const json = await registry.getMetricsAsJSON();
+    const executions = json.find((m) => m.name === 'hookgate_executions_total');
+    return new Set(executions?.values.map((v) => String(v.labels.workflow_id)));
+  };
+
+  it('go once gone for the grace; a route served again within it keeps them; unmatched stays', async () => {
+    const registry = new Registry();
+    const metrics = new GatewayMetrics({ registry });
+    const traffic = knownTraffic(() => Date.now());
+    traffic.forEach((o) => metrics.observe(o));
+    metrics.observe({ ...(traffic[0] as (typeof traffic)[number]), route: 'unmatched' });
+    metrics.recordExecution('shop_production_orders', 'succeeded');
+    metrics.recordExecution('billing_production_invoices', 'failed');
+    const all = await routesIn(registry);
+    expect(all).toEqual(new Set([ORDERS, STATUS, INVOICES, STAGING, 'unmatched']));
+
+    // INVOICES and its workflow are gone; STAGING is gone too, but comes back in time.
+    const served = {
+      routes: new Set([ORDERS, STATUS]),
+      workflows: new Set(['shop_production_orders']),
+    };
+    const GRACE = 600_000;
+    metrics.forgetGone(served, GRACE, 0);
+    metrics.forgetGone(served, GRACE, GRACE - 1);
+    expect(await routesIn(registry)).toEqual(all);
+    metrics.forgetGone({ ...served, routes: new Set([ORDERS, STATUS, STAGING]) }, GRACE, GRACE);
+    metrics.forgetGone(served, GRACE, GRACE + 1);
+    expect(await routesIn(registry)).toEqual(new Set([ORDERS, STATUS, STAGING, 'unmatched']));
+    expect(await workflowsIn(registry)).toEqual(new Set(['shop_production_orders']));
+    expect(await registry.metrics()).not.toContain('billing_production_invoices');
+
+    // STAGING's clock started again when it came back.
+    metrics.forgetGone(served, GRACE, 2 * GRACE);
+    expect(await routesIn(registry)).toContain(STAGING);
+    metrics.forgetGone(served, GRACE, 2 * GRACE + 1);
+    expect(await routesIn(registry)).not.toContain(STAGING);
+
+    // A route deployed again starts from zero, under its own series.
+    metrics.observe(traffic.find((o) => o.route === INVOICES) as (typeof traffic)[number]);
+    expect(await routesIn(registry)).toContain(INVOICES);
   });
 });

@@ -133,6 +133,10 @@ describe('RouteTable follows changes key by key', () => {
     expect(served(table, 'a')).toBeUndefined();
     expect(served(table, 'a2')?.generation).toBe(2);
     expect(served(table, 'b')?.key).toBe('shop/b');
+    // The metrics' label values still current: the new path, not the old one.
+    expect(table.servedLabels().routes).toEqual(
+      new Set(['/webhook/shop-production/a2', '/webhook/shop-production/b']),
+    );
     table.close();
   });
 
