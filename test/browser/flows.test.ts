@@ -6,6 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DirectorySource } from '../../operator/sources/directory.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
 import { CHROMIUM, CHROMIUM_FLAGS, skipBrowserTests } from '../support/chromium.ts';
@@ -113,6 +114,28 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
     await row.getByRole('button', { name: /Copy the URL/ }).click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(url);
     await page.screenshot({ path: 'test-results/flows-list.png', fullPage: true });
+  });
+
+  it('shows the refused manifests above the list, each at its file and line, and none once fixed', async () => {
+    await page.goto(`${admin}/dashboard/flows`);
+    await page.waitForSelector('#triggers tbody tr');
+    expect(await page.isHidden('#manifest-problems')).toBe(true);
+    await rt.files.writeText(
+      'broken.yaml',
+      'apiVersion: hookgate.dev/v1alpha1\nkind: Workflow\nmetadata:\n  name: broken\nspec:\n  nodes: oops\n',
+    );
+    await (rt.source as DirectorySource).reload();
+    await page.goto(`${admin}/dashboard/flows`);
+    const item = page.locator('#manifest-problem-list li', { hasText: 'spec.nodes' });
+    await expect
+      .poll(() => item.textContent())
+      .toMatch(/^broken\.yaml:6:3 Workflow default\/broken: spec\.nodes: .*must be of type array/);
+    expect(await page.isVisible('#manifest-problems')).toBe(true);
+    await rt.files.remove('broken.yaml');
+    await (rt.source as DirectorySource).reload();
+    await page.goto(`${admin}/dashboard/flows`);
+    await page.waitForSelector('#triggers tbody tr');
+    await expect.poll(() => page.isHidden('#manifest-problems')).toBe(true);
   });
 
   it('opens a trigger from the list with the keyboard alone', async () => {

@@ -85,7 +85,40 @@ async function copy(text, button) {
 /** @param {Trigger} t */
 const authOf = (t) => t.spec.auth?.signature?.preset ?? t.spec.auth?.method ?? 'none';
 
+/**
+ * @typedef {{ file: string, document: number, line?: number, column?: number,
+ *   object?: string, field: string, message: string }} ManifestProblem
+ */
+
+/** `file:line:column`, as editors and `hookgate validate` print a position. @param {ManifestProblem} p */
+const positionOf = (p) =>
+  p.line === undefined ? p.file : `${p.file}:${p.line}${p.column ? `:${p.column}` : ''}`;
+
+/**
+ * The refused documents of a watched manifest folder (hookgate dev). Nothing shown when
+ * there are none, or when this reader may not see them (a cluster-wide permission).
+ */
+async function loadManifestProblems() {
+  /** @type {ManifestProblem[]} */
+  let items = [];
+  try {
+    items = (await getJson('/api/manifests/errors')).items ?? [];
+  } catch {
+    items = [];
+  }
+  $('manifest-problem-list').replaceChildren(
+    ...items.map((p) =>
+      el('li', {}, [
+        el('code', {}, [positionOf(p)]),
+        ` ${p.object ? `${p.object}: ` : ''}${p.field ? `${p.field}: ` : ''}${p.message}`,
+      ]),
+    ),
+  );
+  $('manifest-problems').hidden = items.length === 0;
+}
+
 async function loadList() {
+  void loadManifestProblems();
   const { items } = await getJson('/api/triggers');
   const rows = /** @type {Trigger[]} */ (items).map((t) => {
     const link = el('a', { href: pageUrl(t) }, [`${t.namespace}/${t.name}`]);
