@@ -175,11 +175,14 @@ return out
 // execution not written yet). Its events after that position, in order (read in
 // chunks: Lua's stack holds a few thousand values). The mark is 's': this gateway
 // listens with SSUBSCRIBE (gateways from before marked '1' and SUBSCRIBEd; WRITE
-// publishes to either as marked).
+// publishes to either as marked). Only a hash the mark creates gets an expiry: one
+// without is a queued or running execution, whose expiry its finishing write sets.
 const EVENTS = `
-if ARGV[2] == '1' and redis.call('HSETNX', KEYS[1], '${F.watched}', 's') == 1
-  and redis.call('PTTL', KEYS[1]) == -1 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if ARGV[2] == '1' then
+  local existed = redis.call('EXISTS', KEYS[1]) == 1
+  if redis.call('HSETNX', KEYS[1], '${F.watched}', 's') == 1 and not existed then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  end
 end
 local n = tonumber(redis.call('HGET', KEYS[1], '${F.eventCount}') or '0')
 local out = {}

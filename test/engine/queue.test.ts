@@ -90,6 +90,22 @@ for (const [name, start, shards] of [
       expect(left).toBeLessThanOrEqual(FINISHED_GRACE_MS);
     });
 
+    it('a caller watching a queued execution gives it no expiry: it still runs after its lifetime', async () => {
+      q.storeTtlMs = 1_000;
+      const target = deploy([{ id: 'n', type: 'transform', expression: '{ "ran": true }' }]);
+      const g = gateway();
+      const queued = await g.engine.start({ ...target, input: trigger({}) });
+      const key = q.layout.of(queued.id).execution(queued.id);
+      const redis = client();
+      // A caller waits for the result (a synchronous endpoint, an event stream) at once.
+      const done = finished(g.engine, queued.id);
+      await eventually(async () => expect(await redis.hget(key, 'w')).toBe('s'));
+      expect(await redis.pttl(key)).toBe(-1);
+      await sleep(1_500); // past its lifetime, still waiting for a worker
+      await worker().start();
+      expect(await done).toMatchObject({ status: 'succeeded', output: { ran: true } });
+    });
+
     it('start answers with the queued record at once; a worker runs it; any gateway reads it', async () => {
       const target = deploy([
         { id: 'double', type: 'transform', expression: '{ "total": body.total * 2 }' },
