@@ -112,6 +112,24 @@ for (const [name, start, shards] of [
       expect(await g.deadLetters.count()).toBe(0);
     });
 
+    it('an execution that waits for its next attempt past its lifetime keeps its record and runs it', async () => {
+      q.storeTtlMs = 1_000;
+      const target = deploy(flaky, onFail(2, '1500ms'));
+      const g = gateway();
+      await worker().start();
+      const queued = await g.engine.start({
+        ...target,
+        input: trigger({ n: 7, failUntil: Date.now() + 1_200 }),
+      });
+      const key = q.layout.of(queued.id).execution(queued.id);
+      const redis = client();
+      // The first attempt failed: the execution waits in the retry set, without expiry.
+      await eventually(async () => expect(await due(redis)).toBe(1));
+      expect(await redis.pttl(key)).toBe(-1);
+      const done = await settled(g, queued.id);
+      expect(done).toMatchObject({ status: 'succeeded', attempt: 2, output: { done: 7 } });
+    });
+
     it('exhausted: the execution is dead-lettered once in Redis, with its attempts', async () => {
       const target = deploy(flaky, onFail(3, '50ms'));
       const g = gateway();
