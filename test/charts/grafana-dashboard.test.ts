@@ -6,7 +6,7 @@
 // a queue-mode gateway and a worker that took traffic: each target parses, every metric
 // it names is one those processes export (or the rules record), each returns data for
 // concrete variable values, and each variable's label_values query finds values.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,14 +21,13 @@ import {
 } from '../support/prometheus.ts';
 import { startReceiver } from '../support/receiver.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
-import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
+import { spawnRole, startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import {
   chartDir,
   FULLNAME,
   NAMESPACE,
   render,
   renderError,
-  repoRoot,
   tools,
   work,
   type ConfigMap,
@@ -345,27 +344,17 @@ describe.skipIf(!tools || !redisAvailable() || skipWithoutPrometheus())(
       return answer.data.sort();
     };
 
-    function start(role: 'operator' | 'gateway' | 'worker', port: number, env = {}) {
-      const child = spawn(
-        process.execPath,
-        [join(repoRoot, 'roles/cli.ts'), role, '--port', String(port)],
-        {
-          env: {
-            ...process.env,
-            ADMIN_PORT: String(port + 100),
-            HOOKGATE_ADMIN_AUTH: 'token',
-            HOOKGATE_ADMIN_TOKEN_FILE: join(cluster.dir, 'admin-token'),
-            KUBECONFIG: cluster.kubeconfig,
-            REDIS_URL: redis.url,
-            LOG_LEVEL: 'warn',
-            HOOKGATE_BASE_URL: 'https://hooks.test',
-            HOOKGATE_OUTBOUND_ALLOW: `127.0.0.1:${receiver.port}`,
-            ...env,
-          },
-          stdio: 'ignore',
-        },
+    function start(
+      role: 'operator' | 'gateway' | 'worker',
+      port: number,
+      env: Record<string, string> = {},
+    ) {
+      children.push(
+        spawnRole(cluster, redis.url, role, port, {
+          HOOKGATE_OUTBOUND_ALLOW: `127.0.0.1:${receiver.port}`,
+          ...env,
+        }),
       );
-      children.push(child);
     }
     const apply = async (plural: string, body: object) =>
       expect(

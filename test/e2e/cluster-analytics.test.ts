@@ -5,9 +5,9 @@
 // and the same figures the memory backend computes from the same histograms
 // (buildResult over both gateways' /metrics). A live-stream subscriber on gateway A
 // sees a request sent to gateway B within 1 s.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   buildResult,
@@ -22,11 +22,10 @@ import {
   type RunningPrometheus,
 } from '../support/prometheus.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
-import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
+import { spawnRole, startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { freePortRun } from '../support/ports.ts';
 
-const root = resolve(import.meta.dirname, '..', '..');
 const ADMIN_TOKEN = 'e2e-admin-token-analytics-0123456789';
 const INGEST = '/webhook/default_production_orders/ingest';
 const SYNC = '/webhook/default_production_broken/sync';
@@ -135,25 +134,7 @@ describe.skipIf(!redisAvailable() || skipWithoutPrometheus())(
       });
 
     function start(role: 'operator' | 'gateway', port: number, extra: Record<string, string> = {}) {
-      const child = spawn(
-        process.execPath,
-        [join(root, 'roles/cli.ts'), role, '--port', String(port)],
-        {
-          env: {
-            ...process.env,
-            ADMIN_PORT: String(port + 100),
-            HOOKGATE_ADMIN_AUTH: 'token',
-            HOOKGATE_ADMIN_TOKEN_FILE: join(cluster.dir, 'admin-token'),
-            KUBECONFIG: cluster.kubeconfig,
-            REDIS_URL: redis.url,
-            LOG_LEVEL: 'warn',
-            HOOKGATE_BASE_URL: 'https://hooks.test',
-            ...extra,
-          },
-          stdio: 'ignore',
-        },
-      );
-      children.push(child);
+      children.push(spawnRole(cluster, redis.url, role, port, extra));
     }
     const apply = (plural: string, body: object) =>
       fetch(`${cluster.server.url}/apis/hookgate.dev/v1alpha1/namespaces/default/${plural}`, {

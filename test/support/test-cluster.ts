@@ -1,5 +1,6 @@
 // The in-memory Kubernetes API server with a kubeconfig and a client, for operator
 // tests: `await startTestCluster()` in beforeAll, `cluster.close()` in afterAll.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,4 +35,36 @@ export async function startTestCluster(options: { crds?: boolean } = {}): Promis
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Starts `hookgate <role>` as its own process against the test cluster and a Redis: the
+ * public listener on `port`, the admin one on `port + 100` with the static token in
+ * `<cluster.dir>/admin-token` (the test writes it). `env` adds or overrides variables.
+ */
+export function spawnRole(
+  cluster: TestCluster,
+  redisUrl: string,
+  role: 'operator' | 'gateway' | 'worker',
+  port: number,
+  env: Record<string, string> = {},
+): ChildProcess {
+  return spawn(
+    process.execPath,
+    [join(import.meta.dirname, '..', '..', 'roles', 'cli.ts'), role, '--port', String(port)],
+    {
+      env: {
+        ...process.env,
+        ADMIN_PORT: String(port + 100),
+        HOOKGATE_ADMIN_AUTH: 'token',
+        HOOKGATE_ADMIN_TOKEN_FILE: join(cluster.dir, 'admin-token'),
+        KUBECONFIG: cluster.kubeconfig,
+        REDIS_URL: redisUrl,
+        LOG_LEVEL: 'warn',
+        HOOKGATE_BASE_URL: 'https://hooks.test',
+        ...env,
+      },
+      stdio: 'ignore',
+    },
+  );
 }
