@@ -62,6 +62,7 @@ import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
 import { probes, type Readiness } from './probes.ts';
 import type { BoundedStore } from '../runtime/bounded.ts';
 import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
+import { forgetGoneSeries } from '../runtime/analytics/forget-series.ts';
 import { MemoryExecutionStore } from '../runtime/engine/execution-store.ts';
 import type { Budgets } from './budget-settings.ts';
 import { outputValidatorFor } from '../runtime/engine/output-validator.ts';
@@ -394,20 +395,6 @@ export interface Serving<E extends ServingEngine = ServingEngine> {
   close(): Promise<void>;
 }
 
-/** How often the series of routes and workflows no longer served are looked for. */
-const FORGET_SERIES_EVERY_MS = 60_000;
-/** How long a route or workflow is gone before its series go (many scrapes see the end). */
-export const FORGET_SERIES_AFTER_MS = 10 * 60_000;
-
-/** Drops the metric series of deleted triggers and workflows (GatewayMetrics.forgetGone). */
-function forgetGoneSeries(metrics: GatewayMetrics, table: RouteTable): () => void {
-  const timer = setInterval(() => {
-    if (table.loaded) metrics.forgetGone(table.servedLabels(), FORGET_SERIES_AFTER_MS);
-  }, FORGET_SERIES_EVERY_MS);
-  timer.unref();
-  return () => clearInterval(timer);
-}
-
 /** The metrics only an engine over a shared queue has. */
 function addQueueMetrics(metrics: GatewayMetrics, engine: ServingEngine): void {
   if (engine.oldestAgeSeconds !== undefined)
@@ -448,7 +435,9 @@ export async function createServing<E extends ServingEngine>(
   const made = makeEngine(analytics.metrics.engineObserver());
   const engine = made.engine;
   addQueueMetrics(analytics.metrics, engine);
-  const stopForgetting = forgetGoneSeries(analytics.metrics, table);
+  const stopForgetting = forgetGoneSeries(analytics.metrics, () =>
+    table.loaded ? table.servedLabels() : undefined,
+  );
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,

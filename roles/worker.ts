@@ -7,6 +7,7 @@ import { duplicateWith } from './redis.ts';
 import { Registry } from 'prom-client';
 import { GatewayMetrics } from '../runtime/analytics/metrics.ts';
 import { InProcessEngine, type InProcessEngineOptions } from '../runtime/engine/engine.ts';
+import { forgetGoneSeries } from '../runtime/analytics/forget-series.ts';
 import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
 import type { Budgets } from './budget-settings.ts';
 import { executionLayout, redisExecutionStore } from './serving.ts';
@@ -130,11 +131,17 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   };
   const worker = new ExecutionWorker(workerOptions);
   await worker.start();
+  // The executions series of workflows no longer published go (no routes here).
+  const stopForgetting = forgetGoneSeries(metrics, async () => ({
+    routes: new Set<string>(),
+    workflows: new Set((await workflows.list()).map((w) => w.workflowId)),
+  }));
   return {
     registry,
     engine,
     worker,
     async close(timeoutMs) {
+      stopForgetting();
       await worker.close(timeoutMs);
       routeReader.close();
       workflowReader.close();

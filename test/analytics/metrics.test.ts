@@ -1,5 +1,6 @@
 import { Registry } from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FORGET_SERIES_AFTER_MS, forgetGoneSeries } from '../../runtime/analytics/forget-series.ts';
 import { GatewayMetrics, METRIC, REQUEST_LABELS } from '../../runtime/analytics/metrics.ts';
 import { LATENCY_BUCKETS_SECONDS } from '../../runtime/analytics/definitions.ts';
 import { INVOICES, knownTraffic, ORDERS, STAGING, STATUS } from './traffic.ts';
@@ -221,5 +222,30 @@ describe('series of routes and workflows no longer served', () => {
     // A route deployed again starts from zero, under its own series.
     metrics.observe(traffic.find((o) => o.route === INVOICES) as (typeof traffic)[number]);
     expect(await routesIn(registry)).toContain(INVOICES);
+  });
+});
+
+describe('forgetGoneSeries: the minute look of a role', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('drops what its source says is gone after the grace, and shrugs off a failed read', async () => {
+    const registry = new Registry();
+    const metrics = new GatewayMetrics({ registry });
+    metrics.recordExecution('kept', 'succeeded');
+    metrics.recordExecution('unpublished', 'failed');
+    let fail = true;
+    const stop = forgetGoneSeries(metrics, () => {
+      if (fail) return Promise.reject(new Error('Redis is away'));
+      return Promise.resolve({ routes: new Set<string>(), workflows: new Set(['kept']) });
+    });
+    await vi.advanceTimersByTimeAsync(5 * 60_000);
+    expect(await registry.metrics()).toContain('unpublished');
+    fail = false;
+    await vi.advanceTimersByTimeAsync(FORGET_SERIES_AFTER_MS + 60_000);
+    const text = await registry.metrics();
+    expect(text).not.toContain('unpublished');
+    expect(text).toContain('workflow_id="kept"');
+    stop();
   });
 });
