@@ -51,6 +51,14 @@ async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFram
   }
 }
 
+/**
+ * The route as `get triggers` and the dashboard write it (`:name` parameters), from the
+ * OpenAPI document's path (`{name}`).
+ */
+export function routePath(openApiPath: string): string {
+  return openApiPath.replace(/\{([^}]+)\}/g, ':$1');
+}
+
 /** One line per event: time, kind, method and path, status and latency. */
 export function eventLine(frame: SseFrame): string {
   let d: Record<string, unknown>;
@@ -103,7 +111,7 @@ export async function eventsCommand(argv: string[]): Promise<ExitCode> {
       headers: { accept: 'text/event-stream' },
     });
     if (!res.ok || !res.body) throw problemError(res.status, await res.text(), `GET ${streamPath}`);
-    console.error(`streaming ${namespace}/${name} (${path}); Ctrl-C to stop`);
+    console.error(`streaming ${namespace}/${name} (${routePath(path)}); Ctrl-C to stop`);
     for await (const frame of frames(res.body)) {
       if (frame.event === 'connected' || frame.event === 'heartbeat') continue;
       console.log(
