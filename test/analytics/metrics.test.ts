@@ -234,14 +234,22 @@ describe('forgetGoneSeries: the minute look of a role', () => {
     const metrics = new GatewayMetrics({ registry });
     metrics.recordExecution('kept', 'succeeded');
     metrics.recordExecution('unpublished', 'failed');
-    let fail = true;
+    let source: 'failing' | 'not loaded' | 'read' = 'failing';
     const stop = forgetGoneSeries(metrics, () => {
-      if (fail) return Promise.reject(new Error('Redis is away'));
+      if (source === 'failing') return Promise.reject(new Error('Redis is away'));
+      if (source === 'not loaded') return undefined;
       return Promise.resolve({ routes: new Set<string>(), workflows: new Set(['kept']) });
     });
-    await vi.advanceTimersByTimeAsync(5 * 60_000);
-    expect(await registry.metrics()).toContain('unpublished');
-    fail = false;
+    // Longer than the grace: a read that fails, or a table not loaded yet, is no
+    // evidence that anything went (a look that took either as "nothing served" would
+    // drop both series here).
+    await vi.advanceTimersByTimeAsync(2 * FORGET_SERIES_AFTER_MS);
+    expect(await registry.metrics()).toContain('workflow_id="unpublished"');
+    source = 'not loaded';
+    await vi.advanceTimersByTimeAsync(2 * FORGET_SERIES_AFTER_MS);
+    expect(await registry.metrics()).toContain('workflow_id="unpublished"');
+    expect(await registry.metrics()).toContain('workflow_id="kept"');
+    source = 'read';
     await vi.advanceTimersByTimeAsync(FORGET_SERIES_AFTER_MS + 60_000);
     const text = await registry.metrics();
     expect(text).not.toContain('unpublished');
