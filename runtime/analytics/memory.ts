@@ -289,16 +289,26 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver, Bound
     this.#forgetSeriesBefore(oldestKept);
   }
 
-  /** Drops the series whose newest minute is before `minute`. */
+  /**
+   * Drops the series whose newest minute is before `minute`, and the consumers seen on
+   * a route none of whose series is left (a deleted trigger's: they would stay for good).
+   */
   #forgetSeriesBefore(minute: number): void {
+    const left = new Set<string>();
+    const kept = new Set<string>();
     for (const s of this.#seriesById) {
-      if (s && s.lastMinute < minute) {
-        this.#series.delete(s.key);
-        this.#seriesById[s.id] = undefined;
-        this.#freeIds.push(s.id);
-        this.#bytes -= seriesBytes(s.key);
+      if (!s) continue;
+      if (s.lastMinute >= minute) {
+        kept.add(s.route);
+        continue;
       }
+      this.#series.delete(s.key);
+      this.#seriesById[s.id] = undefined;
+      this.#freeIds.push(s.id);
+      this.#bytes -= seriesBytes(s.key);
+      left.add(s.route);
     }
+    for (const route of left) if (!kept.has(route)) this.#consumers.forgetRoute(route);
   }
 
   stats(): MemoryStats {

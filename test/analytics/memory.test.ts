@@ -174,6 +174,20 @@ describe('memory analytics store', () => {
     expect((await store.query(all({ consumer: 'a' }))).summary.totalSpans).toBe(2);
   });
 
+  it("forgets a route's consumers once its last series is gone (a trigger deleted, deployed again)", async () => {
+    let now = T0;
+    const store = new MemoryAnalytics({ now: () => now, consumers: { maxPerRoute: 2 } });
+    const base = knownTraffic(() => T0)[0]!;
+    for (const consumer of ['a', 'b']) store.observe({ ...base, at: now, consumer });
+    expect((await store.options(all())).consumers).toEqual(['a', 'b']);
+    // A day without a request on it: its minutes and series left; so do its consumers,
+    // as the gateway's metrics drop theirs, and the first two seen now are themselves.
+    now = T0 + 25 * 60 * MINUTE;
+    for (const consumer of ['c', 'd']) store.observe({ ...base, at: now, consumer });
+    expect(store.stats().series).toBe(2);
+    expect((await store.options(all())).consumers).toEqual(['c', 'd']);
+  });
+
   it('reads the P99 within one histogram bucket of the exact P99', async () => {
     const store = new MemoryAnalytics({ now: () => T0 });
     const traffic = randomTraffic(10_000, 7, (i) => T0 - (i % 50) * MINUTE);
