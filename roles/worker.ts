@@ -131,10 +131,12 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   };
   const worker = new ExecutionWorker(workerOptions);
   await worker.start();
-  // The executions series of workflows no longer published go (no routes here).
+  // The executions series of workflows no longer published go (no routes here). The
+  // registry's keys are the workflow ids: HKEYS, not every workflow's spec read and
+  // parsed by every worker every minute.
   const stopForgetting = forgetGoneSeries(metrics, async () => ({
     routes: new Set<string>(),
-    workflows: new Set((await workflows.list()).map((w) => w.workflowId)),
+    workflows: new Set(await workflows.keys()),
   }));
   return {
     registry,

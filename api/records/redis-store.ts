@@ -59,6 +59,11 @@ export class RedisRecordStore<T> implements RecordStore<T> {
     return values.map((text) => JSON.parse(text) as T);
   }
 
+  /** The keys of the records, without reading (or parsing) the records themselves. */
+  keys(): Promise<string[]> {
+    return this.#redis.hkeys(this.#key);
+  }
+
   subscribe(listener: ChangeListener): () => void {
     this.#listeners.add(listener);
     if (!this.#subscribed) {

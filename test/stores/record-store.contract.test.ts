@@ -131,6 +131,19 @@ describe.skipIf(!redisAvailable())('Redis', () => {
     },
     close: () => Promise.resolve(),
   }));
+
+  it('keys: the record keys alone (HKEYS), the records neither read nor parsed', async () => {
+    const redis = new Redis(server.url);
+    clients.push(redis);
+    const store = new RedisRecordStore<Rec>({ redis, key: 'test:keys' });
+    stores.push(store);
+    await store.put('w1', { name: 'w1', tags: [] });
+    await store.put('w2', { name: 'w2', tags: [] });
+    // A value no JSON parser takes: list() fails on it, keys() never looks.
+    await redis.hset('test:keys', 'w3', '{not json');
+    await expect(store.list()).rejects.toThrow(SyntaxError);
+    expect((await store.keys()).sort()).toEqual(['w1', 'w2', 'w3']);
+  });
 });
 
 describe.skipIf(!redisAvailable())('Redis Cluster of three masters', () => {
