@@ -539,10 +539,10 @@ export async function createServing<E extends ServingEngine>(
     },
     async close() {
       draining = true;
+      stopForgetting();
       // Withdrawn first: the operator stops counting this gateway before it stops serving.
       await reporter.close();
       await Promise.all([app.close(), adminApp.close()]);
-      stopForgetting();
       table.close();
       await liveBus?.close();
       await made.close();
