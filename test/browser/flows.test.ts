@@ -138,6 +138,30 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
     await expect.poll(() => page.isHidden('#manifest-problems')).toBe(true);
   });
 
+  it('the manifest panel: quiet for a reader who may not read them, says a failure otherwise', async () => {
+    for (const [status, shown] of [
+      [403, false],
+      [500, true],
+    ] as const) {
+      await page.route('**/api/manifests/errors', (route) =>
+        route.fulfill({
+          status,
+          contentType: 'application/problem+json',
+          body: JSON.stringify({ title: 'no', status, detail: `answered ${status}` }),
+        }),
+      );
+      await page.goto(`${admin}/dashboard/flows`);
+      await page.waitForSelector('#triggers tbody tr');
+      await expect.poll(() => page.isVisible('#manifest-problems')).toBe(shown);
+      if (shown)
+        expect(await page.textContent('#manifest-problem-list')).toContain(
+          'Could not read the manifest problems',
+        );
+      await page.unroute('**/api/manifests/errors');
+    }
+    expect(await page.isVisible('#problem')).toBe(false);
+  });
+
   it('opens a trigger from the list with the keyboard alone', async () => {
     await page.goto(`${admin}/dashboard/flows`);
     await page.waitForSelector('#triggers tbody tr');

@@ -94,27 +94,38 @@ const authOf = (t) => t.spec.auth?.signature?.preset ?? t.spec.auth?.method ?? '
 const positionOf = (p) =>
   p.line === undefined ? p.file : `${p.file}:${p.line}${p.column ? `:${p.column}` : ''}`;
 
+/** Which answer of the manifest problems is the latest asked for (reloads may cross). */
+let manifestProblemsAsked = 0;
+
 /**
  * The refused documents of a watched manifest folder (hookgate dev). Nothing shown when
- * there are none, or when this reader may not see them (a cluster-wide permission).
+ * there are none, or when this reader may not see them (401, 403: a cluster-wide
+ * permission; 404: a server without the list); any other failure is said in the panel.
  */
 async function loadManifestProblems() {
+  const asked = ++manifestProblemsAsked;
   /** @type {ManifestProblem[]} */
   let items = [];
+  /** @type {string | undefined} */
+  let failure;
   try {
     items = (await getJson('/api/manifests/errors')).items ?? [];
-  } catch {
-    items = [];
+  } catch (error) {
+    if (!(error instanceof ApiError && [401, 403, 404].includes(error.status)))
+      failure = `Could not read the manifest problems: ${errorText(error)}`;
   }
+  if (asked !== manifestProblemsAsked) return;
   $('manifest-problem-list').replaceChildren(
-    ...items.map((p) =>
-      el('li', {}, [
-        el('code', {}, [positionOf(p)]),
-        ` ${p.object ? `${p.object}: ` : ''}${p.field ? `${p.field}: ` : ''}${p.message}`,
-      ]),
-    ),
+    ...(failure === undefined
+      ? items.map((p) =>
+          el('li', {}, [
+            el('code', {}, [positionOf(p)]),
+            ` ${p.object ? `${p.object}: ` : ''}${p.field ? `${p.field}: ` : ''}${p.message}`,
+          ]),
+        )
+      : [el('li', {}, [failure])]),
   );
-  $('manifest-problems').hidden = items.length === 0;
+  $('manifest-problems').hidden = failure === undefined && items.length === 0;
 }
 
 async function loadList() {
