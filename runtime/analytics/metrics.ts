@@ -81,7 +81,8 @@ export class GatewayMetrics implements RequestObserver {
   /** Its series by result and workflow (removed with the counter's own: forgetGone). */
   readonly #executionSeries = new Map<string, Counter.Internal>();
   /** Route and workflow label values not served any more, and since when (forgetGone). */
-  readonly #goneSince = new Map<string, number>();
+  #routesGone = new Map<string, number>();
+  #workflowsGone = new Map<string, number>();
   readonly #rejected: Counter<'reason'>;
   readonly #queueDepth: Gauge;
   /** Rate limit decisions not yet added to their counter (see its collect). */
@@ -242,41 +243,26 @@ export class GatewayMetrics implements RequestObserver {
     now: number = Date.now(),
   ): void {
     this.#observations.flush();
-    const candidates: [string, boolean][] = [];
-    for (const route of this.#duration.valuesOf('http_route')) {
-      if (route !== UNMATCHED_ROUTE) candidates.push([`r ${route}`, served.routes.has(route)]);
-    }
+    const routes = [...this.#duration.valuesOf('http_route')].filter((r) => r !== UNMATCHED_ROUTE);
+    this.#routesGone = goneFor(this.#routesGone, routes, served.routes, now, graceMs, (route) => {
+      this.#duration.forget('http_route', route);
+      this.#consumers.forgetRoute(route);
+    });
     const workflows = new Set<string>();
     for (const key of this.#executionSeries.keys()) workflows.add(key.slice(key.indexOf(' ') + 1));
-    for (const id of workflows) candidates.push([`w ${id}`, served.workflows.has(id)]);
-    const present = new Set<string>();
-    for (const [key, live] of candidates) {
-      present.add(key);
-      if (live) {
-        this.#goneSince.delete(key);
-        continue;
-      }
-      const since = this.#goneSince.get(key);
-      if (since === undefined) this.#goneSince.set(key, now);
-      else if (now - since >= graceMs) {
-        this.#goneSince.delete(key);
-        this.#forget(key);
-      }
-    }
-    for (const key of this.#goneSince.keys()) if (!present.has(key)) this.#goneSince.delete(key);
-  }
-
-  #forget(key: string): void {
-    const value = key.slice(2);
-    if (key.startsWith('r ')) {
-      this.#duration.forget('http_route', value);
-      this.#consumers.forgetRoute(value);
-      return;
-    }
-    for (const result of ['succeeded', 'failed'] as const) {
-      if (this.#executionSeries.delete(`${result} ${value}`))
-        this.#executions.remove({ workflow_id: value, result });
-    }
+    this.#workflowsGone = goneFor(
+      this.#workflowsGone,
+      workflows,
+      served.workflows,
+      now,
+      graceMs,
+      (id) => {
+        for (const result of ['succeeded', 'failed'] as const) {
+          if (this.#executionSeries.delete(`${result} ${id}`))
+            this.#executions.remove({ workflow_id: id, result });
+        }
+      },
+    );
   }
 
   recordRateLimitDecision(decision: RateLimitDecision): void {
@@ -359,4 +345,26 @@ export class GatewayMetrics implements RequestObserver {
   setQueueDepth(depth: number): void {
     this.#queueDepth.set(depth);
   }
+}
+
+/**
+ * The label values of `recorded` not `served`, with since when (kept from `gone`, else
+ * `now`); `forget` is called for those gone `graceMs` and more, which leave the map.
+ */
+function goneFor(
+  gone: ReadonlyMap<string, number>,
+  recorded: Iterable<string>,
+  served: ReadonlySet<string>,
+  now: number,
+  graceMs: number,
+  forget: (value: string) => void,
+): Map<string, number> {
+  const next = new Map<string, number>();
+  for (const value of recorded) {
+    if (served.has(value)) continue;
+    const since = gone.get(value) ?? now;
+    if (now - since >= graceMs) forget(value);
+    else next.set(value, since);
+  }
+  return next;
 }
