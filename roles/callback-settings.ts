@@ -4,7 +4,7 @@
 // with a random secret of its own, which no receiver can know. A file that cannot be
 // read, or a line that is no signing secret, is a start-up problem (never echoed).
 import { readFileSync } from 'node:fs';
-import { signingSecretProblem } from '../runtime/engine/callbacks.ts';
+import { signingSecretProblem } from '../api/callback-signing-secret.ts';
 
 export const CALLBACK_USAGE = `  HOOKGATE_CALLBACK_SECRET_FILE  dev, gateway (inline), worker: file with the secrets
                              that sign Async Callbacks (Standard Webhooks), one whsec_...

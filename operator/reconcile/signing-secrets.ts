@@ -7,6 +7,7 @@
 // gateway signs Async Callbacks with (response.callbackSecretRef; always `whsec_`).
 import type { SignatureAuth } from '../../api/v1alpha1/index.ts';
 import { MAX_SIGNING_SECRETS } from '../../api/v1alpha1/index.ts';
+import { signingSecretProblem } from '../../api/callback-signing-secret.ts';
 import type { SecretData } from '../sources/ports.ts';
 
 /** `secretRef` of auth.signature or response.callbackSecretRef. */
@@ -38,16 +39,8 @@ export function callbackSigningSecrets(ref: SecretsRef, secret: SecretData): str
   const entries = secretEntries(ref, secret);
   if (typeof entries === 'string') return entries;
   for (const { key, secret: value } of entries) {
-    const bytes = value.startsWith('whsec_')
-      ? Buffer.from(value.slice('whsec_'.length), 'base64').length
-      : 0;
-    if (
-      !isStandardWebhooksSecret(value) ||
-      !value.startsWith('whsec_') ||
-      bytes < 24 ||
-      bytes > 64
-    ) {
-      return `Secret "${secret.name}" key "${key}" is not a callback signing secret (whsec_ followed by the base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32))`;
+    if (signingSecretProblem(value) !== undefined) {
+      return `Secret "${secret.name}" key "${key}" is not a callback signing secret (whsec_ followed by the standard base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32))`;
     }
   }
   return entries.map((entry) => entry.secret);

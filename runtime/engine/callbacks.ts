@@ -2,6 +2,11 @@
 // signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature),
 // retried with exponential backoff and jitter. Body and headers: docs/callbacks.md.
 import { createHmac, randomBytes } from 'node:crypto';
+import {
+  SECRET_PREFIX,
+  signingSecretKey,
+  signingSecretProblem,
+} from '../../api/callback-signing-secret.ts';
 import { HttpProblem } from '../errors.ts';
 import {
   OutboundGuard,
@@ -15,7 +20,6 @@ import { tracingHeaders } from './outbound/trace-context.ts';
 import type { Execution, ExecutionError, ExecutionStatus } from './ports.ts';
 import { AbortedError, backoffDelay, errorMessage, sleep } from './util.ts';
 
-export const SECRET_PREFIX = 'whsec_';
 export const MAX_CALLBACK_URL_LENGTH = 2048;
 
 /** The JSON body POSTed to the callback URL. */
@@ -74,36 +78,6 @@ export function generateSecret(bytes = 32): string {
   return SECRET_PREFIX + randomBytes(bytes).toString('base64');
 }
 
-/** Why `secret` cannot sign (not `whsec_` + standard base64 of 24-64 bytes), or undefined. */
-export function signingSecretProblem(secret: string): string | undefined {
-  try {
-    secretKey(secret);
-    return undefined;
-  } catch (err) {
-    return (err as Error).message;
-  }
-}
-
-/**
- * The standard base64 alphabet, padding optional: what receivers' Standard Webhooks
- * libraries decode. Node's decoder would also take base64url and skip spaces, so a
- * secret hookgate signs with could be one no receiver can load.
- */
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
-
-function secretKey(secret: string): Buffer {
-  if (!secret.startsWith(SECRET_PREFIX)) throw new Error(`a signing secret starts with whsec_`);
-  const text = secret.slice(SECRET_PREFIX.length);
-  if (!BASE64.test(text)) {
-    throw new Error('a signing secret is whsec_ followed by standard base64 (A-Z a-z 0-9 + /)');
-  }
-  const key = Buffer.from(text, 'base64');
-  if (key.length < 24 || key.length > 64) {
-    throw new Error('a signing secret has 24 to 64 bytes of base64 after whsec_');
-  }
-  return key;
-}
-
 /** `v1,<base64 HMAC-SHA256(key, "id.timestamp.body")>` for each secret, space-separated. */
 export function signPayload(
   secrets: string | readonly string[],
@@ -114,7 +88,7 @@ export function signPayload(
   const list = typeof secrets === 'string' ? [secrets] : secrets;
   return list
     .map((secret) => {
-      const hmac = createHmac('sha256', secretKey(secret));
+      const hmac = createHmac('sha256', signingSecretKey(secret));
       hmac.update(`${webhookId}.${timestampSeconds}.`);
       hmac.update(body);
       return `v1,${hmac.digest('base64')}`;
@@ -208,7 +182,7 @@ export class CallbackSender {
     const secrets = options.secret ?? generateSecret();
     this.secrets = Array.isArray(secrets) ? [...secrets] : [secrets];
     if (this.secrets.length === 0) throw new Error('at least one signing secret');
-    for (const s of this.secrets) secretKey(s);
+    for (const s of this.secrets) signingSecretKey(s);
     this.guard = toGuard(options.guard);
     this.#maxAttempts = Math.max(1, options.maxAttempts ?? 5);
     this.#timeoutMs = options.timeoutMs ?? 15_000;

@@ -3,11 +3,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   CallbackSender,
   generateSecret,
-  signingSecretProblem,
   signPayload,
   validateCallbackUrl,
   type CallbackBody,
 } from '../../runtime/engine/callbacks.ts';
+import { signingSecretProblem } from '../../api/callback-signing-secret.ts';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import type { RetryPolicy } from '../../api/v1alpha1/workflow.ts';
