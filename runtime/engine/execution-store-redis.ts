@@ -197,11 +197,6 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Lifetime left for an execution created at `createdAt` (at least 1 s). */
-  ttlLeftMs(createdAt: string): number {
-    return this.#ttlLeft(Date.parse(createdAt) || this.#now());
-  }
-
   #ttlLeft(createdMs: number): number {
     return Math.max(1_000, createdMs + this.#ttlMs - this.#now());
   }
@@ -603,7 +598,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   #expired(execution: Execution): boolean {
     const now = this.#now();
     if (Date.parse(execution.createdAt) >= now - this.#ttlMs) return false;
-    const finishedMs = execution.finishedAt ? Date.parse(execution.finishedAt) : NaN;
-    return !(finishedMs >= now - FINISHED_GRACE_MS);
+    if (!execution.finishedAt) return true;
+    return Date.parse(execution.finishedAt) < now - FINISHED_GRACE_MS;
   }
 }

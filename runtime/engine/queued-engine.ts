@@ -44,9 +44,9 @@ export interface ExecutionJob {
   attempt?: number;
 }
 
-// KEYS: execution, index, stream. ARGV: record JSON without its input, ttl ms (unused
-// since 2026-11-27: a queued execution has no expiry until it finishes), created ms, id, 'queued' event JSON, job JSON, bound (of this shard's stream), the index's
-// lifetime or '0' (RedisExecutionStore.refreshIndexExpiry), input JSON. Returns the
+// KEYS: execution, index, stream. ARGV: record JSON without its input, created ms, id,
+// 'queued' event JSON, job JSON, bound (of this shard's stream), the index's lifetime or
+// '0' (RedisExecutionStore.refreshIndexExpiry), input JSON. Returns the
 // existing record and input ({ r, i }) when the id is taken, or the stream's length (a
 // number) when it holds `bound` jobs already: the bound is checked where the job is
 // added, so gateways racing cannot pass it. The execution's hash gets record, input,
@@ -56,16 +56,16 @@ if redis.call('HEXISTS', KEYS[1], '${F.record}') == 1 then
   return redis.call('HMGET', KEYS[1], '${F.record}', '${F.input}')
 end
 local length = redis.call('XLEN', KEYS[3])
-if length >= tonumber(ARGV[7]) then return length end
-redis.call('HSET', KEYS[1], '${F.record}', ARGV[1], '${F.input}', ARGV[9],
-  '${F.created}', ARGV[3], '${F.eventCount}', 1, '${F.eventBytes}', #ARGV[5], '${F.eventPrefix}1', ARGV[5])
+if length >= tonumber(ARGV[6]) then return length end
+redis.call('HSET', KEYS[1], '${F.record}', ARGV[1], '${F.input}', ARGV[8],
+  '${F.created}', ARGV[2], '${F.eventCount}', 1, '${F.eventBytes}', #ARGV[4], '${F.eventPrefix}1', ARGV[4])
 -- No expiry while queued: the lifetime starts to count down once it finishes (WRITE),
 -- so a job that waits longer than the lifetime still finds its record. The queue's
 -- bound keeps what waits bounded.
 redis.call('PERSIST', KEYS[1])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-if ARGV[8] ~= '0' then redis.call('PEXPIRE', KEYS[2], ARGV[8]) end
-redis.call('XADD', KEYS[3], '*', 'job', ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+if ARGV[7] ~= '0' then redis.call('PEXPIRE', KEYS[2], ARGV[7]) end
+redis.call('XADD', KEYS[3], '*', 'job', ARGV[5])
 return false
 `;
 
@@ -242,7 +242,6 @@ export class QueuedEngine implements ExecutionEngine {
         keys.index,
         keys.stream,
         record,
-        this.#store.ttlMs,
         createdAt.getTime(),
         id,
         JSON.stringify(queuedEvent),

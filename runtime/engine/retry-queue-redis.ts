@@ -27,12 +27,12 @@ import type { ExecutionJob } from './queued-engine.ts';
 export const RETRY_KEYS = { due: EXECUTION_KEYS.retries } as const;
 
 // KEYS: execution (its hash: execution-store-redis.ts), due set. ARGV: record JSON
-// without its input, ttl ms (unused since 2026-11-27: waiting for its next attempt, an
-// execution has no expiry until it finishes), due ms, job JSON.
+// without its input, due ms, job JSON. Waiting for its next attempt, an execution has no
+// expiry: its finishing write sets one (ADR 0036).
 const SCHEDULE = `
 redis.call('HSET', KEYS[1], '${EXECUTION_FIELDS.record}', ARGV[1])
 redis.call('PERSIST', KEYS[1])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 return 1
 `;
 
@@ -60,7 +60,6 @@ interface RetryCommands {
 
 export class RedisRetryQueue implements RetryHandOff {
   readonly #redis: RedisClient & RetryCommands;
-  readonly #store: RedisExecutionStore;
   readonly #layout: ExecutionLayout;
 
   constructor(options: { redis: RedisClient; store: RedisExecutionStore }) {
@@ -70,7 +69,6 @@ export class RedisRetryQueue implements RetryHandOff {
       redis.defineCommand('hookgateRetryPromote', { numberOfKeys: 2, lua: PROMOTE });
     }
     this.#redis = redis as RedisClient & RetryCommands;
-    this.#store = options.store;
     this.#layout = options.store.layout;
   }
 
@@ -88,7 +86,6 @@ export class RedisRetryQueue implements RetryHandOff {
       keys.retries,
       // The input stays as the hash holds it (it does not change between attempts).
       recordJson(execution),
-      this.#store.ttlLeftMs(execution.createdAt),
       dueAtMs,
       JSON.stringify(job),
     );
