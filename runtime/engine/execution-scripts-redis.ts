@@ -69,12 +69,12 @@ if record ~= '' then
   end
 end
 local dropped = 0
-if #fields > 0 then
-  redis.call('HSET', key, unpack(fields))
-  if created then redis.call('PEXPIRE', key, ARGV[2]) end
+if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
+-- A hash made here, and a finished execution, get what is left of the lifetime (a
+-- queued one had none: ADR 0036).
+if (created and #fields > 0) or (ARGV[5] == '1' and record ~= '') then
+  redis.call('PEXPIRE', key, ARGV[2])
 end
--- A finished execution gets what is left of its lifetime (a queued one had none).
-if ARGV[5] == '1' and record ~= '' then redis.call('PEXPIRE', key, ARGV[2]) end
 if not indexed then redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4]) end
 if record == '' then
   if added > 0 and redis.call('ZSCORE', KEYS[3], ARGV[4]) then
