@@ -3,7 +3,9 @@
 // when `taskset` exists. Rounds interleave the targets so drift hits them alike; the
 // report gives the median of the rounds and, for each target, the median of its
 // per-round ratios to the baselines (Fastify, node:http, the Node-RED peer), for CPU
-// with the range of the rounds' ratios beside it. Every load
+// with the range of the rounds' ratios beside it. A fourth baseline, for CPU, is the
+// queued floor: Fastify plus one Redis script per request, below which no gateway that
+// queues each request to Redis before answering can go. Every load
 // runs with the other targets' servers and helpers stopped (SIGSTOP: `isolated`), and
 // after each the run waits for that server and its helpers to go idle.
 //
@@ -74,9 +76,12 @@ const body = JSON.stringify({ orderId: 'A-1001', total: 1250 });
 const key = { 'x-api-key': 'bench-key-0123456789' };
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 
+const FLOOR = 'Fastify + one Redis script (the queued floor)';
 const allTargets: Target[] = [
   { name: 'node:http (baseline)', server: 'bare-node.ts', route: 'minimal' },
   { name: 'Fastify (baseline)', server: 'bare-fastify.ts', route: 'minimal' },
+  // The least a queued Immediate ACK costs: Fastify and one Redis script per request.
+  { name: FLOOR, server: 'fastify-redis.ts', route: 'minimal' },
   { name: `Node-RED (peer, minimal flow)`, server: 'node-red.ts', route: 'minimal' },
   {
     name: 'hookgate gateway minimal (no auth, immediateAck)',
@@ -417,9 +422,9 @@ try {
     `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}; ratios are medians of each round's ratio\n`,
   );
   console.log(
-    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify (rounds' range) | CPU vs Node-RED (range) | variant vs its target: req/s, CPU | helpers, µs/request |`,
+    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify (rounds' range) | CPU vs the queued floor (range) | CPU vs Node-RED (range) | variant vs its target: req/s, CPU | helpers, µs/request |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const [name, m] of med) {
     const us = (v: number) => (Number.isFinite(v) && v > 0 ? v.toFixed(1) : 'n/a');
     const parent = parentOf(name);
@@ -428,7 +433,7 @@ try {
         ? ''
         : `${percent(paired(name, parent, rpsOf))}, ${times(paired(name, parent, cpuOf))}`;
     console.log(
-      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${timesWithRange(name, FASTIFY)} | ${timesWithRange(name, PEER)} | ${variant} | ${m.helpers} |`,
+      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${timesWithRange(name, FASTIFY)} | ${timesWithRange(name, FLOOR)} | ${timesWithRange(name, PEER)} | ${variant} | ${m.helpers} |`,
     );
   }
 } finally {
