@@ -378,6 +378,153 @@ describe('callback delivery', () => {
     }
   });
 
+  describe("an engine that reads the route at each attempt (ADR 0035: the route's secrets of then)", () => {
+    const key = 'shop/rotating-hook';
+    const record = (secrets: string[]): RouteRecord => ({
+      ...route(key),
+      credentials: { callbackSecrets: secrets },
+    });
+    const engines: InProcessEngine[] = [];
+    afterEach(async () => {
+      await Promise.all(engines.splice(0).map((e) => e.close(5000)));
+    });
+    function engineReading(
+      routes: Pick<MemoryRecordStore<RouteRecord>, 'get'>,
+      onInternalError: (error: unknown) => void = () => {},
+    ): InProcessEngine {
+      const engine = new InProcessEngine({
+        onInternalError,
+        outbound: { allow: [`127.0.0.1:${receiver.port}`] },
+        callbacks: { backoffMs: 1, timeoutMs: 2000, maxAttempts: 3 },
+        routes,
+      });
+      engines.push(engine);
+      return engine;
+    }
+    /** Runs one execution whose trigger is `key`, as the gateway starts it; its callback outcome. */
+    async function callbackOf(
+      engine: InProcessEngine,
+      routes: MemoryRecordStore<RouteRecord>,
+    ): Promise<Execution> {
+      const current = (await routes.get(key)) as RouteRecord;
+      const started = await engine.start({
+        workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]),
+        trigger: triggerRef(current),
+        input: trigger({}),
+        callbackUrl: `${receiver.url}/rotating`,
+        ...callbackSigning(current),
+      });
+      return eventually(async () => {
+        const done = await engine.get(started.id);
+        expect(done?.callback).toBeDefined();
+        return done as Execution;
+      });
+    }
+
+    it('a Secret rotated between attempts: the overlap signs with both keys, then the new one alone', async () => {
+      const old = generateSecret();
+      const next = generateSecret(48);
+      const routes = new MemoryRecordStore<RouteRecord>();
+      await routes.put(key, record([old]));
+      // The operator re-resolves the Secret while the receiver answers an attempt (503):
+      // first the new key is added, then the old one removed.
+      const rotations = [[old, next], [next]];
+      script = async (_req, i) => {
+        const secrets = rotations[i];
+        if (!secrets) return { status: 200 };
+        await routes.put(key, record(secrets));
+        return { status: 503 };
+      };
+      const done = await callbackOf(engineReading(routes), routes);
+      expect(done.callback).toEqual({ delivered: true, attempts: 3, status: 200 });
+      const [first, overlap, last] = receiver.received as [Received, Received, Received];
+      expect(receiver.received).toHaveLength(3);
+      expect(verify(old, first)).toBeTruthy();
+      expect(() => verify(next, first)).toThrow();
+      expect(String(overlap.headers['webhook-signature']).split(' ')).toHaveLength(2);
+      expect(verify(old, overlap)).toBeTruthy();
+      expect(verify(next, overlap)).toBeTruthy();
+      // A receiver that already dropped the old key accepts it; one holding only the old refuses.
+      expect(verify(next, last)).toMatchObject({ status: 'succeeded', executionId: done.id });
+      expect(() => verify(old, last)).toThrow();
+      expect(credentialLeaks(done, [old, next])).toEqual([]);
+    });
+
+    it("a route without secrets of its own at an attempt: the engine's sign that attempt", async () => {
+      const own = generateSecret();
+      const routes = new MemoryRecordStore<RouteRecord>();
+      await routes.put(key, record([own]));
+      script = async (_req, i) => {
+        if (i > 0) return { status: 200 };
+        await routes.put(key, route(key)); // callbackSecretRef taken off the trigger
+        return { status: 503 };
+      };
+      const engine = engineReading(routes);
+      const done = await callbackOf(engine, routes);
+      expect(done.callback).toEqual({ delivered: true, attempts: 2, status: 200 });
+      const [first, second] = receiver.received as [Received, Received];
+      expect(verify(own, first)).toBeTruthy();
+      expect(verify(engine.callbacks.secret, second)).toBeTruthy();
+      expect(() => verify(own, second)).toThrow();
+    });
+
+    const broken = [
+      {
+        what: 'the trigger deleted (its route gone)',
+        change: (routes: MemoryRecordStore<RouteRecord>) => routes.delete(key),
+        outcome: {
+          delivered: false,
+          attempts: 3,
+          reason: 'not signed: endpoint shop/rotating-hook is no longer deployed',
+        },
+        internal: 0,
+      },
+      {
+        what: 'a secret on the route that cannot sign',
+        change: (routes: MemoryRecordStore<RouteRecord>) =>
+          routes.put(key, record(['whsec_not-a-secret'])),
+        outcome: { delivered: false, attempts: 2, reason: 'a callback signing secret is not usable' },
+        internal: 0,
+      },
+      {
+        what: 'a route that cannot be read',
+        change: (_routes: MemoryRecordStore<RouteRecord>, failing: { now: boolean }) => {
+          failing.now = true;
+        },
+        outcome: {
+          delivered: false,
+          attempts: 3,
+          reason: 'not signed: the route of endpoint shop/rotating-hook could not be read',
+        },
+        internal: 2,
+      },
+    ];
+    for (const { what, change, outcome, internal } of broken) {
+      it(`${what} at an attempt: that attempt sends nothing, the reason is recorded, no crash`, async () => {
+        const routes = new MemoryRecordStore<RouteRecord>();
+        await routes.put(key, record([generateSecret()]));
+        const failing = { now: false };
+        const reader = {
+          get: (k: string) =>
+            failing.now ? Promise.reject(new Error('store down')) : routes.get(k),
+        };
+        script = async () => {
+          await change(routes, failing);
+          return { status: 503 };
+        };
+        const errors: unknown[] = [];
+        const done = await callbackOf(
+          engineReading(reader, (error) => errors.push(error)),
+          routes,
+        );
+        expect(done.callback).toEqual(outcome);
+        expect(receiver.received).toHaveLength(1);
+        expect(errors).toHaveLength(internal);
+        expect(JSON.stringify(done)).not.toContain('not-a-secret');
+      });
+    }
+  });
+
   it('a route secret that cannot sign is refused without sending and recorded, no crash', async () => {
     script = () => ({ status: 200 });
     const errors: unknown[] = [];

@@ -9,15 +9,15 @@ export interface Received {
   body: string;
 }
 
-export type Reply = (
-  req: Received,
-  index: number,
-) => {
+export interface Answer {
   status: number;
   headers?: Record<string, string | undefined>;
   body?: string;
   hangMs?: number;
-};
+}
+
+/** The answer to a request; a promise holds the response until it settles. */
+export type Reply = (req: Received, index: number) => Answer | Promise<Answer>;
 
 export interface Receiver {
   url: string;
@@ -40,22 +40,23 @@ export async function startReceiver(reply: Reply = () => ({ status: 200 })): Pro
         body: Buffer.concat(chunks).toString('utf8'),
       };
       received.push(entry);
-      const answer = reply(entry, received.length - 1);
-      const send = (): void => {
-        if (res.destroyed) return;
-        const headers = Object.entries(answer.headers ?? {}).filter(
-          (h): h is [string, string] => h[1] !== undefined,
-        );
-        res.writeHead(answer.status, Object.fromEntries(headers));
-        res.end(answer.body ?? '');
-      };
-      if (answer.hangMs) {
-        const t = setTimeout(() => {
-          timers.delete(t);
-          send();
-        }, answer.hangMs);
-        timers.add(t);
-      } else send();
+      void Promise.resolve(reply(entry, received.length - 1)).then((answer) => {
+        const send = (): void => {
+          if (res.destroyed) return;
+          const headers = Object.entries(answer.headers ?? {}).filter(
+            (h): h is [string, string] => h[1] !== undefined,
+          );
+          res.writeHead(answer.status, Object.fromEntries(headers));
+          res.end(answer.body ?? '');
+        };
+        if (answer.hangMs) {
+          const t = setTimeout(() => {
+            timers.delete(t);
+            send();
+          }, answer.hangMs);
+          timers.add(t);
+        } else send();
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
