@@ -3,6 +3,7 @@
 // loop in front of it; the gateway role serves what an operator wrote to Redis.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
+import { CachedRecordReader } from '../api/records/cached-reader.ts';
 import { shardedSubscriberClient, type RedisClient } from '../api/records/redis-client.ts';
 import { duplicateWith } from './redis.ts';
 import type { ResourceSource } from '../operator/sources/ports.ts';
@@ -210,11 +211,15 @@ export interface ServingEngine extends ExecutionEngine {
 }
 
 /**
- * Makes the engine of a serving process, given the observer that feeds its metrics.
- * `outbound` checks callback URLs before the 202 (the same guard that sends them when
- * the engine runs in this process).
+ * Makes the engine of a serving process, given the observer that feeds its metrics and
+ * the route store (where an engine running executions here reads a trigger's callback
+ * signing secrets at each delivery attempt). `outbound` checks callback URLs before the
+ * 202 (the same guard that sends them when the engine runs in this process).
  */
-export type EngineFactory<E extends ServingEngine> = (observer: EngineObserver) => {
+export type EngineFactory<E extends ServingEngine> = (
+  observer: EngineObserver,
+  routes: RouteStore,
+) => {
   engine: E;
   outbound: OutboundGuard;
   /** The engine's stores, for the store metrics. */
@@ -293,18 +298,30 @@ export function inProcessEngine(
   options: InProcessEngineOptions = {},
   budgets: Budgets = {},
 ): EngineFactory<InProcessEngine> {
-  return (observer) => {
+  return (observer, routes) => {
     const store = options.store ?? memoryExecutionStore(budgets);
     const deadLetters =
       options.deadLetters ??
       new MemoryDeadLetterStore(budgets.executionTtlMs ? { ttlMs: budgets.executionTtlMs } : {});
-    const engine = new InProcessEngine({ ...options, store, deadLetters, observer });
+    // Callbacks read their trigger's route at each attempt, from memory between the
+    // store's announced changes (nothing on the request path).
+    const routeReader = options.routes ? undefined : new CachedRecordReader({ store: routes });
+    const engine = new InProcessEngine({
+      ...(routeReader ? { routes: routeReader } : {}),
+      ...options,
+      store,
+      deadLetters,
+      observer,
+    });
     return {
       engine,
       outbound: engine.callbacks.guard,
       deadLetters,
       stores: isBounded(store) ? [store] : [],
-      close: () => engine.close(5_000).then(() => {}),
+      async close() {
+        await engine.close(5_000);
+        routeReader?.close();
+      },
     };
   };
 }
@@ -432,7 +449,7 @@ export async function createServing<E extends ServingEngine>(
     queueDepth: () => engine.queued,
     deadLetters: () => made.deadLetters.count(),
   });
-  const made = makeEngine(analytics.metrics.engineObserver());
+  const made = makeEngine(analytics.metrics.engineObserver(), stores.routes);
   const engine = made.engine;
   addQueueMetrics(analytics.metrics, engine);
   const stopForgetting = forgetGoneSeries(analytics.metrics, () =>

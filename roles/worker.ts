@@ -82,6 +82,8 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   storeMetrics(registry, [store]);
   const concurrency = options.concurrency ?? 32;
   const engine = new InProcessEngine({
+    // A callback signs each attempt with the secrets its trigger's route holds then.
+    routes: routeReader,
     ...options.engine,
     ...(options.onInternalError ? { onInternalError: options.onInternalError } : {}),
     concurrency,

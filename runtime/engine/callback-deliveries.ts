@@ -1,13 +1,25 @@
 // The callbacks an engine has sent off and not yet seen delivered (or given up on):
 // each is reported to the observer (metrics) and its outcome kept on the execution;
 // an error of our own goes to the internal error handler; shutdown can wait for them
-// or cancel them.
-import type { CallbackSender, DeliveryResult } from './callbacks.ts';
-import type { WorkflowPolicySource } from './outbound/guard.ts';
-import type { CallbackOutcome, Execution } from './ports.ts';
+// or cancel them. With a route reader, each attempt signs with the secrets the
+// trigger's route record holds at that attempt (ADR 0035).
+import type { RouteRecord } from '../../api/records/records.ts';
+import type { AttemptSecrets, CallbackSender, DeliveryResult } from './callbacks.ts';
+import type { CallbackOutcome, Execution, StartRequest } from './ports.ts';
+import { callbackSecretsOf } from './trigger-ref.ts';
+
+/** Reads a trigger's route record by trigger key, as it is now (a cached reader). */
+export interface RouteReader {
+  get(key: string): Promise<RouteRecord | undefined>;
+}
 
 export interface CallbackDeliveriesOptions {
   sender: CallbackSender;
+  /**
+   * Where each attempt reads the trigger's signing secrets (its route record). Without
+   * it, the secrets the start request carried sign every attempt.
+   */
+  routes?: RouteReader;
   /** Told about every delivery, delivered or not (metrics). */
   delivered?: (result: DeliveryResult) => void;
   /** Keeps the outcome with the execution (it is already saved; save it again). */
@@ -30,20 +42,22 @@ export class CallbackDeliveries {
   }
 
   /**
-   * Posts the finished execution to `url` in the background, under `workflow`'s policy,
-   * signed with `secrets` when the trigger has its own.
+   * Posts the finished execution to `url` in the background, under the policy of the
+   * request's workflow, signed with its trigger's secrets: as its route record holds them
+   * at each attempt, or (no route reader) those the request carried.
    */
   deliver(
     execution: Execution,
     url: string,
-    workflow?: WorkflowPolicySource,
-    secrets?: readonly string[],
+    request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets'>,
   ): void {
+    const { routes } = this.#o;
+    const key = request.trigger.key;
     const delivery = this.#o.sender
       .deliver(url, execution, {
         signal: this.#abort.signal,
-        ...(workflow ? { workflow } : {}),
-        secrets,
+        workflow: request.workflow,
+        secrets: routes ? () => this.#secretsOf(routes, key) : request.callbackSecrets,
       })
       .then(async (result) => {
         this.#o.delivered?.(result);
@@ -57,6 +71,17 @@ export class CallbackDeliveries {
       .catch((error: unknown) => this.#o.onInternalError(error, 'callback'))
       .finally(() => this.#pending.delete(delivery));
     this.#pending.add(delivery);
+  }
+
+  /** The trigger's signing secrets now; a route that cannot be read signs nothing. */
+  async #secretsOf(routes: RouteReader, key: string): Promise<AttemptSecrets> {
+    try {
+      return callbackSecretsOf(key, await routes.get(key));
+    } catch (error) {
+      // Ours (the store), not the receiver's: reported; the attempt fails and is retried.
+      this.#o.onInternalError(error, 'reading the route of a callback');
+      return { unsigned: `the route of endpoint ${key} could not be read` };
+    }
   }
 
   /** Cancels the deliveries under way (waits and outbound requests end at once). */

@@ -60,6 +60,19 @@ export interface CallbackSenderOptions {
   now?: () => number;
 }
 
+/**
+ * The secrets that sign one delivery attempt: a list (empty: the sender's own), or why
+ * the attempt cannot be signed (`unsigned`: it is not sent, and counts as failed).
+ */
+export type AttemptSecrets = readonly string[] | { unsigned: string };
+
+/**
+ * Asked before each attempt of a delivery for the secrets that sign it, as they are
+ * then (the trigger's route record: a Secret rotated during a delivery signs its next
+ * attempt). Should not reject; a rejection is an attempt that cannot be signed.
+ */
+export type SecretsLookup = () => Promise<AttemptSecrets>;
+
 export interface DeliveryResult {
   delivered: boolean;
   webhookId: string;
@@ -155,6 +168,15 @@ export function validateCallbackUrl(
   }
 }
 
+/** The lookup's answer; one that rejects is an attempt that cannot be signed. */
+async function asked(lookup: SecretsLookup | undefined): Promise<AttemptSecrets> {
+  try {
+    return lookup ? await lookup() : [];
+  } catch {
+    return { unsigned: 'the signing secrets could not be read' };
+  }
+}
+
 function retryAfterMs(value: string | undefined, cap: number): number | undefined {
   if (!value) return undefined;
   const seconds = Number(value);
@@ -204,7 +226,8 @@ export class CallbackSender {
   /**
    * Delivers the result of a finished execution to `url`, under the outbound policy
    * narrowed for `workflow` when given, signed with `secrets` when given (the trigger's
-   * response.callbackSecretRef) or else this sender's; never throws for HTTP outcomes.
+   * response.callbackSecretRef: a list for every attempt, or a lookup asked before each
+   * one) or else this sender's; never throws for HTTP outcomes.
    */
   async deliver(
     url: string,
@@ -212,30 +235,28 @@ export class CallbackSender {
     options: {
       signal?: AbortSignal;
       workflow?: WorkflowPolicySource;
-      secrets?: readonly string[] | undefined;
+      secrets?: readonly string[] | SecretsLookup | undefined;
     } = {},
   ): Promise<DeliveryResult> {
     const target = options.workflow ? this.guard.forWorkflow(options.workflow) : this.guard;
     const webhookId = webhookIdFor(execution.id);
-    const secrets = options.secrets?.length ? options.secrets : this.secrets;
-    const unusable = secrets.find((secret) => signingSecretProblem(secret) !== undefined);
-    if (unusable !== undefined) {
-      // The operator checks a trigger's secrets before deploying it; a record written
-      // otherwise is refused here rather than retried (never echoed: it is a secret).
-      return {
-        delivered: false,
-        webhookId,
-        attempts: 0,
-        reason: 'a callback signing secret is not usable',
-      };
+    const given = options.secrets;
+    const lookup = typeof given === 'function' ? given : undefined;
+    // A list is checked once, before anything is sent; a lookup's answer at each attempt.
+    const fixed = typeof given === 'function' ? undefined : this.#signing(given ?? []);
+    if (fixed && 'failed' in fixed) {
+      return { delivered: false, webhookId, attempts: 0, reason: fixed.failed.reason };
     }
     const body = JSON.stringify(callbackBody(execution));
     const tracing = tracingHeaders(execution.input);
+    const send = (secrets: readonly string[]) =>
+      this.#attempt(target, url, webhookId, body, tracing, secrets, options.signal);
     let last: Attempt = { outcome: 'retry', reason: 'not attempted' };
     let attempt = 0;
     while (attempt < this.#maxAttempts) {
       attempt++;
-      last = await this.#attempt(target, url, webhookId, body, tracing, secrets, options.signal);
+      const signing = fixed ?? this.#signing(await asked(lookup));
+      last = 'failed' in signing ? signing.failed : await send(signing.secrets);
       if (last.outcome !== 'retry') break;
       if (attempt >= this.#maxAttempts) break;
       const wait = last.waitMs ?? backoffDelay(this.#backoffMs, attempt, this.#maxBackoffMs);
@@ -254,6 +275,22 @@ export class CallbackSender {
       ...(last.outcome !== 'delivered' ? { reason: last.reason } : {}),
       ...(last.outcome === 'stop' && last.refused ? { refused: true } : {}),
     };
+  }
+
+  /** The secrets an attempt signs with, or that attempt failed without sending. */
+  #signing(
+    given: AttemptSecrets,
+  ): { secrets: readonly string[] } | { failed: Extract<Attempt, { reason: string }> } {
+    // Retried: the route may be back by the next attempt (a Secret re-created, a store back).
+    if ('unsigned' in given)
+      return { failed: { outcome: 'retry', reason: `not signed: ${given.unsigned}` } };
+    if (given.length === 0) return { secrets: this.secrets }; // checked when made
+    if (given.some((secret) => signingSecretProblem(secret) !== undefined)) {
+      // The operator checks a trigger's secrets before deploying it; a record written
+      // otherwise is refused here rather than retried (never echoed: it is a secret).
+      return { failed: { outcome: 'stop', reason: 'a callback signing secret is not usable' } };
+    }
+    return { secrets: given };
   }
 
   async #attempt(

@@ -4,7 +4,7 @@
 // has finished (callback-deliveries.ts).
 import { randomUUID } from 'node:crypto';
 import { HttpProblem } from '../errors.ts';
-import { CallbackDeliveries } from './callback-deliveries.ts';
+import { CallbackDeliveries, type RouteReader } from './callback-deliveries.ts';
 import { deadLetterOf, MemoryDeadLetterStore, type DeadLetterStore } from './dead-letters.ts';
 import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from './callbacks.ts';
 import { replayStored, type EventOutlet, type Listener } from './execution-events.ts';
@@ -54,6 +54,13 @@ export interface InProcessEngineOptions {
    * shares the engine's guard unless the options name one).
    */
   callbacks?: CallbackSender | CallbackSenderOptions;
+  /**
+   * Where a callback reads its trigger's route record before each delivery attempt, to
+   * sign with the secrets it holds then (a Secret rotated during a delivery, ADR 0035);
+   * asked at every attempt, so a cached reader. Without it, the secrets a start request
+   * carries (`callbackSecrets`) sign all its attempts.
+   */
+  routes?: RouteReader;
   /**
    * Execution ids when the trigger output carries none (replays, dead-letter retries).
    * Default a UUID, as the gateway gives the executions it starts.
@@ -167,6 +174,7 @@ export class InProcessEngine implements ExecutionEngine {
     };
     this.#deliveries = new CallbackDeliveries({
       sender: this.callbacks,
+      ...(options.routes ? { routes: options.routes } : {}),
       ...(observer ? { delivered: (result) => observer.callbackDelivered(result) } : {}),
       record: (execution) => this.store.save(execution),
       onInternalError,
@@ -503,9 +511,6 @@ export class InProcessEngine implements ExecutionEngine {
     this.#hot.delete(hot.execution.id);
     hot.ended();
     this.#observer?.executionFinished(hot.execution);
-    if (url) {
-      const { workflow, callbackSecrets } = hot.request;
-      this.#deliveries.deliver(hot.execution, url, workflow, callbackSecrets);
-    }
+    if (url) this.#deliveries.deliver(hot.execution, url, hot.request);
   }
 }

@@ -483,13 +483,18 @@ describe('callback delivery', () => {
         what: 'a secret on the route that cannot sign',
         change: (routes: MemoryRecordStore<RouteRecord>) =>
           routes.put(key, record(['whsec_not-a-secret'])),
-        outcome: { delivered: false, attempts: 2, reason: 'a callback signing secret is not usable' },
+        outcome: {
+          delivered: false,
+          attempts: 2,
+          reason: 'a callback signing secret is not usable',
+        },
         internal: 0,
       },
       {
         what: 'a route that cannot be read',
         change: (_routes: MemoryRecordStore<RouteRecord>, failing: { now: boolean }) => {
           failing.now = true;
+          return Promise.resolve();
         },
         outcome: {
           delivered: false,
