@@ -89,6 +89,12 @@ const allTargets: Target[] = [
     route: 'minimal',
   },
   {
+    name: 'hookgate gateway minimal, each Redis command written at once (HOOKGATE_REDIS_WRITE_WINDOW_MS=0)',
+    server: 'hookgate-gateway.ts',
+    route: 'minimal',
+    env: { BENCH_GATEWAY_WRITE_WINDOW_MS: '0' },
+  },
+  {
     name: 'hookgate gateway immediateAck (Redis queue → worker)',
     server: 'hookgate-gateway.ts',
     route: 'ack',

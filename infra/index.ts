@@ -138,6 +138,7 @@ const hookgate = new HookgateDeployment('hookgate', {
     ...optional('commandTimeoutMs', config.getNumber('redisCommandTimeoutMs')),
     ...optional('breakerFailures', config.getNumber('redisBreakerFailures')),
     ...optional('breakerOpenMs', config.getNumber('redisBreakerOpenMs')),
+    ...optional('writeWindowMs', config.getNumber('redisWriteWindowMs')),
   },
   budgets: budgetsFromConfig(),
   redis: redisFromConfig(),

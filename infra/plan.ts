@@ -87,6 +87,8 @@ export const DEFAULT_REDIS_CLIENT = {
   breakerFailures: 5,
   /** HOOKGATE_REDIS_BREAKER_OPEN_MS: ms the open breaker waits before it probes. */
   breakerOpenMs: 1_000,
+  /** HOOKGATE_REDIS_WRITE_WINDOW_MS: ms request-path commands wait to leave together. */
+  writeWindowMs: 1,
 } as const;
 export type RedisClientArgs = { -readonly [K in keyof typeof DEFAULT_REDIS_CLIENT]: number };
 
@@ -321,11 +323,15 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
     ['redisClient.commandTimeoutMs', r.redisClient.commandTimeoutMs, 1],
     ['redisClient.breakerFailures', r.redisClient.breakerFailures, 1],
     ['redisClient.breakerOpenMs', r.redisClient.breakerOpenMs, 1],
+    ['redisClient.writeWindowMs', r.redisClient.writeWindowMs, 0],
   ];
   for (const [key, n, min] of minimums) {
     if (!Number.isInteger(n) || n < min) {
       errors.push(`${key} must be a whole number >= ${min}, got ${String(n)}`);
     }
+  }
+  if (r.redisClient.writeWindowMs > 50) {
+    errors.push(`redisClient.writeWindowMs must be at most 50, got ${r.redisClient.writeWindowMs}`);
   }
   errors.push(...validateQueueShards(r.queueShards));
   errors.push(...validateBudgets(r.budgets));

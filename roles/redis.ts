@@ -28,6 +28,7 @@ import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { CircuitBreaker, type CircuitState } from '../runtime/circuit-breaker.ts';
 import { StoreUnavailableError } from '../runtime/errors.ts';
+import { coalesceWrites } from './redis-write-window.ts';
 
 export interface RedisClientSettings {
   /** Longest wait for one command (ms). */
@@ -36,12 +37,18 @@ export interface RedisClientSettings {
   breakerFailures: number;
   /** How long the breaker stays open before it probes (ms). */
   breakerOpenMs: number;
+  /**
+   * Request-path commands wait up to this long (ms) so that those of requests arriving
+   * together leave in one socket write (redis-write-window.ts); 0 writes each at once.
+   */
+  writeWindowMs: number;
 }
 
 export const REDIS_CLIENT_DEFAULTS: RedisClientSettings = {
   commandTimeoutMs: 1_000,
   breakerFailures: 5,
   breakerOpenMs: 1_000,
+  writeWindowMs: 1,
 };
 
 export type FailureReason = 'timeout' | 'connection' | 'unavailable' | 'circuit_open';
@@ -263,6 +270,7 @@ export function redisClients(
   }) as Redis['sendCommand'];
   // Back before the open period ends: probe at once, so readiness follows quickly.
   requests.on('ready', () => breaker.probeNow());
+  coalesceWrites(requests, settings.writeWindowMs);
   return {
     main,
     requests,

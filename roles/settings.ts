@@ -89,6 +89,9 @@ Environment:
                              row that open the circuit breaker (default 5)
   HOOKGATE_REDIS_BREAKER_OPEN_MS  gateway, dev: how long the open breaker refuses Redis
                              commands before it probes with a PING (default 1000)
+  HOOKGATE_REDIS_WRITE_WINDOW_MS  gateway, dev: request-path Redis commands wait up to
+                             this long so that those of requests arriving together leave
+                             in one write (default 1; 0 writes each at once; at most 50)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   HOOKGATE_TRACE_CONTEXT     dev, gateway: whose W3C traceparent/tracestate http nodes and
                              callbacks pass on: authenticated (default: callers of endpoints
@@ -397,6 +400,7 @@ function problemsOf(
     ...clusterProblems(),
     ...queueShardProblems(),
     ...queueAckProblems(redisClientSettings().commandTimeoutMs),
+    ...writeWindowProblems(),
   );
   if (env.HOOKGATE_EXECUTIONS && !['queue', 'inline'].includes(env.HOOKGATE_EXECUTIONS))
     problems.push(`HOOKGATE_EXECUTIONS must be queue or inline, not "${env.HOOKGATE_EXECUTIONS}"`);
@@ -432,6 +436,13 @@ function problemsOf(
   return problems;
 }
 
+/** HOOKGATE_REDIS_WRITE_WINDOW_MS: 0 (off) to 50 ms, whole milliseconds. */
+function writeWindowProblems(): string[] {
+  const raw = process.env.HOOKGATE_REDIS_WRITE_WINDOW_MS;
+  if (raw === undefined || (/^\d{1,2}$/.test(raw) && Number(raw) <= 50)) return [];
+  return [`HOOKGATE_REDIS_WRITE_WINDOW_MS must be an integer from 0 to 50, not "${raw}"`];
+}
+
 function redisClientSettings(): RedisClientSettings {
   const env = process.env;
   const number = (raw: string | undefined, fallback: number) =>
@@ -446,6 +457,7 @@ function redisClientSettings(): RedisClientSettings {
       REDIS_CLIENT_DEFAULTS.breakerFailures,
     ),
     breakerOpenMs: number(env.HOOKGATE_REDIS_BREAKER_OPEN_MS, REDIS_CLIENT_DEFAULTS.breakerOpenMs),
+    writeWindowMs: number(env.HOOKGATE_REDIS_WRITE_WINDOW_MS, REDIS_CLIENT_DEFAULTS.writeWindowMs),
   };
 }
 

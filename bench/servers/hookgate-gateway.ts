@@ -11,6 +11,8 @@ import { Redis } from 'ioredis';
 import { createGatewayRuntime } from '../../roles/gateway.ts';
 import { ready, waitForRoutes } from './routes.ts';
 import { tuneV8ForServing } from '../../roles/v8-tuning.ts';
+import { REDIS_CLIENT_DEFAULTS, redisClients } from '../../roles/redis.ts';
+import { pino } from 'pino';
 
 const hasTaskset = spawnSync('taskset', ['-c', '1', 'true']).status === 0;
 const children: ChildProcess[] = [];
@@ -95,11 +97,22 @@ for (let i = 0; ; i++) {
   await new Promise((r) => setTimeout(r, 50));
 }
 
-// As roles/cli.ts starts the role.
+// As roles/cli.ts starts the role: its two Redis clients (roles/redis.ts), the
+// request path's behind the circuit breaker and with the write window
+// (BENCH_GATEWAY_WRITE_WINDOW_MS, default HOOKGATE_REDIS_WRITE_WINDOW_MS's).
 tuneV8ForServing();
-const redis = new Redis(url);
+const windowMs = process.env.BENCH_GATEWAY_WRITE_WINDOW_MS;
+const clients = redisClients(
+  url,
+  {
+    ...REDIS_CLIENT_DEFAULTS,
+    ...(windowMs !== undefined ? { writeWindowMs: Number(windowMs) } : {}),
+  },
+  pino({ level: 'warn' }),
+);
 const runtime = await createGatewayRuntime({
-  redis,
+  redis: clients.main,
+  requests: clients.requests,
   baseUrl: 'http://127.0.0.1',
   // The worker on the busy core drains slower than the gateway accepts: let the
   // backlog grow during the run instead of answering 503.
@@ -125,7 +138,7 @@ function stopped(child: ChildProcess): Promise<void> {
 }
 process.on('SIGTERM', () => {
   void runtime.close().finally(async () => {
-    redis.disconnect();
+    clients.disconnect();
     await Promise.all(children.filter((c) => c !== redisServer).map(stopped));
     redisServer.kill('SIGTERM');
     for (const dir of replicaDirs) rmSync(dir, { recursive: true, force: true });

@@ -927,6 +927,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'config.logLevel=debug',
       'config.redisClient.commandTimeoutMs=250',
       'config.redisClient.breakerOpenMs=2000',
+      'config.redisClient.writeWindowMs=0',
       ...EXTERNAL_REDIS_SECRET,
       'image.tag=1.2.3',
       'metrics.port=9464',
@@ -941,6 +942,7 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       expect(e.get('HOOKGATE_REDIS_COMMAND_TIMEOUT_MS')?.value).toBe('250');
       expect(e.get('HOOKGATE_REDIS_BREAKER_FAILURES')?.value).toBe('5');
       expect(e.get('HOOKGATE_REDIS_BREAKER_OPEN_MS')?.value).toBe('2000');
+      expect(e.get('HOOKGATE_REDIS_WRITE_WINDOW_MS')?.value).toBe('0');
       expect(e.get('REDIS_URL')).toEqual({
         name: 'REDIS_URL',
         valueFrom: { secretKeyRef: { name: 'my-redis', key: 'redis-url' } },

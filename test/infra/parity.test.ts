@@ -120,7 +120,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
         namespaces: { payments: { allow: ['*.payments.svc.cluster.local'] } },
       },
       secretNamespaces: ['team-a', 'team-b'],
-      redisClient: { commandTimeoutMs: 250, breakerOpenMs: 3000 },
+      redisClient: { commandTimeoutMs: 250, breakerOpenMs: 3000, writeWindowMs: 0 },
       budgets: { executionStoreBytes: '256Mi', executionTtlMs: 3_600_000, listPageBytes: '2Mi' },
     });
     const file = join(work, 'component-values-edge.json');
@@ -138,6 +138,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'rbac.secretNamespaces={team-a,team-b}'],
       ...['--set', 'config.redisClient.commandTimeoutMs=250'],
       ...['--set', 'config.redisClient.breakerOpenMs=3000'],
+      ...['--set', 'config.redisClient.writeWindowMs=0'],
       ...['--set', 'config.budgets.executionStoreBytes=256Mi'],
       ...['--set', 'config.budgets.executionTtlMs=3600000'],
       ...['--set', 'config.budgets.listPageBytes=2Mi'],

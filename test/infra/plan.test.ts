@@ -45,7 +45,12 @@ describe('resolveArgs', () => {
       queueShards: 1,
       baseUrl: 'https://hooks.example.com',
       trustedProxies: [],
-      redisClient: { commandTimeoutMs: 1000, breakerFailures: 5, breakerOpenMs: 1000 },
+      redisClient: {
+        commandTimeoutMs: 1000,
+        breakerFailures: 5,
+        breakerOpenMs: 1000,
+        writeWindowMs: 1,
+      },
       budgets: {},
       redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
       crds: true,
@@ -175,6 +180,16 @@ describe('resolveArgs', () => {
       'redisClient.commandTimeoutMs must be a whole number >= 1, got 0',
       'redisClient.breakerOpenMs must be a whole number >= 1, got 1.5',
     ]);
+  });
+
+  it('refuses a write window outside 0 to 50 ms', () => {
+    expect(validateArgs({ ...valid, redisClient: { writeWindowMs: -1 } })).toEqual([
+      'redisClient.writeWindowMs must be a whole number >= 0, got -1',
+    ]);
+    expect(validateArgs({ ...valid, redisClient: { writeWindowMs: 51 } })).toEqual([
+      'redisClient.writeWindowMs must be at most 50, got 51',
+    ]);
+    expect(validateArgs({ ...valid, redisClient: { writeWindowMs: 0 } })).toEqual([]);
   });
 });
 
@@ -396,7 +411,12 @@ describe('chartValues', () => {
         trustedProxies: ['10.0.0.0/8'],
         logLevel: 'debug',
         traceContext: 'off',
-        redisClient: { commandTimeoutMs: 1000, breakerFailures: 5, breakerOpenMs: 1000 },
+        redisClient: {
+          commandTimeoutMs: 1000,
+          breakerFailures: 5,
+          breakerOpenMs: 1000,
+          writeWindowMs: 1,
+        },
         queueShards: 1,
       },
       redis: { enabled: false },

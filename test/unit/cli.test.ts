@@ -80,6 +80,21 @@ describe('hookgate command line', () => {
       'HOOKGATE_WORKER_CONCURRENCY must be a positive integer',
     ],
     [
+      ['gateway'],
+      { ...redis, HOOKGATE_REDIS_WRITE_WINDOW_MS: '51' },
+      'HOOKGATE_REDIS_WRITE_WINDOW_MS must be an integer from 0 to 50, not "51"',
+    ],
+    [
+      ['gateway'],
+      { ...redis, HOOKGATE_REDIS_WRITE_WINDOW_MS: '0.5' },
+      'HOOKGATE_REDIS_WRITE_WINDOW_MS must be an integer from 0 to 50, not "0.5"',
+    ],
+    [
+      ['dev'],
+      { HOOKGATE_REDIS_WRITE_WINDOW_MS: '-1' },
+      'HOOKGATE_REDIS_WRITE_WINDOW_MS must be an integer from 0 to 50, not "-1"',
+    ],
+    [
       ['worker'],
       { ...redis, HOOKGATE_WORKER_CLAIM_IDLE_MS: '500' },
       'HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000',

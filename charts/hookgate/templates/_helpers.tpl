@@ -171,6 +171,8 @@ set, else "<fullname>[-<role>]" when the chart creates them, else "".
   value: {{ .Values.config.redisClient.breakerFailures | int64 | quote }}
 - name: HOOKGATE_REDIS_BREAKER_OPEN_MS
   value: {{ .Values.config.redisClient.breakerOpenMs | int64 | quote }}
+- name: HOOKGATE_REDIS_WRITE_WINDOW_MS
+  value: {{ .Values.config.redisClient.writeWindowMs | int64 | quote }}
 - name: HOOKGATE_BASE_URL
   value: {{ include "hookgate.baseUrl" . | quote }}
 {{ include "hookgate.redisEnv" . }}
