@@ -3,8 +3,9 @@
 // refuse new connections, answer with Connection: close and end idle keep-alive
 // connections with a FIN, never a reset: runtime/graceful-close.ts; workers finish their jobs; the
 // operator drains reconciles and releases its Lease), then releases its connections.
-// The process exits 0 when that finishes, 1 after an error or when the grace period
-// runs out, and at once on a second signal. The chart gives each pod its preStop
+// The process exits 0 when that finishes and its log lines are written (or stdout has
+// taken nothing for 5 s), 1 after an error or when the grace period runs out, and at
+// once on a second signal. The chart gives each pod its preStop
 // sleep, this grace period and 5 s more as terminationGracePeriodSeconds (the gateway
 // 35 s), and refuses less.
 import closeWithGrace from 'close-with-grace';
@@ -35,7 +36,9 @@ export function closeOnSignal(
       else logger.info({ signal }, 'shutting down');
       await role.close();
       logger.info('stopped');
-      logger.flush();
+      // Until stdout has taken every line, or has taken nothing for 5 s (LOG_STALL_MS):
+      // a stdout nobody reads must not hold the exit (roles/log-destination.ts).
+      await new Promise<void>((resolve) => logger.flush(() => resolve()));
     },
   );
 }

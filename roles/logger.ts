@@ -1,8 +1,15 @@
-// One logger set-up for every role: pino, human-readable (pino-pretty) when stdout is
-// a terminal, one JSON object per line otherwise (what log collectors read).
+// One logger set-up for every role: pino, human-readable (pino-pretty's format) when
+// stdout is a terminal, one JSON object per line otherwise (what log collectors read).
+// Lines go to stdout through a LogDestination (log-destination.ts): a stdout nobody
+// reads neither holds the process nor fills its memory, and what is left is written at
+// shutdown and at exit within a bound. pino-pretty formats in this thread, not as a
+// pino transport: the transport's worker thread has its own exit flush (10 s, then
+// exit code 1, with a stdout nobody reads), and a terminal needs no throughput.
 // Fastify gets the same instance; the operator and worker parts that take a plain
 // `(msg, fields)` function get `logFunction(logger)`.
 import { pino, type Logger } from 'pino';
+import { prettyFactory } from 'pino-pretty';
+import { LogDestination } from './log-destination.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -19,19 +26,23 @@ export interface LoggerOptions {
 }
 
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const pretty = options.pretty ?? process.stdout.isTTY === true;
-  return pino({
-    level: options.level ?? 'info',
-    base: options.base ?? {},
+  // Touching process.stdout first matters: Node then opens it, and libuv puts a pipe
+  // or socket into the non-blocking mode the destination relies on.
+  const stdout = process.stdout;
+  const pretty = options.pretty ?? stdout.isTTY === true;
+  const destination = new LogDestination({
+    fd: stdout.fd,
     ...(pretty
-      ? {
-          transport: {
-            target: 'pino-pretty',
-            options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
-          },
-        }
+      ? { format: prettyFactory({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) }
       : {}),
   });
+  const logger = pino({ level: options.level ?? 'info', base: options.base ?? {} }, destination);
+  destination.onDropped = (lines) =>
+    logger.warn({ lines }, 'log lines dropped: stdout did not take them');
+  // Every way out (the grace period running out, a second signal, process.exit
+  // anywhere) writes what is left, for LOG_SYNC_FLUSH_MS (1 s) at most.
+  process.once('exit', () => destination.flushSync());
+  return logger;
 }
 
 export function logFunction(logger: Logger): LogFunction {

@@ -1,0 +1,112 @@
+// The role logger's destination (roles/log-destination.ts) over a FIFO this process
+// reads, or does not: every line arrives whole and in order or is counted as dropped;
+// what waits is bounded; a flush gives up on a stdout that takes nothing.
+import { closeSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LogDestination } from '../../roles/log-destination.ts';
+import { eventually } from '../support/eventually.ts';
+import { openFifo, type Fifo } from '../support/fifo.ts';
+
+const fifos: Fifo[] = [];
+afterEach(() => {
+  for (const fifo of fifos.splice(0)) {
+    closeSync(fifo.writer);
+    fifo.close();
+  }
+});
+
+function destination(
+  options: { maxBufferedBytes?: number; stallMs?: number; syncFlushMs?: number } = {},
+) {
+  const fifo = openFifo({ nonBlockingWriter: true });
+  fifos.push(fifo);
+  const dropped: number[] = [];
+  const out = new LogDestination({ fd: fifo.writer, ...options });
+  out.onDropped = (lines) => {
+    dropped.push(lines);
+    out.write(`dropped ${lines}\n`);
+  };
+  return { fifo, out, dropped };
+}
+
+/** A numbered line of about 100 bytes. */
+const line = (n: number) => `${JSON.stringify({ n, pad: 'x'.repeat(80) })}\n`;
+
+describe('LogDestination', () => {
+  it('a stdout that takes nothing: what waits stays under the bound, the rest is dropped, counted once lines get through', async () => {
+    const { fifo, out, dropped } = destination({ maxBufferedBytes: 16 * 1024 });
+    const total = 3_000; // about 300 KB: the FIFO's 64 KiB, 16 KiB waiting, the rest dropped
+    for (let n = 0; n < total; n++) out.write(line(n));
+    expect(out.waitingBytes).toBeGreaterThan(0);
+    expect(out.waitingBytes).toBeLessThanOrEqual(16 * 1024 + line(total).length);
+    expect(dropped).toEqual([]);
+
+    let read = '';
+    await eventually(() => {
+      read += fifo.readNow();
+      expect(read).toMatch(/dropped \d+\n$/);
+    });
+    const lines = read.trimEnd().split('\n');
+    const report = lines.pop();
+    const numbers = lines.map((l) => (JSON.parse(l) as { n: number }).n);
+    // Whole lines, in order, the first ones; the report counts exactly the others.
+    expect(numbers).toEqual(numbers.map((_, i) => i));
+    expect(dropped).toEqual([total - numbers.length]);
+    expect(report).toBe(`dropped ${total - numbers.length}`);
+    expect(out.waitingBytes).toBe(0);
+  });
+
+  it('flush calls back at once when nothing waits, and once all is written after a pause', async () => {
+    const { fifo, out } = destination();
+    await new Promise<void>((resolve) => out.flush(() => resolve()));
+    for (let n = 0; n < 1_000; n++) out.write(line(n));
+    expect(out.waitingBytes).toBeGreaterThan(0);
+    let flushed = false;
+    out.flush(() => (flushed = true));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(flushed).toBe(false);
+    let read = '';
+    await eventually(() => {
+      read += fifo.readNow();
+      expect(flushed).toBe(true);
+    });
+    read += fifo.readNow();
+    expect(read.trimEnd().split('\n')).toHaveLength(1_000);
+  });
+
+  it('flush and flushSync give up on a stdout that has taken nothing for stallMs', async () => {
+    const { out } = destination({ stallMs: 300 });
+    for (let n = 0; n < 1_000; n++) out.write(line(n));
+    let started = Date.now();
+    out.flushSync();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    // Stalled already: no more waiting.
+    started = Date.now();
+    await new Promise<void>((resolve) => out.flush(() => resolve()));
+    out.flushSync();
+    expect(Date.now() - started).toBeLessThan(100);
+    expect(out.waitingBytes).toBeGreaterThan(0);
+  });
+
+  it('flushSync holds the process for syncFlushMs at most', () => {
+    const { out } = destination({ stallMs: 10_000, syncFlushMs: 200 });
+    for (let n = 0; n < 1_000; n++) out.write(line(n));
+    const started = Date.now();
+    out.flushSync();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(out.waitingBytes).toBeGreaterThan(0);
+  });
+
+  it('a reader that is gone (EPIPE): lines are dropped without an error', () => {
+    const { fifo, out, dropped } = destination();
+    fifo.close();
+    expect(() => {
+      for (let n = 0; n < 10; n++) out.write(line(n));
+      out.flushSync();
+    }).not.toThrow();
+    expect(out.waitingBytes).toBe(0);
+    expect(dropped).toEqual([]);
+  });
+});
