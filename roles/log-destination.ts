@@ -1,6 +1,7 @@
 // Where a role's log lines go: stdout, written so that a reader that stops reading (a
 // full pipe) can neither hold the process nor grow its memory, and so that a shutdown
-// writes what is left within a bound.
+// writes what is left within a bound (docs/availability.md, "Log lines at shutdown";
+// ADR 0037).
 //
 // pino's own destination (sonic-boom) keeps every line while the pipe is full, without
 // a bound, and at exit writes them synchronously, retrying every 100 ms for as long as
