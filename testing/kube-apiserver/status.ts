@@ -166,7 +166,24 @@ export function methodNotAllowed(method: string): ApiError {
 
 /** K14: the watch-cache's answer for a resourceVersion that left the history window. */
 export function expired(requested: number, oldest: number): ApiError {
-  return failure(410, 'Expired', `too old resource version: ${requested} (${oldest})`);
+  return resourceExpired(`too old resource version: ${requested} (${oldest})`);
+}
+
+/**
+ * apimachinery NewResourceExpired: 410 Expired with the storage's message (a list at
+ * a compacted resourceVersion, an expired continue token). `metadata` is the Status's
+ * ListMeta: an expired continue token's answer carries one to resume with.
+ */
+export function resourceExpired(message: string, metadata: { continue?: string } = {}): ApiError {
+  return new ApiError({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata,
+    status: 'Failure',
+    message,
+    reason: 'Expired',
+    code: 410,
+  });
 }
 
 /**
@@ -175,7 +192,7 @@ export function expired(requested: number, oldest: number): ApiError {
  * ResourceVersionTooLarge cause.
  */
 export function tooLargeResourceVersion(
-  requested: number,
+  requested: number | bigint,
   current: number,
   retryAfterSeconds: number,
 ): ApiError {

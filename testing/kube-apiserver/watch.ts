@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import { withType } from './admission.ts';
 import { fromStorage } from './codec.ts';
+import { BLOCK_TIMEOUT_MS, TOO_HIGH_RETRY_SECONDS } from './freshness.ts';
 import { apiVersionOf, storageKey, type KubeObject, type ResourceType } from './resources.ts';
 import type { Selector } from './selectors.ts';
 import { expired, tooLargeResourceVersion } from './status.ts';
@@ -60,14 +61,6 @@ export function translate(
   }
   return undefined;
 }
-
-/**
- * How long a watch-list (sendInitialEvents=true) waits for the server to reach its
- * resourceVersion (apiserver storage/cacher/watch_cache.go blockTimeout, 3 s), and the
- * retry-after it then suggests (resourceVersionTooHighRetrySeconds, 1).
- */
-const BLOCK_TIMEOUT_MS = 3000;
-const TOO_HIGH_RETRY_SECONDS = 1;
 
 /**
  * Watches whose resourceVersion is ahead of the server (K12). A plain watch is
