@@ -1152,6 +1152,318 @@ describe('1.4 list and selectors', () => {
     }
   });
 
+  type WidgetList = {
+    kind: string;
+    metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
+    items: Obj[];
+  };
+  type StatusReply = {
+    kind: string;
+    code: number;
+    reason?: string;
+    message: string;
+    metadata: { continue?: string };
+    details?: { causes?: { reason: string; message: string; field?: string }[] };
+  };
+  const merge = { 'Content-Type': 'application/merge-patch+json' };
+  const sizes = (l: WidgetList): [string, number | undefined][] =>
+    l.items.map((i) => [i.metadata.name, (i.spec as { size?: number }).size]);
+
+  it('K17b a list’s resourceVersion: unset or NotOlderThan → the newest state, "0" ignores limit, Exact and the legacy limit form → the snapshot at N', async () => {
+    const a = await create(WIDGETS, widget('k17b-a', { size: 1 }, { k17b: 'y' }));
+    const b = await create(WIDGETS, widget('k17b-b', { size: 1 }, { k17b: 'y' }));
+    const atB = rvOf(b);
+    await call('PATCH', `${WIDGETS}/k17b-a`, { spec: { size: 2 } }, merge);
+    await create(WIDGETS, widget('k17b-c', { size: 1 }, { k17b: 'y' }));
+    expect((await call('DELETE', `${WIDGETS}/k17b-b`)).status).toBe(200);
+    const now = server.resourceVersion();
+    const list = (q: string) => call<WidgetList>('GET', `${WIDGETS}?labelSelector=k17b&${q}`);
+
+    // Unset: the newest state (a consistent read), with the counter as its RV (K1).
+    const newest = [
+      ['k17b-a', 2],
+      ['k17b-c', 1],
+    ];
+    const unset = await list('');
+    expect(sizes(unset.body)).toEqual(newest);
+    expect(unset.body.metadata.resourceVersion).toBe(String(now));
+    // NotOlderThan an older RV (explicit, or implied without a limit): the newest state.
+    for (const q of [
+      `resourceVersion=${atB}&resourceVersionMatch=NotOlderThan`,
+      `resourceVersion=${atB}`,
+    ]) {
+      const r = await list(q);
+      expect(r.status).toBe(200);
+      expect(sizes(r.body)).toEqual(newest);
+      expect(r.body.metadata.resourceVersion).toBe(String(now));
+    }
+    // "0" (any): the watch cache ignores limit (cacher.go computeListLimit): one page.
+    for (const q of [
+      'resourceVersion=0&limit=1',
+      'resourceVersion=0&resourceVersionMatch=NotOlderThan&limit=1',
+    ]) {
+      const r = await list(q);
+      expect(sizes(r.body)).toEqual(newest);
+      expect(r.body.metadata).toEqual({ resourceVersion: String(now) });
+    }
+    // NotOlderThan with a limit pages the newest state.
+    const paged = await list(`resourceVersion=${atB}&resourceVersionMatch=NotOlderThan&limit=1`);
+    expect(sizes(paged.body)).toEqual([['k17b-a', 2]]);
+    expect(paged.body.metadata.resourceVersion).toBe(String(now));
+
+    // Exact: the state at N, with N as the list's RV and the items' RVs of then.
+    const exact = await list(`resourceVersion=${atB}&resourceVersionMatch=Exact`);
+    expect(exact.status).toBe(200);
+    expect(sizes(exact.body)).toEqual([
+      ['k17b-a', 1],
+      ['k17b-b', 1],
+    ]);
+    expect(exact.body.metadata.resourceVersion).toBe(String(atB));
+    expect(exact.body.items.map((i) => i.metadata.resourceVersion)).toEqual([
+      a.metadata.resourceVersion,
+      b.metadata.resourceVersion,
+    ]);
+    // The legacy form (an RV other than "0" with a limit, no match) is exact too, and its
+    // continue token stays on that snapshot.
+    const first = await list(`resourceVersion=${atB}&limit=1`);
+    expect(sizes(first.body)).toEqual([['k17b-a', 1]]);
+    expect(first.body.metadata.resourceVersion).toBe(String(atB));
+    const token = first.body.metadata.continue ?? '';
+    const next = await list(`limit=1&continue=${token}`);
+    expect(sizes(next.body)).toEqual([['k17b-b', 1]]);
+    expect(next.body.metadata).toEqual({ resourceVersion: String(atB) });
+    // A continue with resourceVersion "0" is allowed (and, from the cache, unlimited).
+    const zero = await list(`resourceVersion=0&limit=1&continue=${token}`);
+    expect(sizes(zero.body)).toEqual([['k17b-b', 1]]);
+  });
+
+  it('K17c Exact (and the legacy limit form) at an RV compacted out of the window → 410 Expired; an expired continue token’s 410 carries a token for the newest state', async () => {
+    const small = await startKubeApiServer({ historyWindow: 2 });
+    try {
+      small.applyCrd(widgetCrd());
+      const c = client(small);
+      for (const n of ['a', 'b', 'c']) await c('POST', WIDGETS, widget(`k17c-${n}`));
+      const old = small.resourceVersion();
+      const page = await c<WidgetList>('GET', `${WIDGETS}?limit=1`);
+      expect(page.body.metadata.resourceVersion).toBe(String(old));
+      // Inside the window the state at `old` can still be read exactly.
+      await c('PATCH', `${WIDGETS}/k17c-a`, { spec: { size: 2 } }, merge);
+      const inWindow = await c<WidgetList>(
+        'GET',
+        `${WIDGETS}?resourceVersion=${old}&resourceVersionMatch=Exact`,
+      );
+      expect(inWindow.status).toBe(200);
+      expect(inWindow.body.metadata.resourceVersion).toBe(String(old));
+      for (let i = 3; i < 6; i++)
+        await c('PATCH', `${WIDGETS}/k17c-a`, { spec: { size: i } }, merge);
+      // etcd3/errors.go interpretListError: ErrCompacted → NewResourceExpired.
+      for (const q of [
+        `resourceVersion=${old}&resourceVersionMatch=Exact`,
+        `resourceVersion=${old}&limit=1`,
+      ]) {
+        const gone = await c<StatusReply>('GET', `${WIDGETS}?${q}`);
+        expect(gone.status).toBe(410);
+        expect(gone.body).toEqual({
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: 'The resourceVersion for the provided list is too old.',
+          reason: 'Expired',
+          code: 410,
+        });
+      }
+      // NotOlderThan the same RV is still served, at the newest state.
+      const fresh = await c<WidgetList>(
+        'GET',
+        `${WIDGETS}?resourceVersion=${old}&resourceVersionMatch=NotOlderThan`,
+      );
+      expect(fresh.status).toBe(200);
+      expect(fresh.body.metadata.resourceVersion).toBe(String(small.resourceVersion()));
+      // handleCompactedErrorForPaging: the 410 carries a continue token (rv -1) that goes
+      // on from the same key at the newest state.
+      const expiredPage = await c<StatusReply>(
+        'GET',
+        `${WIDGETS}?limit=1&continue=${page.body.metadata.continue ?? ''}`,
+      );
+      expect(expiredPage.status).toBe(410);
+      expect(expiredPage.body.reason).toBe('Expired');
+      expect(expiredPage.body.message).toMatch(/^The provided continue parameter is too old/);
+      const resume = expiredPage.body.metadata.continue ?? '';
+      expect(JSON.parse(Buffer.from(resume, 'base64url').toString())).toMatchObject({
+        v: 'meta.k8s.io/v1',
+        rv: -1,
+      });
+      const rest = await c<WidgetList>('GET', `${WIDGETS}?limit=1&continue=${resume}`);
+      expect(rest.status).toBe(200);
+      expect(rest.body.items.map((i) => i.metadata.name)).toEqual(['k17c-b']);
+      expect(rest.body.metadata.resourceVersion).toBe(String(small.resourceVersion()));
+      const last = await c<WidgetList>(
+        'GET',
+        `${WIDGETS}?limit=1&continue=${rest.body.metadata.continue ?? ''}`,
+      );
+      expect(last.body.items.map((i) => i.metadata.name)).toEqual(['k17c-c']);
+      expect(last.body.metadata.continue).toBeUndefined();
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('K17d invalid list options → 422 ListOptions (ValidateListOptions) or 400 (storage), worded as the API server words them', async () => {
+    const expectStatus = async (q: string, code: number, message: string) => {
+      const r = await call<StatusReply>('GET', `${WIDGETS}?${q}`);
+      expect(r.status, q).toBe(code);
+      expect(r.body, q).toMatchObject({
+        kind: 'Status',
+        code,
+        reason: code === 422 ? 'Invalid' : 'BadRequest',
+        message,
+      });
+      return r.body;
+    };
+    const inv = 'ListOptions.meta.k8s.io "" is invalid: ';
+    const unset = await expectStatus(
+      'resourceVersionMatch=NotOlderThan',
+      422,
+      `${inv}resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`,
+    );
+    expect(unset.details).toEqual({
+      name: '',
+      group: 'meta.k8s.io',
+      kind: 'ListOptions',
+      causes: [
+        {
+          reason: 'FieldValueForbidden',
+          message:
+            'Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided',
+          field: 'resourceVersionMatch',
+        },
+      ],
+    });
+    await expectStatus(
+      'resourceVersion=0&resourceVersionMatch=Exact',
+      422,
+      `${inv}resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"`,
+    );
+    await expectStatus(
+      'resourceVersion=5&resourceVersionMatch=Newest',
+      422,
+      `${inv}resourceVersionMatch: Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""`,
+    );
+    const page = await call<WidgetList>('GET', `${WIDGETS}?limit=1`);
+    const token = page.body.metadata.continue ?? '';
+    expect(token).not.toBe('');
+    await expectStatus(
+      `resourceVersionMatch=Exact&continue=${token}`,
+      422,
+      `${inv}[resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided]`,
+    );
+    await expectStatus(
+      'sendInitialEvents=true',
+      422,
+      `${inv}sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list`,
+    );
+    // storage.ValidateListOptions: 400s.
+    await expectStatus(
+      `resourceVersion=${server.resourceVersion()}&continue=${token}`,
+      400,
+      'specifying resource version is not allowed when using continue',
+    );
+    await expectStatus(
+      'resourceVersion=abc',
+      400,
+      'invalid resource version: resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax',
+    );
+    await expectStatus(
+      'resourceVersion=-1&resourceVersionMatch=NotOlderThan',
+      400,
+      'invalid resource version: resourceVersion: Invalid value: "-1": strconv.ParseUint: parsing "-1": invalid syntax',
+    );
+    await expectStatus(
+      'resourceVersion=18446744073709551616&resourceVersionMatch=Exact',
+      400,
+      'invalid resource version: resourceVersion: Invalid value: "18446744073709551616": strconv.ParseUint: parsing "18446744073709551616": value out of range',
+    );
+    const encode = (t: unknown) => Buffer.from(JSON.stringify(t)).toString('base64url');
+    const invalidToken = 'invalid continue token: continue key is not valid';
+    await expectStatus(
+      `continue=ab%3Dc`,
+      400,
+      `${invalidToken}: illegal base64 data at input byte 2`,
+    );
+    await expectStatus(
+      `continue=${encode({ v: 'meta.k8s.io/v2', rv: 5, start: 'default/a' })}`,
+      400,
+      `${invalidToken}: server does not recognize this encoded version meta.k8s.io/v2`,
+    );
+    await expectStatus(
+      `continue=${encode({ v: 'meta.k8s.io/v1', rv: 0, start: 'default/a' })}`,
+      400,
+      `${invalidToken}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)`,
+    );
+    await expectStatus(
+      `continue=${encode({ v: 'meta.k8s.io/v1', rv: 5, start: '' })}`,
+      400,
+      `${invalidToken}: encoded start key empty (version meta.k8s.io/v1)`,
+    );
+    await expectStatus(
+      `continue=${encode({ v: 'meta.k8s.io/v1', rv: '5', start: 'a' })}`,
+      400,
+      `${invalidToken}: json: cannot unmarshal string into Go struct field continueToken.rv of type int64`,
+    );
+    await expectStatus(
+      `continue=${encode({ v: 'meta.k8s.io/v1', rv: 5, start: 'default/../../secrets' })}`,
+      400,
+      `${invalidToken}: default/../../secrets`,
+    );
+  });
+
+  it('K17e a list at a resourceVersion ahead of the server waits for it (NotOlderThan, Exact), then 504 Too large resource version after 3 s', async () => {
+    await create(WIDGETS, widget('k17e-a', {}, { k17e: 'y' }));
+    const soon = server.resourceVersion() + 1;
+    const list = (q: string) =>
+      call<WidgetList | StatusReply>('GET', `${WIDGETS}?labelSelector=k17e&${q}`);
+    const notOlder = list(`resourceVersion=${soon}&resourceVersionMatch=NotOlderThan`);
+    const exact = list(`resourceVersion=${soon}&resourceVersionMatch=Exact`);
+    const far = server.resourceVersion() + 100;
+    const started = Date.now();
+    const tooLarge = list(`resourceVersion=${far}&resourceVersionMatch=Exact`);
+    const tooLargeLegacy = list(`resourceVersion=${far}`);
+    await sleep(300);
+    await create(WIDGETS, widget('k17e-b', {}, { k17e: 'y' }));
+    await call('PATCH', `${WIDGETS}/k17e-b`, { spec: { size: 4 } }, merge);
+    const served = await notOlder;
+    expect(served.status).toBe(200);
+    const l = served.body as WidgetList;
+    expect(l.items.map((i) => i.metadata.name)).toEqual(['k17e-a', 'k17e-b']);
+    expect(Number(l.metadata.resourceVersion)).toBeGreaterThanOrEqual(soon);
+    const atSoon = (await exact).body as WidgetList;
+    expect(atSoon.metadata.resourceVersion).toBe(String(soon));
+    expect(sizes(atSoon)).toEqual([
+      ['k17e-a', 1],
+      ['k17e-b', 1],
+    ]);
+    const current = server.resourceVersion();
+    for (const pending of [tooLarge, tooLargeLegacy]) {
+      const r = await pending;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
+      expect(r.status).toBe(504);
+      expect(r.body).toEqual({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `Timeout: Too large resource version: ${far}, current: ${current}`,
+        reason: 'Timeout',
+        details: {
+          causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+          retryAfterSeconds: 1,
+        },
+        code: 504,
+      });
+    }
+  });
+
   it('K18 label selectors (=, ==, !=, in, notin, key, !key); field selectors name/namespace/selectableFields, others 400', async () => {
     await create(WIDGETS, widget('k18-a', { color: 'red' }, { k18: 'a', tier: 'x' }));
     await create(WIDGETS, widget('k18-b', {}, { k18: 'b' }));

@@ -32,6 +32,8 @@ import {
 import { fromStorage } from './codec.ts';
 import { groupVersionDoc, openApiIndex } from './openapi.ts';
 import { CRD_TYPE, Registry, storageKey, type CrdSpec, type KubeObject } from './resources.ts';
+import { waitUntilFresh } from './freshness.ts';
+import { listRead } from './list-options.ts';
 import { listPage } from './pagination.ts';
 import { canonical } from './patch.ts';
 import { withType } from './admission.ts';
@@ -47,7 +49,7 @@ import { bootstrapRbac } from './bootstrap-rbac.ts';
 import { checkRbacWrite } from './rbac-escalation.ts';
 import { requestAttributes } from './request-info.ts';
 import { selfSignedCertificate } from './tls.ts';
-import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
+import { parseFieldSelector, parseLabelSelector, type Selector } from './selectors.ts';
 import {
   ApiError,
   badRequest,
@@ -412,12 +414,12 @@ export async function startKubeApiServer(
     return true;
   }
 
-  function serveList(
+  async function serveList(
     req: IncomingMessage,
     res: ServerResponse,
     t: Target,
     q: URLSearchParams,
-  ): void {
+  ): Promise<void> {
     const labels = parseLabelSelector(q.get('labelSelector'));
     // crConverter.ConvertFieldLabel: a cluster-scoped custom resource has no
     // metadata.namespace field label (core types' conversions all accept it).
@@ -427,30 +429,20 @@ export async function startKubeApiServer(
       ...t.rt.selectableFields,
     ];
     const fields = parseFieldSelector(q.get('fieldSelector'), allowed);
-    const watch = WATCH_TRUE.has(q.get('watch') ?? '');
-    const sendInitialEvents = q.get('sendInitialEvents');
-    if (sendInitialEvents !== null) checkSendInitialEvents(t, q, watch);
-    if (watch) {
-      const timeout = q.get('timeoutSeconds');
-      serveWatch(
-        storage,
-        res,
-        {
-          rt: t.rt,
-          ...(t.namespace !== undefined ? { namespace: t.namespace } : {}),
-          ...(q.get('resourceVersion') !== null
-            ? { resourceVersion: q.get('resourceVersion') ?? '' }
-            : {}),
-          sendInitialEvents: sendInitialEvents === 'true',
-          allowWatchBookmarks: q.get('allowWatchBookmarks') === 'true',
-          ...(timeout ? { timeoutSeconds: Number(timeout) } : {}),
-          labels,
-          fields,
-          table: wantsTable(req.headers.accept),
-        },
-        { bookmarkIntervalMs, track: (end) => trackWatch(storageKey(t.rt), end) },
-      );
+    if (WATCH_TRUE.has(q.get('watch') ?? '')) {
+      serveWatchRequest(req, res, t, q, labels, fields);
       return;
+    }
+    const read = listRead(q);
+    if (read.minRv > 0n) {
+      const left = new AbortController();
+      res.once('close', () => left.abort());
+      try {
+        await waitUntilFresh(storage, read.minRv, left.signal);
+      } catch (err) {
+        if (left.signal.aborted) return;
+        throw err;
+      }
     }
     const page = listPage(
       storage,
@@ -458,8 +450,7 @@ export async function startKubeApiServer(
       t.namespace,
       (o) => fromStorage(t.rt, o),
       (o) => labels(o) && fields(o),
-      Number(q.get('limit') ?? 0),
-      q.get('continue'),
+      read,
     );
     const items = page.items.map((o) => withType(o, t.rt));
     // etcd's count includes objects a selector drops, so with one the API server leaves
@@ -484,32 +475,57 @@ export async function startKubeApiServer(
     });
   }
 
-  /** K16: sendInitialEvents needs watch, allowWatchBookmarks and resourceVersionMatch=NotOlderThan. */
-  function checkSendInitialEvents(t: Target, q: URLSearchParams, watch: boolean): void {
+  function serveWatchRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    t: Target,
+    q: URLSearchParams,
+    labels: Selector,
+    fields: Selector,
+  ): void {
+    const sendInitialEvents = q.get('sendInitialEvents');
+    if (sendInitialEvents !== null) checkSendInitialEvents(q);
+    const timeout = q.get('timeoutSeconds');
+    serveWatch(
+      storage,
+      res,
+      {
+        rt: t.rt,
+        ...(t.namespace !== undefined ? { namespace: t.namespace } : {}),
+        ...(q.get('resourceVersion') !== null
+          ? { resourceVersion: q.get('resourceVersion') ?? '' }
+          : {}),
+        sendInitialEvents: sendInitialEvents === 'true',
+        allowWatchBookmarks: q.get('allowWatchBookmarks') === 'true',
+        ...(timeout ? { timeoutSeconds: Number(timeout) } : {}),
+        labels,
+        fields,
+        table: wantsTable(req.headers.accept),
+      },
+      { bookmarkIntervalMs, track: (end) => trackWatch(storageKey(t.rt), end) },
+    );
+  }
+
+  /**
+   * K16: a watch's sendInitialEvents needs resourceVersionMatch=NotOlderThan and
+   * allowWatchBookmarks=true (a list's is refused by list-options.ts).
+   */
+  function checkSendInitialEvents(q: URLSearchParams): void {
     const causes: { field: string; message: string; reason: string }[] = [];
-    if (!watch)
+    if (q.get('resourceVersionMatch') !== 'NotOlderThan')
       causes.push({
-        field: 'sendInitialEvents',
+        field: 'resourceVersionMatch',
         reason: 'FieldValueForbidden',
-        message: 'Forbidden: sendInitialEvents is forbidden for list',
+        message:
+          'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
       });
-    else {
-      if (q.get('resourceVersionMatch') !== 'NotOlderThan')
-        causes.push({
-          field: 'resourceVersionMatch',
-          reason: 'FieldValueForbidden',
-          message:
-            'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
-        });
-      if (q.get('allowWatchBookmarks') !== 'true')
-        causes.push({
-          field: 'allowWatchBookmarks',
-          reason: 'FieldValueRequired',
-          message: 'Required value: allowWatchBookmarks must be set to true',
-        });
-    }
+    if (q.get('allowWatchBookmarks') !== 'true')
+      causes.push({
+        field: 'allowWatchBookmarks',
+        reason: 'FieldValueRequired',
+        message: 'Required value: allowWatchBookmarks must be set to true',
+      });
     if (causes.length > 0) throw invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', causes);
-    void t;
   }
 
   function deleteOptions(body: unknown, q: URLSearchParams): DeleteOptions {
@@ -534,14 +550,14 @@ export async function startKubeApiServer(
     return { ...writeOptions(q), authorizeCreate: () => authorizeAs(user, 'PATCH', url, 'create') };
   }
 
-  function serveResource(
+  async function serveResource(
     req: IncomingMessage,
     res: ServerResponse,
     t: Target,
     q: URLSearchParams,
     raw: string,
     user: UserInfo | undefined,
-  ): void {
+  ): Promise<void> {
     const method = req.method ?? 'GET';
     const contentType = req.headers['content-type'] ?? 'application/json';
     if (user && t.rt.group === RBAC_GROUP && ['POST', 'PUT', 'PATCH'].includes(method)) {
@@ -557,7 +573,7 @@ export async function startKubeApiServer(
       checkRbacWrite(storage, user, t.rt.plural, would.body);
     }
     if (!t.name) {
-      if (method === 'GET') return serveList(req, res, t, q);
+      if (method === 'GET') return await serveList(req, res, t, q);
       if (method === 'POST') {
         if (t.rt.namespaced && !t.namespace) throw methodNotAllowed(method);
         const out = createObject(ctx, t, parseBody(raw, contentType), writeOptions(q));
@@ -618,7 +634,7 @@ export async function startKubeApiServer(
       if (serveMeta(req, res, url.pathname)) return;
       const target = resolveTarget(url.pathname.split('/').filter(Boolean));
       if (!target) throw notFoundPath();
-      serveResource(req, res, target, url.searchParams, raw, user);
+      await serveResource(req, res, target, url.searchParams, raw, user);
     } catch (err) {
       // Every 401 and 403 (authentication, RBAC, escalation) is in the log with its message.
       if (authorizing && err instanceof ApiError && (err.code === 401 || err.code === 403))
