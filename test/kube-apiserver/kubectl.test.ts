@@ -398,6 +398,69 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     expect(typed.stderr).toContain('UnsupportedMediaType');
   });
 
+  it('K17 kubectl get --raw reads a list at an exact resourceVersion; --chunk-size pages with continue; bad list options are refused as the API server refuses them', async () => {
+    const cms = '/api/v1/namespaces/default/configmaps';
+    const cm = (name: string, v: string) => ({
+      metadata: { name, labels: { k17: 'y' } },
+      data: { v },
+    });
+    for (const n of ['rv-a', 'rv-b', 'rv-c'])
+      expect((await call('POST', cms, cm(n, '1'))).status).toBe(201);
+    const at = String(server.resourceVersion());
+    const merge = { 'Content-Type': 'application/merge-patch+json' };
+    expect((await call('PATCH', `${cms}/rv-a`, { data: { v: '2' } }, merge)).status).toBe(200);
+    expect((await call('DELETE', `${cms}/rv-b`)).status).toBe(200);
+
+    const raw = async (query: string) => {
+      const run = await kubectl(['get', '--raw', `${cms}?labelSelector=k17&${query}`]);
+      expect(run.stderr).toBe('');
+      return JSON.parse(run.stdout) as {
+        metadata: { resourceVersion: string };
+        items: { metadata: { name: string }; data: { v: string } }[];
+      };
+    };
+    const values = (l: Awaited<ReturnType<typeof raw>>) =>
+      l.items.map((i) => `${i.metadata.name}=${i.data.v}`);
+    const exact = await raw(`resourceVersion=${at}&resourceVersionMatch=Exact`);
+    expect(exact.metadata.resourceVersion).toBe(at);
+    expect(values(exact)).toEqual(['rv-a=1', 'rv-b=1', 'rv-c=1']);
+    const newest = await raw(`resourceVersion=${at}&resourceVersionMatch=NotOlderThan`);
+    expect(newest.metadata.resourceVersion).toBe(String(server.resourceVersion()));
+    expect(values(newest)).toEqual(['rv-a=2', 'rv-c=1']);
+
+    server.clearRequests();
+    const chunked = await kubectl([
+      'get',
+      'configmaps',
+      '-l',
+      'k17',
+      '--chunk-size=1',
+      '-o',
+      'name',
+    ]);
+    expect(chunked.stderr).toBe('');
+    expect(chunked.stdout.trim().split('\n')).toEqual(['configmap/rv-a', 'configmap/rv-c']);
+    const pages = sent((r) => r.method === 'GET' && r.path === cms);
+    expect(pages.map((r) => [r.query.limit, r.query.continue !== undefined, r.status])).toEqual([
+      ['1', false, 200],
+      ['1', true, 200],
+    ]);
+
+    const refused = await kubectl([
+      'get',
+      '--raw',
+      `${cms}?resourceVersion=0&resourceVersionMatch=Exact`,
+    ]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr.trim()).toBe(
+      'The ListOptions "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+    );
+    const bad = await kubectl(['get', '--raw', `${cms}?resourceVersion=abc`]);
+    expect(bad.stderr.trim()).toBe(
+      'Error from server (BadRequest): invalid resource version: resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax',
+    );
+  });
+
   it('K27 K28 kubectl apply -f crds/ establishes the CRDs and kubectl finds the new types at once', async () => {
     const fresh = await startKubeApiServer();
     const freshDir = mkdtempSync(join(tmpdir(), 'kubectl-crds-'));
