@@ -61,7 +61,7 @@ const MAX_UINT64 = 18446744073709551615n;
  * `invalid resource version: resourceVersion: Invalid value: "x": strconv.ParseUint:
  * parsing "x": invalid syntax`. (Go's %q; JSON quoting here, the same for printable text.)
  */
-export function parseResourceVersion(rv: string): bigint {
+function parseResourceVersion(rv: string): bigint {
   if (rv === '' || rv === '0') return 0n;
   const n = /^[0-9]+$/.test(rv) ? BigInt(rv) : undefined;
   if (n !== undefined && n <= MAX_UINT64) return n;
