@@ -1,7 +1,34 @@
-// Small helpers the benchmark scripts share: a free loopback port, and waiting for a
-// child process to print a line.
-import type { ChildProcess } from 'node:child_process';
+// Small helpers the benchmark scripts share: a free loopback port, waiting for a
+// child process to print a line, and helper processes on the load generator's core.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+
+const hasTaskset = spawnSync('taskset', ['-c', '1', 'true']).status === 0;
+
+/**
+ * A helper process (redis-server, a worker) on core 1, the load generator's, when
+ * taskset exists, so that the server under test has core 0 to itself; `nice` lowers
+ * its priority.
+ */
+export function onOtherCore(cmd: string, args: string[], nice: number, env = {}): ChildProcess {
+  const pinned = hasTaskset ? ['taskset', '-c', '1', cmd, ...args] : [cmd, ...args];
+  return spawn('nice', ['-n', String(nice), ...pinned], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
+}
+
+/** A redis-server without persistence on core 1, once it accepts connections. */
+export async function benchRedis(): Promise<{ server: ChildProcess; url: string }> {
+  const port = await freePort();
+  const server = onOtherCore(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    0,
+  );
+  await output(server, /Ready to accept connections/);
+  return { server, url: `redis://127.0.0.1:${port}` };
+}
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -4,32 +4,12 @@
 // bare Fastify. redis-server runs on the other core, as with the gateway target.
 import Fastify from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { spawn, spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { freePort, output } from '../support.ts';
+import { benchRedis } from '../support.ts';
 
-const hasTaskset = spawnSync('taskset', ['-c', '1', 'true']).status === 0;
-const redisPort = await freePort();
-const args = [
-  '--port',
-  String(redisPort),
-  '--bind',
-  '127.0.0.1',
-  '--save',
-  '',
-  '--appendonly',
-  'no',
-];
-const redisServer = spawn(
-  hasTaskset ? 'taskset' : 'redis-server',
-  hasTaskset ? ['-c', '1', 'redis-server', ...args] : args,
-  {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  },
-);
-await output(redisServer, /Ready to accept connections/);
+const { server: redisServer, url } = await benchRedis();
 
-const redis = new Redis(`redis://127.0.0.1:${redisPort}`);
+const redis = new Redis(url);
 redis.defineCommand('enqueue', {
   numberOfKeys: 1,
   lua: "return redis.call('XADD', KEYS[1], 'MAXLEN', '~', '100000', '*', 'id', ARGV[1], 'body', ARGV[2])",

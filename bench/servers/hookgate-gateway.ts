@@ -2,8 +2,8 @@
 // in Redis, executions run by a worker elsewhere. This process is the gateway alone;
 // it starts redis-server, the control plane (reconcile loop) and a worker (`hookgate
 // worker`) as children on the other core, so the gateway's core does only its work.
-import { freePort, output } from '../support.ts';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { benchRedis, freePort, onOtherCore as helperOnOtherCore, output } from '../support.ts';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,28 +14,18 @@ import { tuneV8ForServing } from '../../roles/v8-tuning.ts';
 import { REDIS_CLIENT_DEFAULTS, redisClients } from '../../roles/redis.ts';
 import { pino } from 'pino';
 
-const hasTaskset = spawnSync('taskset', ['-c', '1', 'true']).status === 0;
 const children: ChildProcess[] = [];
 
-/** On core 1 (the load generator's) when taskset exists; `nice` lowers the priority. */
+/** A helper on core 1 (bench/support.ts), stopped with this process. */
 function onOtherCore(cmd: string, args: string[], nice: number, env = {}): ChildProcess {
-  const pinned = hasTaskset ? ['taskset', '-c', '1', cmd, ...args] : [cmd, ...args];
-  const child = spawn('nice', ['-n', String(nice), ...pinned], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ...env },
-  });
+  const child = helperOnOtherCore(cmd, args, nice, env);
   children.push(child);
   return child;
 }
 
-const redisPort = await freePort();
-const redisServer = onOtherCore(
-  'redis-server',
-  ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-  0,
-);
-await output(redisServer, /Ready to accept connections/);
-const url = `redis://127.0.0.1:${redisPort}`;
+const { server: redisServer, url } = await benchRedis();
+children.push(redisServer);
+const redisPort = new URL(url).port;
 // BENCH_GATEWAY_ACK_REPLICAS=N: N replicas, and the gateway answers once they have the
 // execution (HOOKGATE_QUEUE_ACK_REPLICAS; their CPU counts with the helpers).
 const ackReplicas = Number(process.env.BENCH_GATEWAY_ACK_REPLICAS ?? 0);
