@@ -39,7 +39,10 @@ export interface QueueHarness {
   readonly closeAfter: (close: () => Promise<void> | void) => void;
   /** Jobs in every shard's stream. */
   readonly depth: (redis: RedisClient) => Promise<number>;
-  /** The executions' lifetime of the stores made from now on (default: the store's). */
+  /**
+   * The executions' lifetime of the stores made from now on, dead letters' too (default:
+   * the stores').
+   */
   storeTtlMs: number | undefined;
   readonly gateway: (options?: { maxQueued?: number; depthEveryMs?: number }) => {
     engine: QueuedEngine;
@@ -60,6 +63,13 @@ export function redisQueueHarness(
   let storeTtlMs: number | undefined;
   const storeOf = (redis: RedisClient) =>
     new RedisExecutionStore({
+      redis,
+      layout: harness.layout,
+      ...(storeTtlMs === undefined ? {} : { ttlMs: storeTtlMs }),
+    });
+  // Dead letters live as long as the executions, as the roles make them (roles/serving.ts).
+  const deadLettersOf = (redis: RedisClient) =>
+    new RedisDeadLetterStore({
       redis,
       layout: harness.layout,
       ...(storeTtlMs === undefined ? {} : { ttlMs: storeTtlMs }),
@@ -119,16 +129,14 @@ export function redisQueueHarness(
       const events = new RedisExecutionEvents({ subscriber, store });
       const engine = new QueuedEngine({ redis, store, events, ...options });
       closers.push(() => engine.close());
-      const deadLetters = new RedisDeadLetterStore({ redis, layout: harness.layout });
+      const deadLetters = deadLettersOf(redis);
       return { engine, store, events, deadLetters };
     },
     worker: ({ retries: withRetries = false, ...options } = {}) => {
       const redis = harness.client();
       const store = storeOf(redis);
       const retries = withRetries ? new RedisRetryQueue({ redis, store }) : undefined;
-      const deadLetters = withRetries
-        ? new RedisDeadLetterStore({ redis, layout: harness.layout })
-        : undefined;
+      const deadLetters = withRetries ? deadLettersOf(redis) : undefined;
       const engine = new InProcessEngine({
         store,
         streamEvents: true,

@@ -90,6 +90,31 @@ for (const [name, start, shards] of [
       expect(left).toBeLessThanOrEqual(FINISHED_GRACE_MS);
     });
 
+    it('a job that waits longer than the lifetime is listed while it waits, and for the grace once it has finished', async () => {
+      q.storeTtlMs = 1_000;
+      const target = deploy([{ id: 'n', type: 'transform', expression: '{ "ran": true }' }]);
+      const g = gateway();
+      const first = await g.engine.start({ ...target, input: trigger({}) });
+      await sleep(5); // created in another millisecond: listed after the second
+      const second = await g.engine.start({ ...target, input: trigger({}) });
+      await sleep(1_500); // past their lifetime, still waiting for a worker
+      const listed = async () =>
+        (await g.engine.list({ triggerKey: 'shop/orders-hook' })).map((e) => [e.id, e.status]);
+      expect(await listed()).toEqual([
+        [second.id, 'queued'],
+        [first.id, 'queued'],
+      ]);
+      expect((await g.engine.page({ limit: 1 })).items.map((e) => e.id)).toEqual([second.id]);
+      const done = Promise.all([finished(g.engine, first.id), finished(g.engine, second.id)]);
+      await worker().start();
+      await done;
+      // Finished past their lifetime: listed as long as they are read (the grace).
+      expect(await listed()).toEqual([
+        [second.id, 'succeeded'],
+        [first.id, 'succeeded'],
+      ]);
+    });
+
     it('a caller watching a queued execution gives it no expiry: it still runs after its lifetime', async () => {
       q.storeTtlMs = 1_000;
       const target = deploy([{ id: 'n', type: 'transform', expression: '{ "ran": true }' }]);

@@ -4,12 +4,18 @@
 // dead-letter list; other failures end the execution at once.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RetryPolicy, WorkflowNode } from '../../api/v1alpha1/workflow.ts';
+import type { RouteRecord } from '../../api/records/records.ts';
+import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import { MemoryDeadLetterStore } from '../../runtime/engine/dead-letters.ts';
 import { InProcessEngine, type EngineObserver } from '../../runtime/engine/engine.ts';
+import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
+import { createHttpApp } from '../../runtime/http-app.ts';
+import { executionRoutes } from '../../runtime/read-api/execution-routes.ts';
+import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
 import { nextAttempt, resolveRetryPolicy, retryDelay } from '../../runtime/engine/retry-policy.ts';
 import { eventually } from '../support/eventually.ts';
-import { finished, ref, trigger, workflow } from './helpers.ts';
+import { finished, ref, route, trigger, workflow } from './helpers.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
 
 describe('retry policy: waits', () => {
@@ -281,6 +287,33 @@ describe('MemoryDeadLetterStore', () => {
     expect(await store.count()).toBe(0);
   });
 
+  it("an entry lives a lifetime from its execution's dead-lettering, however often it is added", async () => {
+    let now = Date.parse('2026-11-28T12:00:00Z');
+    const store = new MemoryDeadLetterStore({ ttlMs: 1000, now: () => now });
+    const at = (id: string, ms: number) => ({
+      ...entry(id),
+      deadLetteredAt: new Date(ms).toISOString(),
+    });
+    await store.add(at('a', now));
+    now += 100;
+    await store.add(at('b', now));
+    now += 800;
+    // A retry that could not start puts its entry back (recovery-routes.ts); a worker
+    // taking over a dead worker's job adds it again (worker.ts): neither extends it.
+    const taken = await store.take('a');
+    expect(taken?.executionId).toBe('a');
+    await store.add(taken ?? at('a', 0));
+    expect((await store.list({})).map((e) => e.executionId)).toEqual(['b', 'a']);
+    now += 101;
+    expect(await store.get('a')).toBeUndefined();
+    expect((await store.list({})).map((e) => e.executionId)).toEqual(['b']);
+    expect(await store.count()).toBe(1);
+    // A dead-letter time ahead of the store's clock counts from the clock.
+    await store.add(at('c', now + 3_600_000));
+    now += 1001;
+    expect(await store.count()).toBe(0);
+  });
+
   it('take hands an entry out once; filters by trigger and namespace', async () => {
     const store = new MemoryDeadLetterStore();
     await store.add(entry('a'));
@@ -293,4 +326,71 @@ describe('MemoryDeadLetterStore', () => {
     expect([first?.executionId, second]).toEqual(['a', undefined]);
     expect(await store.count()).toBe(1);
   });
+});
+
+describe('embedded stores: a dead-lettered execution while its entry is listed', () => {
+  it('stays readable, with its events, listed and retryable after its lifetime from creation', async () => {
+    // A lifetime of 2 s for both stores (as the roles make them), two attempts 2.5 s
+    // apart: the execution is dead-lettered after its lifetime from creation.
+    const ttlMs = 2_000;
+    const store = new MemoryExecutionStore({ ttlMs });
+    const deadLetters = new MemoryDeadLetterStore({ ttlMs });
+    const engine = new InProcessEngine({ store, deadLetters, onInternalError: () => {} });
+    const target = workflow(
+      [
+        { id: 'check', type: 'if', condition: '$millis() < $trigger.body.failUntil', else: 'ok' },
+        { id: 'stop', type: 'fail', expression: '"not yet"', statusCode: 503 },
+        { id: 'ok', type: 'transform', expression: '{ "done": true }' },
+      ],
+      {
+        retry: {
+          attempts: 2,
+          backoff: { initial: '2500ms', max: '10s', multiplier: 1, jitter: 0 },
+          on: ['fail'],
+        },
+      },
+    );
+    const routes = new MemoryRecordStore<RouteRecord>();
+    await routes.put('shop/orders-hook', route());
+    const { app } = createHttpApp({});
+    executionRoutes(app, { engine });
+    recoveryRoutes(app, {
+      engine,
+      routes,
+      workflow: (id) => (id === target.workflowId ? target : undefined),
+      deadLetters,
+    });
+    try {
+      const started = await engine.start({
+        workflow: target,
+        trigger: ref(),
+        input: trigger({ failUntil: Date.now() + 3_600_000 }),
+      });
+      const events: SequencedEvent[] = [];
+      engine.subscribe(started.id, 0, (e) => events.push(e));
+      await eventually(() => expect(events.at(-1)?.type).toBe('failed'), 10_000);
+      expect(await deadLetters.get(started.id)).toBeDefined();
+      const read = await app.inject({ method: 'GET', url: `/api/executions/${started.id}` });
+      expect(read.statusCode, read.body).toBe(200);
+      const dead = read.json<Execution>();
+      expect(Date.parse(dead.deadLetteredAt ?? '') - Date.parse(dead.createdAt)).toBeGreaterThan(
+        ttlMs,
+      );
+      expect((await store.events(started.id, 0)).at(-1)).toMatchObject({
+        type: 'failed',
+        deadLettered: true,
+      });
+      const listed = await app.inject({ method: 'GET', url: '/api/executions' });
+      expect(listed.json<{ items: Execution[] }>().items.map((e) => e.id)).toEqual([started.id]);
+      const retried = await app.inject({
+        method: 'POST',
+        url: `/api/dead-letters/${started.id}/retry`,
+      });
+      expect(retried.statusCode, retried.body).toBe(202);
+      expect(retried.json()).toMatchObject({ replayOf: started.id });
+    } finally {
+      await engine.close(1_000);
+      await app.close();
+    }
+  }, 15_000);
 });

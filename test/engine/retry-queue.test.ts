@@ -13,7 +13,12 @@ import { REDIS_KEYS, RedisRecordStore } from '../../api/records/redis-store.ts';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import { createHttpApp } from '../../runtime/http-app.ts';
 import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
-import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
+import { executionRoutes } from '../../runtime/read-api/execution-routes.ts';
+import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
+import {
+  FINISHED_GRACE_MS,
+  RedisExecutionStore,
+} from '../../runtime/engine/execution-store-redis.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
 import { RedisRetryQueue } from '../../runtime/engine/retry-queue-redis.ts';
 import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
@@ -153,6 +158,91 @@ for (const [name, start, shards] of [
       const events = await g.store.events(queued.id, 0);
       expect(events.at(-1)).toMatchObject({ type: 'failed', deadLettered: true });
       expect(events.filter((e) => e.type === 'attempt.failed')).toHaveLength(2);
+    });
+
+    it('dead-lettered after its lifetime: readable, with its events, listed and retryable while its entry is listed', async () => {
+      // Two attempts 2.5 s apart, a lifetime of 2 s (dead letters too, as the roles
+      // make them): the execution is dead-lettered after its lifetime from creation.
+      q.storeTtlMs = 2_000;
+      const target = deploy(flaky, onFail(2, '2500ms'));
+      const g = gateway();
+      const routes = new MemoryRecordStore<RouteRecord>();
+      const current = q.targets.get(KEY) as JobTarget;
+      await routes.put(KEY, current.route);
+      const { app } = createHttpApp({});
+      executionRoutes(app, { engine: g.engine });
+      recoveryRoutes(app, {
+        engine: g.engine,
+        routes,
+        workflow: (id) => (id === current.workflow.workflowId ? current.workflow : undefined),
+        deadLetters: g.deadLetters,
+      });
+      q.closeAfter(() => app.close());
+      await worker().start();
+      const queued = await g.engine.start({
+        ...target,
+        input: trigger({ n: 3, failUntil: Date.now() + 3_600_000 }),
+      });
+      const done = await settled(g, queued.id, 20_000);
+      expect(done.deadLetteredAt).toBeDefined();
+      expect(Date.parse(done.deadLetteredAt ?? '') - Date.parse(done.createdAt)).toBeGreaterThan(
+        2_000,
+      );
+      await eventually(async () => expect(await g.deadLetters.get(queued.id)).toBeDefined());
+      // Redis keeps the record a lifetime and a minute from its end, past its entry.
+      const key = q.layout.of(queued.id).execution(queued.id);
+      expect(await client().pttl(key)).toBeGreaterThan(FINISHED_GRACE_MS + 1_000);
+      const read = await app.inject({ method: 'GET', url: `/api/executions/${queued.id}` });
+      expect(read.statusCode).toBe(200);
+      const listed = await app.inject({ method: 'GET', url: '/api/executions?status=failed' });
+      expect(listed.json<{ items: Execution[] }>().items.map((e) => e.id)).toEqual([queued.id]);
+      const events = await g.store.events(queued.id, 0);
+      expect(events.at(-1)).toMatchObject({ type: 'failed', deadLettered: true });
+      const retried = await app.inject({
+        method: 'POST',
+        url: `/api/dead-letters/${queued.id}/retry`,
+      });
+      expect(retried.statusCode, retried.body).toBe(202);
+      expect(retried.json()).toMatchObject({ replayOf: queued.id });
+    });
+
+    it("a dead-letter entry lives a lifetime from its execution's dead-lettering, however often it is added", async () => {
+      const t0 = Date.parse('2026-11-28T12:00:00Z');
+      let now = t0;
+      const store = new RedisDeadLetterStore({
+        redis: client(),
+        layout: q.layout,
+        ttlMs: 1_000,
+        now: () => now,
+      });
+      const at = (id: string, ms: number) => ({
+        executionId: id,
+        triggerKey: KEY,
+        namespace: 'shop',
+        workflowId: 'shop_development_orders',
+        createdAt: new Date(t0 - 60_000).toISOString(),
+        deadLetteredAt: new Date(ms).toISOString(),
+        attempts: 2,
+        error: { message: 'down' },
+      });
+      await store.add(at('a', now));
+      now += 100;
+      await store.add(at('b', now));
+      now += 800;
+      // A retry that could not start puts its entry back (recovery-routes.ts); a worker
+      // taking over a dead worker's job adds it again (worker.ts): neither extends it.
+      const taken = await store.take('a');
+      expect(taken?.executionId).toBe('a');
+      await store.add(taken ?? at('a', 0));
+      expect((await store.list({})).map((e) => e.executionId)).toEqual(['b', 'a']);
+      now += 101;
+      expect(await store.get('a')).toBeUndefined();
+      expect((await store.list({})).map((e) => e.executionId)).toEqual(['b']);
+      expect(await store.count()).toBe(1);
+      // A dead-letter time ahead of the store's clock counts from the clock.
+      await store.add(at('c', now + 3_600_000));
+      now += 1001;
+      expect(await store.count()).toBe(0);
     });
 
     it('a non-retryable failure is not handed to the retry set', async () => {

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryExecutionStore, type ExecutionStore } from '../../runtime/engine/execution-store.ts';
 import {
+  FINISHED_GRACE_MS,
   RedisExecutionStore,
   type RedisExecutionStoreOptions,
 } from '../../runtime/engine/execution-store-redis.ts';
@@ -49,6 +50,11 @@ interface Made {
   store: ExecutionStore & BoundedStore;
   /** Time has passed beyond the handover window (on the store's clock, or for real). */
   afterHandover(): Promise<void>;
+  /**
+   * Whether a queued or running execution outlives its lifetime (Redis, ADR 0036); the
+   * memory store counts it from creation alone.
+   */
+  keepsUnfinished: boolean;
 }
 
 type Options = { maxBytes?: number };
@@ -236,6 +242,68 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect(await store.get('e1')).toBeUndefined();
       expect(await store.list({})).toEqual([]);
     });
+
+    it('keeps a dead-lettered execution, with its events, listed, a lifetime and a minute after it was dead-lettered', async () => {
+      // Its attempts took 23 hours: created 23 h ago, dead-lettered now. Its dead-letter
+      // entry lives a lifetime from now; the record must not go first.
+      const deadAt = new Date(clock).toISOString();
+      await store.save(execution('dead', 23 * 60, { status: 'running' }));
+      await store.appendEvents([event('dead', 1), event('dead', 2)]);
+      await store.save(
+        execution('dead', 23 * 60, {
+          status: 'failed',
+          error: { message: 'down' },
+          attempt: 3,
+          finishedAt: deadAt,
+          deadLetteredAt: deadAt,
+        }),
+      );
+      // The same, not dead-lettered: the usual rule.
+      await store.save(execution('plain', 23 * 60, { status: 'failed', finishedAt: deadAt }));
+      clock += 2 * HOUR; // past its lifetime from creation, and the minute after it ended
+      // A later finished save (Redis drops the expired from its index then).
+      await store.save(execution('later', 0));
+      const listed = async () => (await store.list({ limit: 1000 })).map((e) => e.id);
+      expect(await store.get('dead')).toMatchObject({ status: 'failed', deadLetteredAt: deadAt });
+      expect((await store.events('dead', 0)).map((e) => e.seq)).toEqual([1, 2]);
+      expect(await listed()).toEqual(['later', 'dead']);
+      expect(await store.get('plain')).toBeUndefined();
+      // Until a lifetime and a minute after it was dead-lettered, then gone.
+      clock = Date.parse(deadAt) + 24 * HOUR + FINISHED_GRACE_MS - 1;
+      expect((await store.get('dead'))?.id).toBe('dead');
+      expect(await listed()).toEqual(['later', 'dead']);
+      clock += 2;
+      expect(await store.get('dead')).toBeUndefined();
+      expect(await listed()).toEqual(['later']);
+    });
+
+    it('lists what it reads by id: a queued execution past its lifetime, one finished after it for a minute', async () => {
+      await store.save(execution('waiting', 23 * 60, { status: 'queued' }));
+      await store.save(execution('ended', 23 * 60, { status: 'running' }));
+      await store.save(execution('recent', 60));
+      clock += 2 * HOUR; // both past their lifetime, neither finished
+      const endedAt = new Date(clock).toISOString();
+      await store.save(execution('ended', 25 * 60, { finishedAt: endedAt }));
+      const listed = async () => (await store.list({ limit: 1000 })).map((e) => e.id);
+      const read = async (id: string) => (await store.get(id)) !== undefined;
+      const kept = made.keepsUnfinished;
+      expect(await read('waiting')).toBe(kept);
+      expect(await read('ended')).toBe(kept);
+      expect(await listed()).toEqual(kept ? ['recent', 'ended', 'waiting'] : ['recent']);
+      // Pages and filters see them too.
+      if (kept) {
+        expect((await store.page({ limit: 2 })).items.map((e) => e.id)).toEqual([
+          'recent',
+          'ended',
+        ]);
+        expect((await store.list({ status: 'queued' })).map((e) => e.id)).toEqual(['waiting']);
+      }
+      // The finished one goes a minute after it ended; the queued one stays.
+      clock += FINISHED_GRACE_MS + 1;
+      expect(await read('ended')).toBe(false);
+      expect(await read('waiting')).toBe(kept);
+      expect(await listed()).toEqual(kept ? ['recent', 'waiting'] : ['recent']);
+    });
   });
 }
 
@@ -252,6 +320,7 @@ contract('MemoryExecutionStore', (options = {}) => {
       clock += HANDOVER_MS + 1;
       return Promise.resolve();
     },
+    keepsUnfinished: false,
   });
 });
 
@@ -286,7 +355,7 @@ for (const [name, start, shards] of [
     contract('contract', async (options = {}) => {
       await backend.flushall();
       const store = redisStore({ now, handoverMs: HANDOVER_MS, ...options });
-      return { store, afterHandover: () => sleep(HANDOVER_MS + 50) };
+      return { store, afterHandover: () => sleep(HANDOVER_MS + 50), keepsUnfinished: true };
     });
 
     it('every key it writes expires, and is named in the layout', async () => {
@@ -311,6 +380,30 @@ for (const [name, start, shards] of [
         if (layout.tagged) expect(Number(tag)).toBeLessThan(shards);
         else expect(tag).toBeUndefined();
       }
+    });
+
+    it('a dead-lettered execution expires a lifetime and a minute after its finishing write, however old it is', async () => {
+      await backend.flushall();
+      const store = redisStore({ ttlMs: 10_000 });
+      // Created 9 s ago: a second of its lifetime is left when it ends.
+      const createdAt = new Date(Date.now() - 9_000).toISOString();
+      const at = new Date().toISOString();
+      for (const id of ['dead', 'plain']) {
+        await store.save({ ...execution(id, 0), createdAt, status: 'running' });
+        await store.save({
+          ...execution(id, 0),
+          createdAt,
+          status: 'failed',
+          finishedAt: at,
+          ...(id === 'dead' ? { deadLetteredAt: at } : {}),
+        });
+      }
+      const pttl = (id: string) => backend.client.pttl(layout.of(id).execution(id));
+      expect(await pttl('dead')).toBeGreaterThan(FINISHED_GRACE_MS + 5_000);
+      expect(await pttl('dead')).toBeLessThanOrEqual(10_000 + FINISHED_GRACE_MS);
+      // Not dead-lettered: what is left of its lifetime, at least the minute.
+      expect(await pttl('plain')).toBeLessThanOrEqual(FINISHED_GRACE_MS);
+      expect(await pttl('plain')).toBeGreaterThan(FINISHED_GRACE_MS - 5_000);
     });
 
     it('saveWithEvents writes the final record and the last events in one step, counted in the budget once', async () => {
