@@ -2,7 +2,8 @@
 // gateways (whose admin API lists and retries them). One tag of their own on a Redis
 // Cluster or with several shards (execution-keys.ts), untagged on one Redis with one:
 //
-//   hookgate:{deadletters}          sorted set of execution ids scored by dead-letter time (ms)
+//   hookgate:{deadletters}          sorted set of execution ids scored by dead-letter time (ms;
+//                                   deadLetterTime: adding an entry again keeps its time)
 //   hookgate:{deadletters}:entries  hash: execution id -> the entry as JSON
 //
 // Each write is one Lua script over both keys, so they never disagree: add (bounded:
@@ -12,6 +13,7 @@ import type { RedisClient } from '../../api/records/redis-client.ts';
 import { ExecutionLayout, SINGLE_REDIS_LAYOUT, type DeadLetterKeys } from './execution-keys.ts';
 import {
   DEAD_LETTER_DEFAULTS,
+  deadLetterTime,
   listLimit,
   matchesDeadLetter,
   type DeadLetter,
@@ -103,7 +105,7 @@ export class RedisDeadLetterStore implements DeadLetterStore {
       this.#keys.index,
       this.#keys.entries,
       entry.executionId,
-      now,
+      deadLetterTime(entry, now),
       JSON.stringify(entry),
       now - this.#ttlMs,
       this.#max,

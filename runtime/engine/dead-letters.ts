@@ -1,6 +1,7 @@
 // The dead-letter list: executions that exhausted their workflow's retry policy, kept
-// until someone retries them (admin API) or they expire. Bounded and TTL'd; a memory
-// adapter here, the Redis one in dead-letters-redis.ts.
+// until someone retries them (admin API) or they expire, a lifetime after they were
+// dead-lettered (the executions store keeps their records a minute longer: ADR 0037).
+// Bounded and TTL'd; a memory adapter here, the Redis one in dead-letters-redis.ts.
 import type { Execution, ExecutionError } from './ports.ts';
 
 export interface DeadLetter {
@@ -47,8 +48,10 @@ export interface DeadLetterStoreOptions {
   /** Entries at most; the oldest go first. Default 10 000. */
   maxEntries?: number;
   /**
-   * An entry is dropped this long after it was added. Default 24 h, the executions
-   * store's default: an entry whose execution record has expired cannot be retried.
+   * An entry is dropped this long after its execution was dead-lettered (deadLetterTime),
+   * however often it is added again. Default 24 h. Give it the executions store's
+   * lifetime (HOOKGATE_EXECUTION_TTL_MS): the store keeps a dead-lettered record a
+   * lifetime and a minute from then, so an entry listed can be read and retried.
    */
   ttlMs?: number;
   /** Clock (tests). */
@@ -75,6 +78,17 @@ export function deadLetterOf(execution: Execution, callbackUrl?: string): DeadLe
   return entry;
 }
 
+/**
+ * Where an entry's lifetime starts: when its execution was dead-lettered, at the latest
+ * `nowMs` (a clock ahead, or no time at all). Not when it was added: adding it again
+ * (a worker taking over a dead worker's job, a retry that could not start putting its
+ * entry back) must not let it outlive the record it names (ADR 0037).
+ */
+export function deadLetterTime(entry: DeadLetter, nowMs: number): number {
+  const at = Date.parse(entry.deadLetteredAt);
+  return Number.isNaN(at) ? nowMs : Math.min(at, nowMs);
+}
+
 export function matchesDeadLetter(entry: DeadLetter, filter: DeadLetterFilter): boolean {
   if (filter.triggerKey !== undefined && entry.triggerKey !== filter.triggerKey) return false;
   if (filter.namespace !== undefined && entry.namespace !== filter.namespace) return false;
@@ -88,8 +102,10 @@ export function listLimit(filter: DeadLetterFilter): number {
 
 /** One process (embedded mode): lost with the process, like its executions. */
 export class MemoryDeadLetterStore implements DeadLetterStore {
-  /** Insertion order is dead-letter order (re-adding moves an entry to the end). */
-  readonly #entries = new Map<string, { entry: DeadLetter; addedMs: number }>();
+  /** In dead-letter order (deadLetterTime), oldest first. */
+  #entries = new Map<string, { entry: DeadLetter; addedMs: number }>();
+  /** The latest dead-letter time added (an entry added with an earlier one is put in order). */
+  #latestMs = -Infinity;
   readonly #max: number;
   readonly #ttlMs: number;
   readonly #now: () => number;
@@ -101,8 +117,15 @@ export class MemoryDeadLetterStore implements DeadLetterStore {
   }
 
   add(entry: DeadLetter): Promise<void> {
+    const held = { entry: structuredClone(entry), addedMs: deadLetterTime(entry, this.#now()) };
     this.#entries.delete(entry.executionId);
-    this.#entries.set(entry.executionId, { entry: structuredClone(entry), addedMs: this.#now() });
+    this.#entries.set(entry.executionId, held);
+    if (held.addedMs >= this.#latestMs) this.#latestMs = held.addedMs;
+    else {
+      // Added again with its earlier time (rare): back in order, for the sweep and list.
+      const all = [...this.#entries.values()].sort((a, b) => a.addedMs - b.addedMs);
+      this.#entries = new Map(all.map((h) => [h.entry.executionId, h]));
+    }
     this.#sweep();
     return Promise.resolve();
   }
