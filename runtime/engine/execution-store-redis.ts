@@ -62,6 +62,7 @@ import {
   decodeCursor,
   DEFAULT_EXECUTION_TTL_MS,
   encodeCursor,
+  FINISHED_GRACE_MS,
   isFinished,
   listLimit,
   MAX_LIST_LIMIT,
@@ -158,11 +159,6 @@ const TRIM_EVERY_MS = 60_000;
 const EXPIRY_REFRESH_MS = 60_000;
 /** How often a process drops a shard's expired finished entries (see #trimDue). */
 const EXPIRED_TRIM_MS = 100;
-/**
- * How long, at least, an execution stays readable once finished: one that waited in the
- * queue past its lifetime is not gone the moment it ends (its caller may be reading it).
- */
-export const FINISHED_GRACE_MS = 60_000;
 
 export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly storeName = 'executions';

@@ -60,6 +60,23 @@ export const MAX_LIST_LIMIT = 1000;
 export const DEFAULT_PAGE_BYTES = 4 * 1024 * 1024;
 /** Default lifetime of an execution record and its events (24 h). */
 export const DEFAULT_EXECUTION_TTL_MS = 24 * 3_600_000;
+/**
+ * How long, at least, an execution stays readable once finished, past its lifetime (Redis:
+ * one that waited in the queue past its lifetime is not gone the moment it ends); and how
+ * long a dead-lettered one outlives its dead-letter entry (deadLetteredUntil).
+ */
+export const FINISHED_GRACE_MS = 60_000;
+
+/**
+ * Until when (ms) a dead-lettered execution is kept: a lifetime and a minute after it was
+ * dead-lettered, whenever it was created. Its dead-letter entry lives a lifetime from then
+ * (dead-letters.ts deadLetterTime), so while an entry is listed its record and events can
+ * be read and retried (ADR 0037). NaN when `deadLetteredAt` is no time.
+ */
+export function deadLetteredUntil(deadLetteredAt: string, ttlMs: number): number {
+  return Date.parse(deadLetteredAt) + ttlMs + FINISHED_GRACE_MS;
+}
+
 /** Default time a cut event stays whole after it was appended (30 s). */
 export const DEFAULT_HANDOVER_MS = 30_000;
 /** Default byte budget of the memory store (128 MiB). */
@@ -99,7 +116,10 @@ export interface MemoryExecutionStoreOptions {
   maxBytes?: number;
   /** Bodies, outputs and response bodies larger than this are kept cut. Default 64 KiB. */
   maxBodyBytes?: number;
-  /** Drop executions this long after they were created. Default 24 h. */
+  /**
+   * Drop executions this long after they were created (a dead-lettered one: a lifetime
+   * and a minute after it was dead-lettered, deadLetteredUntil). Default 24 h.
+   */
   ttlMs?: number;
   /** A cut event stays whole this long after it was appended. Default 30 s. */
   handoverMs?: number;
@@ -117,6 +137,11 @@ interface Entry {
   /** Bytes of the record, and of the events. */
   recordBytes: number;
   eventBytes: number;
+  /**
+   * Dead-lettered: kept until then (ms), not `ttlMs` from its creation, and expired from
+   * #retained instead of #order; 0 for every other entry.
+   */
+  retainedUntil: number;
 }
 
 /** An event kept whole for a while; `cut` replaces it once the while is over. */
@@ -130,8 +155,12 @@ interface Handover {
 
 /**
  * In-memory adapter. Bounded: at most `maxExecutions` entries and `maxBytes` bytes
- * (insertion order, oldest evicted first), each entry living `ttlMs` from its creation.
- * Expired entries are swept on writes and hidden on reads.
+ * (insertion order, oldest evicted first), each entry living `ttlMs` from its creation,
+ * whether it has finished or not (this process's engine holds what it runs). A
+ * dead-lettered one lives until deadLetteredUntil instead: it moves to a queue of its own
+ * (#retained, in the order they expire), so it holds up no sweep of the others; over a bound,
+ * whichever of the two queues' first entries expires first goes. Expired entries are
+ * swept on writes and hidden on reads; listings show what reads by id show.
  */
 export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
   readonly storeName = 'executions';
@@ -144,6 +173,9 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
    */
   #order: (Entry | undefined)[] = [];
   #head = 0;
+  /** Dead-lettered entries (retainedUntil), in the order they were dead-lettered. */
+  #retained: (Entry | undefined)[] = [];
+  #retainedHead = 0;
   #seq = 0;
   #bytes = 0;
   readonly #evictions = noEvictions();
@@ -176,12 +208,13 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
     // the rest of a request. A record with a large part is kept as a cut copy.
     const kept = boundExecution(execution, this.#maxBodyBytes);
     const bytes = recordBytes(kept);
-    if (existing) {
-      existing.execution = kept;
-      this.#bytes += bytes - existing.recordBytes;
-      existing.recordBytes = bytes;
+    let entry = existing;
+    if (entry) {
+      entry.execution = kept;
+      this.#bytes += bytes - entry.recordBytes;
+      entry.recordBytes = bytes;
     } else {
-      const entry: Entry = {
+      entry = {
         id: execution.id,
         seq: ++this.#seq,
         execution: kept,
@@ -189,13 +222,31 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
         events: [],
         recordBytes: bytes,
         eventBytes: 0,
+        retainedUntil: 0,
       };
       this.#entries.set(execution.id, entry);
       this.#order.push(entry);
       this.#bytes += bytes;
     }
+    if (kept.deadLetteredAt !== undefined) this.#retain(entry, kept.deadLetteredAt);
     this.#sweep();
     return Promise.resolve();
+  }
+
+  /**
+   * A dead-lettered entry lives until deadLetteredUntil (its time counted at the latest
+   * from now), at least its lifetime from creation. One retained already keeps its time.
+   */
+  #retain(entry: Entry, deadLetteredAt: string): void {
+    if (entry.retainedUntil !== 0) return;
+    const now = this.#now();
+    const latest = now + this.#ttlMs + FINISHED_GRACE_MS;
+    const until = Math.min(deadLetteredUntil(deadLetteredAt, this.#ttlMs), latest);
+    entry.retainedUntil = Math.max(
+      Number.isNaN(until) ? latest : until,
+      entry.createdMs + this.#ttlMs,
+    );
+    this.#retained.push(entry);
   }
 
   get(id: string): Promise<Execution | undefined> {
@@ -231,15 +282,30 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
 
   /** The live entries the filter (and cursor) select, newest first. */
   #matching(filter: ExecutionFilter): Entry[] {
-    const keep = entryFilter(filter, this.#now() - this.#ttlMs);
+    const now = this.#now();
+    const keep = entryFilter(filter);
     const matches: Entry[] = [];
-    // Newest insertions first; the stable sort below then only fixes what was saved
-    // out of creation order, and keeps later insertions first among equal times.
+    // Newest insertions first; the sort below then only fixes what was saved out of
+    // creation order (and the retained ones), later insertions first among equal times.
     for (let i = this.#order.length - 1; i >= this.#head; i--) {
       const entry = this.#order[i] as Entry;
-      if (this.#entries.get(entry.id) === entry && keep(entry)) matches.push(entry);
+      if (entry.retainedUntil !== 0) continue; // listed from #retained
+      if (this.#entries.get(entry.id) === entry && !this.#expired(entry, now) && keep(entry))
+        matches.push(entry);
     }
-    return matches.sort((a, b) => b.createdMs - a.createdMs);
+    for (let i = this.#retainedHead; i < this.#retained.length; i++) {
+      const entry = this.#retained[i] as Entry;
+      if (this.#entries.get(entry.id) === entry && !this.#expired(entry, now) && keep(entry))
+        matches.push(entry);
+    }
+    return matches.sort((a, b) => b.createdMs - a.createdMs || b.seq - a.seq);
+  }
+
+  /** Past its lifetime from creation, or (dead-lettered) past the time it is kept until. */
+  #expired(entry: Entry, now: number): boolean {
+    return entry.retainedUntil === 0
+      ? entry.createdMs < now - this.#ttlMs
+      : entry.retainedUntil < now;
   }
 
   appendEvents(events: SequencedEvent[]): Promise<void> {
@@ -289,7 +355,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
   #live(id: string): Entry | undefined {
     const entry = this.#entries.get(id);
     if (!entry) return undefined;
-    if (entry.createdMs < this.#now() - this.#ttlMs) {
+    if (this.#expired(entry, this.#now())) {
       this.#drop(entry, 'expired');
       return undefined;
     }
@@ -307,10 +373,41 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
   /**
    * Cuts the whole events whose while is over (or all of them, oldest first, while the
    * store is over its budget), then drops the oldest entries while there are too many,
-   * they take too many bytes or they have expired.
+   * they take too many bytes or they have expired (the retained ones: see the class).
    */
   #sweep(): void {
     const now = this.#now();
+    this.#cutHandovers(now);
+    if (this.#retainedHead < this.#retained.length) this.#sweepRetained(now, false);
+    const cutoff = now - this.#ttlMs;
+    const order = this.#order;
+    while (this.#head < order.length) {
+      const entry = order[this.#head] as Entry;
+      // Not the entry of its id any more: dropped on read (and maybe saved again since);
+      // or one retained for its dead letter, which #retained holds.
+      if (this.#entries.get(entry.id) === entry && entry.retainedUntil === 0) {
+        let reason: keyof BoundedStoreStats['evictions'];
+        if (entry.createdMs < cutoff) reason = 'expired';
+        else if (this.#entries.size > this.#max) reason = 'count';
+        else if (this.#bytes > this.#maxBytes && this.#entries.size > 1) reason = 'bytes';
+        else break;
+        const drop = reason === 'expired' ? entry : this.#firstToExpire(entry);
+        this.#drop(drop, reason);
+        if (drop !== entry) continue;
+      }
+      order[this.#head++] = undefined;
+    }
+    // Every other entry gone and still over a bound: retained ones go too.
+    const passed = this.#head === order.length;
+    if (this.#head > 1024 && this.#head * 2 > order.length) {
+      this.#order = order.slice(this.#head);
+      this.#head = 0;
+    }
+    if (passed && this.#retainedHead < this.#retained.length) this.#sweepRetained(now, true);
+  }
+
+  /** Cuts the whole events whose while is over (all, oldest first, while over budget). */
+  #cutHandovers(now: number): void {
     const handovers = this.#handovers;
     while (this.#handoverHead < handovers.length) {
       const h = handovers[this.#handoverHead] as Handover;
@@ -328,22 +425,41 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
       this.#handovers = handovers.slice(this.#handoverHead);
       this.#handoverHead = 0;
     }
-    const cutoff = now - this.#ttlMs;
-    const order = this.#order;
-    while (this.#head < order.length) {
-      const entry = order[this.#head] as Entry;
-      // Not the entry of its id any more: dropped on read (and maybe saved again since).
-      if (this.#entries.get(entry.id) === entry) {
-        if (entry.createdMs < cutoff) this.#drop(entry, 'expired');
-        else if (this.#entries.size > this.#max) this.#drop(entry, 'count');
-        else if (this.#bytes > this.#maxBytes && this.#entries.size > 1) this.#drop(entry, 'bytes');
-        else break;
-      }
-      order[this.#head++] = undefined;
+  }
+
+  /** `entry` (first of #order), or the first retained one when that expires before it. */
+  #firstToExpire(entry: Entry): Entry {
+    if (this.#retainedHead === this.#retained.length) return entry;
+    const retained = this.#firstRetained();
+    return retained && retained.retainedUntil < entry.createdMs + this.#ttlMs ? retained : entry;
+  }
+
+  /** The first retained entry still held (passing the dropped ones). */
+  #firstRetained(): Entry | undefined {
+    const retained = this.#retained;
+    while (this.#retainedHead < retained.length) {
+      const entry = retained[this.#retainedHead] as Entry;
+      if (this.#entries.get(entry.id) === entry) return entry;
+      retained[this.#retainedHead++] = undefined;
     }
-    if (this.#head > 1024 && this.#head * 2 > order.length) {
-      this.#order = order.slice(this.#head);
-      this.#head = 0;
+    return undefined;
+  }
+
+  /** Drops the retained entries that expired, and (`bounded`) the first while over a bound. */
+  #sweepRetained(now: number, bounded: boolean): void {
+    for (let entry = this.#firstRetained(); entry; entry = this.#firstRetained()) {
+      if (entry.retainedUntil < now) this.#drop(entry, 'expired');
+      else if (bounded && this.#entries.size > this.#max) this.#drop(entry, 'count');
+      else if (bounded && this.#bytes > this.#maxBytes && this.#entries.size > 1)
+        this.#drop(entry, 'bytes');
+      else break;
+    }
+    if (this.#retainedHead === this.#retained.length) {
+      this.#retained = [];
+      this.#retainedHead = 0;
+    } else if (this.#retainedHead > 1024 && this.#retainedHead * 2 > this.#retained.length) {
+      this.#retained = this.#retained.slice(this.#retainedHead);
+      this.#retainedHead = 0;
     }
   }
 }
@@ -357,7 +473,7 @@ function wholeBytes(event: SequencedEvent): number {
 }
 
 /** Whether an entry passes a filter: its fields, its time range, after the cursor. */
-function entryFilter(filter: ExecutionFilter, cutoff: number): (entry: Entry) => boolean {
+function entryFilter(filter: ExecutionFilter): (entry: Entry) => boolean {
   const since = filter.since ? Date.parse(filter.since) : -Infinity;
   const until = filter.until ? Date.parse(filter.until) : Infinity;
   const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
@@ -368,7 +484,6 @@ function entryFilter(filter: ExecutionFilter, cutoff: number): (entry: Entry) =>
     const e = entry.execution;
     const ms = entry.createdMs;
     return (
-      ms >= cutoff &&
       ms >= since &&
       ms < until &&
       (ms < afterMs || (ms === afterMs && entry.seq < afterSeq)) &&

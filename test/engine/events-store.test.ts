@@ -294,6 +294,59 @@ describe('executions store and list', () => {
     expect(store.size).toBe(1);
   });
 
+  it('memory store: a dead-lettered entry holds up no sweep of the others, and over a bound the first to expire goes', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const stats = () => store.stats().evictions;
+    const store = new MemoryExecutionStore({ maxExecutions: 3, ttlMs: 1000, now: () => now });
+    const make = (id: string, extra: Partial<Execution> = {}): Execution => ({
+      id,
+      workflowId: 'w',
+      triggerKey: 't',
+      status: 'succeeded',
+      createdAt: new Date(now).toISOString(),
+      input: trigger({}),
+      log: [],
+      ...extra,
+    });
+    const dead = (id: string, createdAt: string) =>
+      make(id, {
+        status: 'failed',
+        createdAt,
+        finishedAt: new Date(now).toISOString(),
+        deadLetteredAt: new Date(now).toISOString(),
+      });
+    // 'dead' is created first and dead-lettered 900 ms later, after 'a' and 'b'.
+    const created = new Date(now).toISOString();
+    await store.save(make('dead', { status: 'running' }));
+    now += 100;
+    await store.save(make('a'));
+    now += 100;
+    await store.save(make('b'));
+    now += 700;
+    await store.save(dead('dead', created));
+    // Past the lifetime of 'a' and 'b', not of the dead-lettered one (a lifetime and a
+    // minute after it was dead-lettered): they are swept all the same.
+    now += 1000;
+    await store.save(make('c'));
+    await store.save(make('d'));
+    expect(stats()).toMatchObject({ expired: 2, count: 0 });
+    expect((await store.list({})).map((x) => x.id)).toEqual(['d', 'c', 'dead']);
+    // Over the count, the one that expires first goes: 'c' before the dead-lettered one...
+    now += 100;
+    await store.save(make('e'));
+    expect(stats()).toMatchObject({ expired: 2, count: 1 });
+    expect((await store.list({})).map((x) => x.id)).toEqual(['e', 'd', 'dead']);
+    // ... and the dead-lettered one before an entry created a minute later.
+    now += 59_000;
+    await store.save(make('f'));
+    expect(stats()).toMatchObject({ expired: 4, count: 1 });
+    await store.save(make('g'));
+    await store.save(make('h'));
+    expect(stats()).toMatchObject({ expired: 4, count: 2 });
+    expect((await store.list({})).map((x) => x.id)).toEqual(['h', 'g', 'f']);
+    expect(await store.get('dead')).toBeUndefined();
+  });
+
   it('the store hands out copies (and keeps what it is given until it is saved again)', async () => {
     const store = new MemoryExecutionStore();
     const execution: Execution = {

@@ -6,10 +6,8 @@ import { describe, expect, it, vi } from 'vitest';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
-import {
-  FINISHED_GRACE_MS,
-  RedisExecutionStore,
-} from '../../runtime/engine/execution-store-redis.ts';
+import { FINISHED_GRACE_MS } from '../../runtime/engine/execution-store.ts';
+import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import type { SequencedEvent } from '../../runtime/engine/ports.ts';
 import { WORKER_GROUP } from '../../runtime/engine/execution-keys.ts';
 import { readQueueState } from '../../runtime/engine/queue-state.ts';

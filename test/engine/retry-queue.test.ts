@@ -15,10 +15,8 @@ import { createHttpApp } from '../../runtime/http-app.ts';
 import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
 import { executionRoutes } from '../../runtime/read-api/execution-routes.ts';
 import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
-import {
-  FINISHED_GRACE_MS,
-  RedisExecutionStore,
-} from '../../runtime/engine/execution-store-redis.ts';
+import { FINISHED_GRACE_MS } from '../../runtime/engine/execution-store.ts';
+import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
 import { RedisRetryQueue } from '../../runtime/engine/retry-queue-redis.ts';
 import { triggerRef } from '../../runtime/engine/trigger-ref.ts';

@@ -2,9 +2,12 @@
 // runs) and in Redis (gateways and workers), against a real redis-server with one and
 // with three shards, and a real Redis Cluster of three masters.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryExecutionStore, type ExecutionStore } from '../../runtime/engine/execution-store.ts';
 import {
   FINISHED_GRACE_MS,
+  MemoryExecutionStore,
+  type ExecutionStore,
+} from '../../runtime/engine/execution-store.ts';
+import {
   RedisExecutionStore,
   type RedisExecutionStoreOptions,
 } from '../../runtime/engine/execution-store-redis.ts';
