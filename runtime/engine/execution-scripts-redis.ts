@@ -6,9 +6,11 @@ import { EXECUTION_FIELDS as F } from './execution-keys.ts';
 
 // KEYS: execution, index, finished, sizes, bytes, stream. ARGV: 1 record JSON without
 // its input, or '' to append events only; 2 the execution's lifetime left (ms; set
-// when this write creates its hash); 3 created ms; 4 id; 5 finished ('1'/'0'); 6
-// budget; 7 expiry cutoff ms, or '' when this process trimmed the shard's expired
-// entries lately (trimDue); 8 execution key prefix; 9 '1' to set the index keys'
+// when this write creates its hash, or finishes it); 3 created ms; 4 id; 5 finished:
+// its score in the finished set (when its hash expires, less a lifetime: its creation
+// time, or later when it is kept longer), or '' while it runs; 6 budget; 7 expiry
+// cutoff ms (now less a lifetime: scores below it have expired), or '' when this
+// process trimmed the shard's expired entries lately (trimDue); 8 execution key prefix; 9 '1' to set the index keys'
 // expiries again, '0' when this process did lately (refreshIndexExpiry); 10 their
 // lifetime ms; 11 consumer group; 12 stream entry id to acknowledge (XACK + XDEL) or
 // ''; 13 handover ms; 14 the events' channel (published on when the execution is
@@ -18,7 +20,7 @@ import { EXECUTION_FIELDS as F } from './execution-keys.ts';
 //
 // Events go before the record, in the same HSET, so a terminal event is never stored
 // beside a record still running (execution-store.ts, saveWithEvents). Only a finished
-// record changes the budget: the expired and the oldest finished are dropped then.
+// record changes the budget: the expired and the first to expire are dropped then.
 // Events appended to a finished execution without a record are added to its size.
 const WRITE = `
 local key = KEYS[1]
@@ -71,8 +73,8 @@ end
 local dropped = 0
 if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
 -- A hash made here, and a finished execution, get what is left of the lifetime (a
--- queued one had none: ADR 0036).
-if (created and #fields > 0) or (ARGV[5] == '1' and record ~= '') then
+-- queued one had none: ADR 0036; a dead-lettered one gets more: ADR 0037).
+if (created and #fields > 0) or (ARGV[5] ~= '' and record ~= '') then
   redis.call('PEXPIRE', key, ARGV[2])
 end
 if not indexed then redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4]) end
@@ -83,11 +85,11 @@ if record == '' then
   end
 else
   local refresh = ARGV[9] ~= '0'
-  if ARGV[5] == '1' then
+  if ARGV[5] ~= '' then
     local bytes = #record + tonumber(ARGV[16]) + eventBytes
     -- Only a finished execution has a size: one finishing now has none to replace.
     local old = 0
-    if redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4]) == 0 then
+    if redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4]) == 0 then
       old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
     end
     redis.call('HSET', KEYS[4], ARGV[4], bytes)

@@ -20,8 +20,11 @@
 //   hookgate:{s<k>}:execution:<id>:whole:<seq>  a cut event whole, for `handoverMs` (5 s)
 //   hookgate:{s<k>}:exec:<id>:events      the pub/sub channel each new event is published on
 //   hookgate:{s<k>}:executions           index: sorted set of ids scored by creation time (ms)
-//   hookgate:{s<k>}:executions:finished  finished executions, scored by creation time: the
-//                                        ones the byte budget may drop, oldest first
+//   hookgate:{s<k>}:executions:finished  finished executions, scored by when their hash
+//                                        expires less a lifetime (their creation time, or
+//                                        later for one kept longer): the ones the byte
+//                                        budget may drop, the first to expire first, and
+//                                        the ones dropped from the index once expired
 //   hookgate:{s<k>}:executions:sizes     bytes of each finished execution (record + events;
 //                                        kept apart from the hash: an expired hash's size
 //                                        is still needed to take it off the sum)
@@ -32,8 +35,11 @@
 //
 // Every key expires: a finished execution `ttlMs` after its creation (at least
 // FINISHED_GRACE_MS after it finished; a queued or running one enqueued by a gateway has
-// no expiry until then, so a job waiting longer than the TTL still finds its record),
-// the index keys `ttlMs` after the last save. A finished record keeps its bodies cut to `maxBodyBytes`
+// no expiry until then, so a job waiting longer than the TTL still finds its record; a
+// dead-lettered one a lifetime and a minute after it finished, outliving its dead-letter
+// entry: ADR 0037), the index keys `indexTtlMs` after the last save. Listings show
+// what reads by id show: every indexed execution not finished, the finished ones until
+// they expire (the index loses them then, with the finished set). A finished record keeps its bodies cut to `maxBodyBytes`
 // (record-bounds.ts); a queued or running one keeps its input whole, because a worker
 // (re)runs the execution from it. Finished executions are held to `maxBytes`: a save
 // that goes over drops the oldest finished ones (never a queued or running one).
@@ -59,6 +65,7 @@
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
 import {
+  deadLetteredUntil,
   decodeCursor,
   DEFAULT_EXECUTION_TTL_MS,
   encodeCursor,
@@ -153,9 +160,10 @@ export interface RedisExecutionStoreOptions {
 const SCAN_BATCH = 200;
 /** Ids looked at, at most, for one page (bounds a filter that matches little). */
 const SCAN_CAP = 20 * MAX_LIST_LIMIT;
-/** Index entries older than the TTL are trimmed at most this often. */
-const TRIM_EVERY_MS = 60_000;
-/** How often a process sets the expiry of a shard's index keys again (their lifetime is the TTL). */
+/**
+ * How often a process sets the expiry of a shard's index keys again (their lifetime,
+ * indexTtlMs, is the TTL and this, and the grace: they outlive every hash they name).
+ */
 const EXPIRY_REFRESH_MS = 60_000;
 /** How often a process drops a shard's expired finished entries (see #trimDue). */
 const EXPIRED_TRIM_MS = 100;
@@ -172,7 +180,6 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   readonly #handoverMs: number;
   readonly #now: () => number;
   readonly #evictions = noEvictions();
-  #trimmedAt = 0;
   /** When this process last set each shard's index key expiries (refreshIndexExpiry). */
   readonly #expiryRefreshed = new Map<number, number>();
   /** When this process last dropped each shard's expired entries (#trimDue). */
@@ -216,6 +223,16 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     return this.#ttlMs;
   }
 
+  /**
+   * The lifetime of a shard's index keys, set again by a write at most every minute
+   * (refreshIndexExpiry): past the longest a finished hash lives after its write (a
+   * dead-lettered one's lifetime and grace), so a shard that goes quiet lists its
+   * executions until the last of them expires.
+   */
+  get indexTtlMs(): number {
+    return this.#ttlMs + FINISHED_GRACE_MS + EXPIRY_REFRESH_MS;
+  }
+
   async save(execution: Execution): Promise<void> {
     await this.saveWithEvents(execution, []);
   }
@@ -236,7 +253,6 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     const { args, sentInput } = this.#writeArgs(id, execution, acknowledge, events);
     this.#evictions.bytes += await this.#redis.hookgateWriteExecution(...args);
     if (sentInput) this.#noteStored(sentInput.input, { id, bytes: sentInput.bytes });
-    await this.#trimIndexes();
   }
 
   /**
@@ -323,21 +339,23 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
         if (kept.input !== execution.input) this.#noteStored(execution.input, undefined);
       }
       const createdMs = Date.parse(execution.createdAt) || this.#now();
+      const left = finished ? this.#finishedLeft(kept, createdMs) : this.#ttlLeft(createdMs);
       args.push(
         recordJson(kept),
-        finished ? Math.max(this.#ttlLeft(createdMs), FINISHED_GRACE_MS) : this.#ttlLeft(createdMs),
+        left,
         createdMs,
         id,
-        finished ? '1' : '0',
+        // Its expiry less a lifetime: the expired trim and the budget read it so.
+        finished ? Math.max(createdMs, this.#now() + left - this.#ttlMs) : '',
         this.#maxBytes,
         finished && this.#trimDue(keys) ? this.#now() - this.#ttlMs : '',
         keys.executionPrefix,
         this.refreshIndexExpiry(keys) ? '1' : '0',
-        this.#ttlMs,
+        this.indexTtlMs,
       );
     } else {
       // Events only: a hash this creates lives the whole TTL; nothing is indexed.
-      args.push('', this.#ttlMs, 0, id, '0', 0, '', keys.executionPrefix, '0', 0);
+      args.push('', this.#ttlMs, 0, id, '', 0, '', keys.executionPrefix, '0', 0);
     }
     args.push(
       WORKER_GROUP,
@@ -356,16 +374,15 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     return sentInput ? { args, sentInput } : { args };
   }
 
-  async #trimIndexes(): Promise<void> {
-    if (this.#now() - this.#trimmedAt > TRIM_EVERY_MS) {
-      this.#trimmedAt = this.#now();
-      const cutoff = `(${this.#now() - this.#ttlMs}`;
-      await Promise.all(
-        this.layout.shards.map((shard) =>
-          this.#redis.zremrangebyscore(shard.index, '-inf', cutoff),
-        ),
-      );
-    }
+  /**
+   * What a finished record's hash has left to live: its lifetime from creation, at least
+   * FINISHED_GRACE_MS (one that waited in the queue past its lifetime); a dead-lettered
+   * one a lifetime and that minute, so it outlives its dead-letter entry (a lifetime from
+   * its dead-lettering, which came before this write: ADR 0037).
+   */
+  #finishedLeft(execution: Execution, createdMs: number): number {
+    if (execution.deadLetteredAt !== undefined) return this.#ttlMs + FINISHED_GRACE_MS;
+    return Math.max(this.#ttlLeft(createdMs), FINISHED_GRACE_MS);
   }
 
   async get(id: string): Promise<Execution | undefined> {
@@ -399,9 +416,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     if (!json) return undefined;
     const execution = JSON.parse(json) as Execution;
     // Redis expires a finished one on its own; this hides it on the store's clock too.
-    // A queued or running one never expires: its job still has to run it.
-    const finished = execution.status === 'succeeded' || execution.status === 'failed';
-    if (finished && this.#expired(execution)) return undefined;
+    if (this.#expired(execution)) return undefined;
     withStoredInput(execution, input);
     if (input) this.#noteStored(execution.input, { id: execution.id, bytes: input.length });
     return execution;
@@ -450,8 +465,9 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
    * matches little). Each shard is read in batches as the merge gets to them.
    */
   async *#scan(filter: ExecutionFilter, limit: number): AsyncGenerator<Indexed> {
-    const cutoff = this.#now() - this.#ttlMs;
-    const since = Math.max(cutoff, filter.since ? Date.parse(filter.since) : cutoff);
+    // No lifetime cut: a queued execution that waited longer is listed (ADR 0036), and
+    // the index loses the finished ones as they expire.
+    const since = filter.since ? Date.parse(filter.since) : '-inf';
     const untilMs = filter.until ? Date.parse(filter.until) : undefined;
     const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
     let max = untilMs !== undefined ? `(${untilMs}` : '+inf';
@@ -481,7 +497,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   async *#readIndex(
     shard: ShardKeys,
     max: string,
-    since: number,
+    since: number | '-inf',
     first: number,
   ): AsyncGenerator<Indexed> {
     let size = first;
@@ -505,6 +521,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
               ...ids.map((id) => shard.execution(id)),
             )
           : [];
+      await this.#forgetGone(shard, raw, records);
       for (let i = 0; i < ids.length; i++)
         yield {
           id: ids[i] as string,
@@ -514,6 +531,25 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
         };
       if (ids.length < size) return;
     }
+  }
+
+  /**
+   * Takes off the index the entries of a batch read (id, score pairs) whose hash has gone
+   * although it was older than a lifetime: the expired trim of the finished set drops
+   * every finished one that expires, but a hash may go otherwise (a queued one from a
+   * gateway before ADR 0036, which expired; removed by hand). Rare: most batches have none.
+   */
+  async #forgetGone(
+    shard: ShardKeys,
+    raw: string[],
+    /** (record, input) pairs, one per id of `raw`: a record at the id's position. */
+    records: (string | null)[],
+  ): Promise<void> {
+    const cutoff = this.#now() - this.#ttlMs;
+    const gone: string[] = [];
+    for (let i = 0; i < raw.length; i += 2)
+      if (!records[i] && Number(raw[i + 1]) < cutoff) gone.push(raw[i] as string);
+    if (gone.length > 0) await this.#redis.zrem(shard.index, ...gone);
   }
 
   #matches(e: Execution, filter: ExecutionFilter): boolean {
@@ -590,10 +626,17 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     return { bytes, entries, evictions: { ...this.#evictions } };
   }
 
-  /** Past its lifetime, and (when finished) past the grace after it finished. */
+  /**
+   * Finished, and past its time on the store's clock (as Redis expires it, #finishedLeft):
+   * its lifetime from creation, and the grace after it finished; a dead-lettered one past
+   * deadLetteredUntil. A queued or running one never expires: its job still has to run it.
+   */
   #expired(execution: Execution): boolean {
+    if (!isFinished(execution)) return false;
     const now = this.#now();
     if (Date.parse(execution.createdAt) >= now - this.#ttlMs) return false;
+    const dead = execution.deadLetteredAt;
+    if (dead !== undefined && deadLetteredUntil(dead, this.#ttlMs) >= now) return false;
     if (!execution.finishedAt) return true;
     return Date.parse(execution.finishedAt) < now - FINISHED_GRACE_MS;
   }

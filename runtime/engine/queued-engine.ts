@@ -247,7 +247,7 @@ export class QueuedEngine implements ExecutionEngine {
         JSON.stringify(queuedEvent),
         JSON.stringify(job),
         this.#shardBound,
-        this.#store.refreshIndexExpiry(keys) ? this.#store.ttlMs : 0,
+        this.#store.refreshIndexExpiry(keys) ? this.#store.indexTtlMs : 0,
         input,
       );
     } finally {

@@ -282,11 +282,11 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
 
     it('lists what it reads by id: a queued execution past its lifetime, one finished after it for a minute', async () => {
       await store.save(execution('waiting', 23 * 60, { status: 'queued' }));
-      await store.save(execution('ended', 23 * 60, { status: 'running' }));
+      await store.save(execution('ended', 23 * 60 - 1, { status: 'running' }));
       await store.save(execution('recent', 60));
       clock += 2 * HOUR; // both past their lifetime, neither finished
       const endedAt = new Date(clock).toISOString();
-      await store.save(execution('ended', 25 * 60, { finishedAt: endedAt }));
+      await store.save(execution('ended', 25 * 60 - 1, { finishedAt: endedAt }));
       const listed = async () => (await store.list({ limit: 1000 })).map((e) => e.id);
       const read = async (id: string) => (await store.get(id)) !== undefined;
       const kept = made.keepsUnfinished;
@@ -407,6 +407,30 @@ for (const [name, start, shards] of [
       // Not dead-lettered: what is left of its lifetime, at least the minute.
       expect(await pttl('plain')).toBeLessThanOrEqual(FINISHED_GRACE_MS);
       expect(await pttl('plain')).toBeGreaterThan(FINISHED_GRACE_MS - 5_000);
+    });
+
+    it('a listing takes off the index what has no hash any more, once older than a lifetime', async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      const key = (id: string) => layout.of(id).execution(id);
+      const indexed = (id: string) => backend.client.zscore(layout.of(id).index, id);
+      // Queued (no expiry, as a gateway enqueues), and hashes removed by hand.
+      const queued = async (id: string) => {
+        await store.save(execution(id, 0, { status: 'queued' }));
+        await backend.client.persist(key(id));
+      };
+      await queued('waiting');
+      await queued('gone');
+      await backend.client.del(key('gone'));
+      expect((await store.list({})).map((e) => e.id)).toEqual(['waiting']);
+      expect(await indexed('gone')).not.toBeNull(); // within its lifetime: left alone
+      clock += 25 * HOUR;
+      await queued('young');
+      await backend.client.del(key('young'));
+      expect((await store.list({})).map((e) => e.id)).toEqual(['waiting']);
+      expect(await indexed('gone')).toBeNull();
+      expect(await indexed('young')).not.toBeNull();
+      expect(await indexed('waiting')).not.toBeNull();
     });
 
     it('saveWithEvents writes the final record and the last events in one step, counted in the budget once', async () => {
