@@ -100,14 +100,18 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       ...(name !== undefined ? { name } : {}),
     });
 
-  /** The original execution of an entry; an entry whose record expired is dropped. */
+  /**
+   * The original execution of an entry; an entry whose record is gone is dropped. The
+   * store keeps a dead-lettered record past its entry's lifetime (ADR 0037): only its
+   * byte or count budget, when full, drops one sooner.
+   */
   const originalOf = async (entry: DeadLetter): Promise<Execution> => {
     const original = await engine.get(entry.executionId);
     if (original) return original;
     await deadLetters.take(entry.executionId);
     throw new HttpProblem(
       'HG_ERR_EXECUTION_NOT_FOUND',
-      `The record of ${entry.executionId} has expired; its dead-letter entry was dropped`,
+      `The record of ${entry.executionId} is gone (dropped by the executions store's budget, or expired); its dead-letter entry was dropped`,
     );
   };
 
