@@ -137,11 +137,16 @@ export interface RedisExecutionStoreOptions {
    * deployment uses the same. Default: one shard (tagged on a Redis Cluster).
    */
   layout?: ExecutionLayout;
-  /** How long an execution and its events are kept after creation. Default 24 h. */
+  /**
+   * How long a finished execution and its events are kept after creation (at least a
+   * minute after it finished; a dead-lettered one a lifetime and a minute after it was
+   * dead-lettered). Default 24 h.
+   */
   ttlMs?: number;
   /**
-   * Finished executions held at most, in bytes of JSON; oldest dropped first. Split
-   * evenly over the shards (each holds maxBytes / N). Default 512 MiB.
+   * Finished executions held at most, in bytes of JSON; the first to expire (the oldest,
+   * unless kept longer) dropped first. Split evenly over the shards (each holds
+   * maxBytes / N). Default 512 MiB.
    */
   maxBytes?: number;
   /** Bodies, outputs and response bodies of finished records larger than this are cut. Default 64 KiB. */
