@@ -39,10 +39,12 @@
 // dead-lettered one a lifetime and a minute after it finished, outliving its dead-letter
 // entry: ADR 0037), the index keys `indexTtlMs` after the last save. Listings show
 // what reads by id show: every indexed execution not finished, the finished ones until
-// they expire (the index loses them then, with the finished set). A finished record keeps its bodies cut to `maxBodyBytes`
+// they expire (the index loses them then, with the finished set). A finished record
+// keeps its bodies cut to `maxBodyBytes`
 // (record-bounds.ts); a queued or running one keeps its input whole, because a worker
 // (re)runs the execution from it. Finished executions are held to `maxBytes`: a save
-// that goes over drops the oldest finished ones (never a queued or running one).
+// that goes over drops the finished ones that expire first (never a queued or running
+// one).
 //
 // The input is apart from the rest of the record because it is most of its bytes and
 // never changes while the execution runs: a worker's saves do not send it again (Redis
