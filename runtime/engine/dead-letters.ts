@@ -1,6 +1,6 @@
 // The dead-letter list: executions that exhausted their workflow's retry policy, kept
 // until someone retries them (admin API) or they expire, a lifetime after they were
-// dead-lettered (the executions store keeps their records a minute longer: ADR 0037).
+// dead-lettered (the executions store keeps their records a minute longer: ADR 0039).
 // Bounded and TTL'd; a memory adapter here, the Redis one in dead-letters-redis.ts.
 import type { Execution, ExecutionError } from './ports.ts';
 
@@ -82,7 +82,7 @@ export function deadLetterOf(execution: Execution, callbackUrl?: string): DeadLe
  * Where an entry's lifetime starts: when its execution was dead-lettered, at the latest
  * `nowMs` (a clock ahead, or no time at all). Not when it was added: adding it again
  * (a worker taking over a dead worker's job, a retry that could not start putting its
- * entry back) must not let it outlive the record it names (ADR 0037).
+ * entry back) must not let it outlive the record it names (ADR 0039).
  */
 export function deadLetterTime(entry: DeadLetter, nowMs: number): number {
   const at = Date.parse(entry.deadLetteredAt);

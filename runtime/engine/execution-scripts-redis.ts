@@ -73,7 +73,7 @@ end
 local dropped = 0
 if #fields > 0 then redis.call('HSET', key, unpack(fields)) end
 -- A hash made here, and a finished execution, get what is left of the lifetime (a
--- queued one had none: ADR 0036; a dead-lettered one gets more: ADR 0037).
+-- queued one had none: ADR 0036; a dead-lettered one gets more: ADR 0039).
 if (created and #fields > 0) or (ARGV[5] ~= '' and record ~= '') then
   redis.call('PEXPIRE', key, ARGV[2])
 end

@@ -37,7 +37,7 @@
 // FINISHED_GRACE_MS after it finished; a queued or running one enqueued by a gateway has
 // no expiry until then, so a job waiting longer than the TTL still finds its record; a
 // dead-lettered one a lifetime and a minute after it finished, outliving its dead-letter
-// entry: ADR 0037), the index keys `indexTtlMs` after the last save. Listings show
+// entry: ADR 0039), the index keys `indexTtlMs` after the last save. Listings show
 // what reads by id show: every indexed execution not finished, the finished ones until
 // they expire (the index loses them then, with the finished set). A finished record
 // keeps its bodies cut to `maxBodyBytes`
@@ -385,7 +385,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
    * What a finished record's hash has left to live: its lifetime from creation, at least
    * FINISHED_GRACE_MS (one that waited in the queue past its lifetime); a dead-lettered
    * one a lifetime and that minute, so it outlives its dead-letter entry (a lifetime from
-   * its dead-lettering, which came before this write: ADR 0037).
+   * its dead-lettering, which came before this write: ADR 0039).
    */
   #finishedLeft(execution: Execution, createdMs: number): number {
     if (execution.deadLetteredAt !== undefined) return this.#ttlMs + FINISHED_GRACE_MS;

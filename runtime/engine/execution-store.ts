@@ -71,7 +71,7 @@ export const FINISHED_GRACE_MS = 60_000;
  * Until when (ms) a dead-lettered execution is kept: a lifetime and a minute after it was
  * dead-lettered, whenever it was created. Its dead-letter entry lives a lifetime from then
  * (dead-letters.ts deadLetterTime), so while an entry is listed its record and events can
- * be read and retried (ADR 0037). NaN when `deadLetteredAt` is no time.
+ * be read and retried (ADR 0039). NaN when `deadLetteredAt` is no time.
  */
 export function deadLetteredUntil(deadLetteredAt: string, ttlMs: number): number {
   return Date.parse(deadLetteredAt) + ttlMs + FINISHED_GRACE_MS;

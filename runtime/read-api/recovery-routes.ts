@@ -102,7 +102,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
 
   /**
    * The original execution of an entry; an entry whose record is gone is dropped. The
-   * store keeps a dead-lettered record past its entry's lifetime (ADR 0037): only its
+   * store keeps a dead-lettered record past its entry's lifetime (ADR 0039): only its
    * byte or count budget, when full, drops one sooner.
    */
   const originalOf = async (entry: DeadLetter): Promise<Execution> => {
