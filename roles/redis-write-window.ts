@@ -1,4 +1,4 @@
-// Coalesced writes on a Redis connection (ADR 0037): the first command after a quiet
+// Coalesced writes on a Redis connection (ADR 0038): the first command after a quiet
 // spell corks the connection's socket and a timer uncorks it `windowMs` later, so the
 // commands of the requests that arrive meanwhile reach Redis in one socket write and
 // one read of redis-server's, instead of one each. On loopback a socket write cost

@@ -1,4 +1,4 @@
-// The request path's write window (roles/redis-write-window.ts, ADR 0037): commands
+// The request path's write window (roles/redis-write-window.ts, ADR 0038): commands
 // sent within it reach redis-server in one socket write, counted by the server's own
 // read events (INFO stats total_reads_processed); every reply still reaches its
 // command, on one Redis and on a Redis Cluster, and across a reconnect.
