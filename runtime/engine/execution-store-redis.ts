@@ -508,7 +508,10 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     first: number,
   ): AsyncGenerator<Indexed> {
     let size = first;
-    for (let offset = 0; offset < SCAN_CAP; offset += size, size = Math.min(SCAN_BATCH, size * 2)) {
+    // `offset` counts what is still on the index: the entries a batch takes off
+    // (#forgetGone) move the ones after them down, and are not passed over again.
+    let offset = 0;
+    for (let read = 0; read < SCAN_CAP; read += size, size = Math.min(SCAN_BATCH, size * 2)) {
       const raw = await this.#redis.zrevrangebyscore(
         shard.index,
         max,
@@ -528,7 +531,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
               ...ids.map((id) => shard.execution(id)),
             )
           : [];
-      await this.#forgetGone(shard, raw, records);
+      offset += ids.length - (await this.#forgetGone(shard, raw, records));
       for (let i = 0; i < ids.length; i++)
         yield {
           id: ids[i] as string,
@@ -545,18 +548,21 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
    * although it was older than a lifetime: the expired trim of the finished set drops
    * every finished one that expires, but a hash may go otherwise (a queued one from a
    * gateway before ADR 0036, which expired; removed by hand). Rare: most batches have none.
+   * Returns how many it took off: none of them is on the index any more, however the
+   * ZREM went (another listing may have taken some off first).
    */
   async #forgetGone(
     shard: ShardKeys,
     raw: string[],
     /** (record, input) pairs, one per id of `raw`: a record at the id's position. */
     records: (string | null)[],
-  ): Promise<void> {
+  ): Promise<number> {
     const cutoff = this.#now() - this.#ttlMs;
     const gone: string[] = [];
     for (let i = 0; i < raw.length; i += 2)
       if (!records[i] && Number(raw[i + 1]) < cutoff) gone.push(raw[i] as string);
     if (gone.length > 0) await this.#redis.zrem(shard.index, ...gone);
+    return gone.length;
   }
 
   #matches(e: Execution, filter: ExecutionFilter): boolean {
