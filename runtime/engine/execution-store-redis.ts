@@ -500,7 +500,14 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     }
   }
 
-  /** One shard's index from `max` down to `since`, with the records, in growing batches. */
+  /**
+   * One shard's index from `max` down to `since`, with the records, in growing batches.
+   * Each batch starts at the score of the last entry read (inclusive; those read already
+   * are passed over), not at an offset: executions indexed meanwhile above it, and
+   * entries taken off (expired, dropped by the budget, #forgetGone), move every offset,
+   * which made a batch read again the end of the one before or pass over the start of
+   * its own.
+   */
   async *#readIndex(
     shard: ShardKeys,
     max: string,
@@ -508,21 +515,34 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     first: number,
   ): AsyncGenerator<Indexed> {
     let size = first;
-    // `offset` counts what is still on the index: the entries a batch takes off
-    // (#forgetGone) move the ones after them down, and are not passed over again.
-    let offset = 0;
+    let top = max;
+    /**
+     * The last entry read, and how many of its batch have its score and an id not below
+     * its: the next batch, whose bound is its score (inclusive), reads them again.
+     */
+    let last: { ms: number; id: string } | undefined;
+    let again = 0;
     for (let read = 0; read < SCAN_CAP; read += size, size = Math.min(SCAN_BATCH, size * 2)) {
+      const want = size + again;
       const raw = await this.#redis.zrevrangebyscore(
         shard.index,
-        max,
+        top,
         since,
         'WITHSCORES',
         'LIMIT',
-        offset,
-        size,
+        0,
+        want,
       );
       const ids: string[] = [];
-      for (let i = 0; i < raw.length; i += 2) ids.push(raw[i] as string);
+      const scores: number[] = [];
+      for (let i = 0; i < raw.length; i += 2) {
+        const id = raw[i] as string;
+        const ms = Number(raw[i + 1]);
+        // Same score as the last one read: members come in reverse order.
+        if (last && ms === last.ms && id >= last.id) continue;
+        ids.push(id);
+        scores.push(ms);
+      }
       // The executions of one shard share its tag: one script, on a cluster too.
       const records =
         ids.length > 0
@@ -531,38 +551,44 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
               ...ids.map((id) => shard.execution(id)),
             )
           : [];
-      offset += ids.length - (await this.#forgetGone(shard, raw, records));
+      await this.#forgetGone(shard, ids, scores, records);
       for (let i = 0; i < ids.length; i++)
         yield {
           id: ids[i] as string,
-          ms: Number(raw[2 * i + 1]),
+          ms: scores[i] as number,
           json: records[2 * i] ?? null,
           input: records[2 * i + 1] ?? null,
         };
-      if (ids.length < size) return;
+      // Fewer than asked for: the index has no more from `top` down.
+      if (raw.length < 2 * want) return;
+      if (ids.length > 0) last = { ms: scores.at(-1) as number, id: ids.at(-1) as string };
+      const at = last as { ms: number; id: string };
+      top = String(at.ms);
+      again = 0;
+      for (let i = 0; i < raw.length; i += 2)
+        if (Number(raw[i + 1]) === at.ms && (raw[i] as string) >= at.id) again++;
     }
   }
 
   /**
-   * Takes off the index the entries of a batch read (id, score pairs) whose hash has gone
-   * although it was older than a lifetime: the expired trim of the finished set drops
-   * every finished one that expires, but a hash may go otherwise (a queued one from a
-   * gateway before ADR 0036, which expired; removed by hand). Rare: most batches have none.
-   * Returns how many it took off: none of them is on the index any more, however the
-   * ZREM went (another listing may have taken some off first).
+   * Takes off the index the entries of a batch read whose hash has gone although it was
+   * older than a lifetime: the expired trim of the finished set drops every finished one
+   * that expires, but a hash may go otherwise (a queued one from a gateway before ADR
+   * 0036, which expired; removed by hand). Rare: most batches have none.
    */
   async #forgetGone(
     shard: ShardKeys,
-    raw: string[],
-    /** (record, input) pairs, one per id of `raw`: a record at the id's position. */
+    ids: string[],
+    /** Their scores (creation times). */
+    scores: number[],
+    /** (record, input) pairs, one per id: a record at twice the id's position. */
     records: (string | null)[],
-  ): Promise<number> {
+  ): Promise<void> {
     const cutoff = this.#now() - this.#ttlMs;
     const gone: string[] = [];
-    for (let i = 0; i < raw.length; i += 2)
-      if (!records[i] && Number(raw[i + 1]) < cutoff) gone.push(raw[i] as string);
+    for (let i = 0; i < ids.length; i++)
+      if (!records[2 * i] && (scores[i] as number) < cutoff) gone.push(ids[i] as string);
     if (gone.length > 0) await this.#redis.zrem(shard.index, ...gone);
-    return gone.length;
   }
 
   #matches(e: Execution, filter: ExecutionFilter): boolean {

@@ -458,6 +458,51 @@ for (const [name, start, shards] of [
       expect((await store.list({ limit: 1000 })).map((e) => e.id).sort()).toEqual([...kept].sort());
     });
 
+    it('a listing read in several batches while executions are indexed or dropped lists each once', async () => {
+      // Every other one of another workflow, which the listing passes over: it reads more
+      // than a batch on every shard. The newest first.
+      const old = [...Array(2600).keys()].map((i) => `old-${String(i).padStart(4, '0')}`);
+      const workflowOf = (i: number) => (i % 2 === 0 ? 'wf-a' : 'wf-b');
+      const client = backend.client;
+      // Before each batch after a shard's first, one of: a new execution indexed above
+      // everything (a gateway's enqueue), the newest one taken off the index (by the
+      // budget, or a listing that found its hash gone), listed already.
+      for (const change of ['indexed', 'dropped'] as const) {
+        await backend.flushall();
+        const writer = redisStore({ now });
+        for (let i = 0; i < old.length; i += 100)
+          await Promise.all(
+            old
+              .slice(i, i + 100)
+              .map((id, k) =>
+                writer.save(execution(id, 1 + (i + k) / 100, { workflowId: workflowOf(i + k) })),
+              ),
+          );
+        let batches = 0;
+        let changes = 0;
+        const reader = new Proxy(client, {
+          get(target, name) {
+            if (name === 'zrevrangebyscore')
+              return async (...args: Parameters<typeof client.zrevrangebyscore>) => {
+                if (batches++ >= layout.shards.length) {
+                  const id = old[changes++] as string;
+                  if (change === 'indexed') await writer.save(execution(`new-${id}`, 0));
+                  else await client.zrem(layout.of(id).index, id);
+                }
+                return target.zrevrangebyscore(...args);
+              };
+            const value = Reflect.get(target, name) as unknown;
+            return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+          },
+        });
+        const store = redisStore({ now, redis: reader });
+        const ids = (await store.list({ workflowId: 'wf-a', limit: 1000 })).map((e) => e.id);
+        expect(changes).toBeGreaterThan(0);
+        const expected = old.filter((_, i) => workflowOf(i) === 'wf-a').slice(0, 1000);
+        expect({ change, ids }).toEqual({ change, ids: expected });
+      }
+    });
+
     it('saveWithEvents writes the final record and the last events in one step, counted in the budget once', async () => {
       await backend.flushall();
       const store = redisStore({ now });
