@@ -384,11 +384,16 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   /**
    * What a finished record's hash has left to live: its lifetime from creation, at least
    * FINISHED_GRACE_MS (one that waited in the queue past its lifetime); a dead-lettered
-   * one a lifetime and that minute, so it outlives its dead-letter entry (a lifetime from
-   * its dead-lettering, which came before this write: ADR 0039).
+   * one until a lifetime and that minute after its dead-lettering (deadLetteredUntil),
+   * so it outlives its dead-letter entry (ADR 0039) and a later save (its callback's
+   * outcome) does not push that further, as the reads and the memory store count it.
    */
   #finishedLeft(execution: Execution, createdMs: number): number {
-    if (execution.deadLetteredAt !== undefined) return this.#ttlMs + FINISHED_GRACE_MS;
+    const whole = this.#ttlMs + FINISHED_GRACE_MS;
+    if (execution.deadLetteredAt !== undefined) {
+      const left = deadLetteredUntil(execution.deadLetteredAt, this.#ttlMs) - this.#now();
+      return Number.isNaN(left) ? whole : Math.min(whole, Math.max(left, FINISHED_GRACE_MS));
+    }
     return Math.max(this.#ttlLeft(createdMs), FINISHED_GRACE_MS);
   }
 

@@ -409,6 +409,27 @@ for (const [name, start, shards] of [
       expect(await pttl('plain')).toBeGreaterThan(FINISHED_GRACE_MS - 5_000);
     });
 
+    it('a dead-lettered execution saved again later keeps the expiry its dead-lettering gave it', async () => {
+      await backend.flushall();
+      const store = redisStore({ ttlMs: 100_000 });
+      // Dead-lettered 50 s ago; its callback's outcome is saved now.
+      const at = new Date(Date.now() - 50_000).toISOString();
+      const dead = {
+        ...execution('late', 0),
+        createdAt: at,
+        status: 'failed' as const,
+        finishedAt: at,
+        deadLetteredAt: at,
+      };
+      await store.save({ ...execution('late', 0), createdAt: at, status: 'running' });
+      await store.save(dead);
+      await store.save({ ...dead, callback: { delivered: false, attempts: 5 } });
+      // A lifetime and a minute from the dead-lettering: 110 s left, not 160 s.
+      const left = await backend.client.pttl(layout.of('late').execution('late'));
+      expect(left).toBeLessThanOrEqual(100_000 + FINISHED_GRACE_MS - 50_000);
+      expect(left).toBeGreaterThan(100_000 + FINISHED_GRACE_MS - 60_000);
+    });
+
     it('a listing takes off the index what has no hash any more, once older than a lifetime', async () => {
       await backend.flushall();
       const store = redisStore({ now });
