@@ -168,12 +168,28 @@ export function validateCallbackUrl(
   }
 }
 
-/** The lookup's answer; one that rejects is an attempt that cannot be signed. */
-async function asked(lookup: SecretsLookup | undefined): Promise<AttemptSecrets> {
+/**
+ * The lookup's answer; one that rejects is an attempt that cannot be signed. Undefined
+ * once `signal` aborts (shutdown): a read that does not answer (a Redis Cluster that is
+ * down keeps it queued with no time limit) must not hold the engine's close.
+ */
+async function asked(
+  lookup: SecretsLookup,
+  signal: AbortSignal | undefined,
+): Promise<AttemptSecrets | undefined> {
+  if (signal?.aborted) return undefined;
+  let onAbort = (): void => {};
+  const aborted = new Promise<undefined>((resolve) => {
+    onAbort = () => resolve(undefined);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  const answer = Promise.resolve()
+    .then(lookup)
+    .catch((): AttemptSecrets => ({ unsigned: 'the signing secrets could not be read' }));
   try {
-    return lookup ? await lookup() : [];
-  } catch {
-    return { unsigned: 'the signing secrets could not be read' };
+    return await Promise.race([answer, aborted]);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -189,6 +205,9 @@ type Attempt =
   | { outcome: 'delivered'; status: number }
   | { outcome: 'stop'; status?: number; reason: string; refused?: boolean }
   | { outcome: 'retry'; status?: number; reason: string; waitMs?: number };
+
+/** The secrets an attempt signs with, or that attempt failed without sending. */
+type Signing = { secrets: readonly string[] } | { failed: Extract<Attempt, { reason: string }> };
 
 export class CallbackSender {
   /** The secrets that sign; `secret` (the first) is the one to publish to receivers. */
@@ -251,11 +270,19 @@ export class CallbackSender {
     const tracing = tracingHeaders(execution.input);
     const send = (secrets: readonly string[]) =>
       this.#attempt(target, url, webhookId, body, tracing, secrets, options.signal);
+    // What signs this attempt: the list, or the lookup's answer now (unless shut down).
+    const signingNow = async (): Promise<Signing> => {
+      if (fixed || !lookup) return fixed ?? this.#signing([]);
+      const answer = await asked(lookup, options.signal);
+      if (answer === undefined)
+        return { failed: { outcome: 'stop', reason: 'delivery cancelled (shutdown)' } };
+      return this.#signing(answer);
+    };
     let last: Attempt = { outcome: 'retry', reason: 'not attempted' };
     let attempt = 0;
     while (attempt < this.#maxAttempts) {
       attempt++;
-      const signing = fixed ?? this.#signing(await asked(lookup));
+      const signing = await signingNow();
       last = 'failed' in signing ? signing.failed : await send(signing.secrets);
       if (last.outcome !== 'retry') break;
       if (attempt >= this.#maxAttempts) break;
@@ -278,9 +305,7 @@ export class CallbackSender {
   }
 
   /** The secrets an attempt signs with, or that attempt failed without sending. */
-  #signing(
-    given: AttemptSecrets,
-  ): { secrets: readonly string[] } | { failed: Extract<Attempt, { reason: string }> } {
+  #signing(given: AttemptSecrets): Signing {
     // Retried: the route may be back by the next attempt (a Secret re-created, a store back).
     if ('unsigned' in given)
       return { failed: { outcome: 'retry', reason: `not signed: ${given.unsigned}` } };

@@ -528,6 +528,40 @@ describe('callback delivery', () => {
         expect(JSON.stringify(done)).not.toContain('not-a-secret');
       });
     }
+
+    it('shutdown cancels an attempt waiting on a route read that does not answer', async () => {
+      // A Redis Cluster that is down keeps a read in the client's offline queue with no
+      // time limit: close(timeoutMs) must still end the delivery, not wait for Redis.
+      const routes = new MemoryRecordStore<RouteRecord>();
+      await routes.put(key, record([generateSecret()]));
+      let asked = 0;
+      const reader = {
+        get: (k: string) => (++asked > 1 ? new Promise<never>(() => {}) : routes.get(k)),
+      };
+      script = () => ({ status: 503 });
+      const engine = engineReading(reader);
+      const current = (await routes.get(key)) as RouteRecord;
+      const started = await engine.start({
+        workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]),
+        trigger: triggerRef(current),
+        input: trigger({}),
+        callbackUrl: `${receiver.url}/stuck`,
+        ...callbackSigning(current),
+      });
+      await eventually(() => expect(asked).toBe(2));
+      engines.splice(engines.indexOf(engine), 1); // closed here, not after the test
+      const closed = await Promise.race([
+        engine.close(50).then(() => 'closed'),
+        new Promise((resolve) => setTimeout(resolve, 3_000, 'still waiting')),
+      ]);
+      expect(closed).toBe('closed');
+      expect((await engine.get(started.id))?.callback).toEqual({
+        delivered: false,
+        attempts: 2,
+        reason: 'delivery cancelled (shutdown)',
+      });
+      expect(receiver.received).toHaveLength(1);
+    });
   });
 
   it('a route secret that cannot sign is refused without sending and recorded, no crash', async () => {
