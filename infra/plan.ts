@@ -285,6 +285,19 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
   };
 }
 
+/** At most 50 ms, and below the command timeout, which counts from before the window. */
+function validateWriteWindow({ writeWindowMs, commandTimeoutMs }: RedisClientArgs): string[] {
+  if (writeWindowMs > 50)
+    return [`redisClient.writeWindowMs must be at most 50, got ${writeWindowMs}`];
+  // (The gateway refuses to start with it.)
+  if (writeWindowMs > 0 && commandTimeoutMs >= 1 && writeWindowMs >= commandTimeoutMs)
+    return [
+      `redisClient.writeWindowMs must be below redisClient.commandTimeoutMs ` +
+        `(${commandTimeoutMs}) or 0, got ${writeWindowMs}`,
+    ];
+  return [];
+}
+
 /**
  * Every problem with the arguments, as readable messages (empty when valid). A Redis URL
  * that is not a plain string (an Output, e.g. a config secret) is checked by the chart's
@@ -330,9 +343,7 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
       errors.push(`${key} must be a whole number >= ${min}, got ${String(n)}`);
     }
   }
-  if (r.redisClient.writeWindowMs > 50) {
-    errors.push(`redisClient.writeWindowMs must be at most 50, got ${r.redisClient.writeWindowMs}`);
-  }
+  errors.push(...validateWriteWindow(r.redisClient));
   errors.push(...validateQueueShards(r.queueShards));
   errors.push(...validateBudgets(r.budgets));
   errors.push(...validateBaseUrl(r.baseUrl));

@@ -91,7 +91,8 @@ Environment:
                              commands before it probes with a PING (default 1000)
   HOOKGATE_REDIS_WRITE_WINDOW_MS  gateway, dev: request-path Redis commands wait up to
                              this long so that those of requests arriving together leave
-                             in one write (default 1; 0 writes each at once; at most 50)
+                             in one write (default 1; 0 writes each at once; at most 50,
+                             and below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   HOOKGATE_TRACE_CONTEXT     dev, gateway: whose W3C traceparent/tracestate http nodes and
                              callbacks pass on: authenticated (default: callers of endpoints
@@ -400,7 +401,7 @@ function problemsOf(
     ...clusterProblems(),
     ...queueShardProblems(),
     ...queueAckProblems(redisClientSettings().commandTimeoutMs),
-    ...writeWindowProblems(),
+    ...writeWindowProblems(role, redisClientSettings().commandTimeoutMs),
   );
   if (env.HOOKGATE_EXECUTIONS && !['queue', 'inline'].includes(env.HOOKGATE_EXECUTIONS))
     problems.push(`HOOKGATE_EXECUTIONS must be queue or inline, not "${env.HOOKGATE_EXECUTIONS}"`);
@@ -436,11 +437,24 @@ function problemsOf(
   return problems;
 }
 
-/** HOOKGATE_REDIS_WRITE_WINDOW_MS: 0 (off) to 50 ms, whole milliseconds. */
-function writeWindowProblems(): string[] {
+/**
+ * HOOKGATE_REDIS_WRITE_WINDOW_MS: 0 (off) to 50 ms, whole milliseconds; where there is
+ * a request client (gateway, dev with REDIS_URL), below the command timeout, which counts
+ * from before the window: else every request-path command times out while it waits,
+ * and is still written (and run) when the window closes, after its caller got a 503.
+ */
+function writeWindowProblems(role: string, commandTimeoutMs: number): string[] {
   const raw = process.env.HOOKGATE_REDIS_WRITE_WINDOW_MS;
-  if (raw === undefined || (/^\d{1,2}$/.test(raw) && Number(raw) <= 50)) return [];
-  return [`HOOKGATE_REDIS_WRITE_WINDOW_MS must be an integer from 0 to 50, not "${raw}"`];
+  if (raw !== undefined && !(/^\d{1,2}$/.test(raw) && Number(raw) <= 50))
+    return [`HOOKGATE_REDIS_WRITE_WINDOW_MS must be an integer from 0 to 50, not "${raw}"`];
+  const windowMs = raw === undefined ? REDIS_CLIENT_DEFAULTS.writeWindowMs : Number(raw);
+  const requestClient = (role === 'gateway' || role === 'dev') && !!process.env.REDIS_URL;
+  if (requestClient && windowMs > 0 && windowMs >= commandTimeoutMs)
+    return [
+      `HOOKGATE_REDIS_WRITE_WINDOW_MS must be below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS ` +
+        `(${commandTimeoutMs}) or 0, not "${raw ?? windowMs}"`,
+    ];
+  return [];
 }
 
 function redisClientSettings(): RedisClientSettings {

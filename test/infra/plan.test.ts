@@ -191,6 +191,17 @@ describe('resolveArgs', () => {
     ]);
     expect(validateArgs({ ...valid, redisClient: { writeWindowMs: 0 } })).toEqual([]);
   });
+
+  it('refuses a write window not below the command timeout (the gateway would not start)', () => {
+    expect(
+      validateArgs({ ...valid, redisClient: { commandTimeoutMs: 20, writeWindowMs: 20 } }),
+    ).toEqual([
+      'redisClient.writeWindowMs must be below redisClient.commandTimeoutMs (20) or 0, got 20',
+    ]);
+    expect(
+      validateArgs({ ...valid, redisClient: { commandTimeoutMs: 20, writeWindowMs: 0 } }),
+    ).toEqual([]);
+  });
 });
 
 describe('validateArgs', () => {

@@ -94,6 +94,22 @@ describe('hookgate command line', () => {
       { HOOKGATE_REDIS_WRITE_WINDOW_MS: '-1' },
       'HOOKGATE_REDIS_WRITE_WINDOW_MS must be an integer from 0 to 50, not "-1"',
     ],
+    // The command timeout counts from before the window: one not longer than it fails
+    // every request-path command, then writes it anyway when the window closes.
+    [
+      ['gateway'],
+      {
+        ...redis,
+        HOOKGATE_REDIS_COMMAND_TIMEOUT_MS: '20',
+        HOOKGATE_REDIS_WRITE_WINDOW_MS: '20',
+      },
+      'HOOKGATE_REDIS_WRITE_WINDOW_MS must be below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS (20) or 0, not "20"',
+    ],
+    [
+      ['dev'],
+      { ...redis, HOOKGATE_REDIS_COMMAND_TIMEOUT_MS: '1' },
+      'HOOKGATE_REDIS_WRITE_WINDOW_MS must be below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS (1) or 0, not "1"',
+    ],
     [
       ['worker'],
       { ...redis, HOOKGATE_WORKER_CLAIM_IDLE_MS: '500' },
