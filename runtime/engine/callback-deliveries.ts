@@ -53,11 +53,12 @@ export class CallbackDeliveries {
   ): void {
     const { routes } = this.#o;
     const key = request.trigger.key;
+    const own = (request.callbackSecrets?.length ?? 0) > 0;
     const delivery = this.#o.sender
       .deliver(url, execution, {
         signal: this.#abort.signal,
         workflow: request.workflow,
-        secrets: routes ? () => this.#secretsOf(routes, key) : request.callbackSecrets,
+        secrets: routes ? () => this.#secretsOf(routes, key, own) : request.callbackSecrets,
       })
       .then(async (result) => {
         this.#o.delivered?.(result);
@@ -73,15 +74,22 @@ export class CallbackDeliveries {
     this.#pending.add(delivery);
   }
 
-  /** The trigger's signing secrets now; a route that cannot be read signs nothing. */
-  async #secretsOf(routes: RouteReader, key: string): Promise<AttemptSecrets> {
+  /**
+   * The trigger's signing secrets now. A route gone or unreadable signs nothing when the
+   * run started with secrets of the trigger's own (ADR 0035: not with a key nobody
+   * manages any more, nor the process's instead); a run that started without signs with
+   * the engine's, as it always did (an empty list).
+   */
+  async #secretsOf(routes: RouteReader, key: string, own: boolean): Promise<AttemptSecrets> {
+    let route: RouteRecord | undefined;
     try {
-      return callbackSecretsOf(key, await routes.get(key));
+      route = await routes.get(key);
     } catch (error) {
-      // Ours (the store), not the receiver's: reported; the attempt fails and is retried.
+      // Ours (the store), not the receiver's: reported either way.
       this.#o.onInternalError(error, 'reading the route of a callback');
-      return { unsigned: `the route of endpoint ${key} could not be read` };
+      return own ? { unsigned: `the route of endpoint ${key} could not be read` } : [];
     }
+    return route || own ? callbackSecretsOf(key, route) : [];
   }
 
   /** Cancels the deliveries under way (waits and outbound requests end at once). */

@@ -28,8 +28,9 @@ export function callbackSigning(route: RouteRecord): Pick<StartRequest, 'callbac
 /**
  * What signs a callback attempt of trigger `key`, from its route record as it is at that
  * attempt: the trigger's own secrets, the engine's (an empty list: it has none), or why
- * the attempt cannot be signed (the route is gone: the trigger was deleted, or its
- * Secret can no longer be resolved and the operator took the route down).
+ * the attempt cannot be signed (the route is gone: the trigger was deleted, or the
+ * operator took it down: deploy false, its workflow gone, its spec or Secret invalid, a
+ * path conflict).
  */
 export function callbackSecretsOf(key: string, route: RouteRecord | undefined): AttemptSecrets {
   if (!route) return { unsigned: `endpoint ${key} is no longer deployed` };

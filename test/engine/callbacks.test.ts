@@ -529,6 +529,42 @@ describe('callback delivery', () => {
       });
     }
 
+    for (const [what, change] of [
+      ['deleted (its route gone)', (routes: MemoryRecordStore<RouteRecord>) => routes.delete(key)],
+      [
+        'unreadable',
+        (_routes: MemoryRecordStore<RouteRecord>, failing: { now: boolean }) => {
+          failing.now = true;
+        },
+      ],
+    ] as const) {
+      it(`a trigger without secrets of its own, its route ${what} at an attempt: the engine's still sign`, async () => {
+        // Only a key of the trigger's own is one nobody may manage once its route is gone;
+        // the engine's signed this endpoint's callbacks before and still does.
+        const routes = new MemoryRecordStore<RouteRecord>();
+        await routes.put(key, route(key));
+        const failing = { now: false };
+        const reader = {
+          get: (k: string) =>
+            failing.now ? Promise.reject(new Error('store down')) : routes.get(k),
+        };
+        script = async (_req, i) => {
+          if (i > 0) return { status: 200 };
+          await change(routes, failing);
+          return { status: 503 };
+        };
+        const errors: unknown[] = [];
+        const engine = engineReading(reader, (error) => errors.push(error));
+        const done = await callbackOf(engine, routes);
+        expect(done.callback).toEqual({ delivered: true, attempts: 2, status: 200 });
+        const [first, second] = receiver.received as [Received, Received];
+        expect(verify(engine.callbacks.secret, first)).toBeTruthy();
+        expect(verify(engine.callbacks.secret, second)).toBeTruthy();
+        // A store that cannot be read is still ours to hear about.
+        expect(errors).toHaveLength(what === 'unreadable' ? 1 : 0);
+      });
+    }
+
     it('shutdown cancels an attempt waiting on a route read that does not answer', async () => {
       // A Redis Cluster that is down keeps a read in the client's offline queue with no
       // time limit: close(timeoutMs) must still end the delivery, not wait for Redis.
