@@ -32,6 +32,13 @@ export const LOG_SYNC_FLUSH_MS = 1_000;
 const RETRY_MS = 50;
 /** At most this much in one write(2). */
 const CHUNK_BYTES = 64 * 1024;
+/**
+ * What waits is copied into buffers of this size, the destination's own: never a slice
+ * of Node's shared 8 KiB pool (a short `Buffer.from`), which would hold the whole slab
+ * and whatever else shares it. Longer lines get a buffer of their own size.
+ */
+const SLAB_BYTES = 64 * 1024;
+const OWN_BUFFER_BYTES = SLAB_BYTES / 8;
 
 export interface LogDestinationOptions {
   /** File descriptor; 1 (stdout) by default. Must be in non-blocking mode if a pipe. */
@@ -52,9 +59,15 @@ export class LogDestination {
   readonly #stallMs: number;
   readonly #syncFlushMs: number;
   readonly #format: ((line: string) => string) | undefined;
-  /** Bytes not written yet, oldest first: whole lines, the first maybe a line's rest. */
+  /**
+   * Bytes not written yet, oldest first: whole lines, the first maybe a line's rest;
+   * consecutive lines copied into one slab are one buffer.
+   */
   #waiting: Buffer[] = [];
   #waitingBytes = 0;
+  /** Where waiting lines are copied, and how much of it is used. */
+  #slab: Buffer | undefined;
+  #slabUsed = 0;
   #dropped = 0;
   /** While bytes wait: when the destination last took some, or first refused. */
   #since: number | undefined;
@@ -88,8 +101,7 @@ export class LogDestination {
       this.#dropped++;
     } else if (written < bytes) {
       // A line's rest is kept whatever the bound: dropping it would cut the line.
-      this.#waiting.push(Buffer.from(text).subarray(written));
-      this.#waitingBytes += bytes - written;
+      this.#append(Buffer.from(text).subarray(written));
       this.#since = Date.now();
       this.#retryLater();
     } else if (this.#dropped > 0) {
@@ -134,8 +146,52 @@ export class LogDestination {
       this.#dropped++;
       return;
     }
-    this.#waiting.push(Buffer.from(text));
+    this.#append(text, bytes);
+  }
+
+  /** Copies `data` behind what waits (`bytes`: its length in UTF-8). */
+  #append(data: string | Buffer, bytes = data.length): void {
     this.#waitingBytes += bytes;
+    if (bytes > OWN_BUFFER_BYTES) {
+      const own = Buffer.allocUnsafeSlow(bytes);
+      if (typeof data === 'string') own.write(data);
+      else data.copy(own);
+      this.#waiting.push(own);
+      return;
+    }
+    if (!this.#slab || this.#slabUsed + bytes > SLAB_BYTES) {
+      this.#slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+      this.#slabUsed = 0;
+    }
+    const slab = this.#slab;
+    const start = this.#slabUsed;
+    if (typeof data === 'string') slab.write(data, start);
+    else data.copy(slab, start);
+    this.#slabUsed += bytes;
+    // Right behind the last waiting bytes in the same slab: one buffer for both.
+    const last = this.#waiting.at(-1);
+    if (last?.buffer === slab.buffer && last.byteOffset + last.length === start) {
+      this.#waiting[this.#waiting.length - 1] = slab.subarray(last.byteOffset, this.#slabUsed);
+    } else {
+      this.#waiting.push(slab.subarray(start, this.#slabUsed));
+    }
+  }
+
+  /** Nothing waits any more: the slab goes too. */
+  #clear(): void {
+    this.#waiting = [];
+    this.#waitingBytes = 0;
+    this.#slab = undefined;
+    this.#slabUsed = 0;
+  }
+
+  /** How many lines (newlines) wait, the first maybe a line's rest. */
+  #waitingLines(): number {
+    let lines = 0;
+    for (const buffer of this.#waiting) {
+      for (let at = buffer.indexOf(10); at >= 0; at = buffer.indexOf(10, at + 1)) lines++;
+    }
+    return lines;
   }
 
   #retryLater(): void {
@@ -157,9 +213,8 @@ export class LogDestination {
       const chunk = this.#nextChunk();
       const written = this.#writeSome(chunk);
       if (written < 0) {
-        this.#dropped += this.#waiting.length;
-        this.#waiting = [];
-        this.#waitingBytes = 0;
+        this.#dropped += this.#waitingLines();
+        this.#clear();
         this.#since = undefined;
         return false;
       }
@@ -167,6 +222,7 @@ export class LogDestination {
       this.#consume(written);
       if (written < chunk.length) return false;
     }
+    this.#clear();
     this.#since = undefined;
     return true;
   }

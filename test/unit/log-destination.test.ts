@@ -2,10 +2,15 @@
 // reads, or does not: every line arrives whole and in order or is counted as dropped;
 // what waits is bounded; a flush gives up on a stdout that takes nothing.
 import { closeSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LogDestination } from '../../roles/log-destination.ts';
 import { eventually } from '../support/eventually.ts';
 import { openFifo, type Fifo } from '../support/fifo.ts';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 
 const fifos: Fifo[] = [];
 afterEach(() => {
@@ -54,6 +59,36 @@ describe('LogDestination', () => {
     expect(dropped).toEqual([total - numbers.length]);
     expect(report).toBe(`dropped ${total - numbers.length}`);
     expect(out.waitingBytes).toBe(0);
+  });
+
+  it('what waits holds about its bound in memory, whatever else shares Node’s Buffer pool meanwhile', async () => {
+    // A short Buffer.from(string) is a slice of an 8 KiB slab that Node shares between
+    // every small allocation: a kept line that is such a slice holds its whole slab. With
+    // other small allocations between two lines (any busy process), each kept line of
+    // about 100 bytes held a slab of its own: 4 MiB of lines, hundreds of MiB of memory.
+    const bound = 256 * 1024;
+    const { fifo, out } = destination({ maxBufferedBytes: bound });
+    const elsewhere: number[] = [];
+    gc();
+    const before = process.memoryUsage().arrayBuffers;
+    for (let n = 0; n < 5_000; n++) {
+      out.write(line(n));
+      for (let i = 0; i < 3; i++) elsewhere.push(Buffer.from('y'.repeat(3_000)).length);
+    }
+    const waiting = out.waitingBytes;
+    // Freed buffers leave the count once V8's background sweeper has run.
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    gc();
+    const held = process.memoryUsage().arrayBuffers - before;
+    // Read it all first, so that nothing is left to write once the FIFO is closed.
+    await eventually(() => {
+      fifo.readNow();
+      expect(out.waitingBytes).toBe(0);
+    });
+    expect(waiting).toBeGreaterThan(bound / 2);
+    expect(waiting).toBeLessThanOrEqual(bound);
+    expect(held).toBeLessThan(4 * bound);
   });
 
   it('flush calls back at once when nothing waits, and once all is written after a pause', async () => {
