@@ -12,11 +12,15 @@ import { openFifo, type Fifo } from '../support/fifo.ts';
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-const fifos: Fifo[] = [];
+const opened: { fifo: Fifo; out: LogDestination }[] = [];
 afterEach(() => {
-  for (const fifo of fifos.splice(0)) {
-    closeSync(fifo.writer);
+  for (const { fifo, out } of opened.splice(0)) {
+    // The reader first: the destination's next write fails (EPIPE) and drops what still
+    // waits, so that its timer never writes to the closed descriptor's number, which
+    // the next test's FIFO may have been given.
     fifo.close();
+    out.flushSync();
+    closeSync(fifo.writer);
   }
 });
 
@@ -24,9 +28,9 @@ function destination(
   options: { maxBufferedBytes?: number; stallMs?: number; syncFlushMs?: number } = {},
 ) {
   const fifo = openFifo({ nonBlockingWriter: true });
-  fifos.push(fifo);
   const dropped: number[] = [];
   const out = new LogDestination({ fd: fifo.writer, ...options });
+  opened.push({ fifo, out });
   out.onDropped = (lines) => {
     dropped.push(lines);
     out.write(`dropped ${lines}\n`);
