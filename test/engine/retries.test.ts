@@ -17,6 +17,7 @@ import { nextAttempt, resolveRetryPolicy, retryDelay } from '../../runtime/engin
 import { eventually } from '../support/eventually.ts';
 import { finished, ref, route, trigger, workflow } from './helpers.ts';
 import { startReceiver, type Receiver } from './receiver.ts';
+import { expectLifetimeFromDeadLettering } from './dead-letter-lifetime.ts';
 
 describe('retry policy: waits', () => {
   const policy = resolveRetryPolicy({
@@ -288,30 +289,12 @@ describe('MemoryDeadLetterStore', () => {
   });
 
   it("an entry lives a lifetime from its execution's dead-lettering, however often it is added", async () => {
-    let now = Date.parse('2026-11-28T12:00:00Z');
-    const store = new MemoryDeadLetterStore({ ttlMs: 1000, now: () => now });
-    const at = (id: string, ms: number) => ({
+    const clock = { now: Date.parse('2026-11-28T12:00:00Z') };
+    const store = new MemoryDeadLetterStore({ ttlMs: 1000, now: () => clock.now });
+    await expectLifetimeFromDeadLettering(store, clock, (id, ms) => ({
       ...entry(id),
       deadLetteredAt: new Date(ms).toISOString(),
-    });
-    await store.add(at('a', now));
-    now += 100;
-    await store.add(at('b', now));
-    now += 800;
-    // A retry that could not start puts its entry back (recovery-routes.ts); a worker
-    // taking over a dead worker's job adds it again (worker.ts): neither extends it.
-    const taken = await store.take('a');
-    expect(taken?.executionId).toBe('a');
-    await store.add(taken ?? at('a', 0));
-    expect((await store.list({})).map((e) => e.executionId)).toEqual(['b', 'a']);
-    now += 101;
-    expect(await store.get('a')).toBeUndefined();
-    expect((await store.list({})).map((e) => e.executionId)).toEqual(['b']);
-    expect(await store.count()).toBe(1);
-    // A dead-letter time ahead of the store's clock counts from the clock.
-    await store.add(at('c', now + 3_600_000));
-    now += 1001;
-    expect(await store.count()).toBe(0);
+    }));
   });
 
   it('take hands an entry out once; filters by trigger and namespace', async () => {

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { afterEach, describe, expect, it } from 'vitest';
+import { expectLifetimeFromDeadLettering } from './dead-letter-lifetime.ts';
 import type { RetryPolicy, WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { REDIS_KEYS, RedisRecordStore } from '../../api/records/redis-store.ts';
@@ -206,14 +207,14 @@ for (const [name, start, shards] of [
 
     it("a dead-letter entry lives a lifetime from its execution's dead-lettering, however often it is added", async () => {
       const t0 = Date.parse('2026-11-28T12:00:00Z');
-      let now = t0;
+      const clock = { now: t0 };
       const store = new RedisDeadLetterStore({
         redis: client(),
         layout: q.layout,
         ttlMs: 1_000,
-        now: () => now,
+        now: () => clock.now,
       });
-      const at = (id: string, ms: number) => ({
+      await expectLifetimeFromDeadLettering(store, clock, (id, ms) => ({
         executionId: id,
         triggerKey: KEY,
         namespace: 'shop',
@@ -222,25 +223,7 @@ for (const [name, start, shards] of [
         deadLetteredAt: new Date(ms).toISOString(),
         attempts: 2,
         error: { message: 'down' },
-      });
-      await store.add(at('a', now));
-      now += 100;
-      await store.add(at('b', now));
-      now += 800;
-      // A retry that could not start puts its entry back (recovery-routes.ts); a worker
-      // taking over a dead worker's job adds it again (worker.ts): neither extends it.
-      const taken = await store.take('a');
-      expect(taken?.executionId).toBe('a');
-      await store.add(taken ?? at('a', 0));
-      expect((await store.list({})).map((e) => e.executionId)).toEqual(['b', 'a']);
-      now += 101;
-      expect(await store.get('a')).toBeUndefined();
-      expect((await store.list({})).map((e) => e.executionId)).toEqual(['b']);
-      expect(await store.count()).toBe(1);
-      // A dead-letter time ahead of the store's clock counts from the clock.
-      await store.add(at('c', now + 3_600_000));
-      now += 1001;
-      expect(await store.count()).toBe(0);
+      }));
     });
 
     it('a non-retryable failure is not handed to the retry set', async () => {
