@@ -319,8 +319,11 @@ export function inProcessEngine(
       deadLetters,
       stores: isBounded(store) ? [store] : [],
       async close() {
-        await engine.close(5_000);
-        routeReader?.close();
+        try {
+          await engine.close(5_000);
+        } finally {
+          routeReader?.close();
+        }
       },
     };
   };

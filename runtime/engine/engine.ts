@@ -340,7 +340,19 @@ export class InProcessEngine implements ExecutionEngine {
    * finish for up to `timeoutMs`, then aborts the rest: delays and outbound requests are
    * cancelled and those executions fail with "engine shut down".
    */
-  async close(timeoutMs = 10_000): Promise<{ drained: boolean }> {
+  /**
+   * Stops taking executions and waits up to `timeoutMs` for those running (then aborts
+   * them). Called again (a second signal, a role's close after a failed start), it
+   * answers the first call's promise: what it owns is closed once.
+   */
+  close(timeoutMs = 10_000): Promise<{ drained: boolean }> {
+    this.#closed ??= this.#close(timeoutMs);
+    return this.#closed;
+  }
+
+  #closed: Promise<{ drained: boolean }> | undefined;
+
+  async #close(timeoutMs: number): Promise<{ drained: boolean }> {
     this.#closing = true;
     // Executions waiting here for a later attempt end now: nothing would run them.
     for (const [id, timer] of this.#waiting) {

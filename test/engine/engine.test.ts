@@ -13,6 +13,17 @@ afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.close(1000)));
 });
 
+describe('InProcessEngine: close', () => {
+  it('closed twice (a second signal), answers both and closes what it owns once', async () => {
+    const e = new InProcessEngine({ onInternalError: () => {} });
+    await run(e, [{ id: 'a', type: 'transform', expression: '{ "ok": true }' }], {});
+    const [first, second] = await Promise.all([e.close(1000), e.close(1000)]);
+    expect(first).toEqual({ drained: true });
+    expect(second).toBe(first);
+    await expect(e.close(1000)).resolves.toBe(first);
+  });
+});
+
 describe('InProcessEngine: nodes', () => {
   it('transform: $ is the previous output, $trigger and $nodes are bound', async () => {
     const e = engine();
