@@ -76,8 +76,8 @@ Environment:
   HOOKGATE_QUEUE_ACK_REPLICAS  gateway, queue mode: answer for a queued execution only
                              once this many Redis replicas have it (WAIT; default 0: the
                              master's answer). A replica that does not confirm within
-                             HOOKGATE_QUEUE_ACK_TIMEOUT_MS (default 250, below the command
-                             timeout) turns the 202 into 503 store-unavailable; a
+                             HOOKGATE_QUEUE_ACK_TIMEOUT_MS (default 250; at most the command
+                             timeout less the write window and 100 ms) turns the 202 into 503 store-unavailable; a
                              master with fewer replicas is logged at start
                              (docs/availability.md)
   HOOKGATE_WORKER_CONCURRENCY  worker: executions run at once (default 32)
@@ -354,10 +354,19 @@ function queueAcks(): ReplicaAcksOptions | undefined {
 }
 
 /**
- * HOOKGATE_QUEUE_ACK_REPLICAS: 0 to 16. HOOKGATE_QUEUE_ACK_TIMEOUT_MS: a positive
- * integer below the command timeout (the WAIT is a command on the request connection).
+ * How late Redis may end a WAIT after its timeout: it checks blocked clients `hz` times
+ * a second (10 by default). Measured: 50-100 ms late.
  */
-function queueAckProblems(commandTimeoutMs: number): string[] {
+const WAIT_LATENESS_MS = 100;
+
+/**
+ * HOOKGATE_QUEUE_ACK_REPLICAS: 0 to 16. HOOKGATE_QUEUE_ACK_TIMEOUT_MS: a positive
+ * integer that leaves the WAIT (a command on the request connection) its answer within
+ * the command timeout: less the write window it waits in before it leaves (ADR 0038)
+ * and the time Redis may take to end it. An ack timeout of 995 ms under a 1000 ms
+ * command timeout always timed out on the client, counted against the breaker.
+ */
+function queueAckProblems(commandTimeoutMs: number, windowMs: number): string[] {
   const problems: string[] = [];
   const raw = process.env.HOOKGATE_QUEUE_ACK_REPLICAS;
   if (raw !== undefined && !(/^\d+$/.test(raw.trim()) && Number(raw) <= MAX_ACK_REPLICAS))
@@ -369,10 +378,12 @@ function queueAckProblems(commandTimeoutMs: number): string[] {
   const wellFormed = timeout === undefined || /^\d+$/.test(timeout.trim());
   // The default only matters (and is only checked) when replicas are asked for.
   if (timeout === undefined && !(Number(raw ?? 0) > 0)) return problems;
-  if (!wellFormed || ms < 1 || ms >= commandTimeoutMs)
+  const max = commandTimeoutMs - windowMs - WAIT_LATENESS_MS;
+  if (!wellFormed || ms < 1 || ms > max)
     problems.push(
-      `HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to ${commandTimeoutMs - 1} ` +
-        `(below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS), not "${timeout ?? DEFAULT_ACK_TIMEOUT_MS}"`,
+      `HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to ${max} ` +
+        `(HOOKGATE_REDIS_COMMAND_TIMEOUT_MS less the write window and ${WAIT_LATENESS_MS} ms ` +
+        `Redis may take to end a WAIT), not "${timeout ?? DEFAULT_ACK_TIMEOUT_MS}"`,
     );
   return problems;
 }
@@ -400,7 +411,7 @@ function problemsOf(
   problems.push(
     ...clusterProblems(),
     ...queueShardProblems(),
-    ...queueAckProblems(redisClientSettings().commandTimeoutMs),
+    ...queueAckProblems(redisClientSettings().commandTimeoutMs, usableWindowMs()),
     ...writeWindowProblems(role, redisClientSettings().commandTimeoutMs),
   );
   if (env.HOOKGATE_EXECUTIONS && !['queue', 'inline'].includes(env.HOOKGATE_EXECUTIONS))
@@ -435,6 +446,12 @@ function problemsOf(
   if (metricsPort !== undefined && !isPort(portNumber(metricsPort)))
     problems.push(`invalid METRICS_PORT "${metricsPort}"`);
   return problems;
+}
+
+/** The write window as set, or 0 when it is malformed (reported by writeWindowProblems). */
+function usableWindowMs(): number {
+  const windowMs = redisClientSettings().writeWindowMs;
+  return Number.isInteger(windowMs) && windowMs >= 0 ? windowMs : 0;
 }
 
 /**

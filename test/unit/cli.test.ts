@@ -52,17 +52,17 @@ describe('hookgate command line', () => {
     [
       ['gateway'],
       { ...redis, HOOKGATE_QUEUE_ACK_REPLICAS: '1', HOOKGATE_QUEUE_ACK_TIMEOUT_MS: '1000' },
-      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 999 (below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS), not "1000"',
+      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 899 (HOOKGATE_REDIS_COMMAND_TIMEOUT_MS less the write window and 100 ms Redis may take to end a WAIT), not "1000"',
     ],
     [
       ['gateway'],
       { ...redis, HOOKGATE_QUEUE_ACK_REPLICAS: '1', HOOKGATE_REDIS_COMMAND_TIMEOUT_MS: '200' },
-      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 199 (below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS), not "250"',
+      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 99 (HOOKGATE_REDIS_COMMAND_TIMEOUT_MS less the write window and 100 ms Redis may take to end a WAIT), not "250"',
     ],
     [
       ['gateway'],
       { ...redis, HOOKGATE_QUEUE_ACK_TIMEOUT_MS: 'soon' },
-      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 999',
+      'HOOKGATE_QUEUE_ACK_TIMEOUT_MS must be an integer from 1 to 899',
     ],
     [
       ['gateway'],
