@@ -1,10 +1,10 @@
 // Coalesced writes on a Redis connection (ADR 0038): the first command after a quiet
-// spell corks the connection's socket and a timer uncorks it `windowMs` later, so the
-// commands of the requests that arrive meanwhile reach Redis in one socket write and
-// one read of redis-server's, instead of one each. On loopback a socket write cost
+// spell leaves at once and corks the connection's socket behind it; a timer uncorks it
+// `windowMs` later, so the commands that come meanwhile reach Redis in one socket write
+// and one read of redis-server's, instead of one each. On loopback a socket write cost
 // about what the whole HTTP exchange of a bare Fastify request does (bench/README.md),
-// and redis-server's share per command halved. The price: a command waits up to
-// `windowMs` before it leaves.
+// and redis-server's share per command halved. The price: a command that comes within
+// `windowMs` of another waits for the window's end; one on a quiet connection does not.
 //
 // Not ioredis' auto-pipelining (ADR 0010): that waits one turn of the event loop and
 // builds a Pipeline object per turn; at a moderate rate one turn holds one request, so
@@ -12,7 +12,7 @@
 import type { Redis } from 'ioredis';
 import { isCluster, type RedisClient } from '../api/records/redis-client.ts';
 
-/** Corks each connection of `client` for `windowMs` after the first command of a spell. */
+/** Corks each connection of `client` for `windowMs` behind the first command of a spell. */
 export function coalesceWrites(client: RedisClient, windowMs: number): void {
   if (windowMs <= 0) return;
   if (!isCluster(client)) {
@@ -37,11 +37,14 @@ function windowed(connection: Redis, windowMs: number): void {
     const socket: Redis['stream'] | undefined = connection.stream;
     if (!open && connection.status === 'ready' && socket && !socket.writableCorked) {
       open = true;
+      // Written now (a ready connection writes synchronously), then the window.
+      const sent = send(...args);
       socket.cork();
       setTimeout(() => {
         open = false;
         socket.uncork();
       }, windowMs);
+      return sent;
     }
     return send(...args);
   };

@@ -38,8 +38,8 @@ export interface RedisClientSettings {
   /** How long the breaker stays open before it probes (ms). */
   breakerOpenMs: number;
   /**
-   * Request-path commands wait up to this long (ms) so that those of requests arriving
-   * together leave in one socket write (redis-write-window.ts); 0 writes each at once.
+   * A request-path command that comes within this long (ms) of another waits, so that
+   * they leave in one socket write (redis-write-window.ts); 0 writes each at once.
    */
   writeWindowMs: number;
 }

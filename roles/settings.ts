@@ -89,9 +89,9 @@ Environment:
                              row that open the circuit breaker (default 5)
   HOOKGATE_REDIS_BREAKER_OPEN_MS  gateway, dev: how long the open breaker refuses Redis
                              commands before it probes with a PING (default 1000)
-  HOOKGATE_REDIS_WRITE_WINDOW_MS  gateway, dev: request-path Redis commands wait up to
-                             this long so that those of requests arriving together leave
-                             in one write (default 1; 0 writes each at once; at most 50,
+  HOOKGATE_REDIS_WRITE_WINDOW_MS  gateway, dev: a request-path Redis command that comes
+                             within this long of another waits, so that they leave in
+                             one write (default 1; 0 writes each at once; at most 50,
                              and below HOOKGATE_REDIS_COMMAND_TIMEOUT_MS)
   HOOKGATE_TRUSTED_PROXIES   comma-separated CIDRs whose X-Forwarded-Proto is trusted
   HOOKGATE_TRACE_CONTEXT     dev, gateway: whose W3C traceparent/tracestate http nodes and
