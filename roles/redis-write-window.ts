@@ -37,14 +37,17 @@ function windowed(connection: Redis, windowMs: number): void {
     const socket: Redis['stream'] | undefined = connection.stream;
     if (!open && connection.status === 'ready' && socket && !socket.writableCorked) {
       open = true;
-      // Written now (a ready connection writes synchronously), then the window.
-      const sent = send(...args);
-      socket.cork();
-      setTimeout(() => {
-        open = false;
-        socket.uncork();
-      }, windowMs);
-      return sent;
+      // Written now (a ready connection writes synchronously), then the window, which
+      // closes by its timer even if the write threw.
+      try {
+        return send(...args);
+      } finally {
+        socket.cork();
+        setTimeout(() => {
+          open = false;
+          socket.uncork();
+        }, windowMs);
+      }
     }
     return send(...args);
   };
