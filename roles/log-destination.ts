@@ -69,7 +69,10 @@ export class LogDestination {
   #slab: Buffer | undefined;
   #slabUsed = 0;
   #dropped = 0;
-  /** While bytes wait: when the destination last took some, or first refused. */
+  /**
+   * While bytes wait: when the destination last took some, or first refused (the
+   * monotonic clock: a wall clock stepped back during the exit flush would hold it).
+   */
   #since: number | undefined;
   #retry: NodeJS.Timeout | undefined;
   /** For `Atomics.wait`, the synchronous sleep between two tries of `flushSync`. */
@@ -102,7 +105,7 @@ export class LogDestination {
     } else if (written < bytes) {
       // A line's rest is kept whatever the bound: dropping it would cut the line.
       this.#append(Buffer.from(text).subarray(written));
-      this.#since = Date.now();
+      this.#since = performance.now();
       this.#retryLater();
     } else if (this.#dropped > 0) {
       queueMicrotask(() => this.#reportDropped());
@@ -119,12 +122,12 @@ export class LogDestination {
 
   /** Writes what waits now, for `syncFlushMs` at most, and gives up on a stalled one. */
   flushSync(): void {
-    const deadline = Date.now() + this.#syncFlushMs;
+    const deadline = performance.now() + this.#syncFlushMs;
     clearTimeout(this.#retry);
     this.#retry = undefined;
     for (;;) {
       if (this.#writeWaiting()) this.#reportDropped();
-      if (this.#waiting.length === 0 || this.#stalled() || Date.now() >= deadline) break;
+      if (this.#waiting.length === 0 || this.#stalled() || performance.now() >= deadline) break;
       Atomics.wait(this.#sleeper, 0, 0, 10);
     }
     if (this.#waiting.length > 0) this.#retryLater();
@@ -137,7 +140,7 @@ export class LogDestination {
   }
 
   #stalled(): boolean {
-    return this.#since !== undefined && Date.now() - this.#since >= this.#stallMs;
+    return this.#since !== undefined && performance.now() - this.#since >= this.#stallMs;
   }
 
   #keep(text: string): void {
@@ -218,7 +221,7 @@ export class LogDestination {
         this.#since = undefined;
         return false;
       }
-      if (written > 0) this.#since = Date.now();
+      if (written > 0) this.#since = performance.now();
       this.#consume(written);
       if (written < chunk.length) return false;
     }
