@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
-import { finished, ref, trigger, workflow } from './helpers.ts';
+import { finished, ref, storedExecution, trigger, workflow } from './helpers.ts';
 
 const engines: InProcessEngine[] = [];
 function engine(options: ConstructorParameters<typeof InProcessEngine>[0] = {}): InProcessEngine {
@@ -271,15 +271,7 @@ describe('executions store and list', () => {
   it('memory store keeps at most maxExecutions and drops entries after the TTL', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
     const store = new MemoryExecutionStore({ maxExecutions: 3, ttlMs: 1000, now: () => now });
-    const make = (id: string): Execution => ({
-      id,
-      workflowId: 'w',
-      triggerKey: 't',
-      status: 'succeeded',
-      createdAt: new Date(now).toISOString(),
-      input: trigger({}),
-      log: [],
-    });
+    const make = (id: string): Execution => storedExecution(id, now);
     for (const id of ['a', 'b', 'c', 'd']) {
       await store.save(make(id));
       now += 10;
@@ -298,16 +290,8 @@ describe('executions store and list', () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
     const stats = () => store.stats().evictions;
     const store = new MemoryExecutionStore({ maxExecutions: 3, ttlMs: 1000, now: () => now });
-    const make = (id: string, extra: Partial<Execution> = {}): Execution => ({
-      id,
-      workflowId: 'w',
-      triggerKey: 't',
-      status: 'succeeded',
-      createdAt: new Date(now).toISOString(),
-      input: trigger({}),
-      log: [],
-      ...extra,
-    });
+    const make = (id: string, extra: Partial<Execution> = {}): Execution =>
+      storedExecution(id, now, extra);
     const dead = (id: string, createdAt: string) =>
       make(id, {
         status: 'failed',

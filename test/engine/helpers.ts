@@ -82,6 +82,24 @@ export function trigger(body: unknown, executionId = ''): TriggerOutput {
   };
 }
 
+/** A finished execution record as a store keeps it, created at `createdMs`. */
+export function storedExecution(
+  id: string,
+  createdMs: number,
+  extra: Partial<Execution> = {},
+): Execution {
+  return {
+    id,
+    workflowId: 'w',
+    triggerKey: 't',
+    status: 'succeeded',
+    createdAt: new Date(createdMs).toISOString(),
+    input: trigger({}),
+    log: [],
+    ...extra,
+  };
+}
+
 /** Resolves with the finished execution (waits for its terminal event). */
 export function finished(engine: ExecutionEngine, id: string): Promise<Execution> {
   return new Promise((resolve, reject) => {

@@ -70,6 +70,26 @@ for (const [name, start, shards] of [
       return { workflow: target.workflow, trigger: triggerRef(target.route) };
     }
 
+    /**
+     * The admin API's recovery routes (and with `reads` its execution reads) over the
+     * gateway `g`, the deployed route in a route store of their own.
+     */
+    async function adminApp(g: ReturnType<typeof gateway>, { reads = false } = {}) {
+      const routes = new MemoryRecordStore<RouteRecord>();
+      const current = q.targets.get(KEY) as JobTarget;
+      await routes.put(KEY, current.route);
+      const { app } = createHttpApp({});
+      if (reads) executionRoutes(app, { engine: g.engine });
+      recoveryRoutes(app, {
+        engine: g.engine,
+        routes,
+        workflow: (id) => (id === current.workflow.workflowId ? current.workflow : undefined),
+        deadLetters: g.deadLetters,
+      });
+      q.closeAfter(() => app.close());
+      return { app, routes, current };
+    }
+
     /** Waits until the execution is finished, reading the shared store. */
     const settled = (g: ReturnType<typeof gateway>, id: string, timeoutMs = 15_000) =>
       eventually(
@@ -165,18 +185,7 @@ for (const [name, start, shards] of [
       q.storeTtlMs = 2_000;
       const target = deploy(flaky, onFail(2, '2500ms'));
       const g = gateway();
-      const routes = new MemoryRecordStore<RouteRecord>();
-      const current = q.targets.get(KEY) as JobTarget;
-      await routes.put(KEY, current.route);
-      const { app } = createHttpApp({});
-      executionRoutes(app, { engine: g.engine });
-      recoveryRoutes(app, {
-        engine: g.engine,
-        routes,
-        workflow: (id) => (id === current.workflow.workflowId ? current.workflow : undefined),
-        deadLetters: g.deadLetters,
-      });
-      q.closeAfter(() => app.close());
+      const { app } = await adminApp(g, { reads: true });
       await worker().start();
       const queued = await g.engine.start({
         ...target,
@@ -313,17 +322,7 @@ for (const [name, start, shards] of [
       // passed, a retry or a replay succeeds.
       const target = deploy(flaky, onFail(2, '50ms'));
       const g = gateway();
-      const routes = new MemoryRecordStore<RouteRecord>();
-      const current = q.targets.get(KEY) as JobTarget;
-      await routes.put(KEY, current.route);
-      const { app } = createHttpApp({});
-      recoveryRoutes(app, {
-        engine: g.engine,
-        routes,
-        workflow: (id) => (id === current.workflow.workflowId ? current.workflow : undefined),
-        deadLetters: g.deadLetters,
-      });
-      q.closeAfter(() => app.close());
+      const { app, routes, current } = await adminApp(g);
       await worker().start();
       const failUntil = Date.now() + 1_500;
       const ids: string[] = [];

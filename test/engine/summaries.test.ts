@@ -7,7 +7,7 @@ import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
 import { isoTime } from '../../runtime/time.ts';
 import { summarize, toJson, toJsonSummarized } from '../../runtime/engine/util.ts';
-import { finished, ref, run, trigger, workflow } from './helpers.ts';
+import { finished, ref, run, storedExecution, trigger, workflow } from './helpers.ts';
 
 const engines: InProcessEngine[] = [];
 function engine(options: ConstructorParameters<typeof InProcessEngine>[0] = {}): InProcessEngine {
@@ -183,15 +183,7 @@ describe('memory store eviction', () => {
   it('drops the oldest first at any size, and not an id saved again after it expired', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
     const store = new MemoryExecutionStore({ maxExecutions: 100, ttlMs: 1000, now: () => now });
-    const make = (id: string): Execution => ({
-      id,
-      workflowId: 'w',
-      triggerKey: 't',
-      status: 'succeeded',
-      createdAt: new Date(now).toISOString(),
-      input: trigger({}),
-      log: [],
-    });
+    const make = (id: string): Execution => storedExecution(id, now);
     await store.save(make('again'));
     now += 2000;
     expect(await store.get('again')).toBeUndefined(); // expired, dropped on read
