@@ -77,9 +77,9 @@ Environment:
                              once this many Redis replicas have it (WAIT; default 0: the
                              master's answer). A replica that does not confirm within
                              HOOKGATE_QUEUE_ACK_TIMEOUT_MS (default 250; at most the command
-                             timeout less the write window and 100 ms) turns the 202 into 503 store-unavailable; a
-                             master with fewer replicas is logged at start
-                             (docs/availability.md)
+                             timeout less the write window and 100 ms) turns the 202
+                             into 503 store-unavailable; a master with fewer replicas is
+                             logged at start (docs/availability.md)
   HOOKGATE_WORKER_CONCURRENCY  worker: executions run at once (default 32)
   HOOKGATE_WORKER_CLAIM_IDLE_MS  worker: a job whose worker stopped renewing it for this
                              long is run again by another worker (default 60000)
