@@ -219,6 +219,7 @@ export class InProcessEngine implements ExecutionEngine {
       input,
       log: [],
     };
+    if (request.trigger.uid) execution.triggerUid = request.trigger.uid;
     if (request.accessDigest) execution.accessDigest = request.accessDigest;
     if (request.replayOf) execution.replayOf = request.replayOf;
     const admitted = this.#admit(
@@ -277,6 +278,8 @@ export class InProcessEngine implements ExecutionEngine {
       input: execution.input,
       log: execution.log.filter((line) => (line.attempt ?? 1) < kept),
     };
+    // Which trigger of that name the request came in on (ADR 0035), whatever the route is now.
+    if (execution.triggerUid) fresh.triggerUid = execution.triggerUid;
     if (current > 1) fresh.attempt = current;
     if (execution.failedAttempts) fresh.failedAttempts = execution.failedAttempts;
     if (execution.replayOf) fresh.replayOf = execution.replayOf;

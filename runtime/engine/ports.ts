@@ -114,6 +114,13 @@ export interface Execution {
   id: string;
   workflowId: string;
   triggerKey: string;
+  /**
+   * The `metadata.uid` of the WebhookTrigger the request came in on (`TriggerRef.uid`):
+   * which object of that name it was (a trigger deleted and re-created under the same
+   * name has another). Absent in records written before it was kept (and for a trigger
+   * whose route had none). Not shown by the admin API.
+   */
+  triggerUid?: string;
   status: ExecutionStatus;
   createdAt: string;
   startedAt?: string;
@@ -212,6 +219,12 @@ export interface TriggerRef {
   workflowId: string;
   /** Path template served, e.g. `/webhook/shop_production_orders/ingest/:id`. */
   path: string;
+  /**
+   * The WebhookTrigger's `metadata.uid` (the route record's): which object of that name
+   * this is. Kept on the execution (`triggerUid`). Absent: not known (an execution from
+   * before uids were kept).
+   */
+  uid?: string;
   /** Never present: a whole route record, which carries credentials, does not fit here. */
   credentials?: never;
 }

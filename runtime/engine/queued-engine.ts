@@ -215,6 +215,7 @@ export class QueuedEngine implements ExecutionEngine {
       input: withExecutionId(request.input, id),
       log: [],
     };
+    if (request.trigger.uid) execution.triggerUid = request.trigger.uid;
     if (request.accessDigest) execution.accessDigest = request.accessDigest;
     if (request.replayOf) execution.replayOf = request.replayOf;
     const queuedEvent: SequencedEvent = {

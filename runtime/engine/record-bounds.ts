@@ -155,6 +155,7 @@ export function recordBytes(execution: Execution): number {
     execution.id.length +
     execution.workflowId.length +
     execution.triggerKey.length +
+    (execution.triggerUid?.length ?? 0) +
     inputBytes(execution.input) +
     jsonBytes(execution.output) +
     (execution.response ? jsonBytes(execution.response) : 0) +

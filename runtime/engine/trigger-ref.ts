@@ -1,9 +1,12 @@
 // The engine's view of a trigger, made from the route record the gateway serves.
 import type { RouteRecord } from '../../api/records/records.ts';
 import type { AttemptSecrets } from './callbacks.ts';
-import type { StartRequest, TriggerRef } from './ports.ts';
+import type { Execution, StartRequest, TriggerRef } from './ports.ts';
 
-/** The names of a route's trigger; its spec and credentials are left behind. */
+/**
+ * The names of a route's trigger, and its uid (none when the route has none); its spec
+ * and credentials are left behind.
+ */
 export function triggerRef(route: RouteRecord): TriggerRef {
   return {
     key: route.key,
@@ -11,7 +14,21 @@ export function triggerRef(route: RouteRecord): TriggerRef {
     name: route.name,
     workflowId: route.workflowId,
     path: route.path,
+    ...(route.uid ? { uid: route.uid } : {}),
   };
+}
+
+/**
+ * The trigger of an execution accepted earlier (a worker's job), run with `route` as it
+ * is now: the route's names, and the uid the execution was accepted under, not the
+ * route's (none when the record has none: written before uids were kept).
+ */
+export function acceptedTriggerRef(
+  route: RouteRecord,
+  execution: Pick<Execution, 'triggerUid'>,
+): TriggerRef {
+  const { uid: _now, ...names } = triggerRef(route);
+  return execution.triggerUid ? { ...names, uid: execution.triggerUid } : names;
 }
 
 /**

@@ -40,7 +40,7 @@ import { WORKER_GROUP, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
 import type { RedisRetryQueue } from './retry-queue-redis.ts';
-import { callbackSigning, triggerRef } from './trigger-ref.ts';
+import { acceptedTriggerRef, callbackSigning } from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
 
@@ -500,7 +500,8 @@ export class ExecutionWorker {
     const validator = this.#o.outputValidator?.(target.route);
     const request: StartRequest = {
       workflow: target.workflow,
-      trigger: triggerRef(target.route),
+      // The uid the execution was accepted under, whatever the route's is now.
+      trigger: acceptedTriggerRef(target.route, execution),
       input: execution.input,
       ...(validator ? { outputValidator: validator } : {}),
       ...(job.callbackUrl

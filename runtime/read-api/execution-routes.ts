@@ -74,10 +74,14 @@ export function parseExecutionFilter(query: Record<string, unknown>): ExecutionF
   return filter;
 }
 
-/** An execution as the admin API shows it: without the caller's link digest. */
+/**
+ * An execution as the admin API shows it: without the caller's link digest, nor the
+ * trigger's uid (kept for callback signing, ADR 0035; the listing is as it was).
+ */
 function adminView(execution: Execution): Execution {
   const view = { ...execution };
   delete view.accessDigest;
+  delete view.triggerUid;
   return view;
 }
 

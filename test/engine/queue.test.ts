@@ -129,6 +129,27 @@ for (const [name, start, shards] of [
       expect(await done).toMatchObject({ status: 'succeeded', output: { ran: true } });
     });
 
+    it('keeps the uid of the trigger a job was accepted under, whatever the route of its name is when it runs', async () => {
+      const target = deploy([{ id: 'n', type: 'transform', expression: '{ "ran": true }' }]);
+      const g = gateway();
+      const queued = await g.engine.start({ ...target, input: trigger({}) });
+      expect(queued.triggerUid).toBe('uid-1');
+      // Queued by a gateway from before uids were kept: its record has none.
+      const { uid: _uid, ...before } = target.trigger;
+      const old = await g.engine.start({ ...target, trigger: before, input: trigger({}) });
+      expect(await g.engine.get(old.id)).not.toHaveProperty('triggerUid');
+      // The trigger is deleted and re-created under its name before a worker takes the
+      // jobs: its route has another uid.
+      const now = q.targets.get('shop/orders-hook') as JobTarget;
+      q.targets.set('shop/orders-hook', { ...now, route: { ...now.route, uid: 'uid-2' } });
+      const done = Promise.all([finished(g.engine, queued.id), finished(g.engine, old.id)]);
+      await worker().start();
+      const [ran, ranOld] = await done;
+      expect(ran).toMatchObject({ status: 'succeeded', triggerUid: 'uid-1' });
+      expect(ranOld.status).toBe('succeeded');
+      expect(ranOld).not.toHaveProperty('triggerUid');
+    });
+
     it('start answers with the queued record at once; a worker runs it; any gateway reads it', async () => {
       const target = deploy([
         { id: 'double', type: 'transform', expression: '{ "total": body.total * 2 }' },

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHash } from 'node:crypto';
 import type { RouteRecord } from '../../api/records/records.ts';
 import type { Execution, StartRequest } from '../../runtime/engine/ports.ts';
-import { triggerRef } from '../../runtime/engine/trigger-ref.ts';
+import { acceptedTriggerRef, triggerRef } from '../../runtime/engine/trigger-ref.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import {
   secret,
@@ -34,6 +34,7 @@ describe('triggerRef', () => {
       name: 'orders-hook',
       workflowId: 'shop_development_orders',
       path: '/webhook/shop_development_orders/ingest',
+      uid: 'uid-1',
     });
     const material = [
       sha256('key-acme-123456'),
@@ -42,6 +43,26 @@ describe('triggerRef', () => {
       'test-token-abcdef',
     ];
     expect(credentialLeaks(ref, material)).toEqual([]);
+  });
+
+  it('a route without a uid (a source that gives none) makes a reference without one', () => {
+    expect(triggerRef({ ...route(), uid: '' })).not.toHaveProperty('uid');
+  });
+
+  it("a job's reference names the route, with the uid its execution was accepted under", () => {
+    // The trigger was deleted and re-created under its name since: the route has another uid.
+    const now: RouteRecord = {
+      ...route(),
+      uid: 'uid-2',
+      path: '/webhook/shop_development_orders/x',
+    };
+    expect(acceptedTriggerRef(now, { triggerUid: 'uid-1' })).toEqual({
+      ...triggerRef(now),
+      uid: 'uid-1',
+    });
+    // A record from before uids were kept: none, so nothing is checked (not the route's).
+    expect(acceptedTriggerRef(now, {})).toEqual({ ...triggerRef(now), uid: undefined });
+    expect(acceptedTriggerRef(now, {})).not.toHaveProperty('uid');
   });
 
   it('a route record does not type-check as the engine input', () => {
@@ -106,12 +127,15 @@ describe('an execution started through the gateway', () => {
     expect(response.status).toBe(200);
     expect(start).toHaveBeenCalledTimes(1);
     const request = start.mock.calls[0]?.[0] as StartRequest;
+    // The uid is the WebhookTrigger's (the directory source gives each object one).
+    expect(stored?.uid).toMatch(/^[0-9a-f-]{36}$/);
     expect(request.trigger).toEqual({
       key: 'default/keyed',
       namespace: 'default',
       name: 'keyed',
       workflowId: 'default_production_echo',
       path: '/webhook/default_production_echo/keyed',
+      uid: stored?.uid,
     });
     expect(credentialLeaks(request, material)).toEqual([]);
 
@@ -119,6 +143,7 @@ describe('an execution started through the gateway', () => {
     const execution = await rt.engine.get(id);
     expect(execution?.status).toBe('succeeded');
     expect(execution?.triggerKey).toBe('default/keyed');
+    expect(execution?.triggerUid).toBe(stored?.uid);
     expect(credentialLeaks(execution, material)).toEqual([]);
     const events = await new Promise<unknown[]>((resolve) => {
       const seen: unknown[] = [];
@@ -129,5 +154,14 @@ describe('an execution started through the gateway', () => {
     });
     expect(credentialLeaks(events, material)).toEqual([]);
     start.mockRestore();
+
+    // The admin API shows the execution as before: the uid is kept for callback signing.
+    const one = await rt.admin.inject({ method: 'GET', url: `/api/executions/${id}` });
+    expect(one.json()).toMatchObject({ id, triggerKey: 'default/keyed' });
+    expect(one.json()).not.toHaveProperty('triggerUid');
+    const listed = await rt.admin.inject({ method: 'GET', url: '/api/executions' });
+    const items = listed.json<{ items: Record<string, unknown>[] }>().items;
+    expect(items.map((e) => e.id)).toContain(id);
+    for (const item of items) expect(item).not.toHaveProperty('triggerUid');
   });
 });

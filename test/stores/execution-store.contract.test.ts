@@ -79,6 +79,22 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect(await store.get('nope')).toBeUndefined();
     });
 
+    it("keeps the trigger's uid with the record; a record without one (from before) reads as it was", async () => {
+      await store.save(
+        execution('with', 2, { triggerUid: '6f1c2a9e-0000-4000-8000-000000000001' }),
+      );
+      const old = execution('without', 1);
+      await store.save(old);
+      expect((await store.get('with'))?.triggerUid).toBe('6f1c2a9e-0000-4000-8000-000000000001');
+      expect(await store.get('without')).not.toHaveProperty('triggerUid');
+      const json = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
+      expect(json(await store.get('without'))).toEqual(json(old));
+      expect((await store.list({ triggerKey: 'ns/a' })).map((e) => [e.id, e.triggerUid])).toEqual([
+        ['without', undefined],
+        ['with', '6f1c2a9e-0000-4000-8000-000000000001'],
+      ]);
+    });
+
     it('lists newest first with filters, since (inclusive), until (exclusive) and limit', async () => {
       await store.save(execution('old', 30));
       await store.save(execution('mid', 20, { workflowId: 'wf-b', triggerKey: 'ns/b' }));
