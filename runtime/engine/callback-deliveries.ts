@@ -2,11 +2,12 @@
 // each is reported to the observer (metrics) and its outcome kept on the execution;
 // an error of our own goes to the internal error handler; shutdown can wait for them
 // or cancel them. With a route reader, each attempt signs with the secrets the
-// trigger's route record holds at that attempt (ADR 0035).
+// trigger's route record holds at that attempt, when the route is still the trigger's
+// (its uid the run's: ADR 0035).
 import type { RouteRecord } from '../../api/records/records.ts';
 import type { AttemptSecrets, CallbackSender, DeliveryResult } from './callbacks.ts';
-import type { CallbackOutcome, Execution, StartRequest } from './ports.ts';
-import { callbackSecretsOf } from './trigger-ref.ts';
+import type { CallbackOutcome, Execution, StartRequest, TriggerRef } from './ports.ts';
+import { callbackSecretsOf, sameTrigger } from './trigger-ref.ts';
 
 /** Reads a trigger's route record by trigger key, as it is now (a cached reader). */
 export interface RouteReader {
@@ -49,16 +50,16 @@ export class CallbackDeliveries {
   deliver(
     execution: Execution,
     url: string,
-    request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets'>,
+    request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets' | 'ownCallbackSecrets'>,
   ): void {
     const { routes } = this.#o;
-    const key = request.trigger.key;
-    const own = (request.callbackSecrets?.length ?? 0) > 0;
+    const trigger = request.trigger;
+    const own = request.ownCallbackSecrets === true || (request.callbackSecrets?.length ?? 0) > 0;
     const delivery = this.#o.sender
       .deliver(url, execution, {
         signal: this.#abort.signal,
         workflow: request.workflow,
-        secrets: routes ? () => this.#secretsOf(routes, key, own) : request.callbackSecrets,
+        secrets: routes ? () => this.#secretsOf(routes, trigger, own) : request.callbackSecrets,
       })
       .then(async (result) => {
         this.#o.delivered?.(result);
@@ -75,21 +76,27 @@ export class CallbackDeliveries {
   }
 
   /**
-   * The trigger's signing secrets now. A route gone or unreadable signs nothing when the
-   * run started with secrets of the trigger's own (ADR 0035: not with a key nobody
-   * manages any more, nor the process's instead); a run that started without signs with
-   * the engine's, as it always did (an empty list).
+   * The trigger's signing secrets now. A route gone or unreadable, or another trigger's
+   * (deleted and re-created under the name: another uid), signs nothing when the run
+   * started with secrets of the trigger's own (ADR 0035: not with a key nobody manages
+   * any more, nor another trigger's, nor the process's instead); a run that started
+   * without signs with the engine's, as it always did (an empty list).
    */
-  async #secretsOf(routes: RouteReader, key: string, own: boolean): Promise<AttemptSecrets> {
+  async #secretsOf(
+    routes: RouteReader,
+    trigger: Pick<TriggerRef, 'key' | 'uid'>,
+    own: boolean,
+  ): Promise<AttemptSecrets> {
     let route: RouteRecord | undefined;
     try {
-      route = await routes.get(key);
+      route = await routes.get(trigger.key);
     } catch (error) {
       // Ours (the store), not the receiver's: reported either way.
       this.#o.onInternalError(error, 'reading the route of a callback');
-      return own ? { unsigned: `the route of endpoint ${key} could not be read` } : [];
+      return own ? { unsigned: `the route of endpoint ${trigger.key} could not be read` } : [];
     }
-    return route || own ? callbackSecretsOf(key, route) : [];
+    if (own) return callbackSecretsOf(trigger, route);
+    return route && sameTrigger(trigger.uid, route) ? callbackSecretsOf(trigger, route) : [];
   }
 
   /** Cancels the deliveries under way (waits and outbound requests end at once). */

@@ -116,9 +116,10 @@ export interface Execution {
   triggerKey: string;
   /**
    * The `metadata.uid` of the WebhookTrigger the request came in on (`TriggerRef.uid`):
-   * which object of that name it was (a trigger deleted and re-created under the same
-   * name has another). Absent in records written before it was kept (and for a trigger
-   * whose route had none). Not shown by the admin API.
+   * which object of that name it was. A trigger deleted and re-created under the same
+   * name has another, and this run's callback is not signed with the newcomer's secrets
+   * (ADR 0035). Absent in records written before it was kept (and for a trigger whose
+   * route had none): such a run is not checked. Not shown by the admin API.
    */
   triggerUid?: string;
   status: ExecutionStatus;
@@ -221,8 +222,9 @@ export interface TriggerRef {
   path: string;
   /**
    * The WebhookTrigger's `metadata.uid` (the route record's): which object of that name
-   * this is. Kept on the execution (`triggerUid`). Absent: not known (an execution from
-   * before uids were kept).
+   * this is. Kept on the execution (`triggerUid`); a callback attempt whose route has
+   * another uid treats the route as gone (ADR 0035). Absent: not known (an execution
+   * from before uids were kept), and not checked.
    */
   uid?: string;
   /** Never present: a whole route record, which carries credentials, does not fit here. */
@@ -247,6 +249,14 @@ export interface StartRequest {
    * route record; absent: the engine's. Never stored with the execution.
    */
   callbackSecrets?: readonly string[];
+  /**
+   * The run's trigger had callback signing secrets of its own, though `callbackSecrets`
+   * holds none: said by a worker that finds the trigger re-created before the run (its
+   * route has another uid than the execution's), which cannot tell what the trigger the
+   * request came in on had. Its callback is then never signed with the engine's secret
+   * in their stead (ADR 0035).
+   */
+  ownCallbackSecrets?: true;
   /**
    * SHA-256 (hex) of the token the gateway gave the caller for the public execution
    * links; kept with the execution as `accessDigest`. A digest, not a credential.

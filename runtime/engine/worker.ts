@@ -40,7 +40,7 @@ import { WORKER_GROUP, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
 import type { RedisRetryQueue } from './retry-queue-redis.ts';
-import { acceptedTriggerRef, callbackSigning } from './trigger-ref.ts';
+import { acceptedTriggerRef, callbackSigning, sameTrigger } from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
 
@@ -500,12 +500,13 @@ export class ExecutionWorker {
     const validator = this.#o.outputValidator?.(target.route);
     const request: StartRequest = {
       workflow: target.workflow,
-      // The uid the execution was accepted under, whatever the route's is now.
+      // The uid the execution was accepted under: its callback is signed only while the
+      // route is still that trigger's (ADR 0035).
       trigger: acceptedTriggerRef(target.route, execution),
       input: execution.input,
       ...(validator ? { outputValidator: validator } : {}),
       ...(job.callbackUrl
-        ? { callbackUrl: job.callbackUrl, ...callbackSigning(target.route) }
+        ? { callbackUrl: job.callbackUrl, ...jobSigning(target.route, execution) }
         : {}),
     };
     // The store acknowledges the job with the final record when the entry is on the
@@ -581,4 +582,20 @@ export class ExecutionWorker {
       }),
     );
   }
+}
+
+/**
+ * How a job's callback is signed: as its trigger's route says now, unless that route is
+ * another trigger's (deleted and re-created under the name since the execution was
+ * accepted: another uid). What the trigger the request came in on had is not known then,
+ * so the run counts as one with secrets of its own: its attempts are not signed with the
+ * engine's secret in their stead, nor with the newcomer's (ADR 0035).
+ */
+function jobSigning(
+  route: RouteRecord,
+  execution: Execution,
+): Pick<StartRequest, 'callbackSecrets' | 'ownCallbackSecrets'> {
+  return sameTrigger(execution.triggerUid, route)
+    ? callbackSigning(route)
+    : { ownCallbackSecrets: true };
 }

@@ -6,11 +6,17 @@
 // with the new key only. In each process that sends callbacks: the embedded server
 // (routes in memory), a gateway running its executions inline and a worker taking them
 // off the Redis queue (routes in Redis).
+//
+// A trigger deleted and created again under its name (another uid, another Secret) is
+// not the trigger a run came in on: the run's remaining attempts are not signed, neither
+// with the newcomer's key nor with the process's, and the outcome says the trigger was
+// re-created (ADR 0035, amended 2026-11-28).
 import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RouteStore } from '../../api/records/records.ts';
+import type { ExecutionEngine } from '../../runtime/engine/ports.ts';
 import { createGatewayRuntime } from '../../roles/gateway.ts';
 import type { Serving } from '../../roles/serving.ts';
 import { createWorkerRuntime, type WorkerRuntime } from '../../roles/worker.ts';
@@ -38,21 +44,104 @@ afterAll(async () => {
 
 const outbound = () => ({ allow: [`127.0.0.1:${receiver.port}`] });
 
+const rotWorkflow = workflow('rot', {
+  nodes: [{ id: 'done', type: 'transform', expression: '{ "ok": true }' }],
+});
+const rotTrigger = (secretName: string) =>
+  trigger('rotating', {
+    workflowRef: { name: 'rot' },
+    pathSegment: 'callback',
+    response: { mode: 'asyncCallback', callbackSecretRef: { name: secretName } },
+  });
+
 /** The manifests (the Secret in a file of its own, edited by the test). */
 async function deploy(control: TestRuntime): Promise<void> {
   await control.apply('secret.yaml', [secret('rotating-callbacks', { a: old })]);
   await control.apply(
     'rotating.yaml',
-    [
-      workflow('rot', { nodes: [{ id: 'done', type: 'transform', expression: '{ "ok": true }' }] }),
-      trigger('rotating', {
-        workflowRef: { name: 'rot' },
-        pathSegment: 'callback',
-        response: { mode: 'asyncCallback', callbackSecretRef: { name: 'rotating-callbacks' } },
-      }),
-    ],
+    [rotWorkflow, rotTrigger('rotating-callbacks')],
     ['rotating'],
   );
+}
+
+/** The key of the trigger created under the same name after the first was deleted. */
+const newcomer = generateSecret();
+const RECREATED = `not signed: endpoint ${KEY} was deleted and re-created since this run started (another WebhookTrigger uid)`;
+
+/**
+ * Deletes the trigger, then creates one under its name signing with another Secret, and
+ * waits until the operator has written the newcomer's route (another uid).
+ */
+async function recreate(control: TestRuntime, routes: RouteStore): Promise<void> {
+  const before = (await routes.get(KEY))?.uid;
+  expect(before).toBeTruthy();
+  await control.apply('rotating.yaml', [rotWorkflow]);
+  await eventually(async () => expect(await routes.get(KEY)).toBeUndefined());
+  await control.apply('newcomer.yaml', [secret('newcomer-callbacks', { a: newcomer })]);
+  await control.apply(
+    'rotating.yaml',
+    [rotWorkflow, rotTrigger('newcomer-callbacks')],
+    ['rotating'],
+  );
+  await eventually(async () => {
+    const now = await routes.get(KEY);
+    expect(now?.credentials.callbackSecrets).toEqual([newcomer]);
+    expect(now?.uid).toBeTruthy();
+    expect(now?.uid).not.toBe(before);
+  });
+}
+
+/** The trigger as deploy() made it, its Secret with the old key only (the route says so). */
+async function redeploy(control: TestRuntime): Promise<void> {
+  await deploy(control);
+  await rotate(control, control.routes, { a: old });
+}
+
+/** The callback outcome of execution `id`, once its delivery has ended. */
+async function outcomeOf(engine: ExecutionEngine, id: string): Promise<unknown> {
+  return eventually(async () => {
+    const execution = await engine.get(id);
+    expect(execution?.callback).toBeDefined();
+    return execution?.callback;
+  }, 20_000);
+}
+
+async function accept(app: FastifyInstance): Promise<string> {
+  const accepted = await app.inject({
+    method: 'POST',
+    url: '/webhook/default_production_rot/callback',
+    headers: { 'x-callback-url': `${receiver.url}/rotating` },
+    payload: {},
+  });
+  expect(accepted.statusCode).toBe(202);
+  return accepted.json<{ executionId: string }>().executionId;
+}
+
+/**
+ * One callback through `app`, its trigger deleted and re-created under its name while
+ * the receiver answers the first attempt 503: nothing more is sent.
+ */
+async function expectRecreationRefused(
+  control: TestRuntime,
+  app: FastifyInstance,
+  engine: ExecutionEngine,
+): Promise<void> {
+  await redeploy(control);
+  receiver.received.length = 0;
+  answer = async (index) => {
+    if (index > 0) return 200;
+    await recreate(control, control.routes);
+    return 503;
+  };
+  const executionId = await accept(app);
+  expect(await outcomeOf(engine, executionId)).toEqual({
+    delivered: false,
+    attempts: 5,
+    reason: RECREATED,
+  });
+  expect(receiver.received).toHaveLength(1);
+  expect(verify(old, receiver.received[0] as Received)).toMatchObject({ executionId });
+  await redeploy(control);
 }
 
 /** Edits the Secret and waits until the operator has written it into the route record. */
@@ -118,6 +207,10 @@ describe('embedded: hookgate dev (routes in memory)', () => {
   it('each delivery attempt signs with the Secret as the route holds it then', async () => {
     await expectRotationFollowed(control, control.app);
   });
+
+  it('a trigger deleted and re-created under its name: the remaining attempts are not signed', async () => {
+    await expectRecreationRefused(control, control.app, control.engine);
+  });
 });
 
 describe.skipIf(!redisAvailable())('over Redis (routes written by the operator)', () => {
@@ -154,19 +247,46 @@ describe.skipIf(!redisAvailable())('over Redis (routes written by the operator)'
     return serving;
   }
 
-  it('a gateway running its executions inline', async () => {
-    const inline = await gateway('inline');
-    await expectRotationFollowed(control, inline.app);
-  }, 60_000);
-
-  it('a worker taking them off the queue', async () => {
-    const queueing = await gateway('queue');
-    const worker: WorkerRuntime = await createWorkerRuntime({
+  async function worker(): Promise<WorkerRuntime> {
+    const started = await createWorkerRuntime({
       redis: redis(),
       engine: { outbound: outbound(), callbacks: { backoffMs: 300, timeoutMs: 10_000 } },
       blockMs: 200,
     });
-    closers.push(() => worker.close(2_000));
+    closers.push(() => started.close(2_000));
+    return started;
+  }
+
+  it('a gateway running its executions inline', async () => {
+    const inline = await gateway('inline');
+    await expectRotationFollowed(control, inline.app);
+    await expectRecreationRefused(control, inline.app, inline.engine);
+  }, 60_000);
+
+  it('a worker that takes the job after the trigger was re-created: nothing is sent', async () => {
+    // No worker yet: the job waits while the trigger is deleted and created again.
+    await redeploy(control);
+    const queueing = await gateway('queue');
+    receiver.received.length = 0;
+    answer = () => Promise.resolve(200);
+    const executionId = await accept(queueing.app);
+    await recreate(control, control.routes);
+    await worker();
+    // The run's trigger may have had no key of its own: not known, so neither the
+    // process's key signs, nor the newcomer's.
+    expect(await outcomeOf(queueing.engine, executionId)).toEqual({
+      delivered: false,
+      attempts: 5,
+      reason: RECREATED,
+    });
+    expect(receiver.received).toHaveLength(0);
+    await redeploy(control);
+  }, 60_000);
+
+  it('a worker taking them off the queue', async () => {
+    const queueing = await gateway('queue');
+    await worker();
     await expectRotationFollowed(control, queueing.app);
+    await expectRecreationRefused(control, queueing.app, queueing.engine);
   }, 60_000);
 });

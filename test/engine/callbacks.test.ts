@@ -468,6 +468,10 @@ describe('callback delivery', () => {
       expect(() => verify(own, second)).toThrow();
     });
 
+    /** The secret of a trigger created under the same name after the run's was deleted. */
+    const newcomer = generateSecret();
+    const RECREATED =
+      'not signed: endpoint shop/rotating-hook was deleted and re-created since this run started (another WebhookTrigger uid)';
     const broken = [
       {
         what: 'the trigger deleted (its route gone)',
@@ -477,6 +481,20 @@ describe('callback delivery', () => {
           attempts: 3,
           reason: 'not signed: endpoint shop/rotating-hook is no longer deployed',
         },
+        internal: 0,
+      },
+      {
+        what: 'the trigger deleted and re-created under its name, with secrets of its own (another uid)',
+        change: (routes: MemoryRecordStore<RouteRecord>) =>
+          routes.put(key, { ...record([newcomer]), uid: 'uid-2' }),
+        outcome: { delivered: false, attempts: 3, reason: RECREATED },
+        internal: 0,
+      },
+      {
+        what: 'the trigger deleted and re-created under its name, without secrets of its own',
+        change: (routes: MemoryRecordStore<RouteRecord>) =>
+          routes.put(key, { ...route(key), uid: 'uid-2' }),
+        outcome: { delivered: false, attempts: 3, reason: RECREATED },
         internal: 0,
       },
       {
@@ -526,11 +544,17 @@ describe('callback delivery', () => {
         expect(receiver.received).toHaveLength(1);
         expect(errors).toHaveLength(internal);
         expect(JSON.stringify(done)).not.toContain('not-a-secret');
+        expect(credentialLeaks(done, [newcomer])).toEqual([]);
       });
     }
 
     for (const [what, change] of [
       ['deleted (its route gone)', (routes: MemoryRecordStore<RouteRecord>) => routes.delete(key)],
+      [
+        'another trigger of its name now, with secrets of its own (deleted and re-created: another uid)',
+        (routes: MemoryRecordStore<RouteRecord>) =>
+          routes.put(key, { ...record([newcomer]), uid: 'uid-2' }),
+      ],
       [
         'unreadable',
         (_routes: MemoryRecordStore<RouteRecord>, failing: { now: boolean }) => {
@@ -560,10 +584,64 @@ describe('callback delivery', () => {
         const [first, second] = receiver.received as [Received, Received];
         expect(verify(engine.callbacks.secret, first)).toBeTruthy();
         expect(verify(engine.callbacks.secret, second)).toBeTruthy();
+        // Never with the key of a trigger that is not this run's.
+        expect(() => verify(newcomer, second)).toThrow();
         // A store that cannot be read is still ours to hear about.
         expect(errors).toHaveLength(what === 'unreadable' ? 1 : 0);
       });
     }
+
+    it('a run from before uids were kept (its reference has none): the route of its name signs, as before', async () => {
+      // An execution a previous version accepted, finished by this one (an upgrade with
+      // runs in flight): nothing tells which trigger of that name it came in on.
+      const routes = new MemoryRecordStore<RouteRecord>();
+      await routes.put(key, record([generateSecret()]));
+      script = async (_req, i) => {
+        if (i > 0) return { status: 200 };
+        await routes.put(key, { ...record([newcomer]), uid: 'uid-2' });
+        return { status: 503 };
+      };
+      const engine = engineReading(routes);
+      const current = (await routes.get(key)) as RouteRecord;
+      const { uid: _uid, ...before } = triggerRef(current);
+      const started = await engine.start({
+        workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]),
+        trigger: before,
+        input: trigger({}),
+        callbackUrl: `${receiver.url}/before`,
+        ...callbackSigning(current),
+      });
+      const done = await eventually(async () => {
+        const found = await engine.get(started.id);
+        expect(found?.callback).toBeDefined();
+        return found as Execution;
+      });
+      expect(done).not.toHaveProperty('triggerUid');
+      expect(done.callback).toEqual({ delivered: true, attempts: 2, status: 200 });
+      expect(verify(newcomer, receiver.received[1] as Received)).toBeTruthy();
+    });
+
+    it("a worker's run whose trigger was re-created before it started (ownCallbackSecrets): never the engine's secret, nor the newcomer's", async () => {
+      // The worker resolved a route of another uid: what the run's trigger had is unknown.
+      const routes = new MemoryRecordStore<RouteRecord>();
+      await routes.put(key, { ...route(key), uid: 'uid-2' });
+      script = () => ({ status: 200 });
+      const engine = engineReading(routes);
+      const started = await engine.start({
+        workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]),
+        trigger: triggerRef(route(key)), // uid-1, as the execution was accepted
+        input: trigger({}),
+        callbackUrl: `${receiver.url}/unknown`,
+        ownCallbackSecrets: true,
+      });
+      const done = await eventually(async () => {
+        const found = await engine.get(started.id);
+        expect(found?.callback).toBeDefined();
+        return found as Execution;
+      });
+      expect(done.callback).toEqual({ delivered: false, attempts: 3, reason: RECREATED });
+      expect(receiver.received).toHaveLength(0);
+    });
 
     it('shutdown cancels an attempt waiting on a route read that does not answer', async () => {
       // A Redis Cluster that is down keeps a read in the client's offline queue with no
