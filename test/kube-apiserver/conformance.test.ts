@@ -60,6 +60,7 @@ async function create(path: string, obj: Obj): Promise<Obj> {
 }
 
 const rvOf = (o: Obj): number => Number(o.metadata.resourceVersion);
+const MERGE = { 'Content-Type': 'application/merge-patch+json' };
 
 describe('1.1 objects and concurrency', () => {
   it('K1 every write takes the next value of one global counter; a list returns the counter', async () => {
@@ -1064,21 +1065,64 @@ describe('1.3 watch', () => {
     expect(timed.events.filter((e) => e.type === 'BOOKMARK')).toEqual([]);
   });
 
-  it('K16 sendInitialEvents=true: ADDED events, then a BOOKMARK annotated k8s.io/initial-events-end; invalid combinations → 422', async () => {
+  it('K16 sendInitialEvents=true: ADDED events, then the k8s.io/initial-events-end BOOKMARK only with allowWatchBookmarks=true', async () => {
     await create(WIDGETS, widget('k16'));
-    const base = `${server.url}${WIDGETS}?watch=1&sendInitialEvents=true&fieldSelector=metadata.name%3Dk16`;
-    const w = await readWatch(
-      `${base}&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`,
-      { count: 2 },
-    );
+    const base = `${server.url}${WIDGETS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&fieldSelector=metadata.name%3Dk16`;
+    const w = await readWatch(`${base}&allowWatchBookmarks=true`, { count: 2 });
     expect(w.events[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'k16' } } });
     expect(w.events[1]).toMatchObject({
       type: 'BOOKMARK',
-      object: { metadata: { annotations: { 'k8s.io/initial-events-end': 'true' } } },
+      object: {
+        kind: 'Widget',
+        metadata: {
+          resourceVersion: String(server.resourceVersion()),
+          annotations: { 'k8s.io/initial-events-end': 'true' },
+        },
+      },
     });
-    const bad = await fetch(`${base}&allowWatchBookmarks=true`);
-    expect(bad.status).toBe(422);
-    expect(await bad.json()).toMatchObject({ kind: 'Status', reason: 'Invalid' });
+    // Without allowWatchBookmarks the watch-list is served all the same (validation.go
+    // does not require it, for backward compatibility), only without the end bookmark
+    // (cacher.go isListWatchRequest, setInitialEventsEndBookmarkIfRequested).
+    const plain = await readWatch(base, {
+      timeoutMs: 600,
+      onOpen: async () => {
+        await sleep(300);
+        await call('PATCH', `${WIDGETS}/k16`, { spec: { size: 2 } }, MERGE);
+      },
+    });
+    expect(plain.status).toBe(200);
+    expect(plain.events.map((e) => [e.type, e.object.metadata.name])).toEqual([
+      ['ADDED', 'k16'],
+      ['MODIFIED', 'k16'],
+    ]);
+  });
+
+  it('K16 sendInitialEvents=false starts at the current state with no initial events, from resourceVersion "" and "0" alike', async () => {
+    await create(WIDGETS, widget('k16-off'));
+    for (const [i, rv] of ['', '&resourceVersion=0'].entries()) {
+      const w = await readWatch(
+        `${server.url}${WIDGETS}?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&fieldSelector=metadata.name%3Dk16-off${rv}`,
+        {
+          timeoutMs: 600,
+          onOpen: async () => {
+            await sleep(150);
+            await call('PATCH', `${WIDGETS}/k16-off`, { spec: { size: 10 + i } }, MERGE);
+          },
+        },
+      );
+      expect(w.status, rv).toBe(200);
+      // watch_cache.go getAllEventsSinceLocked: SendInitialEvents=false from "0" starts
+      // at the cache's RV, from "" at etcd's current RV (cacher.go getWatchCacheResourceVersion).
+      const changes = w.events.filter((e) => e.type !== 'BOOKMARK');
+      expect(
+        changes.map((e) => [e.type, e.object.metadata.name]),
+        rv,
+      ).toEqual([['MODIFIED', 'k16-off']]);
+      expect(
+        w.events.some((e) => JSON.stringify(e.object).includes('k8s.io/initial-events-end')),
+        rv,
+      ).toBe(false);
+    }
   });
 });
 

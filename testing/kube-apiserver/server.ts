@@ -492,10 +492,8 @@ export async function startKubeApiServer(
       {
         rt: t.rt,
         ...(t.namespace !== undefined ? { namespace: t.namespace } : {}),
-        ...(q.get('resourceVersion') !== null
-          ? { resourceVersion: q.get('resourceVersion') ?? '' }
-          : {}),
-        sendInitialEvents: sendInitialEvents === 'true',
+        resourceVersion: q.get('resourceVersion') ?? '',
+        ...(sendInitialEvents !== null ? { sendInitialEvents: sendInitialEvents === 'true' } : {}),
         allowWatchBookmarks: q.get('allowWatchBookmarks') === 'true',
         ...(timeout ? { timeoutSeconds: Number(timeout) } : {}),
         labels,
@@ -507,25 +505,20 @@ export async function startKubeApiServer(
   }
 
   /**
-   * K16: a watch's sendInitialEvents needs resourceVersionMatch=NotOlderThan and
-   * allowWatchBookmarks=true (a list's is refused by list-options.ts).
+   * K16: a watch's sendInitialEvents needs resourceVersionMatch=NotOlderThan (a list's
+   * is refused by list-options.ts). allowWatchBookmarks is not required
+   * (ValidateListOptions, v0.35: checking it "would break backward compatibility").
    */
   function checkSendInitialEvents(q: URLSearchParams): void {
-    const causes: { field: string; message: string; reason: string }[] = [];
     if (q.get('resourceVersionMatch') !== 'NotOlderThan')
-      causes.push({
-        field: 'resourceVersionMatch',
-        reason: 'FieldValueForbidden',
-        message:
-          'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
-      });
-    if (q.get('allowWatchBookmarks') !== 'true')
-      causes.push({
-        field: 'allowWatchBookmarks',
-        reason: 'FieldValueRequired',
-        message: 'Required value: allowWatchBookmarks must be set to true',
-      });
-    if (causes.length > 0) throw invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', causes);
+      throw invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', [
+        {
+          field: 'resourceVersionMatch',
+          reason: 'FieldValueForbidden',
+          message:
+            'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
+        },
+      ]);
   }
 
   function deleteOptions(body: unknown, q: URLSearchParams): DeleteOptions {

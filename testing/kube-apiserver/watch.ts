@@ -1,7 +1,10 @@
 // Watch streams (K11-K16): HTTP 200, chunked, one JSON event per line; initial ADDED
-// events, replay from the history window or a 410 Expired ERROR event, filtered
-// watches turning (un)matching objects into ADDED/DELETED, bookmarks, the
-// sendInitialEvents end-of-initial-events bookmark, and timeoutSeconds.
+// events (sendInitialEvents=true, which SetListOptionsDefaults gives a watch from ""
+// or "0"), none for sendInitialEvents=false, replay from the history window or a 410
+// Expired ERROR event, filtered watches turning (un)matching objects into
+// ADDED/DELETED, bookmarks, the end-of-initial-events bookmark (with
+// allowWatchBookmarks), and timeoutSeconds. The request's options are checked before
+// (list-options.ts).
 import type { ServerResponse } from 'node:http';
 import { withType } from './admission.ts';
 import { fromStorage } from './codec.ts';
@@ -15,9 +18,10 @@ import type { StoredEvent, Storage } from './storage.ts';
 export interface WatchRequest {
   rt: ResourceType;
   namespace?: string;
-  /** undefined or "0": start with the current state; otherwise replay after this RV. */
-  resourceVersion?: string;
-  sendInitialEvents: boolean;
+  /** "" (unset) or "0", or the RV to go on after; a valid uint64 (list-options.ts). */
+  resourceVersion: string;
+  /** After SetListOptionsDefaults: undefined only for a watch from an RV N. */
+  sendInitialEvents?: boolean;
   allowWatchBookmarks: boolean;
   timeoutSeconds?: number;
   labels: Selector;
@@ -80,8 +84,8 @@ export function serveWatch(
   req: WatchRequest,
   opts: WatchOptions,
 ): void {
-  const wanted = Number(req.resourceVersion ?? 0);
-  if (!req.sendInitialEvents || !(wanted > storage.currentRv())) {
+  const wanted = Number(req.resourceVersion || 0);
+  if (req.sendInitialEvents !== true || !(wanted > storage.currentRv())) {
     streamWatch(storage, res, req, opts);
     return;
   }
@@ -172,15 +176,25 @@ function streamWatch(
       },
     });
 
-  const rv = req.resourceVersion;
+  // Where the watch starts, as watch_cache.go getAllEventsSinceLocked decides it (the
+  // RV it is given: cacher.go getWatchCacheResourceVersion, etcd's current RV for "").
+  const rv = req.resourceVersion === '' ? 0 : Number(req.resourceVersion);
   // Events at or before this RV are not sent (cache_watcher.go process).
   let since = 0;
-  if (req.sendInitialEvents || rv === undefined || rv === '' || rv === '0') {
+  if (req.sendInitialEvents === true || (req.sendInitialEvents === undefined && rv === 0)) {
+    // The current state as ADDED events (getIntervalFromStoreLocked); a nil
+    // sendInitialEvents from "0" does not reach here from a request (SetListOptionsDefaults).
     for (const o of storage.list(key, req.namespace).map(decodeObject).filter(matches))
       send({ type: 'ADDED', object: o });
-    if (req.sendInitialEvents) bookmark({ 'k8s.io/initial-events-end': 'true' });
+    // cacher.go setInitialEventsEndBookmarkIfRequested: only for isListWatchRequest,
+    // which needs allowWatchBookmarks too.
+    if (req.sendInitialEvents === true && req.allowWatchBookmarks)
+      bookmark({ 'k8s.io/initial-events-end': 'true' });
+  } else if (rv === 0) {
+    // sendInitialEvents=false from "" or "0": from the current RV, no initial state.
+    since = storage.currentRv();
   } else {
-    since = Number(rv);
+    since = rv;
     const replay = storage.eventsSince(since, key);
     if (replay === 'expired') {
       send({ type: 'ERROR', object: expired(since, storage.oldestWatchableRv(key)).status });
