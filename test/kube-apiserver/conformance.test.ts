@@ -1124,6 +1124,150 @@ describe('1.3 watch', () => {
       ).toBe(false);
     }
   });
+
+  it('K16 a watch from resourceVersion "" or "0" with neither sendInitialEvents nor resourceVersionMatch is a watch-list (SetListOptionsDefaults, WatchList on in 1.35)', async () => {
+    await create(WIDGETS, widget('k16-legacy'));
+    for (const rv of ['', '&resourceVersion=0']) {
+      const w = await readWatch(
+        `${server.url}${WIDGETS}?watch=1&allowWatchBookmarks=true&fieldSelector=metadata.name%3Dk16-legacy${rv}`,
+        { count: 2 },
+      );
+      expect(w.events[0], rv).toMatchObject({ type: 'ADDED' });
+      expect(w.events[1], rv).toMatchObject({
+        type: 'BOOKMARK',
+        object: { metadata: { annotations: { 'k8s.io/initial-events-end': 'true' } } },
+      });
+    }
+    // A query boolean is false only when absent, "0" or "false" in any case
+    // (runtime/conversion.go Convert_Slice_string_To_bool, Convert_Slice_string_To_Pointer_bool).
+    const yes = await readWatch(
+      `${server.url}${WIDGETS}?watch=yes&allowWatchBookmarks=on&sendInitialEvents=&resourceVersionMatch=NotOlderThan&fieldSelector=metadata.name%3Dk16-legacy`,
+      { count: 2 },
+    );
+    expect(yes.headers.get('transfer-encoding')).toBe('chunked');
+    expect(yes.events.map((e) => e.type)).toEqual(['ADDED', 'BOOKMARK']);
+    const no = await call<{ kind: string }>('GET', `${WIDGETS}?watch=FALSE&allowWatchBookmarks=1`);
+    expect(no.body.kind).toBe('WidgetList');
+  });
+
+  it("K16 a watch's options are refused as ValidateListOptions refuses them after SetListOptionsDefaults: 422 Invalid, its causes in its order; decoding 400s first, storage errors after", async () => {
+    type Refusal = {
+      status: number;
+      body?: {
+        kind: string;
+        message: string;
+        reason?: string;
+        code: number;
+        details?: { causes?: { reason: string; message: string; field: string }[] };
+      };
+    };
+    const refused = async (q: string): Promise<Refusal> => {
+      const abort = new AbortController();
+      const res = await fetch(`${server.url}${WIDGETS}?watch=1&${q}`, {
+        signal: abort.signal,
+        headers: { Authorization: 'Bearer x' },
+      });
+      if (res.status === 200) {
+        abort.abort();
+        return { status: 200 };
+      }
+      return { status: res.status, body: (await res.json()) as Refusal['body'] };
+    };
+    const inv = 'ListOptions.meta.k8s.io "" is invalid: ';
+    const requires =
+      'resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan';
+    const needsSie =
+      'resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided';
+    const withContinue =
+      'resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided';
+    const cases: [string, string][] = [
+      // allowWatchBookmarks is not required (only one cause).
+      ['sendInitialEvents=true', requires],
+      ['sendInitialEvents=false&resourceVersion=0', requires],
+      [
+        'sendInitialEvents=true&resourceVersionMatch=Exact&allowWatchBookmarks=true',
+        `[${requires}, resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"]`,
+      ],
+      ['resourceVersion=5&resourceVersionMatch=NotOlderThan', needsSie],
+      // No defaulting once a match is given, even from "0".
+      [
+        'resourceVersion=0&resourceVersionMatch=Newest',
+        `[${needsSie}, resourceVersionMatch: Unsupported value: "Newest": supported values: "NotOlderThan"]`,
+      ],
+      // Defaulted to a watch-list (NotOlderThan), which continue is forbidden with.
+      ['continue=abc', withContinue],
+      [
+        'sendInitialEvents=true&resourceVersionMatch=Exact&continue=abc',
+        `[${requires}, resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan", ${withContinue}]`,
+      ],
+      // 422 before the field label check and before the storage's resourceVersion parse.
+      ['resourceVersionMatch=NotOlderThan&resourceVersion=5&fieldSelector=spec.nope%3D1', needsSie],
+      ['resourceVersion=abc&resourceVersionMatch=NotOlderThan', needsSie],
+    ];
+    for (const [q, message] of cases) {
+      const r = await refused(q);
+      expect(r.status, q).toBe(422);
+      expect(r.body, q).toMatchObject({ kind: 'Status', reason: 'Invalid', code: 422 });
+      if (!message.startsWith('[')) expect(r.body?.details?.causes, q).toHaveLength(1);
+    }
+    const first = await refused('sendInitialEvents=true');
+    expect(first.body?.message).toBe(`${inv}${requires}`);
+    expect(first.body?.details).toEqual({
+      name: '',
+      group: 'meta.k8s.io',
+      kind: 'ListOptions',
+      causes: [
+        {
+          reason: 'FieldValueForbidden',
+          message:
+            'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
+          field: 'resourceVersionMatch',
+        },
+      ],
+    });
+    for (const [q, message] of cases) {
+      expect((await refused(q)).body?.message, q).toBe(`${inv}${message}`);
+    }
+    const exact = await refused(
+      'sendInitialEvents=true&resourceVersionMatch=Exact&allowWatchBookmarks=true',
+    );
+    expect(exact.body?.details?.causes?.[1]).toEqual({
+      reason: 'FieldValueNotSupported',
+      message: 'Unsupported value: "Exact": supported values: "NotOlderThan"',
+      field: 'resourceVersionMatch',
+    });
+
+    // Decoding the query (url.Values → metav1.ListOptions → internal) comes first: 400.
+    const decodeErrors: [string, string][] = [
+      [
+        'timeoutSeconds=1s&resourceVersionMatch=Exact',
+        'strconv.ParseInt: parsing "1s": invalid syntax',
+      ],
+      [
+        'timeoutSeconds=9223372036854775808&limit=x',
+        'strconv.ParseInt: parsing "9223372036854775808": value out of range',
+      ],
+      ['limit=x&labelSelector=a%3D%3Db%3Dc', 'strconv.ParseInt: parsing "x": invalid syntax'],
+    ];
+    for (const [q, message] of decodeErrors) {
+      const r = await refused(q);
+      expect(r.status, q).toBe(400);
+      expect(r.body, q).toMatchObject({ reason: 'BadRequest', message });
+    }
+    const badLabels = await refused('labelSelector=a%3D%3Db%3Dc&resourceVersionMatch=Exact');
+    expect(badLabels.status).toBe(400);
+    const badFields = await refused('fieldSelector=a%3Db%3Dc&resourceVersionMatch=Exact');
+    expect(badFields.body?.message).toBe(
+      'invalid field selector: unescaped character in value: 61',
+    );
+    // The field label check comes after validation (ListResource: Transform after
+    // ValidateListOptions), so a valid watch reaches it.
+    const label = await refused('fieldSelector=spec.nope%3D1');
+    expect(label.body).toMatchObject({
+      code: 400,
+      message: 'field label not supported: spec.nope',
+    });
+  });
 });
 
 describe('1.4 list and selectors', () => {
@@ -1406,6 +1550,23 @@ describe('1.4 list and selectors', () => {
       'sendInitialEvents=true',
       422,
       `${inv}sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list`,
+    );
+    await expectStatus(
+      'sendInitialEvents=false',
+      422,
+      `${inv}sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list`,
+    );
+    // ListResource: decoding the query comes first (400), the field label check after
+    // the 422s (Transform after ValidateListOptions).
+    await expectStatus(
+      'limit=abc&resourceVersionMatch=Exact',
+      400,
+      'strconv.ParseInt: parsing "abc": invalid syntax',
+    );
+    await expectStatus(
+      'resourceVersionMatch=Exact&fieldSelector=spec.nope%3D1',
+      422,
+      `${inv}resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`,
     );
     // storage.ValidateListOptions: 400s.
     await expectStatus(

@@ -424,22 +424,38 @@ function unescapeFieldValue(s: string): string {
   return out;
 }
 
+/** One term of a parsed field selector. */
+export interface FieldRequirement {
+  field: string;
+  negate: boolean;
+  value: string;
+}
+
 /**
- * fields.ParseSelector (terms sorted, empty ones skipped), then the resource's
- * ConvertFieldLabel: anything but `allowed` → 400 `field label not supported: <label>`
- * (apiextensions-apiserver pkg/apiserver/conversion/converter.go crConverter
- * ConvertFieldLabel, whose wording core types' conversions share).
+ * fields.ParseSelector (terms sorted, empty ones skipped): its 400s come while the
+ * query is decoded (meta internalversion Convert_v1_ListOptions_To_internalversion_ListOptions),
+ * before ValidateListOptions.
  */
-export function parseFieldSelector(text: string | null, allowed: string[]): Selector {
-  if (!text) return () => true;
+export function parseFieldSelector(text: string | null): FieldRequirement[] {
+  if (!text) return [];
   const terms = splitFieldTerms(text)
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     .filter((t) => t !== '');
-  const reqs = terms.map((term) => {
+  return terms.map((term) => {
     const split = splitFieldTerm(term);
     if (!split) throw badRequest(`invalid selector: '${text}'; can't understand '${term}'`);
     return { field: split.lhs, negate: split.op === '!=', value: unescapeFieldValue(split.rhs) };
   });
+}
+
+/**
+ * The resource's ConvertFieldLabel over a parsed selector (ListResource's
+ * FieldSelector.Transform, after ValidateListOptions): anything but `allowed` → 400
+ * `field label not supported: <label>` (apiextensions-apiserver
+ * pkg/apiserver/conversion/converter.go crConverter ConvertFieldLabel, whose wording
+ * core types' conversions share).
+ */
+export function fieldSelector(reqs: FieldRequirement[], allowed: string[]): Selector {
   for (const r of reqs) {
     if (!allowed.includes(r.field)) throw badRequest(`field label not supported: ${r.field}`);
   }

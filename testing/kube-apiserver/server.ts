@@ -33,7 +33,13 @@ import { fromStorage } from './codec.ts';
 import { groupVersionDoc, openApiIndex } from './openapi.ts';
 import { CRD_TYPE, Registry, storageKey, type CrdSpec, type KubeObject } from './resources.ts';
 import { waitUntilFresh } from './freshness.ts';
-import { listRead } from './list-options.ts';
+import {
+  checkListOptions,
+  decodeListOptions,
+  listRead,
+  queryBool,
+  type ListOptions,
+} from './list-options.ts';
 import { listPage } from './pagination.ts';
 import { canonical } from './patch.ts';
 import { withType } from './admission.ts';
@@ -49,13 +55,17 @@ import { bootstrapRbac } from './bootstrap-rbac.ts';
 import { checkRbacWrite } from './rbac-escalation.ts';
 import { requestAttributes } from './request-info.ts';
 import { selfSignedCertificate } from './tls.ts';
-import { parseFieldSelector, parseLabelSelector, type Selector } from './selectors.ts';
+import {
+  fieldSelector,
+  parseFieldSelector,
+  parseLabelSelector,
+  type Selector,
+} from './selectors.ts';
 import {
   ApiError,
   badRequest,
   forbidden,
   forcedError,
-  invalid,
   methodNotAllowed,
   notFound,
   unauthorized,
@@ -145,8 +155,6 @@ export interface KubeApiServer {
   setHistoryWindow(n: number): void;
   close(): Promise<void>;
 }
-
-const WATCH_TRUE = new Set(['1', 'true']);
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -420,7 +428,12 @@ export async function startKubeApiServer(
     t: Target,
     q: URLSearchParams,
   ): Promise<void> {
+    // ListResource's order: decode the query (400s, the selectors last), default and
+    // validate the options (422), then check the field labels (400).
+    const decoded = decodeListOptions(q);
     const labels = parseLabelSelector(q.get('labelSelector'));
+    const fieldReqs = parseFieldSelector(q.get('fieldSelector'));
+    const opts = checkListOptions(decoded);
     // crConverter.ConvertFieldLabel: a cluster-scoped custom resource has no
     // metadata.namespace field label (core types' conversions all accept it).
     const allowed = [
@@ -428,12 +441,12 @@ export async function startKubeApiServer(
       ...(t.rt.custom && !t.rt.namespaced ? [] : ['metadata.namespace']),
       ...t.rt.selectableFields,
     ];
-    const fields = parseFieldSelector(q.get('fieldSelector'), allowed);
-    if (WATCH_TRUE.has(q.get('watch') ?? '')) {
-      serveWatchRequest(req, res, t, q, labels, fields);
+    const fields = fieldSelector(fieldReqs, allowed);
+    if (opts.watch) {
+      serveWatchRequest(req, res, t, opts, labels, fields);
       return;
     }
-    const read = listRead(q);
+    const read = listRead(opts);
     if (read.minRv > 0n) {
       const left = new AbortController();
       res.once('close', () => left.abort());
@@ -479,46 +492,30 @@ export async function startKubeApiServer(
     req: IncomingMessage,
     res: ServerResponse,
     t: Target,
-    q: URLSearchParams,
+    opts: ListOptions,
     labels: Selector,
     fields: Selector,
   ): void {
-    const sendInitialEvents = q.get('sendInitialEvents');
-    if (sendInitialEvents !== null) checkSendInitialEvents(q);
-    const timeout = q.get('timeoutSeconds');
     serveWatch(
       storage,
       res,
       {
         rt: t.rt,
         ...(t.namespace !== undefined ? { namespace: t.namespace } : {}),
-        resourceVersion: q.get('resourceVersion') ?? '',
-        ...(sendInitialEvents !== null ? { sendInitialEvents: sendInitialEvents === 'true' } : {}),
-        allowWatchBookmarks: q.get('allowWatchBookmarks') === 'true',
-        ...(timeout ? { timeoutSeconds: Number(timeout) } : {}),
+        resourceVersion: opts.resourceVersion,
+        ...(opts.sendInitialEvents !== undefined
+          ? { sendInitialEvents: opts.sendInitialEvents }
+          : {}),
+        allowWatchBookmarks: opts.allowWatchBookmarks,
+        ...(opts.timeoutSeconds !== undefined
+          ? { timeoutSeconds: Number(opts.timeoutSeconds) }
+          : {}),
         labels,
         fields,
         table: wantsTable(req.headers.accept),
       },
       { bookmarkIntervalMs, track: (end) => trackWatch(storageKey(t.rt), end) },
     );
-  }
-
-  /**
-   * K16: a watch's sendInitialEvents needs resourceVersionMatch=NotOlderThan (a list's
-   * is refused by list-options.ts). allowWatchBookmarks is not required
-   * (ValidateListOptions, v0.35: checking it "would break backward compatibility").
-   */
-  function checkSendInitialEvents(q: URLSearchParams): void {
-    if (q.get('resourceVersionMatch') !== 'NotOlderThan')
-      throw invalid({ group: 'meta.k8s.io', kind: 'ListOptions' }, '', [
-        {
-          field: 'resourceVersionMatch',
-          reason: 'FieldValueForbidden',
-          message:
-            'Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
-        },
-      ]);
   }
 
   function deleteOptions(body: unknown, q: URLSearchParams): DeleteOptions {
@@ -616,7 +613,7 @@ export async function startKubeApiServer(
         method: entry.method,
         path: entry.path,
         query: url.searchParams,
-        watch: WATCH_TRUE.has(url.searchParams.get('watch') ?? ''),
+        watch: queryBool(url.searchParams.get('watch') ?? '0'),
       };
       const fault = faults.take(facts);
       if (fault.delayMs > 0) await new Promise((r) => setTimeout(r, fault.delayMs));
