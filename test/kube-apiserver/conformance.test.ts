@@ -1267,6 +1267,23 @@ describe('1.3 watch', () => {
       code: 400,
       message: 'field label not supported: spec.nope',
     });
+
+    // The watch cache parses the resourceVersion (cacher.go Watch →
+    // APIObjectVersioner.ParseResourceVersion); its storage.InvalidError is no APIStatus,
+    // so it is answered as 500 with no reason (responsewriters ErrorToAPIStatus;
+    // kubernetes/kubernetes#139485).
+    for (const rv of ['abc', '-1']) {
+      const r = await refused(`resourceVersion=${rv}`);
+      expect(r.status, rv).toBe(500);
+      expect(r.body, rv).toEqual({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `resourceVersion: Invalid value: "${rv}": strconv.ParseUint: parsing "${rv}": invalid syntax`,
+        code: 500,
+      });
+    }
   });
 });
 

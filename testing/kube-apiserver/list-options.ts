@@ -2,9 +2,9 @@
 // endpoints/handlers/get.go ListResource (v0.35): DecodeParameters (400: a
 // timeoutSeconds or limit that is no int64, then the selectors, which the caller
 // parses), SetListOptionsDefaults and ValidateListOptions (422 Invalid), the field
-// label check (400, the caller's), then the storage's own checks: for a list
-// storage.ValidateListOptions (400) and what it reads from `resourceVersion`,
-// `resourceVersionMatch`, `continue` and `limit`
+// label check (400, the caller's), then the storage's own checks: for a watch the
+// resourceVersion parse (500), for a list storage.ValidateListOptions (400) and what
+// it reads from `resourceVersion`, `resourceVersionMatch`, `continue` and `limit`
 // (kubernetes.io "API Concepts" § Semantics for get and list; sources per function):
 //
 // | resourceVersion | match        | limit | served                                             |
@@ -24,7 +24,7 @@
 import { decodeContinue, type ListRead } from './pagination.ts';
 import { fe } from './schema/errors.ts';
 import type { FieldError } from './schema/types.ts';
-import { badRequest, invalid } from './status.ts';
+import { badRequest, invalid, notAnApiStatus } from './status.ts';
 
 /**
  * metainternalversion.ListOptions as endpoints/handlers/get.go ListResource holds it
@@ -220,4 +220,17 @@ export function listRead(o: ListOptions): ListRead {
     start: '',
     continued: false,
   };
+}
+
+/**
+ * A watch's resourceVersion as the watch cache parses it (cacher.go Watch →
+ * ParseResourceVersion; a watch does not go through storage.ValidateListOptions). Its
+ * storage.InvalidError is no APIStatus, so the handler answers it as
+ * responsewriters ErrorToAPIStatus answers any other error: 500, no reason
+ * (kubernetes/kubernetes#101350, #139485).
+ */
+export function watchResourceVersion(o: ListOptions): bigint {
+  const rv = parseResourceVersion(o.resourceVersion);
+  if (typeof rv !== 'bigint') throw notAnApiStatus(rv.error);
+  return rv;
 }

@@ -38,6 +38,7 @@ import {
   decodeListOptions,
   listRead,
   queryBool,
+  watchResourceVersion,
   type ListOptions,
 } from './list-options.ts';
 import { listPage } from './pagination.ts';
@@ -496,6 +497,7 @@ export async function startKubeApiServer(
     labels: Selector,
     fields: Selector,
   ): void {
+    watchResourceVersion(opts);
     serveWatch(
       storage,
       res,

@@ -211,6 +211,14 @@ export function gone(message: string): ApiError {
   return failure(410, 'Gone', message);
 }
 
+/**
+ * responsewriters ErrorToAPIStatus for an error that is no APIStatus (e.g. a
+ * storage.InvalidError): 500 with the error's text and no reason (StatusReasonUnknown).
+ */
+export function notAnApiStatus(message: string): ApiError {
+  return failure(500, undefined, message);
+}
+
 export function internalError(message: string): ApiError {
   return failure(500, 'InternalError', `Internal error occurred: ${message}`, {
     causes: [{ message }],
