@@ -461,6 +461,52 @@ describe.skipIf(!tools)('kubectl v1.35 against the in-memory API server', () => 
     );
   });
 
+  it('K16 kubectl get --raw on a watch: a watch-list without allowWatchBookmarks is served with no end bookmark; bad watch options are refused as the API server refuses them', async () => {
+    const cms = '/api/v1/namespaces/default/configmaps';
+    expect((await call('POST', cms, { metadata: { name: 'w16' }, data: { v: '1' } })).status).toBe(
+      201,
+    );
+    const watch = (query: string) =>
+      kubectl(['get', '--raw', `${cms}?watch=1&fieldSelector=metadata.name%3Dw16&${query}`]);
+    // validation.go does not require allowWatchBookmarks; the cacher sends the end
+    // bookmark only with it (isListWatchRequest). timeoutSeconds ends the stream.
+    const served = await watch(
+      'sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1',
+    );
+    expect(served.stderr).toBe('');
+    const events = served.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
+    expect(events.map((e) => [e.type, e.object.metadata.name])).toEqual([['ADDED', 'w16']]);
+
+    const requires = await watch('sendInitialEvents=true');
+    expect(requires.code).not.toBe(0);
+    expect(requires.stderr.trim()).toBe(
+      'The ListOptions "" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan',
+    );
+    // A plain watch from "" is defaulted to a watch-list (SetListOptionsDefaults), which
+    // continue is forbidden with.
+    const defaulted = await watch('continue=abc');
+    expect(defaulted.stderr.trim()).toBe(
+      'The ListOptions "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided',
+    );
+    const both = await watch(
+      `resourceVersion=${server.resourceVersion()}&resourceVersionMatch=Exact`,
+    );
+    expect(both.stderr.trim()).toBe(
+      [
+        'The ListOptions "" is invalid: ',
+        '* resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
+        '* resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"',
+      ].join('\n'),
+    );
+    const bad = await watch('resourceVersion=abc');
+    expect(bad.stderr.trim()).toBe(
+      'Error from server: resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax',
+    );
+  });
+
   it('K27 K28 kubectl apply -f crds/ establishes the CRDs and kubectl finds the new types at once', async () => {
     const fresh = await startKubeApiServer();
     const freshDir = mkdtempSync(join(tmpdir(), 'kubectl-crds-'));
