@@ -8,6 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { RedisClient } from '../api/records/redis-client.ts';
 import { isCliCommand } from '../cli/command-names.ts';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { kubernetesEvents } from '../operator/controller/kube-events.ts';
 import { KubeClient } from '../operator/controller/kube-client.ts';
 import { KubernetesSource } from '../operator/sources/kubernetes.ts';
@@ -26,11 +27,16 @@ import { checkQueueShards } from './queue-shards.ts';
 import { warnOfTooFewReplicas } from './redis-replicas.ts';
 import { warnOfOldRedis } from './redis-version.ts';
 
-type Role = (s: Settings, logger: Logger) => Promise<Closable>;
+/** `logMetrics`: registers the log lines stdout did not take in the role's registry. */
+type Role = (
+  s: Settings,
+  logger: Logger,
+  logMetrics: (registry: Registry) => void,
+) => Promise<Closable>;
 
 const roles: Record<RoleName, Role> = {
   /** Every role in one process over a manifest directory or a Kubernetes API. */
-  async dev(s, logger) {
+  async dev(s, logger, logMetrics) {
     tuneV8ForServing();
     const kc = s.source === 'kubernetes' ? kubeConfig() : undefined;
     const clients = requestClients(s, logger);
@@ -51,6 +57,7 @@ const roles: Record<RoleName, Role> = {
         : {}),
     });
     clients?.health.register(runtime.registry);
+    logMetrics(runtime.registry);
     const address = await runtime.app.listen({ port: s.port, host: s.host });
     const admin = await runtime.admin.listen({ port: s.adminPort, host: s.adminHost });
     const from = kc
@@ -65,7 +72,7 @@ const roles: Record<RoleName, Role> = {
   },
 
   /** The control plane: reconciles under Lease leader election. */
-  async operator(s, logger) {
+  async operator(s, logger, logMetrics) {
     const env = process.env;
     const redis = process.env.REDIS_URL
       ? mainClient(process.env.REDIS_URL, s.redis, logger)
@@ -81,6 +88,7 @@ const roles: Record<RoleName, Role> = {
       ...(redis ? { redis } : {}),
       log: logFunction(logger),
     });
+    logMetrics(operator.registry);
     await operator.app.listen({ port: s.metricsPort ?? s.port, host: s.host });
     operator.manager.start();
     logger.info('reconciling WebhookTriggers and Workflows');
@@ -91,7 +99,7 @@ const roles: Record<RoleName, Role> = {
   },
 
   /** Serves what the operator deployed to Redis; queues executions for workers. */
-  async gateway(s, logger) {
+  async gateway(s, logger, logMetrics) {
     tuneV8ForServing();
     const clients = requestClients(s, logger) as RedisClients;
     const env = process.env;
@@ -116,6 +124,7 @@ const roles: Record<RoleName, Role> = {
       },
     });
     clients.health.register(runtime.registry);
+    logMetrics(runtime.registry);
     const stopVersionCheck = warnOfOldRedis(clients.main, logger);
     const queued = env.HOOKGATE_EXECUTIONS !== 'inline';
     const stopShardChecks = queued
@@ -151,7 +160,7 @@ const roles: Record<RoleName, Role> = {
   },
 
   /** Runs the executions gateways queue in Redis. */
-  async worker(s, logger) {
+  async worker(s, logger, logMetrics) {
     const health = new RedisHealth();
     const redis = mainClient(process.env.REDIS_URL as string, s.redis, logger, health);
     const concurrency = Number(process.env.HOOKGATE_WORKER_CONCURRENCY ?? 32);
@@ -167,6 +176,7 @@ const roles: Record<RoleName, Role> = {
       onInternalError: internalErrors(logger),
     });
     health.register(runtime.registry);
+    logMetrics(runtime.registry);
     const stopVersionCheck = warnOfOldRedis(redis, logger);
     const stopShardChecks = checkQueueShards(redis, s.queueShards, logger);
     // A worker serves no traffic: probes and metrics on METRICS_PORT, else --port.
@@ -282,9 +292,9 @@ function startFailure(
 async function main(): Promise<void> {
   const s = settings();
   if (!s) return;
-  const logger = createLogger({ level: s.logLevel, base: { role: s.role } });
+  const { logger, registerMetrics } = createLogger({ level: s.logLevel, base: { role: s.role } });
   try {
-    closeOnSignal(await roles[s.role](s, logger), logger);
+    closeOnSignal(await roles[s.role](s, logger, registerMetrics), logger);
   } catch (err) {
     logger.fatal({ err }, startFailure(err, s));
     // Open connections (Redis retrying) would keep a failed process alive.

@@ -13,8 +13,8 @@
 // libuv opens a pipe or socket behind process.stdout in non-blocking mode (the logger
 // touches process.stdout before the first line), so a full pipe takes part of a line or
 // nothing and says EAGAIN. What it did not take waits here, up to `maxBufferedBytes`;
-// lines beyond are dropped whole and counted (`onDropped`, once lines get through
-// again), and a timer offers the rest every 50 ms. A flush, asynchronous (`flush`, at
+// lines beyond are dropped whole and counted (`dropped`, read by the role's /metrics;
+// `onDropped`, once lines get through again), and a timer offers the rest every 50 ms. A flush, asynchronous (`flush`, at
 // shutdown) or synchronous (`flushSync`, at exit and after a fatal line, for
 // `syncFlushMs` at most), waits while the destination takes bytes and gives up once it
 // has taken nothing for `stallMs`.
@@ -30,6 +30,19 @@ export const LOG_STALL_MS = 5_000;
 export const LOG_SYNC_FLUSH_MS = 1_000;
 /** How often what waits is offered again. */
 const RETRY_MS = 50;
+/**
+ * Why lines were dropped: `buffer_full`, stdout took nothing and `maxBufferedBytes`
+ * waited already; `write_error`, the write failed (EPIPE: nobody will ever read).
+ */
+export const LOG_DROP_REASONS = ['buffer_full', 'write_error'] as const;
+export type LogDropReason = (typeof LOG_DROP_REASONS)[number];
+
+/** Lines dropped whole, and their bytes (UTF-8, as formatted). */
+export interface LogDrops {
+  lines: number;
+  bytes: number;
+}
+
 /** At most this much in one write(2). */
 const CHUNK_BYTES = 64 * 1024;
 /**
@@ -52,8 +65,8 @@ export interface LogDestinationOptions {
 
 /** A pino destination (`write`, `flush`, `flushSync`) over a file descriptor. */
 export class LogDestination {
-  /** Told how many lines were dropped, once the destination takes lines again. */
-  onDropped: ((lines: number) => void) | undefined;
+  /** Told how many lines (and bytes) were dropped, once the destination takes lines again. */
+  onDropped: ((drops: LogDrops) => void) | undefined;
   readonly #fd: number;
   readonly #maxBytes: number;
   readonly #stallMs: number;
@@ -68,7 +81,13 @@ export class LogDestination {
   /** Where waiting lines are copied, and how much of it is used. */
   #slab: Buffer | undefined;
   #slabUsed = 0;
-  #dropped = 0;
+  /** Dropped since the last `onDropped`. */
+  #dropped: LogDrops = { lines: 0, bytes: 0 };
+  /** Dropped since the start, by reason (never reset: counters for /metrics). */
+  readonly #droppedTotal: Record<LogDropReason, LogDrops> = {
+    buffer_full: { lines: 0, bytes: 0 },
+    write_error: { lines: 0, bytes: 0 },
+  };
   /**
    * While bytes wait: when the destination last took some, or first refused (the
    * monotonic clock: a wall clock stepped back during the exit flush would hold it).
@@ -91,6 +110,11 @@ export class LogDestination {
     return this.#waitingBytes;
   }
 
+  /** Lines and bytes dropped since the start, by reason. */
+  get dropped(): Readonly<Record<LogDropReason, Readonly<LogDrops>>> {
+    return this.#droppedTotal;
+  }
+
   write(line: string): void {
     const text = this.#format ? this.#format(line) : line;
     if (this.#waiting.length > 0) {
@@ -101,13 +125,13 @@ export class LogDestination {
     const written = this.#writeSome(text);
     const bytes = Buffer.byteLength(text);
     if (written < 0) {
-      this.#dropped++;
+      this.#drop('write_error', 1, bytes);
     } else if (written < bytes) {
       // A line's rest is kept whatever the bound: dropping it would cut the line.
       this.#append(Buffer.from(text).subarray(written));
       this.#since = performance.now();
       this.#retryLater();
-    } else if (this.#dropped > 0) {
+    } else if (this.#dropped.lines > 0) {
       queueMicrotask(() => this.#reportDropped());
     }
   }
@@ -146,7 +170,7 @@ export class LogDestination {
   #keep(text: string): void {
     const bytes = Buffer.byteLength(text);
     if (this.#waitingBytes + bytes > this.#maxBytes) {
-      this.#dropped++;
+      this.#drop('buffer_full', 1, bytes);
       return;
     }
     this.#append(text, bytes);
@@ -216,7 +240,7 @@ export class LogDestination {
       const chunk = this.#nextChunk();
       const written = this.#writeSome(chunk);
       if (written < 0) {
-        this.#dropped += this.#waitingLines();
+        this.#drop('write_error', this.#waitingLines(), this.#waitingBytes);
         this.#clear();
         this.#since = undefined;
         return false;
@@ -272,10 +296,17 @@ export class LogDestination {
     }
   }
 
+  #drop(reason: LogDropReason, lines: number, bytes: number): void {
+    this.#dropped.lines += lines;
+    this.#dropped.bytes += bytes;
+    this.#droppedTotal[reason].lines += lines;
+    this.#droppedTotal[reason].bytes += bytes;
+  }
+
   #reportDropped(): void {
-    const lines = this.#dropped;
-    if (lines === 0) return;
-    this.#dropped = 0;
-    this.onDropped?.(lines);
+    const drops = this.#dropped;
+    if (drops.lines === 0) return;
+    this.#dropped = { lines: 0, bytes: 0 };
+    this.onDropped?.(drops);
   }
 }

@@ -67,8 +67,23 @@ async function terminate(started: Started, ms: number) {
   return { ended, tookMs: Date.now() - sent };
 }
 
+/** The samples of the log-drop counters on a /metrics page, by name and reason. */
+async function logDrops(url: string): Promise<Record<string, number>> {
+  const page = await (await fetch(url)).text();
+  return Object.fromEntries(
+    [...page.matchAll(/^(hookgate_log_\w+_dropped_total\{reason="\w+"\}) (\d+)$/gm)].map((m) => [
+      m[1] as string,
+      Number(m[2]),
+    ]),
+  );
+}
+
 describe('hookgate dev at LOG_LEVEL=debug (two lines per request)', () => {
-  async function devServer(stdout: number): Promise<Started> {
+  /** The dev server with its stdout on `stdout`, once it answered REQUESTS requests. */
+  async function devServer(
+    stdout: number,
+    env: Record<string, string> = {},
+  ): Promise<Started & { metrics: string }> {
     const manifests = await manifestDir();
     cleanups.push(() => manifests.cleanup());
     await manifests.write(
@@ -81,19 +96,28 @@ describe('hookgate dev at LOG_LEVEL=debug (two lines per request)', () => {
       HOOKGATE_MANIFESTS: manifests.dir,
       ADMIN_PORT: String(await freePort()),
       LOG_LEVEL: 'debug',
+      ...env,
     });
     const url = `http://127.0.0.1:${port}${PATH}`;
+    const metrics = `http://127.0.0.1:${port}/metrics`;
     await eventually(
       async () => expect((await fetch(url, { method: 'OPTIONS' })).status).toBe(405),
       45_000,
       100,
     );
+    // Counted from the start, at 0 while nothing is dropped (alerts need the series).
+    expect(await logDrops(metrics)).toEqual({
+      'hookgate_log_lines_dropped_total{reason="buffer_full"}': 0,
+      'hookgate_log_lines_dropped_total{reason="write_error"}': 0,
+      'hookgate_log_bytes_dropped_total{reason="buffer_full"}': 0,
+      'hookgate_log_bytes_dropped_total{reason="write_error"}': 0,
+    });
     for (let i = 0; i < REQUESTS; i++) {
       const res = await fetch(url, { method: 'POST', body: '{}' });
       expect(res.status).toBe(202);
       await res.arrayBuffer();
     }
-    return started;
+    return { ...started, metrics };
   }
 
   /** The JSON lines of a dev server's stdout, and the POSTs it logged. */
@@ -114,10 +138,11 @@ describe('hookgate dev at LOG_LEVEL=debug (two lines per request)', () => {
     expect(tookMs).toBeLessThan(EXIT_WITHIN_MS);
   }, 90_000);
 
-  it('stdout read throughout: every line written, `stopped` last', async () => {
+  it('stdout read throughout: every line written, `stopped` last, none counted dropped', async () => {
     const fifo = stdoutFifo();
     const started = await devServer(fifo.writer);
     const output = fifo.readAll();
+    expect(Object.values(await logDrops(started.metrics))).toEqual([0, 0, 0, 0]);
     const { ended } = await terminate(started, EXIT_WITHIN_MS + 5_000);
     expect(ended, started.stderr()).toEqual({ code: 0, signal: null });
     const { lines, posts } = parse(await output);

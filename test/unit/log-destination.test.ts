@@ -4,8 +4,10 @@
 import { closeSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LogDestination } from '../../roles/log-destination.ts';
+import { registerLogMetrics } from '../../roles/logger.ts';
 import { eventually } from '../support/eventually.ts';
 import { openFifo, type Fifo } from '../support/fifo.ts';
 
@@ -31,7 +33,7 @@ function destination(
   const dropped: number[] = [];
   const out = new LogDestination({ fd: fifo.writer, ...options });
   opened.push({ fifo, out });
-  out.onDropped = (lines) => {
+  out.onDropped = ({ lines }) => {
     dropped.push(lines);
     out.write(`dropped ${lines}\n`);
   };
@@ -63,6 +65,59 @@ describe('LogDestination', () => {
     expect(dropped).toEqual([total - numbers.length]);
     expect(report).toBe(`dropped ${total - numbers.length}`);
     expect(out.waitingBytes).toBe(0);
+    // The totals since the start (what /metrics reads): the same lines, and their bytes.
+    let bytes = 0;
+    for (let n = numbers.length; n < total; n++) bytes += line(n).length;
+    expect(out.dropped).toEqual({
+      buffer_full: { lines: total - numbers.length, bytes },
+      write_error: { lines: 0, bytes: 0 },
+    });
+  });
+
+  it('counts the lines and bytes a gone reader (EPIPE) did not take, apart from those over the bound', () => {
+    const { fifo, out } = destination({ maxBufferedBytes: 16 * 1024 });
+    for (let n = 0; n < 1_000; n++) out.write(line(n));
+    const full = { ...out.dropped.buffer_full };
+    expect(full.lines).toBeGreaterThan(0);
+    const waiting = out.waitingBytes;
+    // The lines that wait: those neither in the FIFO whole nor dropped (the first of
+    // them maybe a line's rest).
+    const whole = fifo.readNow().split('\n').length - 1;
+    const waitingLines = 1_000 - full.lines - whole;
+    fifo.close();
+    out.flushSync();
+    out.write(line(1_000));
+    // What waited goes at the first failed write; a line after it on its own.
+    expect(out.dropped.buffer_full).toEqual(full);
+    expect(out.dropped.write_error).toEqual({
+      lines: waitingLines + 1,
+      bytes: waiting + line(1_000).length,
+    });
+    expect(out.waitingBytes).toBe(0);
+  });
+
+  it('on /metrics: both counters, by reason, at 0 from the start', async () => {
+    const { fifo, out } = destination({ maxBufferedBytes: 16 * 1024 });
+    const registry = new Registry();
+    registerLogMetrics(registry, out);
+    const samples = async () =>
+      (await registry.metrics()).split('\n').filter((l) => l.startsWith('hookgate_log_'));
+    expect(await samples()).toEqual([
+      'hookgate_log_lines_dropped_total{reason="buffer_full"} 0',
+      'hookgate_log_lines_dropped_total{reason="write_error"} 0',
+      'hookgate_log_bytes_dropped_total{reason="buffer_full"} 0',
+      'hookgate_log_bytes_dropped_total{reason="write_error"} 0',
+    ]);
+    for (let n = 0; n < 1_000; n++) out.write(line(n));
+    const { lines, bytes } = out.dropped.buffer_full;
+    expect(lines).toBeGreaterThan(0);
+    expect(await samples()).toEqual([
+      `hookgate_log_lines_dropped_total{reason="buffer_full"} ${lines}`,
+      'hookgate_log_lines_dropped_total{reason="write_error"} 0',
+      `hookgate_log_bytes_dropped_total{reason="buffer_full"} ${bytes}`,
+      'hookgate_log_bytes_dropped_total{reason="write_error"} 0',
+    ]);
+    fifo.readNow();
   });
 
   it('what waits holds about its bound in memory, whatever else shares Node’s Buffer pool meanwhile', async () => {
