@@ -292,7 +292,11 @@ function startFailure(
 async function main(): Promise<void> {
   const s = settings();
   if (!s) return;
-  const { logger, registerMetrics } = createLogger({ level: s.logLevel, base: { role: s.role } });
+  const { logger, registerMetrics } = createLogger({
+    level: s.logLevel,
+    base: { role: s.role },
+    output: s.logOutput,
+  });
   try {
     closeOnSignal(await roles[s.role](s, logger, registerMetrics), logger);
   } catch (err) {

@@ -22,11 +22,20 @@
 // as it does for any program.
 import { writeSync } from 'node:fs';
 
-/** What waits while stdout takes nothing; lines beyond are dropped and counted. */
+/**
+ * What waits while stdout takes nothing; lines beyond are dropped and counted (the
+ * default of HOOKGATE_LOG_BUFFER_BYTES; the others' below: roles/log-settings.ts).
+ */
 export const LOG_BUFFER_BYTES = 4 * 1024 * 1024;
-/** How long a flush waits on a stdout that takes nothing before it gives up. */
+/**
+ * How long a flush waits on a stdout that takes nothing before it gives up
+ * (HOOKGATE_LOG_STALL_MS).
+ */
 export const LOG_STALL_MS = 5_000;
-/** The longest a synchronous flush holds the process (at exit: past the grace period). */
+/**
+ * The longest a synchronous flush holds the process (at exit: past the grace period;
+ * HOOKGATE_LOG_SYNC_FLUSH_MS).
+ */
 export const LOG_SYNC_FLUSH_MS = 1_000;
 /** How often what waits is offered again. */
 const RETRY_MS = 50;

@@ -13,6 +13,7 @@ import { pino, type Logger } from 'pino';
 import type * as PinoPretty from 'pino-pretty';
 import { Counter, type Registry } from 'prom-client';
 import { LOG_DROP_REASONS, LogDestination } from './log-destination.ts';
+import type { LogOutputSettings } from './log-settings.ts';
 
 /** pino-pretty, loaded only when a role prints for a terminal (20-60 ms at start). */
 function prettyFormat(): (line: string) => string {
@@ -32,6 +33,8 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** Fields on every line, e.g. the role. */
   base?: Record<string, string>;
+  /** How lines wait for stdout (HOOKGATE_LOG_*; log-settings.ts); the destination's defaults. */
+  output?: Partial<LogOutputSettings>;
 }
 
 /** A role's logger, and what counts the lines its stdout did not take. */
@@ -50,6 +53,7 @@ export function createLogger(options: LoggerOptions = {}): RoleLogger {
   const stdout = process.stdout;
   const pretty = options.pretty ?? stdout.isTTY === true;
   const destination = new LogDestination({
+    ...options.output,
     fd: stdout.fd,
     ...(pretty ? { format: prettyFormat() } : {}),
   });
@@ -57,7 +61,7 @@ export function createLogger(options: LoggerOptions = {}): RoleLogger {
   destination.onDropped = ({ lines, bytes }) =>
     logger.warn({ lines, bytes }, 'log lines dropped: stdout did not take them');
   // Every way out (the grace period running out, a second signal, process.exit
-  // anywhere) writes what is left, for LOG_SYNC_FLUSH_MS (1 s) at most.
+  // anywhere) writes what is left, for syncFlushMs (HOOKGATE_LOG_SYNC_FLUSH_MS, 1 s) at most.
   process.once('exit', () => destination.flushSync());
   return { logger, registerMetrics: (registry) => registerLogMetrics(registry, destination) };
 }

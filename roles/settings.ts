@@ -14,6 +14,7 @@ import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
 import { BUDGET_USAGE, budgetSettings, type Budgets } from './budget-settings.ts';
 import { CALLBACK_USAGE, callbackSettings } from './callback-settings.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
+import { LOG_OUTPUT_USAGE, logOutputSettings, type LogOutputSettings } from './log-settings.ts';
 import { MAX_QUEUE_SHARDS } from '../runtime/engine/execution-keys.ts';
 import { outboundSettings } from './outbound-settings.ts';
 import type { ReplicaAcksOptions } from '../runtime/engine/replica-acks.ts';
@@ -119,7 +120,7 @@ Environment:
   LOG_LEVEL                  fatal | error | warn | info | debug | trace | silent
                              (default info; debug adds one line per request). Logs are
                              JSON lines, human-readable when stdout is a terminal
-${CALLBACK_USAGE}${ANALYTICS_USAGE}${BUDGET_USAGE}`;
+${LOG_OUTPUT_USAGE}${CALLBACK_USAGE}${ANALYTICS_USAGE}${BUDGET_USAGE}`;
 
 export interface Settings {
   role: RoleName;
@@ -132,6 +133,8 @@ export interface Settings {
   host: string;
   baseUrl: string;
   logLevel: LogLevel;
+  /** How log lines wait for stdout (HOOKGATE_LOG_BUFFER_BYTES, _STALL_MS, _SYNC_FLUSH_MS). */
+  logOutput: LogOutputSettings;
   /** METRICS_PORT: probes and metrics on a listener of their own. */
   metricsPort: number | undefined;
   /** Where /api/analytics reads from (HOOKGATE_ANALYTICS, HOOKGATE_PROMETHEUS_*). */
@@ -194,9 +197,11 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const secretNamespaces = listOf(process.env.HOOKGATE_SECRET_NAMESPACES);
   const outbound = outboundSettings(process.env);
   const callbacks = callbackSettings(process.env);
+  const logOutput = logOutputSettings(process.env);
   const problems = [
     ...outbound.problems,
     ...callbacks.problems,
+    ...logOutput.problems,
     ...problemsOf(role, port, source, values.port ?? process.env.PORT),
     ...analytics.problems,
     ...budgets.problems,
@@ -220,6 +225,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     host,
     baseUrl,
     logLevel: (process.env.LOG_LEVEL ?? 'info') as LogLevel,
+    logOutput: logOutput.settings,
     metricsPort: process.env.METRICS_PORT ? portNumber(process.env.METRICS_PORT) : undefined,
     analytics: analytics.config,
     budgets: budgets.budgets,

@@ -83,6 +83,7 @@ describe('hookgate dev at LOG_LEVEL=debug (two lines per request)', () => {
   async function devServer(
     stdout: number,
     env: Record<string, string> = {},
+    requests = REQUESTS,
   ): Promise<Started & { metrics: string }> {
     const manifests = await manifestDir();
     cleanups.push(() => manifests.cleanup());
@@ -112,7 +113,7 @@ describe('hookgate dev at LOG_LEVEL=debug (two lines per request)', () => {
       'hookgate_log_bytes_dropped_total{reason="buffer_full"}': 0,
       'hookgate_log_bytes_dropped_total{reason="write_error"}': 0,
     });
-    for (let i = 0; i < REQUESTS; i++) {
+    for (let i = 0; i < requests; i++) {
       const res = await fetch(url, { method: 'POST', body: '{}' });
       expect(res.status).toBe(202);
       await res.arrayBuffer();
@@ -136,6 +137,29 @@ describe('hookgate dev at LOG_LEVEL=debug (two lines per request)', () => {
     const { ended, tookMs } = await terminate(started, EXIT_WITHIN_MS + 5_000);
     expect(ended, started.stderr()).toEqual({ code: 0, signal: null });
     expect(tookMs).toBeLessThan(EXIT_WITHIN_MS);
+  }, 90_000);
+
+  it('stdout never read, HOOKGATE_LOG_BUFFER_BYTES=64Ki and HOOKGATE_LOG_STALL_MS=300: /metrics counts the lines dropped, and the exit gives up on stdout after 300 ms', async () => {
+    const fifo = stdoutFifo();
+    // About 280 KB of lines: the FIFO's 64 KiB, 64 KiB waiting, the rest dropped.
+    const started = await devServer(
+      fifo.writer,
+      { HOOKGATE_LOG_BUFFER_BYTES: '64Ki', HOOKGATE_LOG_STALL_MS: '300' },
+      2 * REQUESTS,
+    );
+    const drops = await logDrops(started.metrics);
+    const lines = drops['hookgate_log_lines_dropped_total{reason="buffer_full"}'] ?? 0;
+    const bytes = drops['hookgate_log_bytes_dropped_total{reason="buffer_full"}'] ?? 0;
+    // Two debug lines of about 175 bytes a request.
+    expect(lines).toBeGreaterThan(REQUESTS / 2);
+    expect(bytes).toBeGreaterThan(lines * 100);
+    expect(bytes).toBeLessThan(lines * 1000);
+    expect(drops['hookgate_log_lines_dropped_total{reason="write_error"}']).toBe(0);
+    // Stuck for longer than 300 ms already: the exit does not wait for stdout at all
+    // (5 s with the default).
+    const { ended, tookMs } = await terminate(started, EXIT_WITHIN_MS + 5_000);
+    expect(ended, started.stderr()).toEqual({ code: 0, signal: null });
+    expect(tookMs).toBeLessThan(2_000);
   }, 90_000);
 
   it('stdout read throughout: every line written, `stopped` last, none counted dropped', async () => {

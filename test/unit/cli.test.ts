@@ -115,6 +115,22 @@ describe('hookgate command line', () => {
       { ...redis, HOOKGATE_WORKER_CLAIM_IDLE_MS: '500' },
       'HOOKGATE_WORKER_CLAIM_IDLE_MS must be at least 1000',
     ],
+    // How log lines wait for stdout (roles/log-settings.ts), in every role.
+    [
+      ['dev'],
+      { HOOKGATE_LOG_BUFFER_BYTES: '1Gi' },
+      'HOOKGATE_LOG_BUFFER_BYTES must be a size from 64Ki to 64Mi (e.g. 4Mi), not "1Gi"',
+    ],
+    [
+      ['worker'],
+      { ...redis, HOOKGATE_LOG_STALL_MS: '50' },
+      'HOOKGATE_LOG_STALL_MS must be an integer from 100 to 20000, not "50"',
+    ],
+    [
+      ['operator'],
+      { HOOKGATE_LOG_SYNC_FLUSH_MS: '10000' },
+      'HOOKGATE_LOG_SYNC_FLUSH_MS must be an integer from 0 to 5000, not "10000"',
+    ],
     [['dev', '--port', '70000'], {}, 'invalid port "70000"'],
     // Number() would read these as ports: 1000, 80 and 0 (a random one).
     [['dev', '--port', '1e3'], {}, 'invalid port "1e3"'],
