@@ -39,6 +39,7 @@ import {
   type StatefulSet,
 } from './chart.ts';
 import { budgetSettings } from '../../roles/budget-settings.ts';
+import { logOutputSettings } from '../../roles/log-settings.ts';
 
 interface PolicyRule {
   apiGroups: string[];
@@ -287,6 +288,30 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(await renderError('config.logLevel=verbose')).toMatch(/\/config\/logLevel/);
     expect(await renderError('config.redisClient.commandTimeoutMs=0')).toMatch(
       /\/config\/redisClient\/commandTimeoutMs/,
+    );
+    expect(await renderError('config.logOutput.bufferBytes=4XB')).toMatch(
+      /at '\/config\/logOutput\/bufferBytes': '4XB' does not match pattern/,
+    );
+    expect(await renderError('config.logOutput.bufferBytes=65535')).toMatch(
+      /\/config\/logOutput\/bufferBytes/,
+    );
+    expect(await renderError('config.logOutput.bufferBytes=67108865')).toMatch(
+      /\/config\/logOutput\/bufferBytes/,
+    );
+    expect(await renderError('config.logOutput.stallMs=99')).toMatch(
+      /\/config\/logOutput\/stallMs/,
+    );
+    expect(await renderError('config.logOutput.stallMs=20001')).toMatch(
+      /\/config\/logOutput\/stallMs/,
+    );
+    expect(await renderError('config.logOutput.syncFlushMs=-1')).toMatch(
+      /\/config\/logOutput\/syncFlushMs/,
+    );
+    expect(await renderError('config.logOutput.syncFlushMs=5001')).toMatch(
+      /\/config\/logOutput\/syncFlushMs/,
+    );
+    expect(await renderError('config.logOutput.bufferLines=100')).toMatch(
+      /additional properties 'bufferLines' not allowed/,
     );
     expect(await renderError('config.budgets.executionStoreBytes=512XB')).toMatch(
       /at '\/config\/budgets\/executionStoreBytes': '512XB' does not match pattern/,
@@ -952,6 +977,52 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(
       envOf(container(deployment(custom, 'gateway'))).get('HOOKGATE_TRUSTED_PROXIES')?.value,
     ).toBe('10.0.0.0/8,192.168.0.0/16');
+  });
+
+  it('gives every role config.logOutput as the roles read it, and refuses a size outside 64Ki to 64Mi', async () => {
+    const LOG_OUTPUT = [
+      'HOOKGATE_LOG_BUFFER_BYTES',
+      'HOOKGATE_LOG_STALL_MS',
+      'HOOKGATE_LOG_SYNC_FLUSH_MS',
+    ];
+    const logEnv = (objects: K8sObject[], role: (typeof ROLES)[number]) => {
+      const e = envOf(container(deployment(objects, role)));
+      return Object.fromEntries(LOG_OUTPUT.map((name) => [name, e.get(name)?.value]));
+    };
+    const defaults = await render();
+    const set = await render(
+      'config.logOutput.bufferBytes=0.5Mi',
+      'config.logOutput.stallMs=100',
+      'config.logOutput.syncFlushMs=0',
+    );
+    for (const role of ROLES) {
+      // The log destination's defaults (roles/log-destination.ts), spelt out.
+      expect(logEnv(defaults, role), role).toEqual({
+        HOOKGATE_LOG_BUFFER_BYTES: '4Mi',
+        HOOKGATE_LOG_STALL_MS: '5000',
+        HOOKGATE_LOG_SYNC_FLUSH_MS: '1000',
+      });
+      // The roles read exactly these names and values (roles/log-settings.ts).
+      expect(logOutputSettings(logEnv(set, role)), role).toEqual({
+        settings: { maxBufferedBytes: 512 * 1024, stallMs: 100, syncFlushMs: 0 },
+        problems: [],
+      });
+    }
+    // The schema checks plain numbers only; a size with a unit is checked by the render.
+    for (const size of ['63Ki', '65Mi', '1Gi', '0.06Mi']) {
+      expect(await renderError(`config.logOutput.bufferBytes=${size}`)).toContain(
+        `config.logOutput.bufferBytes must be a size from 64Ki to 64Mi (e.g. 4Mi), not "${size}"`,
+      );
+      expect(logOutputSettings({ HOOKGATE_LOG_BUFFER_BYTES: size }).problems).toHaveLength(1);
+    }
+    for (const size of ['64Ki', '64KiB', '65536', '64Mi', '64mb', '0.0625Mi']) {
+      const rendered = await render(`config.logOutput.bufferBytes=${size}`);
+      const value = envOf(container(deployment(rendered, 'worker'))).get(
+        'HOOKGATE_LOG_BUFFER_BYTES',
+      )?.value;
+      expect(value).toBe(size);
+      expect(logOutputSettings({ HOOKGATE_LOG_BUFFER_BYTES: size }).problems).toEqual([]);
+    }
   });
 
   it('renders the byte budgets that are set, for the roles that read them, and none unset', async () => {

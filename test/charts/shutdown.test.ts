@@ -39,6 +39,34 @@ describe.skipIf(!tools)('chart: stopping the pods', () => {
     await render('gateway.executions=inline', 'worker.terminationGracePeriodSeconds=5');
   });
 
+  it('leaves the forced exit its write of the last log lines (config.logOutput.syncFlushMs)', async () => {
+    // Up to 5 s, in whole seconds: the defaults (35, 30) leave 5 s after the 25.
+    await render('config.logOutput.syncFlushMs=5000');
+    expect(
+      await renderError(
+        'config.logOutput.syncFlushMs=2001',
+        'gateway.terminationGracePeriodSeconds=32',
+      ),
+    ).toContain(
+      'gateway.terminationGracePeriodSeconds (32) must be at least gateway.preStopSleepSeconds (5) + 25 + 3 = 33',
+    );
+    expect(
+      await renderError(
+        'config.logOutput.syncFlushMs=5000',
+        'worker.terminationGracePeriodSeconds=29',
+      ),
+    ).toContain(
+      'worker.terminationGracePeriodSeconds (29) must be at least 30: after SIGTERM the process drains for up to 25 s, then exits by force and writes its last log lines for up to config.logOutput.syncFlushMs (5000 ms)',
+    );
+    // Never less than one second, even with no write at all.
+    expect(
+      await renderError(
+        'config.logOutput.syncFlushMs=0',
+        'worker.terminationGracePeriodSeconds=25',
+      ),
+    ).toContain('worker.terminationGracePeriodSeconds (25) must be at least 26');
+  });
+
   it('replaces the operator pod (Recreate) when it runs without leader election', async () => {
     const single = await render('operator.replicas=1', 'operator.leaderElection.enabled=false');
     expect(strategy(deployment(single, 'operator'))).toEqual({ type: 'Recreate' });

@@ -173,9 +173,33 @@ set, else "<fullname>[-<role>]" when the chart creates them, else "".
   value: {{ .Values.config.redisClient.breakerOpenMs | int64 | quote }}
 - name: HOOKGATE_REDIS_WRITE_WINDOW_MS
   value: {{ .Values.config.redisClient.writeWindowMs | int64 | quote }}
+- name: HOOKGATE_LOG_BUFFER_BYTES
+  value: {{ include "hookgate.logBufferBytes" . | quote }}
+- name: HOOKGATE_LOG_STALL_MS
+  value: {{ .Values.config.logOutput.stallMs | int64 | quote }}
+- name: HOOKGATE_LOG_SYNC_FLUSH_MS
+  value: {{ .Values.config.logOutput.syncFlushMs | int64 | quote }}
 - name: HOOKGATE_BASE_URL
   value: {{ include "hookgate.baseUrl" . | quote }}
 {{ include "hookgate.redisEnv" . }}
+{{- end -}}
+
+{{/*
+config.logOutput.bufferBytes as given (HOOKGATE_LOG_BUFFER_BYTES: bytes, or a size with a
+unit as runtime/bounded.ts parseBytes reads it; the schema checks the form). Fails the
+render outside 64Ki to 64Mi, which the schema can check for plain numbers only.
+*/}}
+{{- define "hookgate.logBufferBytes" -}}
+{{- $value := .Values.config.logOutput.bufferBytes -}}
+{{- $raw := ternary $value (toString (int64 $value)) (kindIs "string" $value) -}}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" $raw -}}
+{{- $units := dict "b" 1 "k" 1024 "kb" 1024 "ki" 1024 "kib" 1024 "m" 1048576 "mb" 1048576 "mi" 1048576 "mib" 1048576 "g" 1073741824 "gb" 1073741824 "gi" 1073741824 "gib" 1073741824 -}}
+{{- $unit := lower (trimPrefix $number $raw) | default "b" -}}
+{{- $bytes := floor (mulf (float64 $number) (get $units $unit)) -}}
+{{- if or (lt $bytes 65536.0) (gt $bytes 67108864.0) -}}
+{{- fail (printf "config.logOutput.bufferBytes must be a size from 64Ki to 64Mi (e.g. 4Mi), not %q" $raw) -}}
+{{- end -}}
+{{- $raw -}}
 {{- end -}}
 
 {{/*
@@ -271,18 +295,21 @@ spec never holds it. externalRedis: the URL from its Secret, or as given.
 {{/*
 Fails the render unless a role's terminationGracePeriodSeconds (.grace) covers its preStop
 sleep (.preStop, 0 without a hook), the process' own shutdown (roles/lifecycle.ts
-SHUTDOWN_GRACE_MS: 25 s after SIGTERM, then it exits by force) and one second more:
-otherwise the kubelet's SIGKILL lands with, or before, the process' own forced exit.
-.role: the values key (gateway, worker).
+SHUTDOWN_GRACE_MS: 25 s after SIGTERM, then it exits by force) and the write of its last
+log lines at that forced exit (config.logOutput.syncFlushMs, .syncFlushMs), in whole
+seconds and at least one: otherwise the kubelet's SIGKILL lands with, or before, the
+process' own forced exit. .role: the values key (gateway, worker).
 */}}
 {{- define "hookgate.graceCheck" -}}
 {{- $grace := int .grace -}}
-{{- $needed := add (int .preStop) 25 1 -}}
+{{- $flush := max 1 (div (add (int .syncFlushMs) 999) 1000) -}}
+{{- $needed := add (int .preStop) 25 $flush -}}
 {{- if lt $grace (int $needed) -}}
+{{- $why := printf "the process drains for up to 25 s, then exits by force and writes its last log lines for up to config.logOutput.syncFlushMs (%d ms), so a shorter grace period kills it (SIGKILL) mid-drain" (int .syncFlushMs) -}}
 {{- if .preStop -}}
-{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least %s.preStopSleepSeconds (%d) + 25 + 1 = %d: SIGTERM comes after the preStop sleep and the process drains for up to 25 s, so a shorter grace period kills it (SIGKILL) mid-drain" .role $grace .role (int .preStop) $needed) -}}
+{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least %s.preStopSleepSeconds (%d) + 25 + %d = %d: SIGTERM comes after the preStop sleep, %s" .role $grace .role (int .preStop) $flush $needed $why) -}}
 {{- else -}}
-{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least 26: the process drains for up to 25 s after SIGTERM, so a shorter grace period kills it (SIGKILL) mid-drain" .role $grace) -}}
+{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least %d: after SIGTERM %s" .role $grace $needed $why) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
