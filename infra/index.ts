@@ -103,6 +103,14 @@ function optional<K extends string>(key: K, value: number | undefined): Partial<
   return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
 }
 
+/** `{ key: size }` when the config sets it (`16Mi`, or bytes), else nothing. */
+function optionalSize<K extends string>(
+  key: K,
+  value: string | undefined,
+): Partial<Record<K, string>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
+}
+
 /** Byte budgets (docs/limits.md): the sizes as given (`512Mi`), the record lifetime in ms. */
 function budgetsFromConfig(): BudgetArgs {
   const sizes = Object.fromEntries(
@@ -139,6 +147,11 @@ const hookgate = new HookgateDeployment('hookgate', {
     ...optional('breakerFailures', config.getNumber('redisBreakerFailures')),
     ...optional('breakerOpenMs', config.getNumber('redisBreakerOpenMs')),
     ...optional('writeWindowMs', config.getNumber('redisWriteWindowMs')),
+  },
+  logOutput: {
+    ...optionalSize('bufferBytes', config.get('logBufferBytes')),
+    ...optional('stallMs', config.getNumber('logStallMs')),
+    ...optional('syncFlushMs', config.getNumber('logSyncFlushMs')),
   },
   budgets: budgetsFromConfig(),
   redis: redisFromConfig(),

@@ -24,6 +24,7 @@ import {
 } from './autoscaling.ts';
 import { budgetValues, validateBudgets, type BudgetArgs } from './budgets.ts';
 import { isCidr } from './cidr.ts';
+import { DEFAULT_LOG_OUTPUT, validateLogOutput, type LogOutputArgs } from './log-output.ts';
 import {
   networkPolicyEgressValues,
   validateNetworkPolicyEgress,
@@ -154,6 +155,11 @@ export interface PlanArgs<Url = string> {
   /** Redis command timeout and the gateways' circuit breaker (chart config.redisClient). */
   redisClient?: Partial<RedisClientArgs>;
   /**
+   * How every role's log lines wait for stdout (chart config.logOutput,
+   * infra/log-output.ts); unset keys keep the chart's defaults.
+   */
+  logOutput?: Partial<LogOutputArgs>;
+  /**
    * Byte budgets and record lifetime (chart config.budgets, docs/limits.md); unset keys
    * keep the product's defaults.
    */
@@ -233,6 +239,7 @@ export interface ResolvedArgs<Url = string> {
   baseUrl: string;
   trustedProxies: string[];
   redisClient: RedisClientArgs;
+  logOutput: LogOutputArgs;
   budgets: BudgetArgs;
   redis: RedisSource<Url>;
   crds: boolean;
@@ -270,6 +277,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     baseUrl: args.baseUrl.replace(/\/+$/, ''),
     trustedProxies: args.trustedProxies ?? [],
     redisClient: { ...DEFAULT_REDIS_CLIENT, ...args.redisClient },
+    logOutput: { ...DEFAULT_LOG_OUTPUT, ...args.logOutput },
     budgets: budgetValues(args.budgets ?? {}),
     redis: args.redis ?? { chart: {} },
     crds: args.crds ?? true,
@@ -344,6 +352,7 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
     }
   }
   errors.push(...validateWriteWindow(r.redisClient));
+  errors.push(...validateLogOutput(r.logOutput));
   errors.push(...validateQueueShards(r.queueShards));
   errors.push(...validateBudgets(r.budgets));
   errors.push(...validateBaseUrl(r.baseUrl));
@@ -584,6 +593,7 @@ export interface ChartValues {
     traceContext: TraceContextPolicy;
     callbackSecret?: { name: string; key: string };
     redisClient: RedisClientArgs;
+    logOutput: LogOutputArgs;
     queueShards: number;
     budgets?: BudgetArgs;
   };
@@ -631,6 +641,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
           }
         : {}),
       redisClient: r.redisClient,
+      logOutput: r.logOutput,
       queueShards: r.queueShards,
       ...(Object.keys(r.budgets).length > 0 ? { budgets: r.budgets } : {}),
     },

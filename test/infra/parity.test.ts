@@ -121,6 +121,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       },
       secretNamespaces: ['team-a', 'team-b'],
       redisClient: { commandTimeoutMs: 250, breakerOpenMs: 3000, writeWindowMs: 0 },
+      logOutput: { bufferBytes: '16Mi', stallMs: 2000, syncFlushMs: 3000 },
       budgets: { executionStoreBytes: '256Mi', executionTtlMs: 3_600_000, listPageBytes: '2Mi' },
     });
     const file = join(work, 'component-values-edge.json');
@@ -139,6 +140,9 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'config.redisClient.commandTimeoutMs=250'],
       ...['--set', 'config.redisClient.breakerOpenMs=3000'],
       ...['--set', 'config.redisClient.writeWindowMs=0'],
+      ...['--set', 'config.logOutput.bufferBytes=16Mi'],
+      ...['--set', 'config.logOutput.stallMs=2000'],
+      ...['--set', 'config.logOutput.syncFlushMs=3000'],
       ...['--set', 'config.budgets.executionStoreBytes=256Mi'],
       ...['--set', 'config.budgets.executionTtlMs=3600000'],
       ...['--set', 'config.budgets.listPageBytes=2Mi'],

@@ -19,6 +19,11 @@ import {
   type PlanArgs,
 } from '../../infra/plan.ts';
 import { parseBytes } from '../../runtime/bounded.ts';
+import {
+  LOG_OUTPUT_BOUNDS as ROLE_LOG_OUTPUT_BOUNDS,
+  logOutputSettings,
+} from '../../roles/log-settings.ts';
+import { LOG_OUTPUT_BOUNDS } from '../../infra/log-output.ts';
 
 const valid: PlanArgs = {
   namespace: 'hooks',
@@ -51,6 +56,7 @@ describe('resolveArgs', () => {
         breakerOpenMs: 1000,
         writeWindowMs: 1,
       },
+      logOutput: { bufferBytes: '4Mi', stallMs: 5000, syncFlushMs: 1000 },
       budgets: {},
       redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
       crds: true,
@@ -97,10 +103,11 @@ describe('resolveArgs', () => {
     expect(DEFAULT_REPLICAS.operator).toBe(chart.operator.replicas);
     const config = (
       parse(readFileSync(join(CHART_DIR, 'values.yaml'), 'utf8')) as {
-        config: { redisClient: object; queueShards: number };
+        config: { redisClient: object; logOutput: object; queueShards: number };
       }
     ).config;
     expect(chartValues(r).config.redisClient).toEqual(config.redisClient);
+    expect(chartValues(r).config.logOutput).toEqual(config.logOutput);
     expect(chartValues(r).config.queueShards).toBe(config.queueShards);
   });
 
@@ -190,6 +197,102 @@ describe('resolveArgs', () => {
       'redisClient.writeWindowMs must be at most 50, got 51',
     ]);
     expect(validateArgs({ ...valid, redisClient: { writeWindowMs: 0 } })).toEqual([]);
+  });
+
+  it('takes the log output settings within the bounds the roles and the chart hold them to', () => {
+    expect(
+      validateArgs({ ...valid, logOutput: { bufferBytes: '64Ki', stallMs: 100, syncFlushMs: 0 } }),
+    ).toEqual([]);
+    expect(
+      validateArgs({
+        ...valid,
+        logOutput: { bufferBytes: 67_108_864, stallMs: 20_000, syncFlushMs: 5000 },
+      }),
+    ).toEqual([]);
+    expect(
+      chartValues(resolveArgs({ ...valid, logOutput: { stallMs: 2000 } })).config.logOutput,
+    ).toEqual({ bufferBytes: '4Mi', stallMs: 2000, syncFlushMs: 1000 });
+    expect(
+      validateArgs({ ...valid, logOutput: { bufferBytes: '1Gi', stallMs: 50, syncFlushMs: 1.5 } }),
+    ).toEqual([
+      'logOutput.bufferBytes must be a size from 64Ki to 64Mi (e.g. 4Mi), got "1Gi"',
+      'logOutput.stallMs must be a whole number from 100 to 20000, got 50',
+      'logOutput.syncFlushMs must be a whole number from 0 to 5000, got 1.5',
+    ]);
+    expect(validateArgs({ ...valid, logOutput: { bufferBytes: 65_535 } })).toEqual([
+      'logOutput.bufferBytes must be a size from 64Ki to 64Mi (e.g. 4Mi), got 65535',
+    ]);
+    expect(validateArgs({ ...valid, logOutput: { syncFlushMs: 5001 } })).toEqual([
+      'logOutput.syncFlushMs must be a whole number from 0 to 5000, got 5001',
+    ]);
+  });
+
+  it('refuses exactly the log output settings the roles refuse, and the chart schema with them', () => {
+    expect(LOG_OUTPUT_BOUNDS).toEqual(ROLE_LOG_OUTPUT_BOUNDS);
+    const chartSchema = schema as {
+      properties: { config: { properties: { logOutput: { properties: Record<string, object> } } } };
+    };
+    const { bufferBytes, stallMs, syncFlushMs } =
+      chartSchema.properties.config.properties.logOutput.properties;
+    expect(bufferBytes).toMatchObject({
+      minimum: LOG_OUTPUT_BOUNDS.bufferBytes.min,
+      maximum: LOG_OUTPUT_BOUNDS.bufferBytes.max,
+    });
+    expect(stallMs).toMatchObject({
+      minimum: LOG_OUTPUT_BOUNDS.stallMs.min,
+      maximum: LOG_OUTPUT_BOUNDS.stallMs.max,
+    });
+    expect(syncFlushMs).toMatchObject({
+      minimum: LOG_OUTPUT_BOUNDS.syncFlushMs.min,
+      maximum: LOG_OUTPUT_BOUNDS.syncFlushMs.max,
+    });
+    const base = chartValues(resolveArgs(valid));
+    const cases: [keyof typeof LOG_OUTPUT_BOUNDS, string, string | number][] = [
+      ...[
+        '64Ki',
+        '64KiB',
+        '65536',
+        '4Mi',
+        '0.5Mi',
+        '64Mi',
+        '64mb',
+        '63Ki',
+        '65Mi',
+        '1Gi',
+        '4 megs',
+        '4XB',
+      ].map((size): [keyof typeof LOG_OUTPUT_BOUNDS, string, string] => [
+        'bufferBytes',
+        'HOOKGATE_LOG_BUFFER_BYTES',
+        size,
+      ]),
+      ...[99, 100, 5000, 20_000, 20_001, 1.5].map(
+        (ms): [keyof typeof LOG_OUTPUT_BOUNDS, string, number] => [
+          'stallMs',
+          'HOOKGATE_LOG_STALL_MS',
+          ms,
+        ],
+      ),
+      ...[-1, 0, 1000, 5000, 5001].map((ms): [keyof typeof LOG_OUTPUT_BOUNDS, string, number] => [
+        'syncFlushMs',
+        'HOOKGATE_LOG_SYNC_FLUSH_MS',
+        ms,
+      ]),
+    ];
+    for (const [key, variable, value] of cases) {
+      const pulumi = validateArgs({ ...valid, logOutput: { [key]: value } }).length === 0;
+      const role = logOutputSettings({ [variable]: String(value) }).problems.length === 0;
+      expect(pulumi, `${key}=${value}`).toBe(role);
+      // The schema refuses what it can see (plain numbers, the form of a size); a size
+      // with a unit out of bounds passes it and fails the chart's render (helm.test.ts).
+      const values = {
+        ...base,
+        config: { ...base.config, logOutput: { ...base.config.logOutput, [key]: value } },
+      };
+      if (validateValues(values))
+        expect(typeof value === 'string' || role, `${key}=${value}`).toBe(true);
+      else expect(role, `${key}=${value}`).toBe(false);
+    }
   });
 
   it('refuses a write window not below the command timeout (the gateway would not start)', () => {
@@ -428,6 +531,7 @@ describe('chartValues', () => {
           breakerOpenMs: 1000,
           writeWindowMs: 1,
         },
+        logOutput: { bufferBytes: '4Mi', stallMs: 5000, syncFlushMs: 1000 },
         queueShards: 1,
       },
       redis: { enabled: false },

@@ -26,6 +26,8 @@ beforeAll(async () => {
       'hookgate:workerClaimIdleMs': '90000',
       'hookgate:executionStoreBytes': '1Gi',
       'hookgate:executionTtlMs': '3600000',
+      'hookgate:logBufferBytes': '16Mi',
+      'hookgate:logStallMs': '2000',
       'hookgate:adminAuth': 'none',
       'hookgate:networkPolicy': 'true',
       'hookgate:networkPolicyEgress': JSON.stringify({
@@ -65,6 +67,8 @@ describe('infra/index.ts', () => {
         trustedProxies: ['10.0.0.0/8'],
         // Only the budgets the stack sets: the others keep the product's defaults.
         budgets: { executionStoreBytes: '1Gi', executionTtlMs: 3_600_000 },
+        // The keys the stack sets, the chart's defaults for the others.
+        logOutput: { bufferBytes: '16Mi', stallMs: 2000, syncFlushMs: 1000 },
       },
       operator: { replicas: 2 },
       gateway: { replicas: 3, executions: 'queue', maxQueued: 100_000 },
