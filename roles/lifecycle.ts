@@ -4,10 +4,11 @@
 // connections with a FIN, never a reset: runtime/graceful-close.ts; workers finish their jobs; the
 // operator drains reconciles and releases its Lease), then releases its connections.
 // The process exits 0 when that finishes and its log lines are written (or stdout has
-// taken nothing for 5 s), 1 after an error or when the grace period runs out, and at
-// once on a second signal. The chart gives each pod its preStop
+// taken nothing for 5 s, HOOKGATE_LOG_STALL_MS), 1 after an error or when the grace
+// period runs out, and at once on a second signal. The chart gives each pod its preStop
 // sleep, this grace period and 5 s more as terminationGracePeriodSeconds (the gateway
-// 35 s), and refuses less.
+// 35 s), and refuses less than the preStop sleep, 25 s and the forced exit's write of
+// its last log lines (HOOKGATE_LOG_SYNC_FLUSH_MS, in whole seconds).
 import closeWithGrace from 'close-with-grace';
 import type { Logger } from 'pino';
 
@@ -36,7 +37,7 @@ export function closeOnSignal(
       else logger.info({ signal }, 'shutting down');
       await role.close();
       logger.info('stopped');
-      // Until stdout has taken every line, or has taken nothing for 5 s (LOG_STALL_MS):
+      // Until stdout has taken every line, or has taken nothing for HOOKGATE_LOG_STALL_MS:
       // a stdout nobody reads must not hold the exit (roles/log-destination.ts).
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
     },

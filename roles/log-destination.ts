@@ -14,28 +14,20 @@
 // touches process.stdout before the first line), so a full pipe takes part of a line or
 // nothing and says EAGAIN. What it did not take waits here, up to `maxBufferedBytes`;
 // lines beyond are dropped whole and counted (`dropped`, read by the role's /metrics;
-// `onDropped`, once lines get through again), and a timer offers the rest every 50 ms. A flush, asynchronous (`flush`, at
-// shutdown) or synchronous (`flushSync`, at exit and after a fatal line, for
-// `syncFlushMs` at most), waits while the destination takes bytes and gives up once it
-// has taken nothing for `stallMs`.
+// `onDropped`, once lines get through again), and a timer offers the rest every 50 ms.
+// A flush, asynchronous (`flush`, at shutdown) or synchronous (`flushSync`, at exit and
+// after a fatal line, for `syncFlushMs` at most), waits while the destination takes
+// bytes and gives up once it has taken nothing for `stallMs`. The three are settings
+// (HOOKGATE_LOG_*, log-settings.ts); the constants below are their defaults.
 // A regular file never fills; a terminal blocks a write while it is paused (Ctrl-S),
 // as it does for any program.
 import { writeSync } from 'node:fs';
 
-/**
- * What waits while stdout takes nothing; lines beyond are dropped and counted (the
- * default of HOOKGATE_LOG_BUFFER_BYTES; the others' below: roles/log-settings.ts).
- */
+/** What waits while stdout takes nothing; lines beyond are dropped and counted. */
 export const LOG_BUFFER_BYTES = 4 * 1024 * 1024;
-/**
- * How long a flush waits on a stdout that takes nothing before it gives up
- * (HOOKGATE_LOG_STALL_MS).
- */
+/** How long a flush waits on a stdout that takes nothing before it gives up. */
 export const LOG_STALL_MS = 5_000;
-/**
- * The longest a synchronous flush holds the process (at exit: past the grace period;
- * HOOKGATE_LOG_SYNC_FLUSH_MS).
- */
+/** The longest a synchronous flush holds the process (at exit: past the grace period). */
 export const LOG_SYNC_FLUSH_MS = 1_000;
 /** How often what waits is offered again. */
 const RETRY_MS = 50;

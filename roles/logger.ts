@@ -61,7 +61,7 @@ export function createLogger(options: LoggerOptions = {}): RoleLogger {
   destination.onDropped = ({ lines, bytes }) =>
     logger.warn({ lines, bytes }, 'log lines dropped: stdout did not take them');
   // Every way out (the grace period running out, a second signal, process.exit
-  // anywhere) writes what is left, for syncFlushMs (HOOKGATE_LOG_SYNC_FLUSH_MS, 1 s) at most.
+  // anywhere) writes what is left, for HOOKGATE_LOG_SYNC_FLUSH_MS (1 s) at most.
   process.once('exit', () => destination.flushSync());
   return { logger, registerMetrics: (registry) => registerLogMetrics(registry, destination) };
 }
