@@ -704,4 +704,38 @@ describe('callback delivery', () => {
     expect(JSON.stringify(await engine.get(started.id))).not.toContain('not-a-secret');
     expect(errors).toEqual([]);
   });
+
+  it("ownCallbackSecrets on an engine without a route reader: not sent, never signed with the engine's secret", async () => {
+    // The secrets of the run's trigger are not known (a worker found it re-created), and
+    // nothing is read at each attempt either: nothing may sign in their stead.
+    script = () => ({ status: 200 });
+    const engine = new InProcessEngine({
+      onInternalError: () => {},
+      outbound: { allow: [`127.0.0.1:${receiver.port}`] },
+      callbacks: { backoffMs: 1, timeoutMs: 2000, maxAttempts: 2 },
+    });
+    try {
+      const started = await engine.start({
+        workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]),
+        trigger: ref(),
+        input: trigger({}),
+        callbackUrl: `${receiver.url}/unknown`,
+        ownCallbackSecrets: true,
+      });
+      const done = await eventually(async () => {
+        const found = await engine.get(started.id);
+        expect(found?.callback).toBeDefined();
+        return found as Execution;
+      });
+      expect(receiver.received).toHaveLength(0);
+      expect(done.callback).toEqual({
+        delivered: false,
+        attempts: 2,
+        reason:
+          'not signed: the signing secrets of endpoint shop/orders-hook are not known to this engine',
+      });
+    } finally {
+      await engine.close(5000);
+    }
+  });
 });
