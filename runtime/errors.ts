@@ -186,6 +186,11 @@ export const CATALOGUE = {
     type: 'replay-trigger-gone',
     title: 'The trigger of this request is no longer deployed',
   },
+  HG_ERR_REPLAY_TRIGGER_RECREATED: {
+    status: 409,
+    type: 'replay-trigger-recreated',
+    title: 'The trigger of this request was deleted and re-created',
+  },
   HG_ERR_REPLAY_BODY_TRUNCATED: {
     status: 409,
     type: 'replay-body-truncated',

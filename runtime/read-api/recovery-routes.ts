@@ -2,7 +2,9 @@
 // retry policy), retrying its entries one by one or in bulk, and replaying any stored
 // request as a new execution. Reading needs `get` on the trigger (like executions);
 // retrying and replaying need `create` on `webhooktriggers/test`, the right of Send Test
-// Request. docs/retries-and-replay.md is the reference of these endpoints.
+// Request. A request whose trigger was deleted and re-created since is refused unless
+// `?allowRecreated=true` (replay.ts). docs/retries-and-replay.md is the reference of
+// these endpoints.
 import { decimalInRange } from './query-values.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
@@ -73,6 +75,18 @@ export function parseDeadLetterFilter(
   return filter;
 }
 
+/**
+ * `allowRecreated` of a retry's or a replay's query: `true` sends a request whose
+ * trigger was deleted and re-created since it came in (another uid) through the new
+ * one, without its callback (ADR 0018, amended 2026-11-28); absent or `false`: refused.
+ */
+export function parseAllowRecreated(query: unknown): boolean {
+  const value = (query as Record<string, unknown> | undefined)?.allowRecreated;
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  throw invalid('query', 'allowRecreated', 'allowRecreated must be true or false');
+}
+
 /** The admin links of an execution started here (the caller's public links need a token). */
 function adminLinks(id: string) {
   const self = `/api/executions/${encodeURIComponent(id)}`;
@@ -118,10 +132,14 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
   /**
    * Retries one entry: checks it can be replayed, takes it out (only one caller gets
    * it), starts the new execution; the entry goes back if the start fails.
+   * `allowRecreated`: also when its trigger was re-created since, then without callback.
    */
-  const retryEntry = async (entry: DeadLetter): Promise<Execution> => {
+  const retryEntry = async (entry: DeadLetter, allowRecreated: boolean): Promise<Execution> => {
     const original = await originalOf(entry);
-    const plan = await planReplay(options, original, entry.callbackUrl);
+    const plan = await planReplay(options, original, {
+      ...(entry.callbackUrl ? { callbackUrl: entry.callbackUrl } : {}),
+      allowRecreated,
+    });
     const taken = await deadLetters.take(entry.executionId);
     if (!taken) {
       throw new HttpProblem(
@@ -170,9 +188,10 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
 
   app.post('/api/dead-letters/:id/retry', async (request, reply) => {
     const { id } = request.params as { id: string };
+    const allowRecreated = parseAllowRecreated(request.query);
     const entry = await entryOr404(id);
     await mayRetry(request, entry.namespace, nameOfKey(entry.triggerKey));
-    const execution = await retryEntry(entry);
+    const execution = await retryEntry(entry, allowRecreated);
     options.retried?.(1);
     return accepted(reply, execution, entry.executionId);
   });
@@ -182,6 +201,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
   // so calling again retries nothing twice.
   app.post('/api/dead-letters/retry', async (request) => {
     const filter = parseDeadLetterFilter(request.body, 'body', DEFAULT_BULK_LIMIT);
+    const allowRecreated = parseAllowRecreated(request.query);
     const namespace =
       filter.triggerKey !== undefined ? namespaceOfKey(filter.triggerKey) : filter.namespace;
     if (filter.triggerKey !== undefined && filter.namespace !== undefined) {
@@ -200,7 +220,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     const failures: { executionId: string; code: ErrorCode; detail: string }[] = [];
     for (const entry of entries) {
       try {
-        const execution = await retryEntry(entry);
+        const execution = await retryEntry(entry, allowRecreated);
         retried.push({ replayOf: entry.executionId, executionId: execution.id });
       } catch (error) {
         if (!(error instanceof HttpProblem)) throw error;
@@ -220,10 +240,11 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
 
   app.post('/api/executions/:id/replay', async (request, reply) => {
     const { id } = request.params as { id: string };
+    const allowRecreated = parseAllowRecreated(request.query);
     const original = await engine.get(id);
     if (!original) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
     await mayRetry(request, namespaceOfKey(original.triggerKey), nameOfKey(original.triggerKey));
-    const plan = await planReplay(options, original);
+    const plan = await planReplay(options, original, { allowRecreated });
     const execution = await engine.start(plan.request);
     return accepted(reply, execution, original.id);
   });

@@ -3,14 +3,15 @@
 // and its workflow are NOW (route record, input schema, output schema, published
 // workflow). Used by the replay endpoint and by retries out of the dead-letter list
 // (recovery-routes.ts). Refusals are catalogued problems: the trigger or workflow gone
-// (409), the stored body cut by the store (409), the body rejected by the current
-// input schema (422 with the violations).
+// (409), the trigger deleted and re-created under its name since the request came in
+// (409, unless asked: ADR 0018, amended 2026-11-28), the stored body cut by the store
+// (409), the body rejected by the current input schema (422 with the violations).
 import { randomUUID } from 'node:crypto';
 import type { RouteRecord, RouteStore, WorkflowRegistration } from '../../api/records/records.ts';
 import { HttpProblem } from '../errors.ts';
 import { outputValidatorFor } from '../engine/output-validator.ts';
 import type { Execution, ExecutionEngine, StartRequest, TriggerOutput } from '../engine/ports.ts';
-import { callbackSigning, triggerRef } from '../engine/trigger-ref.ts';
+import { callbackSigning, sameTrigger, triggerRef } from '../engine/trigger-ref.ts';
 import { schemasFor } from '../gateway/body/schemas.ts';
 
 export interface ReplaySources {
@@ -26,15 +27,29 @@ export interface ReplayPlan {
   request: StartRequest;
 }
 
+export interface ReplayOptions {
+  /**
+   * Deliver the result there (a dead-letter retry keeps the original caller's callback;
+   * a replay has none). Dropped when the trigger was re-created (`allowRecreated`).
+   */
+  callbackUrl?: string;
+  /**
+   * Send the request through the trigger of its name even when that is another
+   * WebhookTrigger than the one it came in on (deleted and re-created since: another
+   * uid); without it, that is refused (409 replay-trigger-recreated). The run then has
+   * no callback: the earlier caller's URL is not posted to with the newcomer's secrets.
+   */
+  allowRecreated?: boolean;
+}
+
 /**
  * Checks that `original` can be sent again and builds its start request; throws the
- * refusal as an HttpProblem. `callbackUrl`: deliver the result there (a dead-letter
- * retry keeps the original caller's callback; a replay has none).
+ * refusal as an HttpProblem.
  */
 export async function planReplay(
   sources: ReplaySources,
   original: Execution,
-  callbackUrl?: string,
+  options: ReplayOptions = {},
 ): Promise<ReplayPlan> {
   const route = await sources.routes.get(original.triggerKey);
   const workflow = route ? sources.workflow(route.workflowId) : undefined;
@@ -47,6 +62,17 @@ export async function planReplay(
       { extensions: { executionId: original.id, trigger: original.triggerKey } },
     );
   }
+  // A record from before uids were kept (none) is not checked, as before; nor is a route
+  // without one (sameTrigger).
+  const recreated = !sameTrigger(original.triggerUid, route);
+  if (recreated && options.allowRecreated !== true) {
+    throw new HttpProblem(
+      'HG_ERR_REPLAY_TRIGGER_RECREATED',
+      `WebhookTrigger ${original.triggerKey} was deleted and re-created since ${original.id} came in (another uid): its request is not sent through the new trigger unless asked (allowRecreated=true; a dead-letter retry then sends no callback)`,
+      { extensions: { executionId: original.id, trigger: original.triggerKey } },
+    );
+  }
+  const callbackUrl = recreated ? undefined : options.callbackUrl;
   const cut = original.truncated?.['input.body'];
   if (cut !== undefined) {
     throw new HttpProblem(

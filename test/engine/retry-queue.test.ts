@@ -392,6 +392,26 @@ for (const [name, start, shards] of [
         type: 'https://hookgate.dev/problems/replay-schema-rejected',
         errors: [expect.objectContaining({ pointer: '/n' })],
       });
+      // The trigger was deleted and created again under its name (another uid): the
+      // stored request came in on the one before, and is sent through the newcomer only
+      // when asked (then on to the checks after: here the schema's 422).
+      await routes.put(KEY, { ...strict, uid: 'uid-2' });
+      const recreated = await app.inject({
+        method: 'POST',
+        url: `/api/executions/${ids[1]}/replay`,
+      });
+      expect(recreated.statusCode, recreated.body).toBe(409);
+      expect(recreated.json()).toMatchObject({
+        type: 'https://hookgate.dev/problems/replay-trigger-recreated',
+        code: 'HG_ERR_REPLAY_TRIGGER_RECREATED',
+        executionId: ids[1],
+        trigger: KEY,
+      });
+      const allowed = await app.inject({
+        method: 'POST',
+        url: `/api/executions/${ids[1]}/replay?allowRecreated=true`,
+      });
+      expect(allowed.statusCode).toBe(422);
       // The trigger is gone: 409.
       await routes.delete(KEY);
       const gone = await app.inject({ method: 'POST', url: `/api/executions/${ids[1]}/replay` });

@@ -3,10 +3,12 @@
 // metrics) and replay of stored requests with the trigger's current configuration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
+import type { DeadLetter } from '../../runtime/engine/dead-letters.ts';
 import type { Execution } from '../../runtime/engine/ports.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { eventually } from '../support/eventually.ts';
 import { trigger, workflow } from '../support/manifests.ts';
+import { startReceiver, type Receiver } from '../engine/receiver.ts';
 
 const BASE = '/webhook/default_production';
 /** The workflow of each trigger (its path is /webhook/<workflowId>/<segment>). */
@@ -293,5 +295,188 @@ describe('retries, dead letters and replay (embedded)', () => {
       409,
       'replay-trigger-gone',
     );
+  });
+});
+
+// ADR 0018, amended 2026-11-28: the stored request of a trigger deleted and re-created
+// under its name since (another uid) is not sent through the newcomer unless asked, and
+// a dead-letter retry asked to then posts nothing to the earlier caller's callback URL.
+describe('retry and replay of a request whose trigger was deleted and re-created (embedded)', () => {
+  let rt: TestRuntime;
+  let receiver: Receiver;
+  const PATH = '/webhook/default_production_doomed/late';
+  const manifests = (withTrigger = true) => [
+    workflow('doomed', {
+      nodes: [{ id: 'stop', type: 'fail', expression: '"down"', statusCode: 502 }],
+      retry: retry(1),
+    }),
+    ...(withTrigger
+      ? [
+          trigger('late', {
+            workflowRef: { name: 'doomed' },
+            pathSegment: 'late',
+            response: { mode: 'asyncCallback' },
+          }),
+        ]
+      : []),
+  ];
+  const admin = (url: string, payload?: unknown) =>
+    rt.admin.inject({
+      method: 'POST',
+      url,
+      ...(payload !== undefined
+        ? { payload: JSON.stringify(payload), headers: { 'content-type': 'application/json' } }
+        : {}),
+    });
+  const listed = async (id: string) =>
+    (await rt.admin.inject({ method: 'GET', url: `/api/dead-letters/${id}` })).statusCode;
+  /** Callbacks the receiver got for execution `id`. */
+  const callbacksOf = (id: string) =>
+    receiver.received.filter(
+      (r) => (JSON.parse(r.body) as { executionId?: string }).executionId === id,
+    );
+  const uid = async () => (await rt.routes.get('default/late'))?.uid;
+
+  /** One request, dead-lettered at once; its callback (the failure) received. */
+  async function deadLetter(): Promise<string> {
+    const res = await rt.app.inject({
+      method: 'POST',
+      url: PATH,
+      headers: { 'content-type': 'application/json', 'x-callback-url': `${receiver.url}/cb` },
+      payload: '{"orderId":1}',
+    });
+    expect(res.statusCode, res.body).toBe(202);
+    const { executionId } = res.json<{ executionId: string }>();
+    await eventually(async () => expect(await listed(executionId)).toBe(200));
+    await eventually(() => expect(callbacksOf(executionId)).toHaveLength(1));
+    return executionId;
+  }
+
+  async function finished(id: string): Promise<Execution> {
+    return eventually(async () => {
+      const e = (
+        await rt.admin.inject({ method: 'GET', url: `/api/executions/${id}` })
+      ).json<Execution>();
+      expect(['succeeded', 'failed']).toContain(e.status);
+      return e;
+    }, 15_000);
+  }
+
+  beforeAll(async () => {
+    receiver = await startReceiver(() => ({ status: 200 }));
+    rt = await startRuntime({
+      engine: {
+        outbound: { allow: [`127.0.0.1:${receiver.port}`] },
+        callbacks: { backoffMs: 1, timeoutMs: 2000, maxAttempts: 1 },
+      },
+    });
+    await rt.apply('late.yaml', manifests(), ['late']);
+  });
+  afterAll(async () => {
+    await rt?.stop();
+    await receiver?.close();
+  });
+
+  it('is refused with 409 replay-trigger-recreated, the entry kept; with allowRecreated=true it runs, and the retry calls nobody back', async () => {
+    const first = await deadLetter();
+    const second = await deadLetter();
+    // kubectl delete, then apply: the same name, another uid.
+    const before = await uid();
+    await rt.apply('late.yaml', manifests(false));
+    await eventually(async () => expect(await uid()).toBeUndefined());
+    await rt.apply('late.yaml', manifests(), ['late']);
+    expect(await uid()).toBeTruthy();
+    expect(await uid()).not.toBe(before);
+
+    for (const url of [`/api/dead-letters/${first}/retry`, `/api/executions/${first}/replay`]) {
+      const doc = problem(await admin(url), 409, 'replay-trigger-recreated');
+      expect(doc).toMatchObject({
+        code: 'HG_ERR_REPLAY_TRIGGER_RECREATED',
+        executionId: first,
+        trigger: 'default/late',
+      });
+      // Neither uid is shown (the admin API shows none).
+      expect(JSON.stringify(doc)).not.toContain(String(before));
+    }
+    const bulk = await admin('/api/dead-letters/retry', { trigger: 'default/late' });
+    expect(bulk.statusCode, bulk.body).toBe(200);
+    expect(bulk.json()).toMatchObject({
+      matched: 2,
+      retried: 0,
+      refused: { HG_ERR_REPLAY_TRIGGER_RECREATED: 2 },
+    });
+    expect(await listed(first)).toBe(200);
+    expect(await listed(second)).toBe(200);
+    problem(
+      await admin(`/api/dead-letters/${first}/retry?allowRecreated=yes`),
+      400,
+      'invalid-parameter',
+    );
+    expect(await listed(first)).toBe(200);
+
+    // Asked: the replay runs through the trigger as it is now.
+    const replayed = await admin(`/api/executions/${first}/replay?allowRecreated=true`);
+    expect(replayed.statusCode, replayed.body).toBe(202);
+    expect(await finished(replayed.json<{ executionId: string }>().executionId)).toMatchObject({
+      replayOf: first,
+      status: 'failed',
+    });
+    // Asked: the retry runs too, its entry leaves the list, and nothing is posted to the
+    // earlier caller's callback URL (it would be signed for another trigger).
+    const retried = await admin(`/api/dead-letters/${first}/retry?allowRecreated=true`);
+    expect(retried.statusCode, retried.body).toBe(202);
+    const again = retried.json<{ executionId: string; replayOf: string }>();
+    expect(again.replayOf).toBe(first);
+    expect(await listed(first)).toBe(404);
+    const run = await finished(again.executionId);
+    expect(run).toMatchObject({ replayOf: first, status: 'failed' });
+    expect(run.callback).toBeUndefined();
+    // The bulk retry, asked, likewise (it also retries the dead letters of the runs
+    // above, of the trigger as it is now).
+    const asked = await admin('/api/dead-letters/retry?allowRecreated=true', {
+      trigger: 'default/late',
+    });
+    expect(asked.statusCode, asked.body).toBe(200);
+    const { executions } = asked.json<{
+      executions: { replayOf: string; executionId: string }[];
+    }>();
+    const bulkRun = executions.find((e) => e.replayOf === second);
+    expect(bulkRun).toBeDefined();
+    expect((await finished(bulkRun?.executionId ?? '')).callback).toBeUndefined();
+    // A request of the trigger as it is now calls back (the receiver is listening): the
+    // retries' runs, which ended before it, did not.
+    const sentinel = await deadLetter();
+    expect(callbacksOf(again.executionId)).toEqual([]);
+    expect(callbacksOf(bulkRun?.executionId ?? '')).toEqual([]);
+    // Its own dead letter, of the trigger as it is now, retries as it always did: with
+    // the callback.
+    const current = await admin(`/api/dead-letters/${sentinel}/retry`);
+    expect(current.statusCode, current.body).toBe(202);
+    const currentRun = current.json<{ executionId: string }>().executionId;
+    await eventually(() => expect(callbacksOf(currentRun)).toHaveLength(1));
+  });
+
+  it('an execution from before uids were kept (none on its record) replays and retries as before', async () => {
+    const id = await deadLetter();
+    // As a version from before wrote it: the same record, without the uid.
+    const stored = (await rt.engine.store.get(id)) as Execution;
+    expect(stored.triggerUid).toBe(await uid());
+    const old: Execution = { ...stored, id: `${id}-old` };
+    delete old.triggerUid;
+    await rt.engine.store.save(old);
+    const entry = await rt.engine.deadLetters.get(id);
+    await rt.engine.deadLetters.add({ ...(entry as DeadLetter), executionId: old.id });
+    // The trigger is re-created: nothing on the record says which one it came in on.
+    await rt.apply('late.yaml', manifests(false));
+    await eventually(async () => expect(await uid()).toBeUndefined());
+    await rt.apply('late.yaml', manifests(), ['late']);
+    const replayed = await admin(`/api/executions/${old.id}/replay`);
+    expect(replayed.statusCode, replayed.body).toBe(202);
+    const retried = await admin(`/api/dead-letters/${old.id}/retry`);
+    expect(retried.statusCode, retried.body).toBe(202);
+    const run = retried.json<{ executionId: string }>().executionId;
+    await eventually(() => expect(callbacksOf(run)).toHaveLength(1));
+    // Whereas the one that has it is refused.
+    problem(await admin(`/api/dead-letters/${id}/retry`), 409, 'replay-trigger-recreated');
   });
 });
