@@ -23,25 +23,31 @@ import { mainClient, redisClients, RedisHealth, type RedisClients } from './redi
 import { settings, type RoleName, type Settings } from './settings.ts';
 import { tuneV8ForServing } from './v8-tuning.ts';
 import { createWorkerRuntime } from './worker.ts';
+import { closingTracing, startTracing } from './tracing.ts';
+import type { Tracing } from '../runtime/tracing/tracing.ts';
 import { checkQueueShards } from './queue-shards.ts';
 import { warnOfTooFewReplicas } from './redis-replicas.ts';
 import { warnOfOldRedis } from './redis-version.ts';
 
-/** `logMetrics`: registers the log lines stdout did not take in the role's registry. */
+/**
+ * `logMetrics`: registers the log lines stdout did not take in the role's registry;
+ * `tracing`: the role's spans, when OpenTelemetry tracing is on.
+ */
 type Role = (
   s: Settings,
   logger: Logger,
   logMetrics: (registry: Registry) => void,
+  tracing: Tracing | undefined,
 ) => Promise<Closable>;
 
 const roles: Record<RoleName, Role> = {
   /** Every role in one process over a manifest directory or a Kubernetes API. */
-  async dev(s, logger, logMetrics) {
+  async dev(s, logger, logMetrics, tracing) {
     tuneV8ForServing();
     const kc = s.source === 'kubernetes' ? kubeConfig() : undefined;
     const clients = requestClients(s, logger);
     const runtime = await createDevRuntime({
-      ...servingOptions(s, logger),
+      ...servingOptions(s, logger, tracing),
       ...(clients ? storeOptions(clients) : {}),
       dir: s.dir,
       ...(kc
@@ -99,14 +105,14 @@ const roles: Record<RoleName, Role> = {
   },
 
   /** Serves what the operator deployed to Redis; queues executions for workers. */
-  async gateway(s, logger, logMetrics) {
+  async gateway(s, logger, logMetrics, tracing) {
     tuneV8ForServing();
     const clients = requestClients(s, logger) as RedisClients;
     const env = process.env;
     // A metrics listener of its own, unless METRICS_PORT is unset or the webhook port.
     const metricsPort = s.metricsPort !== s.port ? s.metricsPort : undefined;
     const runtime = await createGatewayRuntime({
-      ...servingOptions(s, logger),
+      ...servingOptions(s, logger, tracing),
       // With a metrics port of its own, /metrics is not on the webhook port.
       publicMetrics: metricsPort === undefined,
       ...storeOptions(clients),
@@ -160,7 +166,7 @@ const roles: Record<RoleName, Role> = {
   },
 
   /** Runs the executions gateways queue in Redis. */
-  async worker(s, logger, logMetrics) {
+  async worker(s, logger, logMetrics, tracing) {
     const health = new RedisHealth();
     const redis = mainClient(process.env.REDIS_URL as string, s.redis, logger, health);
     const concurrency = Number(process.env.HOOKGATE_WORKER_CONCURRENCY ?? 32);
@@ -169,7 +175,7 @@ const roles: Record<RoleName, Role> = {
       redis,
       concurrency,
       queueShards: s.queueShards,
-      engine: { outbound: s.outbound, ...callbackOptions(s) },
+      engine: { outbound: s.outbound, ...callbackOptions(s), ...(tracing ? { tracing } : {}) },
       ...(claimIdle ? { claimIdleMs: Number(claimIdle) } : {}),
       budgets: s.budgets,
       commandTimeoutMs: s.redis.commandTimeoutMs,
@@ -233,7 +239,7 @@ function internalErrors(logger: Logger) {
   return (err: unknown, where: string) => logger.error({ err, where }, 'internal error');
 }
 
-function servingOptions(s: Settings, logger: Logger) {
+function servingOptions(s: Settings, logger: Logger, tracing: Tracing | undefined) {
   const ttl = process.env.HOOKGATE_GATEWAY_TTL_MS;
   return {
     baseUrl: s.baseUrl,
@@ -246,8 +252,10 @@ function servingOptions(s: Settings, logger: Logger) {
       onInternalError: internalErrors(logger),
       outbound: s.outbound,
       ...callbackOptions(s),
+      ...(tracing ? { tracing } : {}),
     },
     traceContext: s.traceContext,
+    ...(tracing ? { tracing } : {}),
     guards: {
       trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
         .split(',')
@@ -298,7 +306,9 @@ async function main(): Promise<void> {
     output: s.logOutput,
   });
   try {
-    closeOnSignal(await roles[s.role](s, logger, registerMetrics), logger);
+    const tracing = await startTracing(s.tracing, logger);
+    const role = await roles[s.role](s, logger, registerMetrics, tracing);
+    closeOnSignal(closingTracing(role, tracing), logger);
   } catch (err) {
     logger.fatal({ err }, startFailure(err, s));
     // Open connections (Redis retrying) would keep a failed process alive.

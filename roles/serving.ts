@@ -97,6 +97,8 @@ export interface ServingOptions {
   limits?: AppOptions['limits'];
   /** Whose W3C trace context goes on to what executions call (HOOKGATE_TRACE_CONTEXT). */
   traceContext?: AppOptions['traceContext'];
+  /** Distributed tracing of requests (ADR 0040; the engine's is in `engine.tracing`). */
+  tracing?: AppOptions['tracing'];
   /** Analytics backend: the in-process store (default) or Prometheus. */
   analytics?: AnalyticsBackendConfig;
   /** Byte budgets of what the process keeps (defaults: each store's own). */
@@ -510,7 +512,7 @@ export async function createServing<E extends ServingEngine>(
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
-    ...(options.traceContext ? { traceContext: options.traceContext } : {}),
+    ...traceOptions(options),
   });
   // The operator counts this gateway from its first report: in a process, only once
   // requests can reach it (the webhook listener is up); embedded, at once.
@@ -567,5 +569,13 @@ export async function createServing<E extends ServingEngine>(
       await liveBus?.close();
       await made.close();
     },
+  };
+}
+
+/** HOOKGATE_TRACE_CONTEXT and tracing (ADR 0033, ADR 0040) for the webhook app, as set. */
+function traceOptions(options: ServingOptions): Pick<AppOptions, 'traceContext' | 'tracing'> {
+  return {
+    ...(options.traceContext ? { traceContext: options.traceContext } : {}),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   };
 }

@@ -17,6 +17,8 @@ import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { LOG_OUTPUT_USAGE, logOutputSettings, type LogOutputSettings } from './log-settings.ts';
 import { MAX_QUEUE_SHARDS } from '../runtime/engine/execution-keys.ts';
 import { outboundSettings } from './outbound-settings.ts';
+import { TRACING_USAGE, tracingSettings } from './tracing-settings.ts';
+import type { TracingConfig } from '../runtime/tracing/tracing.ts';
 import type { ReplicaAcksOptions } from '../runtime/engine/replica-acks.ts';
 import {
   isClusterUrl,
@@ -120,7 +122,7 @@ Environment:
   LOG_LEVEL                  fatal | error | warn | info | debug | trace | silent
                              (default info; debug adds one line per request). Logs are
                              JSON lines, human-readable when stdout is a terminal
-${LOG_OUTPUT_USAGE}${CALLBACK_USAGE}${ANALYTICS_USAGE}${BUDGET_USAGE}`;
+${LOG_OUTPUT_USAGE}${TRACING_USAGE}${CALLBACK_USAGE}${ANALYTICS_USAGE}${BUDGET_USAGE}`;
 
 export interface Settings {
   role: RoleName;
@@ -159,6 +161,8 @@ export interface Settings {
   traceContext: TraceContextPolicy;
   /** HOOKGATE_CALLBACK_SECRET_FILE: the callback signing secrets; undefined: random. */
   callbackSecrets: string[] | undefined;
+  /** Distributed tracing (OTEL_TRACES_EXPORTER=otlp and the OTEL_* variables); undefined: off. */
+  tracing: Omit<TracingConfig, 'onExportError'> | undefined;
 }
 
 export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;
@@ -198,6 +202,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const outbound = outboundSettings(process.env);
   const callbacks = callbackSettings(process.env);
   const logOutput = logOutputSettings(process.env);
+  const tracing = tracingSettings(role, process.env);
   const problems = [
     ...outbound.problems,
     ...callbacks.problems,
@@ -209,6 +214,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     ...baseUrlProblems(baseUrl),
     ...secretNamespaceProblems(secretNamespaces),
     ...traceContextProblems(process.env.HOOKGATE_TRACE_CONTEXT),
+    ...tracing.problems,
   ];
   if (problems.length > 0 || !analytics.config) {
     console.error(`hookgate: ${problems.join('; ')}\n\n${USAGE}`);
@@ -236,6 +242,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     queueAcks: queueAcks(),
     traceContext: traceContextOf(process.env.HOOKGATE_TRACE_CONTEXT),
     callbackSecrets: callbacks.secrets,
+    tracing: tracing.config,
   };
 }
 

@@ -16,6 +16,7 @@ import type { RouteTable } from './gateway/route-table.ts';
 import { webhookRoutes, type Guards } from './gateway/webhook-routes.ts';
 import { executionLinkRoutes } from './gateway/execution-links.ts';
 import type { SampleRecorder } from './schema-learning/recorder.ts';
+import type { Tracing } from './tracing/tracing.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from './http-app.ts';
 
 export { SERVER_LIMITS, type ServerLimits } from './http-app.ts';
@@ -41,6 +42,8 @@ export interface AppOptions {
   limits?: Partial<ServerLimits>;
   /** Whose W3C trace context goes on to what executions call (default: authenticated). */
   traceContext?: TraceContextPolicy;
+  /** Distributed tracing (ADR 0040); off when absent. */
+  tracing?: Tracing;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -58,6 +61,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ...(options.storeCheck ? { storeCheck: options.storeCheck } : {}),
       ...(options.samples ? { samples: options.samples } : {}),
       ...(options.traceContext ? { traceContext: options.traceContext } : {}),
+      ...(options.tracing ? { tracing: options.tracing } : {}),
     });
     done();
   });

@@ -8,6 +8,7 @@ import type { RouteRecord } from '../../api/records/records.ts';
 import type { AttemptSecrets, CallbackSender, DeliveryResult, SecretsLookup } from './callbacks.ts';
 import type { CallbackOutcome, Execution, StartRequest, TriggerRef } from './ports.ts';
 import { callbackSecretsOf, sameTrigger } from './trigger-ref.ts';
+import type { TraceSpan } from '../tracing/tracing.ts';
 
 /** Reads a trigger's route record by trigger key, as it is now (a cached reader). */
 export interface RouteReader {
@@ -52,6 +53,7 @@ export class CallbackDeliveries {
     execution: Execution,
     url: string,
     request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets' | 'ownCallbackSecrets'>,
+    span?: TraceSpan,
   ): void {
     const { routes } = this.#o;
     const trigger = request.trigger;
@@ -63,6 +65,7 @@ export class CallbackDeliveries {
         secrets: routes
           ? () => this.#secretsOf(routes, trigger, own)
           : carriedSecrets(request, trigger.key),
+        span,
       })
       .then(async (result) => {
         this.#o.delivered?.(result);

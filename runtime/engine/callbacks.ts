@@ -16,8 +16,9 @@ import {
   type WorkflowPolicySource,
 } from './outbound/guard.ts';
 import { OutboundTimeoutError, sendOutbound } from './outbound/request.ts';
-import { tracingHeaders } from './outbound/trace-context.ts';
+import { tracingHeaders, withSpan } from './outbound/trace-context.ts';
 import type { Execution, ExecutionError, ExecutionStatus } from './ports.ts';
+import type { TraceSpan } from '../tracing/tracing.ts';
 import { AbortedError, backoffDelay, errorMessage, sleep } from './util.ts';
 
 export const MAX_CALLBACK_URL_LENGTH = 2048;
@@ -255,6 +256,8 @@ export class CallbackSender {
       signal?: AbortSignal;
       workflow?: WorkflowPolicySource;
       secrets?: readonly string[] | SecretsLookup | undefined;
+      /** The execution's span (tracing on): each attempt is a CLIENT span under it. */
+      span?: TraceSpan | undefined;
     } = {},
   ): Promise<DeliveryResult> {
     const target = options.workflow ? this.guard.forWorkflow(options.workflow) : this.guard;
@@ -268,8 +271,27 @@ export class CallbackSender {
     }
     const body = JSON.stringify(callbackBody(execution));
     const tracing = tracingHeaders(execution.input);
-    const send = (secrets: readonly string[]) =>
-      this.#attempt(target, url, webhookId, body, tracing, secrets, options.signal);
+    const parent = options.span;
+    let attempt = 0;
+    const send = (secrets: readonly string[]) => {
+      if (parent === undefined)
+        return this.#attempt(target, url, webhookId, body, tracing, secrets, options.signal);
+      const span = parent.outbound({ method: 'POST', url, purpose: 'callback', attempt });
+      return this.#attempt(
+        target,
+        url,
+        webhookId,
+        body,
+        withSpan(tracing, span),
+        secrets,
+        options.signal,
+      ).then((result) => {
+        if (result.status !== undefined) span.answered(result.status);
+        else if (result.outcome !== 'delivered') span.fail(result.reason, result.outcome);
+        span.end();
+        return result;
+      });
+    };
     // What signs this attempt: the list, or the lookup's answer now (unless shut down).
     const signingNow = async (): Promise<Signing> => {
       if (fixed || !lookup) return fixed ?? this.#signing([]);
@@ -279,7 +301,6 @@ export class CallbackSender {
       return this.#signing(answer);
     };
     let last: Attempt = { outcome: 'retry', reason: 'not attempted' };
-    let attempt = 0;
     while (attempt < this.#maxAttempts) {
       attempt++;
       const signing = await signingNow();

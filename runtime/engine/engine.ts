@@ -23,6 +23,7 @@ import type {
 } from './ports.ts';
 import { isRetryable, nextAttempt, resolveRetryPolicy } from './retry-policy.ts';
 import { isoTime } from '../time.ts';
+import type { TraceSpan, Tracing } from '../tracing/tracing.ts';
 import { sleep, withExecutionId } from './util.ts';
 
 export { ExecutionFailure } from './execution-failure.ts';
@@ -85,6 +86,11 @@ export interface InProcessEngineOptions {
   retries?: RetryHandOff;
   /** Where executions that exhausted their retry policy go. Default: in memory. */
   deadLetters?: DeadLetterStore;
+  /**
+   * Distributed tracing (ADR 0040): a span per attempt, child of the record's `trace`,
+   * a span per node run, a CLIENT span per outbound request. Off when absent.
+   */
+  tracing?: Tracing;
 }
 
 /** Keeps an execution between two attempts somewhere else than this process. */
@@ -123,6 +129,7 @@ export class InProcessEngine implements ExecutionEngine {
   readonly #newId: () => string;
   readonly #observer: EngineObserver | undefined;
   readonly #handOff: RetryHandOff | undefined;
+  readonly #tracing: Tracing | undefined;
   /** Executions waiting in this process for their next attempt, with its timer. */
   readonly #waiting = new Map<string, NodeJS.Timeout>();
   /**
@@ -146,6 +153,7 @@ export class InProcessEngine implements ExecutionEngine {
     this.store = options.store ?? new MemoryExecutionStore();
     this.deadLetters = options.deadLetters ?? new MemoryDeadLetterStore();
     this.#handOff = options.retries;
+    this.#tracing = options.tracing;
     if (options.callbacks instanceof CallbackSender) {
       this.callbacks = options.callbacks;
     } else {
@@ -223,6 +231,7 @@ export class InProcessEngine implements ExecutionEngine {
     if (request.trigger.uid) execution.triggerUid = request.trigger.uid;
     if (request.accessDigest) execution.accessDigest = request.accessDigest;
     if (request.replayOf) execution.replayOf = request.replayOf;
+    if (request.trace) execution.trace = request.trace;
     const admitted = this.#admit(
       execution,
       input === request.input ? request : { ...request, input },
@@ -284,6 +293,7 @@ export class InProcessEngine implements ExecutionEngine {
     if (current > 1) fresh.attempt = current;
     if (execution.failedAttempts) fresh.failedAttempts = execution.failedAttempts;
     if (execution.replayOf) fresh.replayOf = execution.replayOf;
+    if (execution.trace) fresh.trace = execution.trace;
     // The caller's link stays valid when a worker runs the queued record.
     if (execution.accessDigest) fresh.accessDigest = execution.accessDigest;
     const hot = this.#admit(fresh, { ...request, input: execution.input }, afterSeq, true);
@@ -430,13 +440,36 @@ export class InProcessEngine implements ExecutionEngine {
         return;
       }
     }
+    // Tracing off: this branch is all it costs.
+    const span = this.#tracing === undefined ? undefined : this.#startSpan(hot);
     try {
       if (!hot.resumed) await this.store.save(hot.execution);
       hot.succeed(await this.#interpreter.execute(hot));
       await this.#persist(hot);
     } catch (error) {
+      if (span !== undefined) {
+        const failure = hot.failure(error);
+        span.fail(failure.message, failure.kind ?? 'internal');
+      }
       await this.#attemptFailed(hot, error);
+    } finally {
+      span?.end();
     }
+  }
+
+  /** The span of this attempt: a child of the span that started the execution. */
+  #startSpan(hot: LiveExecution): TraceSpan {
+    const execution = hot.execution;
+    const span = (this.#tracing as Tracing).execution({
+      executionId: execution.id,
+      workflowId: execution.workflowId,
+      triggerKey: execution.triggerKey,
+      attempt: execution.attempt ?? 1,
+      parent: execution.trace,
+      queued: hot.resumed,
+    });
+    hot.span = span;
+    return span;
   }
 
   /**
@@ -527,6 +560,6 @@ export class InProcessEngine implements ExecutionEngine {
     this.#hot.delete(hot.execution.id);
     hot.ended();
     this.#observer?.executionFinished(hot.execution);
-    if (url) this.#deliveries.deliver(hot.execution, url, hot.request);
+    if (url) this.#deliveries.deliver(hot.execution, url, hot.request, hot.span);
   }
 }

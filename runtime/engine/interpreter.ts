@@ -10,6 +10,7 @@ import type { NodeContext, NodeLimits, Step } from './nodes/context.ts';
 import { runNodeType } from './nodes/index.ts';
 import { OutboundRefusedError, type OutboundGuard, type OutboundTarget } from './outbound/guard.ts';
 import type { Execution, ExecutionEvent, NodeRun, StartRequest } from './ports.ts';
+import type { TraceSpan } from '../tracing/tracing.ts';
 import { classifyNodeError } from './retry-policy.ts';
 import { finishRun, startedRun } from './run-log.ts';
 import {
@@ -29,6 +30,8 @@ export interface Run {
   readonly stream: EventStream;
   /** Aborted when the engine shuts down. */
   readonly abort: AbortController;
+  /** The attempt's span, when tracing is on: each node run is a span under it. */
+  readonly span?: TraceSpan | undefined;
 }
 
 export interface InterpreterOptions extends NodeLimits {
@@ -61,6 +64,8 @@ class RunContext implements NodeContext {
   readonly limits: NodeLimits;
   readonly scope: string;
   readonly bindings: { trigger: unknown; nodes: Record<string, unknown> };
+  /** The span of the node running (tracing on): nodes run one at a time. */
+  span: TraceSpan | undefined = undefined;
   readonly #expressions: ExpressionCache;
 
   constructor(run: Run, options: InterpreterOptions) {
@@ -178,6 +183,7 @@ export class Interpreter {
     const run = startedRun(node, isoTime(started), input, inputSummary, max);
     if (ctx.run.request.workflow.spec.retry) run.attempt = ctx.execution.attempt ?? 1;
     ctx.execution.log.push(run);
+    if (ctx.run.span !== undefined) ctx.span = ctx.run.span.node(node.id, node.type);
     ctx.emit({ type: 'node.started', nodeId: node.id, nodeType: node.type }, run.startedAt);
     const policy: { action: string; maxRetries?: number; backoff?: string } = node.onError ?? {
       action: 'stop',
@@ -249,7 +255,7 @@ export class Interpreter {
               ...(error instanceof OutboundRefusedError ? { code: OUTBOUND_REFUSED_CODE } : {}),
             });
     if (failure.code === OUTBOUND_REFUSED_CODE) run.code = failure.code;
-    this.#finish(ctx, run, started, 'failed', undefined, failure.message);
+    this.#finish(ctx, run, started, 'failed', undefined, failure.message, failure.kind);
     throw failure;
   }
 
@@ -261,7 +267,14 @@ export class Interpreter {
     status: 'succeeded' | 'failed',
     outputSummary: string | undefined,
     error?: string,
+    errorType?: string,
   ): void {
+    const span = ctx.span;
+    if (span !== undefined) {
+      if (status === 'failed') span.fail(error ?? 'failed', errorType);
+      span.end();
+      ctx.span = undefined;
+    }
     const finished = Date.now();
     const finishedAt = isoTime(finished);
     ctx.emit(

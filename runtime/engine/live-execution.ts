@@ -6,6 +6,7 @@ import { EventStream, type EventOutlet } from './execution-events.ts';
 import { ExecutionFailure } from './execution-failure.ts';
 import type { Run } from './interpreter.ts';
 import type { Execution, ExecutionError, StartRequest } from './ports.ts';
+import type { TraceSpan } from '../tracing/tracing.ts';
 import { errorMessage } from './util.ts';
 
 export class LiveExecution implements Run {
@@ -23,6 +24,8 @@ export class LiveExecution implements Run {
   readonly resumed: boolean;
   /** A worker's run: its job's queue entry, acknowledged with the final record (engine.resume). */
   queueEntry: string | undefined;
+  /** The span of the attempt running, when tracing is on (ADR 0040). */
+  span: TraceSpan | undefined;
   readonly #resolveDone: () => void;
 
   /**

@@ -3,6 +3,7 @@
 import type { ErrorCode } from '../errors.ts';
 import type { WorkflowRegistration } from '../../api/records/records.ts';
 import type { RetryableFailure } from '../../api/v1alpha1/workflow.ts';
+import type { TraceCarrier } from '../tracing/tracing.ts';
 
 /**
  * What kind of failure ended an attempt (retry-policy.ts classifies them). The
@@ -144,6 +145,12 @@ export interface Execution {
   /** Async Callback mode: the delivery's outcome, once it has ended. */
   callback?: CallbackOutcome;
   /**
+   * The W3C context of the span that started the execution (the webhook request's
+   * SERVER span), when tracing was on: each attempt's span is its child, in whichever
+   * process runs it (ADR 0040). Not the caller's context (`input.metadata.traceparent`).
+   */
+  trace?: TraceCarrier;
+  /**
    * SHA-256 (hex) of the caller's capability token for the public execution links
    * (gateway/execution-links.ts). Never the token itself; not shown by the admin API.
    */
@@ -264,6 +271,8 @@ export interface StartRequest {
   accessDigest?: string;
   /** The execution this one replays: kept on the record as `replayOf`. */
   replayOf?: string;
+  /** The span that starts the execution (tracing on): kept on the record as `trace`. */
+  trace?: TraceCarrier;
 }
 
 export interface ExecutionEngine {

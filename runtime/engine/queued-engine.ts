@@ -218,6 +218,7 @@ export class QueuedEngine implements ExecutionEngine {
     if (request.trigger.uid) execution.triggerUid = request.trigger.uid;
     if (request.accessDigest) execution.accessDigest = request.accessDigest;
     if (request.replayOf) execution.replayOf = request.replayOf;
+    if (request.trace) execution.trace = request.trace;
     const queuedEvent: SequencedEvent = {
       type: 'queued',
       executionId: id,

@@ -4,6 +4,7 @@
 // imports none of them, so the arrows run one way.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../errors.ts';
+import type { RequestSpan } from '../tracing/tracing.ts';
 import type { ResumeHint } from './idempotency/store.ts';
 import { sendProblem, toProblem } from './problem-handler.ts';
 import type { RouteMatch } from './route-table.ts';
@@ -42,6 +43,8 @@ export interface WebhookContext {
    * a retry gets that execution's answer instead of running it again.
    */
   clientLeft?: boolean;
+  /** The request's SERVER span, when tracing is on (ADR 0040). */
+  span?: RequestSpan;
 }
 
 declare module 'fastify' {

@@ -99,20 +99,24 @@ function start(
   const resumed = m.ctx.resume;
   const { token, digest } = resumed ? executionToken(resumed.token) : mintExecutionToken();
   m.ctx.executionToken = token;
-  return deps.engine
-    .start({
-      workflow: m.workflow,
-      trigger: triggerRef(m.route),
-      input: m.input,
-      accessDigest: digest,
-      ...(outputValidator ? { outputValidator } : {}),
-      ...extra,
-    })
-    .then((execution) => {
-      const links = publicExecutionLinks(execution.id, token);
-      m.ctx.executionLinks = links;
-      return { execution, links };
-    });
+  const request: StartRequest = {
+    workflow: m.workflow,
+    trigger: triggerRef(m.route),
+    input: m.input,
+    accessDigest: digest,
+    ...(outputValidator ? { outputValidator } : {}),
+    ...extra,
+  };
+  // Tracing on: the execution's span is a child of this request's (ADR 0040).
+  if (m.ctx.span !== undefined) {
+    const trace = m.ctx.span.carrier();
+    if (trace !== undefined) request.trace = trace;
+  }
+  return deps.engine.start(request).then((execution) => {
+    const links = publicExecutionLinks(execution.id, token);
+    m.ctx.executionLinks = links;
+    return { execution, links };
+  });
 }
 
 function successStatus(route: RouteRecord): number {

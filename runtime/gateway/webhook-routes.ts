@@ -45,6 +45,7 @@ import { redactCallbackUrl } from './callback-url.ts';
 import { MAX_PARAM_LENGTH, pathOf, type RouteTable } from './route-table.ts';
 import type { SignatureCheck } from './security/auth/signature/verify.ts';
 import type { SampleRecorder } from '../schema-learning/recorder.ts';
+import type { RequestSpan, TraceCarrier, Tracing } from '../tracing/tracing.ts';
 
 /** The protections of the request path. Each throws an HttpProblem to refuse. */
 export interface Guards {
@@ -96,6 +97,8 @@ export interface WebhookRoutesOptions {
   samples?: SampleRecorder;
   /** Whose W3C trace context goes on to what executions call (default: authenticated). */
   traceContext?: TraceContextPolicy;
+  /** Distributed tracing: a SERVER span per matched request (ADR 0040); off when absent. */
+  tracing?: Tracing;
 }
 
 const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -115,7 +118,7 @@ function checkSignature(guards: Guards, request: FastifyRequest, body: Buffer): 
 }
 
 export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): void {
-  const { table, guards, observer, live } = options;
+  const { table, guards, observer, live, tracing } = options;
   const traceContext = options.traceContext ?? 'authenticated';
   const modeDeps: ModeDeps = { engine: options.engine, ...options.modes };
   app.decorateRequest('webhook', null);
@@ -162,6 +165,8 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     try {
       ctx = matchRoute(table, request, reply);
       const route = ctx.match.route;
+      // Tracing off: this branch is all it costs.
+      if (tracing !== undefined) ctx.span = requestSpan(tracing, traceContext, request, ctx);
       applyResponseHeaders(reply, route, ctx);
       live?.publishRequest(route, request, ctx);
       // CORS first, so that every answer to an allowed origin carries its headers (a 405
@@ -283,6 +288,13 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       );
     });
   }
+  if (tracing !== undefined) {
+    // A waiting caller that left gets no answer, and no onResponse: its span ends here.
+    app.addHook('onRequestAbort', (request, done) => {
+      request.webhook?.span?.abandon();
+      done();
+    });
+  }
   app.addHook('onResponse', (request, reply, done) => {
     done();
     const ctx = request.webhook;
@@ -290,6 +302,12 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       observer?.observe(unmatchedObservation(request, reply));
       return;
     }
+    if (ctx.span !== undefined)
+      ctx.span.finish({
+        statusCode: reply.statusCode,
+        executionId: ctx.executionId,
+        problem: ctx.problem,
+      });
     // A delivery answered with an error was not received: its sender's retry is not a replay.
     if (ctx.signature?.release && reply.statusCode >= 400) {
       ctx.signature.release().catch(() => {});
@@ -493,6 +511,38 @@ function answersOptions(route: RouteRecord): boolean {
 function allowHeader(route: RouteRecord): string {
   const extra = answersOptions(route) ? ['OPTIONS'] : [];
   return [...new Set([...route.spec.methods, ...extra])].join(', ');
+}
+
+/**
+ * The SERVER span of a matched request: a child of the caller's `traceparent` where the
+ * trace context policy trusts this caller (as for what executions pass on, ADR 0033),
+ * else the root of a new trace.
+ */
+function requestSpan(
+  tracing: Tracing,
+  traceContext: TraceContextPolicy,
+  request: FastifyRequest,
+  ctx: WebhookContext,
+): RequestSpan {
+  const route = ctx.match.route;
+  const method = route.spec.auth?.method;
+  const parent =
+    request.headers.traceparent === undefined
+      ? undefined
+      : acceptedTraceContext(
+          traceContext,
+          method !== undefined && method !== 'none',
+          request.headers,
+        );
+  return tracing.request({
+    method: request.method,
+    route: route.path,
+    path: pathOf(request.url),
+    triggerNamespace: route.namespace,
+    triggerName: route.name,
+    workflowId: route.workflowId,
+    parent: parent?.traceparent === undefined ? undefined : (parent as TraceCarrier),
+  });
 }
 
 function triggerOutput(

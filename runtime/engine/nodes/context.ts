@@ -3,6 +3,7 @@
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
 import type { OutboundTarget } from '../outbound/guard.ts';
 import type { Execution, ExecutionEvent } from '../ports.ts';
+import type { TraceSpan } from '../../tracing/tracing.ts';
 
 /** One node run's result. */
 export interface Step {
@@ -33,6 +34,8 @@ export interface NodeContext {
   /** Address guard for outbound requests: the cluster policy narrowed for this workflow. */
   readonly outbound: OutboundTarget;
   readonly limits: NodeLimits;
+  /** The node run's span, when tracing is on: outbound requests are CLIENT spans under it. */
+  readonly span: TraceSpan | undefined;
   /** Evaluates a JSONata expression on `input` with the run's $trigger and $nodes. */
   evaluate(source: string, input: unknown): Promise<unknown>;
   /** Adds an event to the execution's stream. */

@@ -7,9 +7,10 @@ import {
   OutboundTimeoutError,
   retryableStatus,
   sendOutbound,
+  type OutboundRequest,
   type OutboundResponse,
 } from '../outbound/request.ts';
-import { tracingHeaders } from '../outbound/trace-context.ts';
+import { tracingHeaders, withSpan } from '../outbound/trace-context.ts';
 import { AbortedError, backoffDelay, parseDuration, sleep } from '../util.ts';
 import type { NodeContext, Step } from './context.ts';
 
@@ -63,6 +64,45 @@ async function buildBody(
   return value === undefined ? undefined : JSON.stringify(value);
 }
 
+/**
+ * sendOutbound; with tracing on (a node span), as a CLIENT span of its own per attempt,
+ * which the request's traceparent names.
+ */
+async function sendTraced(
+  ctx: NodeContext,
+  attempt: number,
+  own: Record<string, string>,
+  request: OutboundRequest,
+): Promise<OutboundResponse> {
+  if (ctx.span === undefined) return sendOutbound(ctx.outbound, request);
+  const span = ctx.span.outbound({
+    method: request.method,
+    url: request.url,
+    purpose: 'http-node',
+    attempt,
+  });
+  try {
+    const response = await sendOutbound(ctx.outbound, {
+      ...request,
+      headers: withSpan(request.headers ?? {}, span, own),
+    });
+    span.answered(response.status);
+    return response;
+  } catch (error) {
+    span.fail(error instanceof Error ? error.message : String(error), errorType(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/** The error.type of a request that got no answer. */
+function errorType(error: unknown): string {
+  if (error instanceof OutboundRefusedError) return 'refused';
+  if (error instanceof OutboundTimeoutError) return 'timeout';
+  return error instanceof Error ? error.name : 'error';
+}
+
 export async function httpNode(
   ctx: NodeContext,
   node: WorkflowNode,
@@ -91,7 +131,7 @@ async function sendRequest(
   for (let attempt = 1; attempt <= attempts; attempt++) {
     if (attempt > 1) await sleep(backoffDelay(ctx.limits.httpBackoffMs, attempt - 1), ctx.signal);
     try {
-      const response = await sendOutbound(ctx.outbound, {
+      const response = await sendTraced(ctx, attempt, own, {
         method,
         url: request.url,
         headers,

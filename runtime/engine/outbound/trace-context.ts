@@ -9,6 +9,7 @@
 // our own: the caller's `traceparent` goes on unchanged (a non-recording intermediary),
 // so a downstream span is a child of the caller's. None is made up.
 import type { TriggerOutput } from '../ports.ts';
+import type { TraceSpan } from '../../tracing/tracing.ts';
 
 /**
  * Whose trace context the gateway passes on (HOOKGATE_TRACE_CONTEXT): `authenticated`
@@ -127,5 +128,25 @@ export function tracingHeaders(
   if (set.has(TRACEPARENT) || typeof traceparent !== 'string') return out;
   out[TRACEPARENT] = traceparent;
   if (!set.has(TRACESTATE) && typeof tracestate === 'string') out[TRACESTATE] = tracestate;
+  return out;
+}
+
+/**
+ * Tracing on (ADR 0040): the tracing headers with the outbound request's own CLIENT
+ * span as the parent, in place of the caller's context that a non-recording hookgate
+ * forwards. A `traceparent` the workflow sets itself (`own`) still wins.
+ */
+export function withSpan(
+  headers: Record<string, string>,
+  span: TraceSpan,
+  own: Record<string, string> = {},
+): Record<string, string> {
+  const carrier = span.carrier();
+  const set = new Set(Object.keys(own).map((name) => name.toLowerCase()));
+  if (carrier === undefined || set.has(TRACEPARENT)) return headers;
+  const out: Record<string, string> = { ...headers, [TRACEPARENT]: carrier.traceparent };
+  if (set.has(TRACESTATE)) return out;
+  if (carrier.tracestate !== undefined) out[TRACESTATE] = carrier.tracestate;
+  else delete out[TRACESTATE];
   return out;
 }

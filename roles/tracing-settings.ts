@@ -1,0 +1,145 @@
+// Distributed tracing's settings, from the OpenTelemetry SDK's standard environment
+// variables (ADR 0040): off unless OTEL_TRACES_EXPORTER=otlp. Checked at start like
+// every HOOKGATE_* setting: a value hookgate would not use as written is a problem
+// (exit 2), not a silent fallback. Only the dev, gateway and worker roles trace.
+import {
+  TRACE_SAMPLERS,
+  type TraceSampler,
+  type TracingConfig,
+} from '../runtime/tracing/tracing.ts';
+
+export const TRACING_USAGE = `  OTEL_TRACES_EXPORTER       dev, gateway, worker: otlp turns distributed tracing on (spans
+                             of requests, executions, nodes, outbound calls); none or
+                             unset: off, and no OpenTelemetry code is loaded (docs/tracing.md)
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  the OTLP/HTTP traces URL (else
+                             OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces; default
+                             http://localhost:4318/v1/traces); protocol http/json only
+  OTEL_SERVICE_NAME          service.name (default hookgate-<role>); OTEL_RESOURCE_ATTRIBUTES too
+  OTEL_TRACES_SAMPLER        always_on, always_off, traceidratio, parentbased_always_on
+                             (default), parentbased_always_off, parentbased_traceidratio;
+                             OTEL_TRACES_SAMPLER_ARG: the ratio, 0 to 1 (default 1)
+  OTEL_BSP_MAX_QUEUE_SIZE    spans waiting for export at most (default 2048; more are
+                             dropped); OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512),
+                             OTEL_BSP_SCHEDULE_DELAY (5000 ms), OTEL_BSP_EXPORT_TIMEOUT (30000 ms)
+  OTEL_SDK_DISABLED          true: tracing off whatever the above say
+`;
+
+/** The roles that make spans. */
+const TRACING_ROLES = new Set(['dev', 'gateway', 'worker']);
+const PROTOCOLS = ['http/json'];
+const DEFAULT_ENDPOINT = 'http://localhost:4318/v1/traces';
+
+/**
+ * At shutdown, what is buffered gets this long to be exported, at most: inside the
+ * grace period after a worker's 20 s for its runs (roles/lifecycle.ts).
+ */
+export const TRACING_SHUTDOWN_DEADLINE_MS = 3_000;
+
+type Config = Omit<TracingConfig, 'onExportError'>;
+
+/** The tracing configuration (undefined: off) and the problems of the variables. */
+export function tracingSettings(
+  role: string,
+  env: NodeJS.ProcessEnv,
+): { config: Config | undefined; problems: string[] } {
+  const off = { config: undefined, problems: [] };
+  if (!TRACING_ROLES.has(role)) return off;
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return off;
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim();
+  if (exporter === undefined || exporter === '' || exporter === 'none') return off;
+  if (exporter !== 'otlp')
+    return {
+      config: undefined,
+      problems: [
+        `OTEL_TRACES_EXPORTER must be otlp or none (hookgate exports OTLP over HTTP only), not "${exporter}"`,
+      ],
+    };
+  const problems: string[] = protocolProblems(env);
+  const endpoint = endpointOf(env, problems);
+  const sampler = (env.OTEL_TRACES_SAMPLER?.trim() || 'parentbased_always_on') as TraceSampler;
+  if (!(TRACE_SAMPLERS as readonly string[]).includes(sampler))
+    problems.push(
+      `OTEL_TRACES_SAMPLER must be one of ${TRACE_SAMPLERS.join(', ')}, not "${sampler}"`,
+    );
+  const ratio = ratioOf(sampler, env.OTEL_TRACES_SAMPLER_ARG, problems);
+  const serviceName = env.OTEL_SERVICE_NAME;
+  if (serviceName !== undefined && serviceName.trim() === '')
+    problems.push('OTEL_SERVICE_NAME must not be empty');
+  const int = (name: string, fallback: number) => positiveInteger(env, name, fallback, problems);
+  const config: Config = {
+    serviceName: serviceName?.trim() || `hookgate-${role}`,
+    endpoint,
+    sampler,
+    ratio,
+    maxQueueSize: int('OTEL_BSP_MAX_QUEUE_SIZE', 2048),
+    maxExportBatchSize: int('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512),
+    scheduledDelayMs: int('OTEL_BSP_SCHEDULE_DELAY', 5000),
+    exportTimeoutMs: int('OTEL_BSP_EXPORT_TIMEOUT', 30_000),
+  };
+  if (config.maxExportBatchSize > config.maxQueueSize)
+    problems.push(
+      `OTEL_BSP_MAX_EXPORT_BATCH_SIZE (${config.maxExportBatchSize}) must not exceed OTEL_BSP_MAX_QUEUE_SIZE (${config.maxQueueSize})`,
+    );
+  return problems.length > 0 ? { config: undefined, problems } : { config, problems };
+}
+
+/** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (else OTEL_EXPORTER_OTLP_PROTOCOL): http/json only. */
+function protocolProblems(env: NodeJS.ProcessEnv): string[] {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = env[name];
+  if (protocol === undefined || protocol === '' || PROTOCOLS.includes(protocol)) return [];
+  return [
+    `${name} must be http/json (the OTLP/HTTP receiver of a collector takes it), not "${protocol}"`,
+  ];
+}
+
+/** The signal's own endpoint as it is, else the base endpoint with /v1/traces. */
+function endpointOf(env: NodeJS.ProcessEnv, problems: string[]): string {
+  const own = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const [name, url] = own
+    ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', own]
+    : base
+      ? ['OTEL_EXPORTER_OTLP_ENDPOINT', `${base.replace(/\/+$/, '')}/v1/traces`]
+      : ['', DEFAULT_ENDPOINT];
+  if (name === '') return url;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
+    problems.push(`${name} must be an http:// or https:// URL, not "${own ?? base}"`);
+  return url;
+}
+
+const RATIO_SAMPLERS = new Set<string>(['traceidratio', 'parentbased_traceidratio']);
+
+/** OTEL_TRACES_SAMPLER_ARG of a ratio sampler: 0 to 1 (other samplers take none: ignored). */
+function ratioOf(sampler: string, raw: string | undefined, problems: string[]): number {
+  if (!RATIO_SAMPLERS.has(sampler) || raw === undefined || raw.trim() === '') return 1;
+  const ratio = Number(raw);
+  if (!/^\s*(\d+(\.\d*)?|\.\d+)\s*$/.test(raw) || ratio > 1) {
+    problems.push(
+      `OTEL_TRACES_SAMPLER_ARG must be a number from 0 to 1 for ${sampler}, not "${raw}"`,
+    );
+    return 1;
+  }
+  return ratio;
+}
+
+function positiveInteger(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  problems: string[],
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (/^\s*\d+\s*$/.test(raw) && Number(raw) > 0) return Number(raw);
+  problems.push(`${name} must be a positive integer, not "${raw}"`);
+  return fallback;
+}

@@ -1,0 +1,340 @@
+// The OpenTelemetry adapter of the tracing port (tracing.ts): the official SDK's
+// TracerProvider with a bounded batch span processor and the OTLP/HTTP exporter (JSON).
+// Loaded by a role with a dynamic import, only when tracing is on: nothing imports
+// this module statically (test/tracing/off.test.ts checks it).
+//
+// No global provider, context manager or propagator is registered: every span gets its
+// parent explicitly (a request's span, the execution record's `trace`, the node's
+// span), so no AsyncLocalStorage runs on any path, and nothing else in the process
+// (a library's own instrumentation) picks up our provider.
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
+import {
+  ExportResultCode,
+  W3CTraceContextPropagator,
+  type ExportResult,
+} from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import {
+  detectResources,
+  resourceAttributesEnvDetector,
+  resourceFromAttributes,
+  serviceNameEnvDetector,
+} from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type ReadableSpan,
+  type Sampler,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_REQUEST_RESEND_COUNT,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_SERVICE_NAME,
+  ATTR_URL_FULL,
+  ATTR_URL_PATH,
+  ATTR_URL_SCHEME,
+} from '@opentelemetry/semantic-conventions';
+import type {
+  ExecutionInfo,
+  OutboundInfo,
+  OutboundSpan,
+  RequestInfo,
+  RequestOutcome,
+  RequestSpan,
+  TraceCarrier,
+  TraceSpan,
+  Tracing,
+  TracingConfig,
+} from './tracing.ts';
+
+/** hookgate's own attributes (no semantic convention names these). */
+export const HOOKGATE_ATTRIBUTES = {
+  executionId: 'hookgate.execution.id',
+  attempt: 'hookgate.execution.attempt',
+  workflowId: 'hookgate.workflow.id',
+  triggerKey: 'hookgate.trigger.key',
+  triggerNamespace: 'hookgate.trigger.namespace',
+  triggerName: 'hookgate.trigger.name',
+  nodeId: 'hookgate.node.id',
+  nodeType: 'hookgate.node.type',
+  purpose: 'hookgate.outbound.purpose',
+  problem: 'hookgate.problem',
+} as const;
+
+const INSTRUMENTATION = 'hookgate';
+/** A failed export is reported at most this often. */
+const EXPORT_ERROR_EVERY_MS = 60_000;
+
+const propagator = new W3CTraceContextPropagator();
+
+/** The context whose span is the carrier's (a remote parent); ROOT_CONTEXT without one. */
+function contextOf(carrier: TraceCarrier | undefined): Context {
+  if (carrier === undefined) return ROOT_CONTEXT;
+  return propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
+}
+
+function carrierOf(span: Span): TraceCarrier | undefined {
+  if (!trace.isSpanContextValid(span.spanContext())) return undefined;
+  const out: Record<string, string> = {};
+  propagator.inject(trace.setSpan(ROOT_CONTEXT, span), out, defaultTextMapSetter);
+  const { traceparent, tracestate } = out;
+  if (traceparent === undefined) return undefined;
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
+}
+
+function samplerOf(config: TracingConfig): Sampler {
+  const ratio = () => new TraceIdRatioBasedSampler(config.ratio);
+  switch (config.sampler) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return ratio();
+    case 'parentbased_always_on':
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: ratio() });
+  }
+}
+
+/** The exporter, telling the role of failed exports (rate-limited): a collector away is a log line, not a crash. */
+function reporting(exporter: SpanExporter, onError: TracingConfig['onExportError']): SpanExporter {
+  if (!onError) return exporter;
+  let lastReport = -Infinity;
+  return {
+    export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
+      exporter.export(spans, (result) => {
+        if (
+          result.code !== ExportResultCode.SUCCESS &&
+          Date.now() - lastReport > EXPORT_ERROR_EVERY_MS
+        ) {
+          lastReport = Date.now();
+          onError(result.error ?? new Error('export failed'));
+        }
+        done(result);
+      });
+    },
+    shutdown: () => exporter.shutdown(),
+    ...(exporter.forceFlush
+      ? { forceFlush: () => (exporter.forceFlush as () => Promise<void>)() }
+      : {}),
+  };
+}
+
+/** The destination as recorded: no credentials, query or fragment (a callback URL may hold a token). */
+function outboundAttributes(info: OutboundInfo): Attributes {
+  const attributes: Attributes = {
+    [ATTR_HTTP_REQUEST_METHOD]: info.method,
+    [HOOKGATE_ATTRIBUTES.purpose]: info.purpose,
+  };
+  if (info.attempt > 1) attributes[ATTR_HTTP_REQUEST_RESEND_COUNT] = info.attempt - 1;
+  try {
+    const url = new URL(info.url);
+    attributes[ATTR_URL_FULL] = `${url.protocol}//${url.host}${url.pathname}`;
+    attributes[ATTR_URL_SCHEME] = url.protocol.slice(0, -1);
+    attributes[ATTR_SERVER_ADDRESS] = url.hostname;
+    attributes[ATTR_SERVER_PORT] = url.port
+      ? Number(url.port)
+      : url.protocol === 'https:'
+        ? 443
+        : 80;
+  } catch {
+    // An unparsable URL is refused by the outbound policy; the span says which method.
+  }
+  return attributes;
+}
+
+class OtelSpan implements TraceSpan {
+  readonly span: Span;
+  readonly #tracer: Tracer;
+  #ended = false;
+
+  constructor(tracer: Tracer, span: Span) {
+    this.#tracer = tracer;
+    this.span = span;
+  }
+
+  fail(message: string, errorType = 'error'): void {
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
+    this.span.setAttribute(ATTR_ERROR_TYPE, errorType);
+  }
+
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.span.end();
+  }
+
+  carrier(): TraceCarrier | undefined {
+    return carrierOf(this.span);
+  }
+
+  node(nodeId: string, nodeType: string): TraceSpan {
+    const span = this.#tracer.startSpan(
+      `${nodeType} ${nodeId}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          [HOOKGATE_ATTRIBUTES.nodeId]: nodeId,
+          [HOOKGATE_ATTRIBUTES.nodeType]: nodeType,
+        },
+      },
+      trace.setSpan(ROOT_CONTEXT, this.span),
+    );
+    return new OtelSpan(this.#tracer, span);
+  }
+
+  outbound(info: OutboundInfo): OutboundSpan {
+    const span = this.#tracer.startSpan(
+      info.method,
+      { kind: SpanKind.CLIENT, attributes: outboundAttributes(info) },
+      trace.setSpan(ROOT_CONTEXT, this.span),
+    );
+    return new OtelOutboundSpan(this.#tracer, span);
+  }
+}
+
+class OtelOutboundSpan extends OtelSpan implements OutboundSpan {
+  answered(status: number): void {
+    this.span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+    // The client-span rule: 4xx and 5xx are errors of the request.
+    if (status >= 400) this.fail(`answered ${status}`, String(status));
+  }
+}
+
+class OtelRequestSpan implements RequestSpan {
+  readonly #span: Span;
+  #ended = false;
+
+  constructor(span: Span) {
+    this.#span = span;
+  }
+
+  carrier(): TraceCarrier | undefined {
+    return carrierOf(this.#span);
+  }
+
+  finish(outcome: RequestOutcome): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const span = this.#span;
+    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome.statusCode);
+    if (outcome.executionId !== undefined)
+      span.setAttribute(HOOKGATE_ATTRIBUTES.executionId, outcome.executionId);
+    if (outcome.problem !== undefined)
+      span.setAttribute(HOOKGATE_ATTRIBUTES.problem, outcome.problem);
+    // The server-span rule: only 5xx is an error of the server; a 4xx is the caller's.
+    if (outcome.statusCode >= 500) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.problem ?? '' });
+      span.setAttribute(ATTR_ERROR_TYPE, String(outcome.statusCode));
+    }
+    span.end();
+  }
+
+  abandon(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#span.setAttribute(ATTR_ERROR_TYPE, 'client_left');
+    this.#span.end();
+  }
+}
+
+/** The OpenTelemetry tracing of a process: exports to `config.endpoint` until shut down. */
+export function createOtelTracing(config: TracingConfig): Tracing {
+  const exporter = new OTLPTraceExporter({
+    url: config.endpoint,
+    timeoutMillis: config.exportTimeoutMs,
+  });
+  const processor = new BatchSpanProcessor({
+    exporter: reporting(exporter, config.onExportError),
+    maxQueueSize: config.maxQueueSize,
+    maxExportBatchSize: Math.min(config.maxExportBatchSize, config.maxQueueSize),
+    scheduledDelayMillis: config.scheduledDelayMs,
+    exportTimeoutMillis: config.exportTimeoutMs,
+  });
+  // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the role's default name.
+  const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }).merge(
+    detectResources({ detectors: [resourceAttributesEnvDetector, serviceNameEnvDetector] }),
+  );
+  const provider = new TracerProvider({
+    resource,
+    sampler: samplerOf(config),
+    spanProcessors: [processor],
+  });
+  const tracer = provider.getTracer(INSTRUMENTATION);
+
+  return {
+    request(info: RequestInfo): RequestSpan {
+      const span = tracer.startSpan(
+        `${info.method} ${info.route}`,
+        {
+          kind: SpanKind.SERVER,
+          attributes: {
+            [ATTR_HTTP_REQUEST_METHOD]: info.method,
+            [ATTR_HTTP_ROUTE]: info.route,
+            [ATTR_URL_PATH]: info.path,
+            [HOOKGATE_ATTRIBUTES.triggerNamespace]: info.triggerNamespace,
+            [HOOKGATE_ATTRIBUTES.triggerName]: info.triggerName,
+            [HOOKGATE_ATTRIBUTES.workflowId]: info.workflowId,
+          },
+        },
+        contextOf(info.parent),
+      );
+      return new OtelRequestSpan(span);
+    },
+
+    execution(info: ExecutionInfo): TraceSpan {
+      const span = tracer.startSpan(
+        `execute ${info.workflowId}`,
+        {
+          kind: info.queued ? SpanKind.CONSUMER : SpanKind.INTERNAL,
+          attributes: {
+            [HOOKGATE_ATTRIBUTES.executionId]: info.executionId,
+            [HOOKGATE_ATTRIBUTES.workflowId]: info.workflowId,
+            [HOOKGATE_ATTRIBUTES.triggerKey]: info.triggerKey,
+            [HOOKGATE_ATTRIBUTES.attempt]: info.attempt,
+          },
+        },
+        contextOf(info.parent),
+      );
+      return new OtelSpan(tracer, span);
+    },
+
+    async shutdown(deadlineMs: number): Promise<void> {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, deadlineMs);
+        timer.unref();
+      });
+      try {
+        await Promise.race([provider.shutdown().catch(() => {}), deadline]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

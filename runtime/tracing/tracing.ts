@@ -1,0 +1,125 @@
+// Distributed tracing, as the data plane sees it: a port with one adapter, the
+// OpenTelemetry SDK (otel.ts), which a role loads with a dynamic import only when
+// tracing is on (ADR 0040). With tracing off nothing here is made: every caller holds
+// `undefined` where a Tracing or a TraceSpan would be, and pays one branch. This module
+// imports nothing, so the request path never loads an @opentelemetry module unless
+// asked to.
+//
+// The spans (docs/tracing.md): a SERVER span per webhook request, an execution span per
+// attempt (child of the request's span, through the execution record's `trace`, also
+// across Redis to a worker), an INTERNAL span per node run, a CLIENT span per outbound
+// request (http nodes, callback deliveries), whose context goes out as `traceparent`.
+
+/** A span's W3C Trace Context, as headers (and as kept on an execution record). */
+export interface TraceCarrier {
+  traceparent: string;
+  tracestate?: string;
+}
+
+/** A span in progress. Ending it twice is harmless. */
+export interface TraceSpan {
+  /** The span failed (status ERROR): its description and the error's class. */
+  fail(message: string, errorType?: string): void;
+  end(): void;
+  /** This span as the parent of work elsewhere; undefined when its context is not valid. */
+  carrier(): TraceCarrier | undefined;
+  /** An INTERNAL child: one run of a workflow node. */
+  node(nodeId: string, nodeType: string): TraceSpan;
+  /** A CLIENT child: one outbound request (an http node's attempt, a callback attempt). */
+  outbound(request: OutboundInfo): OutboundSpan;
+}
+
+export interface OutboundInfo {
+  method: string;
+  /** The destination; recorded without its query, fragment and credentials. */
+  url: string;
+  /** What sends it. */
+  purpose: 'http-node' | 'callback';
+  /** 1-based attempt of the request (retries are spans of their own). */
+  attempt: number;
+}
+
+export interface OutboundSpan extends TraceSpan {
+  /** The response's status; 4xx and 5xx mark a client span failed. */
+  answered(status: number): void;
+}
+
+/** What a finished webhook request adds to its span. */
+export interface RequestOutcome {
+  statusCode: number;
+  executionId?: string | undefined;
+  /** The catalogue code of a refusal or failure (HG_ERR_...). */
+  problem?: string | undefined;
+}
+
+export interface RequestSpan {
+  /** The span as the parent of the execution the request started. */
+  carrier(): TraceCarrier | undefined;
+  /** Ends the span with the answer: 5xx sets status ERROR (the server-span rule). */
+  finish(outcome: RequestOutcome): void;
+  /** Ends the span of a request whose client left before its answer. */
+  abandon(): void;
+}
+
+export interface RequestInfo {
+  method: string;
+  /** The route template, e.g. /webhook/shop_production_orders/ingest/:id */
+  route: string;
+  /** The path as requested, without the query. */
+  path: string;
+  triggerNamespace: string;
+  triggerName: string;
+  workflowId: string;
+  /** The caller's context, when HOOKGATE_TRACE_CONTEXT trusts this caller; else a new trace. */
+  parent?: TraceCarrier | undefined;
+}
+
+export interface ExecutionInfo {
+  executionId: string;
+  workflowId: string;
+  triggerKey: string;
+  attempt: number;
+  /** The span that started the execution (the request's), from the execution record. */
+  parent?: TraceCarrier | undefined;
+  /** Run by a worker off the queue (a CONSUMER span), or in the process that accepted it. */
+  queued: boolean;
+}
+
+export interface Tracing {
+  request(info: RequestInfo): RequestSpan;
+  execution(info: ExecutionInfo): TraceSpan;
+  /**
+   * Exports what is buffered and stops; gives up after `deadlineMs` (an unreachable
+   * collector never holds the exit).
+   */
+  shutdown(deadlineMs: number): Promise<void>;
+}
+
+/** OTEL_TRACES_SAMPLER values hookgate knows (the specification's, but remote ones). */
+export const TRACE_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+
+/** What the OpenTelemetry adapter is made with (roles/tracing-settings.ts reads it). */
+export interface TracingConfig {
+  /** service.name of every span (OTEL_SERVICE_NAME; default hookgate-<role>). */
+  serviceName: string;
+  /** The OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces. */
+  endpoint: string;
+  sampler: TraceSampler;
+  /** The ratio of the traceidratio samplers (OTEL_TRACES_SAMPLER_ARG), 0 to 1. */
+  ratio: number;
+  /** The batch span processor (OTEL_BSP_*): spans kept at most while waiting for export. */
+  maxQueueSize: number;
+  maxExportBatchSize: number;
+  scheduledDelayMs: number;
+  exportTimeoutMs: number;
+  /** Told of a failed export (a collector away): at most once a minute. */
+  onExportError?: (error: Error) => void;
+}
