@@ -6,8 +6,9 @@
 // status, and an unreachable collector that costs requests nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOtelTracing } from '../../runtime/tracing/otel.ts';
-import type { Tracing, TracingConfig } from '../../runtime/tracing/tracing.ts';
+import type { Tracing } from '../../runtime/tracing/tracing.ts';
 import { eventually } from '../support/eventually.ts';
+import { one, traceOf, tracingConfig } from '../support/tracing.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
 import {
@@ -15,7 +16,6 @@ import {
   STATUS,
   startOtlpReceiver,
   type OtlpReceiver,
-  type ReceivedSpan,
 } from '../support/otlp-receiver.ts';
 import { startReceiver } from '../support/receiver.ts';
 
@@ -23,41 +23,6 @@ const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
 const TRACEPARENT = `00-${CALLER_TRACE}-${CALLER_SPAN}-01`;
 const wf = '/webhook/default_production_';
-
-export function tracingConfig(endpoint: string, extra: Partial<TracingConfig> = {}): TracingConfig {
-  return {
-    serviceName: 'hookgate-test',
-    endpoint,
-    sampler: 'parentbased_always_on',
-    ratio: 1,
-    maxQueueSize: 2048,
-    maxExportBatchSize: 512,
-    scheduledDelayMs: 50,
-    exportTimeoutMs: 2000,
-    ...extra,
-  };
-}
-
-/** The spans of one trace, once `count` of them have arrived. */
-export async function traceOf(
-  otlp: OtlpReceiver,
-  find: (s: ReceivedSpan) => boolean,
-  count: number,
-): Promise<ReceivedSpan[]> {
-  return eventually(() => {
-    const root = otlp.spans.find(find);
-    if (!root) throw new Error(`no such span yet (${otlp.spans.length} spans)`);
-    const spans = otlp.spans.filter((s) => s.traceId === root.traceId);
-    if (spans.length < count) throw new Error(`${spans.length} of ${count} spans`);
-    return spans;
-  });
-}
-
-export function one(spans: ReceivedSpan[], find: (s: ReceivedSpan) => boolean): ReceivedSpan {
-  const found = spans.filter(find);
-  expect(found, JSON.stringify(spans.map((s) => s.name))).toHaveLength(1);
-  return found[0] as ReceivedSpan;
-}
 
 describe('tracing in the embedded server', () => {
   let otlp: OtlpReceiver;

@@ -108,7 +108,7 @@ describe('hookgate dev with the OpenTelemetry variables', () => {
 
   it('OTEL_TRACES_EXPORTER=none and OTEL_SDK_DISABLED=true are off too', async () => {
     for (const env of [
-      { OTEL_TRACES_EXPORTER: 'none' },
+      { OTEL_TRACES_EXPORTER: 'none' } as Record<string, string>,
       { OTEL_TRACES_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'true' },
     ]) {
       const { loads } = await serveOnce({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url });
