@@ -13,11 +13,13 @@ import {
   EXECUTIONS_MODES,
   LOG_LEVELS,
   TRACE_CONTEXT_POLICIES,
+  TRACE_SAMPLERS,
   chartAppVersion,
   type AdminAuth,
   type ExecutionsMode,
   type LogLevel,
   type TraceContextPolicy,
+  type TraceSampler,
   type OutboundArgs,
 } from './plan.ts';
 
@@ -49,6 +51,23 @@ function callbackSecretFromConfig(): Pick<HookgateDeploymentArgs, 'callbackSecre
   if (!name) return {};
   const key = config.get('callbackSecretKey');
   return { callbackSecret: { name, ...(key ? { key } : {}) } };
+}
+
+/** Tracing when tracingEndpoint is set (chart config.tracing). */
+function tracingFromConfig(): Pick<HookgateDeploymentArgs, 'tracing'> {
+  const endpoint = config.get('tracingEndpoint');
+  if (!endpoint) return {};
+  const sampler = config.get<TraceSampler>('tracingSampler', {
+    allowedValues: [...TRACE_SAMPLERS],
+  });
+  const samplerRatio = config.getNumber('tracingSamplerRatio');
+  return {
+    tracing: {
+      endpoint,
+      ...(sampler ? { sampler } : {}),
+      ...(samplerRatio !== undefined ? { samplerRatio } : {}),
+    },
+  };
 }
 
 /** Prometheus for the analytics API when prometheusUrl (or analyticsBackend) is set. */
@@ -167,6 +186,7 @@ const hookgate = new HookgateDeployment('hookgate', {
     allowedValues: [...TRACE_CONTEXT_POLICIES],
   }),
   ...callbackSecretFromConfig(),
+  ...tracingFromConfig(),
   analytics: analyticsFromConfig(),
   ...outboundFromConfig(),
   secretNamespaces: config.getObject<string[]>('secretNamespaces') ?? [],

@@ -57,6 +57,27 @@ export type ExecutionsMode = 'queue' | 'inline';
 /** LOG_LEVEL values the CLI accepts (roles/settings.ts) and the chart's schema allows. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** OTEL_TRACES_SAMPLER values (chart `config.tracing.sampler`; roles/tracing-settings.ts). */
+export const TRACE_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+
+/** Distributed tracing of the gateways and workers (chart `config.tracing`, ADR 0040). */
+export interface TracingArgs {
+  /** The collector's OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT). */
+  endpoint: string;
+  /** OTEL_TRACES_SAMPLER; default parentbased_always_on. */
+  sampler?: TraceSampler;
+  /** OTEL_TRACES_SAMPLER_ARG of the traceidratio samplers, 0 to 1; default 1. */
+  samplerRatio?: number;
+}
+
 /** Whose W3C trace context the gateways pass on (chart `config.traceContext`). */
 export const TRACE_CONTEXT_POLICIES = ['authenticated', 'all', 'off'] as const;
 export type TraceContextPolicy = (typeof TRACE_CONTEXT_POLICIES)[number];
@@ -194,6 +215,8 @@ export interface PlanArgs<Url = string> {
    * `config.traceContext`): authenticated (default), all, off.
    */
   traceContext?: TraceContextPolicy;
+  /** Distributed tracing (chart `config.tracing`); absent: off, no tracing code loaded. */
+  tracing?: TracingArgs;
   /**
    * The Secret (and key, default `secrets`) holding the secrets that sign Async
    * Callbacks, one `whsec_` per line (chart `config.callbackSecret`). Default: none, a
@@ -251,6 +274,7 @@ export interface ResolvedArgs<Url = string> {
   adminAuth: AdminAuth;
   logLevel: LogLevel;
   traceContext: TraceContextPolicy;
+  tracing?: TracingArgs;
   callbackSecret?: { name: string; key?: string };
   analytics?: AnalyticsArgs;
   outbound?: OutboundArgs;
@@ -363,6 +387,23 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
   errors.push(...optionalProblems(r));
   errors.push(...grafanaProblems(r));
   errors.push(...validateSecretNamespaces(r.secretNamespaces));
+  errors.push(...validateTracing(r.tracing));
+  return errors;
+}
+
+/** What the roles accept at start (roles/tracing-settings.ts), checked before the chart. */
+function validateTracing(tracing: TracingArgs | undefined): string[] {
+  if (!tracing) return [];
+  const errors: string[] = [];
+  if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(tracing.endpoint))
+    errors.push(`tracing.endpoint must be an http:// or https:// URL, got "${tracing.endpoint}"`);
+  if (tracing.sampler !== undefined && !TRACE_SAMPLERS.includes(tracing.sampler))
+    errors.push(
+      `tracing.sampler must be one of ${TRACE_SAMPLERS.join(', ')}, got "${String(tracing.sampler)}"`,
+    );
+  const ratio = tracing.samplerRatio;
+  if (ratio !== undefined && !(ratio >= 0 && ratio <= 1))
+    errors.push(`tracing.samplerRatio must be from 0 to 1, got ${String(ratio)}`);
   return errors;
 }
 
@@ -394,9 +435,15 @@ function optionalArgs<Url>(
   args: PlanArgs<Url>,
 ): Pick<
   ResolvedArgs<Url>,
-  'analytics' | 'outbound' | 'workerAutoscaling' | 'networkPolicyEgress' | 'callbackSecret'
+  | 'analytics'
+  | 'outbound'
+  | 'workerAutoscaling'
+  | 'networkPolicyEgress'
+  | 'callbackSecret'
+  | 'tracing'
 > {
   return {
+    ...(args.tracing ? { tracing: args.tracing } : {}),
     ...(args.callbackSecret ? { callbackSecret: args.callbackSecret } : {}),
     ...(args.analytics ? { analytics: args.analytics } : {}),
     ...(args.outbound ? { outbound: args.outbound } : {}),
@@ -591,6 +638,7 @@ export interface ChartValues {
     trustedProxies: string[];
     logLevel: string;
     traceContext: TraceContextPolicy;
+    tracing?: { enabled: boolean; endpoint: string; sampler: TraceSampler; samplerRatio: number };
     callbackSecret?: { name: string; key: string };
     redisClient: RedisClientArgs;
     logOutput: LogOutputArgs;
@@ -621,6 +669,19 @@ export interface ChartValues {
   rbac?: { secretNamespaces: string[] };
 }
 
+/** The chart's config.tracing when tracing is on; nothing (the chart's off) otherwise. */
+function tracingValues(tracing: TracingArgs | undefined): Pick<ChartValues['config'], 'tracing'> {
+  if (!tracing) return {};
+  return {
+    tracing: {
+      enabled: true,
+      endpoint: tracing.endpoint,
+      sampler: tracing.sampler ?? 'parentbased_always_on',
+      samplerRatio: tracing.samplerRatio ?? 1,
+    },
+  };
+}
+
 /**
  * Helm values for the release. The chart never sees a Redis URL: either it runs its own
  * Redis, or it gets the name of the Secret holding the URL (the component's own, or the
@@ -635,6 +696,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       trustedProxies: r.trustedProxies,
       logLevel: r.logLevel,
       traceContext: r.traceContext,
+      ...tracingValues(r.tracing),
       ...(r.callbackSecret
         ? {
             callbackSecret: { name: r.callbackSecret.name, key: r.callbackSecret.key ?? 'secrets' },

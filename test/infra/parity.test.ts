@@ -123,6 +123,11 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       redisClient: { commandTimeoutMs: 250, breakerOpenMs: 3000, writeWindowMs: 0 },
       logOutput: { bufferBytes: '16Mi', stallMs: 2000, syncFlushMs: 3000 },
       budgets: { executionStoreBytes: '256Mi', executionTtlMs: 3_600_000, listPageBytes: '2Mi' },
+      tracing: {
+        endpoint: 'http://otel-collector.observability:4318',
+        sampler: 'parentbased_traceidratio',
+        samplerRatio: 0.25,
+      },
     });
     const file = join(work, 'component-values-edge.json');
     writeFileSync(file, JSON.stringify(values));
@@ -146,8 +151,13 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'config.budgets.executionStoreBytes=256Mi'],
       ...['--set', 'config.budgets.executionTtlMs=3600000'],
       ...['--set', 'config.budgets.listPageBytes=2Mi'],
+      ...['--set', 'config.tracing.enabled=true'],
+      ...['--set', 'config.tracing.endpoint=http://otel-collector.observability:4318'],
+      ...['--set', 'config.tracing.sampler=parentbased_traceidratio'],
+      ...['--set', 'config.tracing.samplerRatio=0.25'],
     ]);
     expect(fromPulumi).toEqual(fromHelm);
+    expect(JSON.stringify(fromPulumi)).toContain('"OTEL_TRACES_SAMPLER_ARG","value":"0.25"');
     expect(names(fromPulumi)).toContain('Role/edge-hookgate-operator-secrets');
     expect(names(fromPulumi).filter((n) => n.includes('redis'))).toEqual([]);
   });

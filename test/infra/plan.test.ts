@@ -197,6 +197,21 @@ describe('resolveArgs', () => {
       'redisClient.writeWindowMs must be at most 50, got 51',
     ]);
     expect(validateArgs({ ...valid, redisClient: { writeWindowMs: 0 } })).toEqual([]);
+    expect(
+      validateArgs({
+        ...valid,
+        tracing: {
+          endpoint: 'collector:4318',
+          sampler: 'jaeger_remote' as 'always_on',
+          samplerRatio: 1.5,
+        },
+      }),
+    ).toEqual([
+      'tracing.endpoint must be an http:// or https:// URL, got "collector:4318"',
+      'tracing.sampler must be one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio, got "jaeger_remote"',
+      'tracing.samplerRatio must be from 0 to 1, got 1.5',
+    ]);
+    expect(validateArgs({ ...valid, tracing: { endpoint: 'http://c.obs:4318' } })).toEqual([]);
   });
 
   it('takes the log output settings within the bounds the roles and the chart hold them to', () => {

@@ -52,6 +52,7 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
   value: {{ join "," .Values.config.trustedProxies | quote }}
 - name: HOOKGATE_TRACE_CONTEXT
   value: {{ .Values.config.traceContext | quote }}
+{{- include "hookgate.tracing.env" . | nindent 0 }}
 {{- include "hookgate.outboundEnv" . | nindent 0 }}
 # queue: executions go to Redis for the workers; inline: this process runs them.
 - name: HOOKGATE_EXECUTIONS
@@ -87,9 +88,35 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
   value: {{ .Values.worker.claimIdleMs | int64 | quote }}
 - name: HOOKGATE_QUEUE_SHARDS
   value: {{ .Values.config.queueShards | int64 | quote }}
+{{- include "hookgate.tracing.env" . | nindent 0 }}
 {{- include "hookgate.outboundEnv" . | nindent 0 }}
 {{- include "hookgate.callbackSecret.env" . | nindent 0 }}
 {{- include "hookgate.budgetEnv" (dict "ctx" . "keys" (list "executionStoreBytes" "storedBodyBytes" "executionTtlMs")) | nindent 0 }}
+{{- end -}}
+
+{{/*
+Distributed tracing (config.tracing) for the processes that make spans: the gateways and
+the workers. Only the standard OpenTelemetry variables; none when off, so the pods load
+no tracing code. service.name stays the process's default, hookgate-<role>.
+*/}}
+{{- define "hookgate.tracing.env" -}}
+{{- with .Values.config.tracing }}
+{{- if .enabled }}
+{{- if not .endpoint }}
+{{- fail "config.tracing.enabled needs config.tracing.endpoint, the collector's OTLP/HTTP URL (e.g. http://otel-collector.observability:4318)" }}
+{{- end }}
+- name: OTEL_TRACES_EXPORTER
+  value: otlp
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ .sampler | quote }}
+{{- if hasSuffix "traceidratio" .sampler }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ .samplerRatio | toString | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/*

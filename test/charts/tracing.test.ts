@@ -1,0 +1,50 @@
+// config.tracing: the standard OpenTelemetry variables reach the processes that make
+// spans (gateways, workers), none when off; the values are checked before install.
+import { describe, expect, it } from 'vitest';
+import { container, deployment, envOf, render, renderError, ROLES, tools } from './chart.ts';
+
+const otelOf = (env: Map<string, { value?: string }>) =>
+  Object.fromEntries(
+    [...env].filter(([name]) => name.startsWith('OTEL_')).map(([n, e]) => [n, e.value]),
+  );
+
+describe.skipIf(!tools)('chart: distributed tracing', () => {
+  it('sets no OpenTelemetry variable by default: tracing stays off', async () => {
+    const objects = await render();
+    for (const role of ROLES)
+      expect(otelOf(envOf(container(deployment(objects, role)))), role).toEqual({});
+  });
+
+  it('on: gateways and workers export to the endpoint, the operator makes no spans', async () => {
+    const objects = await render(
+      'config.tracing.enabled=true',
+      'config.tracing.endpoint=http://otel-collector.observability:4318',
+    );
+    for (const role of ['gateway', 'worker'] as const)
+      expect(otelOf(envOf(container(deployment(objects, role)))), role).toEqual({
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+        OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+      });
+    expect(otelOf(envOf(container(deployment(objects, 'operator'))))).toEqual({});
+    const ratio = await render(
+      'config.tracing.enabled=true',
+      'config.tracing.endpoint=https://collector.example:4318',
+      'config.tracing.sampler=parentbased_traceidratio',
+      'config.tracing.samplerRatio=0.1',
+    );
+    expect(otelOf(envOf(container(deployment(ratio, 'worker'))))).toMatchObject({
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+    });
+  });
+
+  it('refuses tracing without an endpoint, an unknown sampler, a ratio over 1', async () => {
+    expect(await renderError('config.tracing.enabled=true')).toContain(
+      'config.tracing.enabled needs config.tracing.endpoint',
+    );
+    expect(await renderError('config.tracing.sampler=jaeger_remote')).toContain('sampler');
+    expect(await renderError('config.tracing.samplerRatio=1.5')).toContain('samplerRatio');
+    expect(await renderError('config.tracing.endpoint=collector:4318')).toContain('endpoint');
+  });
+});
