@@ -5,7 +5,7 @@ import { closeSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LogDestination } from '../../roles/log-destination.ts';
 import { registerLogMetrics } from '../../roles/logger.ts';
 import { eventually } from '../support/eventually.ts';
@@ -191,6 +191,36 @@ describe('LogDestination', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(out.waitingBytes).toBeGreaterThan(0);
+  });
+
+  it('flushSync ends by its deadline: the last sleep is cut to what is left of syncFlushMs', () => {
+    // A virtual monotonic clock: each 10 ms sleep between two tries advances it by what
+    // it was asked to sleep, so the test sees exactly when flushSync would return.
+    let now = 1_000;
+    const sleeps: number[] = [];
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
+    const sleep = vi
+      .spyOn(Atomics, 'wait')
+      .mockImplementation((_array: unknown, _index: number, _value: unknown, ms?: number) => {
+        sleeps.push(ms ?? Infinity);
+        now += ms ?? 0;
+        return 'timed-out';
+      });
+    try {
+      const { out } = destination({ stallMs: 10_000, syncFlushMs: 25 });
+      for (let n = 0; n < 1_000; n++) out.write(line(n));
+      expect(out.waitingBytes).toBeGreaterThan(0);
+      const started = now;
+      out.flushSync();
+      // The forced exit's write comes after the 25 s grace period, and the chart gives
+      // it syncFlushMs (in whole seconds) before the kubelet's SIGKILL: not a ms more.
+      expect(now - started).toBeLessThanOrEqual(25);
+      expect(sleeps).toEqual([10, 10, 5]);
+      expect(out.waitingBytes).toBeGreaterThan(0);
+    } finally {
+      clock.mockRestore();
+      sleep.mockRestore();
+    }
   });
 
   it('a reader that is gone (EPIPE): lines are dropped without an error', () => {
