@@ -24,7 +24,7 @@ export interface LogOutputArgs {
 export const LOG_OUTPUT_BOUNDS = {
   bufferBytes: { min: 64 * 1024, max: 64 * 1024 * 1024 },
   stallMs: { min: 100, max: 20_000 },
-  syncFlushMs: { min: 0, max: 5_000 },
+  syncFlushMs: { min: 0, max: 4_000 },
 } as const;
 
 export function validateLogOutput(logOutput: LogOutputArgs): string[] {

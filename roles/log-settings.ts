@@ -13,13 +13,14 @@ import { LOG_BUFFER_BYTES, LOG_STALL_MS, LOG_SYNC_FLUSH_MS } from './log-destina
  * while stdout is stuck: a quarter of the operator's 256 MiB limit). The stall: at
  * least two of the 50 ms retries (less gives up on a stdout that is only slow), at most
  * 20 s, inside the 25 s grace period with the role's own close. The synchronous write:
- * 0 (one try, no wait) to 5 s, the margin the chart's terminationGracePeriodSeconds
- * leaves after the grace period by default (it refuses less than this needs).
+ * 0 (one try, no wait) to 4 s: the chart's terminationGracePeriodSeconds leaves 5 s
+ * after the grace period by default, and keeps one of them as a margin for a forced
+ * exit's late timer (it refuses a grace period shorter than this needs).
  */
 export const LOG_OUTPUT_BOUNDS = {
   bufferBytes: { min: 64 * 1024, max: 64 * 1024 * 1024 },
   stallMs: { min: 100, max: 20_000 },
-  syncFlushMs: { min: 0, max: 5_000 },
+  syncFlushMs: { min: 0, max: 4_000 },
 } as const;
 
 export interface LogOutputSettings {

@@ -17,48 +17,49 @@ describe.skipIf(!tools)('chart: stopping the pods', () => {
     expect(grace(deployment(objects, 'operator'))).toBe(30);
     const longer = await render(
       'gateway.preStopSleepSeconds=10',
-      'gateway.terminationGracePeriodSeconds=36',
+      'gateway.terminationGracePeriodSeconds=37',
     );
-    expect(grace(deployment(longer, 'gateway'))).toBe(36);
+    expect(grace(deployment(longer, 'gateway'))).toBe(37);
   });
 
   it('refuses a grace period the process would not finish in, naming both values', async () => {
     const error = await renderError('gateway.terminationGracePeriodSeconds=30');
     expect(error).toContain(
-      'gateway.terminationGracePeriodSeconds (30) must be at least gateway.preStopSleepSeconds (5) + 25 + 1 = 31',
+      'gateway.terminationGracePeriodSeconds (30) must be at least gateway.preStopSleepSeconds (5) + 25 + 1 + 1 = 32',
     );
     expect(await renderError('gateway.preStopSleepSeconds=10')).toContain(
-      'gateway.terminationGracePeriodSeconds (35) must be at least gateway.preStopSleepSeconds (10) + 25 + 1 = 36',
+      'gateway.terminationGracePeriodSeconds (35) must be at least gateway.preStopSleepSeconds (10) + 25 + 1 + 1 = 37',
     );
-    // Workers have no preStop hook: 25 s and one more.
-    expect(await renderError('worker.terminationGracePeriodSeconds=25')).toContain(
-      'worker.terminationGracePeriodSeconds (25) must be at least 26',
+    // Workers have no preStop hook: 25 s, the default 1 s write, and a second's margin.
+    expect(await renderError('worker.terminationGracePeriodSeconds=26')).toContain(
+      'worker.terminationGracePeriodSeconds (26) must be at least 27',
     );
-    await render('worker.terminationGracePeriodSeconds=26');
+    await render('worker.terminationGracePeriodSeconds=27');
     // No workers, no rule.
     await render('gateway.executions=inline', 'worker.terminationGracePeriodSeconds=5');
   });
 
   it('leaves the forced exit its write of the last log lines (config.logOutput.syncFlushMs)', async () => {
-    // Up to 5 s, in whole seconds: the defaults (35, 30) leave 5 s after the 25.
-    await render('config.logOutput.syncFlushMs=5000');
+    // Up to 4 s, in whole seconds, and a second's margin: the defaults (35, 30) leave
+    // 5 s after the 25.
+    await render('config.logOutput.syncFlushMs=4000');
     expect(
       await renderError(
         'config.logOutput.syncFlushMs=2001',
-        'gateway.terminationGracePeriodSeconds=32',
+        'gateway.terminationGracePeriodSeconds=33',
       ),
     ).toContain(
-      'gateway.terminationGracePeriodSeconds (32) must be at least gateway.preStopSleepSeconds (5) + 25 + 3 = 33',
+      'gateway.terminationGracePeriodSeconds (33) must be at least gateway.preStopSleepSeconds (5) + 25 + 3 + 1 = 34',
     );
     expect(
       await renderError(
-        'config.logOutput.syncFlushMs=5000',
+        'config.logOutput.syncFlushMs=4000',
         'worker.terminationGracePeriodSeconds=29',
       ),
     ).toContain(
-      'worker.terminationGracePeriodSeconds (29) must be at least 30: after SIGTERM the process drains for up to 25 s, then exits by force and writes its last log lines for up to config.logOutput.syncFlushMs (5000 ms)',
+      'worker.terminationGracePeriodSeconds (29) must be at least 30: after SIGTERM the process drains for up to 25 s, then exits by force and writes its last log lines for up to config.logOutput.syncFlushMs (4000 ms), and needs a second of margin',
     );
-    // Never less than one second, even with no write at all.
+    // A second's margin even with no write at all.
     expect(
       await renderError(
         'config.logOutput.syncFlushMs=0',

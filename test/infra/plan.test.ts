@@ -221,7 +221,7 @@ describe('resolveArgs', () => {
     expect(
       validateArgs({
         ...valid,
-        logOutput: { bufferBytes: 67_108_864, stallMs: 20_000, syncFlushMs: 5000 },
+        logOutput: { bufferBytes: 67_108_864, stallMs: 20_000, syncFlushMs: 4000 },
       }),
     ).toEqual([]);
     expect(
@@ -232,13 +232,13 @@ describe('resolveArgs', () => {
     ).toEqual([
       'logOutput.bufferBytes must be a size from 64Ki to 64Mi (e.g. 4Mi), got "1Gi"',
       'logOutput.stallMs must be a whole number from 100 to 20000, got 50',
-      'logOutput.syncFlushMs must be a whole number from 0 to 5000, got 1.5',
+      'logOutput.syncFlushMs must be a whole number from 0 to 4000, got 1.5',
     ]);
     expect(validateArgs({ ...valid, logOutput: { bufferBytes: 65_535 } })).toEqual([
       'logOutput.bufferBytes must be a size from 64Ki to 64Mi (e.g. 4Mi), got 65535',
     ]);
-    expect(validateArgs({ ...valid, logOutput: { syncFlushMs: 5001 } })).toEqual([
-      'logOutput.syncFlushMs must be a whole number from 0 to 5000, got 5001',
+    expect(validateArgs({ ...valid, logOutput: { syncFlushMs: 4001 } })).toEqual([
+      'logOutput.syncFlushMs must be a whole number from 0 to 4000, got 4001',
     ]);
   });
 

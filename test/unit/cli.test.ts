@@ -129,7 +129,7 @@ describe('hookgate command line', () => {
     [
       ['operator'],
       { HOOKGATE_LOG_SYNC_FLUSH_MS: '10000' },
-      'HOOKGATE_LOG_SYNC_FLUSH_MS must be an integer from 0 to 5000, not "10000"',
+      'HOOKGATE_LOG_SYNC_FLUSH_MS must be an integer from 0 to 4000, not "10000"',
     ],
     [['dev', '--port', '70000'], {}, 'invalid port "70000"'],
     // Number() would read these as ports: 1000, 80 and 0 (a random one).

@@ -38,9 +38,9 @@ describe('log output settings', () => {
       read({
         HOOKGATE_LOG_BUFFER_BYTES: '67108864',
         HOOKGATE_LOG_STALL_MS: '20000',
-        HOOKGATE_LOG_SYNC_FLUSH_MS: '5000',
+        HOOKGATE_LOG_SYNC_FLUSH_MS: '4000',
       }).settings,
-    ).toEqual({ maxBufferedBytes: 64 * 1024 ** 2, stallMs: 20_000, syncFlushMs: 5000 });
+    ).toEqual({ maxBufferedBytes: 64 * 1024 ** 2, stallMs: 20_000, syncFlushMs: 4000 });
     expect(read({ HOOKGATE_LOG_BUFFER_BYTES: '16MiB' }).settings.maxBufferedBytes).toBe(
       16 * 1024 ** 2,
     );
@@ -54,10 +54,10 @@ describe('log output settings', () => {
     ['HOOKGATE_LOG_STALL_MS', '20001', 'an integer from 100 to 20000'],
     ['HOOKGATE_LOG_STALL_MS', '5s', 'an integer from 100 to 20000'],
     ['HOOKGATE_LOG_STALL_MS', '', 'an integer from 100 to 20000'],
-    ['HOOKGATE_LOG_SYNC_FLUSH_MS', '-1', 'an integer from 0 to 5000'],
-    ['HOOKGATE_LOG_SYNC_FLUSH_MS', '5001', 'an integer from 0 to 5000'],
-    ['HOOKGATE_LOG_SYNC_FLUSH_MS', '1e3', 'an integer from 0 to 5000'],
-    ['HOOKGATE_LOG_SYNC_FLUSH_MS', '0.5', 'an integer from 0 to 5000'],
+    ['HOOKGATE_LOG_SYNC_FLUSH_MS', '-1', 'an integer from 0 to 4000'],
+    ['HOOKGATE_LOG_SYNC_FLUSH_MS', '4001', 'an integer from 0 to 4000'],
+    ['HOOKGATE_LOG_SYNC_FLUSH_MS', '1e3', 'an integer from 0 to 4000'],
+    ['HOOKGATE_LOG_SYNC_FLUSH_MS', '0.5', 'an integer from 0 to 4000'],
   ])('%s=%j is refused: must be %s', (name, raw, what) => {
     const { settings, problems } = logOutputSettings({ [name]: raw });
     expect(problems).toEqual([`${name} must be ${what}, not "${raw}"`]);

@@ -296,18 +296,20 @@ spec never holds it. externalRedis: the URL from its Secret, or as given.
 Fails the render unless a role's terminationGracePeriodSeconds (.grace) covers its preStop
 sleep (.preStop, 0 without a hook), the process' own shutdown (roles/lifecycle.ts
 SHUTDOWN_GRACE_MS: 25 s after SIGTERM, then it exits by force) and the write of its last
-log lines at that forced exit (config.logOutput.syncFlushMs, .syncFlushMs), in whole
-seconds and at least one: otherwise the kubelet's SIGKILL lands with, or before, the
-process' own forced exit. .role: the values key (gateway, worker).
+log lines at that forced exit (config.logOutput.syncFlushMs, .syncFlushMs, in whole
+seconds), and one second more (the forced exit's timer may fire late, and the kubelet
+counts the preStop sleep in whole seconds): otherwise the kubelet's SIGKILL lands with,
+or before, the process' own forced exit and its last write. .role: the values key
+(gateway, worker).
 */}}
 {{- define "hookgate.graceCheck" -}}
 {{- $grace := int .grace -}}
-{{- $flush := max 1 (div (add (int .syncFlushMs) 999) 1000) -}}
-{{- $needed := add (int .preStop) 25 $flush -}}
+{{- $flush := div (add (int .syncFlushMs) 999) 1000 -}}
+{{- $needed := add (int .preStop) 25 $flush 1 -}}
 {{- if lt $grace (int $needed) -}}
-{{- $why := printf "the process drains for up to 25 s, then exits by force and writes its last log lines for up to config.logOutput.syncFlushMs (%d ms), so a shorter grace period kills it (SIGKILL) mid-drain" (int .syncFlushMs) -}}
+{{- $why := printf "the process drains for up to 25 s, then exits by force and writes its last log lines for up to config.logOutput.syncFlushMs (%d ms), and needs a second of margin, so a shorter grace period kills it (SIGKILL) mid-drain" (int .syncFlushMs) -}}
 {{- if .preStop -}}
-{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least %s.preStopSleepSeconds (%d) + 25 + %d = %d: SIGTERM comes after the preStop sleep, %s" .role $grace .role (int .preStop) $flush $needed $why) -}}
+{{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least %s.preStopSleepSeconds (%d) + 25 + %d + 1 = %d: SIGTERM comes after the preStop sleep, %s" .role $grace .role (int .preStop) $flush $needed $why) -}}
 {{- else -}}
 {{- fail (printf "%s.terminationGracePeriodSeconds (%d) must be at least %d: after SIGTERM %s" .role $grace $needed $why) -}}
 {{- end -}}
