@@ -10,7 +10,8 @@
 // A trigger deleted and created again under its name (another uid, another Secret) is
 // not the trigger a run came in on: the run's remaining attempts are not signed, neither
 // with the newcomer's key nor with the process's, and the outcome says the trigger was
-// re-created (ADR 0035, amended 2026-11-28).
+// re-created (ADR 0035, amended 2026-11-28). Re-created through the Kubernetes source
+// (the in-memory API server gives the newcomer another uid, as a cluster does).
 import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +24,8 @@ import { createWorkerRuntime, type WorkerRuntime } from '../../roles/worker.ts';
 import { generateSecret } from '../../runtime/engine/callbacks.ts';
 import { startReceiver, type Received, type Receiver } from '../engine/receiver.ts';
 import { eventually } from '../support/eventually.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { startRuntime, type ControlRuntime, type TestRuntime } from '../support/gateway.ts';
+import { startKubeRuntime } from '../support/kube-runtime.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
 import { redisAvailable } from '../support/redis.ts';
 import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
@@ -55,7 +57,7 @@ const rotTrigger = (secretName: string) =>
   });
 
 /** The manifests (the Secret in a file of its own, edited by the test). */
-async function deploy(control: TestRuntime): Promise<void> {
+async function deploy(control: ControlRuntime): Promise<void> {
   await control.apply('secret.yaml', [secret('rotating-callbacks', { a: old })]);
   await control.apply(
     'rotating.yaml',
@@ -72,7 +74,7 @@ const RECREATED = `not signed: endpoint ${KEY} was deleted and re-created since 
  * Deletes the trigger, then creates one under its name signing with another Secret, and
  * waits until the operator has written the newcomer's route (another uid).
  */
-async function recreate(control: TestRuntime, routes: RouteStore): Promise<void> {
+async function recreate(control: ControlRuntime, routes: RouteStore): Promise<void> {
   const before = (await routes.get(KEY))?.uid;
   expect(before).toBeTruthy();
   await control.apply('rotating.yaml', [rotWorkflow]);
@@ -92,7 +94,7 @@ async function recreate(control: TestRuntime, routes: RouteStore): Promise<void>
 }
 
 /** The trigger as deploy() made it, its Secret with the old key only (the route says so). */
-async function redeploy(control: TestRuntime): Promise<void> {
+async function redeploy(control: ControlRuntime): Promise<void> {
   await deploy(control);
   await rotate(control, control.routes, { a: old });
 }
@@ -122,7 +124,7 @@ async function accept(app: FastifyInstance): Promise<string> {
  * the receiver answers the first attempt 503: nothing more is sent.
  */
 async function expectRecreationRefused(
-  control: TestRuntime,
+  control: ControlRuntime,
   app: FastifyInstance,
   engine: ExecutionEngine,
 ): Promise<void> {
@@ -145,7 +147,7 @@ async function expectRecreationRefused(
 }
 
 /** Edits the Secret and waits until the operator has written it into the route record. */
-async function rotate(control: TestRuntime, routes: RouteStore, data: Record<string, string>) {
+async function rotate(control: ControlRuntime, routes: RouteStore, data: Record<string, string>) {
   await control.apply('secret.yaml', [secret('rotating-callbacks', data)]);
   const secrets = Object.keys(data)
     .sort()
@@ -164,7 +166,10 @@ function verify(secretText: string, req: Received): unknown {
 }
 
 /** One callback through `app`, its Secret rotated while the receiver answers 503. */
-async function expectRotationFollowed(control: TestRuntime, app: FastifyInstance): Promise<void> {
+async function expectRotationFollowed(
+  control: ControlRuntime,
+  app: FastifyInstance,
+): Promise<void> {
   receiver.received.length = 0;
   const routes = control.routes;
   await rotate(control, routes, { a: old }); // as deploy() left it, whatever ran before
@@ -193,11 +198,13 @@ async function expectRotationFollowed(control: TestRuntime, app: FastifyInstance
 }
 
 describe('embedded: hookgate dev (routes in memory)', () => {
+  const engine = () => ({
+    outbound: outbound(),
+    callbacks: { backoffMs: 20, timeoutMs: 10_000 },
+  });
   let control: TestRuntime;
   beforeAll(async () => {
-    control = await startRuntime({
-      engine: { outbound: outbound(), callbacks: { backoffMs: 20, timeoutMs: 10_000 } },
-    });
+    control = await startRuntime({ engine: engine() });
     await deploy(control);
   });
   afterAll(async () => {
@@ -208,11 +215,19 @@ describe('embedded: hookgate dev (routes in memory)', () => {
     await expectRotationFollowed(control, control.app);
   });
 
-  it('a trigger deleted and re-created under its name: the remaining attempts are not signed', async () => {
-    await expectRecreationRefused(control, control.app, control.engine);
-  });
+  it('a trigger deleted and re-created under its name (hookgate dev --source kubernetes): the remaining attempts are not signed', async () => {
+    const kube = await startKubeRuntime({ engine: engine() });
+    try {
+      await deploy(kube);
+      await expectRecreationRefused(kube, kube.app, kube.engine);
+    } finally {
+      await kube.stop();
+    }
+  }, 60_000);
 });
 
+// The operator's reconcile loop over the Kubernetes source (the in-memory API server)
+// writes the routes to Redis.
 describe.skipIf(!redisAvailable())('over Redis (routes written by the operator)', () => {
   let backend: RedisBackend;
   const clients: RedisClient[] = [];
@@ -221,11 +236,11 @@ describe.skipIf(!redisAvailable())('over Redis (routes written by the operator)'
     clients.push(c);
     return c;
   };
-  let control: TestRuntime;
+  let control: ControlRuntime;
   const closers: (() => Promise<unknown>)[] = [];
   beforeAll(async () => {
     backend = await singleRedis();
-    control = await startRuntime({ redis: redis() });
+    control = await startKubeRuntime({ redis: redis() });
     await deploy(control);
   }, 60_000);
   afterAll(async () => {

@@ -1,11 +1,13 @@
 // Retries seen from the outside, embedded mode: response modes with a retry policy, the
 // dead-letter list on the admin listener (one by one, in bulk, idempotent, in the
-// metrics) and replay of stored requests with the trigger's current configuration.
+// metrics) and replay of stored requests with the trigger's current configuration; a
+// trigger deleted and re-created under its name, over the Kubernetes source.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import type { DeadLetter } from '../../runtime/engine/dead-letters.ts';
 import type { Execution } from '../../runtime/engine/ports.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { startKubeRuntime, type KubeTestRuntime } from '../support/kube-runtime.ts';
 import { eventually } from '../support/eventually.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { startReceiver, type Receiver } from '../engine/receiver.ts';
@@ -301,8 +303,10 @@ describe('retries, dead letters and replay (embedded)', () => {
 // ADR 0018, amended 2026-11-28: the stored request of a trigger deleted and re-created
 // under its name since (another uid) is not sent through the newcomer unless asked, and
 // a dead-letter retry asked to then posts nothing to the earlier caller's callback URL.
-describe('retry and replay of a request whose trigger was deleted and re-created (embedded)', () => {
-  let rt: TestRuntime;
+// Over the Kubernetes source (`hookgate dev --source kubernetes`): the directory source
+// gives a manifest taken out and put back the same uid, which is no re-creation.
+describe('retry and replay of a request whose trigger was deleted and re-created (hookgate dev --source kubernetes)', () => {
+  let rt: KubeTestRuntime;
   let receiver: Receiver;
   const PATH = '/webhook/default_production_doomed/late';
   const manifests = (withTrigger = true) => [
@@ -364,7 +368,7 @@ describe('retry and replay of a request whose trigger was deleted and re-created
 
   beforeAll(async () => {
     receiver = await startReceiver(() => ({ status: 200 }));
-    rt = await startRuntime({
+    rt = await startKubeRuntime({
       engine: {
         outbound: { allow: [`127.0.0.1:${receiver.port}`] },
         callbacks: { backoffMs: 1, timeoutMs: 2000, maxAttempts: 1 },
