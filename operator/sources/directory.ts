@@ -9,8 +9,11 @@
 // labelled hookgate.dev/credentials=true because a cluster holds everyone's Secrets,
 // every Secret in a manifest folder was put there for hookgate, and the folder is
 // trusted as a whole. A label on them (as in examples/) is accepted and ignored.
+//
+// An object's uid is derived from what names it in the folder (directoryUid): every
+// process over the folder, and every reload, gives it the same one.
 import { metadataProblems } from '../../api/metadata-rules.ts';
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
@@ -57,6 +60,38 @@ export interface DirectorySourceOptions {
 }
 
 const key = (ref: ObjectRef) => `${ref.kind}/${ref.namespace}/${ref.name}`;
+
+/**
+ * The `metadata.uid` of an object read from a folder: the first 128 bits of the SHA-256
+ * of `<API group>/<kind>/<namespace>/<name>` (the group without its version: `hookgate.dev`,
+ * or empty for a core `v1` Secret), with the version (8) and variant bits of RFC 9562
+ * set, as an RFC 9562 UUID string.
+ *
+ * A cluster gives each object a random uid at creation, and a new one when it is deleted
+ * and created again. A folder cannot tell a manifest taken out and put back, read empty
+ * for a moment (a slow writer, a git checkout) or read by a restarted process from a
+ * re-creation, and a folder has one owner: so an object keeps its uid for as long as
+ * its group, kind, namespace and name stay (executions keep their trigger's uid, and
+ * one of another uid is a run of a re-created trigger: ADR 0035, ADR 0018). Changing
+ * this derivation gives every object of every folder another uid.
+ */
+export function directoryUid(
+  apiVersion: string,
+  kind: string,
+  namespace: string,
+  name: string,
+): string {
+  const slash = apiVersion.lastIndexOf('/');
+  const group = slash < 0 ? '' : apiVersion.slice(0, slash);
+  const bytes = createHash('sha256')
+    .update(`${group}/${kind}/${namespace}/${name}`, 'utf8')
+    .digest()
+    .subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80; // version 8
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80; // variant 10
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
 
 export class DirectorySource implements ResourceSource {
   readonly #o: Required<DirectorySourceOptions>;
@@ -368,7 +403,10 @@ export class DirectorySource implements ResourceSource {
     return { entry: { ref, file, resource, secret: { namespace, name, data } } };
   }
 
-  /** Server-set metadata: uid, creation time, generation (bumped when the spec changes). */
+  /**
+   * Server-set metadata: uid (directoryUid), creation time, generation (bumped when the
+   * spec changes).
+   */
   #withMetadata(ref: ObjectRef, object: Record<string, unknown>): AnyResource {
     const previous = this.#entries.get(key(ref))?.resource;
     const meta = {
@@ -384,7 +422,7 @@ export class DirectorySource implements ResourceSource {
         ...meta,
         name: ref.name,
         namespace: ref.namespace,
-        uid: previous?.metadata.uid ?? randomUUID(),
+        uid: directoryUid(String(object.apiVersion), ref.kind, ref.namespace, ref.name),
         generation,
         // Creation order decides path conflicts: keep the first-seen time, and make
         // objects loaded together distinct and ordered by load order.

@@ -2,7 +2,7 @@
 // dev` over a copy of the examples): get, test, events, openapi, replay, and the exit
 // codes of a refusal (1) and of a server that is not there (3).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -195,6 +195,22 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     const missing = await hookgate(['replay', 'no-such-execution'], { env });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('(404 HG_ERR_EXECUTION_NOT_FOUND)');
+
+    // The trigger's manifest taken out of the folder and put back: the same trigger (the
+    // directory source derives its uid from its kind, namespace and name), so its
+    // earlier request is replayed as before. (A trigger re-created on a cluster is
+    // another: test/cli/replay-recreated.test.ts.)
+    const hello = await readFile(join(dir, 'hello.yaml'), 'utf8');
+    const endpoint = `${webhooks}/webhook/default_development_hello/default`;
+    const served = async () => (await fetch(endpoint, { method: 'POST' })).status;
+    await writeFile(join(dir, 'hello.yaml'), hello.split('\n---\n')[0] as string);
+    await eventually(async () => expect(await served()).toBe(404), 20_000);
+    await writeFile(join(dir, 'hello.yaml'), hello);
+    await eventually(async () => expect(await served()).toBe(202), 20_000);
+    const again = await hookgate(['replay', id], { env });
+    expect(again.stderr).toBe('');
+    expect(again.code).toBe(0);
+    expect(again.stdout.trim()).not.toBe(id);
   });
 
   it('a server that is not there: exit 3; bad usage: exit 2', async () => {

@@ -11,7 +11,9 @@
 // not the trigger a run came in on: the run's remaining attempts are not signed, neither
 // with the newcomer's key nor with the process's, and the outcome says the trigger was
 // re-created (ADR 0035, amended 2026-11-28). Re-created through the Kubernetes source
-// (the in-memory API server gives the newcomer another uid, as a cluster does).
+// (the in-memory API server gives the newcomer another uid, as a cluster does). The
+// directory source gives a manifest taken out and put back the same uid: the same
+// trigger, which signs with the Secret it names then.
 import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -213,6 +215,39 @@ describe('embedded: hookgate dev (routes in memory)', () => {
 
   it('each delivery attempt signs with the Secret as the route holds it then', async () => {
     await expectRotationFollowed(control, control.app);
+  });
+
+  it('a manifest taken out of the folder and put back is the same trigger (the same uid): the next attempt signs with the Secret it names then', async () => {
+    await redeploy(control);
+    receiver.received.length = 0;
+    const before = (await control.routes.get(KEY))?.uid;
+    expect(before).toBeTruthy();
+    answer = async (index) => {
+      if (index > 0) return 200;
+      await control.apply('rotating.yaml', [rotWorkflow]);
+      await eventually(async () => expect(await control.routes.get(KEY)).toBeUndefined());
+      await control.apply('newcomer.yaml', [secret('newcomer-callbacks', { a: newcomer })]);
+      await control.apply(
+        'rotating.yaml',
+        [rotWorkflow, rotTrigger('newcomer-callbacks')],
+        ['rotating'],
+      );
+      await eventually(async () =>
+        expect((await control.routes.get(KEY))?.credentials.callbackSecrets).toEqual([newcomer]),
+      );
+      return 503;
+    };
+    const executionId = await accept(control.app);
+    expect(await outcomeOf(control.engine, executionId)).toEqual({
+      delivered: true,
+      attempts: 2,
+      status: 200,
+    });
+    expect((await control.routes.get(KEY))?.uid).toBe(before);
+    const [first, second] = receiver.received as [Received, Received];
+    expect(verify(old, first)).toMatchObject({ executionId });
+    expect(verify(newcomer, second)).toMatchObject({ executionId, status: 'succeeded' });
+    await redeploy(control);
   });
 
   it('a trigger deleted and re-created under its name (hookgate dev --source kubernetes): the remaining attempts are not signed', async () => {

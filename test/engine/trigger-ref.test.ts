@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHash } from 'node:crypto';
 import type { RouteRecord } from '../../api/records/records.ts';
+import { directoryUid } from '../../operator/sources/directory.ts';
 import type { Execution, StartRequest } from '../../runtime/engine/ports.ts';
 import { acceptedTriggerRef, triggerRef } from '../../runtime/engine/trigger-ref.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
@@ -127,8 +128,10 @@ describe('an execution started through the gateway', () => {
     expect(response.status).toBe(200);
     expect(start).toHaveBeenCalledTimes(1);
     const request = start.mock.calls[0]?.[0] as StartRequest;
-    // The uid is the WebhookTrigger's (the directory source gives each object one).
-    expect(stored?.uid).toMatch(/^[0-9a-f-]{36}$/);
+    // The uid is the WebhookTrigger's (the directory source derives each object's).
+    expect(stored?.uid).toBe(
+      directoryUid('hookgate.dev/v1alpha1', 'WebhookTrigger', 'default', 'keyed'),
+    );
     expect(request.trigger).toEqual({
       key: 'default/keyed',
       namespace: 'default',
