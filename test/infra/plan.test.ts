@@ -17,6 +17,7 @@ import {
   resourceNames,
   validateArgs,
   type PlanArgs,
+  TRACE_SAMPLERS,
 } from '../../infra/plan.ts';
 import { parseBytes } from '../../runtime/bounded.ts';
 import {
@@ -24,6 +25,7 @@ import {
   logOutputSettings,
 } from '../../roles/log-settings.ts';
 import { LOG_OUTPUT_BOUNDS } from '../../infra/log-output.ts';
+import { TRACE_SAMPLERS as ROLE_TRACE_SAMPLERS } from '../../runtime/tracing/tracing.ts';
 
 const valid: PlanArgs = {
   namespace: 'hooks',
@@ -698,5 +700,20 @@ describe('chart files', () => {
     };
     expect(DEFAULT_IMAGE_REPOSITORY).toBe('localhost/hookgate');
     expect(chart.image.repository).toBe(DEFAULT_IMAGE_REPOSITORY);
+  });
+});
+
+describe('the tracing samplers', () => {
+  it('are the same list in the Pulumi program, the roles and the chart schema', () => {
+    // infra/ keeps its own copy (it imports nothing of the runtime): a sampler added on
+    // one side only would pass one check and fail the other at deploy time.
+    const values = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as {
+      properties: {
+        config: { properties: { tracing: { properties: { sampler: { enum: string[] } } } } };
+      };
+    };
+    const chart = values.properties.config.properties.tracing.properties.sampler.enum;
+    expect([...TRACE_SAMPLERS]).toEqual([...ROLE_TRACE_SAMPLERS]);
+    expect(chart).toEqual([...ROLE_TRACE_SAMPLERS]);
   });
 });
