@@ -165,8 +165,6 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     try {
       ctx = matchRoute(table, request, reply);
       const route = ctx.match.route;
-      // Tracing off: this branch is all it costs.
-      if (tracing !== undefined) ctx.span = requestSpan(tracing, traceContext, request, ctx);
       applyResponseHeaders(reply, route, ctx);
       live?.publishRequest(route, request, ctx);
       // CORS first, so that every answer to an allowed origin carries its headers (a 405
@@ -244,6 +242,10 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   const handle = (request: FastifyRequest, reply: FastifyReply) => {
     const ctx = request.webhook as WebhookContext;
     const route = ctx.match.route;
+    // Tracing off: this branch is all it costs. Started here, once the caller has been
+    // authenticated (the signature of a signed delivery too), so that the policy's
+    // 'authenticated' means it: a refused caller never chooses the trace.
+    if (tracing !== undefined) ctx.span = requestSpan(tracing, traceContext, request, ctx, true);
     const body = request.body ?? null;
     guards.validateInput(route, body, request.headers['content-type'] ?? '');
     const workflow = table.workflow(route.workflowId);
@@ -291,7 +293,8 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   if (tracing !== undefined) {
     // A waiting caller that left gets no answer, and no onResponse: its span ends here.
     app.addHook('onRequestAbort', (request, done) => {
-      request.webhook?.span?.abandon();
+      const ctx = request.webhook;
+      if (ctx) (ctx.span ?? requestSpan(tracing, traceContext, request, ctx, false)).abandon();
       done();
     });
   }
@@ -302,8 +305,9 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       observer?.observe(unmatchedObservation(request, reply));
       return;
     }
-    if (ctx.span !== undefined)
-      ctx.span.finish({
+    // A request answered before the handler (a refusal) gets a span of its own trace.
+    if (tracing !== undefined)
+      (ctx.span ?? requestSpan(tracing, traceContext, request, ctx, false)).finish({
         statusCode: reply.statusCode,
         executionId: ctx.executionId,
         problem: ctx.problem,
@@ -514,8 +518,9 @@ function allowHeader(route: RouteRecord): string {
 }
 
 /**
- * The SERVER span of a matched request: a child of the caller's `traceparent` where the
- * trace context policy trusts this caller (as for what executions pass on, ADR 0033),
+ * The SERVER span of a matched request, from the time it arrived: a child of the
+ * caller's `traceparent` where the trace context policy trusts this caller (as for what
+ * executions pass on, ADR 0033) and the caller `passed` the endpoint's authentication,
  * else the root of a new trace.
  */
 function requestSpan(
@@ -523,11 +528,12 @@ function requestSpan(
   traceContext: TraceContextPolicy,
   request: FastifyRequest,
   ctx: WebhookContext,
+  passed: boolean,
 ): RequestSpan {
   const route = ctx.match.route;
   const method = route.spec.auth?.method;
   const parent =
-    request.headers.traceparent === undefined
+    !passed || request.headers.traceparent === undefined
       ? undefined
       : acceptedTraceContext(
           traceContext,
@@ -541,6 +547,7 @@ function requestSpan(
     triggerNamespace: route.namespace,
     triggerName: route.name,
     workflowId: route.workflowId,
+    startTime: Date.now() - Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,
     parent: parent?.traceparent === undefined ? undefined : (parent as TraceCarrier),
   });
 }

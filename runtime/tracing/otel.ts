@@ -293,6 +293,7 @@ export function createOtelTracing(config: TracingConfig): Tracing {
         `${info.method} ${info.route}`,
         {
           kind: SpanKind.SERVER,
+          startTime: info.startTime,
           attributes: {
             [ATTR_HTTP_REQUEST_METHOD]: info.method,
             [ATTR_HTTP_ROUTE]: info.route,

@@ -70,6 +70,8 @@ export interface RequestInfo {
   triggerNamespace: string;
   triggerName: string;
   workflowId: string;
+  /** When the request arrived (ms since the epoch): the span starts after authentication. */
+  startTime: number;
   /** The caller's context, when HOOKGATE_TRACE_CONTEXT trusts this caller; else a new trace. */
   parent?: TraceCarrier | undefined;
 }
