@@ -1,5 +1,6 @@
 // The request's SERVER span at the edges: callers refused before the handler, callers
 // that leave while they wait, and traceparent values hookgate must not trust or choke on.
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOtelTracing } from '../../runtime/tracing/otel.ts';
 import type { Tracing } from '../../runtime/tracing/tracing.ts';
@@ -93,6 +94,31 @@ describe("the request span's edges", () => {
     expect(ok.status).toBe(200);
     const [trusted] = await serverSpan('keyed', 200);
     expect(trusted?.traceId).toBe(CALLER_TRACE);
+  });
+
+  it('a waiting caller that leaves: its span still ends (client_left)', async () => {
+    await new Promise<void>((resolve, reject) => {
+      const req = httpRequest(`${base}${wf}slow/slow`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+      });
+      req.on('error', () => resolve());
+      req.end('{"n":1}', () =>
+        setTimeout(() => {
+          req.destroy();
+          resolve();
+        }, 300),
+      );
+      setTimeout(() => reject(new Error('stuck')), 5000);
+    });
+    const span = await eventually(() => {
+      const found = otlp.spans.find(
+        (s) => s.kind === SPAN_KIND.server && s.attributes['hookgate.trigger.name'] === 'slow',
+      );
+      if (!found) throw new Error('no span of slow yet');
+      return found;
+    }, 5_000);
+    expect(span.attributes['error.type']).toBe('client_left');
   });
 
   it.each([
