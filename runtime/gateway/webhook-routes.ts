@@ -165,6 +165,8 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     try {
       ctx = matchRoute(table, request, reply);
       const route = ctx.match.route;
+      // Tracing off: this branch is all it costs.
+      if (tracing !== undefined) abandonOnClose(tracing, traceContext, request, reply, ctx);
       applyResponseHeaders(reply, route, ctx);
       live?.publishRequest(route, request, ctx);
       // CORS first, so that every answer to an allowed origin carries its headers (a 405
@@ -288,14 +290,6 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
         () => done(null, payload),
         (error: unknown) => done(error as Error),
       );
-    });
-  }
-  if (tracing !== undefined) {
-    // A waiting caller that left gets no answer, and no onResponse: its span ends here.
-    app.addHook('onRequestAbort', (request, done) => {
-      const ctx = request.webhook;
-      if (ctx) (ctx.span ?? requestSpan(tracing, traceContext, request, ctx, false)).abandon();
-      done();
     });
   }
   app.addHook('onResponse', (request, reply, done) => {
@@ -515,6 +509,25 @@ function answersOptions(route: RouteRecord): boolean {
 function allowHeader(route: RouteRecord): string {
   const extra = answersOptions(route) ? ['OPTIONS'] : [];
   return [...new Set([...route.spec.methods, ...extra])].join(', ');
+}
+
+/**
+ * A caller that leaves before its answer gets no onResponse (Fastify's runs on
+ * 'finish'), and onRequestAbort only while its body was incomplete: a response closed
+ * unfinished ends the span here (client_left), whatever the mode or stage.
+ */
+function abandonOnClose(
+  tracing: Tracing,
+  traceContext: TraceContextPolicy,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  ctx: WebhookContext,
+): void {
+  const res = reply.raw;
+  res.once('close', () => {
+    if (res.writableFinished) return;
+    (ctx.span ?? requestSpan(tracing, traceContext, request, ctx, false)).abandon();
+  });
 }
 
 /**
