@@ -13,6 +13,7 @@ import {
 import { tracingHeaders, withSpan } from '../outbound/trace-context.ts';
 import { AbortedError, backoffDelay, parseDuration, sleep } from '../util.ts';
 import type { NodeContext, Step } from './context.ts';
+import type { TraceSpan } from '../../tracing/tracing.ts';
 
 export interface HttpNodeOutput {
   status: number;
@@ -68,14 +69,25 @@ async function buildBody(
  * sendOutbound; with tracing on (a node span), as a CLIENT span of its own per attempt,
  * which the request's traceparent names.
  */
-async function sendTraced(
+function sendTraced(
   ctx: NodeContext,
   attempt: number,
   own: Record<string, string>,
   request: OutboundRequest,
 ): Promise<OutboundResponse> {
+  // Tracing off: sendOutbound's own promise, no async frame of our own around it.
   if (ctx.span === undefined) return sendOutbound(ctx.outbound, request);
-  const span = ctx.span.outbound({
+  return sendSpanned(ctx, ctx.span, attempt, own, request);
+}
+
+async function sendSpanned(
+  ctx: NodeContext,
+  parent: TraceSpan,
+  attempt: number,
+  own: Record<string, string>,
+  request: OutboundRequest,
+): Promise<OutboundResponse> {
+  const span = parent.outbound({
     method: request.method,
     url: request.url,
     purpose: 'http-node',
