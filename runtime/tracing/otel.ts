@@ -1,7 +1,7 @@
 // The OpenTelemetry adapter of the tracing port (tracing.ts): the official SDK's
 // TracerProvider with a bounded batch span processor and the OTLP/HTTP exporter (JSON).
 // Loaded by a role with a dynamic import, only when tracing is on: nothing imports
-// this module statically (test/tracing/off.test.ts checks it).
+// this module statically (test/tracing/process.test.ts checks it).
 //
 // No global provider, context manager or propagator is registered: every span gets its
 // parent explicitly (a request's span, the execution record's `trace`, the node's
