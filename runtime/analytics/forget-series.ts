@@ -5,7 +5,10 @@ import type { GatewayMetrics } from './metrics.ts';
 
 /** How often the series of routes and workflows no longer served are looked for. */
 const FORGET_SERIES_EVERY_MS = 60_000;
-/** How long a route or workflow is gone before its series go (many scrapes see the end). */
+/**
+ * How long after its last count a series of a route or workflow no longer served goes
+ * (many scrapes see its final counts first; GatewayMetrics.forgetGone).
+ */
 export const FORGET_SERIES_AFTER_MS = 10 * 60_000;
 
 export interface ServedLabels {

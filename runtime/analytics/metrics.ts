@@ -67,6 +67,8 @@ export interface GatewayMetricsOptions {
   queueOldestAge?: () => number | Promise<number>;
   /** Read at every scrape for hookgate_dead_letters (entries in the dead-letter list). */
   deadLetters?: () => number | Promise<number>;
+  /** Clock (tests): when an execution is counted, and forgetGone's default `now`. */
+  now?: () => number;
 }
 
 /**
@@ -78,11 +80,12 @@ export class GatewayMetrics implements RequestObserver {
   readonly #consumers: ConsumerLabels;
   readonly #duration: RequestDurationHistogram<RequestLabel>;
   readonly #executions: Counter<'workflow_id' | 'result'>;
-  /** Its series by result and workflow (removed with the counter's own: forgetGone). */
-  readonly #executionSeries = new Map<string, Counter.Internal>();
-  /** Route and workflow label values not served any more, and since when (forgetGone). */
-  #routesGone = new Map<string, number>();
-  #workflowsGone = new Map<string, number>();
+  /**
+   * Its series by result and workflow, with when each was last counted (removed with
+   * the counter's own: forgetGone).
+   */
+  readonly #executionSeries = new Map<string, { series: Counter.Internal; updatedMs: number }>();
+  readonly #now: () => number;
   readonly #rejected: Counter<'reason'>;
   readonly #queueDepth: Gauge;
   /** Rate limit decisions not yet added to their counter (see its collect). */
@@ -102,6 +105,7 @@ export class GatewayMetrics implements RequestObserver {
   constructor(options: GatewayMetricsOptions) {
     const registers = [options.registry];
     this.registry = options.registry;
+    this.#now = options.now ?? Date.now;
     this.#consumers = new ConsumerLabels(options.consumers);
     // Buckets: LATENCY_BUCKETS_SECONDS. Not prom-client's Histogram: see request-histogram.ts.
     const flush = this.#observations.flush;
@@ -215,6 +219,8 @@ export class GatewayMetrics implements RequestObserver {
         this.#consumers.label(o.route, o.consumer),
       ],
       o.durationSeconds,
+      // When it was counted: the request's end.
+      o.at + o.durationSeconds * 1000,
     );
     if (o.problem) this.#rejected.inc({ reason: CATALOGUE[o.problem].type });
   }
@@ -222,47 +228,53 @@ export class GatewayMetrics implements RequestObserver {
   recordExecution(workflowId: string, result: ExecutionResult): void {
     // The labelled series, kept: prom-client hashes the labels on every inc otherwise.
     const key = `${result} ${workflowId}`;
-    let series = this.#executionSeries.get(key);
-    if (!series) {
-      series = this.#executions.labels({ workflow_id: workflowId, result });
-      this.#executionSeries.set(key, series);
+    const now = this.#now();
+    const held = this.#executionSeries.get(key);
+    if (held) {
+      held.series.inc();
+      held.updatedMs = now;
+      return;
     }
+    const series = this.#executions.labels({ workflow_id: workflowId, result });
+    this.#executionSeries.set(key, { series, updatedMs: now });
     series.inc();
   }
 
   /**
-   * Drops the series of routes and workflows that have not been served for `graceMs`
-   * (deleted or moved triggers, unpublished workflows), so that churn (a trigger per
-   * preview environment) does not grow the exposition and this process's memory for
-   * good. The grace lets the last scrapes see their final counts; a route served again
-   * within it keeps its series. `unmatched` (requests no route served) always stays.
+   * Drops the series of routes and workflows not served now (deleted or moved triggers,
+   * unpublished workflows) whose counts have not changed for `graceMs`, so that churn
+   * (a trigger per preview environment) does not grow the exposition and this process's
+   * memory for good. The grace counts from a series' last count, not from when its
+   * route went: it lets the scrapes after that count see it (a route idle for an hour
+   * before it went has been scraped at its final counts all along, and goes at once).
+   * A route served again keeps its series. `unmatched` (requests no route served)
+   * always stays.
    */
   forgetGone(
     served: { routes: ReadonlySet<string>; workflows: ReadonlySet<string> },
     graceMs: number,
-    now: number = Date.now(),
+    now: number = this.#now(),
   ): void {
     this.#observations.flush();
-    const routes = [...this.#duration.valuesOf('http_route')].filter((r) => r !== UNMATCHED_ROUTE);
-    this.#routesGone = goneFor(this.#routesGone, routes, served.routes, now, graceMs, (route) => {
+    const stale = (value: string, updatedMs: number, servedNow: ReadonlySet<string>) =>
+      !servedNow.has(value) && now - updatedMs >= graceMs;
+    for (const [route, updatedMs] of this.#duration.lastUpdated('http_route')) {
+      if (route === UNMATCHED_ROUTE || !stale(route, updatedMs, served.routes)) continue;
       this.#duration.forget('http_route', route);
       this.#consumers.forgetRoute(route);
-    });
-    const workflows = new Set<string>();
-    for (const key of this.#executionSeries.keys()) workflows.add(key.slice(key.indexOf(' ') + 1));
-    this.#workflowsGone = goneFor(
-      this.#workflowsGone,
-      workflows,
-      served.workflows,
-      now,
-      graceMs,
-      (id) => {
-        for (const result of ['succeeded', 'failed'] as const) {
-          if (this.#executionSeries.delete(`${result} ${id}`))
-            this.#executions.remove({ workflow_id: id, result });
-        }
-      },
-    );
+    }
+    const workflows = new Map<string, number>();
+    for (const [key, { updatedMs }] of this.#executionSeries) {
+      const id = key.slice(key.indexOf(' ') + 1);
+      workflows.set(id, Math.max(updatedMs, workflows.get(id) ?? -Infinity));
+    }
+    for (const [id, updatedMs] of workflows) {
+      if (!stale(id, updatedMs, served.workflows)) continue;
+      for (const result of ['succeeded', 'failed'] as const) {
+        if (this.#executionSeries.delete(`${result} ${id}`))
+          this.#executions.remove({ workflow_id: id, result });
+      }
+    }
   }
 
   recordRateLimitDecision(decision: RateLimitDecision): void {
@@ -345,26 +357,4 @@ export class GatewayMetrics implements RequestObserver {
   setQueueDepth(depth: number): void {
     this.#queueDepth.set(depth);
   }
-}
-
-/**
- * The label values of `recorded` not `served`, with since when (kept from `gone`, else
- * `now`); `forget` is called for those gone `graceMs` and more, which leave the map.
- */
-function goneFor(
-  gone: ReadonlyMap<string, number>,
-  recorded: Iterable<string>,
-  served: ReadonlySet<string>,
-  now: number,
-  graceMs: number,
-  forget: (value: string) => void,
-): Map<string, number> {
-  const next = new Map<string, number>();
-  for (const value of recorded) {
-    if (served.has(value)) continue;
-    const since = gone.get(value) ?? now;
-    if (now - since >= graceMs) forget(value);
-    else next.set(value, since);
-  }
-  return next;
 }

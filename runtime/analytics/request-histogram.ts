@@ -20,6 +20,8 @@ interface LabelSet<L extends string> {
   cells: Float64Array;
   sum: number;
   count: number;
+  /** When it last changed (epoch ms: the latest observation's time). */
+  updatedMs: number;
 }
 
 interface ExportedValue {
@@ -59,8 +61,9 @@ export class RequestDurationHistogram<L extends string> {
   /**
    * One observation; `values` are the label values in `labelNames` order (like
    * prom-client's labels(...values)), so the key is one join and no object is built.
+   * `atMs`: when it was made (epoch ms; default now), for lastUpdated.
    */
-  observe(values: readonly string[], seconds: number): void {
+  observe(values: readonly string[], seconds: number, atMs: number = Date.now()): void {
     if (!Number.isFinite(seconds)) throw new TypeError(`Value is not a valid number: ${seconds}`);
     const key = values.join('\u0000');
     let set = this.#sets.get(key);
@@ -70,6 +73,7 @@ export class RequestDurationHistogram<L extends string> {
         cells: new Float64Array(LATENCY_CELLS),
         sum: 0,
         count: 0,
+        updatedMs: atMs,
       };
       this.#sets.set(key, set);
     }
@@ -77,6 +81,7 @@ export class RequestDurationHistogram<L extends string> {
     set.cells[cell] = (set.cells[cell] as number) + 1;
     set.sum += seconds;
     set.count += 1;
+    if (atMs > set.updatedMs) set.updatedMs = atMs;
   }
 
   #labels(values: readonly string[]): Record<L, string> {
@@ -92,10 +97,17 @@ export class RequestDurationHistogram<L extends string> {
     this.#sets = new Map();
   }
 
-  /** The values `label` has among the label sets recorded. */
-  valuesOf(label: L): Set<string> {
-    const values = new Set<string>();
-    for (const set of this.#sets.values()) values.add(set.labels[label]);
+  /**
+   * The values `label` has among the label sets recorded, each with when one of its
+   * sets last changed (epoch ms).
+   */
+  lastUpdated(label: L): Map<string, number> {
+    const values = new Map<string, number>();
+    for (const set of this.#sets.values()) {
+      const value = set.labels[label];
+      const seen = values.get(value);
+      if (seen === undefined || set.updatedMs > seen) values.set(value, set.updatedMs);
+    }
     return values;
   }
 

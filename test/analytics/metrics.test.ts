@@ -4,6 +4,7 @@ import { FORGET_SERIES_AFTER_MS, forgetGoneSeries } from '../../runtime/analytic
 import { GatewayMetrics, METRIC, REQUEST_LABELS } from '../../runtime/analytics/metrics.ts';
 import { LATENCY_BUCKETS_SECONDS } from '../../runtime/analytics/definitions.ts';
 import { INVOICES, knownTraffic, ORDERS, STAGING, STATUS } from './traffic.ts';
+import type { RequestObservation } from '../../runtime/gateway/observations.ts';
 
 async function families(
   registry: Registry,
@@ -187,10 +188,16 @@ describe('series of routes and workflows no longer served', () => {
     return new Set(executions?.values.map((v) => String(v.labels.workflow_id)));
   };
 
-  it('go once gone for the grace; a route served again within it keeps them; unmatched stays', async () => {
+  const GRACE = 600_000;
+  const MINUTE = 60_000;
+
+  it('go once not served and not counted for the grace; a route served keeps them however idle; unmatched stays', async () => {
     const registry = new Registry();
-    const metrics = new GatewayMetrics({ registry });
-    const traffic = knownTraffic(() => Date.now());
+    let clock = Date.parse('2026-11-28T12:00:00Z');
+    const metrics = new GatewayMetrics({ registry, now: () => clock });
+    // Every request ends within 5 s after `start`.
+    const start = clock;
+    const traffic = knownTraffic(() => start);
     traffic.forEach((o) => metrics.observe(o));
     metrics.observe({ ...(traffic[0] as (typeof traffic)[number]), route: 'unmatched' });
     metrics.recordExecution('shop_production_orders', 'succeeded');
@@ -198,30 +205,87 @@ describe('series of routes and workflows no longer served', () => {
     const all = await routesIn(registry);
     expect(all).toEqual(new Set([ORDERS, STATUS, INVOICES, STAGING, 'unmatched']));
 
-    // INVOICES and its workflow are gone; STAGING is gone too, but comes back in time.
+    // INVOICES and its workflow are gone; STAGING too, but it is served again in time.
     const served = {
       routes: new Set([ORDERS, STATUS]),
       workflows: new Set(['shop_production_orders']),
     };
-    const GRACE = 600_000;
-    metrics.forgetGone(served, GRACE, 0);
-    metrics.forgetGone(served, GRACE, GRACE - 1);
+    clock = start + GRACE - 1;
+    metrics.forgetGone(served, GRACE);
     expect(await routesIn(registry)).toEqual(all);
-    metrics.forgetGone({ ...served, routes: new Set([ORDERS, STATUS, STAGING]) }, GRACE, GRACE);
-    metrics.forgetGone(served, GRACE, GRACE + 1);
+    clock = start + 5_000 + GRACE;
+    metrics.forgetGone({ ...served, routes: new Set([ORDERS, STATUS, STAGING]) }, GRACE);
     expect(await routesIn(registry)).toEqual(new Set([ORDERS, STATUS, STAGING, 'unmatched']));
     expect(await workflowsIn(registry)).toEqual(new Set(['shop_production_orders']));
     expect(await registry.metrics()).not.toContain('billing_production_invoices');
 
-    // STAGING's clock started again when it came back.
-    metrics.forgetGone(served, GRACE, 2 * GRACE);
+    // Served, however long idle, a series stays; once not served, it goes at the next look.
+    clock += 10 * GRACE;
+    metrics.forgetGone({ ...served, routes: new Set([ORDERS, STATUS, STAGING]) }, GRACE);
     expect(await routesIn(registry)).toContain(STAGING);
-    metrics.forgetGone(served, GRACE, 2 * GRACE + 1);
+    metrics.forgetGone(served, GRACE);
     expect(await routesIn(registry)).not.toContain(STAGING);
+    expect(await routesIn(registry)).toEqual(new Set([ORDERS, STATUS, 'unmatched']));
 
     // A route deployed again starts from zero, under its own series.
     metrics.observe(traffic.find((o) => o.route === INVOICES) as (typeof traffic)[number]);
     expect(await routesIn(registry)).toContain(INVOICES);
+  });
+
+  it('the grace counts from the last count, not from the look that finds the route gone', async () => {
+    const registry = new Registry();
+    let clock = Date.parse('2026-11-28T12:00:00Z');
+    const metrics = new GatewayMetrics({ registry, now: () => clock });
+    const start = clock;
+    const traffic = knownTraffic(() => start);
+    traffic.forEach((o) => metrics.observe(o));
+    metrics.recordExecution('idle_workflow', 'succeeded');
+    metrics.recordExecution('busy_workflow', 'failed');
+    // A minute before the look: one more request on INVOICES (answered in 0 s), one more
+    // execution of busy_workflow. STAGING and idle_workflow have had nothing for an hour.
+    clock = start + 59 * MINUTE;
+    const lastCount = clock;
+    const invoice = traffic.find((o) => o.route === INVOICES) as (typeof traffic)[number];
+    metrics.observe({ ...invoice, at: lastCount, durationSeconds: 0 });
+    metrics.recordExecution('busy_workflow', 'failed');
+    clock += MINUTE;
+    // The first look that finds all four gone: the idle ones go now, the others are
+    // kept for what is left of their grace (9 minutes).
+    const served = { routes: new Set([ORDERS, STATUS]), workflows: new Set<string>() };
+    metrics.forgetGone(served, GRACE, clock);
+    expect(await routesIn(registry)).toEqual(new Set([ORDERS, STATUS, INVOICES]));
+    expect(await workflowsIn(registry)).toEqual(new Set(['busy_workflow']));
+    clock = lastCount + GRACE - 1;
+    metrics.forgetGone(served, GRACE, clock);
+    expect(await routesIn(registry)).toEqual(new Set([ORDERS, STATUS, INVOICES]));
+    expect(await workflowsIn(registry)).toEqual(new Set(['busy_workflow']));
+    clock = lastCount + GRACE;
+    metrics.forgetGone(served, GRACE, clock);
+    expect(await routesIn(registry)).toEqual(new Set([ORDERS, STATUS]));
+    expect(await workflowsIn(registry)).toEqual(new Set());
+  });
+
+  it('a request on a route that has gone, counted after the look, keeps its series another grace', async () => {
+    const registry = new Registry();
+    let clock = Date.parse('2026-11-28T12:00:00Z');
+    const metrics = new GatewayMetrics({ registry, now: () => clock });
+    const invoice = knownTraffic(() => clock).find((o) => o.route === INVOICES);
+    metrics.observe({ ...(invoice as RequestObservation), durationSeconds: 0 });
+    const served = { routes: new Set<string>(), workflows: new Set<string>() };
+    clock += GRACE - MINUTE;
+    metrics.forgetGone(served, GRACE);
+    // A request that was in flight when the route went ends now (30 s after it came).
+    metrics.observe({
+      ...(invoice as RequestObservation),
+      at: clock - 30_000,
+      durationSeconds: 30,
+    });
+    clock += 2 * MINUTE;
+    metrics.forgetGone(served, GRACE);
+    expect(await routesIn(registry)).toEqual(new Set([INVOICES]));
+    clock += GRACE - 2 * MINUTE;
+    metrics.forgetGone(served, GRACE);
+    expect(await routesIn(registry)).toEqual(new Set());
   });
 });
 
