@@ -19,7 +19,12 @@ import {
   type EngineObserver,
   type InProcessEngineOptions,
 } from '../runtime/engine/engine.ts';
-import { MemoryDeadLetterStore, type DeadLetterStore } from '../runtime/engine/dead-letters.ts';
+import {
+  holdsRecords,
+  MemoryDeadLetterStore,
+  type DeadLetterDropReason,
+  type DeadLetterStore,
+} from '../runtime/engine/dead-letters.ts';
 import { RedisDeadLetterStore } from '../runtime/engine/dead-letters-redis.ts';
 import { RedisExecutionEvents } from '../runtime/engine/execution-events-redis.ts';
 import { RedisExecutionStore } from '../runtime/engine/execution-store-redis.ts';
@@ -295,6 +300,26 @@ function boundedOf(...stores: object[]): BoundedStore[] {
   return stores.filter(isBounded);
 }
 
+/**
+ * Said when a dead-letter list drops entries for room (its maxEntries, or the room the
+ * executions store keeps for their records): dead letters were lost.
+ */
+export function deadLettersDropped(
+  report: ((error: unknown, where: string) => void) | undefined,
+): (ids: string[], reason: DeadLetterDropReason) => void {
+  return (ids, reason) =>
+    report?.(
+      new Error(
+        `${ids.length} dead-letter entr${ids.length === 1 ? 'y' : 'ies'} dropped for room (${
+          reason === 'count'
+            ? "the list's cap of entries"
+            : 'the room the executions store keeps for their records, half of its budget'
+        }), the oldest first: ${ids.slice(0, 10).join(', ')}${ids.length > 10 ? ', …' : ''}`,
+      ),
+      'dead-letter list',
+    );
+}
+
 /** Executions run in this process (the embedded default, and `HOOKGATE_EXECUTIONS=inline`). */
 export function inProcessEngine(
   options: InProcessEngineOptions = {},
@@ -302,9 +327,14 @@ export function inProcessEngine(
 ): EngineFactory<InProcessEngine> {
   return (observer, routes) => {
     const store = options.store ?? memoryExecutionStore(budgets);
+    // It holds the records of its entries in the store (HeldRecords).
     const deadLetters =
       options.deadLetters ??
-      new MemoryDeadLetterStore(budgets.executionTtlMs ? { ttlMs: budgets.executionTtlMs } : {});
+      new MemoryDeadLetterStore({
+        ...(budgets.executionTtlMs ? { ttlMs: budgets.executionTtlMs } : {}),
+        ...(holdsRecords(store) ? { records: store } : {}),
+        onDropped: deadLettersDropped(options.onInternalError),
+      });
     // Callbacks read their trigger's route at each attempt, from memory between the
     // store's announced changes (nothing on the request path).
     const routeReader = options.routes ? undefined : new CachedRecordReader({ store: routes });
@@ -319,7 +349,7 @@ export function inProcessEngine(
       engine,
       outbound: engine.callbacks.guard,
       deadLetters,
-      stores: isBounded(store) ? [store] : [],
+      stores: boundedOf(store, deadLetters),
       async close() {
         try {
           await engine.close(5_000);
@@ -371,16 +401,19 @@ export function queuedEngine(
       options.outbound instanceof OutboundGuard
         ? options.outbound
         : new OutboundGuard(options.outbound ?? {});
+    // Retries take entries here: their records are released in the store.
     const deadLetters = new RedisDeadLetterStore({
       redis,
       layout,
       ...(options.budgets?.executionTtlMs ? { ttlMs: options.budgets.executionTtlMs } : {}),
+      records: store,
+      onDropped: deadLettersDropped(options.onInternalError),
     });
     return {
       engine,
       outbound,
       deadLetters,
-      stores: [store],
+      stores: [store, deadLetters],
       storeBacked: true,
       async close() {
         engine.close();

@@ -10,7 +10,7 @@ import { InProcessEngine, type InProcessEngineOptions } from '../runtime/engine/
 import { forgetGoneSeries } from '../runtime/analytics/forget-series.ts';
 import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
 import type { Budgets } from './budget-settings.ts';
-import { executionLayout, redisExecutionStore } from './serving.ts';
+import { deadLettersDropped, executionLayout, redisExecutionStore } from './serving.ts';
 import { RedisDeadLetterStore } from '../runtime/engine/dead-letters-redis.ts';
 import { readQueueState, type QueueState } from '../runtime/engine/queue-state.ts';
 import { RedisRetryQueue } from '../runtime/engine/retry-queue-redis.ts';
@@ -59,10 +59,13 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
   const layout = executionLayout(redis, options.queueShards);
   const store = redisExecutionStore(redis, options.budgets, layout);
   const retries = new RedisRetryQueue({ redis, store });
+  // It holds the records of its entries in the store (HeldRecords).
   const deadLetters = new RedisDeadLetterStore({
     redis,
     layout,
     ...(options.budgets?.executionTtlMs ? { ttlMs: options.budgets.executionTtlMs } : {}),
+    records: store,
+    onDropped: deadLettersDropped(options.onInternalError),
   });
   const registry = new Registry();
   // Read at scrape time (XINFO STREAM and TIME), once for both gauges of a scrape.
@@ -79,7 +82,7 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     queueOldestAge: () => queue().then((s) => s.oldestAgeSeconds),
     deadLetters: () => deadLetters.count(),
   });
-  storeMetrics(registry, [store]);
+  storeMetrics(registry, [store, deadLetters]);
   const concurrency = options.concurrency ?? 32;
   const engine = new InProcessEngine({
     // A callback signs each attempt with the secrets its trigger's route holds then.

@@ -7,26 +7,43 @@
 //   hookgate:{deadletters}:entries  hash: execution id -> the entry as JSON
 //
 // Each write is one Lua script over both keys, so they never disagree: add (bounded:
-// the oldest entries beyond `maxEntries` go; expired ones too), take (remove and return,
-// so of two concurrent retries of one entry exactly one gets it).
+// the oldest entries beyond `maxEntries` go; expired ones too; and those whose records
+// the hold cannot keep), take (remove and return, so of two concurrent retries of one
+// entry exactly one gets it).
+//
+// The records are in the executions' shards, in other hash slots than these keys: the
+// steps around a script (hold before the add, release or drop after: dead-letters.ts
+// addHolding) are apart from it, in the order that never lists an entry whose record
+// the budget may drop. A process that dies between them leaves a record held without
+// an entry, until it expires or the hold's bound drops it.
 import type { RedisClient } from '../../api/records/redis-client.ts';
+import type { BoundedStore, BoundedStoreStats } from '../bounded.ts';
 import { ExecutionLayout, SINGLE_REDIS_LAYOUT, type DeadLetterKeys } from './execution-keys.ts';
 import {
+  addHolding,
   DEAD_LETTER_DEFAULTS,
   deadLetterTime,
+  DropCounter,
   listLimit,
   matchesDeadLetter,
   type DeadLetter,
   type DeadLetterFilter,
   type DeadLetterStore,
   type DeadLetterStoreOptions,
+  type HeldRecords,
 } from './dead-letters.ts';
 
 /** The keys on one Redis with one shard (execution-keys.ts names every layout). */
 export const DEAD_LETTER_KEYS = SINGLE_REDIS_LAYOUT.deadLetters;
 
-// KEYS: index, entries. ARGV: id, score (ms), entry JSON, cutoff (ms), max entries.
+// KEYS: index, entries. ARGV: id, score (ms), entry JSON, cutoff (ms), max entries,
+// then the ids to take out (their records are beyond the hold). Returns { the number of
+// expired entries dropped, then the ids dropped for max entries }.
 const ADD = `
+for i = 6, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[2], ARGV[i])
+end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
@@ -34,14 +51,16 @@ for _, id in ipairs(expired) do
   redis.call('ZREM', KEYS[1], id)
   redis.call('HDEL', KEYS[2], id)
 end
+local out = { #expired }
 local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
 if over > 0 then
   for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
     redis.call('ZREM', KEYS[1], id)
     redis.call('HDEL', KEYS[2], id)
+    out[#out + 1] = id
   end
 end
-return 1
+return out
 `;
 
 // KEYS: index, entries. ARGV: id, cutoff (ms). The entry, or false when there is none.
@@ -60,7 +79,7 @@ interface DeadLetterCommands {
     index: string,
     entries: string,
     ...args: (string | number)[]
-  ): Promise<number>;
+  ): Promise<(number | string)[]>;
   hookgateDeadLetterTake(
     index: string,
     entries: string,
@@ -71,11 +90,14 @@ interface DeadLetterCommands {
 /** Ids read per round when a filtered list has to look further back. */
 const SCAN_BATCH = 200;
 
-export class RedisDeadLetterStore implements DeadLetterStore {
+export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
+  readonly storeName = 'dead-letters';
   readonly #redis: RedisClient & DeadLetterCommands;
   readonly #keys: DeadLetterKeys;
   readonly #max: number;
   readonly #ttlMs: number;
+  readonly #records: HeldRecords | undefined;
+  readonly #drops: DropCounter;
   readonly #now: () => number;
 
   constructor(
@@ -96,19 +118,31 @@ export class RedisDeadLetterStore implements DeadLetterStore {
     ).deadLetters;
     this.#max = options.maxEntries ?? DEAD_LETTER_DEFAULTS.maxEntries;
     this.#ttlMs = options.ttlMs ?? DEAD_LETTER_DEFAULTS.ttlMs;
+    this.#records = options.records;
+    this.#drops = new DropCounter(options.onDropped);
     this.#now = options.now ?? Date.now;
   }
 
-  async add(entry: DeadLetter): Promise<void> {
-    const now = this.#now();
-    await this.#redis.hookgateDeadLetterAdd(
-      this.#keys.index,
-      this.#keys.entries,
-      entry.executionId,
-      deadLetterTime(entry, now),
-      JSON.stringify(entry),
-      now - this.#ttlMs,
-      this.#max,
+  add(entry: DeadLetter): Promise<boolean> {
+    return addHolding(
+      entry,
+      this.#records,
+      async (beyond) => {
+        const now = this.#now();
+        const [expired, ...overCount] = await this.#redis.hookgateDeadLetterAdd(
+          this.#keys.index,
+          this.#keys.entries,
+          entry.executionId,
+          deadLetterTime(entry, now),
+          JSON.stringify(entry),
+          now - this.#ttlMs,
+          this.#max,
+          ...beyond,
+        );
+        this.#drops.evictions.expired += Number(expired);
+        return overCount.map(String);
+      },
+      this.#drops.dropped,
     );
   }
 
@@ -154,11 +188,23 @@ export class RedisDeadLetterStore implements DeadLetterStore {
       executionId,
       this.#cutoff(),
     );
-    return json ? (JSON.parse(json) as DeadLetter) : undefined;
+    if (!json) return undefined;
+    // Its record is not held for it any more (a retry that cannot start adds it again).
+    await this.#records?.release([executionId]);
+    return JSON.parse(json) as DeadLetter;
   }
 
   count(): Promise<number> {
     return this.#redis.zcount(this.#keys.index, this.#cutoff(), '+inf');
+  }
+
+  /** Entries listed, the bytes their held records take, and what this process dropped. */
+  async stats(): Promise<BoundedStoreStats> {
+    const [entries, bytes] = await Promise.all([
+      this.count(),
+      this.#records?.heldBytes() ?? Promise.resolve(0),
+    ]);
+    return { bytes, entries, evictions: { ...this.#drops.evictions } };
   }
 
   #cutoff(): number {

@@ -2,6 +2,15 @@
 // until someone retries them (admin API) or they expire, a lifetime after they were
 // dead-lettered (the executions store keeps their records a minute longer: ADR 0039).
 // Bounded and TTL'd; a memory adapter here, the Redis one in dead-letters-redis.ts.
+//
+// While an entry is listed, the executions store holds its record (HeldRecords): its
+// byte budget does not drop it. The list holds a record before it adds the entry, and
+// releases it once the entry has left (taken by a retry, dropped for `maxEntries`), so
+// an entry listed can always be read and retried. What is held is bounded by the
+// executions store (half its budget): beyond that, the oldest entries go, each before
+// its record (ADR 0039, amended 2026-11-28).
+import type { BoundedStore, BoundedStoreStats } from '../bounded.ts';
+import { noEvictions } from '../bounded.ts';
 import type { Execution, ExecutionError } from './ports.ts';
 
 export interface DeadLetter {
@@ -30,19 +39,58 @@ export interface DeadLetterFilter {
 }
 
 export interface DeadLetterStore {
-  /** Adds an entry, or replaces the one of the same execution (idempotent). */
-  add(entry: DeadLetter): Promise<void>;
+  /**
+   * Adds an entry, or replaces the one of the same execution (idempotent). Resolves
+   * false when it was not added: its record is gone from the executions store (a list
+   * wired to it, `records`), so the entry could be neither read nor retried.
+   */
+  add(entry: DeadLetter): Promise<boolean>;
   get(executionId: string): Promise<DeadLetter | undefined>;
   /** Newest first. */
   list(filter: DeadLetterFilter): Promise<DeadLetter[]>;
   /**
    * Removes the entry and returns it, atomically: of two concurrent calls for one
-   * execution only one gets it (a retry claims its entry this way).
+   * execution only one gets it (a retry claims its entry this way). Its record is
+   * released (HeldRecords.release): adding the entry back holds it again.
    */
   take(executionId: string): Promise<DeadLetter | undefined>;
   /** Entries held (the dead-letter gauge). */
   count(): Promise<number>;
 }
+
+/**
+ * What the dead-letter list asks of the executions store: to hold the records of its
+ * entries out of reach of the byte budget (and the entry cap, in memory), within a
+ * bound of their own. Both executions stores implement it.
+ */
+export interface HeldRecords {
+  /**
+   * Holds the record of dead-lettered execution `id`: the budget no longer drops it
+   * (idempotent). `held` false: there is no such record (gone, not finished, not
+   * dead-lettered). `beyond`: the held records past the hold's bound, oldest first
+   * (never `id`): the caller takes their entries out of the list, then drops them
+   * (dropHeld).
+   */
+  hold(id: string): Promise<{ held: boolean; beyond: string[] }>;
+  /**
+   * The entries of these records have left the list: each becomes an ordinary finished
+   * record again, kept until its expiry unless the budget needs the room.
+   */
+  release(ids: string[]): Promise<void>;
+  /** Drops held records (hold's `beyond`, whose entries are out of the list already). */
+  dropHeld(ids: string[]): Promise<void>;
+  /** Bytes the held records take (of the executions store's budget). */
+  heldBytes(): Promise<number>;
+}
+
+/** Whether an executions store can hold the records of dead letters (both adapters can). */
+export function holdsRecords(store: object): store is HeldRecords {
+  const s = store as Partial<HeldRecords>;
+  return typeof s.hold === 'function' && typeof s.release === 'function';
+}
+
+/** Why entries left the list other than by a retry: `count` maxEntries, `bytes` the hold's bound. */
+export type DeadLetterDropReason = 'count' | 'bytes';
 
 export interface DeadLetterStoreOptions {
   /** Entries at most; the oldest go first. Default 10 000. */
@@ -54,6 +102,13 @@ export interface DeadLetterStoreOptions {
    * lifetime and a minute from then, so an entry listed can be read and retried.
    */
   ttlMs?: number;
+  /**
+   * The executions store whose records the entries name: it holds each entry's record
+   * while the entry is listed. Without it (tests of the list alone), nothing is held.
+   */
+  records?: HeldRecords;
+  /** Told of entries dropped for room (a warning: dead letters were lost). */
+  onDropped?: (ids: string[], reason: DeadLetterDropReason) => void;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -100,34 +155,88 @@ export function listLimit(filter: DeadLetterFilter): number {
   return Math.min(Math.max(1, filter.limit ?? 50), MAX_DEAD_LETTER_LIST);
 }
 
+/**
+ * The steps of an add both adapters take: hold the record (none: not added), add the
+ * entry with those beyond the hold taken out (`write`, which returns the entries it
+ * dropped for `maxEntries`), then drop those records and release these.
+ */
+export async function addHolding(
+  entry: DeadLetter,
+  records: HeldRecords | undefined,
+  write: (beyond: string[]) => Promise<string[]>,
+  dropped: (ids: string[], reason: DeadLetterDropReason) => void,
+): Promise<boolean> {
+  const { held, beyond } = records
+    ? await records.hold(entry.executionId)
+    : { held: true, beyond: [] };
+  if (!held) return false;
+  const overCount = await write(beyond);
+  if (beyond.length > 0) {
+    dropped(beyond, 'bytes');
+    await records?.dropHeld(beyond);
+  }
+  if (overCount.length > 0) {
+    dropped(overCount, 'count');
+    await records?.release(overCount);
+  }
+  return true;
+}
+
+/** Counts what a list dropped for room, and tells its listener. */
+export class DropCounter {
+  readonly evictions = noEvictions();
+  readonly #listener: DeadLetterStoreOptions['onDropped'];
+
+  constructor(listener: DeadLetterStoreOptions['onDropped']) {
+    this.#listener = listener;
+  }
+
+  readonly dropped = (ids: string[], reason: DeadLetterDropReason): void => {
+    this.evictions[reason] += ids.length;
+    this.#listener?.(ids, reason);
+  };
+}
+
 /** One process (embedded mode): lost with the process, like its executions. */
-export class MemoryDeadLetterStore implements DeadLetterStore {
+export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
+  readonly storeName = 'dead-letters';
   /** In dead-letter order (deadLetterTime), oldest first. */
   #entries = new Map<string, { entry: DeadLetter; addedMs: number }>();
   /** The latest dead-letter time added (an entry added with an earlier one is put in order). */
   #latestMs = -Infinity;
   readonly #max: number;
   readonly #ttlMs: number;
+  readonly #records: HeldRecords | undefined;
+  readonly #drops: DropCounter;
   readonly #now: () => number;
 
   constructor(options: DeadLetterStoreOptions = {}) {
     this.#max = options.maxEntries ?? DEAD_LETTER_DEFAULTS.maxEntries;
     this.#ttlMs = options.ttlMs ?? DEAD_LETTER_DEFAULTS.ttlMs;
+    this.#records = options.records;
+    this.#drops = new DropCounter(options.onDropped);
     this.#now = options.now ?? Date.now;
   }
 
-  add(entry: DeadLetter): Promise<void> {
-    const held = { entry: structuredClone(entry), addedMs: deadLetterTime(entry, this.#now()) };
-    this.#entries.delete(entry.executionId);
-    this.#entries.set(entry.executionId, held);
-    if (held.addedMs >= this.#latestMs) this.#latestMs = held.addedMs;
-    else {
-      // Added again with its earlier time (rare): back in order, for the sweep and list.
-      const all = [...this.#entries.values()].sort((a, b) => a.addedMs - b.addedMs);
-      this.#entries = new Map(all.map((h) => [h.entry.executionId, h]));
-    }
-    this.#sweep();
-    return Promise.resolve();
+  add(entry: DeadLetter): Promise<boolean> {
+    return addHolding(
+      entry,
+      this.#records,
+      (beyond) => {
+        for (const id of beyond) this.#entries.delete(id);
+        const held = { entry: structuredClone(entry), addedMs: deadLetterTime(entry, this.#now()) };
+        this.#entries.delete(entry.executionId);
+        this.#entries.set(entry.executionId, held);
+        if (held.addedMs >= this.#latestMs) this.#latestMs = held.addedMs;
+        else {
+          // Added again with its earlier time (rare): back in order, for the sweep and list.
+          const all = [...this.#entries.values()].sort((a, b) => a.addedMs - b.addedMs);
+          this.#entries = new Map(all.map((h) => [h.entry.executionId, h]));
+        }
+        return Promise.resolve(this.#sweep());
+      },
+      this.#drops.dropped,
+    );
   }
 
   get(executionId: string): Promise<DeadLetter | undefined> {
@@ -148,11 +257,13 @@ export class MemoryDeadLetterStore implements DeadLetterStore {
     return Promise.resolve(found);
   }
 
-  take(executionId: string): Promise<DeadLetter | undefined> {
+  async take(executionId: string): Promise<DeadLetter | undefined> {
     this.#sweep();
     const held = this.#entries.get(executionId);
     this.#entries.delete(executionId);
-    return Promise.resolve(held?.entry);
+    // Its record is not held for it any more (a retry that cannot start adds it again).
+    if (held) await this.#records?.release([executionId]);
+    return held?.entry;
   }
 
   count(): Promise<number> {
@@ -160,11 +271,28 @@ export class MemoryDeadLetterStore implements DeadLetterStore {
     return Promise.resolve(this.#entries.size);
   }
 
-  #sweep(): void {
+  async stats(): Promise<BoundedStoreStats> {
+    const entries = await this.count();
+    const bytes = (await this.#records?.heldBytes()) ?? 0;
+    return { bytes, entries, evictions: { ...this.#drops.evictions } };
+  }
+
+  /**
+   * Drops the expired entries (their records expire a minute later on their own) and
+   * those beyond `maxEntries`, oldest first; returns the ids of the latter.
+   */
+  #sweep(): string[] {
     const cutoff = this.#now() - this.#ttlMs;
+    const overCount: string[] = [];
     for (const [id, held] of this.#entries) {
-      if (this.#entries.size <= this.#max && held.addedMs >= cutoff) break;
-      this.#entries.delete(id);
+      if (held.addedMs < cutoff) {
+        this.#entries.delete(id);
+        this.#drops.evictions.expired++;
+      } else if (this.#entries.size > this.#max) {
+        this.#entries.delete(id);
+        overCount.push(id);
+      } else break;
     }
+    return overCount;
   }
 }

@@ -5,7 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import { HttpProblem } from '../errors.ts';
 import { CallbackDeliveries, type RouteReader } from './callback-deliveries.ts';
-import { deadLetterOf, MemoryDeadLetterStore, type DeadLetterStore } from './dead-letters.ts';
+import {
+  deadLetterOf,
+  holdsRecords,
+  MemoryDeadLetterStore,
+  type DeadLetterStore,
+} from './dead-letters.ts';
 import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from './callbacks.ts';
 import { replayStored, type EventOutlet, type Listener } from './execution-events.ts';
 import { ExecutionFailure } from './execution-failure.ts';
@@ -111,6 +116,11 @@ export interface EngineObserver {
   deadLettered?(execution: Execution): void;
 }
 
+/** An engine's own dead-letter list: it holds the records of its entries in the store. */
+function ownDeadLetters(store: ExecutionStore): DeadLetterStore {
+  return new MemoryDeadLetterStore(holdsRecords(store) ? { records: store } : {});
+}
+
 export class InProcessEngine implements ExecutionEngine {
   readonly store: ExecutionStore;
   readonly callbacks: CallbackSender;
@@ -150,8 +160,9 @@ export class InProcessEngine implements ExecutionEngine {
       this.outbound = new OutboundGuard(options.outbound ?? {});
       this.#owned.push(this.outbound);
     }
-    this.store = options.store ?? new MemoryExecutionStore();
-    this.deadLetters = options.deadLetters ?? new MemoryDeadLetterStore();
+    const store = options.store ?? new MemoryExecutionStore();
+    this.store = store;
+    this.deadLetters = options.deadLetters ?? ownDeadLetters(store);
     this.#handOff = options.retries;
     this.#tracing = options.tracing;
     if (options.callbacks instanceof CallbackSender) {
@@ -550,7 +561,15 @@ export class InProcessEngine implements ExecutionEngine {
       // After the record: a worker that dies in between leaves a record that says
       // dead-lettered, and the one that takes the job again adds the entry (worker.ts).
       try {
-        await this.deadLetters.add(deadLetterOf(hot.execution, url));
+        const listed = await this.deadLetters.add(deadLetterOf(hot.execution, url));
+        // Its record went between its write and the add (a store far too small for it).
+        if (!listed)
+          this.#events.onInternalError(
+            new Error(
+              `execution ${hot.execution.id} is not in the dead-letter list: its record is gone`,
+            ),
+            'adding to the dead-letter list',
+          );
       } catch (error) {
         this.#events.onInternalError(error, 'adding to the dead-letter list');
         this.#unfinished.set(hot, error);

@@ -13,6 +13,7 @@
 //                                                 one gateways have always subscribed to)
 //   hookgate:{s<k>}:executions                    index (ids by creation time)
 //   hookgate:{s<k>}:executions:finished|sizes|bytes  the shard's byte budget
+//   hookgate:{s<k>}:executions:held|heldbytes  records held for their dead letters
 //   hookgate:{s<k>}:queue:executions              the shard's stream (group `workers`)
 //   hookgate:{s<k>}:queue:retries                 the shard's due retry attempts
 //   hookgate:{deadletters}, hookgate:{deadletters}:entries  dead letters (one tag)
@@ -52,6 +53,9 @@ export interface ShardKeys {
   readonly finished: string;
   readonly sizes: string;
   readonly bytes: string;
+  /** Records held for their dead-letter entries (dead-letters.ts HeldRecords), and their bytes. */
+  readonly held: string;
+  readonly heldBytes: string;
   /** The shard's stream of jobs (consumer group WORKER_GROUP). */
   readonly stream: string;
   /** The shard's sorted set of retry attempts, by due time. */
@@ -100,6 +104,8 @@ function shardKeys(shard: number, tag: string): ShardKeys {
     finished: `${index}:finished`,
     sizes: `${index}:sizes`,
     bytes: `${index}:bytes`,
+    held: `${index}:held`,
+    heldBytes: `${index}:heldbytes`,
     stream: `${base}queue:executions`,
     retries: `${base}queue:retries`,
     execution: (id) => `${executionPrefix}${id}`,

@@ -15,15 +15,25 @@ import { EXECUTION_FIELDS as F } from './execution-keys.ts';
 // lifetime ms; 11 consumer group; 12 stream entry id to acknowledge (XACK + XDEL) or
 // ''; 13 handover ms; 14 the events' channel (published on when the execution is
 // watched); 15 the input JSON, or '' when the stored one stays; 16 the input's bytes
-// (for the budget); then (seq, stored JSON, whole JSON or '' when the same) triples in
-// seq order. Returns the number of executions dropped.
+// (for the budget); 17 '1' when the record is dead-lettered, else '0'; then (seq,
+// stored JSON, whole JSON or '' when the same) triples in seq order. Returns the number
+// of executions dropped.
 //
 // Events go before the record, in the same HSET, so a terminal event is never stored
 // beside a record still running (execution-store.ts, saveWithEvents). Only a finished
 // record changes the budget: the expired and the first to expire are dropped then.
 // Events appended to a finished execution without a record are added to its size.
+// A record held for its dead-letter entry (HOLD) is in the held set, not the finished
+// one: the budget's loop never sees it; it counts in the bytes, and a save of it (only
+// a dead-lettered record can be held: the flag says when to look) keeps it held. A held
+// record gets no events (its run is over). The held set and its bytes are named from
+// the index (execution-keys.ts: <index>:held, <index>:heldbytes; same tag, same slot),
+// not passed: the ordinary write does not use them, and every key passed costs each
+// write (ADR 0039, amended 2026-11-28).
 const WRITE = `
 local key = KEYS[1]
+-- Named only where used (see above).
+local function held() return KEYS[2] .. ':held', KEYS[2] .. ':heldbytes' end
 local state = redis.call('HMGET', key, '${F.eventCount}', '${F.eventBytes}', '${F.created}', '${F.watched}')
 local watched = state[4]
 -- Sharded pub/sub: a Redis Cluster sends the message to its shard only, where PUBLISH
@@ -33,7 +43,7 @@ local stored = tonumber(state[1] or '0')
 local eventBytes = tonumber(state[2] or '0')
 local fields = {}
 local added, addedBytes = 0, 0
-for i = 17, #ARGV, 3 do
+for i = 18, #ARGV, 3 do
   if tonumber(ARGV[i]) > stored + added then
     added = added + 1
     fields[#fields + 1] = '${F.eventPrefix}' .. (stored + added)
@@ -89,23 +99,35 @@ else
     local bytes = #record + tonumber(ARGV[16]) + eventBytes
     -- Only a finished execution has a size: one finishing now has none to replace.
     local old = 0
-    if redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4]) == 0 then
+    local heldKey, heldBytes
+    if ARGV[17] == '1' then heldKey, heldBytes = held() end
+    if heldKey and redis.call('ZSCORE', heldKey, ARGV[4]) then
+      old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
+      redis.call('INCRBY', heldBytes, bytes - old)
+    elseif redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4]) == 0 then
       old = tonumber(redis.call('HGET', KEYS[4], ARGV[4]) or '0')
     end
     redis.call('HSET', KEYS[4], ARGV[4], bytes)
     local total = redis.call('INCRBY', KEYS[5], bytes - old)
     -- The budget keys were empty (maybe made just now): they get their expiry at once.
     if total == bytes - old then refresh = true end
-    local function forget(id)
+    -- Takes an execution off the budget: off its set (finished, or held with its sum
+    -- sum), sizes, index.
+    local function forget(id, set, sum)
       local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
       redis.call('HDEL', KEYS[4], id)
       total = redis.call('DECRBY', KEYS[5], b)
-      redis.call('ZREM', KEYS[3], id)
+      if sum then redis.call('DECRBY', sum, b) end
+      redis.call('ZREM', set, id)
       redis.call('ZREM', KEYS[2], id)
     end
     if ARGV[7] ~= '' then
+      if not heldKey then heldKey, heldBytes = held() end
       for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[7], 'LIMIT', 0, 1000)) do
-        forget(id)
+        forget(id, KEYS[3])
+      end
+      for _, id in ipairs(redis.call('ZRANGEBYSCORE', heldKey, '-inf', '(' .. ARGV[7], 'LIMIT', 0, 1000)) do
+        forget(id, heldKey, heldBytes)
       end
     end
     local budget = tonumber(ARGV[6])
@@ -113,12 +135,15 @@ else
       local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
       if not oldest or oldest == ARGV[4] then break end
       redis.call('DEL', ARGV[8] .. oldest)
-      forget(oldest)
+      forget(oldest, KEYS[3])
       dropped = dropped + 1
     end
   end
   if refresh then
     for i = 2, 5 do redis.call('PEXPIRE', KEYS[i], ARGV[10]) end
+    local heldKey, heldBytes = held()
+    redis.call('PEXPIRE', heldKey, ARGV[10])
+    redis.call('PEXPIRE', heldBytes, ARGV[10])
   end
 end
 if ARGV[12] ~= '' then
@@ -126,6 +151,82 @@ if ARGV[12] ~= '' then
   redis.call('XDEL', KEYS[6], ARGV[12])
 end
 return dropped
+`;
+
+// The hold (HeldRecords, dead-letters.ts): the records of listed dead-letter entries,
+// kept in the shard's held set (scored as in the finished set) and held-bytes sum
+// instead of its finished set, so the budget's loop in WRITE never drops them; they
+// still count in the shard's bytes.
+//
+// HOLD. KEYS: execution, finished, held, sizes, held bytes. ARGV: id, the hold's bound
+// (bytes), the index keys' lifetime (ms). Moves a finished dead-lettered record from the
+// finished set to the held one (idempotent). Returns { 0 } when there is no such record,
+// else { 1, the held ids beyond the bound, oldest first, never this one }.
+const HOLD = `
+local id = ARGV[1]
+local record = redis.call('HGET', KEYS[1], '${F.record}')
+if not record or not string.find(record, '"deadLetteredAt":', 1, true) then return { 0 } end
+if not redis.call('ZSCORE', KEYS[3], id) then
+  local score = redis.call('ZSCORE', KEYS[2], id)
+  if not score then return { 0 } end
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZADD', KEYS[3], score, id)
+  redis.call('INCRBY', KEYS[5], tonumber(redis.call('HGET', KEYS[4], id) or '0'))
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  redis.call('PEXPIRE', KEYS[5], ARGV[3])
+end
+local out = { 1 }
+local total = tonumber(redis.call('GET', KEYS[5]) or '0')
+local bound = tonumber(ARGV[2])
+local from = 0
+while total > bound do
+  local batch = redis.call('ZRANGE', KEYS[3], from, from + 99)
+  if #batch == 0 then break end
+  for _, other in ipairs(batch) do
+    if total <= bound then break end
+    if other ~= id then
+      total = total - tonumber(redis.call('HGET', KEYS[4], other) or '0')
+      out[#out + 1] = other
+    end
+  end
+  from = from + 100
+end
+return out
+`;
+
+// RELEASE. KEYS: finished, held, sizes, held bytes. ARGV: the index keys' lifetime
+// (ms), then ids. Held records back in the finished set, with their scores.
+const RELEASE = `
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[2], ARGV[i])
+  if score then
+    redis.call('ZREM', KEYS[2], ARGV[i])
+    redis.call('ZADD', KEYS[1], score, ARGV[i])
+    redis.call('DECRBY', KEYS[4], tonumber(redis.call('HGET', KEYS[3], ARGV[i]) or '0'))
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 0
+`;
+
+// DROPHELD. KEYS: index, held, sizes, bytes, held bytes. ARGV: execution key prefix,
+// then ids. Drops those of them still held (hash, index entry, size). Returns how many.
+const DROP_HELD = `
+local n = 0
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  if redis.call('ZSCORE', KEYS[2], id) then
+    local b = tonumber(redis.call('HGET', KEYS[3], id) or '0')
+    redis.call('DEL', ARGV[1] .. id)
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[3], id)
+    redis.call('DECRBY', KEYS[4], b)
+    redis.call('DECRBY', KEYS[5], b)
+    n = n + 1
+  end
+end
+return n
 `;
 
 // KEYS: a shard's stream. ARGV: consumer group, consumer, count, execution key prefix.
@@ -217,12 +318,18 @@ export interface ExecutionScripts {
     watch: '1' | '0',
     ttlMs: number,
   ): Promise<string[]>;
+  hookgateHoldExecution(...args: (string | number)[]): Promise<(number | string)[]>;
+  hookgateReleaseExecutions(...args: (string | number)[]): Promise<number>;
+  hookgateDropHeldExecutions(...args: (string | number)[]): Promise<number>;
 }
 
 /** Defines the scripts on `redis` (once: a client shared by several stores keeps them). */
 export function defineExecutionScripts(redis: RedisClient): void {
   if ((redis as RedisClient & Partial<ExecutionScripts>).hookgateWriteExecution) return;
   redis.defineCommand('hookgateWriteExecution', { numberOfKeys: 6, lua: WRITE });
+  redis.defineCommand('hookgateHoldExecution', { numberOfKeys: 5, lua: HOLD });
+  redis.defineCommand('hookgateReleaseExecutions', { numberOfKeys: 4, lua: RELEASE });
+  redis.defineCommand('hookgateDropHeldExecutions', { numberOfKeys: 5, lua: DROP_HELD });
   redis.defineCommand('hookgateTakeJobs', { numberOfKeys: 1, lua: TAKE });
   // The number of keys is the call's first argument.
   redis.defineCommand('hookgateReadRecords', { lua: RECORDS });

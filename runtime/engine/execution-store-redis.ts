@@ -29,6 +29,12 @@
 //                                        kept apart from the hash: an expired hash's size
 //                                        is still needed to take it off the sum)
 //   hookgate:{s<k>}:executions:bytes     their sum
+//   hookgate:{s<k>}:executions:held      finished executions held for their dead-letter
+//                                        entries (HeldRecords: the budget does not drop
+//                                        them), scored as in the finished set, which
+//                                        does not have them; their sizes are in `sizes`
+//                                        and `bytes` too
+//   hookgate:{s<k>}:executions:heldbytes their sum
 //
 // Each shard holds its share of the byte budget (maxBytes / N); a listing merges the
 // shards' indexes by creation time.
@@ -44,7 +50,8 @@
 // (record-bounds.ts); a queued or running one keeps its input whole, because a worker
 // (re)runs the execution from it. Finished executions are held to `maxBytes`: a save
 // that goes over drops the finished ones that expire first (never a queued or running
-// one).
+// one, nor one held for its dead-letter entry: those may take half of the budget, and
+// the dead-letter list drops the oldest entries, then their records, beyond that).
 //
 // The input is apart from the rest of the record because it is most of its bytes and
 // never changes while the execution runs: a worker's saves do not send it again (Redis
@@ -66,6 +73,7 @@
 // Redis Cluster.
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
+import type { HeldRecords } from './dead-letters.ts';
 import {
   deadLetteredUntil,
   decodeCursor,
@@ -175,7 +183,7 @@ const EXPIRY_REFRESH_MS = 60_000;
 /** How often a process drops a shard's expired finished entries (see #trimDue). */
 const EXPIRED_TRIM_MS = 100;
 
-export class RedisExecutionStore implements ExecutionStore, BoundedStore {
+export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRecords {
   readonly storeName = 'executions';
   readonly #redis: RedisClient & ExecutionScripts;
   /** Where every key of an execution and of its shard is. */
@@ -330,6 +338,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
     ];
     let input = '';
     let inputBytes = 0;
+    let deadLettered = '0';
     let sentInput: { input: object; bytes: number } | undefined;
     if (execution) {
       const finished = isFinished(execution);
@@ -347,6 +356,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       }
       const createdMs = Date.parse(execution.createdAt) || this.#now();
       const left = finished ? this.#finishedLeft(kept, createdMs) : this.#ttlLeft(createdMs);
+      if (finished && kept.deadLetteredAt !== undefined) deadLettered = '1';
       args.push(
         recordJson(kept),
         left,
@@ -371,6 +381,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
       keys.channel(id),
       input,
       inputBytes,
+      deadLettered,
     );
     for (const e of events) {
       const whole = JSON.stringify(e);
@@ -658,16 +669,90 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore {
   async stats(): Promise<BoundedStoreStats> {
     const shards = await Promise.all(
       this.layout.shards.map((shard) =>
-        Promise.all([this.#redis.get(shard.bytes), this.#redis.zcard(shard.finished)]),
+        Promise.all([
+          this.#redis.get(shard.bytes),
+          this.#redis.zcard(shard.finished),
+          this.#redis.zcard(shard.held),
+        ]),
       ),
     );
     let bytes = 0;
     let entries = 0;
-    for (const [b, n] of shards) {
+    for (const [b, finished, held] of shards) {
       bytes += Number(b ?? 0);
-      entries += n;
+      entries += finished + held;
     }
     return { bytes, entries, evictions: { ...this.#evictions } };
+  }
+
+  /**
+   * HeldRecords: holds a finished dead-lettered record (HOLD); the hold's bound is half
+   * of its shard's budget, and `beyond` names held records of that shard past it.
+   */
+  async hold(id: string): Promise<{ held: boolean; beyond: string[] }> {
+    const keys = this.layout.of(id);
+    const [held, ...beyond] = await this.#redis.hookgateHoldExecution(
+      keys.execution(id),
+      keys.finished,
+      keys.held,
+      keys.sizes,
+      keys.heldBytes,
+      id,
+      Math.floor(this.#maxBytes / 2),
+      this.indexTtlMs,
+    );
+    return { held: Number(held) === 1, beyond: beyond.map(String) };
+  }
+
+  /** HeldRecords: back in their shards' finished sets (RELEASE), with their scores. */
+  async release(ids: string[]): Promise<void> {
+    await Promise.all(
+      this.#byShard(ids).map(([keys, some]) =>
+        this.#redis.hookgateReleaseExecutions(
+          keys.finished,
+          keys.held,
+          keys.sizes,
+          keys.heldBytes,
+          this.indexTtlMs,
+          ...some,
+        ),
+      ),
+    );
+  }
+
+  /** HeldRecords: drops held records whose entries left the list for the hold's room. */
+  async dropHeld(ids: string[]): Promise<void> {
+    const dropped = await Promise.all(
+      this.#byShard(ids).map(([keys, some]) =>
+        this.#redis.hookgateDropHeldExecutions(
+          keys.index,
+          keys.held,
+          keys.sizes,
+          keys.bytes,
+          keys.heldBytes,
+          keys.executionPrefix,
+          ...some,
+        ),
+      ),
+    );
+    for (const n of dropped) this.#evictions.bytes += n;
+  }
+
+  async heldBytes(): Promise<number> {
+    const sums = await Promise.all(this.layout.shards.map((s) => this.#redis.get(s.heldBytes)));
+    return sums.reduce((total, b) => total + Number(b ?? 0), 0);
+  }
+
+  /** Ids grouped by their shards (one script per shard: its keys share one slot). */
+  #byShard(ids: string[]): [ShardKeys, string[]][] {
+    const groups = new Map<ShardKeys, string[]>();
+    for (const id of ids) {
+      const keys = this.layout.of(id);
+      const group = groups.get(keys);
+      if (group) group.push(id);
+      else groups.set(keys, [id]);
+    }
+    return [...groups];
   }
 
   /**

@@ -1,6 +1,7 @@
 // The executions store: finished and running executions with their per-run logs and
 // event streams, for Flow Management (list, per-run log) and for late SSE subscribers.
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
+import type { HeldRecords } from './dead-letters.ts';
 import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
 import {
   boundEvent,
@@ -139,9 +140,11 @@ interface Entry {
   eventBytes: number;
   /**
    * Dead-lettered: kept until then (ms), not `ttlMs` from its creation, and expired from
-   * #retained instead of #order; 0 for every other entry.
+   * #retained (or #held) instead of #order; 0 for every other entry.
    */
   retainedUntil: number;
+  /** Held for its dead-letter entry (HeldRecords): in #held, never dropped for room. */
+  held: boolean;
 }
 
 /** An event kept whole for a while; `cut` replaces it once the while is over. */
@@ -159,10 +162,13 @@ interface Handover {
  * whether it has finished or not (this process's engine holds what it runs). A
  * dead-lettered one lives until deadLetteredUntil instead: it moves to a queue of its own
  * (#retained, in the order they expire), so it holds up no sweep of the others; over a bound,
- * whichever of the two queues' first entries expires first goes. Expired entries are
- * swept on writes and hidden on reads; listings show what reads by id show.
+ * whichever of the two queues' first entries expires first goes. While its dead-letter
+ * entry is listed it is held (HeldRecords): in #held, which no bound drops from, counted in
+ * the bounds (ordinary entries make the room), and bounded itself to half of each, beyond
+ * which the dead-letter list drops the oldest entries with their records. Expired entries
+ * are swept on writes and hidden on reads; listings show what reads by id show.
  */
-export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
+export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldRecords {
   readonly storeName = 'executions';
   readonly #entries = new Map<string, Entry>();
   /**
@@ -173,9 +179,18 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
    */
   #order: (Entry | undefined)[] = [];
   #head = 0;
-  /** Dead-lettered entries (retainedUntil), in the order they were dead-lettered. */
+  /**
+   * Dead-lettered entries (retainedUntil) not held, in the order they expire (those
+   * released by the dead-letter list are put in their place).
+   */
   #retained: (Entry | undefined)[] = [];
   #retainedHead = 0;
+  /** Entries held for their dead-letter entries, in the order they expire. */
+  #held: (Entry | undefined)[] = [];
+  #heldHead = 0;
+  /** Bytes and number of the held entries (within #bytes and the entries). */
+  #heldBytes = 0;
+  #heldCount = 0;
   #seq = 0;
   #bytes = 0;
   readonly #evictions = noEvictions();
@@ -211,7 +226,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
     let entry = existing;
     if (entry) {
       entry.execution = kept;
-      this.#bytes += bytes - entry.recordBytes;
+      this.#grow(entry, bytes - entry.recordBytes);
       entry.recordBytes = bytes;
     } else {
       entry = {
@@ -223,6 +238,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
         recordBytes: bytes,
         eventBytes: 0,
         retainedUntil: 0,
+        held: false,
       };
       this.#entries.set(execution.id, entry);
       this.#order.push(entry);
@@ -294,9 +310,14 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
         matches.push(entry);
     }
     for (let i = this.#retainedHead; i < this.#retained.length; i++) {
-      const entry = this.#retained[i] as Entry;
-      if (this.#entries.get(entry.id) === entry && !this.#expired(entry, now) && keep(entry))
-        matches.push(entry);
+      const entry = this.#retained[i];
+      if (!entry || entry.held || this.#entries.get(entry.id) !== entry) continue;
+      if (!this.#expired(entry, now) && keep(entry)) matches.push(entry);
+    }
+    for (let i = this.#heldHead; i < this.#held.length; i++) {
+      const entry = this.#held[i];
+      if (!entry || !this.#isHeld(entry)) continue;
+      if (!this.#expired(entry, now) && keep(entry)) matches.push(entry);
     }
     return matches.sort((a, b) => b.createdMs - a.createdMs || b.seq - a.seq);
   }
@@ -330,7 +351,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
       }
       entry.events.push(event);
       entry.eventBytes += bytes + extraBytes;
-      this.#bytes += bytes + extraBytes;
+      this.#grow(entry, bytes + extraBytes);
     }
     this.#sweep();
     return Promise.resolve();
@@ -352,6 +373,83 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
     return { bytes: this.#bytes, entries: this.#entries.size, evictions: { ...this.#evictions } };
   }
 
+  /** HeldRecords: holds a finished dead-lettered entry; see the class and the port. */
+  hold(id: string): Promise<{ held: boolean; beyond: string[] }> {
+    const entry = this.#live(id);
+    if (!entry || entry.retainedUntil === 0 || !isFinished(entry.execution))
+      return Promise.resolve({ held: false, beyond: [] });
+    if (!entry.held) {
+      clearSlot(this.#retained, this.#retainedHead, entry);
+      entry.held = true;
+      this.#heldBytes += entry.recordBytes + entry.eventBytes;
+      this.#heldCount++;
+      insertByExpiry(this.#held, this.#heldHead, entry);
+    }
+    return Promise.resolve({ held: true, beyond: this.#beyondHold(entry) });
+  }
+
+  /**
+   * The held entries past half of each bound, oldest first, but `keep` (the one just
+   * held: however large, the newest dead letter is listed).
+   */
+  #beyondHold(keep: Entry): string[] {
+    let bytes = this.#heldBytes;
+    let count = this.#heldCount;
+    const beyond: string[] = [];
+    const held = this.#held;
+    for (let i = this.#heldHead; i < held.length; i++) {
+      if (bytes <= this.#maxBytes / 2 && count <= this.#max / 2) break;
+      const entry = held[i];
+      if (!entry || entry === keep || !this.#isHeld(entry)) continue;
+      bytes -= entry.recordBytes + entry.eventBytes;
+      count--;
+      beyond.push(entry.id);
+    }
+    return beyond;
+  }
+
+  /** HeldRecords: ordinary dead-lettered entries again, dropped for room like the others. */
+  release(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      const entry = this.#entries.get(id);
+      if (!entry?.held) continue;
+      clearSlot(this.#held, this.#heldHead, entry);
+      this.#unhold(entry);
+      insertByExpiry(this.#retained, this.#retainedHead, entry);
+    }
+    this.#sweep();
+    return Promise.resolve();
+  }
+
+  /** HeldRecords: drops held entries whose dead-letter entries went for the hold's room. */
+  dropHeld(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      const entry = this.#entries.get(id);
+      if (entry?.held) this.#drop(entry, 'bytes');
+    }
+    return Promise.resolve();
+  }
+
+  heldBytes(): Promise<number> {
+    return Promise.resolve(this.#heldBytes);
+  }
+
+  #isHeld(entry: Entry): boolean {
+    return entry.held && this.#entries.get(entry.id) === entry;
+  }
+
+  #unhold(entry: Entry): void {
+    entry.held = false;
+    this.#heldBytes -= entry.recordBytes + entry.eventBytes;
+    this.#heldCount--;
+  }
+
+  /** An entry's bytes changed by `delta`: the store's, and the hold's when it is held. */
+  #grow(entry: Entry, delta: number): void {
+    this.#bytes += delta;
+    if (entry.held) this.#heldBytes += delta;
+  }
+
   #live(id: string): Entry | undefined {
     const entry = this.#entries.get(id);
     if (!entry) return undefined;
@@ -363,6 +461,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
   }
 
   #drop(entry: Entry, reason: keyof BoundedStoreStats['evictions']): void {
+    if (entry.held) this.#unhold(entry);
     this.#entries.delete(entry.id);
     this.#bytes -= entry.recordBytes + entry.eventBytes;
     this.#evictions[reason]++;
@@ -379,6 +478,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
     const now = this.#now();
     this.#cutHandovers(now);
     if (this.#retainedHead < this.#retained.length) this.#sweepRetained(now, false);
+    if (this.#heldHead < this.#held.length) this.#sweepHeld(now);
     const cutoff = now - this.#ttlMs;
     const order = this.#order;
     while (this.#head < order.length) {
@@ -415,7 +515,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
       if (this.#entries.get(h.entry.id) === h.entry && h.entry.events[h.index]) {
         h.entry.events[h.index] = h.cut;
         h.entry.eventBytes -= h.extraBytes;
-        this.#bytes -= h.extraBytes;
+        this.#grow(h.entry, -h.extraBytes);
       }
       // Passed slots are cleared at once: until the array is compacted they would keep
       // their entry and cut event (tens of KiB each) alive outside the byte budget.
@@ -434,15 +534,35 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
     return retained && retained.retainedUntil < entry.createdMs + this.#ttlMs ? retained : entry;
   }
 
-  /** The first retained entry still held (passing the dropped ones). */
+  /** The first retained entry still kept and not held (passing the others). */
   #firstRetained(): Entry | undefined {
     const retained = this.#retained;
     while (this.#retainedHead < retained.length) {
-      const entry = retained[this.#retainedHead] as Entry;
-      if (this.#entries.get(entry.id) === entry) return entry;
+      const entry = retained[this.#retainedHead];
+      if (entry && !entry.held && this.#entries.get(entry.id) === entry) return entry;
       retained[this.#retainedHead++] = undefined;
     }
     return undefined;
+  }
+
+  /** Drops the held entries that expired (no bound drops one: the dead-letter list does). */
+  #sweepHeld(now: number): void {
+    const held = this.#held;
+    while (this.#heldHead < held.length) {
+      const entry = held[this.#heldHead];
+      if (entry && this.#isHeld(entry)) {
+        if (entry.retainedUntil >= now) break;
+        this.#drop(entry, 'expired');
+      }
+      held[this.#heldHead++] = undefined;
+    }
+    if (this.#heldHead === held.length) {
+      this.#held = [];
+      this.#heldHead = 0;
+    } else if (this.#heldHead > 1024 && this.#heldHead * 2 > held.length) {
+      this.#held = held.slice(this.#heldHead);
+      this.#heldHead = 0;
+    }
   }
 
   /** Drops the retained entries that expired, and (`bounded`) the first while over a bound. */
@@ -462,6 +582,26 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore {
       this.#retainedHead = 0;
     }
   }
+}
+
+/** Takes `entry` out of a queue (its slot left empty), looking from `head`. */
+function clearSlot(queue: (Entry | undefined)[], head: number, entry: Entry): void {
+  const at = queue.indexOf(entry, head);
+  if (at >= 0) queue[at] = undefined;
+}
+
+/**
+ * Puts `entry` in a queue ordered by retainedUntil, after those that expire no later
+ * (most go at the end: it is looked for from there). Rare: holds and releases.
+ */
+function insertByExpiry(queue: (Entry | undefined)[], head: number, entry: Entry): void {
+  let at = queue.length;
+  while (at > head) {
+    const before = queue[at - 1];
+    if (before && before.retainedUntil <= entry.retainedUntil) break;
+    at--;
+  }
+  queue.splice(at, 0, entry);
 }
 
 /** The whole size of what a cut event left out. */

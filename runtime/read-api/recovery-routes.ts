@@ -116,8 +116,9 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
 
   /**
    * The original execution of an entry; an entry whose record is gone is dropped. The
-   * store keeps a dead-lettered record past its entry's lifetime (ADR 0039): only its
-   * byte or count budget, when full, drops one sooner.
+   * store keeps a dead-lettered record past its entry's lifetime and holds it while the
+   * entry is listed (ADR 0039): gone only for an entry listed before that hold (an
+   * upgrade), or one the list lost track of.
    */
   const originalOf = async (entry: DeadLetter): Promise<Execution> => {
     const original = await engine.get(entry.executionId);
@@ -125,7 +126,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     await deadLetters.take(entry.executionId);
     throw new HttpProblem(
       'HG_ERR_EXECUTION_NOT_FOUND',
-      `The record of ${entry.executionId} is gone (dropped by the executions store's budget, or expired); its dead-letter entry was dropped`,
+      `The record of ${entry.executionId} is gone (expired, or dropped for room before dead letters held their records); its dead-letter entry was dropped`,
     );
   };
 

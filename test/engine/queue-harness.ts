@@ -67,12 +67,14 @@ export function redisQueueHarness(
       layout: harness.layout,
       ...(storeTtlMs === undefined ? {} : { ttlMs: storeTtlMs }),
     });
-  // Dead letters live as long as the executions, as the roles make them (roles/serving.ts).
-  const deadLettersOf = (redis: RedisClient) =>
+  // Dead letters live as long as the executions, and hold their records in the store, as
+  // the roles make them (roles/serving.ts, roles/worker.ts).
+  const deadLettersOf = (redis: RedisClient, store: RedisExecutionStore) =>
     new RedisDeadLetterStore({
       redis,
       layout: harness.layout,
       ...(storeTtlMs === undefined ? {} : { ttlMs: storeTtlMs }),
+      records: store,
     });
   const clients: RedisClient[] = [];
   const closers: (() => Promise<void> | void)[] = [];
@@ -129,14 +131,14 @@ export function redisQueueHarness(
       const events = new RedisExecutionEvents({ subscriber, store });
       const engine = new QueuedEngine({ redis, store, events, ...options });
       closers.push(() => engine.close());
-      const deadLetters = deadLettersOf(redis);
+      const deadLetters = deadLettersOf(redis, store);
       return { engine, store, events, deadLetters };
     },
     worker: ({ retries: withRetries = false, ...options } = {}) => {
       const redis = harness.client();
       const store = storeOf(redis);
       const retries = withRetries ? new RedisRetryQueue({ redis, store }) : undefined;
-      const deadLetters = withRetries ? deadLettersOf(redis) : undefined;
+      const deadLetters = withRetries ? deadLettersOf(redis, store) : undefined;
       const engine = new InProcessEngine({
         store,
         streamEvents: true,

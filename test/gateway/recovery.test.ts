@@ -139,6 +139,14 @@ describe('retries, dead letters and replay (embedded)', () => {
       error: { kind: 'fail', statusCode: 502 },
     });
     expect(await metric(/^hookgate_dead_letters (\S+)$/m)).toBeGreaterThanOrEqual(1);
+    // Its record is held in the executions store for it (ADR 0039): counted as the
+    // dead-letter list's bytes.
+    expect(
+      await metric(/^hookgate_store_entries\{store="dead-letters"\} (\S+)$/m),
+    ).toBeGreaterThanOrEqual(1);
+    expect(await metric(/^hookgate_store_bytes\{store="dead-letters"\} (\S+)$/m)).toBeGreaterThan(
+      0,
+    );
     expect(await metric(/^hookgate_dead_lettered_total (\S+)$/m)).toBe(before + 1);
     expect(
       await metric(/^hookgate_execution_retries_total\{source="automatic"\} (\S+)$/m),

@@ -22,6 +22,14 @@ import type { BoundedStore } from '../../runtime/bounded.ts';
 import { startedRun } from '../../runtime/engine/run-log.ts';
 import { summarize } from '../../runtime/engine/util.ts';
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
+import {
+  deadLetterOf,
+  MemoryDeadLetterStore,
+  type DeadLetterStore,
+  type DeadLetterStoreOptions,
+  type HeldRecords,
+} from '../../runtime/engine/dead-letters.ts';
+import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
 
 const HOUR = 3_600_000;
 let clock = Date.parse('2026-11-23T12:00:00Z');
@@ -50,7 +58,12 @@ const HANDOVER_MS = 300;
 const big = (n: number) => ({ text: 'x'.repeat(n) });
 
 interface Made {
-  store: ExecutionStore & BoundedStore;
+  store: ExecutionStore & BoundedStore & HeldRecords;
+  /** A dead-letter list whose records are the store's (as the roles wire them). */
+  deadLetters: (options?: DeadLetterStoreOptions) => DeadLetterStore & BoundedStore;
+  /** `n` ids that fall on one shard (of `shards`: each holds maxBytes / shards). */
+  sameShard: (prefix: string, n: number) => string[];
+  shards: number;
   /** Time has passed beyond the handover window (on the store's clock, or for real). */
   afterHandover(): Promise<void>;
   /**
@@ -64,7 +77,7 @@ type Options = { maxBytes?: number };
 
 function contract(name: string, make: (options?: Options) => Promise<Made>) {
   describe(name, () => {
-    let store: ExecutionStore & BoundedStore;
+    let store: ExecutionStore & BoundedStore & HeldRecords;
     let made: Made;
     beforeEach(async () => {
       clock = Date.parse('2026-11-23T12:00:00Z');
@@ -323,6 +336,154 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect(await read('waiting')).toBe(kept);
       expect(await listed()).toEqual(kept ? ['recent', 'waiting'] : ['recent']);
     });
+
+    /** A dead-lettered execution, with two events, as a worker writes it. */
+    async function deadLettered(
+      into: ExecutionStore,
+      id: string,
+      createdMinutesAgo: number,
+      deadLetteredMinutesAgo: number,
+      extra: Partial<Execution> = {},
+    ): Promise<Execution> {
+      const at = new Date(clock - deadLetteredMinutesAgo * 60_000).toISOString();
+      await into.save(execution(id, createdMinutesAgo, { status: 'running' }));
+      await into.appendEvents([event(id, 1), event(id, 2)]);
+      const dead = execution(id, createdMinutesAgo, {
+        status: 'failed',
+        error: { message: 'down' },
+        attempt: 3,
+        finishedAt: at,
+        deadLetteredAt: at,
+        ...extra,
+      });
+      await into.save(dead);
+      return dead;
+    }
+
+    /** `n` finished executions of ~1.2 KB, created `minutesAgo` (and a little after). */
+    async function fill(into: ExecutionStore, prefix: string, n: number, minutesAgo: number) {
+      for (let i = 0; i < n; i++) {
+        await into.save(
+          execution(`${prefix}${i}`, minutesAgo - i / 1000, { output: 'z'.repeat(900) }),
+        );
+        await into.appendEvents([event(`${prefix}${i}`, 1)]);
+      }
+    }
+
+    it('never drops for room the record of a listed dead letter: the other executions make it', async () => {
+      const { store: small, deadLetters } = await make({ maxBytes: 40_000 });
+      const list = deadLetters();
+      // Dead-lettered 50 minutes ago: it expires before any of the executions below,
+      // which a full budget drops first otherwise.
+      const dead = await deadLettered(small, 'dead', 60, 50);
+      await list.add(deadLetterOf(dead));
+      const held = await small.heldBytes();
+      // Saved again once held (its callback's outcome): still held, at its new size.
+      await small.save({
+        ...dead,
+        error: { message: 'down '.repeat(60) },
+        callback: { delivered: false, attempts: 5 },
+      });
+      expect(await small.heldBytes()).toBeGreaterThan(held + 200);
+      await fill(small, 'b', 150, 40);
+      const stats = await small.stats();
+      expect(stats.evictions.bytes).toBeGreaterThan(0);
+      // (Redis counts the last events, appended after their record, without a sweep.)
+      expect(stats.bytes).toBeLessThanOrEqual(40_000 + 200);
+      expect(await small.get('b0')).toBeUndefined();
+      expect(await small.get('dead')).toMatchObject({
+        status: 'failed',
+        deadLetteredAt: dead.deadLetteredAt,
+        callback: { attempts: 5 },
+      });
+      expect((await small.events('dead', 0)).map((e) => e.seq)).toEqual([1, 2]);
+      expect((await small.list({ limit: 1000, status: 'failed' })).map((e) => e.id)).toEqual([
+        'dead',
+      ]);
+      expect(await small.heldBytes()).toBeGreaterThan(0);
+      expect((await list.stats()).bytes).toBe(await small.heldBytes());
+    });
+
+    it('holds dead letters in at most half of its budget: past it the oldest entries go, then their records', async () => {
+      const {
+        store: small,
+        deadLetters,
+        sameShard,
+      } = await make({ maxBytes: 40_000 * made.shards });
+      const dropped: [string[], string][] = [];
+      const list = deadLetters({ onDropped: (ids, reason) => dropped.push([ids, reason]) });
+      // On one shard (each holds 40,000 bytes): 40 dead letters of ~1.2 KB, oldest first.
+      const ids = sameShard('d', 40);
+      for (const [i, id] of ids.entries()) {
+        const dead = await deadLettered(small, id, 60, 50 - i / 10, { output: 'y'.repeat(900) });
+        expect(await list.add(deadLetterOf(dead))).toBe(true);
+      }
+      const listed = (await list.list({ limit: 1000 })).map((e) => e.executionId);
+      // Newest first; what is listed can be read, with its events; the rest went.
+      expect(listed.length).toBeLessThan(40);
+      expect(listed.length).toBeGreaterThanOrEqual(5);
+      expect(listed).toEqual(ids.slice(40 - listed.length).reverse());
+      for (const id of listed) {
+        expect((await small.get(id))?.id).toBe(id);
+        expect(await small.events(id, 0)).toHaveLength(2);
+      }
+      for (const id of ids.slice(0, 40 - listed.length))
+        expect(await small.get(id)).toBeUndefined();
+      expect(await small.heldBytes()).toBeLessThanOrEqual(20_000);
+      expect(await small.heldBytes()).toBeGreaterThan(15_000);
+      // Said, and counted: the dead-letter list's own evictions.
+      expect(dropped.flatMap(([d]) => d)).toEqual(ids.slice(0, 40 - listed.length));
+      expect(new Set(dropped.map(([, reason]) => reason))).toEqual(new Set(['bytes']));
+      expect((await list.stats()).evictions.bytes).toBe(40 - listed.length);
+      expect((await list.stats()).entries).toBe(listed.length);
+    });
+
+    it('a retried entry releases its record (dropped for room again, as others); one put back is held again', async () => {
+      const { store: small, deadLetters } = await make({ maxBytes: 40_000 });
+      const list = deadLetters();
+      const dead = await deadLettered(small, 'dead', 60, 50);
+      await list.add(deadLetterOf(dead));
+      // A retry that cannot start puts its entry back: held again.
+      const taken = await list.take('dead');
+      expect(await list.add(taken as NonNullable<typeof taken>)).toBe(true);
+      await fill(small, 'b', 150, 40);
+      expect(await small.get('dead')).toBeDefined();
+      expect(await list.get('dead')).toBeDefined();
+      // A retry that started: the record is an ordinary finished one (the first to
+      // expire), which a full budget drops.
+      expect((await list.take('dead'))?.executionId).toBe('dead');
+      expect(await small.heldBytes()).toBe(0);
+      await fill(small, 'c', 150, 30);
+      expect(await small.get('dead')).toBeUndefined();
+    });
+
+    it("an entry dropped for the list's cap releases its record", async () => {
+      const { store: small, deadLetters } = await make({ maxBytes: 40_000 });
+      const dropped: string[] = [];
+      const list = deadLetters({ maxEntries: 1, onDropped: (ids) => dropped.push(...ids) });
+      await list.add(deadLetterOf(await deadLettered(small, 'first', 60, 50)));
+      await list.add(deadLetterOf(await deadLettered(small, 'second', 60, 49)));
+      expect((await list.list({})).map((e) => e.executionId)).toEqual(['second']);
+      expect(dropped).toEqual(['first']);
+      expect((await list.stats()).evictions.count).toBe(1);
+      await fill(small, 'b', 150, 40);
+      expect(await small.get('first')).toBeUndefined();
+      expect(await small.get('second')).toBeDefined();
+    });
+
+    it('lists no entry for a record it does not have, or that is not a finished dead letter', async () => {
+      const list = made.deadLetters();
+      const gone = deadLetterOf(
+        execution('gone', 1, { status: 'failed', deadLetteredAt: new Date(clock).toISOString() }),
+      );
+      expect(await list.add(gone)).toBe(false);
+      await store.save(execution('plain', 1, { status: 'failed' }));
+      expect(await list.add({ ...gone, executionId: 'plain' })).toBe(false);
+      await store.save(execution('running', 1, { status: 'running' }));
+      expect(await list.add({ ...gone, executionId: 'running' })).toBe(false);
+      expect(await list.count()).toBe(0);
+      expect(await store.hold('gone')).toEqual({ held: false, beyond: [] });
+    });
   });
 }
 
@@ -335,6 +496,10 @@ contract('MemoryExecutionStore', (options = {}) => {
   });
   return Promise.resolve({
     store,
+    deadLetters: (dl: DeadLetterStoreOptions = {}) =>
+      new MemoryDeadLetterStore({ now, records: store, ...dl }),
+    sameShard: (prefix: string, n: number) => Array.from({ length: n }, (_v, i) => `${prefix}${i}`),
+    shards: 1,
     afterHandover: () => {
       clock += HANDOVER_MS + 1;
       return Promise.resolve();
@@ -374,7 +539,20 @@ for (const [name, start, shards] of [
     contract('contract', async (options = {}) => {
       await backend.flushall();
       const store = redisStore({ now, handoverMs: HANDOVER_MS, ...options });
-      return { store, afterHandover: () => sleep(HANDOVER_MS + 50), keepsUnfinished: true };
+      return {
+        store,
+        deadLetters: (dl: DeadLetterStoreOptions = {}) =>
+          new RedisDeadLetterStore({ redis: backend.client, layout, now, records: store, ...dl }),
+        sameShard: (prefix: string, n: number) => {
+          const ids: string[] = [];
+          for (let i = 0; ids.length < n; i++)
+            if (layout.shardOf(`${prefix}${i}`) === 0) ids.push(`${prefix}${i}`);
+          return ids;
+        },
+        shards,
+        afterHandover: () => sleep(HANDOVER_MS + 50),
+        keepsUnfinished: true,
+      };
     });
 
     it('every key it writes expires, and is named in the layout', async () => {
@@ -423,6 +601,55 @@ for (const [name, start, shards] of [
       // Not dead-lettered: what is left of its lifetime, at least the minute.
       expect(await pttl('plain')).toBeLessThanOrEqual(FINISHED_GRACE_MS);
       expect(await pttl('plain')).toBeGreaterThan(FINISHED_GRACE_MS - 5_000);
+    });
+
+    it('the keys of the hold expire, as the others do', async () => {
+      await backend.flushall();
+      const store = redisStore();
+      const list = new RedisDeadLetterStore({ redis: backend.client, layout, records: store });
+      const at = new Date().toISOString();
+      const dead = { ...execution('held', 0), createdAt: at, status: 'failed' as const };
+      await store.save({ ...dead, status: 'running' });
+      await store.save({ ...dead, finishedAt: at, deadLetteredAt: at });
+      expect(await list.add(deadLetterOf({ ...dead, deadLetteredAt: at }))).toBe(true);
+      const keys = layout.of('held');
+      for (const key of [keys.held, keys.heldBytes])
+        expect([key, await backend.client.pttl(key)]).toEqual([key, expect.any(Number)]);
+      expect(await backend.client.pttl(keys.held)).toBeGreaterThan(0);
+      expect(await backend.client.pttl(keys.heldBytes)).toBeGreaterThan(0);
+      // Released into a finished set that had gone: it gets its expiry.
+      await backend.client.del(keys.finished);
+      await list.take('held');
+      expect(await backend.client.zscore(keys.finished, 'held')).not.toBeNull();
+      expect(await backend.client.pttl(keys.finished)).toBeGreaterThan(0);
+    });
+
+    it('records and entries of the version before the hold: read and retried as they were, held once added again', async () => {
+      await backend.flushall();
+      const store = redisStore({ now, maxBytes: 40_000 });
+      const list = new RedisDeadLetterStore({ redis: backend.client, layout, now, records: store });
+      // What that version left: a dead-lettered record in the finished set (its write is
+      // the same) and its entry, added without a hold.
+      const at = new Date(clock - 50 * 60_000).toISOString();
+      const dead = execution('old', 60, { status: 'failed', finishedAt: at, deadLetteredAt: at });
+      await store.save({ ...dead, status: 'running' });
+      await store.save(dead);
+      const entry = deadLetterOf(dead);
+      await backend.client.zadd(layout.deadLetters.index, Date.parse(at), 'old');
+      await backend.client.hset(layout.deadLetters.entries, 'old', JSON.stringify(entry));
+      expect(await store.heldBytes()).toBe(0);
+      expect(await list.get('old')).toEqual(entry);
+      expect(await store.get('old')).toMatchObject({ deadLetteredAt: at });
+      // A worker taking over its job adds the entry again: the record is held from then.
+      expect(await list.add(entry)).toBe(true);
+      expect(await store.heldBytes()).toBeGreaterThan(0);
+      for (let i = 0; i < 150; i++)
+        await store.save(execution(`b${i}`, 40 - i / 1000, { output: 'z'.repeat(900) }));
+      expect((await store.stats()).evictions.bytes).toBeGreaterThan(0);
+      expect(await store.get('old')).toMatchObject({ deadLetteredAt: at });
+      // Its retry takes the entry, as before.
+      expect(await list.take('old')).toEqual(entry);
+      expect(await store.heldBytes()).toBe(0);
     });
 
     it('a dead-lettered execution saved again later keeps the expiry its dead-lettering gave it', async () => {
