@@ -188,10 +188,11 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
       executionId,
       this.#cutoff(),
     );
-    if (!json) return undefined;
-    // Its record is not held for it any more (a retry that cannot start adds it again).
+    return json ? (JSON.parse(json) as DeadLetter) : undefined;
+  }
+
+  async release(executionId: string): Promise<void> {
     await this.#records?.release([executionId]);
-    return JSON.parse(json) as DeadLetter;
   }
 
   count(): Promise<number> {

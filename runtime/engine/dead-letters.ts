@@ -50,10 +50,17 @@ export interface DeadLetterStore {
   list(filter: DeadLetterFilter): Promise<DeadLetter[]>;
   /**
    * Removes the entry and returns it, atomically: of two concurrent calls for one
-   * execution only one gets it (a retry claims its entry this way). Its record is
-   * released (HeldRecords.release): adding the entry back holds it again.
+   * execution only one gets it (a retry claims its entry this way). Its record stays
+   * held: a retry that cannot start adds the entry back, and its record must still be
+   * there however full the store got meanwhile; one that started calls `release`.
    */
   take(executionId: string): Promise<DeadLetter | undefined>;
+  /**
+   * The entry taken has left for good (its retry started): its record is an ordinary
+   * finished one again (HeldRecords.release). A process that dies before leaves it held
+   * until it expires or the hold's bound drops it.
+   */
+  release(executionId: string): Promise<void>;
   /** Entries held (the dead-letter gauge). */
   count(): Promise<number>;
 }
@@ -257,13 +264,15 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
     return Promise.resolve(found);
   }
 
-  async take(executionId: string): Promise<DeadLetter | undefined> {
+  take(executionId: string): Promise<DeadLetter | undefined> {
     this.#sweep();
     const held = this.#entries.get(executionId);
     this.#entries.delete(executionId);
-    // Its record is not held for it any more (a retry that cannot start adds it again).
-    if (held) await this.#records?.release([executionId]);
-    return held?.entry;
+    return Promise.resolve(held?.entry);
+  }
+
+  async release(executionId: string): Promise<void> {
+    await this.#records?.release([executionId]);
   }
 
   count(): Promise<number> {

@@ -148,12 +148,19 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
         `${entry.executionId} is not in the dead-letter list (already retried?)`,
       );
     }
+    // Its record stays held until the retry has started: one that cannot start puts
+    // the entry back, with its record, however full the store got meanwhile.
+    let started: Execution;
     try {
-      return await engine.start(plan.request);
+      started = await engine.start(plan.request);
     } catch (error) {
       await deadLetters.add(taken);
       throw error;
     }
+    // Started: the record is an ordinary finished one again. If this fails, it stays
+    // held until it expires (or the hold's bound drops it); the retry stands.
+    await deadLetters.release(entry.executionId).catch(() => undefined);
+    return started;
   };
 
   const entryOr404 = async (id: string): Promise<DeadLetter> => {

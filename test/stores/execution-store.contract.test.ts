@@ -452,9 +452,24 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       // A retry that started: the record is an ordinary finished one (the first to
       // expire), which a full budget drops.
       expect((await list.take('dead'))?.executionId).toBe('dead');
+      await list.release('dead');
       expect(await small.heldBytes()).toBe(0);
       await fill(small, 'c', 150, 30);
       expect(await small.get('dead')).toBeUndefined();
+    });
+
+    it('a retry that cannot start puts its entry back with its record, however full the store got meanwhile', async () => {
+      const { store: small, deadLetters } = await make({ maxBytes: 40_000 });
+      const list = deadLetters();
+      const dead = await deadLettered(small, 'dead', 60, 50);
+      await list.add(deadLetterOf(dead));
+      const taken = await list.take('dead');
+      // While its retry tries to start (and fails: a full queue), executions finish and
+      // fill the budget: the record of the entry taken is not theirs to drop.
+      await fill(small, 'b', 150, 40);
+      expect(await list.add(taken as NonNullable<typeof taken>)).toBe(true);
+      expect(await list.get('dead')).toBeDefined();
+      expect(await small.get('dead')).toBeDefined();
     });
 
     it("an entry dropped for the list's cap releases its record", async () => {
@@ -620,6 +635,7 @@ for (const [name, start, shards] of [
       // Released into a finished set that had gone: it gets its expiry.
       await backend.client.del(keys.finished);
       await list.take('held');
+      await list.release('held');
       expect(await backend.client.zscore(keys.finished, 'held')).not.toBeNull();
       expect(await backend.client.pttl(keys.finished)).toBeGreaterThan(0);
     });
@@ -647,8 +663,9 @@ for (const [name, start, shards] of [
         await store.save(execution(`b${i}`, 40 - i / 1000, { output: 'z'.repeat(900) }));
       expect((await store.stats()).evictions.bytes).toBeGreaterThan(0);
       expect(await store.get('old')).toMatchObject({ deadLetteredAt: at });
-      // Its retry takes the entry, as before.
+      // Its retry takes the entry, as before, and releases the record once started.
       expect(await list.take('old')).toEqual(entry);
+      await list.release('old');
       expect(await store.heldBytes()).toBe(0);
     });
 
