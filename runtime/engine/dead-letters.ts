@@ -5,7 +5,7 @@
 //
 // While an entry is listed, the executions store holds its record (HeldRecords): its
 // byte budget does not drop it. The list holds a record before it adds the entry, and
-// releases it once the entry has left (taken by a retry, dropped for `maxEntries`), so
+// releases it once the entry has left (taken by a retry that started, dropped for `maxEntries`), so
 // an entry listed can always be read and retried. What is held is bounded by the
 // executions store (half its budget): beyond that, the oldest entries go, each before
 // its record (ADR 0039, amended 2026-11-28).
