@@ -483,7 +483,13 @@ export class ExecutionWorker {
     if (execution.status === 'succeeded') return false;
     if (execution.status === 'failed') {
       if (execution.deadLetteredAt && this.#o.deadLetters) {
-        await this.#o.deadLetters.add(deadLetterOf(execution, job.callbackUrl));
+        const listed = await this.#o.deadLetters.add(deadLetterOf(execution, job.callbackUrl));
+        if (!listed) {
+          this.#o.onInternalError(
+            new Error(`execution ${job.id} is not in the dead-letter list: its record is gone`),
+            `job ${entryId}`,
+          );
+        }
       }
       return false;
     }

@@ -154,7 +154,15 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     try {
       started = await engine.start(plan.request);
     } catch (error) {
-      await deadLetters.add(taken);
+      // Only if its record went meanwhile (it is held: expired, or dropped by the hold's
+      // own bound) is the entry not put back: said, since nothing else will.
+      const listed = await deadLetters.add(taken);
+      if (!listed) {
+        app.log.error(
+          { executionId: entry.executionId },
+          'the dead letter whose retry could not start is not listed again: its record is gone',
+        );
+      }
       throw error;
     }
     // Started: the record is an ordinary finished one again. If this fails, it stays
