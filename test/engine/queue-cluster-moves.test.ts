@@ -144,7 +144,7 @@ async function underTraffic(
     const atStart = accepted.size;
     const trafficGoesOn = async () => {
       const from = accepted.size;
-      await eventually(async () => expect(accepted.size).toBeGreaterThan(from), 30_000, 5);
+      await eventually(() => expect(accepted.size).toBeGreaterThan(from), 30_000, 5);
     };
     await disrupt(layout, trafficGoesOn);
     const during = accepted.size - atStart;
