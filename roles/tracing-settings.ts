@@ -1,7 +1,10 @@
 // Distributed tracing's settings, from the OpenTelemetry SDK's standard environment
 // variables (ADR 0040): off unless OTEL_TRACES_EXPORTER=otlp. Checked at start like
 // every HOOKGATE_* setting: a value hookgate would not use as written is a problem
-// (exit 2), not a silent fallback. Only the dev, gateway and worker roles trace.
+// (exit 2), not a silent fallback. Only the dev, gateway and worker roles trace. Enum
+// values (exporter, sampler, protocol) are read without regard to case, as the SDK
+// environment variables' specification asks ("Enum values SHOULD be interpreted in a
+// case-insensitive manner").
 import {
   TRACE_SAMPLERS,
   type TraceSampler,
@@ -45,7 +48,7 @@ export function tracingSettings(
   const off = { config: undefined, problems: [] };
   if (!TRACING_ROLES.has(role)) return off;
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return off;
-  const exporter = env.OTEL_TRACES_EXPORTER?.trim();
+  const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
   if (exporter === undefined || exporter === '' || exporter === 'none') return off;
   if (exporter !== 'otlp')
     return {
@@ -56,7 +59,8 @@ export function tracingSettings(
     };
   const problems: string[] = protocolProblems(env);
   const endpoint = endpointOf(env, problems);
-  const sampler = (env.OTEL_TRACES_SAMPLER?.trim() || 'parentbased_always_on') as TraceSampler;
+  const sampler = (env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() ||
+    'parentbased_always_on') as TraceSampler;
   if (!(TRACE_SAMPLERS as readonly string[]).includes(sampler))
     problems.push(
       `OTEL_TRACES_SAMPLER must be one of ${TRACE_SAMPLERS.join(', ')}, not "${sampler}"`,
@@ -89,7 +93,8 @@ function protocolProblems(env: NodeJS.ProcessEnv): string[] {
     ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
     : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = env[name];
-  if (protocol === undefined || protocol === '' || PROTOCOLS.includes(protocol)) return [];
+  if (protocol === undefined || protocol === '' || PROTOCOLS.includes(protocol.toLowerCase()))
+    return [];
   return [
     `${name} must be http/json (the OTLP/HTTP receiver of a collector takes it), not "${protocol}"`,
   ];

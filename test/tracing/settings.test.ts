@@ -71,6 +71,15 @@ describe('tracing settings', () => {
       scheduledDelayMs: 200,
       exportTimeoutMs: 1000,
     });
+    // Enum values without regard to case, as the SDK's environment specification asks.
+    expect(
+      tracingSettings('gateway', {
+        OTEL_TRACES_EXPORTER: 'OTLP',
+        OTEL_TRACES_SAMPLER: 'ParentBased_TraceIdRatio',
+        OTEL_TRACES_SAMPLER_ARG: '0.5',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'HTTP/JSON',
+      }),
+    ).toMatchObject({ config: { sampler: 'parentbased_traceidratio', ratio: 0.5 }, problems: [] });
     // A sampler that takes no argument ignores it, as the specification says.
     expect(
       tracingSettings('dev', {
