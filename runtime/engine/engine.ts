@@ -363,12 +363,9 @@ export class InProcessEngine implements ExecutionEngine {
   /**
    * Stops accepting executions, lets running and queued ones (and callback deliveries)
    * finish for up to `timeoutMs`, then aborts the rest: delays and outbound requests are
-   * cancelled and those executions fail with "engine shut down".
-   */
-  /**
-   * Stops taking executions and waits up to `timeoutMs` for those running (then aborts
-   * them). Called again (a second signal, a role's close after a failed start), it
-   * answers the first call's promise: what it owns is closed once.
+   * cancelled and those executions fail with "engine shut down". Called again (a second
+   * signal, a role's close after a failed start), it answers the first call's promise:
+   * what it owns is closed once.
    */
   close(timeoutMs = 10_000): Promise<{ drained: boolean }> {
     this.#closed ??= this.#close(timeoutMs);
