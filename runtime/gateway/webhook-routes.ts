@@ -530,6 +530,20 @@ function abandonOnClose(
   });
 }
 
+/** The caller's trace context the policy accepts, the endpoint's authentication counted. */
+function callerTraceContext(
+  traceContext: TraceContextPolicy,
+  route: RouteRecord,
+  request: FastifyRequest,
+): { traceparent?: string; tracestate?: string } {
+  const method = route.spec.auth?.method;
+  return acceptedTraceContext(
+    traceContext,
+    method !== undefined && method !== 'none',
+    request.headers,
+  );
+}
+
 /**
  * The SERVER span of a matched request, from the time it arrived: a child of the
  * caller's `traceparent` where the trace context policy trusts this caller (as for what
@@ -544,15 +558,10 @@ function requestSpan(
   passed: boolean,
 ): RequestSpan {
   const route = ctx.match.route;
-  const method = route.spec.auth?.method;
   const parent =
     !passed || request.headers.traceparent === undefined
       ? undefined
-      : acceptedTraceContext(
-          traceContext,
-          method !== undefined && method !== 'none',
-          request.headers,
-        );
+      : callerTraceContext(traceContext, route, request);
   return tracing.request({
     method: request.method,
     route: route.path,
@@ -593,12 +602,7 @@ function triggerOutput(
   if (ctx.consumer !== undefined) metadata.consumer = ctx.consumer;
   // Only parsed when the caller sent one: nothing on the path of a request without.
   if (request.headers.traceparent !== undefined) {
-    const method = route.spec.auth?.method;
-    const accepted = acceptedTraceContext(
-      traceContext,
-      method !== undefined && method !== 'none',
-      request.headers,
-    );
+    const accepted = callerTraceContext(traceContext, route, request);
     if (accepted.traceparent !== undefined) metadata.traceparent = accepted.traceparent;
     if (accepted.tracestate !== undefined) metadata.tracestate = accepted.tracestate;
   }
