@@ -228,16 +228,13 @@ export class GatewayMetrics implements RequestObserver {
   recordExecution(workflowId: string, result: ExecutionResult): void {
     // The labelled series, kept: prom-client hashes the labels on every inc otherwise.
     const key = `${result} ${workflowId}`;
-    const now = this.#now();
-    const held = this.#executionSeries.get(key);
-    if (held) {
-      held.series.inc();
-      held.updatedMs = now;
-      return;
+    let held = this.#executionSeries.get(key);
+    if (!held) {
+      held = { series: this.#executions.labels({ workflow_id: workflowId, result }), updatedMs: 0 };
+      this.#executionSeries.set(key, held);
     }
-    const series = this.#executions.labels({ workflow_id: workflowId, result });
-    this.#executionSeries.set(key, { series, updatedMs: now });
-    series.inc();
+    held.series.inc();
+    held.updatedMs = this.#now();
   }
 
   /**
