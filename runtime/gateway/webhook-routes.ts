@@ -247,7 +247,9 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     // Tracing off: this branch is all it costs. Started here, once the caller has been
     // authenticated (the signature of a signed delivery too), so that the policy's
     // 'authenticated' means it: a refused caller never chooses the trace.
-    if (tracing !== undefined) ctx.span = requestSpan(tracing, traceContext, request, ctx, true);
+    // A caller gone before this point has its span already (abandoned): none made twice.
+    if (tracing !== undefined && ctx.span === undefined)
+      ctx.span = requestSpan(tracing, traceContext, request, ctx, true);
     const body = request.body ?? null;
     guards.validateInput(route, body, request.headers['content-type'] ?? '');
     const workflow = table.workflow(route.workflowId);
@@ -526,7 +528,7 @@ function abandonOnClose(
   const res = reply.raw;
   res.once('close', () => {
     if (res.writableFinished) return;
-    (ctx.span ?? requestSpan(tracing, traceContext, request, ctx, false)).abandon();
+    (ctx.span ??= requestSpan(tracing, traceContext, request, ctx, false)).abandon();
   });
 }
 
