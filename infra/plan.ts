@@ -9,6 +9,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { rulesProblems, type OutboundRules } from '../runtime/engine/outbound/policy.ts';
+import { TRACE_SAMPLERS, type TraceSampler } from '../runtime/tracing/tracing.ts';
 import {
   analyticsPrometheusUrl,
   analyticsValues,
@@ -57,16 +58,8 @@ export type ExecutionsMode = 'queue' | 'inline';
 /** LOG_LEVEL values the CLI accepts (roles/settings.ts) and the chart's schema allows. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-/** OTEL_TRACES_SAMPLER values (chart `config.tracing.sampler`; roles/tracing-settings.ts). */
-export const TRACE_SAMPLERS = [
-  'always_on',
-  'always_off',
-  'traceidratio',
-  'parentbased_always_on',
-  'parentbased_always_off',
-  'parentbased_traceidratio',
-] as const;
-export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+/** OTEL_TRACES_SAMPLER values (chart `config.tracing.sampler`): the roles' own list. */
+export { TRACE_SAMPLERS, type TraceSampler };
 
 /** Distributed tracing of the gateways and workers (chart `config.tracing`, ADR 0040). */
 export interface TracingArgs {
