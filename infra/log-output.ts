@@ -2,6 +2,7 @@
 // docs/availability.md "Log lines at shutdown"). Checked as the roles check them, so a bad
 // value fails at `pulumi preview` instead of in a crash-looping pod.
 import { parseBytes } from '../runtime/bounded.ts';
+import { LOG_OUTPUT_BOUNDS } from '../roles/log-settings.ts';
 
 /** The chart's defaults (values.yaml config.logOutput), the log destination's own. */
 export const DEFAULT_LOG_OUTPUT = {
@@ -20,12 +21,8 @@ export interface LogOutputArgs {
   syncFlushMs: number;
 }
 
-/** The bounds the roles accept (roles/log-settings.ts LOG_OUTPUT_BOUNDS; a test keeps them equal). */
-export const LOG_OUTPUT_BOUNDS = {
-  bufferBytes: { min: 64 * 1024, max: 64 * 1024 * 1024 },
-  stallMs: { min: 100, max: 20_000 },
-  syncFlushMs: { min: 0, max: 4_000 },
-} as const;
+/** The bounds the roles accept: theirs (roles/log-settings.ts). */
+export { LOG_OUTPUT_BOUNDS };
 
 export function validateLogOutput(logOutput: LogOutputArgs): string[] {
   const errors: string[] = [];
