@@ -118,16 +118,11 @@ function networkPolicyEgressFromConfig(): { networkPolicyEgress?: NetworkPolicyE
 }
 
 /** `{ key: value }` when the config sets it, else nothing (so the chart default applies). */
-function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
-}
-
-/** `{ key: size }` when the config sets it (`16Mi`, or bytes), else nothing. */
-function optionalSize<K extends string>(
+function optional<K extends string, V extends number | string>(
   key: K,
-  value: string | undefined,
-): Partial<Record<K, string>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
+  value: V | undefined,
+): Partial<Record<K, V>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
 }
 
 /** Byte budgets (docs/limits.md): the sizes as given (`512Mi`), the record lifetime in ms. */
@@ -168,7 +163,7 @@ const hookgate = new HookgateDeployment('hookgate', {
     ...optional('writeWindowMs', config.getNumber('redisWriteWindowMs')),
   },
   logOutput: {
-    ...optionalSize('bufferBytes', config.get('logBufferBytes')),
+    ...optional('bufferBytes', config.get('logBufferBytes')),
     ...optional('stallMs', config.getNumber('logStallMs')),
     ...optional('syncFlushMs', config.getNumber('logSyncFlushMs')),
   },
