@@ -556,13 +556,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       }
       held[this.#heldHead++] = undefined;
     }
-    if (this.#heldHead === held.length) {
-      this.#held = [];
-      this.#heldHead = 0;
-    } else if (this.#heldHead > 1024 && this.#heldHead * 2 > held.length) {
-      this.#held = held.slice(this.#heldHead);
-      this.#heldHead = 0;
-    }
+    [this.#held, this.#heldHead] = compacted(held, this.#heldHead);
   }
 
   /** Drops the retained entries that expired, and (`bounded`) the first while over a bound. */
@@ -574,14 +568,18 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
         this.#drop(entry, 'bytes');
       else break;
     }
-    if (this.#retainedHead === this.#retained.length) {
-      this.#retained = [];
-      this.#retainedHead = 0;
-    } else if (this.#retainedHead > 1024 && this.#retainedHead * 2 > this.#retained.length) {
-      this.#retained = this.#retained.slice(this.#retainedHead);
-      this.#retainedHead = 0;
-    }
+    [this.#retained, this.#retainedHead] = compacted(this.#retained, this.#retainedHead);
   }
+}
+
+/**
+ * A queue and its head with the passed slots cut off: all of them once every slot is
+ * passed, or when they are most of the queue (past the first 1024).
+ */
+function compacted(queue: (Entry | undefined)[], head: number): [(Entry | undefined)[], number] {
+  if (head === queue.length) return [[], 0];
+  if (head > 1024 && head * 2 > queue.length) return [queue.slice(head), 0];
+  return [queue, head];
 }
 
 /** Takes `entry` out of a queue (its slot left empty), looking from `head`. */
