@@ -705,8 +705,8 @@ describe('chart files', () => {
 
 describe('the tracing samplers', () => {
   it('are the same list in the Pulumi program, the roles and the chart schema', () => {
-    // infra/ keeps its own copy (it imports nothing of the runtime): a sampler added on
-    // one side only would pass one check and fail the other at deploy time.
+    // The chart's schema keeps its own list: a sampler added on one side only would pass
+    // one check and fail the other at deploy time.
     const values = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as {
       properties: {
         config: { properties: { tracing: { properties: { sampler: { enum: string[] } } } } };
