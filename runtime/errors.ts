@@ -141,6 +141,11 @@ export const CATALOGUE = {
     type: 'outbound-refused',
     title: 'Outbound request refused by the outbound policy',
   },
+  HG_ERR_TRIGGER_RECREATED: {
+    status: 500,
+    type: 'trigger-recreated',
+    title: 'The trigger was re-created before the execution ran',
+  },
   HG_ERR_IDEMPOTENCY_KEY_INVALID: {
     status: 400,
     type: 'idempotency-key-invalid',

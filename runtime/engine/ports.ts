@@ -10,7 +10,8 @@ import type { TraceCarrier } from '../tracing/tracing.ts';
  * retryable classes are those a Workflow's `retry.on` can name; the others never retry:
  * validation (output schema), workflow (step limit, a missing node, a delay over the
  * limit, unknown node type), refused (outbound address refused), shutdown, unrunnable
- * (the trigger or workflow went away), internal.
+ * (the trigger or workflow went away, or the trigger was re-created, before a queued
+ * attempt ran), internal.
  */
 export type FailureKind =
   RetryableFailure | 'validation' | 'workflow' | 'refused' | 'shutdown' | 'unrunnable' | 'internal';
@@ -81,8 +82,10 @@ export interface ExecutionError {
   statusCode?: number;
   /**
    * Catalogue code: HG_ERR_EXECUTION_FAILED (a node failed, a fail node ran, the step
-   * limit was hit, the engine shut down), HG_ERR_OUTBOUND_REFUSED (an http node's
-   * destination refused by the outbound policy) or HG_ERR_OUTPUT_SCHEMA (output validator).
+   * limit was hit, the engine shut down, the trigger or workflow went away before a
+   * worker ran it), HG_ERR_OUTBOUND_REFUSED (an http node's destination refused by the
+   * outbound policy), HG_ERR_OUTPUT_SCHEMA (output validator) or HG_ERR_TRIGGER_RECREATED
+   * (its trigger deleted and re-created under its name before a worker ran it).
    */
   code?: ErrorCode;
   /** The failure class (retry-policy.ts); absent in records written before retries. */

@@ -500,7 +500,22 @@ export class ExecutionWorker {
     if (attempt < pending) return false;
     const target = await this.#o.resolve(job);
     if (!target) {
-      await this.#failUnrunnable(execution, job, afterSeq);
+      await this.#failUnrunnable(execution, afterSeq, {
+        message: `endpoint ${job.triggerKey} or its workflow ${job.workflowId} is no longer published`,
+        code: 'HG_ERR_EXECUTION_FAILED',
+      });
+      return false;
+    }
+    // The route of its name is another WebhookTrigger's (deleted and re-created since the
+    // request came in: another uid), whose workflow, schemas, response and callback
+    // settings are not those the request was accepted under: not run, as for a trigger
+    // gone (ADR 0018 and 0035, amended 2026-11-28). An execution without a uid (accepted
+    // before uids were kept) is not checked.
+    if (!sameTrigger(execution.triggerUid, target.route)) {
+      await this.#failUnrunnable(execution, afterSeq, {
+        message: `endpoint ${job.triggerKey} was deleted and re-created since this execution was accepted (another WebhookTrigger uid): it is not run under the new trigger`,
+        code: 'HG_ERR_TRIGGER_RECREATED',
+      });
       return false;
     }
     const validator = this.#o.outputValidator?.(target.route);
@@ -512,7 +527,7 @@ export class ExecutionWorker {
       input: execution.input,
       ...(validator ? { outputValidator: validator } : {}),
       ...(job.callbackUrl
-        ? { callbackUrl: job.callbackUrl, ...jobSigning(target.route, execution) }
+        ? { callbackUrl: job.callbackUrl, ...callbackSigning(target.route) }
         : {}),
     };
     // The store acknowledges the job with the final record when the entry is on the
@@ -531,14 +546,17 @@ export class ExecutionWorker {
     return done;
   }
 
-  /** The endpoint or its workflow went away between the 202 and the run. */
-  async #failUnrunnable(execution: Execution, job: ExecutionJob, afterSeq: number): Promise<void> {
-    const error: ExecutionError = {
-      message: `endpoint ${job.triggerKey} or its workflow ${job.workflowId} is no longer published`,
-      statusCode: 500,
-      code: 'HG_ERR_EXECUTION_FAILED',
-      kind: 'unrunnable',
-    };
+  /**
+   * The endpoint or its workflow went away between the 202 and the run, or the endpoint
+   * is another WebhookTrigger now: the execution fails (class unrunnable, never retried
+   * nor dead-lettered) with `reason`, and no callback is sent.
+   */
+  async #failUnrunnable(
+    execution: Execution,
+    afterSeq: number,
+    reason: Pick<ExecutionError, 'message' | 'code'>,
+  ): Promise<void> {
+    const error: ExecutionError = { ...reason, statusCode: 500, kind: 'unrunnable' };
     const finishedAt = new Date().toISOString();
     const failed: Execution = { ...execution, status: 'failed', error, finishedAt };
     delete failed.nextAttemptAt;
@@ -588,20 +606,4 @@ export class ExecutionWorker {
       }),
     );
   }
-}
-
-/**
- * How a job's callback is signed: as its trigger's route says now, unless that route is
- * another trigger's (deleted and re-created under the name since the execution was
- * accepted: another uid). What the trigger the request came in on had is not known then,
- * so the run counts as one with secrets of its own: its attempts are not signed with the
- * engine's secret in their stead, nor with the newcomer's (ADR 0035).
- */
-function jobSigning(
-  route: RouteRecord,
-  execution: Execution,
-): Pick<StartRequest, 'callbackSecrets' | 'ownCallbackSecrets'> {
-  return sameTrigger(execution.triggerUid, route)
-    ? callbackSigning(route)
-    : { ownCallbackSecrets: true };
 }

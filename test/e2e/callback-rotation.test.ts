@@ -25,7 +25,7 @@ import type { Serving } from '../../roles/serving.ts';
 import { createWorkerRuntime, type WorkerRuntime } from '../../roles/worker.ts';
 import { generateSecret } from '../../runtime/engine/callbacks.ts';
 import { startReceiver, type Received, type Receiver } from '../engine/receiver.ts';
-import { eventually } from '../support/eventually.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 import { startRuntime, type ControlRuntime, type TestRuntime } from '../support/gateway.ts';
 import { startKubeRuntime } from '../support/kube-runtime.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
@@ -313,7 +313,7 @@ describe.skipIf(!redisAvailable())('over Redis (routes written by the operator)'
     await expectRecreationRefused(control, inline.app, inline.engine);
   }, 60_000);
 
-  it('a worker that takes the job after the trigger was re-created: nothing is sent', async () => {
+  it('a worker that takes the job after the trigger was re-created: the job fails unrun, nothing is sent', async () => {
     // No worker yet: the job waits while the trigger is deleted and created again.
     await redeploy(control);
     const queueing = await gateway('queue');
@@ -322,14 +322,32 @@ describe.skipIf(!redisAvailable())('over Redis (routes written by the operator)'
     const executionId = await accept(queueing.app);
     await recreate(control, control.routes);
     await worker();
-    // The run's trigger may have had no key of its own: not known, so neither the
-    // process's key signs, nor the newcomer's.
-    expect(await outcomeOf(queueing.engine, executionId)).toEqual({
-      delivered: false,
-      attempts: 5,
-      reason: RECREATED,
+    // Failed like a job whose trigger is gone: the newcomer's workflow, schemas, response
+    // and callback settings are not those of the trigger the request came in on.
+    const read = await eventually(async () => {
+      const res = await queueing.admin.inject({
+        method: 'GET',
+        url: `/api/executions/${executionId}`,
+      });
+      expect(res.statusCode).toBe(200);
+      const execution = res.json<Record<string, unknown>>();
+      expect(execution.status).toBe('failed');
+      return execution;
+    }, 20_000);
+    expect(read.error).toEqual({
+      message: `endpoint ${KEY} was deleted and re-created since this execution was accepted (another WebhookTrigger uid): it is not run under the new trigger`,
+      statusCode: 500,
+      code: 'HG_ERR_TRIGGER_RECREATED',
+      kind: 'unrunnable',
     });
+    expect(read.log).toEqual([]);
+    expect(read).not.toHaveProperty('output');
+    expect(read).not.toHaveProperty('triggerUid');
+    // No callback: neither signed with the newcomer's key nor with the process's (a first
+    // attempt would have come within the backoff of 300 ms).
+    await sleep(1_000);
     expect(receiver.received).toHaveLength(0);
+    expect((await queueing.engine.get(executionId))?.callback).toBeUndefined();
     await redeploy(control);
   }, 60_000);
 

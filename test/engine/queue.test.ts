@@ -134,19 +134,50 @@ for (const [name, start, shards] of [
       const g = gateway();
       const queued = await g.engine.start({ ...target, input: trigger({}) });
       expect(queued.triggerUid).toBe('uid-1');
+      // The route of its name changes (an edit: the same uid) before a worker takes it.
+      const now = q.targets.get('shop/orders-hook') as JobTarget;
+      q.targets.set('shop/orders-hook', { ...now, route: { ...now.route, generation: 2 } });
+      const done = finished(g.engine, queued.id);
+      await worker().start();
+      expect(await done).toMatchObject({ status: 'succeeded', triggerUid: 'uid-1' });
+    });
+
+    it('a job whose trigger was deleted and re-created before it ran fails like one whose trigger is gone, and runs nothing of the newcomer; a job without a uid runs as before', async () => {
+      const target = deploy([{ id: 'n', type: 'transform', expression: '{ "ran": true }' }]);
+      const g = gateway();
+      const queued = await g.engine.start({ ...target, input: trigger({}) });
       // Queued by a gateway from before uids were kept: its record has none.
       const { uid: _uid, ...before } = target.trigger;
       const old = await g.engine.start({ ...target, trigger: before, input: trigger({}) });
       expect(await g.engine.get(old.id)).not.toHaveProperty('triggerUid');
       // The trigger is deleted and re-created under its name before a worker takes the
-      // jobs: its route has another uid.
+      // jobs: its route has another uid (and the newcomer's own workflow would run).
       const now = q.targets.get('shop/orders-hook') as JobTarget;
-      q.targets.set('shop/orders-hook', { ...now, route: { ...now.route, uid: 'uid-2' } });
+      const newcomers = workflow([
+        { id: 'm', type: 'transform', expression: '{ "newcomer": true }' },
+      ]);
+      q.targets.set('shop/orders-hook', {
+        workflow: newcomers,
+        route: { ...now.route, uid: 'uid-2' },
+      });
       const done = Promise.all([finished(g.engine, queued.id), finished(g.engine, old.id)]);
       await worker().start();
       const [ran, ranOld] = await done;
-      expect(ran).toMatchObject({ status: 'succeeded', triggerUid: 'uid-1' });
-      expect(ranOld.status).toBe('succeeded');
+      const error = {
+        message:
+          'endpoint shop/orders-hook was deleted and re-created since this execution was accepted (another WebhookTrigger uid): it is not run under the new trigger',
+        statusCode: 500,
+        code: 'HG_ERR_TRIGGER_RECREATED',
+        kind: 'unrunnable',
+      };
+      expect(ran).toMatchObject({ status: 'failed', triggerUid: 'uid-1', log: [], error });
+      expect(ran).not.toHaveProperty('output');
+      expect(ran.finishedAt).toBeDefined();
+      const events = await g.store.events(queued.id, 0);
+      expect(events.map((e) => e.type)).toEqual(['queued', 'failed']);
+      expect(events.at(-1)).toMatchObject({ type: 'failed', error });
+      // Without a uid nothing tells the triggers apart: it runs through the route of its name.
+      expect(ranOld).toMatchObject({ status: 'succeeded', output: { newcomer: true } });
       expect(ranOld).not.toHaveProperty('triggerUid');
     });
 

@@ -235,6 +235,40 @@ for (const [name, start, shards] of [
       }));
     });
 
+    it('a trigger deleted and re-created while an attempt waits: the next attempt fails as unrunnable, not dead-lettered', async () => {
+      const target = deploy(flaky, onFail(3, '1s'));
+      const g = gateway();
+      await worker().start();
+      const queued = await g.engine.start({
+        ...target,
+        input: trigger({ n: 1, failUntil: Date.now() + 3_600_000 }),
+        callbackUrl: 'https://receiver.test/hook',
+      });
+      await eventually(async () => expect(await due(client())).toBe(1));
+      // Another WebhookTrigger of its name now (another uid), before attempt 2 is due.
+      const now = q.targets.get(KEY) as JobTarget;
+      q.targets.set(KEY, { ...now, route: { ...now.route, uid: 'uid-2' } });
+      const done = await settled(g, queued.id);
+      expect(done).toMatchObject({
+        status: 'failed',
+        error: { code: 'HG_ERR_TRIGGER_RECREATED', kind: 'unrunnable' },
+      });
+      expect(done.failedAttempts?.map((a) => [a.attempt, a.error.kind])).toEqual([[1, 'fail']]);
+      expect(done.log.every((line) => (line.attempt ?? 1) === 1)).toBe(true);
+      expect(done).not.toHaveProperty('nextAttemptAt');
+      expect(done.deadLetteredAt).toBeUndefined();
+      expect(await g.deadLetters.count()).toBe(0);
+      const events = await g.store.events(queued.id, 0);
+      expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(0);
+      expect(events.at(-1)).toMatchObject({
+        type: 'failed',
+        error: { code: 'HG_ERR_TRIGGER_RECREATED' },
+      });
+      expect(events.at(-1)).not.toHaveProperty('deadLettered');
+      await eventually(async () => expect(await depth(client())).toBe(0));
+      expect(await due(client())).toBe(0);
+    });
+
     it('a non-retryable failure is not handed to the retry set', async () => {
       const target = deploy(
         [{ id: 'broken', type: 'transform', expression: '$undefinedFunction()' }],
