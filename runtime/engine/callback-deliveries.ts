@@ -5,7 +5,7 @@
 // trigger's route record holds at that attempt, when the route is still the trigger's
 // (its uid the run's: ADR 0035).
 import type { RouteRecord } from '../../api/records/records.ts';
-import type { AttemptSecrets, CallbackSender, DeliveryResult, SecretsLookup } from './callbacks.ts';
+import type { AttemptSecrets, CallbackSender, DeliveryResult } from './callbacks.ts';
 import type { CallbackOutcome, Execution, StartRequest, TriggerRef } from './ports.ts';
 import { callbackSecretsOf, sameTrigger } from './trigger-ref.ts';
 import type { TraceSpan } from '../tracing/tracing.ts';
@@ -19,8 +19,7 @@ export interface CallbackDeliveriesOptions {
   sender: CallbackSender;
   /**
    * Where each attempt reads the trigger's signing secrets (its route record). Without
-   * it, the secrets the start request carried sign every attempt (none, and
-   * `ownCallbackSecrets`: no attempt is sent).
+   * it, the secrets the start request carried sign every attempt.
    */
   routes?: RouteReader;
   /** Told about every delivery, delivered or not (metrics). */
@@ -52,19 +51,17 @@ export class CallbackDeliveries {
   deliver(
     execution: Execution,
     url: string,
-    request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets' | 'ownCallbackSecrets'>,
+    request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets'>,
     span?: TraceSpan,
   ): void {
     const { routes } = this.#o;
     const trigger = request.trigger;
-    const own = request.ownCallbackSecrets === true || (request.callbackSecrets?.length ?? 0) > 0;
+    const own = (request.callbackSecrets?.length ?? 0) > 0;
     const delivery = this.#o.sender
       .deliver(url, execution, {
         signal: this.#abort.signal,
         workflow: request.workflow,
-        secrets: routes
-          ? () => this.#secretsOf(routes, trigger, own)
-          : carriedSecrets(request, trigger.key),
+        secrets: routes ? () => this.#secretsOf(routes, trigger, own) : request.callbackSecrets,
         span,
       })
       .then(async (result) => {
@@ -109,25 +106,6 @@ export class CallbackDeliveries {
   abort(reason: Error): void {
     this.#abort.abort(reason);
   }
-}
-
-/**
- * What signs the attempts of an engine without a route reader: the secrets the request
- * carried, or the engine's when it carried none. A run whose trigger had secrets of its
- * own that the request does not carry (`ownCallbackSecrets`: a worker found the trigger
- * re-created) has nothing to sign with: its attempts are not sent, never signed with the
- * engine's secret in their stead (ADR 0035).
- */
-function carriedSecrets(
-  request: Pick<StartRequest, 'callbackSecrets' | 'ownCallbackSecrets'>,
-  key: string,
-): readonly string[] | SecretsLookup | undefined {
-  if (request.ownCallbackSecrets !== true || (request.callbackSecrets?.length ?? 0) > 0)
-    return request.callbackSecrets;
-  const unknown: AttemptSecrets = {
-    unsigned: `the signing secrets of endpoint ${key} are not known to this engine`,
-  };
-  return () => Promise.resolve(unknown);
 }
 
 function outcomeOf(result: DeliveryResult): CallbackOutcome {

@@ -64,8 +64,7 @@ export interface InProcessEngineOptions {
    * Where a callback reads its trigger's route record before each delivery attempt, to
    * sign with the secrets it holds then (a Secret rotated during a delivery, ADR 0035);
    * asked at every attempt, so a cached reader. Without it, the secrets a start request
-   * carries (`callbackSecrets`) sign all its attempts; a request that says its trigger
-   * had secrets of its own without carrying them (`ownCallbackSecrets`) sends none.
+   * carries (`callbackSecrets`) sign all its attempts.
    */
   routes?: RouteReader;
   /**

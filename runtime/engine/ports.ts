@@ -260,14 +260,6 @@ export interface StartRequest {
    */
   callbackSecrets?: readonly string[];
   /**
-   * The run's trigger had callback signing secrets of its own, though `callbackSecrets`
-   * holds none: said by a worker that finds the trigger re-created before the run (its
-   * route has another uid than the execution's), which cannot tell what the trigger the
-   * request came in on had. Its callback is then never signed with the engine's secret
-   * in their stead (ADR 0035).
-   */
-  ownCallbackSecrets?: true;
-  /**
    * SHA-256 (hex) of the token the gateway gave the caller for the public execution
    * links; kept with the execution as `accessDigest`. A digest, not a credential.
    */

@@ -621,28 +621,6 @@ describe('callback delivery', () => {
       expect(verify(newcomer, receiver.received[1] as Received)).toBeTruthy();
     });
 
-    it("a worker's run whose trigger was re-created before it started (ownCallbackSecrets): never the engine's secret, nor the newcomer's", async () => {
-      // The worker resolved a route of another uid: what the run's trigger had is unknown.
-      const routes = new MemoryRecordStore<RouteRecord>();
-      await routes.put(key, { ...route(key), uid: 'uid-2' });
-      script = () => ({ status: 200 });
-      const engine = engineReading(routes);
-      const started = await engine.start({
-        workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]),
-        trigger: triggerRef(route(key)), // uid-1, as the execution was accepted
-        input: trigger({}),
-        callbackUrl: `${receiver.url}/unknown`,
-        ownCallbackSecrets: true,
-      });
-      const done = await eventually(async () => {
-        const found = await engine.get(started.id);
-        expect(found?.callback).toBeDefined();
-        return found as Execution;
-      });
-      expect(done.callback).toEqual({ delivered: false, attempts: 3, reason: RECREATED });
-      expect(receiver.received).toHaveLength(0);
-    });
-
     it('shutdown cancels an attempt waiting on a route read that does not answer', async () => {
       // A Redis Cluster that is down keeps a read in the client's offline queue with no
       // time limit: close(timeoutMs) must still end the delivery, not wait for Redis.
@@ -703,39 +681,5 @@ describe('callback delivery', () => {
     });
     expect(JSON.stringify(await engine.get(started.id))).not.toContain('not-a-secret');
     expect(errors).toEqual([]);
-  });
-
-  it("ownCallbackSecrets on an engine without a route reader: not sent, never signed with the engine's secret", async () => {
-    // The secrets of the run's trigger are not known (a worker found it re-created), and
-    // nothing is read at each attempt either: nothing may sign in their stead.
-    script = () => ({ status: 200 });
-    const engine = new InProcessEngine({
-      onInternalError: () => {},
-      outbound: { allow: [`127.0.0.1:${receiver.port}`] },
-      callbacks: { backoffMs: 1, timeoutMs: 2000, maxAttempts: 2 },
-    });
-    try {
-      const started = await engine.start({
-        workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "ok": true }' }]),
-        trigger: ref(),
-        input: trigger({}),
-        callbackUrl: `${receiver.url}/unknown`,
-        ownCallbackSecrets: true,
-      });
-      const done = await eventually(async () => {
-        const found = await engine.get(started.id);
-        expect(found?.callback).toBeDefined();
-        return found as Execution;
-      });
-      expect(receiver.received).toHaveLength(0);
-      expect(done.callback).toEqual({
-        delivered: false,
-        attempts: 2,
-        reason:
-          'not signed: the signing secrets of endpoint shop/orders-hook are not known to this engine',
-      });
-    } finally {
-      await engine.close(5000);
-    }
   });
 });
