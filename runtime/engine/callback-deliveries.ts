@@ -7,7 +7,7 @@
 import type { RouteRecord } from '../../api/records/records.ts';
 import type { AttemptSecrets, CallbackSender, DeliveryResult } from './callbacks.ts';
 import type { CallbackOutcome, Execution, StartRequest, TriggerRef } from './ports.ts';
-import { callbackSecretsOf, sameTrigger } from './trigger-ref.ts';
+import { callbackSecretsOf } from './trigger-ref.ts';
 import type { TraceSpan } from '../tracing/tracing.ts';
 
 /** Reads a trigger's route record by trigger key, as it is now (a cached reader). */
@@ -98,8 +98,8 @@ export class CallbackDeliveries {
       this.#o.onInternalError(error, 'reading the route of a callback');
       return own ? { unsigned: `the route of endpoint ${trigger.key} could not be read` } : [];
     }
-    if (own) return callbackSecretsOf(trigger, route);
-    return route && sameTrigger(trigger.uid, route) ? callbackSecretsOf(trigger, route) : [];
+    const secrets = callbackSecretsOf(trigger, route);
+    return own || !('unsigned' in secrets) ? secrets : [];
   }
 
   /** Cancels the deliveries under way (waits and outbound requests end at once). */

@@ -32,22 +32,38 @@ export function acceptedTriggerRef(
 }
 
 /**
- * Whether `route` is the trigger `uid` names, not another WebhookTrigger created under
- * the same name since. Not checked (true) when either has no uid: an execution written
- * before uids were kept, a route from a source that gives none.
+ * What of `route` signs the callbacks of a run of the trigger `uid` names.
+ * `secrets`: the route is that trigger's, and these are its own (none: the engine's
+ * sign). `unsigned`: nothing of it signs for that run, neither its secrets nor, for a
+ * run with secrets of its own, the engine's: there is no route (`gone`), or it is another
+ * WebhookTrigger created under the same name since (`recreated`: another uid).
+ * Not checked (the route signs) when either has no uid: an execution written before uids
+ * were kept, a route from a source that gives none.
+ *
+ * The one rule against a re-created trigger (ADR 0035, ADR 0018): a worker does not run
+ * a job of it (worker.ts), a callback attempt is not signed with its secrets
+ * (callbackSecretsOf), a replay or dead-letter retry is refused unless asked, then sent
+ * without the callback (read-api/replay.ts).
  */
-export function sameTrigger(uid: string | undefined, route: RouteRecord): boolean {
-  return !uid || !route.uid || uid === route.uid;
+export type RunSigning = { secrets: readonly string[] } | { unsigned: 'gone' | 'recreated' };
+
+export function runSigning(uid: string | undefined, route: RouteRecord | undefined): RunSigning {
+  if (!route) return { unsigned: 'gone' };
+  if (uid && route.uid && uid !== route.uid) return { unsigned: 'recreated' };
+  return { secrets: route.credentials.callbackSecrets ?? [] };
 }
 
 /**
- * The route's own callback signing secrets, for a start request that has a callback URL;
- * nothing when the trigger has none (the engine's secrets sign). An engine that reads
- * the route at each delivery attempt (`InProcessEngineOptions.routes`) signs with the
- * route's secrets of then instead.
+ * The route's own callback signing secrets (of the route a request came in on, or as
+ * runSigning gives them for a run accepted earlier), for a start request that has a
+ * callback URL; nothing when the trigger has none (the engine's secrets sign). An engine
+ * that reads the route at each delivery attempt (`InProcessEngineOptions.routes`) signs
+ * with the route's secrets of then instead.
  */
-export function callbackSigning(route: RouteRecord): Pick<StartRequest, 'callbackSecrets'> {
-  const secrets = route.credentials.callbackSecrets;
+export function callbackSigning(
+  from: RouteRecord | { secrets: readonly string[] },
+): Pick<StartRequest, 'callbackSecrets'> {
+  const secrets = 'secrets' in from ? from.secrets : from.credentials.callbackSecrets;
   return secrets?.length ? { callbackSecrets: secrets } : {};
 }
 
@@ -63,9 +79,14 @@ export function callbackSecretsOf(
   trigger: Pick<TriggerRef, 'key' | 'uid'>,
   route: RouteRecord | undefined,
 ): AttemptSecrets {
-  if (!route) return { unsigned: `endpoint ${trigger.key} is no longer deployed` };
-  if (!sameTrigger(trigger.uid, route)) return { unsigned: recreated(trigger.key) };
-  return route.credentials.callbackSecrets ?? [];
+  const signing = runSigning(trigger.uid, route);
+  if ('secrets' in signing) return signing.secrets;
+  return {
+    unsigned:
+      signing.unsigned === 'gone'
+        ? `endpoint ${trigger.key} is no longer deployed`
+        : recreated(trigger.key),
+  };
 }
 
 /** Why an attempt is not signed when its trigger was re-created (the reason recorded). */

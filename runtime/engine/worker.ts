@@ -40,7 +40,7 @@ import { WORKER_GROUP, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
 import type { RedisRetryQueue } from './retry-queue-redis.ts';
-import { acceptedTriggerRef, callbackSigning, sameTrigger } from './trigger-ref.ts';
+import { acceptedTriggerRef, callbackSigning, runSigning } from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
 
@@ -511,7 +511,8 @@ export class ExecutionWorker {
     // settings are not those the request was accepted under: not run, as for a trigger
     // gone (ADR 0018 and 0035, amended 2026-11-28). An execution without a uid (accepted
     // before uids were kept) is not checked.
-    if (!sameTrigger(execution.triggerUid, target.route)) {
+    const signing = runSigning(execution.triggerUid, target.route);
+    if ('unsigned' in signing) {
       await this.#failUnrunnable(execution, afterSeq, {
         message: `endpoint ${job.triggerKey} was deleted and re-created since this execution was accepted (another WebhookTrigger uid): it is not run under the new trigger`,
         code: 'HG_ERR_TRIGGER_RECREATED',
@@ -526,9 +527,7 @@ export class ExecutionWorker {
       trigger: acceptedTriggerRef(target.route, execution),
       input: execution.input,
       ...(validator ? { outputValidator: validator } : {}),
-      ...(job.callbackUrl
-        ? { callbackUrl: job.callbackUrl, ...callbackSigning(target.route) }
-        : {}),
+      ...(job.callbackUrl ? { callbackUrl: job.callbackUrl, ...callbackSigning(signing) } : {}),
     };
     // The store acknowledges the job with the final record when the entry is on the
     // stream of the execution's shard (always so: enqueue and retries put it there).

@@ -11,7 +11,7 @@ import type { RouteRecord, RouteStore, WorkflowRegistration } from '../../api/re
 import { HttpProblem } from '../errors.ts';
 import { outputValidatorFor } from '../engine/output-validator.ts';
 import type { Execution, ExecutionEngine, StartRequest, TriggerOutput } from '../engine/ports.ts';
-import { callbackSigning, sameTrigger, triggerRef } from '../engine/trigger-ref.ts';
+import { callbackSigning, runSigning, triggerRef } from '../engine/trigger-ref.ts';
 import { schemasFor } from '../gateway/body/schemas.ts';
 
 export interface ReplaySources {
@@ -62,17 +62,22 @@ export async function planReplay(
       { extensions: { executionId: original.id, trigger: original.triggerKey } },
     );
   }
-  // A record from before uids were kept (none) is not checked, as before; nor is a route
-  // without one (sameTrigger).
-  const recreated = !sameTrigger(original.triggerUid, route);
-  if (recreated && options.allowRecreated !== true) {
+  // Another WebhookTrigger of its name now (another uid): the rule of the worker and the
+  // callbacks (runSigning). A record from before uids were kept (none) is not checked, as
+  // before; nor is a route without one.
+  const signing = runSigning(original.triggerUid, route);
+  if ('unsigned' in signing && options.allowRecreated !== true) {
     throw new HttpProblem(
       'HG_ERR_REPLAY_TRIGGER_RECREATED',
       `WebhookTrigger ${original.triggerKey} was deleted and re-created since ${original.id} came in (another uid): its request is not sent through the new trigger unless asked (allowRecreated=true; a dead-letter retry then sends no callback)`,
       { extensions: { executionId: original.id, trigger: original.triggerKey } },
     );
   }
-  const callbackUrl = recreated ? undefined : options.callbackUrl;
+  // Asked (allowRecreated): sent without the callback, which nothing may sign.
+  const callback =
+    options.callbackUrl && 'secrets' in signing
+      ? { callbackUrl: options.callbackUrl, ...callbackSigning(signing) }
+      : {};
   const cut = original.truncated?.['input.body'];
   if (cut !== undefined) {
     throw new HttpProblem(
@@ -97,7 +102,7 @@ export async function planReplay(
     input: replayInput(original.input, route),
     replayOf: original.id,
     ...(outputValidator ? { outputValidator } : {}),
-    ...(callbackUrl ? { callbackUrl, ...callbackSigning(route) } : {}),
+    ...callback,
   };
   return { route, request };
 }

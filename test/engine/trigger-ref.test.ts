@@ -6,7 +6,12 @@ import { createHash } from 'node:crypto';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { directoryUid } from '../../operator/sources/directory.ts';
 import type { Execution, StartRequest } from '../../runtime/engine/ports.ts';
-import { acceptedTriggerRef, triggerRef } from '../../runtime/engine/trigger-ref.ts';
+import {
+  acceptedTriggerRef,
+  callbackSecretsOf,
+  runSigning,
+  triggerRef,
+} from '../../runtime/engine/trigger-ref.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import {
   secret,
@@ -74,6 +79,43 @@ describe('triggerRef', () => {
       input: trigger({}),
     } satisfies StartRequest;
     expect(request.trigger.credentials).toEqual({});
+  });
+});
+
+// ADR 0035 and 0018: the one rule that keeps a trigger re-created under its name (another
+// uid) from signing, or running, what came in on the one before. The worker (a job), each
+// callback attempt (callbackSecretsOf) and replays and dead-letter retries (planReplay) ask it.
+describe('runSigning', () => {
+  const own = { ...route(), credentials: { callbackSecrets: ['whsec_a', 'whsec_b'] } };
+  const none = route();
+
+  it("the run's own trigger: the secrets its route holds now, none meaning the engine's", () => {
+    expect(runSigning('uid-1', own)).toEqual({ secrets: ['whsec_a', 'whsec_b'] });
+    expect(runSigning('uid-1', none)).toEqual({ secrets: [] });
+  });
+
+  it('no route: gone; a route of another uid: re-created, whose secrets never sign', () => {
+    expect(runSigning('uid-1', undefined)).toEqual({ unsigned: 'gone' });
+    expect(runSigning(undefined, undefined)).toEqual({ unsigned: 'gone' });
+    expect(runSigning('uid-1', { ...own, uid: 'uid-2' })).toEqual({ unsigned: 'recreated' });
+    expect(runSigning('uid-1', { ...none, uid: 'uid-2' })).toEqual({ unsigned: 'recreated' });
+  });
+
+  it('not checked without a uid on either side (a record from before uids were kept, a route without one)', () => {
+    expect(runSigning(undefined, own)).toEqual({ secrets: ['whsec_a', 'whsec_b'] });
+    expect(runSigning('uid-1', { ...own, uid: '' })).toEqual({ secrets: ['whsec_a', 'whsec_b'] });
+  });
+
+  it('callbackSecretsOf says it as the reason an attempt is not signed', () => {
+    const ref = { key: 'shop/orders-hook', uid: 'uid-1' };
+    expect(callbackSecretsOf(ref, own)).toEqual(['whsec_a', 'whsec_b']);
+    expect(callbackSecretsOf(ref, undefined)).toEqual({
+      unsigned: 'endpoint shop/orders-hook is no longer deployed',
+    });
+    expect(callbackSecretsOf(ref, { ...own, uid: 'uid-2' })).toEqual({
+      unsigned:
+        'endpoint shop/orders-hook was deleted and re-created since this run started (another WebhookTrigger uid)',
+    });
   });
 });
 
