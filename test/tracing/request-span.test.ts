@@ -1,5 +1,6 @@
 // The request's SERVER span at the edges: callers refused before the handler, callers
-// that leave while they wait, and traceparent values hookgate must not trust or choke on.
+// that leave while they wait or mid-stream (SSE), and traceparent values hookgate must
+// not trust or choke on.
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOtelTracing } from '../../runtime/tracing/otel.ts';
@@ -8,7 +9,12 @@ import { eventually } from '../support/eventually.ts';
 import { tracingConfig } from '../support/tracing.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
-import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import {
+  SPAN_KIND,
+  STATUS,
+  startOtlpReceiver,
+  type OtlpReceiver,
+} from '../support/otlp-receiver.ts';
 
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const TRACEPARENT = `00-${CALLER_TRACE}-00f067aa0ba902b7-01`;
@@ -48,8 +54,13 @@ describe("the request span's edges", () => {
           pathSegment: 'slow',
           response: { mode: 'waitForCompletion' },
         }),
+        trigger('streamed', {
+          workflowRef: { name: 'slow' },
+          pathSegment: 'streamed',
+          response: { mode: 'sseStream' },
+        }),
       ],
-      ['keyed', 'open', 'slow'],
+      ['keyed', 'open', 'slow', 'streamed'],
     );
     base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
   }, 30_000);
@@ -96,29 +107,58 @@ describe("the request span's edges", () => {
     expect(trusted?.traceId).toBe(CALLER_TRACE);
   });
 
-  it('a waiting caller that leaves: its span still ends (client_left)', async () => {
-    await new Promise<void>((resolve, reject) => {
-      const req = httpRequest(`${base}${wf}slow/slow`, {
+  /**
+   * POSTs to `path` and leaves 300 ms after the request was sent; the response's status
+   * and content type when one had begun by then (an SSE stream), else undefined.
+   */
+  const leaveEarly = (path: string) =>
+    new Promise<string | undefined>((resolve, reject) => {
+      let begun: string | undefined;
+      const req = httpRequest(`${base}${wf}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
       });
-      req.on('error', () => resolve());
+      req.on('response', (res) => {
+        begun = `${res.statusCode} ${res.headers['content-type']}`;
+        res.resume();
+      });
+      req.on('error', () => resolve(begun));
       req.end('{"n":1}', () =>
         setTimeout(() => {
           req.destroy();
-          resolve();
+          resolve(begun);
         }, 300),
       );
       setTimeout(() => reject(new Error('stuck')), 5000);
     });
-    const span = await eventually(() => {
-      const found = otlp.spans.find(
-        (s) => s.kind === SPAN_KIND.server && s.attributes['hookgate.trigger.name'] === 'slow',
+  /** The SERVER spans of a trigger, once there is one. */
+  const spansOf = (name: string) =>
+    eventually(() => {
+      const found = otlp.spans.filter(
+        (s) => s.kind === SPAN_KIND.server && s.attributes['hookgate.trigger.name'] === name,
       );
-      if (!found) throw new Error('no span of slow yet');
+      if (found.length === 0) throw new Error(`no span of ${name} yet`);
       return found;
     }, 5_000);
-    expect(span.attributes['error.type']).toBe('client_left');
+
+  it('a waiting caller that leaves: its span still ends (client_left)', async () => {
+    expect(await leaveEarly('slow/slow')).toBeUndefined();
+    const [span, ...more] = await spansOf('slow');
+    expect(more).toEqual([]);
+    expect(span?.attributes['error.type']).toBe('client_left');
+    expect(span?.status.code).toBe(STATUS.unset);
+  });
+
+  it('an SSE caller that leaves mid-stream: its span ends as a waiting one does (client_left)', async () => {
+    expect(await leaveEarly('slow/streamed')).toBe('200 text/event-stream; charset=utf-8');
+    const [span] = await spansOf('streamed');
+    expect(span?.attributes['error.type']).toBe('client_left');
+    expect(span?.status.code).toBe(STATUS.unset);
+    // The execution runs on (1.5 s): nothing makes or ends a second span later.
+    await new Promise((resolve) => setTimeout(resolve, 1_800));
+    expect(otlp.spans.filter((s) => s.attributes['hookgate.trigger.name'] === 'streamed')).toEqual([
+      span,
+    ]);
   });
 
   it.each([
