@@ -4,6 +4,7 @@
 // imports none of them, so the arrows run one way.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../errors.ts';
+import type { AcceptedTraceContext } from '../engine/outbound/trace-context.ts';
 import type { RequestSpan } from '../tracing/tracing.ts';
 import type { ResumeHint } from './idempotency/store.ts';
 import { sendProblem, toProblem } from './problem-handler.ts';
@@ -45,6 +46,12 @@ export interface WebhookContext {
   clientLeft?: boolean;
   /** The request's SERVER span, when tracing is on (ADR 0040). */
   span?: RequestSpan;
+  /**
+   * Tracing on: the caller's trace context as the policy accepted it, read once when the
+   * span starts (its parent) and kept for the trigger output's metadata. Never set with
+   * tracing off (the trigger output reads the headers itself).
+   */
+  callerTrace?: AcceptedTraceContext;
 }
 
 declare module 'fastify' {

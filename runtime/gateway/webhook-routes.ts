@@ -23,7 +23,11 @@ import type {
 import type { HttpMethod } from '../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../errors.ts';
 import type { ExecutionEngine, TriggerOutput } from '../engine/ports.ts';
-import { acceptedTraceContext, type TraceContextPolicy } from '../engine/outbound/trace-context.ts';
+import {
+  acceptedTraceContext,
+  type AcceptedTraceContext,
+  type TraceContextPolicy,
+} from '../engine/outbound/trace-context.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { inputLimits } from './body/input-limits.ts';
 import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
@@ -166,7 +170,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       ctx = matchRoute(table, request, reply);
       const route = ctx.match.route;
       // Tracing off: this branch is all it costs.
-      if (tracing !== undefined) abandonOnClose(tracing, traceContext, request, reply, ctx);
+      if (tracing !== undefined) abandonOnClose(tracing, request, reply, ctx);
       applyResponseHeaders(reply, route, ctx);
       live?.publishRequest(route, request, ctx);
       // CORS first, so that every answer to an allowed origin carries its headers (a 405
@@ -246,10 +250,14 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     const route = ctx.match.route;
     // Tracing off: this branch is all it costs. Started here, once the caller has been
     // authenticated (the signature of a signed delivery too), so that the policy's
-    // 'authenticated' means it: a refused caller never chooses the trace.
+    // 'authenticated' means it: a refused caller never chooses the trace. The caller's
+    // context is read once, for the span's parent and the trigger output's metadata.
     // A caller gone before this point has its span already (abandoned): none made twice.
-    if (tracing !== undefined && ctx.span === undefined)
-      ctx.span = requestSpan(tracing, traceContext, request, ctx, true);
+    if (tracing !== undefined) {
+      if (request.headers.traceparent !== undefined)
+        ctx.callerTrace = callerTraceContext(traceContext, route, request);
+      ctx.span ??= requestSpan(tracing, request, ctx, ctx.callerTrace);
+    }
     const body = request.body ?? null;
     guards.validateInput(route, body, request.headers['content-type'] ?? '');
     const workflow = table.workflow(route.workflowId);
@@ -303,7 +311,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     }
     // A request answered before the handler (a refusal) gets a span of its own trace.
     if (tracing !== undefined)
-      (ctx.span ?? requestSpan(tracing, traceContext, request, ctx, false)).finish({
+      (ctx.span ?? requestSpan(tracing, request, ctx, undefined)).finish({
         statusCode: reply.statusCode,
         executionId: ctx.executionId,
         problem: ctx.problem,
@@ -520,7 +528,6 @@ function allowHeader(route: RouteRecord): string {
  */
 function abandonOnClose(
   tracing: Tracing,
-  traceContext: TraceContextPolicy,
   request: FastifyRequest,
   reply: FastifyReply,
   ctx: WebhookContext,
@@ -528,7 +535,7 @@ function abandonOnClose(
   const res = reply.raw;
   res.once('close', () => {
     if (res.writableFinished) return;
-    (ctx.span ??= requestSpan(tracing, traceContext, request, ctx, false)).abandon();
+    (ctx.span ??= requestSpan(tracing, request, ctx, undefined)).abandon();
   });
 }
 
@@ -537,7 +544,7 @@ function callerTraceContext(
   traceContext: TraceContextPolicy,
   route: RouteRecord,
   request: FastifyRequest,
-): { traceparent?: string; tracestate?: string } {
+): AcceptedTraceContext {
   const method = route.spec.auth?.method;
   return acceptedTraceContext(
     traceContext,
@@ -548,22 +555,18 @@ function callerTraceContext(
 
 /**
  * The SERVER span of a matched request, from the time it arrived: a child of the
- * caller's `traceparent` where the trace context policy trusts this caller (as for what
- * executions pass on, ADR 0033) and the caller `passed` the endpoint's authentication,
- * else the root of a new trace.
+ * caller's context the trace context policy accepted (as for what executions pass on,
+ * ADR 0033) once the caller passed the endpoint's authentication, else (`caller`
+ * undefined or empty) the root of a new trace.
  */
 function requestSpan(
   tracing: Tracing,
-  traceContext: TraceContextPolicy,
   request: FastifyRequest,
   ctx: WebhookContext,
-  passed: boolean,
+  caller: AcceptedTraceContext | undefined,
 ): RequestSpan {
   const route = ctx.match.route;
-  const parent =
-    !passed || request.headers.traceparent === undefined
-      ? undefined
-      : callerTraceContext(traceContext, route, request);
+  const parent = caller?.traceparent === undefined ? undefined : (caller as TraceCarrier);
   return tracing.request({
     method: request.method,
     route: route.path,
@@ -572,7 +575,7 @@ function requestSpan(
     triggerName: route.name,
     workflowId: route.workflowId,
     startTime: Date.now() - Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,
-    parent: parent?.traceparent === undefined ? undefined : (parent as TraceCarrier),
+    parent,
   });
 }
 
@@ -602,9 +605,10 @@ function triggerOutput(
   const contentType = request.headers['content-type'];
   if (contentType) metadata.contentType = contentType;
   if (ctx.consumer !== undefined) metadata.consumer = ctx.consumer;
-  // Only parsed when the caller sent one: nothing on the path of a request without.
+  // Only read when the caller sent one: nothing on the path of a request without. With
+  // tracing on, the request span's (ctx.callerTrace) is used: the context is read once.
   if (request.headers.traceparent !== undefined) {
-    const accepted = callerTraceContext(traceContext, route, request);
+    const accepted = ctx.callerTrace ?? callerTraceContext(traceContext, route, request);
     if (accepted.traceparent !== undefined) metadata.traceparent = accepted.traceparent;
     if (accepted.tracestate !== undefined) metadata.tracestate = accepted.tracestate;
   }

@@ -21,6 +21,7 @@ import {
 } from '@opentelemetry/api';
 import {
   ExportResultCode,
+  TraceState,
   W3CTraceContextPropagator,
   type ExportResult,
 } from '@opentelemetry/core';
@@ -88,10 +89,30 @@ const EXPORT_ERROR_EVERY_MS = 60_000;
 
 const propagator = new W3CTraceContextPropagator();
 
-/** The context whose span is the carrier's (a remote parent); ROOT_CONTEXT without one. */
+/**
+ * The context whose span is the carrier's (a remote parent: an execution record's
+ * `trace`, written by a gateway); ROOT_CONTEXT without one.
+ */
 function contextOf(carrier: TraceCarrier | undefined): Context {
   if (carrier === undefined) return ROOT_CONTEXT;
   return propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
+}
+
+/**
+ * The context of a caller's span, from its context as the gateway accepted it
+ * (RequestInfo.parent: a version-00 `traceparent` already checked, a checked
+ * `tracestate`): its fields are read where they stand, not parsed a second time.
+ */
+function callerContextOf(parent: TraceCarrier | undefined): Context {
+  if (parent === undefined) return ROOT_CONTEXT;
+  const { traceparent, tracestate } = parent;
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: traceparent.slice(3, 35),
+    spanId: traceparent.slice(36, 52),
+    traceFlags: Number.parseInt(traceparent.slice(53, 55), 16),
+    isRemote: true,
+    ...(tracestate === undefined ? {} : { traceState: new TraceState(tracestate) }),
+  });
 }
 
 function carrierOf(span: Span): TraceCarrier | undefined {
@@ -303,7 +324,7 @@ export function createOtelTracing(config: TracingConfig): Tracing {
             [HOOKGATE_ATTRIBUTES.workflowId]: info.workflowId,
           },
         },
-        contextOf(info.parent),
+        callerContextOf(info.parent),
       );
       return new OtelRequestSpan(span);
     },

@@ -72,7 +72,11 @@ export interface RequestInfo {
   workflowId: string;
   /** When the request arrived (ms since the epoch): the span starts after authentication. */
   startTime: number;
-  /** The caller's context, when HOOKGATE_TRACE_CONTEXT trusts this caller; else a new trace. */
+  /**
+   * The caller's context, when HOOKGATE_TRACE_CONTEXT trusts this caller; else a new
+   * trace. As the gateway accepted it (acceptedTraceContext): a valid version-00
+   * `traceparent`, which the adapter reads without checking it again.
+   */
   parent?: TraceCarrier | undefined;
 }
 

@@ -90,15 +90,26 @@ export function parseTracestate(value: string | undefined): string | undefined {
 }
 
 /**
+ * A caller's trace context as the gateway accepted it: `traceparent` as parseTraceparent
+ * returns it (version 00, lower-case hex, valid ids), `tracestate` as parseTracestate
+ * does; both absent when none was accepted.
+ */
+export interface AcceptedTraceContext {
+  traceparent?: string;
+  tracestate?: string;
+}
+
+/**
  * The trace context the gateway accepts from a request, for the trigger output's
- * metadata: the caller's valid `traceparent` (and `tracestate`) when the policy lets
- * this caller's context through, else nothing.
+ * metadata (and, with tracing on, the request span's parent): the caller's valid
+ * `traceparent` (and `tracestate`) when the policy lets this caller's context through,
+ * else nothing.
  */
 export function acceptedTraceContext(
   policy: TraceContextPolicy,
   authenticated: boolean,
   headers: Record<string, string | string[] | undefined>,
-): { traceparent?: string; tracestate?: string } {
+): AcceptedTraceContext {
   if (policy === 'off' || (policy === 'authenticated' && !authenticated)) return {};
   const raw = headers[TRACEPARENT];
   const traceparent = parseTraceparent(typeof raw === 'string' ? raw : undefined);
