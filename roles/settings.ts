@@ -17,8 +17,7 @@ import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { LOG_OUTPUT_USAGE, logOutputSettings, type LogOutputSettings } from './log-settings.ts';
 import { MAX_QUEUE_SHARDS } from '../runtime/engine/execution-keys.ts';
 import { outboundSettings } from './outbound-settings.ts';
-import { TRACING_USAGE, tracingSettings } from './tracing-settings.ts';
-import type { TracingConfig } from '../runtime/tracing/tracing.ts';
+import { TRACING_USAGE, tracingSettings, type TracingSettings } from './tracing-settings.ts';
 import type { ReplicaAcksOptions } from '../runtime/engine/replica-acks.ts';
 import {
   isClusterUrl,
@@ -161,8 +160,8 @@ export interface Settings {
   traceContext: TraceContextPolicy;
   /** HOOKGATE_CALLBACK_SECRET_FILE: the callback signing secrets; undefined: random. */
   callbackSecrets: string[] | undefined;
-  /** Distributed tracing (OTEL_TRACES_EXPORTER=otlp and the OTEL_* variables); undefined: off. */
-  tracing: Omit<TracingConfig, 'onExportError'> | undefined;
+  /** Distributed tracing (OTEL_TRACES_EXPORTER otlp/console, the OTEL_* variables); undefined: off. */
+  tracing: TracingSettings | undefined;
 }
 
 export const ADMIN_AUTH_MODES = ['kubernetes', 'token', 'none'] as const;

@@ -1,19 +1,22 @@
 // Distributed tracing's settings, from the OpenTelemetry SDK's standard environment
-// variables (ADR 0040): off unless OTEL_TRACES_EXPORTER=otlp. Checked at start like
-// every HOOKGATE_* setting: a value hookgate would not use as written is a problem
-// (exit 2), not a silent fallback. Only the dev, gateway and worker roles trace. Enum
-// values (exporter, sampler, protocol) are read without regard to case, as the SDK
-// environment variables' specification asks ("Enum values SHOULD be interpreted in a
-// case-insensitive manner").
+// variables (ADR 0040): off unless OTEL_TRACES_EXPORTER lists otlp or console (spans as
+// log lines). Checked at start like every HOOKGATE_* setting: a value hookgate would not
+// use as written is a problem (exit 2), not a silent fallback. Only the dev, gateway and
+// worker roles trace. Enum values (exporter, sampler, protocol) are read without regard
+// to case, as the SDK environment variables' specification asks ("Enum values SHOULD be
+// interpreted in a case-insensitive manner").
 import {
+  TRACE_EXPORTERS,
   TRACE_SAMPLERS,
   type TraceSampler,
   type TracingConfig,
 } from '../runtime/tracing/tracing.ts';
 
 export const TRACING_USAGE = `  OTEL_TRACES_EXPORTER       dev, gateway, worker: otlp turns distributed tracing on (spans
-                             of requests, executions, nodes, outbound calls); none or
-                             unset: off, and no OpenTelemetry code is loaded (docs/tracing.md)
+                             of requests, executions, nodes, outbound calls), console
+                             writes the spans as log lines; a list takes both (otlp,console);
+                             none or unset: off, and no OpenTelemetry code is loaded
+                             (docs/tracing.md)
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  the OTLP/HTTP traces URL (else
                              OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces; default
                              http://localhost:4318/v1/traces); protocol http/json only
@@ -38,27 +41,41 @@ const DEFAULT_ENDPOINT = 'http://localhost:4318/v1/traces';
  */
 export const TRACING_SHUTDOWN_DEADLINE_MS = 3_000;
 
-type Config = Omit<TracingConfig, 'onExportError'>;
+/** The configuration as the settings read it (the role adds its log's hooks). */
+export type TracingSettings = Omit<TracingConfig, 'onExportError' | 'logSpan'>;
 
 /** The tracing configuration (undefined: off) and the problems of the variables. */
 export function tracingSettings(
   role: string,
   env: NodeJS.ProcessEnv,
-): { config: Config | undefined; problems: string[] } {
+): { config: TracingSettings | undefined; problems: string[] } {
   const off = { config: undefined, problems: [] };
   if (!TRACING_ROLES.has(role)) return off;
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return off;
-  const exporter = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
-  if (exporter === undefined || exporter === '' || exporter === 'none') return off;
-  if (exporter !== 'otlp')
+  // A comma-separated list (the specification's "MAY"), each value once; `none` adds
+  // no exporter, so it is off when nothing else is listed.
+  const listed = new Set(
+    (env.OTEL_TRACES_EXPORTER ?? '')
+      .split(',')
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== ''),
+  );
+  const unknown = [...listed].filter(
+    (name) => !(TRACE_EXPORTERS as readonly string[]).includes(name),
+  );
+  if (unknown.length > 0)
     return {
       config: undefined,
       problems: [
-        `OTEL_TRACES_EXPORTER must be otlp or none (hookgate exports OTLP over HTTP only), not "${exporter}"`,
+        `OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not ${unknown.map((name) => `"${name}"`).join(', ')}`,
       ],
     };
-  const problems: string[] = protocolProblems(env);
-  const endpoint = endpointOf(env, problems);
+  const otlp = listed.has('otlp');
+  const console = listed.has('console');
+  if (!otlp && !console) return off;
+  // The OTLP variables only matter to the OTLP exporter: console alone reads none.
+  const problems: string[] = otlp ? protocolProblems(env) : [];
+  const endpoint = otlp ? endpointOf(env, problems) : undefined;
   const sampler = (env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() ||
     'parentbased_always_on') as TraceSampler;
   if (!(TRACE_SAMPLERS as readonly string[]).includes(sampler))
@@ -70,9 +87,10 @@ export function tracingSettings(
   if (serviceName !== undefined && serviceName.trim() === '')
     problems.push('OTEL_SERVICE_NAME must not be empty');
   const int = (name: string, fallback: number) => positiveInteger(env, name, fallback, problems);
-  const config: Config = {
+  const config: TracingSettings = {
     serviceName: serviceName?.trim() || `hookgate-${role}`,
     endpoint,
+    console,
     sampler,
     ratio,
     maxQueueSize: int('OTEL_BSP_MAX_QUEUE_SIZE', 2048),

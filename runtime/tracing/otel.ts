@@ -1,5 +1,6 @@
 // The OpenTelemetry adapter of the tracing port (tracing.ts): the official SDK's
-// TracerProvider with a bounded batch span processor and the OTLP/HTTP exporter (JSON).
+// TracerProvider with a bounded batch span processor per exporter: the OTLP/HTTP
+// exporter (JSON), and/or one of ours that hands each span to the role's log (console).
 // Loaded by a role with a dynamic import, only when tracing is on: nothing imports
 // this module statically (test/tracing/process.test.ts checks it).
 //
@@ -21,6 +22,8 @@ import {
 } from '@opentelemetry/api';
 import {
   ExportResultCode,
+  hrTimeToMicroseconds,
+  hrTimeToMilliseconds,
   TraceState,
   W3CTraceContextPropagator,
   type ExportResult,
@@ -58,6 +61,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import type {
   ExecutionInfo,
+  LoggedSpan,
   OutboundInfo,
   OutboundSpan,
   RequestInfo,
@@ -163,6 +167,55 @@ function reporting(exporter: SpanExporter, onError: TracingConfig['onExportError
     ...(exporter.forceFlush
       ? { forceFlush: () => (exporter.forceFlush as () => Promise<void>)() }
       : {}),
+  };
+}
+
+const KINDS: Record<SpanKind, LoggedSpan['kind']> = {
+  [SpanKind.INTERNAL]: 'INTERNAL',
+  [SpanKind.SERVER]: 'SERVER',
+  [SpanKind.CLIENT]: 'CLIENT',
+  [SpanKind.PRODUCER]: 'PRODUCER',
+  [SpanKind.CONSUMER]: 'CONSUMER',
+};
+const STATUSES: Record<SpanStatusCode, LoggedSpan['status']> = {
+  [SpanStatusCode.UNSET]: 'UNSET',
+  [SpanStatusCode.OK]: 'OK',
+  [SpanStatusCode.ERROR]: 'ERROR',
+};
+
+/** A finished span as a log line's field: plain JSON (ids in hex, times readable). */
+function loggedSpan(span: ReadableSpan): LoggedSpan {
+  const { traceId, spanId } = span.spanContext();
+  const parent = span.parentSpanContext?.spanId;
+  const { code, message } = span.status;
+  return {
+    traceId,
+    spanId,
+    ...(parent === undefined ? {} : { parentSpanId: parent }),
+    name: span.name,
+    kind: KINDS[span.kind],
+    startTime: new Date(hrTimeToMilliseconds(span.startTime)).toISOString(),
+    durationMs: Math.round(hrTimeToMicroseconds(span.duration)) / 1000,
+    status: STATUSES[code],
+    ...(message ? { statusMessage: message } : {}),
+    attributes: { ...span.attributes },
+    service: String(span.resource.attributes[ATTR_SERVICE_NAME]),
+  };
+}
+
+/**
+ * OTEL_TRACES_EXPORTER=console: each span to the role's log (a JSON line through the
+ * process's log destination, bounded like every line), not console.dir to stdout,
+ * whose writes would interleave with the log's.
+ */
+function logExporter(logSpan: (span: LoggedSpan) => void): SpanExporter {
+  return {
+    export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
+      for (const span of spans) logSpan(loggedSpan(span));
+      done({ code: ExportResultCode.SUCCESS });
+    },
+    shutdown: () => Promise.resolve(),
+    forceFlush: () => Promise.resolve(),
   };
 }
 
@@ -284,19 +337,40 @@ class OtelRequestSpan implements RequestSpan {
   }
 }
 
-/** The OpenTelemetry tracing of a process: exports to `config.endpoint` until shut down. */
+/** The exporters the configuration names: OTLP/HTTP, the log, or both. */
+function exportersOf(config: TracingConfig): SpanExporter[] {
+  const exporters: SpanExporter[] = [];
+  if (config.endpoint !== undefined) {
+    const otlp = new OTLPTraceExporter({
+      url: config.endpoint,
+      timeoutMillis: config.exportTimeoutMs,
+    });
+    exporters.push(reporting(otlp, config.onExportError));
+  }
+  if (config.console) {
+    if (config.logSpan === undefined) throw new Error('tracing: console needs logSpan');
+    exporters.push(logExporter(config.logSpan));
+  }
+  if (exporters.length === 0) throw new Error('tracing: neither an endpoint nor console');
+  return exporters;
+}
+
+/**
+ * The OpenTelemetry tracing of a process: exports to `config.endpoint` and/or the log
+ * until shut down. Each exporter has a batch processor of its own (OTEL_BSP_*), so that
+ * a collector away holds up no log line, and a span is never exported on the request path.
+ */
 export function createOtelTracing(config: TracingConfig): Tracing {
-  const exporter = new OTLPTraceExporter({
-    url: config.endpoint,
-    timeoutMillis: config.exportTimeoutMs,
-  });
-  const processor = new BatchSpanProcessor({
-    exporter: reporting(exporter, config.onExportError),
-    maxQueueSize: config.maxQueueSize,
-    maxExportBatchSize: Math.min(config.maxExportBatchSize, config.maxQueueSize),
-    scheduledDelayMillis: config.scheduledDelayMs,
-    exportTimeoutMillis: config.exportTimeoutMs,
-  });
+  const processors = exportersOf(config).map(
+    (exporter) =>
+      new BatchSpanProcessor({
+        exporter,
+        maxQueueSize: config.maxQueueSize,
+        maxExportBatchSize: Math.min(config.maxExportBatchSize, config.maxQueueSize),
+        scheduledDelayMillis: config.scheduledDelayMs,
+        exportTimeoutMillis: config.exportTimeoutMs,
+      }),
+  );
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the role's default name.
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }).merge(
     detectResources({ detectors: [resourceAttributesEnvDetector, serviceNameEnvDetector] }),
@@ -304,7 +378,7 @@ export function createOtelTracing(config: TracingConfig): Tracing {
   const provider = new TracerProvider({
     resource,
     sampler: samplerOf(config),
-    spanProcessors: [processor],
+    spanProcessors: processors,
   });
   const tracer = provider.getTracer(INSTRUMENTATION);
 

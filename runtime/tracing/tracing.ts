@@ -112,12 +112,47 @@ export const TRACE_SAMPLERS = [
 ] as const;
 export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
 
+/**
+ * OTEL_TRACES_EXPORTER values hookgate knows, listed (comma-separated) in any number:
+ * the specification's, but `zipkin` and the deprecated `logging`. `none` adds no
+ * exporter; with nothing else listed, tracing is off.
+ */
+export const TRACE_EXPORTERS = ['otlp', 'console', 'none'] as const;
+export type TraceExporter = (typeof TRACE_EXPORTERS)[number];
+
+/**
+ * A finished span as the console exporter gives it to the role's log: one log line
+ * each, the span as its `span` field (JSON, like the line).
+ */
+export interface LoggedSpan {
+  traceId: string;
+  spanId: string;
+  /** Absent for the root of a trace. */
+  parentSpanId?: string;
+  name: string;
+  kind: 'INTERNAL' | 'SERVER' | 'CLIENT' | 'PRODUCER' | 'CONSUMER';
+  /** When it started: ISO 8601, UTC, in milliseconds. */
+  startTime: string;
+  /** To the microsecond. */
+  durationMs: number;
+  status: 'UNSET' | 'OK' | 'ERROR';
+  statusMessage?: string;
+  attributes: Record<string, unknown>;
+  /** The resource's service.name. */
+  service: string;
+}
+
 /** What the OpenTelemetry adapter is made with (roles/tracing-settings.ts reads it). */
 export interface TracingConfig {
   /** service.name of every span (OTEL_SERVICE_NAME; default hookgate-<role>). */
   serviceName: string;
-  /** The OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces. */
-  endpoint: string;
+  /**
+   * The OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces; undefined: no OTLP
+   * export (OTEL_TRACES_EXPORTER lists no `otlp`).
+   */
+  endpoint: string | undefined;
+  /** Spans as log lines too (OTEL_TRACES_EXPORTER lists `console`), through `logSpan`. */
+  console: boolean;
   sampler: TraceSampler;
   /** The ratio of the traceidratio samplers (OTEL_TRACES_SAMPLER_ARG), 0 to 1. */
   ratio: number;
@@ -128,4 +163,6 @@ export interface TracingConfig {
   exportTimeoutMs: number;
   /** Told of a failed export (a collector away): at most once a minute. */
   onExportError?: (error: Error) => void;
+  /** Where the console exporter's spans go (the role's log); needed with `console`. */
+  logSpan?: (span: LoggedSpan) => void;
 }

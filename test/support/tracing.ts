@@ -9,6 +9,7 @@ export function tracingConfig(endpoint: string, extra: Partial<TracingConfig> = 
   return {
     serviceName: 'hookgate-test',
     endpoint,
+    console: false,
     sampler: 'parentbased_always_on',
     ratio: 1,
     maxQueueSize: 2048,

@@ -35,10 +35,13 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Runs `hookgate dev` until a request was served, then SIGTERM; the modules it resolved. */
+/**
+ * Runs `hookgate dev` until a request was served, then SIGTERM; the modules it resolved
+ * and what it wrote to stdout (a pipe: JSON log lines).
+ */
 async function serveOnce(
   env: Record<string, string>,
-): Promise<{ loads: string[]; code: number | null }> {
+): Promise<{ loads: string[]; code: number | null; out: string }> {
   const port = await freePortRun(2);
   const loads = join(dir, `loads-${port}.txt`);
   await writeFile(loads, '');
@@ -59,9 +62,11 @@ async function serveOnce(
     {
       cwd: ROOT,
       env: { ...process.env, ...OTEL_ENV, LOG_LEVEL: 'warn', HOOKGATE_TEST_LOADS: loads, ...env },
-      stdio: 'ignore',
+      stdio: ['ignore', 'pipe', 'ignore'],
     },
   );
+  let out = '';
+  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => resolve(code)),
   );
@@ -78,7 +83,7 @@ async function serveOnce(
     child.kill('SIGTERM');
   }
   const code = await exited;
-  return { loads: (await readFile(loads, 'utf8')).split('\n').filter(Boolean), code };
+  return { loads: (await readFile(loads, 'utf8')).split('\n').filter(Boolean), code, out };
 }
 
 /**
@@ -137,6 +142,34 @@ describe('hookgate dev with the OpenTelemetry variables', () => {
     expect(execution?.parentSpanId).toBe(server?.spanId);
     expect(otlp.requests.every((type) => type.startsWith('application/json'))).toBe(true);
   }, 40_000);
+
+  it('OTEL_TRACES_EXPORTER=console: each span is a JSON log line of the process, whatever LOG_LEVEL', async () => {
+    const before = otlp.requests.length;
+    const { out, code } = await serveOnce({
+      OTEL_TRACES_EXPORTER: 'console',
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      LOG_LEVEL: 'warn',
+    });
+    expect(code).toBe(0);
+    // Every line is whole JSON: the spans go through the log's destination, not around it.
+    const lines = out
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const spans = lines.filter((line) => line.msg === 'tracing: span');
+    expect(spans.length).toBeGreaterThanOrEqual(3);
+    expect(spans.every((line) => line.level === 30 && line.role === 'dev')).toBe(true);
+    const server = spans
+      .map((line) => line.span as { kind: string; service: string; attributes: object })
+      .find((span) => span.kind === 'SERVER');
+    expect(server?.service).toBe('hookgate-dev');
+    expect(server?.attributes).toMatchObject({
+      'http.route': '/webhook/default_production_echo/default',
+    });
+    // LOG_LEVEL=warn still hides hookgate's own info lines.
+    expect(lines.filter((line) => line.level === 30 && line.msg !== 'tracing: span')).toEqual([]);
+    expect(otlp.requests.length).toBe(before);
+  }, 40_000);
 });
 
 /** `hookgate <role>` with these variables: its exit code and what it printed. */
@@ -170,7 +203,11 @@ describe('bad OpenTelemetry values stop the process at start (exit 2)', () => {
   it.each([
     [
       { OTEL_TRACES_EXPORTER: 'jaeger' },
-      'OTEL_TRACES_EXPORTER must be otlp or none (hookgate exports OTLP over HTTP only), not "jaeger"',
+      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "jaeger"',
+    ],
+    [
+      { OTEL_TRACES_EXPORTER: 'otlp,zipkin' },
+      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "zipkin"',
     ],
     [
       { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },

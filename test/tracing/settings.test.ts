@@ -24,6 +24,7 @@ describe('tracing settings', () => {
       config: {
         serviceName: 'hookgate-worker',
         endpoint: 'http://localhost:4318/v1/traces',
+        console: false,
         sampler: 'parentbased_always_on',
         ratio: 1,
         maxQueueSize: 2048,
@@ -33,6 +34,48 @@ describe('tracing settings', () => {
       },
       problems: [],
     });
+  });
+
+  it('OTEL_TRACES_EXPORTER is a list: otlp and console, each once; none adds no exporter', () => {
+    const exporters = (value: string, env: Record<string, string> = {}) => {
+      const { config, problems } = tracingSettings('gateway', {
+        ...env,
+        OTEL_TRACES_EXPORTER: value,
+      });
+      expect(problems).toEqual([]);
+      return config && { endpoint: config.endpoint, console: config.console };
+    };
+    const otlp = { endpoint: 'http://localhost:4318/v1/traces', console: false };
+    const both = { ...otlp, console: true };
+    expect(exporters('otlp,console')).toEqual(both);
+    expect(exporters(' Console , OTLP ')).toEqual(both);
+    expect(exporters('otlp,otlp')).toEqual(otlp);
+    expect(exporters('console,otlp,console')).toEqual(both);
+    // Spans as log lines only: no OTLP export, and its variables are not read.
+    expect(exporters('console', { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toEqual({
+      endpoint: undefined,
+      console: true,
+    });
+    expect(exporters('console', { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })?.console).toBe(true);
+    // `none` is no exporter (the specification's "no automatically configured exporter"):
+    // alone, or with nothing else, tracing is off; beside others, it adds nothing.
+    expect(exporters('none')).toBeUndefined();
+    expect(exporters('none,none')).toBeUndefined();
+    expect(exporters(' , ')).toBeUndefined();
+    expect(exporters('none,otlp')).toEqual(otlp);
+    expect(exporters('console,none')).toEqual({ endpoint: undefined, console: true });
+    // A value hookgate does not know stops it, named, whatever else is listed.
+    expect(tracingSettings('worker', { OTEL_TRACES_EXPORTER: 'otlp,zipkin' })).toEqual({
+      config: undefined,
+      problems: [
+        'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "zipkin"',
+      ],
+    });
+    expect(
+      tracingSettings('worker', { OTEL_TRACES_EXPORTER: 'none,jaeger,logging' }).problems,
+    ).toEqual([
+      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "jaeger", "logging"',
+    ]);
   });
 
   it('the endpoints: the signal’s own as it is, else the base one with /v1/traces', () => {
