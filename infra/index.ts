@@ -19,6 +19,7 @@ import {
   type ExecutionsMode,
   type LogLevel,
   type TraceContextPolicy,
+  type TraceExporter,
   type TraceSampler,
   type OutboundArgs,
 } from './plan.ts';
@@ -53,17 +54,24 @@ function callbackSecretFromConfig(): Pick<HookgateDeploymentArgs, 'callbackSecre
   return { callbackSecret: { name, ...(key ? { key } : {}) } };
 }
 
-/** Tracing when tracingEndpoint is set (chart config.tracing). */
+/** Tracing when tracingEndpoint or tracingExporters is set (chart config.tracing). */
 function tracingFromConfig(): Pick<HookgateDeploymentArgs, 'tracing'> {
   const endpoint = config.get('tracingEndpoint');
-  if (!endpoint) return {};
+  // As OTEL_TRACES_EXPORTER is written: a comma-separated list (otlp,console).
+  const exporters = config
+    .get('tracingExporters')
+    ?.split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '') as TraceExporter[] | undefined;
+  if (!endpoint && exporters === undefined) return {};
   const sampler = config.get<TraceSampler>('tracingSampler', {
     allowedValues: [...TRACE_SAMPLERS],
   });
   const samplerRatio = config.getNumber('tracingSamplerRatio');
   return {
     tracing: {
-      endpoint,
+      ...(endpoint ? { endpoint } : {}),
+      ...(exporters !== undefined ? { exporters } : {}),
       ...(sampler ? { sampler } : {}),
       ...(samplerRatio !== undefined ? { samplerRatio } : {}),
     },

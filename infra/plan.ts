@@ -9,7 +9,12 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { rulesProblems, type OutboundRules } from '../runtime/engine/outbound/policy.ts';
-import { TRACE_SAMPLERS, type TraceSampler } from '../runtime/tracing/tracing.ts';
+import {
+  TRACE_EXPORTERS,
+  TRACE_SAMPLERS,
+  type TraceExporter,
+  type TraceSampler,
+} from '../runtime/tracing/tracing.ts';
 import {
   analyticsPrometheusUrl,
   analyticsValues,
@@ -60,11 +65,18 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 /** OTEL_TRACES_SAMPLER values (chart `config.tracing.sampler`): the roles' own list. */
 export { TRACE_SAMPLERS, type TraceSampler };
+/** OTEL_TRACES_EXPORTER values (chart `config.tracing.exporters`): the roles' own list. */
+export { TRACE_EXPORTERS, type TraceExporter };
 
 /** Distributed tracing of the gateways and workers (chart `config.tracing`, ADR 0040). */
 export interface TracingArgs {
-  /** The collector's OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT). */
-  endpoint: string;
+  /**
+   * OTEL_TRACES_EXPORTER: otlp (to `endpoint`), console (spans as log lines), none;
+   * duplicates ignored. Default: otlp.
+   */
+  exporters?: TraceExporter[];
+  /** The collector's OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT); needed with otlp. */
+  endpoint?: string;
   /** OTEL_TRACES_SAMPLER; default parentbased_always_on. */
   sampler?: TraceSampler;
   /** OTEL_TRACES_SAMPLER_ARG of the traceidratio samplers, 0 to 1; default 1. */
@@ -388,7 +400,16 @@ export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
 function validateTracing(tracing: TracingArgs | undefined): string[] {
   if (!tracing) return [];
   const errors: string[] = [];
-  if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(tracing.endpoint))
+  const exporters = tracing.exporters ?? ['otlp'];
+  const unknown = exporters.filter((name) => !TRACE_EXPORTERS.includes(name));
+  if (exporters.length === 0 || unknown.length > 0)
+    errors.push(
+      `tracing.exporters must list otlp, console or none, got ${unknown.length > 0 ? unknown.map((name) => `"${String(name)}"`).join(', ') : 'none at all'}`,
+    );
+  if (tracing.endpoint === undefined) {
+    if (exporters.includes('otlp'))
+      errors.push('tracing.endpoint is needed with otlp in tracing.exporters (the default)');
+  } else if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(tracing.endpoint))
     errors.push(`tracing.endpoint must be an http:// or https:// URL, got "${tracing.endpoint}"`);
   if (tracing.sampler !== undefined && !TRACE_SAMPLERS.includes(tracing.sampler))
     errors.push(
@@ -631,7 +652,13 @@ export interface ChartValues {
     trustedProxies: string[];
     logLevel: string;
     traceContext: TraceContextPolicy;
-    tracing?: { enabled: boolean; endpoint: string; sampler: TraceSampler; samplerRatio: number };
+    tracing?: {
+      enabled: boolean;
+      exporters: TraceExporter[];
+      endpoint: string;
+      sampler: TraceSampler;
+      samplerRatio: number;
+    };
     callbackSecret?: { name: string; key: string };
     redisClient: RedisClientArgs;
     logOutput: LogOutputArgs;
@@ -668,7 +695,8 @@ function tracingValues(tracing: TracingArgs | undefined): Pick<ChartValues['conf
   return {
     tracing: {
       enabled: true,
-      endpoint: tracing.endpoint,
+      exporters: tracing.exporters ?? ['otlp'],
+      endpoint: tracing.endpoint ?? '',
       sampler: tracing.sampler ?? 'parentbased_always_on',
       samplerRatio: tracing.samplerRatio ?? 1,
     },

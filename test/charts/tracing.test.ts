@@ -39,6 +39,34 @@ describe.skipIf(!tools)('chart: distributed tracing', () => {
     });
   });
 
+  it('exporters: the OTEL_TRACES_EXPORTER list (otlp, console, none), each once', async () => {
+    const env = async (...set: string[]) =>
+      otelOf(
+        envOf(
+          container(deployment(await render('config.tracing.enabled=true', ...set), 'gateway')),
+        ),
+      );
+    const endpoint = 'config.tracing.endpoint=http://otel-collector.observability:4318';
+    expect(await env(endpoint, 'config.tracing.exporters={otlp,console}')).toMatchObject({
+      OTEL_TRACES_EXPORTER: 'otlp,console',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+    });
+    expect(
+      (await env(endpoint, 'config.tracing.exporters={console,otlp,console}')).OTEL_TRACES_EXPORTER,
+    ).toBe('console,otlp');
+    // Spans as log lines only: no collector needed, none named.
+    expect(await env('config.tracing.exporters={console}')).toEqual({
+      OTEL_TRACES_EXPORTER: 'console',
+      OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+    });
+    expect((await env('config.tracing.exporters={none}')).OTEL_TRACES_EXPORTER).toBe('none');
+    expect(
+      await renderError('config.tracing.enabled=true', 'config.tracing.exporters={otlp,console}'),
+    ).toContain('config.tracing.enabled needs config.tracing.endpoint');
+    expect(await renderError('config.tracing.exporters={otlp,zipkin}')).toContain('exporters');
+    expect(await renderError('config.tracing.exporters={}')).toContain('exporters');
+  });
+
   it('refuses tracing without an endpoint, an unknown sampler, a ratio over 1', async () => {
     expect(await renderError('config.tracing.enabled=true')).toContain(
       'config.tracing.enabled needs config.tracing.endpoint',

@@ -125,6 +125,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       budgets: { executionStoreBytes: '256Mi', executionTtlMs: 3_600_000, listPageBytes: '2Mi' },
       tracing: {
         endpoint: 'http://otel-collector.observability:4318',
+        exporters: ['otlp', 'console'],
         sampler: 'parentbased_traceidratio',
         samplerRatio: 0.25,
       },
@@ -153,11 +154,13 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'config.budgets.listPageBytes=2Mi'],
       ...['--set', 'config.tracing.enabled=true'],
       ...['--set', 'config.tracing.endpoint=http://otel-collector.observability:4318'],
+      ...['--set', 'config.tracing.exporters={otlp,console}'],
       ...['--set', 'config.tracing.sampler=parentbased_traceidratio'],
       ...['--set', 'config.tracing.samplerRatio=0.25'],
     ]);
     expect(fromPulumi).toEqual(fromHelm);
     expect(JSON.stringify(fromPulumi)).toContain('"OTEL_TRACES_SAMPLER_ARG","value":"0.25"');
+    expect(JSON.stringify(fromPulumi)).toContain('"OTEL_TRACES_EXPORTER","value":"otlp,console"');
     expect(names(fromPulumi)).toContain('Role/edge-hookgate-operator-secrets');
     expect(names(fromPulumi).filter((n) => n.includes('redis'))).toEqual([]);
   });

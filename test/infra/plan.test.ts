@@ -17,6 +17,7 @@ import {
   resourceNames,
   validateArgs,
   type PlanArgs,
+  TRACE_EXPORTERS,
   TRACE_SAMPLERS,
 } from '../../infra/plan.ts';
 import { parseBytes } from '../../runtime/bounded.ts';
@@ -25,7 +26,10 @@ import {
   logOutputSettings,
 } from '../../roles/log-settings.ts';
 import { LOG_OUTPUT_BOUNDS } from '../../infra/log-output.ts';
-import { TRACE_SAMPLERS as ROLE_TRACE_SAMPLERS } from '../../runtime/tracing/tracing.ts';
+import {
+  TRACE_EXPORTERS as ROLE_TRACE_EXPORTERS,
+  TRACE_SAMPLERS as ROLE_TRACE_SAMPLERS,
+} from '../../runtime/tracing/tracing.ts';
 
 const valid: PlanArgs = {
   namespace: 'hooks',
@@ -214,6 +218,26 @@ describe('resolveArgs', () => {
       'tracing.samplerRatio must be from 0 to 1, got 1.5',
     ]);
     expect(validateArgs({ ...valid, tracing: { endpoint: 'http://c.obs:4318' } })).toEqual([]);
+    // The exporters as the roles read OTEL_TRACES_EXPORTER: the endpoint only for otlp.
+    expect(validateArgs({ ...valid, tracing: { exporters: ['console'] } })).toEqual([]);
+    expect(
+      validateArgs({
+        ...valid,
+        tracing: { endpoint: 'http://c.obs:4318', exporters: ['otlp', 'console', 'otlp'] },
+      }),
+    ).toEqual([]);
+    expect(validateArgs({ ...valid, tracing: { exporters: ['otlp', 'console'] } })).toEqual([
+      'tracing.endpoint is needed with otlp in tracing.exporters (the default)',
+    ]);
+    expect(validateArgs({ ...valid, tracing: {} })).toEqual([
+      'tracing.endpoint is needed with otlp in tracing.exporters (the default)',
+    ]);
+    expect(
+      validateArgs({ ...valid, tracing: { exporters: ['console', 'zipkin' as 'otlp'] } }),
+    ).toEqual(['tracing.exporters must list otlp, console or none, got "zipkin"']);
+    expect(validateArgs({ ...valid, tracing: { exporters: [] } })).toEqual([
+      'tracing.exporters must list otlp, console or none, got none at all',
+    ]);
   });
 
   it('takes the log output settings within the bounds the roles and the chart hold them to', () => {
@@ -665,6 +689,8 @@ describe('chartValues', () => {
       { ...valid, networkPolicy: true, podDisruptionBudget: true, serviceMonitor: true },
       { ...valid, executions: 'inline', replicas: { worker: 0 } },
       { ...valid, maxQueued: 1, workerConcurrency: 1, workerClaimIdleMs: 1000 },
+      { ...valid, tracing: { endpoint: 'http://c.obs:4318' } },
+      { ...valid, tracing: { exporters: ['console', 'none'] } },
     ] satisfies PlanArgs[]) {
       const values = chartValues(resolveArgs(args));
       expect(validateValues(values), JSON.stringify(validateValues.errors)).toBe(true);
@@ -700,6 +726,39 @@ describe('chart files', () => {
     };
     expect(DEFAULT_IMAGE_REPOSITORY).toBe('localhost/hookgate');
     expect(chart.image.repository).toBe(DEFAULT_IMAGE_REPOSITORY);
+  });
+});
+
+describe('the tracing exporters', () => {
+  it('are the same list in the Pulumi program, the roles and the chart schema', () => {
+    const values = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as {
+      properties: {
+        config: {
+          properties: {
+            tracing: { properties: { exporters: { items: { enum: string[] } } } };
+          };
+        };
+      };
+    };
+    const chart = values.properties.config.properties.tracing.properties.exporters.items.enum;
+    expect([...TRACE_EXPORTERS]).toEqual([...ROLE_TRACE_EXPORTERS]);
+    expect(chart).toEqual([...ROLE_TRACE_EXPORTERS]);
+  });
+
+  it('reach the chart as given, otlp by default', () => {
+    const tracing = (args: PlanArgs['tracing']) =>
+      chartValues(resolveArgs({ ...valid, ...(args ? { tracing: args } : {}) })).config.tracing;
+    expect(tracing({ endpoint: 'http://c.obs:4318' })).toMatchObject({
+      enabled: true,
+      exporters: ['otlp'],
+      endpoint: 'http://c.obs:4318',
+    });
+    expect(tracing({ exporters: ['console'] })).toMatchObject({
+      enabled: true,
+      exporters: ['console'],
+      endpoint: '',
+    });
+    expect(tracing(undefined)).toBeUndefined();
   });
 });
 

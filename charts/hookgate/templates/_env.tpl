@@ -97,18 +97,24 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
 {{/*
 Distributed tracing (config.tracing) for the processes that make spans: the gateways and
 the workers. Only the standard OpenTelemetry variables; none when off, so the pods load
-no tracing code. service.name stays the process's default, hookgate-<role>.
+no tracing code. service.name stays the process's default, hookgate-<role>. The
+exporters as the roles read OTEL_TRACES_EXPORTER: a list, each once; the endpoint only
+for otlp.
 */}}
 {{- define "hookgate.tracing.env" -}}
 {{- with .Values.config.tracing }}
 {{- if .enabled }}
-{{- if not .endpoint }}
-{{- fail "config.tracing.enabled needs config.tracing.endpoint, the collector's OTLP/HTTP URL (e.g. http://otel-collector.observability:4318)" }}
+{{- $exporters := uniq .exporters }}
+{{- $otlp := has "otlp" $exporters }}
+{{- if and $otlp (not .endpoint) }}
+{{- fail "config.tracing.enabled needs config.tracing.endpoint, the collector's OTLP/HTTP URL (e.g. http://otel-collector.observability:4318), with otlp in config.tracing.exporters" }}
 {{- end }}
 - name: OTEL_TRACES_EXPORTER
-  value: otlp
+  value: {{ join "," $exporters | quote }}
+{{- if $otlp }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ .endpoint | quote }}
+{{- end }}
 - name: OTEL_TRACES_SAMPLER
   value: {{ .sampler | quote }}
 {{- if hasSuffix "traceidratio" .sampler }}
