@@ -12,10 +12,12 @@
 // entry exactly one gets it).
 //
 // The records are in the executions' shards, in other hash slots than these keys: the
-// steps around a script (hold before the add, release or drop after: dead-letters.ts
-// addHolding) are apart from it, in the order that never lists an entry whose record
-// the budget may drop. A process that dies between them leaves a record held without
-// an entry, until it expires or the hold's bound drops it.
+// steps around a script (hold before the add; `listed`, which drops the records beyond
+// the hold's bound, and release after: dead-letters.ts addHolding) are apart from it, in
+// the order that never lists an entry whose record the budget may drop, and numbered so
+// that two adds at once do not either (HeldRecords). A process that dies between them
+// leaves a record held without an entry: until it expires, or the hold's bound drops it
+// (once its hold was said listed).
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { BoundedStore, BoundedStoreStats } from '../bounded.ts';
 import { ExecutionLayout, SINGLE_REDIS_LAYOUT, type DeadLetterKeys } from './execution-keys.ts';

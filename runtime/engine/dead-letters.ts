@@ -65,27 +65,46 @@ export interface DeadLetterStore {
   count(): Promise<number>;
 }
 
+/** A held record as the hold's bound names it: its id, and the number of its hold then. */
+export interface HeldRecord {
+  id: string;
+  hold: number;
+}
+
 /**
  * What the dead-letter list asks of the executions store: to hold the records of its
  * entries out of reach of the byte budget (and the entry cap, in memory), within a
  * bound of their own. Both executions stores implement it.
+ *
+ * Each hold is numbered, and a record is being listed from its hold until `listed`: the
+ * bound never names one being listed, and drops one only if it was not held again since
+ * it was named. Two adds (or a retry putting its entry back) run at once on several
+ * workers, or in one between two awaits: the entries one add takes out of the list
+ * could otherwise include the entry another add is about to write, whose record would
+ * then be dropped under a listed entry (ADR 0039, amended 2026-11-28, later).
  */
 export interface HeldRecords {
   /**
-   * Holds the record of dead-lettered execution `id`: the budget no longer drops it
-   * (idempotent). `held` false: there is no such record (gone, not finished, not
-   * dead-lettered). `beyond`: the held records past the hold's bound, oldest first
-   * (never `id`): the caller takes their entries out of the list, then drops them
-   * (dropHeld).
+   * Holds the record of dead-lettered execution `id` (idempotent as to what is held) for
+   * an entry about to be added. `held` false: there is no such record (gone, not
+   * finished, not dead-lettered). `hold`: this hold's number, for `listed`. `beyond`:
+   * held records past the hold's bound, oldest first (never `id`, nor one being listed):
+   * the caller takes their entries out of the list, then calls `listed`.
    */
-  hold(id: string): Promise<{ held: boolean; beyond: string[] }>;
+  hold(id: string): Promise<{ held: boolean; hold: number; beyond: HeldRecord[] }>;
+  /**
+   * The entry of hold `hold` of `id` is in the list: the bound may name its record from
+   * now on (unless it was held again since). Drops the records `beyond` named by that
+   * hold, whose entries are out of the list, except those held again since (an add in
+   * flight lists them again). Resolves the ids dropped.
+   */
+  listed(id: string, hold: number, beyond: HeldRecord[]): Promise<string[]>;
   /**
    * The entries of these records have left the list: each becomes an ordinary finished
-   * record again, kept until its expiry unless the budget needs the room.
+   * record again, kept until its expiry unless the budget needs the room. One being
+   * listed again (an add in flight) stays held.
    */
   release(ids: string[]): Promise<void>;
-  /** Drops held records (hold's `beyond`, whose entries are out of the list already). */
-  dropHeld(ids: string[]): Promise<void>;
   /** Bytes the held records take (of the executions store's budget). */
   heldBytes(): Promise<number>;
 }
@@ -93,7 +112,7 @@ export interface HeldRecords {
 /** Whether an executions store can hold the records of dead letters (both adapters can). */
 export function holdsRecords(store: object): store is HeldRecords {
   const s = store as Partial<HeldRecords>;
-  return typeof s.hold === 'function' && typeof s.release === 'function';
+  return typeof s.hold === 'function' && typeof s.listed === 'function';
 }
 
 /** Why entries left the list other than by a retry: `count` maxEntries, `bytes` the hold's bound. */
@@ -165,7 +184,8 @@ export function listLimit(filter: DeadLetterFilter): number {
 /**
  * The steps of an add both adapters take: hold the record (none: not added), add the
  * entry with those beyond the hold taken out (`write`, which returns the entries it
- * dropped for `maxEntries`), then drop those records and release these.
+ * dropped for `maxEntries`), then say it is listed (which drops the records beyond) and
+ * release those.
  */
 export async function addHolding(
   entry: DeadLetter,
@@ -173,14 +193,15 @@ export async function addHolding(
   write: (beyond: string[]) => Promise<string[]>,
   dropped: (ids: string[], reason: DeadLetterDropReason) => void,
 ): Promise<boolean> {
-  const { held, beyond } = records
-    ? await records.hold(entry.executionId)
-    : { held: true, beyond: [] };
-  if (!held) return false;
-  const overCount = await write(beyond);
-  if (beyond.length > 0) {
-    dropped(beyond, 'bytes');
-    await records?.dropHeld(beyond);
+  const id = entry.executionId;
+  const held = records ? await records.hold(id) : undefined;
+  if (held && !held.held) return false;
+  const overCount = await write(held?.beyond.map((named) => named.id) ?? []);
+  // Not after a failed write: the entry may be listed or not, so the record stays out
+  // of the bound's reach (until it expires) rather than be dropped under it.
+  if (records && held) {
+    const gone = await records.listed(id, held.hold, held.beyond);
+    if (gone.length > 0) dropped(gone, 'bytes');
   }
   if (overCount.length > 0) {
     dropped(overCount, 'count');

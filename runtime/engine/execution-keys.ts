@@ -38,6 +38,11 @@ export const EXECUTION_FIELDS = {
   eventPrefix: 'e:',
   /** Set once a gateway listens for the execution's events: writes publish them from then on. */
   watched: 'w',
+  /**
+   * A dead-lettered record's hold (dead-letters.ts HeldRecords): the number of its last
+   * hold, negative until the add that held it has listed its entry.
+   */
+  hold: 'h',
 } as const;
 
 /** The consumer group of the workers, on every shard's stream. */

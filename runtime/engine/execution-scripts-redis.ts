@@ -158,10 +158,19 @@ return dropped
 // instead of its finished set, so the budget's loop in WRITE never drops them; they
 // still count in the shard's bytes.
 //
+// Each hold is numbered in the record's hash (field h): minus the number from the hold
+// until the add that made it has written its entry (LISTED), the number after. The
+// hold's bound names no record whose number is negative: an add in flight would list
+// its entry after the entries named were taken out, and its record must still be there.
+// A record is dropped (LISTED) only under the number it was named with: held again
+// since, an add is listing its entry again. Old records (no h) count as number 0.
+//
 // HOLD. KEYS: execution, finished, held, sizes, held bytes. ARGV: id, the hold's bound
-// (bytes), the index keys' lifetime (ms). Moves a finished dead-lettered record from the
-// finished set to the held one (idempotent). Returns { 0 } when there is no such record,
-// else { 1, the held ids beyond the bound, oldest first, never this one }.
+// (bytes), the index keys' lifetime (ms), execution key prefix. Moves a finished
+// dead-lettered record from the finished set to the held one (idempotent) and numbers
+// the hold. Returns { 0 } when there is no such record, else { 1, this hold's number,
+// then the id and hold number of each held record beyond the bound, oldest first, never
+// this one nor one being listed }.
 const HOLD = `
 local id = ARGV[1]
 local record = redis.call('HGET', KEYS[1], '${F.record}')
@@ -175,7 +184,9 @@ if not redis.call('ZSCORE', KEYS[3], id) then
   redis.call('PEXPIRE', KEYS[3], ARGV[3])
   redis.call('PEXPIRE', KEYS[5], ARGV[3])
 end
-local out = { 1 }
+local hold = math.abs(tonumber(redis.call('HGET', KEYS[1], '${F.hold}') or '0')) + 1
+redis.call('HSET', KEYS[1], '${F.hold}', -hold)
+local out = { 1, hold }
 local total = tonumber(redis.call('GET', KEYS[5]) or '0')
 local bound = tonumber(ARGV[2])
 local from = 0
@@ -185,8 +196,12 @@ while total > bound do
   for _, other in ipairs(batch) do
     if total <= bound then break end
     if other ~= id then
-      total = total - tonumber(redis.call('HGET', KEYS[4], other) or '0')
-      out[#out + 1] = other
+      local number = tonumber(redis.call('HGET', ARGV[4] .. other, '${F.hold}') or '0')
+      if number >= 0 then
+        total = total - tonumber(redis.call('HGET', KEYS[4], other) or '0')
+        out[#out + 1] = other
+        out[#out + 1] = number
+      end
     end
   end
   from = from + 100
@@ -194,12 +209,42 @@ end
 return out
 `;
 
+// LISTED. KEYS: execution (the one held), index, held, sizes, bytes, held bytes. ARGV:
+// its hold's number, execution key prefix, then the (id, number) pairs that hold named
+// beyond the bound, whose entries are out of the list. Its entry is listed: the hold's
+// number turns positive (unless held again since). Drops the records named that are
+// still held under the number they were named with (hash, index entry, size). Returns
+// the ids dropped.
+const LISTED = `
+local hold = tonumber(ARGV[1])
+if tonumber(redis.call('HGET', KEYS[1], '${F.hold}') or '0') == -hold then
+  redis.call('HSET', KEYS[1], '${F.hold}', hold)
+end
+local dropped = {}
+for i = 3, #ARGV, 2 do
+  local id = ARGV[i]
+  if redis.call('ZSCORE', KEYS[3], id)
+    and tonumber(redis.call('HGET', ARGV[2] .. id, '${F.hold}') or '0') == tonumber(ARGV[i + 1]) then
+    local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
+    redis.call('DEL', ARGV[2] .. id)
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('HDEL', KEYS[4], id)
+    redis.call('DECRBY', KEYS[5], b)
+    redis.call('DECRBY', KEYS[6], b)
+    dropped[#dropped + 1] = id
+  end
+end
+return dropped
+`;
+
 // RELEASE. KEYS: finished, held, sizes, held bytes. ARGV: the index keys' lifetime
-// (ms), then ids. Held records back in the finished set, with their scores.
+// (ms), execution key prefix, then ids. Held records back in the finished set, with
+// their scores; not one being listed (an add in flight lists its entry again).
 const RELEASE = `
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local score = redis.call('ZSCORE', KEYS[2], ARGV[i])
-  if score then
+  if score and tonumber(redis.call('HGET', ARGV[2] .. ARGV[i], '${F.hold}') or '0') >= 0 then
     redis.call('ZREM', KEYS[2], ARGV[i])
     redis.call('ZADD', KEYS[1], score, ARGV[i])
     redis.call('DECRBY', KEYS[4], tonumber(redis.call('HGET', KEYS[3], ARGV[i]) or '0'))
@@ -207,26 +252,6 @@ for i = 2, #ARGV do
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 0
-`;
-
-// DROPHELD. KEYS: index, held, sizes, bytes, held bytes. ARGV: execution key prefix,
-// then ids. Drops those of them still held (hash, index entry, size). Returns how many.
-const DROP_HELD = `
-local n = 0
-for i = 2, #ARGV do
-  local id = ARGV[i]
-  if redis.call('ZSCORE', KEYS[2], id) then
-    local b = tonumber(redis.call('HGET', KEYS[3], id) or '0')
-    redis.call('DEL', ARGV[1] .. id)
-    redis.call('ZREM', KEYS[2], id)
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[3], id)
-    redis.call('DECRBY', KEYS[4], b)
-    redis.call('DECRBY', KEYS[5], b)
-    n = n + 1
-  end
-end
-return n
 `;
 
 // KEYS: a shard's stream. ARGV: consumer group, consumer, count, execution key prefix.
@@ -320,7 +345,7 @@ export interface ExecutionScripts {
   ): Promise<string[]>;
   hookgateHoldExecution(...args: (string | number)[]): Promise<(number | string)[]>;
   hookgateReleaseExecutions(...args: (string | number)[]): Promise<number>;
-  hookgateDropHeldExecutions(...args: (string | number)[]): Promise<number>;
+  hookgateHeldListed(...args: (string | number)[]): Promise<string[]>;
 }
 
 /** Defines the scripts on `redis` (once: a client shared by several stores keeps them). */
@@ -329,7 +354,7 @@ export function defineExecutionScripts(redis: RedisClient): void {
   redis.defineCommand('hookgateWriteExecution', { numberOfKeys: 6, lua: WRITE });
   redis.defineCommand('hookgateHoldExecution', { numberOfKeys: 5, lua: HOLD });
   redis.defineCommand('hookgateReleaseExecutions', { numberOfKeys: 4, lua: RELEASE });
-  redis.defineCommand('hookgateDropHeldExecutions', { numberOfKeys: 5, lua: DROP_HELD });
+  redis.defineCommand('hookgateHeldListed', { numberOfKeys: 6, lua: LISTED });
   redis.defineCommand('hookgateTakeJobs', { numberOfKeys: 1, lua: TAKE });
   // The number of keys is the call's first argument.
   redis.defineCommand('hookgateReadRecords', { lua: RECORDS });

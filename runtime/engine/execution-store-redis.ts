@@ -73,7 +73,7 @@
 // Redis Cluster.
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
-import type { HeldRecords } from './dead-letters.ts';
+import type { HeldRecord, HeldRecords } from './dead-letters.ts';
 import {
   deadLetteredUntil,
   decodeCursor,
@@ -689,9 +689,9 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
    * HeldRecords: holds a finished dead-lettered record (HOLD); the hold's bound is half
    * of its shard's budget, and `beyond` names held records of that shard past it.
    */
-  async hold(id: string): Promise<{ held: boolean; beyond: string[] }> {
+  async hold(id: string): Promise<{ held: boolean; hold: number; beyond: HeldRecord[] }> {
     const keys = this.layout.of(id);
-    const [held, ...beyond] = await this.#redis.hookgateHoldExecution(
+    const [held, hold, ...beyond] = await this.#redis.hookgateHoldExecution(
       keys.execution(id),
       keys.finished,
       keys.held,
@@ -700,8 +700,31 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
       id,
       Math.floor(this.#maxBytes / 2),
       this.indexTtlMs,
+      keys.executionPrefix,
     );
-    return { held: Number(held) === 1, beyond: beyond.map(String) };
+    if (Number(held) !== 1) return { held: false, hold: 0, beyond: [] };
+    const named: HeldRecord[] = [];
+    for (let i = 0; i < beyond.length; i += 2)
+      named.push({ id: String(beyond[i]), hold: Number(beyond[i + 1]) });
+    return { held: true, hold: Number(hold), beyond: named };
+  }
+
+  /** HeldRecords: the entry of hold `hold` is listed; drops those it named (LISTED). */
+  async listed(id: string, hold: number, beyond: HeldRecord[]): Promise<string[]> {
+    const keys = this.layout.of(id);
+    const dropped = await this.#redis.hookgateHeldListed(
+      keys.execution(id),
+      keys.index,
+      keys.held,
+      keys.sizes,
+      keys.bytes,
+      keys.heldBytes,
+      hold,
+      keys.executionPrefix,
+      ...beyond.flatMap((named) => [named.id, named.hold]),
+    );
+    this.#evictions.bytes += dropped.length;
+    return dropped;
   }
 
   /** HeldRecords: back in their shards' finished sets (RELEASE), with their scores. */
@@ -714,28 +737,11 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
           keys.sizes,
           keys.heldBytes,
           this.indexTtlMs,
-          ...some,
-        ),
-      ),
-    );
-  }
-
-  /** HeldRecords: drops held records whose entries left the list for the hold's room. */
-  async dropHeld(ids: string[]): Promise<void> {
-    const dropped = await Promise.all(
-      this.#byShard(ids).map(([keys, some]) =>
-        this.#redis.hookgateDropHeldExecutions(
-          keys.index,
-          keys.held,
-          keys.sizes,
-          keys.bytes,
-          keys.heldBytes,
           keys.executionPrefix,
           ...some,
         ),
       ),
     );
-    for (const n of dropped) this.#evictions.bytes += n;
   }
 
   async heldBytes(): Promise<number> {

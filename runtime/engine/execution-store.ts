@@ -1,7 +1,7 @@
 // The executions store: finished and running executions with their per-run logs and
 // event streams, for Flow Management (list, per-run log) and for late SSE subscribers.
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
-import type { HeldRecords } from './dead-letters.ts';
+import type { HeldRecord, HeldRecords } from './dead-letters.ts';
 import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
 import {
   boundEvent,
@@ -145,6 +145,8 @@ interface Entry {
   retainedUntil: number;
   /** Held for its dead-letter entry (HeldRecords): in #held, never dropped for room. */
   held: boolean;
+  /** The number of its last hold, negative while that hold's add lists its entry (HeldRecords). */
+  hold: number;
 }
 
 /** An event kept whole for a while; `cut` replaces it once the while is over. */
@@ -239,6 +241,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
         eventBytes: 0,
         retainedUntil: 0,
         held: false,
+        hold: 0,
       };
       this.#entries.set(execution.id, entry);
       this.#order.push(entry);
@@ -374,10 +377,10 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   }
 
   /** HeldRecords: holds a finished dead-lettered entry; see the class and the port. */
-  hold(id: string): Promise<{ held: boolean; beyond: string[] }> {
+  hold(id: string): Promise<{ held: boolean; hold: number; beyond: HeldRecord[] }> {
     const entry = this.#live(id);
     if (!entry || entry.retainedUntil === 0 || !isFinished(entry.execution))
-      return Promise.resolve({ held: false, beyond: [] });
+      return Promise.resolve({ held: false, hold: 0, beyond: [] });
     if (!entry.held) {
       clearSlot(this.#retained, this.#retainedHead, entry);
       entry.held = true;
@@ -385,48 +388,56 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       this.#heldCount++;
       insertByExpiry(this.#held, this.#heldHead, entry);
     }
-    return Promise.resolve({ held: true, beyond: this.#beyondHold(entry) });
+    const hold = Math.abs(entry.hold) + 1;
+    entry.hold = -hold;
+    return Promise.resolve({ held: true, hold, beyond: this.#beyondHold(entry) });
   }
 
   /**
    * The held entries past half of each bound, oldest first, but `keep` (the one just
-   * held: however large, the newest dead letter is listed).
+   * held: however large, the newest dead letter is listed) and those being listed.
    */
-  #beyondHold(keep: Entry): string[] {
+  #beyondHold(keep: Entry): HeldRecord[] {
     let bytes = this.#heldBytes;
     let count = this.#heldCount;
-    const beyond: string[] = [];
+    const beyond: HeldRecord[] = [];
     const held = this.#held;
     for (let i = this.#heldHead; i < held.length; i++) {
       if (bytes <= this.#maxBytes / 2 && count <= this.#max / 2) break;
       const entry = held[i];
-      if (!entry || entry === keep || !this.#isHeld(entry)) continue;
+      if (!entry || entry === keep || entry.hold < 0 || !this.#isHeld(entry)) continue;
       bytes -= entry.recordBytes + entry.eventBytes;
       count--;
-      beyond.push(entry.id);
+      beyond.push({ id: entry.id, hold: entry.hold });
     }
     return beyond;
+  }
+
+  /** HeldRecords: the entry of hold `hold` is listed; drops those it named, unless held again. */
+  listed(id: string, hold: number, beyond: HeldRecord[]): Promise<string[]> {
+    const entry = this.#entries.get(id);
+    if (entry?.hold === -hold) entry.hold = hold;
+    const dropped: string[] = [];
+    for (const named of beyond) {
+      const other = this.#entries.get(named.id);
+      if (other?.held && other.hold === named.hold) {
+        this.#drop(other, 'bytes');
+        dropped.push(named.id);
+      }
+    }
+    return Promise.resolve(dropped);
   }
 
   /** HeldRecords: ordinary dead-lettered entries again, dropped for room like the others. */
   release(ids: string[]): Promise<void> {
     for (const id of ids) {
       const entry = this.#entries.get(id);
-      if (!entry?.held) continue;
+      if (!entry?.held || entry.hold < 0) continue;
       clearSlot(this.#held, this.#heldHead, entry);
       this.#unhold(entry);
       insertByExpiry(this.#retained, this.#retainedHead, entry);
     }
     this.#sweep();
-    return Promise.resolve();
-  }
-
-  /** HeldRecords: drops held entries whose dead-letter entries went for the hold's room. */
-  dropHeld(ids: string[]): Promise<void> {
-    for (const id of ids) {
-      const entry = this.#entries.get(id);
-      if (entry?.held) this.#drop(entry, 'bytes');
-    }
     return Promise.resolve();
   }
 
