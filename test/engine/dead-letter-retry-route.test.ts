@@ -1,0 +1,176 @@
+// The dead-letter retry route (runtime/read-api/recovery-routes.ts) and the record the
+// list holds for each entry (ADR 0039), over the memory stores and over Redis: a retry
+// that started releases the record; one that cannot start puts its entry back, and says
+// so when its record went meanwhile (nothing else would).
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RouteRecord } from '../../api/records/records.ts';
+import { MemoryRecordStore } from '../../api/records/memory-store.ts';
+import {
+  deadLetterOf,
+  MemoryDeadLetterStore,
+  type DeadLetterStore,
+  type HeldRecords,
+} from '../../runtime/engine/dead-letters.ts';
+import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
+import { MemoryExecutionStore, type ExecutionStore } from '../../runtime/engine/execution-store.ts';
+import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
+import type { Execution, ExecutionEngine, StartRequest } from '../../runtime/engine/ports.ts';
+import { createHttpApp } from '../../runtime/http-app.ts';
+import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
+import { redisAvailable } from '../support/redis.ts';
+import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
+import { route, trigger, workflow } from './helpers.ts';
+
+const KEY = 'shop/orders-hook';
+const target = workflow([{ id: 'ok', type: 'transform', expression: '1' }]);
+
+interface Stores {
+  store: ExecutionStore & HeldRecords;
+  deadLetters: DeadLetterStore;
+  /** The record of `id` goes (it expires): the store no longer has it. */
+  lose(id: string): Promise<void>;
+}
+
+type Line = { level: number; msg: string; executionId?: string };
+
+function suite(name: string, make: () => Promise<Stores>) {
+  describe(`the dead-letter retry route over ${name}`, () => {
+    /** A dead-lettered execution listed, its record held; the admin app over it. */
+    async function listed(start: (request: StartRequest) => Promise<Execution>) {
+      const stores = await make();
+      const at = new Date().toISOString();
+      const dead: Execution = {
+        id: 'dead-1',
+        workflowId: target.workflowId,
+        triggerKey: KEY,
+        status: 'failed',
+        createdAt: at,
+        finishedAt: at,
+        deadLetteredAt: at,
+        error: { message: 'down' },
+        input: trigger({ n: 1 }),
+        log: [],
+      };
+      await stores.store.save({ ...dead, status: 'running' });
+      await stores.store.save(dead);
+      expect(await stores.deadLetters.add(deadLetterOf(dead))).toBe(true);
+      expect(await stores.store.heldBytes()).toBeGreaterThan(0);
+      const engine: ExecutionEngine = {
+        start,
+        get: (id) => stores.store.get(id),
+        list: (filter) => stores.store.list(filter),
+        page: (filter) => stores.store.page(filter),
+        subscribe: () => () => undefined,
+      };
+      const lines: Line[] = [];
+      const logger = pino(
+        { level: 'info' },
+        { write: (l: string) => lines.push(JSON.parse(l) as Line) },
+      );
+      const { app } = createHttpApp({ logger });
+      const routes = new MemoryRecordStore<RouteRecord>();
+      await routes.put(KEY, route(KEY));
+      recoveryRoutes(app, {
+        engine,
+        routes,
+        workflow: (id) => (id === target.workflowId ? target : undefined),
+        deadLetters: stores.deadLetters,
+      });
+      const retry = () => app.inject({ method: 'POST', url: `/api/dead-letters/${dead.id}/retry` });
+      return { ...stores, dead, app, lines, retry };
+    }
+
+    const started = (request: StartRequest): Promise<Execution> =>
+      Promise.resolve({
+        id: 'retry-1',
+        workflowId: request.workflow.workflowId,
+        triggerKey: request.trigger.key,
+        status: 'queued',
+        createdAt: new Date().toISOString(),
+        input: request.input,
+        log: [],
+      });
+
+    it("a retry that started releases its entry's record: an ordinary finished one again", async () => {
+      const { store, deadLetters, dead, app, retry } = await listed(started);
+      try {
+        const res = await retry();
+        expect(res.statusCode, res.body).toBe(202);
+        expect(res.json()).toMatchObject({ executionId: 'retry-1', replayOf: dead.id });
+        expect(await deadLetters.get(dead.id)).toBeUndefined();
+        expect(await store.heldBytes()).toBe(0);
+        expect(await store.get(dead.id)).toMatchObject({ deadLetteredAt: dead.deadLetteredAt });
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('a retry that cannot start puts its entry back, held; its record gone meanwhile, that is said in the log', async () => {
+      let lose: (() => Promise<void>) | undefined;
+      const full = async (): Promise<Execution> => {
+        await lose?.();
+        throw new Error('the queue is full');
+      };
+      const listing = await listed(full);
+      const { store, deadLetters, dead, app, lines, retry } = listing;
+      try {
+        // The record still there: the entry is back, its record still held; nothing said.
+        expect((await retry()).statusCode).toBe(500);
+        expect(await deadLetters.get(dead.id)).toBeDefined();
+        expect(await store.heldBytes()).toBeGreaterThan(0);
+        const said = (l: Line) => l.msg.includes('not listed again');
+        expect(lines.filter(said)).toEqual([]);
+        // Its record expires while the retry tries to start: not listed again, and said.
+        lose = () => listing.lose(dead.id);
+        expect((await retry()).statusCode).toBe(500);
+        expect(await deadLetters.get(dead.id)).toBeUndefined();
+        expect(lines.filter(said)).toEqual([
+          expect.objectContaining({
+            level: 50,
+            executionId: dead.id,
+            msg: 'the dead letter whose retry could not start is not listed again: its record is gone',
+          }),
+        ]);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+}
+
+let clock = Date.now();
+suite('memory', () => {
+  clock = Date.now();
+  const now = () => clock;
+  const store = new MemoryExecutionStore({ now, ttlMs: 60_000 });
+  return Promise.resolve({
+    store,
+    deadLetters: new MemoryDeadLetterStore({ now, ttlMs: 60_000, records: store }),
+    lose: () => {
+      // Past a lifetime and a minute after its dead-lettering: the store drops it.
+      clock += 3 * 60_000;
+      return Promise.resolve();
+    },
+  });
+});
+
+describe.skipIf(!redisAvailable())('over one Redis', () => {
+  let backend: RedisBackend;
+  beforeAll(async () => {
+    backend = await singleRedis();
+  }, 60_000);
+  afterAll(async () => {
+    await backend?.stop();
+  });
+  suite('Redis', async () => {
+    await backend.flushall();
+    const store = new RedisExecutionStore({ redis: backend.client });
+    return {
+      store,
+      deadLetters: new RedisDeadLetterStore({ redis: backend.client, records: store }),
+      // As its expiry would.
+      lose: async (id) => void (await backend.client.del(store.layout.of(id).execution(id))),
+    };
+  });
+});
