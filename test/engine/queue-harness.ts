@@ -4,6 +4,7 @@
 // everything closed after each test. Call inside a describe block: it registers hooks.
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { shardedSubscriberClient, type RedisClient } from '../../api/records/redis-client.ts';
+import type { DeadLetterStore } from '../../runtime/engine/dead-letters.ts';
 import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { RedisExecutionEvents } from '../../runtime/engine/execution-events-redis.ts';
@@ -26,6 +27,8 @@ export interface WorkerOptions {
   retries?: boolean;
   /** What the worker reports (default: nothing is kept). */
   onInternalError?: (error: unknown, where: string) => void;
+  /** Where the worker adds the entry of a job whose record says dead-lettered. */
+  deadLetters?: DeadLetterStore;
 }
 
 export interface QueueHarness {

@@ -15,6 +15,7 @@ import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import { createHttpApp } from '../../runtime/http-app.ts';
 import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
 import { executionRoutes } from '../../runtime/read-api/execution-routes.ts';
+import type { DeadLetter } from '../../runtime/engine/dead-letters.ts';
 import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
 import { FINISHED_GRACE_MS } from '../../runtime/engine/execution-store.ts';
 import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.ts';
@@ -177,6 +178,55 @@ for (const [name, start, shards] of [
       const events = await g.store.events(queued.id, 0);
       expect(events.at(-1)).toMatchObject({ type: 'failed', deadLettered: true });
       expect(events.filter((e) => e.type === 'attempt.failed')).toHaveLength(2);
+    });
+
+    it('a job taken again whose record says dead-lettered lists its entry; one whose record went first is said', async () => {
+      const g = gateway();
+      const redis = client();
+      const at = new Date().toISOString();
+      for (const id of ['kept', 'gone']) {
+        const record: Execution = {
+          id,
+          workflowId: 'x',
+          triggerKey: KEY,
+          status: 'failed',
+          createdAt: at,
+          finishedAt: at,
+          deadLetteredAt: at,
+          error: { message: 'down' },
+          input: trigger({}),
+          log: [],
+        };
+        await g.store.save({ ...record, status: 'running' });
+        await g.store.save(record);
+        // Its worker died after the record, before the entry and the acknowledgement.
+        const job = JSON.stringify({ id, triggerKey: KEY, workflowId: 'x' });
+        await redis.xadd(q.layout.of(id).stream, '*', 'job', job);
+      }
+      // The record of 'gone' goes (expired, or dropped) between the read and the add.
+      const deadLetters = new Proxy(g.deadLetters, {
+        get(list, name) {
+          if (name === 'add')
+            return async (entry: DeadLetter) => {
+              if (entry.executionId === 'gone')
+                await redis.del(q.layout.of('gone').execution('gone'));
+              return list.add(entry);
+            };
+          const value: unknown = Reflect.get(list, name);
+          return typeof value === 'function' ? (value as () => unknown).bind(list) : value;
+        },
+      });
+      const said: string[] = [];
+      const onInternalError = (error: unknown) => said.push(String(error));
+      await q.worker({ retries: true, deadLetters, onInternalError }).start();
+      await eventually(async () => expect(await depth(redis)).toBe(0));
+      expect(await g.deadLetters.get('kept')).toBeDefined();
+      expect(await g.deadLetters.get('gone')).toBeUndefined();
+      expect(said).toEqual([
+        expect.stringContaining(
+          'execution gone is not in the dead-letter list: its record is gone',
+        ),
+      ]);
     });
 
     it('dead-lettered after its lifetime: readable, with its events, listed and retryable while its entry is listed', async () => {
