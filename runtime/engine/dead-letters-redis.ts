@@ -13,26 +13,24 @@
 //
 // The records are in the executions' shards, in other hash slots than these keys: the
 // steps around a script (hold before the add; `listed`, which drops the records beyond
-// the hold's bound, and release after: dead-letters.ts addHolding) are apart from it, in
-// the order that never lists an entry whose record the budget may drop, and numbered so
-// that two adds at once do not either (HeldRecords). A process that dies between them
-// leaves a record held without an entry: until it expires, or the hold's bound drops it
-// (once its hold was said listed).
+// the hold's bound, and release after: dead-letters.ts DeadLetterHolds) are apart from
+// it, in the order that never lists an entry whose record the budget may drop, and
+// numbered so that two adds at once do not either (HeldRecords). A process that dies
+// between them leaves a record held without an entry: until it expires, or the hold's
+// bound drops it (once its hold was said listed).
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { BoundedStore, BoundedStoreStats } from '../bounded.ts';
 import { ExecutionLayout, SINGLE_REDIS_LAYOUT, type DeadLetterKeys } from './execution-keys.ts';
 import {
-  addHolding,
   DEAD_LETTER_DEFAULTS,
+  DeadLetterHolds,
   deadLetterTime,
-  DropCounter,
   listLimit,
   matchesDeadLetter,
   type DeadLetter,
   type DeadLetterFilter,
   type DeadLetterStore,
   type DeadLetterStoreOptions,
-  type HeldRecords,
 } from './dead-letters.ts';
 
 /** The keys on one Redis with one shard (execution-keys.ts names every layout). */
@@ -98,8 +96,7 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
   readonly #keys: DeadLetterKeys;
   readonly #max: number;
   readonly #ttlMs: number;
-  readonly #records: HeldRecords | undefined;
-  readonly #drops: DropCounter;
+  readonly #holds: DeadLetterHolds;
   readonly #now: () => number;
 
   constructor(
@@ -120,32 +117,26 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
     ).deadLetters;
     this.#max = options.maxEntries ?? DEAD_LETTER_DEFAULTS.maxEntries;
     this.#ttlMs = options.ttlMs ?? DEAD_LETTER_DEFAULTS.ttlMs;
-    this.#records = options.records;
-    this.#drops = new DropCounter(options.onDropped);
+    this.#holds = new DeadLetterHolds(options);
     this.#now = options.now ?? Date.now;
   }
 
   add(entry: DeadLetter): Promise<boolean> {
-    return addHolding(
-      entry,
-      this.#records,
-      async (beyond) => {
-        const now = this.#now();
-        const [expired, ...overCount] = await this.#redis.hookgateDeadLetterAdd(
-          this.#keys.index,
-          this.#keys.entries,
-          entry.executionId,
-          deadLetterTime(entry, now),
-          JSON.stringify(entry),
-          now - this.#ttlMs,
-          this.#max,
-          ...beyond,
-        );
-        this.#drops.evictions.expired += Number(expired);
-        return overCount.map(String);
-      },
-      this.#drops.dropped,
-    );
+    return this.#holds.add(entry, async (beyond) => {
+      const now = this.#now();
+      const [expired, ...overCount] = await this.#redis.hookgateDeadLetterAdd(
+        this.#keys.index,
+        this.#keys.entries,
+        entry.executionId,
+        deadLetterTime(entry, now),
+        JSON.stringify(entry),
+        now - this.#ttlMs,
+        this.#max,
+        ...beyond,
+      );
+      this.#holds.evictions.expired += Number(expired);
+      return overCount.map(String);
+    });
   }
 
   async get(executionId: string): Promise<DeadLetter | undefined> {
@@ -193,8 +184,8 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
     return json ? (JSON.parse(json) as DeadLetter) : undefined;
   }
 
-  async release(executionId: string): Promise<void> {
-    await this.#records?.release([executionId]);
+  release(executionId: string): Promise<void> {
+    return this.#holds.release(executionId);
   }
 
   count(): Promise<number> {
@@ -202,12 +193,8 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
   }
 
   /** Entries listed, the bytes their held records take, and what this process dropped. */
-  async stats(): Promise<BoundedStoreStats> {
-    const [entries, bytes] = await Promise.all([
-      this.count(),
-      this.#records?.heldBytes() ?? Promise.resolve(0),
-    ]);
-    return { bytes, entries, evictions: { ...this.#drops.evictions } };
+  stats(): Promise<BoundedStoreStats> {
+    return this.#holds.stats(this.count());
   }
 
   #cutoff(): number {

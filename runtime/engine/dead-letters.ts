@@ -182,47 +182,60 @@ export function listLimit(filter: DeadLetterFilter): number {
 }
 
 /**
- * The steps of an add both adapters take: hold the record (none: not added), add the
- * entry with those beyond the hold taken out (`write`, which returns the entries it
- * dropped for `maxEntries`), then say it is listed (which drops the records beyond) and
- * release those.
+ * What both adapters share beside their entries: the executions store holding their
+ * records (none: nothing is held), the steps of an add around the adapter's own write,
+ * the release of a retried entry's record, and what they dropped for room.
  */
-export async function addHolding(
-  entry: DeadLetter,
-  records: HeldRecords | undefined,
-  write: (beyond: string[]) => Promise<string[]>,
-  dropped: (ids: string[], reason: DeadLetterDropReason) => void,
-): Promise<boolean> {
-  const id = entry.executionId;
-  const held = records ? await records.hold(id) : undefined;
-  if (held && !held.held) return false;
-  const overCount = await write(held?.beyond.map((named) => named.id) ?? []);
-  // Not after a failed write: the entry may be listed or not, so the record stays out
-  // of the bound's reach (until it expires) rather than be dropped under it.
-  if (records && held) {
-    const gone = await records.listed(id, held.hold, held.beyond);
-    if (gone.length > 0) dropped(gone, 'bytes');
-  }
-  if (overCount.length > 0) {
-    dropped(overCount, 'count');
-    await records?.release(overCount);
-  }
-  return true;
-}
-
-/** Counts what a list dropped for room, and tells its listener. */
-export class DropCounter {
+export class DeadLetterHolds {
+  /** Entries dropped other than by a retry (the list's evictions). */
   readonly evictions = noEvictions();
+  readonly #records: HeldRecords | undefined;
   readonly #listener: DeadLetterStoreOptions['onDropped'];
 
-  constructor(listener: DeadLetterStoreOptions['onDropped']) {
-    this.#listener = listener;
+  constructor(options: Pick<DeadLetterStoreOptions, 'records' | 'onDropped'>) {
+    this.#records = options.records;
+    this.#listener = options.onDropped;
   }
 
-  readonly dropped = (ids: string[], reason: DeadLetterDropReason): void => {
+  /**
+   * Holds the record (none: not added, false), adds the entry with those beyond the
+   * hold taken out (`write`, which returns the entries it dropped for `maxEntries`),
+   * then says it is listed (which drops the records beyond) and releases those.
+   */
+  async add(entry: DeadLetter, write: (beyond: string[]) => Promise<string[]>): Promise<boolean> {
+    const records = this.#records;
+    const id = entry.executionId;
+    const held = records ? await records.hold(id) : undefined;
+    if (held && !held.held) return false;
+    const overCount = await write(held?.beyond.map((named) => named.id) ?? []);
+    // Not after a failed write: the entry may be listed or not, so the record stays out
+    // of the bound's reach (until it expires) rather than be dropped under it.
+    if (records && held) {
+      const gone = await records.listed(id, held.hold, held.beyond);
+      if (gone.length > 0) this.#dropped(gone, 'bytes');
+    }
+    if (overCount.length > 0) {
+      this.#dropped(overCount, 'count');
+      await records?.release(overCount);
+    }
+    return true;
+  }
+
+  /** DeadLetterStore.release: the record of an entry taken is an ordinary one again. */
+  async release(executionId: string): Promise<void> {
+    await this.#records?.release([executionId]);
+  }
+
+  /** A list's stats: its `entries`, the bytes its held records take, what it dropped. */
+  async stats(entries: Promise<number>): Promise<BoundedStoreStats> {
+    const [count, bytes] = await Promise.all([entries, this.#records?.heldBytes() ?? 0]);
+    return { bytes, entries: count, evictions: { ...this.evictions } };
+  }
+
+  #dropped(ids: string[], reason: DeadLetterDropReason): void {
     this.evictions[reason] += ids.length;
     this.#listener?.(ids, reason);
-  };
+  }
 }
 
 /** One process (embedded mode): lost with the process, like its executions. */
@@ -234,37 +247,30 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
   #latestMs = -Infinity;
   readonly #max: number;
   readonly #ttlMs: number;
-  readonly #records: HeldRecords | undefined;
-  readonly #drops: DropCounter;
+  readonly #holds: DeadLetterHolds;
   readonly #now: () => number;
 
   constructor(options: DeadLetterStoreOptions = {}) {
     this.#max = options.maxEntries ?? DEAD_LETTER_DEFAULTS.maxEntries;
     this.#ttlMs = options.ttlMs ?? DEAD_LETTER_DEFAULTS.ttlMs;
-    this.#records = options.records;
-    this.#drops = new DropCounter(options.onDropped);
+    this.#holds = new DeadLetterHolds(options);
     this.#now = options.now ?? Date.now;
   }
 
   add(entry: DeadLetter): Promise<boolean> {
-    return addHolding(
-      entry,
-      this.#records,
-      (beyond) => {
-        for (const id of beyond) this.#entries.delete(id);
-        const held = { entry: structuredClone(entry), addedMs: deadLetterTime(entry, this.#now()) };
-        this.#entries.delete(entry.executionId);
-        this.#entries.set(entry.executionId, held);
-        if (held.addedMs >= this.#latestMs) this.#latestMs = held.addedMs;
-        else {
-          // Added again with its earlier time (rare): back in order, for the sweep and list.
-          const all = [...this.#entries.values()].sort((a, b) => a.addedMs - b.addedMs);
-          this.#entries = new Map(all.map((h) => [h.entry.executionId, h]));
-        }
-        return Promise.resolve(this.#sweep());
-      },
-      this.#drops.dropped,
-    );
+    return this.#holds.add(entry, (beyond) => {
+      for (const id of beyond) this.#entries.delete(id);
+      const held = { entry: structuredClone(entry), addedMs: deadLetterTime(entry, this.#now()) };
+      this.#entries.delete(entry.executionId);
+      this.#entries.set(entry.executionId, held);
+      if (held.addedMs >= this.#latestMs) this.#latestMs = held.addedMs;
+      else {
+        // Added again with its earlier time (rare): back in order, for the sweep and list.
+        const all = [...this.#entries.values()].sort((a, b) => a.addedMs - b.addedMs);
+        this.#entries = new Map(all.map((h) => [h.entry.executionId, h]));
+      }
+      return Promise.resolve(this.#sweep());
+    });
   }
 
   get(executionId: string): Promise<DeadLetter | undefined> {
@@ -292,8 +298,8 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
     return Promise.resolve(held?.entry);
   }
 
-  async release(executionId: string): Promise<void> {
-    await this.#records?.release([executionId]);
+  release(executionId: string): Promise<void> {
+    return this.#holds.release(executionId);
   }
 
   count(): Promise<number> {
@@ -301,10 +307,8 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
     return Promise.resolve(this.#entries.size);
   }
 
-  async stats(): Promise<BoundedStoreStats> {
-    const entries = await this.count();
-    const bytes = (await this.#records?.heldBytes()) ?? 0;
-    return { bytes, entries, evictions: { ...this.#drops.evictions } };
+  stats(): Promise<BoundedStoreStats> {
+    return this.#holds.stats(this.count());
   }
 
   /**
@@ -317,7 +321,7 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
     for (const [id, held] of this.#entries) {
       if (held.addedMs < cutoff) {
         this.#entries.delete(id);
-        this.#drops.evictions.expired++;
+        this.#holds.evictions.expired++;
       } else if (this.#entries.size > this.#max) {
         this.#entries.delete(id);
         overCount.push(id);
