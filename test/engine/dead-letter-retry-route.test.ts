@@ -20,7 +20,7 @@ import { createHttpApp } from '../../runtime/http-app.ts';
 import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
 import { redisAvailable } from '../support/redis.ts';
 import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
-import { route, trigger, workflow } from './helpers.ts';
+import { deadLetteredExecution, route, workflow } from './helpers.ts';
 
 const KEY = 'shop/orders-hook';
 const target = workflow([{ id: 'ok', type: 'transform', expression: '1' }]);
@@ -39,19 +39,7 @@ function suite(name: string, make: () => Promise<Stores>) {
     /** A dead-lettered execution listed, its record held; the admin app over it. */
     async function listed(start: (request: StartRequest) => Promise<Execution>) {
       const stores = await make();
-      const at = new Date().toISOString();
-      const dead: Execution = {
-        id: 'dead-1',
-        workflowId: target.workflowId,
-        triggerKey: KEY,
-        status: 'failed',
-        createdAt: at,
-        finishedAt: at,
-        deadLetteredAt: at,
-        error: { message: 'down' },
-        input: trigger({ n: 1 }),
-        log: [],
-      };
+      const dead = deadLetteredExecution('dead-1');
       await stores.store.save({ ...dead, status: 'running' });
       await stores.store.save(dead);
       expect(await stores.deadLetters.add(deadLetterOf(dead))).toBe(true);

@@ -100,6 +100,20 @@ export function storedExecution(
   };
 }
 
+/** The record of an execution of `route()` that failed and was dead-lettered just now. */
+export function deadLetteredExecution(id: string, extra: Partial<Execution> = {}): Execution {
+  const at = new Date().toISOString();
+  return storedExecution(id, Date.parse(at), {
+    workflowId: 'shop_development_orders',
+    triggerKey: 'shop/orders-hook',
+    status: 'failed',
+    finishedAt: at,
+    deadLetteredAt: at,
+    error: { message: 'down' },
+    ...extra,
+  });
+}
+
 /** Resolves with the finished execution (waits for its terminal event). */
 export function finished(engine: ExecutionEngine, id: string): Promise<Execution> {
   return new Promise((resolve, reject) => {

@@ -27,7 +27,7 @@ import { eventually, sleep } from '../support/eventually.ts';
 import { freePort } from '../support/ports.ts';
 import { redisAvailable } from '../support/redis.ts';
 import { redisCluster, singleRedis } from '../support/redis-backends.ts';
-import { route, trigger, workflow } from './helpers.ts';
+import { deadLetteredExecution, route, trigger, workflow } from './helpers.ts';
 import { redisQueueHarness } from './queue-harness.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -183,24 +183,12 @@ for (const [name, start, shards] of [
     it('a job taken again whose record says dead-lettered lists its entry; one whose record went first is said', async () => {
       const g = gateway();
       const redis = client();
-      const at = new Date().toISOString();
       for (const id of ['kept', 'gone']) {
-        const record: Execution = {
-          id,
-          workflowId: 'x',
-          triggerKey: KEY,
-          status: 'failed',
-          createdAt: at,
-          finishedAt: at,
-          deadLetteredAt: at,
-          error: { message: 'down' },
-          input: trigger({}),
-          log: [],
-        };
+        const record = deadLetteredExecution(id);
         await g.store.save({ ...record, status: 'running' });
         await g.store.save(record);
         // Its worker died after the record, before the entry and the acknowledgement.
-        const job = JSON.stringify({ id, triggerKey: KEY, workflowId: 'x' });
+        const job = JSON.stringify({ id, triggerKey: KEY, workflowId: record.workflowId });
         await redis.xadd(q.layout.of(id).stream, '*', 'job', job);
       }
       // The record of 'gone' goes (expired, or dropped) between the read and the add.
