@@ -112,10 +112,11 @@ export async function createWorkerRuntime(options: WorkerRuntimeOptions): Promis
     deadLetters,
     concurrency,
     // Read at run time, so a job runs what is deployed and published now (kept in
-    // memory between announced changes: api/records/cached-reader.ts).
-    resolve: async (job) => {
+    // memory between announced changes: api/records/cached-reader.ts; the route from
+    // the store itself when asked, before a job is failed as one of a re-created trigger).
+    resolve: async (job, uncached) => {
       const [route, workflow] = await Promise.all([
-        routeReader.get(job.triggerKey),
+        (uncached ? routes : routeReader).get(job.triggerKey),
         workflowReader.get(job.workflowId),
       ]);
       return route && workflow ? { route, workflow } : undefined;

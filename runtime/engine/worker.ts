@@ -104,8 +104,12 @@ export interface ExecutionWorkerOptions {
   /** Runs the jobs; built with the Redis store below and `streamEvents: true`. */
   engine: InProcessEngine;
   store: RedisExecutionStore;
-  /** The endpoint and the published workflow of a job, as they are now. */
-  resolve(job: ExecutionJob): Promise<JobTarget | undefined>;
+  /**
+   * The endpoint and the published workflow of a job, as they are now. `uncached`: the
+   * route read from the store itself, not from a cache that may not have heard of a
+   * change yet (asked before a job is failed as one of a re-created trigger).
+   */
+  resolve(job: ExecutionJob, uncached?: boolean): Promise<JobTarget | undefined>;
   outputValidator?: (route: RouteRecord) => OutputValidator | undefined;
   /** Name in the consumer group. Default: host name and pid. */
   consumer?: string;
@@ -498,7 +502,7 @@ export class ExecutionWorker {
     const attempt = job.attempt ?? 1;
     const pending = (execution.attempt ?? 1) + (execution.nextAttemptAt ? 1 : 0);
     if (attempt < pending) return false;
-    const target = await this.#o.resolve(job);
+    const target = await this.#resolve(job, execution);
     if (!target) {
       await this.#failUnrunnable(execution, afterSeq, {
         message: `endpoint ${job.triggerKey} or its workflow ${job.workflowId} is no longer published`,
@@ -543,6 +547,19 @@ export class ExecutionWorker {
     // Rejects when its end was not stored: left unacknowledged, another run (after
     // claimIdleMs) finishes it, so a Redis outage in between loses no accepted execution.
     return done;
+  }
+
+  /**
+   * The job's target. Another uid on a route read from a cache may only be a cache that
+   * has not heard of the change yet (a gateway took the request under the newcomer, and
+   * this worker still has the route of the one before): the store says which trigger is
+   * there now.
+   */
+  async #resolve(job: ExecutionJob, execution: Execution): Promise<JobTarget | undefined> {
+    const target = await this.#o.resolve(job);
+    if (target && 'unsigned' in runSigning(execution.triggerUid, target.route))
+      return this.#o.resolve(job, true);
+    return target;
   }
 
   /**

@@ -13,7 +13,11 @@ import { RedisExecutionStore } from '../../runtime/engine/execution-store-redis.
 import { QueuedEngine } from '../../runtime/engine/queued-engine.ts';
 import { readQueueState } from '../../runtime/engine/queue-state.ts';
 import { RedisRetryQueue } from '../../runtime/engine/retry-queue-redis.ts';
-import { ExecutionWorker, type JobTarget } from '../../runtime/engine/worker.ts';
+import {
+  ExecutionWorker,
+  type ExecutionWorkerOptions,
+  type JobTarget,
+} from '../../runtime/engine/worker.ts';
 import type { RedisBackend } from '../support/redis-backends.ts';
 
 export interface WorkerOptions {
@@ -29,6 +33,8 @@ export interface WorkerOptions {
   onInternalError?: (error: unknown, where: string) => void;
   /** Where the worker adds the entry of a job whose record says dead-lettered. */
   deadLetters?: DeadLetterStore;
+  /** Resolves jobs instead of `targets`. */
+  resolve?: ExecutionWorkerOptions['resolve'];
 }
 
 export interface QueueHarness {

@@ -181,6 +181,35 @@ for (const [name, start, shards] of [
       expect(ranOld).not.toHaveProperty('triggerUid');
     });
 
+    it("a job of the newcomer itself is run when the worker's cached route still has the old uid: the route is read again before the job is failed", async () => {
+      // The gateway took the request under the re-created trigger (uid-2) before this
+      // worker heard of the change: its cached route still says uid-1. That job is no run
+      // of a re-created trigger, and must not fail as one.
+      const target = deploy([{ id: 'n', type: 'transform', expression: '{ "ran": true }' }]);
+      const now = q.targets.get('shop/orders-hook') as JobTarget;
+      const fresh: JobTarget = { ...now, route: { ...now.route, uid: 'uid-2' } };
+      const g = gateway();
+      const queued = await g.engine.start({
+        ...target,
+        trigger: { ...target.trigger, uid: 'uid-2' },
+        input: trigger({}),
+      });
+      const reads: boolean[] = [];
+      const done = finished(g.engine, queued.id);
+      await worker({
+        resolve: (_job, uncached) => {
+          reads.push(uncached === true);
+          return Promise.resolve(uncached ? fresh : now);
+        },
+      }).start();
+      expect(await done).toMatchObject({
+        status: 'succeeded',
+        triggerUid: 'uid-2',
+        output: { ran: true },
+      });
+      expect(reads).toEqual([false, true]);
+    });
+
     it('start answers with the queued record at once; a worker runs it; any gateway reads it', async () => {
       const target = deploy([
         { id: 'double', type: 'transform', expression: '{ "total": body.total * 2 }' },
