@@ -490,8 +490,15 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
   const mode = spec.response.mode;
   if (mode === 'asyncCallback')
     codes.push('HG_ERR_CALLBACK_URL_MISSING', 'HG_ERR_CALLBACK_URL_REFUSED');
+  // A waiting caller gets the code its execution failed with (response-modes.ts):
+  // ExecutionError.code's values, the output schema's apart (responsesOf).
   if (mode === 'waitForCompletion' || mode === 'waitForResponseNode')
-    codes.push('HG_ERR_REQUEST_TIMEOUT', 'HG_ERR_EXECUTION_FAILED');
+    codes.push(
+      'HG_ERR_REQUEST_TIMEOUT',
+      'HG_ERR_EXECUTION_FAILED',
+      'HG_ERR_OUTBOUND_REFUSED',
+      'HG_ERR_TRIGGER_RECREATED',
+    );
   codes.push(
     'HG_ERR_WORKFLOW_NOT_FOUND',
     'HG_ERR_ENGINE_OVERLOADED',

@@ -118,6 +118,17 @@ describe('the document of each example trigger', () => {
       },
     });
     expect(post.responses['429']).toBeDefined();
+    // A waiting caller gets the problem its execution failed with (response-modes.ts).
+    expect(
+      post.responses['500'].content['application/problem+json'].schema.allOf[1].properties.type
+        .enum,
+    ).toEqual(
+      expect.arrayContaining([
+        'https://hookgate.dev/problems/execution-failed',
+        'https://hookgate.dev/problems/outbound-refused',
+        'https://hookgate.dev/problems/trigger-recreated',
+      ]),
+    );
     const hello = await documentOf('/api/triggers/default/hello/openapi.json');
     const helloPost = (Object.values(hello.body.paths as Json)[0] as Json).post as Json;
     expect(helloPost.security).toBeUndefined();
