@@ -206,13 +206,17 @@ function loggedSpan(span: ReadableSpan): LoggedSpan {
 /**
  * OTEL_TRACES_EXPORTER=console: each span to the role's log (a JSON line through the
  * process's log destination, bounded like every line), not console.dir to stdout,
- * whose writes would interleave with the log's.
+ * whose writes would interleave with the log's. Written on a later turn of the event
+ * loop: the batch processor exports a batch that fills up from inside the span's end()
+ * (a request's onResponse hook), which must not format and write a batch of lines.
  */
 function logExporter(logSpan: (span: LoggedSpan) => void): SpanExporter {
   return {
     export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
-      for (const span of spans) logSpan(loggedSpan(span));
-      done({ code: ExportResultCode.SUCCESS });
+      setImmediate(() => {
+        for (const span of spans) logSpan(loggedSpan(span));
+        done({ code: ExportResultCode.SUCCESS });
+      });
     },
     shutdown: () => Promise.resolve(),
     forceFlush: () => Promise.resolve(),

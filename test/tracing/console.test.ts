@@ -113,4 +113,32 @@ describe('the console exporter: spans as log lines', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(otlp.requests.length).toBe(before);
   });
+
+  it('a full batch is not written on the request path: the span that fills it ends at once', async () => {
+    const logged: LoggedSpan[] = [];
+    // A batch of 2: the second span to end fills it, and the batch processor exports it
+    // from inside that span's end (the request's onResponse hook).
+    const tracing = createOtelTracing({
+      ...tracingConfig(otlp.endpoint),
+      endpoint: undefined,
+      console: true,
+      logSpan: (span) => logged.push(span),
+      maxExportBatchSize: 2,
+      scheduledDelayMs: 60_000,
+    });
+    const info = {
+      method: 'POST',
+      route: '/webhook/default_production_echo/default',
+      path: '/webhook/default_production_echo/default',
+      triggerNamespace: 'default',
+      triggerName: 'echo',
+      workflowId: 'default_production_echo',
+      startTime: Date.now(),
+    };
+    tracing.request(info).finish({ statusCode: 200 });
+    tracing.request(info).finish({ statusCode: 200 });
+    expect(logged).toEqual([]);
+    await eventually(() => expect(logged).toHaveLength(2));
+    await tracing.shutdown(2000);
+  });
 });
