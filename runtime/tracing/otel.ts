@@ -170,6 +170,23 @@ function reporting(exporter: SpanExporter, onError: TracingConfig['onExportError
   };
 }
 
+/**
+ * The exporter, called on a later turn of the event loop: the batch processor exports a
+ * batch that fills up from inside the span's end() (a request's onResponse hook), which
+ * must not serialise and send (OTLP) or format and write (console) a batch of spans.
+ */
+function onLaterTurn(exporter: SpanExporter): SpanExporter {
+  return {
+    export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
+      setImmediate(() => exporter.export(spans, done));
+    },
+    shutdown: () => exporter.shutdown(),
+    ...(exporter.forceFlush
+      ? { forceFlush: () => (exporter.forceFlush as () => Promise<void>)() }
+      : {}),
+  };
+}
+
 const KINDS: Record<SpanKind, LoggedSpan['kind']> = {
   [SpanKind.INTERNAL]: 'INTERNAL',
   [SpanKind.SERVER]: 'SERVER',
@@ -206,17 +223,13 @@ function loggedSpan(span: ReadableSpan): LoggedSpan {
 /**
  * OTEL_TRACES_EXPORTER=console: each span to the role's log (a JSON line through the
  * process's log destination, bounded like every line), not console.dir to stdout,
- * whose writes would interleave with the log's. Written on a later turn of the event
- * loop: the batch processor exports a batch that fills up from inside the span's end()
- * (a request's onResponse hook), which must not format and write a batch of lines.
+ * whose writes would interleave with the log's.
  */
 function logExporter(logSpan: (span: LoggedSpan) => void): SpanExporter {
   return {
     export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
-      setImmediate(() => {
-        for (const span of spans) logSpan(loggedSpan(span));
-        done({ code: ExportResultCode.SUCCESS });
-      });
+      for (const span of spans) logSpan(loggedSpan(span));
+      done({ code: ExportResultCode.SUCCESS });
     },
     shutdown: () => Promise.resolve(),
     forceFlush: () => Promise.resolve(),
@@ -349,11 +362,11 @@ function exportersOf(config: TracingConfig): SpanExporter[] {
       url: config.endpoint,
       timeoutMillis: config.exportTimeoutMs,
     });
-    exporters.push(reporting(otlp, config.onExportError));
+    exporters.push(onLaterTurn(reporting(otlp, config.onExportError)));
   }
   if (config.console) {
     if (config.logSpan === undefined) throw new Error('tracing: console needs logSpan');
-    exporters.push(logExporter(config.logSpan));
+    exporters.push(onLaterTurn(logExporter(config.logSpan)));
   }
   if (exporters.length === 0) throw new Error('tracing: neither an endpoint nor console');
   return exporters;

@@ -11,6 +11,17 @@ import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver } from '../support/otlp
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
 
+/** A request span's description, without a caller. */
+const REQUEST = {
+  method: 'POST',
+  route: '/webhook/default_production_echo/default',
+  path: '/webhook/default_production_echo/default',
+  triggerNamespace: 'default',
+  triggerName: 'echo',
+  workflowId: 'default_production_echo',
+  startTime: Date.now(),
+};
+
 const CALLER = { traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`, tracestate: 'rojo=1' };
 
 /** A request span (answered 503) and its execution's span; a caller's child, or a root. */
@@ -126,19 +137,37 @@ describe('the console exporter: spans as log lines', () => {
       maxExportBatchSize: 2,
       scheduledDelayMs: 60_000,
     });
-    const info = {
-      method: 'POST',
-      route: '/webhook/default_production_echo/default',
-      path: '/webhook/default_production_echo/default',
-      triggerNamespace: 'default',
-      triggerName: 'echo',
-      workflowId: 'default_production_echo',
-      startTime: Date.now(),
-    };
-    tracing.request(info).finish({ statusCode: 200 });
-    tracing.request(info).finish({ statusCode: 200 });
+    tracing.request(REQUEST).finish({ statusCode: 200 });
+    tracing.request(REQUEST).finish({ statusCode: 200 });
     expect(logged).toEqual([]);
     await eventually(() => expect(logged).toHaveLength(2));
+    await tracing.shutdown(2000);
+  });
+
+  it('otlp: a full batch is not serialised on the request path either', async () => {
+    const tracing = createOtelTracing({
+      ...tracingConfig(otlp.endpoint),
+      maxExportBatchSize: 2,
+      scheduledDelayMs: 60_000,
+    });
+    const before = otlp.requests.length;
+    // The OTLP/HTTP JSON exporter serialises a batch with JSON.stringify: counted while
+    // the two spans end (the second fills the batch).
+    const stringify = JSON.stringify;
+    let serialised = 0;
+    JSON.stringify = ((...args: Parameters<typeof stringify>) => {
+      if (typeof args[0] === 'object' && args[0] !== null && 'resourceSpans' in args[0])
+        serialised++;
+      return stringify(...args);
+    }) as typeof stringify;
+    try {
+      tracing.request(REQUEST).finish({ statusCode: 200 });
+      tracing.request(REQUEST).finish({ statusCode: 200 });
+    } finally {
+      JSON.stringify = stringify;
+    }
+    expect(serialised).toBe(0);
+    await eventually(() => expect(otlp.requests.length).toBeGreaterThan(before));
     await tracing.shutdown(2000);
   });
 });
