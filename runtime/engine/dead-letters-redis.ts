@@ -5,6 +5,8 @@
 //   hookgate:{deadletters}          sorted set of execution ids scored by dead-letter time (ms;
 //                                   deadLetterTime: adding an entry again keeps its time)
 //   hookgate:{deadletters}:entries  hash: execution id -> the entry as JSON
+//   hookgate:{deadletters}:holds    hash: execution id -> the number of the hold (of its
+//                                   record, HeldRecords) its entry was written under
 //
 // Each write is one Lua script over both keys, so they never disagree: add (bounded:
 // the oldest entries beyond `maxEntries` go; expired ones too; and those whose records
@@ -36,40 +38,51 @@ import {
 /** The keys on one Redis with one shard (execution-keys.ts names every layout). */
 export const DEAD_LETTER_KEYS = SINGLE_REDIS_LAYOUT.deadLetters;
 
-// KEYS: index, entries. ARGV: id, score (ms), entry JSON, cutoff (ms), max entries,
-// then the ids to take out (their records are beyond the hold). Returns { the number of
-// expired entries dropped, then the ids dropped for max entries }.
+// KEYS: index, entries, holds. ARGV: id, score (ms), entry JSON, cutoff (ms), max
+// entries, the number of the hold it is written under ('' when none), then the (id,
+// hold number) pairs to take out (their records are beyond the hold). One of those is
+// taken out only if its entry was written under that very hold (or under none: written
+// by a process from before the numbers): held again since, another add has written it
+// again, or will, and its record stays (LISTED). Returns { the number of expired entries
+// dropped, then the ids dropped for max entries }.
 const ADD = `
-for i = 6, #ARGV do
-  redis.call('ZREM', KEYS[1], ARGV[i])
-  redis.call('HDEL', KEYS[2], ARGV[i])
+local function remove(id)
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[2], id)
+  redis.call('HDEL', KEYS[3], id)
+end
+for i = 7, #ARGV, 2 do
+  local tag = redis.call('HGET', KEYS[3], ARGV[i])
+  if not tag or tonumber(tag) == tonumber(ARGV[i + 1]) then remove(ARGV[i]) end
 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
-for _, id in ipairs(expired) do
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('HDEL', KEYS[2], id)
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[6])
+else
+  redis.call('HDEL', KEYS[3], ARGV[1])
 end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
+for _, id in ipairs(expired) do remove(id) end
 local out = { #expired }
 local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
 if over > 0 then
   for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
+    remove(id)
     out[#out + 1] = id
   end
 end
 return out
 `;
 
-// KEYS: index, entries. ARGV: id, cutoff (ms). The entry, or false when there is none.
+// KEYS: index, entries, holds. ARGV: id, cutoff (ms). The entry, or false when there is none.
 const TAKE = `
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return false end
 local entry = redis.call('HGET', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
 if tonumber(score) < tonumber(ARGV[2]) then return false end
 return entry
 `;
@@ -78,11 +91,13 @@ interface DeadLetterCommands {
   hookgateDeadLetterAdd(
     index: string,
     entries: string,
+    holds: string,
     ...args: (string | number)[]
   ): Promise<(number | string)[]>;
   hookgateDeadLetterTake(
     index: string,
     entries: string,
+    holds: string,
     ...args: (string | number)[]
   ): Promise<string | null>;
 }
@@ -108,8 +123,8 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
   ) {
     const redis = options.redis as RedisClient & Partial<DeadLetterCommands>;
     if (!redis.hookgateDeadLetterAdd) {
-      redis.defineCommand('hookgateDeadLetterAdd', { numberOfKeys: 2, lua: ADD });
-      redis.defineCommand('hookgateDeadLetterTake', { numberOfKeys: 2, lua: TAKE });
+      redis.defineCommand('hookgateDeadLetterAdd', { numberOfKeys: 3, lua: ADD });
+      redis.defineCommand('hookgateDeadLetterTake', { numberOfKeys: 3, lua: TAKE });
     }
     this.#redis = redis as RedisClient & DeadLetterCommands;
     this.#keys = (
@@ -122,17 +137,19 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
   }
 
   add(entry: DeadLetter): Promise<boolean> {
-    return this.#holds.add(entry, async (beyond) => {
+    return this.#holds.add(entry, async (hold, beyond) => {
       const now = this.#now();
       const [expired, ...overCount] = await this.#redis.hookgateDeadLetterAdd(
         this.#keys.index,
         this.#keys.entries,
+        this.#keys.holds,
         entry.executionId,
         deadLetterTime(entry, now),
         JSON.stringify(entry),
         now - this.#ttlMs,
         this.#max,
-        ...beyond,
+        hold ?? '',
+        ...beyond.flatMap((named) => [named.id, named.hold]),
       );
       this.#holds.evictions.expired += Number(expired);
       return overCount.map(String);
@@ -178,6 +195,7 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
     const json = await this.#redis.hookgateDeadLetterTake(
       this.#keys.index,
       this.#keys.entries,
+      this.#keys.holds,
       executionId,
       this.#cutoff(),
     );

@@ -201,13 +201,20 @@ export class DeadLetterHolds {
    * Holds the record (none: not added, false), adds the entry with those beyond the
    * hold taken out (`write`, which returns the entries it dropped for `maxEntries`),
    * then says it is listed (which drops the records beyond) and releases those.
+   * `write` gets this hold's number (none without records), to keep with the entry,
+   * and takes one named out only if its entry was written under the number it was
+   * named with: held again since, another add has written it again (or will), and its
+   * record stays (`listed`), so neither goes unsaid.
    */
-  async add(entry: DeadLetter, write: (beyond: string[]) => Promise<string[]>): Promise<boolean> {
+  async add(
+    entry: DeadLetter,
+    write: (hold: number | undefined, beyond: HeldRecord[]) => Promise<string[]>,
+  ): Promise<boolean> {
     const records = this.#records;
     const id = entry.executionId;
     const held = records ? await records.hold(id) : undefined;
     if (held && !held.held) return false;
-    const overCount = await write(held?.beyond.map((named) => named.id) ?? []);
+    const overCount = await write(held?.hold, held?.beyond ?? []);
     // Not after a failed write: the entry may be listed or not, so the record stays out
     // of the bound's reach (until it expires) rather than be dropped under it.
     if (records && held) {
@@ -241,8 +248,11 @@ export class DeadLetterHolds {
 /** One process (embedded mode): lost with the process, like its executions. */
 export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
   readonly storeName = 'dead-letters';
-  /** In dead-letter order (deadLetterTime), oldest first. */
-  #entries = new Map<string, { entry: DeadLetter; addedMs: number }>();
+  /**
+   * In dead-letter order (deadLetterTime), oldest first; `hold`: the number of the hold
+   * of its record it was written under (DeadLetterHolds.add).
+   */
+  #entries = new Map<string, { entry: DeadLetter; addedMs: number; hold?: number }>();
   /** The latest dead-letter time added (an entry added with an earlier one is put in order). */
   #latestMs = -Infinity;
   readonly #max: number;
@@ -258,9 +268,17 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
   }
 
   add(entry: DeadLetter): Promise<boolean> {
-    return this.#holds.add(entry, (beyond) => {
-      for (const id of beyond) this.#entries.delete(id);
-      const held = { entry: structuredClone(entry), addedMs: deadLetterTime(entry, this.#now()) };
+    return this.#holds.add(entry, (hold, beyond) => {
+      for (const named of beyond) {
+        const listed = this.#entries.get(named.id);
+        if (listed?.hold === undefined || listed.hold === named.hold)
+          this.#entries.delete(named.id);
+      }
+      const held = {
+        entry: structuredClone(entry),
+        addedMs: deadLetterTime(entry, this.#now()),
+        ...(hold !== undefined ? { hold } : {}),
+      };
       this.#entries.delete(entry.executionId);
       this.#entries.set(entry.executionId, held);
       if (held.addedMs >= this.#latestMs) this.#latestMs = held.addedMs;

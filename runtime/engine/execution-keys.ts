@@ -16,7 +16,7 @@
 //   hookgate:{s<k>}:executions:held|heldbytes  records held for their dead letters
 //   hookgate:{s<k>}:queue:executions              the shard's stream (group `workers`)
 //   hookgate:{s<k>}:queue:retries                 the shard's due retry attempts
-//   hookgate:{deadletters}, hookgate:{deadletters}:entries  dead letters (one tag)
+//   hookgate:{deadletters}, hookgate:{deadletters}:entries|holds  dead letters (one tag)
 //
 // N = 1 on one Redis (not a cluster) keeps its names untagged (`hookgate:execution:<id>`, `hookgate:executions`, `hookgate:queue:executions`,
 // `hookgate:queue:retries`, `hookgate:deadletters`…).
@@ -76,6 +76,8 @@ export interface ShardKeys {
 export interface DeadLetterKeys {
   readonly index: string;
   readonly entries: string;
+  /** Hash: execution id -> the number of the hold its entry was written under. */
+  readonly holds: string;
 }
 
 /** Most shards a deployment may have (each worker keeps a blocking read per shard). */
@@ -136,8 +138,16 @@ export class ExecutionLayout {
     this.tagged = n > 1 || options.cluster === true;
     this.shards = Array.from({ length: n }, (_v, k) => shardKeys(k, this.tagged ? `{s${k}}` : ''));
     this.deadLetters = this.tagged
-      ? { index: 'hookgate:{deadletters}', entries: 'hookgate:{deadletters}:entries' }
-      : { index: 'hookgate:deadletters', entries: 'hookgate:deadletters:entries' };
+      ? {
+          index: 'hookgate:{deadletters}',
+          entries: 'hookgate:{deadletters}:entries',
+          holds: 'hookgate:{deadletters}:holds',
+        }
+      : {
+          index: 'hookgate:deadletters',
+          entries: 'hookgate:deadletters:entries',
+          holds: 'hookgate:deadletters:holds',
+        };
   }
 
   /** The shard of an execution id. */

@@ -30,6 +30,7 @@ describe('the execution key layout', () => {
     expect(SINGLE_REDIS_LAYOUT.deadLetters).toEqual({
       index: 'hookgate:deadletters',
       entries: 'hookgate:deadletters:entries',
+      holds: 'hookgate:deadletters:holds',
     });
     expect(SINGLE_REDIS_LAYOUT.streams).toEqual(['hookgate:queue:executions']);
   });
@@ -56,6 +57,7 @@ describe('the execution key layout', () => {
       expect(layout.deadLetters).toEqual({
         index: 'hookgate:{deadletters}',
         entries: 'hookgate:{deadletters}:entries',
+        holds: 'hookgate:{deadletters}:holds',
       });
     }
     expect(new ExecutionLayout({ shards: 3 }).shards[2]?.stream).toBe(

@@ -591,6 +591,35 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect(listed).toContain(retried);
     });
 
+    it("past the hold's bound, an entry put back (listed) before the add that named its record writes stays listed", async () => {
+      const { store: small, sameShard } = await make({ maxBytes: 40_000 * made.shards });
+      const ids = sameShard('d', 10);
+      const [retried, fast] = [ids[0] as string, ids[9] as string];
+      const dropped: string[] = [];
+      const holds = pausingHolds(small);
+      const list = made.deadLetters({
+        records: holds.records,
+        onDropped: (gone) => dropped.push(...gone),
+      });
+      await fillHold(small, list, ids.slice(0, 9));
+      const taken = await list.take(retried);
+      const fastDead = await deadLettered(small, fast, 60, 1, {
+        error: { message: 'down '.repeat(1200) },
+      });
+      // The new dead letter's hold names the retried record beyond the bound; before it
+      // writes, the retry that could not start puts its entry back, all of it.
+      const fastPaused = holds.pause(fast);
+      const adding = list.add(deadLetterOf(fastDead));
+      await fastPaused.reached;
+      expect(await list.add(taken as DeadLetter)).toBe(true);
+      fastPaused.go();
+      expect(await adding).toBe(true);
+      // Listed with its record, or dropped and said so: never gone unsaid.
+      const listed = await everyListedReadable(list, small);
+      if (!listed.includes(retried)) expect(dropped).toContain(retried);
+      expect(listed).toContain(retried);
+    });
+
     it('an entry added again while its retry starts keeps its record held: the release leaves it', async () => {
       const { store: small } = await make({ maxBytes: 40_000 });
       const holds = pausingHolds(small);
