@@ -40,11 +40,12 @@ export const DEAD_LETTER_KEYS = SINGLE_REDIS_LAYOUT.deadLetters;
 
 // KEYS: index, entries, holds. ARGV: id, score (ms), entry JSON, cutoff (ms), max
 // entries, the number of the hold it is written under ('' when none), then the (id,
-// hold number) pairs to take out (their records are beyond the hold). One of those is
-// taken out only if its entry was written under that very hold (or under none: written
-// by a process from before the numbers): held again since, another add has written it
-// again, or will, and its record stays (LISTED). Returns { the number of expired entries
-// dropped, then the ids dropped for max entries }.
+// hold number) pairs to take out (their records are beyond the hold). An entry keeps the
+// highest number it was written under (two adds may write in the other order than they
+// held). One named is taken out only if its number is at most the one named (or it has
+// none: written by a process from before the numbers): a higher one, it was held again
+// since and written by that add, and its record stays (LISTED). Returns { the number of
+// expired entries dropped, then the ids dropped for max entries }.
 const ADD = `
 local function remove(id)
   redis.call('ZREM', KEYS[1], id)
@@ -53,14 +54,13 @@ local function remove(id)
 end
 for i = 7, #ARGV, 2 do
   local tag = redis.call('HGET', KEYS[3], ARGV[i])
-  if not tag or tonumber(tag) == tonumber(ARGV[i + 1]) then remove(ARGV[i]) end
+  if not tag or tonumber(tag) <= tonumber(ARGV[i + 1]) then remove(ARGV[i]) end
 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[3], ARGV[1], ARGV[6])
-else
-  redis.call('HDEL', KEYS[3], ARGV[1])
+  local tag = redis.call('HGET', KEYS[3], ARGV[1])
+  if not tag or tonumber(tag) < tonumber(ARGV[6]) then redis.call('HSET', KEYS[3], ARGV[1], ARGV[6]) end
 end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
 for _, id in ipairs(expired) do remove(id) end

@@ -201,10 +201,10 @@ export class DeadLetterHolds {
    * Holds the record (none: not added, false), adds the entry with those beyond the
    * hold taken out (`write`, which returns the entries it dropped for `maxEntries`),
    * then says it is listed (which drops the records beyond) and releases those.
-   * `write` gets this hold's number (none without records), to keep with the entry,
-   * and takes one named out only if its entry was written under the number it was
-   * named with: held again since, another add has written it again (or will), and its
-   * record stays (`listed`), so neither goes unsaid.
+   * `write` gets this hold's number (none without records), to keep with the entry
+   * (the highest it was written under), and takes one named out only if that is at
+   * most the number it was named with: higher, it was held again since and written by
+   * that add, and its record stays (`listed`), so neither goes unsaid.
    */
   async add(
     entry: DeadLetter,
@@ -271,13 +271,15 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
     return this.#holds.add(entry, (hold, beyond) => {
       for (const named of beyond) {
         const listed = this.#entries.get(named.id);
-        if (listed?.hold === undefined || listed.hold === named.hold)
-          this.#entries.delete(named.id);
+        if (listed?.hold === undefined || listed.hold <= named.hold) this.#entries.delete(named.id);
       }
+      // The highest number it was written under (two adds may write in the other order).
+      const before = this.#entries.get(entry.executionId)?.hold;
+      const number = before === undefined || hold === undefined ? hold : Math.max(before, hold);
       const held = {
         entry: structuredClone(entry),
         addedMs: deadLetterTime(entry, this.#now()),
-        ...(hold !== undefined ? { hold } : {}),
+        ...(number !== undefined ? { hold: number } : {}),
       };
       this.#entries.delete(entry.executionId);
       this.#entries.set(entry.executionId, held);

@@ -620,6 +620,31 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect(listed).toContain(retried);
     });
 
+    it("past the hold's bound, an entry two adds wrote, the earlier hold last, goes with its record", async () => {
+      const { store: small, sameShard } = await make({ maxBytes: 40_000 * made.shards });
+      const ids = sameShard('d', 22);
+      const twice = ids[0] as string;
+      const dropped: string[] = [];
+      const holds = pausingHolds(small);
+      const list = made.deadLetters({
+        records: holds.records,
+        onDropped: (gone) => dropped.push(...gone),
+      });
+      const dead = await deadLettered(small, twice, 60, 50, { output: 'y'.repeat(900) });
+      // Two workers add its entry at once (a job taken over): the first to hold writes last.
+      const paused = holds.pause(twice);
+      const first = list.add(deadLetterOf(dead));
+      await paused.reached;
+      expect(await list.add(deadLetterOf(dead))).toBe(true);
+      paused.go();
+      expect(await first).toBe(true);
+      // Newer dead letters fill the hold: the bound names it, the oldest.
+      await fillHold(small, list, ids.slice(1));
+      const listed = await everyListedReadable(list, small);
+      expect(listed).not.toContain(twice);
+      expect(dropped).toContain(twice);
+    });
+
     it('an entry added again while its retry starts keeps its record held: the release leaves it', async () => {
       const { store: small } = await make({ maxBytes: 40_000 });
       const holds = pausingHolds(small);
