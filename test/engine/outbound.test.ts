@@ -108,7 +108,20 @@ describe('outbound guard: URL checks', () => {
     expect(() => g.check('https://u:p@example.com/', { protocols: ['https:'] })).toThrow(
       /credentials/,
     );
-    expect(() => g.check('not a url', { protocols: ['https:'] })).toThrow(/invalid URL/);
+    expect(() => g.check('not a url', { protocols: ['https:'] })).toThrow(
+      /invalid URL 'not a url'/,
+    );
+    // The refusal reaches the record, the log and the trace: no query, fragment or user info.
+    let message = '';
+    try {
+      g.check('https://us er:pw@exa mple.com/p?token=s3cret#frag', { protocols: ['https:'] });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toBe("invalid URL 'https://…@exa mple.com/p'");
+    expect(() => g.check(`https://a b/${'x'.repeat(300)}`, { protocols: ['https:'] })).toThrow(
+      /^invalid URL '.{120}…'$/,
+    );
   });
 
   it('allow-list: CIDR and host:port entries permit local destinations', () => {

@@ -183,7 +183,7 @@ export class OutboundScope implements OutboundTarget {
     try {
       url = new URL(target);
     } catch {
-      throw new OutboundRefusedError(`invalid URL '${target}'`);
+      throw new OutboundRefusedError(`invalid URL '${shownUrl(target)}'`);
     }
     if (!['http:', 'https:'].includes(url.protocol)) {
       throw new OutboundRefusedError(`scheme ${url.protocol} not allowed`);
@@ -353,4 +353,20 @@ export class OutboundGuard implements OutboundTarget {
     this.#scopes.clear();
     await Promise.all(scopes.map((s) => s.close()));
   }
+}
+
+/**
+ * An unparsable URL as a refusal may quote it (the reason reaches the record, the log
+ * and the trace): without what may carry a secret, its query, fragment and user info,
+ * and at most 120 characters.
+ */
+function shownUrl(target: string): string {
+  let shown = target.split(/[?#]/, 1)[0] as string;
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(shown)?.[0] ?? '';
+  const rest = shown.slice(scheme.length);
+  const slash = rest.indexOf('/');
+  const authority = slash === -1 ? rest : rest.slice(0, slash);
+  const at = authority.lastIndexOf('@');
+  if (at !== -1) shown = scheme + '…@' + rest.slice(at + 1);
+  return shown.length > 120 ? `${shown.slice(0, 120)}…` : shown;
 }
