@@ -26,16 +26,7 @@ const CALLER = { traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`, tracestate
 
 /** A request span (answered 503) and its execution's span; a caller's child, or a root. */
 async function traceOnce(tracing: Tracing, parent?: typeof CALLER): Promise<void> {
-  const request = tracing.request({
-    method: 'POST',
-    route: '/webhook/default_production_echo/default',
-    path: '/webhook/default_production_echo/default',
-    triggerNamespace: 'default',
-    triggerName: 'echo',
-    workflowId: 'default_production_echo',
-    startTime: Date.now() - 5,
-    parent,
-  });
+  const request = tracing.request({ ...REQUEST, startTime: Date.now() - 5, parent });
   const execution = tracing.execution({
     executionId: 'e-1',
     workflowId: 'default_production_echo',
