@@ -31,7 +31,8 @@ const manifests = [
   }),
   workflow('slow', {
     nodes: [
-      { id: 'wait', type: 'delay', duration: '1500ms' },
+      // Long enough to be still running when a loaded machine's browser opens it.
+      { id: 'wait', type: 'delay', duration: '4000ms' },
       { id: 'done', type: 'transform', expression: '{ "done": true }' },
     ],
   }),
@@ -259,6 +260,8 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
       await open('secure');
       await page.click('#send-test');
       await page.waitForSelector('#test-response:not([hidden])');
+      // The run just started, not the one of the test before (finished): newest first.
+      await expect.poll(() => page.locator('#executions tbody tr').count()).toBe(2);
       await page.locator('#executions tbody tr').first().getByRole('button').click();
       await expect.poll(() => page.textContent('#run-live')).toBe('Stopped');
       expect(await page.textContent('#problem')).toBe(`Live updates ended: ${detail}`);
