@@ -333,6 +333,26 @@ export const OutboundPolicy = Type.Object(
 );
 export type OutboundPolicy = Static<typeof OutboundPolicy>;
 
+/** What becomes of an execution's record once it has succeeded (ADR 0041). */
+export const EXECUTION_RECORD_POLICIES = ['Keep', 'Discard'] as const;
+export type ExecutionRecordPolicy = (typeof EXECUTION_RECORD_POLICIES)[number];
+
+export const ExecutionRecords = Type.Object(
+  {
+    succeeded: literals(EXECUTION_RECORD_POLICIES, {
+      default: 'Keep',
+      description:
+        "Keep: a succeeded execution keeps its record (input, output, per-run log) and events for the store's lifetime. Discard: they are removed when it succeeds (its links and the admin API answer 404 from then on); a caller waiting for it still gets its result. Failed and dead-lettered executions are always kept.",
+    }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Which finished executions of this workflow are stored (docs/workflows.md, "Discarding the records of succeeded executions").',
+  },
+);
+export type ExecutionRecords = Static<typeof ExecutionRecords>;
+
 export const WorkflowSpec = Type.Object(
   {
     publish: Type.Boolean({
@@ -369,6 +389,7 @@ export const WorkflowSpec = Type.Object(
     ),
     retry: Type.Optional(RetryPolicy),
     outbound: Type.Optional(OutboundPolicy),
+    executionRecords: Type.Optional(ExecutionRecords),
   },
   { additionalProperties: false, description: 'Desired state of the Workflow.' },
 );

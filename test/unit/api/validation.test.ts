@@ -501,8 +501,35 @@ describe('Workflow', () => {
     ['if without condition', { nodes: [{ id: 'a', type: 'if' }] }, 'spec.nodes[0].condition'],
     ['switch without cases', { nodes: [{ id: 'a', type: 'switch' }] }, 'spec.nodes[0].cases'],
     ['publish not boolean', { publish: 'no' }, 'spec.publish'],
+    [
+      'executionRecords.succeeded not Keep or Discard',
+      { executionRecords: { succeeded: 'None' } },
+      'spec.executionRecords.succeeded',
+    ],
+    [
+      'executionRecords.succeeded as a boolean',
+      { executionRecords: { succeeded: false } },
+      'spec.executionRecords.succeeded',
+    ],
+    [
+      'executionRecords with an unknown field',
+      { executionRecords: { failed: 'Discard' } },
+      'spec.executionRecords.failed',
+    ],
   ] as [string, Spec, string][])('rejects %s', (_name, spec, field) => {
     expect(fields(admitWorkflow(spec))).toContain(field);
+  });
+
+  it('executionRecords: succeeded defaults to Keep; Discard is taken as written', () => {
+    const records = (spec: Spec) => {
+      const r = admitWorkflow(spec);
+      return r.ok ? (r.object.spec as { executionRecords?: unknown }).executionRecords : 'refused';
+    };
+    expect(records({})).toBeUndefined();
+    expect(records({ executionRecords: {} })).toEqual({ succeeded: 'Keep' });
+    expect(records({ executionRecords: { succeeded: 'Discard' } })).toEqual({
+      succeeded: 'Discard',
+    });
   });
 
   it('rejects a wrong apiVersion and kind', () => {
