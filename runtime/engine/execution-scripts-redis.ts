@@ -153,6 +153,71 @@ end
 return dropped
 `;
 
+// DISCARD (ADR 0041): instead of WRITE's finishing write of a succeeded execution whose
+// workflow discards the records of succeeded executions. KEYS: execution, index,
+// finished, sizes, bytes, stream. ARGV: 1 id; 2 consumer group; 3 stream entry id to
+// acknowledge (XACK + XDEL) or ''; 4 '1' when a finished record of it was written before
+// (its callback's delivery ended since), whose share of the budget goes too, else '0';
+// 5 handover ms; 6 the events' channel; then (seq, whole JSON) pairs in seq order: the
+// run's events not written yet. Returns 1 when the execution was watched, else 0.
+//
+// Nobody watching (the mark `w` unset): the hash goes, with the whole copies of its cut
+// events (`:whole:<seq>`, named from its event count: one DEL). Watched: a gateway waits
+// for its end, so its new events are stored and published as WRITE does them (whole: the
+// hash lives only the handover time now), the record, input and creation time go, and
+// the hash expires after the handover time: the gateway reads the end, nobody the record.
+// Either way the index entry goes (it is listed no more).
+const DISCARD = `
+local key = KEYS[1]
+local state = redis.call('HMGET', key, '${F.eventCount}', '${F.watched}')
+local stored = tonumber(state[1] or '0')
+local watched = state[2]
+if watched then
+  local publish = watched == '1' and 'PUBLISH' or 'SPUBLISH'
+  local fields = {}
+  local added = 0
+  for i = 7, #ARGV, 2 do
+    if tonumber(ARGV[i]) > stored + added then
+      added = added + 1
+      fields[#fields + 1] = '${F.eventPrefix}' .. (stored + added)
+      fields[#fields + 1] = ARGV[i + 1]
+      redis.call(publish, ARGV[6], ARGV[i + 1])
+    end
+  end
+  if added > 0 then
+    fields[#fields + 1] = '${F.eventCount}'
+    fields[#fields + 1] = stored + added
+    redis.call('HSET', key, unpack(fields))
+  end
+  redis.call('HDEL', key, '${F.record}', '${F.input}', '${F.created}')
+  redis.call('PEXPIRE', key, ARGV[5])
+else
+  local keys = { key }
+  for seq = 1, stored do
+    keys[#keys + 1] = key .. ':whole:' .. seq
+    if #keys == 1000 then
+      redis.call('DEL', unpack(keys))
+      keys = {}
+    end
+  end
+  if #keys > 0 then redis.call('DEL', unpack(keys)) end
+end
+redis.call('ZREM', KEYS[2], ARGV[1])
+if ARGV[4] == '1' then
+  local size = redis.call('HGET', KEYS[4], ARGV[1])
+  if size then
+    redis.call('HDEL', KEYS[4], ARGV[1])
+    redis.call('DECRBY', KEYS[5], size)
+    redis.call('ZREM', KEYS[3], ARGV[1])
+  end
+end
+if ARGV[3] ~= '' then
+  redis.call('XACK', KEYS[6], ARGV[2], ARGV[3])
+  redis.call('XDEL', KEYS[6], ARGV[3])
+end
+return watched and 1 or 0
+`;
+
 // The hold (HeldRecords, dead-letters.ts): the records of listed dead-letter entries,
 // kept in the shard's held set (scored as in the finished set) and held-bytes sum
 // instead of its finished set, so the budget's loop in WRITE never drops them; they
@@ -329,6 +394,7 @@ return out
 /** The scripts as commands of a client (defineExecutionScripts). */
 export interface ExecutionScripts {
   hookgateWriteExecution(...args: (string | number)[]): Promise<number>;
+  hookgateDiscardExecution(...args: (string | number)[]): Promise<number>;
   hookgateTakeJobs(
     stream: string,
     group: string,
@@ -352,6 +418,7 @@ export interface ExecutionScripts {
 export function defineExecutionScripts(redis: RedisClient): void {
   if ((redis as RedisClient & Partial<ExecutionScripts>).hookgateWriteExecution) return;
   redis.defineCommand('hookgateWriteExecution', { numberOfKeys: 6, lua: WRITE });
+  redis.defineCommand('hookgateDiscardExecution', { numberOfKeys: 6, lua: DISCARD });
   redis.defineCommand('hookgateHoldExecution', { numberOfKeys: 5, lua: HOLD });
   redis.defineCommand('hookgateReleaseExecutions', { numberOfKeys: 4, lua: RELEASE });
   redis.defineCommand('hookgateHeldListed', { numberOfKeys: 6, lua: LISTED });

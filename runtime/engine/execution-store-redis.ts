@@ -271,6 +271,39 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
   }
 
   /**
+   * ExecutionStore.discard, in one script (DISCARD, execution-scripts-redis.ts): the hash
+   * and its whole copies go, or (watched) its new events are stored and published and it
+   * stays, without record and input, for the handover time; off the index, and off the
+   * budget when `finished` says a finished record was saved before; the job acknowledged.
+   */
+  async discard(
+    execution: Execution,
+    events: SequencedEvent[],
+    options: { acknowledge?: string; finished?: boolean } = {},
+  ): Promise<void> {
+    const { id } = execution;
+    if (events.some((e) => e.executionId !== id))
+      throw new Error(`discard: events of another execution than ${id}`);
+    const keys = this.layout.of(id);
+    const args: (string | number)[] = [
+      keys.execution(id),
+      keys.index,
+      keys.finished,
+      keys.sizes,
+      keys.bytes,
+      keys.stream,
+      id,
+      WORKER_GROUP,
+      options.acknowledge ?? '',
+      options.finished === true ? '1' : '0',
+      this.#handoverMs,
+      keys.channel(id),
+    ];
+    for (const e of events) args.push(e.seq, JSON.stringify(e));
+    await this.#redis.hookgateDiscardExecution(...args);
+  }
+
+  /**
    * Up to `count` new jobs of a shard's stream for `consumer` (XREADGROUP, without
    * waiting), each with its execution's record and event count, in one script: what a
    * worker would otherwise read with one command per job.

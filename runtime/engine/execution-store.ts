@@ -44,6 +44,24 @@ export interface ExecutionStore {
     acknowledge?: string,
   ): Promise<void>;
   /**
+   * Instead of the finishing write of a succeeded execution whose workflow discards the
+   * records of succeeded executions (Workflow `spec.executionRecords.succeeded: Discard`,
+   * ADR 0041): removes its record, its events, its index entry and (`options.finished`:
+   * a finished record of it was saved before, whose callback delivery has now ended) its
+   * share of the byte budget, in one step with the acknowledgement of
+   * `options.acknowledge` (as saveWithEvents). Reads by id and listings no longer find it.
+   * `events`: the run's events not written yet, the terminal one among them, as
+   * saveWithEvents takes them. Whoever is watching the execution still gets its end: the
+   * events stay readable (`events`) for the store's handover time, without the record
+   * (memory: always; Redis: when the execution is watched, whose new events are then
+   * published as a write publishes them).
+   */
+  discard(
+    execution: Execution,
+    events: SequencedEvent[],
+    options?: { acknowledge?: string; finished?: boolean },
+  ): Promise<void>;
+  /**
    * Events of an execution with seq > afterSeq, in order. A `completed` or `respond`
    * event whose body was cut is whole for `handoverMs` after it was appended (so a
    * caller that starts waiting just after the end still gets the result), cut after.
@@ -149,6 +167,16 @@ interface Entry {
   hold: number;
 }
 
+/** The events of a discarded execution, readable until `until` (ms). */
+interface Discarded {
+  id: string;
+  events: SequencedEvent[];
+  until: number;
+}
+
+/** Discarded executions whose events the memory store keeps for the handover time, at most. */
+export const MAX_DISCARDED_HANDOVERS = 1000;
+
 /** An event kept whole for a while; `cut` replaces it once the while is over. */
 interface Handover {
   entry: Entry;
@@ -196,6 +224,13 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   #seq = 0;
   #bytes = 0;
   readonly #evictions = noEvictions();
+  /**
+   * Discarded executions' events (ADR 0041), readable for the handover time by a caller
+   * that starts listening just after the end; in the order they were discarded, at most
+   * MAX_DISCARDED_HANDOVERS (the oldest go first). Outside the byte budget: a listener
+   * comes within microseconds in this process.
+   */
+  readonly #discarded = new Map<string, Discarded>();
   /** Whole events waiting to be cut, in the order they came. */
   #handovers: (Handover | undefined)[] = [];
   #handoverHead = 0;
@@ -360,10 +395,52 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     return Promise.resolve();
   }
 
+  /**
+   * ExecutionStore.discard: the entry goes (not counted as an eviction); its events, with
+   * the ones given, stay readable for the handover time (see #discarded).
+   */
+  discard(
+    execution: Execution,
+    events: SequencedEvent[],
+    _options?: { acknowledge?: string; finished?: boolean },
+  ): Promise<void> {
+    const entry = this.#entries.get(execution.id);
+    const kept = entry ? entry.events : [];
+    if (entry) {
+      if (entry.held) this.#unhold(entry);
+      this.#entries.delete(entry.id);
+      this.#bytes -= entry.recordBytes + entry.eventBytes;
+      entry.events = [];
+    }
+    let last = kept.at(-1)?.seq ?? 0;
+    for (const event of events) {
+      if (event.seq <= last) continue;
+      kept.push(event);
+      last = event.seq;
+    }
+    const discarded = this.#discarded;
+    discarded.delete(execution.id);
+    discarded.set(execution.id, {
+      id: execution.id,
+      events: kept,
+      until: this.#now() + this.#handoverMs,
+    });
+    for (const oldest of discarded.values()) {
+      if (discarded.size <= MAX_DISCARDED_HANDOVERS) break;
+      discarded.delete(oldest.id);
+    }
+    this.#sweep();
+    return Promise.resolve();
+  }
+
   events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
     this.#sweep();
     const entry = this.#live(id);
-    if (!entry) return Promise.resolve([]);
+    if (!entry) {
+      const gone = this.#discarded.get(id);
+      if (!gone) return Promise.resolve([]);
+      return Promise.resolve(gone.events.filter((e) => e.seq > afterSeq).map((e) => ({ ...e })));
+    }
     return Promise.resolve(entry.events.filter((e) => e.seq > afterSeq).map((e) => ({ ...e })));
   }
 
@@ -488,6 +565,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   #sweep(): void {
     const now = this.#now();
     this.#cutHandovers(now);
+    if (this.#discarded.size > 0) this.#sweepDiscarded(now);
     if (this.#retainedHead < this.#retained.length) this.#sweepRetained(now, false);
     if (this.#heldHead < this.#held.length) this.#sweepHeld(now);
     const cutoff = now - this.#ttlMs;
@@ -515,6 +593,14 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       this.#head = 0;
     }
     if (passed && this.#retainedHead < this.#retained.length) this.#sweepRetained(now, true);
+  }
+
+  /** Forgets the discarded executions' events whose handover time is over (oldest first). */
+  #sweepDiscarded(now: number): void {
+    for (const gone of this.#discarded.values()) {
+      if (gone.until >= now) break;
+      this.#discarded.delete(gone.id);
+    }
   }
 
   /** Cuts the whole events whose while is over (all, oldest first, while over budget). */

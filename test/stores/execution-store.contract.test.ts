@@ -664,6 +664,47 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect(await everyListedReadable(list, small)).toEqual(['dead']);
     });
 
+    it('discard removes a succeeded execution: not read, not listed, its events gone after the handover time', async () => {
+      const completed = (id: string, seq: number): SequencedEvent => ({
+        type: 'completed',
+        output: { ok: true },
+        executionId: id,
+        seq,
+        at: new Date(clock).toISOString(),
+      });
+      await store.save(execution('kept', 2));
+      await store.save(execution('gone', 1, { status: 'queued' }));
+      await store.appendEvents([event('gone', 1)]);
+      await store.save(execution('gone', 1, { status: 'running' }));
+      await store.discard(execution('gone', 1, { output: { ok: true } }), [completed('gone', 2)]);
+      expect(await store.get('gone')).toBeUndefined();
+      expect((await store.list({})).map((e) => e.id)).toEqual(['kept']);
+      expect(await store.get('kept')).toMatchObject({ status: 'succeeded' });
+      await made.afterHandover();
+      expect(await store.events('gone', 0)).toEqual([]);
+      // Discarded twice (a job run again): nothing happens, nothing fails.
+      await store.discard(execution('gone', 1, { output: { ok: true } }), [completed('gone', 2)]);
+      expect(await store.get('gone')).toBeUndefined();
+    });
+
+    it('discard of a record saved finished before (its callback delivered) gives its bytes back', async () => {
+      await store.save(execution('other', 2));
+      await eventually(async () => expect((await store.stats()).entries).toBe(1));
+      const before = (await store.stats()).bytes;
+      const done = execution('called', 1, { output: { ok: true } });
+      await store.save(done);
+      await eventually(async () => expect((await store.stats()).entries).toBe(2));
+      expect((await store.stats()).bytes).toBeGreaterThan(before);
+      await store.discard(
+        { ...done, callback: { delivered: true, attempts: 1, status: 200 } },
+        [],
+        { finished: true },
+      );
+      expect(await store.get('called')).toBeUndefined();
+      expect(await store.stats()).toMatchObject({ bytes: before, entries: 1 });
+      expect((await store.list({})).map((e) => e.id)).toEqual(['other']);
+    });
+
     it('lists no entry for a record it does not have, or that is not a finished dead letter', async () => {
       const list = made.deadLetters();
       const gone = deadLetterOf(
@@ -1129,6 +1170,110 @@ for (const [name, start, shards] of [
           [2, 'queued'],
           [3, 'completed'],
         ]);
+      } finally {
+        subscriber.disconnect();
+      }
+    });
+
+    it('discard of an execution nobody watches: its hash, whole copies and index entry go, its job is acknowledged, in one script', async () => {
+      await backend.flushall();
+      const store = redisStore({ now });
+      const created = new Date(now()).toISOString();
+      const id = 'd0';
+      const keys = layout.of(id);
+      await backend.client.xgroup('CREATE', keys.stream, 'workers', '0', 'MKSTREAM');
+      await store.save(execution(id, 0, { status: 'queued', createdAt: created }));
+      await store.appendEvents([{ ...event(id, 1), at: created }]);
+      await backend.client.xadd(keys.stream, '*', 'job', JSON.stringify({ id }));
+      const [job] = await store.take(keys, 'c1', 1);
+      // A respond event with a body over the stored limit: its whole copy has a key.
+      await store.appendEvents([
+        {
+          type: 'respond',
+          response: { statusCode: 200, headers: {}, body: big(5000) },
+          executionId: id,
+          seq: 2,
+          at: created,
+        },
+      ]);
+      expect(await backend.client.exists(keys.whole(id, 2))).toBe(1);
+      await store.save(execution('d-other', 0, { createdAt: created }));
+      const before = await store.stats();
+      const scripts = await scriptCalls();
+      await store.discard(
+        execution(id, 0, { createdAt: created, output: { ok: true } }),
+        [{ type: 'completed', output: { ok: true }, executionId: id, seq: 3, at: created }],
+        { acknowledge: job?.entryId as string },
+      );
+      expect(await scriptCalls()).toBe(scripts + 1);
+      expect(await backend.client.exists(keys.execution(id), keys.whole(id, 2))).toBe(0);
+      expect(await backend.client.zscore(keys.index, id)).toBeNull();
+      expect(await backend.client.xlen(keys.stream)).toBe(0);
+      const pending = (await backend.client.xpending(keys.stream, 'workers')) as [number];
+      expect(pending[0]).toBe(0);
+      expect(await store.stats()).toMatchObject({ bytes: before.bytes, entries: before.entries });
+      expect(await store.get(id)).toBeUndefined();
+      expect(await store.events(id, 0)).toEqual([]);
+      expect((await store.list({})).map((e) => e.id)).toEqual(['d-other']);
+
+      /** EVALSHA and EVAL calls this Redis has run (the discard's master on a cluster). */
+      async function scriptCalls(): Promise<number> {
+        const node = backend.client.isCluster
+          ? (
+              backend.client as unknown as {
+                nodes(role: string): { info(s: string): Promise<string> }[];
+              }
+            ).nodes('master')
+          : [backend.client];
+        let calls = 0;
+        for (const n of node) {
+          const info = await n.info('commandstats');
+          for (const m of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g))
+            calls += Number(m[1]);
+        }
+        return calls;
+      }
+    });
+
+    it('discard of a watched execution: its new events are published and read for the handover time, without the record', async () => {
+      await backend.flushall();
+      const store = redisStore({ now, handoverMs: HANDOVER_MS });
+      const created = new Date(now()).toISOString();
+      const id = 'dw';
+      const keys = layout.of(id);
+      const subscriber = shardedSubscriberClient(backend.client);
+      const messages: string[] = [];
+      try {
+        subscriber.on('smessage', (_channel: string, message: string) => messages.push(message));
+        await subscriber.ssubscribe(keys.channel(id));
+        await store.save(execution(id, 0, { status: 'running', createdAt: created }));
+        await store.appendEvents([{ ...event(id, 1), at: created }]);
+        expect((await store.watchEvents(id, 0)).map((e) => e.seq)).toEqual([1]);
+        const completed: SequencedEvent = {
+          type: 'completed',
+          output: big(5000),
+          executionId: id,
+          seq: 2,
+          at: created,
+        };
+        await store.discard(execution(id, 0, { createdAt: created, output: big(5000) }), [
+          { ...event(id, 1), at: created }, // stored already: not published again
+          completed,
+        ]);
+        await eventually(() => expect(messages).toHaveLength(1));
+        expect(JSON.parse(messages[0] as string)).toEqual(completed);
+        // The end is read whole (a gateway that subscribes just now), the record is not.
+        expect(await store.events(id, 1)).toEqual([completed]);
+        expect(await store.get(id)).toBeUndefined();
+        expect(await backend.client.hexists(keys.execution(id), 'i')).toBe(0);
+        expect(await backend.client.zscore(keys.index, id)).toBeNull();
+        const ttl = await backend.client.pttl(keys.execution(id));
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(HANDOVER_MS);
+        await eventually(async () =>
+          expect(await backend.client.exists(keys.execution(id))).toBe(0),
+        );
+        expect(await store.events(id, 0)).toEqual([]);
       } finally {
         subscriber.disconnect();
       }
