@@ -19,6 +19,7 @@ import { RequestDurationHistogram } from './request-histogram.ts';
 export const METRIC = {
   requestDuration: 'http_server_request_duration_seconds',
   executions: 'hookgate_executions_total',
+  executionsDiscarded: 'hookgate_executions_discarded_total',
   rejectedRequests: 'hookgate_rejected_requests_total',
   queueDepth: 'hookgate_queue_depth',
   queueOldestAge: 'hookgate_queue_oldest_age_seconds',
@@ -85,6 +86,9 @@ export class GatewayMetrics implements RequestObserver {
    * the counter's own: forgetGone).
    */
   readonly #executionSeries = new Map<string, { series: Counter.Internal; updatedMs: number }>();
+  /** Succeeded executions whose records were discarded (ADR 0041), by workflow. */
+  readonly #discarded: Counter<'workflow_id'>;
+  readonly #discardedSeries = new Map<string, Counter.Internal>();
   readonly #now: () => number;
   readonly #rejected: Counter<'reason'>;
   readonly #queueDepth: Gauge;
@@ -120,6 +124,12 @@ export class GatewayMetrics implements RequestObserver {
       name: METRIC.executions,
       help: 'Workflow executions finished, by workflow and result.',
       labelNames: ['workflow_id', 'result'],
+      registers,
+    });
+    this.#discarded = new Counter({
+      name: METRIC.executionsDiscarded,
+      help: "Succeeded executions whose record and events were discarded (the workflow's spec.executionRecords.succeeded: Discard), by workflow.",
+      labelNames: ['workflow_id'],
       registers,
     });
     this.#rejected = new Counter({
@@ -237,6 +247,16 @@ export class GatewayMetrics implements RequestObserver {
     held.updatedMs = this.#now();
   }
 
+  /** A succeeded execution's record discarded (counted with its workflow's series kept). */
+  recordDiscarded(workflowId: string): void {
+    let series = this.#discardedSeries.get(workflowId);
+    if (!series) {
+      series = this.#discarded.labels({ workflow_id: workflowId });
+      this.#discardedSeries.set(workflowId, series);
+    }
+    series.inc();
+  }
+
   /**
    * Drops the series of routes and workflows not served now (deleted or moved triggers,
    * unpublished workflows) whose counts have not changed for `graceMs`, so that churn
@@ -271,6 +291,8 @@ export class GatewayMetrics implements RequestObserver {
         if (this.#executionSeries.delete(`${result} ${id}`))
           this.#executions.remove({ workflow_id: id, result });
       }
+      // Goes with the workflow's execution series (a discard follows its success).
+      if (this.#discardedSeries.delete(id)) this.#discarded.remove({ workflow_id: id });
     }
   }
 
@@ -302,6 +324,7 @@ export class GatewayMetrics implements RequestObserver {
         this.recordCallbackDelivery(r.delivered ? 'delivered' : r.refused ? 'refused' : 'failed'),
       attemptRetried: () => this.recordRetry('automatic'),
       deadLettered: () => this.recordDeadLettered(),
+      executionDiscarded: (e: { workflowId: string }) => this.recordDiscarded(e.workflowId),
     };
   }
 

@@ -24,8 +24,11 @@ export interface CallbackDeliveriesOptions {
   routes?: RouteReader;
   /** Told about every delivery, delivered or not (metrics). */
   delivered?: (result: DeliveryResult) => void;
-  /** Keeps the outcome with the execution (it is already saved; save it again). */
-  record?: (execution: Execution) => Promise<void>;
+  /**
+   * Keeps the outcome with the execution (it is already saved; save it again, or, for a
+   * workflow that discards its succeeded executions' records, remove it once delivered).
+   */
+  record?: (execution: Execution, workflow: StartRequest['workflow']) => Promise<void>;
   onInternalError: (error: unknown, where: string) => void;
 }
 
@@ -67,7 +70,7 @@ export class CallbackDeliveries {
       .then(async (result) => {
         this.#o.delivered?.(result);
         execution.callback = outcomeOf(result);
-        await this.#o.record?.(execution);
+        await this.#o.record?.(execution, request.workflow);
         // Not delivered is no internal error: the receiver refused or was away, or the
         // outbound policy refused it. The outcome is on the record and in
         // hookgate_callback_deliveries_total; a log line per failure (with a URL that

@@ -29,6 +29,7 @@ import type {
 import { isRetryable, nextAttempt, resolveRetryPolicy } from './retry-policy.ts';
 import { isoTime } from '../time.ts';
 import type { TraceSpan, Tracing } from '../tracing/tracing.ts';
+import type { WorkflowRegistration } from '../../api/records/records.ts';
 import { sleep, withExecutionId } from './util.ts';
 
 export { ExecutionFailure } from './execution-failure.ts';
@@ -113,6 +114,17 @@ export interface EngineObserver {
   attemptRetried?(execution: Execution): void;
   /** An execution exhausted its retry policy and went to the dead-letter list. */
   deadLettered?(execution: Execution): void;
+  /**
+   * A succeeded execution's record and events were discarded (its workflow's
+   * `spec.executionRecords.succeeded: Discard`, ADR 0041); told after executionFinished,
+   * or once its callback was delivered.
+   */
+  executionDiscarded?(execution: Execution): void;
+}
+
+/** Whether the workflow discards the records of its succeeded executions (ADR 0041). */
+export function discardsSucceeded(workflow: Pick<WorkflowRegistration, 'spec'>): boolean {
+  return workflow.spec.executionRecords?.succeeded === 'Discard';
 }
 
 /** An engine's own dead-letter list: it holds the records of its entries in the store. */
@@ -195,7 +207,7 @@ export class InProcessEngine implements ExecutionEngine {
       sender: this.callbacks,
       ...(options.routes ? { routes: options.routes } : {}),
       ...(observer ? { delivered: (result) => observer.callbackDelivered(result) } : {}),
-      record: (execution) => this.store.save(execution),
+      record: (execution, workflow) => this.#recordCallback(execution, workflow),
       onInternalError,
     });
   }
@@ -538,12 +550,38 @@ export class InProcessEngine implements ExecutionEngine {
     await this.#persist(hot);
   }
 
-  /** Writes the final record and the events, then leaves the hot set; sends the callback. */
+  /**
+   * Keeps a callback's outcome with its execution, saved already: or, delivered for a
+   * succeeded execution whose workflow discards such records (ADR 0041), removes the
+   * record and events, which stayed until the delivery was over. A delivery that failed
+   * keeps them, with its outcome, for whoever looks into it.
+   */
+  async #recordCallback(execution: Execution, workflow: WorkflowRegistration): Promise<void> {
+    if (
+      execution.status !== 'succeeded' ||
+      execution.callback?.delivered !== true ||
+      !discardsSucceeded(workflow)
+    ) {
+      await this.store.save(execution);
+      return;
+    }
+    await this.store.discard(execution, [], { finished: true });
+    this.#observer?.executionDiscarded?.(execution);
+  }
+
+  /**
+   * Writes the final record and the events (or, for a succeeded execution whose workflow
+   * discards such records and that has no callback to deliver, removes them: ADR 0041),
+   * then leaves the hot set; sends the callback.
+   */
   async #persist(hot: LiveExecution): Promise<void> {
+    const url = hot.request.callbackUrl;
+    const discard =
+      hot.execution.status === 'succeeded' && !url && discardsSucceeded(hot.request.workflow);
     // A dead-lettered run's job is acknowledged after its entry is added (below).
-    const saved = await hot.stream.persist(
-      hot.execution.deadLetteredAt ? undefined : hot.queueEntry,
-    );
+    const saved = discard
+      ? await hot.stream.discard(hot.queueEntry)
+      : await hot.stream.persist(hot.execution.deadLetteredAt ? undefined : hot.queueEntry);
     if (hot.resumed && !saved) {
       // Not stored: the job stays unacknowledged and runs again; that run counts,
       // calls back and dead-letters.
@@ -552,7 +590,6 @@ export class InProcessEngine implements ExecutionEngine {
       hot.ended();
       return;
     }
-    const url = hot.request.callbackUrl;
     if (hot.execution.deadLetteredAt) {
       // After the record: a worker that dies in between leaves a record that says
       // dead-lettered, and the one that takes the job again adds the entry (worker.ts).
@@ -575,6 +612,7 @@ export class InProcessEngine implements ExecutionEngine {
     this.#hot.delete(hot.execution.id);
     hot.ended();
     this.#observer?.executionFinished(hot.execution);
+    if (discard) this.#observer?.executionDiscarded?.(hot.execution);
     if (url) this.#deliveries.deliver(hot.execution, url, hot.request, hot.span);
   }
 }

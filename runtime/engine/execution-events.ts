@@ -152,6 +152,33 @@ export class EventStream {
   }
 
   /**
+   * Instead of persist() for a succeeded execution whose workflow discards such records
+   * (ADR 0041): the store removes the record and events (ExecutionStore.discard), taking
+   * the events not written yet (a watcher elsewhere still gets them) and acknowledging
+   * `acknowledge` in the same step. The listeners here got every event as it came. Never
+   * rejects: resolves true once the store has done it, false when it failed (the caller
+   * then leaves the job for the queue to run again, as when persist fails).
+   */
+  async discard(acknowledge?: string): Promise<boolean> {
+    const { store, streamEvents } = this.#outlet;
+    try {
+      let last = this.events;
+      if (streamEvents) {
+        await Promise.all(this.#appends);
+        if (!this.#appendFailed) last = this.#unsent;
+        this.#unsent = [];
+        this.#recordDue = false;
+      }
+      await store.discard(this.#execution, last, acknowledge === undefined ? {} : { acknowledge });
+      this.#acknowledged = acknowledge !== undefined;
+      return true;
+    } catch (error) {
+      this.#outlet.onInternalError(error, 'discarding execution');
+      return false;
+    }
+  }
+
+  /**
    * Waits until the events so far are in the store (before the execution is handed to
    * another process). Rejects when they could not be written.
    */

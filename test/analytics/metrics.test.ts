@@ -28,6 +28,7 @@ describe('gateway metrics', () => {
     });
     knownTraffic(() => Date.now()).forEach((o) => metrics.observe(o));
     metrics.recordExecution('shop_production_orders', 'succeeded');
+    metrics.recordDiscarded('shop_production_orders');
     metrics.recordRetry('automatic');
     metrics.recordRetry('dead_letter', 3);
     metrics.recordDeadLettered();
@@ -49,6 +50,7 @@ describe('gateway metrics', () => {
         ],
       },
       hookgate_executions_total: { type: 'counter', labels: ['result', 'workflow_id'] },
+      hookgate_executions_discarded_total: { type: 'counter', labels: ['workflow_id'] },
       hookgate_rejected_requests_total: { type: 'counter', labels: ['reason'] },
       hookgate_queue_depth: { type: 'gauge', labels: [] },
       hookgate_queue_oldest_age_seconds: { type: 'gauge', labels: [] },
@@ -146,7 +148,9 @@ describe('gateway metrics', () => {
     observer.callbackDelivered({ delivered: false });
     observer.callbackDelivered({ delivered: true });
     observer.executionFinished({ workflowId: 'wf', status: 'succeeded' });
+    observer.executionDiscarded({ workflowId: 'wf' });
     const text = await registry.metrics();
+    expect(text).toContain('hookgate_executions_discarded_total{workflow_id="wf"} 1');
     expect(text).toContain('hookgate_executions_total{workflow_id="wf",result="failed"} 2');
     expect(text).toContain('hookgate_executions_total{workflow_id="wf",result="succeeded"} 1');
     expect(text).toContain('hookgate_rate_limit_decisions_total{decision="rejected"} 1');
@@ -202,6 +206,9 @@ describe('series of routes and workflows no longer served', () => {
     metrics.observe({ ...(traffic[0] as (typeof traffic)[number]), route: 'unmatched' });
     metrics.recordExecution('shop_production_orders', 'succeeded');
     metrics.recordExecution('billing_production_invoices', 'failed');
+    metrics.recordExecution('billing_production_invoices', 'succeeded');
+    metrics.recordDiscarded('billing_production_invoices');
+    metrics.recordDiscarded('shop_production_orders');
     const all = await routesIn(registry);
     expect(all).toEqual(new Set([ORDERS, STATUS, INVOICES, STAGING, 'unmatched']));
 
@@ -218,6 +225,9 @@ describe('series of routes and workflows no longer served', () => {
     expect(await routesIn(registry)).toEqual(new Set([ORDERS, STATUS, STAGING, 'unmatched']));
     expect(await workflowsIn(registry)).toEqual(new Set(['shop_production_orders']));
     expect(await registry.metrics()).not.toContain('billing_production_invoices');
+    expect(await registry.metrics()).toContain(
+      'hookgate_executions_discarded_total{workflow_id="shop_production_orders"} 1',
+    );
 
     // Served, however long idle, a series stays; once not served, it goes at the next look.
     clock += 10 * GRACE;

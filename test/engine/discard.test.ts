@@ -1,0 +1,184 @@
+// A Workflow that discards the records of its succeeded executions
+// (spec.executionRecords.succeeded: Discard, ADR 0041), in the in-process engine
+// (embedded mode): listeners get the end, the store keeps nothing of a success, a
+// failure is kept; a callback keeps the record until its delivery is over; the final
+// success of a retried execution takes its earlier attempts with it.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkflowNode, WorkflowSpec } from '../../api/v1alpha1/workflow.ts';
+import { InProcessEngine, type EngineObserver } from '../../runtime/engine/engine.ts';
+import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
+import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
+import { eventually } from '../support/eventually.ts';
+import { ref, trigger, workflow } from './helpers.ts';
+import { startReceiver, type Receiver } from './receiver.ts';
+
+const DISCARD: Partial<WorkflowSpec> = { executionRecords: { succeeded: 'Discard' } };
+
+describe('InProcessEngine: executionRecords.succeeded Discard', () => {
+  let receiver: Receiver;
+  /** How the receiver answers the nth request (0-based) of the current test. */
+  let answers: number[] = [];
+  const engines: InProcessEngine[] = [];
+  const told: string[] = [];
+  const observer: EngineObserver = {
+    executionFinished: (e) => told.push(`finished:${e.status}`),
+    callbackDelivered: (r) => told.push(`callback:${r.delivered}`),
+    executionDiscarded: (e) => told.push(`discarded:${e.id}`),
+  };
+
+  beforeAll(async () => {
+    receiver = await startReceiver((_req, index) => ({
+      status: answers[index] ?? answers.at(-1) ?? 200,
+      headers: { 'content-type': 'application/json' },
+      body: '{"ok":true}',
+    }));
+  });
+  afterAll(() => receiver.close());
+  afterEach(async () => {
+    await Promise.all(engines.splice(0).map((e) => e.close(1_000)));
+    receiver.received.length = 0;
+    told.length = 0;
+    answers = [];
+  });
+
+  function engine(store = new MemoryExecutionStore()): {
+    engine: InProcessEngine;
+    store: MemoryExecutionStore;
+  } {
+    const e = new InProcessEngine({
+      store,
+      onInternalError: () => {},
+      outbound: { allow: [`127.0.0.1:${receiver.port}`] },
+      callbacks: { backoffMs: 1, timeoutMs: 2000, maxAttempts: 2 },
+      observer,
+    });
+    engines.push(e);
+    return { engine: e, store };
+  }
+
+  const double: Partial<WorkflowNode>[] = [
+    { id: 'a', type: 'transform', expression: '{ "total": body.n * 2 }' },
+  ];
+
+  /** Starts `nodes` and collects its events from the start until the end. */
+  async function runWith(
+    e: InProcessEngine,
+    nodes: Partial<WorkflowNode>[],
+    extra: Partial<WorkflowSpec>,
+    callbackUrl?: string,
+  ): Promise<{ id: string; events: SequencedEvent[] }> {
+    const started = await e.start({
+      workflow: workflow(nodes, extra),
+      trigger: ref(),
+      input: trigger({ n: 21 }),
+      ...(callbackUrl ? { callbackUrl } : {}),
+    });
+    const events: SequencedEvent[] = [];
+    await new Promise<void>((resolve) => {
+      e.subscribe(started.id, 0, (event) => {
+        events.push(event);
+        if (event.type === 'completed' || event.type === 'failed') resolve();
+      });
+    });
+    return { id: started.id, events };
+  }
+
+  it('a success: listeners get its end, then neither the engine nor the store has it', async () => {
+    const { engine: e, store } = engine();
+    const { id, events } = await runWith(e, double, DISCARD);
+    expect(events.at(-1)).toMatchObject({ type: 'completed', output: { total: 42 } });
+    await eventually(() => expect(told).toEqual(['finished:succeeded', `discarded:${id}`]));
+    expect(await e.get(id)).toBeUndefined();
+    expect(await store.get(id)).toBeUndefined();
+    expect(await e.list({})).toEqual([]);
+    expect(store.stats()).toMatchObject({ entries: 0, bytes: 0 });
+    // A listener that comes just after the end still gets it (the store's handover).
+    const late: SequencedEvent[] = [];
+    e.subscribe(id, 0, (event) => late.push(event));
+    await eventually(() => expect(late.at(-1)).toMatchObject({ type: 'completed' }));
+  });
+
+  it('Keep (the default) and a failure under Discard keep their records', async () => {
+    const { engine: e, store } = engine();
+    const kept = await runWith(e, double, {});
+    const failed = await runWith(e, [{ id: 'boom', type: 'fail', expression: '"no"' }], DISCARD);
+    await eventually(() => expect(told).toEqual(['finished:succeeded', 'finished:failed']));
+    expect(await store.get(kept.id)).toMatchObject({ status: 'succeeded' });
+    expect(await store.get(failed.id)).toMatchObject({ status: 'failed' });
+    expect((await store.events(failed.id, 0)).at(-1)).toMatchObject({ type: 'failed' });
+    expect(store.stats().entries).toBe(2);
+  });
+
+  it('a retried execution whose last attempt succeeds is discarded with its failed attempts', async () => {
+    answers = [503, 200];
+    const { engine: e, store } = engine();
+    const { id, events } = await runWith(
+      e,
+      [
+        {
+          id: 'call',
+          type: 'http',
+          request: { method: 'POST', url: `${receiver.url}/orders`, timeout: '2s', retries: 0 },
+        },
+      ],
+      {
+        ...DISCARD,
+        retry: { attempts: 3, backoff: { initial: '10ms', max: '20ms', multiplier: 2, jitter: 0 } },
+      },
+    );
+    expect(events.map((x) => x.type)).toContain('attempt.failed');
+    expect(events.at(-1)).toMatchObject({ type: 'completed' });
+    await eventually(() => expect(told).toContain(`discarded:${id}`));
+    expect(await store.get(id)).toBeUndefined();
+    expect(store.stats().entries).toBe(0);
+  });
+
+  it('a callback: the record stays until the delivery is over; delivered, it is discarded', async () => {
+    // The receiver holds its answer until told, so the record can be read meanwhile.
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slow = await startReceiver(async () => {
+      await held;
+      return { status: 204 };
+    });
+    try {
+      const e = new InProcessEngine({
+        onInternalError: () => {},
+        outbound: { allow: [`127.0.0.1:${slow.port}`] },
+        callbacks: { backoffMs: 1, timeoutMs: 5000, maxAttempts: 1 },
+        observer,
+      });
+      engines.push(e);
+      const { id } = await runWith(e, double, DISCARD, `${slow.url}/cb`);
+      await eventually(() => expect(slow.received).toHaveLength(1));
+      expect(await e.get(id)).toMatchObject({ status: 'succeeded', output: { total: 42 } });
+      expect(told).toEqual(['finished:succeeded']);
+      release();
+      await eventually(() =>
+        expect(told).toEqual(['finished:succeeded', 'callback:true', `discarded:${id}`]),
+      );
+      expect(await e.get(id)).toBeUndefined();
+      expect((e.store as MemoryExecutionStore).stats().entries).toBe(0);
+    } finally {
+      release();
+      await slow.close();
+    }
+  });
+
+  it('a callback not delivered: the record is kept, with its delivery outcome', async () => {
+    answers = [500];
+    const { engine: e, store } = engine();
+    const { id } = await runWith(e, double, DISCARD, `${receiver.url}/cb`);
+    await eventually(() => expect(told).toEqual(['finished:succeeded', 'callback:false']));
+    await eventually(async () =>
+      expect((await store.get(id))?.callback).toMatchObject({
+        delivered: false,
+        attempts: 2,
+        status: 500,
+      }),
+    );
+    const kept = (await e.get(id)) as Execution;
+    expect(kept).toMatchObject({ status: 'succeeded', output: { total: 42 } });
+    expect(told).not.toContain(`discarded:${id}`);
+  });
+});
