@@ -268,6 +268,13 @@ export interface StartRequest {
   replayOf?: string;
   /** The span that starts the execution (tracing on): kept on the record as `trace`. */
   trace?: TraceCarrier;
+  /**
+   * The caller waits for this execution's events (a gateway's waiting modes) and its
+   * workflow discards the records of succeeded executions: a store that publishes only
+   * watched executions' events marks it watched as it queues it, so that a success
+   * finished before the gateway listens still leaves its end to read (ADR 0041).
+   */
+  watched?: true;
 }
 
 export interface ExecutionEngine {

@@ -46,7 +46,8 @@ export interface ExecutionJob {
 
 // KEYS: execution, index, stream. ARGV: record JSON without its input, created ms, id,
 // 'queued' event JSON, job JSON, bound (of this shard's stream), the index's lifetime or
-// '0' (RedisExecutionStore.refreshIndexExpiry), input JSON. Returns the
+// '0' (RedisExecutionStore.refreshIndexExpiry), input JSON, the watched mark to set at
+// once ('s': StartRequest.watched, ADR 0041) or ''. Returns the
 // existing record and input ({ r, i }) when the id is taken, or the stream's length (a
 // number) when it holds `bound` jobs already: the bound is checked where the job is
 // added, so gateways racing cannot pass it. The execution's hash gets record, input,
@@ -59,6 +60,7 @@ local length = redis.call('XLEN', KEYS[3])
 if length >= tonumber(ARGV[6]) then return length end
 redis.call('HSET', KEYS[1], '${F.record}', ARGV[1], '${F.input}', ARGV[8],
   '${F.created}', ARGV[2], '${F.eventCount}', 1, '${F.eventBytes}', #ARGV[4], '${F.eventPrefix}1', ARGV[4])
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], '${F.watched}', ARGV[9]) end
 -- No expiry while queued: the lifetime starts to count down once it finishes (WRITE),
 -- so a job that waits longer than the lifetime still finds its record. The queue's
 -- bound keeps what waits bounded.
@@ -251,6 +253,7 @@ export class QueuedEngine implements ExecutionEngine {
         this.#shardBound,
         this.#store.refreshIndexExpiry(keys) ? this.#store.indexTtlMs : 0,
         input,
+        request.watched ? 's' : '',
       );
     } finally {
       this.#answered++;

@@ -119,6 +119,15 @@ function start(
   });
 }
 
+/**
+ * A waiting mode's start: marked watched when its workflow discards the records of
+ * succeeded executions, whose end would otherwise be gone before this gateway listens
+ * (StartRequest.watched, ADR 0041).
+ */
+function watching(m: ModeRequest): Partial<StartRequest> {
+  return m.workflow.spec.executionRecords?.succeeded === 'Discard' ? { watched: true } : {};
+}
+
 function successStatus(route: RouteRecord): number {
   return route.spec.response.statusCode ?? DEFAULT_STATUS_CODE[route.spec.response.mode];
 }
@@ -248,7 +257,7 @@ async function startAndAwait(
   m: ModeRequest,
   types: SequencedEvent['type'][],
 ): Promise<{ event: SequencedEvent; started: Started } | { answered: FastifyReply }> {
-  const started = await start(deps, m);
+  const started = await start(deps, m, watching(m));
   const outcome = await waitFor(deps, m, started.execution.id, types);
   if (outcome.kind === 'closed') {
     m.ctx.clientLeft = true;
@@ -308,7 +317,7 @@ function sendBody(
 }
 
 async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
-  const { execution, links } = await start(deps, m);
+  const { execution, links } = await start(deps, m, watching(m));
   let unsubscribe: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
   const { sse, body } = openSse(m.request, m.reply, {

@@ -30,6 +30,15 @@ const MODES = [
   ['node', 'waitForResponseNode'],
 ] as const;
 
+/** Triggers of a workflow that discards the records of its succeeded executions (ADR 0041). */
+const QUICK = '/webhook/default_production_quick';
+const DISCARD_MODES = [
+  ['dack', 'immediateAck'],
+  ['dcallback', 'asyncCallback'],
+  ['dwait', 'waitForCompletion'],
+  ['dstream', 'sseStream'],
+] as const;
+
 interface Accepted {
   executionId: string;
   links: { self: string; events: string };
@@ -84,8 +93,23 @@ for (const [name, start, queueShards] of [
                 response: { mode },
               }),
             ),
+            // One quick node: the worker ends it within a round trip or two of the enqueue,
+            // often before the gateway listens.
+            workflow('quick', {
+              nodes: [
+                { id: 'only', type: 'transform', expression: '{ "n": body.n, "quick": true }' },
+              ],
+              executionRecords: { succeeded: 'Discard' },
+            }),
+            ...DISCARD_MODES.map(([segment, mode]) =>
+              trigger(segment, {
+                workflowRef: { name: 'quick' },
+                pathSegment: segment,
+                response: { mode },
+              }),
+            ),
           ],
-          MODES.map(([segment]) => segment),
+          [...MODES, ...DISCARD_MODES].map(([segment]) => segment),
         );
         gateway = await createGatewayRuntime({
           redis: redis(),
@@ -95,7 +119,9 @@ for (const [name, start, queueShards] of [
           // These endpoints have no auth: let their callers' trace context through.
           traceContext: 'all',
         });
-        await eventually(() => expect(gateway.table.size).toBe(MODES.length));
+        await eventually(() =>
+          expect(gateway.table.size).toBe(MODES.length + DISCARD_MODES.length),
+        );
         worker = await createWorkerRuntime({
           redis: redis(),
           engine: { outbound, callbacks: { secret: SECRET, backoffMs: 20, timeoutMs: 2000 } },
@@ -118,8 +144,9 @@ for (const [name, start, queueShards] of [
         segment: string,
         body: unknown = { n: 5 },
         headers: Record<string, string> = {},
+        path = wf,
       ) =>
-        fetch(`${base}${wf}/${segment}`, {
+        fetch(`${base}${path}/${segment}`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...headers },
           body: JSON.stringify(body),
@@ -282,6 +309,83 @@ for (const [name, start, queueShards] of [
           expect(record.status).toBe('succeeded');
           expect(record.log.map((l) => l.nodeId)).toEqual(['first', 'answer', 'pause', 'last']);
         });
+      });
+
+      /** The admin API and the caller's link answer 404 for it (and the hash is gone). */
+      async function expectDiscarded(executionId: string, link: string): Promise<void> {
+        await eventually(async () => {
+          const res = await fetch(`${admin}/api/executions/${executionId}`);
+          expect(res.status).toBe(404);
+          expect(((await res.json()) as { type: string }).type).toMatch(/execution-not-found$/);
+        });
+        const linked = await fetch(`${base}${link}`);
+        expect(linked.status).toBe(404);
+        expect(((await linked.json()) as { type: string }).type).toMatch(
+          /execution-link-not-found$/,
+        );
+        const layout = new ExecutionLayout({
+          shards: queueShards,
+          cluster: backend.client.isCluster,
+        });
+        const key = layout.of(executionId).execution(executionId);
+        // Nobody watched it: gone at once; watched: its events for the handover time.
+        await eventually(async () => expect(await redis().exists(key)).toBe(0), 10_000);
+      }
+
+      it('Discard, Immediate ACK: runs; once it has succeeded, its link and the admin API answer 404', async () => {
+        const res = await post('dack', { n: 2 }, {}, QUICK);
+        expect(res.status).toBe(202);
+        const { executionId, links } = (await res.json()) as Accepted;
+        await expectDiscarded(executionId, links.self);
+        const listed = (await (
+          await fetch(`${admin}/api/executions?trigger=default/dack`)
+        ).json()) as { items: unknown[] };
+        expect(listed.items).toEqual([]);
+      });
+
+      it('Discard, Wait for Completion: every caller gets its output, however soon the worker ends; nothing is kept', async () => {
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, n) =>
+            post('dwait', { n }, {}, QUICK).then(async (r): Promise<[number, unknown]> => [
+              r.status,
+              await r.json(),
+            ]),
+          ),
+        );
+        expect(answers).toEqual(Array.from({ length: 20 }, (_, n) => [200, { n, quick: true }]));
+        const listed = (await (
+          await fetch(`${admin}/api/executions?trigger=default/dwait`)
+        ).json()) as { items: unknown[] };
+        expect(listed.items).toEqual([]);
+      });
+
+      it('Discard, SSE Stream: the stream ends with the result; then the execution is gone', async () => {
+        const res = await post('dstream', { n: 8 }, {}, QUICK);
+        expect(res.status).toBe(200);
+        const link = res.headers.get('location') as string;
+        const frames = await collect(res);
+        expect(frames.at(-1)?.event).toBe('completed');
+        expect(JSON.parse(frames.at(-1)?.data ?? '{}')).toMatchObject({
+          output: { n: 8, quick: true },
+        });
+        const executionId = (JSON.parse(frames.at(-1)?.data ?? '{}') as { executionId: string })
+          .executionId;
+        await expectDiscarded(executionId, link);
+      });
+
+      it('Discard, Async Callback: delivered, then discarded', async () => {
+        const res = await post(
+          'dcallback',
+          { n: 11 },
+          { 'x-callback-url': `${receiver.url}/quick` },
+          QUICK,
+        );
+        expect(res.status).toBe(202);
+        const { executionId, links } = (await res.json()) as Accepted;
+        await eventually(() =>
+          expect(receiver.received.some((r) => r.body.includes(executionId))).toBe(true),
+        );
+        await expectDiscarded(executionId, links.self);
       });
     },
   );
