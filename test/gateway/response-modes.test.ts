@@ -430,3 +430,80 @@ describe('live event stream', () => {
     expect(res.status).toBe(404);
   });
 });
+
+// A workflow that discards the records of its succeeded executions (ADR 0041), in the
+// embedded engine: waiting callers get the result from the running execution; then its
+// link and the admin API answer 404.
+describe('executionRecords.succeeded Discard', () => {
+  const quick = '/webhook/default_production_quick';
+  beforeAll(async () => {
+    await rt.apply(
+      'discard.yaml',
+      [
+        workflow('quick', {
+          nodes: [{ id: 'only', type: 'transform', expression: '{ "n": body.n, "quick": true }' }],
+          executionRecords: { succeeded: 'Discard' },
+        }),
+        ...(
+          [
+            ['dwait', 'waitForCompletion'],
+            ['dstream', 'sseStream'],
+          ] as const
+        ).map(([segment, mode]) =>
+          trigger(segment, {
+            workflowRef: { name: 'quick' },
+            pathSegment: segment,
+            response: { mode },
+          }),
+        ),
+      ],
+      ['dwait', 'dstream'],
+    );
+  });
+  const postQuick = (segment: string, body: unknown) =>
+    fetch(`${base}${quick}/${segment}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  it('Wait for Completion: every caller gets its output; nothing is kept', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, n) =>
+        postQuick('dwait', { n }).then(async (r): Promise<[number, unknown]> => [
+          r.status,
+          await r.json(),
+        ]),
+      ),
+    );
+    expect(answers).toEqual(Array.from({ length: 10 }, (_, n) => [200, { n, quick: true }]));
+    expect(await rt.engine.list({ triggerKey: 'default/dwait' })).toEqual([]);
+  });
+
+  it('SSE Stream: the stream ends with the result; then its link and the admin API answer 404', async () => {
+    const res = await postQuick('dstream', { n: 8 });
+    expect(res.status).toBe(200);
+    const link = res.headers.get('location') as string;
+    const frames = await collect(res);
+    expect(frames.map((f) => f.event)).toEqual([
+      'queued',
+      'node.started',
+      'node.finished',
+      'completed',
+    ]);
+    const end = JSON.parse(frames.at(-1)?.data ?? '{}') as { executionId: string; output: unknown };
+    expect(end.output).toEqual({ n: 8, quick: true });
+    await eventually(async () => {
+      const res = await fetch(`${adminBase}/api/executions/${end.executionId}`);
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { type: string }).type).toBe(
+        `${PROBLEM_BASE}execution-not-found`,
+      );
+    });
+    const linked = await fetch(`${base}${link}`);
+    expect(linked.status).toBe(404);
+    expect(((await linked.json()) as { type: string }).type).toBe(
+      `${PROBLEM_BASE}execution-link-not-found`,
+    );
+  });
+});
