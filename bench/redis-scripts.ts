@@ -12,6 +12,13 @@
 // (/proc), per execution. Medians of the rounds. Compare two trees by running it in
 // each, alternating (`git worktree add /tmp/base <rev>`): the figures are absolute.
 //
+// Then (phase `discard`, ADR 0041) N more executions are enqueued and taken the same way,
+// not measured, and finished as a worker finishes those of a workflow that discards the
+// records of its succeeded executions (RedisExecutionStore.discard with the same three
+// events and the acknowledgement, nobody watching, 32 at once): the finishing write with
+// Discard against `finish`, the one with Keep. `all` sums enqueue, take and finish;
+// `all (Discard)` enqueue, take and discard.
+//
 // BENCH_SCRIPTS_BODY_BYTES=8000 pads each request body by that many bytes.
 //
 // With BENCH_SCRIPTS_INSTRUCTIONS=1 redis-server runs under valgrind's callgrind
@@ -42,7 +49,7 @@ const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const counting = process.env.BENCH_SCRIPTS_INSTRUCTIONS === '1';
 if (counting && spawnSync('valgrind', ['--version']).status !== 0)
   throw new Error('BENCH_SCRIPTS_INSTRUCTIONS=1 needs valgrind (apt-get install valgrind)');
-const PHASES = ['enqueue', 'take', 'finish'] as const;
+const PHASES = ['enqueue', 'take', 'finish', 'discard'] as const;
 type Phase = (typeof PHASES)[number];
 /**
  * Per execution: µs inside the scripts, µs of redis-server's CPU, µs of this process's
@@ -137,33 +144,59 @@ async function round(): Promise<Cost> {
       const usec = Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
       cost[phase] = { scripts: usec / n, cpu, client, kInstructions: instructions / 1e3 / n };
     };
-    await measure('enqueue', async () => {
+    /** Enqueues N executions (numbered from `from`), as gateways do. */
+    const enqueue = async (from: number) => {
       for (let at = 0; at < n; at += 500)
         await Promise.all(
           Array.from({ length: Math.min(500, n - at) }, (_v, k) =>
-            queue.start({ ...request, input: triggerOutput(request.trigger, at + k, padBytes) }),
+            queue.start({
+              ...request,
+              input: triggerOutput(request.trigger, from + at + k, padBytes),
+            }),
           ),
         );
-    });
-    const taken: TakenJob[] = [];
-    await measure('take', async () => {
+    };
+    /** Takes every job waiting, as a worker does. */
+    const takeAll = async (): Promise<TakenJob[]> => {
+      const taken: TakenJob[] = [];
       for (let batch = await store.take(shard, 'bench', 32); batch.length > 0;) {
         taken.push(...batch);
         batch = await store.take(shard, 'bench', 32);
       }
-    });
-    if (taken.length !== n) throw new Error(`took ${taken.length} of ${n} jobs`);
-    await measure('finish', async () => {
+      if (taken.length !== n) throw new Error(`took ${taken.length} of ${n} jobs`);
+      return taken;
+    };
+    /** Finishes the jobs 32 at once with `write` (the succeeded record and three events). */
+    const finishAll = async (
+      taken: TakenJob[],
+      write: (done: Execution, evs: SequencedEvent[], entryId: string) => Promise<void>,
+    ) => {
       for (let at = 0; at < n; at += 32)
         await Promise.all(
           taken.slice(at, at + 32).map((job) => {
             if (!job.execution) throw new Error(`job ${job.entryId} without its record`);
             const [done, evs] = finished(job.execution);
-            return store.saveWithEvents(done, evs, job.entryId);
+            return write(done, evs, job.entryId);
           }),
         );
+      if ((await redis.xlen(shard.stream)) !== 0) throw new Error('jobs left unacknowledged');
+    };
+    await measure('enqueue', () => enqueue(0));
+    let taken: TakenJob[] = [];
+    await measure('take', async () => {
+      taken = await takeAll();
     });
-    if ((await redis.xlen(shard.stream)) !== 0) throw new Error('jobs left unacknowledged');
+    await measure('finish', () =>
+      finishAll(taken, (done, evs, entryId) => store.saveWithEvents(done, evs, entryId)),
+    );
+    // The same again, finished by discarding (ADR 0041): only the finish is measured.
+    await enqueue(n);
+    taken = await takeAll();
+    await measure('discard', () =>
+      finishAll(taken, (done, evs, entryId) => store.discard(done, evs, { acknowledge: entryId })),
+    );
+    if ((await redis.zcard(shard.index)) !== n)
+      throw new Error('discarded executions still listed');
     queue.close();
     return cost;
   } finally {
@@ -203,7 +236,8 @@ async function main(): Promise<void> {
       `| ${name} | ${measures.map((m) => median(costs.map((c) => of(c, m))).toFixed(1)).join(' | ')} |`,
     );
   for (const p of PHASES) row(p, (c, m) => c[p][m]);
-  row('all', (c, m) => PHASES.reduce((a, p) => a + c[p][m], 0));
+  row('all', (c, m) => c.enqueue[m] + c.take[m] + c.finish[m]);
+  row('all (Discard)', (c, m) => c.enqueue[m] + c.take[m] + c.discard[m]);
   process.exit(0);
 }
 
