@@ -137,6 +137,37 @@ for (const [name, start, shards] of [
       expect(await g.deadLetters.count()).toBe(0);
     });
 
+    it('Discard: the final success of a retried execution removes it, its failed attempts with it (ADR 0041)', async () => {
+      const target: JobTarget = {
+        route: route(KEY),
+        workflow: workflow(flaky, {
+          retry: onFail(6, '300ms'),
+          executionRecords: { succeeded: 'Discard' },
+        }),
+      };
+      q.targets.set(KEY, target);
+      const g = gateway();
+      await worker().start();
+      const queued = await g.engine.start({
+        workflow: target.workflow,
+        trigger: triggerRef(target.route),
+        input: trigger({ n: 5, failUntil: Date.now() + 1_000 }),
+      });
+      const live: SequencedEvent[] = [];
+      g.engine.subscribe(queued.id, 0, (e) => live.push(e));
+      await eventually(() => expect(live.at(-1)?.type).toBe('completed'), 15_000);
+      expect(live.at(-1)).toMatchObject({ output: { done: 5 } });
+      expect(live.filter((e) => e.type === 'attempt.failed').length).toBeGreaterThan(0);
+      expect(await g.engine.get(queued.id)).toBeUndefined();
+      expect(await g.engine.list({})).toEqual([]);
+      // Watched (this subscription): its events lasted the handover time, then nothing.
+      const key = q.layout.of(queued.id).execution(queued.id);
+      await eventually(async () => expect(await client().exists(key)).toBe(0), 10_000);
+      await eventually(async () => expect(await depth(client())).toBe(0));
+      expect(await due(client())).toBe(0);
+      expect(await g.deadLetters.count()).toBe(0);
+    });
+
     it('an execution that waits for its next attempt past its lifetime keeps its record and runs it', async () => {
       q.storeTtlMs = 1_000;
       const target = deploy(flaky, onFail(2, '1500ms'));
