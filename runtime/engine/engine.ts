@@ -580,7 +580,7 @@ export class InProcessEngine implements ExecutionEngine {
       hot.execution.status === 'succeeded' && !url && discardsSucceeded(hot.request.workflow);
     // A dead-lettered run's job is acknowledged after its entry is added (below).
     const saved = discard
-      ? await hot.stream.discard(hot.queueEntry)
+      ? await hot.stream.discard(hot.queueEntry, hot.request.watched === true)
       : await hot.stream.persist(hot.execution.deadLetteredAt ? undefined : hot.queueEntry);
     if (hot.resumed && !saved) {
       // Not stored: the job stays unacknowledged and runs again; that run counts,

@@ -157,9 +157,10 @@ export class EventStream {
    * the events not written yet (a watcher elsewhere still gets them) and acknowledging
    * `acknowledge` in the same step. The listeners here got every event as it came. Never
    * rejects: resolves true once the store has done it, false when it failed (the caller
-   * then leaves the job for the queue to run again, as when persist fails).
+   * then leaves the job for the queue to run again, as when persist fails). `watched`:
+   * a caller waits for its end (StartRequest.watched).
    */
-  async discard(acknowledge?: string): Promise<boolean> {
+  async discard(acknowledge: string | undefined, watched: boolean): Promise<boolean> {
     const { store, streamEvents } = this.#outlet;
     try {
       let last = this.events;
@@ -169,7 +170,10 @@ export class EventStream {
         this.#unsent = [];
         this.#recordDue = false;
       }
-      await store.discard(this.#execution, last, acknowledge === undefined ? {} : { acknowledge });
+      await store.discard(this.#execution, last, {
+        ...(acknowledge === undefined ? {} : { acknowledge }),
+        watched,
+      });
       this.#acknowledged = acknowledge !== undefined;
       return true;
     } catch (error) {

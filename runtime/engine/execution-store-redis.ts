@@ -279,7 +279,8 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
   async discard(
     execution: Execution,
     events: SequencedEvent[],
-    options: { acknowledge?: string; finished?: boolean } = {},
+    // `watched` is not read: the mark on the execution's hash says (ExecutionStore.discard).
+    options: { acknowledge?: string; finished?: boolean; watched?: boolean } = {},
   ): Promise<void> {
     const { id } = execution;
     if (events.some((e) => e.executionId !== id))

@@ -52,14 +52,15 @@ export interface ExecutionStore {
    * `options.acknowledge` (as saveWithEvents). Reads by id and listings no longer find it.
    * `events`: the run's events not written yet, the terminal one among them, as
    * saveWithEvents takes them. Whoever is watching the execution still gets its end: the
-   * events stay readable (`events`) for the store's handover time, without the record
-   * (memory: always; Redis: when the execution is watched, whose new events are then
-   * published as a write publishes them).
+   * events stay readable (`events`) for the store's handover time, without the record,
+   * when the execution is watched (memory: `options.watched`, StartRequest.watched, a
+   * gateway's waiting modes; Redis: the mark on its hash, whose new events are then
+   * published as a write publishes them). One nobody watches leaves nothing.
    */
   discard(
     execution: Execution,
     events: SequencedEvent[],
-    options?: { acknowledge?: string; finished?: boolean },
+    options?: { acknowledge?: string; finished?: boolean; watched?: boolean },
   ): Promise<void>;
   /**
    * Events of an execution with seq > afterSeq, in order. A `completed` or `respond`
@@ -396,13 +397,13 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   }
 
   /**
-   * ExecutionStore.discard: the entry goes (not counted as an eviction); its events, with
-   * the ones given, stay readable for the handover time (see #discarded).
+   * ExecutionStore.discard: the entry goes (not counted as an eviction); a watched one's
+   * events, with the ones given, stay readable for the handover time (see #discarded).
    */
   discard(
     execution: Execution,
     events: SequencedEvent[],
-    _options?: { acknowledge?: string; finished?: boolean },
+    options?: { acknowledge?: string; finished?: boolean; watched?: boolean },
   ): Promise<void> {
     const entry = this.#entries.get(execution.id);
     const kept = entry ? entry.events : [];
@@ -411,6 +412,10 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       this.#entries.delete(entry.id);
       this.#bytes -= entry.recordBytes + entry.eventBytes;
       entry.events = [];
+    }
+    if (!options?.watched) {
+      this.#sweep();
+      return Promise.resolve();
     }
     let last = kept.at(-1)?.seq ?? 0;
     for (const event of events) {

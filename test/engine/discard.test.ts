@@ -60,18 +60,23 @@ describe('InProcessEngine: executionRecords.succeeded Discard', () => {
     { id: 'a', type: 'transform', expression: '{ "total": body.n * 2 }' },
   ];
 
-  /** Starts `nodes` and collects its events from the start until the end. */
+  /**
+   * Starts `nodes` and collects its events from the start until the end, watched as a
+   * gateway's waiting modes start theirs (StartRequest.watched) unless told otherwise.
+   */
   async function runWith(
     e: InProcessEngine,
     nodes: Partial<WorkflowNode>[],
     extra: Partial<WorkflowSpec>,
     callbackUrl?: string,
+    watched = true,
   ): Promise<{ id: string; events: SequencedEvent[] }> {
     const started = await e.start({
       workflow: workflow(nodes, extra),
       trigger: ref(),
       input: trigger({ n: 21 }),
       ...(callbackUrl ? { callbackUrl } : {}),
+      ...(watched ? { watched: true as const } : {}),
     });
     const events: SequencedEvent[] = [];
     await new Promise<void>((resolve) => {
@@ -96,6 +101,21 @@ describe('InProcessEngine: executionRecords.succeeded Discard', () => {
     const late: SequencedEvent[] = [];
     e.subscribe(id, 0, (event) => late.push(event));
     await eventually(() => expect(late.at(-1)).toMatchObject({ type: 'completed' }));
+  });
+
+  it('a success nobody watches leaves nothing behind, not even its events for a while', async () => {
+    const { engine: e, store } = engine();
+    const started = await e.start({
+      workflow: workflow(double, DISCARD),
+      trigger: ref(),
+      input: trigger({ n: 21 }),
+    });
+    await eventually(() => expect(told).toEqual(['finished:succeeded', `discarded:${started.id}`]));
+    expect(await store.events(started.id, 0)).toEqual([]);
+    const late: SequencedEvent[] = [];
+    e.subscribe(started.id, 0, (event) => late.push(event));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(late).toEqual([]);
   });
 
   it('Keep (the default) and a failure under Discard keep their records', async () => {

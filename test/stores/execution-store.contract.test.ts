@@ -680,6 +680,8 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect(await store.get('gone')).toBeUndefined();
       expect((await store.list({})).map((e) => e.id)).toEqual(['kept']);
       expect(await store.get('kept')).toMatchObject({ status: 'succeeded' });
+      // Nobody watches it: nothing of it is left, not even for the handover time.
+      expect(await store.events('gone', 0)).toEqual([]);
       await made.afterHandover();
       expect(await store.events('gone', 0)).toEqual([]);
       // Discarded twice (a job run again): nothing happens, nothing fails.
@@ -739,6 +741,30 @@ contract('MemoryExecutionStore', (options = {}) => {
       return Promise.resolve();
     },
     keepsUnfinished: false,
+  });
+});
+
+describe('MemoryExecutionStore: discard of a watched execution', () => {
+  it('keeps its events, without the record, for the handover time (a gateway that listens just now)', async () => {
+    const store = new MemoryExecutionStore({
+      now,
+      maxBodyBytes: BODY_MAX,
+      handoverMs: HANDOVER_MS,
+    });
+    const completed: SequencedEvent = {
+      type: 'completed',
+      output: { ok: true },
+      executionId: 'w',
+      seq: 2,
+      at: new Date(clock).toISOString(),
+    };
+    await store.save(execution('w', 1, { status: 'running' }));
+    await store.appendEvents([event('w', 1)]);
+    await store.discard(execution('w', 1), [completed], { watched: true });
+    expect(await store.get('w')).toBeUndefined();
+    expect((await store.events('w', 0)).map((e) => e.seq)).toEqual([1, 2]);
+    clock += HANDOVER_MS + 1;
+    expect(await store.events('w', 0)).toEqual([]);
   });
 });
 
