@@ -173,6 +173,10 @@ interface Discarded {
   id: string;
   events: SequencedEvent[];
   until: number;
+  /** Bytes of its events as kept (in #discardedBytes). */
+  bytes: number;
+  /** Its events' bodies are cut to the stored-body limit (done beyond the byte bound). */
+  cut: boolean;
 }
 
 /** Discarded executions whose events the memory store keeps for the handover time, at most. */
@@ -229,9 +233,11 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
    * Discarded executions' events (ADR 0041), readable for the handover time by a caller
    * that starts listening just after the end; in the order they were discarded, at most
    * MAX_DISCARDED_HANDOVERS (the oldest go first). Outside the byte budget: a listener
-   * comes within microseconds in this process.
+   * comes within microseconds in this process. Bounded by bytes too (#boundDiscarded):
+   * the budget's size at most, beyond which the oldest are cut, then go.
    */
   readonly #discarded = new Map<string, Discarded>();
+  #discardedBytes = 0;
   /** Whole events waiting to be cut, in the order they came. */
   #handovers: (Handover | undefined)[] = [];
   #handoverHead = 0;
@@ -424,18 +430,62 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       last = event.seq;
     }
     const discarded = this.#discarded;
-    discarded.delete(execution.id);
+    this.#forgetDiscarded(execution.id);
+    let bytes = 0;
+    for (const event of kept) bytes += eventBytes(event);
     discarded.set(execution.id, {
       id: execution.id,
       events: kept,
       until: this.#now() + this.#handoverMs,
+      bytes,
+      cut: false,
     });
+    this.#discardedBytes += bytes;
     for (const oldest of discarded.values()) {
       if (discarded.size <= MAX_DISCARDED_HANDOVERS) break;
-      discarded.delete(oldest.id);
+      this.#forgetDiscarded(oldest.id);
     }
+    this.#boundDiscarded(execution.id);
     this.#sweep();
     return Promise.resolve();
+  }
+
+  #forgetDiscarded(id: string): void {
+    const gone = this.#discarded.get(id);
+    if (!gone) return;
+    this.#discarded.delete(id);
+    this.#discardedBytes -= gone.bytes;
+  }
+
+  /**
+   * Keeps the discarded executions' events within the budget's size: beyond it the
+   * oldest have their bodies cut (as whole events kept for a handover are cut when the
+   * store is over its budget), then the oldest go; `newest` (what a caller about to
+   * listen needs) never goes, and is cut only when it alone is over.
+   */
+  #boundDiscarded(newest: string): void {
+    const over = () => this.#discardedBytes > this.#maxBytes;
+    if (!over()) return;
+    for (const gone of this.#discarded.values()) {
+      if (!over()) return;
+      if (gone.id !== newest) this.#cutDiscarded(gone);
+    }
+    for (const gone of this.#discarded.values()) {
+      if (!over()) return;
+      if (gone.id !== newest) this.#forgetDiscarded(gone.id);
+    }
+    const last = this.#discarded.get(newest);
+    if (last && over()) this.#cutDiscarded(last);
+  }
+
+  #cutDiscarded(gone: Discarded): void {
+    if (gone.cut) return;
+    gone.cut = true;
+    gone.events = gone.events.map((e) => (carriesBody(e) ? boundEvent(e, this.#maxBodyBytes) : e));
+    let bytes = 0;
+    for (const event of gone.events) bytes += eventBytes(event);
+    this.#discardedBytes += bytes - gone.bytes;
+    gone.bytes = bytes;
   }
 
   events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
@@ -604,7 +654,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   #sweepDiscarded(now: number): void {
     for (const gone of this.#discarded.values()) {
       if (gone.until >= now) break;
-      this.#discarded.delete(gone.id);
+      this.#forgetDiscarded(gone.id);
     }
   }
 

@@ -202,3 +202,51 @@ describe('InProcessEngine: executionRecords.succeeded Discard', () => {
     expect(told).not.toContain(`discarded:${id}`);
   });
 });
+
+// The memory store keeps a discarded execution's events for its handover time outside its
+// byte budget: bounded by bytes too (ADR 0041), not by the number of executions alone, or
+// 1,000 large results would be held on top of the budget.
+describe('MemoryExecutionStore: the handover of discarded executions is bounded by bytes', () => {
+  const completed = (id: string, size: number): SequencedEvent => ({
+    type: 'completed',
+    output: { blob: 'x'.repeat(size) },
+    executionId: id,
+    seq: 1,
+    at: new Date().toISOString(),
+  });
+  const execution = (id: string): Execution => ({
+    id,
+    workflowId: 'wf',
+    triggerKey: 'default/t',
+    status: 'succeeded',
+    createdAt: new Date().toISOString(),
+    input: trigger({}),
+    log: [],
+  });
+  const outputOf = async (store: MemoryExecutionStore, id: string) => {
+    const [event] = await store.events(id, 0);
+    return event?.type === 'completed' ? event : undefined;
+  };
+
+  it('beyond the budget the oldest go cut, then go; the newest is always read', async () => {
+    const store = new MemoryExecutionStore({ maxBytes: 100_000, maxBodyBytes: 1_000 });
+    for (let i = 0; i < 3; i++)
+      await store.discard(execution(`d${i}`), [completed(`d${i}`, 40_000)]);
+    // 120 kB whole: the oldest is cut (the caller still gets its end), the others whole.
+    expect((await outputOf(store, 'd0'))?.truncated).toBeDefined();
+    expect(await outputOf(store, 'd1')).not.toHaveProperty('truncated');
+    expect((await outputOf(store, 'd2'))?.output).toEqual({ blob: 'x'.repeat(40_000) });
+    for (let i = 3; i < 300; i++)
+      await store.discard(execution(`d${i}`), [completed(`d${i}`, 40_000)]);
+    // Cut ones past the budget too: the oldest are gone.
+    expect(await store.events('d0', 0)).toEqual([]);
+    expect((await outputOf(store, 'd299'))?.output).toEqual({ blob: 'x'.repeat(40_000) });
+    expect(store.stats()).toMatchObject({ bytes: 0, entries: 0 });
+  });
+
+  it('one result over the budget is still read, cut', async () => {
+    const store = new MemoryExecutionStore({ maxBytes: 10_000, maxBodyBytes: 1_000 });
+    await store.discard(execution('big'), [completed('big', 50_000)]);
+    expect((await outputOf(store, 'big'))?.truncated).toBeDefined();
+  });
+});
