@@ -223,6 +223,8 @@ describe('MemoryExecutionStore: the handover of discarded executions is bounded 
     input: trigger({}),
     log: [],
   });
+  /** Kept for the handover time at all: a caller waits for them (StartRequest.watched). */
+  const WATCHED = { watched: true };
   const outputOf = async (store: MemoryExecutionStore, id: string) => {
     const [event] = await store.events(id, 0);
     return event?.type === 'completed' ? event : undefined;
@@ -231,13 +233,13 @@ describe('MemoryExecutionStore: the handover of discarded executions is bounded 
   it('beyond the budget the oldest go cut, then go; the newest is always read', async () => {
     const store = new MemoryExecutionStore({ maxBytes: 100_000, maxBodyBytes: 1_000 });
     for (let i = 0; i < 3; i++)
-      await store.discard(execution(`d${i}`), [completed(`d${i}`, 40_000)]);
+      await store.discard(execution(`d${i}`), [completed(`d${i}`, 40_000)], WATCHED);
     // 120 kB whole: the oldest is cut (the caller still gets its end), the others whole.
     expect((await outputOf(store, 'd0'))?.truncated).toBeDefined();
     expect(await outputOf(store, 'd1')).not.toHaveProperty('truncated');
     expect((await outputOf(store, 'd2'))?.output).toEqual({ blob: 'x'.repeat(40_000) });
     for (let i = 3; i < 300; i++)
-      await store.discard(execution(`d${i}`), [completed(`d${i}`, 40_000)]);
+      await store.discard(execution(`d${i}`), [completed(`d${i}`, 40_000)], WATCHED);
     // Cut ones past the budget too: the oldest are gone.
     expect(await store.events('d0', 0)).toEqual([]);
     expect((await outputOf(store, 'd299'))?.output).toEqual({ blob: 'x'.repeat(40_000) });
@@ -246,7 +248,7 @@ describe('MemoryExecutionStore: the handover of discarded executions is bounded 
 
   it('one result over the budget is still read, cut', async () => {
     const store = new MemoryExecutionStore({ maxBytes: 10_000, maxBodyBytes: 1_000 });
-    await store.discard(execution('big'), [completed('big', 50_000)]);
+    await store.discard(execution('big'), [completed('big', 50_000)], WATCHED);
     expect((await outputOf(store, 'big'))?.truncated).toBeDefined();
   });
 });
