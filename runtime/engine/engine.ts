@@ -612,7 +612,8 @@ export class InProcessEngine implements ExecutionEngine {
     this.#hot.delete(hot.execution.id);
     hot.ended();
     this.#observer?.executionFinished(hot.execution);
-    if (discard) this.#observer?.executionDiscarded?.(hot.execution);
+    // Counted when the store did it (an embedded run's failed discard leaves what it had).
+    if (discard && saved) this.#observer?.executionDiscarded?.(hot.execution);
     if (url) this.#deliveries.deliver(hot.execution, url, hot.request, hot.span);
   }
 }

@@ -72,7 +72,7 @@ export function respond(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
     case 'immediateAck':
       return start(deps, m).then((started) => acknowledge(m, started, {}));
     case 'ackSubscribe':
-      return start(deps, m).then((started) =>
+      return start(deps, m, watching(m)).then((started) =>
         acknowledge(m, started, { channel: { type: 'sse', url: started.links.events } }),
       );
     case 'asyncCallback':
@@ -120,9 +120,9 @@ function start(
 }
 
 /**
- * A waiting mode's start: marked watched when its workflow discards the records of
- * succeeded executions, whose end would otherwise be gone before this gateway listens
- * (StartRequest.watched, ADR 0041).
+ * A waiting mode's start, and Ack + Subscribe's (its caller subscribes at once): marked
+ * watched when its workflow discards the records of succeeded executions, whose end
+ * would otherwise be gone before this gateway listens (StartRequest.watched, ADR 0041).
  */
 function watching(m: ModeRequest): Partial<StartRequest> {
   return m.workflow.spec.executionRecords?.succeeded === 'Discard' ? { watched: true } : {};

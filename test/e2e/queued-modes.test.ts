@@ -5,7 +5,7 @@
 // The same on a real Redis Cluster of three masters with six queue shards (ADR 0021).
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../../api/records/redis-client.ts';
-import { ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
+import { EXECUTION_FIELDS, ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Serving } from '../../roles/serving.ts';
@@ -37,6 +37,7 @@ const DISCARD_MODES = [
   ['dcallback', 'asyncCallback'],
   ['dwait', 'waitForCompletion'],
   ['dstream', 'sseStream'],
+  ['dsub', 'ackSubscribe'],
 ] as const;
 
 interface Accepted {
@@ -357,6 +358,21 @@ for (const [name, start, queueShards] of [
           await fetch(`${admin}/api/executions?trigger=default/dwait`)
         ).json()) as { items: unknown[] };
         expect(listed.items).toEqual([]);
+      });
+
+      it('Discard, Ack + Subscribe: marked watched at the enqueue, so a caller subscribing as it ends still gets the end', async () => {
+        const res = await post('dsub', { n: 3 }, {}, QUICK);
+        expect(res.status).toBe(202);
+        const { executionId } = (await res.json()) as Accepted;
+        const layout = new ExecutionLayout({
+          shards: queueShards,
+          cluster: backend.client.isCluster,
+        });
+        // Queued, running or just discarded (its events kept for the handover time): the
+        // mark is there. Unmarked, a discard between the link's check and its subscription
+        // left the caller's stream without history and without end.
+        const key = layout.of(executionId).execution(executionId);
+        expect(await redis().hget(key, EXECUTION_FIELDS.watched)).toBeTruthy();
       });
 
       it('Discard, SSE Stream: the stream ends with the result; then the execution is gone', async () => {

@@ -103,6 +103,19 @@ describe('InProcessEngine: executionRecords.succeeded Discard', () => {
     await eventually(() => expect(late.at(-1)).toMatchObject({ type: 'completed' }));
   });
 
+  it('a discard the store failed is not counted as one', async () => {
+    const failing = new (class extends MemoryExecutionStore {
+      override discard(): Promise<void> {
+        return Promise.reject(new Error('store away'));
+      }
+    })();
+    const { engine: e } = engine(failing);
+    const { id } = await runWith(e, double, DISCARD);
+    await eventually(() => expect(told).toEqual(['finished:succeeded']));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(told).not.toContain(`discarded:${id}`);
+  });
+
   it('a success nobody watches leaves nothing behind, not even its events for a while', async () => {
     const { engine: e, store } = engine();
     const started = await e.start({
