@@ -38,7 +38,7 @@ interface Target {
   /** Environment of the server process (a setting of the server under test). */
   env?: Record<string, string>;
   /** Which of the server's endpoints (its READY line maps names to paths). */
-  route: 'ack' | 'wait' | 'minimal';
+  route: 'ack' | 'wait' | 'minimal' | 'minimalDiscard';
   headers?: Record<string, string>;
 }
 
@@ -47,6 +47,7 @@ const legacyPaths: Record<Target['route'], string> = {
   ack: '/webhook/default-production-bench/ack',
   wait: '/webhook/default-production-bench/wait',
   minimal: '/webhook/default-production-minimal/ack',
+  minimalDiscard: '/webhook/default-production-minimal-discard/ack',
 };
 
 interface Sample {
@@ -95,6 +96,11 @@ const allTargets: Target[] = [
     env: { BENCH_GATEWAY_WRITE_WINDOW_MS: '0' },
   },
   {
+    name: 'hookgate gateway minimal, succeeded records discarded (ADR 0041)',
+    server: 'hookgate-gateway.ts',
+    route: 'minimalDiscard',
+  },
+  {
     name: 'hookgate gateway immediateAck (Redis queue → worker)',
     server: 'hookgate-gateway.ts',
     route: 'ack',
@@ -111,6 +117,11 @@ const allTargets: Target[] = [
     name: 'hookgate embedded minimal (no auth, immediateAck)',
     server: 'hookgate.ts',
     route: 'minimal',
+  },
+  {
+    name: 'hookgate embedded minimal, succeeded records discarded (ADR 0041)',
+    server: 'hookgate.ts',
+    route: 'minimalDiscard',
   },
   { name: 'hookgate embedded immediateAck', server: 'hookgate.ts', route: 'ack', headers: key },
   {

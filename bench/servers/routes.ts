@@ -10,6 +10,7 @@ export const benchPaths = {
   ack: path('bench', 'ack'),
   wait: path('bench', 'wait'),
   minimal: path('minimal', 'ack'),
+  minimalDiscard: path('minimal-discard', 'ack'),
 };
 
 /** Waits until the reconcile loop has deployed every bench route. */
