@@ -16,7 +16,7 @@ import { isTerminal } from '../engine/execution-events.ts';
 import type { Execution, ExecutionEngine, SequencedEvent } from '../engine/ports.ts';
 import type { RouteTable } from './route-table.ts';
 import { corsHeaders } from './security/cors.ts';
-import { openSse, type SseStream } from './sse.ts';
+import { openSse, SSE_HEARTBEAT_MS, type SseStream } from './sse.ts';
 
 export const EXECUTION_LINK_PREFIX = '/webhook-executions';
 export const EXECUTION_TOKEN_QUERY = 'token';
@@ -179,11 +179,32 @@ export async function serveExecutionEvents(
   const tail = await finishedTail(engine, execution, after);
   if (tail?.length === 0) return reply.code(204).send();
   let unsubscribe: (() => void) | undefined;
-  const { sse, body } = openSse(request, reply, { ...options, onEnd: () => unsubscribe?.() });
+  let looking: NodeJS.Timeout | undefined;
+  const { sse, body } = openSse(request, reply, {
+    ...options,
+    onEnd: () => {
+      unsubscribe?.();
+      clearInterval(looking);
+    },
+  });
   if (tail) {
     for (const event of tail) sendEvent(sse, event);
     sse.end();
-  } else unsubscribe = pipeExecution(engine, execution.id, after, sse);
+  } else {
+    unsubscribe = pipeExecution(engine, execution.id, after, sse);
+    // A record gone while its stream is open, its end never published (a discarded
+    // success whose discard came between the check and the subscription, ADR 0041; one
+    // dropped by its store's budget): the stream ends at the next look, not when its
+    // reader leaves; the reader's reconnection then gets the link's 404.
+    looking = setInterval(() => {
+      engine.get(execution.id).then(
+        (still) => {
+          if (still === undefined) sse.end();
+        },
+        () => {},
+      );
+    }, options.heartbeatMs ?? SSE_HEARTBEAT_MS);
+  }
   return reply.send(body);
 }
 

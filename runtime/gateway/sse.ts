@@ -70,6 +70,9 @@ export function installSse(app: FastifyInstance, bufferBytes: number, drainMs: n
   });
 }
 
+/** How often an open stream sends a comment line (proxies keep it open), by default. */
+export const SSE_HEARTBEAT_MS = 15_000;
+
 /**
  * Start an SSE answer. `onEnd` runs once, whoever ends the stream (the code, the
  * client leaving, or shutdown). Send the reply with `reply.send(...)` of the result.
@@ -152,7 +155,10 @@ export function openSse(
     },
   };
   body.write('retry: 3000\n\n');
-  const heartbeat = setInterval(() => body.write(': heartbeat\n\n'), options.heartbeatMs ?? 15_000);
+  const heartbeat = setInterval(
+    () => body.write(': heartbeat\n\n'),
+    options.heartbeatMs ?? SSE_HEARTBEAT_MS,
+  );
   registry.add(sse);
   response.on('close', () => sse.end());
   // Gone while the route checked access or read the execution: 'close' was emitted
