@@ -14,7 +14,7 @@ import {
 import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from './callbacks.ts';
 import { replayStored, type EventOutlet, type Listener } from './execution-events.ts';
 import { ExecutionFailure } from './execution-failure.ts';
-import { MemoryExecutionStore, type ExecutionStore } from './execution-store.ts';
+import { discardsSucceeded, MemoryExecutionStore, type ExecutionStore } from './execution-store.ts';
 import { ExpressionCache, type ExpressionLimits } from './expressions.ts';
 import { Interpreter } from './interpreter.ts';
 import { LiveExecution } from './live-execution.ts';
@@ -120,11 +120,6 @@ export interface EngineObserver {
    * or once its callback was delivered.
    */
   executionDiscarded?(execution: Execution): void;
-}
-
-/** Whether the workflow discards the records of its succeeded executions (ADR 0041). */
-export function discardsSucceeded(workflow: Pick<WorkflowRegistration, 'spec'>): boolean {
-  return workflow.spec.executionRecords?.succeeded === 'Discard';
 }
 
 /** An engine's own dead-letter list: it holds the records of its entries in the store. */

@@ -1,5 +1,6 @@
 // The executions store: finished and running executions with their per-run logs and
 // event streams, for Flow Management (list, per-run log) and for late SSE subscribers.
+import type { WorkflowRegistration } from '../../api/records/records.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
 import type { HeldRecord, HeldRecords } from './dead-letters.ts';
 import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
@@ -73,6 +74,11 @@ export interface ExecutionStore {
 /** Whether an execution has ended (succeeded or failed). */
 export const isFinished = (e: Execution): boolean =>
   e.status === 'succeeded' || e.status === 'failed';
+
+/** Whether the workflow discards the records of its succeeded executions (ADR 0041). */
+export function discardsSucceeded(workflow: Pick<WorkflowRegistration, 'spec'>): boolean {
+  return workflow.spec.executionRecords?.succeeded === 'Discard';
+}
 
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 1000;

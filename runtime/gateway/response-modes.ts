@@ -21,6 +21,7 @@ import type {
   StartRequest,
   TriggerOutput,
 } from '../engine/ports.ts';
+import { discardsSucceeded } from '../engine/execution-store.ts';
 import { callbackSigning, triggerRef } from '../engine/trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { parseDuration } from '../../api/v1alpha1/common.ts';
@@ -125,7 +126,7 @@ function start(
  * would otherwise be gone before this gateway listens (StartRequest.watched, ADR 0041).
  */
 function watching(m: ModeRequest): Partial<StartRequest> {
-  return m.workflow.spec.executionRecords?.succeeded === 'Discard' ? { watched: true } : {};
+  return discardsSucceeded(m.workflow) ? { watched: true } : {};
 }
 
 function successStatus(route: RouteRecord): number {
