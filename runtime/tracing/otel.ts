@@ -150,24 +150,18 @@ function samplerOf(config: TracingConfig): Sampler {
 function reporting(exporter: SpanExporter, onError: TracingConfig['onExportError']): SpanExporter {
   if (!onError) return exporter;
   let lastReport = -Infinity;
-  return {
-    export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
-      exporter.export(spans, (result) => {
-        if (
-          result.code !== ExportResultCode.SUCCESS &&
-          Date.now() - lastReport > EXPORT_ERROR_EVERY_MS
-        ) {
-          lastReport = Date.now();
-          onError(result.error ?? new Error('export failed'));
-        }
-        done(result);
-      });
-    },
-    shutdown: () => exporter.shutdown(),
-    ...(exporter.forceFlush
-      ? { forceFlush: () => (exporter.forceFlush as () => Promise<void>)() }
-      : {}),
-  };
+  return exportingBy(exporter, (spans, done) =>
+    exporter.export(spans, (result) => {
+      if (
+        result.code !== ExportResultCode.SUCCESS &&
+        Date.now() - lastReport > EXPORT_ERROR_EVERY_MS
+      ) {
+        lastReport = Date.now();
+        onError(result.error ?? new Error('export failed'));
+      }
+      done(result);
+    }),
+  );
 }
 
 /**
@@ -176,10 +170,13 @@ function reporting(exporter: SpanExporter, onError: TracingConfig['onExportError
  * must not serialise and send (OTLP) or format and write (console) a batch of spans.
  */
 function onLaterTurn(exporter: SpanExporter): SpanExporter {
+  return exportingBy(exporter, (spans, done) => setImmediate(() => exporter.export(spans, done)));
+}
+
+/** `exporter` with its export() replaced by `exportSpans`; shutdown and flush its own. */
+function exportingBy(exporter: SpanExporter, exportSpans: SpanExporter['export']): SpanExporter {
   return {
-    export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
-      setImmediate(() => exporter.export(spans, done));
-    },
+    export: exportSpans,
     shutdown: () => exporter.shutdown(),
     ...(exporter.forceFlush
       ? { forceFlush: () => (exporter.forceFlush as () => Promise<void>)() }
