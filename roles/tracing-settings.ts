@@ -71,8 +71,8 @@ export function tracingSettings(
       ],
     };
   const otlp = listed.has('otlp');
-  const console = listed.has('console');
-  if (!otlp && !console) return off;
+  const toLog = listed.has('console');
+  if (!otlp && !toLog) return off;
   // The OTLP variables only matter to the OTLP exporter: console alone reads none.
   const problems: string[] = otlp ? protocolProblems(env) : [];
   const endpoint = otlp ? endpointOf(env, problems) : undefined;
@@ -90,7 +90,7 @@ export function tracingSettings(
   const config: TracingSettings = {
     serviceName: serviceName?.trim() || `hookgate-${role}`,
     endpoint,
-    console,
+    console: toLog,
     sampler,
     ratio,
     maxQueueSize: int('OTEL_BSP_MAX_QUEUE_SIZE', 2048),
