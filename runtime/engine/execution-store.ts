@@ -419,16 +419,14 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   ): Promise<void> {
     const entry = this.#entries.get(execution.id);
     const kept = entry ? entry.events : [];
-    if (entry) {
-      if (entry.held) this.#unhold(entry);
-      this.#entries.delete(entry.id);
-      this.#bytes -= entry.recordBytes + entry.eventBytes;
-      entry.events = [];
-    }
-    if (!options?.watched) {
-      this.#sweep();
-      return Promise.resolve();
-    }
+    if (entry) this.#remove(entry);
+    if (options?.watched) this.#keepDiscarded(execution.id, kept, events);
+    this.#sweep();
+    return Promise.resolve();
+  }
+
+  /** Keeps a watched discarded execution's events, `kept` then the later of `events` (#discarded). */
+  #keepDiscarded(id: string, kept: SequencedEvent[], events: SequencedEvent[]): void {
     let last = kept.at(-1)?.seq ?? 0;
     for (const event of events) {
       if (event.seq <= last) continue;
@@ -436,11 +434,11 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       last = event.seq;
     }
     const discarded = this.#discarded;
-    this.#forgetDiscarded(execution.id);
+    this.#forgetDiscarded(id);
     let bytes = 0;
     for (const event of kept) bytes += eventBytes(event);
-    discarded.set(execution.id, {
-      id: execution.id,
+    discarded.set(id, {
+      id,
       events: kept,
       until: this.#now() + this.#handoverMs,
       bytes,
@@ -451,9 +449,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       if (discarded.size <= MAX_DISCARDED_HANDOVERS) break;
       this.#forgetDiscarded(oldest.id);
     }
-    this.#boundDiscarded(execution.id);
-    this.#sweep();
-    return Promise.resolve();
+    this.#boundDiscarded(id);
   }
 
   #forgetDiscarded(id: string): void {
@@ -496,13 +492,8 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
 
   events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
     this.#sweep();
-    const entry = this.#live(id);
-    if (!entry) {
-      const gone = this.#discarded.get(id);
-      if (!gone) return Promise.resolve([]);
-      return Promise.resolve(gone.events.filter((e) => e.seq > afterSeq).map((e) => ({ ...e })));
-    }
-    return Promise.resolve(entry.events.filter((e) => e.seq > afterSeq).map((e) => ({ ...e })));
+    const events = this.#live(id)?.events ?? this.#discarded.get(id)?.events ?? [];
+    return Promise.resolve(events.filter((e) => e.seq > afterSeq).map((e) => ({ ...e })));
   }
 
   /** Number of entries held (tests). */
@@ -610,10 +601,15 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   }
 
   #drop(entry: Entry, reason: keyof BoundedStoreStats['evictions']): void {
+    this.#remove(entry);
+    this.#evictions[reason]++;
+  }
+
+  /** Takes `entry` out of the store and its bounds (#drop; discard, which counts no eviction). */
+  #remove(entry: Entry): void {
     if (entry.held) this.#unhold(entry);
     this.#entries.delete(entry.id);
     this.#bytes -= entry.recordBytes + entry.eventBytes;
-    this.#evictions[reason]++;
     // A handover still queued for it must not keep its events alive.
     entry.events = [];
   }
