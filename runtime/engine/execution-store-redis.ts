@@ -105,6 +105,11 @@ import {
 /** The keys of one Redis with one shard (execution-keys.ts names every layout). */
 export const EXECUTION_KEYS = SINGLE_REDIS_LAYOUT.shards[0] as ShardKeys;
 
+/** The keys of WRITE and DISCARD (execution-scripts-redis.ts), in their order. */
+function finishingKeys(keys: ShardKeys, id: string): string[] {
+  return [keys.execution(id), keys.index, keys.finished, keys.sizes, keys.bytes, keys.stream];
+}
+
 /** An index entry and its record, as a listing reads them. */
 interface Indexed {
   id: string;
@@ -287,12 +292,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
       throw new Error(`discard: events of another execution than ${id}`);
     const keys = this.layout.of(id);
     const args: (string | number)[] = [
-      keys.execution(id),
-      keys.index,
-      keys.finished,
-      keys.sizes,
-      keys.bytes,
-      keys.stream,
+      ...finishingKeys(keys, id),
       id,
       WORKER_GROUP,
       options.acknowledge ?? '',
@@ -362,14 +362,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     events: SequencedEvent[],
   ): { args: (string | number)[]; sentInput?: { input: object; bytes: number } } {
     const keys = this.layout.of(id);
-    const args: (string | number)[] = [
-      keys.execution(id),
-      keys.index,
-      keys.finished,
-      keys.sizes,
-      keys.bytes,
-      keys.stream,
-    ];
+    const args: (string | number)[] = finishingKeys(keys, id);
     let input = '';
     let inputBytes = 0;
     let deadLettered = '0';
