@@ -131,12 +131,8 @@ export class EventStream {
         return true;
       }
       // The earlier appends first (seq order), then the record with the events held
-      // since the terminal one (all of them again if an append failed: the store skips
-      // those it has), in one step where the store can.
-      await Promise.all(this.#appends);
-      const last = this.#appendFailed ? this.events : this.#unsent;
-      this.#unsent = [];
-      this.#recordDue = false;
+      // since the terminal one, in one step where the store can.
+      const last = await this.#unwritten();
       if (store.saveWithEvents) {
         await store.saveWithEvents(this.#execution, last, acknowledge);
         this.#acknowledged = acknowledge !== undefined;
@@ -163,13 +159,7 @@ export class EventStream {
   async discard(acknowledge: string | undefined, watched: boolean): Promise<boolean> {
     const { store, streamEvents } = this.#outlet;
     try {
-      let last = this.events;
-      if (streamEvents) {
-        await Promise.all(this.#appends);
-        if (!this.#appendFailed) last = this.#unsent;
-        this.#unsent = [];
-        this.#recordDue = false;
-      }
+      const last = streamEvents ? await this.#unwritten() : this.events;
       await store.discard(this.#execution, last, {
         ...(acknowledge === undefined ? {} : { acknowledge }),
         watched,
@@ -180,6 +170,19 @@ export class EventStream {
       this.#outlet.onInternalError(error, 'discarding execution');
       return false;
     }
+  }
+
+  /**
+   * Streaming, the events the finishing write takes, once the appends so far are done:
+   * those held since the terminal one, or all of them again if an append failed (the
+   * store skips those it has).
+   */
+  async #unwritten(): Promise<SequencedEvent[]> {
+    await Promise.all(this.#appends);
+    const last = this.#appendFailed ? this.events : this.#unsent;
+    this.#unsent = [];
+    this.#recordDue = false;
+    return last;
   }
 
   /**
