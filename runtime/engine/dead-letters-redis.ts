@@ -8,7 +8,7 @@
 //   hookgate:{deadletters}:holds    hash: execution id -> the number of the hold (of its
 //                                   record, HeldRecords) its entry was written under
 //
-// Each write is one Lua script over both keys, so they never disagree: add (bounded:
+// Each write is one Lua script over the three keys, so they never disagree: add (bounded:
 // the oldest entries beyond `maxEntries` go; expired ones too; and those whose records
 // the hold cannot keep), take (remove and return, so of two concurrent retries of one
 // entry exactly one gets it).
@@ -53,14 +53,14 @@ local function remove(id)
   redis.call('HDEL', KEYS[3], id)
 end
 for i = 7, #ARGV, 2 do
-  local tag = redis.call('HGET', KEYS[3], ARGV[i])
-  if not tag or tonumber(tag) <= tonumber(ARGV[i + 1]) then remove(ARGV[i]) end
+  local written = redis.call('HGET', KEYS[3], ARGV[i])
+  if not written or tonumber(written) <= tonumber(ARGV[i + 1]) then remove(ARGV[i]) end
 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 if ARGV[6] ~= '' then
-  local tag = redis.call('HGET', KEYS[3], ARGV[1])
-  if not tag or tonumber(tag) < tonumber(ARGV[6]) then redis.call('HSET', KEYS[3], ARGV[1], ARGV[6]) end
+  local written = redis.call('HGET', KEYS[3], ARGV[1])
+  if not written or tonumber(written) < tonumber(ARGV[6]) then redis.call('HSET', KEYS[3], ARGV[1], ARGV[6]) end
 end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
 for _, id in ipairs(expired) do remove(id) end
