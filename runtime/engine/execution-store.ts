@@ -186,7 +186,7 @@ interface Discarded {
 }
 
 /** Discarded executions whose events the memory store keeps for the handover time, at most. */
-export const MAX_DISCARDED_HANDOVERS = 1000;
+const MAX_DISCARDED_HANDOVERS = 1000;
 
 /** An event kept whole for a while; `cut` replaces it once the while is over. */
 interface Handover {
