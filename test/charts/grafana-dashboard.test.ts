@@ -411,9 +411,15 @@ describe.skipIf(!tools || !redisAvailable() || skipWithoutPrometheus())(
           retry: { attempts: 2, backoff: { initial: '100ms' }, on: ['nodeError'] },
         }),
       );
+      // A workflow whose successes leave no record (ADR 0041): counted as discarded.
+      await apply('workflows', workflow('lean', { executionRecords: { succeeded: 'Discard' } }));
       await apply(
         'webhooktriggers',
         trigger('ingest', { pathSegment: 'ingest', rateLimit: { requestsPerMinute: 5 } }),
+      );
+      await apply(
+        'webhooktriggers',
+        trigger('lean', { workflowRef: { name: 'lean' }, pathSegment: 'ingest' }),
       );
       await apply(
         'webhooktriggers',
@@ -428,7 +434,7 @@ describe.skipIf(!tools || !redisAvailable() || skipWithoutPrometheus())(
         }),
       );
       // The routes are served (404 before), OPTIONS is not one of their methods.
-      for (const path of ['orders/ingest', 'orders/callback', 'broken/sync'])
+      for (const path of ['orders/ingest', 'orders/callback', 'broken/sync', 'lean/ingest'])
         await eventually(
           async () =>
             expect(
@@ -444,6 +450,7 @@ describe.skipIf(!tools || !redisAvailable() || skipWithoutPrometheus())(
       const statuses: number[] = [];
       for (let i = 0; i < 8; i += 1) statuses.push(await post('orders/ingest'));
       statuses.push(await post('orders/nowhere'));
+      statuses.push(await post('lean/ingest'));
       statuses.push(await post('broken/sync'));
       statuses.push(
         await post('orders/callback', '{"n":2}', { 'x-callback-url': `${receiver.url}/hook` }),
