@@ -20,7 +20,7 @@ import { createHttpApp } from '../../runtime/http-app.ts';
 import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
 import { redisAvailable } from '../support/redis.ts';
 import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
-import { deadLetteredExecution, route, workflow } from './helpers.ts';
+import { deadLetteredExecution, queuedExecution, route, workflow } from './helpers.ts';
 
 const KEY = 'shop/orders-hook';
 const target = workflow([{ id: 'ok', type: 'transform', expression: '1' }]);
@@ -70,15 +70,7 @@ function suite(name: string, make: () => Promise<Stores>) {
     }
 
     const started = (request: StartRequest): Promise<Execution> =>
-      Promise.resolve({
-        id: 'retry-1',
-        workflowId: request.workflow.workflowId,
-        triggerKey: request.trigger.key,
-        status: 'queued',
-        createdAt: new Date().toISOString(),
-        input: request.input,
-        log: [],
-      });
+      Promise.resolve(queuedExecution(request, 'retry-1'));
 
     it("a retry that started releases its entry's record: an ordinary finished one again", async () => {
       const { store, deadLetters, dead, app, retry } = await listed(started);

@@ -5,6 +5,7 @@ import type {
   Execution,
   ExecutionEngine,
   SequencedEvent,
+  StartRequest,
   TriggerOutput,
   TriggerRef,
 } from '../../runtime/engine/ports.ts';
@@ -97,6 +98,22 @@ export function storedExecution(
     input: trigger({}),
     log: [],
     ...extra,
+  };
+}
+
+/** The queued record an engine makes of `request` (the id its metadata names, or `id`). */
+export function queuedExecution(
+  request: Pick<StartRequest, 'workflow' | 'trigger' | 'input'>,
+  id = request.input.metadata.executionId,
+): Execution {
+  return {
+    id,
+    workflowId: request.workflow.workflowId,
+    triggerKey: request.trigger.key,
+    status: 'queued',
+    createdAt: new Date().toISOString(),
+    input: request.input,
+    log: [],
   };
 }
 

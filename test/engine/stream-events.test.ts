@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
 import type { Execution, SequencedEvent } from '../../runtime/engine/ports.ts';
-import { finished, ref, trigger, workflow } from './helpers.ts';
+import { finished, queuedExecution, ref, trigger, workflow } from './helpers.ts';
 
 class CountingStore extends MemoryExecutionStore {
   calls: number[] = [];
@@ -192,15 +192,7 @@ async function queuedRecord(
   const request = { workflow: workflow(nodes), trigger: ref(), input: trigger({}) };
   const id = `exec_resumed_${Math.random().toString(36).slice(2)}`;
   request.input.metadata.executionId = id;
-  const execution: Execution = {
-    id,
-    workflowId: request.workflow.workflowId,
-    triggerKey: request.trigger.key,
-    status: 'queued',
-    createdAt: new Date().toISOString(),
-    input: request.input,
-    log: [],
-  };
+  const execution = queuedExecution(request);
   await store.save(execution);
   await MemoryExecutionStore.prototype.appendEvents.call(store, [
     { type: 'queued', executionId: id, seq: 1, at: execution.createdAt },
