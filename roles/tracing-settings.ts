@@ -6,7 +6,7 @@
 // to case, as the SDK environment variables' specification asks ("Enum values SHOULD be
 // interpreted in a case-insensitive manner").
 import {
-  TRACE_EXPORTERS,
+  readTraceExporters,
   TRACE_SAMPLERS,
   type TraceSampler,
   type TracingConfig,
@@ -53,26 +53,15 @@ export function tracingSettings(
   if (!TRACING_ROLES.has(role)) return off;
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return off;
   // A comma-separated list (the specification's "MAY"), each value once; `none` adds
-  // no exporter, so it is off when nothing else is listed.
-  const listed = new Set(
-    (env.OTEL_TRACES_EXPORTER ?? '')
-      .split(',')
-      .map((name) => name.trim().toLowerCase())
-      .filter((name) => name !== ''),
+  // no exporter, so it is off when nothing else is listed (runtime/tracing/tracing.ts).
+  const { exporters, problem } = readTraceExporters(
+    'OTEL_TRACES_EXPORTER',
+    env.OTEL_TRACES_EXPORTER,
   );
-  const unknown = [...listed].filter(
-    (name) => !(TRACE_EXPORTERS as readonly string[]).includes(name),
-  );
-  if (unknown.length > 0)
-    return {
-      config: undefined,
-      problems: [
-        `OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not ${unknown.map((name) => `"${name}"`).join(', ')}`,
-      ],
-    };
-  const otlp = listed.has('otlp');
-  const toLog = listed.has('console');
-  if (!otlp && !toLog) return off;
+  if (problem) return { config: undefined, problems: [problem] };
+  if (exporters.length === 0) return off;
+  const otlp = exporters.includes('otlp');
+  const toLog = exporters.includes('console');
   // The OTLP variables only matter to the OTLP exporter: console alone reads none.
   const problems: string[] = otlp ? protocolProblems(env) : [];
   const endpoint = otlp ? endpointOf(env, problems) : undefined;

@@ -119,6 +119,40 @@ export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
  */
 export const TRACE_EXPORTERS = ['otlp', 'console', 'none'] as const;
 export type TraceExporter = (typeof TRACE_EXPORTERS)[number];
+/** The exporters that export something: all but `none`. */
+export type WorkingTraceExporter = Exclude<TraceExporter, 'none'>;
+
+/**
+ * A list of exporters as the roles read OTEL_TRACES_EXPORTER (roles/tracing-settings.ts)
+ * and the Pulumi program its `tracingExporters` (infra/plan.ts), the one meaning of both:
+ * comma-separated, each name in any case and with blanks around it, counted once; `none`
+ * and empty items add nothing, so `none`, `,` or nothing at all is tracing off
+ * (`exporters` empty). `exporters`: the working ones, in the order first listed.
+ * `problem`: the names hookgate does not know, refused under the name `setting`.
+ */
+export function readTraceExporters(
+  setting: string,
+  value: string | undefined,
+): { exporters: WorkingTraceExporter[]; problem: string | undefined } {
+  const listed = new Set(
+    (value ?? '')
+      .split(',')
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== ''),
+  );
+  const unknown = [...listed].filter(
+    (name) => !(TRACE_EXPORTERS as readonly string[]).includes(name),
+  );
+  if (unknown.length > 0)
+    return {
+      exporters: [],
+      problem: `${setting} must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not ${unknown.map((name) => `"${name}"`).join(', ')}`,
+    };
+  return {
+    exporters: [...listed].filter((name): name is WorkingTraceExporter => name !== 'none'),
+    problem: undefined,
+  };
+}
 
 /**
  * A finished span as the console exporter gives it to the role's log: one log line
