@@ -15,11 +15,11 @@ import {
   TRACE_CONTEXT_POLICIES,
   TRACE_SAMPLERS,
   chartAppVersion,
+  stackTracing,
   type AdminAuth,
   type ExecutionsMode,
   type LogLevel,
   type TraceContextPolicy,
-  type TraceExporter,
   type TraceSampler,
   type OutboundArgs,
 } from './plan.ts';
@@ -54,24 +54,20 @@ function callbackSecretFromConfig(): Pick<HookgateDeploymentArgs, 'callbackSecre
   return { callbackSecret: { name, ...(key ? { key } : {}) } };
 }
 
-/** Tracing when tracingEndpoint or tracingExporters is set (chart config.tracing). */
+/**
+ * Tracing when tracingEndpoint or tracingExporters is set (chart config.tracing);
+ * tracingExporters as the roles read OTEL_TRACES_EXPORTER (`none`: off).
+ */
 function tracingFromConfig(): Pick<HookgateDeploymentArgs, 'tracing'> {
-  const endpoint = config.get('tracingEndpoint');
-  // As OTEL_TRACES_EXPORTER is written: a comma-separated list (otlp,console).
-  const exporters = config
-    .get('tracingExporters')
-    ?.split(',')
-    .map((name) => name.trim().toLowerCase())
-    .filter((name) => name !== '') as TraceExporter[] | undefined;
-  if (!endpoint && exporters === undefined) return {};
+  const tracing = stackTracing(config.get('tracingEndpoint'), config.get('tracingExporters'));
+  if (!tracing) return {};
   const sampler = config.get<TraceSampler>('tracingSampler', {
     allowedValues: [...TRACE_SAMPLERS],
   });
   const samplerRatio = config.getNumber('tracingSamplerRatio');
   return {
     tracing: {
-      ...(endpoint ? { endpoint } : {}),
-      ...(exporters !== undefined ? { exporters } : {}),
+      ...tracing,
       ...(sampler ? { sampler } : {}),
       ...(samplerRatio !== undefined ? { samplerRatio } : {}),
     },

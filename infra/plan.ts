@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { rulesProblems, type OutboundRules } from '../runtime/engine/outbound/policy.ts';
 import {
+  readTraceExporters,
   TRACE_EXPORTERS,
   TRACE_SAMPLERS,
   type TraceExporter,
@@ -72,7 +73,8 @@ export { TRACE_EXPORTERS, type TraceExporter };
 export interface TracingArgs {
   /**
    * OTEL_TRACES_EXPORTER: otlp (to `endpoint`), console (spans as log lines), none;
-   * duplicates ignored. Default: otlp.
+   * duplicates ignored, at least one of otlp and console (for tracing off, leave
+   * `tracing` out). Default: otlp.
    */
   exporters?: TraceExporter[];
   /** The collector's OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT); needed with otlp. */
@@ -81,6 +83,24 @@ export interface TracingArgs {
   sampler?: TraceSampler;
   /** OTEL_TRACES_SAMPLER_ARG of the traceidratio samplers, 0 to 1; default 1. */
   samplerRatio?: number;
+}
+
+/**
+ * The stack's `tracingEndpoint` and `tracingExporters` (infra/index.ts) as TracingArgs;
+ * undefined: tracing off. `tracingExporters` means what OTEL_TRACES_EXPORTER means to the
+ * roles, read by their own function: what they would refuse at start is an Error here, at
+ * preview, and a list with no working exporter (`none`, `,`, empty) is off, as it is for
+ * them, endpoint or not. Unset, tracing is on (otlp) with an endpoint, off without.
+ */
+export function stackTracing(
+  endpoint: string | undefined,
+  exporters: string | undefined,
+): Pick<TracingArgs, 'endpoint' | 'exporters'> | undefined {
+  if (exporters === undefined) return endpoint ? { endpoint } : undefined;
+  const read = readTraceExporters('tracingExporters', exporters);
+  if (read.problem) throw new Error(read.problem);
+  if (read.exporters.length === 0) return undefined;
+  return { ...(endpoint ? { endpoint } : {}), exporters: read.exporters };
 }
 
 /** Whose W3C trace context the gateways pass on (chart `config.traceContext`). */
@@ -402,9 +422,14 @@ function validateTracing(tracing: TracingArgs | undefined): string[] {
   const errors: string[] = [];
   const exporters = tracing.exporters ?? ['otlp'];
   const unknown = exporters.filter((name) => !TRACE_EXPORTERS.includes(name));
-  if (exporters.length === 0 || unknown.length > 0)
+  if (unknown.length > 0)
     errors.push(
-      `tracing.exporters must list otlp, console or none, got ${unknown.length > 0 ? unknown.map((name) => `"${String(name)}"`).join(', ') : 'none at all'}`,
+      `tracing.exporters must list otlp, console or none, got ${unknown.map((name) => `"${String(name)}"`).join(', ')}`,
+    );
+  // The chart refuses tracing on with nothing to export: off is `tracing` left out.
+  else if (!exporters.some((name) => name !== 'none'))
+    errors.push(
+      'tracing.exporters must list otlp or console (none exports nothing); leave tracing out to turn it off',
     );
   if (tracing.endpoint === undefined) {
     if (exporters.includes('otlp'))

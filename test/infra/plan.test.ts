@@ -15,8 +15,10 @@ import {
   labels,
   resolveArgs,
   resourceNames,
+  stackTracing,
   validateArgs,
   type PlanArgs,
+  type TraceExporter,
   TRACE_EXPORTERS,
   TRACE_SAMPLERS,
 } from '../../infra/plan.ts';
@@ -30,6 +32,7 @@ import {
   TRACE_EXPORTERS as ROLE_TRACE_EXPORTERS,
   TRACE_SAMPLERS as ROLE_TRACE_SAMPLERS,
 } from '../../runtime/tracing/tracing.ts';
+import { tracingSettings } from '../../roles/tracing-settings.ts';
 
 const valid: PlanArgs = {
   namespace: 'hooks',
@@ -235,9 +238,11 @@ describe('resolveArgs', () => {
     expect(
       validateArgs({ ...valid, tracing: { exporters: ['console', 'zipkin' as 'otlp'] } }),
     ).toEqual(['tracing.exporters must list otlp, console or none, got "zipkin"']);
-    expect(validateArgs({ ...valid, tracing: { exporters: [] } })).toEqual([
-      'tracing.exporters must list otlp, console or none, got none at all',
-    ]);
+    // Tracing on with nothing to export is a contradiction the chart refuses too.
+    for (const exporters of [[], ['none'], ['none', 'none']] satisfies TraceExporter[][])
+      expect(validateArgs({ ...valid, tracing: { exporters } })).toEqual([
+        'tracing.exporters must list otlp or console (none exports nothing); leave tracing out to turn it off',
+      ]);
   });
 
   it('takes the log output settings within the bounds the roles and the chart hold them to', () => {
@@ -759,6 +764,76 @@ describe('the tracing exporters', () => {
       endpoint: '',
     });
     expect(tracing(undefined)).toBeUndefined();
+  });
+});
+
+describe('the stack config tracingExporters', () => {
+  // What a role reads in OTEL_TRACES_EXPORTER, the Pulumi program reads in
+  // tracingExporters: the same refusals (at preview rather than at start), the same off,
+  // the same exporters.
+  const endpoint = 'http://c.obs:4318';
+  it.each([
+    'otlp',
+    'console',
+    'OTLP',
+    ' Console , OTLP ',
+    'otlp,console',
+    'console,otlp,console',
+    'otlp,otlp',
+    'otlp,none',
+    'None,Console',
+    'none',
+    'NONE',
+    'none,none',
+    '',
+    ',',
+    ' , ',
+    'otlp,',
+    'zipkin',
+    'otlp,zipkin',
+    'OTLP,Zipkin',
+    'none,jaeger,logging',
+  ])('%j as the roles read it', (value) => {
+    const role = tracingSettings('gateway', {
+      OTEL_TRACES_EXPORTER: value,
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    });
+    const stack = () => stackTracing(endpoint, value);
+    const [refusal] = role.problems;
+    if (refusal !== undefined) {
+      expect(stack).toThrow(new Error(refusal.replace('OTEL_TRACES_EXPORTER', 'tracingExporters')));
+      return;
+    }
+    const tracing = stack();
+    if (role.config === undefined) {
+      expect(tracing).toBeUndefined();
+      return;
+    }
+    expect({
+      otlp: tracing?.exporters?.includes('otlp'),
+      console: tracing?.exporters?.includes('console'),
+    }).toEqual({ otlp: role.config.endpoint !== undefined, console: role.config.console });
+    // What the program hands the component deploys: checked, and valid chart values.
+    const args = { ...valid, ...(tracing ? { tracing } : {}) };
+    expect(validateArgs(args)).toEqual([]);
+    expect(validateValues(chartValues(resolveArgs(args)))).toBe(true);
+  });
+
+  it('names the config key in its refusal; unset, the endpoint alone turns otlp on', () => {
+    expect(() => stackTracing(undefined, 'otlp,zipkin')).toThrow(
+      'tracingExporters must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "zipkin"',
+    );
+    expect(stackTracing(undefined, undefined)).toBeUndefined();
+    expect(stackTracing('', undefined)).toBeUndefined();
+    expect(stackTracing(endpoint, undefined)).toEqual({ endpoint });
+    expect(stackTracing(undefined, 'Console')).toEqual({ exporters: ['console'] });
+    expect(stackTracing(endpoint, 'OTLP, none, console')).toEqual({
+      endpoint,
+      exporters: ['otlp', 'console'],
+    });
+    // `none` turns tracing off beside an endpoint too, as OTEL_TRACES_EXPORTER=none does.
+    expect(stackTracing(endpoint, 'none')).toBeUndefined();
+    expect(stackTracing(endpoint, ',')).toBeUndefined();
   });
 });
 

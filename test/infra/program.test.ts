@@ -29,6 +29,7 @@ beforeAll(async () => {
       'hookgate:logBufferBytes': '16Mi',
       'hookgate:logStallMs': '2000',
       'hookgate:adminAuth': 'none',
+      'hookgate:tracingExporters': ' Console,none',
       'hookgate:networkPolicy': 'true',
       'hookgate:networkPolicyEgress': JSON.stringify({
         apiServer: { cidrs: ['172.18.0.2/32'], ports: [6443] },
@@ -69,6 +70,8 @@ describe('infra/index.ts', () => {
         budgets: { executionStoreBytes: '1Gi', executionTtlMs: 3_600_000 },
         // The keys the stack sets, the chart's defaults for the others.
         logOutput: { bufferBytes: '16Mi', stallMs: 2000, syncFlushMs: 1000 },
+        // tracingExporters as the roles read OTEL_TRACES_EXPORTER: any case, none adds none.
+        tracing: { enabled: true, exporters: ['console'], endpoint: '' },
       },
       operator: { replicas: 2 },
       gateway: { replicas: 3, executions: 'queue', maxQueued: 100_000 },
