@@ -59,12 +59,42 @@ describe.skipIf(!tools)('chart: distributed tracing', () => {
       OTEL_TRACES_EXPORTER: 'console',
       OTEL_TRACES_SAMPLER: 'parentbased_always_on',
     });
-    expect((await env('config.tracing.exporters={none}')).OTEL_TRACES_EXPORTER).toBe('none');
+    // `none` adds no exporter, as the roles read it: only the working ones are set.
+    expect((await env(endpoint, 'config.tracing.exporters={otlp,none}')).OTEL_TRACES_EXPORTER).toBe(
+      'otlp',
+    );
     expect(
       await renderError('config.tracing.enabled=true', 'config.tracing.exporters={otlp,console}'),
     ).toContain('config.tracing.enabled needs config.tracing.endpoint');
     expect(await renderError('config.tracing.exporters={otlp,zipkin}')).toContain('exporters');
-    expect(await renderError('config.tracing.exporters={}')).toContain('exporters');
+    expect(await renderError('config.tracing.exporters={OTLP,Zipkin}')).toContain('exporters');
+  });
+
+  it('exporters in any case, blanks around them, as the roles read OTEL_TRACES_EXPORTER', async () => {
+    const objects = await render(
+      'config.tracing.enabled=true',
+      'config.tracing.endpoint=http://otel-collector.observability:4318',
+      // --set keeps the blank after a comma; the roles trim it.
+      'config.tracing.exporters={OTLP, Console,none,otlp}',
+    );
+    for (const role of ['gateway', 'worker'] as const)
+      expect(otelOf(envOf(container(deployment(objects, role)))), role).toMatchObject({
+        OTEL_TRACES_EXPORTER: 'otlp,console',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+      });
+  });
+
+  it('refuses tracing on with nothing to export (none, or no exporter at all)', async () => {
+    const refusal =
+      'config.tracing.enabled needs otlp or console in config.tracing.exporters: none (or nothing) exports no span; set config.tracing.enabled=false for tracing off';
+    for (const exporters of ['{none}', '{None,NONE}', '{}'])
+      expect(
+        await renderError('config.tracing.enabled=true', `config.tracing.exporters=${exporters}`),
+        exporters,
+      ).toContain(refusal);
+    // Off, the list says nothing: no refusal, no variable.
+    const off = await render('config.tracing.exporters={none}');
+    expect(otelOf(envOf(container(deployment(off, 'gateway'))))).toEqual({});
   });
 
   it('refuses tracing without an endpoint, an unknown sampler, a ratio over 1', async () => {

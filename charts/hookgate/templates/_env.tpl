@@ -98,13 +98,24 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
 Distributed tracing (config.tracing) for the processes that make spans: the gateways and
 the workers. Only the standard OpenTelemetry variables; none when off, so the pods load
 no tracing code. service.name stays the process's default, hookgate-<role>. The
-exporters as the roles read OTEL_TRACES_EXPORTER: a list, each once; the endpoint only
-for otlp.
+exporters as the roles read OTEL_TRACES_EXPORTER (any case, blanks around, each once,
+none adds nothing), set as the working ones; enabled with none of those is refused, not
+rendered as a tracing that is off. The endpoint only for otlp.
 */}}
 {{- define "hookgate.tracing.env" -}}
 {{- with .Values.config.tracing }}
 {{- if .enabled }}
-{{- $exporters := uniq .exporters }}
+{{- $exporters := list }}
+{{- range .exporters }}
+{{- $name := . | trim | lower }}
+{{- if and $name (ne $name "none") }}
+{{- $exporters = append $exporters $name }}
+{{- end }}
+{{- end }}
+{{- $exporters = uniq $exporters }}
+{{- if not $exporters }}
+{{- fail "config.tracing.enabled needs otlp or console in config.tracing.exporters: none (or nothing) exports no span; set config.tracing.enabled=false for tracing off" }}
+{{- end }}
 {{- $otlp := has "otlp" $exporters }}
 {{- if and $otlp (not .endpoint) }}
 {{- fail "config.tracing.enabled needs config.tracing.endpoint, the collector's OTLP/HTTP URL (e.g. http://otel-collector.observability:4318), with otlp in config.tracing.exporters" }}
