@@ -16,6 +16,13 @@
 // request of the server process, and of it with its helpers (the processes it started:
 // redis-server, the worker): the figure that moves least with other load on the machine
 // (still by a quarter between slow spells of the shared machine: compare within a run).
+// The rate is offered in two shapes (BENCH_RATE_LOADS, default `paced,autocannon`), each
+// with its own table: `paced` (bench/paced-load.ts) sends the requests at an even pace,
+// open-loop, so every target meets the same arrivals; `autocannon` is `autocannon -R`
+// over BENCH_CONNECTIONS connections, closed-loop: bursts of that many concurrent
+// requests at each second's start until the second's share is answered, in which a
+// server slower than autocannon also pays for waking its idle core (bench/README.md,
+// 2026-11-28 night).
 //
 // BENCH_COMPARE=<dir of another checkout> adds that checkout's hookgate targets to the
 // same run (named `… @compare`), so a change is measured against its parent in one
@@ -27,6 +34,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { cpuNs, helpersCpuNs, treeCpuNs, treePids } from './cpu.ts';
+import type { PacedResult } from './paced-load.ts';
 
 interface Target {
   name: string;
@@ -56,11 +64,15 @@ interface Sample {
   p99: number;
   /** Requests answered in the run. */
   total: number;
+  /** Paced loads: the share of requests that waited for a free connection. */
+  queued?: number;
 }
 
 /** CPU µs per request at the fixed rate: the server alone, and with its helpers. */
 interface CpuSample {
   server: number;
+  /** Paced loads: the share of requests that waited for a free connection. */
+  queued?: number;
   tree: number;
   /** Each helper process (redis-server, worker, …) on its own. */
   helpers: Map<string, number>;
@@ -73,6 +85,16 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const only = process.env.BENCH_ONLY?.split(',');
 const rate = Number(process.env.BENCH_RATE ?? 2000);
 const rateSeconds = Number(process.env.BENCH_RATE_DURATION ?? 4);
+/** How the fixed rate is offered (see the top of this file). */
+type RateLoad = 'paced' | 'autocannon';
+const rateLoads = (process.env.BENCH_RATE_LOADS ?? 'paced,autocannon')
+  .split(',')
+  .map((name) => name.trim())
+  .filter((name) => name !== '')
+  .map((name): RateLoad => {
+    if (name === 'paced' || name === 'autocannon') return name;
+    throw new Error(`BENCH_RATE_LOADS: unknown load ${JSON.stringify(name)} (paced, autocannon)`);
+  });
 const body = JSON.stringify({ orderId: 'A-1001', total: 1250 });
 const key = { 'x-api-key': 'bench-key-0123456789' };
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
@@ -247,6 +269,34 @@ function load(
   };
 }
 
+/**
+ * `rate` req/s for `seconds`, paced and open-loop (bench/paced-load.ts), on core 1.
+ * `queued`: the share of its requests that waited for a free connection (the pace not
+ * kept: the machine stalls both cores for 10-30 ms now and then, bare Fastify's too, and
+ * a gateway's helpers share the generator's core), reported beside the CPU figures.
+ */
+function pacedLoad(
+  url: string,
+  headers: Record<string, string>,
+  seconds: number,
+  overallRate: number,
+): Sample {
+  const [cmd, args] = pinned(1, process.execPath, [
+    join(here, 'paced-load.ts'),
+    url,
+    String(overallRate),
+    String(seconds),
+    JSON.stringify(headers),
+    body,
+  ]);
+  const result = spawnSync(cmd, args, { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`paced-load failed: ${result.stderr}`);
+  const r = JSON.parse(result.stdout) as PacedResult;
+  if (r.non2xx > 0 || r.errors > 0)
+    throw new Error(`${url}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+  return { rps: r.rps, p50: r.p50, p99: r.p99, total: r.total, queued: r.queued / r.total };
+}
+
 const median = (xs: number[]) => {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -330,15 +380,16 @@ function helperMedians(samples: CpuSample[]): string {
 }
 
 /** CPU per request of the target's server (and its helpers) under BENCH_RATE req/s. */
-function cpuPerRequest(t: Target, targetUrl: string): CpuSample {
+function cpuPerRequest(t: Target, targetUrl: string, shape: RateLoad): CpuSample {
   const pid = servers.get(serverKey(t))?.child.pid;
   if (pid === undefined) throw new Error(`${t.name}: no server process`);
   const own = cpuNs(pid);
   const tree = treeCpuNs(pid);
   const helpers = helpersCpuNs(pid);
-  const s = load(targetUrl, t.headers ?? {}, rateSeconds, rate);
+  const s = (shape === 'paced' ? pacedLoad : load)(targetUrl, t.headers ?? {}, rateSeconds, rate);
   const perRequest = (ns: number) => ns / 1000 / s.total;
   return {
+    ...(s.queued !== undefined ? { queued: s.queued } : {}),
     server: perRequest(cpuNs(pid) - own),
     tree: perRequest(treeCpuNs(pid) - tree),
     helpers: new Map(
@@ -367,18 +418,26 @@ try {
     await settled(servers.get(serverKey(t))?.child.pid);
   }
   const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
-  const cpu = new Map<string, CpuSample[]>(targets.map((t) => [t.name, []]));
+  /** Per load shape, per target, its rounds' CPU samples. */
+  const cpu = new Map(
+    rateLoads.map((shape) => [
+      shape,
+      new Map<string, CpuSample[]>(targets.map((t) => [t.name, []])),
+    ]),
+  );
   // The fixed-rate rounds first: a saturation run leaves executions queued, and the
   // worker draining them would be counted in the next fixed-rate run's helpers.
   for (let round = 1; rate > 0 && round <= rounds; round++) {
     for (const t of roundOrder(round)) {
-      const c = isolated(t, () => cpuPerRequest(t, url(t)));
-      await settled(servers.get(serverKey(t))?.child.pid);
-      cpu.get(t.name)?.push(c);
-      const helpers = [...c.helpers].map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ');
-      console.error(
-        `round ${round}/${rounds} ${t.name} at ${rate} req/s: ${c.server.toFixed(1)} µs CPU/request (${c.tree.toFixed(1)} with helpers${helpers ? `: ${helpers}` : ''})`,
-      );
+      for (const shape of rateLoads) {
+        const c = isolated(t, () => cpuPerRequest(t, url(t), shape));
+        await settled(servers.get(serverKey(t))?.child.pid);
+        cpu.get(shape)?.get(t.name)?.push(c);
+        const helpers = [...c.helpers].map(([name, us]) => `${name} ${us.toFixed(1)}`).join(', ');
+        console.error(
+          `round ${round}/${rounds} ${t.name} at ${rate} req/s (${shape}): ${c.server.toFixed(1)} µs CPU/request (${c.tree.toFixed(1)} with helpers${helpers ? `: ${helpers}` : ''})${c.queued !== undefined ? `, ${(c.queued * 100).toFixed(1)} % queued` : ''}`,
+        );
+      }
     }
   }
   for (let round = 1; round <= rounds; round++) {
@@ -398,9 +457,6 @@ try {
         rps: median(ss.map((s) => s.rps)),
         p50: median(ss.map((s) => s.p50)),
         p99: median(ss.map((s) => s.p99)),
-        cpu: median(cpu.get(name)?.map((c) => c.server) ?? []),
-        cpuTree: median(cpu.get(name)?.map((c) => c.tree) ?? []),
-        helpers: helperMedians(cpu.get(name) ?? []),
       },
     ]),
   );
@@ -419,39 +475,54 @@ try {
   const paired = (name: string, base: string, of: (round: number, n: string) => number) =>
     median(ratiosOf(name, base, of));
   const rpsOf = (r: number, n: string) => samples.get(n)?.[r]?.rps ?? Number.NaN;
-  const cpuOf = (r: number, n: string) => cpu.get(n)?.[r]?.server ?? Number.NaN;
   const percent = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : 'n/a');
   const times = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : 'n/a');
-  // The CPU ratio's median with the range of the rounds' ratios: a wide range says the
-  // machine moved under one side (on 2026-11-27 Fastify measured 32-76 µs between
-  // rounds and a 1.36x median hid a 3.06x round where it measured as usual).
-  const timesWithRange = (name: string, base: string) => {
-    const ratios = ratiosOf(name, base, cpuOf);
-    if (ratios.length < 2) return times(median(ratios));
-    const low = Math.min(...ratios).toFixed(2);
-    const high = Math.max(...ratios).toFixed(2);
-    return `${times(median(ratios))} (${low}-${high})`;
-  };
+  const us = (v: number) => (Number.isFinite(v) && v > 0 ? v.toFixed(1) : 'n/a');
   const FASTIFY = 'Fastify (baseline)';
   const NODE = 'node:http (baseline)';
   const PEER = 'Node-RED (peer, minimal flow)';
   console.log(
-    `\n${rounds} rounds × ${duration} s, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, autocannon on core 1' : ''}; ratios are medians of each round's ratio\n`,
+    `\n${rounds} rounds × ${duration} s at saturation, ${connections} connections, POST ${body.length}-byte JSON${hasTaskset ? ', server on core 0, load generator on core 1' : ''}; ratios are medians of each round's ratio\n`,
   );
   console.log(
-    `| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | µs CPU/request at ${rate} req/s | with helpers | CPU vs Fastify (rounds' range) | CPU vs the queued floor (range) | CPU vs Node-RED (range) | variant vs its target: req/s, CPU | helpers, µs/request |`,
+    '| target | req/s (median) | p50 ms | p99 ms | vs Fastify | vs node:http | vs Node-RED | variant vs its target |',
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, m] of med) {
-    const us = (v: number) => (Number.isFinite(v) && v > 0 ? v.toFixed(1) : 'n/a');
     const parent = parentOf(name);
-    const variant =
-      parent === name
-        ? ''
-        : `${percent(paired(name, parent, rpsOf))}, ${times(paired(name, parent, cpuOf))}`;
+    const variant = parent === name ? '' : percent(paired(name, parent, rpsOf));
     console.log(
-      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${us(m.cpu)} | ${us(m.cpuTree)} | ${timesWithRange(name, FASTIFY)} | ${timesWithRange(name, FLOOR)} | ${timesWithRange(name, PEER)} | ${variant} | ${m.helpers} |`,
+      `| ${name} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${percent(paired(name, FASTIFY, rpsOf))} | ${percent(paired(name, NODE, rpsOf))} | ${percent(paired(name, PEER, rpsOf))} | ${variant} |`,
     );
+  }
+  for (const [shape, byTarget] of rate > 0 ? cpu : []) {
+    const cpuOf = (r: number, n: string) => byTarget.get(n)?.[r]?.server ?? Number.NaN;
+    // The CPU ratio's median with the range of the rounds' ratios: a wide range says the
+    // machine moved under one side (on 2026-11-27 Fastify measured 32-76 µs between
+    // rounds and a 1.36x median hid a 3.06x round where it measured as usual).
+    const timesWithRange = (name: string, base: string) => {
+      const ratios = ratiosOf(name, base, cpuOf);
+      if (ratios.length < 2) return times(median(ratios));
+      const low = Math.min(...ratios).toFixed(2);
+      const high = Math.max(...ratios).toFixed(2);
+      return `${times(median(ratios))} (${low}-${high})`;
+    };
+    console.log(
+      `\nCPU per request at ${rate} req/s, ${shape === 'paced' ? 'paced (open-loop, even arrivals)' : `autocannon -R (closed-loop, ${connections} connections)`}, ${rateSeconds} s per round\n`,
+    );
+    const paced = shape === 'paced';
+    console.log(
+      `| target | µs CPU/request | with helpers | vs Fastify (rounds' range) | vs the queued floor (range) | vs Node-RED (range) | variant vs its target | helpers, µs/request |${paced ? ' queued (median) |' : ''}`,
+    );
+    console.log(`|---|---:|---:|---:|---:|---:|---:|---|${paced ? '---:|' : ''}`);
+    for (const t of targets) {
+      const samplesOf = byTarget.get(t.name) ?? [];
+      const parent = parentOf(t.name);
+      const variant = parent === t.name ? '' : times(paired(t.name, parent, cpuOf));
+      console.log(
+        `| ${t.name} | ${us(median(samplesOf.map((c) => c.server)))} | ${us(median(samplesOf.map((c) => c.tree)))} | ${timesWithRange(t.name, FASTIFY)} | ${timesWithRange(t.name, FLOOR)} | ${timesWithRange(t.name, PEER)} | ${variant} | ${helperMedians(samplesOf)} |${paced ? ` ${(median(samplesOf.map((c) => c.queued ?? 0)) * 100).toFixed(1)} % |` : ''}`,
+      );
+    }
   }
 } finally {
   stopServers();
