@@ -189,6 +189,55 @@ describe('queue and shutdown', () => {
     g.open();
   });
 
+  it('counts starts of one turn against the free slots: they run on the next turn, after the answers', async () => {
+    const e = engine({ concurrency: 1, maxQueued: 1 });
+    const g = gate();
+    const wf = workflow([{ id: 'hold', type: 'transform', expression: '$hold()' }]);
+    e.expressions
+      .compile(`${wf.workflowId}@${wf.generation}`, '$hold()')
+      .registerFunction('hold', () => g.wait());
+    // In one turn: the first takes the free slot, the second the one place in the queue.
+    const [first, second] = await Promise.all([
+      e.start({ workflow: wf, trigger: ref(), input: trigger({}) }),
+      e.start({ workflow: wf, trigger: ref(), input: trigger({}) }),
+    ]);
+    // Answered before either run began (an Immediate ACK leaves first).
+    expect([first?.status, second?.status]).toEqual(['queued', 'queued']);
+    expect(e.running).toBe(0);
+    expect(e.queued).toBe(1);
+    await expect(
+      e.start({ workflow: wf, trigger: ref(), input: trigger({}) }),
+    ).rejects.toMatchObject({ code: 'HG_ERR_ENGINE_OVERLOADED', status: 503 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(e.running).toBe(1);
+    expect(e.queued).toBe(1);
+    g.open();
+    const done = await Promise.all([first, second].map((x) => finished(e, x?.id ?? '')));
+    expect(done.map((x) => x.status)).toEqual(['succeeded', 'succeeded']);
+  });
+
+  it('close ends a run that starts during the drain and fails under a retry policy, without waiting for its next attempt', async () => {
+    const e = new InProcessEngine({ onInternalError: () => {} });
+    const wf = workflow([{ id: 'stop', type: 'fail', expression: '"not yet"', statusCode: 503 }], {
+      retry: {
+        attempts: 3,
+        backoff: { initial: '10s', max: '10s', multiplier: 1, jitter: 0 },
+        on: ['fail'],
+      },
+    });
+    const s = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
+    // In the same turn: the run starts after close() began.
+    const closing = e.close(5_000);
+    const outcome = await Promise.race([
+      closing,
+      new Promise((resolve) => setTimeout(() => resolve('hung'), 4_000)),
+    ]);
+    expect(outcome).toEqual({ drained: true });
+    const ended = await e.get(s.id);
+    expect(ended?.status).toBe('failed');
+    expect(ended?.error?.message).toContain('engine shut down before attempt 2');
+  });
+
   it('close waits for running executions', async () => {
     const e = new InProcessEngine({ onInternalError: () => {} });
     const s = await e.start({
