@@ -173,13 +173,19 @@ describe('queue and shutdown', () => {
     expect(peak).toBe(2);
   });
 
-  it('refuses new executions beyond maxQueued with HG_ERR_ENGINE_OVERLOADED', async () => {
+  /** One slot, one place in the queue, and a workflow whose runs wait for the gate. */
+  function heldOneAtATime() {
     const e = engine({ concurrency: 1, maxQueued: 1 });
     const g = gate();
     const wf = workflow([{ id: 'hold', type: 'transform', expression: '$hold()' }]);
     e.expressions
       .compile(`${wf.workflowId}@${wf.generation}`, '$hold()')
       .registerFunction('hold', () => g.wait());
+    return { e, g, wf };
+  }
+
+  it('refuses new executions beyond maxQueued with HG_ERR_ENGINE_OVERLOADED', async () => {
+    const { e, g, wf } = heldOneAtATime();
     await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
     await new Promise((resolve) => setTimeout(resolve, 5));
     await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
@@ -190,12 +196,7 @@ describe('queue and shutdown', () => {
   });
 
   it('counts starts of one turn against the free slots: they run on the next turn, after the answers', async () => {
-    const e = engine({ concurrency: 1, maxQueued: 1 });
-    const g = gate();
-    const wf = workflow([{ id: 'hold', type: 'transform', expression: '$hold()' }]);
-    e.expressions
-      .compile(`${wf.workflowId}@${wf.generation}`, '$hold()')
-      .registerFunction('hold', () => g.wait());
+    const { e, g, wf } = heldOneAtATime();
     // In one turn: the first takes the free slot, the second the one place in the queue.
     const [first, second] = await Promise.all([
       e.start({ workflow: wf, trigger: ref(), input: trigger({}) }),
