@@ -176,6 +176,11 @@ export const CATALOGUE = {
     type: 'execution-not-found',
     title: 'Execution not found',
   },
+  HG_ERR_EXECUTION_DISCARDED: {
+    status: 410,
+    type: 'execution-discarded',
+    title: 'The execution already ran; its result was discarded',
+  },
   HG_ERR_EXECUTION_LINK_NOT_FOUND: {
     status: 404,
     type: 'execution-link-not-found',
