@@ -8,6 +8,8 @@
 //   hookgate:{s<k>}:execution:<id>                the execution: one hash of its record
 //                                                 and events (execution-store-redis.ts)
 //   hookgate:{s<k>}:execution:<id>:whole:<seq>    a cut event, whole for a moment
+//   hookgate:{s<k>}:execution:<id>:tombstone      a discarded success that came with an
+//                                                 Idempotency-Key, for the key's window
 //   hookgate:{s<k>}:exec:<id>:events              the pub/sub channel of its events
 //                                                 (a channel, not a key: the name is the
 //                                                 one gateways have always subscribed to)
@@ -71,6 +73,11 @@ export interface ShardKeys {
   channel(id: string): string;
   /** A cut event's whole JSON, kept for a moment. */
   whole(id: string, seq: number): string;
+  /**
+   * What a discarded success that came with an Idempotency-Key leaves (ADR 0041): its
+   * outcome and when, for the key's window (named from the execution's key by the scripts).
+   */
+  tombstone(id: string): string;
 }
 
 export interface DeadLetterKeys {
@@ -118,6 +125,7 @@ function shardKeys(shard: number, tag: string): ShardKeys {
     execution: (id) => `${executionPrefix}${id}`,
     channel: (id) => `${base}exec:${id}:events`,
     whole: (id, seq) => `${executionPrefix}${id}:whole:${seq}`,
+    tombstone: (id) => `${executionPrefix}${id}:tombstone`,
   };
 }
 

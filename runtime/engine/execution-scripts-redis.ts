@@ -158,8 +158,10 @@ return dropped
 // finished, sizes, bytes, stream. ARGV: 1 id; 2 consumer group; 3 stream entry id to
 // acknowledge (XACK + XDEL) or ''; 4 '1' when a finished record of it was written before
 // (its callback's delivery ended since), whose share of the budget goes too, else '0';
-// 5 handover ms; 6 the events' channel; then (seq, whole JSON) pairs in seq order: the
-// run's events not written yet. Returns 1 when the execution was watched, else 0.
+// 5 handover ms; 6 the events' channel; 7 '' or the tombstone: '<lifetime ms>:<finished
+// ms>' (one argument: a discard without one costs nothing more); then (seq, whole JSON)
+// pairs in seq order: the run's events not written yet. Returns 1 when the execution was
+// watched, else 0.
 //
 // Nobody watching (the mark `w` unset): the hash goes, with the whole copies of its cut
 // events (`:whole:<seq>`, named from its event count: one DEL). Watched: a gateway waits
@@ -167,16 +169,29 @@ return dropped
 // hash lives only the handover time now), the record, input and creation time go, and
 // the hash expires after the handover time: the gateway reads the end, nobody the record.
 // Either way the index entry goes (it is listed no more).
+//
+// One that came with an Idempotency-Key (ARGV 7: the key's window, from its job, and when
+// it finished) leaves its tombstone, `<execution>:tombstone` (same tag, same slot),
+// watched or not: {"status":"succeeded","at":<finished ms>}, expiring after that window,
+// so that the key's retry resuming its id is not run again (ADR 0041, amended 2026-11-28
+// (night)). The window counts from the discard, later than the key's own start: the
+// tombstone outlives the key whatever the clocks say, by the run's own time at most. An
+// argument, not a mark on the hash: reading one more (absent) field of the hash cost
+// every discard a scan of it (about 1k instructions, ~1 %).
 const DISCARD = `
 local key = KEYS[1]
 local state = redis.call('HMGET', key, '${F.eventCount}', '${F.watched}')
 local stored = tonumber(state[1] or '0')
 local watched = state[2]
+if ARGV[7] ~= '' then
+  local ms, at = string.match(ARGV[7], '^(%d+):(%d+)$')
+  redis.call('SET', key .. ':tombstone', '{"status":"succeeded","at":' .. at .. '}', 'PX', ms)
+end
 if watched then
   local publish = watched == '1' and 'PUBLISH' or 'SPUBLISH'
   local fields = {}
   local added = 0
-  for i = 7, #ARGV, 2 do
+  for i = 8, #ARGV, 2 do
     if tonumber(ARGV[i]) > stored + added then
       added = added + 1
       fields[#fields + 1] = '${F.eventPrefix}' .. (stored + added)

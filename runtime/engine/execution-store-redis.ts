@@ -18,6 +18,9 @@
 //                                                  events (watchEvents): only then are new
 //                                                  events published
 //   hookgate:{s<k>}:execution:<id>:whole:<seq>  a cut event whole, for `handoverMs` (5 s)
+//   hookgate:{s<k>}:execution:<id>:tombstone    what a discarded success that came with an
+//                                        Idempotency-Key leaves: its outcome and when
+//                                        (ms), for the key's window (DISCARD)
 //   hookgate:{s<k>}:exec:<id>:events      the pub/sub channel each new event is published on
 //   hookgate:{s<k>}:executions           index: sorted set of ids scored by creation time (ms)
 //   hookgate:{s<k>}:executions:finished  finished executions, scored by when their hash
@@ -83,7 +86,9 @@ import {
   isFinished,
   listLimit,
   MAX_LIST_LIMIT,
+  type DiscardOptions,
   type ExecutionStore,
+  type Tombstone,
 } from './execution-store.ts';
 import { defineExecutionScripts, type ExecutionScripts } from './execution-scripts-redis.ts';
 import {
@@ -279,13 +284,14 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
    * ExecutionStore.discard, in one script (DISCARD, execution-scripts-redis.ts): the hash
    * and its whole copies go, or (watched) its new events are stored and published and it
    * stays, without record and input, for the handover time; off the index, and off the
-   * budget when `finished` says a finished record was saved before; the job acknowledged.
+   * budget when `finished` says a finished record was saved before; the job acknowledged;
+   * its tombstone left for `tombstoneMs` when given.
    */
   async discard(
     execution: Execution,
     events: SequencedEvent[],
     // `watched` is not read: the mark on the execution's hash says (ExecutionStore.discard).
-    options: { acknowledge?: string; finished?: boolean; watched?: boolean } = {},
+    options: DiscardOptions = {},
   ): Promise<void> {
     const { id } = execution;
     if (events.some((e) => e.executionId !== id))
@@ -299,9 +305,23 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
       options.finished === true ? '1' : '0',
       this.#handoverMs,
       keys.channel(id),
+      options.tombstoneMs === undefined ? '' : this.#tombstone(execution, options.tombstoneMs),
     ];
     for (const e of events) args.push(e.seq, JSON.stringify(e));
     await this.#redis.hookgateDiscardExecution(...args);
+  }
+
+  /** DISCARD's tombstone argument: '<lifetime ms>:<finished ms>'. */
+  #tombstone(execution: Execution, ms: number): string {
+    const finished = Date.parse(execution.finishedAt ?? '');
+    const at = Number.isNaN(finished) ? this.#now() : finished;
+    return `${Math.max(1, Math.ceil(ms))}:${Math.max(0, Math.floor(at))}`;
+  }
+
+  /** ExecutionStore.discarded: the tombstone DISCARD left, one GET. */
+  async discarded(id: string): Promise<Tombstone | undefined> {
+    const text = await this.#redis.get(this.layout.of(id).tombstone(id));
+    return text === null ? undefined : parseTombstone(text);
   }
 
   /**
@@ -802,4 +822,10 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     if (!execution.finishedAt) return true;
     return Date.parse(execution.finishedAt) < now - FINISHED_GRACE_MS;
   }
+}
+
+/** A tombstone as DISCARD writes it: {"status":"succeeded","at":<ms>}. */
+export function parseTombstone(text: string): Tombstone {
+  const { at } = JSON.parse(text) as { at: number };
+  return { status: 'succeeded', finishedAt: new Date(at).toISOString() };
 }

@@ -2,6 +2,7 @@
 // event streams, for Flow Management (list, per-run log) and for late SSE subscribers.
 import type { WorkflowRegistration } from '../../api/records/records.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
+import { HttpProblem } from '../errors.ts';
 import type { HeldRecord, HeldRecords } from './dead-letters.ts';
 import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
 import {
@@ -56,19 +57,57 @@ export interface ExecutionStore {
    * events stay readable (`events`) for the store's handover time, without the record,
    * when the execution is watched (memory: `options.watched`, StartRequest.watched, a
    * gateway's waiting modes; Redis: the mark on its hash, whose new events are then
-   * published as a write publishes them). One nobody watches leaves nothing.
+   * published as a write publishes them). One nobody watches leaves nothing, but one
+   * that came with an Idempotency-Key (`options.tombstoneMs`: the key's window,
+   * StartRequest.idempotencyWindowMs), watched or not, leaves a tombstone for that long
+   * (`discarded`), so that a retry resuming its id does not run it again.
    */
-  discard(
-    execution: Execution,
-    events: SequencedEvent[],
-    options?: { acknowledge?: string; finished?: boolean; watched?: boolean },
-  ): Promise<void>;
+  discard(execution: Execution, events: SequencedEvent[], options?: DiscardOptions): Promise<void>;
+  /**
+   * The tombstone a discarded execution left (see discard), until it expires; undefined
+   * for any other id. Not a record: get, list and page never show it.
+   */
+  discarded(id: string): Promise<Tombstone | undefined>;
   /**
    * Events of an execution with seq > afterSeq, in order. A `completed` or `respond`
    * event whose body was cut is whole for `handoverMs` after it was appended (so a
    * caller that starts waiting just after the end still gets the result), cut after.
    */
   events(id: string, afterSeq: number): Promise<SequencedEvent[]>;
+}
+
+/** ExecutionStore.discard's options. */
+export interface DiscardOptions {
+  /** The queue entry of the run's job, acknowledged in the same step. */
+  acknowledge?: string;
+  /** A finished record of it was saved before (its callback delivered): its bytes go too. */
+  finished?: boolean;
+  /** A caller waits for its end (memory store; Redis reads the mark on the hash). */
+  watched?: boolean;
+  /** It came with an Idempotency-Key kept this long (ms): leave a tombstone that long. */
+  tombstoneMs?: number;
+}
+
+/**
+ * What a discarded success that came with an Idempotency-Key leaves for the key's window
+ * (ADR 0041, amended 2026-11-28 (night)): that it ran, how it ended and when. A start of
+ * its id that finds it runs nothing (HG_ERR_EXECUTION_DISCARDED).
+ */
+export interface Tombstone {
+  status: 'succeeded';
+  finishedAt: string;
+}
+
+/**
+ * The refusal of a start whose id has a tombstone (ExecutionEngine.start): the
+ * execution ran and succeeded, and its record was discarded; nothing runs again.
+ */
+export function executionDiscarded(id: string, tombstone: Tombstone): HttpProblem {
+  return new HttpProblem(
+    'HG_ERR_EXECUTION_DISCARDED',
+    `Execution ${id} succeeded at ${tombstone.finishedAt}; its workflow discards the records of succeeded executions, so its result is gone`,
+    { extensions: { executionId: id, finishedAt: tombstone.finishedAt } },
+  );
 }
 
 /** Whether an execution has ended (succeeded or failed). */
@@ -188,6 +227,14 @@ interface Discarded {
 /** Discarded executions whose events the memory store keeps for the handover time, at most. */
 const MAX_DISCARDED_HANDOVERS = 1000;
 
+/** A tombstone in the memory store (its bytes: the id and this). */
+interface Grave {
+  finishedAt: string;
+  until: number;
+  bytes: number;
+}
+const GRAVE_BYTES = 64;
+
 /** An event kept whole for a while; `cut` replaces it once the while is over. */
 interface Handover {
   entry: Entry;
@@ -244,6 +291,12 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
    */
   readonly #discarded = new Map<string, Discarded>();
   #discardedBytes = 0;
+  /**
+   * Tombstones (ExecutionStore.discarded), in the order they were left: each until its
+   * key's window is over, in the byte budget, and at most `maxExecutions` of them (the
+   * oldest go first, counted as evictions).
+   */
+  readonly #graves = new Map<string, Grave>();
   /** Whole events waiting to be cut, in the order they came. */
   #handovers: (Handover | undefined)[] = [];
   #handoverHead = 0;
@@ -412,17 +465,43 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
    * ExecutionStore.discard: the entry goes (not counted as an eviction); a watched one's
    * events, with the ones given, stay readable for the handover time (see #discarded).
    */
-  discard(
-    execution: Execution,
-    events: SequencedEvent[],
-    options?: { acknowledge?: string; finished?: boolean; watched?: boolean },
-  ): Promise<void> {
+  discard(execution: Execution, events: SequencedEvent[], options?: DiscardOptions): Promise<void> {
     const entry = this.#entries.get(execution.id);
     const kept = entry ? entry.events : [];
     if (entry) this.#remove(entry);
     if (options?.watched) this.#keepDiscarded(execution.id, kept, events);
+    if (options?.tombstoneMs !== undefined) this.#bury(execution, options.tombstoneMs);
     this.#sweep();
     return Promise.resolve();
+  }
+
+  discarded(id: string): Promise<Tombstone | undefined> {
+    const grave = this.#graves.get(id);
+    if (!grave || grave.until <= this.#now()) return Promise.resolve(undefined);
+    return Promise.resolve({ status: 'succeeded', finishedAt: grave.finishedAt });
+  }
+
+  /** Leaves the tombstone of a discarded execution for `ms` (see #graves). */
+  #bury(execution: Execution, ms: number): void {
+    const { id } = execution;
+    const now = this.#now();
+    this.#forgetGrave(id);
+    const bytes = GRAVE_BYTES + id.length;
+    const finishedAt = execution.finishedAt ?? new Date(now).toISOString();
+    this.#graves.set(id, { finishedAt, until: now + ms, bytes });
+    this.#bytes += bytes;
+    for (const oldest of this.#graves.keys()) {
+      if (this.#graves.size <= this.#max) break;
+      this.#forgetGrave(oldest);
+      this.#evictions.count++;
+    }
+  }
+
+  #forgetGrave(id: string): void {
+    const grave = this.#graves.get(id);
+    if (!grave) return;
+    this.#graves.delete(id);
+    this.#bytes -= grave.bytes;
   }
 
   /** Keeps a watched discarded execution's events, `kept` then the later of `events` (#discarded). */
@@ -623,6 +702,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     const now = this.#now();
     this.#cutHandovers(now);
     if (this.#discarded.size > 0) this.#sweepDiscarded(now);
+    if (this.#graves.size > 0) this.#sweepGraves(now);
     if (this.#retainedHead < this.#retained.length) this.#sweepRetained(now, false);
     if (this.#heldHead < this.#held.length) this.#sweepHeld(now);
     const cutoff = now - this.#ttlMs;
@@ -657,6 +737,14 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     for (const gone of this.#discarded.values()) {
       if (gone.until >= now) break;
       this.#forgetDiscarded(gone.id);
+    }
+  }
+
+  /** Forgets the tombstones whose window is over, oldest first (one left longer holds the rest). */
+  #sweepGraves(now: number): void {
+    for (const [id, grave] of this.#graves) {
+      if (grave.until > now) break;
+      this.#forgetGrave(id);
     }
   }
 

@@ -707,6 +707,48 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect((await store.list({})).map((e) => e.id)).toEqual(['other']);
     });
 
+    it('discard with a tombstone (an Idempotency-Key came with it): the id reads as discarded for the window, never as a record; one without leaves none', async () => {
+      const finishedAt = new Date(clock).toISOString();
+      const completed = (id: string): SequencedEvent => ({
+        type: 'completed',
+        output: { ok: true },
+        executionId: id,
+        seq: 2,
+        at: finishedAt,
+      });
+      await store.save(execution('kept', 3));
+      for (const id of ['keyed', 'plain']) {
+        await store.save(execution(id, 1, { status: 'running' }));
+        await store.appendEvents([event(id, 1)]);
+      }
+      const done = (id: string) => execution(id, 1, { output: { ok: true }, finishedAt });
+      await store.discard(done('keyed'), [completed('keyed')], { tombstoneMs: HANDOVER_MS });
+      await store.discard(done('plain'), [completed('plain')]);
+      expect(await store.discarded('keyed')).toEqual({ status: 'succeeded', finishedAt });
+      for (const id of ['plain', 'kept', 'nope']) expect(await store.discarded(id)).toBeUndefined();
+      // Not a record: not read, not listed, no events.
+      expect(await store.get('keyed')).toBeUndefined();
+      expect((await store.list({})).map((e) => e.id)).toEqual(['kept']);
+      expect((await store.page({ limit: 10 })).items.map((e) => e.id)).toEqual(['kept']);
+      expect(await store.events('keyed', 0)).toEqual([]);
+      // A watched one keeps its events for the handover time, and leaves its tombstone too.
+      await store.save(execution('both', 1, { status: 'running' }));
+      await store.appendEvents([event('both', 1)]);
+      if ('watchEvents' in store) await (store as RedisExecutionStore).watchEvents('both', 0);
+      await store.discard(done('both'), [completed('both')], {
+        watched: true,
+        tombstoneMs: 60 * HOUR,
+      });
+      expect((await store.events('both', 0)).map((e) => e.type)).toEqual(['queued', 'completed']);
+      expect(await store.discarded('both')).toEqual({ status: 'succeeded', finishedAt });
+      // The window is over: nothing left of the first; the second's is longer.
+      await made.afterHandover();
+      expect(await store.discarded('keyed')).toBeUndefined();
+      expect(await store.events('both', 0)).toEqual([]);
+      expect(await store.discarded('both')).toEqual({ status: 'succeeded', finishedAt });
+      expect(await store.get('both')).toBeUndefined();
+    });
+
     it('lists no entry for a record it does not have, or that is not a finished dead letter', async () => {
       const list = made.deadLetters();
       const gone = deadLetterOf(
@@ -741,6 +783,30 @@ contract('MemoryExecutionStore', (options = {}) => {
       return Promise.resolve();
     },
     keepsUnfinished: false,
+  });
+});
+
+describe('MemoryExecutionStore: tombstones', () => {
+  it('count in the byte budget, are held to maxExecutions (the oldest go), and go once their window is over', async () => {
+    const store = new MemoryExecutionStore({ now, maxExecutions: 3 });
+    const at = new Date(clock).toISOString();
+    for (const id of ['t0', 't1', 't2', 't3']) {
+      await store.save(execution(id, 1, { status: 'running' }));
+      await store.discard(execution(id, 1, { finishedAt: at }), [], { tombstoneMs: HOUR });
+    }
+    expect(store.size).toBe(0);
+    const { bytes, evictions } = store.stats();
+    expect(bytes).toBeGreaterThan(3 * 64);
+    expect(bytes).toBeLessThan(3 * 200);
+    expect(evictions.count).toBe(1);
+    expect(await store.discarded('t0')).toBeUndefined();
+    expect(await store.discarded('t3')).toEqual({ status: 'succeeded', finishedAt: at });
+    clock += HOUR;
+    await store.save(execution('later', 0));
+    expect(await store.discarded('t3')).toBeUndefined();
+    const alone = new MemoryExecutionStore({ now });
+    await alone.save(execution('later', 0));
+    expect(store.stats().bytes).toBe(alone.stats().bytes);
   });
 });
 
@@ -828,7 +894,13 @@ for (const [name, start, shards] of [
           { type: 'completed', output: big(5000), executionId: id, seq: 2, at: created },
         ]);
       }
+      // A discarded success that came with an Idempotency-Key: its tombstone, in its slot.
+      await store.save({ ...execution('k5', 0), createdAt: created, status: 'running' });
+      await store.discard({ ...execution('k5', 0), createdAt: created }, [], { tombstoneMs: HOUR });
       const keys = await backend.keys();
+      expect(keys).toContain(layout.of('k5').tombstone('k5'));
+      expect(keys).not.toContain(layout.of('k5').execution('k5'));
+      expect(await backend.client.pttl(layout.of('k5').tombstone('k5'))).toBeLessThanOrEqual(HOUR);
       expect(keys.length).toBeGreaterThanOrEqual(7);
       for (const key of keys) {
         expect([key, await backend.client.pttl(key)]).toEqual([key, expect.any(Number)]);
