@@ -28,7 +28,10 @@ export interface CallbackDeliveriesOptions {
    * Keeps the outcome with the execution (it is already saved; save it again, or, for a
    * workflow that discards its succeeded executions' records, remove it once delivered).
    */
-  record?: (execution: Execution, workflow: StartRequest['workflow']) => Promise<void>;
+  record?: (
+    execution: Execution,
+    request: Pick<StartRequest, 'workflow' | 'idempotencyWindowMs'>,
+  ) => Promise<void>;
   onInternalError: (error: unknown, where: string) => void;
 }
 
@@ -54,7 +57,7 @@ export class CallbackDeliveries {
   deliver(
     execution: Execution,
     url: string,
-    request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets'>,
+    request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets' | 'idempotencyWindowMs'>,
     span?: TraceSpan,
   ): void {
     const { routes } = this.#o;
@@ -70,7 +73,7 @@ export class CallbackDeliveries {
       .then(async (result) => {
         this.#o.delivered?.(result);
         execution.callback = outcomeOf(result);
-        await this.#o.record?.(execution, request.workflow);
+        await this.#o.record?.(execution, request);
         // Not delivered is no internal error: the receiver refused or was away, or the
         // outbound policy refused it. The outcome is on the record and in
         // hookgate_callback_deliveries_total; a log line per failure (with a URL that

@@ -14,7 +14,12 @@ import {
 import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from './callbacks.ts';
 import { replayStored, type EventOutlet, type Listener } from './execution-events.ts';
 import { ExecutionFailure } from './execution-failure.ts';
-import { discardsSucceeded, MemoryExecutionStore, type ExecutionStore } from './execution-store.ts';
+import {
+  discardsSucceeded,
+  executionDiscarded,
+  MemoryExecutionStore,
+  type ExecutionStore,
+} from './execution-store.ts';
 import { ExpressionCache, type ExpressionLimits } from './expressions.ts';
 import { Interpreter } from './interpreter.ts';
 import { LiveExecution } from './live-execution.ts';
@@ -29,7 +34,6 @@ import type {
 import { isRetryable, nextAttempt, resolveRetryPolicy } from './retry-policy.ts';
 import { isoTime } from '../time.ts';
 import type { TraceSpan, Tracing } from '../tracing/tracing.ts';
-import type { WorkflowRegistration } from '../../api/records/records.ts';
 import { sleep, withExecutionId } from './util.ts';
 
 export { ExecutionFailure } from './execution-failure.ts';
@@ -202,7 +206,7 @@ export class InProcessEngine implements ExecutionEngine {
       sender: this.callbacks,
       ...(options.routes ? { routes: options.routes } : {}),
       ...(observer ? { delivered: (result) => observer.callbackDelivered(result) } : {}),
-      record: (execution, workflow) => this.#recordCallback(execution, workflow),
+      record: (execution, request) => this.#recordCallback(execution, request),
       onInternalError,
     });
   }
@@ -234,8 +238,12 @@ export class InProcessEngine implements ExecutionEngine {
     if (hot) return hot.snapshot();
     const existing = await this.store.get(id);
     if (existing) return existing;
+    // An Idempotency-Key's hint may name an execution that succeeded and was discarded:
+    // its tombstone says so (ADR 0041). Other starts do not look.
+    const gone = request.hinted ? await this.store.discarded(id) : undefined;
     const live = this.#hot.get(id);
     if (live) return live.snapshot();
+    if (gone) throw executionDiscarded(id, gone);
     if (this.#waitingForSlot() >= this.#maxQueued) {
       // A constant (docs/errors.md): this process's queue drains at its own pace, which
       // a Redis queue's gateways measure (queue-state.ts) and this engine does not.
@@ -582,16 +590,23 @@ export class InProcessEngine implements ExecutionEngine {
    * record and events, which stayed until the delivery was over. A delivery that failed
    * keeps them, with its outcome, for whoever looks into it.
    */
-  async #recordCallback(execution: Execution, workflow: WorkflowRegistration): Promise<void> {
+  async #recordCallback(
+    execution: Execution,
+    request: Pick<StartRequest, 'workflow' | 'idempotencyWindowMs'>,
+  ): Promise<void> {
     if (
       execution.status !== 'succeeded' ||
       execution.callback?.delivered !== true ||
-      !discardsSucceeded(workflow)
+      !discardsSucceeded(request.workflow)
     ) {
       await this.store.save(execution);
       return;
     }
-    await this.store.discard(execution, [], { finished: true });
+    const window = request.idempotencyWindowMs;
+    await this.store.discard(execution, [], {
+      finished: true,
+      ...(window === undefined ? {} : { tombstoneMs: window }),
+    });
     this.#observer?.executionDiscarded?.(execution);
   }
 
@@ -606,7 +621,11 @@ export class InProcessEngine implements ExecutionEngine {
       hot.execution.status === 'succeeded' && !url && discardsSucceeded(hot.request.workflow);
     // A dead-lettered run's job is acknowledged after its entry is added (below).
     const saved = discard
-      ? await hot.stream.discard(hot.queueEntry, hot.request.watched === true)
+      ? await hot.stream.discard(
+          hot.queueEntry,
+          hot.request.watched === true,
+          hot.request.idempotencyWindowMs,
+        )
       : await hot.stream.persist(hot.execution.deadLetteredAt ? undefined : hot.queueEntry);
     if (hot.resumed && !saved) {
       // Not stored: the job stays unacknowledged and runs again; that run counts,

@@ -154,15 +154,21 @@ export class EventStream {
    * `acknowledge` in the same step. The listeners here got every event as it came. Never
    * rejects: resolves true once the store has done it, false when it failed (the caller
    * then leaves the job for the queue to run again, as when persist fails). `watched`:
-   * a caller waits for its end (StartRequest.watched).
+   * a caller waits for its end (StartRequest.watched); `tombstoneMs`: it came with an
+   * Idempotency-Key kept this long (StartRequest.idempotencyWindowMs).
    */
-  async discard(acknowledge: string | undefined, watched: boolean): Promise<boolean> {
+  async discard(
+    acknowledge: string | undefined,
+    watched: boolean,
+    tombstoneMs?: number,
+  ): Promise<boolean> {
     const { store, streamEvents } = this.#outlet;
     try {
       const last = streamEvents ? await this.#unwritten() : this.events;
       await store.discard(this.#execution, last, {
         ...(acknowledge === undefined ? {} : { acknowledge }),
         watched,
+        ...(tombstoneMs === undefined ? {} : { tombstoneMs }),
       });
       this.#acknowledged = acknowledge !== undefined;
       return true;

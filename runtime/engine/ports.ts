@@ -275,12 +275,27 @@ export interface StartRequest {
    * finished before the gateway listens still leaves its end to read (ADR 0041).
    */
   watched?: true;
+  /**
+   * The request came with an Idempotency-Key, kept by the gateway this long (ms). Should
+   * this execution succeed and its record be discarded (ADR 0041), the store leaves a
+   * tombstone for that long (`hinted`).
+   */
+  idempotencyWindowMs?: number;
+  /**
+   * The id is an Idempotency-Key's resume hint: an earlier request with the key asked
+   * for this execution and got no answer, so it may have run, succeeded and been
+   * discarded since. Only such a start looks for the tombstone; finding one, it runs
+   * nothing and rejects with HG_ERR_EXECUTION_DISCARDED.
+   */
+  hinted?: true;
 }
 
 export interface ExecutionEngine {
   /**
    * Queue one execution. Resolves once it is queued (before any 202 is sent).
-   * Starting an id that already exists returns that execution and runs nothing.
+   * Starting an id that already exists returns that execution and runs nothing; a
+   * `hinted` start of an id whose succeeded execution was discarded (its tombstone)
+   * rejects with HG_ERR_EXECUTION_DISCARDED and runs nothing.
    */
   start(request: StartRequest): Promise<Execution>;
   get(id: string): Promise<Execution | undefined>;

@@ -14,7 +14,12 @@ import { masterServers, type RedisClient } from '../../api/records/redis-client.
 import { HttpProblem } from '../errors.ts';
 import { EXECUTION_FIELDS as F, WORKER_GROUP } from './execution-keys.ts';
 import type { RedisExecutionEvents } from './execution-events-redis.ts';
-import { EXECUTION_KEYS, type RedisExecutionStore } from './execution-store-redis.ts';
+import {
+  EXECUTION_KEYS,
+  parseTombstone,
+  type RedisExecutionStore,
+} from './execution-store-redis.ts';
+import { executionDiscarded } from './execution-store.ts';
 import { recordJson, withStoredInput } from './execution-record-redis.ts';
 import { DrainRate, readQueueState, retryAfterSeconds } from './queue-state.ts';
 import { withExecutionId } from './util.ts';
@@ -42,25 +47,38 @@ export interface ExecutionJob {
    * attempt the record has moved past is dropped.
    */
   attempt?: number;
+  /**
+   * The request came with an Idempotency-Key kept this long (StartRequest.idempotencyWindowMs):
+   * the worker's discard of its success leaves a tombstone that long (ADR 0041).
+   */
+  idempotencyWindowMs?: number;
 }
 
 // KEYS: execution, index, stream. ARGV: record JSON without its input, created ms, id,
 // 'queued' event JSON, job JSON, bound (of this shard's stream), the index's lifetime or
-// '0' (RedisExecutionStore.refreshIndexExpiry), input JSON, the watched mark to set at
-// once ('s': StartRequest.watched, ADR 0041) or ''. Returns the
-// existing record and input ({ r, i }) when the id is taken, or the stream's length (a
-// number) when it holds `bound` jobs already: the bound is checked where the job is
+// '0' (RedisExecutionStore.refreshIndexExpiry), input JSON, the request's marks: '' for
+// most, 's' to mark it watched at once (StartRequest.watched, ADR 0041), 'k' when its id
+// is an Idempotency-Key's hint (StartRequest.hinted), 'sk' both (one argument: a request
+// with neither costs nothing more). Returns the existing record and input ({ r, i })
+// when the id is taken; for a hinted id, the tombstone (a string) its discarded success
+// left (DISCARD), queuing nothing; or the stream's length
+// (a number) when it holds `bound` jobs already: the bound is checked where the job is
 // added, so gateways racing cannot pass it. The execution's hash gets record, input,
 // creation time and first event in one HSET (its fields: execution-store-redis.ts).
 const ENQUEUE = `
 if redis.call('HEXISTS', KEYS[1], '${F.record}') == 1 then
   return redis.call('HMGET', KEYS[1], '${F.record}', '${F.input}')
 end
+local marks = ARGV[9]
+if marks ~= '' and marks ~= 's' then
+  local tombstone = redis.call('GET', KEYS[1] .. ':tombstone')
+  if tombstone then return tombstone end
+end
 local length = redis.call('XLEN', KEYS[3])
 if length >= tonumber(ARGV[6]) then return length end
 redis.call('HSET', KEYS[1], '${F.record}', ARGV[1], '${F.input}', ARGV[8],
   '${F.created}', ARGV[2], '${F.eventCount}', 1, '${F.eventBytes}', #ARGV[4], '${F.eventPrefix}1', ARGV[4])
-if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], '${F.watched}', ARGV[9]) end
+if marks ~= '' and marks ~= 'k' then redis.call('HSET', KEYS[1], '${F.watched}', 's') end
 -- No expiry while queued: the lifetime starts to count down once it finishes (WRITE),
 -- so a job that waits longer than the lifetime still finds its record. The queue's
 -- bound keeps what waits bounded.
@@ -77,7 +95,7 @@ interface EnqueueCommand {
     index: string,
     stream: string,
     ...args: (string | number)[]
-  ): Promise<[string, string | null] | number | null>;
+  ): Promise<[string, string | null] | string | number | null>;
 }
 
 export interface QueuedEngineOptions {
@@ -227,12 +245,7 @@ export class QueuedEngine implements ExecutionEngine {
       seq: 1,
       at: execution.createdAt,
     };
-    const job: ExecutionJob = {
-      id,
-      triggerKey: request.trigger.key,
-      workflowId: request.workflow.workflowId,
-      ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
-    };
+    const job = jobOf(id, request);
     const record = recordJson(execution);
     const input = JSON.stringify(execution.input);
     const keys = this.#store.layout.of(id);
@@ -253,11 +266,12 @@ export class QueuedEngine implements ExecutionEngine {
         this.#shardBound,
         this.#store.refreshIndexExpiry(keys) ? this.#store.indexTtlMs : 0,
         input,
-        request.watched ? 's' : '',
+        marks(request),
       );
     } finally {
       this.#answered++;
     }
+    if (typeof existing === 'string') throw executionDiscarded(id, parseTombstone(existing));
     if (typeof existing === 'number') {
       // Full when it reached Redis (other gateways queued meanwhile): the shard's
       // length then, scaled to all shards, is the depth to refuse with until the next read.
@@ -322,6 +336,25 @@ export class QueuedEngine implements ExecutionEngine {
       // Redis unreachable: keep the last value; start() will fail on its own.
     }
   }
+}
+
+/** The job of an execution: its id first (TAKE reads it without decoding the rest). */
+function jobOf(id: string, request: StartRequest): ExecutionJob {
+  const job: ExecutionJob = {
+    id,
+    triggerKey: request.trigger.key,
+    workflowId: request.workflow.workflowId,
+  };
+  if (request.callbackUrl) job.callbackUrl = request.callbackUrl;
+  if (request.idempotencyWindowMs !== undefined)
+    job.idempotencyWindowMs = request.idempotencyWindowMs;
+  return job;
+}
+
+/** ENQUEUE's marks: 's' watched, 'k' an Idempotency-Key's hint, 'sk' both, '' neither. */
+function marks(request: StartRequest): string {
+  if (request.watched) return request.hinted ? 'sk' : 's';
+  return request.hinted ? 'k' : '';
 }
 
 /** used_memory and maxmemory of an INFO memory answer; undefined when it has none. */

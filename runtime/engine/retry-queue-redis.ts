@@ -79,6 +79,9 @@ export class RedisRetryQueue implements RetryHandOff {
       workflowId: execution.workflowId,
       attempt: (execution.attempt ?? 1) + 1,
       ...(request.callbackUrl ? { callbackUrl: request.callbackUrl } : {}),
+      ...(request.idempotencyWindowMs === undefined
+        ? {}
+        : { idempotencyWindowMs: request.idempotencyWindowMs }),
     };
     const keys = this.#layout.of(execution.id);
     await this.#redis.hookgateRetrySchedule(

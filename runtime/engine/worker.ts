@@ -144,6 +144,21 @@ interface Job {
 
 const jobOf = ([entryId, fields]: StreamEntry): Job => ({ entryId, fields });
 
+/**
+ * What the request that queued a job left in it for the run: its callback URL (signed
+ * with the secrets `signing` names), its Idempotency-Key's window (ADR 0041).
+ */
+function carried(
+  job: ExecutionJob,
+  signing: { secrets: readonly string[] },
+): Partial<StartRequest> {
+  const request: Partial<StartRequest> = job.callbackUrl
+    ? { callbackUrl: job.callbackUrl, ...callbackSigning(signing) }
+    : {};
+  if (job.idempotencyWindowMs !== undefined) request.idempotencyWindowMs = job.idempotencyWindowMs;
+  return request;
+}
+
 /** One shard's stream as this worker reads it. */
 interface ShardReader {
   keys: ShardKeys;
@@ -531,7 +546,7 @@ export class ExecutionWorker {
       trigger: acceptedTriggerRef(target.route, execution),
       input: execution.input,
       ...(validator ? { outputValidator: validator } : {}),
-      ...(job.callbackUrl ? { callbackUrl: job.callbackUrl, ...callbackSigning(signing) } : {}),
+      ...carried(job, signing),
     };
     // The store acknowledges the job with the final record when the entry is on the
     // stream of the execution's shard (always so: enqueue and retries put it there).

@@ -198,6 +198,83 @@ describe('InProcessEngine: executionRecords.succeeded Discard', () => {
     }
   });
 
+  describe('with an Idempotency-Key (StartRequest.idempotencyWindowMs, ADR 0041 amended 2026-11-28 (night))', () => {
+    const keyed = (nodes: Partial<WorkflowNode>[], extra: Partial<WorkflowSpec>, id: string) => ({
+      workflow: workflow(nodes, extra),
+      trigger: ref(),
+      input: trigger({ n: 21 }, id),
+      idempotencyWindowMs: 60_000,
+    });
+    /** The key's retry of a request that got no answer: the same id, from the key's hint. */
+    const retry = (nodes: Partial<WorkflowNode>[], extra: Partial<WorkflowSpec>, id: string) => ({
+      ...keyed(nodes, extra, id),
+      hinted: true as const,
+    });
+
+    it('a success leaves a tombstone: a start of its id runs nothing and says so; the store shows no record', async () => {
+      const { engine: e, store } = engine();
+      await e.start(keyed(double, DISCARD, 'exec-keyed'));
+      await eventually(() => expect(told).toEqual(['finished:succeeded', 'discarded:exec-keyed']));
+      expect(await store.discarded('exec-keyed')).toEqual({
+        status: 'succeeded',
+        finishedAt: expect.any(String),
+      });
+      await expect(e.start(retry(double, DISCARD, 'exec-keyed'))).rejects.toMatchObject({
+        code: 'HG_ERR_EXECUTION_DISCARDED',
+        status: 410,
+        extensions: { executionId: 'exec-keyed' },
+      });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(told).toEqual(['finished:succeeded', 'discarded:exec-keyed']);
+      expect(await e.get('exec-keyed')).toBeUndefined();
+      expect(await e.list({})).toEqual([]);
+      expect(store.stats().entries).toBe(0);
+    });
+
+    it('without a key nothing is left, as before: a start of the id runs it', async () => {
+      const { engine: e, store } = engine();
+      const { idempotencyWindowMs: _none, ...plain } = keyed(double, DISCARD, 'exec-plain');
+      await e.start(plain);
+      await eventually(() => expect(told).toContain('discarded:exec-plain'));
+      expect(await store.discarded('exec-plain')).toBeUndefined();
+      expect(store.stats()).toMatchObject({ entries: 0, bytes: 0 });
+    });
+
+    it('Keep, and a failure under Discard: the record is kept, no tombstone, a start of the id answers it', async () => {
+      const { engine: e, store } = engine();
+      await e.start(keyed(double, {}, 'exec-kept'));
+      await e.start(
+        keyed([{ id: 'boom', type: 'fail', expression: '"no"' }], DISCARD, 'exec-failed'),
+      );
+      const both = ['finished:failed', 'finished:succeeded'];
+      await eventually(() => expect([...told].sort()).toEqual(both));
+      for (const [id, status] of [
+        ['exec-kept', 'succeeded'],
+        ['exec-failed', 'failed'],
+      ] as const) {
+        expect(await store.discarded(id)).toBeUndefined();
+        expect(await e.start(retry(double, DISCARD, id))).toMatchObject({ id, status });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect([...told].sort()).toEqual(both);
+    });
+
+    it('a callback: the tombstone is left once the delivery is over', async () => {
+      const { engine: e, store } = engine();
+      await e.start({
+        ...keyed(double, DISCARD, 'exec-called'),
+        callbackUrl: `${receiver.url}/cb`,
+      });
+      await eventually(() =>
+        expect(told).toEqual(['finished:succeeded', 'callback:true', 'discarded:exec-called']),
+      );
+      expect(await store.discarded('exec-called')).toMatchObject({ status: 'succeeded' });
+      await expect(e.start(retry(double, DISCARD, 'exec-called'))).rejects.toMatchObject({
+        code: 'HG_ERR_EXECUTION_DISCARDED',
+      });
+    });
+  });
+
   it('a callback not delivered: the record is kept, with its delivery outcome', async () => {
     answers = [500];
     const { engine: e, store } = engine();

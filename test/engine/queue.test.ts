@@ -599,6 +599,54 @@ for (const [name, start, shards] of [
       expect(await depth(client())).toBe(1);
     });
 
+    it('a discarded success that came with an Idempotency-Key leaves a tombstone: its id is not queued again for the window (ADR 0041)', async () => {
+      const target: JobTarget = {
+        route: route('shop/gone-hook'),
+        workflow: workflow([{ id: 'a', type: 'transform', expression: '{ "n": body.n }' }], {
+          executionRecords: { succeeded: 'Discard' },
+        }),
+      };
+      q.targets.set('shop/gone-hook', target);
+      const plain = { workflow: target.workflow, trigger: triggerRef(target.route) };
+      const keyed = { ...plain, idempotencyWindowMs: 60_000 };
+      // The key's retry of a request that got no answer: the same id, from the key's hint.
+      const retry = { ...keyed, hinted: true as const };
+      const g = gateway();
+      const redis = client();
+      const first = await g.engine.start({ ...keyed, input: trigger({ n: 1 }, 'exec_keyed') });
+      // Before it has run (the key's retry of a request that got no answer): the record.
+      const again = await g.engine.start({ ...retry, input: trigger({ n: 1 }, 'exec_keyed') });
+      expect([again.id, again.status]).toEqual([first.id, 'queued']);
+      expect(await depth(redis)).toBe(1);
+      await worker().start();
+      await eventually(async () => expect(await g.engine.get(first.id)).toBeUndefined());
+      const keys = q.layout.of(first.id);
+      expect(await redis.exists(keys.execution(first.id))).toBe(0);
+      expect(await g.store.discarded(first.id)).toEqual({
+        status: 'succeeded',
+        finishedAt: expect.any(String),
+      });
+      const ttl = await redis.pttl(keys.tombstone(first.id));
+      expect(ttl).toBeGreaterThan(50_000);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+      // After: refused, nothing queued, nothing written.
+      await expect(
+        g.engine.start({ ...retry, input: trigger({ n: 1 }, 'exec_keyed') }),
+      ).rejects.toMatchObject({
+        code: 'HG_ERR_EXECUTION_DISCARDED',
+        status: 410,
+        extensions: { executionId: first.id },
+      });
+      expect(await depth(redis)).toBe(0);
+      expect(await redis.exists(keys.execution(first.id))).toBe(0);
+      expect(await g.engine.list({ triggerKey: 'shop/gone-hook' })).toEqual([]);
+      // One without a key leaves nothing (what it cost before).
+      const other = await g.engine.start({ ...plain, input: trigger({ n: 2 }, 'exec_plain') });
+      await eventually(async () => expect(await g.engine.get(other.id)).toBeUndefined());
+      expect(await g.store.discarded(other.id)).toBeUndefined();
+      expect(await redis.exists(q.layout.of(other.id).tombstone(other.id))).toBe(0);
+    });
+
     it('a worker hands its engine the trigger, never the credentials of the route it read', async () => {
       const target = deploy([{ id: 'a', type: 'transform', expression: '{ "t": $trigger }' }]);
       const material = ['0f'.repeat(32), 'jwt-hmac-secret-0123456789', 'test-token-abcdef'];
