@@ -39,6 +39,11 @@ export interface WebhookContext {
   /** Set while this request owns an Idempotency-Key claim. */
   idempotencyKey?: string | undefined;
   /**
+   * How long that key is kept (ms), set with it: the execution it starts is marked with
+   * it (StartRequest.idempotencyWindowMs), and leaves a tombstone that long if discarded.
+   */
+  idempotencyWindowMs?: number;
+  /**
    * Set when the client left before its execution's answer (a waiting response mode):
    * nothing is sent, so the key's claim is given back with the execution's hint, and
    * a retry gets that execution's answer instead of running it again.

@@ -62,7 +62,7 @@ const JSON_UTF8 = 'application/json; charset=utf-8';
 
 /** An execution as started by a mode, with the caller's links to it. */
 interface Started {
-  execution: Execution;
+  execution: Pick<Execution, 'id' | 'status'>;
   links: ExecutionLinks;
 }
 
@@ -108,16 +108,41 @@ function start(
     ...(outputValidator ? { outputValidator } : {}),
     ...extra,
   };
+  // Idempotency-Key: a tombstone if it succeeds and is discarded; the key's hint may name
+  // one (ADR 0041).
+  const window = m.ctx.idempotencyWindowMs;
+  if (window !== undefined) request.idempotencyWindowMs = window;
+  if (resumed) request.hinted = true;
   // Tracing on: the execution's span is a child of this request's (ADR 0040).
   if (m.ctx.span !== undefined) {
     const trace = m.ctx.span.carrier();
     if (trace !== undefined) request.trace = trace;
   }
-  return deps.engine.start(request).then((execution) => {
+  const started = deps.engine.start(request).then((execution) => {
     const links = publicExecutionLinks(execution.id, token);
     m.ctx.executionLinks = links;
     return { execution, links };
   });
+  // Only a request that resumes an execution (its key's hint) can find it discarded.
+  return resumed ? started.catch((error: unknown) => resumedDiscarded(m, token, error)) : started;
+}
+
+/**
+ * The execution a request resumed has succeeded and been discarded since (its
+ * tombstone, ADR 0041): nothing runs again. Immediate ACK and Async Callback answer 202
+ * with its id, as the first answer would have been (its links answer 404, as for any
+ * discarded execution); the waiting modes and Ack + Subscribe, whose caller wants a
+ * result that is gone, answer 410 execution-discarded. The links are set either way, so
+ * the answer is the key's (onSend stores it; onError does not give the key back).
+ */
+function resumedDiscarded(m: ModeRequest, token: string, error: unknown): Started {
+  if (!(error instanceof HttpProblem) || error.code !== 'HG_ERR_EXECUTION_DISCARDED') throw error;
+  const id = m.ctx.executionId as string;
+  const links = publicExecutionLinks(id, token);
+  m.ctx.executionLinks = links;
+  const mode = m.route.spec.response.mode;
+  if (mode !== 'immediateAck' && mode !== 'asyncCallback') throw error;
+  return { execution: { id, status: 'succeeded' }, links };
 }
 
 /**
@@ -153,7 +178,7 @@ function acknowledge(
  * `JSON.stringify({ executionId, status, links, ...extra })`, the same text, built from
  * its strings: the answer of every accepted request, without the object and spread.
  */
-function ackBody(execution: Execution, links: ExecutionLinks, extra: object): string {
+function ackBody(execution: Started['execution'], links: ExecutionLinks, extra: object): string {
   const head =
     `{"executionId":${JSON.stringify(execution.id)},"status":${JSON.stringify(execution.status)}` +
     `,"links":{"self":${JSON.stringify(links.self)},"events":${JSON.stringify(links.events)}}`;

@@ -499,6 +499,11 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
       'HG_ERR_OUTBOUND_REFUSED',
       'HG_ERR_TRIGGER_RECREATED',
     );
+  // The retry (Idempotency-Key) of a request whose execution succeeded meanwhile under a
+  // Workflow that discards such records: its result is gone (ADR 0041). The acknowledging
+  // modes answer 202 instead.
+  if (method !== 'OPTIONS' && mode !== 'immediateAck' && mode !== 'asyncCallback')
+    codes.push('HG_ERR_EXECUTION_DISCARDED');
   codes.push(
     'HG_ERR_WORKFLOW_NOT_FOUND',
     'HG_ERR_ENGINE_OVERLOADED',

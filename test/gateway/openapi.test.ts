@@ -178,6 +178,13 @@ describe('the document of each example trigger', () => {
     expect(asyncPost.parameters.map((p: Json) => `${p.in}:${p.name}`)).toEqual(
       expect.arrayContaining(['header:X-Callback-URL', 'query:callbackUrl']),
     );
+    // An Idempotency-Key retry of an execution discarded since (ADR 0041): the stream's
+    // result is gone (410); Async Callback acknowledges it (202).
+    const gone = streamPost.responses['410'].content['application/problem+json'].schema;
+    expect(gone.allOf[1].properties.type.enum).toEqual([
+      'https://hookgate.dev/problems/execution-discarded',
+    ]);
+    expect(asyncPost.responses['410']).toBeUndefined();
   });
 });
 

@@ -76,6 +76,7 @@ export async function claimIdempotencyKey(
   switch (result.state) {
     case 'new':
       ctx.idempotencyKey = key;
+      ctx.idempotencyWindowMs = windowMs;
       if (result.resume) ctx.resume = result.resume;
       return true;
     case 'replay': {
