@@ -293,10 +293,12 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   #discardedBytes = 0;
   /**
    * Tombstones (ExecutionStore.discarded), in the order they were left: each until its
-   * key's window is over, in the byte budget, and at most `maxExecutions` of them (the
-   * oldest go first, counted as evictions).
+   * key's window is over, in the byte budget, and at most `maxExecutions` of them and half
+   * the budget's bytes (the oldest go first, counted as evictions): the budget's bound
+   * drops records only, so tombstones over it would push every record out.
    */
   readonly #graves = new Map<string, Grave>();
+  #graveBytes = 0;
   /** Whole events waiting to be cut, in the order they came. */
   #handovers: (Handover | undefined)[] = [];
   #handoverHead = 0;
@@ -490,10 +492,13 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     const finishedAt = execution.finishedAt ?? new Date(now).toISOString();
     this.#graves.set(id, { finishedAt, until: now + ms, bytes });
     this.#bytes += bytes;
+    this.#graveBytes += bytes;
     for (const oldest of this.#graves.keys()) {
-      if (this.#graves.size <= this.#max) break;
+      if (this.#graves.size > this.#max) this.#evictions.count++;
+      else if (this.#graveBytes * 2 > this.#maxBytes && this.#graves.size > 1)
+        this.#evictions.bytes++;
+      else break;
       this.#forgetGrave(oldest);
-      this.#evictions.count++;
     }
   }
 
@@ -502,6 +507,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     if (!grave) return;
     this.#graves.delete(id);
     this.#bytes -= grave.bytes;
+    this.#graveBytes -= grave.bytes;
   }
 
   /** Keeps a watched discarded execution's events, `kept` then the later of `events` (#discarded). */

@@ -808,6 +808,32 @@ describe('MemoryExecutionStore: tombstones', () => {
     await alone.save(execution('later', 0));
     expect(store.stats().bytes).toBe(alone.stats().bytes);
   });
+
+  it('take at most half the byte budget (the oldest go): they never push the records out', async () => {
+    const store = new MemoryExecutionStore({ now, maxBytes: 4096 });
+    const at = new Date(clock).toISOString();
+    await store.save(execution('kept', 3, { status: 'failed', finishedAt: at }));
+    const ids = Array.from(
+      { length: 100 },
+      (_v, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    );
+    for (const id of ids) {
+      await store.save(execution(id, 1, { status: 'running' }));
+      await store.discard(execution(id, 1, { finishedAt: at }), [], { tombstoneMs: HOUR });
+    }
+    await store.save(execution('later', 0));
+    // The records stay: the tombstones made room among themselves.
+    expect((await store.get('kept'))?.status).toBe('failed');
+    expect(await store.get('later')).toBeDefined();
+    const { bytes, evictions } = store.stats();
+    expect(bytes).toBeLessThanOrEqual(4096);
+    expect(evictions.bytes).toBeGreaterThan(0);
+    expect(await store.discarded(ids[0] as string)).toBeUndefined();
+    expect(await store.discarded(ids.at(-1) as string)).toEqual({
+      status: 'succeeded',
+      finishedAt: at,
+    });
+  });
 });
 
 describe('MemoryExecutionStore: discard of a watched execution', () => {
