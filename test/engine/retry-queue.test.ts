@@ -168,6 +168,40 @@ for (const [name, start, shards] of [
       expect(await g.deadLetters.count()).toBe(0);
     });
 
+    it('Discard with an Idempotency-Key: the retry queue carries its window, so the final success leaves its tombstone (ADR 0041)', async () => {
+      const target: JobTarget = {
+        route: route(KEY),
+        workflow: workflow(flaky, {
+          retry: onFail(6, '300ms'),
+          executionRecords: { succeeded: 'Discard' },
+        }),
+      };
+      q.targets.set(KEY, target);
+      const g = gateway();
+      await worker().start();
+      const request = {
+        workflow: target.workflow,
+        trigger: triggerRef(target.route),
+        input: trigger({ n: 6, failUntil: Date.now() + 1_000 }, 'exec_keyed_retried'),
+        idempotencyWindowMs: 60_000,
+      };
+      const queued = await g.engine.start(request);
+      await eventually(
+        async () => expect(await g.store.discarded(queued.id)).toBeDefined(),
+        15_000,
+      );
+      expect(await g.engine.get(queued.id)).toBeUndefined();
+      expect(await client().pttl(q.layout.of(queued.id).tombstone(queued.id))).toBeGreaterThan(
+        50_000,
+      );
+      // The key's retry resuming its id runs nothing.
+      await expect(g.engine.start({ ...request, hinted: true })).rejects.toMatchObject({
+        code: 'HG_ERR_EXECUTION_DISCARDED',
+      });
+      await eventually(async () => expect(await depth(client())).toBe(0));
+      expect(await due(client())).toBe(0);
+    });
+
     it('an execution that waits for its next attempt past its lifetime keeps its record and runs it', async () => {
       q.storeTtlMs = 1_000;
       const target = deploy(flaky, onFail(2, '1500ms'));
