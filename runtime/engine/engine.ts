@@ -272,7 +272,16 @@ export class InProcessEngine implements ExecutionEngine {
     );
     // Saved first: a store may drop events of an execution it does not hold yet, and
     // with streamEvents this one is not written again at the end (see EventStream).
-    await this.store.save(execution);
+    try {
+      await this.store.save(execution);
+    } catch (error) {
+      // Not queued: the engine lets go, so that a start of the same id (a retry under
+      // its Idempotency-Key) finds no hot execution that would never run, and close()
+      // does not wait for one.
+      this.#hot.delete(id);
+      admitted.ended();
+      throw error;
+    }
     // Pumped before the event is sent (both on the next turn): a store that appends a
     // turn's events together then gets this one with the run's first ones.
     this.#queue.push(admitted);

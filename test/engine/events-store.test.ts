@@ -239,6 +239,31 @@ describe('queue and shutdown', () => {
     expect(ended?.error?.message).toContain('engine shut down before attempt 2');
   });
 
+  it('a start whose queued record the store refuses lets go of it: the same id starts again, close does not wait', async () => {
+    let refuse = true;
+    class RefusingStore extends MemoryExecutionStore {
+      override save(execution: Execution): Promise<void> {
+        if (refuse) return Promise.reject(new Error('store down'));
+        return super.save(execution);
+      }
+    }
+    const e = new InProcessEngine({ store: new RefusingStore(), onInternalError: () => {} });
+    const wf = workflow([{ id: 'x', type: 'transform', expression: '"done"' }]);
+    const input = trigger({});
+    input.metadata.executionId = 'ex-refused-once';
+    await expect(e.start({ workflow: wf, trigger: ref(), input })).rejects.toThrow('store down');
+    expect(await e.get('ex-refused-once')).toBeUndefined();
+    refuse = false;
+    const again = await e.start({ workflow: wf, trigger: ref(), input });
+    expect(again.id).toBe('ex-refused-once');
+    expect((await finished(e, again.id)).status).toBe('succeeded');
+    const outcome = await Promise.race([
+      e.close(5_000),
+      new Promise((resolve) => setTimeout(() => resolve('hung'), 2_000)),
+    ]);
+    expect(outcome).toEqual({ drained: true });
+  });
+
   it('close waits for running executions', async () => {
     const e = new InProcessEngine({ onInternalError: () => {} });
     const s = await e.start({
