@@ -137,7 +137,8 @@ for (const [name, start, shards] of [
       expect(await g.deadLetters.count()).toBe(0);
     });
 
-    it('Discard: the final success of a retried execution removes it, its failed attempts with it (ADR 0041)', async () => {
+    /** The flaky workflow under a retry policy and Discard, a gateway, a started worker. */
+    async function discardingRetried() {
       const target: JobTarget = {
         route: route(KEY),
         workflow: workflow(flaky, {
@@ -148,6 +149,11 @@ for (const [name, start, shards] of [
       q.targets.set(KEY, target);
       const g = gateway();
       await worker().start();
+      return { target, g };
+    }
+
+    it('Discard: the final success of a retried execution removes it, its failed attempts with it (ADR 0041)', async () => {
+      const { target, g } = await discardingRetried();
       const queued = await g.engine.start({
         workflow: target.workflow,
         trigger: triggerRef(target.route),
@@ -169,16 +175,7 @@ for (const [name, start, shards] of [
     });
 
     it('Discard with an Idempotency-Key: the retry queue carries its window, so the final success leaves its tombstone (ADR 0041)', async () => {
-      const target: JobTarget = {
-        route: route(KEY),
-        workflow: workflow(flaky, {
-          retry: onFail(6, '300ms'),
-          executionRecords: { succeeded: 'Discard' },
-        }),
-      };
-      q.targets.set(KEY, target);
-      const g = gateway();
-      await worker().start();
+      const { target, g } = await discardingRetried();
       const request = {
         workflow: target.workflow,
         trigger: triggerRef(target.route),
