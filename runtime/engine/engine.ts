@@ -425,9 +425,7 @@ export class InProcessEngine implements ExecutionEngine {
     timer.abort();
     if (!drained) {
       this.#aborting = true;
-      for (const hot of this.#queue.splice(0)) {
-        void this.#finishFailed(hot, new ExecutionFailure('engine shut down before the run'));
-      }
+      this.#failQueued();
       for (const hot of this.#hot.values()) hot.abort.abort(new Error('engine shut down'));
       this.#deliveries.abort(new Error('engine shut down'));
       await this.#settle();
@@ -466,7 +464,21 @@ export class InProcessEngine implements ExecutionEngine {
     });
   }
 
+  /**
+   * Aborting, the queued executions end: none will run. Also from the pump: a start that
+   * was saving its queued record when the abort began queues it after that.
+   */
+  #failQueued(): void {
+    for (const hot of this.#queue.splice(0)) {
+      void this.#finishFailed(hot, new ExecutionFailure('engine shut down before the run'));
+    }
+  }
+
   #pump(): void {
+    if (this.#aborting) {
+      this.#failQueued();
+      return;
+    }
     while (this.#running < this.#concurrency && this.#queue.length > 0 && !this.#aborting) {
       const hot = this.#queue.shift() as LiveExecution;
       this.#running++;

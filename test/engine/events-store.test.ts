@@ -264,6 +264,38 @@ describe('queue and shutdown', () => {
     expect(outcome).toEqual({ drained: true });
   });
 
+  it('close gives up on a start whose queued record was being saved: that execution fails, close does not hang', async () => {
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let hold = true;
+    class SlowStore extends MemoryExecutionStore {
+      override async save(execution: Execution): Promise<void> {
+        if (hold && execution.status === 'queued') {
+          hold = false;
+          await held;
+        }
+        return super.save(execution);
+      }
+    }
+    const e = new InProcessEngine({ store: new SlowStore(), onInternalError: () => {} });
+    const wf = workflow([{ id: 'x', type: 'transform', expression: '"done"' }]);
+    const started = e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Its drain times out while the record is still being saved, then the save ends.
+    const closing = e.close(20);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    release();
+    const s = await started;
+    const outcome = await Promise.race([
+      closing,
+      new Promise((resolve) => setTimeout(() => resolve('hung'), 2_000)),
+    ]);
+    expect(outcome).toEqual({ drained: false });
+    const ended = await e.get(s.id);
+    expect(ended?.status).toBe('failed');
+    expect(ended?.error?.message).toContain('engine shut down');
+  });
+
   it('close waits for running executions', async () => {
     const e = new InProcessEngine({ onInternalError: () => {} });
     const s = await e.start({
