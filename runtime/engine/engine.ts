@@ -244,6 +244,9 @@ export class InProcessEngine implements ExecutionEngine {
     const live = this.#hot.get(id);
     if (live) return live.snapshot();
     if (gone) throw executionDiscarded(id, gone);
+    // close() began during those reads: it may have found nothing hot and finished, and
+    // nothing would wait for (or abort) a run admitted now.
+    if (this.#closing) throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down');
     if (this.#waitingForSlot() >= this.#maxQueued) {
       // A constant (docs/errors.md): this process's queue drains at its own pace, which
       // a Redis queue's gateways measure (queue-state.ts) and this engine does not.

@@ -296,6 +296,25 @@ describe('queue and shutdown', () => {
     expect(ended?.error?.message).toContain('engine shut down');
   });
 
+  it('a start whose reads were under way when close() drained is refused, not run after close', async () => {
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    class SlowStore extends MemoryExecutionStore {
+      override async get(id: string): Promise<Execution | undefined> {
+        await held;
+        return super.get(id);
+      }
+    }
+    const e = new InProcessEngine({ store: new SlowStore(), onInternalError: () => {} });
+    const wf = workflow([{ id: 'x', type: 'transform', expression: '"done"' }]);
+    const started = e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
+    const closed = await e.close(1_000);
+    expect(closed).toEqual({ drained: true });
+    release();
+    await expect(started).rejects.toMatchObject({ code: 'HG_ERR_SHUTTING_DOWN' });
+    expect(e.running + e.queued).toBe(0);
+  });
+
   it('close waits for running executions', async () => {
     const e = new InProcessEngine({ onInternalError: () => {} });
     const s = await e.start({
