@@ -84,6 +84,14 @@ describe.skipIf(!tools)('chart: distributed tracing', () => {
       });
   });
 
+  it('refuses a name the schema folds to one it knows but lower does not (a long s): the roles would refuse it', async () => {
+    // (?i:console) matches U+017F, which lower keeps: rendered, OTEL_TRACES_EXPORTER would
+    // be "con\u017Fole", an unknown exporter to the roles, which would not start.
+    expect(
+      await renderError('config.tracing.enabled=true', 'config.tracing.exporters={con\u017Fole}'),
+    ).toContain('is not otlp, console or none');
+  });
+
   it('refuses tracing on with nothing to export (none, or no exporter at all)', async () => {
     const refusal =
       'config.tracing.enabled needs otlp or console in config.tracing.exporters: none (or nothing) exports no span; set config.tracing.enabled=false for tracing off';

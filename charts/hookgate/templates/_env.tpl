@@ -108,6 +108,10 @@ rendered as a tracing that is off. The endpoint only for otlp.
 {{- $exporters := list }}
 {{- range .exporters }}
 {{- $name := . | trim | lower }}
+{{- /* The schema's (?i:) folds more than lower does (conſole, with a long s): its name is checked again. */}}
+{{- if and $name (not (has $name (list "otlp" "console" "none"))) }}
+{{- fail (printf "config.tracing.exporters: %q is not otlp, console or none as the roles read it" .) }}
+{{- end }}
 {{- if and $name (ne $name "none") }}
 {{- $exporters = append $exporters $name }}
 {{- end }}
