@@ -15,9 +15,10 @@
 // timers tick by the millisecond), each answered before the next pair comes.
 //
 // `queued` counts requests sent while every connection was busy (they wait in the
-// pool): a pace the server (or this process) could not keep, or a stall of the machine
-// (both cores stop for 10-30 ms now and then here, under bare Fastify too). bench/run.ts
-// reports its share beside the CPU figures.
+// pool): a pace the server (or this process) could not keep for about 128 ms at 2,000
+// req/s (the machine's usual stalls of 10-30 ms, under bare Fastify too, stay below it;
+// a stall's requests go out together when it ends). bench/run.ts reports its share
+// beside the CPU figures.
 import { Pool } from 'undici';
 
 /**

@@ -271,9 +271,10 @@ function load(
 
 /**
  * `rate` req/s for `seconds`, paced and open-loop (bench/paced-load.ts), on core 1.
- * `queued`: the share of its requests that waited for a free connection (the pace not
- * kept: the machine stalls both cores for 10-30 ms now and then, bare Fastify's too, and
- * a gateway's helpers share the generator's core), reported beside the CPU figures.
+ * `queued`: the share of its requests that waited for a free connection, reported
+ * beside the CPU figures: the pace not kept, which at 2,000 req/s over 256 connections
+ * takes about 128 ms without an answer (the machine's usual stalls of 10-30 ms do not
+ * show; a gateway's helpers share the generator's core).
  */
 function pacedLoad(
   url: string,
