@@ -83,6 +83,8 @@ export class LiveExecution implements Run {
     execution.status = 'failed';
     execution.error = detail;
     execution.finishedAt = isoTime();
+    // One that waited for its next attempt (an engine closing) has none now.
+    delete execution.nextAttemptAt;
     this.stream.emit({ type: 'failed', error: detail }, execution.finishedAt);
   }
 

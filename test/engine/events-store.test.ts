@@ -237,6 +237,8 @@ describe('queue and shutdown', () => {
     const ended = await e.get(s.id);
     expect(ended?.status).toBe('failed');
     expect(ended?.error?.message).toContain('engine shut down before attempt 2');
+    // Failed: no next attempt is due any more.
+    expect(ended?.nextAttemptAt).toBeUndefined();
   });
 
   it('a start whose queued record the store refuses lets go of it: the same id starts again, close does not wait', async () => {
