@@ -4,6 +4,7 @@ import type { WorkflowRegistration } from '../../api/records/records.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
 import { HttpProblem } from '../errors.ts';
 import type { HeldRecord, HeldRecords } from './dead-letters.ts';
+import { ExpiringEntries } from './expiring-entries.ts';
 import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
 import {
   boundEvent,
@@ -218,7 +219,7 @@ interface Discarded {
   id: string;
   events: SequencedEvent[];
   until: number;
-  /** Bytes of its events as kept (in #discardedBytes). */
+  /** Bytes of its events as kept (summed by #discarded). */
   bytes: number;
   /** Its events' bodies are cut to the stored-body limit (done beyond the byte bound). */
   cut: boolean;
@@ -289,16 +290,14 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
    * comes within microseconds in this process. Bounded by bytes too (#boundDiscarded):
    * the budget's size at most, beyond which the oldest are cut, then go.
    */
-  readonly #discarded = new Map<string, Discarded>();
-  #discardedBytes = 0;
+  readonly #discarded = new ExpiringEntries<Discarded>();
   /**
    * Tombstones (ExecutionStore.discarded), in the order they were left: each until its
    * key's window is over, in the byte budget, and at most `maxExecutions` of them and half
    * the budget's bytes (the oldest go first, counted as evictions): the budget's bound
    * drops records only, so tombstones over it would push every record out.
    */
-  readonly #graves = new Map<string, Grave>();
-  #graveBytes = 0;
+  readonly #graves = new ExpiringEntries<Grave>();
   /** Whole events waiting to be cut, in the order they came. */
   #handovers: (Handover | undefined)[] = [];
   #handoverHead = 0;
@@ -492,10 +491,9 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     const finishedAt = execution.finishedAt ?? new Date(now).toISOString();
     this.#graves.set(id, { finishedAt, until: now + ms, bytes });
     this.#bytes += bytes;
-    this.#graveBytes += bytes;
-    for (const oldest of this.#graves.keys()) {
+    for (const [oldest] of this.#graves.entries()) {
       if (this.#graves.size > this.#max) this.#evictions.count++;
-      else if (this.#graveBytes * 2 > this.#maxBytes && this.#graves.size > 1)
+      else if (this.#graves.bytes * 2 > this.#maxBytes && this.#graves.size > 1)
         this.#evictions.bytes++;
       else break;
       this.#forgetGrave(oldest);
@@ -503,11 +501,8 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   }
 
   #forgetGrave(id: string): void {
-    const grave = this.#graves.get(id);
-    if (!grave) return;
-    this.#graves.delete(id);
-    this.#bytes -= grave.bytes;
-    this.#graveBytes -= grave.bytes;
+    const grave = this.#graves.delete(id);
+    if (grave) this.#bytes -= grave.bytes;
   }
 
   /** Keeps a watched discarded execution's events, `kept` then the later of `events` (#discarded). */
@@ -519,7 +514,6 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       last = event.seq;
     }
     const discarded = this.#discarded;
-    this.#forgetDiscarded(id);
     let bytes = 0;
     for (const event of kept) bytes += eventBytes(event);
     discarded.set(id, {
@@ -529,19 +523,11 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       bytes,
       cut: false,
     });
-    this.#discardedBytes += bytes;
-    for (const oldest of discarded.values()) {
+    for (const [oldest] of discarded.entries()) {
       if (discarded.size <= MAX_DISCARDED_HANDOVERS) break;
-      this.#forgetDiscarded(oldest.id);
+      discarded.delete(oldest);
     }
     this.#boundDiscarded(id);
-  }
-
-  #forgetDiscarded(id: string): void {
-    const gone = this.#discarded.get(id);
-    if (!gone) return;
-    this.#discarded.delete(id);
-    this.#discardedBytes -= gone.bytes;
   }
 
   /**
@@ -551,15 +537,15 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
    * listen needs) never goes, and is cut only when it alone is over.
    */
   #boundDiscarded(newest: string): void {
-    const over = () => this.#discardedBytes > this.#maxBytes;
+    const over = () => this.#discarded.bytes > this.#maxBytes;
     if (!over()) return;
-    for (const gone of this.#discarded.values()) {
+    for (const [id, gone] of this.#discarded.entries()) {
       if (!over()) return;
-      if (gone.id !== newest) this.#cutDiscarded(gone);
+      if (id !== newest) this.#cutDiscarded(gone);
     }
-    for (const gone of this.#discarded.values()) {
+    for (const [id] of this.#discarded.entries()) {
       if (!over()) return;
-      if (gone.id !== newest) this.#forgetDiscarded(gone.id);
+      if (id !== newest) this.#discarded.delete(id);
     }
     const last = this.#discarded.get(newest);
     if (last && over()) this.#cutDiscarded(last);
@@ -571,8 +557,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     gone.events = gone.events.map((e) => (carriesBody(e) ? boundEvent(e, this.#maxBodyBytes) : e));
     let bytes = 0;
     for (const event of gone.events) bytes += eventBytes(event);
-    this.#discardedBytes += bytes - gone.bytes;
-    gone.bytes = bytes;
+    this.#discarded.resize(gone, bytes);
   }
 
   events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
@@ -707,8 +692,10 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   #sweep(): void {
     const now = this.#now();
     this.#cutHandovers(now);
-    if (this.#discarded.size > 0) this.#sweepDiscarded(now);
-    if (this.#graves.size > 0) this.#sweepGraves(now);
+    // Handovers end after their last millisecond, tombstones at theirs.
+    if (this.#discarded.size > 0) this.#discarded.expire((until) => until < now);
+    if (this.#graves.size > 0)
+      for (const grave of this.#graves.expire((until) => until <= now)) this.#bytes -= grave.bytes;
     if (this.#retainedHead < this.#retained.length) this.#sweepRetained(now, false);
     if (this.#heldHead < this.#held.length) this.#sweepHeld(now);
     const cutoff = now - this.#ttlMs;
@@ -736,22 +723,6 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
       this.#head = 0;
     }
     if (passed && this.#retainedHead < this.#retained.length) this.#sweepRetained(now, true);
-  }
-
-  /** Forgets the discarded executions' events whose handover time is over (oldest first). */
-  #sweepDiscarded(now: number): void {
-    for (const gone of this.#discarded.values()) {
-      if (gone.until >= now) break;
-      this.#forgetDiscarded(gone.id);
-    }
-  }
-
-  /** Forgets the tombstones whose window is over, oldest first (one left longer holds the rest). */
-  #sweepGraves(now: number): void {
-    for (const [id, grave] of this.#graves) {
-      if (grave.until > now) break;
-      this.#forgetGrave(id);
-    }
   }
 
   /** Cuts the whole events whose while is over (all, oldest first, while over budget). */
