@@ -189,6 +189,12 @@ export interface MemoryExecutionStoreOptions {
   ttlMs?: number;
   /** A cut event stays whole this long after it was appended. Default 30 s. */
   handoverMs?: number;
+  /**
+   * Tombstones (discard's `tombstoneMs`) kept at most; the oldest go first. Default
+   * 100 000, the memory idempotency store's keys: a tombstone is read only by a retry
+   * under a key, so it need not outnumber them, and fewer let a late retry run again.
+   */
+  maxTombstones?: number;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -227,6 +233,9 @@ interface Discarded {
 
 /** Discarded executions whose events the memory store keeps for the handover time, at most. */
 const MAX_DISCARDED_HANDOVERS = 1000;
+
+/** Tombstones the memory store keeps at most, by default (MemoryExecutionStoreOptions). */
+export const DEFAULT_MAX_TOMBSTONES = 100_000;
 
 /** A tombstone in the memory store (its bytes: the id and this). */
 interface Grave {
@@ -293,7 +302,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   readonly #discarded = new ExpiringEntries<Discarded>();
   /**
    * Tombstones (ExecutionStore.discarded), in the order they were left: each until its
-   * key's window is over, in the byte budget, and at most `maxExecutions` of them and half
+   * key's window is over, in the byte budget, and at most `maxTombstones` of them and half
    * the budget's bytes (the oldest go first, counted as evictions): the budget's bound
    * drops records only, so tombstones over it would push every record out.
    */
@@ -302,6 +311,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   #handovers: (Handover | undefined)[] = [];
   #handoverHead = 0;
   readonly #max: number;
+  readonly #maxTombstones: number;
   readonly #maxBytes: number;
   readonly #maxBodyBytes: number;
   readonly #ttlMs: number;
@@ -310,6 +320,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
 
   constructor(options: MemoryExecutionStoreOptions = {}) {
     this.#max = options.maxExecutions ?? 10_000;
+    this.#maxTombstones = options.maxTombstones ?? DEFAULT_MAX_TOMBSTONES;
     this.#maxBytes = options.maxBytes ?? DEFAULT_MEMORY_STORE_BYTES;
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_STORED_BODY_BYTES;
     this.#ttlMs = options.ttlMs ?? DEFAULT_EXECUTION_TTL_MS;
@@ -492,7 +503,7 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     this.#graves.set(id, { finishedAt, until: now + ms, bytes });
     this.#bytes += bytes;
     for (const [oldest] of this.#graves.entries()) {
-      if (this.#graves.size > this.#max) this.#evictions.count++;
+      if (this.#graves.size > this.#maxTombstones) this.#evictions.count++;
       else if (this.#graves.bytes * 2 > this.#maxBytes && this.#graves.size > 1)
         this.#evictions.bytes++;
       else break;

@@ -3,6 +3,7 @@
 // with three shards, and a real Redis Cluster of three masters.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
+  DEFAULT_MAX_TOMBSTONES,
   FINISHED_GRACE_MS,
   MemoryExecutionStore,
   type ExecutionStore,
@@ -31,6 +32,7 @@ import {
   type HeldRecords,
 } from '../../runtime/engine/dead-letters.ts';
 import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
+import { DEFAULT_IDEMPOTENCY_KEYS } from '../../runtime/gateway/idempotency/store.ts';
 
 const HOUR = 3_600_000;
 let clock = Date.parse('2026-11-23T12:00:00Z');
@@ -787,8 +789,9 @@ contract('MemoryExecutionStore', (options = {}) => {
 });
 
 describe('MemoryExecutionStore: tombstones', () => {
-  it('count in the byte budget, are held to maxExecutions (the oldest go), and go once their window is over', async () => {
-    const store = new MemoryExecutionStore({ now, maxExecutions: 3 });
+  it('count in the byte budget, are held to maxTombstones (the oldest go), and go once their window is over', async () => {
+    // Fewer executions than tombstones: the tombstones have their own bound.
+    const store = new MemoryExecutionStore({ now, maxExecutions: 1, maxTombstones: 3 });
     const at = new Date(clock).toISOString();
     for (const id of ['t0', 't1', 't2', 't3']) {
       await store.save(execution(id, 1, { status: 'running' }));
@@ -807,6 +810,20 @@ describe('MemoryExecutionStore: tombstones', () => {
     const alone = new MemoryExecutionStore({ now });
     await alone.save(execution('later', 0));
     expect(store.stats().bytes).toBe(alone.stats().bytes);
+  });
+
+  it('by default outnumber the executions kept, as many as the memory idempotency store has keys', async () => {
+    expect(DEFAULT_MAX_TOMBSTONES).toBe(DEFAULT_IDEMPOTENCY_KEYS);
+    const store = new MemoryExecutionStore({ now, maxExecutions: 2 });
+    const at = new Date(clock).toISOString();
+    const ids = ['d0', 'd1', 'd2', 'd3', 'd4'];
+    for (const id of ids) {
+      await store.save(execution(id, 1, { status: 'running' }));
+      await store.discard(execution(id, 1, { finishedAt: at }), [], { tombstoneMs: HOUR });
+    }
+    for (const id of ids)
+      expect(await store.discarded(id)).toEqual({ status: 'succeeded', finishedAt: at });
+    expect(store.stats().evictions.count).toBe(0);
   });
 
   it('take at most half the byte budget (the oldest go): they never push the records out', async () => {

@@ -67,6 +67,8 @@ export interface MemoryIdempotencyStoreOptions {
   now?: () => number;
 }
 
+/** Default key bound of the memory idempotency store. */
+export const DEFAULT_IDEMPOTENCY_KEYS = 100_000;
 /** Default byte budget of the memory idempotency store (32 MiB). */
 export const DEFAULT_IDEMPOTENCY_BYTES = 32 * 1024 * 1024;
 /** Bytes counted per key besides the key and the answer (fingerprint, times, Map entry). */
@@ -96,7 +98,7 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
   readonly #evictions = noEvictions();
 
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
-    this.#maxKeys = options.maxKeys ?? 100_000;
+    this.#maxKeys = options.maxKeys ?? DEFAULT_IDEMPOTENCY_KEYS;
     this.#maxBytes = options.maxBytes ?? DEFAULT_IDEMPOTENCY_BYTES;
     this.#now = options.now ?? Date.now;
   }
