@@ -7,14 +7,19 @@
 // Window delta of a counter x over window w, evaluated at the end of the current
 // minute (so the window is the current minute plus the w-1 minutes before it, like
 // the memory store):
-//   ((last_over_time(x[w]) - last_over_time(x[2m] offset w)) >= 0) or last_over_time(x[w])
+//   (((last_over_time(x[w]) - last_over_time(x[2m] offset w)) >= 0 unless <reset>)
+//     or last_over_time(x[w]))
 // i.e. per series the last value seen in the window minus the last value before the
 // window starts (exact: unlike increase(), nothing is extrapolated, so counts are
 // integers), and the whole value of a series that first appears inside the window (a
 // counter starts at zero). last_over_time, unlike a plain selector, ignores staleness
 // markers: a failed scrape or a replica that went away inside the window does not
 // remove what it counted. A series whose counter reset inside the window (a process
-// restarted under the same labels) counts what it gathered since the restart.
+// restarted under the same labels) counts what it gathered since the restart: a reset
+// is a value lower than the one before it (resets(), or the window's lowest value below
+// the last one before the window), told from the series' _count so that its _sum and
+// _bucket series take the same branch. Subtracting the value from before the window
+// undercounted there whenever the restarted process counted more than the old one had.
 import {
   buildResult,
   DEFAULT_TOP_LIMIT,
@@ -99,10 +104,19 @@ export function matchers(
   return `{${out.join(',')}}`;
 }
 
-/** The exact window delta of a counter selector (see the file comment). */
-export function windowDelta(selector: string, window: string): string {
+/**
+ * The exact window delta of a counter selector (see the file comment). `counter` is the
+ * selector whose resets tell that the process restarted: the `_count` of a histogram,
+ * for its `_sum` and `_bucket` too (a bucket that counted nothing since the restart
+ * shows no reset of its own), matched ignoring `le`.
+ */
+export function windowDelta(selector: string, window: string, counter = selector): string {
   const last = `last_over_time(${selector}[${window}])`;
-  return `((${last} - last_over_time(${selector}[2m] offset ${window})) >= 0 or ${last})`;
+  const before = `last_over_time(${selector}[2m] offset ${window})`;
+  const reset =
+    `resets(${counter}[${window}]) > 0 or ` +
+    `min_over_time(${counter}[${window}]) < last_over_time(${counter}[2m] offset ${window})`;
+  return `(((${last} - ${before}) >= 0 unless ignoring(le) (${reset})) or ${last})`;
 }
 
 const GROUP = 'http_request_method, http_route, http_response_status_code';
@@ -128,8 +142,9 @@ export class PrometheusAnalytics implements AnalyticsBackend {
     const now = this.#now();
     const { first, end } = alignedWindow(now, filter.window);
     const m = matchers(filter, this.#selector);
+    const count = `${METRIC.requestDuration}_count${m}`;
     const d = (suffix: string): string =>
-      windowDelta(`${METRIC.requestDuration}_${suffix}${m}`, filter.window);
+      windowDelta(`${METRIC.requestDuration}_${suffix}${m}`, filter.window, count);
     const [counts, sums, buckets, series] = await Promise.all([
       this.#instant(`sum by (${GROUP}) (${d('count')})`, end),
       this.#instant(`sum by (${GROUP}) (${d('sum')})`, end),

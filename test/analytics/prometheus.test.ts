@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnalyticsFilter, AnalyticsResult } from '../../runtime/analytics/backend.ts';
 import { LATENCY_BUCKETS_SECONDS } from '../../runtime/analytics/definitions.ts';
 import { MemoryAnalytics } from '../../runtime/analytics/memory.ts';
-import { GatewayMetrics } from '../../runtime/analytics/metrics.ts';
+import { GatewayMetrics, METRIC } from '../../runtime/analytics/metrics.ts';
 import { matchers, PrometheusAnalytics, windowDelta } from '../../runtime/analytics/prometheus.ts';
 import {
   eventually,
@@ -24,26 +24,46 @@ interface Stack {
   metrics: GatewayMetrics;
   backend: PrometheusAnalytics;
   url: string;
+  /**
+   * A second scraped gateway that can "restart": its metrics start again from zero
+   * under the same labels (same instance), like a container restarted in its pod.
+   */
+  restartable: { metrics: GatewayMetrics; restart(): GatewayMetrics };
 }
 let stack: Promise<Stack> | undefined;
-let app: FastifyInstance | undefined;
+const apps: FastifyInstance[] = [];
 let prometheus: RunningPrometheus | undefined;
+
+async function serve(registry: () => Registry): Promise<string> {
+  const app = Fastify();
+  apps.push(app);
+  app.get('/metrics', async (_req, reply) => {
+    void reply.type(registry().contentType);
+    return registry().metrics();
+  });
+  return new URL(await app.listen({ host: '127.0.0.1', port: 0 })).host;
+}
 
 function shared(): Promise<Stack> {
   stack ??= (async () => {
     const registry = new Registry();
     const metrics = new GatewayMetrics({ registry });
-    app = Fastify();
-    app.get('/metrics', async (_req, reply) => {
-      void reply.type(registry.contentType);
-      return registry.metrics();
-    });
-    const address = await app.listen({ host: '127.0.0.1', port: 0 });
-    prometheus = await startPrometheus([new URL(address).host]);
+    let second = new Registry();
+    const restartable = {
+      metrics: new GatewayMetrics({ registry: second }),
+      restart(): GatewayMetrics {
+        second = new Registry();
+        restartable.metrics = new GatewayMetrics({ registry: second });
+        return restartable.metrics;
+      },
+    };
+    const targets = [await serve(() => registry), await serve(() => second)];
+    prometheus = await startPrometheus(targets);
     return {
       metrics,
       backend: new PrometheusAnalytics({ url: prometheus.url }),
       url: prometheus.url,
+      restartable,
     };
   })();
   return stack;
@@ -51,8 +71,24 @@ function shared(): Promise<Stack> {
 
 afterAll(async () => {
   await prometheus?.stop();
-  await app?.close();
+  await Promise.all(apps.map((app) => app.close()));
 });
+
+/** One instant PromQL query against the test's Prometheus: the values, by labels. */
+async function promql(url: string, query: string, time = Date.now()): Promise<number[]> {
+  const response = await fetch(`${url}/api/v1/query`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ query, time: String(time / 1000) }).toString(),
+  });
+  const answer = (await response.json()) as {
+    status: string;
+    error?: string;
+    data: { result: { value: [number, string] }[] };
+  };
+  if (answer.status !== 'success') throw new Error(`${query}: ${answer.error}`);
+  return answer.data.result.map((r) => Number(r.value[1]));
+}
 
 async function settle(backend: PrometheusAnalytics, filter: AnalyticsFilter, total: number) {
   await eventually(
@@ -124,9 +160,51 @@ describe.skipIf(skip)('prometheus analytics backend', () => {
     const m = matchers({ applications: ['a.b', 'c"d'], window: '1h', consumer: 'x\\y' });
     expect(m).toBe('{application=~"a\\\\.b|c\\"d",consumer="x\\\\y"}');
     expect(windowDelta('x{a="1"}', '5m')).toBe(
-      '((last_over_time(x{a="1"}[5m]) - last_over_time(x{a="1"}[2m] offset 5m)) >= 0' +
+      '(((last_over_time(x{a="1"}[5m]) - last_over_time(x{a="1"}[2m] offset 5m)) >= 0' +
+        ' unless ignoring(le) (resets(x{a="1"}[5m]) > 0' +
+        ' or min_over_time(x{a="1"}[5m]) < last_over_time(x{a="1"}[2m] offset 5m)))' +
         ' or last_over_time(x{a="1"}[5m]))',
     );
+  });
+
+  it('counts a window across a counter reset under the same labels (a restarted process)', async () => {
+    const { restartable, url } = await shared();
+    const [base] = randomTraffic(1, 7, () => Date.now(), 'restart');
+    const selector = (suffix: string) =>
+      `${METRIC.requestDuration}_${suffix}${matchers({ applications: ['restart'], window: '5m' })}`;
+    const count = selector('count');
+    const seen = (n: number) =>
+      eventually(
+        async () => (await promql(url, `sum(${count})`))[0] === n,
+        20_000,
+        `Prometheus to scrape ${n}`,
+      );
+    /** `fast` requests of 1 ms and `slow` ones of 1 s, all of one series. */
+    const send = (metrics: GatewayMetrics, fast: number, slow: number) => {
+      for (let i = 0; i < fast + slow; i += 1) {
+        metrics.observe({ ...base!, at: Date.now(), durationSeconds: i < fast ? 0.001 : 1 });
+      }
+    };
+    // Before the window: 100 requests (5 fast), scraped.
+    send(restartable.metrics, 5, 95);
+    await seen(100);
+    await new Promise((r) => setTimeout(r, 1500));
+    const start = Date.now();
+    // In the window the process restarts (its counters start from zero under the same
+    // labels) and answers 10 requests (7 fast; scraped), then 140 more (93 fast): 150 in
+    // the window, 100 of them fast, more than the old counters held before the restart.
+    // The fast bucket shows no reset of its own (5, then 7).
+    const restarted = restartable.restart();
+    send(restarted, 7, 3);
+    await seen(10);
+    send(restarted, 93, 47);
+    await seen(150);
+    const at = Date.now();
+    const window = `${at - start}ms`;
+    expect(await promql(url, `sum(${windowDelta(count, window)})`, at)).toEqual([150]);
+    const fastBucket = `${METRIC.requestDuration}_bucket{application="restart",le="0.001"}`;
+    const fast = await promql(url, `sum(${windowDelta(fastBucket, window, count)})`, at);
+    expect(fast).toEqual([100]);
   });
 
   it('answers label values with quotes and regex characters', async () => {
