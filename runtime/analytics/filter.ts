@@ -53,6 +53,26 @@ function single(query: Query, name: string, errors: FieldProblem[]): string | un
   return value;
 }
 
+/**
+ * The consumer, taken as given: a consumer id is the caller's authenticated name (a JWT
+ * `sub` such as `CN=acme,O=Example`), so a comma or a space is part of it, not a list
+ * separator to split at or padding to trim. One value; empty is no filter.
+ */
+function parseConsumer(query: Query, errors: FieldProblem[]): string | undefined {
+  const raw = query.consumer;
+  if (raw === undefined) return undefined;
+  if (Array.isArray(raw) && raw.length !== 1) {
+    errors.push({ pointer: '#/query/consumer', detail: 'consumer takes one value' });
+    return undefined;
+  }
+  const value = Array.isArray(raw) ? (raw[0] as string) : raw;
+  if (value.length > MAX_VALUE_LENGTH) {
+    errors.push({ pointer: '#/query/consumer', detail: 'consumer is too long' });
+    return undefined;
+  }
+  return value === '' ? undefined : value;
+}
+
 /** A window like `90m` or `2d` that is not on the list, explained. */
 function windowDetail(value: string): string {
   const match = /^(\d+)([mhd])$/.exec(value);
@@ -133,7 +153,7 @@ export function parseFilter(query: Query): AnalyticsFilter {
   const environment = parseEnvironment(query, errors);
   const method = parseMethod(query, errors);
   const statusCode = parseInteger(query, 'status', 100, 599, errors);
-  const consumer = single(query, 'consumer', errors);
+  const consumer = parseConsumer(query, errors);
   const limit = parseInteger(query, 'limit', 1, MAX_TOP_LIMIT, errors);
   if (errors.length > 0) {
     throw new HttpProblem('HG_ERR_INVALID_PARAMETER', errors.map((e) => e.detail).join('; '), {

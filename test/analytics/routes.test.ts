@@ -102,6 +102,28 @@ describe('analytics API', () => {
     expect(options.routes).toContain('unmatched');
   });
 
+  it('filters by a consumer id with a comma, as the options list it (a JWT sub like CN=a,O=b)', async () => {
+    const backend = new MemoryAnalytics();
+    const now = Date.now();
+    const [sample] = knownTraffic(() => now - 10_000);
+    const consumer = 'CN=acme,O=Example Corp';
+    backend.observe({ ...sample!, consumer });
+    const local = Fastify();
+    local.setErrorHandler(problemErrorHandler);
+    await local.register(analyticsRoutes, { backend });
+    const options = (await local.inject('/api/analytics/options')).json<{ consumers: string[] }>();
+    expect(options.consumers).toContain(consumer);
+    const query = new URLSearchParams({ consumer }).toString();
+    const res = await local.inject(`/api/analytics/summary?${query}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json<Summary>().filter.consumer).toBe(consumer);
+    expect(res.json<Summary>().summary.totalSpans).toBe(1);
+    expect((await local.inject('/api/analytics/summary?consumer=a&consumer=b')).statusCode).toBe(
+      400,
+    );
+    await local.close();
+  });
+
   const bad: [string, string, RegExp][] = [
     ['window=7m', '#/query/window', /window must be one of 5m, 15m/],
     ['window=48h', '#/query/window', /longer than 24h/],
