@@ -74,9 +74,14 @@ interface ApiAnswer<T> {
   error?: string;
 }
 
-/** A PromQL double-quoted string literal. */
+/**
+ * A PromQL double-quoted string literal. JSON's escapes are Go's, except that PromQL's
+ * lexer refuses a raw U+FFFD (it reads it as an invalid byte) and a `\u` escape of a
+ * lone surrogate: U+FFFD is escaped, and a lone surrogate becomes U+FFFD, which is what
+ * the exposition wrote for it (a consumer from a token's JSON can hold one).
+ */
 export function promString(value: string): string {
-  return JSON.stringify(value);
+  return JSON.stringify(value.toWellFormed()).replaceAll('\uFFFD', '\\uFFFD');
 }
 
 function regexEscape(value: string): string {

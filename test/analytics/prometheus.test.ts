@@ -7,7 +7,12 @@ import type { AnalyticsFilter, AnalyticsResult } from '../../runtime/analytics/b
 import { LATENCY_BUCKETS_SECONDS } from '../../runtime/analytics/definitions.ts';
 import { MemoryAnalytics } from '../../runtime/analytics/memory.ts';
 import { GatewayMetrics, METRIC } from '../../runtime/analytics/metrics.ts';
-import { matchers, PrometheusAnalytics, windowDelta } from '../../runtime/analytics/prometheus.ts';
+import {
+  matchers,
+  PrometheusAnalytics,
+  promString,
+  windowDelta,
+} from '../../runtime/analytics/prometheus.ts';
 import {
   eventually,
   skipWithoutPrometheus,
@@ -159,6 +164,8 @@ describe.skipIf(skip)('prometheus analytics backend', () => {
   it('escapes label values in PromQL', () => {
     const m = matchers({ applications: ['a.b', 'c"d'], window: '1h', consumer: 'x\\y' });
     expect(m).toBe('{application=~"a\\\\.b|c\\"d",consumer="x\\\\y"}');
+    // PromQL refuses a raw U+FFFD and an escaped lone surrogate (the exposition wrote U+FFFD).
+    expect(promString('a\uFFFDb\uD800')).toBe('"a\\uFFFDb\\uFFFD"');
     expect(windowDelta('x{a="1"}', '5m')).toBe(
       '(((last_over_time(x{a="1"}[5m]) - last_over_time(x{a="1"}[2m] offset 5m)) >= 0' +
         ' unless ignoring(le) (resets(x{a="1"}[5m]) > 0' +
@@ -218,6 +225,20 @@ describe.skipIf(skip)('prometheus analytics backend', () => {
       consumer: 'c\\"',
     };
     await settle(backend, f, 1);
+  });
+  it('answers label values with a replacement character, a newline and other unicode', async () => {
+    // U+FFFD is what a token's invalid UTF-8 decodes to; PromQL's lexer refuses it raw in
+    // a string literal.
+    const { metrics, backend } = await shared();
+    const now = Date.now();
+    const consumer = 'bad\uFFFDsub\n\u2028\u{1F600}';
+    const [o] = randomTraffic(1, 5, () => now - 10_000, 'odd-consumer');
+    metrics.observe({ ...o!, consumer });
+    const f: AnalyticsFilter = { applications: ['odd-consumer'], window: '5m', consumer };
+    await settle(backend, f, 1);
+    expect(
+      (await backend.options({ applications: ['odd-consumer'], window: '5m' })).consumers,
+    ).toEqual([consumer]);
   });
 });
 
