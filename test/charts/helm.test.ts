@@ -818,6 +818,26 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(scaled).not.toContain('worker.replicas is 0');
   });
 
+  it('says in the install notes when each gateway replica answers analytics from its own memory', async () => {
+    // The default: two replicas, no Prometheus.
+    expect(await notes()).toContain(
+      "Analytics come from each gateway's memory (analytics.prometheus.url is not set): with\n2 gateway replicas, the dashboard and /api/analytics show the traffic of\nwhichever replica answers.",
+    );
+    expect(await notes('gateway.replicas=null')).toContain(
+      "with\ngateway.replicas unset (an autoscaler's count), the dashboard",
+    );
+    for (const sets of [
+      ['gateway.replicas=1'],
+      ['analytics.prometheus.url=http://prometheus.monitoring.svc:9090'],
+      [
+        'gateway.replicas=3',
+        'analytics.backend=prometheus',
+        'analytics.prometheus.url=http://p:9090',
+      ],
+    ])
+      expect(await notes(...sets), sets.join(' ')).not.toContain('from each gateway');
+  });
+
   it('runs every hookgate pod as the image user 65532, read-only root, no capabilities, /tmp an emptyDir', async () => {
     const objects = await render();
     for (const role of ROLES) {
