@@ -48,6 +48,8 @@ export class Reconciler {
   readonly #claims: PathClaims;
   readonly #triggers: TriggerReconciler;
   readonly #workflows: WorkflowReconciler;
+  /** Whether every cached trigger's path claim has been indexed (see reconcile()). */
+  #claimsIndexed = false;
 
   constructor(options: ReconcilerOptions) {
     const o: Required<ReconcilerOptions> = {
@@ -83,6 +85,16 @@ export class Reconciler {
   }
 
   async reconcile(ref: ObjectRef): Promise<ReconcileResult | void> {
+    // The path index must know every trigger before any trigger is judged against it.
+    // dependents() does not fill it for objects that are already settled (ADR 0008),
+    // which after a restart or a leader change is every object listed: without this, a
+    // trigger that lost its URL and is reconciled before the holder would take it (ADR
+    // 0006). The first reconcile runs after the source synced (O8); later changes keep
+    // the index current through dependents(). Synchronous: no other reconcile interleaves.
+    if (!this.#claimsIndexed) {
+      this.#claimsIndexed = true;
+      for (const t of this.#source.list('WebhookTrigger')) this.#claims.update(t as Trigger);
+    }
     if (ref.kind === 'Workflow') return this.#workflows.reconcile(ref);
     if (ref.kind === 'WebhookTrigger') return this.#triggers.reconcile(ref);
     // Secrets are never reconciled themselves; their dependents are (see dependents()).

@@ -330,6 +330,36 @@ describe('Reconciler', () => {
     expect((await routes.list()).map((r) => r.key)).toEqual(['default/second']);
   });
 
+  it('after a restart the newer of two rival triggers still loses the URL, whichever is reconciled first', async () => {
+    // Named so that the newer one lists (and is reconciled) first.
+    await load(workflow('orders'), trigger('zeta-older', { pathSegment: 'orders/:id' }));
+    await settle();
+    await load(
+      workflow('orders'),
+      trigger('zeta-older', { pathSegment: 'orders/:id' }),
+      trigger('alpha-newer', { pathSegment: 'orders/:orderId' }),
+    );
+    await settle();
+    expect(summary(T('alpha-newer')).Deployed).toBe('False/PathConflict');
+    // A new operator process (a restart, a new leader): its path index starts empty,
+    // and every object its informers list is settled (status matches the generation).
+    const restarted = new Reconciler({
+      source,
+      routes,
+      workflows,
+      gateways,
+      baseUrl: 'https://hooks.example.com',
+      now: () => clock,
+    });
+    for (const kind of ['Workflow', 'WebhookTrigger'] as const)
+      for (const o of source.list(kind))
+        restarted.dependents({ kind, namespace: 'default', name: o.metadata.name });
+    await restarted.reconcile(T('alpha-newer'));
+    await restarted.reconcile(T('zeta-older'));
+    expect(summary(T('alpha-newer')).Deployed).toBe('False/PathConflict');
+    expect((await routes.list()).map((r) => r.key)).toEqual(['default/zeta-older']);
+  });
+
   it('lastTransitionTime moves only when a status flips; observedGeneration follows the spec', async () => {
     await load(workflow('orders'), trigger('t'));
     await settle();
