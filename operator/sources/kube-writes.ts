@@ -14,6 +14,9 @@
 //   the same reconcile until the informer has caught up, as controller-runtime's
 //   client updates the object it is given. Otherwise each write after the first would
 //   start from the informer's older copy, fail with 409 and read the server again.
+//   Reads see it too (`latest`, used by the source's `get`): a reconcile that starts
+//   while the informer lags behind the previous one's writes would otherwise take a
+//   new object for one never visited and set its conditions back to Unknown.
 import { FINALIZER } from '../../api/v1alpha1/index.ts';
 import { jsonEqual } from '../controller/json-equal.ts';
 import { isNotFound, PatchType, type KubeClient } from '../controller/kube-client.ts';
@@ -112,6 +115,19 @@ export class KubeWriter {
     const written = this.#written.get(key);
     const rv = this.#o.cached(ref)?.metadata.resourceVersion;
     if (written && (rv === undefined || !written.behind.has(rv))) this.#written.delete(key);
+  }
+
+  /**
+   * Our last write of `ref` while the informer still holds a version it supersedes,
+   * else undefined (read the informer). Reads see our own writes through it: a
+   * reconcile that starts before the informer caught up with the previous one must
+   * not take the object for one never reconciled (and write every condition Unknown
+   * again, or announce Ready again).
+   */
+  latest(ref: ObjectRef): KubeObject | undefined {
+    const written = this.#written.get(refKey(ref));
+    const rv = this.#o.cached(ref)?.metadata.resourceVersion;
+    return written && rv !== undefined && written.behind.has(rv) ? written.object : undefined;
   }
 
   /** How many objects are read from our own writes rather than the informer (tests). */

@@ -156,8 +156,11 @@ export class KubernetesSource implements ResourceSource {
     this.#log('resource source synced', { namespace: this.#o.namespace ?? '(all)' });
   }
 
+  /** The informer's copy, or our own later write of it while the informer lags behind. */
   get(ref: ObjectRef): AnyResource | undefined {
-    return this.#informers.get(ref.kind)?.get(ref.namespace, ref.name) as AnyResource | undefined;
+    const object =
+      this.#writer.latest(ref) ?? this.#informers.get(ref.kind)?.get(ref.namespace, ref.name);
+    return object as AnyResource | undefined;
   }
 
   /** The Secrets informer that would hold `namespace`'s Secrets, if any. */

@@ -363,3 +363,45 @@ describe('O6: nothing is deployed for an object deleted under its finalizer writ
     expect(w.metadata.finalizers).toEqual([FOREIGN]);
   });
 });
+
+describe('read your own writes: reconciles while the informer lags behind them', () => {
+  it('a trigger whose informer has not seen its first status is not set back to Unknown', async () => {
+    const ns = await newNamespace();
+    await createWorkflow(ns);
+    const { loop } = await startLoop(ns);
+    const trigger = { kind: 'WebhookTrigger' as const, namespace: ns, name: 'hello' };
+    const statusPath = `${resourcePath('WebhookTrigger', ns, 'hello')}/status`;
+    // The first status write of the trigger is held a moment; meanwhile every watch
+    // stream ends and cannot come back for 3 s, so the cache keeps the trigger as it was
+    // created (no status, no finalizer) while that reconcile and the next ones write.
+    let held = false;
+    server.faults.delayNext(1, 300, (r) => {
+      const match = r.method === 'PUT' && r.path === statusPath;
+      if (match) held = true;
+      return match;
+    });
+    server.clearRequests();
+    await createTrigger(ns);
+    await eventually(() => expect(held).toBe(true));
+    server.faults.delayNext(20, 3000, (r) => r.watch);
+    server.closeWatches();
+    const written = () =>
+      server.requests
+        .filter((r) => r.method === 'PUT' && r.path === statusPath && r.status === 200)
+        .map(
+          (r) =>
+            (JSON.parse(r.body ?? '{}') as Obj).status?.conditions?.map(
+              (c) => `${c.type}=${c.status}`,
+            ) ?? [],
+        );
+    // The first reconcile is done: its status (past Unknown) is on the server.
+    await eventually(() => expect(written().length).toBeGreaterThanOrEqual(2));
+    loop.controller.enqueue(refKey(trigger));
+    await sleep(500);
+    const [first, ...later] = written();
+    expect(first?.every((c) => c.endsWith('=Unknown'))).toBe(true);
+    // Once the conditions were computed, no write sets them back to Unknown.
+    for (const conditions of later)
+      expect(conditions.filter((c) => c.endsWith('=Unknown'))).toEqual([]);
+  });
+});
