@@ -68,7 +68,19 @@ class StoppableWatch extends Watch {
           : apiObj;
       callback(phase, object);
     };
-    const controller = await super.watch(path, queryParams, slimmed, done);
+    let controller: AbortController;
+    try {
+      controller = await super.watch(path, queryParams, slimmed, done);
+    } catch (err) {
+      // client-node's Watch throws, instead of calling `done`, when it cannot even make
+      // the request (the credentials: an exec plugin or a token file failing). ListWatch
+      // awaits this inside its own done handler when it re-watches, where the rejection
+      // is unhandled: the informer would stop without an `error` (never restarted) and
+      // the process would die of the unhandled rejection. Reported through `done`, it
+      // is an error like a refused watch: the informer restarts with backoff.
+      done(err);
+      return new AbortController();
+    }
     if (this.stopped) controller.abort();
     return controller;
   }

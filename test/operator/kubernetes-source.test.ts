@@ -3,7 +3,7 @@
 // conflict-safe status and finalizer writes (O4, O6), Secrets decoding. Assertions
 // are on the state of the world (the cache and the server's objects), not on call
 // sequences (O11).
-import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER } from '../../api/v1alpha1/index.ts';
 import { Controller } from '../../operator/controller/controller.ts';
@@ -277,6 +277,42 @@ describe('KubernetesSource: informers converge after watch failures (O7)', () =>
     await eventually(() =>
       expect(source.get({ kind: 'Workflow', namespace: ns, name: 'after' })).toBeDefined(),
     );
+  });
+
+  it('a re-watch whose credentials cannot be had (an exec plugin failing) restarts the informer', async () => {
+    const ns = await newNamespace();
+    await createWorkflow(ns, 'before');
+    // The same cluster, through a kubeconfig whose credentials fail once for a watch.
+    const flaky = new KubeConfig();
+    flaky.loadFromString(kc.exportConfig());
+    let failWatchAuth = 0;
+    const authenticate = flaky.applySecurityAuthentication.bind(flaky);
+    flaky.applySecurityAuthentication = async (ctx) => {
+      const url = ctx.getUrl();
+      if (failWatchAuth > 0 && url.includes('watch=true') && url.includes('/workflows')) {
+        failWatchAuth--;
+        throw new Error('exec plugin: credentials unavailable');
+      }
+      return authenticate(ctx);
+    };
+    const source = new KubernetesSource({
+      kubeConfig: flaky,
+      namespace: ns,
+      restartBackoff: { initialMs: 50, maxMs: 200 },
+      maxReconnectDelayMs: 50,
+      syncTimeoutMs: 10_000,
+    });
+    sources.push(source);
+    await source.start(() => {});
+    await eventually(() => expect(server.faults.openWatches()).toBeGreaterThanOrEqual(3));
+    failWatchAuth = 1;
+    server.closeWatches();
+    await eventually(() => expect(failWatchAuth).toBe(0));
+    await createWorkflow(ns, 'after');
+    await eventually(() =>
+      expect(source.get({ kind: 'Workflow', namespace: ns, name: 'after' })).toBeDefined(),
+    );
+    expect(source.restarts().Workflow).toBeGreaterThanOrEqual(1);
   });
 
   it('stop() leaves no watch open', async () => {
