@@ -261,6 +261,76 @@ describe('stripe', () => {
   });
 });
 
+describe('a replayed delivery with its signature re-encoded is still a replay', () => {
+  // The replay key of a scheme without a signed id is the signature: the decoded bytes,
+  // not the text, which a hex (either case) or base64 (unused trailing bits) encoding
+  // lets anybody who saw one delivery vary without the secret.
+  const replaying = () =>
+    new SignatureVerifier({ replay: new MemoryReplayStore(), now: () => NOW * 1000 });
+
+  it('stripe: the v1 hex in upper case', async () => {
+    const secret = 'whsec_test_stripe_0123456789abcdef';
+    const route = signedRoute({ preset: 'stripe' }, { endpoint: secret });
+    const payload = '{"id":"evt_9"}';
+    const signature = stripeV1(secret, NOW, payload);
+    const v = replaying();
+    await v.verify(route, { 'stripe-signature': `t=${NOW},v1=${signature}` }, body(payload));
+    expect(
+      await refusal(() =>
+        v.verify(
+          route,
+          { 'stripe-signature': `t=${NOW},v1=${signature.toUpperCase()}` },
+          body(payload),
+        ),
+      ),
+    ).toBe('HG_ERR_SIGNATURE_REPLAYED');
+  });
+
+  it('slack: the v0 hex in mixed case', async () => {
+    const secret = 'slack-signing-secret';
+    const route = signedRoute({ preset: 'slack' }, { signing: secret });
+    const payload = 'text=hello';
+    const signature = slackSignature(secret, NOW, payload);
+    const mixed = signature.replace(/[a-f]/, (c) => c.toUpperCase());
+    expect(mixed).not.toBe(signature);
+    const v = replaying();
+    const ts = { 'x-slack-request-timestamp': String(NOW) };
+    await v.verify(route, { ...ts, 'x-slack-signature': signature }, body(payload));
+    expect(
+      await refusal(() => v.verify(route, { ...ts, 'x-slack-signature': mixed }, body(payload))),
+    ).toBe('HG_ERR_SIGNATURE_REPLAYED');
+  });
+
+  it('generic base64: another last character that decodes to the same bytes', async () => {
+    const secret = 'generic-shared-secret';
+    const route = signedRoute(
+      {
+        preset: 'generic',
+        generic: {
+          header: 'X-Signature',
+          encoding: 'base64',
+          signedPayload: '{timestamp}.{body}',
+          timestampHeader: 'X-Timestamp',
+        } as never,
+      },
+      { s: secret },
+    );
+    const payload = '{"n":1}';
+    const signature = hmac('sha256', secret, `${NOW}.${payload}`).toString('base64');
+    // 32 bytes are 43 base64 characters and '=': the last character carries 2 unused bits.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const last = alphabet.indexOf(signature[42]!);
+    const variant = `${signature.slice(0, 42)}${alphabet[last ^ 1]}=`;
+    expect(Buffer.from(variant, 'base64').equals(Buffer.from(signature, 'base64'))).toBe(true);
+    const v = replaying();
+    const ts = { 'x-timestamp': String(NOW) };
+    await v.verify(route, { ...ts, 'x-signature': signature }, body(payload));
+    expect(
+      await refusal(() => v.verify(route, { ...ts, 'x-signature': variant }, body(payload))),
+    ).toBe('HG_ERR_SIGNATURE_REPLAYED');
+  });
+});
+
 describe('slack', () => {
   // Slack's worked example ("Verifying requests from Slack").
   const secret = '8f742231b10e8888abcd99yyyzzz85a5';

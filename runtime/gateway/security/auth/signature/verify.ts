@@ -163,7 +163,7 @@ export class SignatureVerifier {
 
 /** The parts of a delivery the scheme reads from its headers. */
 interface Delivery {
-  candidates: { text: string; bytes: Buffer }[];
+  candidates: { bytes: Buffer }[];
   timestamp: string | undefined;
   id: string | undefined;
 }
@@ -188,7 +188,7 @@ function readDelivery(scheme: Scheme, headers: HeaderMap): Delivery {
   const candidates: Delivery['candidates'] = [];
   for (const text of parsed.signatures) {
     const decoded = decodeSignature(text, scheme.encoding, bytes);
-    if (decoded) candidates.push({ text, bytes: decoded });
+    if (decoded) candidates.push({ bytes: decoded });
   }
   if (candidates.length === 0) {
     throw malformed(
@@ -228,7 +228,9 @@ function match(
     const digest = signedDigest(scheme, key, delivery, body);
     for (const candidate of delivery.candidates) {
       if (timingSafeEqual(digest, candidate.bytes) && matched === undefined) {
-        matched = { consumer: name, signature: candidate.text };
+        // The decoded bytes, not the text: hex in either case, or base64 with other
+        // unused trailing bits, is the same signature, and must be the same replay key.
+        matched = { consumer: name, signature: candidate.bytes.toString('hex') };
       }
     }
   }
@@ -237,7 +239,8 @@ function match(
 }
 
 /**
- * The replay key: a signed id; else, with a signed timestamp, the signature itself;
+ * The replay key: a signed id; else, with a signed timestamp, the signature itself (its
+ * bytes, whatever their encoding in the header);
  * else an unsigned delivery id (it spots redeliveries, not forgeries); else none.
  */
 function replayToken(
