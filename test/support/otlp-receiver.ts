@@ -1,8 +1,13 @@
-// An OTLP/HTTP traces receiver on loopback, as a collector's: takes the exporter's
-// JSON export requests (POST /v1/traces, ExportTraceServiceRequest in the OTLP JSON
-// encoding: ids as hex, attributes as key/value lists) and keeps every span, flattened.
-// A protobuf request is refused with 415, so a test notices an exporter that changed.
+// An OTLP/HTTP traces receiver on loopback, as a collector's: takes the exporters'
+// export requests (POST /v1/traces, an ExportTraceServiceRequest) in both encodings of
+// OTLP/HTTP, JSON (application/json: ids as hex, attributes as key/value lists) and
+// binary protobuf (application/x-protobuf), and keeps every span, flattened. Protobuf is
+// decoded by protobufjs with the official OTLP schema (otlp-proto/, opentelemetry-proto
+// v1.11.0), not by the exporters' own code: a request the schema does not read is a 400.
+// Any other content type is refused with 415, so a test notices an exporter that changed.
 import { createServer } from 'node:http';
+import { join } from 'node:path';
+import protobuf from 'protobufjs';
 
 export interface ReceivedSpan {
   traceId: string;
@@ -61,6 +66,42 @@ interface ExportRequest {
   }[];
 }
 
+const PROTO_DIR = join(import.meta.dirname, 'otlp-proto');
+
+/** ExportTraceServiceRequest of the official schema, loaded once. */
+const exportRequestType = (() => {
+  const root = new protobuf.Root();
+  root.resolvePath = (_origin, target) => join(PROTO_DIR, target);
+  root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
+  return root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
+})();
+
+const hex = (base64: unknown) =>
+  typeof base64 === 'string' ? Buffer.from(base64, 'base64').toString('hex') : undefined;
+
+/**
+ * A binary protobuf export request in the JSON encoding's shape: the schema's field
+ * names in camelCase (as the JSON encoding writes them), 64-bit integers as strings,
+ * trace and span ids in hex (protobufjs gives bytes as base64).
+ */
+export function decodeProtobufExport(body: Uint8Array): ExportRequest {
+  const request = exportRequestType.toObject(exportRequestType.decode(body), {
+    longs: String,
+    enums: Number,
+    bytes: String,
+  }) as ExportRequest;
+  for (const rs of request.resourceSpans ?? [])
+    for (const ss of rs.scopeSpans ?? [])
+      for (const s of ss.spans ?? []) {
+        s.traceId = hex(s.traceId) ?? '';
+        s.spanId = hex(s.spanId) ?? '';
+        const parent = hex(s.parentSpanId);
+        if (parent === undefined) delete s.parentSpanId;
+        else s.parentSpanId = parent;
+      }
+  return request;
+}
+
 /** The spans of one export request, flattened. */
 export function decodeExport(request: ExportRequest): ReceivedSpan[] {
   const spans: ReceivedSpan[] = [];
@@ -92,12 +133,15 @@ export interface OtlpReceiver {
   spans: ReceivedSpan[];
   /** Export requests received (content types). */
   requests: string[];
+  /** The encoding of each span received, in the order of `spans`. */
+  encodings: ('json' | 'protobuf')[];
   close(): Promise<void>;
 }
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const requests: string[] = [];
+  const encodings: ('json' | 'protobuf')[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -108,19 +152,32 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         res.writeHead(404).end();
         return;
       }
-      if (!type.startsWith('application/json')) {
+      const encoding = type.startsWith('application/json')
+        ? 'json'
+        : type.startsWith('application/x-protobuf')
+          ? 'protobuf'
+          : undefined;
+      if (encoding === undefined) {
         res.writeHead(415).end();
         return;
       }
+      const body = Buffer.concat(chunks);
+      let received: ReceivedSpan[];
       try {
-        spans.push(
-          ...decodeExport(JSON.parse(Buffer.concat(chunks).toString('utf8')) as ExportRequest),
+        received = decodeExport(
+          encoding === 'json'
+            ? (JSON.parse(body.toString('utf8')) as ExportRequest)
+            : decodeProtobufExport(body),
         );
       } catch {
         res.writeHead(400).end();
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      spans.push(...received);
+      encodings.push(...received.map(() => encoding));
+      // An empty ExportTraceServiceResponse, in the request's encoding.
+      if (encoding === 'json') res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      else res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -130,6 +187,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     endpoint: `${url}/v1/traces`,
     spans,
     requests,
+    encodings,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
