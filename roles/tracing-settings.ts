@@ -6,8 +6,11 @@
 // to case, as the SDK environment variables' specification asks ("Enum values SHOULD be
 // interpreted in a case-insensitive manner").
 import {
+  DEFAULT_OTLP_PROTOCOL,
+  readOtlpProtocol,
   readTraceExporters,
   TRACE_SAMPLERS,
+  type OtlpProtocol,
   type TraceSampler,
   type TracingConfig,
 } from '../runtime/tracing/tracing.ts';
@@ -19,7 +22,9 @@ export const TRACING_USAGE = `  OTEL_TRACES_EXPORTER       dev, gateway, worker:
                              (docs/tracing.md)
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  the OTLP/HTTP traces URL (else
                              OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces; default
-                             http://localhost:4318/v1/traces); protocol http/json only
+                             http://localhost:4318/v1/traces)
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL  http/protobuf (default) or http/json, both to the
+                             OTLP/HTTP port (else OTEL_EXPORTER_OTLP_PROTOCOL); grpc: refused
   OTEL_SERVICE_NAME          service.name (default hookgate-<role>); OTEL_RESOURCE_ATTRIBUTES too
   OTEL_TRACES_SAMPLER        always_on, always_off, traceidratio, parentbased_always_on
                              (default), parentbased_always_off, parentbased_traceidratio;
@@ -32,7 +37,6 @@ export const TRACING_USAGE = `  OTEL_TRACES_EXPORTER       dev, gateway, worker:
 
 /** The roles that make spans. */
 const TRACING_ROLES = new Set(['dev', 'gateway', 'worker']);
-const PROTOCOLS = ['http/json'];
 const DEFAULT_ENDPOINT = 'http://localhost:4318/v1/traces';
 
 /**
@@ -63,7 +67,8 @@ export function tracingSettings(
   const otlp = exporters.includes('otlp');
   const toLog = exporters.includes('console');
   // The OTLP variables only matter to the OTLP exporter: console alone reads none.
-  const problems: string[] = otlp ? protocolProblems(env) : [];
+  const problems: string[] = [];
+  const protocol = otlp ? protocolOf(env, problems) : DEFAULT_OTLP_PROTOCOL;
   const endpoint = otlp ? endpointOf(env, problems) : undefined;
   const sampler = (env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() ||
     'parentbased_always_on') as TraceSampler;
@@ -79,6 +84,7 @@ export function tracingSettings(
   const config: TracingSettings = {
     serviceName: serviceName?.trim() || `hookgate-${role}`,
     endpoint,
+    protocol,
     console: toLog,
     sampler,
     ratio,
@@ -94,17 +100,22 @@ export function tracingSettings(
   return problems.length > 0 ? { config: undefined, problems } : { config, problems };
 }
 
-/** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (else OTEL_EXPORTER_OTLP_PROTOCOL): http/json only. */
-function protocolProblems(env: NodeJS.ProcessEnv): string[] {
-  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
-    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
-    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
-  const protocol = env[name];
-  if (protocol === undefined || protocol === '' || PROTOCOLS.includes(protocol.toLowerCase()))
-    return [];
-  return [
-    `${name} must be http/json (the OTLP/HTTP receiver of a collector takes it), not "${protocol}"`,
-  ];
+/**
+ * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else the
+ * specification's default (http/protobuf). A blank value is unset, as the SDK
+ * environment specification says of empty values. `grpc` and unknown names are refused,
+ * named; the general variable is not read when the signal's own one decides.
+ */
+function protocolOf(env: NodeJS.ProcessEnv, problems: string[]): OtlpProtocol {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const { protocol, problem } = readOtlpProtocol(name, env[name]);
+    if (problem !== undefined) {
+      problems.push(problem);
+      return DEFAULT_OTLP_PROTOCOL;
+    }
+    if (protocol !== undefined) return protocol;
+  }
+  return DEFAULT_OTLP_PROTOCOL;
 }
 
 /** The signal's own endpoint as it is, else the base endpoint with /v1/traces. */

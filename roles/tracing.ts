@@ -17,13 +17,16 @@ export async function startTracing(
 ): Promise<Tracing | undefined> {
   if (config === undefined) return undefined;
   const { createOtelTracing } = await import('../runtime/tracing/otel.ts');
-  const tracing = createOtelTracing({
+  const tracing = await createOtelTracing({
     ...config,
     onExportError: (err) =>
       logger.warn({ err, endpoint: config.endpoint }, 'tracing: exporting spans failed'),
     ...(config.console ? { logSpan: spanLog(logger) } : {}),
   });
-  const to = [config.endpoint, config.console ? 'the log' : undefined].filter(Boolean);
+  const to = [
+    config.endpoint === undefined ? undefined : `${config.endpoint} (${config.protocol})`,
+    config.console ? 'the log' : undefined,
+  ].filter(Boolean);
   logger.info(
     `tracing: spans to ${to.join(' and ')} as ${config.serviceName} (sampler ${config.sampler})`,
   );

@@ -1,6 +1,7 @@
 // The OpenTelemetry adapter of the tracing port (tracing.ts): the official SDK's
 // TracerProvider with a bounded batch span processor per exporter: the OTLP/HTTP
-// exporter (JSON), and/or one of ours that hands each span to the role's log (console).
+// exporter of the protocol asked for (protobuf or JSON, each its own package, imported
+// only when chosen), and/or one of ours that hands each span to the role's log (console).
 // Loaded by a role with a dynamic import, only when tracing is on: nothing imports
 // this module statically (test/tracing/process.test.ts checks it).
 //
@@ -28,7 +29,6 @@ import {
   W3CTraceContextPropagator,
   type ExportResult,
 } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import {
   detectResources,
   resourceAttributesEnvDetector,
@@ -351,14 +351,29 @@ class OtelRequestSpan implements RequestSpan {
   }
 }
 
+/**
+ * The OTLP/HTTP exporter of the protocol: the official package of that encoding,
+ * imported now, so that a process loads only the one it exports with.
+ */
+async function otlpExporter(config: TracingConfig, url: string): Promise<SpanExporter> {
+  const options = { url, timeoutMillis: config.exportTimeoutMs };
+  switch (config.protocol) {
+    case 'http/protobuf': {
+      const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
+      return new OTLPTraceExporter(options);
+    }
+    case 'http/json': {
+      const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+      return new OTLPTraceExporter(options);
+    }
+  }
+}
+
 /** The exporters the configuration names: OTLP/HTTP, the log, or both. */
-function exportersOf(config: TracingConfig): SpanExporter[] {
+async function exportersOf(config: TracingConfig): Promise<SpanExporter[]> {
   const exporters: SpanExporter[] = [];
   if (config.endpoint !== undefined) {
-    const otlp = new OTLPTraceExporter({
-      url: config.endpoint,
-      timeoutMillis: config.exportTimeoutMs,
-    });
+    const otlp = await otlpExporter(config, config.endpoint);
     exporters.push(onLaterTurn(reporting(otlp, config.onExportError)));
   }
   if (config.console) {
@@ -374,8 +389,8 @@ function exportersOf(config: TracingConfig): SpanExporter[] {
  * until shut down. Each exporter has a batch processor of its own (OTEL_BSP_*), so that
  * a collector away holds up no log line, and a span is never exported on the request path.
  */
-export function createOtelTracing(config: TracingConfig): Tracing {
-  const processors = exportersOf(config).map(
+export async function createOtelTracing(config: TracingConfig): Promise<Tracing> {
+  const processors = (await exportersOf(config)).map(
     (exporter) =>
       new BatchSpanProcessor({
         exporter,

@@ -155,6 +155,41 @@ export function readTraceExporters(
 }
 
 /**
+ * OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL values hookgate exports with: OTLP over HTTP, in
+ * binary protobuf (the specification's default, which every OTLP/HTTP receiver takes) or
+ * in JSON. Both go to the same port (a collector's OTLP/HTTP receiver, 4318). `grpc` is
+ * not among them (ADR 0040): it would need a gRPC client (@grpc/grpc-js).
+ */
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+/** With neither variable set: the specification's default (ADR 0040, amended 2026-11-28 (day)). */
+export const DEFAULT_OTLP_PROTOCOL: OtlpProtocol = 'http/protobuf';
+
+/**
+ * An OTLP protocol as the roles read OTEL_EXPORTER_OTLP_TRACES_PROTOCOL and
+ * OTEL_EXPORTER_OTLP_PROTOCOL, and the Pulumi program its `tracingProtocol`: in any case,
+ * blanks around ignored. `protocol`: undefined when the value is unset or blank (the next
+ * variable, else the default, applies). `problem`: `grpc` or a name hookgate does not
+ * know, refused under the name `setting`.
+ */
+export function readOtlpProtocol(
+  setting: string,
+  value: string | undefined,
+): { protocol: OtlpProtocol | undefined; problem: string | undefined } {
+  const name = (value ?? '').trim().toLowerCase();
+  if (name === '') return { protocol: undefined, problem: undefined };
+  if ((OTLP_PROTOCOLS as readonly string[]).includes(name))
+    return { protocol: name as OtlpProtocol, problem: undefined };
+  return {
+    protocol: undefined,
+    problem:
+      name === 'grpc'
+        ? `${setting} is grpc, which hookgate does not export: point the endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json`
+        : `${setting} must be http/protobuf or http/json (OTLP over HTTP), not "${value?.trim()}"`,
+  };
+}
+
+/**
  * A finished span as the console exporter gives it to the role's log: one log line
  * each, the span as its `span` field (JSON, like the line).
  */
@@ -185,6 +220,11 @@ export interface TracingConfig {
    * export (OTEL_TRACES_EXPORTER lists no `otlp`).
    */
   endpoint: string | undefined;
+  /**
+   * The encoding of the OTLP export (OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL): the exporter
+   * package loaded for it. Read only with `endpoint`; the default otherwise.
+   */
+  protocol: OtlpProtocol;
   /** Spans as log lines too (OTEL_TRACES_EXPORTER lists `console`), through `logSpan`. */
   console: boolean;
   sampler: TraceSampler;

@@ -1,7 +1,7 @@
 // Helpers of the tracing suites: the adapter's configuration for tests (quick export
 // to a receiver on loopback) and finding spans among those received.
 import { expect } from 'vitest';
-import type { TracingConfig } from '../../runtime/tracing/tracing.ts';
+import { DEFAULT_OTLP_PROTOCOL, type TracingConfig } from '../../runtime/tracing/tracing.ts';
 import { eventually } from './eventually.ts';
 import type { OtlpReceiver, ReceivedSpan } from './otlp-receiver.ts';
 
@@ -9,6 +9,7 @@ export function tracingConfig(endpoint: string, extra: Partial<TracingConfig> = 
   return {
     serviceName: 'hookgate-test',
     endpoint,
+    protocol: DEFAULT_OTLP_PROTOCOL,
     console: false,
     sampler: 'parentbased_always_on',
     ratio: 1,

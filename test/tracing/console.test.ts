@@ -51,7 +51,7 @@ describe('the console exporter: spans as log lines', () => {
   it('otlp,console: every span reaches both, the log as a plain object', async () => {
     const logged: LoggedSpan[] = [];
     await traceOnce(
-      createOtelTracing({
+      await createOtelTracing({
         ...tracingConfig(otlp.endpoint),
         console: true,
         logSpan: (span) => logged.push(span),
@@ -100,7 +100,7 @@ describe('the console exporter: spans as log lines', () => {
     const before = otlp.requests.length;
     const logged: LoggedSpan[] = [];
     await traceOnce(
-      createOtelTracing({
+      await createOtelTracing({
         ...tracingConfig(otlp.endpoint),
         endpoint: undefined,
         console: true,
@@ -120,7 +120,7 @@ describe('the console exporter: spans as log lines', () => {
     const logged: LoggedSpan[] = [];
     // A batch of 2: the second span to end fills it, and the batch processor exports it
     // from inside that span's end (the request's onResponse hook).
-    const tracing = createOtelTracing({
+    const tracing = await createOtelTracing({
       ...tracingConfig(otlp.endpoint),
       endpoint: undefined,
       console: true,
@@ -136,8 +136,9 @@ describe('the console exporter: spans as log lines', () => {
   });
 
   it('otlp: a full batch is not serialised on the request path either', async () => {
-    const tracing = createOtelTracing({
+    const tracing = await createOtelTracing({
       ...tracingConfig(otlp.endpoint),
+      protocol: 'http/json',
       maxExportBatchSize: 2,
       scheduledDelayMs: 60_000,
     });

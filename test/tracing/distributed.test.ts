@@ -51,10 +51,10 @@ describe.skipIf(!redisAvailable())('tracing through the Redis queue: gateway and
     otlp = await startOtlpReceiver();
     downstream = await startReceiver((r) => (r.url === '/boom' ? 503 : 200));
     const outbound = { allow: [`127.0.0.1:${downstream.port}`] };
-    gatewayTracing = createOtelTracing(
+    gatewayTracing = await createOtelTracing(
       tracingConfig(otlp.endpoint, { serviceName: 'hookgate-gateway' }),
     );
-    workerTracing = createOtelTracing(
+    workerTracing = await createOtelTracing(
       tracingConfig(otlp.endpoint, { serviceName: 'hookgate-worker' }),
     );
     control = await startRuntime({ redis: redis() });

@@ -34,7 +34,7 @@ describe('tracing in the embedded server', () => {
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
     downstream = await startReceiver((r) => (r.url === '/boom' ? 500 : 200));
-    tracing = createOtelTracing(tracingConfig(otlp.endpoint));
+    tracing = await createOtelTracing(tracingConfig(otlp.endpoint));
     const outbound = { allow: [`127.0.0.1:${downstream.port}`] };
     rt = await startRuntime({
       engine: { outbound, tracing, callbacks: { backoffMs: 10 } },
@@ -246,7 +246,7 @@ describe('tracing with the collector away', () => {
     const gone = await startOtlpReceiver();
     await gone.close();
     const errors: Error[] = [];
-    const tracing = createOtelTracing(
+    const tracing = await createOtelTracing(
       tracingConfig(gone.endpoint, {
         onExportError: (e) => errors.push(e),
         maxQueueSize: 8,

@@ -35,7 +35,7 @@ describe("the caller's trace context, read once per request", () => {
   const extract = vi.spyOn(W3CTraceContextPropagator.prototype, 'extract');
 
   const start = async (on: boolean) => {
-    tracing = on ? createOtelTracing(tracingConfig(otlp.endpoint)) : undefined;
+    tracing = on ? await createOtelTracing(tracingConfig(otlp.endpoint)) : undefined;
     rt = await startRuntime(tracing ? { engine: { tracing }, tracing } : {});
     await rt.apply(
       'once.yaml',

@@ -94,6 +94,11 @@ async function serveOnce(
 const otel = (loads: string[]) =>
   loads.filter((url) => url.includes('/@opentelemetry/') && !url.includes('/@opentelemetry/api/'));
 
+/** The OTLP exporter packages a process resolved (each loads only for its protocol). */
+const exporterPackages = (loads: string[]) => [
+  ...new Set(loads.flatMap((url) => /\/@opentelemetry\/(exporter-[^/]+)\//.exec(url)?.[1] ?? [])),
+];
+
 describe('hookgate dev with the OpenTelemetry variables', () => {
   let otlp: OtlpReceiver;
   beforeAll(async () => {
@@ -122,7 +127,8 @@ describe('hookgate dev with the OpenTelemetry variables', () => {
     expect(otlp.requests).toEqual([]);
   }, 60_000);
 
-  it('on (OTEL_TRACES_EXPORTER=otlp): the SDK is loaded and the spans reach the endpoint by the exit', async () => {
+  it('on (OTEL_TRACES_EXPORTER=otlp): the SDK is loaded and the spans reach the endpoint by the exit, in protobuf by default', async () => {
+    const before = otlp.requests.length;
     const { loads, code } = await serveOnce({
       OTEL_TRACES_EXPORTER: 'otlp',
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
@@ -140,7 +146,28 @@ describe('hookgate dev with the OpenTelemetry variables', () => {
     expect(server?.attributes['http.route']).toBe('/webhook/default_production_echo/default');
     const execution = otlp.spans.find((s) => s.name === 'execute default_production_echo');
     expect(execution?.parentSpanId).toBe(server?.spanId);
-    expect(otlp.requests.every((type) => type.startsWith('application/json'))).toBe(true);
+    // No protocol set: the specification's default, http/protobuf, with its own exporter
+    // package; the JSON one is not loaded.
+    expect(otlp.requests.slice(before).length).toBeGreaterThan(0);
+    expect(otlp.requests.slice(before).every((type) => type === 'application/x-protobuf')).toBe(
+      true,
+    );
+    expect(exporterPackages(loads)).toEqual(['exporter-trace-otlp-proto']);
+  }, 40_000);
+
+  it('OTEL_EXPORTER_OTLP_PROTOCOL=http/json: the spans in JSON, by the JSON exporter alone', async () => {
+    const before = otlp.requests.length;
+    const spans = otlp.spans.length;
+    const { loads, code } = await serveOnce({
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: ' HTTP/JSON ',
+    });
+    expect(code).toBe(0);
+    expect(otlp.requests.slice(before).length).toBeGreaterThan(0);
+    expect(otlp.requests.slice(before).every((type) => type === 'application/json')).toBe(true);
+    expect(otlp.spans.slice(spans).map((s) => s.name)).toContain('execute default_production_echo');
+    expect(exporterPackages(loads)).toEqual(['exporter-trace-otlp-http']);
   }, 40_000);
 
   it('OTEL_TRACES_EXPORTER=console: each span is a JSON log line of the process, whatever LOG_LEVEL', async () => {
@@ -211,11 +238,11 @@ describe('bad OpenTelemetry values stop the process at start (exit 2)', () => {
     ],
     [
       { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
-      'OTEL_EXPORTER_OTLP_PROTOCOL must be http/json',
+      "OTEL_EXPORTER_OTLP_PROTOCOL is grpc, which hookgate does not export: point the endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json",
     ],
     [
-      { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' },
-      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/json',
+      { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/thrift' },
+      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json (OTLP over HTTP), not "http/thrift"',
     ],
     [
       { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },

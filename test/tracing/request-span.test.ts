@@ -30,7 +30,7 @@ describe("the request span's edges", () => {
 
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
-    tracing = createOtelTracing(tracingConfig(otlp.endpoint));
+    tracing = await createOtelTracing(tracingConfig(otlp.endpoint));
     rt = await startRuntime({ engine: { tracing }, tracing });
     await rt.apply(
       'edges.yaml',

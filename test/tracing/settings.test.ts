@@ -24,6 +24,8 @@ describe('tracing settings', () => {
       config: {
         serviceName: 'hookgate-worker',
         endpoint: 'http://localhost:4318/v1/traces',
+        // The specification's default encoding, to the same OTLP/HTTP port as JSON.
+        protocol: 'http/protobuf',
         console: false,
         sampler: 'parentbased_always_on',
         ratio: 1,
@@ -77,6 +79,60 @@ describe('tracing settings', () => {
       'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "jaeger", "logging"',
     ]);
   });
+
+  const GRPC = (name: string) =>
+    `${name} is grpc, which hookgate does not export: point the endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json`;
+  it.each([
+    [{}, 'http/protobuf'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }, 'http/protobuf'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'HTTP/Protobuf' }, 'http/protobuf'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, 'http/json'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: ' HTTP/JSON ' }, 'http/json'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }, 'http/json'],
+    // Empty or blank is unset, as the SDK's environment specification says.
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: '' }, 'http/protobuf'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: '  ' }, 'http/protobuf'],
+    // The signal's own variable wins; the general one is not read then.
+    [
+      { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      'http/json',
+    ],
+    [
+      { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' ', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+      'http/json',
+    ],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, { problem: GRPC('OTEL_EXPORTER_OTLP_PROTOCOL') }],
+    [
+      { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' GRPC ', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+      { problem: GRPC('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') },
+    ],
+    [
+      { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/thrift' },
+      {
+        problem:
+          'OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (OTLP over HTTP), not "http/thrift"',
+      },
+    ],
+    [
+      { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf,http/json' },
+      {
+        problem:
+          'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json (OTLP over HTTP), not "http/protobuf,http/json"',
+      },
+    ],
+  ] as [Record<string, string>, string | { problem: string }][])(
+    'the OTLP protocol of %j: %j',
+    (env, expected) => {
+      const { config, problems } = tracingSettings('worker', { ...on, ...env });
+      if (typeof expected === 'string') {
+        expect(problems).toEqual([]);
+        expect(config?.protocol).toBe(expected);
+      } else {
+        expect(config).toBeUndefined();
+        expect(problems).toEqual([expected.problem]);
+      }
+    },
+  );
 
   it('the endpoints: the signal’s own as it is, else the base one with /v1/traces', () => {
     const endpoint = (env: Record<string, string>) =>

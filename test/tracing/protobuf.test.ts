@@ -1,0 +1,131 @@
+// OTLP over HTTP in binary protobuf (OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, the
+// specification's default): one request through the embedded server, traced as the roles
+// configure it from the standard variables, and its spans as a collector receives them:
+// application/x-protobuf, decoded with the official OTLP schema (test/support/otlp-proto),
+// in the caller's trace, with the span names and attributes the JSON export carries.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tracingSettings } from '../../roles/tracing-settings.ts';
+import { createOtelTracing } from '../../runtime/tracing/otel.ts';
+import type { Tracing } from '../../runtime/tracing/tracing.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { secret, trigger, workflow } from '../support/manifests.ts';
+import {
+  SPAN_KIND,
+  STATUS,
+  startOtlpReceiver,
+  type OtlpReceiver,
+} from '../support/otlp-receiver.ts';
+import { startReceiver } from '../support/receiver.ts';
+import { one, traceOf } from '../support/tracing.ts';
+
+const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c';
+const CALLER_SPAN = 'b7ad6b7169203331';
+const wf = '/webhook/default_production_';
+
+describe('OTLP/HTTP protobuf export', () => {
+  let otlp: OtlpReceiver;
+  let downstream: Awaited<ReturnType<typeof startReceiver>>;
+  let tracing: Tracing;
+  let rt: TestRuntime;
+  let base = '';
+
+  beforeAll(async () => {
+    otlp = await startOtlpReceiver();
+    downstream = await startReceiver(() => 200);
+    const { config, problems } = tracingSettings('dev', {
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    });
+    expect(problems).toEqual([]);
+    if (config === undefined) throw new Error('tracing is off');
+    expect(config.protocol).toBe('http/protobuf');
+    tracing = await createOtelTracing(config);
+    rt = await startRuntime({
+      engine: { outbound: { allow: [`127.0.0.1:${downstream.port}`] }, tracing },
+      tracing,
+    });
+    await rt.apply(
+      'traced.yaml',
+      [
+        secret('keys', { acme: 'key-acme-123456' }),
+        workflow('calls', {
+          nodes: [
+            { id: 'shape', type: 'transform', expression: '{ "n": body.n }' },
+            {
+              id: 'notify',
+              type: 'http',
+              request: { method: 'POST', url: `${downstream.url}/ok` },
+            },
+          ],
+        }),
+        trigger('keyed', {
+          workflowRef: { name: 'calls' },
+          pathSegment: 'keyed',
+          auth: { method: 'apiKey', apiKey: { secretRef: { name: 'keys' } } },
+          response: { mode: 'waitForCompletion' },
+        }),
+      ],
+      ['keyed'],
+    );
+    base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+  }, 30_000);
+  afterAll(async () => {
+    await rt?.stop();
+    await tracing?.shutdown(2000);
+    await downstream?.close();
+    await otlp?.close();
+  });
+
+  it('a request’s spans arrive as application/x-protobuf, with its trace id, names and attributes', async () => {
+    const res = await fetch(`${base}${wf}calls/keyed`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': 'key-acme-123456',
+        traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`,
+      },
+      body: JSON.stringify({ n: 7 }),
+    });
+    expect(res.status).toBe(200);
+    const spans = await traceOf(otlp, (s) => s.traceId === CALLER_TRACE, 5);
+    // Every export request was protobuf, and every span came in one.
+    expect(otlp.requests.length).toBeGreaterThan(0);
+    expect(new Set(otlp.requests)).toEqual(new Set(['application/x-protobuf']));
+    expect(new Set(otlp.encodings)).toEqual(new Set(['protobuf']));
+
+    const server = one(spans, (s) => s.kind === SPAN_KIND.server);
+    expect(server.name).toBe(`POST ${wf}calls/keyed`);
+    expect(server.parentSpanId).toBe(CALLER_SPAN);
+    expect(server.spanId).toMatch(/^[0-9a-f]{16}$/);
+    expect(server.status.code).toBe(STATUS.unset);
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': `${wf}calls/keyed`,
+      'url.path': `${wf}calls/keyed`,
+      'http.response.status_code': 200,
+      'hookgate.trigger.name': 'keyed',
+      'hookgate.workflow.id': 'default_production_calls',
+    });
+    expect(server.resource['service.name']).toBe('hookgate-dev');
+
+    const execution = one(spans, (s) => s.name === 'execute default_production_calls');
+    expect(execution.parentSpanId).toBe(server.spanId);
+    expect(execution.attributes).toMatchObject({
+      'hookgate.execution.id': server.attributes['hookgate.execution.id'],
+      'hookgate.execution.attempt': 1,
+    });
+    const nodes = spans.filter((s) => s.parentSpanId === execution.spanId);
+    expect(nodes.map((s) => s.name).sort()).toEqual(['http notify', 'transform shape']);
+    const client = one(spans, (s) => s.kind === SPAN_KIND.client);
+    expect(client.parentSpanId).toBe(one(nodes, (s) => s.name === 'http notify').spanId);
+    expect(client.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.response.status_code': 200,
+      'url.full': `${downstream.url}/ok`,
+      'server.port': downstream.port,
+      'hookgate.outbound.purpose': 'http-node',
+    });
+  });
+});
