@@ -1,6 +1,7 @@
 // config.tracing: the standard OpenTelemetry variables reach the processes that make
 // spans (gateways, workers), none when off; the values are checked before install.
 import { describe, expect, it } from 'vitest';
+import { tracingSettings } from '../../roles/tracing-settings.ts';
 import { container, deployment, envOf, render, renderError, ROLES, tools } from './chart.ts';
 
 const otelOf = (env: Map<string, { value?: string }>) =>
@@ -24,6 +25,7 @@ describe.skipIf(!tools)('chart: distributed tracing', () => {
       expect(otelOf(envOf(container(deployment(objects, role)))), role).toEqual({
         OTEL_TRACES_EXPORTER: 'otlp',
         OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
         OTEL_TRACES_SAMPLER: 'parentbased_always_on',
       });
     expect(otelOf(envOf(container(deployment(objects, 'operator'))))).toEqual({});
@@ -68,6 +70,60 @@ describe.skipIf(!tools)('chart: distributed tracing', () => {
     ).toContain('config.tracing.enabled needs config.tracing.endpoint');
     expect(await renderError('config.tracing.exporters={otlp,zipkin}')).toContain('exporters');
     expect(await renderError('config.tracing.exporters={OTLP,Zipkin}')).toContain('exporters');
+  });
+
+  // config.tracing.protocol reads as the roles read OTEL_EXPORTER_OTLP_PROTOCOL: what they
+  // refuse at start fails the render, naming the value; what they take is set as they
+  // read it (or, empty, not set: their default).
+  it.each([
+    'http/protobuf',
+    'HTTP/Protobuf',
+    'http/json',
+    ' HTTP/JSON ',
+    '',
+    'grpc',
+    'GRPC',
+    'http/thrift',
+    'http/protobuf,http/json',
+  ])('protocol %j as the roles read it', async (protocol) => {
+    const endpoint = 'http://otel-collector.observability:4318';
+    const role = tracingSettings('gateway', {
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+    });
+    // --set would split a value at its comma: a values file keeps it whole.
+    const sets = [
+      'config.tracing.enabled=true',
+      `config.tracing.endpoint=${endpoint}`,
+      `config.tracing.protocol=${protocol.replaceAll(',', '\\,')}`,
+    ];
+    const [refusal] = role.problems;
+    if (refusal !== undefined) {
+      const error = await renderError(...sets);
+      expect(error).toContain(
+        refusal
+          .replace('OTEL_EXPORTER_OTLP_PROTOCOL', 'config.tracing.protocol')
+          .replace('the endpoint', 'config.tracing.endpoint'),
+      );
+      return;
+    }
+    const env = otelOf(envOf(container(deployment(await render(...sets), 'worker'))));
+    expect(env.OTEL_EXPORTER_OTLP_PROTOCOL).toBe(
+      protocol.trim() ? role.config?.protocol : undefined,
+    );
+    // What the pods get, the roles read to the same protocol.
+    expect(tracingSettings('worker', env).config?.protocol).toBe(role.config?.protocol);
+  });
+
+  it('protocol: only with otlp; console alone sets none and refuses none', async () => {
+    expect(
+      await render(
+        'config.tracing.enabled=true',
+        'config.tracing.exporters={console}',
+        'config.tracing.protocol=grpc',
+      ).then((objects) => otelOf(envOf(container(deployment(objects, 'gateway'))))),
+    ).toEqual({ OTEL_TRACES_EXPORTER: 'console', OTEL_TRACES_SAMPLER: 'parentbased_always_on' });
   });
 
   it('exporters in any case, blanks around them, as the roles read OTEL_TRACES_EXPORTER', async () => {

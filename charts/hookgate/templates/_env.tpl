@@ -100,7 +100,9 @@ the workers. Only the standard OpenTelemetry variables; none when off, so the po
 no tracing code. service.name stays the process's default, hookgate-<role>. The
 exporters as the roles read OTEL_TRACES_EXPORTER (any case, blanks around, each once,
 none adds nothing), set as the working ones; enabled with none of those is refused, not
-rendered as a tracing that is off. The endpoint only for otlp.
+rendered as a tracing that is off. The endpoint and the protocol only for otlp; the
+protocol as the roles read OTEL_EXPORTER_OTLP_PROTOCOL (any case, blanks around; empty:
+the roles' default, http/protobuf), grpc and unknown names refused.
 */}}
 {{- define "hookgate.tracing.env" -}}
 {{- with .Values.config.tracing }}
@@ -124,11 +126,22 @@ rendered as a tracing that is off. The endpoint only for otlp.
 {{- if and $otlp (not .endpoint) }}
 {{- fail "config.tracing.enabled needs config.tracing.endpoint, the collector's OTLP/HTTP URL (e.g. http://otel-collector.observability:4318), with otlp in config.tracing.exporters" }}
 {{- end }}
+{{- $protocol := .protocol | default "" | toString | trim | lower }}
+{{- if and $otlp (eq $protocol "grpc") }}
+{{- fail "config.tracing.protocol is grpc, which hookgate does not export: point config.tracing.endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json" }}
+{{- end }}
+{{- if and $otlp $protocol (not (has $protocol (list "http/protobuf" "http/json"))) }}
+{{- fail (printf "config.tracing.protocol must be http/protobuf or http/json (OTLP over HTTP), not %q" (.protocol | toString | trim)) }}
+{{- end }}
 - name: OTEL_TRACES_EXPORTER
   value: {{ join "," $exporters | quote }}
 {{- if $otlp }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ .endpoint | quote }}
+{{- if $protocol }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $protocol | quote }}
+{{- end }}
 {{- end }}
 - name: OTEL_TRACES_SAMPLER
   value: {{ .sampler | quote }}
