@@ -56,10 +56,15 @@ function callbackSecretFromConfig(): Pick<HookgateDeploymentArgs, 'callbackSecre
 
 /**
  * Tracing when tracingEndpoint or tracingExporters is set (chart config.tracing);
- * tracingExporters as the roles read OTEL_TRACES_EXPORTER (`none`: off).
+ * tracingExporters as the roles read OTEL_TRACES_EXPORTER (`none`: off), tracingProtocol
+ * as they read OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf, the default, or http/json).
  */
 function tracingFromConfig(): Pick<HookgateDeploymentArgs, 'tracing'> {
-  const tracing = stackTracing(config.get('tracingEndpoint'), config.get('tracingExporters'));
+  const tracing = stackTracing(
+    config.get('tracingEndpoint'),
+    config.get('tracingExporters'),
+    config.get('tracingProtocol'),
+  );
   if (!tracing) return {};
   const sampler = config.get<TraceSampler>('tracingSampler', {
     allowedValues: [...TRACE_SAMPLERS],

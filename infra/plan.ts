@@ -10,9 +10,13 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { rulesProblems, type OutboundRules } from '../runtime/engine/outbound/policy.ts';
 import {
+  DEFAULT_OTLP_PROTOCOL,
+  OTLP_PROTOCOLS,
+  readOtlpProtocol,
   readTraceExporters,
   TRACE_EXPORTERS,
   TRACE_SAMPLERS,
+  type OtlpProtocol,
   type TraceExporter,
   type TraceSampler,
 } from '../runtime/tracing/tracing.ts';
@@ -68,6 +72,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export { TRACE_SAMPLERS, type TraceSampler };
 /** OTEL_TRACES_EXPORTER values (chart `config.tracing.exporters`): the roles' own list. */
 export { TRACE_EXPORTERS, type TraceExporter };
+/** OTEL_EXPORTER_OTLP_PROTOCOL values (chart `config.tracing.protocol`): the roles' own list. */
+export { OTLP_PROTOCOLS, type OtlpProtocol };
 
 /** Distributed tracing of the gateways and workers (chart `config.tracing`, ADR 0040). */
 export interface TracingArgs {
@@ -79,6 +85,11 @@ export interface TracingArgs {
   exporters?: TraceExporter[];
   /** The collector's OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT); needed with otlp. */
   endpoint?: string;
+  /**
+   * OTEL_EXPORTER_OTLP_PROTOCOL, with otlp: http/protobuf or http/json, both to the
+   * OTLP/HTTP port (4318); grpc is not exported. Default: http/protobuf.
+   */
+  protocol?: OtlpProtocol;
   /** OTEL_TRACES_SAMPLER; default parentbased_always_on. */
   sampler?: TraceSampler;
   /** OTEL_TRACES_SAMPLER_ARG of the traceidratio samplers, 0 to 1; default 1. */
@@ -86,21 +97,34 @@ export interface TracingArgs {
 }
 
 /**
- * The stack's `tracingEndpoint` and `tracingExporters` (infra/index.ts) as TracingArgs;
- * undefined: tracing off. `tracingExporters` means what OTEL_TRACES_EXPORTER means to the
- * roles, read by their own function: what they would refuse at start is an Error here, at
- * preview, and a list with no working exporter (`none`, `,`, empty) is off, as it is for
- * them, endpoint or not. Unset, tracing is on (otlp) with an endpoint, off without.
+ * The stack's `tracingEndpoint`, `tracingExporters` and `tracingProtocol`
+ * (infra/index.ts) as TracingArgs; undefined: tracing off. `tracingExporters` means what
+ * OTEL_TRACES_EXPORTER means to the roles, `tracingProtocol` what
+ * OTEL_EXPORTER_OTLP_PROTOCOL means to them, each read by their own function: what they
+ * would refuse at start is an Error here, at preview, and a list with no working exporter
+ * (`none`, `,`, empty) is off, as it is for them, endpoint or not. Unset, tracing is on
+ * (otlp) with an endpoint, off without. The protocol is read only with otlp, as the roles
+ * read it; blank is unset (the default, http/protobuf).
  */
 export function stackTracing(
   endpoint: string | undefined,
   exporters: string | undefined,
-): Pick<TracingArgs, 'endpoint' | 'exporters'> | undefined {
-  if (exporters === undefined) return endpoint ? { endpoint } : undefined;
-  const read = readTraceExporters('tracingExporters', exporters);
+  protocol?: string,
+): Pick<TracingArgs, 'endpoint' | 'exporters' | 'protocol'> | undefined {
+  let tracing: Pick<TracingArgs, 'endpoint' | 'exporters'>;
+  if (exporters === undefined) {
+    if (!endpoint) return undefined;
+    tracing = { endpoint };
+  } else {
+    const read = readTraceExporters('tracingExporters', exporters);
+    if (read.problem) throw new Error(read.problem);
+    if (read.exporters.length === 0) return undefined;
+    tracing = { ...(endpoint ? { endpoint } : {}), exporters: read.exporters };
+  }
+  if (!(tracing.exporters ?? ['otlp']).includes('otlp')) return tracing;
+  const read = readOtlpProtocol('tracingProtocol', protocol);
   if (read.problem) throw new Error(read.problem);
-  if (read.exporters.length === 0) return undefined;
-  return { ...(endpoint ? { endpoint } : {}), exporters: read.exporters };
+  return read.protocol === undefined ? tracing : { ...tracing, protocol: read.protocol };
 }
 
 /** Whose W3C trace context the gateways pass on (chart `config.traceContext`). */
@@ -436,6 +460,17 @@ function validateTracing(tracing: TracingArgs | undefined): string[] {
       errors.push('tracing.endpoint is needed with otlp in tracing.exporters (the default)');
   } else if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(tracing.endpoint))
     errors.push(`tracing.endpoint must be an http:// or https:// URL, got "${tracing.endpoint}"`);
+  // As the chart reads it: with otlp only (console alone exports no OTLP).
+  if (
+    tracing.protocol !== undefined &&
+    exporters.includes('otlp') &&
+    !OTLP_PROTOCOLS.includes(tracing.protocol)
+  )
+    errors.push(
+      String(tracing.protocol).trim().toLowerCase() === 'grpc'
+        ? "tracing.protocol is grpc, which hookgate does not export: point tracing.endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json"
+        : `tracing.protocol must be http/protobuf or http/json (OTLP over HTTP), got "${String(tracing.protocol)}"`,
+    );
   if (tracing.sampler !== undefined && !TRACE_SAMPLERS.includes(tracing.sampler))
     errors.push(
       `tracing.sampler must be one of ${TRACE_SAMPLERS.join(', ')}, got "${String(tracing.sampler)}"`,
@@ -681,6 +716,7 @@ export interface ChartValues {
       enabled: boolean;
       exporters: TraceExporter[];
       endpoint: string;
+      protocol: OtlpProtocol;
       sampler: TraceSampler;
       samplerRatio: number;
     };
@@ -722,6 +758,7 @@ function tracingValues(tracing: TracingArgs | undefined): Pick<ChartValues['conf
       enabled: true,
       exporters: tracing.exporters ?? ['otlp'],
       endpoint: tracing.endpoint ?? '',
+      protocol: tracing.protocol ?? DEFAULT_OTLP_PROTOCOL,
       sampler: tracing.sampler ?? 'parentbased_always_on',
       samplerRatio: tracing.samplerRatio ?? 1,
     },

@@ -126,6 +126,7 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       tracing: {
         endpoint: 'http://otel-collector.observability:4318',
         exporters: ['otlp', 'console'],
+        protocol: 'http/json',
         sampler: 'parentbased_traceidratio',
         samplerRatio: 0.25,
       },
@@ -155,12 +156,16 @@ describe.skipIf(!tools)('HookgateDeployment installs what helm install does', ()
       ...['--set', 'config.tracing.enabled=true'],
       ...['--set', 'config.tracing.endpoint=http://otel-collector.observability:4318'],
       ...['--set', 'config.tracing.exporters={otlp,console}'],
+      ...['--set', 'config.tracing.protocol=http/json'],
       ...['--set', 'config.tracing.sampler=parentbased_traceidratio'],
       ...['--set', 'config.tracing.samplerRatio=0.25'],
     ]);
     expect(fromPulumi).toEqual(fromHelm);
     expect(JSON.stringify(fromPulumi)).toContain('"OTEL_TRACES_SAMPLER_ARG","value":"0.25"');
     expect(JSON.stringify(fromPulumi)).toContain('"OTEL_TRACES_EXPORTER","value":"otlp,console"');
+    expect(JSON.stringify(fromPulumi)).toContain(
+      '"OTEL_EXPORTER_OTLP_PROTOCOL","value":"http/json"',
+    );
     expect(names(fromPulumi)).toContain('Role/edge-hookgate-operator-secrets');
     expect(names(fromPulumi).filter((n) => n.includes('redis'))).toEqual([]);
   });

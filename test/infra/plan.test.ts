@@ -243,6 +243,26 @@ describe('resolveArgs', () => {
       expect(validateArgs({ ...valid, tracing: { exporters } })).toEqual([
         'tracing.exporters must list otlp or console (none exports nothing); leave tracing out to turn it off',
       ]);
+    // The OTLP protocol, as the roles and the chart take it: with otlp only.
+    const otlp = { endpoint: 'http://c.obs:4318' };
+    for (const protocol of ['http/protobuf', 'http/json'] as const)
+      expect(validateArgs({ ...valid, tracing: { ...otlp, protocol } })).toEqual([]);
+    expect(
+      validateArgs({ ...valid, tracing: { ...otlp, protocol: 'grpc' as 'http/json' } }),
+    ).toEqual([
+      "tracing.protocol is grpc, which hookgate does not export: point tracing.endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json",
+    ]);
+    expect(
+      validateArgs({ ...valid, tracing: { ...otlp, protocol: 'http/thrift' as 'http/json' } }),
+    ).toEqual([
+      'tracing.protocol must be http/protobuf or http/json (OTLP over HTTP), got "http/thrift"',
+    ]);
+    expect(
+      validateArgs({
+        ...valid,
+        tracing: { exporters: ['console'], protocol: 'grpc' as 'http/json' },
+      }),
+    ).toEqual([]);
   });
 
   it('takes the log output settings within the bounds the roles and the chart hold them to', () => {
@@ -758,6 +778,11 @@ describe('the tracing exporters', () => {
       enabled: true,
       exporters: ['otlp'],
       endpoint: 'http://c.obs:4318',
+      // The specification's default protocol, as the roles' default.
+      protocol: 'http/protobuf',
+    });
+    expect(tracing({ endpoint: 'http://c.obs:4318', protocol: 'http/json' })).toMatchObject({
+      protocol: 'http/json',
     });
     expect(tracing({ exporters: ['console'] })).toMatchObject({
       enabled: true,
@@ -835,6 +860,60 @@ describe('the stack config tracingExporters', () => {
     // `none` turns tracing off beside an endpoint too, as OTEL_TRACES_EXPORTER=none does.
     expect(stackTracing(endpoint, 'none')).toBeUndefined();
     expect(stackTracing(endpoint, ',')).toBeUndefined();
+  });
+});
+
+describe('the stack config tracingProtocol', () => {
+  // What a role reads in OTEL_EXPORTER_OTLP_PROTOCOL, the Pulumi program reads in
+  // tracingProtocol: the same refusals (at preview rather than at start), the same
+  // protocol, the default when blank; and the chart values it gives are valid.
+  const endpoint = 'http://c.obs:4318';
+  it.each([
+    'http/protobuf',
+    'HTTP/PROTOBUF',
+    'http/json',
+    ' Http/Json ',
+    '',
+    '  ',
+    'grpc',
+    ' GRPC',
+    'http/thrift',
+    'http/protobuf,http/json',
+  ])('%j as the roles read it', (value) => {
+    const role = tracingSettings('gateway', {
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: value,
+    });
+    const stack = () => stackTracing(endpoint, undefined, value);
+    const [refusal] = role.problems;
+    if (refusal !== undefined) {
+      expect(stack).toThrow(
+        new Error(refusal.replace('OTEL_EXPORTER_OTLP_PROTOCOL', 'tracingProtocol')),
+      );
+      return;
+    }
+    const tracing = stack();
+    const args = { ...valid, ...(tracing ? { tracing } : {}) };
+    expect(validateArgs(args)).toEqual([]);
+    const values = chartValues(resolveArgs(args));
+    expect(validateValues(values)).toBe(true);
+    expect(values.config.tracing?.protocol).toBe(role.config?.protocol);
+  });
+
+  it('is read only with otlp, as the roles read it; unset is the default', () => {
+    expect(stackTracing(endpoint, undefined, undefined)).toEqual({ endpoint });
+    expect(stackTracing(endpoint, 'otlp', 'HTTP/JSON')).toEqual({
+      endpoint,
+      exporters: ['otlp'],
+      protocol: 'http/json',
+    });
+    // Console alone exports no OTLP: the protocol is not read, as the roles do not.
+    expect(stackTracing(undefined, 'console', 'grpc')).toEqual({ exporters: ['console'] });
+    expect(stackTracing(endpoint, 'none', 'grpc')).toBeUndefined();
+    expect(() => stackTracing(endpoint, 'otlp,console', 'grpc')).toThrow(
+      "tracingProtocol is grpc, which hookgate does not export: point the endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json",
+    );
   });
 });
 
