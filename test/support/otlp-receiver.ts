@@ -2,12 +2,11 @@
 // export requests (POST /v1/traces, an ExportTraceServiceRequest) in both encodings of
 // OTLP/HTTP, JSON (application/json: ids as hex, attributes as key/value lists) and
 // binary protobuf (application/x-protobuf), and keeps every span, flattened. Protobuf is
-// decoded by protobufjs with the official OTLP schema (otlp-proto/, opentelemetry-proto
-// v1.11.0), not by the exporters' own code: a request the schema does not read is a 400.
+// decoded by protobufjs with the OTLP schema's field numbers (otlp-schema.ts), not by the
+// exporters' own code: a request the schema does not read is a 400.
 // Any other content type is refused with 415, so a test notices an exporter that changed.
 import { createServer } from 'node:http';
-import { join } from 'node:path';
-import protobuf from 'protobufjs';
+import { exportTraceServiceRequest } from './otlp-schema.ts';
 
 export interface ReceivedSpan {
   traceId: string;
@@ -66,16 +65,6 @@ interface ExportRequest {
   }[];
 }
 
-const PROTO_DIR = join(import.meta.dirname, 'otlp-proto');
-
-/** ExportTraceServiceRequest of the official schema, loaded once. */
-const exportRequestType = (() => {
-  const root = new protobuf.Root();
-  root.resolvePath = (_origin, target) => join(PROTO_DIR, target);
-  root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto');
-  return root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');
-})();
-
 const hex = (base64: unknown) =>
   typeof base64 === 'string' ? Buffer.from(base64, 'base64').toString('hex') : undefined;
 
@@ -85,7 +74,7 @@ const hex = (base64: unknown) =>
  * trace and span ids in hex (protobufjs gives bytes as base64).
  */
 export function decodeProtobufExport(body: Uint8Array): ExportRequest {
-  const request = exportRequestType.toObject(exportRequestType.decode(body), {
+  const request = exportTraceServiceRequest.toObject(exportTraceServiceRequest.decode(body), {
     longs: String,
     enums: Number,
     bytes: String,
