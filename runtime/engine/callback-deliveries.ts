@@ -30,7 +30,7 @@ export interface CallbackDeliveriesOptions {
    */
   record?: (
     execution: Execution,
-    request: Pick<StartRequest, 'workflow' | 'idempotencyWindowMs'>,
+    request: Pick<StartRequest, 'workflow' | 'keepRecord' | 'idempotencyWindowMs'>,
   ) => Promise<void>;
   onInternalError: (error: unknown, where: string) => void;
 }
@@ -57,7 +57,10 @@ export class CallbackDeliveries {
   deliver(
     execution: Execution,
     url: string,
-    request: Pick<StartRequest, 'workflow' | 'trigger' | 'callbackSecrets' | 'idempotencyWindowMs'>,
+    request: Pick<
+      StartRequest,
+      'workflow' | 'trigger' | 'callbackSecrets' | 'keepRecord' | 'idempotencyWindowMs'
+    >,
     span?: TraceSpan,
   ): void {
     const { routes } = this.#o;

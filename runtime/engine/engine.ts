@@ -15,7 +15,7 @@ import { CallbackSender, type CallbackSenderOptions, type DeliveryResult } from 
 import { replayStored, type EventOutlet, type Listener } from './execution-events.ts';
 import { ExecutionFailure } from './execution-failure.ts';
 import {
-  discardsSucceeded,
+  discardsSuccess,
   executionDiscarded,
   MemoryExecutionStore,
   type ExecutionStore,
@@ -616,12 +616,12 @@ export class InProcessEngine implements ExecutionEngine {
    */
   async #recordCallback(
     execution: Execution,
-    request: Pick<StartRequest, 'workflow' | 'idempotencyWindowMs'>,
+    request: Pick<StartRequest, 'workflow' | 'keepRecord' | 'idempotencyWindowMs'>,
   ): Promise<void> {
     if (
       execution.status !== 'succeeded' ||
       execution.callback?.delivered !== true ||
-      !discardsSucceeded(request.workflow)
+      !discardsSuccess(request, execution)
     ) {
       await this.store.save(execution);
       return;
@@ -635,14 +635,14 @@ export class InProcessEngine implements ExecutionEngine {
   }
 
   /**
-   * Writes the final record and the events (or, for a succeeded execution whose workflow
-   * discards such records and that has no callback to deliver, removes them: ADR 0041),
-   * then leaves the hot set; sends the callback.
+   * Writes the final record and the events (or, for a succeeded execution that discards
+   * its record, `discardsSuccess`, and has no callback to deliver, removes them: ADR
+   * 0041), then leaves the hot set; sends the callback.
    */
   async #persist(hot: LiveExecution): Promise<void> {
     const url = hot.request.callbackUrl;
     const discard =
-      hot.execution.status === 'succeeded' && !url && discardsSucceeded(hot.request.workflow);
+      hot.execution.status === 'succeeded' && !url && discardsSuccess(hot.request, hot.execution);
     // A dead-lettered run's job is acknowledged after its entry is added (below).
     const saved = discard
       ? await hot.stream.discard(

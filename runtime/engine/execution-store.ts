@@ -5,7 +5,13 @@ import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bound
 import { HttpProblem } from '../errors.ts';
 import type { HeldRecord, HeldRecords } from './dead-letters.ts';
 import { ExpiringEntries } from './expiring-entries.ts';
-import type { Execution, ExecutionFilter, ExecutionPage, SequencedEvent } from './ports.ts';
+import type {
+  Execution,
+  ExecutionFilter,
+  ExecutionPage,
+  SequencedEvent,
+  StartRequest,
+} from './ports.ts';
 import {
   boundEvent,
   boundExecution,
@@ -118,6 +124,39 @@ export const isFinished = (e: Execution): boolean =>
 /** Whether the workflow discards the records of its succeeded executions (ADR 0041). */
 export function discardsSucceeded(workflow: Pick<WorkflowRegistration, 'spec'>): boolean {
   return workflow.spec.executionRecords?.succeeded === 'Discard';
+}
+
+/** What a start request's run does with the record of a success (ADR 0041). */
+type DiscardRequest = Pick<StartRequest, 'workflow' | 'keepRecord' | 'respondAwaited'>;
+
+/**
+ * What a job tells the worker that runs it about a success (ExecutionJob.discardIfSucceeded,
+ * ADR 0041 amended 2026-11-28 (day)): the view of the workflow it was queued under (or, a
+ * retry's job, the views so far). `true`: discard it; `'responded'`: discard it once a
+ * respond node ran (Wait for Response Node); absent: keep it.
+ */
+export type QueuedDiscard = true | 'responded';
+
+/** The job's `discardIfSucceeded` of a start request (queued-engine.ts, retry-queue-redis.ts). */
+export function queuedDiscard(request: DiscardRequest): QueuedDiscard | undefined {
+  if (request.keepRecord || !discardsSucceeded(request.workflow)) return undefined;
+  return request.respondAwaited ? 'responded' : true;
+}
+
+/**
+ * Whether the run of `request`, succeeded, discards its record: its workflow says Discard,
+ * the view it was queued under did too (a worker's run: `keepRecord`), and a caller who
+ * waited for a respond node got one (`respondAwaited`). Callback mode: once delivered.
+ */
+export function discardsSuccess(
+  request: DiscardRequest,
+  execution: Pick<Execution, 'response'>,
+): boolean {
+  return (
+    request.keepRecord !== true &&
+    discardsSucceeded(request.workflow) &&
+    (request.respondAwaited !== true || execution.response !== undefined)
+  );
 }
 
 export const DEFAULT_LIST_LIMIT = 50;

@@ -276,6 +276,23 @@ export interface StartRequest {
    */
   watched?: true;
   /**
+   * Keep this execution's record should it succeed, whatever `workflow` says (ADR 0041,
+   * amended 2026-11-28 (day)): the one that queued it saw a workflow that keeps the
+   * records of succeeded executions. A worker sets it when the job does not say
+   * `discardIfSucceeded` (a gateway whose view of the workflow said Keep, or one from
+   * before the field, which never marked the execution watched): a run discards only
+   * when the view it was queued under and its own both say Discard (`discardsSuccess`).
+   * Starters leave it out: a start's `workflow` is the view it is queued under.
+   */
+  keepRecord?: true;
+  /**
+   * The caller waits for a respond node's answer (Wait for Response Node): a run that
+   * succeeds without one answered that caller with an error (500), and keeps its record
+   * whatever its workflow says (ADR 0041, amended 2026-11-28 (day)). Set by the gateway
+   * for a workflow that discards such records only (it changes nothing for others).
+   */
+  respondAwaited?: true;
+  /**
    * The request came with an Idempotency-Key, kept by the gateway this long (ms). Should
    * this execution succeed and its record be discarded (ADR 0041), the store leaves a
    * tombstone for that long (`hinted`).

@@ -19,7 +19,7 @@ import {
   parseTombstone,
   type RedisExecutionStore,
 } from './execution-store-redis.ts';
-import { executionDiscarded } from './execution-store.ts';
+import { executionDiscarded, queuedDiscard, type QueuedDiscard } from './execution-store.ts';
 import { recordJson, withStoredInput } from './execution-record-redis.ts';
 import { DrainRate, readQueueState, retryAfterSeconds } from './queue-state.ts';
 import { withExecutionId } from './util.ts';
@@ -52,6 +52,14 @@ export interface ExecutionJob {
    * the worker's discard of its success leaves a tombstone that long (ADR 0041).
    */
   idempotencyWindowMs?: number;
+  /**
+   * What to do with the record of a success, as the view of the workflow the job was
+   * queued under says (queuedDiscard, ADR 0041 amended 2026-11-28 (day)): `true` discard
+   * it, `'responded'` discard it if a respond node ran (Wait for Response Node); absent
+   * (a Keep workflow, or a job of a gateway from before) keep it. The worker discards only
+   * when its own view of the workflow says Discard too.
+   */
+  discardIfSucceeded?: QueuedDiscard;
 }
 
 // KEYS: execution, index, stream. ARGV: record JSON without its input, created ms, id,
@@ -348,6 +356,8 @@ function jobOf(id: string, request: StartRequest): ExecutionJob {
   if (request.callbackUrl) job.callbackUrl = request.callbackUrl;
   if (request.idempotencyWindowMs !== undefined)
     job.idempotencyWindowMs = request.idempotencyWindowMs;
+  const discard = queuedDiscard(request);
+  if (discard !== undefined) job.discardIfSucceeded = discard;
   return job;
 }
 

@@ -18,6 +18,7 @@ import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RetryHandOff } from './engine.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
 import { EXECUTION_KEYS } from './execution-store-redis.ts';
+import { queuedDiscard } from './execution-store.ts';
 import { recordJson } from './execution-record-redis.ts';
 import { EXECUTION_FIELDS, type ExecutionLayout } from './execution-keys.ts';
 import type { Execution, StartRequest } from './ports.ts';
@@ -83,6 +84,10 @@ export class RedisRetryQueue implements RetryHandOff {
         ? {}
         : { idempotencyWindowMs: request.idempotencyWindowMs }),
     };
+    // The views of the workflow so far (the gateway's, this worker's): the next attempt's
+    // worker discards its success only if they and its own say Discard (ADR 0041).
+    const discard = queuedDiscard(request);
+    if (discard !== undefined) job.discardIfSucceeded = discard;
     const keys = this.#layout.of(execution.id);
     await this.#redis.hookgateRetrySchedule(
       keys.execution(execution.id),

@@ -146,7 +146,9 @@ const jobOf = ([entryId, fields]: StreamEntry): Job => ({ entryId, fields });
 
 /**
  * What the request that queued a job left in it for the run: its callback URL (signed
- * with the secrets `signing` names), its Idempotency-Key's window (ADR 0041).
+ * with the secrets `signing` names), its Idempotency-Key's window and what its view of
+ * the workflow said of a success's record (ADR 0041): a job that does not say Discard
+ * (queued under Keep, or by a gateway from before) keeps it, whatever this worker's view.
  */
 function carried(
   job: ExecutionJob,
@@ -156,6 +158,9 @@ function carried(
     ? { callbackUrl: job.callbackUrl, ...callbackSigning(signing) }
     : {};
   if (job.idempotencyWindowMs !== undefined) request.idempotencyWindowMs = job.idempotencyWindowMs;
+  const discard = job.discardIfSucceeded;
+  if (discard === 'responded') request.respondAwaited = true;
+  else if (discard !== true) request.keepRecord = true;
   return request;
 }
 

@@ -145,13 +145,24 @@ function resumedDiscarded(m: ModeRequest, token: string, error: unknown): Starte
   return { execution: { id, status: 'succeeded' }, links };
 }
 
+// Spread into each start's request, never changed.
+const WATCHED: Partial<StartRequest> = Object.freeze({ watched: true });
+const WATCHED_FOR_RESPOND: Partial<StartRequest> = Object.freeze({
+  watched: true,
+  respondAwaited: true,
+});
+const NOT_WATCHED: Partial<StartRequest> = Object.freeze({});
+
 /**
  * A waiting mode's start, and Ack + Subscribe's (its caller subscribes at once): marked
  * watched when its workflow discards the records of succeeded executions, whose end
  * would otherwise be gone before this gateway listens (StartRequest.watched, ADR 0041).
+ * Wait for Response Node's also says its caller waits for a respond node: a success
+ * without one answers that caller 500, and keeps its record (StartRequest.respondAwaited).
  */
 function watching(m: ModeRequest): Partial<StartRequest> {
-  return discardsSucceeded(m.workflow) ? { watched: true } : {};
+  if (!discardsSucceeded(m.workflow)) return NOT_WATCHED;
+  return m.route.spec.response.mode === 'waitForResponseNode' ? WATCHED_FOR_RESPOND : WATCHED;
 }
 
 function successStatus(route: RouteRecord): number {

@@ -142,6 +142,43 @@ describe('InProcessEngine: executionRecords.succeeded Discard', () => {
     expect(store.stats().entries).toBe(2);
   });
 
+  describe('Wait for Response Node (StartRequest.respondAwaited, ADR 0041 amended 2026-11-28 (day))', () => {
+    const awaited = (nodes: Partial<WorkflowNode>[]) => ({
+      workflow: workflow(nodes, DISCARD),
+      trigger: ref(),
+      input: trigger({ n: 21 }),
+      watched: true as const,
+      respondAwaited: true as const,
+    });
+
+    it('a success that ran no respond node (its caller got a 500) is kept', async () => {
+      const { engine: e, store } = engine();
+      const started = await e.start(awaited(double));
+      await eventually(() => expect(told).toEqual(['finished:succeeded']));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(told).not.toContain(`discarded:${started.id}`);
+      expect(await store.get(started.id)).toMatchObject({
+        status: 'succeeded',
+        output: { total: 42 },
+      });
+      expect(await store.get(started.id)).not.toHaveProperty('response');
+    });
+
+    it('a success that ran one is discarded', async () => {
+      const { engine: e, store } = engine();
+      const started = await e.start(
+        awaited([
+          { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "ok": true }' },
+          { id: 'a', type: 'transform', expression: '{ "total": body.n * 2 }' },
+        ]),
+      );
+      await eventually(() =>
+        expect(told).toEqual(['finished:succeeded', `discarded:${started.id}`]),
+      );
+      expect(await store.get(started.id)).toBeUndefined();
+    });
+  });
+
   it('a retried execution whose last attempt succeeds is discarded with its failed attempts', async () => {
     answers = [503, 200];
     const { engine: e, store } = engine();

@@ -647,6 +647,123 @@ for (const [name, start, shards] of [
       expect(await redis.exists(q.layout.of(other.id).tombstone(other.id))).toBe(0);
     });
 
+    // A workflow switched Keep -> Discard (or back) while a gateway's cache still has the
+    // other setting: a success is discarded only when the gateway's view at the enqueue
+    // (the job's discardIfSucceeded) and the worker's at the finish both say Discard (ADR
+    // 0041, amended 2026-11-28 (day)). A waiting caller subscribes after the enqueue has
+    // answered, and a gateway whose view says Keep does not mark the execution watched.
+    describe('a success is discarded only when the gateway and the worker both say Discard', () => {
+      const KEY = 'shop/switched-hook';
+      const DISCARD = { executionRecords: { succeeded: 'Discard' as const } };
+      const quick: Partial<WorkflowNode>[] = [
+        { id: 'a', type: 'transform', expression: '{ "n": body.n }' },
+      ];
+      /** The gateway's view (what it starts with) and the worker's (what it resolves). */
+      function views(gateway: 'Keep' | 'Discard', worker: 'Keep' | 'Discard', nodes = quick) {
+        const view = (says: 'Keep' | 'Discard') =>
+          workflow(nodes, says === 'Discard' ? DISCARD : {});
+        const target: JobTarget = { route: route(KEY), workflow: view(worker) };
+        q.targets.set(KEY, target);
+        return { workflow: view(gateway), trigger: triggerRef(target.route) };
+      }
+      /** The job JSON of an execution queued and not taken yet. */
+      async function jobOf(id: string): Promise<Record<string, unknown>> {
+        const entries = await client().xrange(q.layout.of(id).stream, '-', '+');
+        const fields = entries.find(([, f]) => f[1]?.includes(`"${id}"`))?.[1] ?? [];
+        return JSON.parse(fields[1] ?? '{}') as Record<string, unknown>;
+      }
+      /** The end of an execution read by a caller who subscribes now, within `ms`. */
+      const endOf = (g: ReturnType<typeof gateway>, id: string, ms = 3_000) =>
+        Promise.race([
+          finished(g.engine, id),
+          sleep(ms).then(() => Promise.reject(new Error(`no end of ${id} within ${ms} ms`))),
+        ]);
+
+      it('the gateway says Keep (a stale cache), the worker Discard: kept; a caller subscribing after the end reads it', async () => {
+        const target = views('Keep', 'Discard');
+        const g = gateway();
+        // What a waiting mode does with a Keep view: no watched mark.
+        const queued = await g.engine.start({ ...target, input: trigger({ n: 3 }) });
+        expect(await jobOf(queued.id)).not.toHaveProperty('discardIfSucceeded');
+        await worker().start();
+        // The run is over before the caller subscribes (the race a waiting mode can lose).
+        await eventually(async () => expect(await depth(client())).toBe(0));
+        expect(await endOf(g, queued.id)).toMatchObject({ status: 'succeeded', output: { n: 3 } });
+        expect(await g.engine.list({ triggerKey: KEY })).toHaveLength(1);
+      });
+
+      it('a job without the field (a gateway from before, which marked its waiting modes watched) is kept', async () => {
+        // Such a gateway wrote what this one writes for a Keep view marked watched: the
+        // hash with `w`, a job of id, trigger and workflow only.
+        const target = views('Keep', 'Discard');
+        const g = gateway();
+        const queued = await g.engine.start({ ...target, watched: true, input: trigger({ n: 4 }) });
+        expect(Object.keys(await jobOf(queued.id)).sort()).toEqual([
+          'id',
+          'triggerKey',
+          'workflowId',
+        ]);
+        const done = finished(g.engine, queued.id);
+        await worker().start();
+        expect(await done).toMatchObject({ status: 'succeeded', output: { n: 4 } });
+        expect((await g.engine.get(queued.id))?.status).toBe('succeeded');
+      });
+
+      it('the gateway says Discard, the worker Keep (switched back): kept', async () => {
+        const target = views('Discard', 'Keep');
+        const g = gateway();
+        const queued = await g.engine.start({ ...target, watched: true, input: trigger({ n: 5 }) });
+        expect(await jobOf(queued.id)).toMatchObject({ discardIfSucceeded: true });
+        const done = finished(g.engine, queued.id);
+        await worker().start();
+        expect(await done).toMatchObject({ status: 'succeeded', output: { n: 5 } });
+        await sleep(50);
+        expect((await g.engine.get(queued.id))?.status).toBe('succeeded');
+      });
+
+      it('both say Discard: discarded, and the waiting caller still reads the end', async () => {
+        const target = views('Discard', 'Discard');
+        const g = gateway();
+        const queued = await g.engine.start({ ...target, watched: true, input: trigger({ n: 6 }) });
+        const events: SequencedEvent[] = [];
+        await worker().start();
+        await eventually(async () => expect(await depth(client())).toBe(0));
+        g.engine.subscribe(queued.id, 0, (e) => events.push(e));
+        await eventually(() =>
+          expect(events.at(-1)).toMatchObject({ type: 'completed', output: { n: 6 } }),
+        );
+        expect(await g.engine.get(queued.id)).toBeUndefined();
+      });
+
+      it('Wait for Response Node (respondAwaited): a success without a respond node is kept, one with it is discarded', async () => {
+        const respondFirst: Partial<WorkflowNode>[] = [
+          { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "ok": true }' },
+          ...quick,
+        ];
+        const g = gateway();
+        const awaited = { watched: true as const, respondAwaited: true as const };
+        const none = await g.engine.start({
+          ...views('Discard', 'Discard'),
+          ...awaited,
+          input: trigger({ n: 7 }),
+        });
+        expect(await jobOf(none.id)).toMatchObject({ discardIfSucceeded: 'responded' });
+        await worker().start();
+        expect(await endOf(g, none.id)).toMatchObject({ status: 'succeeded', output: { n: 7 } });
+        const answered = await g.engine.start({
+          ...views('Discard', 'Discard', respondFirst),
+          ...awaited,
+          input: trigger({ n: 8 }),
+        });
+        const events: SequencedEvent[] = [];
+        g.engine.subscribe(answered.id, 0, (e) => events.push(e));
+        await eventually(() => expect(events.at(-1)).toMatchObject({ type: 'completed' }));
+        expect(events.map((e) => e.type)).toContain('respond');
+        expect(await g.engine.get(answered.id)).toBeUndefined();
+        expect((await g.engine.get(none.id))?.status).toBe('succeeded');
+      });
+    });
+
     it('a worker hands its engine the trigger, never the credentials of the route it read', async () => {
       const target = deploy([{ id: 'a', type: 'transform', expression: '{ "t": $trigger }' }]);
       const material = ['0f'.repeat(32), 'jwt-hmac-secret-0123456789', 'test-token-abcdef'];

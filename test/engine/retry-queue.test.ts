@@ -174,6 +174,45 @@ for (const [name, start, shards] of [
       expect(await g.deadLetters.count()).toBe(0);
     });
 
+    it("the retry queue carries what the views of the workflow said of a success into the next attempt's job (ADR 0041, amended 2026-11-28 (day))", async () => {
+      const g = gateway();
+      const retries = new RedisRetryQueue({ redis: client(), store: g.store });
+      const discarding = workflow(flaky, { executionRecords: { succeeded: 'Discard' } });
+      const jobs: Record<string, unknown>[] = [];
+      for (const [id, request] of [
+        ['exec_d', {}],
+        ['exec_r', { respondAwaited: true as const }],
+        // Queued under Keep (the job said nothing) or run by a worker whose view says Keep.
+        ['exec_k', { keepRecord: true as const }],
+        ['exec_w', { workflow: workflow(flaky) }],
+      ] as const) {
+        const execution: Execution = {
+          id,
+          workflowId: discarding.workflowId,
+          triggerKey: KEY,
+          status: 'queued',
+          createdAt: new Date().toISOString(),
+          input: trigger({}, id),
+          log: [],
+        };
+        const start = {
+          workflow: discarding,
+          trigger: triggerRef(route(KEY)),
+          input: execution.input,
+        };
+        await retries.schedule(execution, { ...start, ...request }, Date.now() + 60_000);
+        const [job] = await client().zrange(q.layout.of(id).retries, '0', '-1');
+        jobs.push(JSON.parse(job ?? '{}') as Record<string, unknown>);
+        await client().del(q.layout.of(id).retries);
+      }
+      expect(jobs.map((j) => [j.id, j.discardIfSucceeded])).toEqual([
+        ['exec_d', true],
+        ['exec_r', 'responded'],
+        ['exec_k', undefined],
+        ['exec_w', undefined],
+      ]);
+    });
+
     it('Discard with an Idempotency-Key: the retry queue carries its window, so the final success leaves its tombstone (ADR 0041)', async () => {
       const { target, g } = await discardingRetried();
       const request = {

@@ -3,7 +3,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROBLEM_BASE } from '../../runtime/errors.ts';
-import { eventually } from '../support/eventually.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { startReceiver } from '../support/receiver.ts';
@@ -456,8 +456,22 @@ describe('executionRecords.succeeded Discard', () => {
             response: { mode },
           }),
         ),
+        // A respond node on one branch only: a run down the other reaches none.
+        workflow('branchy', {
+          nodes: [
+            { id: 'check', type: 'if', condition: 'body.answer', else: 'last' },
+            { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "answered": true }' },
+            { id: 'last', type: 'transform', expression: '{ "n": $trigger.body.n }' },
+          ],
+          executionRecords: { succeeded: 'Discard' },
+        }),
+        trigger('dnode', {
+          workflowRef: { name: 'branchy' },
+          pathSegment: 'dnode',
+          response: { mode: 'waitForResponseNode' },
+        }),
       ],
-      ['dwait', 'dstream'],
+      ['dwait', 'dstream', 'dnode'],
     );
   });
   const postQuick = (segment: string, body: unknown) =>
@@ -478,6 +492,30 @@ describe('executionRecords.succeeded Discard', () => {
     );
     expect(answers).toEqual(Array.from({ length: 10 }, (_, n) => [200, { n, quick: true }]));
     expect(await rt.engine.list({ triggerKey: 'default/dwait' })).toEqual([]);
+  });
+
+  it('Wait for Response Node, a run that reaches no respond node: its caller gets the 500, and the record, a success, is kept for debugging (ADR 0041, amended 2026-11-28 (day))', async () => {
+    const branchy = (body: unknown) =>
+      fetch(`${base}/webhook/default_production_branchy/dnode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const res = await branchy({ n: 9, answer: false });
+    expect(res.status).toBe(500);
+    const problem = (await res.json()) as { detail: string; executionId: string };
+    expect(problem.detail).toBe('The workflow finished without running a respond node');
+    // Past its finishing write (a discard would have been done by then).
+    await sleep(50);
+    const kept = await fetch(`${adminBase}/api/executions/${problem.executionId}`);
+    expect(kept.status).toBe(200);
+    expect(await kept.json()).toMatchObject({ status: 'succeeded', output: { n: 9 } });
+    // Down the branch with the respond node: answered, then discarded as before.
+    const answered = await branchy({ n: 10, answer: true });
+    expect(answered.status).toBe(201);
+    expect(await answered.json()).toEqual({ answered: true });
+    await sleep(50);
+    expect(await rt.engine.list({ triggerKey: 'default/dnode' })).toHaveLength(1);
   });
 
   it('SSE Stream: the stream ends with the result; then its link and the admin API answer 404', async () => {
