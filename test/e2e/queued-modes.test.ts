@@ -109,8 +109,22 @@ for (const [name, start, queueShards] of [
                 response: { mode },
               }),
             ),
+            // Discard, a respond node on one branch only: a run down the other reaches none.
+            workflow('branchy', {
+              nodes: [
+                { id: 'check', type: 'if', condition: 'body.answer', else: 'last' },
+                { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "ok": true }' },
+                { id: 'last', type: 'transform', expression: '{ "n": $trigger.body.n }' },
+              ],
+              executionRecords: { succeeded: 'Discard' },
+            }),
+            trigger('dnode', {
+              workflowRef: { name: 'branchy' },
+              pathSegment: 'dnode',
+              response: { mode: 'waitForResponseNode' },
+            }),
           ],
-          [...MODES, ...DISCARD_MODES].map(([segment]) => segment),
+          [...MODES, ...DISCARD_MODES, ['dnode']].map(([segment]) => segment),
         );
         gateway = await createGatewayRuntime({
           redis: redis(),
@@ -121,7 +135,7 @@ for (const [name, start, queueShards] of [
           traceContext: 'all',
         });
         await eventually(() =>
-          expect(gateway.table.size).toBe(MODES.length + DISCARD_MODES.length),
+          expect(gateway.table.size).toBe(MODES.length + DISCARD_MODES.length + 1),
         );
         worker = await createWorkerRuntime({
           redis: redis(),
@@ -387,6 +401,27 @@ for (const [name, start, queueShards] of [
         const executionId = (JSON.parse(frames.at(-1)?.data ?? '{}') as { executionId: string })
           .executionId;
         await expectDiscarded(executionId, link);
+      });
+
+      it('Discard, Wait for Response Node: a run that reaches no respond node (its caller gets the 500) is kept; one that answers is discarded (ADR 0041, amended 2026-11-28 (day))', async () => {
+        const BRANCHY = '/webhook/default_production_branchy';
+        const res = await post('dnode', { n: 12, answer: false }, {}, BRANCHY);
+        expect(res.status).toBe(500);
+        const { executionId } = (await res.json()) as { executionId: string };
+        // Past its finishing write: the record stays (a discard would have gone by then).
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const kept = await fetch(`${admin}/api/executions/${executionId}`);
+        expect(kept.status).toBe(200);
+        expect(await kept.json()).toMatchObject({ status: 'succeeded', output: { n: 12 } });
+        const answered = await post('dnode', { n: 13, answer: true }, {}, BRANCHY);
+        expect(answered.status).toBe(201);
+        expect(await answered.json()).toEqual({ ok: true });
+        await eventually(async () => {
+          const listed = (await (
+            await fetch(`${admin}/api/executions?trigger=default/dnode`)
+          ).json()) as { items: { id: string }[] };
+          expect(listed.items.map((e) => e.id)).toEqual([executionId]);
+        });
       });
 
       it('Discard, Async Callback: delivered, then discarded', async () => {
