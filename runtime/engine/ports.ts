@@ -279,8 +279,8 @@ export interface StartRequest {
    * Keep this execution's record should it succeed, whatever `workflow` says (ADR 0041,
    * amended 2026-11-28 (day)): the one that queued it saw a workflow that keeps the
    * records of succeeded executions. A worker sets it when the job does not say
-   * `discardIfSucceeded` (a gateway whose view of the workflow said Keep, or one from
-   * before the field, which never marked the execution watched): a run discards only
+   * `discardIfSucceeded` (a gateway whose view of the workflow said Keep, and so did not
+   * mark the execution watched, or a gateway from before the field): a run discards only
    * when the view it was queued under and its own both say Discard (`discardsSuccess`).
    * Starters leave it out: a start's `workflow` is the view it is queued under.
    */
