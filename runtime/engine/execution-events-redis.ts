@@ -16,11 +16,21 @@
 // hash tag, so a Redis Cluster keeps each message on the shard that owns the execution,
 // where a PUBLISH is sent to every node of the cluster: the cost of a watched event
 // would grow with the number of masters. Redis 7.0 or newer.
+//
+// Gone: a subscriber that passes `onGone` knows the execution was written (its gateway's
+// enqueue, or a record it read). Its history read then marks the execution only if its
+// hash is there, and a catch-up looks for the hash too: none means the execution is gone
+// (discarded: its events are kept for the handover time only, 5 s, ADR 0041; dropped by
+// the byte budget; expired), so its end will never be published. The subscriber is told
+// at once (with the tombstone a discard that came with an Idempotency-Key left), instead
+// of waiting until its own timeout. No command more on a normal subscription; a
+// catch-up that finds it gone reads the tombstone (one GET).
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { RedisExecutionStore } from './execution-store-redis.ts';
-import type { SequencedEvent } from './ports.ts';
+import type { ExecutionGone, SequencedEvent } from './ports.ts';
 
 type Listener = (event: SequencedEvent) => void;
+type GoneListener = (gone: ExecutionGone) => void;
 
 /** A channel subscribed for this process's listeners. */
 interface Channel {
@@ -33,6 +43,8 @@ interface Channel {
 
 interface Subscription {
   listener: Listener;
+  /** Told when the execution is gone (see the top); absent: the listener just waits. */
+  onGone: GoneListener | undefined;
   lastSeq: number;
   /** Live events that arrived while the history was being read. */
   held: SequencedEvent[] | undefined;
@@ -105,7 +117,10 @@ export class RedisExecutionEvents {
    * Subscribes every channel again (harmless when the client did already: its reply
    * says the subscription is in place), then relays each execution's events stored
    * after the oldest its listeners had: the ones published while the connection was
-   * lost. Duplicates are dropped as ever (seq).
+   * lost. Duplicates are dropped as ever (seq). An execution with no hash left is gone:
+   * its listeners whose history read is done (it marked the execution, or found it
+   * written) are told; one still reading its history finds that out itself (its read
+   * may be what writes the mark of an execution not written yet).
    */
   #catchUp(): void {
     for (const [channel, entry] of this.#channels) {
@@ -113,12 +128,44 @@ export class RedisExecutionEvents {
       for (const sub of entry.subs) after = Math.min(after, sub.lastSeq);
       entry.subscribed = this.#subscriber.ssubscribe(channel);
       entry.subscribed
-        .then(() => this.#store.events(entry.id, after))
+        .then(() => this.#store.storedEvents(entry.id, after))
         .then((events) => {
+          if (events === undefined) {
+            const told = [...entry.subs].filter((sub) => sub.held === undefined && sub.onGone);
+            if (told.length > 0) this.#tellGone(channel, entry.id, told);
+            return;
+          }
           for (const event of events) this.#relay(channel, entry.subs, event);
         })
         .catch((error: unknown) => this.#onInternalError(error, `catching up on ${entry.id}`));
     }
+  }
+
+  /**
+   * Tells `subs` their execution is gone, with its tombstone if a discard left one, and
+   * drops them. Reading the tombstone failed: told without it (the result is gone
+   * either way).
+   */
+  #tellGone(channel: string, id: string, subs: Subscription[]): void {
+    this.#store
+      .discarded(id)
+      .catch((error: unknown) => {
+        this.#onInternalError(error, `reading the tombstone of ${id}`);
+        return undefined;
+      })
+      .then((tombstone) => {
+        const gone: ExecutionGone = tombstone ? { discarded: tombstone } : {};
+        for (const sub of subs) {
+          if (sub.closed) continue;
+          this.#drop(channel, sub);
+          try {
+            sub.onGone?.(gone);
+          } catch (error) {
+            this.#onInternalError(error, 'gone listener');
+          }
+        }
+      })
+      .catch((error: unknown) => this.#onInternalError(error, `telling ${id} is gone`));
   }
 
   /** Listeners attached now (tests: unsubscribing must not leak). */
@@ -128,9 +175,13 @@ export class RedisExecutionEvents {
     return n;
   }
 
-  subscribe(id: string, afterSeq: number, listener: Listener): () => void {
+  /**
+   * `onGone`: the execution is known to be written (see the top); called, and the
+   * listener dropped, once it is found gone before its end was delivered.
+   */
+  subscribe(id: string, afterSeq: number, listener: Listener, onGone?: GoneListener): () => void {
     const channel = this.#store.layout.of(id).channel(id);
-    const sub: Subscription = { listener, lastSeq: afterSeq, held: [], closed: false };
+    const sub: Subscription = { listener, onGone, lastSeq: afterSeq, held: [], closed: false };
     let entry = this.#channels.get(channel);
     if (!entry) {
       entry = { id, subs: new Set(), subscribed: this.#subscriber.ssubscribe(channel) };
@@ -138,13 +189,19 @@ export class RedisExecutionEvents {
     }
     entry.subs.add(sub);
     entry.subscribed
-      .then(() => this.#store.watchEvents(id, afterSeq))
+      .then(() =>
+        onGone
+          ? this.#store.watchStoredEvents(id, afterSeq)
+          : this.#store.watchEvents(id, afterSeq),
+      )
       .then((history) => {
         const held = sub.held ?? [];
         sub.held = undefined;
         // In seq order: a catch-up may have held events older than live ones.
         held.sort((a, b) => a.seq - b.seq);
-        for (const event of [...history, ...held]) this.#deliver(channel, sub, event);
+        for (const event of [...(history ?? []), ...held]) this.#deliver(channel, sub, event);
+        // Gone before its end reached this listener (held ones included).
+        if (history === undefined && !sub.closed) this.#tellGone(channel, id, [sub]);
       })
       .catch((error: unknown) => {
         this.#onInternalError(error, `subscribing to ${id}`);

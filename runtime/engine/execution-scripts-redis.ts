@@ -378,19 +378,26 @@ end
 return out
 `;
 
-// KEYS: an execution. ARGV: position; '1' to mark it watched first (see
-// execution-store-redis.ts), else '0'; the lifetime (ms) of a hash the mark creates (an
-// execution not written yet). Its events after that position, in order (read in
-// chunks: Lua's stack holds a few thousand values). The mark is 's': this gateway
-// listens with SSUBSCRIBE (gateways from before marked '1' and SUBSCRIBEd; WRITE
-// publishes to either as marked). Only a hash the mark creates gets an expiry: one
-// without is a queued or running execution, whose expiry its finishing write sets.
+// KEYS: an execution. ARGV: position; what to do first (see execution-store-redis.ts):
+// '0' nothing, '1' mark it watched, 'w' mark it watched if it is there, 'e' only look
+// whether it is there; the lifetime (ms) of a hash the mark creates (an execution not
+// written yet). Its events after that position, in order (read in chunks: Lua's stack
+// holds a few thousand values); with 'w' or 'e', false (nil) when there is no hash: an
+// execution known to be written is gone (discarded, dropped by the byte budget,
+// expired), and nothing is created. The mark is 's': this gateway listens with
+// SSUBSCRIBE (gateways from before marked '1' and SUBSCRIBEd; WRITE publishes to either
+// as marked). Only a hash the mark creates gets an expiry: one without is a queued or
+// running execution, whose expiry its finishing write sets. 'w' costs what '1' does
+// (EXISTS, HSETNX).
 const EVENTS = `
 if ARGV[2] == '1' then
   local existed = redis.call('EXISTS', KEYS[1]) == 1
   if redis.call('HSETNX', KEYS[1], '${F.watched}', 's') == 1 and not existed then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
   end
+elseif ARGV[2] ~= '0' then
+  if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+  if ARGV[2] == 'w' then redis.call('HSETNX', KEYS[1], '${F.watched}', 's') end
 end
 local n = tonumber(redis.call('HGET', KEYS[1], '${F.eventCount}') or '0')
 local out = {}
@@ -406,6 +413,13 @@ end
 return out
 `;
 
+/**
+ * What the EVENTS script does before it reads: '0' nothing, '1' mark the execution
+ * watched (creating its hash when it is not written yet), 'w' mark it if it is there, 'e'
+ * look whether it is there; with 'w' and 'e' it answers null when it is not.
+ */
+export type EventsReadMode = '0' | '1' | 'w' | 'e';
+
 /** The scripts as commands of a client (defineExecutionScripts). */
 export interface ExecutionScripts {
   hookgateWriteExecution(...args: (string | number)[]): Promise<number>;
@@ -418,12 +432,13 @@ export interface ExecutionScripts {
     executionPrefix: string,
   ): Promise<[string, string[], string | null, string | null, number][]>;
   hookgateReadRecords(count: number, ...keys: string[]): Promise<(string | null)[]>;
+  /** null only with 'w' or 'e': no such execution. */
   hookgateReadEvents(
     execution: string,
     after: number,
-    watch: '1' | '0',
+    watch: EventsReadMode,
     ttlMs: number,
-  ): Promise<string[]>;
+  ): Promise<string[] | null>;
   hookgateHoldExecution(...args: (string | number)[]): Promise<(number | string)[]>;
   hookgateReleaseExecutions(...args: (string | number)[]): Promise<number>;
   hookgateHeldListed(...args: (string | number)[]): Promise<string[]>;

@@ -90,7 +90,11 @@ import {
   type ExecutionStore,
   type Tombstone,
 } from './execution-store.ts';
-import { defineExecutionScripts, type ExecutionScripts } from './execution-scripts-redis.ts';
+import {
+  defineExecutionScripts,
+  type EventsReadMode,
+  type ExecutionScripts,
+} from './execution-scripts-redis.ts';
 import {
   EXECUTION_FIELDS as F,
   ExecutionLayout,
@@ -676,28 +680,53 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     );
   }
 
-  events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
-    return this.#events(id, afterSeq, '0');
+  async events(id: string, afterSeq: number): Promise<SequencedEvent[]> {
+    return (await this.#events(id, afterSeq, '0')) ?? [];
   }
 
   /**
    * The events after `afterSeq`, marking the execution watched in the same script: from
    * then on its writes publish their events on its channel. Call it once subscribed to
-   * that channel: every event is then in what this returns or published after it.
+   * that channel: every event is then in what this returns or published after it. An
+   * execution not written yet is marked all the same (its hash made, with the store's
+   * lifetime), so that its first writes publish.
    */
-  watchEvents(id: string, afterSeq: number): Promise<SequencedEvent[]> {
-    return this.#events(id, afterSeq, '1');
+  async watchEvents(id: string, afterSeq: number): Promise<SequencedEvent[]> {
+    return (await this.#events(id, afterSeq, '1')) ?? [];
   }
 
-  async #events(id: string, afterSeq: number, watch: '1' | '0'): Promise<SequencedEvent[]> {
+  /**
+   * As watchEvents, for an execution known to be written (a gateway's own enqueue, or a
+   * record it read): undefined, and nothing marked or made, when the store has no hash
+   * of it: gone (discarded, dropped by the byte budget, expired). Same commands as
+   * watchEvents.
+   */
+  watchStoredEvents(id: string, afterSeq: number): Promise<SequencedEvent[] | undefined> {
+    return this.#events(id, afterSeq, 'w');
+  }
+
+  /**
+   * As events, undefined when the store has no hash of the execution (a relay catching
+   * up after a lost connection: one marked watched before has no hash only once gone).
+   */
+  storedEvents(id: string, afterSeq: number): Promise<SequencedEvent[] | undefined> {
+    return this.#events(id, afterSeq, 'e');
+  }
+
+  async #events(
+    id: string,
+    afterSeq: number,
+    mode: EventsReadMode,
+  ): Promise<SequencedEvent[] | undefined> {
     // Seqs are 1, 2, 3… in position order, so the events after `afterSeq` start there.
     const keys = this.layout.of(id);
     const raw = await this.#redis.hookgateReadEvents(
       keys.execution(id),
       Math.max(0, afterSeq),
-      watch,
+      mode,
       this.#ttlMs,
     );
+    if (raw === null) return undefined;
     const events = raw
       .map((json) => JSON.parse(json) as SequencedEvent)
       .filter((e) => e.seq > afterSeq);

@@ -11,6 +11,7 @@ import type {
   ExecutionPage,
   SequencedEvent,
   StartRequest,
+  Tombstone,
 } from './ports.ts';
 import {
   boundEvent,
@@ -95,15 +96,8 @@ export interface DiscardOptions {
   tombstoneMs?: number;
 }
 
-/**
- * What a discarded success that came with an Idempotency-Key leaves for the key's window
- * (ADR 0041, amended 2026-11-28 (night)): that it ran, how it ended and when. A start of
- * its id that finds it runs nothing (HG_ERR_EXECUTION_DISCARDED).
- */
-export interface Tombstone {
-  status: 'succeeded';
-  finishedAt: string;
-}
+/** Declared with the engine's port (ExecutionGone carries it to subscribers). */
+export type { Tombstone };
 
 /**
  * The refusal of a start whose id has a tombstone (ExecutionEngine.start): the

@@ -194,6 +194,29 @@ export type ExecutionEvent =
 /** An event with its position in the execution's stream (used for Last-Event-ID). */
 export type SequencedEvent = ExecutionEvent & { executionId: string; seq: number; at: string };
 
+/**
+ * What a discarded success that came with an Idempotency-Key leaves for the key's window
+ * (ADR 0041, amended 2026-11-28 (night)): that it ran, how it ended and when. A start of
+ * its id that finds it runs nothing (HG_ERR_EXECUTION_DISCARDED).
+ */
+export interface Tombstone {
+  status: 'succeeded';
+  finishedAt: string;
+}
+
+/**
+ * A subscriber's execution is gone from the store before its end reached the listener
+ * (ExecutionEngine.subscribe's `onGone`): its events will never come.
+ */
+export interface ExecutionGone {
+  /**
+   * Its tombstone: it succeeded and its record was discarded (ADR 0041). Absent: nothing
+   * is left to say how it ended (discarded without an Idempotency-Key, dropped by the
+   * store's byte budget, expired).
+   */
+  discarded?: Tombstone;
+}
+
 export interface ExecutionFilter {
   workflowId?: string;
   triggerKey?: string;
@@ -324,6 +347,19 @@ export interface ExecutionEngine {
    * history first, then live). Returns the unsubscribe function. The replay may be
    * delivered before subscribe returns; after `completed` or `failed` the listener is
    * dropped by the engine (unsubscribing afterwards is harmless).
+   *
+   * `onGone`: called once, instead of any further event, when the engine finds the
+   * execution gone from its store before its end reached the listener (a gateway whose
+   * connection to the store's events was lost while the execution ended and its record
+   * went: ADR 0041, amended 2026-11-28 (day)); the listener is dropped. Pass it only for
+   * an execution known to be written (one that `start` or `get` returned): the engine
+   * may then take one missing from its store for gone instead of not written yet. The
+   * in-process engine never calls it: its listeners follow the running execution.
    */
-  subscribe(id: string, afterSeq: number, listener: (event: SequencedEvent) => void): () => void;
+  subscribe(
+    id: string,
+    afterSeq: number,
+    listener: (event: SequencedEvent) => void,
+    onGone?: (gone: ExecutionGone) => void,
+  ): () => void;
 }

@@ -27,6 +27,7 @@ import type {
   Execution,
   ExecutionEngine,
   ExecutionFilter,
+  ExecutionGone,
   ExecutionPage,
   SequencedEvent,
   StartRequest,
@@ -307,8 +308,13 @@ export class QueuedEngine implements ExecutionEngine {
     return this.#store.page(filter);
   }
 
-  subscribe(id: string, afterSeq: number, listener: (event: SequencedEvent) => void): () => void {
-    return this.#events.subscribe(id, afterSeq, listener);
+  subscribe(
+    id: string,
+    afterSeq: number,
+    listener: (event: SequencedEvent) => void,
+    onGone?: (gone: ExecutionGone) => void,
+  ): () => void {
+    return this.#events.subscribe(id, afterSeq, listener, onGone);
   }
 
   /** Stops accepting executions (those queued stay queued for the workers). */
