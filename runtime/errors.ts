@@ -181,6 +181,11 @@ export const CATALOGUE = {
     type: 'execution-discarded',
     title: 'The execution already ran; its result was discarded',
   },
+  HG_ERR_EXECUTION_RESULT_GONE: {
+    status: 410,
+    type: 'execution-result-gone',
+    title: "The execution's result is no longer available",
+  },
   HG_ERR_EXECUTION_LINK_NOT_FOUND: {
     status: 404,
     type: 'execution-link-not-found',

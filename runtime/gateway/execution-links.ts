@@ -13,7 +13,8 @@ import { hash, randomFillSync, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../errors.ts';
 import { isTerminal } from '../engine/execution-events.ts';
-import type { Execution, ExecutionEngine, SequencedEvent } from '../engine/ports.ts';
+import { executionDiscarded } from '../engine/execution-store.ts';
+import type { Execution, ExecutionEngine, ExecutionGone, SequencedEvent } from '../engine/ports.ts';
 import type { RouteTable } from './route-table.ts';
 import { corsHeaders } from './security/cors.ts';
 import { openSse, SSE_HEARTBEAT_MS, type SseStream } from './sse.ts';
@@ -107,10 +108,28 @@ export function publicExecutionView(execution: Execution): Record<string, unknow
 }
 
 /**
+ * What a caller waiting for an execution is answered when it is gone from the store
+ * before its end reached the gateway (ExecutionEngine.subscribe's `onGone`): 410
+ * execution-discarded when its tombstone says it succeeded and was discarded, else 410
+ * execution-result-gone (how it ended is not known here).
+ */
+export function executionGoneProblem(id: string, gone: ExecutionGone): HttpProblem {
+  if (gone.discarded) return executionDiscarded(id, gone.discarded);
+  return new HttpProblem(
+    'HG_ERR_EXECUTION_RESULT_GONE',
+    `Execution ${id} is no longer in the store (its record was discarded, dropped or expired) and its end did not reach this gateway; how it ended is not known`,
+    { extensions: { executionId: id } },
+  );
+}
+
+/**
  * Forward an execution's events (after `afterSeq`) as SSE frames, the seq as the
  * event id (for Last-Event-ID), and end the stream with the final event. A resumed
  * stream reads the history from the start and sends what is after `afterSeq`, so that
- * the final event ends it even when the client's id is at or past it.
+ * the final event ends it even when the client's id is at or past it. An execution
+ * found gone before its end (`onGone`) ends the stream with a last `gone` event, its
+ * data the problem document (executionGoneProblem). `id` must be known to be written
+ * (started or read).
  */
 export function pipeExecution(
   engine: ExecutionEngine,
@@ -118,10 +137,18 @@ export function pipeExecution(
   afterSeq: number,
   sse: SseStream,
 ): () => void {
-  return engine.subscribe(id, 0, (event) => {
-    if (event.seq > afterSeq) sendEvent(sse, event);
-    if (isTerminal(event)) sse.end();
-  });
+  return engine.subscribe(
+    id,
+    0,
+    (event) => {
+      if (event.seq > afterSeq) sendEvent(sse, event);
+      if (isTerminal(event)) sse.end();
+    },
+    (gone) => {
+      sse.send('gone', executionGoneProblem(id, gone).toDocument());
+      sse.end();
+    },
+  );
 }
 
 function sendEvent(sse: SseStream, event: SequencedEvent): void {
@@ -154,10 +181,16 @@ function finishedTail(
       resolve(answer);
     };
     const timer = setTimeout(() => finish(undefined), waitMs);
-    unsubscribe = engine.subscribe(execution.id, 0, (event) => {
-      if (event.seq > afterSeq) tail.push(event);
-      if (isTerminal(event)) finish(tail);
-    });
+    unsubscribe = engine.subscribe(
+      execution.id,
+      0,
+      (event) => {
+        if (event.seq > afterSeq) tail.push(event);
+        if (isTerminal(event)) finish(tail);
+      },
+      // Gone since it was read: the stream that follows says so.
+      () => finish(undefined),
+    );
     if (done) unsubscribe();
   });
 }

@@ -16,6 +16,7 @@ import type {
   Execution,
   ExecutionEngine,
   ExecutionError,
+  ExecutionGone,
   OutputValidator,
   SequencedEvent,
   StartRequest,
@@ -28,6 +29,7 @@ import { parseDuration } from '../../api/v1alpha1/common.ts';
 import { renderBody } from './response-body.ts';
 import { openSse } from './sse.ts';
 import {
+  executionGoneProblem,
   executionToken,
   mintExecutionToken,
   pipeExecution,
@@ -223,9 +225,17 @@ async function asyncCallback(deps: ModeDeps, m: ModeRequest): Promise<FastifyRep
   return acknowledge(m, started, { callbackUrl: url });
 }
 
-type Outcome = { kind: 'event'; event: SequencedEvent } | { kind: 'timeout' } | { kind: 'closed' };
+type Outcome =
+  | { kind: 'event'; event: SequencedEvent }
+  | { kind: 'timeout' }
+  | { kind: 'closed' }
+  | { kind: 'gone'; gone: ExecutionGone };
 
-/** Wait for the first event of the given types, the trigger's timeout, or the client leaving. */
+/**
+ * Wait for the first event of the given types, the trigger's timeout, the client
+ * leaving, or the execution found gone from the store before its end reached this
+ * gateway (ExecutionEngine.subscribe's `onGone`).
+ */
 function waitFor(
   deps: ModeDeps,
   m: ModeRequest,
@@ -253,9 +263,14 @@ function waitFor(
       queueMicrotask(onClose);
     }
     m.reply.raw.on('close', onClose);
-    const unsubscribe = deps.engine.subscribe(executionId, 0, (event) => {
-      if (types.includes(event.type)) finish({ kind: 'event', event });
-    });
+    const unsubscribe = deps.engine.subscribe(
+      executionId,
+      0,
+      (event) => {
+        if (types.includes(event.type)) finish({ kind: 'event', event });
+      },
+      (gone) => finish({ kind: 'gone', gone }),
+    );
   });
 }
 
@@ -286,8 +301,9 @@ function failureProblem({ execution, links }: Started, error: ExecutionError) {
 
 /**
  * Start the execution and wait for the first of `types`. Answers the caller itself
- * when the client left (nothing), the timeout passed (408 with a handle) or the
- * execution failed (its problem); otherwise hands the event back.
+ * when the client left (nothing), the timeout passed (408 with a handle), the
+ * execution failed (its problem) or is gone with its result (410); otherwise hands the
+ * event back.
  */
 async function startAndAwait(
   deps: ModeDeps,
@@ -302,6 +318,10 @@ async function startAndAwait(
   }
   if (outcome.kind === 'timeout') {
     return { answered: replyProblem(m.request, m.reply, timeoutProblem(m, started)) };
+  }
+  if (outcome.kind === 'gone') {
+    const problem = executionGoneProblem(started.execution.id, outcome.gone);
+    return { answered: replyProblem(m.request, m.reply, problem) };
   }
   if (outcome.event.type === 'failed') {
     return {

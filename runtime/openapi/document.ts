@@ -491,17 +491,21 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
   if (mode === 'asyncCallback')
     codes.push('HG_ERR_CALLBACK_URL_MISSING', 'HG_ERR_CALLBACK_URL_REFUSED');
   // A waiting caller gets the code its execution failed with (response-modes.ts):
-  // ExecutionError.code's values, the output schema's apart (responsesOf).
+  // ExecutionError.code's values, the output schema's apart (responsesOf); and
+  // execution-result-gone when its gateway, back on Redis, found the execution gone.
   if (mode === 'waitForCompletion' || mode === 'waitForResponseNode')
     codes.push(
       'HG_ERR_REQUEST_TIMEOUT',
       'HG_ERR_EXECUTION_FAILED',
       'HG_ERR_OUTBOUND_REFUSED',
       'HG_ERR_TRIGGER_RECREATED',
+      'HG_ERR_EXECUTION_RESULT_GONE',
     );
   // The retry (Idempotency-Key) of a request whose execution succeeded meanwhile under a
   // Workflow that discards such records: its result is gone (ADR 0041). The acknowledging
-  // modes answer 202 instead.
+  // modes answer 202 instead. A waiting caller whose gateway, back on Redis, found its
+  // execution gone gets it too, or execution-result-gone (above; SSE Stream: as its last
+  // event).
   if (method !== 'OPTIONS' && mode !== 'immediateAck' && mode !== 'asyncCallback')
     codes.push('HG_ERR_EXECUTION_DISCARDED');
   codes.push(
