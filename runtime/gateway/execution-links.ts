@@ -228,7 +228,8 @@ export async function serveExecutionEvents(
     // A record gone while its stream is open, its end never published (a discarded
     // success whose discard came between the check and the subscription, ADR 0041; one
     // dropped by its store's budget): the stream ends at the next look, not when its
-    // reader leaves; the reader's reconnection then gets the link's 404.
+    // reader leaves; the reader's reconnection then gets the link's 404. (The Redis relay
+    // finds most such at once, onGone: this look is for the rest.)
     looking = setInterval(() => {
       engine.get(execution.id).then(
         (still) => {
