@@ -126,13 +126,15 @@ export function resolveCredentials(
     const ref = auth.bearer.keySecretRef;
     const r = read('spec.auth.bearer.keySecretRef', ref.name, ref.key);
     if ('ok' in r) return r;
-    credentials.jwtKey = r.value;
+    // Trimmed as every other credential (a Secret made from `echo`'s output ends in a
+    // newline: an HS* secret with it verified no token); a PEM or JWK is unchanged by it.
+    credentials.jwtKey = r.value.trim();
   }
   if (auth?.method === 'oauth2' && auth.oauth2?.introspection) {
     const ref = auth.oauth2.introspection.clientSecretRef;
     const r = read('spec.auth.oauth2.introspection.clientSecretRef', ref.name, ref.key);
     if ('ok' in r) return r;
-    credentials.introspectionClientSecret = r.value;
+    credentials.introspectionClientSecret = r.value.trim();
   }
   const signingFailure = addSigningSecrets(credentials, spec, getSecret, scope);
   if (signingFailure) return signingFailure;
