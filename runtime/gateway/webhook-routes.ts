@@ -30,7 +30,7 @@ import {
 } from '../engine/outbound/trace-context.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { inputLimits } from './body/input-limits.ts';
-import { parseBody, parseForm, readBodyThen } from './body/parse.ts';
+import { checkContentEncoding, parseBody, parseForm, readBodyThen } from './body/parse.ts';
 import { isoTime } from './clock.ts';
 import type { WebhookContext } from './context.ts';
 import {
@@ -138,6 +138,12 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   const parser: FastifyContentTypeParser = (request, payload, done) => {
     const limit =
       request.webhook?.match.route.spec.maxBodyBytes ?? options.maxBodyBytes ?? 1024 * 1024;
+    try {
+      checkContentEncoding(request.headers['content-encoding']);
+    } catch (error) {
+      done(error as Error, undefined);
+      return;
+    }
     readBodyThen(payload, limit, request.headers['content-length'], (error, buffer) => {
       if (error || !buffer) {
         done(error, undefined);

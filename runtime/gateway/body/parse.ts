@@ -211,6 +211,27 @@ export async function readBody(
 }
 
 /**
+ * A request body must come as sent: the gateway decodes no content coding (gzip, br,
+ * deflate), and a coded body passed on as if it were its Content-Type (JSON failing as
+ * malformed, binary handed to the workflow still compressed) helps nobody. RFC 9110
+ * (15.5.16) answers a content coding the server does not take with 415, naming the ones
+ * it takes in Accept-Encoding (12.5.3). `identity` (or nothing) is the only one.
+ */
+export function checkContentEncoding(header: string | string[] | undefined): void {
+  if (header === undefined) return;
+  const codings = (Array.isArray(header) ? header.join(',') : header)
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
+  if (codings.length === 0) return;
+  throw new HttpProblem(
+    'HG_ERR_UNSUPPORTED_MEDIA_TYPE',
+    `Content-Encoding "${codings.join(', ').slice(0, 40)}" is not supported: send the body without a content coding.`,
+    { headers: { 'accept-encoding': 'identity' } },
+  );
+}
+
+/**
  * readBody for Fastify's content-type parser, which takes a callback: the webhook
  * path reads every body this way, without a promise per request.
  */
