@@ -27,7 +27,10 @@ export interface ReconcilerOptions {
   gateways: Pick<GatewayStore, 'served'>;
   /** Public base URL of the gateway, e.g. https://hooks.example.com */
   baseUrl: string;
-  /** How soon a route not yet served everywhere is looked at again. */
+  /**
+   * How soon a route not yet served everywhere is looked at again: a first delay that
+   * doubles, per trigger, while nothing changes (recheck.ts).
+   */
   recheck?: RecheckOptions;
   now?: () => Date;
   /**
@@ -107,6 +110,9 @@ export class Reconciler {
    */
   servedChanged(change: GatewayChange): ObjectRef[] {
     const source = this.#source;
+    // Something changed for them: triggers waiting for the gateways look again soon
+    // after this look, not after the delay their unchanged wait had grown to.
+    this.#triggers.servedChanged(change.kind === 'routes' ? change.keys : undefined);
     if (change.kind === 'routes') {
       return change.keys
         .map((key): ObjectRef => {

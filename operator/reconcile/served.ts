@@ -2,24 +2,23 @@
 // live gateway reports serving the trigger's current generation (the Gateway API's
 // `Programmed`), and WorkflowPublished only when each of them also has the workflow,
 // so Ready means a request would be served. Until then the reconcile asks to be run
-// again after a while; the gateways' change feed (run.ts) usually brings it back sooner.
+// again after a while, later each time while nothing changes (recheck.ts); the
+// gateways' change feed (run.ts) usually brings it back sooner.
 import type { GatewayStore } from '../../api/records/gateways.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { Reason, TriggerCondition } from '../../api/v1alpha1/index.ts';
 import { notOk, ok, type ConditionInput } from './conditions.ts';
+import { DEFAULT_NO_GATEWAY_MS, DEFAULT_PENDING_MS, type RecheckOptions } from './recheck.ts';
 
-/** How soon a route that is not served everywhere is looked at again. */
-export interface RecheckOptions {
-  /** Some gateway does not serve the current generation yet. Default 5 s. */
-  pendingMs?: number;
-  /** No gateway is running. Default 30 s (a gateway that starts is announced anyway). */
-  noGatewayMs?: number;
-}
+export type { RecheckOptions } from './recheck.ts';
 
 export interface Deployment {
   deployed: ConditionInput;
-  /** Reconcile again after this long (the route is not served everywhere yet). */
-  requeueAfterMs?: number;
+  /**
+   * The route is not served everywhere yet: reconcile again, the first time after this
+   * long (the trigger reconciler doubles it while nothing changes: recheck.ts).
+   */
+  recheckMs?: number;
   /** Set when some gateway serving the route does not have its workflow yet: "N of M". */
   workflowLoadedBy?: string;
 }
@@ -36,7 +35,7 @@ export async function servedCondition(
   if (served.length === 0) {
     return {
       deployed: notOk(type, Reason.NoGateway, `No gateway is running to serve ${what}`),
-      requeueAfterMs: recheck.noGatewayMs ?? 30_000,
+      recheckMs: recheck.noGatewayMs ?? DEFAULT_NO_GATEWAY_MS,
     };
   }
   const serving = served.filter((s) => s.route?.generation === route.generation).length;
@@ -47,7 +46,7 @@ export async function servedCondition(
         Reason.GatewayPending,
         `${what} served by ${serving} of ${served.length} gateways`,
       ),
-      requeueAfterMs: recheck.pendingMs ?? 5_000,
+      recheckMs: recheck.pendingMs ?? DEFAULT_PENDING_MS,
     };
   }
   const methods = route.spec.methods.join(', ');
@@ -66,10 +65,10 @@ export function publishedOnGateways(
   published: ConditionInput,
   deployment: Deployment,
   recheck: RecheckOptions = {},
-): { published: ConditionInput; requeueAfterMs?: number } {
-  const { workflowLoadedBy, requeueAfterMs } = deployment;
+): { published: ConditionInput; recheckMs?: number } {
+  const { workflowLoadedBy, recheckMs } = deployment;
   if (published.status !== 'True' || !workflowLoadedBy) {
-    return requeueAfterMs ? { published, requeueAfterMs } : { published };
+    return recheckMs ? { published, recheckMs } : { published };
   }
   return {
     published: notOk(
@@ -77,6 +76,6 @@ export function publishedOnGateways(
       Reason.GatewayPending,
       `${published.message}; loaded by ${workflowLoadedBy} gateways`,
     ),
-    requeueAfterMs: Math.min(requeueAfterMs ?? Infinity, recheck.pendingMs ?? 5_000),
+    recheckMs: Math.min(recheckMs ?? Infinity, recheck.pendingMs ?? DEFAULT_PENDING_MS),
   };
 }

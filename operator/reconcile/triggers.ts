@@ -33,6 +33,7 @@ import {
 } from './conditions.ts';
 import { resolveCredentials } from './credentials.ts';
 import type { PathClaims } from './path-claims.ts';
+import { RecheckBackoff } from './recheck.ts';
 import { workflowOf, type Trigger, type WorkflowResource } from './resources.ts';
 import {
   publishedOnGateways,
@@ -62,9 +63,26 @@ export interface TriggerReconcilerOptions {
 
 export class TriggerReconciler {
   readonly #o: TriggerReconcilerOptions;
+  /** How long each trigger waiting for the gateways waits before its next look. */
+  readonly #rechecks: RecheckBackoff;
 
   constructor(options: TriggerReconcilerOptions) {
     this.#o = options;
+    this.#rechecks = new RecheckBackoff(options.recheck?.maxMs);
+  }
+
+  /**
+   * What the gateways serve changed for these trigger keys (all of them when
+   * undefined): their next recheck waits the first delay again.
+   */
+  servedChanged(keys?: readonly string[]): void {
+    if (keys === undefined) this.#rechecks.resetAll();
+    else for (const key of keys) this.#rechecks.reset(key);
+  }
+
+  /** Rechecks asked for `key` since what it waits for last changed (tests, metrics). */
+  rechecks(key: string): number {
+    return this.#rechecks.attempts(key);
   }
 
   async reconcile(ref: ObjectRef): Promise<{ requeueAfterMs: number } | void> {
@@ -117,11 +135,7 @@ export class TriggerReconciler {
       deployed: failed(TriggerCondition.Deployed, 'Cannot deploy the route')(err),
     }));
     const { deployed } = deployment;
-    const { published, requeueAfterMs } = publishedOnGateways(
-      registered,
-      deployment,
-      this.#o.recheck,
-    );
+    const { published, recheckMs } = publishedOnGateways(registered, deployment, this.#o.recheck);
 
     // A store failure, then a conflict or a missing workflow: the most useful first.
     const first =
@@ -138,8 +152,14 @@ export class TriggerReconciler {
     );
     await this.#o.status.write(ref, trigger, previous, status);
     this.#announceMove(trigger, previous.url, status.url);
-    if (failures.length > 0) throw failures[0];
-    return requeueAfterMs ? { requeueAfterMs } : undefined;
+    if (failures.length > 0 || !recheckMs) {
+      this.#rechecks.reset(key);
+      if (failures.length > 0) throw failures[0];
+      return undefined;
+    }
+    // Waiting for the gateways: later each time while nothing about the wait changes.
+    const waitingIn = [generation, deployed.reason, deployed.message, published.message].join('\n');
+    return { requeueAfterMs: this.#rechecks.next(key, waitingIn, recheckMs) };
   }
 
   /**
@@ -174,6 +194,7 @@ export class TriggerReconciler {
       );
     }
     claims.release(key);
+    this.#rechecks.reset(key);
     if (trigger) {
       this.#o.recordEvent(trigger, 'Normal', 'CleanedUp', 'Route removed from the gateway');
       await source.removeFinalizer(ref);

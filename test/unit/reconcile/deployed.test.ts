@@ -92,7 +92,8 @@ afterEach(async () => {
 describe('Deployed means served', () => {
   it('no gateway: Ready=False/NoGateway, and the reconcile asks to look again', async () => {
     await reconcileAll();
-    expect(await reconciler.reconcile(T('t'))).toEqual({ requeueAfterMs: 30_000 });
+    // The second look at an unchanged wait: twice the first delay (recheck.ts).
+    expect(await reconciler.reconcile(T('t'))).toEqual({ requeueAfterMs: 60_000 });
     expect(summary(T('t'))).toEqual({
       Valid: 'True/Succeeded',
       Deployed: 'False/NoGateway',
