@@ -53,6 +53,8 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     gateways: stores.gateways,
     baseUrl: options.baseUrl,
     ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
+    // The records swept at start (a manifest removed while nothing ran, with Redis).
+    log: (message, fields) => options.logger?.info(fields ?? {}, message),
   });
   const serving = await createServing(
     options,

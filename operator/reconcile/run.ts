@@ -2,10 +2,14 @@
 // every change enqueues the objects it affects; nothing is reconciled before the
 // source has synced; then every known object is reconciled once. A change of what
 // the gateways serve (their reports' change feed) enqueues the triggers it affects.
+// Once the workers run, the records of objects gone while no operator was looking are
+// swept (orphans.ts): this runs only where the loop runs, in the leader.
+import { realClock, type CancelTimer } from '../controller/clock.ts';
 import { Controller, type ControllerOptions } from '../controller/controller.ts';
 import type { GatewayStore } from '../../api/records/gateways.ts';
 import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
-import type { ResourceSource } from '../sources/ports.ts';
+import type { ObjectRef, ResourceSource } from '../sources/ports.ts';
+import { sweepOrphans, type SweepResult } from './orphans.ts';
 import { parseRefKey, refKey } from './refs.ts';
 import { Reconciler, type ReconcilerOptions } from './reconciler.ts';
 
@@ -19,13 +23,24 @@ export interface ReconcileLoopOptions {
   recheck?: ReconcilerOptions['recheck'];
   controller?: Partial<Omit<ControllerOptions, 'reconcile'>>;
   recordEvent?: ReconcilerOptions['recordEvent'];
+  /** The loop's own messages (each orphaned record swept). Default `controller.log`. */
+  log?: ControllerOptions['log'];
 }
 
 export interface ReconcileLoop {
   reconciler: Reconciler;
   controller: Controller;
+  /**
+   * The sweep of orphaned routes and registrations: what it deleted, once it has run
+   * (retried after a failure, 1 s doubling to 5 min; cut short by `stop`); undefined
+   * when the loop stopped before a sweep got through its reads.
+   */
+  swept: Promise<SweepResult | undefined>;
   stop(drainTimeoutMs?: number): Promise<void>;
 }
+
+/** Retry of a sweep that failed (the store or the API server unreachable). */
+export const SWEEP_RETRY = { initialMs: 1_000, maxMs: 5 * 60_000 };
 
 /**
  * Reconciles in flight at once. A reconcile mostly waits: on a trigger's first visit
@@ -82,13 +97,66 @@ export async function startReconcileLoop(options: ReconcileLoopOptions): Promise
     }
   }
   loop.start();
+  const sweep = sweepUntilDone(options, (ref) => loop.enqueue(refKey(ref)));
   return {
     reconciler,
     controller: loop,
+    swept: sweep.done,
     async stop(drainTimeoutMs) {
       unsubscribe();
+      sweep.stop();
       await loop.stop(drainTimeoutMs);
+      await sweep.done;
       await source.stop();
+    },
+  };
+}
+
+/** Sweep orphaned records once, retrying with backoff until it succeeds or is stopped. */
+function sweepUntilDone(
+  options: ReconcileLoopOptions,
+  enqueue: (ref: ObjectRef) => void,
+): { done: Promise<SweepResult | undefined>; stop(): void } {
+  const log = options.log ?? options.controller?.log ?? (() => {});
+  const clock = options.controller?.clock ?? realClock;
+  let stopped = false;
+  let cancelWait: CancelTimer = () => {};
+  let wake: () => void = () => {};
+  const wait = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      cancelWait = clock.setTimer(resolve, ms);
+    });
+  const run = async (): Promise<SweepResult | undefined> => {
+    for (let delay = SWEEP_RETRY.initialMs; !stopped;) {
+      try {
+        const result = await sweepOrphans({
+          source: options.source,
+          routes: options.routes,
+          workflows: options.workflows,
+          enqueue,
+          log,
+          stopped: () => stopped,
+        });
+        return result;
+      } catch (err) {
+        if (stopped) return undefined;
+        log('Sweep of orphaned routes and registrations failed; retrying', {
+          error: err instanceof Error ? err.message : String(err),
+          inMs: delay,
+        });
+        await wait(delay);
+        delay = Math.min(delay * 2, SWEEP_RETRY.maxMs);
+      }
+    }
+    return undefined;
+  };
+  return {
+    done: run(),
+    stop() {
+      stopped = true;
+      cancelWait();
+      wake();
     },
   };
 }

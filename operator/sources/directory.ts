@@ -22,7 +22,14 @@ import { LineCounter, parseAllDocuments } from 'yaml';
 import { documentValue, fieldOffset, yamlMessage } from '../../api/yaml-documents.ts';
 import { isNamespaceName, isObjectName } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
-import type { AnyResource, ObjectRef, ResourceSource, SecretData, SourceKind } from './ports.ts';
+import type {
+  AnyResource,
+  ObjectRef,
+  ResourceSource,
+  SecretData,
+  SourceKind,
+  WatchedNamespaces,
+} from './ports.ts';
 
 /** One problem with one manifest document. */
 export interface ManifestError {
@@ -137,6 +144,15 @@ export class DirectorySource implements ResourceSource {
 
   list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[] {
     return [...this.#entries.values()].filter((e) => e.ref.kind === kind).map((e) => e.resource);
+  }
+
+  /** A folder may hold objects of any namespace (a manifest names it, else the default). */
+  readonly namespaces: WatchedNamespaces = 'all';
+
+  /** The folder is the authority: its objects once a reload in progress is done. */
+  async listFresh(kind: Exclude<SourceKind, 'Secret'>): Promise<ObjectRef[]> {
+    await this.#reloading;
+    return [...this.#entries.values()].filter((e) => e.ref.kind === kind).map((e) => e.ref);
   }
 
   writeStatus(ref: ObjectRef, status: unknown): Promise<void> {

@@ -22,9 +22,16 @@ import { realClock, type CancelTimer, type Clock } from '../controller/clock.ts'
 import { KubeClient } from '../controller/kube-client.ts';
 import type { Backoff, RetryDeps } from '../controller/retry.ts';
 import { ManagedInformer, type InformerDeps } from './kube-informer.ts';
-import { CREDENTIALS_SELECTOR, KINDS } from './kube-resources.ts';
+import { CREDENTIALS_SELECTOR, KINDS, resourcePath, type KubeObject } from './kube-resources.ts';
 import { KubeWriter } from './kube-writes.ts';
-import type { AnyResource, ObjectRef, ResourceSource, SecretData, SourceKind } from './ports.ts';
+import type {
+  AnyResource,
+  ObjectRef,
+  ResourceSource,
+  SecretData,
+  SourceKind,
+  WatchedNamespaces,
+} from './ports.ts';
 
 export { CREDENTIALS_LABEL, CREDENTIALS_SELECTOR, resourcePath } from './kube-resources.ts';
 export { mergeStatus } from './kube-writes.ts';
@@ -189,6 +196,26 @@ export class KubernetesSource implements ResourceSource {
 
   list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[] {
     return (this.#informers.get(kind)?.list() ?? []) as unknown as AnyResource[];
+  }
+
+  /** The watched namespace, or all of them. */
+  get namespaces(): WatchedNamespaces {
+    return this.#o.namespace === undefined ? 'all' : [this.#o.namespace];
+  }
+
+  /**
+   * One list request to the API server, without a resourceVersion: the most recent
+   * state (a quorum read), not the informer's cache nor the API server's watch cache.
+   */
+  async listFresh(kind: Exclude<SourceKind, 'Secret'>): Promise<ObjectRef[]> {
+    const list = await this.#client.request<{ items?: KubeObject[] }>(
+      'GET',
+      resourcePath(kind, this.#o.namespace),
+    );
+    return (list.items ?? []).flatMap((item) => {
+      const { name, namespace } = item.metadata;
+      return name ? [{ kind, namespace: namespace ?? 'default', name }] : [];
+    });
   }
 
   writeStatus(ref: ObjectRef, status: unknown): Promise<void> {

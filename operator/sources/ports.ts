@@ -19,6 +19,17 @@ export interface SecretData {
 
 export type AnyResource = Resource<unknown, unknown>;
 
+/**
+ * The namespaces whose Workflows and WebhookTriggers a source lists and watches:
+ * `'all'`, or exactly these.
+ */
+export type WatchedNamespaces = 'all' | readonly string[];
+
+/** Whether `watched` includes `namespace`. */
+export function watches(watched: WatchedNamespaces, namespace: string): boolean {
+  return watched === 'all' || watched.includes(namespace);
+}
+
 export interface ResourceSource {
   /**
    * Start watching. `onChange` is called with the ref of every object that was
@@ -48,6 +59,21 @@ export interface ResourceSource {
    */
   secretsForbiddenIn?(namespace: string): string | undefined;
   list(kind: Exclude<SourceKind, 'Secret'>): AnyResource[];
+  /**
+   * The namespaces whose objects this source watches. Routes and registrations of any
+   * other namespace are none of this operator's business (another operator, watching
+   * that namespace, may own them): nothing that acts on every record, such as the sweep
+   * of orphaned ones, may touch them.
+   */
+  readonly namespaces: WatchedNamespaces;
+  /**
+   * The objects of `kind` that exist now (being deleted included), read from where the
+   * source gets them rather than from its cache, which may lag behind: the API server
+   * (one list request), the manifest folder (once a reload in progress is done). For
+   * decisions a lagging cache must not make, such as deleting a record whose object
+   * the cache does not hold.
+   */
+  listFresh(kind: Exclude<SourceKind, 'Secret'>): Promise<ObjectRef[]>;
   /** Write `.status` (through the status subresource where there is one). */
   writeStatus(ref: ObjectRef, status: unknown): Promise<void>;
   /**

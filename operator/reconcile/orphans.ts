@@ -1,0 +1,95 @@
+// The sweep of orphaned records: routes and workflow registrations whose object is
+// gone. The finalizer removes them on every delete the operator sees; one it does not
+// see leaves them behind for good (the finalizer stripped while the operator was down,
+// `kubectl delete --force` with the finalizer patched away, a manifest taken out of a
+// folder while `hookgate dev` was not running against shared Redis). The gateways go on
+// serving such a route, and one whose path a live trigger wants keeps that trigger from
+// ever being served alone (GatewayPending).
+//
+// Run once per leadership, after the initial sync (run.ts), beside the reconciles:
+//
+// - Only records of the namespaces the source watches are looked at: a namespaced
+//   operator never deletes what another operator, watching another namespace of the
+//   same Redis, wrote.
+// - A record is a candidate when the cache holds no object for it. The cache may lag
+//   behind a record that another writer (the previous leader, a newer operator during
+//   a rolling upgrade) wrote for an object created after our initial list; the records
+//   carry no write time or resourceVersion to compare with that list. So candidates
+//   are checked against a fresh list (the API server, not the cache), read after the
+//   records were: a record's writer saw its object before writing it, so before that
+//   list; an object that list does not hold was deleted for good (an object being
+//   deleted is still listed, and its finalizer cleanup removes the record).
+// - Right before each delete the cache is asked again; after it, an object the cache
+//   holds by then (created meanwhile, of the same name) is reconciled, which writes
+//   its record back.
+// - Each deletion is logged; nothing is said about records whose object exists.
+import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
+import { watches, type ObjectRef, type ResourceSource } from '../sources/ports.ts';
+
+export interface OrphanSweepOptions {
+  source: ResourceSource;
+  routes: RouteStore;
+  workflows: WorkflowRegistry;
+  /** Reconcile an object (one that appeared while its record was being deleted). */
+  enqueue: (ref: ObjectRef) => void;
+  log: (msg: string, fields?: object) => void;
+  /** True once the loop is stopping: delete nothing more. */
+  stopped: () => boolean;
+}
+
+/** What one sweep deleted: route keys and workflow identifiers. */
+export interface SweepResult {
+  routes: string[];
+  workflows: string[];
+}
+
+interface Candidate {
+  /** The record's key in its store. */
+  key: string;
+  /** The object it was written for. */
+  ref: ObjectRef;
+  /** Said in the log line. */
+  detail: Record<string, string>;
+}
+
+const refKeyOf = (ref: ObjectRef) => `${ref.kind}/${ref.namespace}/${ref.name}`;
+
+export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> {
+  const { source } = o;
+  const mine = (namespace: string) => watches(source.namespaces, namespace);
+  const missing = (ref: ObjectRef) => source.get(ref) === undefined;
+  const routes: Candidate[] = (await o.routes.list())
+    .filter((r) => mine(r.namespace))
+    .map((r) => ({
+      key: r.key,
+      ref: { kind: 'WebhookTrigger' as const, namespace: r.namespace, name: r.name },
+      detail: { route: r.key, path: r.path, uid: r.uid },
+    }))
+    .filter((c) => missing(c.ref));
+  const workflows: Candidate[] = (await o.workflows.list())
+    .filter((w) => mine(w.namespace))
+    .map((w) => ({
+      key: w.workflowId,
+      ref: { kind: 'Workflow' as const, namespace: w.namespace, name: w.name },
+      detail: { workflowId: w.workflowId, workflow: `${w.namespace}/${w.name}` },
+    }))
+    .filter((c) => missing(c.ref));
+
+  const result: SweepResult = { routes: [], workflows: [] };
+  for (const [kind, candidates, store, deleted, what] of [
+    ['WebhookTrigger', routes, o.routes, result.routes, 'route'],
+    ['Workflow', workflows, o.workflows, result.workflows, 'workflow registration'],
+  ] as const) {
+    if (candidates.length === 0) continue;
+    const existing = new Set((await source.listFresh(kind)).map(refKeyOf));
+    for (const c of candidates) {
+      if (o.stopped()) return result;
+      if (existing.has(refKeyOf(c.ref)) || !missing(c.ref)) continue;
+      await store.delete(c.key);
+      deleted.push(c.key);
+      o.log(`Deleted an orphaned ${what}: no ${kind} ${c.ref.namespace}/${c.ref.name}`, c.detail);
+      if (!missing(c.ref)) o.enqueue(c.ref);
+    }
+  }
+  return result;
+}

@@ -1,0 +1,120 @@
+// The sweep of orphaned records over the manifest folder (the embedded source, e.g.
+// `hookgate dev` against shared Redis): a manifest taken out while no process ran
+// leaves its route and registration behind until the next start sweeps them.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MemoryGatewayStore } from '../../../api/records/gateways-memory.ts';
+import { MemoryRecordStore } from '../../../api/records/memory-store.ts';
+import type { RouteRecord, WorkflowRegistration } from '../../../api/records/records.ts';
+import { FakeClock } from '../../../operator/controller/clock.ts';
+import { sweepOrphans } from '../../../operator/reconcile/orphans.ts';
+import { startReconcileLoop } from '../../../operator/reconcile/run.ts';
+import { DirectorySource } from '../../../operator/sources/directory.ts';
+import { manifestDir, trigger, workflow } from '../../support/manifests.ts';
+
+let dir: Awaited<ReturnType<typeof manifestDir>>;
+let routes: MemoryRecordStore<RouteRecord>;
+let workflows: MemoryRecordStore<WorkflowRegistration>;
+
+beforeEach(async () => {
+  dir = await manifestDir();
+  routes = new MemoryRecordStore();
+  workflows = new MemoryRecordStore();
+});
+afterEach(() => dir.cleanup());
+
+async function run(): Promise<void> {
+  const gateways = new MemoryGatewayStore();
+  const loop = await startReconcileLoop({
+    source: new DirectorySource({ dir: dir.dir }),
+    routes,
+    workflows,
+    gateways,
+    baseUrl: 'https://hooks.example.com',
+  });
+  await loop.swept;
+  await loop.stop(1000);
+  gateways.close();
+}
+
+describe('orphaned records over a manifest folder', () => {
+  it('a manifest removed while nothing ran: its route and registration go at the next start', async () => {
+    await dir.write('orders.yaml', workflow('orders'), trigger('t', { pathSegment: 'in' }));
+    await dir.write(
+      'billing.yaml',
+      workflow('billing'),
+      trigger('b', { workflowRef: { name: 'billing' } }),
+    );
+    await run();
+    expect((await routes.list()).map((r) => r.key).sort()).toEqual(['default/b', 'default/t']);
+    expect((await workflows.list()).map((w) => w.name).sort()).toEqual(['billing', 'orders']);
+
+    await dir.remove('billing.yaml');
+    await run();
+    expect((await routes.list()).map((r) => r.key)).toEqual(['default/t']);
+    expect((await workflows.list()).map((w) => w.name)).toEqual(['orders']);
+  });
+
+  it('the folder watches every namespace; records of objects that exist are left alone', async () => {
+    await dir.write('orders.yaml', workflow('orders'), trigger('t', { pathSegment: 'in' }));
+    const source = new DirectorySource({ dir: dir.dir });
+    await source.start(() => {});
+    expect(source.namespaces).toBe('all');
+    expect(await source.listFresh('WebhookTrigger')).toEqual([
+      { kind: 'WebhookTrigger', namespace: 'default', name: 't' },
+    ]);
+    await run();
+    const logs: string[] = [];
+    const before = await routes.list();
+    await routes.put('elsewhere/x', {
+      ...before[0]!,
+      key: 'elsewhere/x',
+      namespace: 'elsewhere',
+      name: 'x',
+    });
+    const result = await sweepOrphans({
+      source,
+      routes,
+      workflows,
+      enqueue: () => {},
+      log: (msg) => logs.push(msg),
+      stopped: () => false,
+    });
+    expect(result).toEqual({ routes: ['elsewhere/x'], workflows: [] });
+    expect(logs).toEqual(['Deleted an orphaned route: no WebhookTrigger elsewhere/x']);
+    expect(await routes.list()).toEqual(before);
+    await source.stop();
+  });
+
+  it('a sweep that cannot read the store is retried with backoff until it gets through', async () => {
+    await dir.write('orders.yaml', workflow('orders'));
+    const ghost = { namespace: 'default', name: 'gone', workflowId: 'default_production_gone' };
+    await workflows.put(ghost.workflowId, ghost as WorkflowRegistration);
+    let failures = 2;
+    // Only the sweep lists the routes (the reconciles read the registry's list too).
+    const list = routes.list.bind(routes);
+    routes.list = () =>
+      failures-- > 0 ? Promise.reject(new Error('Connection is closed.')) : list();
+    const clock = new FakeClock();
+    const logs: { msg: string; fields?: object }[] = [];
+    const gateways = new MemoryGatewayStore();
+    const loop = await startReconcileLoop({
+      source: new DirectorySource({ dir: dir.dir }),
+      routes,
+      workflows,
+      gateways,
+      baseUrl: 'https://hooks.example.com',
+      controller: { clock },
+      log: (msg, fields) => logs.push({ msg, ...(fields ? { fields } : {}) }),
+    });
+    const failed = () => logs.filter((l) => l.msg.startsWith('Sweep of orphaned')).length;
+    await vi.waitFor(() => expect(failed()).toBe(1));
+    expect(logs[0]?.fields).toMatchObject({ error: 'Connection is closed.', inMs: 1000 });
+    clock.step(1000);
+    await vi.waitFor(() => expect(failed()).toBe(2));
+    expect(logs[1]?.fields).toMatchObject({ inMs: 2000 });
+    clock.step(2000);
+    expect(await loop.swept).toEqual({ routes: [], workflows: ['default_production_gone'] });
+    await loop.stop(1000);
+    gateways.close();
+  });
+});
