@@ -64,9 +64,4 @@ export class RecheckBackoff {
   resetAll(): void {
     this.#waiting.clear();
   }
-
-  /** Rechecks asked for `key` in its current state (0 when it is not waiting). */
-  attempts(key: string): number {
-    return this.#waiting.get(key)?.attempts ?? 0;
-  }
 }

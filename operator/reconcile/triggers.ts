@@ -80,11 +80,6 @@ export class TriggerReconciler {
     else for (const key of keys) this.#rechecks.reset(key);
   }
 
-  /** Rechecks asked for `key` since what it waits for last changed (tests, metrics). */
-  rechecks(key: string): number {
-    return this.#rechecks.attempts(key);
-  }
-
   async reconcile(ref: ObjectRef): Promise<{ requeueAfterMs: number } | void> {
     const { source, claims } = this.#o;
     const key = `${ref.namespace}/${ref.name}`;
