@@ -328,6 +328,31 @@ describe('InProcessEngine: executionRecords.succeeded Discard', () => {
     expect(kept).toMatchObject({ status: 'succeeded', output: { total: 42 } });
     expect(told).not.toContain(`discarded:${id}`);
   });
+
+  // A worker's run of a job queued under Keep (StartRequest.keepRecord, ADR 0041 amended
+  // 2026-11-28 (day)): its Discard workflow does not decide alone, callback or not.
+  it('keepRecord: a success is kept, and a delivered callback keeps it too, with its outcome', async () => {
+    const { engine: e, store } = engine();
+    const keep = (callbackUrl?: string) =>
+      e.start({
+        workflow: workflow(double, DISCARD),
+        trigger: ref(),
+        input: trigger({ n: 21 }),
+        keepRecord: true,
+        ...(callbackUrl ? { callbackUrl } : {}),
+      });
+    const plain = await keep();
+    await eventually(() => expect(told).toEqual(['finished:succeeded']));
+    const called = await keep(`${receiver.url}/cb`);
+    await eventually(() =>
+      expect(told).toEqual(['finished:succeeded', 'finished:succeeded', 'callback:true']),
+    );
+    await eventually(async () =>
+      expect((await store.get(called.id))?.callback).toMatchObject({ delivered: true }),
+    );
+    expect(await store.get(plain.id)).toMatchObject({ status: 'succeeded' });
+    expect(told.filter((t) => t.startsWith('discarded:'))).toEqual([]);
+  });
 });
 
 // The memory store keeps a discarded execution's events for its handover time outside its

@@ -721,6 +721,36 @@ for (const [name, start, shards] of [
         expect((await g.engine.get(queued.id))?.status).toBe('succeeded');
       });
 
+      it('a job whose discardIfSucceeded is neither true nor "responded" (a foreign or damaged entry) is kept, whatever the worker says', async () => {
+        const target = views('Discard', 'Discard');
+        const g = gateway();
+        const redis = client();
+        const ids: string[] = [];
+        for (const [n, value] of [1, 'true', 'yes', 'RESPONDED', null, false, {}].entries()) {
+          const queued = await g.engine.start({ ...target, watched: true, input: trigger({ n }) });
+          // The entry as another writer left it: the same job, another value in the field.
+          const stream = q.layout.of(queued.id).stream;
+          const entries = await redis.xrange(stream, '-', '+');
+          const [entryId, fields] = entries.find(([, f]) => f[1]?.includes(`"${queued.id}"`)) ?? [];
+          const job = JSON.parse(fields?.[1] ?? '{}') as Record<string, unknown>;
+          expect(job.discardIfSucceeded).toBe(true);
+          await redis.xdel(stream, entryId ?? '');
+          await redis.xadd(
+            stream,
+            '*',
+            'job',
+            JSON.stringify({ ...job, discardIfSucceeded: value }),
+          );
+          ids.push(queued.id);
+        }
+        const ends = ids.map((id) => finished(g.engine, id));
+        await worker().start();
+        await Promise.all(ends);
+        await eventually(async () => expect(await depth(client())).toBe(0));
+        await sleep(50);
+        for (const id of ids) expect((await g.engine.get(id))?.status, id).toBe('succeeded');
+      });
+
       it('both say Discard: discarded, and the waiting caller still reads the end', async () => {
         const target = views('Discard', 'Discard');
         const g = gateway();
