@@ -329,6 +329,36 @@ describe('a replayed delivery with its signature re-encoded is still a replay', 
       await refusal(() => v.verify(route, { ...ts, 'x-signature': variant }, body(payload))),
     ).toBe('HG_ERR_SIGNATURE_REPLAYED');
   });
+
+  it('stripe, two secrets both signing (a rotation): the same delivery with one v1 dropped or the two swapped', async () => {
+    // Both secrets active here and both signatures in the header: the one that matched
+    // first was the replay key, so the copy keeping only the other one was new to it.
+    const old = 'whsec_test_stripe_old_0123456789';
+    const next = 'whsec_test_stripe_new_0123456789';
+    const route = signedRoute({ preset: 'stripe' }, { old, next });
+    const payload = '{"id":"evt_rotated"}';
+    const a = stripeV1(old, NOW, payload);
+    const b = stripeV1(next, NOW, payload);
+    const v = replaying();
+    await v.verify(route, { 'stripe-signature': `t=${NOW},v1=${a},v1=${b}` }, body(payload));
+    for (const header of [`t=${NOW},v1=${b}`, `t=${NOW},v1=${a}`, `t=${NOW},v1=${b},v1=${a}`]) {
+      expect(
+        await refusal(() => v.verify(route, { 'stripe-signature': header }, body(payload))),
+      ).toBe('HG_ERR_SIGNATURE_REPLAYED');
+    }
+    // Another delivery (another timestamp, or another body) is not one.
+    await v.verify(
+      route,
+      { 'stripe-signature': `t=${NOW + 1},v1=${stripeV1(next, NOW + 1, payload)}` },
+      body(payload),
+    );
+    const other = '{"id":"evt_other"}';
+    await v.verify(
+      route,
+      { 'stripe-signature': `t=${NOW},v1=${stripeV1(next, NOW, other)}` },
+      body(other),
+    );
+  });
 });
 
 describe('slack', () => {

@@ -13,7 +13,7 @@
 // stripe's comes from its own header, slack's from X-Slack-Request-Timestamp, Standard
 // Webhooks' from webhook-timestamp. Delivery ids: webhook-id (signed), X-GitHub-Delivery
 // and X-Shopify-Webhook-Id (not signed: they only spot redeliveries), generic idHeader.
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import type {
   GenericSignature,
   HmacAlgorithm,
@@ -264,12 +264,34 @@ export function signedDigest(
   delivery: { timestamp?: string | undefined; id?: string | undefined },
   body: Buffer,
 ): Buffer {
-  const hmac = createHmac(scheme.algorithm, key);
+  return feedSigned(createHmac(scheme.algorithm, key), scheme, delivery, body).digest();
+}
+
+/**
+ * The SHA-256 of a delivery's signed bytes (what its HMAC covers), whichever secret
+ * signed it: the replay key of a scheme that signs a timestamp but no id (verify.ts).
+ * Not a signature, which a header may carry several of (one per secret while the
+ * sender rotates), each a valid key of the same delivery.
+ */
+export function signedContentDigest(
+  scheme: Scheme,
+  delivery: { timestamp?: string | undefined; id?: string | undefined },
+  body: Buffer,
+): Buffer {
+  return feedSigned(createHash('sha256'), scheme, delivery, body).digest();
+}
+
+function feedSigned<T extends Hash | Hmac>(
+  hash: T,
+  scheme: Scheme,
+  delivery: { timestamp?: string | undefined; id?: string | undefined },
+  body: Buffer,
+): T {
   for (const part of scheme.payload) {
-    if (part === 'body') hmac.update(body);
-    else if (part === 'timestamp') hmac.update(delivery.timestamp ?? '', 'utf8');
-    else if (part === 'id') hmac.update(delivery.id ?? '', 'utf8');
-    else hmac.update(part.literal);
+    if (part === 'body') hash.update(body);
+    else if (part === 'timestamp') hash.update(delivery.timestamp ?? '', 'utf8');
+    else if (part === 'id') hash.update(delivery.id ?? '', 'utf8');
+    else hash.update(part.literal);
   }
-  return hmac.digest();
+  return hash;
 }

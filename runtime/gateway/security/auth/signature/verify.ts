@@ -26,6 +26,7 @@ import {
   decodeSignature,
   schemeOf,
   signatureHeader,
+  signedContentDigest,
   signedDigest,
   type Scheme,
 } from './schemes.ts';
@@ -118,8 +119,9 @@ export class SignatureVerifier {
   async verify(route: RouteRecord, headers: HeaderMap, body: Buffer): Promise<SignatureCheck> {
     const compiled = compile(route);
     const { scheme } = compiled;
-    const checked = this.#check(compiled, headers, body);
-    if (!compiled.rejectReplays || this.#replay === undefined || checked.token === undefined) {
+    const remember = compiled.rejectReplays && this.#replay !== undefined;
+    const checked = this.#check(compiled, headers, body, remember);
+    if (!remember || this.#replay === undefined || checked.token === undefined) {
       return { consumer: checked.consumer };
     }
     const replay = this.#replay;
@@ -138,11 +140,12 @@ export class SignatureVerifier {
     return { consumer: checked.consumer, release: () => replay.release(key) };
   }
 
-  /** Steps 1-4: synchronous, no I/O. */
+  /** Steps 1-4: synchronous, no I/O. The replay key only when `replayKey` (it hashes the body). */
   #check(
     compiled: Compiled,
     headers: HeaderMap,
     body: Buffer,
+    replayKey: boolean,
   ): { consumer: string; token?: string; ttlMs: number } {
     const { scheme, toleranceSeconds } = compiled;
     const delivery = readDelivery(scheme, headers);
@@ -153,11 +156,9 @@ export class SignatureVerifier {
       // Remembered until the timestamp leaves the window (and a second more).
       ttlMs = Math.max(1000, (timestamp + toleranceSeconds + 1) * 1000 - nowMs);
     }
-    const matched = match(compiled, delivery, body);
-    const token = replayToken(scheme, delivery.id, matched.signature);
-    return token === undefined
-      ? { consumer: matched.consumer, ttlMs }
-      : { consumer: matched.consumer, token, ttlMs };
+    const consumer = match(compiled, delivery, body);
+    const token = replayKey ? replayToken(scheme, delivery, body) : undefined;
+    return token === undefined ? { consumer, ttlMs } : { consumer, token, ttlMs };
   }
 }
 
@@ -216,22 +217,14 @@ function checkTimestamp(
   return timestamp;
 }
 
-/** Step 4: every key against every candidate, no early exit. */
-function match(
-  compiled: Compiled,
-  delivery: Delivery,
-  body: Buffer,
-): { consumer: string; signature: string } {
+/** Step 4: every key against every candidate, no early exit. The consumer that matched. */
+function match(compiled: Compiled, delivery: Delivery, body: Buffer): string {
   const { scheme } = compiled;
-  let matched: { consumer: string; signature: string } | undefined;
+  let matched: string | undefined;
   for (const { name, key } of compiled.keys) {
     const digest = signedDigest(scheme, key, delivery, body);
     for (const candidate of delivery.candidates) {
-      if (timingSafeEqual(digest, candidate.bytes) && matched === undefined) {
-        // The decoded bytes, not the text: hex in either case, or base64 with other
-        // unused trailing bits, is the same signature, and must be the same replay key.
-        matched = { consumer: name, signature: candidate.bytes.toString('hex') };
-      }
+      if (timingSafeEqual(digest, candidate.bytes) && matched === undefined) matched = name;
     }
   }
   if (matched === undefined) throw mismatch(scheme.header);
@@ -239,16 +232,19 @@ function match(
 }
 
 /**
- * The replay key: a signed id; else, with a signed timestamp, the signature itself (its
- * bytes, whatever their encoding in the header);
+ * The replay key: a signed id; else, with a signed timestamp, the signed bytes
+ * themselves (their SHA-256: the same timestamp and body are the same delivery);
  * else an unsigned delivery id (it spots redeliveries, not forgeries); else none.
+ *
+ * Not the signature that matched: a header may carry several (Stripe's v1 entries, one
+ * per secret while the sender rotates), and with both secrets active here the copy
+ * that keeps only the other one, or writes it in upper-case hex, or base64 with other
+ * unused trailing bits, was a new key for the same delivery.
  */
-function replayToken(
-  scheme: Scheme,
-  id: string | undefined,
-  signature: string,
-): string | undefined {
+function replayToken(scheme: Scheme, delivery: Delivery, body: Buffer): string | undefined {
+  const { id } = delivery;
   if (scheme.idSigned && id !== undefined) return `id:${id}`;
-  if (scheme.timestamped) return `sig:${signature}`;
+  if (scheme.timestamped)
+    return `signed:${signedContentDigest(scheme, delivery, body).toString('hex')}`;
   return id === undefined ? undefined : `id:${id}`;
 }
