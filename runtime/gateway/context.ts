@@ -33,9 +33,10 @@ export interface WebhookContext {
   rawBody?: Buffer;
   /**
    * Set once a signed delivery's signature was verified (auth.method signature);
-   * `release` frees its replay claim when the delivery is answered with an error.
+   * `release` frees its replay claim when the delivery is answered with an error;
+   * `rateLimitHeaders` are those of its rate-limit count, taken only once verified.
    */
-  signature?: { release?: () => Promise<void> };
+  signature?: { release?: () => Promise<void>; rateLimitHeaders?: Record<string, string> };
   /** Set while this request owns an Idempotency-Key claim. */
   idempotencyKey?: string | undefined;
   /**

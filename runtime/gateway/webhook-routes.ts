@@ -10,7 +10,10 @@
 // (auth.method signature) can only be checked once the body is read: the signature
 // covers it. They are checked on the raw bytes before anything parses them (or, for a
 // request without a body, before the handler), and the replay claim of a delivery
-// answered with an error is released, so that the sender's retry is accepted.
+// answered with an error is released, so that the sender's retry is accepted. Their
+// rate limit is counted right after the signature (and the replay check) passed, not
+// in onRequest: only verified callers count, as for every other authentication method,
+// so unsigned requests cannot spend the sender's limit (ADR 0014, amended 2026-11-28).
 import { takeTestRequestMark } from './security/test-request-mark.ts';
 import { randomUUID } from 'node:crypto';
 import { METHODS } from 'node:http';
@@ -107,17 +110,35 @@ export interface WebhookRoutesOptions {
 
 const CORRELATION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const EMPTY_BODY = Buffer.alloc(0);
+const NOT_COUNTED: Record<string, string> = Object.freeze({});
 
 function isSigned(route: RouteRecord): boolean {
   return route.spec.auth?.method === 'signature';
 }
 
-/** Verifies a signed delivery and notes it on the context (consumer, replay claim). */
+/**
+ * Verifies a signed delivery, notes it on the context (consumer, replay claim), then
+ * counts it against the endpoint's rate limit: only a verified delivery is counted. A
+ * 429 (or 503) here is an error answer, so the replay claim is released (onResponse)
+ * and the sender's retry of the same delivery is accepted.
+ */
 function checkSignature(guards: Guards, request: FastifyRequest, body: Buffer): Promise<void> {
   const ctx = request.webhook as WebhookContext;
-  return guards.verifySignature(ctx.match.route, request, body).then((check) => {
+  const route = ctx.match.route;
+  return guards.verifySignature(route, request, body).then((check) => {
     ctx.consumer = check.consumer;
-    ctx.signature = check.release ? { release: check.release } : {};
+    const signature: NonNullable<WebhookContext['signature']> = check.release
+      ? { release: check.release }
+      : {};
+    ctx.signature = signature;
+    const limited = guards.rateLimit(route);
+    if (!(limited instanceof Promise)) {
+      signature.rateLimitHeaders = limited;
+      return;
+    }
+    return limited.then((headers) => {
+      signature.rateLimitHeaders = headers;
+    });
   });
 }
 
@@ -195,9 +216,11 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       return;
     }
     const route = ctx.match.route;
+    // A signed delivery is counted once its signature is verified (checkSignature).
+    const counted = !isSigned(route);
     const afterAuth = (auth: { consumer?: string }) => {
       if (auth.consumer !== undefined) ctx.consumer = auth.consumer;
-      return guards.rateLimit(route);
+      return counted ? guards.rateLimit(route) : NOT_COUNTED;
     };
     const finish = (headers: Record<string, string>) => {
       reply.headers(headers);
@@ -243,9 +266,15 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     // without an Idempotency-Key needs (a throw here reaches the error handler alike).
     handler: (request, reply) => {
       const ctx = request.webhook as WebhookContext;
-      // A signed delivery without a body never reached the parser: checked here.
-      if (ctx.signature === undefined && isSigned(ctx.match.route)) {
-        return checkSignature(guards, request, EMPTY_BODY).then(() => handle(request, reply));
+      if (isSigned(ctx.match.route)) {
+        // A signed delivery without a body never reached the parser: checked here.
+        if (ctx.signature === undefined) {
+          return checkSignature(guards, request, EMPTY_BODY).then(() => {
+            announceSignedCount(reply, ctx);
+            return handle(request, reply);
+          });
+        }
+        announceSignedCount(reply, ctx);
       }
       return handle(request, reply);
     },
@@ -284,9 +313,12 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   };
 
   // Record every answer, refusals included, for metrics, analytics and the live stream.
-  app.addHook('onError', async (request, _reply, error) => {
+  app.addHook('onError', async (request, reply, error) => {
     if (!request.webhook) return;
     request.webhook.problem = toProblem(error).code;
+    // A counted signed delivery refused later (its body does not parse, say) still
+    // tells the sender where its limit stands.
+    announceSignedCount(reply, request.webhook);
     // No execution started (refused before, or by the engine: queue full, shutting
     // down, store down): the key is given back, so the retry the answer asks for runs,
     // and starts the execution this one asked for (claims.ts). Once one has started
@@ -331,6 +363,12 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     observer?.observe(observation(request, reply, ctx, durationSeconds));
     live?.publishResponse(route, reply.statusCode, durationSeconds, ctx, request);
   });
+}
+
+/** The RateLimit headers of a signed delivery counted after its signature (checkSignature). */
+function announceSignedCount(reply: FastifyReply, ctx: WebhookContext): void {
+  const headers = ctx.signature?.rateLimitHeaders;
+  if (headers !== undefined) reply.headers(headers);
 }
 
 /**
