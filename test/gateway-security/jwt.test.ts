@@ -34,7 +34,7 @@ let publicPem: string;
 let jwks: FastifyInstance;
 let jwksUrl = '';
 let jwksHits = 0;
-let jwksMode: 'ok' | 'error' = 'ok';
+let jwksMode: 'ok' | 'error' | 'html' = 'ok';
 let attackerHits = 0;
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -102,6 +102,7 @@ beforeAll(async () => {
   jwks.get('/jwks.json', async (_req, reply) => {
     jwksHits++;
     if (jwksMode === 'error') return reply.status(500).send({ error: 'boom' });
+    if (jwksMode === 'html') return reply.type('text/html').send('<html>maintenance</html>');
     return { keys: [publicJwk] };
   });
   jwks.get('/attacker.json', async () => {
@@ -296,6 +297,87 @@ describe('JWT via a JWKS served on 127.0.0.1', () => {
       authenticateBearer(nowhere, { authorization: `Bearer ${token}` }, fresh),
     );
     expect(problem.code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+  });
+});
+
+describe('JWKS fetches while the provider fails (cooldown)', () => {
+  const at = { typ: 'at+jwt' };
+  let ms = NOW.getTime();
+  const clocked = (options: { jwksCooldownMs?: number } = {}) =>
+    new JwtVerifier({ now: () => new Date(ms), outbound, ...options });
+  const check = (v: JwtVerifier, route: ReturnType<typeof bearerRoute>, token: string) =>
+    authenticateBearer(route, { authorization: `Bearer ${token}` }, v);
+  const failing = async (mode: 'error' | 'html', body: () => Promise<void>) => {
+    jwksMode = mode;
+    try {
+      await body();
+    } finally {
+      jwksMode = 'ok';
+    }
+  };
+
+  it('a failing JWKS is fetched at most once per cooldown (5 s); valid tokens work after it', async () => {
+    ms = NOW.getTime();
+    const v = clocked();
+    const r = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 21);
+    const token = await sign(claims(), at);
+    const before = jwksHits;
+    await failing('error', async () => {
+      for (let i = 0; i < 20; i++) {
+        const problem = await problemOf(() => check(v, r, token));
+        expect(problem.code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+        expect(problem.headers['Retry-After']).toBe('5');
+      }
+      expect(jwksHits - before).toBe(1);
+      // 20 at once: still the one fetch (jose's single flight, then the cooldown)
+      await Promise.all(Array.from({ length: 20 }, () => problemOf(() => check(v, r, token))));
+      expect(jwksHits - before).toBe(1);
+      ms += 5_000; // the cooldown is over: one fetch, failing again, a new cooldown
+      for (let i = 0; i < 5; i++) await problemOf(() => check(v, r, token));
+      expect(jwksHits - before).toBe(2);
+    });
+    // The provider is back, but the cooldown is not over: answered as the failure was.
+    ms += 4_000;
+    expect((await problemOf(() => check(v, r, token))).code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+    expect(jwksHits - before).toBe(2);
+    ms += 1_000;
+    expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
+    expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
+    expect(jwksHits - before).toBe(3);
+  });
+
+  it('an answer that is not a key set (a 200 maintenance page) starts the cooldown too', async () => {
+    ms = NOW.getTime();
+    const v = clocked();
+    const r = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 22);
+    const token = await sign(claims(), at);
+    const before = jwksHits;
+    await failing('html', async () => {
+      for (let i = 0; i < 10; i++) {
+        expect((await problemOf(() => check(v, r, token))).code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+      }
+    });
+    expect(jwksHits - before).toBe(1);
+  });
+
+  it('tokens whose key the set holds are verified meanwhile: only fetches wait', async () => {
+    ms = NOW.getTime();
+    // jose's own refetch cooldown off, so that every unknown kid would fetch again
+    const v = clocked({ jwksCooldownMs: 0 });
+    const r = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 23);
+    const good = await sign(claims(), at);
+    expect(await check(v, r, good)).toEqual({ consumer: 'user-42' });
+    const before = jwksHits;
+    await failing('error', async () => {
+      for (let i = 0; i < 10; i++) {
+        const unknownKid = await sign(claims(), { ...at, kid: `made-up-${i}` });
+        expect((await problemOf(() => check(v, r, unknownKid))).code).toBe(
+          'HG_ERR_AUTH_UNAVAILABLE',
+        );
+        expect(await check(v, r, good)).toEqual({ consumer: 'user-42' });
+      }
+    });
+    expect(jwksHits - before).toBe(1);
   });
 });
 

@@ -17,6 +17,13 @@
 //   policy narrowed by the trigger's namespace, https unless the policy names the
 //   destination); a refused destination is the same 503 for the caller and a report
 //   (onOutboundRefused) for the operator.
+// - JWKS fetches are bounded: jose's createRemoteJWKSet makes one fetch for concurrent
+//   callers, keeps the set for cacheMaxAge (10 min) and refetches for an unknown kid at
+//   most every cooldownDuration (30 s) after a success. A failed fetch sets no such
+//   time in jose, so every request with a well-formed token fetched again; so the
+//   fetch itself remembers a failure for jwksFailureCooldownMs (5 s, the 503's
+//   Retry-After) and sends nothing meanwhile: those requests get the failure's 503,
+//   while tokens whose key the set already holds are still verified.
 import {
   createRemoteJWKSet,
   customFetch,
@@ -39,11 +46,15 @@ import {
   guardedFetch,
   lazyGuard,
   scopeFor,
+  type AuthFetchInit,
   type AuthOutboundOptions,
 } from './outbound-fetch.ts';
 import type { OutboundGuard } from '../../../engine/outbound/guard.ts';
 
 export const REALM = 'hookgate';
+
+/** How long a fetched JWKS is used before it is fetched again (jose's default, named). */
+const JWKS_MAX_AGE_MS = 10 * 60_000;
 
 /** The token verification settings shared by spec.auth.bearer and spec.auth.oauth2. */
 export interface TokenVerificationConfig {
@@ -60,9 +71,17 @@ export interface JwtVerifierOptions extends AuthOutboundOptions {
   jwksTimeoutMs?: number;
   /** Minimum time between JWKS refetches when a kid is unknown (default 30 s). */
   jwksCooldownMs?: number;
-  /** The clock (tests). */
+  /**
+   * After a failed JWKS fetch, requests are answered with that failure (503) for this
+   * long without fetching again (default 5 s, the 503's Retry-After).
+   */
+  jwksFailureCooldownMs?: number;
+  /** The clock (tests): token times, and the JWKS failure cooldown. */
   now?: () => Date;
 }
+
+/** After a failed JWKS fetch: requests answered as it was, without a fetch (ms). */
+export const JWKS_FAILURE_COOLDOWN_MS = 5_000;
 
 type VerificationKey = CryptoKey | Uint8Array | JWTVerifyGetKey;
 
@@ -163,6 +182,60 @@ export function verificationProblem(error: unknown): HttpProblem {
   return JWKS_UNAVAILABLE();
 }
 
+type JwksFetch = (url: string, init: AuthFetchInit) => Promise<Response>;
+
+/** The answer jose gets during a cooldown: not 200, so the same 503 as the failure. */
+const COOLING_DOWN = () => new Response(null, { status: 503 });
+
+/** A 200 whose body is a JSON object with a `keys` array; anything else is a failure. */
+async function usableJwks(response: Response): Promise<Response | undefined> {
+  if (response.status !== 200) {
+    await response.body?.cancel().catch(() => {});
+    return undefined;
+  }
+  const text = await response.text();
+  try {
+    const parsed = JSON.parse(text) as { keys?: unknown } | null;
+    if (!Array.isArray(parsed?.keys)) return undefined;
+  } catch {
+    return undefined;
+  }
+  // The body was read (guardedFetch holds it whole already): jose reads this copy.
+  return new Response(text, { status: 200, headers: response.headers });
+}
+
+/**
+ * The JWKS fetch of one key set, which after a failure (unreachable, refused, slow, not
+ * 200, not a key set) sends nothing for `cooldownMs`: jose gets the failure again (the
+ * same error, or a 503 answer) and answers 503, as for the failure. Only fetches wait:
+ * a token whose key the set already holds is verified meanwhile.
+ */
+export function jwksFetchCoolingDown(
+  send: JwksFetch,
+  cooldownMs: number,
+  nowMs: () => number,
+): JwksFetch {
+  let failed: { error?: unknown; until: number } | undefined;
+  return async (url, init) => {
+    if (failed !== undefined && nowMs() < failed.until) {
+      if ('error' in failed) throw failed.error;
+      return COOLING_DOWN();
+    }
+    failed = undefined;
+    let response: Response;
+    try {
+      response = await send(url, init);
+    } catch (error) {
+      failed = { error, until: nowMs() + cooldownMs };
+      throw error;
+    }
+    const usable = await usableJwks(response);
+    if (usable !== undefined) return usable;
+    failed = { until: nowMs() + cooldownMs };
+    return COOLING_DOWN();
+  };
+}
+
 class KeyConfigError extends Error {}
 
 async function importStaticKey(material: string, alg: string): Promise<CryptoKey | Uint8Array> {
@@ -224,10 +297,17 @@ export class JwtVerifier {
       const timeoutMs = this.#options.jwksTimeoutMs ?? 5000;
       // The scope is looked up at every fetch (a cached one may have been closed since).
       const namespace = route.namespace;
+      const now = this.#options.now;
+      const send = jwksFetchCoolingDown(
+        guardedFetch(() => scopeFor(this.#guard(), namespace), timeoutMs),
+        this.#options.jwksFailureCooldownMs ?? JWKS_FAILURE_COOLDOWN_MS,
+        now ? () => now().getTime() : Date.now,
+      );
       return createRemoteJWKSet(new URL(config.jwksUrl), {
         timeoutDuration: timeoutMs,
         cooldownDuration: this.#options.jwksCooldownMs ?? 30_000,
-        [customFetch]: guardedFetch(() => scopeFor(this.#guard(), namespace), timeoutMs),
+        cacheMaxAge: JWKS_MAX_AGE_MS,
+        [customFetch]: send,
       });
     }
     const [alg, ...more] = config.algorithms;
