@@ -49,6 +49,11 @@ export const CATALOGUE = {
     type: 'auth-unavailable',
     title: 'Authentication provider unavailable',
   },
+  HG_ERR_AUTH_OVERLOADED: {
+    status: 503,
+    type: 'auth-overloaded',
+    title: 'Too many token checks in progress',
+  },
   HG_ERR_SIGNATURE_MISSING: {
     status: 401,
     type: 'signature-missing',

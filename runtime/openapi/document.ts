@@ -446,6 +446,28 @@ function rateLimitProblems(limit: WebhookTriggerSpec['rateLimit']): ErrorCode[] 
     : ['HG_ERR_RATE_LIMITED'];
 }
 
+/** What a route's authentication can answer. */
+function authProblems(config: WebhookTriggerSpec['auth']): ErrorCode[] {
+  const auth = config?.method ?? 'none';
+  if (auth === 'none') return [];
+  if (auth === 'signature')
+    return [
+      'HG_ERR_SIGNATURE_MISSING',
+      'HG_ERR_SIGNATURE_MALFORMED',
+      'HG_ERR_SIGNATURE_EXPIRED',
+      'HG_ERR_SIGNATURE_MISMATCH',
+      'HG_ERR_SIGNATURE_REPLAYED',
+      'HG_ERR_STORE_UNAVAILABLE',
+    ];
+  const codes: ErrorCode[] = ['HG_ERR_CREDENTIALS_MISSING', 'HG_ERR_CREDENTIALS_INVALID'];
+  if (auth === 'oauth2') codes.push('HG_ERR_INSUFFICIENT_SCOPE');
+  if (auth === 'oauth2' || (auth === 'bearer' && config?.bearer?.jwksUrl))
+    codes.push('HG_ERR_AUTH_UNAVAILABLE');
+  // Introspection calls are capped per route (ADR 43).
+  if (auth === 'oauth2' && config?.oauth2?.introspection) codes.push('HG_ERR_AUTH_OVERLOADED');
+  return codes;
+}
+
 /** The problems a route may answer with, by the route's settings. */
 export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[] {
   const codes: ErrorCode[] = ['HG_ERR_BAD_REQUEST', 'HG_ERR_URI_TOO_LONG'];
@@ -468,22 +490,7 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
       'HG_ERR_UNSUPPORTED_MEDIA_TYPE',
     );
   if (spec.requireHttps) codes.push('HG_ERR_HTTPS_REQUIRED');
-  const auth = spec.auth?.method ?? 'none';
-  if (auth === 'signature') {
-    codes.push(
-      'HG_ERR_SIGNATURE_MISSING',
-      'HG_ERR_SIGNATURE_MALFORMED',
-      'HG_ERR_SIGNATURE_EXPIRED',
-      'HG_ERR_SIGNATURE_MISMATCH',
-      'HG_ERR_SIGNATURE_REPLAYED',
-      'HG_ERR_STORE_UNAVAILABLE',
-    );
-  } else if (auth !== 'none') {
-    codes.push('HG_ERR_CREDENTIALS_MISSING', 'HG_ERR_CREDENTIALS_INVALID');
-  }
-  if (auth === 'oauth2') codes.push('HG_ERR_INSUFFICIENT_SCOPE');
-  if (auth === 'oauth2' || (auth === 'bearer' && spec.auth?.bearer?.jwksUrl))
-    codes.push('HG_ERR_AUTH_UNAVAILABLE');
+  codes.push(...authProblems(spec.auth));
   // With CORS off every cross-origin request is refused, so the answer is always possible.
   codes.push('HG_ERR_CORS_ORIGIN_DENIED');
   codes.push(...rateLimitProblems(spec.rateLimit));

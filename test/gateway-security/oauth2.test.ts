@@ -25,7 +25,10 @@ let base = '';
 const answers = new Map<string, unknown>();
 const hits = new Map<string, number>();
 const requests: { authorization?: string; body: Record<string, string> }[] = [];
-let mode: 'ok' | 'error' | 'hang' | 'html' = 'ok';
+let mode: 'ok' | 'error' | 'hang' | 'html' | 'slow' = 'ok';
+/** Calls being answered right now, and the most at once (the 'slow' mode holds them). */
+let inFlight = 0;
+let mostInFlight = 0;
 let rsa: { publicKey: CryptoKey; privateKey: CryptoKey };
 let outbound: OutboundGuard;
 
@@ -44,6 +47,14 @@ beforeAll(async () => {
     const token = body.token ?? '';
     hits.set(token, (hits.get(token) ?? 0) + 1);
     if (mode === 'hang') return; // never answers
+    if (mode === 'slow') {
+      inFlight++;
+      mostInFlight = Math.max(mostInFlight, inFlight);
+      return new Promise((resolve) => setTimeout(resolve, 150)).then(() => {
+        inFlight--;
+        return reply.send(answers.get(token) ?? { active: false });
+      });
+    }
     if (mode === 'error') return reply.status(502).send({ error: 'bad gateway' });
     if (mode === 'html') return reply.type('text/html').send('<html>maintenance</html>');
     return reply.send(answers.get(token) ?? { active: false });
@@ -269,14 +280,28 @@ describe('OAuth 2.0 by introspection (RFC 7662)', () => {
     expect(hits.get('tok-short')).toBe(2);
   });
 
-  it('inactive answers and failures are not cached', async () => {
+  it('an inactive answer is remembered for negativeCacheMs only; failures are not cached', async () => {
     const v = verifier();
     const route = introspectionRoute();
     answers.set('tok-later', { active: false });
     await expect(call(v, route, 'tok-later')).rejects.toThrow();
     active('tok-later');
+    clock = T0 + 9_000; // still refused, without asking
+    expect((await problemOf(() => call(v, route, 'tok-later'))).code).toBe(
+      'HG_ERR_CREDENTIALS_INVALID',
+    );
+    expect(hits.get('tok-later')).toBe(1);
+    clock = T0 + 10_001;
     expect(await call(v, route, 'tok-later')).toEqual({ consumer: 'user-7' });
     expect(v.cachedAnswers(route)).toBe(1);
+    expect(hits.get('tok-later')).toBe(2);
+    // A failure is asked about again on the next request.
+    active('tok-fail');
+    mode = 'error';
+    await expect(call(v, route, 'tok-fail')).rejects.toMatchObject({ status: 503 });
+    mode = 'ok';
+    expect(await call(v, route, 'tok-fail')).toEqual({ consumer: 'user-7' });
+    expect(hits.get('tok-fail')).toBe(2);
   });
 
   it('the scope check runs on cached answers too', async () => {
@@ -288,6 +313,103 @@ describe('OAuth 2.0 by introspection (RFC 7662)', () => {
     expect(hits.get('tok-scope-cache')).toBe(1);
     expect(problem.code).toBe('HG_ERR_INSUFFICIENT_SCOPE');
     expect(problem.headers['WWW-Authenticate']).toContain('scope="orders:write admin"');
+  });
+});
+
+describe('introspection calls are bounded (anonymous callers with made-up tokens)', () => {
+  const randomToken = () => `rnd-${Math.random().toString(36).slice(2)}-${Date.now()}`;
+  beforeEach(() => {
+    inFlight = 0;
+    mostInFlight = 0;
+  });
+
+  it('a burst of random tokens makes at most 8 calls at once; the rest get 503 auth-overloaded', async () => {
+    const v = verifier();
+    const route = introspectionRoute();
+    active('tok-known');
+    await call(v, route, 'tok-known'); // a caller seen before: cached
+    mode = 'slow';
+    const before = requests.length;
+    const tokens = Array.from({ length: 40 }, randomToken);
+    const flood = tokens.map((t) => problemOf(() => call(v, route, t)));
+    // Meanwhile the known caller is answered from the cache, not refused.
+    expect(await call(v, route, 'tok-known')).toEqual({ consumer: 'user-7' });
+    const problems = await Promise.all(flood);
+    expect(requests.length - before).toBe(8);
+    expect(mostInFlight).toBe(8);
+    const overloaded = problems.filter((p) => p.code === 'HG_ERR_AUTH_OVERLOADED');
+    expect(overloaded).toHaveLength(32);
+    expect(overloaded[0]!.status).toBe(503);
+    expect(overloaded[0]!.headers['Retry-After']).toBe('1');
+    expect(problems.filter((p) => p.code === 'HG_ERR_CREDENTIALS_INVALID')).toHaveLength(8);
+    // Once the calls are answered, the cap is free again.
+    mode = 'ok';
+    active('tok-after');
+    expect(await call(v, route, 'tok-after')).toEqual({ consumer: 'user-7' });
+  });
+
+  it('the cap is per route and configurable', async () => {
+    const v = new OAuth2Verifier({ now: () => clock, outbound, maxConcurrentCalls: 2 });
+    const one = introspectionRoute();
+    const two = introspectionRoute();
+    mode = 'slow';
+    const before = requests.length;
+    const answers = await Promise.all(
+      [one, one, one, two, two, two].map((r) => problemOf(() => call(v, r, randomToken()))),
+    );
+    expect(requests.length - before).toBe(4);
+    expect(answers.filter((p) => p.code === 'HG_ERR_AUTH_OVERLOADED')).toHaveLength(2);
+  });
+
+  it('one call per token at a time: concurrent requests with the same token share it', async () => {
+    const v = verifier();
+    const route = introspectionRoute();
+    active('tok-shared');
+    mode = 'slow';
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => call(v, route, 'tok-shared')),
+    );
+    expect(results).toEqual(Array.from({ length: 20 }, () => ({ consumer: 'user-7' })));
+    expect(hits.get('tok-shared')).toBe(1);
+    // the same for a token the provider refuses: one call, twenty 401s
+    const refused = await Promise.all(
+      Array.from({ length: 20 }, () => problemOf(() => call(v, route, 'tok-shared-bad'))),
+    );
+    expect(new Set(refused.map((p) => p.code))).toEqual(new Set(['HG_ERR_CREDENTIALS_INVALID']));
+    expect(hits.get('tok-shared-bad')).toBe(1);
+  });
+
+  it('a refused token sent again and again costs one call per negativeCacheMs', async () => {
+    const v = verifier();
+    const route = introspectionRoute();
+    active('tok-wrong-aud', { aud: 'https://other.example' });
+    for (let i = 0; i < 20; i++) {
+      const problem = await problemOf(() =>
+        call(v, route, i % 2 ? 'tok-revoked' : 'tok-wrong-aud'),
+      );
+      expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+      // the same answer as the provider's, from the cache too
+      expect(problem.headers['WWW-Authenticate']).toContain(
+        i % 2 ? 'The token is not active' : 'The token audience is not accepted',
+      );
+    }
+    expect(hits.get('tok-revoked')).toBe(1);
+    expect(hits.get('tok-wrong-aud')).toBe(1);
+    clock = T0 + 10_001;
+    await problemOf(() => call(v, route, 'tok-revoked'));
+    expect(hits.get('tok-revoked')).toBe(2);
+  });
+
+  it('refused tokens are bounded per route (oldest dropped) and can be turned off', async () => {
+    const v = new OAuth2Verifier({ now: () => clock, outbound, maxCacheEntries: 3 });
+    const route = introspectionRoute();
+    for (let i = 0; i < 10; i++) await problemOf(() => call(v, route, randomToken()));
+    expect(v.refusedTokens(route)).toBe(3);
+    const off = new OAuth2Verifier({ now: () => clock, outbound, negativeCacheMs: 0 });
+    await problemOf(() => call(off, route, 'tok-off'));
+    await problemOf(() => call(off, route, 'tok-off'));
+    expect(hits.get('tok-off')).toBe(2);
+    expect(off.refusedTokens(route)).toBe(0);
   });
 });
 

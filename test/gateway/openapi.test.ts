@@ -166,6 +166,14 @@ describe('the document of each example trigger', () => {
       'https://hookgate.dev/problems/insufficient-scope',
       'https://hookgate.dev/problems/cors-origin-denied',
     ]);
+    // Introspection: the provider down, or the route's calls all in flight (ADR 43).
+    const unavailable = item.post.responses['503'].content['application/problem+json'].schema;
+    expect(unavailable.allOf[1].properties.type.enum).toEqual(
+      expect.arrayContaining([
+        'https://hookgate.dev/problems/auth-unavailable',
+        'https://hookgate.dev/problems/auth-overloaded',
+      ]),
+    );
     expect(body.components.schemas.Accepted.properties.channel).toBeDefined();
   });
 

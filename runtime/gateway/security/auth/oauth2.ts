@@ -8,9 +8,19 @@
 // - The answer must say `active: true`; then `exp`/`nbf` (with clockToleranceSeconds),
 //   `iss` (exact) and `aud` (one of audiences) are checked when present.
 // - Active answers are cached per route and token digest for
-//   min(cacheSeconds, exp − now); inactive answers and failures are not cached. The
-//   cache of a route is kept with its route record (the route table keeps one record
-//   object per route version), so it goes when the route changes or leaves.
+//   min(cacheSeconds, exp − now). A token the provider's answer refuses (inactive,
+//   expired, another issuer or audience) is remembered as refused for a short time
+//   (negativeCacheMs, 10 s), so a token sent again and again costs one call per 10 s;
+//   failures are not cached. Both caches are bounded (maxCacheEntries each) and keyed
+//   by a SHA-256 of the token, never the token. They are kept with the route record
+//   (the route table keeps one record object per route version), so they go when the
+//   route changes or leaves.
+// - Calls are bounded per route: one call per token at a time (requests with a token
+//   whose introspection is in flight wait for its answer), and at most
+//   maxConcurrentCalls (8) calls in flight; beyond that, 503 auth-overloaded with
+//   Retry-After: 1, without a call. Random tokens (each one new) therefore cost at most
+//   8 calls at a time per route, not one per request, and tokens already cached keep
+//   working while the cap is full.
 // - The endpoint unreachable, slow (timeoutMs, default 5 s), answering non-2xx or
 //   non-JSON → 503 auth-unavailable: fail closed, never "let it through".
 // - The POST goes through the outbound guard (outbound-fetch.ts: the cluster policy
@@ -49,7 +59,24 @@ export type OAuth2Config = NonNullable<NonNullable<WebhookTriggerSpec['auth']>['
 
 type Claims = Record<string, unknown>;
 type CachedAnswer = { claims: Claims; expiresAt: number };
+/** Why the provider's answer refused a token (the 401's description), until when. */
+type CachedRefusal = { description: string; expiresAt: number };
 type Introspection = NonNullable<OAuth2Config['introspection']>;
+
+/** What a route record keeps of introspection; every map is keyed by token digest. */
+interface RouteIntrospection {
+  /** Active answers, oldest first. */
+  answers: Map<string, CachedAnswer>;
+  /** Refused tokens, oldest first. */
+  refused: Map<string, CachedRefusal>;
+  /** Calls in flight, one per token (single flight); its size is the route's calls. */
+  inFlight: Map<string, Promise<Claims>>;
+}
+
+/** Introspection calls in flight per route at most (default). */
+export const MAX_CONCURRENT_INTROSPECTIONS = 8;
+/** How long a token the provider refused is refused without asking again (default, ms). */
+export const INTROSPECTION_NEGATIVE_CACHE_MS = 10_000;
 
 export interface OAuth2VerifierOptions extends AuthOutboundOptions {
   /** Verifies JWT access tokens (jwksUrl); default: one with this verifier's guard. */
@@ -63,8 +90,18 @@ export interface OAuth2VerifierOptions extends AuthOutboundOptions {
   timeoutMs?: number;
   /** The clock in milliseconds (tests). */
   now?: () => number;
-  /** Largest number of cached introspection answers per route (default 10 000). */
+  /**
+   * Largest number of cached introspection answers per route (default 10 000); the
+   * same bound for tokens remembered as refused.
+   */
   maxCacheEntries?: number;
+  /** Introspection calls in flight per route at most; beyond, 503 auth-overloaded (default 8). */
+  maxConcurrentCalls?: number;
+  /**
+   * How long a token the provider's answer refused is refused again without a call
+   * (default 10 s; 0: not remembered).
+   */
+  negativeCacheMs?: number;
 }
 
 /** The scopes a token carries: `scope` (space-separated) or `scp` (array or string). */
@@ -105,6 +142,25 @@ function basicAuth(clientId: string, secret: string): string {
   return `Basic ${Buffer.from(`${encode(clientId)}:${encode(secret)}`).toString('base64')}`;
 }
 
+/** 503 auth-overloaded: the route's introspection calls are all in flight. */
+function introspectionOverloaded(): HttpProblem {
+  return new HttpProblem(
+    'HG_ERR_AUTH_OVERLOADED',
+    'Too many access tokens of this endpoint are being checked right now; try again shortly.',
+    { headers: { 'Retry-After': '1' } },
+  );
+}
+
+/** Keeps `value` under `key`, dropping the oldest entry when the map is full. */
+function rememberBounded<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  map.delete(key);
+  if (map.size >= max) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
+  }
+  map.set(key, value);
+}
+
 function audienceMatches(aud: unknown, audiences: readonly string[]): boolean {
   const list = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud : [];
   return list.some((a) => typeof a === 'string' && audiences.includes(a));
@@ -118,8 +174,10 @@ export class OAuth2Verifier {
   readonly #timeoutMs: number;
   readonly #now: () => number;
   readonly #maxEntries: number;
-  /** Per route record: token digest → answer, oldest first. */
-  readonly #cache = new WeakMap<RouteRecord, Map<string, CachedAnswer>>();
+  readonly #maxConcurrent: number;
+  readonly #negativeMs: number;
+  /** Per route record: its cached answers, refused tokens and calls in flight. */
+  readonly #routes = new WeakMap<RouteRecord, RouteIntrospection>();
 
   constructor(options: OAuth2VerifierOptions = {}) {
     // JWT access tokens (jwksUrl) go out under the same guard as introspection.
@@ -137,6 +195,8 @@ export class OAuth2Verifier {
     this.#timeoutMs = options.timeoutMs ?? 5000;
     this.#now = options.now ?? Date.now;
     this.#maxEntries = options.maxCacheEntries ?? 10_000;
+    this.#maxConcurrent = options.maxConcurrentCalls ?? MAX_CONCURRENT_INTROSPECTIONS;
+    this.#negativeMs = options.negativeCacheMs ?? INTROSPECTION_NEGATIVE_CACHE_MS;
   }
 
   /** Authenticates the request's bearer token and checks its scopes. */
@@ -152,41 +212,73 @@ export class OAuth2Verifier {
     return consumer === undefined ? {} : { consumer };
   }
 
-  async #introspect(
+  #introspect(
     route: RouteRecord,
     config: OAuth2Config,
     introspection: Introspection,
     token: string,
   ): Promise<Claims> {
-    const cacheKey = createHash('sha256').update(token).digest('hex');
+    const digest = createHash('sha256').update(token).digest('hex');
     const now = this.#now();
-    const cache = this.#cache.get(route);
-    const hit = cache?.get(cacheKey);
-    if (hit && hit.expiresAt > now) return hit.claims;
-    if (hit) cache?.delete(cacheKey);
+    const state = this.#stateOf(route);
+    const hit = state.answers.get(digest);
+    if (hit && hit.expiresAt > now) return Promise.resolve(hit.claims);
+    if (hit) state.answers.delete(digest);
+    const refused = state.refused.get(digest);
+    if (refused && refused.expiresAt > now) throw invalidToken(refused.description);
+    if (refused) state.refused.delete(digest);
+    // One call per token: the same token sent meanwhile waits for its answer.
+    const pending = state.inFlight.get(digest);
+    if (pending) return pending;
+    if (state.inFlight.size >= this.#maxConcurrent) throw introspectionOverloaded();
+    const call = (async () => {
+      try {
+        return await this.#introspectNow(route, config, introspection, token, digest, state);
+      } finally {
+        state.inFlight.delete(digest);
+      }
+    })();
+    state.inFlight.set(digest, call);
+    return call;
+  }
 
+  /** Asks the provider, judges the answer, and remembers it (an active or refused token). */
+  async #introspectNow(
+    route: RouteRecord,
+    config: OAuth2Config,
+    introspection: Introspection,
+    token: string,
+    digest: string,
+    state: RouteIntrospection,
+  ): Promise<Claims> {
     const claims = await this.#callEndpoint(route, introspection, token);
-    this.#checkIntrospected(claims, config, now);
-
+    const now = this.#now();
+    const refusal = refusalOf(claims, config, now);
+    if (refusal !== undefined) {
+      if (this.#negativeMs > 0) {
+        const entry = { description: refusal, expiresAt: now + this.#negativeMs };
+        rememberBounded(state.refused, digest, entry, this.#maxEntries);
+      }
+      throw invalidToken(refusal);
+    }
     const ttlMs = Math.min(
       (introspection.cacheSeconds ?? 60) * 1000,
       typeof claims.exp === 'number' ? claims.exp * 1000 - now : Infinity,
     );
-    if (ttlMs > 0) this.#remember(route, cacheKey, { claims, expiresAt: now + ttlMs });
+    if (ttlMs > 0) {
+      const entry = { claims, expiresAt: now + ttlMs };
+      rememberBounded(state.answers, digest, entry, this.#maxEntries);
+    }
     return claims;
   }
 
-  #remember(route: RouteRecord, cacheKey: string, answer: CachedAnswer): void {
-    let cache = this.#cache.get(route);
-    if (!cache) {
-      cache = new Map();
-      this.#cache.set(route, cache);
+  #stateOf(route: RouteRecord): RouteIntrospection {
+    let state = this.#routes.get(route);
+    if (!state) {
+      state = { answers: new Map(), refused: new Map(), inFlight: new Map() };
+      this.#routes.set(route, state);
     }
-    if (cache.size >= this.#maxEntries) {
-      const oldest = cache.keys().next();
-      if (!oldest.done) cache.delete(oldest.value);
-    }
-    cache.set(cacheKey, answer);
+    return state;
   }
 
   async #callEndpoint(
@@ -237,27 +329,37 @@ export class OAuth2Verifier {
     return body as Claims;
   }
 
-  #checkIntrospected(claims: Claims, config: OAuth2Config, now: number): void {
-    if (claims.active !== true) throw invalidToken('The token is not active');
-    const toleranceMs = (config.clockToleranceSeconds ?? 30) * 1000;
-    if (typeof claims.exp === 'number' && claims.exp * 1000 <= now - toleranceMs) {
-      throw invalidToken('The token has expired');
-    }
-    if (typeof claims.nbf === 'number' && claims.nbf * 1000 > now + toleranceMs) {
-      throw invalidToken('The token is not yet valid');
-    }
-    if (claims.iss !== undefined && claims.iss !== config.issuer) {
-      throw invalidToken('The token issuer is not accepted');
-    }
-    if (claims.aud !== undefined && !audienceMatches(claims.aud, config.audiences)) {
-      throw invalidToken('The token audience is not accepted');
-    }
-  }
-
   /** Number of introspection answers cached for a route (tests). */
   cachedAnswers(route: RouteRecord): number {
-    return this.#cache.get(route)?.size ?? 0;
+    return this.#routes.get(route)?.answers.size ?? 0;
   }
+
+  /** Number of tokens remembered as refused for a route (tests). */
+  refusedTokens(route: RouteRecord): number {
+    return this.#routes.get(route)?.refused.size ?? 0;
+  }
+}
+
+/**
+ * Why an introspection answer refuses the token (the invalid_token description), or
+ * undefined when it is accepted: `active` exactly true, then exp, nbf, iss and aud.
+ */
+function refusalOf(claims: Claims, config: OAuth2Config, now: number): string | undefined {
+  if (claims.active !== true) return 'The token is not active';
+  const toleranceMs = (config.clockToleranceSeconds ?? 30) * 1000;
+  if (typeof claims.exp === 'number' && claims.exp * 1000 <= now - toleranceMs) {
+    return 'The token has expired';
+  }
+  if (typeof claims.nbf === 'number' && claims.nbf * 1000 > now + toleranceMs) {
+    return 'The token is not yet valid';
+  }
+  if (claims.iss !== undefined && claims.iss !== config.issuer) {
+    return 'The token issuer is not accepted';
+  }
+  if (claims.aud !== undefined && !audienceMatches(claims.aud, config.audiences)) {
+    return 'The token audience is not accepted';
+  }
+  return undefined;
 }
 
 export const defaultOAuth2Verifier = new OAuth2Verifier();
