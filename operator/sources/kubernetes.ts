@@ -204,18 +204,36 @@ export class KubernetesSource implements ResourceSource {
   }
 
   /**
-   * One list request to the API server, without a resourceVersion: the most recent
-   * state (a quorum read), not the informer's cache nor the API server's watch cache.
+   * A list request to the API server, without a resourceVersion: the most recent state
+   * (a quorum read), not the informer's cache nor the API server's watch cache. What
+   * it answers decides what the orphan sweep deletes, so an answer that is not a whole
+   * list (no `items` array: a proxy's page, a Status) is an error, never "no objects",
+   * and a page that says more follow (`metadata.continue`) is followed.
    */
   async listFresh(kind: Exclude<SourceKind, 'Secret'>): Promise<ObjectRef[]> {
-    const list = await this.#client.request<{ items?: KubeObject[] }>(
-      'GET',
-      resourcePath(kind, this.#o.namespace),
-    );
-    return (list.items ?? []).flatMap((item) => {
-      const { name, namespace } = item.metadata;
-      return name ? [{ kind, namespace: namespace ?? 'default', name }] : [];
-    });
+    const path = resourcePath(kind, this.#o.namespace);
+    const refs: ObjectRef[] = [];
+    let token: string | undefined;
+    do {
+      const list = await this.#client.request<unknown>(
+        'GET',
+        path,
+        token ? { query: { continue: token } } : {},
+      );
+      const { items, metadata } = (list ?? {}) as {
+        items?: unknown;
+        metadata?: { continue?: unknown };
+      };
+      if (!Array.isArray(items)) {
+        throw new Error(`GET ${path}: the answer is not a list (no items array)`);
+      }
+      for (const item of items as KubeObject[]) {
+        const { name, namespace } = item.metadata ?? {};
+        if (name) refs.push({ kind, namespace: namespace ?? 'default', name });
+      }
+      token = typeof metadata?.continue === 'string' ? metadata.continue : undefined;
+    } while (token);
+    return refs;
   }
 
   writeStatus(ref: ObjectRef, status: unknown): Promise<void> {

@@ -9,7 +9,13 @@ import { MemoryGatewayStore } from '../../api/records/gateways-memory.ts';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { FINALIZER } from '../../api/v1alpha1/index.ts';
-import { PatchType, type KubeClient } from '../../operator/controller/kube-client.ts';
+import {
+  KubeClient,
+  PatchType,
+  type RequestOptions,
+  type Verb,
+} from '../../operator/controller/kube-client.ts';
+import { sweepOrphans } from '../../operator/reconcile/orphans.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
 import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
 import type { ObjectRef, ResourceSource } from '../../operator/sources/ports.ts';
@@ -345,5 +351,84 @@ describe('orphaned routes and registrations are swept at start', () => {
     expect(swept?.routes).toEqual(expect.arrayContaining([`${a}/ghost`, `${b}/ghost`]));
     expect(await stores.routes.get(`${a}/ghost`)).toBeUndefined();
     expect(await stores.routes.get(`${b}/ghost`)).toBeUndefined();
+  });
+});
+
+/**
+ * A client whose next list of `path` (the fresh list) is answered by `answer` instead of
+ * the API server; `pass` sends a request (with the options given) on to the server.
+ */
+class ScriptedClient extends KubeClient {
+  script: {
+    path: string;
+    answer: (opts: RequestOptions, pass: (opts: RequestOptions) => Promise<unknown>) => unknown;
+  }[] = [];
+  override async request<T>(verb: Verb, path: string, opts: RequestOptions = {}): Promise<T> {
+    const i = verb === 'GET' ? this.script.findIndex((s) => s.path === path) : -1;
+    if (i < 0) return super.request<T>(verb, path, opts);
+    const [step] = this.script.splice(i, 1);
+    return (await step!.answer(opts, (o) => super.request(verb, path, o))) as T;
+  }
+}
+
+describe('the fresh list decides what is deleted: only a whole list counts', () => {
+  async function setUp() {
+    const ns = await newNamespace();
+    await createWorkflow(ns);
+    await createTrigger(ns, 'live');
+    const scripted = new ScriptedClient(kc);
+    const inner = new KubernetesSource({ kubeConfig: kc, namespace: ns, client: scripted });
+    const source = new LaggingSource(inner);
+    await source.start(() => {});
+    cleanups.push(() => source.stop());
+    // The cache lags behind for the live trigger: its route is a candidate.
+    source.hidden.add(`WebhookTrigger/${ns}/live`);
+    const stores = newStores();
+    await stores.routes.put(`${ns}/live`, route(ns, 'live'));
+    const sweep = () =>
+      sweepOrphans({
+        source,
+        ...stores,
+        enqueue: () => {},
+        log: () => {},
+        stopped: () => false,
+      });
+    return { ns, scripted, stores, sweep };
+  }
+
+  it('an answer that is not a list (a proxy page, a Status) is an error, not "no objects"', async () => {
+    const { ns, scripted, stores, sweep } = await setUp();
+    const path = resourcePath('WebhookTrigger', ns);
+    scripted.script.push({ path, answer: () => '<html>Sign in</html>' });
+    await expect(sweep()).rejects.toThrow(/not a list/);
+    scripted.script.push({ path, answer: () => ({ kind: 'Status', status: 'Success' }) });
+    await expect(sweep()).rejects.toThrow(/not a list/);
+    expect(stores.routes.deletes).toEqual([]);
+    expect(await stores.routes.get(`${ns}/live`)).toBeDefined();
+  });
+
+  it('a list cut into pages (metadata.continue) is read to its end', async () => {
+    const { ns, scripted, stores, sweep } = await setUp();
+    const path = resourcePath('WebhookTrigger', ns);
+    const seen: (RequestOptions['query'] | undefined)[] = [];
+    scripted.script.push(
+      {
+        path,
+        answer: (opts) => {
+          seen.push(opts.query);
+          return { kind: 'WebhookTriggerList', metadata: { continue: 'page-2' }, items: [] };
+        },
+      },
+      {
+        path,
+        answer: (opts, pass) => {
+          seen.push(opts.query);
+          return pass({}); // the rest: the whole list
+        },
+      },
+    );
+    expect(await sweep()).toEqual({ routes: [], workflows: [] });
+    expect(seen).toEqual([undefined, { continue: 'page-2' }]);
+    expect(stores.routes.deletes).toEqual([]);
   });
 });
