@@ -22,6 +22,9 @@
 // - Right before each delete the cache is asked again; after it, an object the cache
 //   holds by then (created meanwhile, of the same name) is reconciled, which writes
 //   its record back.
+// - A candidate route whose uid its source could not have given (a folder's objects
+//   have derived uids, a cluster's random ones: `mayHaveWritten`) means `hookgate dev`
+//   and a cluster's operator share the store: nothing is deleted, and that is logged.
 // - Each deletion is logged; nothing is said about records whose object exists.
 import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
 import { watches, type ObjectRef, type ResourceSource } from '../sources/ports.ts';
@@ -41,6 +44,8 @@ export interface OrphanSweepOptions {
 export interface SweepResult {
   routes: string[];
   workflows: string[];
+  /** Set when nothing was deleted because another kind of writer shares the store. */
+  refused?: true;
 }
 
 interface Candidate {
@@ -48,6 +53,8 @@ interface Candidate {
   key: string;
   /** The object it was written for. */
   ref: ObjectRef;
+  /** The uid a route was written with (registrations carry none). */
+  uid?: string;
   /** Said in the log line. */
   detail: Record<string, string>;
 }
@@ -63,6 +70,7 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
     .map((r) => ({
       key: r.key,
       ref: { kind: 'WebhookTrigger' as const, namespace: r.namespace, name: r.name },
+      uid: r.uid,
       detail: { route: r.key, path: r.path, uid: r.uid },
     }))
     .filter((c) => missing(c.ref));
@@ -76,6 +84,20 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
     .filter((c) => missing(c.ref));
 
   const result: SweepResult = { routes: [], workflows: [] };
+  // A candidate route written for another kind of source (a folder's uid in a
+  // cluster's store, a cluster's in a folder's): two kinds of writer share this store,
+  // and neither's objects tell what the other's records are. Registrations carry no
+  // uid to sort them by, so nothing at all is deleted.
+  const foreign = routes.filter((c) => !source.mayHaveWritten(c.ref, c.uid ?? ''));
+  if (foreign.length > 0) {
+    o.log(
+      'Not sweeping orphaned routes and registrations: the store holds routes written for ' +
+        'another kind of source (hookgate dev and a cluster operator sharing one Redis?); ' +
+        'give each its own Redis',
+      { foreignRoutes: foreign.length, example: foreign[0]?.detail },
+    );
+    return { ...result, refused: true };
+  }
   for (const [kind, candidates, store, deleted, what] of [
     ['WebhookTrigger', routes, o.routes, result.routes, 'route'],
     ['Workflow', workflows, o.workflows, result.workflows, 'workflow registration'],

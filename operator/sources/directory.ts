@@ -22,6 +22,7 @@ import { LineCounter, parseAllDocuments } from 'yaml';
 import { documentValue, fieldOffset, yamlMessage } from '../../api/yaml-documents.ts';
 import { isNamespaceName, isObjectName } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
+import { API_VERSION } from '../../api/v1alpha1/index.ts';
 import type {
   AnyResource,
   ObjectRef,
@@ -153,6 +154,11 @@ export class DirectorySource implements ResourceSource {
   async listFresh(kind: Exclude<SourceKind, 'Secret'>): Promise<ObjectRef[]> {
     await this.#reloading;
     return [...this.#entries.values()].filter((e) => e.ref.kind === kind).map((e) => e.ref);
+  }
+
+  /** A folder's objects carry the uid their name derives (directoryUid), nothing else. */
+  mayHaveWritten(ref: ObjectRef, uid: string): boolean {
+    return uid === directoryUid(API_VERSION, ref.kind, ref.namespace, ref.name);
   }
 
   writeStatus(ref: ObjectRef, status: unknown): Promise<void> {

@@ -24,6 +24,8 @@ import type { Backoff, RetryDeps } from '../controller/retry.ts';
 import { ManagedInformer, type InformerDeps } from './kube-informer.ts';
 import { CREDENTIALS_SELECTOR, KINDS, resourcePath, type KubeObject } from './kube-resources.ts';
 import { KubeWriter } from './kube-writes.ts';
+import { directoryUid } from './directory.ts';
+import { API_VERSION } from '../../api/v1alpha1/index.ts';
 import type {
   AnyResource,
   ObjectRef,
@@ -234,6 +236,11 @@ export class KubernetesSource implements ResourceSource {
       token = typeof metadata?.continue === 'string' ? metadata.continue : undefined;
     } while (token);
     return refs;
+  }
+
+  /** An API server's uids are random: never the one a folder derives from the name. */
+  mayHaveWritten(ref: ObjectRef, uid: string): boolean {
+    return uid !== directoryUid(API_VERSION, ref.kind, ref.namespace, ref.name);
   }
 
   writeStatus(ref: ObjectRef, status: unknown): Promise<void> {

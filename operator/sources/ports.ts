@@ -74,6 +74,14 @@ export interface ResourceSource {
    * the cache does not hold.
    */
   listFresh(kind: Exclude<SourceKind, 'Secret'>): Promise<ObjectRef[]>;
+  /**
+   * Whether a route carrying `uid` for the trigger `ref` can have been written for an
+   * object of a source of this kind: a folder gives each object the uid directoryUid
+   * derives from its name, a cluster a random one. A route that cannot is another kind
+   * of writer's (`hookgate dev` and a cluster's operator on one Redis), and the sweep of
+   * orphaned records then deletes nothing.
+   */
+  mayHaveWritten(ref: ObjectRef, uid: string): boolean;
   /** Write `.status` (through the status subresource where there is one). */
   writeStatus(ref: ObjectRef, status: unknown): Promise<void>;
   /**

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryGatewayStore } from '../../api/records/gateways-memory.ts';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
-import { FINALIZER } from '../../api/v1alpha1/index.ts';
+import { API_VERSION, FINALIZER } from '../../api/v1alpha1/index.ts';
 import {
   KubeClient,
   PatchType,
@@ -17,6 +17,7 @@ import {
 } from '../../operator/controller/kube-client.ts';
 import { sweepOrphans } from '../../operator/reconcile/orphans.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
+import { directoryUid } from '../../operator/sources/directory.ts';
 import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
 import type { ObjectRef, ResourceSource } from '../../operator/sources/ports.ts';
 import { eventually } from '../support/eventually.ts';
@@ -176,6 +177,9 @@ class LaggingSource implements ResourceSource {
   }
   listFresh(kind: 'Workflow' | 'WebhookTrigger') {
     return this.#inner.listFresh(kind);
+  }
+  mayHaveWritten(ref: ObjectRef, uid: string) {
+    return this.#inner.mayHaveWritten(ref, uid);
   }
   get secretSelector() {
     return this.#inner.secretSelector;
@@ -338,6 +342,21 @@ describe('orphaned routes and registrations are swept at start', () => {
     await eventually(async () => {
       expect((await stores.routes.get(`${ns}/late`))?.uid).not.toBe(`uid-${ns}-late`);
     });
+  });
+
+  it('a route a folder wrote (hookgate dev on the same Redis): nothing is deleted', async () => {
+    const ns = await newNamespace();
+    const stores = newStores();
+    await stores.routes.put(`${ns}/ghost`, route(ns, 'ghost')); // an orphan of ours
+    const dev = {
+      ...route(ns, 'dev'),
+      uid: directoryUid(API_VERSION, 'WebhookTrigger', ns, 'dev'),
+    };
+    await stores.routes.put(dev.key, dev);
+    const { loop, logs } = await startLoop(stores, ns);
+    expect(await loop.swept).toEqual({ routes: [], workflows: [], refused: true });
+    expect(stores.routes.deletes).toEqual([]);
+    expect(logs.filter((l) => l.msg.startsWith('Not sweeping'))).toHaveLength(1);
   });
 
   it('an operator over every namespace sweeps them all', async () => {

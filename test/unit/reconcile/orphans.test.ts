@@ -8,7 +8,8 @@ import type { RouteRecord, WorkflowRegistration } from '../../../api/records/rec
 import { FakeClock } from '../../../operator/controller/clock.ts';
 import { sweepOrphans } from '../../../operator/reconcile/orphans.ts';
 import { startReconcileLoop } from '../../../operator/reconcile/run.ts';
-import { DirectorySource } from '../../../operator/sources/directory.ts';
+import { DirectorySource, directoryUid } from '../../../operator/sources/directory.ts';
+import { API_VERSION } from '../../../api/v1alpha1/index.ts';
 import { manifestDir, trigger, workflow } from '../../support/manifests.ts';
 
 let dir: Awaited<ReturnType<typeof manifestDir>>;
@@ -70,6 +71,8 @@ describe('orphaned records over a manifest folder', () => {
       key: 'elsewhere/x',
       namespace: 'elsewhere',
       name: 'x',
+      // As a folder that held it wrote it.
+      uid: directoryUid(API_VERSION, 'WebhookTrigger', 'elsewhere', 'x'),
     });
     const result = await sweepOrphans({
       source,
@@ -116,5 +119,44 @@ describe('orphaned records over a manifest folder', () => {
     expect(await loop.swept).toEqual({ routes: [], workflows: ['default_production_gone'] });
     await loop.stop(1000);
     gateways.close();
+  });
+
+  it('routes a cluster operator wrote (hookgate dev on its Redis): nothing is deleted, and it is said', async () => {
+    await dir.write('orders.yaml', workflow('orders'), trigger('t', { pathSegment: 'in' }));
+    await run();
+    const mine = await routes.list();
+    // The cluster's records: a trigger with an API server's random uid, its workflow.
+    const theirs: RouteRecord = {
+      ...mine[0]!,
+      key: 'shop/orders',
+      namespace: 'shop',
+      name: 'orders',
+      uid: '6f1c2d3e-4b5a-4c7d-8e9f-0a1b2c3d4e5f',
+    };
+    await routes.put(theirs.key, theirs);
+    const registration = {
+      namespace: 'shop',
+      name: 'orders',
+      workflowId: 'shop_production_orders',
+    };
+    await workflows.put(registration.workflowId, registration as WorkflowRegistration);
+    const source = new DirectorySource({ dir: dir.dir });
+    await source.start(() => {});
+    const logs: { msg: string; fields?: object }[] = [];
+    const result = await sweepOrphans({
+      source,
+      routes,
+      workflows,
+      enqueue: () => {},
+      log: (msg, fields) => logs.push({ msg, ...(fields ? { fields } : {}) }),
+      stopped: () => false,
+    });
+    await source.stop();
+    expect(result).toEqual({ routes: [], workflows: [], refused: true });
+    expect(await routes.get('shop/orders')).toEqual(theirs);
+    expect(await workflows.get('shop_production_orders')).toEqual(registration);
+    expect(logs).toHaveLength(1);
+    expect(logs[0]?.msg).toMatch(/^Not sweeping orphaned routes and registrations/);
+    expect(logs[0]?.fields).toMatchObject({ foreignRoutes: 1, example: { route: 'shop/orders' } });
   });
 });
