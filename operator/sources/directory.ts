@@ -110,6 +110,10 @@ export class DirectorySource implements ResourceSource {
   #onChange: (ref: ObjectRef) => void = () => {};
   #reloading: Promise<void> = Promise.resolve();
   #order = 0;
+  /** Objects named by a document that failed (admission), as of the last reload. */
+  #failedRefs: ObjectRef[] = [];
+  /** Files that could not be read or parsed at all, as of the last reload. */
+  #failedFiles: string[] = [];
 
   constructor(options: DirectorySourceOptions) {
     this.#o = { defaultNamespace: 'default', debounceMs: 100, log: () => {}, ...options };
@@ -150,10 +154,22 @@ export class DirectorySource implements ResourceSource {
   /** A folder may hold objects of any namespace (a manifest names it, else the default). */
   readonly namespaces: WatchedNamespaces = 'all';
 
-  /** The folder is the authority: its objects once a reload in progress is done. */
+  /**
+   * The folder is the authority: its objects once a reload in progress is done, and the
+   * ones a manifest names but that failed (an invalid document is still there: its
+   * records are not orphans). A file that cannot be parsed at all may name anything:
+   * an error, until it is fixed.
+   */
   async listFresh(kind: Exclude<SourceKind, 'Secret'>): Promise<ObjectRef[]> {
     await this.#reloading;
-    return [...this.#entries.values()].filter((e) => e.ref.kind === kind).map((e) => e.ref);
+    if (this.#failedFiles.length > 0) {
+      throw new Error(
+        `manifest files that cannot be read or parsed: ${this.#failedFiles.join(', ')}`,
+      );
+    }
+    return [...[...this.#entries.values()].map((e) => e.ref), ...this.#failedRefs].filter(
+      (ref) => ref.kind === kind,
+    );
   }
 
   /** A folder's objects carry the uid their name derives (directoryUid), nothing else. */
@@ -197,6 +213,7 @@ export class DirectorySource implements ResourceSource {
     const next = new Map<string, Entry>();
     const errors: ManifestError[] = [];
     const failedFiles = new Set<string>();
+    const failedRefs: ObjectRef[] = [];
     for (const path of files) {
       const file = relative(this.#o.dir, path) || path;
       let text: string;
@@ -227,11 +244,14 @@ export class DirectorySource implements ResourceSource {
       }
       // A document that failed keeps its previous good version alive.
       for (const ref of parsed?.keepRefs ?? []) this.#keep(ref, next);
+      failedRefs.push(...(parsed?.keepRefs ?? []));
     }
     // A file that cannot be parsed at all keeps every object it held before.
     for (const entry of this.#entries.values()) {
       if (failedFiles.has(entry.file) && !next.has(key(entry.ref))) next.set(key(entry.ref), entry);
     }
+    this.#failedRefs = failedRefs;
+    this.#failedFiles = [...failedFiles];
     this.#apply(next);
     this.#errors = errors;
     for (const e of errors) this.#o.log('manifest rejected', { ...e });

@@ -159,4 +159,38 @@ describe('orphaned records over a manifest folder', () => {
     expect(logs[0]?.msg).toMatch(/^Not sweeping orphaned routes and registrations/);
     expect(logs[0]?.fields).toMatchObject({ foreignRoutes: 1, example: { route: 'shop/orders' } });
   });
+
+  it('a manifest that fails admission or parsing is still there: its records are no orphans', async () => {
+    await dir.write('orders.yaml', workflow('orders'), trigger('t', { pathSegment: 'in' }));
+    await dir.write('billing.yaml', workflow('billing'));
+    await run();
+    const before = (await routes.list()).map((r) => r.key);
+    expect(before).toEqual(['default/t']);
+    // Edited while nothing ran: the trigger's document now fails the CRD schema.
+    await dir.write(
+      'orders.yaml',
+      workflow('orders'),
+      trigger('t', { pathSegment: 'in', response: { mode: 'bogus' } }),
+    );
+    const source = new DirectorySource({ dir: dir.dir });
+    await source.start(() => {});
+    expect(source.get({ kind: 'WebhookTrigger', namespace: 'default', name: 't' })).toBeUndefined();
+    const sweep = () =>
+      sweepOrphans({
+        source,
+        routes,
+        workflows,
+        enqueue: () => {},
+        log: () => {},
+        stopped: () => false,
+      });
+    expect(await sweep()).toEqual({ routes: [], workflows: [] });
+    expect((await routes.list()).map((r) => r.key)).toEqual(before);
+    // A file that cannot be parsed may name anything: the sweep fails (and is retried).
+    await dir.writeText('billing.yaml', 'kind: Workflow\nmetadata: [unclosed\n');
+    await source.reload();
+    await expect(sweep()).rejects.toThrow(/cannot be read or parsed: billing.yaml/);
+    expect((await workflows.list()).map((w) => w.name).sort()).toEqual(['billing', 'orders']);
+    await source.stop();
+  });
 });
