@@ -26,6 +26,7 @@
 //   have derived uids, a cluster's random ones: `mayHaveWritten`) means `hookgate dev`
 //   and a cluster's operator share the store: nothing is deleted, and that is logged.
 // - Each deletion is logged; nothing is said about records whose object exists.
+import { parseWorkflowIdentifier } from '../../api/identity.ts';
 import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
 import { watches, type ObjectRef, type ResourceSource } from '../sources/ports.ts';
 
@@ -59,14 +60,22 @@ interface Candidate {
   detail: Record<string, string>;
 }
 
+/** A registration whose workflowId is the identifier of the namespace and name it carries. */
+function namesItself(w: { workflowId: string; namespace: string; name: string }): boolean {
+  const id = parseWorkflowIdentifier(w.workflowId);
+  return id !== undefined && id.namespace === w.namespace && id.name === w.name;
+}
+
 const refKeyOf = (ref: ObjectRef) => `${ref.kind}/${ref.namespace}/${ref.name}`;
 
 export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> {
   const { source } = o;
   const mine = (namespace: string) => watches(source.namespaces, namespace);
   const missing = (ref: ObjectRef) => source.get(ref) === undefined;
+  // Only records whose key is what this operator writes for the object they name: one
+  // of another shape (written by another version, say) is not judged by its fields.
   const routes: Candidate[] = (await o.routes.list())
-    .filter((r) => mine(r.namespace))
+    .filter((r) => r.key === `${r.namespace}/${r.name}` && mine(r.namespace))
     .map((r) => ({
       key: r.key,
       ref: { kind: 'WebhookTrigger' as const, namespace: r.namespace, name: r.name },
@@ -75,7 +84,7 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
     }))
     .filter((c) => missing(c.ref));
   const workflows: Candidate[] = (await o.workflows.list())
-    .filter((w) => mine(w.namespace))
+    .filter((w) => namesItself(w) && mine(w.namespace))
     .map((w) => ({
       key: w.workflowId,
       ref: { kind: 'Workflow' as const, namespace: w.namespace, name: w.name },

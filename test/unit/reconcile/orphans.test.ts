@@ -55,6 +55,23 @@ describe('orphaned records over a manifest folder', () => {
     expect((await workflows.list()).map((w) => w.name)).toEqual(['orders']);
   });
 
+  it('records whose key is not what this operator writes for the object they name are kept (another version wrote them)', async () => {
+    await dir.write(
+      'billing.yaml',
+      workflow('billing'),
+      trigger('b', { workflowRef: { name: 'billing' } }),
+    );
+    await run();
+    const route = (await routes.get('default/b')) as RouteRecord;
+    const registration = (await workflows.list())[0] as WorkflowRegistration;
+    await routes.put('v9:default/b', { ...route, key: 'v9:default/b' });
+    await workflows.put('v9:billing', { ...registration, workflowId: 'v9:billing' });
+    await dir.remove('billing.yaml');
+    await run();
+    expect((await routes.list()).map((r) => r.key)).toEqual(['v9:default/b']);
+    expect((await workflows.list()).map((w) => w.workflowId)).toEqual(['v9:billing']);
+  });
+
   it('the folder watches every namespace; records of objects that exist are left alone', async () => {
     await dir.write('orders.yaml', workflow('orders'), trigger('t', { pathSegment: 'in' }));
     const source = new DirectorySource({ dir: dir.dir });
