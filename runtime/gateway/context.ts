@@ -7,6 +7,7 @@ import type { ErrorCode } from '../errors.ts';
 import type { AcceptedTraceContext } from '../engine/outbound/trace-context.ts';
 import type { RequestSpan } from '../tracing/tracing.ts';
 import type { ResumeHint } from './idempotency/store.ts';
+import type { DeliveryReplay } from './security/auth/signature/verify.ts';
 import { sendProblem, toProblem } from './problem-handler.ts';
 import type { RouteMatch } from './route-table.ts';
 
@@ -35,8 +36,14 @@ export interface WebhookContext {
    * Set once a signed delivery's signature was verified (auth.method signature);
    * `release` frees its replay claim when the delivery is answered with an error;
    * `rateLimitHeaders` are those of its rate-limit count, taken only once verified.
+   * `delivery`: its replay key is its id, and the claim waits for the idempotency claim
+   * (the id is the request's implicit idempotency key, claims.ts).
    */
-  signature?: { release?: () => Promise<void>; rateLimitHeaders?: Record<string, string> };
+  signature?: {
+    release?: () => Promise<void>;
+    rateLimitHeaders?: Record<string, string>;
+    delivery?: DeliveryReplay;
+  };
   /** Set while this request owns an Idempotency-Key claim. */
   idempotencyKey?: string | undefined;
   /**

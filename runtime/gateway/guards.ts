@@ -107,8 +107,8 @@ export function createGuards(options: GuardOptions = {}): Guards {
     authenticate(route: RouteRecord, request: FastifyRequest) {
       return authenticator(route, request.headers);
     },
-    verifySignature(route: RouteRecord, request: FastifyRequest, body: Buffer) {
-      return signatures.verify(route, request.headers, body);
+    verifySignature(route: RouteRecord, request: FastifyRequest, body: Buffer, deferIdClaim) {
+      return signatures.verify(route, request.headers, body, { deferIdClaim });
     },
     rateLimit(route: RouteRecord) {
       if (!route.spec.rateLimit) return {};

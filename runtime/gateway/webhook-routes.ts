@@ -67,11 +67,15 @@ export interface Guards {
     route: RouteRecord,
     request: FastifyRequest,
   ): { consumer?: string } | Promise<{ consumer?: string }>;
-  /** Check a signed delivery over its raw body; throws its 401. */
+  /**
+   * Check a signed delivery over its raw body; throws its 401. `deferIdClaim`: a
+   * delivery replayed by its id is handed back (SignatureCheck.delivery), not refused.
+   */
   verifySignature(
     route: RouteRecord,
     request: FastifyRequest,
     body: Buffer,
+    deferIdClaim: boolean,
   ): Promise<SignatureCheck>;
   /** Count the request; returns RateLimit headers, throws 429 when over. */
   rateLimit(route: RouteRecord): Record<string, string> | Promise<Record<string, string>>;
@@ -120,16 +124,24 @@ function isSigned(route: RouteRecord): boolean {
  * Verifies a signed delivery, notes it on the context (consumer, replay claim), then
  * counts it against the endpoint's rate limit: only a verified delivery is counted. A
  * 429 (or 503) here is an error answer, so the replay claim is released (onResponse)
- * and the sender's retry of the same delivery is accepted.
+ * and the sender's retry of the same delivery is accepted. With idempotency, a delivery
+ * replayed by its id goes on to its key (claims.ts), which takes the replay claim.
  */
-function checkSignature(guards: Guards, request: FastifyRequest, body: Buffer): Promise<void> {
+function checkSignature(
+  guards: Guards,
+  request: FastifyRequest,
+  body: Buffer,
+  deferIdClaim: boolean,
+): Promise<void> {
   const ctx = request.webhook as WebhookContext;
   const route = ctx.match.route;
-  return guards.verifySignature(route, request, body).then((check) => {
+  return guards.verifySignature(route, request, body, deferIdClaim).then((check) => {
     ctx.consumer = check.consumer;
     const signature: NonNullable<WebhookContext['signature']> = check.release
       ? { release: check.release }
-      : {};
+      : check.delivery
+        ? { delivery: check.delivery }
+        : {};
     ctx.signature = signature;
     const limited = guards.rateLimit(route);
     if (!(limited instanceof Promise)) {
@@ -146,6 +158,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   const { table, guards, observer, live, tracing } = options;
   const traceContext = options.traceContext ?? 'authenticated';
   const modeDeps: ModeDeps = { engine: options.engine, ...options.modes };
+  const deferIdClaim = options.idempotency !== undefined;
   app.decorateRequest('webhook', null);
   const stopRemovals = table.onRemoved((route) => guards.removed(route));
   app.addHook('onClose', (_instance, done) => {
@@ -173,7 +186,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       const ctx = request.webhook;
       if (ctx) ctx.rawBody = buffer;
       if (ctx && isSigned(ctx.match.route)) {
-        checkSignature(guards, request, buffer).then(
+        checkSignature(guards, request, buffer, deferIdClaim).then(
           () => parseInto(request, buffer, done),
           (signatureError: unknown) => done(signatureError as Error, undefined),
         );
@@ -269,7 +282,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       if (isSigned(ctx.match.route)) {
         // A signed delivery without a body never reached the parser: checked here.
         if (ctx.signature === undefined) {
-          return checkSignature(guards, request, EMPTY_BODY).then(() => {
+          return checkSignature(guards, request, EMPTY_BODY, deferIdClaim).then(() => {
             announceSignedCount(reply, ctx);
             return handle(request, reply);
           });
@@ -304,7 +317,11 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       return respond(modeDeps, { request, reply, route, workflow, input, ctx });
     };
     const idempotency = options.idempotency;
-    if (idempotency && request.headers[IDEMPOTENCY_HEADER] !== undefined) {
+    // A signed delivery's id is its implicit key (claims.ts), an Idempotency-Key wins.
+    if (
+      idempotency &&
+      (request.headers[IDEMPOTENCY_HEADER] !== undefined || ctx.signature?.delivery !== undefined)
+    ) {
       return claimIdempotencyKey(idempotency, request, reply, ctx).then((claimed) =>
         claimed ? run().then((answered) => keepKeyOfLeftClient(idempotency, ctx, answered)) : reply,
       );
@@ -354,8 +371,15 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
         executionId: ctx.executionId,
         problem: ctx.problem,
       });
-    // A delivery answered with an error was not received: its sender's retry is not a replay.
-    if (ctx.signature?.release && reply.statusCode >= 400) {
+    // A delivery answered with an error was not received: its sender's retry is not a
+    // replay. One keyed by its id whose execution started keeps its claim: the key
+    // answers the retry (stored answer, or the same execution), the claim still stops a
+    // second run should the key be lost.
+    if (
+      ctx.signature?.release &&
+      reply.statusCode >= 400 &&
+      !(ctx.signature.delivery && ctx.executionLinks)
+    ) {
       ctx.signature.release().catch(() => {});
     }
     const route = ctx.match.route;
@@ -388,8 +412,9 @@ async function keepKeyOfLeftClient(
       () => false,
     );
     // A signed delivery's replay claim too: its sender's retry must reach the key
-    // (which now stops a second run), not a 401 'replayed'.
-    if (released) await ctx.signature?.release?.().catch(() => {});
+    // (which now stops a second run), not a 401 'replayed'. (One keyed by its id
+    // reaches the key first: its claim stays.)
+    if (released && !ctx.signature?.delivery) await ctx.signature?.release?.().catch(() => {});
   }
   return answered;
 }

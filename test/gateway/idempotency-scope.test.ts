@@ -1,7 +1,8 @@
 // Idempotency-Key edge cases found by a bad-input probe: a waiting caller that left
 // before its answer (the retry ran the workflow a second time once the claim's lease
-// ran out, and got 409 until then), and two consumers sending the same key (one got
-// the other's answer).
+// ran out, and got 409 until then), two consumers sending the same key (one got the
+// other's answer), and a waiting caller answered 408 (the retry got that 408 again for
+// the key's window, never the result).
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, sleep } from '../support/eventually.ts';
@@ -25,6 +26,12 @@ beforeAll(async () => {
           { id: 'out', type: 'transform', expression: '{ "done": body.n }' },
         ],
       }),
+      workflow('slower', {
+        nodes: [
+          { id: 'pause', type: 'delay', duration: '1600ms' },
+          { id: 'out', type: 'transform', expression: '{ "done": body.n }' },
+        ],
+      }),
       workflow('echo', {
         nodes: [{ id: 'out', type: 'transform', expression: '{ "customer": metadata.consumer }' }],
       }),
@@ -34,6 +41,12 @@ beforeAll(async () => {
         timeout: '10s',
         response: { mode: 'waitForCompletion' },
       }),
+      trigger('brief', {
+        workflowRef: { name: 'slower' },
+        pathSegment: 'brief',
+        timeout: '1s',
+        response: { mode: 'waitForCompletion' },
+      }),
       trigger('keyed', {
         workflowRef: { name: 'echo' },
         pathSegment: 'keyed',
@@ -41,7 +54,7 @@ beforeAll(async () => {
         response: { mode: 'waitForCompletion' },
       }),
     ],
-    ['wait', 'keyed'],
+    ['wait', 'brief', 'keyed'],
   );
 });
 afterAll(async () => {
@@ -107,6 +120,29 @@ describe('Idempotency-Key', () => {
     expect(await retry.json()).toEqual({ done: 2 });
     const runs = await rt.engine.list({ triggerKey: 'default/wait', limit: 10 });
     expect(runs.filter((r) => (r.input.body as { n?: number }).n === 2)).toHaveLength(1);
+  });
+
+  it('a 408 (the workflow outlasts the timeout) is no final answer: the retry waits for the same execution', async () => {
+    const url = `${base}${wf}slower/brief`;
+    const send = () =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'timeout-1' },
+        body: '{"n":7}',
+      });
+    const first = await send();
+    expect(first.status).toBe(408);
+    const { executionId } = (await first.json()) as { executionId: string };
+    // Before 2026-11-28 the 408 was the key's answer, replayed for the key's window.
+    const retry = await send();
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    expect(await retry.json()).toEqual({ done: 7 });
+    const later = await send();
+    expect(later.headers.get('idempotent-replayed')).toBe('true');
+    expect(await later.json()).toEqual({ done: 7 });
+    const runs = await rt.engine.list({ triggerKey: 'default/brief', limit: 10 });
+    expect(runs.map((r) => [r.id, r.status])).toEqual([[executionId, 'succeeded']]);
   });
 
   it('is kept per consumer: the same key from two API keys runs twice, each gets its own answer', async () => {

@@ -235,18 +235,29 @@ describe('github preset through the gateway', () => {
     });
   });
 
-  it('the same delivery id twice: the second is refused as a replay', async () => {
+  it('the same delivery id twice: the second gets the first answer (no second run)', async () => {
     const raw = '{"n":3}';
     const headers = {
       'content-type': 'application/json',
       'x-hub-signature-256': githubSignature(GITHUB_SECRET, raw),
       'x-github-delivery': 'gw-replay',
     };
-    expect((await rt.app.inject({ method: 'POST', url, headers, payload: raw })).statusCode).toBe(
-      200,
-    );
+    const first = await rt.app.inject({ method: 'POST', url, headers, payload: raw });
+    expect(first.statusCode, first.body).toBe(200);
+    // The delivery id is the implicit idempotency key (since 2026-11-28; a 401 before).
+    const again = await rt.app.inject({ method: 'POST', url, headers, payload: raw });
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(first.body);
+    // The same id with another body is no retry of it: refused as a replay.
+    const other = '{"n":4}';
     problem(
-      await rt.app.inject({ method: 'POST', url, headers, payload: raw }),
+      await rt.app.inject({
+        method: 'POST',
+        url,
+        headers: { ...headers, 'x-hub-signature-256': githubSignature(GITHUB_SECRET, other) },
+        payload: other,
+      }),
       'signature-replayed',
     );
   });
@@ -272,8 +283,16 @@ describe('standardWebhooks preset through the gateway', () => {
         rt.app.inject({ method: 'POST', url, headers, payload: raw }),
       ),
     );
-    expect(answers.map((a) => a.statusCode).sort()).toEqual([200, ...Array(9).fill(401)]);
-    for (const a of answers.filter((a) => a.statusCode === 401)) problem(a, 'signature-replayed');
+    // One runs; each other copy gets its stored answer, or 409 while it is in progress
+    // (the delivery id is the implicit idempotency key; 401 signature-replayed before).
+    const ran = answers.filter((a) => a.statusCode === 200 && !a.headers['idempotent-replayed']);
+    expect(ran).toHaveLength(1);
+    for (const a of answers.filter((a) => a !== ran[0])) {
+      if (a.statusCode === 200) expect(a.body).toBe(ran[0]!.body);
+      else expect(a.json<{ type: string }>().type).toBe(`${PROBLEM_BASE}idempotency-in-progress`);
+    }
+    const runs = await rt.engine.list({ triggerKey: 'default/svix', limit: 100 });
+    expect(runs.filter((r) => JSON.stringify(r.input.body) === raw)).toHaveLength(1);
   });
 
   it('a delivery refused after its signature (422) is not remembered: the retry is accepted', async () => {

@@ -5,6 +5,16 @@
 //                                timeout and a margin at most; then it may run again)
 // Keys are scoped per endpoint and consumer, fingerprinted over method, path+query and the raw body,
 // and kept for a window (24 h by default).
+//
+// A signed delivery whose replay key is its id (GitHub, Shopify, Standard Webhooks,
+// generic with an id), sent without an Idempotency-Key, has that id as its implicit key
+// (deliveryKey): the sender's retry of the same delivery gets the first answer, waits
+// for or resumes the same execution, and never runs it twice. The delivery's replay
+// claim (verify.ts) is taken after the key's, only by a request that starts something
+// new: it still refuses (401 signature-replayed) a delivery accepted within the
+// tolerance window that the key does not know (evicted, or accepted by a gateway from
+// before implicit keys). The same id with another body is refused as a replay.
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../../errors.ts';
 import {
@@ -56,9 +66,27 @@ function claimKey(ctx: WebhookContext, key: string): string {
     : `${route}#${encodeURIComponent(consumer)}:${key}`;
 }
 
+/** Ids longer than this (once percent-encoded) are kept by their SHA-256. */
+const MAX_DELIVERY_ID_CHARS = 200;
+
 /**
- * Claims the request's key. Returns true when the request should run; otherwise it has
- * answered (replay) or thrown (409/422/400).
+ * The implicit key of a signed delivery: `signature:<preset>:<id, percent-encoded>`
+ * (`signature:<preset>#<sha256 hex of the id>` for a longer one), kept per endpoint but
+ * not per consumer (every signing secret of a route is the same sender's, rotated), after
+ * `@`: a route key has no `@`, and caller-chosen keys follow `:` or `#`, so the forms never
+ * meet.
+ */
+export function deliveryKey(delivery: { scheme: string; id: string }): string {
+  const id = encodeURIComponent(delivery.id);
+  return id.length <= MAX_DELIVERY_ID_CHARS
+    ? `signature:${delivery.scheme}:${id}`
+    : `signature:${delivery.scheme}#${createHash('sha256').update(delivery.id).digest('hex')}`;
+}
+
+/**
+ * Claims the request's key: its Idempotency-Key, else a signed delivery's id. Returns
+ * true when the request should run; otherwise it has answered (replay) or thrown
+ * (409/422/400, or 401 signature-replayed for a delivery).
  */
 export async function claimIdempotencyKey(
   options: IdempotencyOptions,
@@ -67,8 +95,16 @@ export async function claimIdempotencyKey(
   ctx: WebhookContext,
 ): Promise<boolean> {
   const header = request.headers[IDEMPOTENCY_HEADER];
-  if (header === undefined) return true;
-  const key = claimKey(ctx, parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header));
+  const delivery = ctx.signature?.delivery;
+  let key: string;
+  if (header !== undefined) {
+    key = claimKey(ctx, parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header));
+  } else if (delivery !== undefined) {
+    key = `${ctx.match.route.key}@${deliveryKey(delivery)}`;
+  } else {
+    return true;
+  }
+  const implicit = header === undefined;
   const fingerprint = requestFingerprint(request.method, request.url, ctx.rawBody);
   const windowMs = options.windowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
   const leaseMs = parseDuration(ctx.match.route.spec.timeout) + CLAIM_LEASE_MARGIN_MS;
@@ -78,6 +114,9 @@ export async function claimIdempotencyKey(
       ctx.idempotencyKey = key;
       ctx.idempotencyWindowMs = windowMs;
       if (result.resume) ctx.resume = result.resume;
+      // A signed delivery's replay claim, deferred to here: taken by a request that
+      // starts something new; a resumed one continues the execution its id started.
+      else if (delivery !== undefined) await claimDelivery(ctx, delivery);
       return true;
     case 'replay': {
       const record = result.record;
@@ -89,14 +128,33 @@ export async function claimIdempotencyKey(
     case 'in-progress':
       throw new HttpProblem(
         'HG_ERR_IDEMPOTENCY_IN_PROGRESS',
-        'A request with this Idempotency-Key is still being processed',
+        implicit
+          ? 'A delivery with this id is still being processed'
+          : 'A request with this Idempotency-Key is still being processed',
       );
     case 'mismatch':
+      // A delivery id with another body is no retry of that delivery: a replay (of a
+      // captured body under another id, when the sender does not sign its ids).
+      if (implicit && delivery !== undefined) throw delivery.replayed(true);
       throw new HttpProblem(
         'HG_ERR_IDEMPOTENCY_KEY_REUSED',
         'This Idempotency-Key was used with a different request',
       );
   }
+}
+
+/**
+ * Takes a signed delivery's replay claim once its key said it is new. Held by another
+ * request: an accepted delivery the key does not know; refused as a replay (onError
+ * gives the key back).
+ */
+async function claimDelivery(
+  ctx: WebhookContext,
+  delivery: NonNullable<NonNullable<WebhookContext['signature']>['delivery']>,
+): Promise<void> {
+  const release = await delivery.claim();
+  if (release === undefined) throw delivery.replayed();
+  (ctx.signature ??= {}).release = release;
 }
 
 /** onSend: store the answer of a request that owns its key, so a retry gets it again. */
@@ -108,6 +166,13 @@ export async function recordIdempotentAnswer(
 ): Promise<void> {
   const key = ctx.idempotencyKey;
   if (!key) return;
+  // A waiting mode's timeout (408: the workflow keeps running) is no final answer: the
+  // key is given back with the execution's hint, and the retry waits for (or gets the
+  // end of) that same execution, as after a caller that left.
+  if (ctx.problem === 'HG_ERR_REQUEST_TIMEOUT' && ctx.executionLinks !== undefined) {
+    await releaseIdempotencyKey(options, ctx);
+    return;
+  }
   ctx.idempotencyKey = undefined;
   const headers: Record<string, string> = {};
   for (const name of REPLAYED_HEADERS) {

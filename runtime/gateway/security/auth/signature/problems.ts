@@ -46,13 +46,18 @@ export function mismatch(signatureHeader: string): HttpProblem {
   );
 }
 
-/** The delivery was already accepted within the tolerance window. */
-export function replayed(signatureHeader: string, byId: boolean): HttpProblem {
+/**
+ * The delivery was already accepted within the tolerance window; or (`otherBody`) its id
+ * was, with another body: never the same delivery, whatever its signature.
+ */
+export function replayed(signatureHeader: string, byId: boolean, otherBody = false): HttpProblem {
   return refused(
     'HG_ERR_SIGNATURE_REPLAYED',
     signatureHeader,
-    byId
-      ? 'A delivery with this id was already accepted; replays are refused.'
-      : 'This signed delivery was already accepted; replays are refused.',
+    otherBody
+      ? 'A delivery with this id was already accepted with a different body; it is refused.'
+      : byId
+        ? 'A delivery with this id was already accepted; replays are refused.'
+        : 'This signed delivery was already accepted; replays are refused.',
   );
 }

@@ -39,6 +39,35 @@ export interface SignatureCheck {
   consumer: string;
   /** Frees the replay claim, when one was taken (the delivery was then refused). */
   release?: () => Promise<void>;
+  /**
+   * Set instead of a claim when verify() was asked to defer the claim of a delivery
+   * whose replay key is its id: the request path keys idempotency on the id and takes
+   * the claim itself, once the idempotency claim says the delivery is new.
+   */
+  delivery?: DeliveryReplay;
+}
+
+/** A delivery whose replay claim (by its id) was deferred to the request path. */
+export interface DeliveryReplay {
+  /** The scheme's name: the preset (`github`, `shopify`, `standardWebhooks`, `generic`). */
+  scheme: string;
+  /** The delivery id, as sent (signed, or the sender's unsigned redelivery id). */
+  id: string;
+  /**
+   * Takes the replay claim: its release when it was free, undefined when an earlier
+   * delivery holds it. A store failure throws 503 store-unavailable (fail closed).
+   */
+  claim(): Promise<(() => Promise<void>) | undefined>;
+  /** The 401 signature-replayed of this delivery (`otherBody`: the id came with another body). */
+  replayed(otherBody?: boolean): HttpProblem;
+}
+
+export interface VerifyOptions {
+  /**
+   * Do not claim a delivery whose replay key is its id: hand it back as
+   * `SignatureCheck.delivery` (the request path has an idempotency store).
+   */
+  deferIdClaim?: boolean;
 }
 
 export interface SignatureVerifierOptions {
@@ -116,7 +145,12 @@ export class SignatureVerifier {
   }
 
   /** Verifies a delivery; throws the 401 of the first check that fails. */
-  async verify(route: RouteRecord, headers: HeaderMap, body: Buffer): Promise<SignatureCheck> {
+  async verify(
+    route: RouteRecord,
+    headers: HeaderMap,
+    body: Buffer,
+    options: VerifyOptions = {},
+  ): Promise<SignatureCheck> {
     const compiled = compile(route);
     const { scheme } = compiled;
     const remember = compiled.rejectReplays && this.#replay !== undefined;
@@ -125,19 +159,34 @@ export class SignatureVerifier {
       return { consumer: checked.consumer };
     }
     const replay = this.#replay;
-    const key = hash('sha256', `${route.key}\n${checked.token}`, 'hex');
-    let claimed: boolean;
-    try {
-      claimed = await replay.claim(key, checked.ttlMs);
-    } catch (error) {
-      // Fail closed (503 store-unavailable): an unchecked replay could run the workflow twice.
-      if (error instanceof StoreUnavailableError) throw error;
-      throw new StoreUnavailableError('the replay check of signed deliveries failed', {
-        cause: error,
-      });
+    const token = checked.token;
+    const key = hash('sha256', `${route.key}\n${token}`, 'hex');
+    const claim = async (): Promise<(() => Promise<void>) | undefined> => {
+      let claimed: boolean;
+      try {
+        claimed = await replay.claim(key, checked.ttlMs);
+      } catch (error) {
+        // Fail closed (503 store-unavailable): an unchecked replay could run the workflow twice.
+        if (error instanceof StoreUnavailableError) throw error;
+        throw new StoreUnavailableError('the replay check of signed deliveries failed', {
+          cause: error,
+        });
+      }
+      return claimed ? () => replay.release(key) : undefined;
+    };
+    const byId = token.startsWith('id:');
+    if (byId && options.deferIdClaim === true) {
+      const delivery: DeliveryReplay = {
+        scheme: route.spec.auth?.signature?.preset ?? 'generic',
+        id: token.slice('id:'.length),
+        claim,
+        replayed: (otherBody = false) => replayed(scheme.header, true, otherBody),
+      };
+      return { consumer: checked.consumer, delivery };
     }
-    if (!claimed) throw replayed(scheme.header, checked.token.startsWith('id:'));
-    return { consumer: checked.consumer, release: () => replay.release(key) };
+    const release = await claim();
+    if (release === undefined) throw replayed(scheme.header, byId);
+    return { consumer: checked.consumer, release };
   }
 
   /** Steps 1-4: synchronous, no I/O. The replay key only when `replayKey` (it hashes the body). */

@@ -1,0 +1,266 @@
+// A sender's retry of a signed delivery (the same delivery id) gets the first delivery's
+// answer, or waits for the same execution: never a second run, never a 401 for a
+// delivery that was accepted. The delivery id is the request's implicit idempotency key
+// (runtime/gateway/idempotency/claims.ts, deliveryKey); the replay claim still refuses
+// what the key does not know. Through the dev runtime, on the memory stores and on a
+// real redis-server, with GitHub deliveries signed as GitHub does (and Stripe's, whose
+// scheme has no delivery id: unchanged).
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROBLEM_BASE } from '../../runtime/errors.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { secret, trigger, workflow } from '../support/manifests.ts';
+import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { githubSignature, stripeV1 } from './support.ts';
+
+const GITHUB_SECRET = 'gh-delivery-secret-0123';
+const STRIPE_SECRET = 'whsec_stripe_delivery_secret';
+const BASE = '/webhook/default_production_';
+
+type Res = Awaited<ReturnType<TestRuntime['app']['inject']>>;
+
+function docs() {
+  return [
+    secret('github-hook', { current: GITHUB_SECRET }),
+    secret('stripe-hook', { endpoint: STRIPE_SECRET }),
+    workflow('echo', {
+      nodes: [{ id: 'out', type: 'transform', expression: '{ "got": body }' }],
+    }),
+    workflow('slow', {
+      nodes: [
+        { id: 'pause', type: 'delay', duration: '1600ms' },
+        { id: 'out', type: 'transform', expression: '{ "done": body.n }' },
+      ],
+    }),
+    trigger('ack', {
+      workflowRef: { name: 'echo' },
+      pathSegment: 'ack',
+      auth: {
+        method: 'signature',
+        signature: { preset: 'github', secretRef: { name: 'github-hook' } },
+      },
+      response: { mode: 'immediateAck' },
+    }),
+    trigger('wait', {
+      workflowRef: { name: 'slow' },
+      pathSegment: 'wait',
+      timeout: '1s',
+      auth: {
+        method: 'signature',
+        signature: { preset: 'github', secretRef: { name: 'github-hook' } },
+      },
+      response: { mode: 'waitForCompletion' },
+    }),
+    trigger('stripe', {
+      workflowRef: { name: 'echo' },
+      pathSegment: 'stripe',
+      auth: {
+        method: 'signature',
+        signature: { preset: 'stripe', secretRef: { name: 'stripe-hook' } },
+      },
+      response: { mode: 'immediateAck' },
+    }),
+  ];
+}
+
+const github = (id: string, raw: string, extra: Record<string, string> = {}) => ({
+  'content-type': 'application/json',
+  'x-hub-signature-256': githubSignature(GITHUB_SECRET, raw),
+  'x-github-delivery': id,
+  ...extra,
+});
+
+function expectReplayed(res: Res, detail?: RegExp): void {
+  expect(res.statusCode, res.body).toBe(401);
+  const body = res.json<{ type: string; detail: string }>();
+  expect(body.type).toBe(`${PROBLEM_BASE}signature-replayed`);
+  if (detail) expect(body.detail).toMatch(detail);
+}
+
+function suite(name: string, start: () => Promise<TestRuntime>, stop?: () => Promise<void>) {
+  describe(name, () => {
+    let rt: TestRuntime;
+    let run = 0;
+    /** A delivery id of this run (the Redis suite keeps nothing between runs anyway). */
+    const id = (label: string) => `${label}-${name.replace(/\W/g, '')}-${++run}-${Date.now()}`;
+    const post = (path: string, headers: Record<string, string>, payload: string) =>
+      rt.app.inject({ method: 'POST', url: `${BASE}${path}`, headers, payload });
+    const executions = async (triggerKey: string, match: (body: unknown) => boolean) =>
+      (await rt.engine.list({ triggerKey, limit: 100 })).filter((e) => match(e.input.body));
+
+    beforeAll(async () => {
+      rt = await start();
+      await rt.apply('deliveries.yaml', docs(), ['ack', 'wait', 'stripe']);
+    }, 60_000);
+    afterAll(async () => {
+      await rt?.stop();
+      await stop?.();
+    });
+
+    it('the same delivery after a 202: the stored 202 again (same executionId), one run', async () => {
+      const delivery = id('gh-ack');
+      const raw = JSON.stringify({ delivery });
+      const first = await post('echo/ack', github(delivery, raw), raw);
+      expect(first.statusCode, first.body).toBe(202);
+      const retry = await post('echo/ack', github(delivery, raw), raw);
+      expect(retry.statusCode, retry.body).toBe(202);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.json<{ executionId: string }>().executionId).toBe(
+        first.json<{ executionId: string }>().executionId,
+      );
+      const runs = await executions(
+        'default/ack',
+        (b) => (b as { delivery?: string }).delivery === delivery,
+      );
+      expect(runs).toHaveLength(1);
+    });
+
+    it('a 408 (the workflow outlasts the timeout): the retry waits for the same execution', async () => {
+      const delivery = id('gh-wait');
+      const n = Date.now();
+      const raw = JSON.stringify({ n });
+      const first = await post('slow/wait', github(delivery, raw), raw);
+      expect(first.statusCode, first.body).toBe(408);
+      const executionId = first.json<{ executionId: string }>().executionId;
+      // The sender's retry: not a second run, not a 401; it waits for that execution.
+      const retry = await post('slow/wait', github(delivery, raw), raw);
+      expect(retry.statusCode, retry.body).toBe(200);
+      expect(retry.json()).toEqual({ done: n });
+      // Once it has an answer, that answer is the delivery's.
+      const later = await post('slow/wait', github(delivery, raw), raw);
+      expect(later.statusCode, later.body).toBe(200);
+      expect(later.headers['idempotent-replayed']).toBe('true');
+      const runs = await executions('default/wait', (b) => (b as { n?: number }).n === n);
+      expect(runs.map((r) => [r.id, r.status])).toEqual([[executionId, 'succeeded']]);
+    });
+
+    it('the same delivery id with another body (validly signed): refused, nothing runs', async () => {
+      const delivery = id('gh-other');
+      const raw = JSON.stringify({ delivery, v: 1 });
+      expect((await post('echo/ack', github(delivery, raw), raw)).statusCode).toBe(202);
+      const other = JSON.stringify({ delivery, v: 2 });
+      const res = await post('echo/ack', github(delivery, other), other);
+      expectReplayed(res, /different body/);
+      const runs = await executions(
+        'default/ack',
+        (b) => (b as { delivery?: string }).delivery === delivery,
+      );
+      expect(runs.map((r) => (r.input.body as { v: number }).v)).toEqual([1]);
+    });
+
+    it('after a 408 too: the same id with another body is refused, only the first runs', async () => {
+      const delivery = id('gh-408-other');
+      const n = Date.now();
+      const raw = JSON.stringify({ n });
+      expect((await post('slow/wait', github(delivery, raw), raw)).statusCode).toBe(408);
+      const other = JSON.stringify({ n, other: true });
+      expectReplayed(await post('slow/wait', github(delivery, other), other), /different body/);
+      const runs = await executions('default/wait', (b) => (b as { n?: number }).n === n);
+      expect(runs).toHaveLength(1);
+    });
+
+    it('a scheme without a delivery id (stripe): a replay is still a 401, one run', async () => {
+      const raw = JSON.stringify({ id: id('evt') });
+      const t = Math.floor(Date.now() / 1000);
+      const headers = {
+        'content-type': 'application/json',
+        'stripe-signature': `t=${t},v1=${stripeV1(STRIPE_SECRET, t, raw)}`,
+      };
+      expect((await post('echo/stripe', headers, raw)).statusCode).toBe(202);
+      expectReplayed(await post('echo/stripe', headers, raw), /already accepted/);
+      const runs = await executions('default/stripe', (b) => JSON.stringify(b) === raw);
+      expect(runs).toHaveLength(1);
+    });
+
+    it('an explicit Idempotency-Key wins: its answer is replayed; the id alone runs nothing', async () => {
+      const delivery = id('gh-keyed');
+      const raw = JSON.stringify({ delivery });
+      const keyed = github(delivery, raw, { 'idempotency-key': `key-${delivery}` });
+      const first = await post('echo/ack', keyed, raw);
+      expect(first.statusCode, first.body).toBe(202);
+      const retry = await post('echo/ack', keyed, raw);
+      expect(retry.statusCode, retry.body).toBe(202);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.json()).toEqual(first.json());
+      // The answer is the explicit key's: the same delivery under another key, or under
+      // none, finds no answer of its own, and its replay claim refuses it.
+      const otherKey = github(delivery, raw, { 'idempotency-key': `other-${delivery}` });
+      expectReplayed(await post('echo/ack', otherKey, raw));
+      expectReplayed(await post('echo/ack', github(delivery, raw), raw));
+      const runs = await executions(
+        'default/ack',
+        (b) => (b as { delivery?: string }).delivery === delivery,
+      );
+      expect(runs).toHaveLength(1);
+    });
+
+    it('copies of one delivery at once: one run; the others get its answer or 409', async () => {
+      const delivery = id('gh-burst');
+      const raw = JSON.stringify({ delivery });
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => post('echo/ack', github(delivery, raw), raw)),
+      );
+      for (const a of answers) expect([202, 409], a.body).toContain(a.statusCode);
+      const ids = new Set(
+        answers
+          .filter((a) => a.statusCode === 202)
+          .map((a) => a.json<{ executionId: string }>().executionId),
+      );
+      expect(ids.size).toBe(1);
+      const runs = await executions(
+        'default/ack',
+        (b) => (b as { delivery?: string }).delivery === delivery,
+      );
+      expect(runs).toHaveLength(1);
+    });
+  });
+}
+
+suite('memory stores', () => startRuntime());
+
+describe.skipIf(!redisAvailable())('Redis stores', () => {
+  let server: RedisServer;
+  const clients: Redis[] = [];
+  suite(
+    'redis',
+    async () => {
+      server = await startRedis();
+      const redis = new Redis(server.url);
+      clients.push(redis);
+      return startRuntime({ redis });
+    },
+    async () => {
+      for (const c of clients) c.disconnect();
+      await server?.stop();
+    },
+  );
+});
+
+describe('a full memory idempotency store', () => {
+  let rt: TestRuntime;
+  beforeAll(async () => {
+    // A byte budget this small keeps one key: every new delivery drops the one before.
+    rt = await startRuntime({ budgets: { idempotencyBytes: 1 } });
+    await rt.apply('deliveries.yaml', docs(), ['ack']);
+  });
+  afterAll(() => rt?.stop());
+
+  it('a delivery whose key was dropped: the replay claim still refuses it (401), no second run', async () => {
+    const post = (delivery: string, raw: string) =>
+      rt.app.inject({
+        method: 'POST',
+        url: `${BASE}echo/ack`,
+        headers: github(delivery, raw),
+        payload: raw,
+      });
+    const a = JSON.stringify({ delivery: 'full-a' });
+    const b = JSON.stringify({ delivery: 'full-b' });
+    expect((await post('full-a', a)).statusCode).toBe(202);
+    expect((await post('full-b', b)).statusCode).toBe(202);
+    expectReplayed(await post('full-a', a));
+    const runs = (await rt.engine.list({ triggerKey: 'default/ack', limit: 100 })).filter(
+      (e) => (e.input.body as { delivery?: string }).delivery === 'full-a',
+    );
+    expect(runs).toHaveLength(1);
+  });
+});
