@@ -10,7 +10,9 @@
 // (auth.method signature) can only be checked once the body is read: the signature
 // covers it. They are checked on the raw bytes before anything parses them (or, for a
 // request without a body, before the handler), and the replay claim of a delivery
-// answered with an error is released, so that the sender's retry is accepted. Their
+// answered with an error is released, so that the sender's retry is accepted. A
+// delivery keyed by its id is claimed after its idempotency key instead (claims.ts):
+// the id is its implicit key, and the sender's retry gets the first answer. Their
 // rate limit is counted right after the signature (and the replay check) passed, not
 // in onRequest: only verified callers count, as for every other authentication method,
 // so unsigned requests cannot spend the sender's limit (ADR 0014, amended 2026-11-28).
