@@ -8,6 +8,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROBLEM_BASE } from '../../runtime/errors.ts';
+import { deliveryKey } from '../../runtime/gateway/idempotency/claims.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
@@ -262,5 +263,16 @@ describe('a full memory idempotency store', () => {
       (e) => (e.input.body as { delivery?: string }).delivery === 'full-a',
     );
     expect(runs).toHaveLength(1);
+  });
+});
+
+describe('the implicit key', () => {
+  it('is the preset and the percent-encoded id; a long id by its SHA-256', () => {
+    expect(deliveryKey({ scheme: 'github', id: 'a1b2-c3' })).toBe('signature:github:a1b2-c3');
+    expect(deliveryKey({ scheme: 'generic', id: 'x y:{z}#' })).toBe(
+      'signature:generic:x%20y%3A%7Bz%7D%23',
+    );
+    const long = deliveryKey({ scheme: 'shopify', id: 'i'.repeat(201) });
+    expect(long).toMatch(/^signature:shopify#[0-9a-f]{64}$/);
   });
 });
