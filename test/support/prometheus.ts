@@ -1,14 +1,18 @@
 // Starts a real Prometheus for a test suite: the Debian binary on a free loopback port,
 // a temporary config that scrapes the given targets every second, and a temporary
-// TSDB directory removed on stop. Tests that need it call prometheusMissing() first:
+// TSDB directory removed on stop (optionally holding backfilled history: promtool turns
+// OpenMetrics text into blocks before Prometheus starts). Tests that need it call
+// prometheusMissing() first:
 // without the binary they fail under CI=true and are skipped (loudly) elsewhere.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 
 export const PROMETHEUS_BIN = process.env.PROMETHEUS_BIN ?? '/usr/bin/prometheus';
+export const PROMTOOL_BIN = process.env.PROMTOOL_BIN ?? '/usr/bin/promtool';
 
 /** Why Prometheus tests cannot run here, or undefined when they can. */
 export function prometheusMissing(): string | undefined {
@@ -40,6 +44,12 @@ export interface PrometheusOptions {
   labels?: Record<string, string>;
   /** Rule files (recording and alerting rules) to load, evaluated every second. */
   ruleFiles?: string[];
+  /**
+   * History to load before Prometheus starts: OpenMetrics text with explicit timestamps
+   * (seconds), ending in `# EOF`, turned into TSDB blocks by
+   * `promtool tsdb create-blocks-from openmetrics`. Query it at a time inside it.
+   */
+  backfill?: string;
 }
 
 /** Starts Prometheus scraping `targets` (host:port, path /metrics) every second. */
@@ -68,6 +78,22 @@ export async function startPrometheus(
       : []),
   ].join('\n');
   await writeFile(join(dir, 'prometheus.yml'), config);
+  if (options.backfill !== undefined) {
+    const file = join(dir, 'backfill.om');
+    await writeFile(file, options.backfill);
+    try {
+      await promisify(execFile)(PROMTOOL_BIN, [
+        'tsdb',
+        'create-blocks-from',
+        'openmetrics',
+        file,
+        join(dir, 'data'),
+      ]);
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+  }
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(
