@@ -10,7 +10,10 @@
 //
 // It is exposed through the same prom-client Registry, and produces what a prom-client
 // Histogram produces: per label set in first-seen order, the cumulative `_bucket`
-// series (`le` first, then +Inf), `_sum` and `_count`.
+// series (`le` first, then +Inf), `_sum` and `_count`; and then, as OpenMetrics does,
+// `_created`: when the label set's counters started from zero (epoch seconds: when its
+// first observation was recorded). The Prometheus analytics read it to tell a series born in
+// a window from one that Prometheus did not see before it (docs/analytics.md).
 import type { Histogram, Registry } from 'prom-client';
 import { LATENCY_BUCKETS_SECONDS, LATENCY_CELLS, latencyCell } from './definitions.ts';
 
@@ -22,6 +25,8 @@ interface LabelSet<L extends string> {
   count: number;
   /** When it last changed (epoch ms: the latest observation's time). */
   updatedMs: number;
+  /** When its counters started from zero (epoch ms: when the set was made). */
+  createdMs: number;
 }
 
 interface ExportedValue {
@@ -74,6 +79,7 @@ export class RequestDurationHistogram<L extends string> {
         sum: 0,
         count: 0,
         updatedMs: atMs,
+        createdMs: Date.now(),
       };
       this.#sets.set(key, set);
     }
@@ -137,6 +143,11 @@ export class RequestDurationHistogram<L extends string> {
         { labels: { le: '+Inf', ...set.labels }, value: set.count, metricName: bucket },
         { labels: { ...set.labels }, value: set.sum, metricName: `${this.name}_sum` },
         { labels: { ...set.labels }, value: set.count, metricName: `${this.name}_count` },
+        {
+          labels: { ...set.labels },
+          value: set.createdMs / 1000,
+          metricName: `${this.name}_created`,
+        },
       );
     }
     const { name, help, type, aggregator } = this;

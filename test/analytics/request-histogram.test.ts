@@ -1,5 +1,5 @@
 // The request duration histogram must expose exactly what prom-client's Histogram
-// would, over the same buckets and observations.
+// would, over the same buckets and observations, plus a `_created` per label set.
 import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { LATENCY_BUCKETS_SECONDS } from '../../runtime/analytics/definitions.ts';
@@ -27,6 +27,7 @@ function pair(): {
 describe('RequestDurationHistogram', () => {
   it('exposes what a prom-client Histogram exposes for the same observations', async () => {
     const { ours, theirs, registries } = pair();
+    const start = Date.now();
     const labelSets: Record<Label, string>[] = [
       { route: '/webhook/a/b', status: '202', consumer: 'acme' },
       { route: '/webhook/a/b', status: '401', consumer: 'anonymous' },
@@ -40,13 +41,40 @@ describe('RequestDurationHistogram', () => {
       ours.observe([labels.route, labels.status, labels.consumer], value);
       theirs.observe({ ...labels }, value);
     });
-    expect(await registries[0].metrics()).toBe(await registries[1].metrics());
+    const end = Date.now();
+    expect(withoutCreated(await registries[0].metrics())).toBe(await registries[1].metrics());
     const json = async (r: Registry) =>
       (await r.getMetricsAsJSON()).map((m) => ({
         ...m,
-        values: m.values.map(({ value, labels }) => ({ value, labels })),
+        values: m.values
+          .filter((v) => !(v as { metricName?: string }).metricName?.endsWith('_created'))
+          .map(({ value, labels }) => ({ value, labels })),
       }));
     expect(await json(registries[0])).toEqual(await json(registries[1]));
+    // `_created`: once per label set, after its `_count`, when it was first observed.
+    const created = (await registries[0].metrics())
+      .split('\n')
+      .filter((line) => line.startsWith('req_seconds_created{'));
+    expect(created).toHaveLength(labelSets.length);
+    for (const line of created) {
+      const seconds = Number(line.slice(line.lastIndexOf(' ') + 1));
+      expect(seconds * 1000).toBeGreaterThanOrEqual(start);
+      expect(seconds * 1000).toBeLessThanOrEqual(end);
+    }
+  });
+
+  it('keeps a label set`s _created until it is forgotten, then starts it again', async () => {
+    const { ours, registries } = pair();
+    const createdOf = async () =>
+      /req_seconds_created\{[^}]*\} (\S+)/.exec(await registries[0].metrics())?.[1];
+    ours.observe(['r', '200', 'c'], 0.1);
+    const first = await createdOf();
+    await new Promise((r) => setTimeout(r, 5));
+    ours.observe(['r', '200', 'c'], 0.1);
+    expect(await createdOf()).toBe(first);
+    ours.forget('route', 'r');
+    ours.observe(['r', '200', 'c'], 0.1);
+    expect(Number(await createdOf())).toBeGreaterThan(Number(first));
   });
 
   it('refuses a value that is not a finite number, as prom-client does', () => {
@@ -71,6 +99,13 @@ describe('RequestDurationHistogram', () => {
     registries[1].resetMetrics();
     ours.observe(['r', '500', 'c'], 1);
     theirs.observe({ ...labels, status: '500' }, 1);
-    expect(await registries[0].metrics()).toBe(await registries[1].metrics());
+    expect(withoutCreated(await registries[0].metrics())).toBe(await registries[1].metrics());
   });
 });
+
+function withoutCreated(exposition: string): string {
+  return exposition
+    .split('\n')
+    .filter((line) => !line.startsWith('req_seconds_created{'))
+    .join('\n');
+}
