@@ -7,19 +7,25 @@
 // Window delta of a counter x over window w, evaluated at the end of the current
 // minute (so the window is the current minute plus the w-1 minutes before it, like
 // the memory store):
-//   (((last_over_time(x[w]) - last_over_time(x[2m] offset w)) >= 0 unless <reset>)
-//     or last_over_time(x[w]))
+//   last_over_time(x[w]) - ((last_over_time(x[2m] offset w) unless <reset>)
+//     or min_over_time(x[w]) * (0 if <reset> or <born in the window>, else 1))
 // i.e. per series the last value seen in the window minus the last value before the
-// window starts (exact: unlike increase(), nothing is extrapolated, so counts are
-// integers), and the whole value of a series that first appears inside the window (a
-// counter starts at zero). last_over_time, unlike a plain selector, ignores staleness
-// markers: a failed scrape or a replica that went away inside the window does not
-// remove what it counted. A series whose counter reset inside the window (a process
-// restarted under the same labels) counts what it gathered since the restart: a reset
-// is a value lower than the one before it (resets(), or the window's lowest value below
-// the last one before the window), told from the series' _count so that its _sum and
-// _bucket series take the same branch. Subtracting the value from before the window
-// undercounted there whenever the restarted process counted more than the old one had.
+// window starts, or minus 0, or minus the window's first value (below). Exact: unlike
+// increase(), nothing is extrapolated, so counts are integers. last_over_time, unlike
+// a plain selector, ignores staleness markers: a failed scrape or a replica that went
+// away inside the window does not remove what it counted. A series whose counter reset
+// inside the window (a process restarted under the same labels) counts what it
+// gathered since the restart: a reset is a value lower than the one before it
+// (resets(), or the window's lowest value below the last one before the window), told
+// from the series' _count so that its _sum and _bucket series take the same branch.
+// Subtracting the value from before the window undercounted there whenever the
+// restarted process counted more than the old one had.
+// A series without a value in the 2 minutes before the window counts its whole value
+// only when it was born in the window: its `_created` (when its counters started from
+// zero, exported by the gateway) is inside the window. Otherwise Prometheus did not see
+// it just before the window (Prometheus down or restarting, the gateway unreachable:
+// a scrape gap), and it counts from its first value in the window, like increase(): the
+// whole value was its whole history, days of traffic in a 5-minute window.
 import {
   buildResult,
   DEFAULT_TOP_LIMIT,
@@ -110,18 +116,49 @@ export function matchers(
 }
 
 /**
- * The exact window delta of a counter selector (see the file comment). `counter` is the
- * selector whose resets tell that the process restarted: the `_count` of a histogram,
- * for its `_sum` and `_bucket` too (a bucket that counted nothing since the restart
- * shows no reset of its own), matched ignoring `le`.
+ * How far before the window the value it starts from is looked for: two scrapes at a 1 m
+ * interval. The reset check compares with the same value, so both use it. A longer one
+ * would add more of a gap's traffic before the window to it and read more samples; a
+ * series without a value in it takes the last two branches of windowDelta instead.
+ */
+const LOOK_BACK = '2m';
+
+/** `5m`, `1h`, `1500ms` ... in seconds. */
+function seconds(duration: string): number {
+  const m = /^(\d+)(ms|s|m|h)$/.exec(duration);
+  if (!m) throw new Error(`not a duration: ${duration}`);
+  return Number(m[1]) * { ms: 0.001, s: 1, m: 60, h: 3600 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+}
+
+/** The `_created` series of a histogram's `_count` selector (when its counters started). */
+export function createdOf(count: string): string {
+  const created = count.replace(/_count(?=\{|$)/, '_created');
+  if (created === count) throw new Error(`not a _count selector: ${count}`);
+  return created;
+}
+
+/**
+ * The window delta of a counter selector (see the file comment). `counter` is the
+ * `_count` of the histogram whose resets tell that the process restarted (for its
+ * `_sum` and `_bucket` too: a bucket that counted nothing since the restart shows no
+ * reset of its own), matched ignoring `le`; its `_created` series tells a series born
+ * in the window from one Prometheus did not see just before it (a scrape gap).
  */
 export function windowDelta(selector: string, window: string, counter = selector): string {
-  const last = `last_over_time(${selector}[${window}])`;
-  const before = `last_over_time(${selector}[2m] offset ${window})`;
+  const before = `last_over_time(${selector}[${LOOK_BACK}] offset ${window})`;
   const reset =
     `resets(${counter}[${window}]) > 0 or ` +
-    `min_over_time(${counter}[${window}]) < last_over_time(${counter}[2m] offset ${window})`;
-  return `(((${last} - ${before}) >= 0 unless ignoring(le) (${reset})) or ${last})`;
+    `min_over_time(${counter}[${window}]) < last_over_time(${counter}[${LOOK_BACK}] offset ${window})`;
+  const born = `last_over_time(${createdOf(counter)}[${window}]) >= time() - ${seconds(window)}`;
+  // Per `counter` series: 0 when its whole value counts (reset, born), else 1.
+  const fromFirst = `(0 * (${reset} or ${born}) or 0 * min_over_time(${counter}[${window}]) + 1)`;
+  // What the window's last value is counted from: the value before the window, else 0
+  // (a reset, a series born in the window), else the window's first value (a gap).
+  // Written so that x is read over the window twice (last, min), as before.
+  const base =
+    `((${before} unless ignoring(le) (${reset}))` +
+    ` or min_over_time(${selector}[${window}]) * ignoring(le) group_left() ${fromFirst})`;
+  return `(last_over_time(${selector}[${window}]) - ${base})`;
 }
 
 const GROUP = 'http_request_method, http_route, http_response_status_code';
@@ -155,7 +192,7 @@ export class PrometheusAnalytics implements AnalyticsBackend {
       this.#instant(`sum by (${GROUP}) (${d('sum')})`, end),
       this.#instant(`sum by (le) (${d('bucket')})`, end),
       this.#range(
-        `sum by (http_response_status_code) (${windowDelta(`${METRIC.requestDuration}_count${m}`, '1m')})`,
+        `sum by (http_response_status_code) (${windowDelta(count, '1m')})`,
         first + MINUTE_MS,
         end,
       ),

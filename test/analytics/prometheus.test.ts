@@ -166,11 +166,14 @@ describe.skipIf(skip)('prometheus analytics backend', () => {
     expect(m).toBe('{application=~"a\\\\.b|c\\"d",consumer="x\\\\y"}');
     // PromQL refuses a raw U+FFFD and an escaped lone surrogate (the exposition wrote U+FFFD).
     expect(promString('a\uFFFDb\uD800')).toBe('"a\\uFFFDb\\uFFFD"');
-    expect(windowDelta('x{a="1"}', '5m')).toBe(
-      '(((last_over_time(x{a="1"}[5m]) - last_over_time(x{a="1"}[2m] offset 5m)) >= 0' +
-        ' unless ignoring(le) (resets(x{a="1"}[5m]) > 0' +
-        ' or min_over_time(x{a="1"}[5m]) < last_over_time(x{a="1"}[2m] offset 5m)))' +
-        ' or last_over_time(x{a="1"}[5m]))',
+    const x = 'x_count{a="1"}';
+    const reset = `resets(${x}[5m]) > 0 or min_over_time(${x}[5m]) < last_over_time(${x}[2m] offset 5m)`;
+    const born = 'last_over_time(x_created{a="1"}[5m]) >= time() - 300';
+    expect(windowDelta(x, '5m')).toBe(
+      `(last_over_time(${x}[5m]) - ((last_over_time(${x}[2m] offset 5m)` +
+        ` unless ignoring(le) (${reset}))` +
+        ` or min_over_time(${x}[5m]) * ignoring(le) group_left()` +
+        ` (0 * (${reset} or ${born}) or 0 * min_over_time(${x}[5m]) + 1)))`,
     );
   });
 
