@@ -47,6 +47,13 @@ export interface WebhookContext {
   /** Set while this request owns an Idempotency-Key claim. */
   idempotencyKey?: string | undefined;
   /**
+   * That key is a signed delivery's id (no Idempotency-Key was sent, claims.ts): a
+   * provider's retry must be able to succeed, so a 5xx after the run is not kept, and a
+   * discarded success answers 202, never 410 (which Standard Webhooks senders take as
+   * "disable this endpoint").
+   */
+  idempotencyImplicit?: boolean;
+  /**
    * How long that key is kept (ms), set with it: the execution it starts is marked with
    * it (StartRequest.idempotencyWindowMs), and leaves a tombstone that long if discarded.
    */

@@ -66,6 +66,8 @@ const JSON_UTF8 = 'application/json; charset=utf-8';
 interface Started {
   execution: Pick<Execution, 'id' | 'status'>;
   links: ExecutionLinks;
+  /** A resumed execution that succeeded and was discarded (its tombstone): nothing runs. */
+  discarded?: true;
 }
 
 /** Not an async function: each mode's own promise is the answer, without another around it. */
@@ -76,7 +78,9 @@ export function respond(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
       return start(deps, m).then((started) => acknowledge(m, started, {}));
     case 'ackSubscribe':
       return start(deps, m, watching(m)).then((started) =>
-        acknowledge(m, started, { channel: { type: 'sse', url: started.links.events } }),
+        started.discarded
+          ? acknowledgeDelivered(m, started)
+          : acknowledge(m, started, { channel: { type: 'sse', url: started.links.events } }),
       );
     case 'asyncCallback':
       return asyncCallback(deps, m);
@@ -134,8 +138,11 @@ function start(
  * tombstone, ADR 0041): nothing runs again. Immediate ACK and Async Callback answer 202
  * with its id, as the first answer would have been (its links answer 404, as for any
  * discarded execution); the waiting modes and Ack + Subscribe, whose caller wants a
- * result that is gone, answer 410 execution-discarded. The links are set either way, so
- * the answer is the key's (onSend stores it; onError does not give the key back).
+ * result that is gone, answer 410 execution-discarded. Under a signed delivery's
+ * implicit key (its id) every mode answers 202 succeeded (acknowledgeDelivered): its
+ * sender only needs to know the delivery was processed, and a Standard Webhooks sender
+ * disables an endpoint that answers 410. The links are set either way, so the answer is
+ * the key's (onSend stores it; onError does not give the key back).
  */
 function resumedDiscarded(m: ModeRequest, token: string, error: unknown): Started {
   if (!(error instanceof HttpProblem) || error.code !== 'HG_ERR_EXECUTION_DISCARDED') throw error;
@@ -143,8 +150,9 @@ function resumedDiscarded(m: ModeRequest, token: string, error: unknown): Starte
   const links = publicExecutionLinks(id, token);
   m.ctx.executionLinks = links;
   const mode = m.route.spec.response.mode;
-  if (mode !== 'immediateAck' && mode !== 'asyncCallback') throw error;
-  return { execution: { id, status: 'succeeded' }, links };
+  if (mode !== 'immediateAck' && mode !== 'asyncCallback' && m.ctx.idempotencyImplicit !== true)
+    throw error;
+  return { execution: { id, status: 'succeeded' }, links, discarded: true };
 }
 
 // Spread into each start's request, never changed.
@@ -185,6 +193,21 @@ function acknowledge(
     .type(JSON_UTF8)
     .header('location', links.self)
     .send(ackBody(execution, links, extra));
+}
+
+/**
+ * A signed delivery (implicit key) whose execution succeeded and was discarded, in a mode
+ * that would wait for its result or its events: 202 `{executionId, status: succeeded,
+ * links}` (the links answer 404, as for any discarded execution). Its sender learns the
+ * delivery was processed; 410 would make a Standard Webhooks sender disable the endpoint.
+ */
+function acknowledgeDelivered(m: ModeRequest, started: Started): FastifyReply {
+  const { execution, links } = started;
+  return m.reply
+    .code(202)
+    .type(JSON_UTF8)
+    .header('location', links.self)
+    .send(ackBody({ id: execution.id, status: 'succeeded' }, links, {}));
 }
 
 /**
@@ -311,6 +334,7 @@ async function startAndAwait(
   types: SequencedEvent['type'][],
 ): Promise<{ event: SequencedEvent; started: Started } | { answered: FastifyReply }> {
   const started = await start(deps, m, watching(m));
+  if (started.discarded) return { answered: acknowledgeDelivered(m, started) };
   const outcome = await waitFor(deps, m, started.execution.id, types);
   if (outcome.kind === 'closed') {
     m.ctx.clientLeft = true;
@@ -320,6 +344,8 @@ async function startAndAwait(
     return { answered: replyProblem(m.request, m.reply, timeoutProblem(m, started)) };
   }
   if (outcome.kind === 'gone') {
+    if (m.ctx.idempotencyImplicit === true)
+      return { answered: deliveryGone(m, started, outcome.gone) };
     const problem = executionGoneProblem(started.execution.id, outcome.gone);
     return { answered: replyProblem(m.request, m.reply, problem) };
   }
@@ -329,6 +355,29 @@ async function startAndAwait(
     };
   }
   return { event: outcome.event, started };
+}
+
+/** How soon a signed delivery whose result is gone may be sent again (seconds). */
+const RESULT_GONE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * A waiting signed delivery (implicit key) whose execution is gone before its end
+ * reached this gateway. Discarded after it succeeded (its tombstone): 202 succeeded, as
+ * a resumed one. How it ended unknown: 503 execution-result-gone with Retry-After, not
+ * 410 (which a Standard Webhooks sender takes as "disable this endpoint"); the key is
+ * given back with the execution's hint (claims.ts), so the sender's retry resumes that
+ * id: its tombstone answers 202, a lost execution runs again (at least once).
+ */
+function deliveryGone(m: ModeRequest, started: Started, gone: ExecutionGone): FastifyReply {
+  if (gone.discarded) return acknowledgeDelivered(m, started);
+  const id = started.execution.id;
+  const detail = `Execution ${id} is no longer in the store and its end did not reach this gateway; send the delivery again: it resumes that execution, or runs it again if it is lost`;
+  const problem = new HttpProblem('HG_ERR_EXECUTION_RESULT_GONE', detail, {
+    status: 503,
+    headers: { 'retry-after': String(RESULT_GONE_RETRY_AFTER_SECONDS) },
+    extensions: { executionId: id },
+  });
+  return replyProblem(m.request, m.reply, problem);
 }
 
 async function waitForCompletion(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
@@ -374,7 +423,9 @@ function sendBody(
 }
 
 async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
-  const { execution, links } = await start(deps, m, watching(m));
+  const started = await start(deps, m, watching(m));
+  if (started.discarded) return acknowledgeDelivered(m, started);
+  const { execution, links } = started;
   let unsubscribe: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
   const { sse, body } = openSse(m.request, m.reply, {

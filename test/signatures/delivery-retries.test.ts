@@ -5,25 +5,91 @@
 // what the key does not know. Through the dev runtime, on the memory stores and on a
 // real redis-server, with GitHub deliveries signed as GitHub does (and Stripe's, whose
 // scheme has no delivery id: unchanged).
+//
+// Under the implicit key (not an explicit Idempotency-Key): a run that failed (5xx) is
+// not kept, so the sender's retry runs the delivery again; and a retry that finds its
+// execution succeeded and discarded (ADR 0041) gets 202 succeeded, never 410 (which a
+// Standard Webhooks sender takes as "disable this endpoint").
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROBLEM_BASE } from '../../runtime/errors.ts';
 import { deliveryKey } from '../../runtime/gateway/idempotency/claims.ts';
+import { eventually, sleep } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
+import { startReceiver } from '../support/receiver.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
 import { githubSignature, stripeV1 } from './support.ts';
 
 const GITHUB_SECRET = 'gh-delivery-secret-0123';
 const STRIPE_SECRET = 'whsec_stripe_delivery_secret';
+const SVIX_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 const BASE = '/webhook/default_production_';
 
 type Res = Awaited<ReturnType<TestRuntime['app']['inject']>>;
 
-function docs() {
+/**
+ * A receiver that answers 400 to the first call of each delivery (its `n`) (the http node fails: the
+ * run fails), 200 to the next ones: a cause that is gone on the sender's retry.
+ */
+const flakyReceiver = () => {
+  const seen = new Set<number | undefined>();
+  return startReceiver((r) => {
+    const n = (JSON.parse(r.body) as { body?: { n?: number } }).body?.n;
+    if (r.url !== '/flaky' || seen.has(n)) return 200;
+    seen.add(n);
+    return 400;
+  });
+};
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+const githubTrigger = (name: string, workflowName: string, extra: Record<string, unknown>) =>
+  trigger(name, {
+    workflowRef: { name: workflowName },
+    pathSegment: name,
+    auth: {
+      method: 'signature',
+      signature: { preset: 'github', secretRef: { name: 'github-hook' } },
+    },
+    ...extra,
+  });
+
+function docs(receiverUrl = 'http://127.0.0.1:9') {
   return [
     secret('github-hook', { current: GITHUB_SECRET }),
     secret('stripe-hook', { endpoint: STRIPE_SECRET }),
+    secret('svix-hook', { endpoint: SVIX_SECRET }),
+    workflow('flaky', {
+      nodes: [
+        { id: 'call', type: 'http', request: { method: 'POST', url: `${receiverUrl}/flaky` } },
+        { id: 'out', type: 'transform', expression: '{ "done": $trigger.body.n }' },
+        { id: 'answer', type: 'respond', statusCode: 200, expression: '$' },
+      ],
+    }),
+    workflow('slowgone', {
+      nodes: [
+        { id: 'pause', type: 'delay', duration: '1600ms' },
+        { id: 'call', type: 'http', request: { method: 'POST', url: `${receiverUrl}/counted` } },
+      ],
+      executionRecords: { succeeded: 'Discard' },
+    }),
+    githubTrigger('flakywait', 'flaky', { timeout: '5s', response: { mode: 'waitForCompletion' } }),
+    githubTrigger('flakynode', 'flaky', {
+      timeout: '5s',
+      response: { mode: 'waitForResponseNode' },
+    }),
+    trigger('svixwait', {
+      workflowRef: { name: 'slowgone' },
+      pathSegment: 'svixwait',
+      timeout: '1s',
+      auth: {
+        method: 'signature',
+        signature: { preset: 'standardWebhooks', secretRef: { name: 'svix-hook' } },
+      },
+      response: { mode: 'waitForCompletion' },
+    }),
     workflow('echo', {
       nodes: [{ id: 'out', type: 'transform', expression: '{ "got": body }' }],
     }),
@@ -71,6 +137,19 @@ const github = (id: string, raw: string, extra: Record<string, string> = {}) => 
   ...extra,
 });
 
+const svix = (id: string, raw: string, extra: Record<string, string> = {}) => {
+  const now = new Date();
+  return {
+    'content-type': 'application/json',
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': new Webhook(SVIX_SECRET).sign(id, now, raw),
+    ...extra,
+  };
+};
+
+const TRIGGERS = ['ack', 'wait', 'stripe', 'flakywait', 'flakynode', 'svixwait'];
+
 function expectReplayed(res: Res, detail?: RegExp): void {
   expect(res.statusCode, res.body).toBe(401);
   const body = res.json<{ type: string; detail: string }>();
@@ -78,9 +157,14 @@ function expectReplayed(res: Res, detail?: RegExp): void {
   if (detail) expect(body.detail).toMatch(detail);
 }
 
-function suite(name: string, start: () => Promise<TestRuntime>, stop?: () => Promise<void>) {
+function suite(
+  name: string,
+  start: (allow: string) => Promise<TestRuntime>,
+  stop?: () => Promise<void>,
+) {
   describe(name, () => {
     let rt: TestRuntime;
+    let receiver: Receiver;
     let run = 0;
     /** A delivery id of this run (the Redis suite keeps nothing between runs anyway). */
     const id = (label: string) => `${label}-${name.replace(/\W/g, '')}-${++run}-${Date.now()}`;
@@ -90,12 +174,14 @@ function suite(name: string, start: () => Promise<TestRuntime>, stop?: () => Pro
       (await rt.engine.list({ triggerKey, limit: 100 })).filter((e) => match(e.input.body));
 
     beforeAll(async () => {
-      rt = await start();
-      await rt.apply('deliveries.yaml', docs(), ['ack', 'wait', 'stripe']);
+      receiver = await flakyReceiver();
+      rt = await start(`127.0.0.1:${receiver.port}`);
+      await rt.apply('deliveries.yaml', docs(receiver.url), TRIGGERS);
     }, 60_000);
     afterAll(async () => {
       await rt?.stop();
       await stop?.();
+      await receiver?.close();
     });
 
     it('the same delivery after a 202: the stored 202 again (same executionId), one run', async () => {
@@ -214,21 +300,106 @@ function suite(name: string, start: () => Promise<TestRuntime>, stop?: () => Pro
       );
       expect(runs).toHaveLength(1);
     });
+
+    for (const [segment, mode] of [
+      ['flakywait', 'Wait for Completion'],
+      ['flakynode', 'Wait for Response Node'],
+    ] as const)
+      it(`${mode}: a run that failed (5xx) is not kept; the retry runs the delivery again and succeeds`, async () => {
+        const delivery = id(`gh-${segment}`);
+        const n = Date.now();
+        const raw = JSON.stringify({ n });
+        const first = await post(`flaky/${segment}`, github(delivery, raw), raw);
+        expect(first.statusCode, first.body).toBeGreaterThanOrEqual(500);
+        // The sender's retry: a second run (the cause is gone), not the stored 5xx.
+        const retry = await post(`flaky/${segment}`, github(delivery, raw), raw);
+        expect(retry.statusCode, retry.body).toBe(200);
+        expect(retry.headers['idempotent-replayed']).toBeUndefined();
+        expect(retry.json()).toEqual({ done: n });
+        // That success is the delivery's answer now.
+        const later = await post(`flaky/${segment}`, github(delivery, raw), raw);
+        expect(later.statusCode, later.body).toBe(200);
+        expect(later.headers['idempotent-replayed']).toBe('true');
+        const runs = await executions(`default/${segment}`, (b) => (b as { n?: number }).n === n);
+        expect(runs.map((r) => r.status).sort()).toEqual(['failed', 'succeeded']);
+      });
+
+    it("an explicit Idempotency-Key keeps the failed run's 5xx: its retry gets it again, one run", async () => {
+      const delivery = id('gh-flaky-keyed');
+      const n = Date.now();
+      const raw = JSON.stringify({ n });
+      const keyed = github(delivery, raw, { 'idempotency-key': `key-${delivery}` });
+      const first = await post('flaky/flakywait', keyed, raw);
+      expect(first.statusCode, first.body).toBeGreaterThanOrEqual(500);
+      const retry = await post('flaky/flakywait', keyed, raw);
+      expect(retry.statusCode, retry.body).toBe(first.statusCode);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      const runs = await executions('default/flakywait', (b) => (b as { n?: number }).n === n);
+      expect(runs.map((r) => r.status)).toEqual(['failed']);
+    });
+
+    /** A first Standard Webhooks delivery answered 408; resolves once its run succeeded and was discarded. */
+    async function timedOutThenDiscarded(
+      headers: (raw: string) => Record<string, string>,
+      n: number,
+    ): Promise<string> {
+      const raw = JSON.stringify({ n });
+      const first = await post('slowgone/svixwait', headers(raw), raw);
+      expect(first.statusCode, first.body).toBe(408);
+      const executionId = first.json<{ executionId: string }>().executionId;
+      await eventually(
+        async () => expect(await rt.engine.get(executionId)).toBeUndefined(),
+        10_000,
+      );
+      return executionId;
+    }
+
+    it('Standard Webhooks, Wait for Completion, a discarded success: the retry gets 202 succeeded, not 410; one run', async () => {
+      const delivery = `msg_${id('discarded')}`;
+      const n = Date.now();
+      const raw = JSON.stringify({ n });
+      const executionId = await timedOutThenDiscarded((r) => svix(delivery, r), n);
+      const retry = await post('slowgone/svixwait', svix(delivery, raw), raw);
+      expect(retry.statusCode, retry.body).toBe(202);
+      expect(retry.json()).toMatchObject({ executionId, status: 'succeeded' });
+      // The key keeps that answer.
+      const later = await post('slowgone/svixwait', svix(delivery, raw), raw);
+      expect(later.statusCode, later.body).toBe(202);
+      expect(later.headers['idempotent-replayed']).toBe('true');
+      // It ran once: the receiver counted one call of it, and nothing is queued again.
+      await sleep(300);
+      const calls = receiver.received.filter(
+        (r) =>
+          r.url === '/counted' && (JSON.parse(r.body) as { body?: { n?: number } }).body?.n === n,
+      );
+      expect(calls).toHaveLength(1);
+    });
+
+    it('Standard Webhooks with an explicit Idempotency-Key: the discarded success still answers 410', async () => {
+      const delivery = `msg_${id('discarded-keyed')}`;
+      const n = Date.now();
+      const raw = JSON.stringify({ n });
+      const key = { 'idempotency-key': `key-${delivery}` };
+      await timedOutThenDiscarded((r) => svix(delivery, r, key), n);
+      const retry = await post('slowgone/svixwait', svix(delivery, raw, key), raw);
+      expect(retry.statusCode, retry.body).toBe(410);
+      expect(retry.json<{ type: string }>().type).toBe(`${PROBLEM_BASE}execution-discarded`);
+    });
   });
 }
 
-suite('memory stores', () => startRuntime());
+suite('memory stores', (allow) => startRuntime({ engine: { outbound: { allow: [allow] } } }));
 
 describe.skipIf(!redisAvailable())('Redis stores', () => {
   let server: RedisServer;
   const clients: Redis[] = [];
   suite(
     'redis',
-    async () => {
+    async (allow) => {
       server = await startRedis();
       const redis = new Redis(server.url);
       clients.push(redis);
-      return startRuntime({ redis });
+      return startRuntime({ redis, engine: { outbound: { allow: [allow] } } });
     },
     async () => {
       for (const c of clients) c.disconnect();

@@ -113,6 +113,7 @@ export async function claimIdempotencyKey(
     case 'new':
       ctx.idempotencyKey = key;
       ctx.idempotencyWindowMs = windowMs;
+      if (implicit) ctx.idempotencyImplicit = true;
       if (result.resume) ctx.resume = result.resume;
       // A signed delivery's replay claim, deferred to here: taken by a request that
       // starts something new; a resumed one continues the execution its id started.
@@ -169,8 +170,31 @@ export async function recordIdempotentAnswer(
   // A waiting mode's timeout (408: the workflow keeps running) is no final answer: the
   // key is given back with the execution's hint, and the retry waits for (or gets the
   // end of) that same execution, as after a caller that left.
-  if (ctx.problem === 'HG_ERR_REQUEST_TIMEOUT' && ctx.executionLinks !== undefined) {
+  // Under a delivery's implicit key, an execution found gone before its end reached this
+  // gateway (503 execution-result-gone, response-modes.ts) is no final answer either: the
+  // retry resumes that execution's id (its tombstone answers 202, a lost one runs again).
+  if (
+    ctx.executionLinks !== undefined &&
+    (ctx.problem === 'HG_ERR_REQUEST_TIMEOUT' ||
+      (ctx.idempotencyImplicit === true && ctx.problem === 'HG_ERR_EXECUTION_RESULT_GONE'))
+  ) {
     await releaseIdempotencyKey(options, ctx);
+    return;
+  }
+  // A delivery keyed by its id answered 5xx once its execution started (it failed, or
+  // its workflow answered 5xx): the sender retries such a delivery so that it is
+  // processed again, and a stored 5xx would answer every retry for the key's window. Not
+  // kept: the id's replay claim is freed (whichever request of the delivery took it),
+  // then the key, without a hint, and the retry runs the delivery again. An explicit
+  // Idempotency-Key keeps its answer, 5xx too (its caller chose the key).
+  if (
+    ctx.idempotencyImplicit === true &&
+    ctx.executionLinks !== undefined &&
+    reply.statusCode >= 500
+  ) {
+    ctx.idempotencyKey = undefined;
+    await ctx.signature?.delivery?.release();
+    await options.store.abandon(key);
     return;
   }
   ctx.idempotencyKey = undefined;

@@ -58,6 +58,11 @@ export interface DeliveryReplay {
    * delivery holds it. A store failure throws 503 store-unavailable (fail closed).
    */
   claim(): Promise<(() => Promise<void>) | undefined>;
+  /**
+   * Frees the id's replay claim, whichever request took it: a delivery whose run failed
+   * under its implicit key is to run again on the sender's retry (claims.ts).
+   */
+  release(): Promise<void>;
   /** The 401 signature-replayed of this delivery (`otherBody`: the id came with another body). */
   replayed(otherBody?: boolean): HttpProblem;
 }
@@ -180,6 +185,7 @@ export class SignatureVerifier {
         scheme: route.spec.auth?.signature?.preset ?? 'generic',
         id: token.slice('id:'.length),
         claim,
+        release: () => replay.release(key),
         replayed: (otherBody = false) => replayed(scheme.header, true, otherBody),
       };
       return { consumer: checked.consumer, delivery };
