@@ -68,6 +68,13 @@ function docs(receiverUrl = 'http://127.0.0.1:9') {
         { id: 'answer', type: 'respond', statusCode: 200, expression: '$' },
       ],
     }),
+    workflow('slowflaky', {
+      nodes: [
+        { id: 'pause', type: 'delay', duration: '1600ms' },
+        { id: 'call', type: 'http', request: { method: 'POST', url: `${receiverUrl}/flaky` } },
+        { id: 'out', type: 'transform', expression: '{ "done": $trigger.body.n }' },
+      ],
+    }),
     workflow('slowgone', {
       nodes: [
         { id: 'pause', type: 'delay', duration: '1600ms' },
@@ -79,6 +86,10 @@ function docs(receiverUrl = 'http://127.0.0.1:9') {
     githubTrigger('flakynode', 'flaky', {
       timeout: '5s',
       response: { mode: 'waitForResponseNode' },
+    }),
+    githubTrigger('slowflaky', 'slowflaky', {
+      timeout: '1s',
+      response: { mode: 'waitForCompletion' },
     }),
     trigger('svixwait', {
       workflowRef: { name: 'slowgone' },
@@ -148,7 +159,7 @@ const svix = (id: string, raw: string, extra: Record<string, string> = {}) => {
   };
 };
 
-const TRIGGERS = ['ack', 'wait', 'stripe', 'flakywait', 'flakynode', 'svixwait'];
+const TRIGGERS = ['ack', 'wait', 'stripe', 'flakywait', 'flakynode', 'slowflaky', 'svixwait'];
 
 function expectReplayed(res: Res, detail?: RegExp): void {
   expect(res.statusCode, res.body).toBe(401);
@@ -323,6 +334,25 @@ function suite(
         const runs = await executions(`default/${segment}`, (b) => (b as { n?: number }).n === n);
         expect(runs.map((r) => r.status).sort()).toEqual(['failed', 'succeeded']);
       });
+
+    it('a 408, then the retry that waited for it gets its failure: the next retry runs again, not a 401', async () => {
+      const delivery = id('gh-slowflaky');
+      const n = Date.now();
+      const raw = JSON.stringify({ n });
+      const send = () => post('slowflaky/slowflaky', github(delivery, raw), raw);
+      expect((await send()).statusCode).toBe(408);
+      // Resumes the first execution (which kept the replay claim) and gets its failure.
+      const resumed = await send();
+      expect(resumed.statusCode, resumed.body).toBe(500);
+      // The claim the first request took is freed with the key: a new run (408 again: slow).
+      const again = await send();
+      expect(again.statusCode, again.body).toBe(408);
+      const last = await send();
+      expect(last.statusCode, last.body).toBe(200);
+      expect(last.json()).toEqual({ done: n });
+      const runs = await executions('default/slowflaky', (b) => (b as { n?: number }).n === n);
+      expect(runs.map((r) => r.status).sort()).toEqual(['failed', 'succeeded']);
+    });
 
     it("an explicit Idempotency-Key keeps the failed run's 5xx: its retry gets it again, one run", async () => {
       const delivery = id('gh-flaky-keyed');

@@ -167,36 +167,7 @@ export async function recordIdempotentAnswer(
 ): Promise<void> {
   const key = ctx.idempotencyKey;
   if (!key) return;
-  // A waiting mode's timeout (408: the workflow keeps running) is no final answer: the
-  // key is given back with the execution's hint, and the retry waits for (or gets the
-  // end of) that same execution, as after a caller that left.
-  // Under a delivery's implicit key, an execution found gone before its end reached this
-  // gateway (503 execution-result-gone, response-modes.ts) is no final answer either: the
-  // retry resumes that execution's id (its tombstone answers 202, a lost one runs again).
-  if (
-    ctx.executionLinks !== undefined &&
-    (ctx.problem === 'HG_ERR_REQUEST_TIMEOUT' ||
-      (ctx.idempotencyImplicit === true && ctx.problem === 'HG_ERR_EXECUTION_RESULT_GONE'))
-  ) {
-    await releaseIdempotencyKey(options, ctx);
-    return;
-  }
-  // A delivery keyed by its id answered 5xx once its execution started (it failed, or
-  // its workflow answered 5xx): the sender retries such a delivery so that it is
-  // processed again, and a stored 5xx would answer every retry for the key's window. Not
-  // kept: the id's replay claim is freed (whichever request of the delivery took it),
-  // then the key, without a hint, and the retry runs the delivery again. An explicit
-  // Idempotency-Key keeps its answer, 5xx too (its caller chose the key).
-  if (
-    ctx.idempotencyImplicit === true &&
-    ctx.executionLinks !== undefined &&
-    reply.statusCode >= 500
-  ) {
-    ctx.idempotencyKey = undefined;
-    await ctx.signature?.delivery?.release();
-    await options.store.abandon(key);
-    return;
-  }
+  if (await givenBackUnanswered(options, reply, ctx, key)) return;
   ctx.idempotencyKey = undefined;
   const headers: Record<string, string> = {};
   for (const name of REPLAYED_HEADERS) {
@@ -233,6 +204,49 @@ export async function recordIdempotentAnswer(
     ...(ctx.executionId ? { executionId: ctx.executionId } : {}),
   };
   await options.store.complete(key, record);
+}
+
+/**
+ * An answer that is not the key's: the key is given back (true), and onSend stores
+ * nothing.
+ */
+async function givenBackUnanswered(
+  options: IdempotencyOptions,
+  reply: FastifyReply,
+  ctx: WebhookContext,
+  key: string,
+): Promise<boolean> {
+  // A waiting mode's timeout (408: the workflow keeps running) is no final answer: the
+  // key is given back with the execution's hint, and the retry waits for (or gets the
+  // end of) that same execution, as after a caller that left.
+  // Under a delivery's implicit key, an execution found gone before its end reached this
+  // gateway (503 execution-result-gone, response-modes.ts) is no final answer either: the
+  // retry resumes that execution's id (its tombstone answers 202, a lost one runs again).
+  if (
+    ctx.executionLinks !== undefined &&
+    (ctx.problem === 'HG_ERR_REQUEST_TIMEOUT' ||
+      (ctx.idempotencyImplicit === true && ctx.problem === 'HG_ERR_EXECUTION_RESULT_GONE'))
+  ) {
+    await releaseIdempotencyKey(options, ctx);
+    return true;
+  }
+  // A delivery keyed by its id answered 5xx once its execution started (it failed, or
+  // its workflow answered 5xx): the sender retries such a delivery so that it is
+  // processed again, and a stored 5xx would answer every retry for the key's window. Not
+  // kept: the id's replay claim is freed (whichever request of the delivery took it),
+  // then the key, without a hint, and the retry runs the delivery again. An explicit
+  // Idempotency-Key keeps its answer, 5xx too (its caller chose the key).
+  if (
+    ctx.idempotencyImplicit === true &&
+    ctx.executionLinks !== undefined &&
+    reply.statusCode >= 500
+  ) {
+    ctx.idempotencyKey = undefined;
+    await ctx.signature?.delivery?.release();
+    await options.store.abandon(key);
+    return true;
+  }
+  return false;
 }
 
 /**
