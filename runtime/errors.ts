@@ -191,6 +191,11 @@ export const CATALOGUE = {
     type: 'execution-result-gone',
     title: "The execution's result is no longer available",
   },
+  HG_ERR_EXECUTION_RESULT_UNAVAILABLE: {
+    status: 503,
+    type: 'execution-result-unavailable',
+    title: "The execution's result is not available; send the delivery again",
+  },
   HG_ERR_EXECUTION_LINK_NOT_FOUND: {
     status: 404,
     type: 'execution-link-not-found',

@@ -363,8 +363,8 @@ const RESULT_GONE_RETRY_AFTER_SECONDS = 1;
 /**
  * A waiting signed delivery (implicit key) whose execution is gone before its end
  * reached this gateway. Discarded after it succeeded (its tombstone): 202 succeeded, as
- * a resumed one. How it ended unknown: 503 execution-result-gone with Retry-After, not
- * 410 (which a Standard Webhooks sender takes as "disable this endpoint"); the key is
+ * a resumed one. How it ended unknown: 503 execution-result-unavailable with Retry-After,
+ * not execution-result-gone's 410 (which a Standard Webhooks sender takes as "disable this endpoint"); the key is
  * given back with the execution's hint (claims.ts), so the sender's retry resumes that
  * id: its tombstone answers 202, a lost execution runs again (at least once).
  */
@@ -372,8 +372,7 @@ function deliveryGone(m: ModeRequest, started: Started, gone: ExecutionGone): Fa
   if (gone.discarded) return acknowledgeDelivered(m, started);
   const id = started.execution.id;
   const detail = `Execution ${id} is no longer in the store and its end did not reach this gateway; send the delivery again: it resumes that execution, or runs it again if it is lost`;
-  const problem = new HttpProblem('HG_ERR_EXECUTION_RESULT_GONE', detail, {
-    status: 503,
+  const problem = new HttpProblem('HG_ERR_EXECUTION_RESULT_UNAVAILABLE', detail, {
     headers: { 'retry-after': String(RESULT_GONE_RETRY_AFTER_SECONDS) },
     extensions: { executionId: id },
   });

@@ -508,6 +508,14 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
       'HG_ERR_TRIGGER_RECREATED',
       'HG_ERR_EXECUTION_RESULT_GONE',
     );
+  // The same for a signed delivery without an Idempotency-Key (its id is its implicit
+  // key): a 503 its sender retries, never a 410 (a Standard Webhooks sender disables the
+  // endpoint on one).
+  if (
+    spec.auth?.method === 'signature' &&
+    (mode === 'waitForCompletion' || mode === 'waitForResponseNode')
+  )
+    codes.push('HG_ERR_EXECUTION_RESULT_UNAVAILABLE');
   // The retry (Idempotency-Key) of a request whose execution succeeded meanwhile under a
   // Workflow that discards such records: its result is gone (ADR 0041). The acknowledging
   // modes answer 202 instead. A waiting caller whose gateway, back on Redis, found its
