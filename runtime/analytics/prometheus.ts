@@ -8,7 +8,7 @@
 // minute (so the window is the current minute plus the w-1 minutes before it, like
 // the memory store):
 //   last_over_time(x[w]) - ((last_over_time(x[2m] offset w) unless <reset>)
-//     or min_over_time(x[w]) * (0 if <reset> or <born in the window>, else 1))
+//     or min_over_time(x[w]) * (0 if <reset> or <born since the look-back began>, else 1))
 // i.e. per series the last value seen in the window minus the last value before the
 // window starts, or minus 0, or minus the window's first value (below). Exact: unlike
 // increase(), nothing is extrapolated, so counts are integers. last_over_time, unlike
@@ -21,8 +21,11 @@
 // Subtracting the value from before the window undercounted there whenever the
 // restarted process counted more than the old one had.
 // A series without a value in the 2 minutes before the window counts its whole value
-// only when it was born in the window: its `_created` (when its counters started from
-// zero, exported by the gateway) is inside the window. Otherwise Prometheus did not see
+// only when it was born in the window or in those 2 minutes: its `_created` (when its
+// counters started from zero, exported by the gateway) is no older than the look-back's
+// start (a series born after the last scrape before the window has its first value in
+// it; one born during a gap just before the window counts those 2 minutes at most, and
+// a gateway's clock behind Prometheus's by up to 2 minutes changes nothing). Otherwise Prometheus did not see
 // it just before the window (Prometheus down or restarting, the gateway unreachable:
 // a scrape gap), and it counts from its first value in the window, like increase(): the
 // whole value was its whole history, days of traffic in a 5-minute window.
@@ -149,11 +152,15 @@ export function windowDelta(selector: string, window: string, counter = selector
   const reset =
     `resets(${counter}[${window}]) > 0 or ` +
     `min_over_time(${counter}[${window}]) < last_over_time(${counter}[${LOOK_BACK}] offset ${window})`;
-  const born = `last_over_time(${createdOf(counter)}[${window}]) >= time() - ${seconds(window)}`;
+  // Born since the look-back began: a series born after the last scrape before the
+  // window has its first value in it (a scrape interval after its birth at most), and
+  // counts from zero, not from that value; so does one born during a gap shortly before
+  // the window (at most LOOK_BACK of its traffic before the window is counted in).
+  const born = `last_over_time(${createdOf(counter)}[${window}]) >= time() - ${seconds(window) + seconds(LOOK_BACK)}`;
   // Per `counter` series: 0 when its whole value counts (reset, born), else 1.
   const fromFirst = `(0 * (${reset} or ${born}) or 0 * min_over_time(${counter}[${window}]) + 1)`;
   // What the window's last value is counted from: the value before the window, else 0
-  // (a reset, a series born in the window), else the window's first value (a gap).
+  // (a reset, a series born in the window or its look-back), else the window's first value (a gap).
   // Written so that x is read over the window twice (last, min), as before.
   const base =
     `((${before} unless ignoring(le) (${reset}))` +

@@ -54,11 +54,11 @@ const steady: Counter = (s) => ({
   count: STEADY_START + PER_SCRAPE * ((s + 1793) / 15),
   created: -3 * 86_400,
 });
-/** A counter that started from 0 5 s before its first scrape at `first`. */
+/** A counter that started from 0 at `created` (default 5 s before its first scrape at `first`). */
 const bornAt =
-  (first: number): Counter =>
+  (first: number, created = first - 5): Counter =>
   (s) =>
-    s < first ? {} : { count: PER_SCRAPE * ((s - first) / 15 + 1), created: first - 5 };
+    s < first ? {} : { count: PER_SCRAPE * ((s - first) / 15 + 1), created };
 /** Prometheus stored nothing in [from, to) (it was down, or restarting). */
 const prometheusDown =
   (from: number, to: number, counter: Counter) =>
@@ -86,6 +86,18 @@ const CASES: Case[] = [
   {
     job: 'born-before-the-first-scrape',
     targets: [{ instance: 'gw:9090', scrape: (s) => ({ up: 1, ...bornAt(7)(s) }) }],
+  },
+  {
+    // Born at W - 5 s, after the last scrape before the window (W - 8 s): nothing of it
+    // before the window, and no gap either.
+    job: 'born-just-before-the-window',
+    targets: [{ instance: 'gw:9090', scrape: (s) => ({ up: 1, ...bornAt(7, -5)(s) }) }],
+  },
+  {
+    // Born at W + 55 s, first scraped at W + 67 s: in the chart, just before the minute
+    // its first scrape falls in.
+    job: 'born-just-before-a-minute',
+    targets: [{ instance: 'gw:9090', scrape: (s) => ({ up: 1, ...bornAt(67, 55)(s) }) }],
   },
   {
     job: 'new-target',
@@ -205,6 +217,23 @@ describe.skipIf(skip)('prometheus analytics across scrape gaps', () => {
     const { total, charted } = await window('born-before-the-first-scrape');
     expect(total).toBe(200);
     expect(charted).toBe(200);
+  });
+
+  it('counts the whole value of a series born after the last scrape before the window (its first value is in the window)', async () => {
+    // Its counter started at W - 5 s, its first scrape (10) at W + 7 s: that scrape's
+    // requests came after the last scrape before the window, none before it was born.
+    // They were left out as if Prometheus had missed it (190).
+    const { total, charted } = await window('born-just-before-the-window');
+    expect(total).toBe(200);
+    expect(charted).toBe(200);
+  });
+
+  it('charts the first scrape of a series born just before the minute that scrape falls in', async () => {
+    // Born at W + 55 s, first scraped (10) at W + 67 s: the 5-minute total counted it,
+    // the minute (W + 60 s, W + 120 s] did not (charted 150 for a total of 160).
+    const { total, charted } = await window('born-just-before-a-minute');
+    expect(total).toBe(160);
+    expect(charted).toBe(160);
   });
 
   it('counts the whole value of the series of a target first scraped inside the window (a new pod)', async () => {
