@@ -16,8 +16,10 @@
 // away inside the window does not remove what it counted. A series whose counter reset
 // inside the window (a process restarted under the same labels) counts what it
 // gathered since the restart: a reset is a value lower than the one before it
-// (resets(), or the window's lowest value below the last one before the window), told
-// from the series' _count so that its _sum and _bucket series take the same branch.
+// (resets(), or the window's lowest value below the last one before the window), or a
+// `_created` inside the window (a restarted process that counted more by its first
+// scrape than the old one had shows no lower value), told from the series' _count and
+// _created so that its _sum and _bucket series take the same branch.
 // Subtracting the value from before the window undercounted there whenever the
 // restarted process counted more than the old one had.
 // A series without a value in the 2 minutes before the window counts its whole value
@@ -149,14 +151,19 @@ export function createdOf(count: string): string {
  */
 export function windowDelta(selector: string, window: string, counter = selector): string {
   const before = `last_over_time(${selector}[${LOOK_BACK}] offset ${window})`;
+  const created = `last_over_time(${createdOf(counter)}[${window}])`;
+  // A reset: a value lower than the one before it, or counters that started from zero
+  // inside the window (a restart or a series forgotten and made again, whose first
+  // value was already above the old one's last: no lower value shows it).
   const reset =
     `resets(${counter}[${window}]) > 0 or ` +
-    `min_over_time(${counter}[${window}]) < last_over_time(${counter}[${LOOK_BACK}] offset ${window})`;
+    `min_over_time(${counter}[${window}]) < last_over_time(${counter}[${LOOK_BACK}] offset ${window}) or ` +
+    `${created} > time() - ${seconds(window)}`;
   // Born since the look-back began: a series born after the last scrape before the
   // window has its first value in it (a scrape interval after its birth at most), and
   // counts from zero, not from that value; so does one born during a gap shortly before
   // the window (at most LOOK_BACK of its traffic before the window is counted in).
-  const born = `last_over_time(${createdOf(counter)}[${window}]) >= time() - ${seconds(window) + seconds(LOOK_BACK)}`;
+  const born = `${created} >= time() - ${seconds(window) + seconds(LOOK_BACK)}`;
   // Per `counter` series: 0 when its whole value counts (reset, born), else 1.
   const fromFirst = `(0 * (${reset} or ${born}) or 0 * min_over_time(${counter}[${window}]) + 1)`;
   // What the window's last value is counted from: the value before the window, else 0

@@ -120,6 +120,18 @@ const CASES: Case[] = [
     ],
   },
   {
+    // A label set that counted 5 (long ago) restarted between W + 112 s and W + 127 s
+    // under the same labels, and counted more than 5 by its first scrape: no value lower
+    // than the one before it.
+    job: 'restart-counted-more',
+    targets: [
+      {
+        instance: 'gw:9090',
+        scrape: (s) => ({ up: 1, ...(s < 120 ? { count: 5, created: -86_400 } : bornAt(127)(s)) }),
+      },
+    ],
+  },
+  {
     job: 'short-gap',
     targets: [{ instance: 'gw:9090', scrape: prometheusDown(-30, 0, steady) }],
   },
@@ -254,6 +266,14 @@ describe.skipIf(skip)('prometheus analytics across scrape gaps', () => {
     // Restarted between W + 112 s and W + 127 s: 10 at W + 127 s ... 120 at W + 292 s.
     const { total } = await window('reset');
     expect(total).toBe(120);
+  });
+
+  it('counts what a restarted process gathered since its restart when it counted more than before the restart', async () => {
+    // 10 at W + 127 s ... 120 at W + 292 s; the 5 before the restart were counted before
+    // the window. Its _created tells the restart; the values alone do not (115).
+    const { total, charted } = await window('restart-counted-more');
+    expect(total).toBe(120);
+    expect(charted).toBe(120);
   });
 
   it('counts a series born in the window from its first scrape when its gateway does not export _created (before the upgrade)', async () => {

@@ -167,9 +167,12 @@ describe.skipIf(skip)('prometheus analytics backend', () => {
     // PromQL refuses a raw U+FFFD and an escaped lone surrogate (the exposition wrote U+FFFD).
     expect(promString('a\uFFFDb\uD800')).toBe('"a\\uFFFDb\\uFFFD"');
     const x = 'x_count{a="1"}';
-    const reset = `resets(${x}[5m]) > 0 or min_over_time(${x}[5m]) < last_over_time(${x}[2m] offset 5m)`;
+    const created = 'last_over_time(x_created{a="1"}[5m])';
+    const reset =
+      `resets(${x}[5m]) > 0 or min_over_time(${x}[5m]) < last_over_time(${x}[2m] offset 5m)` +
+      ` or ${created} > time() - 300`;
     // Born since the look-back began: 5m + 2m.
-    const born = 'last_over_time(x_created{a="1"}[5m]) >= time() - 420';
+    const born = `${created} >= time() - 420`;
     expect(windowDelta(x, '5m')).toBe(
       `(last_over_time(${x}[5m]) - ((last_over_time(${x}[2m] offset 5m)` +
         ` unless ignoring(le) (${reset}))` +
