@@ -12,7 +12,10 @@ import {
 } from '../../api/v1alpha1/index.ts';
 import { CATALOGUE, PROBLEM_CONTENT_TYPE, problemType, type ErrorCode } from '../errors.ts';
 import { bodyFormatOf, XML_ROOT } from '../gateway/response-body.ts';
-import { schemeOf as signatureSchemeOf } from '../gateway/security/auth/signature/schemes.ts';
+import {
+  keyedById,
+  schemeOf as signatureSchemeOf,
+} from '../gateway/security/auth/signature/schemes.ts';
 import { callbackBodySchema, callbacksOf } from './callbacks.ts';
 
 /** What a document needs of a deployed route (a RouteRecord has it all). */
@@ -510,9 +513,11 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
     );
   // The same for a signed delivery without an Idempotency-Key (its id is its implicit
   // key): a 503 its sender retries, never a 410 (a Standard Webhooks sender disables the
-  // endpoint on one).
+  // endpoint on one). Only where deliveries are keyed by their id (not Stripe, Slack).
+  const signature = spec.auth?.method === 'signature' ? spec.auth.signature : undefined;
   if (
-    spec.auth?.method === 'signature' &&
+    signature !== undefined &&
+    keyedById(signatureSchemeOf(signature)) &&
     (mode === 'waitForCompletion' || mode === 'waitForResponseNode')
   )
     codes.push('HG_ERR_EXECUTION_RESULT_UNAVAILABLE');

@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WebhookTriggerSpec } from '../../api/v1alpha1/webhook-trigger.ts';
 import { AdminAccess, type AdminAuthenticator } from '../../runtime/admin/access.ts';
+import { problemsOf } from '../../runtime/openapi/document.ts';
 import { startReceiver, type Receiver } from '../engine/receiver.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
@@ -322,6 +324,32 @@ describe('the gateway document', () => {
     );
     const text = JSON.stringify(body);
     expect(text).toContain('https://hookgate.dev/problems/signature-mismatch');
+  });
+
+  it('lists 503 execution-result-unavailable on the waiting routes whose deliveries are keyed by their id, only', () => {
+    // The implicit key is a delivery's id when it is its replay key (verify.ts
+    // replayToken): GitHub, Shopify, Standard Webhooks, generic with an id header and no
+    // timestamp or a signed id; never Stripe nor Slack (no id), nor the acknowledging modes.
+    const spec = (preset: string, mode: string, generic?: object) =>
+      ({
+        workflowRef: { name: 'orders' },
+        timeout: '30s',
+        response: { mode },
+        auth: {
+          method: 'signature',
+          signature: { preset, secretRef: { name: 's' }, ...(generic ? { generic } : {}) },
+        },
+      }) as unknown as WebhookTriggerSpec;
+    const lists = (s: WebhookTriggerSpec) =>
+      problemsOf(s, 'POST').includes('HG_ERR_EXECUTION_RESULT_UNAVAILABLE');
+    for (const preset of ['github', 'shopify', 'standardWebhooks'])
+      for (const mode of ['waitForCompletion', 'waitForResponseNode'])
+        expect(lists(spec(preset, mode)), `${preset} ${mode}`).toBe(true);
+    for (const preset of ['stripe', 'slack'])
+      for (const mode of ['waitForCompletion', 'waitForResponseNode'])
+        expect(lists(spec(preset, mode)), `${preset} ${mode}`).toBe(false);
+    expect(lists(spec('github', 'immediateAck'))).toBe(false);
+    expect(lists(spec('github', 'ackSubscribe'))).toBe(false);
   });
 
   it('a trigger that is not deployed: 404 route-not-found', async () => {

@@ -154,6 +154,16 @@ function genericScheme(g: GenericSignature): Scheme {
   return scheme;
 }
 
+/**
+ * Whether a delivery's id, when it carries one, is its replay key (verify.ts
+ * replayToken: a signed id, or an unsigned one without a signed timestamp), hence its
+ * implicit idempotency key (claims.ts). Stripe and Slack send no id; a generic scheme
+ * with a timestamp and an unsigned id is keyed by its signed bytes.
+ */
+export function keyedById(scheme: Scheme): boolean {
+  return scheme.idHeader !== undefined && (scheme.idSigned || !scheme.timestamped);
+}
+
 /** The scheme of a trigger's signature settings. */
 export function schemeOf(signature: SignatureAuth): Scheme {
   switch (signature.preset) {
