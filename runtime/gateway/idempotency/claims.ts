@@ -242,8 +242,13 @@ async function givenBackUnanswered(
     reply.statusCode >= 500
   ) {
     ctx.idempotencyKey = undefined;
-    await ctx.signature?.delivery?.release();
-    await options.store.abandon(key);
+    // The key is given back even when the claim's release fails (Redis away): held, it
+    // would answer the sender's retries 409 until its lease ended.
+    try {
+      await ctx.signature?.delivery?.release();
+    } finally {
+      await options.store.abandon(key);
+    }
     return true;
   }
   return false;
