@@ -183,8 +183,8 @@ function acknowledge(
   m: ModeRequest,
   { execution, links }: Started,
   extra: Record<string, unknown>,
+  status = successStatus(m.route),
 ): FastifyReply {
-  const status = successStatus(m.route);
   m.reply.code(status);
   if (status === 204) return m.reply.send();
   // Serialised here, with the charset Fastify would add: a string body in a JSON type
@@ -202,12 +202,12 @@ function acknowledge(
  * delivery was processed; 410 would make a Standard Webhooks sender disable the endpoint.
  */
 function acknowledgeDelivered(m: ModeRequest, started: Started): FastifyReply {
-  const { execution, links } = started;
-  return m.reply
-    .code(202)
-    .type(JSON_UTF8)
-    .header('location', links.self)
-    .send(ackBody({ id: execution.id, status: 'succeeded' }, links, {}));
+  return acknowledge(
+    m,
+    { ...started, execution: { id: started.execution.id, status: 'succeeded' } },
+    {},
+    202,
+  );
 }
 
 /**
@@ -363,10 +363,11 @@ const RESULT_GONE_RETRY_AFTER_SECONDS = 1;
 /**
  * A waiting signed delivery (implicit key) whose execution is gone before its end
  * reached this gateway. Discarded after it succeeded (its tombstone): 202 succeeded, as
- * a resumed one. How it ended unknown: 503 execution-result-unavailable with Retry-After,
- * not execution-result-gone's 410 (which a Standard Webhooks sender takes as "disable this endpoint"); the key is
- * given back with the execution's hint (claims.ts), so the sender's retry resumes that
- * id: its tombstone answers 202, a lost execution runs again (at least once).
+ * a resumed one. How it ended unknown: 503 execution-result-unavailable with
+ * Retry-After, not execution-result-gone's 410 (which a Standard Webhooks sender takes
+ * as "disable this endpoint"); the key is given back with the execution's hint
+ * (claims.ts), so the sender's retry resumes that id: its tombstone answers 202, a lost
+ * execution runs again (at least once).
  */
 function deliveryGone(m: ModeRequest, started: Started, gone: ExecutionGone): FastifyReply {
   if (gone.discarded) return acknowledgeDelivered(m, started);

@@ -219,9 +219,10 @@ async function givenBackUnanswered(
   // A waiting mode's timeout (408: the workflow keeps running) is no final answer: the
   // key is given back with the execution's hint, and the retry waits for (or gets the
   // end of) that same execution, as after a caller that left.
-  // Under a delivery's implicit key, an execution found gone before its end reached this
-  // gateway (503 execution-result-unavailable, response-modes.ts) is no final answer either: the
-  // retry resumes that execution's id (its tombstone answers 202, a lost one runs again).
+  // Under a delivery's implicit key, an execution found gone before its end reached
+  // this gateway (503 execution-result-unavailable, response-modes.ts) is no final
+  // answer either: the retry resumes that execution's id (its tombstone answers 202, a
+  // lost one runs again).
   if (
     ctx.executionLinks !== undefined &&
     (ctx.problem === 'HG_ERR_REQUEST_TIMEOUT' ||
