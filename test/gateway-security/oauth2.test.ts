@@ -25,7 +25,7 @@ let base = '';
 const answers = new Map<string, unknown>();
 const hits = new Map<string, number>();
 const requests: { authorization?: string; body: Record<string, string> }[] = [];
-let mode: 'ok' | 'error' | 'hang' | 'html' | 'slow' = 'ok';
+let mode: 'ok' | 'error' | 'hang' | 'html' | 'slow' | 'reset' | 'throttled' | 'forbidden' = 'ok';
 /** Calls being answered right now, and the most at once (the 'slow' mode holds them). */
 let inFlight = 0;
 let mostInFlight = 0;
@@ -56,6 +56,9 @@ beforeAll(async () => {
       });
     }
     if (mode === 'error') return reply.status(502).send({ error: 'bad gateway' });
+    if (mode === 'reset') return void req.raw.socket.destroy(); // a transport failure
+    if (mode === 'throttled') return reply.status(429).send({ error: 'slow_down' });
+    if (mode === 'forbidden') return reply.status(401).send({ error: 'invalid_client' });
     if (mode === 'html') return reply.type('text/html').send('<html>maintenance</html>');
     return reply.send(answers.get(token) ?? { active: false });
   });
@@ -122,7 +125,8 @@ function active(token: string, claims: Record<string, unknown> = {}) {
 // "hang" case uses a short one (the endpoint never answers there).
 const verifier = (timeoutMs = 10_000) =>
   new OAuth2Verifier({ now: () => clock, timeoutMs, outbound });
-const call = (v: OAuth2Verifier, route: ReturnType<typeof introspectionRoute>, token: string) =>
+type Route = ReturnType<typeof introspectionRoute>;
+const call = (v: OAuth2Verifier, route: Route, token: string) =>
   v.authenticate(route, { authorization: `Bearer ${token}` });
 
 describe('scopes', () => {
@@ -295,11 +299,13 @@ describe('OAuth 2.0 by introspection (RFC 7662)', () => {
     expect(await call(v, route, 'tok-later')).toEqual({ consumer: 'user-7' });
     expect(v.cachedAnswers(route)).toBe(1);
     expect(hits.get('tok-later')).toBe(2);
-    // A failure is asked about again on the next request.
+    // A failure is not remembered for the token: once the provider's cooldown is over
+    // (below), the token is asked about again.
     active('tok-fail');
     mode = 'error';
     await expect(call(v, route, 'tok-fail')).rejects.toMatchObject({ status: 503 });
     mode = 'ok';
+    clock += 5_001;
     expect(await call(v, route, 'tok-fail')).toEqual({ consumer: 'user-7' });
     expect(hits.get('tok-fail')).toBe(2);
   });
@@ -410,6 +416,101 @@ describe('introspection calls are bounded (anonymous callers with made-up tokens
     await problemOf(() => call(off, route, 'tok-off'));
     expect(hits.get('tok-off')).toBe(2);
     expect(off.refusedTokens(route)).toBe(0);
+  });
+});
+
+describe('a provider failure starts a cooldown (no call per request while it is down)', () => {
+  const calls = () => requests.length;
+  const unavailable = async (v: OAuth2Verifier, route: Route, token: string) => {
+    const problem = await problemOf(() => call(v, route, token));
+    expect(problem.code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+    expect(problem.status).toBe(503);
+    expect(problem.headers['Retry-After']).toBe('5');
+    return problem;
+  };
+
+  it('after a 5xx: 503 for 5 s without a call, then the provider is asked again', async () => {
+    const v = verifier();
+    const route = introspectionRoute();
+    active('tok-cd-cached');
+    await call(v, route, 'tok-cd-cached');
+    await problemOf(() => call(v, route, 'tok-cd-refused')); // inactive: remembered 10 s
+    mode = 'error';
+    const before = calls();
+    const first = await unavailable(v, route, 'tok-cd-1');
+    expect(calls() - before).toBe(1);
+    // 20 requests with other tokens within the cooldown: the same 503, no call.
+    for (let i = 0; i < 20; i++) {
+      clock = T0 + i * 200;
+      const again = await unavailable(v, route, `tok-cd-other-${i}`);
+      expect(again.detail).toBe(first.detail);
+    }
+    expect(calls() - before).toBe(1);
+    // What the caches hold is answered as before: a known caller passes, a refused token is 401.
+    expect(await call(v, route, 'tok-cd-cached')).toEqual({ consumer: 'user-7' });
+    expect((await problemOf(() => call(v, route, 'tok-cd-refused'))).code).toBe(
+      'HG_ERR_CREDENTIALS_INVALID',
+    );
+    expect(calls() - before).toBe(1);
+    // Over: the next request calls (the provider is back).
+    mode = 'ok';
+    active('tok-cd-2');
+    clock = T0 + 5_000;
+    expect(await call(v, route, 'tok-cd-2')).toEqual({ consumer: 'user-7' });
+    expect(calls() - before).toBe(2);
+  });
+
+  it('a transport failure (connection reset, timeout) and a 429 start it too; a 401 or HTML answer does not', async () => {
+    const route = introspectionRoute();
+    for (const m of ['reset', 'hang', 'throttled'] as const) {
+      const v = verifier(m === 'hang' ? 200 : 10_000);
+      mode = m;
+      const before = calls();
+      await unavailable(v, route, `tok-${m}-1`);
+      await unavailable(v, route, `tok-${m}-2`);
+      await unavailable(v, route, `tok-${m}-3`);
+      expect(calls() - before, m).toBe(1);
+      clock += 5_000;
+      await unavailable(v, route, `tok-${m}-4`);
+      expect(calls() - before, m).toBe(2);
+    }
+    // Answers that say nothing of the provider being down: every request asks again.
+    for (const m of ['forbidden', 'html'] as const) {
+      const v = verifier();
+      mode = m;
+      const before = calls();
+      for (let i = 0; i < 3; i++) await unavailable(v, route, `tok-${m}-${i}`);
+      expect(calls() - before, m).toBe(3);
+    }
+  });
+
+  it('per route record, and configurable (0: off)', async () => {
+    mode = 'error';
+    const v = verifier();
+    const one = introspectionRoute();
+    const two = introspectionRoute(); // another route, or the next version of this one
+    const before = calls();
+    await unavailable(v, one, 'tok-route-1');
+    await unavailable(v, one, 'tok-route-2');
+    await unavailable(v, two, 'tok-route-3');
+    expect(calls() - before).toBe(2);
+    const off = new OAuth2Verifier({
+      now: () => clock,
+      outbound,
+      introspectionFailureCooldownMs: 0,
+    });
+    await unavailable(off, one, 'tok-off-1');
+    await unavailable(off, one, 'tok-off-2');
+    expect(calls() - before).toBe(4);
+    const longer = new OAuth2Verifier({
+      now: () => clock,
+      outbound,
+      introspectionFailureCooldownMs: 30_000,
+    });
+    await unavailable(longer, one, 'tok-long-1');
+    clock += 29_000;
+    await unavailable(longer, one, 'tok-long-2');
+    expect(calls() - before).toBe(5);
   });
 });
 

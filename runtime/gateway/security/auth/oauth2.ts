@@ -11,7 +11,8 @@
 //   min(cacheSeconds, exp − now). A token the provider's answer refuses (inactive,
 //   expired, another issuer or audience) is remembered as refused for a short time
 //   (negativeCacheMs, 10 s), so a token sent again and again costs one call per 10 s;
-//   failures are not cached. Both caches are bounded (maxCacheEntries each) and keyed
+//   failures are not cached per token (a provider failure starts the route's
+//   cooldown, below). Both caches are bounded (maxCacheEntries each) and keyed
 //   by a SHA-256 of the token, never the token. They are kept with the route record
 //   (the route table keeps one record object per route version), so they go when the
 //   route changes or leaves.
@@ -23,6 +24,14 @@
 //   working while the cap is full.
 // - The endpoint unreachable, slow (timeoutMs, default 5 s), answering non-2xx or
 //   non-JSON → 503 auth-unavailable: fail closed, never "let it through".
+// - A provider failure (the call throws: unreachable, refused by the outbound policy,
+//   timed out; or a 5xx or 429 answer) starts a cooldown per route
+//   (introspectionFailureCooldownMs, 5 s, the 503's Retry-After): meanwhile a token
+//   that needs a call gets the failure's 503 without one, so a provider that is down
+//   gets one round of calls per 5 s from a route, not one per request. Cached answers
+//   (active or refused) are answered as before. Other answers that are no use (another
+//   4xx, a body that is not a JSON object) start none: they say nothing of the
+//   provider being down.
 // - The POST goes through the outbound guard (outbound-fetch.ts: the cluster policy
 //   narrowed by the trigger's namespace, https unless the policy names the
 //   destination); a refused endpoint is the same 503 as an unreachable one for the
@@ -71,12 +80,16 @@ interface RouteIntrospection {
   refused: Map<string, CachedRefusal>;
   /** Calls in flight, one per token (single flight); its size is the route's calls. */
   inFlight: Map<string, Promise<Claims>>;
+  /** The last provider failure's 503 detail, answered without a call until `until`. */
+  failing?: { detail: string; until: number };
 }
 
 /** Introspection calls in flight per route at most (default). */
 export const MAX_CONCURRENT_INTROSPECTIONS = 8;
 /** How long a token the provider refused is refused without asking again (default, ms). */
 export const INTROSPECTION_NEGATIVE_CACHE_MS = 10_000;
+/** After a provider failure: tokens that need a call get its 503 without one (default, ms). */
+export const INTROSPECTION_FAILURE_COOLDOWN_MS = 5_000;
 
 export interface OAuth2VerifierOptions extends AuthOutboundOptions {
   /** Verifies JWT access tokens (jwksUrl); default: one with this verifier's guard. */
@@ -102,6 +115,12 @@ export interface OAuth2VerifierOptions extends AuthOutboundOptions {
    * (default 10 s; 0: not remembered).
    */
   negativeCacheMs?: number;
+  /**
+   * After a provider failure (unreachable, refused, timed out, 5xx, 429), tokens that
+   * need a call are answered with its 503 for this long without one (default 5 s, the
+   * 503's Retry-After; 0: no cooldown).
+   */
+  introspectionFailureCooldownMs?: number;
 }
 
 /** The scopes a token carries: `scope` (space-separated) or `scp` (array or string). */
@@ -176,6 +195,7 @@ export class OAuth2Verifier {
   readonly #maxEntries: number;
   readonly #maxConcurrent: number;
   readonly #negativeMs: number;
+  readonly #failureCooldownMs: number;
   /** Per route record: its cached answers, refused tokens and calls in flight. */
   readonly #routes = new WeakMap<RouteRecord, RouteIntrospection>();
 
@@ -197,6 +217,8 @@ export class OAuth2Verifier {
     this.#maxEntries = options.maxCacheEntries ?? 10_000;
     this.#maxConcurrent = options.maxConcurrentCalls ?? MAX_CONCURRENT_INTROSPECTIONS;
     this.#negativeMs = options.negativeCacheMs ?? INTROSPECTION_NEGATIVE_CACHE_MS;
+    this.#failureCooldownMs =
+      options.introspectionFailureCooldownMs ?? INTROSPECTION_FAILURE_COOLDOWN_MS;
   }
 
   /** Authenticates the request's bearer token and checks its scopes. */
@@ -230,6 +252,11 @@ export class OAuth2Verifier {
     // One call per token: the same token sent meanwhile waits for its answer.
     const pending = state.inFlight.get(digest);
     if (pending) return pending;
+    // The provider failed moments ago: its 503 again, without a call.
+    if (state.failing !== undefined) {
+      if (now < state.failing.until) throw authUnavailable(state.failing.detail);
+      delete state.failing;
+    }
     if (state.inFlight.size >= this.#maxConcurrent) throw introspectionOverloaded();
     const call = (async () => {
       try {
@@ -251,7 +278,7 @@ export class OAuth2Verifier {
     digest: string,
     state: RouteIntrospection,
   ): Promise<Claims> {
-    const claims = await this.#callEndpoint(route, introspection, token);
+    const claims = await this.#callEndpoint(route, introspection, token, state);
     const now = this.#now();
     const refusal = refusalOf(claims, config, now);
     if (refusal !== undefined) {
@@ -281,10 +308,19 @@ export class OAuth2Verifier {
     return state;
   }
 
+  /** A provider failure: its 503, which tokens that need a call get for the cooldown. */
+  #failed(state: RouteIntrospection, detail: string): HttpProblem {
+    if (this.#failureCooldownMs > 0) {
+      state.failing = { detail, until: this.#now() + this.#failureCooldownMs };
+    }
+    return authUnavailable(detail);
+  }
+
   async #callEndpoint(
     route: RouteRecord,
     introspection: Introspection,
     token: string,
+    state: RouteIntrospection,
   ): Promise<Claims> {
     const secret = route.credentials.introspectionClientSecret;
     if (secret === undefined) {
@@ -312,7 +348,10 @@ export class OAuth2Verifier {
     } catch (error) {
       this.#refusals.check(route, 'introspection', error);
       // Refused, unreachable or slow alike: the caller learns nothing of the network.
-      throw authUnavailable('The token introspection endpoint is unreachable; try again later.');
+      throw this.#failed(
+        state,
+        'The token introspection endpoint is unreachable; try again later.',
+      );
     }
     let body: unknown;
     try {
@@ -322,9 +361,10 @@ export class OAuth2Verifier {
     }
     if (!response.ok || typeof body !== 'object' || body === null || Array.isArray(body)) {
       await response.body?.cancel().catch(() => {});
-      throw authUnavailable(
-        'The token introspection endpoint did not answer usefully; try again later.',
-      );
+      const detail = 'The token introspection endpoint did not answer usefully; try again later.';
+      // Down or throttling us: a cooldown. Another answer says nothing of its health.
+      if (response.status >= 500 || response.status === 429) throw this.#failed(state, detail);
+      throw authUnavailable(detail);
     }
     return body as Claims;
   }
