@@ -77,6 +77,10 @@ const tokenVerificationFields = {
   }),
 };
 
+/** The JWT `typ` header a token must carry (jose compares it as RFC 8725 says). */
+const requiredType = (description: string) =>
+  Type.Optional(Type.String({ maxLength: 64, description }));
+
 const keySourceRules = [
   {
     rule: 'has(self.jwksUrl) != has(self.keySecretRef)',
@@ -113,11 +117,8 @@ export const BearerAuth = withRules(
   Type.Object(
     {
       ...tokenVerificationFields,
-      requiredType: Type.Optional(
-        Type.String({
-          maxLength: 64,
-          description: 'Required JWT `typ` header, e.g. at+jwt for RFC 9068 access tokens.',
-        }),
+      requiredType: requiredType(
+        'Required JWT `typ` header, e.g. at+jwt for RFC 9068 access tokens.',
       ),
     },
     {
@@ -136,6 +137,9 @@ export const OAuth2Auth = withRules(
       jwksUrl: tokenVerificationFields.jwksUrl,
       algorithms: tokenVerificationFields.algorithms,
       clockToleranceSeconds: tokenVerificationFields.clockToleranceSeconds,
+      requiredType: requiredType(
+        'Required JWT `typ` header of the access tokens (jwksUrl), e.g. at+jwt for RFC 9068 access tokens: an ID token is then refused. Not with introspection (opaque tokens have no header).',
+      ),
       introspection: Type.Optional(
         Type.Object(
           {
@@ -193,6 +197,12 @@ export const OAuth2Auth = withRules(
       rule: 'has(self.jwksUrl) != has(self.introspection)',
       message: 'exactly one of jwksUrl and introspection must be set',
       reason: 'FieldValueInvalid',
+    },
+    {
+      rule: '!has(self.requiredType) || has(self.jwksUrl)',
+      message: 'requiredType applies to JWT access tokens (jwksUrl), not to introspection',
+      fieldPath: '.requiredType',
+      reason: 'FieldValueForbidden',
     },
   ],
 );

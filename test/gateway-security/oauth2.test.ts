@@ -516,7 +516,7 @@ describe('a provider failure starts a cooldown (no call per request while it is 
 
 describe('OAuth 2.0 with JWT access tokens (jwksUrl)', () => {
   const NOW_S = Math.floor(Date.now() / 1000);
-  const jwtRoute = () =>
+  const jwtRoute = (extra: Partial<OAuth2> = {}) =>
     makeRoute({
       auth: {
         method: 'oauth2',
@@ -527,12 +527,13 @@ describe('OAuth 2.0 with JWT access tokens (jwksUrl)', () => {
           algorithms: ['RS256'],
           clockToleranceSeconds: 30,
           requiredScopes: ['orders:write'],
+          ...extra,
         },
       },
     });
-  const sign = (claims: JWTPayload) =>
+  const sign = (claims: JWTPayload, typ = 'at+jwt') =>
     new SignJWT({ iss: ISSUER, aud: AUDIENCE, exp: NOW_S + 600, ...claims })
-      .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'at+jwt' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'k1', typ })
       .sign(rsa.privateKey);
   let v: OAuth2Verifier;
   beforeAll(() => {
@@ -557,6 +558,29 @@ describe('OAuth 2.0 with JWT access tokens (jwksUrl)', () => {
       v.authenticate(jwtRoute(), { authorization: `Bearer ${wrongAud}` }),
     );
     expect(bad.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+  });
+
+  it('requiredType: at+jwt passes (case-insensitive, application/ prefix too), an ID token (typ JWT) is 401', async () => {
+    const route = jwtRoute({ requiredType: 'at+jwt' });
+    const claims = { sub: 'u', scope: 'orders:write' };
+    for (const typ of ['at+jwt', 'AT+JWT', 'application/at+jwt']) {
+      const token = await sign(claims, typ);
+      expect(await v.authenticate(route, { authorization: `Bearer ${token}` }), typ).toEqual({
+        consumer: 'u',
+      });
+    }
+    const idToken = await sign(claims, 'JWT');
+    const problem = await problemOf(() =>
+      v.authenticate(route, { authorization: `Bearer ${idToken}` }),
+    );
+    expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');
+    expect(problem.headers['WWW-Authenticate']).toContain(
+      'error_description="The token type is not accepted"',
+    );
+    // Without it, any typ is accepted (as before).
+    expect(await v.authenticate(jwtRoute(), { authorization: `Bearer ${idToken}` })).toEqual({
+      consumer: 'u',
+    });
   });
 });
 

@@ -80,6 +80,10 @@ describe('WebhookTrigger: accepted values and defaults', () => {
     ],
     ['OAuth 2.0 with JWT access tokens', { auth: oauth2 }],
     [
+      'OAuth 2.0 with JWT access tokens of a required type',
+      { auth: { ...oauth2, oauth2: { ...oauth2.oauth2, requiredType: 'at+jwt' } } },
+    ],
+    [
       'OAuth 2.0 with introspection',
       {
         auth: {
@@ -269,6 +273,32 @@ describe('WebhookTrigger: bad values are rejected with a field path', () => {
       { auth: { method: 'bearer', bearer: { issuer: 'i', audiences: [], jwksUrl: 'https://x' } } },
       'spec.auth.bearer.audiences',
       '',
+    ],
+    [
+      'oauth2 requiredType over 64 characters',
+      { auth: { ...oauth2, oauth2: { ...oauth2.oauth2, requiredType: 'x'.repeat(65) } } },
+      'spec.auth.oauth2.requiredType',
+      '',
+    ],
+    [
+      'oauth2 requiredType with introspection',
+      {
+        auth: {
+          method: 'oauth2',
+          oauth2: {
+            issuer: 'https://issuer',
+            audiences: ['api'],
+            requiredType: 'at+jwt',
+            introspection: {
+              url: 'https://issuer/introspect',
+              clientId: 'c',
+              clientSecretRef: { name: 's', key: 'k' },
+            },
+          },
+        },
+      },
+      'spec.auth.oauth2.requiredType',
+      'requiredType applies to JWT access tokens (jwksUrl), not to introspection',
     ],
     [
       'oauth2 with neither jwks nor introspection',

@@ -1,7 +1,8 @@
 // OAuth 2.0 with scope-based access control (spec: Authentication 4; acceptance rule G4).
 //
-// Tokens are JWT access tokens checked against the provider's JWKS (jwksUrl, see jwt.ts)
-// or opaque tokens checked by RFC 7662 introspection:
+// Tokens are JWT access tokens checked against the provider's JWKS (jwksUrl, see jwt.ts;
+// their `typ` too when requiredType is set, e.g. at+jwt: an ID token is refused) or
+// opaque tokens checked by RFC 7662 introspection:
 // - POST application/x-www-form-urlencoded `token=…&token_type_hint=access_token` to the
 //   endpoint with HTTP Basic client credentials (clientId + the Secret's client secret,
 //   each form-urlencoded first, RFC 6749 §2.3.1); redirects are not followed.
