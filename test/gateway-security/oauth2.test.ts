@@ -443,7 +443,7 @@ describe('a provider failure starts a cooldown (no call per request while it is 
     for (let i = 0; i < 20; i++) {
       clock = T0 + i * 200;
       const again = await unavailable(v, route, `tok-cd-other-${i}`);
-      expect(again.detail).toBe(first.detail);
+      expect(again.message).toBe(first.message);
     }
     expect(calls() - before).toBe(1);
     // What the caches hold is answered as before: a known caller passes, a refused token is 401.
