@@ -105,6 +105,12 @@ export function createGuards(options: GuardOptions = {}): Guards {
       );
     },
     authenticate(route: RouteRecord, request: FastifyRequest) {
+      // A signed delivery: what its headers alone can prove, before its body is read
+      // (the signature itself is checked on the body: verifySignature).
+      if (route.spec.auth?.method === 'signature') {
+        signatures.checkHeaders(route, request.headers);
+        return {};
+      }
       return authenticator(route, request.headers);
     },
     verifySignature(route: RouteRecord, request: FastifyRequest, body: Buffer, deferIdClaim) {

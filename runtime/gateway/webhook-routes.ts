@@ -2,13 +2,16 @@
 //
 // Order of checks (each answers with a catalogue problem):
 //   route (404) → CORS preflight → method (405) → HTTPS (403) → CORS origin (403)
-//   → authentication (401/403) → rate limit (429) → shared store up (503)
-//   → workflow published (404) → body size (413) → signature (401)
-//   → body parse (400/415) → input schema (422) → response mode.
+//   → authentication (401/403; a signed delivery's headers) → rate limit (429)
+//   → shared store up (503) → workflow published (404) → body size (413)
+//   → signature (401) → body parse (400/415) → input schema (422) → response mode.
 // Everything before the body is read happens in onRequest, so an unauthenticated or
 // throttled caller never makes the gateway read its body. Signed deliveries
-// (auth.method signature) can only be checked once the body is read: the signature
-// covers it. They are checked on the raw bytes before anything parses them (or, for a
+// (auth.method signature) can only be verified once the body is read: the signature
+// covers it. What their headers alone can prove (the signature header there and
+// well-formed, the signed timestamp within the tolerance) is checked in onRequest with
+// authentication, so a delivery without one is refused before its body is read; the
+// signature is then checked on the raw bytes before anything parses them (or, for a
 // request without a body, before the handler), and the replay claim of a delivery
 // answered with an error is released, so that the sender's retry is accepted. A
 // delivery keyed by its id is claimed after its idempotency key instead (claims.ts):
@@ -64,7 +67,10 @@ export interface Guards {
   preflight(route: RouteRecord, request: FastifyRequest): Record<string, string>;
   /** Check the Origin of an actual request; returns the CORS headers to add. */
   cors(route: RouteRecord, request: FastifyRequest): Record<string, string>;
-  /** Synchronous where it can be (none, API keys): no promise on the hot path. */
+  /**
+   * Synchronous where it can be (none, API keys, a signed delivery's headers): no
+   * promise on the hot path.
+   */
   authenticate(
     route: RouteRecord,
     request: FastifyRequest,

@@ -4,6 +4,7 @@
 // problem documents that say which check failed and are counted by reason; a Secret
 // that is missing or lacks the key keeps the trigger Ready=False with the reason.
 import { randomBytes } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Condition } from '../../api/v1alpha1/index.ts';
@@ -11,6 +12,7 @@ import { PROBLEM_BASE } from '../../runtime/errors.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
+import { parseResponse } from '../hostile/raw-client.ts';
 import { githubSignature, stripeV1 } from './support.ts';
 
 let rt: TestRuntime;
@@ -356,6 +358,98 @@ describe('stripe preset through the gateway', () => {
       }),
       'signature-timestamp-outside-tolerance',
     );
+  });
+});
+
+describe('what the headers alone show is refused before the body is read', () => {
+  // 512 KiB announced (under the 1 MiB limit, so no 413), 1 KiB sent: an answer that
+  // arrives now was given without the body, which the gateway cannot have read.
+  const BODY = 512 * 1024;
+  let port = 0;
+  beforeAll(async () => {
+    port = Number(new URL(await rt.app.listen({ port: 0, host: '127.0.0.1' })).port);
+  });
+
+  /** Sends the head and 1 KiB of the body; `answer` resolves with the answer, if one comes. */
+  async function startDelivery(url: string, headers: Record<string, string>) {
+    const socket: Socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    socket.on('error', () => undefined);
+    const chunks: Buffer[] = [];
+    let answered: (r: ReturnType<typeof parseResponse>) => void = () => undefined;
+    const answer = new Promise<ReturnType<typeof parseResponse>>((resolve) => (answered = resolve));
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      const parsed = parseResponse(Buffer.concat(chunks), false);
+      if (parsed) answered(parsed);
+    });
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    const head = [
+      `POST ${url} HTTP/1.1`,
+      'Host: 127.0.0.1',
+      'Content-Type: application/json',
+      `Content-Length: ${BODY}`,
+      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+      '',
+      '',
+    ].join('\r\n');
+    socket.write(Buffer.concat([Buffer.from(head, 'latin1'), Buffer.alloc(1024, 0x20)]));
+    const within = (ms: number) =>
+      Promise.race([answer, new Promise<undefined>((r) => setTimeout(() => r(undefined), ms))]);
+    const rest = () =>
+      new Promise<void>((resolve) =>
+        socket.write(Buffer.alloc(BODY - 1024, 0x20), () => resolve()),
+      );
+    return { within, rest, close: () => socket.destroy() };
+  }
+
+  const unsigned: [string, string, Record<string, string>, string][] = [
+    ['no signature header', 'github', {}, 'signature-missing'],
+    ['a malformed one', 'github', { 'X-Hub-Signature-256': 'sha1=abc' }, 'signature-malformed'],
+    [
+      'a stale signed timestamp',
+      'stripe',
+      { 'Stripe-Signature': `t=${Math.floor(Date.now() / 1000) - 301},v1=${'0'.repeat(64)}` },
+      'signature-timestamp-outside-tolerance',
+    ],
+    [
+      'no webhook-timestamp (Standard Webhooks)',
+      'svix',
+      { 'webhook-signature': 'v1,AAAA' },
+      'signature-missing',
+    ],
+  ];
+  it.each(unsigned)('%s: 401 before the body has been sent', async (_name, path, headers, type) => {
+    const before = await rejected(type);
+    const delivery = await startDelivery(`${base}/${path}`, headers);
+    try {
+      const answer = await delivery.within(5_000);
+      expect(answer?.status).toBe(401);
+      expect(answer?.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(answer?.headers['www-authenticate']).toMatch(/^WebhookSignature header="/);
+      expect((JSON.parse(answer!.body.toString('utf8')) as { type: string }).type).toBe(
+        PROBLEM_BASE + type,
+      );
+    } finally {
+      delivery.close();
+    }
+    await eventually(async () => expect(await rejected(type)).toBe(before + 1));
+  });
+
+  it('a well-formed, timely signature header waits for the body: its HMAC needs it', async () => {
+    const delivery = await startDelivery(`${base}/github`, {
+      'X-Hub-Signature-256': `sha256=${'0'.repeat(64)}`,
+    });
+    try {
+      expect(await delivery.within(300)).toBeUndefined();
+      await delivery.rest();
+      const answer = await delivery.within(5_000);
+      expect(answer?.status).toBe(401);
+      expect((JSON.parse(answer!.body.toString('utf8')) as { type: string }).type).toBe(
+        `${PROBLEM_BASE}signature-mismatch`,
+      );
+    } finally {
+      delivery.close();
+    }
   });
 });
 

@@ -686,3 +686,103 @@ describe('generic', () => {
     ).toBe('HG_ERR_SIGNATURE_MISMATCH');
   });
 });
+
+describe('checkHeaders: what the headers alone show, before the body is read', () => {
+  const hex = '0'.repeat(64);
+  const b64 = Buffer.alloc(32).toString('base64');
+  const stale = String(NOW - 301);
+  type Case = {
+    route: ReturnType<typeof signedRoute>;
+    /** Well-formed and timely (the signature itself is wrong: no HMAC is computed). */
+    good: HeaderMap;
+    malformed: HeaderMap;
+    /** Timestamped schemes: the same with a timestamp 301 s old. */
+    stale?: HeaderMap;
+  };
+  const cases: Record<string, Case> = {
+    github: {
+      route: signedRoute({ preset: 'github' }, { s: 'x' }),
+      good: { 'x-hub-signature-256': `sha256=${hex}` },
+      malformed: { 'x-hub-signature-256': `sha1=${hex}` },
+    },
+    stripe: {
+      route: signedRoute({ preset: 'stripe' }, { s: 'x' }),
+      good: { 'stripe-signature': `t=${NOW},v1=${hex}` },
+      malformed: { 'stripe-signature': `v1=${hex}` },
+      stale: { 'stripe-signature': `t=${stale},v1=${hex}` },
+    },
+    slack: {
+      route: signedRoute({ preset: 'slack' }, { s: 'x' }),
+      good: { 'x-slack-signature': `v0=${hex}`, 'x-slack-request-timestamp': String(NOW) },
+      malformed: { 'x-slack-signature': hex, 'x-slack-request-timestamp': String(NOW) },
+      stale: { 'x-slack-signature': `v0=${hex}`, 'x-slack-request-timestamp': stale },
+    },
+    shopify: {
+      route: signedRoute({ preset: 'shopify' }, { s: 'x' }),
+      good: { 'x-shopify-hmac-sha256': b64 },
+      malformed: { 'x-shopify-hmac-sha256': 'not base64!' },
+    },
+    standardWebhooks: {
+      route: signedRoute(
+        { preset: 'standardWebhooks' },
+        { s: `whsec_${randomBytes(24).toString('base64')}` },
+      ),
+      good: {
+        'webhook-id': 'msg_1',
+        'webhook-timestamp': String(NOW),
+        'webhook-signature': `v1,${b64}`,
+      },
+      malformed: {
+        'webhook-id': 'msg_1',
+        'webhook-timestamp': String(NOW),
+        'webhook-signature': `v2,${b64}`,
+      },
+      stale: {
+        'webhook-id': 'msg_1',
+        'webhook-timestamp': stale,
+        'webhook-signature': `v1,${b64}`,
+      },
+    },
+    generic: {
+      route: signedRoute(
+        {
+          preset: 'generic',
+          generic: {
+            header: 'X-Acme-Signature',
+            algorithm: 'sha256',
+            encoding: 'base64',
+            prefix: 'v1=',
+            signedPayload: '{timestamp}.{body}',
+            timestampHeader: 'X-Acme-Timestamp',
+          },
+        },
+        { s: 'x' },
+      ),
+      good: { 'x-acme-signature': `v1=${b64}`, 'x-acme-timestamp': String(NOW) },
+      malformed: { 'x-acme-signature': `v1=${hex}`, 'x-acme-timestamp': String(NOW) },
+      stale: { 'x-acme-signature': `v1=${b64}`, 'x-acme-timestamp': stale },
+    },
+  };
+
+  it.each(Object.entries(cases))(
+    '%s: the same 401 as verify() gives, no body needed',
+    async (_preset, c) => {
+      const v = verifier();
+      const code = async (headers: HeaderMap) => {
+        const early = await refusal(() => Promise.resolve(v.checkHeaders(c.route, headers)));
+        // verify() on the whole delivery refuses it the same way.
+        expect(await refusal(() => v.verify(c.route, headers, body('{}')))).toBe(early);
+        return early;
+      };
+      expect(() => v.checkHeaders(c.route, c.good)).not.toThrow();
+      expect(await code({})).toBe('HG_ERR_SIGNATURE_MISSING');
+      expect(await code(c.malformed)).toBe('HG_ERR_SIGNATURE_MALFORMED');
+      if (c.stale) expect(await code(c.stale)).toBe('HG_ERR_SIGNATURE_EXPIRED');
+      // The HMAC is the body's business: a well-formed, timely header passes here, and
+      // verify() refuses it for its signature.
+      expect(await refusal(() => v.verify(c.route, c.good, body('{}')))).toBe(
+        'HG_ERR_SIGNATURE_MISMATCH',
+      );
+    },
+  );
+});

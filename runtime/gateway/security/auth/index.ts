@@ -5,7 +5,8 @@
 //   bearer → { consumer? }              (jwt.ts)
 //   oauth2 → { consumer? } + scopes     (oauth2.ts)
 //   signature → {} here: a signature covers the body, so it is checked once the body is
-//               read (signature/verify.ts, called by the webhook routes' body parser)
+//               read (signature/verify.ts, called by the webhook routes' body parser);
+//               its headers are checked before (the guards: SignatureVerifier.checkHeaders)
 //
 // Failures are HttpProblems: 401 credentials-missing / credentials-invalid (with
 // WWW-Authenticate), 403 insufficient-scope, 503 auth-unavailable.

@@ -11,8 +11,12 @@
 //   5. the delivery was not accepted before (replay store)
 //                                      signature-replayed
 //
-// Step 3 comes before any HMAC is computed; step 5 after the signature is valid, so
-// nobody without a secret can fill the replay store. Every secret is compared with
+// Steps 1 to 3 need the headers only: checkHeaders() runs them before the body is read
+// (the request path's onRequest), so a delivery without a usable signature header, or
+// with a stale timestamp, is refused without its body being read; verify() runs them
+// again once the body is there (the timestamp against the clock of then). Step 3 comes
+// before any HMAC is computed; step 5 after the signature is valid, so nobody without a
+// secret can fill the replay store. Every secret is compared with
 // every candidate by crypto.timingSafeEqual on equal-length buffers (the candidate's
 // length is checked against the digest's in step 2, and a length is no secret), with no
 // early exit: the time taken does not depend on which secret or how much of one matched.
@@ -147,6 +151,18 @@ export class SignatureVerifier {
   static headerOf(route: RouteRecord): string | undefined {
     const signature = route.spec.auth?.signature;
     return signature ? signatureHeader(signature) : undefined;
+  }
+
+  /**
+   * Steps 1-3, on the headers alone (before the body is read): throws the 401 of the
+   * first check that fails. Synchronous, no I/O, no HMAC.
+   */
+  checkHeaders(route: RouteRecord, headers: HeaderMap): void {
+    const { scheme, toleranceSeconds } = compile(route);
+    const delivery = readDelivery(scheme, headers);
+    if (scheme.timestamped) {
+      checkTimestamp(scheme, delivery.timestamp, this.#now(), toleranceSeconds);
+    }
   }
 
   /** Verifies a delivery; throws the 401 of the first check that fails. */
