@@ -44,8 +44,11 @@ export interface WebhookContext {
     rateLimitHeaders?: Record<string, string>;
     delivery?: DeliveryReplay;
   };
-  /** Set while this request owns an Idempotency-Key claim. */
-  idempotencyKey?: string | undefined;
+  /**
+   * Set while this request owns an Idempotency-Key claim: the key, and the owner id its
+   * claim was given (the store writes the key's answer or gives it back only for it).
+   */
+  idempotencyClaim?: { key: string; owner: string } | undefined;
   /**
    * That key is a signed delivery's id (no Idempotency-Key was sent, claims.ts): a
    * provider's retry must be able to succeed, so a 5xx after the run is not kept, and a

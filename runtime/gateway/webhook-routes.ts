@@ -355,7 +355,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
   if (options.idempotency) {
     const idempotency = options.idempotency;
     app.addHook('onSend', (request, reply, payload, done) => {
-      if (!request.webhook?.idempotencyKey) {
+      if (!request.webhook?.idempotencyClaim) {
         done(null, payload);
         return;
       }
@@ -413,7 +413,7 @@ async function keepKeyOfLeftClient(
   ctx: WebhookContext,
   answered: FastifyReply,
 ): Promise<FastifyReply> {
-  if (ctx.clientLeft && ctx.idempotencyKey !== undefined) {
+  if (ctx.clientLeft && ctx.idempotencyClaim !== undefined) {
     // A store that fails here leaves the claim to its lease (endpoint timeout + 5 s).
     const released = await releaseIdempotencyKey(idempotency, ctx).then(
       () => true,

@@ -3,8 +3,15 @@ import {
   MemoryIdempotencyStore,
   parseIdempotencyKey,
   requestFingerprint,
+  type BeginResult,
   type IdempotencyRecord,
 } from '../../runtime/gateway/idempotency/store.ts';
+
+/** The owner id of a 'new'. */
+function ownerOf(result: BeginResult): string {
+  if (result.state !== 'new') throw new Error(`expected new, got ${result.state}`);
+  return result.owner;
+}
 
 const record: IdempotencyRecord = {
   status: 202,
@@ -28,7 +35,7 @@ describe('MemoryIdempotencyStore', () => {
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => store.begin('k', i % 2 ? 'other' : 'fp', 60_000)),
     );
-    expect(results[0]).toEqual({ state: 'new' });
+    expect(results[0]).toEqual({ state: 'new', owner: expect.any(String) });
     expect(results.filter((r) => r.state === 'new')).toHaveLength(1);
     expect(results.filter((r) => r.state === 'mismatch')).toHaveLength(25);
     expect(results.filter((r) => r.state === 'in-progress')).toHaveLength(24);
@@ -36,8 +43,9 @@ describe('MemoryIdempotencyStore', () => {
 
   it('replays the completed record; a different request under the key is a mismatch', async () => {
     const store = new MemoryIdempotencyStore();
-    expect(await store.begin('k', 'fp', 60_000)).toEqual({ state: 'new' });
-    await store.complete('k', record);
+    const begun = await store.begin('k', 'fp', 60_000);
+    expect(begun).toEqual({ state: 'new', owner: expect.any(String) });
+    await store.complete('k', ownerOf(begun), record);
     expect(await store.begin('k', 'fp', 60_000)).toEqual({ state: 'replay', record });
     expect(await store.begin('k', 'fp2', 60_000)).toEqual({ state: 'mismatch' });
     // Replays hand out copies.
@@ -48,11 +56,10 @@ describe('MemoryIdempotencyStore', () => {
 
   it('abandon releases an unfinished claim but not a completed one', async () => {
     const store = new MemoryIdempotencyStore();
-    await store.begin('k', 'fp', 60_000);
-    await store.abandon('k');
-    expect(await store.begin('k', 'fp', 60_000)).toEqual({ state: 'new' });
-    await store.complete('k', record);
-    await store.abandon('k');
+    await store.abandon('k', ownerOf(await store.begin('k', 'fp', 60_000)));
+    const again = ownerOf(await store.begin('k', 'fp', 60_000));
+    await store.complete('k', again, record);
+    await store.abandon('k', again);
     expect((await store.begin('k', 'fp', 60_000)).state).toBe('replay');
   });
 
@@ -61,8 +68,9 @@ describe('MemoryIdempotencyStore', () => {
     const store = new MemoryIdempotencyStore({ now: () => now });
     await store.begin('k', 'fp', 1000);
     now += 1001;
-    expect(await store.begin('k', 'other', 1000)).toEqual({ state: 'new' });
-    await store.complete('k', record, 5000);
+    const begun = await store.begin('k', 'other', 1000);
+    expect(begun).toEqual({ state: 'new', owner: expect.any(String) });
+    await store.complete('k', ownerOf(begun), record, 5000);
     now += 4000;
     expect((await store.begin('k', 'other', 1000)).state).toBe('replay');
     now += 1001;
@@ -80,8 +88,7 @@ describe('MemoryIdempotencyStore', () => {
     const store = new MemoryIdempotencyStore({ maxBytes: 64 * 1024 });
     const answer = { ...record, body: 'a'.repeat(4000) };
     for (let i = 0; i < 100; i++) {
-      await store.begin(`k${i}`, 'fp', 60_000);
-      await store.complete(`k${i}`, answer);
+      await store.complete(`k${i}`, ownerOf(await store.begin(`k${i}`, 'fp', 60_000)), answer);
     }
     const stats = store.stats();
     expect(stats.bytes).toBeLessThanOrEqual(64 * 1024);
@@ -89,7 +96,10 @@ describe('MemoryIdempotencyStore', () => {
     expect(stats.entries).toBeLessThan(20);
     expect(stats.evictions.bytes).toBe(100 - stats.entries);
     expect(await store.begin('k99', 'fp', 60_000)).toMatchObject({ state: 'replay' });
-    expect(await store.begin('k0', 'fp', 60_000)).toEqual({ state: 'new' });
+    expect(await store.begin('k0', 'fp', 60_000)).toEqual({
+      state: 'new',
+      owner: expect.any(String),
+    });
   });
 });
 

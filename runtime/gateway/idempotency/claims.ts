@@ -111,7 +111,7 @@ export async function claimIdempotencyKey(
   const result = await options.store.begin(key, fingerprint, windowMs, leaseMs);
   switch (result.state) {
     case 'new':
-      ctx.idempotencyKey = key;
+      ctx.idempotencyClaim = { key, owner: result.owner };
       ctx.idempotencyWindowMs = windowMs;
       if (implicit) ctx.idempotencyImplicit = true;
       if (result.resume) ctx.resume = result.resume;
@@ -165,10 +165,10 @@ export async function recordIdempotentAnswer(
   ctx: WebhookContext,
   payload: unknown,
 ): Promise<void> {
-  const key = ctx.idempotencyKey;
-  if (!key) return;
-  if (await givenBackUnanswered(options, reply, ctx, key)) return;
-  ctx.idempotencyKey = undefined;
+  const claim = ctx.idempotencyClaim;
+  if (!claim) return;
+  if (await givenBackUnanswered(options, reply, ctx, claim)) return;
+  ctx.idempotencyClaim = undefined;
   const headers: Record<string, string> = {};
   for (const name of REPLAYED_HEADERS) {
     const value = reply.getHeader(name);
@@ -203,7 +203,9 @@ export async function recordIdempotentAnswer(
     body: Buffer.isBuffer(body) ? body.toString('utf8') : (body ?? ''),
     ...(ctx.executionId ? { executionId: ctx.executionId } : {}),
   };
-  await options.store.complete(key, record);
+  // Not stored when the claim is no longer this request's (its lease ran out and a
+  // retry holds it now): that retry's answer is the key's.
+  await options.store.complete(claim.key, claim.owner, record);
 }
 
 /**
@@ -214,7 +216,7 @@ async function givenBackUnanswered(
   options: IdempotencyOptions,
   reply: FastifyReply,
   ctx: WebhookContext,
-  key: string,
+  claim: NonNullable<WebhookContext['idempotencyClaim']>,
 ): Promise<boolean> {
   // A waiting mode's timeout (408: the workflow keeps running) is no final answer: the
   // key is given back with the execution's hint, and the retry waits for (or gets the
@@ -242,13 +244,13 @@ async function givenBackUnanswered(
     ctx.executionLinks !== undefined &&
     reply.statusCode >= 500
   ) {
-    ctx.idempotencyKey = undefined;
+    ctx.idempotencyClaim = undefined;
     // The key is given back even when the claim's release fails (Redis away): held, it
     // would answer the sender's retries 409 until its lease ended.
     try {
       await ctx.signature?.delivery?.release();
     } finally {
-      await options.store.abandon(key);
+      await options.store.abandon(claim.key, claim.owner);
     }
     return true;
   }
@@ -264,15 +266,18 @@ export async function releaseIdempotencyKey(
   options: IdempotencyOptions,
   ctx: WebhookContext,
 ): Promise<void> {
-  const key = ctx.idempotencyKey;
-  if (!key) return;
-  ctx.idempotencyKey = undefined;
+  const claim = ctx.idempotencyClaim;
+  if (!claim) return;
+  ctx.idempotencyClaim = undefined;
   const { executionId, executionToken } = ctx;
+  // Given back only while the claim is still this request's: one whose lease ran out
+  // and that a retry claimed since is that retry's to complete or give back (ADR 0027).
   // The engine was asked (the token is made just before): its id and token. Refused
   // before that, a retry keeps the hint it came with: the execution an earlier attempt
   // asked for may be queued all the same.
   await options.store.abandon(
-    key,
+    claim.key,
+    claim.owner,
     executionId !== undefined && executionToken !== undefined
       ? { executionId, token: executionToken }
       : ctx.resume,

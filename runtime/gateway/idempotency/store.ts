@@ -6,6 +6,9 @@
 // time and may have queued the execution all the same) remembers that execution's id
 // and link token: the retry of the same request gets them with its 'new', and starts
 // that execution, which exists already or not, instead of another one.
+// Each 'new' comes with an owner id, the claim's own: complete() and abandon() act only
+// while the caller still holds the claim, so a request whose lease ran out cannot
+// free or answer the claim another request has taken since (ADR 0027).
 import { createHash } from 'node:crypto';
 import {
   jsonBytes,
@@ -33,7 +36,7 @@ export interface ResumeHint {
 }
 
 export type BeginResult<R = IdempotencyRecord> =
-  | { state: 'new'; resume?: ResumeHint }
+  | { state: 'new'; owner: string; resume?: ResumeHint }
   | { state: 'replay'; record: R }
   | { state: 'in-progress' }
   | { state: 'mismatch' };
@@ -41,22 +44,29 @@ export type BeginResult<R = IdempotencyRecord> =
 export interface IdempotencyStore<R = IdempotencyRecord> {
   /**
    * Claims `key` for a request with this fingerprint. 'new': the caller owns the key
-   * and must complete() or abandon() it; the key expires after `ttlMs` either way. A
-   * claim neither completed nor abandoned within `leaseMs` (default `ttlMs`: the
-   * request's answer was lost, e.g. a store that answered too late) is no longer in
-   * progress: the same request claims it again ('new', with the hint it was given
-   * back with, if any), within the key's first `ttlMs`.
+   * (`owner`, an id of this claim alone) and must complete() or abandon() it; the key
+   * expires after `ttlMs` either way. A claim neither completed nor abandoned within
+   * `leaseMs` (default `ttlMs`: the request's answer was lost, e.g. a store that
+   * answered too late) is no longer in progress: the same request claims it again
+   * ('new' with a new owner, and the hint it was given back with, if any), within the
+   * key's first `ttlMs`.
    */
   begin(key: string, fingerprint: string, ttlMs: number, leaseMs?: number): Promise<BeginResult<R>>;
-  /** Stores the response to replay; it lives `ttlMs` (default: the begin TTL) from now. */
-  complete(key: string, record: R, ttlMs?: number): Promise<void>;
+  /**
+   * Stores the response to replay; it lives `ttlMs` (default: the begin TTL) from now.
+   * Only while `owner` holds the claim (false, and nothing stored, otherwise: the
+   * lease ran out and another request claimed the key, the claim was given back, or
+   * the key expired).
+   */
+  complete(key: string, owner: string, record: R, ttlMs?: number): Promise<boolean>;
   /**
    * Releases a claim without a response (the request failed before it was accepted).
    * With `resume`, the key stays taken by its request (another one under it is a
    * mismatch) and the next begin of that request gets 'new' with the hint; without,
-   * the key is free.
+   * the key is free. Only while `owner` holds the claim (false, and nothing changed,
+   * otherwise).
    */
-  abandon(key: string, resume?: ResumeHint): Promise<void>;
+  abandon(key: string, owner: string, resume?: ResumeHint): Promise<boolean>;
 }
 
 export interface MemoryIdempotencyStoreOptions {
@@ -76,6 +86,8 @@ const ENTRY_OVERHEAD = 160;
 
 interface Entry<R> {
   fingerprint: string;
+  /** The owner id of the claim in progress (none once answered or given back). */
+  owner?: string;
   record?: R;
   /** The hint it was last given back with. */
   resume?: ResumeHint;
@@ -95,6 +107,8 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
   readonly #maxBytes: number;
   readonly #now: () => number;
   #bytes = 0;
+  /** Owner ids: one per claim, never reused by this store. */
+  #claims = 0;
   readonly #evictions = noEvictions();
 
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
@@ -118,13 +132,18 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
       }
       if (entry.leaseUntil > now) return Promise.resolve({ state: 'in-progress' });
       entry.leaseUntil = now + leaseMs;
+      const owner = (entry.owner = this.#owner());
       const resume = entry.resume;
-      return Promise.resolve(resume ? { state: 'new', resume: { ...resume } } : { state: 'new' });
+      return Promise.resolve(
+        resume ? { state: 'new', owner, resume: { ...resume } } : { state: 'new', owner },
+      );
     }
     this.#delete(key, entry);
     const bytes = ENTRY_OVERHEAD + key.length + fingerprint.length;
+    const owner = this.#owner();
     this.#entries.set(key, {
       fingerprint,
+      owner,
       ttlMs,
       expiresAt: now + ttlMs,
       leaseUntil: now + leaseMs,
@@ -132,40 +151,55 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
     });
     this.#bytes += bytes;
     this.#sweep(now);
-    return Promise.resolve({ state: 'new' });
+    return Promise.resolve({ state: 'new', owner });
   }
 
-  complete(key: string, record: R, ttlMs?: number): Promise<void> {
-    const entry = this.#entries.get(key);
-    if (entry) {
-      entry.record = structuredClone(record);
-      entry.expiresAt = this.#now() + (ttlMs ?? entry.ttlMs);
-      const bytes = jsonBytes(record);
-      entry.bytes += bytes;
-      this.#bytes += bytes;
-      this.#sweep(this.#now());
-    }
-    return Promise.resolve();
+  complete(key: string, owner: string, record: R, ttlMs?: number): Promise<boolean> {
+    const now = this.#now();
+    const entry = this.#held(key, owner, now);
+    if (!entry) return Promise.resolve(false);
+    entry.owner = undefined;
+    entry.record = structuredClone(record);
+    entry.expiresAt = now + (ttlMs ?? entry.ttlMs);
+    const bytes = jsonBytes(record);
+    entry.bytes += bytes;
+    this.#bytes += bytes;
+    this.#sweep(now);
+    return Promise.resolve(true);
   }
 
-  abandon(key: string, resume?: ResumeHint): Promise<void> {
-    const entry = this.#entries.get(key);
-    if (entry && entry.record === undefined) {
-      if (resume === undefined) {
-        this.#delete(key, entry);
-      } else {
-        const grown = resume.executionId.length + resume.token.length - hintBytes(entry.resume);
-        entry.resume = { executionId: resume.executionId, token: resume.token };
-        entry.leaseUntil = 0;
-        entry.bytes += grown;
-        this.#bytes += grown;
-      }
+  abandon(key: string, owner: string, resume?: ResumeHint): Promise<boolean> {
+    const entry = this.#held(key, owner, this.#now());
+    if (!entry) return Promise.resolve(false);
+    if (resume === undefined) {
+      this.#delete(key, entry);
+    } else {
+      const grown = resume.executionId.length + resume.token.length - hintBytes(entry.resume);
+      entry.owner = undefined;
+      entry.resume = { executionId: resume.executionId, token: resume.token };
+      entry.leaseUntil = 0;
+      entry.bytes += grown;
+      this.#bytes += grown;
     }
-    return Promise.resolve();
+    return Promise.resolve(true);
   }
 
   get size(): number {
     return this.#entries.size;
+  }
+
+  /**
+   * The key's entry while `owner` holds its claim: not answered, not given back, not
+   * expired, and not claimed again since (its lease may have run out, as long as
+   * nobody took it: the answer is still the first one).
+   */
+  #held(key: string, owner: string, now: number): Entry<R> | undefined {
+    const entry = this.#entries.get(key);
+    return entry && entry.owner === owner && entry.expiresAt > now ? entry : undefined;
+  }
+
+  #owner(): string {
+    return (++this.#claims).toString(36);
   }
 
   #delete(key: string, entry: Entry<R> | undefined): void {
