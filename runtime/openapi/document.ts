@@ -276,13 +276,17 @@ function parametersOf(spec: WebhookTriggerSpec, method: string): Json[] {
   // Every method that starts an execution honours the key (OPTIONS is answered by the
   // gateway itself where it is not a trigger method).
   if (method !== 'OPTIONS') {
+    const idHeader = deliveryIdHeader(spec);
     parameters.push({
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
       schema: { type: 'string', maxLength: 255 },
       description:
-        'Repeat a request safely: a repeat with the same key and request gets the first answer.',
+        'Repeat a request safely: a repeat with the same key and request gets the first answer.' +
+        (idHeader !== undefined
+          ? ` Without one, a signed delivery's id (${idHeader}) is its key.`
+          : ''),
     });
   }
   if (spec.response.mode === 'asyncCallback') {
@@ -471,6 +475,19 @@ function authProblems(config: WebhookTriggerSpec['auth']): ErrorCode[] {
   return codes;
 }
 
+/**
+ * The header of the delivery id that is a signed delivery's key when it is sent without
+ * an Idempotency-Key (claims.ts): on schemes whose replay key is the id (keyedById, as
+ * verify.ts picks it: GitHub, Shopify, Standard Webhooks, generic with an id), while
+ * replays are remembered (`rejectReplays: false` turns the implicit key off too).
+ */
+function deliveryIdHeader(spec: WebhookTriggerSpec): string | undefined {
+  const signature = spec.auth?.method === 'signature' ? spec.auth.signature : undefined;
+  if (signature === undefined || signature.rejectReplays === false) return undefined;
+  const scheme = signatureSchemeOf(signature);
+  return keyedById(scheme) ? scheme.idHeader : undefined;
+}
+
 /** The problems a route may answer with, by the route's settings. */
 export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[] {
   const codes: ErrorCode[] = ['HG_ERR_BAD_REQUEST', 'HG_ERR_URI_TOO_LONG'];
@@ -513,19 +530,18 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
     );
   // The same for a signed delivery without an Idempotency-Key (its id is its implicit
   // key): a 503 its sender retries, never a 410 (a Standard Webhooks sender disables the
-  // endpoint on one). Only where deliveries are keyed by their id (not Stripe, Slack).
-  const signature = spec.auth?.method === 'signature' ? spec.auth.signature : undefined;
+  // endpoint on one). Only where deliveries are keyed by their id (not Stripe, Slack,
+  // nor with rejectReplays: false).
   if (
-    signature !== undefined &&
-    keyedById(signatureSchemeOf(signature)) &&
+    deliveryIdHeader(spec) !== undefined &&
     (mode === 'waitForCompletion' || mode === 'waitForResponseNode')
   )
     codes.push('HG_ERR_EXECUTION_RESULT_UNAVAILABLE');
-  // The retry (Idempotency-Key) of a request whose execution succeeded meanwhile under a
-  // Workflow that discards such records: its result is gone (ADR 0041). The acknowledging
-  // modes answer 202 instead. A waiting caller whose gateway, back on Redis, found its
-  // execution gone gets it too, or execution-result-gone (above; SSE Stream: as its last
-  // event).
+  // A request sent with an Idempotency-Key whose execution succeeded and was discarded
+  // (ADR 0041) before its answer: the key's retry that resumes it, or a waiting caller
+  // whose gateway, back on Redis, found it gone (SSE Stream: as its last event). Only
+  // with an explicit key: a tombstone needs a key, and a signed delivery keyed by its id
+  // gets 202 succeeded instead (addDeliveredResponse). The acknowledging modes answer 202.
   if (method !== 'OPTIONS' && mode !== 'immediateAck' && mode !== 'asyncCallback')
     codes.push('HG_ERR_EXECUTION_DISCARDED');
   codes.push(
@@ -567,18 +583,90 @@ function responsesOf(route: OpenApiRoute, method: string, schemas: ResponseSchem
     const s = CATALOGUE[code].status;
     byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
   }
+  const delivered = deliveryIdHeader(route.spec) !== undefined;
   for (const [s, list] of [...byStatus].sort(([a], [b]) => a - b)) {
     if (responses[String(s)] !== undefined) continue;
-    const note =
-      s === 500 && waits
-        ? ['A failing workflow may answer another 4xx/5xx status it chose (a fail node).']
-        : [];
-    responses[String(s)] = problemResponse(list, note);
+    const notes: string[] = [];
+    if (s === 500 && waits)
+      notes.push('A failing workflow may answer another 4xx/5xx status it chose (a fail node).');
+    if (list.includes('HG_ERR_EXECUTION_DISCARDED'))
+      notes.push(
+        '`execution-discarded` answers only a request sent with an Idempotency-Key, whose ' +
+          'execution succeeded and was discarded (its Workflow keeps no record of ' +
+          'successes) before its answer' +
+          (delivered
+            ? '; a signed delivery sent without one is answered 202 with status succeeded instead.'
+            : '.'),
+      );
+    if (list.includes('HG_ERR_EXECUTION_RESULT_UNAVAILABLE'))
+      notes.push(
+        '`execution-result-unavailable` answers only a signed delivery sent without an ' +
+          'Idempotency-Key (with one: 410 `execution-result-gone`).',
+      );
+    responses[String(s)] = problemResponse(list, notes);
   }
   return responses;
 }
 
 function successResponses(route: OpenApiRoute, method: string, schemas: ResponseSchemas): Json {
+  const responses = modeSuccessResponses(route, method, schemas);
+  const mode = route.spec.response.mode;
+  if (
+    deliveryIdHeader(route.spec) !== undefined &&
+    mode !== 'immediateAck' &&
+    mode !== 'asyncCallback'
+  )
+    addDeliveredResponse(responses, mode, method);
+  return responses;
+}
+
+const DELIVERED_DESCRIPTION =
+  'A signed delivery sent without an Idempotency-Key (its id is its key) whose execution ' +
+  'succeeded and was discarded (its Workflow keeps no record of successes) before its ' +
+  'answer: its execution id with status succeeded (the links answer 404).';
+
+/**
+ * The 202 a signed delivery keyed by its id gets, in a mode that waits for its result or
+ * its events, when its execution succeeded and was discarded (response-modes.ts
+ * acknowledgeDelivered): merged into a 202 the mode already answers (Ack + Subscribe's,
+ * a Wait for Completion configured to 202), and into Wait for Response Node's `default`
+ * (a respond node may answer 202 too).
+ */
+function addDeliveredResponse(responses: Json, mode: string, method: string): void {
+  const other = (responses['202'] ??
+    (mode === 'waitForResponseNode' ? responses.default : undefined)) as Json | undefined;
+  const description =
+    other === undefined
+      ? DELIVERED_DESCRIPTION
+      : `${String(other.description)} Or: ${DELIVERED_DESCRIPTION}`;
+  const headers = {
+    ...(other?.headers as Json | undefined),
+    Location: { description: 'The execution’s capability link.', schema: { type: 'string' } },
+  };
+  if (method === 'HEAD') {
+    responses['202'] = { description, headers };
+    return;
+  }
+  const content = { ...(other?.content as Json | undefined) };
+  const json = (content['application/json'] as Json | undefined)?.schema as Json | undefined;
+  const delivered = deliveredSchema();
+  content['application/json'] = { schema: json ? { anyOf: [json, delivered] } : delivered };
+  responses['202'] = { description, headers, content };
+}
+
+/** The body of acknowledgeDelivered: `{executionId, status: succeeded, links}`. */
+function deliveredSchema(): Json {
+  const accepted = acceptedSchema('immediateAck');
+  return {
+    ...accepted,
+    properties: {
+      ...(accepted.properties as Json),
+      status: { const: 'succeeded' },
+    },
+  };
+}
+
+function modeSuccessResponses(route: OpenApiRoute, method: string, schemas: ResponseSchemas): Json {
   const { mode, statusCode, contentType } = route.spec.response;
   const status = statusCode ?? DEFAULT_STATUS_CODE[mode];
   const success = (description: string, content: Json) =>

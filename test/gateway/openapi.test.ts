@@ -15,7 +15,7 @@ import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebhookTriggerSpec } from '../../api/v1alpha1/webhook-trigger.ts';
 import { AdminAccess, type AdminAuthenticator } from '../../runtime/admin/access.ts';
-import { problemsOf } from '../../runtime/openapi/document.ts';
+import { problemsOf, triggerDocument } from '../../runtime/openapi/document.ts';
 import { startReceiver, type Receiver } from '../engine/receiver.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
@@ -350,6 +350,114 @@ describe('the gateway document', () => {
         expect(lists(spec(preset, mode)), `${preset} ${mode}`).toBe(false);
     expect(lists(spec('github', 'immediateAck'))).toBe(false);
     expect(lists(spec('github', 'ackSubscribe'))).toBe(false);
+  });
+
+  it('410 execution-discarded: listed where an Idempotency-Key request can get it, and said to need one; a delivery keyed by its id gets the 202 listed instead', async () => {
+    // A discarded success (ADR 0041) leaves a tombstone only for a request with a key: an
+    // explicit Idempotency-Key gets 410 execution-discarded in the modes that wait for a
+    // result or events; a signed delivery keyed by its id (its implicit key, claims.ts)
+    // gets 202 {executionId, status: succeeded, links} (response-modes.ts
+    // acknowledgeDelivered), never 410.
+    const github = rt.table.match('/webhook/default_production_github-events/github')?.route;
+    expect(github).toBeDefined();
+    if (github === undefined) return;
+    const documentFor = (
+      mode: string,
+      change: (spec: Json) => void = () => {},
+      methods = ['POST'],
+    ) => {
+      const spec = structuredClone(github.spec) as unknown as Json;
+      spec.response = { ...spec.response, mode, contentType: 'application/json' };
+      spec.methods = methods;
+      change(spec);
+      return triggerDocument(
+        { ...github, spec: spec as unknown as WebhookTriggerSpec },
+        'https://hooks.example.com',
+      ) as Json;
+    };
+    const operation = (doc: Json, method = 'post') =>
+      Object.values(doc.paths as Json)[0][method] as Json;
+    const discarded = 'https://hookgate.dev/problems/execution-discarded';
+    const delivered = {
+      executionId: 'e-1',
+      status: 'succeeded',
+      links: {
+        self: '/webhook-executions/e-1?token=t',
+        events: '/webhook-executions/e-1/events?token=t',
+      },
+    };
+    const deliveredNote =
+      'a signed delivery sent without one is answered 202 with status succeeded';
+
+    for (const mode of ['waitForCompletion', 'waitForResponseNode', 'sseStream', 'ackSubscribe']) {
+      const doc = documentFor(mode);
+      await validOpenApi(doc);
+      const { responses, parameters } = operation(doc);
+      // Listed: a caller may send an Idempotency-Key (it wins over the delivery id).
+      expect(
+        responses['410'].content['application/problem+json'].schema.allOf[1].properties.type.enum,
+        mode,
+      ).toContain(discarded);
+      expect(responses['410'].description, mode).toContain(
+        '`execution-discarded` answers only a request sent with an Idempotency-Key',
+      );
+      expect(responses['410'].description, mode).toContain(deliveredNote);
+      // The delivery's own answer: 202 succeeded, a body that matches the schema.
+      const schema = responses['202'].content['application/json'].schema;
+      expect(schemaValidator(doc, schema)(delivered), mode).toBe(true);
+      // Only succeeded, where the 202 is the delivery's alone (Ack + Subscribe's own 202
+      // and a respond node's body allow others).
+      expect(schemaValidator(doc, schema)({ ...delivered, status: 'queued' }), mode).toBe(
+        mode === 'ackSubscribe' || mode === 'waitForResponseNode',
+      );
+      expect(responses['202'].description, mode).toContain('sent without an Idempotency-Key');
+      expect(parameters[0].description, mode).toContain(
+        "a signed delivery's id (X-GitHub-Delivery) is its key",
+      );
+    }
+    // Wait for Response Node: a respond node may answer 202 too, so its body stays allowed.
+    const respond = operation(documentFor('waitForResponseNode')).responses['202'];
+    expect(respond.content['application/json'].schema.anyOf).toHaveLength(2);
+    // HEAD: no body.
+    const head = operation(
+      documentFor('waitForCompletion', () => {}, ['HEAD']),
+      'head',
+    );
+    expect(head.responses['202'].content).toBeUndefined();
+
+    // No implicit key: Stripe (its replay key is the signed bytes), or replays not
+    // remembered. 410 needs an explicit key there, and no 202 is answered.
+    const stripe = (spec: Json) => {
+      spec.auth = {
+        method: 'signature',
+        signature: {
+          preset: 'stripe',
+          secretRef: { name: 's' },
+          toleranceSeconds: 300,
+          rejectReplays: true,
+        },
+      };
+    };
+    const unremembered = (spec: Json) => {
+      spec.auth.signature.rejectReplays = false;
+    };
+    for (const change of [stripe, unremembered]) {
+      const doc = documentFor('waitForCompletion', change);
+      await validOpenApi(doc);
+      const { responses, parameters } = operation(doc);
+      expect(responses['410'].description).toContain(
+        '`execution-discarded` answers only a request sent with an Idempotency-Key',
+      );
+      expect(responses['410'].description).not.toContain(deliveredNote);
+      expect(responses['202']).toBeUndefined();
+      expect(responses['503'].description).not.toContain('execution-result-unavailable');
+      expect(parameters[0].description).not.toContain('is its key');
+    }
+    // The acknowledging modes answer 202 with the configured status in every case: no 410.
+    for (const mode of ['immediateAck', 'asyncCallback']) {
+      const { responses } = operation(documentFor(mode));
+      expect(JSON.stringify(responses), mode).not.toContain(discarded);
+    }
   });
 
   it('a trigger that is not deployed: 404 route-not-found', async () => {
