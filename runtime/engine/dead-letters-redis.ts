@@ -44,17 +44,28 @@ export const DEAD_LETTER_KEYS = SINGLE_REDIS_LAYOUT.deadLetters;
 // highest number it was written under (two adds may write in the other order than they
 // held). One named is taken out only if its number is at most the one named (or it has
 // none: written by a process from before the numbers): a higher one, it was held again
-// since and written by that add, and its record stays (LISTED). Returns { the number of
-// expired entries dropped, then the ids dropped for max entries }.
+// since and written by that add, and its record stays (LISTED). One named that has
+// expired counts as expired. Returns { the number of expired entries dropped, the number
+// of ids dropped for max entries, those ids, then the ids of the entries named that it
+// took out (listed until then, not expired; a record can be held without an entry) }.
 const ADD = `
 local function remove(id)
   redis.call('ZREM', KEYS[1], id)
   redis.call('HDEL', KEYS[2], id)
   redis.call('HDEL', KEYS[3], id)
 end
+local cutoff = tonumber(ARGV[4])
+local expired = 0
+local beyond = {}
 for i = 7, #ARGV, 2 do
-  local written = redis.call('HGET', KEYS[3], ARGV[i])
-  if not written or tonumber(written) <= tonumber(ARGV[i + 1]) then remove(ARGV[i]) end
+  local id = ARGV[i]
+  local written = redis.call('HGET', KEYS[3], id)
+  if not written or tonumber(written) <= tonumber(ARGV[i + 1]) then
+    local score = redis.call('ZSCORE', KEYS[1], id)
+    remove(id)
+    if score and tonumber(score) < cutoff then expired = expired + 1
+    elseif score then beyond[#beyond + 1] = id end
+  end
 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
@@ -62,16 +73,18 @@ if ARGV[6] ~= '' then
   local written = redis.call('HGET', KEYS[3], ARGV[1])
   if not written or tonumber(written) < tonumber(ARGV[6]) then redis.call('HSET', KEYS[3], ARGV[1], ARGV[6]) end
 end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
-for _, id in ipairs(expired) do remove(id) end
-local out = { #expired }
+local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
+for _, id in ipairs(old) do remove(id) end
+local out = { expired + #old, 0 }
 local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
 if over > 0 then
   for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
     remove(id)
     out[#out + 1] = id
   end
+  out[2] = #out - 2
 end
+for _, id in ipairs(beyond) do out[#out + 1] = id end
 return out
 `;
 
@@ -139,7 +152,7 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
   add(entry: DeadLetter): Promise<boolean> {
     return this.#holds.add(entry, async (hold, beyond) => {
       const now = this.#now();
-      const [expired, ...overCount] = await this.#redis.hookgateDeadLetterAdd(
+      const [expired, overCount, ...ids] = await this.#redis.hookgateDeadLetterAdd(
         this.#keys.index,
         this.#keys.entries,
         this.#keys.holds,
@@ -152,7 +165,8 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
         ...beyond.flatMap((named) => [named.id, named.hold]),
       );
       this.#holds.evictions.expired += Number(expired);
-      return overCount.map(String);
+      const over = Number(overCount);
+      return { overCount: ids.slice(0, over).map(String), beyond: ids.slice(over).map(String) };
     });
   }
 

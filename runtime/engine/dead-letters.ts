@@ -118,6 +118,19 @@ export function holdsRecords(store: object): store is HeldRecords {
 /** Why entries left the list other than by a retry: `count` maxEntries, `bytes` the hold's bound. */
 export type DeadLetterDropReason = 'count' | 'bytes';
 
+/** What an adapter's write of an entry took out of the list beside the expired entries. */
+export interface EntriesTakenOut {
+  /** Over `maxEntries`, oldest first. */
+  overCount: string[];
+  /**
+   * Named beyond the hold's bound and listed until this write (not expired: those count
+   * as expired). Not those it did not find: a record can be held without an entry (its
+   * retry started, and its process died before the release), and dropping that record
+   * loses no dead letter.
+   */
+  beyond: string[];
+}
+
 export interface DeadLetterStoreOptions {
   /** Entries at most; the oldest go first. Default 10 000. */
   maxEntries?: number;
@@ -199,8 +212,11 @@ export class DeadLetterHolds {
 
   /**
    * Holds the record (none: not added, false), adds the entry with those beyond the
-   * hold taken out (`write`, which returns the entries it dropped for `maxEntries`),
-   * then says it is listed (which drops the records beyond) and releases those.
+   * hold taken out (`write`, which returns the entries it took out, EntriesTakenOut),
+   * then says it is listed (which drops the records beyond) and releases those dropped
+   * for `maxEntries`. Dropped for the bound (said and counted): an entry taken out whose
+   * record went too; a record held without its entry, or an entry whose record stays
+   * (held again: an add in flight lists it again), is no dead letter lost.
    * `write` gets this hold's number (none without records), to keep with the entry
    * (the highest it was written under), and takes one named out only if that is at
    * most the number it was named with: higher, it was held again since and written by
@@ -208,18 +224,19 @@ export class DeadLetterHolds {
    */
   async add(
     entry: DeadLetter,
-    write: (hold: number | undefined, beyond: HeldRecord[]) => Promise<string[]>,
+    write: (hold: number | undefined, beyond: HeldRecord[]) => Promise<EntriesTakenOut>,
   ): Promise<boolean> {
     const records = this.#records;
     const id = entry.executionId;
     const held = records ? await records.hold(id) : undefined;
     if (held && !held.held) return false;
-    const overCount = await write(held?.hold, held?.beyond ?? []);
+    const { overCount, beyond } = await write(held?.hold, held?.beyond ?? []);
     // Not after a failed write: the entry may be listed or not, so the record stays out
     // of the bound's reach (until it expires) rather than be dropped under it.
     if (records && held) {
-      const gone = await records.listed(id, held.hold, held.beyond);
-      if (gone.length > 0) this.#dropped(gone, 'bytes');
+      const gone = new Set(await records.listed(id, held.hold, held.beyond));
+      const lost = beyond.filter((named) => gone.has(named));
+      if (lost.length > 0) this.#dropped(lost, 'bytes');
     }
     if (overCount.length > 0) {
       this.#dropped(overCount, 'count');
@@ -268,10 +285,15 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
   }
 
   add(entry: DeadLetter): Promise<boolean> {
-    return this.#holds.add(entry, (hold, beyond) => {
-      for (const named of beyond) {
-        const listed = this.#entries.get(named.id);
-        if (listed?.hold === undefined || listed.hold <= named.hold) this.#entries.delete(named.id);
+    return this.#holds.add(entry, (hold, named) => {
+      const cutoff = this.#now() - this.#ttlMs;
+      const beyond: string[] = [];
+      for (const { id, hold: number } of named) {
+        const listed = this.#entries.get(id);
+        if (!listed || (listed.hold !== undefined && listed.hold > number)) continue;
+        this.#entries.delete(id);
+        if (listed.addedMs < cutoff) this.#holds.evictions.expired++;
+        else beyond.push(id);
       }
       // The highest number it was written under (two adds may write in the other order).
       const before = this.#entries.get(entry.executionId)?.hold;
@@ -289,7 +311,7 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
         const all = [...this.#entries.values()].sort((a, b) => a.addedMs - b.addedMs);
         this.#entries = new Map(all.map((h) => [h.entry.executionId, h]));
       }
-      return Promise.resolve(this.#sweep());
+      return Promise.resolve({ overCount: this.#sweep(), beyond });
     });
   }
 

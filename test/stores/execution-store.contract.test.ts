@@ -647,6 +647,40 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       expect(dropped).toContain(twice);
     });
 
+    /** A dead letter of ~6 KB, dead-lettered a minute ago: with 9 of fillHold's, past the hold's bound. */
+    const large = (into: ExecutionStore, id: string) =>
+      deadLettered(into, id, 60, 1, { error: { message: 'down '.repeat(1200) } });
+
+    it("past the hold's bound, a held record whose entry had left (its retry died before the release) goes uncounted by the list", async () => {
+      const {
+        store: small,
+        deadLetters,
+        sameShard,
+      } = await make({ maxBytes: 40_000 * made.shards });
+      const ids = sameShard('d', 10);
+      const [orphan, fast] = [ids[0] as string, ids[9] as string];
+      const dropped: string[] = [];
+      const list = deadLetters({ onDropped: (gone) => dropped.push(...gone) });
+      await fillHold(small, list, ids.slice(0, 9));
+      // Its retry took the entry and started; the process died before the release: the
+      // record is held without an entry.
+      expect(await list.take(orphan)).toBeDefined();
+      const fastDead = await large(small, fast);
+      const before = (await small.stats()).evictions.bytes;
+      expect(await list.add(deadLetterOf(fastDead))).toBe(true);
+      // The bound named it, the oldest held, and the store dropped it for room ...
+      expect(await small.get(orphan)).toBeUndefined();
+      const records = (await small.stats()).evictions.bytes - before;
+      expect(records).toBeGreaterThan(1);
+      // ... but the list lost no entry of it: what it says and counts are the entries it
+      // took out, whose records went with them.
+      expect(dropped).not.toContain(orphan);
+      expect(dropped).toHaveLength(records - 1);
+      expect((await list.stats()).evictions.bytes).toBe(dropped.length);
+      for (const id of dropped) expect(await small.get(id)).toBeUndefined();
+      await everyListedReadable(list, small);
+    });
+
     it('an entry added again while its retry starts keeps its record held: the release leaves it', async () => {
       const { store: small } = await make({ maxBytes: 40_000 });
       const holds = pausingHolds(small);
