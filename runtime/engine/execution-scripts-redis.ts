@@ -290,20 +290,23 @@ return out
 `;
 
 // LISTED. KEYS: execution (the one held), index, held, sizes, bytes, held bytes. ARGV:
-// its hold's number, execution key prefix, then the (id, number) pairs that hold named
-// beyond the bound, whose entries are out of the list. Its entry is listed: the hold's
-// number turns positive (unless held again since). Drops the records named that are
-// still held under the number they were named with (hash, index entry, size). Returns
-// the ids dropped.
+// its hold's number, execution key prefix, expiry cutoff ms (now less a lifetime), then
+// the (id, number) pairs that hold named beyond the bound, whose entries are out of the
+// list. Its entry is listed: the hold's number turns positive (unless held again since).
+// Drops the records named that are still held under the number they were named with
+// (hash, index entry, size), but not one past its time (scored below the cutoff): it
+// has expired, not gone for room, and WRITE's trim takes it off. Returns the ids dropped.
 const LISTED = `
 local hold = tonumber(ARGV[1])
 if tonumber(redis.call('HGET', KEYS[1], '${F.hold}') or '0') == -hold then
   redis.call('HSET', KEYS[1], '${F.hold}', hold)
 end
+local cutoff = tonumber(ARGV[3])
 local dropped = {}
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   local id = ARGV[i]
-  if redis.call('ZSCORE', KEYS[3], id)
+  local score = redis.call('ZSCORE', KEYS[3], id)
+  if score and tonumber(score) >= cutoff
     and tonumber(redis.call('HGET', ARGV[2] .. id, '${F.hold}') or '0') == tonumber(ARGV[i + 1]) then
     local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
     redis.call('DEL', ARGV[2] .. id)

@@ -785,7 +785,11 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     return { held: true, hold: Number(hold), beyond: named };
   }
 
-  /** HeldRecords: the entry of hold `hold` is listed; drops those it named (LISTED). */
+  /**
+   * HeldRecords: the entry of hold `hold` is listed; drops those it named (LISTED), not
+   * those past their time on the store's clock (scored below now less a lifetime: they
+   * expired, and WRITE's trim takes them off).
+   */
   async listed(id: string, hold: number, beyond: HeldRecord[]): Promise<string[]> {
     const keys = this.layout.of(id);
     const dropped = await this.#redis.hookgateHeldListed(
@@ -797,6 +801,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
       keys.heldBytes,
       hold,
       keys.executionPrefix,
+      this.#now() - this.#ttlMs,
       ...beyond.flatMap((named) => [named.id, named.hold]),
     );
     this.#evictions.bytes += dropped.length;

@@ -656,13 +656,16 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     return beyond;
   }
 
-  /** HeldRecords: the entry of hold `hold` is listed; drops those it named, unless held again. */
+  /**
+   * HeldRecords: the entry of hold `hold` is listed; drops those it named, unless held
+   * again. One past its time goes as expired (#live), not for room, and is not returned.
+   */
   listed(id: string, hold: number, beyond: HeldRecord[]): Promise<string[]> {
     const entry = this.#entries.get(id);
     if (entry?.hold === -hold) entry.hold = hold;
     const dropped: string[] = [];
     for (const named of beyond) {
-      const other = this.#entries.get(named.id);
+      const other = this.#live(named.id);
       if (other?.held && other.hold === named.hold) {
         this.#drop(other, 'bytes');
         dropped.push(named.id);

@@ -681,6 +681,38 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       await everyListedReadable(list, small);
     });
 
+    it("past the hold's bound, a held record that has expired goes as expired, not for room, and its entry as expired", async () => {
+      const {
+        store: small,
+        deadLetters,
+        sameShard,
+      } = await make({ maxBytes: 40_000 * made.shards });
+      const ids = sameShard('d', 10);
+      const [old, fast] = [ids[0] as string, ids[9] as string];
+      const dropped: string[] = [];
+      const list = deadLetters({ onDropped: (gone) => dropped.push(...gone) });
+      // Dead-lettered five minutes before the others: its entry and record expire first.
+      const oldDead = await deadLettered(small, old, 60, 55, { output: 'y'.repeat(900) });
+      expect(await list.add(deadLetterOf(oldDead))).toBe(true);
+      await fillHold(small, list, ids.slice(1, 9));
+      const fastDead = await large(small, fast);
+      // A lifetime and a minute after its dead-lettering, and nothing swept since: its
+      // record is past its time (the others' entries are not).
+      clock += 24 * HOUR - 54 * 60_000 + 1_000;
+      const before = (await small.stats()).evictions.bytes;
+      expect(await list.add(deadLetterOf(fastDead))).toBe(true);
+      expect(await small.get(old)).toBeUndefined();
+      // The bound named it with the next oldest: only that one went for room.
+      const records = (await small.stats()).evictions.bytes - before;
+      expect(records).toBeGreaterThan(0);
+      expect(dropped).not.toContain(old);
+      expect(dropped).toHaveLength(records);
+      const { evictions } = await list.stats();
+      expect(evictions.bytes).toBe(dropped.length);
+      expect(evictions.expired).toBeGreaterThan(0);
+      await everyListedReadable(list, small);
+    });
+
     it('an entry added again while its retry starts keeps its record held: the release leaves it', async () => {
       const { store: small } = await make({ maxBytes: 40_000 });
       const holds = pausingHolds(small);
