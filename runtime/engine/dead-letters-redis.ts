@@ -33,6 +33,8 @@ import {
   type DeadLetterFilter,
   type DeadLetterStore,
   type DeadLetterStoreOptions,
+  type ReleasedRecord,
+  type TakenDeadLetter,
 } from './dead-letters.ts';
 
 /** The keys on one Redis with one shard (execution-keys.ts names every layout). */
@@ -46,8 +48,9 @@ export const DEAD_LETTER_KEYS = SINGLE_REDIS_LAYOUT.deadLetters;
 // none: written by a process from before the numbers): a higher one, it was held again
 // since and written by that add, and its record stays (LISTED). One named that has
 // expired counts as expired. Returns { the number of expired entries dropped, the number
-// of ids dropped for max entries, those ids, then the ids of the entries named that it
-// took out (listed until then, not expired; a record can be held without an entry) }.
+// of entries dropped for max entries, their (id, number written under or '') pairs, then
+// the ids of the entries named that it took out (listed until then, not expired; a
+// record can be held without an entry) }.
 const ADD = `
 local function remove(id)
   redis.call('ZREM', KEYS[1], id)
@@ -79,25 +82,28 @@ local out = { expired + #old, 0 }
 local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
 if over > 0 then
   for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
-    remove(id)
     out[#out + 1] = id
+    out[#out + 1] = redis.call('HGET', KEYS[3], id) or ''
+    remove(id)
   end
-  out[2] = #out - 2
+  out[2] = (#out - 2) / 2
 end
 for _, id in ipairs(beyond) do out[#out + 1] = id end
 return out
 `;
 
-// KEYS: index, entries, holds. ARGV: id, cutoff (ms). The entry, or false when there is none.
+// KEYS: index, entries, holds. ARGV: id, cutoff (ms). { the entry, the number of the
+// hold it was last written under or '' }, or false when there is none.
 const TAKE = `
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return false end
 local entry = redis.call('HGET', KEYS[2], ARGV[1])
+local written = redis.call('HGET', KEYS[3], ARGV[1]) or ''
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
-if tonumber(score) < tonumber(ARGV[2]) then return false end
-return entry
+if tonumber(score) < tonumber(ARGV[2]) or not entry then return false end
+return { entry, written }
 `;
 
 interface DeadLetterCommands {
@@ -112,7 +118,12 @@ interface DeadLetterCommands {
     entries: string,
     holds: string,
     ...args: (string | number)[]
-  ): Promise<string | null>;
+  ): Promise<[string, string] | null>;
+}
+
+/** A record whose entry left, with the number its entry was written under ('': none). */
+function releasedRecord(id: string, written: string): ReleasedRecord {
+  return written === '' ? { id } : { id, hold: Number(written) };
 }
 
 /** Ids read per round when a filtered list has to look further back. */
@@ -165,8 +176,10 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
         ...beyond.flatMap((named) => [named.id, named.hold]),
       );
       this.#holds.evictions.expired += Number(expired);
-      const over = Number(overCount);
-      return { overCount: ids.slice(0, over).map(String), beyond: ids.slice(over).map(String) };
+      const over: ReleasedRecord[] = [];
+      for (let i = 0; i < 2 * Number(overCount); i += 2)
+        over.push(releasedRecord(String(ids[i]), String(ids[i + 1])));
+      return { overCount: over, beyond: ids.slice(over.length * 2).map(String) };
     });
   }
 
@@ -205,19 +218,23 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
     return found;
   }
 
-  async take(executionId: string): Promise<DeadLetter | undefined> {
-    const json = await this.#redis.hookgateDeadLetterTake(
+  async take(executionId: string): Promise<TakenDeadLetter | undefined> {
+    const taken = await this.#redis.hookgateDeadLetterTake(
       this.#keys.index,
       this.#keys.entries,
       this.#keys.holds,
       executionId,
       this.#cutoff(),
     );
-    return json ? (JSON.parse(json) as DeadLetter) : undefined;
+    if (!taken) return undefined;
+    const [json, written] = taken;
+    const { hold } = releasedRecord(executionId, written);
+    const entry = JSON.parse(json) as DeadLetter;
+    return hold !== undefined ? { entry, hold } : { entry };
   }
 
-  release(executionId: string): Promise<void> {
-    return this.#holds.release(executionId);
+  release(taken: TakenDeadLetter): Promise<void> {
+    return this.#holds.release(taken);
   }
 
   count(): Promise<number> {

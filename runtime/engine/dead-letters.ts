@@ -30,6 +30,17 @@ export interface DeadLetter {
   callbackUrl?: string;
 }
 
+/** An entry taken out of the list (DeadLetterStore.take), for `release` or to add back. */
+export interface TakenDeadLetter {
+  entry: DeadLetter;
+  /**
+   * The number of the hold of its record it was last written under (HeldRecords), so
+   * that `release` can tell whether an add of the entry since holds the record; none
+   * when written without one (no records, or by a process from before the numbers).
+   */
+  hold?: number;
+}
+
 export interface DeadLetterFilter {
   triggerKey?: string;
   namespace?: string;
@@ -51,16 +62,17 @@ export interface DeadLetterStore {
   /**
    * Removes the entry and returns it, atomically: of two concurrent calls for one
    * execution only one gets it (a retry claims its entry this way). Its record stays
-   * held: a retry that cannot start adds the entry back, and its record must still be
-   * there however full the store got meanwhile; one that started calls `release`.
+   * held: a retry that cannot start adds the entry back (`taken.entry`), and its record
+   * must still be there however full the store got meanwhile; one that started calls
+   * `release`.
    */
-  take(executionId: string): Promise<DeadLetter | undefined>;
+  take(executionId: string): Promise<TakenDeadLetter | undefined>;
   /**
    * The entry taken has left for good (its retry started): its record is an ordinary
-   * finished one again (HeldRecords.release). A process that dies before leaves it held
-   * until it expires or the hold's bound drops it.
+   * finished one again (HeldRecords.release), unless the entry was added again since. A
+   * process that dies before leaves it held until it expires or the hold's bound drops it.
    */
-  release(executionId: string): Promise<void>;
+  release(taken: TakenDeadLetter): Promise<void>;
   /** Entries held (the dead-letter gauge). */
   count(): Promise<number>;
 }
@@ -69,6 +81,16 @@ export interface DeadLetterStore {
 export interface HeldRecord {
   id: string;
   hold: number;
+}
+
+/**
+ * A held record whose entry has left the list (taken by a retry that started, dropped
+ * for `maxEntries`): its id, and the number of the hold its entry was last written under
+ * (none: written without one, by a process from before the numbers).
+ */
+export interface ReleasedRecord {
+  id: string;
+  hold?: number;
 }
 
 /**
@@ -104,7 +126,7 @@ export interface HeldRecords {
    * record again, kept until its expiry unless the budget needs the room. One being
    * listed again (an add in flight) stays held.
    */
-  release(ids: string[]): Promise<void>;
+  release(records: ReleasedRecord[]): Promise<void>;
   /** Bytes the held records take (of the executions store's budget). */
   heldBytes(): Promise<number>;
 }
@@ -120,8 +142,8 @@ export type DeadLetterDropReason = 'count' | 'bytes';
 
 /** What an adapter's write of an entry took out of the list beside the expired entries. */
 export interface EntriesTakenOut {
-  /** Over `maxEntries`, oldest first. */
-  overCount: string[];
+  /** Over `maxEntries`, oldest first, with the numbers they were last written under. */
+  overCount: ReleasedRecord[];
   /**
    * Named beyond the hold's bound and listed until this write (not expired: those count
    * as expired). Not those it did not find: a record can be held without an entry (its
@@ -239,15 +261,18 @@ export class DeadLetterHolds {
       if (lost.length > 0) this.#dropped(lost, 'bytes');
     }
     if (overCount.length > 0) {
-      this.#dropped(overCount, 'count');
+      this.#dropped(
+        overCount.map((out) => out.id),
+        'count',
+      );
       await records?.release(overCount);
     }
     return true;
   }
 
   /** DeadLetterStore.release: the record of an entry taken is an ordinary one again. */
-  async release(executionId: string): Promise<void> {
-    await this.#records?.release([executionId]);
+  async release(taken: TakenDeadLetter): Promise<void> {
+    await this.#records?.release([{ id: taken.entry.executionId, hold: taken.hold }]);
   }
 
   /** A list's stats: its `entries`, the bytes its held records take, what it dropped. */
@@ -333,15 +358,19 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
     return Promise.resolve(found);
   }
 
-  take(executionId: string): Promise<DeadLetter | undefined> {
+  take(executionId: string): Promise<TakenDeadLetter | undefined> {
     this.#sweep();
     const held = this.#entries.get(executionId);
+    if (!held) return Promise.resolve(undefined);
     this.#entries.delete(executionId);
-    return Promise.resolve(held?.entry);
+    return Promise.resolve({
+      entry: held.entry,
+      ...(held.hold !== undefined ? { hold: held.hold } : {}),
+    });
   }
 
-  release(executionId: string): Promise<void> {
-    return this.#holds.release(executionId);
+  release(taken: TakenDeadLetter): Promise<void> {
+    return this.#holds.release(taken);
   }
 
   count(): Promise<number> {
@@ -355,18 +384,18 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
 
   /**
    * Drops the expired entries (their records expire a minute later on their own) and
-   * those beyond `maxEntries`, oldest first; returns the ids of the latter.
+   * those beyond `maxEntries`, oldest first; returns the latter, with their numbers.
    */
-  #sweep(): string[] {
+  #sweep(): ReleasedRecord[] {
     const cutoff = this.#now() - this.#ttlMs;
-    const overCount: string[] = [];
+    const overCount: ReleasedRecord[] = [];
     for (const [id, held] of this.#entries) {
       if (held.addedMs < cutoff) {
         this.#entries.delete(id);
         this.#holds.evictions.expired++;
       } else if (this.#entries.size > this.#max) {
         this.#entries.delete(id);
-        overCount.push(id);
+        overCount.push(held.hold !== undefined ? { id, hold: held.hold } : { id });
       } else break;
     }
     return overCount;

@@ -76,7 +76,7 @@
 // Redis Cluster.
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
-import type { HeldRecord, HeldRecords } from './dead-letters.ts';
+import type { HeldRecord, HeldRecords, ReleasedRecord } from './dead-letters.ts';
 import {
   deadLetteredUntil,
   decodeCursor,
@@ -809,9 +809,9 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
   }
 
   /** HeldRecords: back in their shards' finished sets (RELEASE), with their scores. */
-  async release(ids: string[]): Promise<void> {
+  async release(records: ReleasedRecord[]): Promise<void> {
     await Promise.all(
-      this.#byShard(ids).map(([keys, some]) =>
+      this.#byShard(records.map((r) => r.id)).map(([keys, some]) =>
         this.#redis.hookgateReleaseExecutions(
           keys.finished,
           keys.held,

@@ -3,7 +3,7 @@
 import type { WorkflowRegistration } from '../../api/records/records.ts';
 import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
 import { HttpProblem } from '../errors.ts';
-import type { HeldRecord, HeldRecords } from './dead-letters.ts';
+import type { HeldRecord, HeldRecords, ReleasedRecord } from './dead-letters.ts';
 import { ExpiringEntries } from './expiring-entries.ts';
 import type {
   Execution,
@@ -675,8 +675,8 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
   }
 
   /** HeldRecords: ordinary dead-lettered entries again, dropped for room like the others. */
-  release(ids: string[]): Promise<void> {
-    for (const id of ids) {
+  release(records: ReleasedRecord[]): Promise<void> {
+    for (const { id } of records) {
       const entry = this.#entries.get(id);
       if (!entry?.held || entry.hold < 0) continue;
       clearSlot(this.#held, this.#heldHead, entry);

@@ -156,7 +156,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     } catch (error) {
       // Only if its record went meanwhile (it is held: expired, or dropped by the hold's
       // own bound) is the entry not put back: said, since nothing else will.
-      const listed = await deadLetters.add(taken);
+      const listed = await deadLetters.add(taken.entry);
       if (!listed) {
         app.log.error(
           { executionId: entry.executionId },
@@ -167,7 +167,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     }
     // Started: the record is an ordinary finished one again. If this fails, it stays
     // held until it expires (or the hold's bound drops it); the retry stands.
-    await deadLetters.release(entry.executionId).catch(() => undefined);
+    await deadLetters.release(taken).catch(() => undefined);
     return started;
   };
 

@@ -17,8 +17,8 @@ export async function expectLifetimeFromDeadLettering(
   // A retry that could not start puts its entry back (recovery-routes.ts); a worker
   // taking over a dead worker's job adds it again (worker.ts): neither extends it.
   const taken = await store.take('a');
-  expect(taken?.executionId).toBe('a');
-  await store.add(taken ?? at('a', 0));
+  expect(taken?.entry.executionId).toBe('a');
+  await store.add(taken?.entry ?? at('a', 0));
   expect((await store.list({})).map((e) => e.executionId)).toEqual(['b', 'a']);
   clock.now += 101;
   expect(await store.get('a')).toBeUndefined();

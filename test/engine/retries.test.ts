@@ -306,7 +306,7 @@ describe('MemoryDeadLetterStore', () => {
       (await store.list({ triggerKey: 'shop/orders-hook' })).map((e) => e.executionId),
     ).toEqual(['a']);
     const [first, second] = await Promise.all([store.take('a'), store.take('a')]);
-    expect([first?.executionId, second]).toEqual(['a', undefined]);
+    expect([first?.entry.executionId, second]).toEqual(['a', undefined]);
     expect(await store.count()).toBe(1);
   });
 });

@@ -30,6 +30,7 @@ import {
   type DeadLetterStore,
   type DeadLetterStoreOptions,
   type HeldRecords,
+  type TakenDeadLetter,
 } from '../../runtime/engine/dead-letters.ts';
 import { RedisDeadLetterStore } from '../../runtime/engine/dead-letters-redis.ts';
 import { DEFAULT_IDEMPOTENCY_KEYS } from '../../runtime/gateway/idempotency/store.ts';
@@ -448,14 +449,15 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       await list.add(deadLetterOf(dead));
       // A retry that cannot start puts its entry back: held again.
       const taken = await list.take('dead');
-      expect(await list.add(taken as NonNullable<typeof taken>)).toBe(true);
+      expect(await list.add(taken?.entry as DeadLetter)).toBe(true);
       await fill(small, 'b', 150, 40);
       expect(await small.get('dead')).toBeDefined();
       expect(await list.get('dead')).toBeDefined();
       // A retry that started: the record is an ordinary finished one (the first to
       // expire), which a full budget drops.
-      expect((await list.take('dead'))?.executionId).toBe('dead');
-      await list.release('dead');
+      const retried = await list.take('dead');
+      expect(retried?.entry.executionId).toBe('dead');
+      await list.release(retried as TakenDeadLetter);
       expect(await small.heldBytes()).toBe(0);
       await fill(small, 'c', 150, 30);
       expect(await small.get('dead')).toBeUndefined();
@@ -470,7 +472,7 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       // While its retry tries to start (and fails: a full queue), executions finish and
       // fill the budget: the record of the entry taken is not theirs to drop.
       await fill(small, 'b', 150, 40);
-      expect(await list.add(taken as NonNullable<typeof taken>)).toBe(true);
+      expect(await list.add(taken?.entry as DeadLetter)).toBe(true);
       expect(await list.get('dead')).toBeDefined();
       expect(await small.get('dead')).toBeDefined();
     });
@@ -574,7 +576,7 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       // beyond the bound; the retry cannot start and puts the entry back (held again)
       // before that add has taken the entries out and dropped their records.
       const taken = await list.take(retried);
-      expect(taken?.executionId).toBe(retried);
+      expect(taken?.entry.executionId).toBe(retried);
       // (Larger than the others: the hold is past its bound with it.)
       const fastDead = await deadLettered(small, fast, 60, 1, {
         error: { message: 'down '.repeat(1200) },
@@ -583,7 +585,7 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       const adding = list.add(deadLetterOf(fastDead));
       await fastPaused.reached;
       const backPaused = holds.pause(retried);
-      const back = list.add(taken as DeadLetter);
+      const back = list.add(taken?.entry as DeadLetter);
       await backPaused.reached;
       fastPaused.go();
       expect(await adding).toBe(true);
@@ -613,7 +615,7 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       const fastPaused = holds.pause(fast);
       const adding = list.add(deadLetterOf(fastDead));
       await fastPaused.reached;
-      expect(await list.add(taken as DeadLetter)).toBe(true);
+      expect(await list.add(taken?.entry as DeadLetter)).toBe(true);
       fastPaused.go();
       expect(await adding).toBe(true);
       // Listed with its record, or dropped and said so: never gone unsaid.
@@ -721,11 +723,12 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       await list.add(deadLetterOf(dead));
       // Its retry takes the entry; a worker taking over the job adds it again (ADR 0018's
       // known gap) and has held the record when the retry, started, releases it.
-      expect(await list.take('dead')).toBeDefined();
+      const taken = await list.take('dead');
+      expect(taken).toBeDefined();
       const paused = holds.pause('dead');
       const again = list.add(deadLetterOf(dead));
       await paused.reached;
-      await list.release('dead');
+      await list.release(taken as TakenDeadLetter);
       paused.go();
       expect(await again).toBe(true);
       await fill(small, 'b', 150, 40);
@@ -1060,8 +1063,7 @@ for (const [name, start, shards] of [
       expect(await backend.client.pttl(keys.heldBytes)).toBeGreaterThan(0);
       // Released into a finished set that had gone: it gets its expiry.
       await backend.client.del(keys.finished);
-      await list.take('held');
-      await list.release('held');
+      await list.release((await list.take('held')) as TakenDeadLetter);
       expect(await backend.client.zscore(keys.finished, 'held')).not.toBeNull();
       expect(await backend.client.pttl(keys.finished)).toBeGreaterThan(0);
     });
@@ -1090,8 +1092,9 @@ for (const [name, start, shards] of [
       expect((await store.stats()).evictions.bytes).toBeGreaterThan(0);
       expect(await store.get('old')).toMatchObject({ deadLetteredAt: at });
       // Its retry takes the entry, as before, and releases the record once started.
-      expect(await list.take('old')).toEqual(entry);
-      await list.release('old');
+      const taken = await list.take('old');
+      expect(taken?.entry).toEqual(entry);
+      await list.release(taken as TakenDeadLetter);
       expect(await store.heldBytes()).toBe(0);
     });
 
