@@ -322,15 +322,25 @@ return dropped
 `;
 
 // RELEASE. KEYS: finished, held, sizes, held bytes. ARGV: the index keys' lifetime
-// (ms), execution key prefix, then ids. Held records back in the finished set, with
-// their scores; not one being listed (an add in flight lists its entry again).
+// (ms), execution key prefix, then (id, number) pairs: the number of the hold the entry
+// that left was last written under, or '' (written by a process from before the numbers).
+// Held records back in the finished set, with their scores, if that entry was the last
+// added: the record's hold has that number, said listed or not (its add wrote the entry
+// that left, and its LISTED has yet to come). A later one (an add in flight, or one that
+// listed the entry again since) keeps it held. Without a number: not one being listed.
 const RELEASE = `
-for i = 3, #ARGV do
-  local score = redis.call('ZSCORE', KEYS[2], ARGV[i])
-  if score and tonumber(redis.call('HGET', ARGV[2] .. ARGV[i], '${F.hold}') or '0') >= 0 then
-    redis.call('ZREM', KEYS[2], ARGV[i])
-    redis.call('ZADD', KEYS[1], score, ARGV[i])
-    redis.call('DECRBY', KEYS[4], tonumber(redis.call('HGET', KEYS[3], ARGV[i]) or '0'))
+for i = 3, #ARGV, 2 do
+  local id = ARGV[i]
+  local score = redis.call('ZSCORE', KEYS[2], id)
+  local left = false
+  if score then
+    local hold = tonumber(redis.call('HGET', ARGV[2] .. id, '${F.hold}') or '0')
+    if ARGV[i + 1] == '' then left = hold >= 0 else left = math.abs(hold) == tonumber(ARGV[i + 1]) end
+  end
+  if left then
+    redis.call('ZREM', KEYS[2], id)
+    redis.call('ZADD', KEYS[1], score, id)
+    redis.call('DECRBY', KEYS[4], tonumber(redis.call('HGET', KEYS[3], id) or '0'))
   end
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])

@@ -808,10 +808,13 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     return dropped;
   }
 
-  /** HeldRecords: back in their shards' finished sets (RELEASE), with their scores. */
+  /**
+   * HeldRecords: back in their shards' finished sets (RELEASE), with their scores,
+   * unless their entries were added again since.
+   */
   async release(records: ReleasedRecord[]): Promise<void> {
     await Promise.all(
-      this.#byShard(records.map((r) => r.id)).map(([keys, some]) =>
+      this.#byShard(records).map(([keys, some]) =>
         this.#redis.hookgateReleaseExecutions(
           keys.finished,
           keys.held,
@@ -819,7 +822,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
           keys.heldBytes,
           this.indexTtlMs,
           keys.executionPrefix,
-          ...some,
+          ...some.flatMap((r) => [r.id, r.hold ?? '']),
         ),
       ),
     );
@@ -830,14 +833,14 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     return sums.reduce((total, b) => total + Number(b ?? 0), 0);
   }
 
-  /** Ids grouped by their shards (one script per shard: its keys share one slot). */
-  #byShard(ids: string[]): [ShardKeys, string[]][] {
-    const groups = new Map<ShardKeys, string[]>();
-    for (const id of ids) {
-      const keys = this.layout.of(id);
+  /** Records grouped by their shards (one script per shard: its keys share one slot). */
+  #byShard(records: ReleasedRecord[]): [ShardKeys, ReleasedRecord[]][] {
+    const groups = new Map<ShardKeys, ReleasedRecord[]>();
+    for (const record of records) {
+      const keys = this.layout.of(record.id);
       const group = groups.get(keys);
-      if (group) group.push(id);
-      else groups.set(keys, [id]);
+      if (group) group.push(record);
+      else groups.set(keys, [record]);
     }
     return [...groups];
   }

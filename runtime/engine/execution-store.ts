@@ -674,11 +674,17 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     return Promise.resolve(dropped);
   }
 
-  /** HeldRecords: ordinary dead-lettered entries again, dropped for room like the others. */
+  /**
+   * HeldRecords: ordinary dead-lettered entries again, dropped for room like the others,
+   * if the entry that left was the last added: written under the entry's hold, said
+   * listed or not. A later hold (an add in flight, or one that listed it again) keeps
+   * it. Without a number (none written): not one being listed.
+   */
   release(records: ReleasedRecord[]): Promise<void> {
-    for (const { id } of records) {
+    for (const { id, hold } of records) {
       const entry = this.#entries.get(id);
-      if (!entry?.held || entry.hold < 0) continue;
+      if (!entry?.held) continue;
+      if (hold === undefined ? entry.hold < 0 : Math.abs(entry.hold) !== hold) continue;
       clearSlot(this.#held, this.#heldHead, entry);
       this.#unhold(entry);
       insertByExpiry(this.#retained, this.#retainedHead, entry);

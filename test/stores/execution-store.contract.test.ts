@@ -29,6 +29,7 @@ import {
   type DeadLetter,
   type DeadLetterStore,
   type DeadLetterStoreOptions,
+  type HeldRecord,
   type HeldRecords,
   type TakenDeadLetter,
 } from '../../runtime/engine/dead-letters.ts';
@@ -493,32 +494,41 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
 
     /**
      * The store's HeldRecords, but the next hold of an id `pause`d waits, once done,
-     * until its `go()`: another add (or a retry) runs meanwhile, as it may on another
-     * worker, or in this one between two awaits.
+     * until its `go()`; with `pause(id, 'listed')`, the next `listed` of it waits before
+     * it is made (its entry written, not yet said listed). Another add (or a retry) runs
+     * meanwhile, as it may on another worker, or in this one between two awaits.
      */
     function pausingHolds(records: HeldRecords) {
+      type Step = 'hold' | 'listed';
       const paused = new Map<string, { gate: Promise<void>; reached: () => void }>();
+      const wait = async (step: Step, id: string) => {
+        const pause = paused.get(`${step} ${id}`);
+        if (!pause) return;
+        paused.delete(`${step} ${id}`);
+        pause.reached();
+        await pause.gate;
+      };
       const hold = async (id: string) => {
         const result = await records.hold(id);
-        const pause = paused.get(id);
-        if (pause) {
-          paused.delete(id);
-          pause.reached();
-          await pause.gate;
-        }
+        await wait('hold', id);
         return result;
+      };
+      const listed = async (id: string, number: number, beyond: HeldRecord[]) => {
+        await wait('listed', id);
+        return records.listed(id, number, beyond);
       };
       const wrapped = new Proxy(records, {
         get(target, name) {
           if (name === 'hold') return hold;
+          if (name === 'listed') return listed;
           const value: unknown = Reflect.get(target, name);
           return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
         },
       });
-      const pause = (id: string) => {
+      const pause = (id: string, step: Step = 'hold') => {
         const gate = Promise.withResolvers<void>();
         const reached = Promise.withResolvers<void>();
-        paused.set(id, { gate: gate.promise, reached: reached.resolve });
+        paused.set(`${step} ${id}`, { gate: gate.promise, reached: reached.resolve });
         return { reached: reached.promise, go: gate.resolve };
       };
       return { records: wrapped, pause };
@@ -647,6 +657,60 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       const listed = await everyListedReadable(list, small);
       expect(listed).not.toContain(twice);
       expect(dropped).toContain(twice);
+    });
+
+    it('a retry that takes an entry whose add has yet to say it listed releases its record all the same', async () => {
+      const { store: small } = await make({ maxBytes: 40_000 });
+      const holds = pausingHolds(small);
+      const list = made.deadLetters({ records: holds.records });
+      const dead = await deadLettered(small, 'dead', 60, 50);
+      // A worker adds the entry, and is slow to say so (LISTED) once written.
+      const paused = holds.pause('dead', 'listed');
+      const adding = list.add(deadLetterOf(dead));
+      await paused.reached;
+      // Meanwhile its retry takes the entry, starts, and releases the record.
+      const taken = await list.take('dead');
+      expect(taken?.entry.executionId).toBe('dead');
+      await list.release(taken as TakenDeadLetter);
+      paused.go();
+      expect(await adding).toBe(true);
+      // Nothing listed: the record is an ordinary finished one, which a full budget drops.
+      expect(await list.count()).toBe(0);
+      expect(await small.heldBytes()).toBe(0);
+      await fill(small, 'b', 150, 40);
+      expect(await small.get('dead')).toBeUndefined();
+    });
+
+    it("an entry dropped for the list's cap while its add has yet to say it listed releases its record", async () => {
+      const { store: small } = await make({ maxBytes: 40_000 });
+      const holds = pausingHolds(small);
+      const list = made.deadLetters({ records: holds.records, maxEntries: 1 });
+      const first = await deadLettered(small, 'first', 60, 50);
+      const second = await deadLettered(small, 'second', 60, 49);
+      const paused = holds.pause('first', 'listed');
+      const adding = list.add(deadLetterOf(first));
+      await paused.reached;
+      expect(await list.add(deadLetterOf(second))).toBe(true);
+      paused.go();
+      expect(await adding).toBe(true);
+      expect((await list.list({})).map((e) => e.executionId)).toEqual(['second']);
+      await fill(small, 'b', 150, 40);
+      expect(await small.get('first')).toBeUndefined();
+      expect(await small.get('second')).toBeDefined();
+    });
+
+    it('an entry added again, and said listed, before the release of its earlier retry keeps its record held', async () => {
+      const { store: small, deadLetters } = await make({ maxBytes: 40_000 });
+      const list = deadLetters();
+      const dead = await deadLettered(small, 'dead', 60, 50);
+      await list.add(deadLetterOf(dead));
+      // Its retry takes the entry; a worker taking over the job adds it again, all of it
+      // (ADR 0018's known gap), before the retry, started, releases the record.
+      const taken = await list.take('dead');
+      expect(await list.add(deadLetterOf(dead))).toBe(true);
+      await list.release(taken as TakenDeadLetter);
+      await fill(small, 'b', 150, 40);
+      expect(await everyListedReadable(list, small)).toEqual(['dead']);
     });
 
     /** A dead letter of ~6 KB, dead-lettered a minute ago: with 9 of fillHold's, past the hold's bound. */
