@@ -294,8 +294,9 @@ return out
 // the (id, number) pairs that hold named beyond the bound, whose entries are out of the
 // list. Its entry is listed: the hold's number turns positive (unless held again since).
 // Drops the records named that are still held under the number they were named with
-// (hash, index entry, size), but not one past its time (scored below the cutoff): it
-// has expired, not gone for room, and WRITE's trim takes it off. Returns the ids dropped.
+// (hash, index entry, size). One past its time (scored below the cutoff) has expired, not
+// gone for room: taken off the budget as WRITE's trim does (its hash expires on its own),
+// whatever its number, and not returned. Returns the ids dropped.
 const LISTED = `
 local hold = tonumber(ARGV[1])
 if tonumber(redis.call('HGET', KEYS[1], '${F.hold}') or '0') == -hold then
@@ -306,16 +307,19 @@ local dropped = {}
 for i = 4, #ARGV, 2 do
   local id = ARGV[i]
   local score = redis.call('ZSCORE', KEYS[3], id)
-  if score and tonumber(score) >= cutoff
-    and tonumber(redis.call('HGET', ARGV[2] .. id, '${F.hold}') or '0') == tonumber(ARGV[i + 1]) then
+  local expired = score and tonumber(score) < cutoff
+  if expired
+    or (score and tonumber(redis.call('HGET', ARGV[2] .. id, '${F.hold}') or '0') == tonumber(ARGV[i + 1])) then
     local b = tonumber(redis.call('HGET', KEYS[4], id) or '0')
-    redis.call('DEL', ARGV[2] .. id)
+    if not expired then
+      redis.call('DEL', ARGV[2] .. id)
+      dropped[#dropped + 1] = id
+    end
     redis.call('ZREM', KEYS[3], id)
     redis.call('ZREM', KEYS[2], id)
     redis.call('HDEL', KEYS[4], id)
     redis.call('DECRBY', KEYS[5], b)
     redis.call('DECRBY', KEYS[6], b)
-    dropped[#dropped + 1] = id
   end
 end
 return dropped

@@ -786,9 +786,9 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
   }
 
   /**
-   * HeldRecords: the entry of hold `hold` is listed; drops those it named (LISTED), not
-   * those past their time on the store's clock (scored below now less a lifetime: they
-   * expired, and WRITE's trim takes them off).
+   * HeldRecords: the entry of hold `hold` is listed; drops those it named (LISTED). Those
+   * past their time on the store's clock (scored below now less a lifetime) expired: off
+   * the budget, as WRITE's trim takes them, not counted nor returned.
    */
   async listed(id: string, hold: number, beyond: HeldRecord[]): Promise<string[]> {
     const keys = this.layout.of(id);

@@ -776,6 +776,8 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       const { evictions } = await list.stats();
       expect(evictions.bytes).toBe(dropped.length);
       expect(evictions.expired).toBeGreaterThan(0);
+      // Gone from the hold all the same: it is within its bound.
+      expect(await small.heldBytes()).toBeLessThanOrEqual(20_000);
       await everyListedReadable(list, small);
     });
 
