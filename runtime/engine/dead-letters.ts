@@ -123,8 +123,11 @@ export interface HeldRecords {
   listed(id: string, hold: number, beyond: HeldRecord[]): Promise<string[]>;
   /**
    * The entries of these records have left the list: each becomes an ordinary finished
-   * record again, kept until its expiry unless the budget needs the room. One being
-   * listed again (an add in flight) stays held.
+   * record again, kept until its expiry unless the budget needs the room, if the entry
+   * that left was the last one added: its number is the record's last hold, whether that
+   * add has said `listed` yet or not. One held again since (an add in flight, or one
+   * that has listed the entry again) stays held. Without a number (an entry written by a
+   * process from before the numbers): released unless being listed.
    */
   release(records: ReleasedRecord[]): Promise<void>;
   /** Bytes the held records take (of the executions store's budget). */
