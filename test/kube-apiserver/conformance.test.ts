@@ -1065,6 +1065,40 @@ describe('1.3 watch', () => {
     expect(timed.events.filter((e) => e.type === 'BOOKMARK')).toEqual([]);
   });
 
+  it('K15 a watch with timeoutSeconds and bookmarks gets one 2 s before its end (cache_watcher.go nextBookmarkTime), however rare the periodic ones', async () => {
+    const s = await startKubeApiServer({ bookmarkIntervalMs: 60_000 });
+    try {
+      s.applyCrd(widgetCrd());
+      const rv = s.resourceVersion();
+      const opened = Date.now();
+      const w = await readWatch(
+        `${s.url}${WIDGETS}?watch=1&resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=3`,
+        { count: 1, timeoutMs: 2500 },
+      );
+      const after = Date.now() - opened;
+      expect(w.events).toEqual([
+        {
+          type: 'BOOKMARK',
+          object: {
+            kind: 'Widget',
+            apiVersion: 'test.hookgate.dev/v1',
+            metadata: { resourceVersion: String(s.resourceVersion()) },
+          },
+        },
+      ]);
+      expect(after).toBeGreaterThanOrEqual(900);
+      // Without bookmarks: none, and the stream just ends.
+      const plain = await readWatch(
+        `${s.url}${WIDGETS}?watch=1&resourceVersion=${rv}&timeoutSeconds=3`,
+        { timeoutMs: 4500 },
+      );
+      expect(plain.ended).toBe(true);
+      expect(plain.events).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('K16 sendInitialEvents=true: ADDED events, then the k8s.io/initial-events-end BOOKMARK only with allowWatchBookmarks=true', async () => {
     await create(WIDGETS, widget('k16'));
     const base = `${server.url}${WIDGETS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&fieldSelector=metadata.name%3Dk16`;

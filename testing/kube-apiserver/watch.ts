@@ -2,8 +2,8 @@
 // events (sendInitialEvents=true, which SetListOptionsDefaults gives a watch from ""
 // or "0"), none for sendInitialEvents=false, replay from the history window or a 410
 // Expired ERROR event, filtered watches turning (un)matching objects into
-// ADDED/DELETED, bookmarks, the end-of-initial-events bookmark (with
-// allowWatchBookmarks), and timeoutSeconds. The request's options are checked before
+// ADDED/DELETED, bookmarks (periodic, and one 2 s before a timeoutSeconds end), the
+// end-of-initial-events bookmark (with allowWatchBookmarks), and timeoutSeconds. The request's options are checked before
 // (list-options.ts).
 import type { ServerResponse } from 'node:http';
 import { withType } from './admission.ts';
@@ -37,6 +37,9 @@ export interface WatchOptions {
 }
 
 type WatchEvent = { type: string; object: unknown };
+
+/** A watch with a timeout gets a bookmark this long before it ends (cache_watcher.go). */
+const PRE_TIMEOUT_BOOKMARK_S = 2;
 
 /**
  * Translate a storage event for one filtered watch (K13); undefined: not for it. As the
@@ -230,6 +233,17 @@ function streamWatch(
     );
   if (req.timeoutSeconds !== undefined && req.timeoutSeconds > 0) {
     timers.push(setTimeout(end, req.timeoutSeconds * 1000));
+    // And one 2 s before that end (cache_watcher.go nextBookmarkTime: "right before the
+    // watcher timeout", so that the client resumes from as close to now as possible).
+    if (req.allowWatchBookmarks && req.timeoutSeconds > PRE_TIMEOUT_BOOKMARK_S)
+      timers.push(
+        setTimeout(
+          () => {
+            if (storage.currentRv() >= since) bookmark();
+          },
+          (req.timeoutSeconds - PRE_TIMEOUT_BOOKMARK_S) * 1000,
+        ),
+      );
   }
   res.on('close', end);
 }
