@@ -7,6 +7,17 @@
 // (kube-cache.ts) before the ListWatch stores it, from the list and from the watch.
 // A label selector, when given, goes on both the list and the watch request.
 //
+// Every watch asks for bookmarks and for a server-side timeout, as client-go's
+// reflector does (client-node's ListWatch sends neither): `allowWatchBookmarks=true`
+// and `timeoutSeconds` drawn in [min, 2·min) (5 to 10 minutes by default). A BOOKMARK
+// carries only a resourceVersion, which ListWatch takes as the one to resume from
+// (nothing is added, changed or deleted in the cache); so a quiet watch (Secrets)
+// resumes after a timeout from a recent resourceVersion instead of the one of its
+// last change, which the API server's watch cache may have dropped by then (410 Gone,
+// and a relist of everything). The stream's idle timeout (client-node aborts a stream
+// that sent nothing for 30 s) is raised above the API server's bookmark period (about
+// 60 s), or no bookmark would ever reach a quiet watch.
+//
 // An informer told to `tolerateForbidden` (the Secrets ones) does not hold the start-up
 // back on a 403: the API server refused the list (RBAC: no Role in that namespace),
 // so it counts as synced with nothing, reports `forbidden` (the API server's message)
@@ -26,6 +37,7 @@ export interface InformerDeps {
   namespace: string | undefined;
   restartBackoff: { initialMs: number; maxMs: number };
   maxReconnectDelayMs: number;
+  watch: WatchSettings;
   clock: Clock;
   log: (msg: string, fields?: Record<string, unknown>) => void;
   onChange: (ref: ObjectRef) => void;
@@ -33,20 +45,56 @@ export interface InformerDeps {
   onAccessChange?: () => void;
 }
 
+/** What each watch request asks the API server for, and how long a quiet stream may last. */
+export interface WatchSettings {
+  /** Each watch asks for `timeoutSeconds` in [this, 2 × this) (client-go: 300). */
+  minTimeoutSeconds: number;
+  /**
+   * A stream that sends nothing (no event, no bookmark) for this long is aborted and
+   * re-opened from the last resourceVersion. Must stay above the API server's bookmark
+   * period (about 60 s), else bookmarks never reach a quiet watch.
+   */
+  idleTimeoutMs: number;
+  /** In [0, 1): the timeout's draw. Default Math.random. */
+  random?: () => number;
+}
+
+/** client-go's reflector default (minWatchTimeout): watches last 5 to 10 minutes. */
+export const DEFAULT_MIN_WATCH_TIMEOUT_SECONDS = 300;
+/** Above a real API server's bookmark period (1 minute, cacher.go bookmarkFrequency). */
+export const DEFAULT_WATCH_IDLE_TIMEOUT_MS = 90_000;
+
 const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
 /**
  * client-node's Watch, made stoppable (once stopped it opens no new stream and aborts
- * a stream that was being opened while it stopped), and slimming every object an
- * event carries before the ListWatch caches it.
+ * a stream that was being opened while it stopped), asking for bookmarks and a
+ * server-side timeout, and slimming every object an event carries before the ListWatch
+ * caches it.
  */
-class StoppableWatch extends Watch {
+export class StoppableWatch extends Watch {
   stopped = false;
   readonly #transform: (obj: KubeObject) => KubeObject;
+  readonly #settings: WatchSettings;
 
-  constructor(config: KubeConfig, transform: (obj: KubeObject) => KubeObject) {
+  constructor(
+    config: KubeConfig,
+    transform: (obj: KubeObject) => KubeObject,
+    settings: WatchSettings,
+  ) {
     super(config);
     this.#transform = transform;
+    this.#settings = settings;
+    // client-node 2.0.1 keeps the stream's idle timeout (30 s, also the wait for the
+    // answer's headers) in a field its types call private; it is a plain field at run
+    // time. test/operator/watch-bookmarks.test.ts fails if that stops being so.
+    (this as unknown as { requestTimeoutMs: number }).requestTimeoutMs = settings.idleTimeoutMs;
+  }
+
+  /** The `timeoutSeconds` of the next watch request (client-go reflector's draw). */
+  timeoutSeconds(): number {
+    const min = this.#settings.minTimeoutSeconds;
+    return Math.floor(min * (1 + (this.#settings.random ?? Math.random)()));
   }
 
   override async watch(
@@ -59,9 +107,16 @@ class StoppableWatch extends Watch {
     done: (err: any) => void,
   ): Promise<AbortController> {
     if (this.stopped) return new AbortController();
+    const params = {
+      ...queryParams,
+      allowWatchBookmarks: true,
+      timeoutSeconds: this.timeoutSeconds(),
+    };
     const transform = this.#transform;
     const slimmed = (phase: string, apiObj: unknown): void => {
-      // ERROR carries a Status, BOOKMARK only a resourceVersion: pass them as they are.
+      // ERROR carries a Status, BOOKMARK only a resourceVersion: passed as they are.
+      // ListWatch takes a bookmark's resourceVersion as the one to resume from and
+      // changes nothing in its cache.
       const object =
         phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED'
           ? transform(apiObj as KubeObject)
@@ -70,7 +125,7 @@ class StoppableWatch extends Watch {
     };
     let controller: AbortController;
     try {
-      controller = await super.watch(path, queryParams, slimmed, done);
+      controller = await super.watch(path, params, slimmed, done);
     } catch (err) {
       // client-node's Watch throws, instead of calling `done`, when it cannot even make
       // the request (the credentials: an exec plugin or a token file failing). ListWatch
@@ -119,8 +174,10 @@ export class ManagedInformer {
     this.#labelSelector = labelSelector;
     this.#tolerateForbidden = opts.tolerateForbidden === true;
     this.#backoffMs = deps.restartBackoff.initialMs;
-    this.#watch = new StoppableWatch(deps.kubeConfig, (obj) =>
-      slim(obj, info.kind, info.apiVersion),
+    this.#watch = new StoppableWatch(
+      deps.kubeConfig,
+      (obj) => slim(obj, info.kind, info.apiVersion),
+      deps.watch,
     );
     const path = resourcePath(info.kind, deps.namespace);
     this.#lw = new ListWatch<KubernetesObject>(
@@ -157,6 +214,11 @@ export class ManagedInformer {
   whenSynced(): Promise<void> {
     if (this.#synced) return Promise.resolve();
     return new Promise((resolve) => this.#onSynced.push(resolve));
+  }
+
+  /** The resourceVersion a re-watch resumes from (moved by events and bookmarks). */
+  get resourceVersion(): string {
+    return this.#lw.latestResourceVersion();
   }
 
   get(namespace: string, name: string): KubeObject | undefined {

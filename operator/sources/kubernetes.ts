@@ -14,14 +14,21 @@
 //   `onSecretAccess` tells when that changes, so the triggers there say SecretForbidden
 //   (and recover) instead of the operator never starting.
 // - Each informer is restarted with backoff after an error that stops client-node's
-//   ListWatch for good (O7): kube-informer.ts.
+//   ListWatch for good (O7): kube-informer.ts. Its watches ask for bookmarks and a
+//   server-side timeout (5 to 10 minutes), as client-go's reflector does, so a quiet
+//   watch resumes from a recent resourceVersion instead of relisting after a 410.
 // - Status and finalizer writes, conditional on the resourceVersion and retried on
 //   conflict (O4, O6): kube-writes.ts.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { realClock, type CancelTimer, type Clock } from '../controller/clock.ts';
 import { KubeClient } from '../controller/kube-client.ts';
 import type { Backoff, RetryDeps } from '../controller/retry.ts';
-import { ManagedInformer, type InformerDeps } from './kube-informer.ts';
+import {
+  DEFAULT_MIN_WATCH_TIMEOUT_SECONDS,
+  DEFAULT_WATCH_IDLE_TIMEOUT_MS,
+  ManagedInformer,
+  type InformerDeps,
+} from './kube-informer.ts';
 import { CREDENTIALS_SELECTOR, KINDS, resourcePath, type KubeObject } from './kube-resources.ts';
 import { KubeWriter } from './kube-writes.ts';
 import { directoryUid } from './directory.ts';
@@ -63,6 +70,16 @@ export interface KubernetesSourceOptions {
   restartBackoff?: { initialMs: number; maxMs: number };
   /** Cap on client-node's own delay before re-watching a closed stream (1 s → 30 s by default). */
   maxReconnectDelayMs?: number;
+  /**
+   * Each watch asks the API server to end it after `timeoutSeconds` drawn in
+   * [this, 2 × this), as client-go's reflector does. Default 300 (5 to 10 minutes).
+   */
+  minWatchTimeoutSeconds?: number;
+  /**
+   * A watch stream that sends nothing, not even a bookmark, for this long is dropped
+   * and re-opened. Default 90 s: above the API server's bookmark period (about 60 s).
+   */
+  watchIdleTimeoutMs?: number;
   /** Reject `start()` when the initial lists have not all succeeded by then. Default 120 s. */
   syncTimeoutMs?: number;
   /** Conflict retry for status and finalizer writes. Default client-go DefaultRetry. */
@@ -115,6 +132,16 @@ export class KubernetesSource implements ResourceSource {
     return this.#client;
   }
 
+  /**
+   * The resourceVersion each informer would resume its watch from, named as in
+   * `restarts()`: moved by every event and bookmark.
+   */
+  resourceVersions(): Record<string, string> {
+    return Object.fromEntries(
+      [...this.#all()].map(([k, inf]) => [k, inf.resourceVersion] as const),
+    );
+  }
+
   /** Informer restarts after errors, per kind (`Secret/<namespace>` per Secret namespace). */
   restarts(): Record<string, number> {
     return Object.fromEntries([...this.#all()].map(([k, inf]) => [k, inf.restarts] as const));
@@ -132,6 +159,10 @@ export class KubernetesSource implements ResourceSource {
       namespace: this.#o.namespace,
       restartBackoff: this.#o.restartBackoff ?? { initialMs: 1000, maxMs: 30_000 },
       maxReconnectDelayMs: this.#o.maxReconnectDelayMs ?? 30_000,
+      watch: {
+        minTimeoutSeconds: this.#o.minWatchTimeoutSeconds ?? DEFAULT_MIN_WATCH_TIMEOUT_SECONDS,
+        idleTimeoutMs: this.#o.watchIdleTimeoutMs ?? DEFAULT_WATCH_IDLE_TIMEOUT_MS,
+      },
       clock: this.#clock,
       log: this.#log,
       onChange: (ref) => {

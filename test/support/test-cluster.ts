@@ -6,7 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../operator/controller/kube-client.ts';
-import { startKubeApiServer, type KubeApiServer } from '../../testing/kube-apiserver/index.ts';
+import {
+  startKubeApiServer,
+  type KubeApiServer,
+  type KubeApiServerOptions,
+} from '../../testing/kube-apiserver/index.ts';
 
 export interface TestCluster {
   server: KubeApiServer;
@@ -17,8 +21,10 @@ export interface TestCluster {
   close(): Promise<void>;
 }
 
-export async function startTestCluster(options: { crds?: boolean } = {}): Promise<TestCluster> {
-  const server = await startKubeApiServer();
+export async function startTestCluster(
+  options: { crds?: boolean; server?: KubeApiServerOptions } = {},
+): Promise<TestCluster> {
+  const server = await startKubeApiServer(options.server);
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-cluster-'));
   const kubeconfig = server.writeKubeconfig(dir);
   const kc = new KubeConfig();
