@@ -88,7 +88,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
             ...(options.retryPeriodMs ? { retryPeriodMs: options.retryPeriodMs } : {}),
           },
         }),
-    startLeading: async () => {
+    startLeading: async (_signal, leadership) => {
       const loop = await startReconcileLoop({
         source: new KubernetesSource({
           kubeConfig: options.kubeConfig,
@@ -103,6 +103,7 @@ export function createOperator(options: OperatorOptions): OperatorRuntime {
         baseUrl: options.baseUrl,
         controller: { metrics, log },
         recordEvent: kubernetesEvents(client, 'hookgate-operator'),
+        leadership,
       });
       leading = true;
       return loop;

@@ -14,6 +14,13 @@
 //   the Lease cannot come back before RenewDeadline, and the work would go on writing
 //   beside the new leader meanwhile. There is no fencing: writes done by the operator
 //   must stay conflict-safe on their own.
+// - A write that only the leader may make and that nothing else makes conflict-safe
+//   (the orphan sweep's deletes) asks first: `confirmLeadership()` reads the Lease from
+//   the API server and rejects with LeadershipLostError unless it is still this
+//   replica's, and a read that shows another holder (or none) ends the leadership at
+//   once, as a renewal round reading it would. This narrows the window a lost leader
+//   has to act in (the time between its last renewal and the next round, or a freeze)
+//   to one read and one write; it is not a fencing token the store itself checks.
 // - `stop()` with releaseOnCancel writes an empty holder with leaseDurationSeconds=1,
 //   so the next candidate takes over after about one second instead of LeaseDuration.
 import { realClock, type Clock } from './clock.ts';
@@ -36,8 +43,34 @@ export interface ResourceLock {
   create(record: LeaderElectionRecord, signal: AbortSignal): Promise<void>;
   /** Replace the record, conditional on the version last read; throws on conflict. */
   update(record: LeaderElectionRecord, signal: AbortSignal): Promise<void>;
+  /**
+   * The current record, like `get`, but without changing the version the next
+   * `update` is conditional on: a check, not a step of acquiring or renewing.
+   */
+  read(signal: AbortSignal): Promise<LeaderElectionRecord | undefined>;
   describe(): string;
 }
+
+/** This replica no longer leads: it must not make a leader's writes. */
+export class LeadershipLostError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LeadershipLostError';
+  }
+}
+
+/** Asked right before a write only the leader may make. */
+export interface Leadership {
+  /**
+   * Resolves when the Lease, read from the API server now, still names this replica;
+   * rejects with LeadershipLostError when it does not (the replica then stops
+   * leading), with another error when it cannot tell (the API server unreachable).
+   */
+  confirm(): Promise<void>;
+}
+
+/** Without leader election (one process): always leading. */
+export const SOLE_LEADER: Leadership = { confirm: () => Promise.resolve() };
 
 interface LeaseObject {
   apiVersion?: string;
@@ -97,13 +130,21 @@ export class LeaseLock implements ResourceLock {
   }
 
   async get(signal: AbortSignal) {
+    const lease = await this.#fetch(signal);
+    if (!lease) return undefined;
+    this.#lease = lease;
+    const record = recordFromLease(lease);
+    return { record, raw: JSON.stringify(record) };
+  }
+
+  async read(signal: AbortSignal): Promise<LeaderElectionRecord | undefined> {
+    const lease = await this.#fetch(signal);
+    return lease && recordFromLease(lease);
+  }
+
+  async #fetch(signal: AbortSignal): Promise<LeaseObject | undefined> {
     try {
-      const lease = await this.#client.request<LeaseObject>('GET', this.#path(this.name), {
-        signal,
-      });
-      this.#lease = lease;
-      const record = recordFromLease(lease);
-      return { record, raw: JSON.stringify(record) };
+      return await this.#client.request<LeaseObject>('GET', this.#path(this.name), { signal });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -190,6 +231,10 @@ export class LeaderElector {
 
   readonly #cancel = new AbortController();
   #running: Promise<void> | undefined;
+  /** While leading: aborted when leadership ends, for any reason. */
+  #leading: AbortController | undefined;
+  /** Aborted when a confirmation read the Lease held by another replica (or by none). */
+  readonly #lost = new AbortController();
 
   constructor(cfg: LeaderElectionConfig) {
     this.#cfg = cfg;
@@ -221,6 +266,49 @@ export class LeaderElector {
   }
 
   /**
+   * Whether this replica still holds the Lease, read from the API server now (see
+   * `Leadership.confirm`). Rejects with LeadershipLostError when it does not lead any
+   * more, or when the read shows another holder (or none): leadership then ends at
+   * once (onStoppedLeading runs), without waiting for the next renewal round. Any
+   * other rejection (the read failed, or took longer than RenewDeadline) means it
+   * cannot tell.
+   */
+  async confirmLeadership(): Promise<void> {
+    const leading = this.#leading;
+    if (!leading || leading.signal.aborted) {
+      throw new LeadershipLostError(`${this.#cfg.identity} does not lead`);
+    }
+    const deadline = new AbortController();
+    const cancel = this.#clock.setTimer(
+      () => deadline.abort(new Error('leadership check timed out')),
+      this.#renewDeadlineMs,
+    );
+    let record: LeaderElectionRecord | undefined;
+    try {
+      record = await this.#cfg.lock.read(AbortSignal.any([leading.signal, deadline.signal]));
+    } catch (err) {
+      if (leading.signal.aborted) {
+        throw new LeadershipLostError(`${this.#cfg.identity} stopped leading`);
+      }
+      throw err;
+    } finally {
+      cancel();
+    }
+    if (leading.signal.aborted) {
+      throw new LeadershipLostError(`${this.#cfg.identity} stopped leading`);
+    }
+    const holder = record?.holderIdentity ?? '';
+    if (holder === this.#cfg.identity) return;
+    // Taken over (or released, or deleted): stop believing the Lease is ours, so no
+    // renewal writes over the new holder's record, and stop leading now.
+    if (record) this.#setObserved(record);
+    this.#lost.abort();
+    throw new LeadershipLostError(
+      holder ? `the Lease is held by ${holder}` : 'the Lease is held by nobody',
+    );
+  }
+
+  /**
    * Campaign until leading, lead until the lease is lost or `stop()` is called.
    * Resolves when that happens; call it once.
    */
@@ -239,6 +327,7 @@ export class LeaderElector {
     const acquired = await this.#acquire();
     if (!acquired) return;
     const leading = new AbortController();
+    this.#leading = leading;
     this.#cfg.onLeaderStatus?.(true);
     this.#log('became leader', { lock: this.#cfg.lock.describe(), identity: this.#cfg.identity });
     void Promise.resolve()
@@ -276,17 +365,18 @@ export class LeaderElector {
   /**
    * Renewal rounds, one every RetryPeriod. A round retries every RetryPeriod until it
    * succeeds; if RenewDeadline passes first (requests still in flight are aborted), or
-   * it reads the Lease validly held by another replica, leadership is lost. Returns
-   * when lost or cancelled.
+   * it reads the Lease validly held by another replica, or `confirmLeadership` read it
+   * held by another, leadership is lost. Returns when lost or cancelled.
    */
   async #renew(): Promise<void> {
-    while (!this.#cancel.signal.aborted) {
+    const ending = AbortSignal.any([this.#cancel.signal, this.#lost.signal]);
+    while (!ending.aborted) {
       const deadline = new AbortController();
       const cancelDeadline = this.#clock.setTimer(
         () => deadline.abort(new Error('renew deadline exceeded')),
         this.#renewDeadlineMs,
       );
-      const round = AbortSignal.any([deadline.signal, this.#cancel.signal]);
+      const round = AbortSignal.any([deadline.signal, ending]);
       let result: Attempt = 'failed';
       try {
         while (!round.aborted) {
@@ -300,6 +390,7 @@ export class LeaderElector {
         cancelDeadline();
       }
       if (this.#cancel.signal.aborted) return;
+      if (this.#lost.signal.aborted) break;
       if (result === 'taken') {
         this.#log('lease held by another replica', {
           lock: this.#cfg.lock.describe(),
@@ -311,7 +402,13 @@ export class LeaderElector {
         this.#log('failed to renew lease', { lock: this.#cfg.lock.describe() });
         return;
       }
-      await this.#sleep(this.#retryPeriodMs, this.#cancel.signal);
+      await this.#sleep(this.#retryPeriodMs, ending);
+    }
+    if (this.#lost.signal.aborted && !this.#cancel.signal.aborted) {
+      this.#log('lease held by another replica (read while confirming leadership)', {
+        lock: this.#cfg.lock.describe(),
+        holder: this.getLeader(),
+      });
     }
   }
 

@@ -5,6 +5,8 @@
 //   controllers) starts when this replica acquires the Lease.
 // - Losing the Lease ends the process at once, without draining: another replica may
 //   already be leading, and there is no fencing. `onLostLeadership` defaults to exit(1).
+//   Until then, the leader work can ask before a write only the leader may make: the
+//   `Leadership` handed to it reads the Lease (leader-election.ts confirmLeadership).
 // - `shutdown()` (SIGTERM) stops taking keys and drains in-flight reconciles within
 //   `drainTimeoutMs`, then releases the Lease (empty holder, 1 s) so the next replica
 //   takes over at once. The default budget keeps the whole sequence inside Kubernetes'
@@ -15,7 +17,9 @@ import type { KubeClient } from './kube-client.ts';
 import {
   LeaderElector,
   LeaseLock,
+  SOLE_LEADER,
   type LeaderElectionConfig,
+  type Leadership,
   type ResourceLock,
 } from './leader-election.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -38,8 +42,13 @@ export interface LeaderElectionSettings {
 }
 
 export interface ManagerOptions {
-  /** Start the leader-only work. Resolves once it runs (after the source synced). */
-  startLeading: (signal: AbortSignal) => Promise<Stoppable>;
+  /**
+   * Start the leader-only work. Resolves once it runs (after the source synced).
+   * `signal` aborts when leadership ends; `leadership` confirms it, read from the
+   * Lease, before a write only the leader may make (always confirmed without leader
+   * election).
+   */
+  startLeading: (signal: AbortSignal, leadership: Leadership) => Promise<Stoppable>;
   /** Omit (or false) to run without leader election (one replica, or dev). */
   leaderElection?: LeaderElectionSettings | false;
   /**
@@ -88,14 +97,14 @@ export class Manager {
     this.#started = true;
     const le = this.#o.leaderElection;
     if (!le) {
-      this.#work = this.#startWork(new AbortController().signal);
+      this.#work = this.#startWork(new AbortController().signal, SOLE_LEADER);
       return;
     }
     const lock =
       'get' in le.lock ? le.lock : new LeaseLock(le.lock.client, le.lock.namespace, le.lock.name);
     const name = this.#o.name ?? ('name' in le.lock ? le.lock.name : 'hookgate');
     this.#identity = le.identity ?? `${hostname()}_${randomUUID()}`;
-    this.#elector = new LeaderElector({
+    const elector: LeaderElector = new LeaderElector({
       lock,
       identity: this.#identity,
       ...(le.leaseDurationMs !== undefined ? { leaseDurationMs: le.leaseDurationMs } : {}),
@@ -105,7 +114,7 @@ export class Manager {
       log: this.#log,
       onLeaderStatus: (leading) => this.#o.metrics?.isLeader.set({ name }, leading ? 1 : 0),
       onStartedLeading: (signal) => {
-        this.#work = this.#startWork(signal);
+        this.#work = this.#startWork(signal, { confirm: () => elector.confirmLeadership() });
       },
       onStoppedLeading: () => {
         if (this.#shuttingDown) return;
@@ -113,7 +122,8 @@ export class Manager {
         (this.#o.onLostLeadership ?? (() => process.exit(1)))();
       },
     });
-    void this.#elector.run();
+    this.#elector = elector;
+    void elector.run();
   }
 
   /**
@@ -143,9 +153,9 @@ export class Manager {
     this.#log('manager stopped');
   }
 
-  async #startWork(signal: AbortSignal): Promise<Stoppable | undefined> {
+  async #startWork(signal: AbortSignal, leadership: Leadership): Promise<Stoppable | undefined> {
     try {
-      return await this.#o.startLeading(signal);
+      return await this.#o.startLeading(signal, leadership);
     } catch (err) {
       this.#log('leader work failed to start', {
         error: err instanceof Error ? err.message : String(err),

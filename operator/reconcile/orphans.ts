@@ -22,11 +22,19 @@
 // - Right before each delete the cache is asked again; after it, an object the cache
 //   holds by then (created meanwhile, of the same name) is reconciled, which writes
 //   its record back.
+// - Only the leader deletes, and a leader can lose the Lease mid-sweep (taken over
+//   after a freeze, or while its renewals failed) some time before it notices and
+//   exits: before each delete the Lease is read again (`leadership.confirm`), and a
+//   sweep that no longer holds it stops there, deleting nothing more. One that cannot
+//   tell (the API server unreachable) fails and is retried. The store has no
+//   conditional delete a fencing token could guard, so a replica that freezes between
+//   the read and the delete can still make that one delete.
 // - A candidate route whose uid its source could not have given (a folder's objects
 //   have derived uids, a cluster's random ones: `mayHaveWritten`) means `hookgate dev`
 //   and a cluster's operator share the store: nothing is deleted, and that is logged.
 // - Each deletion is logged; nothing is said about records whose object exists.
 import { parseWorkflowIdentifier } from '../../api/identity.ts';
+import { LeadershipLostError, type Leadership } from '../controller/leader-election.ts';
 import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
 import { watches, type ObjectRef, type ResourceSource } from '../sources/ports.ts';
 
@@ -39,6 +47,8 @@ export interface OrphanSweepOptions {
   log: (msg: string, fields?: object) => void;
   /** True once the loop is stopping: delete nothing more. */
   stopped: () => boolean;
+  /** Confirmed right before each delete; omitted: one process, no leader election. */
+  leadership?: Leadership;
 }
 
 /** What one sweep deleted: route keys and workflow identifiers. */
@@ -47,6 +57,8 @@ export interface SweepResult {
   workflows: string[];
   /** Set when nothing was deleted because another kind of writer shares the store. */
   refused?: true;
+  /** Set when the sweep stopped because this replica no longer holds the Lease. */
+  leadershipLost?: true;
 }
 
 interface Candidate {
@@ -116,6 +128,23 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
     for (const c of candidates) {
       if (o.stopped()) return result;
       if (existing.has(refKeyOf(c.ref)) || !missing(c.ref)) continue;
+      if (o.leadership) {
+        const lost = await leadershipLost(o.leadership);
+        if (lost) {
+          o.log(
+            'Stopped sweeping orphaned routes and registrations: this replica no longer leads',
+            {
+              reason: lost,
+              deletedRoutes: result.routes.length,
+              deletedWorkflows: result.workflows.length,
+            },
+          );
+          return { ...result, leadershipLost: true };
+        }
+        // The read took a round trip: ask the cache again right before the delete.
+        if (o.stopped()) return result;
+        if (!missing(c.ref)) continue;
+      }
       await store.delete(c.key);
       deleted.push(c.key);
       o.log(`Deleted an orphaned ${what}: no ${kind} ${c.ref.namespace}/${c.ref.name}`, c.detail);
@@ -123,4 +152,15 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
     }
   }
   return result;
+}
+
+/** Why this replica no longer leads, or undefined while it does; throws when it cannot tell. */
+async function leadershipLost(leadership: Leadership): Promise<string | undefined> {
+  try {
+    await leadership.confirm();
+    return undefined;
+  } catch (err) {
+    if (err instanceof LeadershipLostError) return err.message;
+    throw err;
+  }
 }

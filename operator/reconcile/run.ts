@@ -5,6 +5,7 @@
 // Once the workers run, the records of objects gone while no operator was looking are
 // swept (orphans.ts): this runs only where the loop runs, in the leader.
 import { realClock, type CancelTimer } from '../controller/clock.ts';
+import type { Leadership } from '../controller/leader-election.ts';
 import { Controller, type ControllerOptions } from '../controller/controller.ts';
 import type { GatewayStore } from '../../api/records/gateways.ts';
 import type { RouteStore, WorkflowRegistry } from '../../api/records/records.ts';
@@ -25,6 +26,11 @@ export interface ReconcileLoopOptions {
   recordEvent?: ReconcilerOptions['recordEvent'];
   /** The loop's own messages (each orphaned record swept). Default `controller.log`. */
   log?: ControllerOptions['log'];
+  /**
+   * The leader's, from the manager: the orphan sweep confirms it before each delete.
+   * Omitted: one process, no leader election.
+   */
+  leadership?: Leadership;
 }
 
 export interface ReconcileLoop {
@@ -32,8 +38,9 @@ export interface ReconcileLoop {
   controller: Controller;
   /**
    * The sweep of orphaned routes and registrations: what it deleted, once it has run
-   * (retried after a failure, 1 s doubling to 5 min; cut short by `stop`); undefined
-   * when the loop stopped before a sweep got through its reads.
+   * (retried after a failure, 1 s doubling to 5 min; cut short by `stop`, and by the
+   * loss of the Lease: `leadershipLost`); undefined when the loop stopped before a
+   * sweep got through its reads.
    */
   swept: Promise<SweepResult | undefined>;
   stop(drainTimeoutMs?: number): Promise<void>;
@@ -137,6 +144,7 @@ function sweepUntilDone(
           enqueue,
           log,
           stopped: () => stopped,
+          ...(options.leadership ? { leadership: options.leadership } : {}),
         });
         return result;
       } catch (err) {

@@ -6,6 +6,7 @@ import { FakeClock } from '../../operator/controller/clock.ts';
 import { KubeApiError } from '../../operator/controller/kube-client.ts';
 import {
   LeaderElector,
+  LeadershipLostError,
   microTime,
   type LeaderElectionConfig,
   type LeaderElectionRecord,
@@ -55,6 +56,12 @@ class FakeLock implements ResourceLock {
     this.#seenRv = this.store.rv;
     this.store.log.push(`${this.who} read ${this.store.record.holderIdentity}`);
     return { record: { ...this.store.record }, raw: JSON.stringify(this.store.record) };
+  }
+
+  async read(signal: AbortSignal) {
+    await this.#gate(signal);
+    this.store.log.push(`${this.who} checked ${this.store.record?.holderIdentity ?? '(none)'}`);
+    return this.store.record && { ...this.store.record };
   }
 
   async create(record: LeaderElectionRecord, signal: AbortSignal) {
@@ -352,6 +359,64 @@ describe('LeaderElector', () => {
     await flush();
     await stopping;
     expect(store.record?.holderIdentity).toBe('');
+  });
+
+  it('confirmLeadership reads the Lease: ours → resolves; another holder → LeadershipLostError and leadership ends at once, with no renewal over the new holder', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    await advance(clock, 3_000);
+    const writes = store.writes.length;
+    await expect(a.elector.confirmLeadership()).resolves.toBeUndefined();
+    // A read, not a write: the next renewal is still conditional on a's own version.
+    expect(store.writes).toHaveLength(writes);
+    expect(store.log.at(-1)).toBe('a checked a');
+    // Taken over between two renewals (as after a freeze), before a's next round.
+    store.record = {
+      holderIdentity: 'b',
+      leaseDurationSeconds: 15,
+      acquireTime: microTime(1),
+      renewTime: microTime(1),
+      leaderTransitions: 1,
+    };
+    store.rv++;
+    await expect(a.elector.confirmLeadership()).rejects.toThrow(
+      expect.objectContaining({ name: 'LeadershipLostError', message: 'the Lease is held by b' }),
+    );
+    await flush();
+    expect(a.stoppedAt).toEqual([clock.now()]);
+    expect(a.signals[0]?.aborted).toBe(true);
+    expect(a.elector.isLeader()).toBe(false);
+    await a.done;
+    await advance(clock, 10_000);
+    expect(store.writes).toHaveLength(writes);
+    expect(store.record.holderIdentity).toBe('b');
+    // Asked again once it no longer leads: lost, without a read.
+    const reads = store.log.length;
+    await expect(a.elector.confirmLeadership()).rejects.toBeInstanceOf(LeadershipLostError);
+    expect(store.log).toHaveLength(reads);
+  });
+
+  it('confirmLeadership that cannot read the Lease says so (not lost): the leader goes on', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    a.lock.failing = true;
+    const failed = await a.elector.confirmLeadership().catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(KubeApiError);
+    expect(failed).not.toBeInstanceOf(LeadershipLostError);
+    expect(a.stoppedAt).toHaveLength(0);
+    a.lock.failing = false;
+    await expect(a.elector.confirmLeadership()).resolves.toBeUndefined();
+    // A follower never leads: lost at once.
+    const b = candidate(store, clock, 'b');
+    await advance(clock, 3_000);
+    await expect(b.elector.confirmLeadership()).rejects.toBeInstanceOf(LeadershipLostError);
+    expect(a.stoppedAt).toHaveLength(0);
+    await b.elector.stop();
+    await a.elector.stop();
   });
 
   it('stop() before leading does not call onStoppedLeading', async () => {

@@ -15,6 +15,7 @@ import {
   type RequestOptions,
   type Verb,
 } from '../../operator/controller/kube-client.ts';
+import { Manager } from '../../operator/controller/manager.ts';
 import { sweepOrphans } from '../../operator/reconcile/orphans.ts';
 import { startReconcileLoop, type ReconcileLoop } from '../../operator/reconcile/run.ts';
 import { directoryUid } from '../../operator/sources/directory.ts';
@@ -449,5 +450,84 @@ describe('the fresh list decides what is deleted: only a whole list counts', () 
     expect(await sweep()).toEqual({ routes: [], workflows: [] });
     expect(seen).toEqual([undefined, { continue: 'page-2' }]);
     expect(stores.routes.deletes).toEqual([]);
+  });
+});
+
+describe('only the leader sweeps: the Lease is read before each delete', () => {
+  const leasePath = (name: string) =>
+    `/apis/coordination.k8s.io/v1/namespaces/default/leases/${name}`;
+
+  /** Another replica writes itself into the Lease, as a takeover after a freeze does. */
+  async function takeLease(name: string, holder: string): Promise<void> {
+    const lease = await client.request<{ metadata: object; spec: object }>('GET', leasePath(name));
+    await client.request('PUT', leasePath(name), {
+      body: { ...lease, spec: { ...lease.spec, holderIdentity: holder, leaseTransitions: 1 } },
+    });
+  }
+
+  it('the Lease taken by another replica mid-sweep: no delete after that, and the replica stops leading', async () => {
+    const ns = await newNamespace();
+    const stores = newStores();
+    const ghosts = ['ghost-a', 'ghost-b', 'ghost-c'];
+    for (const name of ghosts) await stores.routes.put(`${ns}/${name}`, route(ns, name));
+    const leaseName = `sweep-${ns}`;
+    // Right after the first delete, another replica holds the Lease (this one has not
+    // noticed: its next renewal round is a RetryPeriod away).
+    const deleteRoute = stores.routes.delete.bind(stores.routes);
+    stores.routes.delete = async (key) => {
+      await deleteRoute(key);
+      if (stores.routes.deletes.length === 1) await takeLease(leaseName, 'b');
+    };
+    const logs: { msg: string; fields?: object }[] = [];
+    const lost: number[] = [];
+    const gateways = new MemoryGatewayStore();
+    let loop: ReconcileLoop | undefined;
+    const manager = new Manager({
+      leaderElection: {
+        lock: { client, namespace: 'default', name: leaseName },
+        identity: 'a',
+        leaseDurationMs: 15_000,
+        renewDeadlineMs: 10_000,
+        retryPeriodMs: 2_000,
+      },
+      startLeading: async (_signal, leadership) => {
+        loop = await startReconcileLoop({
+          source: kubernetesSource(ns),
+          ...stores,
+          gateways,
+          baseUrl: 'http://hooks.test',
+          controller: { workers: 2, log: (msg, fields) => logs.push({ msg, fields }) },
+          leadership,
+        });
+        return loop;
+      },
+      onLostLeadership: () => lost.push(Date.now()),
+    });
+    cleanups.push(async () => {
+      await loop?.stop(1000);
+      gateways.close();
+    });
+    const started = Date.now();
+    manager.start();
+    await eventually(() => expect(loop).toBeDefined());
+    const swept = await loop!.swept;
+    expect(swept).toEqual({ routes: [`${ns}/ghost-a`], workflows: [], leadershipLost: true });
+    expect(stores.routes.deletes).toEqual([`${ns}/ghost-a`]);
+    expect(await stores.routes.get(`${ns}/ghost-b`)).toBeDefined();
+    expect(await stores.routes.get(`${ns}/ghost-c`)).toBeDefined();
+    expect(logs.filter((l) => l.msg.startsWith('Stopped sweeping'))).toEqual([
+      {
+        msg: 'Stopped sweeping orphaned routes and registrations: this replica no longer leads',
+        fields: { reason: 'the Lease is held by b', deletedRoutes: 1, deletedWorkflows: 0 },
+      },
+    ]);
+    // The read that saw b ended the leadership then, not at the next renewal round.
+    await eventually(() => expect(lost).toHaveLength(1));
+    expect(lost[0]! - started).toBeLessThan(2_000);
+    const lease = await client.request<{ spec: { holderIdentity: string } }>(
+      'GET',
+      leasePath(leaseName),
+    );
+    expect(lease.spec.holderIdentity).toBe('b');
   });
 });

@@ -177,6 +177,39 @@ describe('orphaned records over a manifest folder', () => {
     expect(logs[0]?.fields).toMatchObject({ foreignRoutes: 1, example: { route: 'shop/orders' } });
   });
 
+  it('a leadership that cannot be confirmed (the API server unreachable) fails the sweep before any delete; confirmed, it deletes', async () => {
+    await dir.write('orders.yaml', workflow('orders'), trigger('t', { pathSegment: 'in' }));
+    await dir.write('billing.yaml', workflow('billing'));
+    await run();
+    await dir.remove('billing.yaml');
+    const source = new DirectorySource({ dir: dir.dir });
+    await source.start(() => {});
+    let reachable = false;
+    const confirmations: boolean[] = [];
+    const sweep = () =>
+      sweepOrphans({
+        source,
+        routes,
+        workflows,
+        enqueue: () => {},
+        log: () => {},
+        stopped: () => false,
+        leadership: {
+          confirm: () => {
+            confirmations.push(reachable);
+            return reachable ? Promise.resolve() : Promise.reject(new Error('ECONNREFUSED'));
+          },
+        },
+      });
+    await expect(sweep()).rejects.toThrow('ECONNREFUSED');
+    expect((await workflows.list()).map((w) => w.name).sort()).toEqual(['billing', 'orders']);
+    reachable = true;
+    expect(await sweep()).toEqual({ routes: [], workflows: ['default_production_billing'] });
+    // Asked once per delete, never for records whose object exists.
+    expect(confirmations).toEqual([false, true]);
+    await source.stop();
+  });
+
   it('a manifest that fails admission or parsing is still there: its records are no orphans', async () => {
     await dir.write('orders.yaml', workflow('orders'), trigger('t', { pathSegment: 'in' }));
     await dir.write('billing.yaml', workflow('billing'));
