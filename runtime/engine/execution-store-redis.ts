@@ -83,6 +83,7 @@ import {
   DEFAULT_EXECUTION_TTL_MS,
   encodeCursor,
   FINISHED_GRACE_MS,
+  type Cursor,
   isFinished,
   listLimit,
   MAX_LIST_LIMIT,
@@ -181,6 +182,12 @@ export interface RedisExecutionStoreOptions {
    * and the whole results of that long are held on top of the budget.
    */
   handoverMs?: number;
+  /**
+   * Index entries a page of a listing looks at, at most (default 20,000): a filter, or the
+   * caller's access, that matches little ends its page there, short, with a `next` that
+   * goes on further back (page).
+   */
+  listScanCap?: number;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -188,7 +195,7 @@ export interface RedisExecutionStoreOptions {
 /** Ids read per round when a filtered list has to look further back. */
 const SCAN_BATCH = 200;
 /** Ids looked at, at most, for one page (bounds a filter that matches little). */
-const SCAN_CAP = 20 * MAX_LIST_LIMIT;
+export const LIST_SCAN_CAP = 20 * MAX_LIST_LIMIT;
 /**
  * How often a process sets the expiry of a shard's index keys again (their lifetime,
  * indexTtlMs, is the TTL and this, and the grace: they outlive every hash they name).
@@ -207,6 +214,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
   readonly #maxBytes: number;
   readonly #maxBodyBytes: number;
   readonly #handoverMs: number;
+  readonly #scanCap: number;
   readonly #now: () => number;
   readonly #evictions = noEvictions();
   /** When this process last set each shard's index key expiries (refreshIndexExpiry). */
@@ -226,6 +234,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     );
     this.#maxBodyBytes = options.maxBodyBytes ?? DEFAULT_STORED_BODY_BYTES;
     this.#handoverMs = options.handoverMs ?? REDIS_HANDOVER_MS;
+    this.#scanCap = Math.max(1, options.listScanCap ?? LIST_SCAN_CAP);
     this.#now = options.now ?? Date.now;
   }
 
@@ -500,42 +509,55 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     return (await this.page(filter)).items;
   }
 
+  /**
+   * One page: the matching executions the caller may read (`triggerReadable`, asked as
+   * they come), newest first, looking at `listScanCap` index entries at most. `next` is
+   * the last item shown when another follows; when the bound cut the page short, a time
+   * alone (resumeBefore), so that it names none of the executions passed over.
+   */
   async page(filter: ExecutionFilter): Promise<ExecutionPage> {
     const limit = listLimit(filter);
     const maxBytes = filter.maxBytes ?? Infinity;
     const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
     const items: Execution[] = [];
     let bytes = 0;
-    /** The last id looked at. */
-    let last: { ms: number; id: string } | undefined;
+    /** The last item shown; the first and last entries looked at past the cursor. */
+    let shown: { ms: number; id: string } | undefined;
+    let first: number | undefined;
+    let last: number | undefined;
     let looked = 0;
     for await (const { id, ms, json, input } of this.#scan(filter, limit)) {
       looked++;
-      // Same time as the cursor: members come in reverse order, after it come smaller ids.
-      if (after && ms === after.ms && id >= after.key) continue;
-      const e = json ? (JSON.parse(json) as Execution) : undefined;
-      if (json && e && this.#matches(e, filter)) {
-        const size = json.length + (input?.length ?? 0);
-        // Full (by count or bytes): the next page continues after the last one shown.
-        if (items.length === limit || (items.length > 0 && bytes + size > maxBytes))
-          return {
-            items,
-            ...(last ? { next: encodeCursor({ ms: last.ms, key: last.id }) } : {}),
-          };
-        items.push(withStoredInput(e, input));
-        bytes += size;
-      }
-      last = { ms, id };
+      if (after && shownBefore(after, ms, id)) continue;
+      first ??= ms;
+      last = ms;
+      const e = json ? await this.#listed(json, filter) : undefined;
+      if (!json || !e) continue;
+      const size = json.length + (input?.length ?? 0);
+      // Full (by count or bytes): the next page continues after the last one shown.
+      if (shown && (items.length === limit || bytes + size > maxBytes))
+        return { items, next: encodeCursor({ ms: shown.ms, key: shown.id }) };
+      items.push(withStoredInput(e, input));
+      bytes += size;
+      shown = { ms, id };
     }
-    // The scan cap cut the search short: the next page looks further back.
-    if (looked >= SCAN_CAP && last)
-      return { items, next: encodeCursor({ ms: last.ms, key: last.id }) };
-    return { items };
+    // The bound cut the search short: the next page looks further back.
+    const next = looked < this.#scanCap ? undefined : pastBound(shown, first, last);
+    return next ? { items, next } : { items };
+  }
+
+  /** The record of an index entry, when the filter and the caller's access list it. */
+  async #listed(json: string, filter: ExecutionFilter): Promise<Execution | undefined> {
+    const e = JSON.parse(json) as Execution;
+    if (!this.#matches(e, filter)) return undefined;
+    const readable = filter.triggerReadable;
+    if (readable && !(await readable(e.triggerKey))) return undefined;
+    return e;
   }
 
   /**
    * Every shard's index merged, newest first (creation time, then id, both descending,
-   * the order one index has), with the records; at most SCAN_CAP ids (a filter that
+   * the order one index has), with the records; at most `listScanCap` ids (a filter that
    * matches little). Each shard is read in batches as the merge gets to them.
    */
   async *#scan(filter: ExecutionFilter, limit: number): AsyncGenerator<Indexed> {
@@ -545,14 +567,16 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     const untilMs = filter.until ? Date.parse(filter.until) : undefined;
     const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
     let max = untilMs !== undefined ? `(${untilMs}` : '+inf';
-    if (after && (untilMs === undefined || after.ms < untilMs)) max = String(after.ms);
+    // A cursor of a time alone: before it.
+    if (after && (untilMs === undefined || after.ms < untilMs))
+      max = after.key === undefined ? `(${after.ms}` : String(after.ms);
     const shards = this.layout.shards;
     // One shard: batches as before. Several: a page's worth from each first (a page
     // takes ~limit ids of all of them together), growing while a filter skips.
     const first = shards.length === 1 ? SCAN_BATCH : Math.min(SCAN_BATCH, Math.max(16, limit + 1));
     const readers = shards.map((shard) => this.#readIndex(shard, max, since, first));
     const heads = await Promise.all(readers.map((r) => r.next()));
-    for (let looked = 0; looked < SCAN_CAP; looked++) {
+    for (let looked = 0; looked < this.#scanCap; looked++) {
       let pick = -1;
       for (let k = 0; k < heads.length; k++) {
         const head = heads[k] as IteratorResult<Indexed>;
@@ -589,7 +613,7 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
      */
     let last: { ms: number; id: string } | undefined;
     let again = 0;
-    for (let read = 0; read < SCAN_CAP; read += size, size = Math.min(SCAN_BATCH, size * 2)) {
+    for (let read = 0; read < this.#scanCap; read += size, size = Math.min(SCAN_BATCH, size * 2)) {
       const want = size + again;
       const raw = await this.#redis.zrevrangebyscore(
         shard.index,
@@ -859,6 +883,48 @@ export class RedisExecutionStore implements ExecutionStore, BoundedStore, HeldRe
     if (!execution.finishedAt) return true;
     return Date.parse(execution.finishedAt) < now - FINISHED_GRACE_MS;
   }
+}
+
+/**
+ * Whether an index entry was on the pages before `after`: newer, or of its time with an
+ * id not below its key (members of one score come in reverse order); a cursor of a time
+ * alone passes all of that millisecond.
+ */
+function shownBefore(after: Cursor, ms: number, id: string): boolean {
+  if (ms !== after.ms) return ms > after.ms;
+  return after.key === undefined || id >= after.key;
+}
+
+/**
+ * The `next` of a page its scan bound cut short: before a time (resumeBefore); else after
+ * the last item shown; none when every entry looked at was of one millisecond and none
+ * was shown (no position past them names none of them).
+ */
+function pastBound(
+  shown: { ms: number; id: string } | undefined,
+  first: number | undefined,
+  last: number | undefined,
+): string | undefined {
+  if (first === undefined || last === undefined) return undefined;
+  const before = resumeBefore(last, shown?.ms ?? first);
+  if (before !== undefined) return encodeCursor({ ms: before });
+  return shown ? encodeCursor({ ms: shown.ms, key: shown.id }) : undefined;
+}
+
+/**
+ * Where a listing goes on when its page's scan bound was reached: before a time later than
+ * `last` (the creation time of the last entry looked at), so that nothing not looked at
+ * is passed over, and not later than `bound` (the last item shown, else the first entry
+ * looked at), so that no item shown comes again and the next page starts further back.
+ * A whole second when one fits (the cursor then tells no execution's time), else the
+ * millisecond after `last`; undefined when neither fits (all in one millisecond).
+ */
+export function resumeBefore(last: number, bound: number): number | undefined {
+  for (const step of [1000, 1]) {
+    const before = (Math.floor(last / step) + 1) * step;
+    if (before <= bound) return before;
+  }
+  return undefined;
 }
 
 /** A tombstone as DISCARD writes it: {"status":"succeeded","at":<ms>}. */

@@ -181,23 +181,29 @@ export const DEFAULT_HANDOVER_MS = 30_000;
 /** Default byte budget of the memory store (128 MiB). */
 export const DEFAULT_MEMORY_STORE_BYTES = 128 * 1024 * 1024;
 
-/** A page position: the creation time and tie-breaker of the last item shown. */
+/**
+ * A page position: the creation time and tie-breaker of the last item shown; or, without
+ * a key, a time alone: the next page lists what was created before it (Redis, a page cut
+ * short by its scan bound: it names none of the executions it passed over).
+ */
 export interface Cursor {
   ms: number;
-  key: string;
+  key?: string;
 }
 
 export function encodeCursor(cursor: Cursor): string {
-  return Buffer.from(`${cursor.ms}.${cursor.key}`).toString('base64url');
+  const text = cursor.key === undefined ? `${cursor.ms}` : `${cursor.ms}.${cursor.key}`;
+  return Buffer.from(text).toString('base64url');
 }
 
 /** Undefined when `text` is not a cursor of ours. */
 export function decodeCursor(text: string): Cursor | undefined {
   if (!/^[A-Za-z0-9_-]{1,700}$/.test(text)) return undefined;
   const raw = Buffer.from(text, 'base64url').toString('utf8');
-  const match = /^(\d{1,16})\.([\x21-\x7e]{1,256})$/.exec(raw);
+  const match = /^(\d{1,16})(?:\.([\x21-\x7e]{1,256}))?$/.exec(raw);
   if (!match) return undefined;
-  return { ms: Number(match[1]), key: match[2] as string };
+  const ms = Number(match[1]);
+  return match[2] === undefined ? { ms } : { ms, key: match[2] };
 }
 
 /** limit from a filter: default 50, 1 to 1000. */
@@ -424,25 +430,29 @@ export class MemoryExecutionStore implements ExecutionStore, BoundedStore, HeldR
     return (await this.page(filter)).items;
   }
 
-  page(filter: ExecutionFilter): Promise<ExecutionPage> {
+  /**
+   * The matching entries the caller may read (`triggerReadable`, asked as they come),
+   * until the page is full; `next` (the last one shown) only when another follows.
+   */
+  async page(filter: ExecutionFilter): Promise<ExecutionPage> {
     const limit = listLimit(filter);
     const maxBytes = filter.maxBytes ?? Infinity;
-    const matches = this.#matching(filter);
+    const readable = filter.triggerReadable;
     const items: Execution[] = [];
     let bytes = 0;
     let last: Entry | undefined;
-    for (const entry of matches) {
-      if (items.length === limit) break;
-      if (items.length > 0 && bytes + entry.recordBytes > maxBytes) break;
+    for (const entry of this.#matching(filter)) {
+      if (readable && !(await readable(entry.execution.triggerKey))) continue;
+      // Dropped, or replaced by a save, while the answer was awaited.
+      if (readable && this.#entries.get(entry.id) !== entry) continue;
+      if (last && (items.length === limit || bytes + entry.recordBytes > maxBytes)) {
+        return { items, next: encodeCursor({ ms: last.createdMs, key: String(last.seq) }) };
+      }
       bytes += entry.recordBytes;
       items.push(structuredClone(entry.execution));
       last = entry;
     }
-    if (!last || matches.length === items.length) return Promise.resolve({ items });
-    return Promise.resolve({
-      items,
-      next: encodeCursor({ ms: last.createdMs, key: String(last.seq) }),
-    });
+    return { items };
   }
 
   /** The live entries the filter (and cursor) select, newest first. */
@@ -888,7 +898,9 @@ function entryFilter(filter: ExecutionFilter): (entry: Entry) => boolean {
   const until = filter.until ? Date.parse(filter.until) : Infinity;
   const after = filter.cursor ? decodeCursor(filter.cursor) : undefined;
   const afterMs = after ? after.ms : Infinity;
-  const afterSeq = after ? Number(after.key) : Infinity;
+  // A time alone: everything created before it. A key not a number (not this store's
+  // cursor) passes over the rest of its millisecond.
+  const afterSeq = after ? Number(after.key ?? 0) : Infinity;
   const { workflowId, triggerKey, status } = filter;
   return (entry) => {
     const e = entry.execution;

@@ -228,6 +228,13 @@ export interface ExecutionFilter {
   cursor?: string;
   /** Stop a page once its items come to about this many bytes (at least one item). */
   maxBytes?: number;
+  /**
+   * Only executions whose trigger (`<namespace>/<name>`) this says yes to: the caller's
+   * access, applied before the page is cut, so that a page is full while more of the
+   * executions it may read exist, and its `next` names none of the others (the admin API
+   * asks once per namespace). Absent: every execution.
+   */
+  triggerReadable?: (triggerKey: string) => boolean | Promise<boolean>;
 }
 
 /** One page of a listing: newest first; `next` is the cursor of the following page. */

@@ -3,13 +3,16 @@
 // with three shards, and a real Redis Cluster of three masters.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
+  decodeCursor,
   DEFAULT_MAX_TOMBSTONES,
+  encodeCursor,
   FINISHED_GRACE_MS,
   MemoryExecutionStore,
   type ExecutionStore,
 } from '../../runtime/engine/execution-store.ts';
 import {
   RedisExecutionStore,
+  resumeBefore,
   type RedisExecutionStoreOptions,
 } from '../../runtime/engine/execution-store-redis.ts';
 import { EXECUTION_FIELDS, ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
@@ -253,6 +256,40 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       } while (cursor);
       expect([...seen].sort()).toEqual(Array.from({ length: 7 }, (_, i) => `same${i}`));
       expect(new Set(seen).size).toBe(7);
+    });
+
+    it("applies the caller's access before a page is cut: full pages, each readable execution once, no cursor naming another's", async () => {
+      // 12 of team-a, each behind 15 of team-b, every one in a millisecond of its own.
+      const readable: string[] = [];
+      const others = new Set<string>();
+      for (let i = 0; i < 12 * 16; i++) {
+        const own = i % 16 === 0;
+        const id = own ? `a${i}` : `b${i}`;
+        const triggerKey = own ? 'team-a/ingest' : 'team-b/ingest';
+        await store.save(execution(id, 200 - i / 10, { triggerKey }));
+        if (own) readable.unshift(id);
+        else others.add(id);
+      }
+      // Asynchronous, as the admin API's SubjectAccessReviews are.
+      const triggerReadable = (key: string) => Promise.resolve(key.startsWith('team-a/'));
+      const pages: Execution[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.page({ limit: 5, triggerReadable, ...(cursor ? { cursor } : {}) });
+        pages.push(page.items);
+        cursor = page.next;
+        if (!cursor) break;
+        // The cursor is the last item shown: its time, and never an id of team-b.
+        const at = decodeCursor(cursor);
+        const last = page.items.at(-1);
+        expect(at?.ms).toBe(Date.parse(last?.createdAt ?? ''));
+        expect(others.has(at?.key ?? '')).toBe(false);
+      } while (pages.length < 20);
+      expect(pages.map((p) => p.length)).toEqual([5, 5, 2]);
+      expect(pages.flat().map((e) => e.id)).toEqual(readable);
+      // The other filters still apply, with it.
+      const failed = await store.page({ triggerReadable, status: 'failed' });
+      expect(failed).toEqual({ items: [] });
     });
 
     it('holds finished executions to its byte budget, dropping the oldest first', async () => {
@@ -1687,6 +1724,47 @@ for (const [name, start, shards] of [
       expect((await store.get('p1'))?.log[0]?.inputSummary).toBe('given');
     });
 
+    it('a page cut short by the scan bound continues before a whole second, naming no execution it passed over', async () => {
+      await backend.flushall();
+      // Looks at 50 ids a page at most: team-a's 3 oldest lie behind 150 of team-b.
+      const store = redisStore({ now, listScanCap: 50 });
+      const readable: string[] = [];
+      const others = new Set<string>();
+      const save = async (id: string, secondsAgo: number, triggerKey: string) => {
+        await store.save(execution(id, secondsAgo / 60, { triggerKey }));
+        if (triggerKey.startsWith('team-a/')) readable.unshift(id);
+        else others.add(id);
+      };
+      for (let i = 0; i < 3; i++) await save(`a-old${i}`, 1000 - i, 'team-a/ingest');
+      for (let i = 0; i < 150; i++) await save(`b${i}`, 900 - i * 0.37, 'team-b/ingest');
+      for (let i = 0; i < 4; i++) await save(`a-new${i}`, 100 - i, 'team-a/ingest');
+      const triggerReadable = (key: string) => key.startsWith('team-a/');
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      let timesAlone = 0;
+      do {
+        const page = await store.page({ limit: 3, triggerReadable, ...(cursor ? { cursor } : {}) });
+        seen.push(...page.items.map((e) => e.id));
+        cursor = page.next;
+        pages++;
+        const at = cursor ? decodeCursor(cursor) : undefined;
+        if (at?.key !== undefined) {
+          // Exact: the last item shown.
+          expect(at.key).toBe(page.items.at(-1)?.id);
+        } else if (at) {
+          // A time alone, a whole second: no execution's id, nor its millisecond.
+          expect(at.ms % 1000).toBe(0);
+          timesAlone++;
+        }
+        expect(others.has(at?.key ?? '')).toBe(false);
+      } while (cursor && pages < 20);
+      expect(cursor).toBeUndefined();
+      expect(seen).toEqual(readable);
+      expect(timesAlone).toBeGreaterThan(0);
+      expect(pages).toBeLessThanOrEqual(8);
+    });
+
     // Only where there are shards to merge (registered, not skipped, elsewhere).
     if (shards > 1)
       it('pages merge the shards by creation time, however the ids fall on them', async () => {
@@ -1714,3 +1792,23 @@ for (const [name, start, shards] of [
       });
   });
 }
+
+describe('resumeBefore: where a page cut short by its scan bound goes on', () => {
+  it('a whole second past the last entry looked at, when no item shown (or first looked at) is before it', () => {
+    expect(resumeBefore(1_000_250, 1_003_000)).toBe(1_001_000);
+    expect(resumeBefore(1_000_250, 1_001_000)).toBe(1_001_000);
+  });
+
+  it('else the millisecond after it; nothing when all it looked at share a millisecond', () => {
+    expect(resumeBefore(1_000_250, 1_000_900)).toBe(1_000_251);
+    expect(resumeBefore(1_000_250, 1_000_250)).toBeUndefined();
+  });
+
+  it('its cursor is a time alone, read back as one; a malformed one is none', () => {
+    const cursor = encodeCursor({ ms: 1_001_000 });
+    expect(decodeCursor(cursor)).toEqual({ ms: 1_001_000 });
+    expect(decodeCursor(encodeCursor({ ms: 5, key: 'abc' }))).toEqual({ ms: 5, key: 'abc' });
+    for (const raw of ['1001000.', '.abc', '12a', ''])
+      expect(decodeCursor(Buffer.from(raw).toString('base64url') || '!')).toBeUndefined();
+  });
+});
