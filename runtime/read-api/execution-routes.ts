@@ -143,7 +143,11 @@ export function executionRoutes(
       maxBytes: options.pageBytes ?? DEFAULT_PAGE_BYTES,
       ...(triggerReadable ? { triggerReadable } : {}),
     });
-    const items = page.items.map(adminView);
+    // Asked again (each namespace's answer is kept): an engine that ignored the field
+    // would list every namespace, so the route does not rely on it for that.
+    const items: Execution[] = [];
+    for (const e of page.items)
+      if (!triggerReadable || (await triggerReadable(e.triggerKey))) items.push(adminView(e));
     if (!page.next) return { items };
     const params = new URLSearchParams();
     for (const [name, value] of Object.entries(query)) {
