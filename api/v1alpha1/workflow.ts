@@ -163,7 +163,7 @@ export const WorkflowNode = withRules(
           minimum: 100,
           maximum: 599,
           description:
-            'respond: status code sent to the caller (default 200). fail: status reported (default 500).',
+            'respond: status code sent to the caller, 200 to 599 (default 200). fail: status reported (default 500).',
         }),
       ),
       headers: Type.Optional(
@@ -210,6 +210,14 @@ export const WorkflowNode = withRules(
       message: 'a switch node needs cases',
       fieldPath: '.cases',
       reason: 'FieldValueRequired',
+    },
+    {
+      // 1xx is an interim answer, never the one a caller waits for (a 101 would tell a
+      // proxy in front of the gateway to turn the connection into a tunnel).
+      rule: "self.type != 'respond' || !has(self.statusCode) || self.statusCode >= 200",
+      message: 'a respond node answers with a final status: 200 to 599',
+      fieldPath: '.statusCode',
+      reason: 'FieldValueInvalid',
     },
   ],
 );

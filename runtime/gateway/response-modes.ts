@@ -400,7 +400,19 @@ async function waitForResponseNode(deps: ModeDeps, m: ModeRequest): Promise<Fast
   if (event.type !== 'respond') return m.reply;
   const configured = m.route.spec.response.statusCode;
   const status = configured === 204 ? 204 : event.response.statusCode;
+  if (!isFinalStatus(status)) {
+    // A 1xx is an interim answer: the caller would wait on for a final one that never
+    // comes, and a 101 tells a proxy in front (an Ingress) that the connection is now a
+    // tunnel to the gateway, past the proxy's own rules.
+    const message = `The respond node set status ${String(status)}, which is not a final HTTP status (200 to 599)`;
+    return replyProblem(m.request, m.reply, failureProblem(started, { message }));
+  }
   return sendBody(m, status, event.response.body, event.response.headers);
+}
+
+/** A status that can end an HTTP exchange: 200 to 599 (never 1xx). */
+function isFinalStatus(status: unknown): status is number {
+  return Number.isInteger(status) && (status as number) >= 200 && (status as number) <= 599;
 }
 
 /** Send a workflow-produced body rendered in the configured content type. 204 sends nothing. */

@@ -530,6 +530,11 @@ describe('Workflow', () => {
     ['delay without duration', { nodes: [{ id: 'a', type: 'delay' }] }, 'spec.nodes[0].duration'],
     ['if without condition', { nodes: [{ id: 'a', type: 'if' }] }, 'spec.nodes[0].condition'],
     ['switch without cases', { nodes: [{ id: 'a', type: 'switch' }] }, 'spec.nodes[0].cases'],
+    [
+      'respond with an interim (1xx) status',
+      { nodes: [{ id: 'a', type: 'respond', statusCode: 101 }] },
+      'spec.nodes[0].statusCode',
+    ],
     ['publish not boolean', { publish: 'no' }, 'spec.publish'],
     [
       'executionRecords.succeeded not Keep or Discard',
