@@ -25,8 +25,14 @@ export const DEFAULT_STATUS_CODE: Record<ResponseMode, number> = {
 };
 
 /**
- * Response headers a trigger may not set: framing and hop-by-hop headers (they would
- * corrupt the HTTP exchange), cookies, and CORS headers (owned by `spec.cors`).
+ * Response headers a trigger (`response.headers.custom`) or a respond node may not set:
+ * framing and hop-by-hop headers (they would corrupt the HTTP exchange), the content
+ * type (`response.contentType`), and what a browser keeps for the whole origin, which
+ * every trigger on the gateway shares: cookies, HSTS, alternative services, a Network
+ * Error Logging or Reporting policy (it would report other endpoints' requests, their
+ * URLs and execution-link tokens, to the trigger's collector), Clear-Site-Data, and a
+ * service worker scope wider than the worker script's own path. CORS headers
+ * (`access-control-*`, owned by `spec.cors`) are refused by prefix.
  */
 export const FORBIDDEN_RESPONSE_HEADERS = [
   'content-length',
@@ -41,7 +47,35 @@ export const FORBIDDEN_RESPONSE_HEADERS = [
   'host',
   'content-type',
   'strict-transport-security',
+  'alt-svc',
+  'nel',
+  'report-to',
+  'reporting-endpoints',
+  'clear-site-data',
+  'service-worker-allowed',
 ] as const;
+
+/**
+ * A header value HTTP can carry (RFC 9110 field-value: visible ASCII, space, tab and
+ * obs-text, U+0080 to U+00FF); Node refuses anything else when the answer is written.
+ */
+export const HEADER_VALUE_PATTERN = '^[\\t\\x20-\\x7e\\x80-\\xff]*$';
+
+const FORBIDDEN_NAMES = new Set<string>(FORBIDDEN_RESPONSE_HEADERS);
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const FIELD_VALUE = new RegExp(HEADER_VALUE_PATTERN);
+
+/**
+ * Whether a trigger or a respond node may set this response header: an HTTP token for
+ * a name that is not forbidden, a value HTTP can carry. Admission checks the trigger's
+ * headers; the gateway checks both again before setting them (a record admitted by an
+ * older CRD, a respond node's headers, which admission does not check by name).
+ */
+export function settableResponseHeader(name: string, value: unknown): value is string {
+  if (typeof value !== 'string' || !TOKEN.test(name) || !FIELD_VALUE.test(value)) return false;
+  const lower = name.toLowerCase();
+  return !FORBIDDEN_NAMES.has(lower) && !lower.startsWith('access-control-');
+}
 
 export const CustomHeader = withRules(
   Type.Object(
@@ -49,8 +83,9 @@ export const CustomHeader = withRules(
       name: HeaderName({ description: 'Header name (an HTTP token).' }),
       value: Type.String({
         maxLength: MAX_LENGTH.headerValue,
-        pattern: '^[^\\r\\n\\x00]*$',
-        description: 'Header value (no CR, LF or NUL).',
+        pattern: HEADER_VALUE_PATTERN,
+        description:
+          'Header value: visible ASCII, spaces, tabs and U+0080 to U+00FF (no CR, LF or other control characters).',
       }),
     },
     { additionalProperties: false, description: 'A custom response header.' },
@@ -59,7 +94,7 @@ export const CustomHeader = withRules(
     {
       rule: `!(self.name.lowerAscii() in [${FORBIDDEN_RESPONSE_HEADERS.map((h) => `'${h}'`).join(', ')}]) && !self.name.lowerAscii().startsWith('access-control-')`,
       message:
-        'framing, hop-by-hop, cookie, content-type and CORS headers cannot be set here (use response.contentType and cors)',
+        'framing, hop-by-hop, cookie, content-type, CORS and origin-wide headers (HSTS, Alt-Svc, NEL, Report-To, Reporting-Endpoints, Clear-Site-Data, Service-Worker-Allowed) cannot be set here (use response.contentType and cors)',
       fieldPath: '.name',
       reason: 'FieldValueForbidden',
     },

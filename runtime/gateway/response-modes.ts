@@ -27,6 +27,7 @@ import { callbackSigning, triggerRef } from '../engine/trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { parseDuration } from '../../api/v1alpha1/common.ts';
 import { renderBody } from './response-body.ts';
+import { setAuthorHeader } from './response-headers.ts';
 import { openSse } from './sse.ts';
 import {
   executionGoneProblem,
@@ -423,12 +424,7 @@ function sendBody(
   headers: Record<string, string>,
 ): FastifyReply {
   m.reply.code(status);
-  for (const [name, value] of Object.entries(headers)) {
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(value)) continue;
-    if (/^(content-length|transfer-encoding|connection|set-cookie|access-control-.*)$/i.test(name))
-      continue;
-    m.reply.header(name, value);
-  }
+  for (const [name, value] of Object.entries(headers)) setAuthorHeader(m.reply, name, value);
   if (status === 204 || status === 304) return m.reply.send();
   const contentType = m.route.spec.response.contentType;
   return m.reply.type(contentType).send(renderBody(contentType, body));

@@ -1,5 +1,6 @@
-// What a respond node (Wait for Response Node) may put on the answer: never a status
-// that is not final (a 1xx).
+// What a respond node (Wait for Response Node) and a trigger's custom headers may put on
+// the answer: never a status that is not final (a 1xx), never a hop-by-hop, framing or
+// origin-wide header, never a value HTTP cannot carry (that one failed the whole answer).
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
@@ -7,7 +8,7 @@ import { trigger, workflow } from '../support/manifests.ts';
 
 let rt: TestRuntime;
 let port: number;
-const NAMES = ['upgrade', 'early'];
+const NAMES = ['upgrade', 'early', 'hop', 'euro', 'custom'];
 
 function respondWorkflow(name: string, node: Record<string, unknown>) {
   return workflow(name, {
@@ -24,6 +25,24 @@ beforeAll(async () => {
     [
       respondWorkflow('upgrade', { statusCode: 200, headers: { Upgrade: 'websocket' } }),
       respondWorkflow('early', { statusCode: 200 }),
+      respondWorkflow('hop', {
+        headers: {
+          'Keep-Alive': 'timeout=1',
+          Upgrade: 'h2c',
+          Trailer: 'x-checksum',
+          'Strict-Transport-Security': 'max-age=63072000; includeSubDomains',
+          NEL: '{"report_to":"x","max_age":86400,"success_fraction":1}',
+          'Report-To':
+            '{"group":"x","max_age":86400,"endpoints":[{"url":"https://collector.example"}]}',
+          'Service-Worker-Allowed': '/',
+          'Access-Control-Allow-Origin': '*',
+          'X-Kept': 'yes',
+        },
+      }),
+      respondWorkflow('euro', {
+        headers: { 'X-Price': '5 €', 'X-Bell': 'a\u0007b', 'X-Kept': 'yes' },
+      }),
+      respondWorkflow('custom', {}),
       ...NAMES.map((name) =>
         trigger(name, {
           workflowRef: { name },
@@ -39,6 +58,13 @@ beforeAll(async () => {
   // still served as registered.
   await registeredStatus('upgrade', 101);
   await registeredStatus('early', 103);
+  // The CRD refused CR and LF only in custom header values until 2026-11-28: a route
+  // admitted then may hold a value Node cannot send, or an origin-wide header.
+  await registeredCustomHeaders('custom', [
+    { name: 'X-Price', value: '5 €' },
+    { name: 'NEL', value: '{"report_to":"x","max_age":86400}' },
+    { name: 'X-Api-Version', value: '7' },
+  ]);
 });
 afterAll(async () => {
   await rt.stop();
@@ -52,6 +78,25 @@ async function registeredStatus(name: string, statusCode: number): Promise<void>
   await rt.workflows.put(id, { ...registration, spec: { ...registration.spec, nodes } });
   await rt.table.refresh();
 }
+
+async function registeredCustomHeaders(
+  name: string,
+  custom: { name: string; value: string }[],
+): Promise<void> {
+  const key = `default/${name}`;
+  const route = await rt.routes.get(key);
+  if (!route) throw new Error(`${key} has no route`);
+  const response = { ...route.spec.response, headers: { ...route.spec.response.headers, custom } };
+  await rt.routes.put(key, { ...route, spec: { ...route.spec, response } });
+  await rt.table.refresh();
+}
+
+const post = (name: string, headers: Record<string, string> = {}) =>
+  fetch(`http://127.0.0.1:${port}${url(name)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: '{}',
+  });
 
 /**
  * One request on a raw connection (`Connection: close` among `extra`), what came back
@@ -89,5 +134,43 @@ describe('respond node answers', () => {
     expect(text).toContain('not a final HTTP status');
     const early = await raw(url('early'), 'Connection: close\r\n');
     expect(early).toMatch(/^HTTP\/1\.1 500 /);
+  });
+
+  it('hop-by-hop, framing, CORS and origin-wide headers of a respond node are left out', async () => {
+    const res = await post('hop');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
+    expect(res.headers.get('x-kept')).toBe('yes');
+    for (const name of [
+      'upgrade',
+      'trailer',
+      'strict-transport-security',
+      'nel',
+      'report-to',
+      'service-worker-allowed',
+      'access-control-allow-origin',
+    ])
+      expect(res.headers.get(name), name).toBeNull();
+    expect(res.headers.get('keep-alive')).not.toBe('timeout=1');
+  });
+
+  it('a respond header value HTTP cannot carry is left out; the answer is sent', async () => {
+    const res = await post('euro');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
+    expect(res.headers.get('x-kept')).toBe('yes');
+    expect(res.headers.get('x-price')).toBeNull();
+    expect(res.headers.get('x-bell')).toBeNull();
+  });
+
+  it("a trigger's custom header that cannot be sent is left out, on answers and refusals alike", async () => {
+    const res = await post('custom');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-api-version')).toBe('7');
+    expect(res.headers.get('x-price')).toBeNull();
+    expect(res.headers.get('nel')).toBeNull();
+    const refused = await post('custom', { origin: 'https://elsewhere.example' });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   });
 });

@@ -173,7 +173,10 @@ describe('WebhookTrigger: accepted values and defaults', () => {
             correlationId: false,
             requestId: true,
             timestamp: true,
-            custom: [{ name: 'X-Version', value: 'v2' }],
+            custom: [
+              { name: 'X-Version', value: 'v2' },
+              { name: 'X-Note', value: 'caf\u00e9\t"quoted"; a=1' },
+            ],
           },
         },
       },
@@ -449,6 +452,23 @@ describe('WebhookTrigger: bad values are rejected with a field path', () => {
       'should match',
     ],
     [
+      'header value Node cannot send (a character past U+00FF)',
+      { response: { mode: 'immediateAck', headers: { custom: [{ name: 'X-A', value: '5 €' }] } } },
+      'spec.response.headers.custom[0].value',
+      'should match',
+    ],
+    [
+      'header value with a control character',
+      {
+        response: {
+          mode: 'immediateAck',
+          headers: { custom: [{ name: 'X-A', value: 'a\u0007' }] },
+        },
+      },
+      'spec.response.headers.custom[0].value',
+      'should match',
+    ],
+    [
       'header name with a space',
       { response: { mode: 'immediateAck', headers: { custom: [{ name: 'X A', value: 'a' }] } } },
       'spec.response.headers.custom[0].name',
@@ -461,6 +481,12 @@ describe('WebhookTrigger: bad values are rejected with a field path', () => {
       'Set-Cookie',
       'Access-Control-Allow-Origin',
       'content-type',
+      'NEL',
+      'Report-To',
+      'Reporting-Endpoints',
+      'Service-Worker-Allowed',
+      'Clear-Site-Data',
+      'Alt-Svc',
     ].map(
       (name) =>
         [
