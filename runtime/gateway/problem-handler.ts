@@ -9,6 +9,7 @@ import {
   type ErrorCode,
 } from '../errors.ts';
 import { installClientErrors, isClientGone } from './client-errors.ts';
+import { setHeaders } from './response-headers.ts';
 import { pathOf } from './route-table.ts';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -84,7 +85,7 @@ export function sendProblem(
   error: unknown,
 ): FastifyReply {
   const problem = toProblem(error);
-  for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
+  setHeaders(reply, problem.headers);
   const doc = problem.toDocument(pathOf(request.url));
   reply.code(problem.status).type(PROBLEM_CONTENT_TYPE);
   return request.method === 'HEAD' ? reply.send() : reply.send(doc);

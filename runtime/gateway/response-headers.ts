@@ -23,8 +23,36 @@ export function applyResponseHeaders(
 
 /**
  * Sets a header a trigger or a respond node asked for, when the rule allows it; one it
- * does not is left out (the rest of the answer is sent).
+ * does not is left out (the rest of the answer is sent). A Vary is added to the one
+ * the answer has (CORS's `Vary: Origin`), not put in its place.
  */
 export function setAuthorHeader(reply: FastifyReply, name: string, value: unknown): void {
-  if (settableResponseHeader(name, value)) reply.header(name, value);
+  if (!settableResponseHeader(name, value)) return;
+  if (name.toLowerCase() === 'vary') addVary(reply, value);
+  else reply.header(name, value);
+}
+
+/**
+ * Sets the gateway's own headers (CORS, a preflight's, a problem's), a Vary added to
+ * the one the answer has: a cache must not lose `Origin` for a trigger's `Accept`, nor
+ * the other way round.
+ */
+export function setHeaders(reply: FastifyReply, headers: Record<string, string>): void {
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.toLowerCase() === 'vary') addVary(reply, value);
+    else reply.header(name, value);
+  }
+}
+
+/** Adds the fields of `value` to the answer's Vary (each once, any case; `*` wins). */
+export function addVary(reply: FastifyReply, value: string): void {
+  const fields = new Map<string, string>();
+  const current = reply.getHeader('vary');
+  const texts = Array.isArray(current) ? current.map(String) : current ? [String(current)] : [];
+  for (const field of [...texts, value].flatMap((text) => text.split(','))) {
+    const name = field.trim();
+    if (name !== '' && !fields.has(name.toLowerCase())) fields.set(name.toLowerCase(), name);
+  }
+  if (fields.size === 0) return;
+  reply.header('vary', fields.has('*') ? '*' : [...fields.values()].join(', '));
 }

@@ -51,7 +51,7 @@ import {
 import { redactHeaders, type LiveEventHub } from './live-events.ts';
 import { UNMATCHED_ROUTE, type RequestObservation, type RequestObserver } from './observations.ts';
 import { toProblem } from './problem-handler.ts';
-import { applyResponseHeaders } from './response-headers.ts';
+import { applyResponseHeaders, setHeaders } from './response-headers.ts';
 import { respond, type ModeDeps } from './response-modes.ts';
 import { redactCallbackUrl } from './callback-url.ts';
 import { MAX_PARAM_LENGTH, pathOf, type RouteTable } from './route-table.ts';
@@ -225,7 +225,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
       // or a 403 https-required included); a refused origin is answered after the method.
       let refusedOrigin: Error | undefined;
       try {
-        reply.headers(guards.cors(route, request));
+        setHeaders(reply, guards.cors(route, request));
       } catch (error) {
         refusedOrigin = error as Error;
       }
@@ -526,8 +526,8 @@ function answerOptionsOrRefuseMethod(
     request.headers.origin &&
     request.headers['access-control-request-method']
   ) {
-    const preflightHeaders = guards.preflight(route, request);
-    void reply.code(204).headers(preflightHeaders).header('allow', allowHeader(route)).send();
+    setHeaders(reply, guards.preflight(route, request));
+    void reply.code(204).header('allow', allowHeader(route)).send();
     return true;
   }
   if (route.spec.methods.includes(method)) return false;

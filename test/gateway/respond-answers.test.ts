@@ -8,7 +8,7 @@ import { trigger, workflow } from '../support/manifests.ts';
 
 let rt: TestRuntime;
 let port: number;
-const NAMES = ['upgrade', 'early', 'hop', 'euro', 'custom'];
+const NAMES = ['upgrade', 'early', 'hop', 'euro', 'custom', 'vary', 'custom-vary'];
 
 function respondWorkflow(name: string, node: Record<string, unknown>) {
   return workflow(name, {
@@ -43,11 +43,18 @@ beforeAll(async () => {
         headers: { 'X-Price': '5 €', 'X-Bell': 'a\u0007b', 'X-Kept': 'yes' },
       }),
       respondWorkflow('custom', {}),
+      respondWorkflow('vary', { headers: { Vary: 'Accept-Language' } }),
+      respondWorkflow('custom-vary', {}),
       ...NAMES.map((name) =>
         trigger(name, {
           workflowRef: { name },
           pathSegment: 'default',
-          response: { mode: 'waitForResponseNode' },
+          response: {
+            mode: 'waitForResponseNode',
+            ...(name === 'custom-vary'
+              ? { headers: { custom: [{ name: 'Vary', value: 'Accept' }] } }
+              : {}),
+          },
           cors: { enabled: true, allowedOrigins: ['https://app.example'] },
         }),
       ),
@@ -172,5 +179,30 @@ describe('respond node answers', () => {
     const refused = await post('custom', { origin: 'https://elsewhere.example' });
     expect(refused.status).toBe(403);
     expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  });
+
+  it("a Vary of a respond node or a trigger is added to the gateway's, not put in its place", async () => {
+    const fields = (res: Response) =>
+      (res.headers.get('vary') ?? '').split(',').map((field) => field.trim().toLowerCase());
+    const origin = { origin: 'https://app.example' };
+    const respond = await post('vary', origin);
+    expect(respond.status).toBe(200);
+    expect(respond.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect(fields(respond)).toEqual(expect.arrayContaining(['origin', 'accept-language']));
+    const custom = await post('custom-vary', origin);
+    expect(fields(custom)).toEqual(expect.arrayContaining(['origin', 'accept']));
+    const refused = await post('custom-vary', { origin: 'https://elsewhere.example' });
+    expect(refused.status).toBe(403);
+    expect(fields(refused)).toEqual(expect.arrayContaining(['origin', 'accept']));
+    const preflight = await fetch(`http://127.0.0.1:${port}${url('custom-vary')}`, {
+      method: 'OPTIONS',
+      headers: { ...origin, 'access-control-request-method': 'POST' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(fields(preflight)).toEqual(
+      expect.arrayContaining(['origin', 'access-control-request-method', 'accept']),
+    );
+    // Each field once.
+    expect(new Set(fields(preflight)).size).toBe(fields(preflight).length);
   });
 });
