@@ -364,7 +364,10 @@ export class CallbackSender {
         body,
         timeoutMs: this.#timeoutMs,
         protocols: ['https:'],
+        // The status decides: a 2xx with a large body, or one still coming when the
+        // attempt's time is up, was delivered (it was retried as a failure).
         maxResponseBytes: 64 * 1024,
+        ignoreBody: true,
         ...(signal ? { signal } : {}),
       });
       const status = response.status;

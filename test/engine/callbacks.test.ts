@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -240,6 +242,31 @@ describe('callback delivery', () => {
     const result = await sender().deliver(`${receiver.url}/cb`, execution());
     expect(result).toMatchObject({ delivered: false, attempts: 1, status: 307 });
     expect(receiver.received).toHaveLength(1);
+  });
+
+  it('a 2xx is delivered whatever its body: a large one, or one still coming, is not waited for', async () => {
+    script = () => ({ status: 200, body: 'x'.repeat(256 * 1024) });
+    const large = await sender().deliver(`${receiver.url}/cb`, execution());
+    expect(large).toEqual({ delivered: true, webhookId: 'msg_exec-1', attempts: 1, status: 200 });
+    expect(receiver.received).toHaveLength(1);
+    // Headers at once, then a body that never ends.
+    const dripping = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-length': '1000' });
+        res.write('x');
+      });
+    });
+    await new Promise<void>((resolve) => dripping.listen(0, '127.0.0.1', resolve));
+    const { port } = dripping.address() as AddressInfo;
+    try {
+      const s = sender({ guard: { allow: [`127.0.0.1:${port}`] }, timeoutMs: 300 });
+      const slow = await s.deliver(`http://127.0.0.1:${port}/cb`, execution());
+      expect(slow).toEqual({ delivered: true, webhookId: 'msg_exec-1', attempts: 1, status: 200 });
+    } finally {
+      dripping.closeAllConnections();
+      await new Promise((resolve) => dripping.close(resolve));
+    }
   });
 
   it('refuses a destination that is not allow-listed without sending anything', async () => {

@@ -15,6 +15,13 @@ export interface OutboundRequest {
   signal?: AbortSignal;
   /** Response bodies longer than this fail the request. Default 5 MiB. */
   maxResponseBytes?: number;
+  /**
+   * The caller needs the status and headers only (callbacks): the answer resolves once
+   * they arrive, with an empty body; what the server sends as a body is read past (up
+   * to maxResponseBytes, so that the connection can be used again) or dropped, in the
+   * background, never holding the answer or failing it.
+   */
+  ignoreBody?: boolean;
 }
 
 export interface OutboundResponse {
@@ -50,6 +57,10 @@ export async function sendOutbound(
       headersTimeout: req.timeoutMs,
       bodyTimeout: req.timeoutMs,
     });
+    if (req.ignoreBody) {
+      response.body.dump({ limit: max }).catch(() => {});
+      return { status: response.statusCode, headers: headersOf(response.headers), body: EMPTY };
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of response.body) {
@@ -61,11 +72,11 @@ export async function sendOutbound(
       }
       chunks.push(buffer);
     }
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(response.headers)) {
-      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-    }
-    return { status: response.statusCode, headers, body: Buffer.concat(chunks) };
+    return {
+      status: response.statusCode,
+      headers: headersOf(response.headers),
+      body: Buffer.concat(chunks),
+    };
   } catch (error) {
     const refusal = findRefusal(error);
     if (refusal) throw refusal;
@@ -75,6 +86,16 @@ export async function sendOutbound(
     }
     throw error;
   }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function headersOf(raw: Record<string, string | string[] | undefined>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
 }
 
 const UNDICI_TIMEOUTS = new Set([
