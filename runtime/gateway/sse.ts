@@ -1,6 +1,6 @@
 // Server-Sent Events responses: one implementation for every stream the runtime
 // serves (SSE response mode, execution channels, the live event stream).
-// - proxy-safe headers (no caching, no buffering), a `retry` hint, heartbeats;
+// - proxy-safe headers (never stored, no buffering), a `retry` hint, heartbeats;
 // - past the buffer budget the stream ends; a client that has not taken what was
 //   written within the drain deadline (it stopped reading) has its connection reset;
 // - the stream ends when the client leaves (the response's `close`, which fires on
@@ -55,7 +55,9 @@ export function sseBuffers(apps: FastifyInstance[]): BoundedStore {
 
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache, no-transform',
+  // no-store: a stream carries outputs and request headers, and an execution link's
+  // URL its token; no-cache for intermediaries that look for it on event streams.
+  'cache-control': 'no-store, no-cache, no-transform',
   'x-accel-buffering': 'no',
 } as const;
 

@@ -136,6 +136,16 @@ describe('public execution links', () => {
     expect(Object.keys(view)).not.toContain('accessDigest');
   });
 
+  it('the events channel is not stored by caches either (its URL holds the token, its frames the output)', async () => {
+    const body = await accept('subscribe', 8);
+    const res = await fetch(`${base}${body.links.events}`, { signal: AbortSignal.timeout(5_000) });
+    expect(res.status).toBe(200);
+    const directives = (res.headers.get('cache-control') ?? '').split(',').map((d) => d.trim());
+    expect(directives).toContain('no-store');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    expect((await collect(res)).at(-1)?.event).toBe('completed');
+  });
+
   it('the token also comes as Authorization: Bearer', async () => {
     const body = await accept();
     const token = tokenOf(body.links.self);
