@@ -26,11 +26,12 @@
 // execution: some 50 times slower (use N = 2000), but the same to a percent or two from
 // run to run, where time swings ±15 % on a shared machine. The way to tell a change
 // of a few µs from noise.
+import { callgrindCommand, instructionsSinceLast, requireValgrind } from './callgrind.ts';
 import { cpuNs } from './cpu.ts';
 import { deploy, triggerOutput } from './queued-executions.ts';
 import { freePort, output } from './support.ts';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -47,8 +48,7 @@ const n = Number(process.env.BENCH_SCRIPTS_N ?? 20_000);
 const padBytes = Number(process.env.BENCH_SCRIPTS_BODY_BYTES ?? 0);
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
 const counting = process.env.BENCH_SCRIPTS_INSTRUCTIONS === '1';
-if (counting && spawnSync('valgrind', ['--version']).status !== 0)
-  throw new Error('BENCH_SCRIPTS_INSTRUCTIONS=1 needs valgrind (apt-get install valgrind)');
+if (counting) requireValgrind('BENCH_SCRIPTS_INSTRUCTIONS=1');
 const PHASES = ['enqueue', 'take', 'finish', 'discard'] as const;
 type Phase = (typeof PHASES)[number];
 /**
@@ -57,23 +57,6 @@ type Phase = (typeof PHASES)[number];
  * instructions (0 when not counted).
  */
 type Cost = Record<Phase, { scripts: number; cpu: number; client: number; kInstructions: number }>;
-
-/**
- * Instructions redis-server (under callgrind, pid `pid`, dumping into `dir`) executed
- * since the last call: dumps its counters, reads the dump's summary, zeroes them.
- */
-function instructionsSinceLast(pid: number, dir: string): number {
-  for (const command of ['--dump', '--zero']) {
-    const run = spawnSync('callgrind_control', [command, String(pid)], { encoding: 'utf8' });
-    if (run.status !== 0) throw new Error(`callgrind_control ${command}: ${run.stderr}`);
-  }
-  // cg.<pid> is the final dump (at exit); cg.<pid>.<k> the k-th one asked for.
-  const dumps = readdirSync(dir).filter((f) => /^cg\.\d+\.\d+$/.test(f));
-  const last = dumps.sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop())).pop();
-  const summary = last && /^summary: (\d+)/m.exec(readFileSync(join(dir, last), 'utf8'));
-  if (!summary) throw new Error(`no callgrind summary in ${dir}`);
-  return Number(summary[1]);
-}
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -106,9 +89,7 @@ async function round(): Promise<Cost> {
   const port = await freePort();
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
   const dumps = counting ? mkdtempSync(join(tmpdir(), 'hookgate-callgrind-')) : '';
-  const command = counting
-    ? ['valgrind', '--tool=callgrind', `--callgrind-out-file=${dumps}/cg.%p`, 'redis-server']
-    : ['redis-server'];
+  const command = counting ? callgrindCommand(dumps) : ['redis-server'];
   // valgrind runs redis-server in its own process: the pid is redis-server's.
   const server = spawn(
     hasTaskset ? 'taskset' : (command[0] as string),
