@@ -484,6 +484,28 @@ describe('a provider failure starts a cooldown (no call per request while it is 
     }
   });
 
+  it('a clock stepped back does not lengthen it: over once its end is further than 5 s away', async () => {
+    const v = verifier();
+    const route = introspectionRoute();
+    mode = 'error';
+    const before = calls();
+    await unavailable(v, route, 'tok-step-1');
+    expect(calls() - before).toBe(1);
+    // The wall clock steps back an hour (NTP, a resumed VM): the cooldown's end is an
+    // hour and 5 s away. The provider is back; the next token is asked about.
+    mode = 'ok';
+    active('tok-step-2');
+    clock = T0 - 3_600_000;
+    expect(await call(v, route, 'tok-step-2')).toEqual({ consumer: 'user-7' });
+    expect(calls() - before).toBe(2);
+    // A cooldown started after the step lasts its 5 s on the new clock.
+    mode = 'error';
+    await unavailable(v, route, 'tok-step-3');
+    clock += 4_000;
+    await unavailable(v, route, 'tok-step-4');
+    expect(calls() - before).toBe(3);
+  });
+
   it('per route record, and configurable (0: off)', async () => {
     mode = 'error';
     const v = verifier();

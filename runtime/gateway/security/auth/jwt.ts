@@ -113,6 +113,18 @@ export function authUnavailable(detail: string): HttpProblem {
   return new HttpProblem('HG_ERR_AUTH_UNAVAILABLE', detail, { headers: { 'Retry-After': '5' } });
 }
 
+/**
+ * Whether a provider failure's cooldown of `lengthMs`, ending at `until`, is still on at
+ * `now`. Over when its end is further away than its own length: the wall clock was
+ * stepped back since it started (an NTP step, a resumed VM), and the cooldown would
+ * otherwise last as long as the step (an hour's step: every caller whose token needs the
+ * provider answered 503 without a call for an hour).
+ */
+export function coolingDown(until: number, now: number, lengthMs: number): boolean {
+  const left = until - now;
+  return left > 0 && left <= lengthMs;
+}
+
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 /** The bearer token of the Authorization header; throws 401 when it is missing or malformed. */

@@ -32,7 +32,8 @@
 //   gets one round of calls per 5 s from a route, not one per request. Cached answers
 //   (active or refused) are answered as before. Other answers that are no use (another
 //   4xx, a body that is not a JSON object) start none: they say nothing of the
-//   provider being down.
+//   provider being down. A cooldown never lasts longer than its length, whatever the
+//   wall clock does (coolingDown: stepped back, its end is too far away, and it is over).
 // - The POST goes through the outbound guard (outbound-fetch.ts: the cluster policy
 //   narrowed by the trigger's namespace, https unless the policy names the
 //   destination); a refused endpoint is the same 503 as an unreachable one for the
@@ -60,6 +61,7 @@ import {
   bearerChallenge,
   bearerToken,
   consumerOf,
+  coolingDown,
   defaultJwtVerifier,
   invalidToken,
   JwtVerifier,
@@ -255,7 +257,9 @@ export class OAuth2Verifier {
     if (pending) return pending;
     // The provider failed moments ago: its 503 again, without a call.
     if (state.failing !== undefined) {
-      if (now < state.failing.until) throw authUnavailable(state.failing.detail);
+      if (coolingDown(state.failing.until, now, this.#failureCooldownMs)) {
+        throw authUnavailable(state.failing.detail);
+      }
       delete state.failing;
     }
     if (state.inFlight.size >= this.#maxConcurrent) throw introspectionOverloaded();
