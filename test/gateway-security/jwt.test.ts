@@ -15,6 +15,7 @@ import {
   JwtVerifier,
   authenticateBearer,
   bearerToken,
+  jwksFetchCoolingDown,
 } from '../../runtime/gateway/security/auth/jwt.ts';
 import type { ResolvedCredentials } from '../../api/records/records.ts';
 import { OutboundGuard } from '../../runtime/engine/outbound/guard.ts';
@@ -378,6 +379,33 @@ describe('JWKS fetches while the provider fails (cooldown)', () => {
       }
     });
     expect(jwksHits - before).toBe(1);
+  });
+
+  it('a clock stepped back does not lengthen it: over once its end is further than 5 s away', async () => {
+    let now = NOW.getTime();
+    let sent = 0;
+    let up = false;
+    const send = () => {
+      sent++;
+      return Promise.resolve(
+        up ? Response.json({ keys: [] }) : new Response('down', { status: 502 }),
+      );
+    };
+    const fetchJwks = jwksFetchCoolingDown(send, 5_000, () => now);
+    const get = () => fetchJwks(jwksUrl, { method: 'GET' });
+    expect((await get()).status).toBe(503);
+    expect(sent).toBe(1);
+    // The wall clock steps back an hour (NTP, a resumed VM); the provider is back.
+    up = true;
+    now -= 3_600_000;
+    expect((await get()).status).toBe(200);
+    expect(sent).toBe(2);
+    // A cooldown started after the step lasts its 5 s on the new clock.
+    up = false;
+    await get();
+    now += 4_000;
+    expect((await get()).status).toBe(503);
+    expect(sent).toBe(3);
   });
 });
 

@@ -23,7 +23,8 @@
 //   time in jose, so every request with a well-formed token fetched again; so the
 //   fetch itself remembers a failure for jwksFailureCooldownMs (5 s, the 503's
 //   Retry-After) and sends nothing meanwhile: those requests get the failure's 503,
-//   while tokens whose key the set already holds are still verified.
+//   while tokens whose key the set already holds are still verified. A cooldown never
+//   lasts longer than its length, whatever the wall clock does (coolingDown).
 import {
   createRemoteJWKSet,
   customFetch,
@@ -229,7 +230,7 @@ export function jwksFetchCoolingDown(
 ): JwksFetch {
   let failed: { error?: unknown; until: number } | undefined;
   return async (url, init) => {
-    if (failed !== undefined && nowMs() < failed.until) {
+    if (failed !== undefined && coolingDown(failed.until, nowMs(), cooldownMs)) {
       if ('error' in failed) throw failed.error;
       return COOLING_DOWN();
     }
