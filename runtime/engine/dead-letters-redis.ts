@@ -93,7 +93,8 @@ return out
 `;
 
 // KEYS: index, entries, holds. ARGV: id, cutoff (ms). { the entry, the number of the
-// hold it was last written under or '' }, or false when there is none.
+// hold it was last written under or '' }; 0 when it had expired (taken out all the same,
+// and counted as such); false when there is none.
 const TAKE = `
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return false end
@@ -102,7 +103,8 @@ local written = redis.call('HGET', KEYS[3], ARGV[1]) or ''
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
-if tonumber(score) < tonumber(ARGV[2]) or not entry then return false end
+if tonumber(score) < tonumber(ARGV[2]) then return 0 end
+if not entry then return false end
 return { entry, written }
 `;
 
@@ -118,7 +120,7 @@ interface DeadLetterCommands {
     entries: string,
     holds: string,
     ...args: (string | number)[]
-  ): Promise<[string, string] | null>;
+  ): Promise<[string, string] | 0 | null>;
 }
 
 /** A record whose entry left, with the number its entry was written under ('': none). */
@@ -226,6 +228,7 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
       executionId,
       this.#cutoff(),
     );
+    if (taken === 0) this.#holds.evictions.expired += 1;
     if (!taken) return undefined;
     const [json, written] = taken;
     const { hold } = releasedRecord(executionId, written);

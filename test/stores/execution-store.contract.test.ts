@@ -818,6 +818,16 @@ function contract(name: string, make: (options?: Options) => Promise<Made>) {
       await everyListedReadable(list, small);
     });
 
+    it('a take of an expired entry takes nothing and counts it as expired', async () => {
+      const list = made.deadLetters();
+      await list.add(deadLetterOf(await deadLettered(store, 'late', 60, 50)));
+      clock += 24 * HOUR;
+      expect(await list.take('late')).toBeUndefined();
+      expect((await list.stats()).evictions.expired).toBe(1);
+      expect(await list.take('late')).toBeUndefined();
+      expect((await list.stats()).evictions.expired).toBe(1);
+    });
+
     it('an entry added again while its retry starts keeps its record held: the release leaves it', async () => {
       const { store: small } = await make({ maxBytes: 40_000 });
       const holds = pausingHolds(small);
