@@ -212,6 +212,8 @@ export class RedisDeadLetterStore implements DeadLetterStore, BoundedStore {
         if (!json) continue;
         const entry = JSON.parse(json) as DeadLetter;
         if (!matchesDeadLetter(entry, filter)) continue;
+        if (filter.namespaceReadable && !(await filter.namespaceReadable(entry.namespace)))
+          continue;
         found.push(entry);
         if (found.length === limit) break;
       }

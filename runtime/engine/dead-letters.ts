@@ -47,6 +47,12 @@ export interface DeadLetterFilter {
   workflowId?: string;
   /** Default 50, at most 1000. */
   limit?: number;
+  /**
+   * Only entries of the namespaces this says the caller may read (the admin API's
+   * access), applied before `limit` counts them, so a page is full while more of them
+   * exist. Absent: every namespace.
+   */
+  namespaceReadable?: (namespace: string) => boolean | Promise<boolean>;
 }
 
 export interface DeadLetterStore {
@@ -349,16 +355,17 @@ export class MemoryDeadLetterStore implements DeadLetterStore, BoundedStore {
     return Promise.resolve(held ? structuredClone(held.entry) : undefined);
   }
 
-  list(filter: DeadLetterFilter): Promise<DeadLetter[]> {
+  async list(filter: DeadLetterFilter): Promise<DeadLetter[]> {
     this.#sweep();
     const limit = listLimit(filter);
     const found: DeadLetter[] = [];
     for (const { entry } of [...this.#entries.values()].reverse()) {
       if (!matchesDeadLetter(entry, filter)) continue;
+      if (filter.namespaceReadable && !(await filter.namespaceReadable(entry.namespace))) continue;
       found.push(structuredClone(entry));
       if (found.length === limit) break;
     }
-    return Promise.resolve(found);
+    return found;
   }
 
   take(executionId: string): Promise<TakenDeadLetter | undefined> {

@@ -12,6 +12,7 @@ import type {
   ExecutionStatus,
 } from '../engine/ports.ts';
 import { serveExecutionEvents } from '../gateway/execution-links.ts';
+import { readableNamespaces } from './readable-namespaces.ts';
 
 const STATUSES: ExecutionStatus[] = ['queued', 'running', 'succeeded', 'failed'];
 const FILTERS = ['workflowId', 'trigger', 'status', 'since', 'until', 'limit', 'cursor'];
@@ -87,28 +88,14 @@ function adminView(execution: Execution): Execution {
 
 /**
  * Which executions' triggers the request's user may read, as ExecutionFilter's
- * `triggerReadable`: those of the namespaces where they may `get` webhooktriggers, each
- * namespace asked once (a SubjectAccessReview) however many of its executions a page
- * passes. Undefined when they may read all: no authenticator (the dev server), or a
- * cluster-wide `list`.
+ * `triggerReadable` (readableNamespaces: each namespace asked once).
  */
 async function readableTriggers(
   access: AdminAccess,
   request: FastifyRequest,
 ): Promise<((triggerKey: string) => Promise<boolean>) | undefined> {
-  if (!access.enabled) return undefined;
-  if (await access.allowed(request, { verb: 'list', resource: 'webhooktriggers' }))
-    return undefined;
-  const namespaces = new Map<string, Promise<boolean>>();
-  return (triggerKey) => {
-    const namespace = namespaceOfKey(triggerKey);
-    let allowed = namespaces.get(namespace);
-    if (!allowed) {
-      allowed = access.allowed(request, { verb: 'get', resource: 'webhooktriggers', namespace });
-      namespaces.set(namespace, allowed);
-    }
-    return allowed;
-  };
+  const readable = await readableNamespaces(access, request);
+  return readable && ((triggerKey) => readable(namespaceOfKey(triggerKey)));
 }
 
 export function executionRoutes(

@@ -12,6 +12,7 @@ import type { DeadLetter, DeadLetterFilter, DeadLetterStore } from '../engine/de
 import { MAX_DEAD_LETTER_LIST } from '../engine/dead-letters.ts';
 import type { Execution } from '../engine/ports.ts';
 import { HttpProblem, type ErrorCode } from '../errors.ts';
+import { readableNamespaces } from './readable-namespaces.ts';
 import { planReplay, type ReplaySources } from './replay.ts';
 
 export interface RecoveryRoutesOptions extends ReplaySources {
@@ -181,13 +182,17 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
 
   app.get('/api/dead-letters', async (request) => {
     const filter = parseDeadLetterFilter(request.query, 'query');
-    const items = await deadLetters.list(filter);
-    return {
-      items: await access.filter(request, items, (e) => e.namespace, {
-        verb: 'get',
-        resource: 'webhooktriggers',
-      }),
-    };
+    const namespaceReadable = await readableNamespaces(access, request);
+    const items = await deadLetters.list({
+      ...filter,
+      ...(namespaceReadable ? { namespaceReadable } : {}),
+    });
+    if (!namespaceReadable) return { items };
+    // Asked again (each namespace's answer is kept): a store that ignored the field would
+    // list every namespace, so the route does not rely on it for that.
+    const readable: DeadLetter[] = [];
+    for (const e of items) if (await namespaceReadable(e.namespace)) readable.push(e);
+    return { items: readable };
   });
 
   app.get('/api/dead-letters/:id', async (request) => {
