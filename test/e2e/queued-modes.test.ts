@@ -4,19 +4,15 @@
 // (test/gateway/response-modes.test.ts), though the run happens in another component.
 // The same on a real Redis Cluster of three masters with six queue shards (ADR 0021).
 import { createHash } from 'node:crypto';
-import type { RedisClient } from '../../api/records/redis-client.ts';
 import { EXECUTION_FIELDS, ExecutionLayout } from '../../runtime/engine/execution-keys.ts';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Serving } from '../../roles/serving.ts';
-import { createGatewayRuntime } from '../../roles/gateway.ts';
-import { createWorkerRuntime, type WorkerRuntime } from '../../roles/worker.ts';
 import { eventually } from '../support/eventually.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { startReceiver } from '../support/receiver.ts';
 import { redisAvailable } from '../support/redis.ts';
-import { redisCluster, singleRedis, type RedisBackend } from '../support/redis-backends.ts';
+import { redisCluster, singleRedis } from '../support/redis-backends.ts';
+import { startQueueStack, type QueueStack } from '../support/queue-stack.ts';
 import { collect } from '../support/sse.ts';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -52,107 +48,93 @@ for (const [name, start, queueShards] of [
   describe.skipIf(!redisAvailable())(
     `response modes through the Redis queue and a worker on ${name}`,
     () => {
-      let backend: RedisBackend;
-      const clients: RedisClient[] = [];
-      let control: TestRuntime;
-      let gateway: Serving;
-      let worker: WorkerRuntime;
+      let stack: QueueStack;
       let receiver: Awaited<ReturnType<typeof startReceiver>>;
       let base = '';
       /** The gateway's admin listener (executions). */
       let admin = '';
-      const redis = () => {
-        const c = backend.connect();
-        clients.push(c);
-        return c;
-      };
 
       beforeAll(async () => {
-        backend = await start();
         receiver = await startReceiver();
         const outbound = { allow: [`127.0.0.1:${receiver.port}`] };
-        control = await startRuntime({ redis: redis() });
-        await control.apply(
-          'modes.yaml',
-          [
-            workflow('steps', {
-              nodes: [
-                { id: 'first', type: 'transform', expression: '{ "n": body.n }' },
-                { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "accepted": n }' },
-                { id: 'pause', type: 'delay', duration: '100ms' },
-                {
-                  id: 'last',
-                  type: 'transform',
-                  expression: '{ "n": $nodes.first.n, "done": true }',
-                },
-              ],
-            }),
-            ...MODES.map(([segment, mode]) =>
-              trigger(segment, {
-                workflowRef: { name: 'steps' },
-                pathSegment: segment,
-                response: { mode },
+        stack = await startQueueStack({
+          backend: start,
+          manifests: {
+            file: 'modes.yaml',
+            docs: [
+              workflow('steps', {
+                nodes: [
+                  { id: 'first', type: 'transform', expression: '{ "n": body.n }' },
+                  {
+                    id: 'answer',
+                    type: 'respond',
+                    statusCode: 201,
+                    expression: '{ "accepted": n }',
+                  },
+                  { id: 'pause', type: 'delay', duration: '100ms' },
+                  {
+                    id: 'last',
+                    type: 'transform',
+                    expression: '{ "n": $nodes.first.n, "done": true }',
+                  },
+                ],
               }),
-            ),
-            // One quick node: the worker ends it within a round trip or two of the enqueue,
-            // often before the gateway listens.
-            workflow('quick', {
-              nodes: [
-                { id: 'only', type: 'transform', expression: '{ "n": body.n, "quick": true }' },
-              ],
-              executionRecords: { succeeded: 'Discard' },
-            }),
-            ...DISCARD_MODES.map(([segment, mode]) =>
-              trigger(segment, {
-                workflowRef: { name: 'quick' },
-                pathSegment: segment,
-                response: { mode },
+              ...MODES.map(([segment, mode]) =>
+                trigger(segment, {
+                  workflowRef: { name: 'steps' },
+                  pathSegment: segment,
+                  response: { mode },
+                }),
+              ),
+              // One quick node: the worker ends it within a round trip or two of the enqueue,
+              // often before the gateway listens.
+              workflow('quick', {
+                nodes: [
+                  { id: 'only', type: 'transform', expression: '{ "n": body.n, "quick": true }' },
+                ],
+                executionRecords: { succeeded: 'Discard' },
               }),
-            ),
-            // Discard, a respond node on one branch only: a run down the other reaches none.
-            workflow('branchy', {
-              nodes: [
-                { id: 'check', type: 'if', condition: 'body.answer', else: 'last' },
-                { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "ok": true }' },
-                { id: 'last', type: 'transform', expression: '{ "n": $trigger.body.n }' },
-              ],
-              executionRecords: { succeeded: 'Discard' },
-            }),
-            trigger('dnode', {
-              workflowRef: { name: 'branchy' },
-              pathSegment: 'dnode',
-              response: { mode: 'waitForResponseNode' },
-            }),
-          ],
-          [...MODES, ...DISCARD_MODES, ['dnode']].map(([segment]) => segment),
-        );
-        gateway = await createGatewayRuntime({
-          redis: redis(),
-          baseUrl: 'http://localhost',
-          engine: { outbound },
-          queueShards,
-          // These endpoints have no auth: let their callers' trace context through.
-          traceContext: 'all',
+              ...DISCARD_MODES.map(([segment, mode]) =>
+                trigger(segment, {
+                  workflowRef: { name: 'quick' },
+                  pathSegment: segment,
+                  response: { mode },
+                }),
+              ),
+              // Discard, a respond node on one branch only: a run down the other reaches none.
+              workflow('branchy', {
+                nodes: [
+                  { id: 'check', type: 'if', condition: 'body.answer', else: 'last' },
+                  { id: 'answer', type: 'respond', statusCode: 201, expression: '{ "ok": true }' },
+                  { id: 'last', type: 'transform', expression: '{ "n": $trigger.body.n }' },
+                ],
+                executionRecords: { succeeded: 'Discard' },
+              }),
+              trigger('dnode', {
+                workflowRef: { name: 'branchy' },
+                pathSegment: 'dnode',
+                response: { mode: 'waitForResponseNode' },
+              }),
+            ],
+            ready: [...MODES, ...DISCARD_MODES, ['dnode']].map(([segment]) => segment),
+          },
+          gateway: {
+            engine: { outbound },
+            queueShards,
+            // These endpoints have no auth: let their callers' trace context through.
+            traceContext: 'all',
+          },
+          worker: {
+            engine: { outbound, callbacks: { secret: SECRET, backoffMs: 20, timeoutMs: 2000 } },
+            blockMs: 200,
+            queueShards,
+          },
         });
-        await eventually(() =>
-          expect(gateway.table.size).toBe(MODES.length + DISCARD_MODES.length + 1),
-        );
-        worker = await createWorkerRuntime({
-          redis: redis(),
-          engine: { outbound, callbacks: { secret: SECRET, backoffMs: 20, timeoutMs: 2000 } },
-          blockMs: 200,
-          queueShards,
-        });
-        base = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
-        admin = await gateway.admin.listen({ port: 0, host: '127.0.0.1' });
+        ({ base, admin } = stack);
       }, 60_000);
       afterAll(async () => {
-        await gateway?.close();
-        await worker?.close(2_000);
-        await control?.stop();
-        for (const c of clients) c.disconnect();
+        await stack?.close();
         await receiver?.close();
-        await backend?.stop();
       });
 
       const post = (
@@ -248,13 +230,13 @@ for (const [name, start, queueShards] of [
         });
         const layout = new ExecutionLayout({
           shards: queueShards,
-          cluster: backend.client.isCluster,
+          cluster: stack.backend.client.isCluster,
         });
         const execution = layout.of(one.executionId).execution(one.executionId);
-        if (queueShards === 1 && !backend.client.isCluster)
+        if (queueShards === 1 && !stack.backend.client.isCluster)
           expect(execution).toBe(`hookgate:execution:${one.executionId}`);
         // The whole hash: record and events.
-        const stored = JSON.stringify(await redis().hgetall(execution));
+        const stored = JSON.stringify(await stack.redis().hgetall(execution));
         expect(stored).toContain('succeeded');
         expect(stored).toContain(createHash('sha256').update(token).digest('hex'));
         expect(stored).not.toContain(token);
@@ -287,7 +269,7 @@ for (const [name, start, queueShards] of [
       // per execution, two other masters: 10+ bus messages each).
       if (queueShards > 1)
         it('Wait for Completion on a cluster: events stay on their shard (no PUBLISH over the bus)', async () => {
-          const published = () => backend.cluster?.busPublishes() ?? 0;
+          const published = () => stack.backend.cluster?.busPublishes() ?? 0;
           const before = await published();
           const answers = await Promise.all(
             Array.from({ length: 20 }, (_, n) => post('wait', { n }).then((r) => r.json())),
@@ -340,11 +322,11 @@ for (const [name, start, queueShards] of [
         );
         const layout = new ExecutionLayout({
           shards: queueShards,
-          cluster: backend.client.isCluster,
+          cluster: stack.backend.client.isCluster,
         });
         const key = layout.of(executionId).execution(executionId);
         // Nobody watched it: gone at once; watched: its events for the handover time.
-        await eventually(async () => expect(await redis().exists(key)).toBe(0), 10_000);
+        await eventually(async () => expect(await stack.redis().exists(key)).toBe(0), 10_000);
       }
 
       it('Discard, Immediate ACK: runs; once it has succeeded, its link and the admin API answer 404', async () => {
@@ -380,13 +362,13 @@ for (const [name, start, queueShards] of [
         const { executionId } = (await res.json()) as Accepted;
         const layout = new ExecutionLayout({
           shards: queueShards,
-          cluster: backend.client.isCluster,
+          cluster: stack.backend.client.isCluster,
         });
         // Queued, running or just discarded (its events kept for the handover time): the
         // mark is there. Unmarked, a discard between the link's check and its subscription
         // left the caller's stream without history and without end.
         const key = layout.of(executionId).execution(executionId);
-        expect(await redis().hget(key, EXECUTION_FIELDS.watched)).toBeTruthy();
+        expect(await stack.redis().hget(key, EXECUTION_FIELDS.watched)).toBeTruthy();
       });
 
       it('Discard, SSE Stream: the stream ends with the result; then the execution is gone', async () => {

@@ -4,56 +4,50 @@
 // Idempotency-Key gets the execution the first request queued, once.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayRuntime } from '../../roles/gateway.ts';
 import type { Serving } from '../../roles/serving.ts';
 import { PROBLEM_BASE } from '../../runtime/errors.ts';
-import { eventually } from '../support/eventually.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
+import { startQueueStack, type QueueStack } from '../support/queue-stack.ts';
 import { redisAvailable, startReplicated, type RedisServer } from '../support/redis.ts';
+import { serverBackend, type RedisBackend } from '../support/redis-backends.ts';
 
 const url = '/webhook/default_production_orders/ingest';
 
 describe.skipIf(!redisAvailable())('a gateway that waits for a Redis replica', () => {
   let master: RedisServer;
   let replica: RedisServer;
-  const clients: Redis[] = [];
-  let control: TestRuntime;
+  let backend: RedisBackend;
+  let stack: QueueStack;
   let gateway: Serving;
 
   beforeAll(async () => {
     ({ master, replica } = await startReplicated());
-    const redis = () => {
-      const c = new Redis(master.url);
-      clients.push(c);
-      return c;
-    };
-    control = await startRuntime({ redis: redis() });
-    await control.apply(
-      'orders.yaml',
-      [
-        workflow('orders', { nodes: [{ id: 'n', type: 'transform', expression: 'body' }] }),
-        trigger('ingest', { pathSegment: 'ingest' }),
-      ],
-      ['ingest'],
-    );
-    // No worker: what the gateway queued stays queued, and is what the test reads.
-    gateway = await createGatewayRuntime({
-      redis: redis(),
-      baseUrl: 'http://localhost',
-      // Long enough for a replica on a machine busy with the rest of the suite (200 ms
-      // was not, in CI); the frozen replica's 503 waits it out once.
-      queueAcks: { replicas: 1, timeoutMs: 2_000 },
+    backend = serverBackend(master);
+    stack = await startQueueStack({
+      backend,
+      manifests: {
+        file: 'orders.yaml',
+        docs: [
+          workflow('orders', { nodes: [{ id: 'n', type: 'transform', expression: 'body' }] }),
+          trigger('ingest', { pathSegment: 'ingest' }),
+        ],
+        ready: ['ingest'],
+      },
+      gateway: {
+        // Long enough for a replica on a machine busy with the rest of the suite (200 ms
+        // was not, in CI); the frozen replica's 503 waits it out once.
+        queueAcks: { replicas: 1, timeoutMs: 2_000 },
+      },
+      // No worker: what the gateway queued stays queued, and is what the test reads.
+      listen: false,
     });
-    await eventually(() => expect(gateway.table.size).toBe(1));
+    ({ gateway } = stack);
   }, 30_000);
   afterAll(async () => {
     replica?.resume();
-    await gateway?.close();
-    await control?.stop();
-    for (const c of clients) c.disconnect();
+    await stack?.close();
     await replica?.stop();
-    await master?.stop();
+    await backend?.stop();
   });
 
   const post = (body: unknown, key?: string) =>
@@ -77,9 +71,12 @@ describe.skipIf(!redisAvailable())('a gateway that waits for a Redis replica', (
     expect(res.statusCode, res.body).toBe(202);
     const { executionId } = res.json<{ executionId: string }>();
     const onReplica = new Redis(replica.url);
-    clients.push(onReplica);
-    const keys = await onReplica.keys(`*${executionId}*`);
-    expect(keys.length).toBeGreaterThan(0);
+    try {
+      const keys = await onReplica.keys(`*${executionId}*`);
+      expect(keys.length).toBeGreaterThan(0);
+    } finally {
+      onReplica.disconnect();
+    }
   });
 
   it('503 while the replica does not answer; the retry with the key gets that execution', async () => {

@@ -11,16 +11,12 @@
 // once the discard has run.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisClient } from '../../api/records/redis-client.ts';
-import { createGatewayRuntime } from '../../roles/gateway.ts';
-import type { Serving } from '../../roles/serving.ts';
-import { createWorkerRuntime, type WorkerRuntime } from '../../roles/worker.ts';
 import { EXECUTION_FIELDS, SINGLE_REDIS_LAYOUT } from '../../runtime/engine/execution-keys.ts';
 import { PROBLEM_BASE } from '../../runtime/errors.ts';
 import { eventually } from '../support/eventually.ts';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
+import { startQueueStack, type QueueStack } from '../support/queue-stack.ts';
 import { redisAvailable } from '../support/redis.ts';
 import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 import { collect } from '../support/sse.ts';
@@ -37,58 +33,47 @@ describe.skipIf(!redisAvailable())(
   'a waiting caller whose execution is gone when its gateway is back on Redis',
   () => {
     let backend: RedisBackend;
-    const clients: RedisClient[] = [];
     let proxy: FaultProxy;
-    let control: TestRuntime;
-    let gateway: Serving;
-    let worker: WorkerRuntime;
+    let stack: QueueStack;
     let base = '';
-    const redis = () => {
-      const c = backend.connect();
-      clients.push(c);
-      return c;
-    };
 
     beforeAll(async () => {
       backend = await singleRedis();
       proxy = await startFaultProxy({ port: Number(new URL(backend.url).port) });
-      control = await startRuntime({ redis: redis() });
-      await control.apply(
-        'slow.yaml',
-        [
-          workflow('slow', {
-            // Long enough for the test to cut the gateway off while it runs.
-            nodes: [
-              { id: 'pause', type: 'delay', duration: '600ms' },
-              { id: 'out', type: 'transform', expression: '{ "done": true }' },
-            ],
-            executionRecords: { succeeded: 'Discard' },
-          }),
-          ...MODES.map(([segment, mode]) =>
-            trigger(segment, {
-              workflowRef: { name: 'slow' },
-              pathSegment: segment,
-              response: { mode },
-              timeout: `${TIMEOUT_MS / 1000}s`,
-            }),
-          ),
-        ],
-        MODES.map(([segment]) => segment),
-      );
       const viaProxy = new Redis(proxy.port, '127.0.0.1');
       viaProxy.on('error', () => {}); // the resets
-      clients.push(viaProxy);
-      gateway = await createGatewayRuntime({ redis: viaProxy, baseUrl: 'http://localhost' });
-      await eventually(() => expect(gateway.table.size).toBe(MODES.length));
-      worker = await createWorkerRuntime({ redis: redis(), blockMs: 100 });
-      base = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+      stack = await startQueueStack({
+        backend,
+        manifests: {
+          file: 'slow.yaml',
+          docs: [
+            workflow('slow', {
+              // Long enough for the test to cut the gateway off while it runs.
+              nodes: [
+                { id: 'pause', type: 'delay', duration: '600ms' },
+                { id: 'out', type: 'transform', expression: '{ "done": true }' },
+              ],
+              executionRecords: { succeeded: 'Discard' },
+            }),
+            ...MODES.map(([segment, mode]) =>
+              trigger(segment, {
+                workflowRef: { name: 'slow' },
+                pathSegment: segment,
+                response: { mode },
+                timeout: `${TIMEOUT_MS / 1000}s`,
+              }),
+            ),
+          ],
+          ready: MODES.map(([segment]) => segment),
+        },
+        gateway: { redis: viaProxy },
+        worker: { blockMs: 100 },
+      });
+      ({ base } = stack);
     }, 60_000);
     afterAll(async () => {
       proxy?.set({ kind: 'pass' });
-      await gateway?.close();
-      await worker?.close(2_000);
-      await control?.stop();
-      for (const c of clients) c.disconnect();
+      await stack?.close();
       await proxy?.close();
       await backend?.stop();
     });

@@ -4,7 +4,7 @@
 import { Redis } from 'ioredis';
 import type { RedisClient } from '../../api/records/redis-client.ts';
 import { startRedisCluster, type RedisCluster } from './redis-cluster.ts';
-import { startRedis } from './redis.ts';
+import { startRedis, type RedisServer } from './redis.ts';
 
 export interface RedisBackend {
   /** One client made at start (the suite's own). */
@@ -23,7 +23,11 @@ export interface RedisBackend {
 }
 
 export async function singleRedis(): Promise<RedisBackend> {
-  const server = await startRedis();
+  return serverBackend(await startRedis());
+}
+
+/** One redis-server started already (e.g. a replica's master); stop() stops it too. */
+export function serverBackend(server: RedisServer): RedisBackend {
   const client = new Redis(server.url);
   return {
     client,

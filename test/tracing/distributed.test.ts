@@ -5,14 +5,8 @@
 // gateway's SERVER span, in the caller's trace, and the service the workflow calls
 // sees the worker's CLIENT span as its parent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisClient } from '../../api/records/redis-client.ts';
-import { createGatewayRuntime } from '../../roles/gateway.ts';
-import type { Serving } from '../../roles/serving.ts';
-import { createWorkerRuntime, type WorkerRuntime } from '../../roles/worker.ts';
 import { createOtelTracing } from '../../runtime/tracing/otel.ts';
 import type { Tracing } from '../../runtime/tracing/tracing.ts';
-import { eventually } from '../support/eventually.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import {
   SPAN_KIND,
@@ -22,7 +16,7 @@ import {
 } from '../support/otlp-receiver.ts';
 import { startReceiver } from '../support/receiver.ts';
 import { redisAvailable } from '../support/redis.ts';
-import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
+import { startQueueStack, type QueueStack } from '../support/queue-stack.ts';
 import { one, traceOf, tracingConfig } from '../support/tracing.ts';
 
 const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c';
@@ -30,24 +24,14 @@ const CALLER_SPAN = 'b7ad6b7169203331';
 const wf = '/webhook/default_production_relay';
 
 describe.skipIf(!redisAvailable())('tracing through the Redis queue: gateway and worker', () => {
-  let backend: RedisBackend;
-  const clients: RedisClient[] = [];
   let otlp: OtlpReceiver;
   let downstream: Awaited<ReturnType<typeof startReceiver>>;
   let gatewayTracing: Tracing;
   let workerTracing: Tracing;
-  let control: TestRuntime;
-  let gateway: Serving;
-  let worker: WorkerRuntime;
+  let stack: QueueStack;
   let base = '';
-  const redis = () => {
-    const c = backend.connect();
-    clients.push(c);
-    return c;
-  };
 
   beforeAll(async () => {
-    backend = await singleRedis();
     otlp = await startOtlpReceiver();
     downstream = await startReceiver((r) => (r.url === '/boom' ? 503 : 200));
     const outbound = { allow: [`127.0.0.1:${downstream.port}`] };
@@ -57,62 +41,52 @@ describe.skipIf(!redisAvailable())('tracing through the Redis queue: gateway and
     workerTracing = await createOtelTracing(
       tracingConfig(otlp.endpoint, { serviceName: 'hookgate-worker' }),
     );
-    control = await startRuntime({ redis: redis() });
-    await control.apply(
-      'relay.yaml',
-      [
-        workflow('relay', {
-          nodes: [
-            { id: 'shape', type: 'transform', expression: '{ "n": body.n }' },
-            {
-              id: 'forward',
-              type: 'http',
-              request: { method: 'POST', url: `${downstream.url}/ok` },
-            },
-          ],
-        }),
-        workflow('broken', {
-          nodes: [{ id: 'stop', type: 'fail', expression: '"the ledger is closed"' }],
-        }),
-        trigger('relay', {
-          workflowRef: { name: 'relay' },
-          pathSegment: 'relay',
-          response: { mode: 'immediateAck' },
-        }),
-        trigger('broken', {
-          workflowRef: { name: 'broken' },
-          pathSegment: 'broken',
-          response: { mode: 'immediateAck' },
-        }),
-      ],
-      ['relay', 'broken'],
-    );
-    gateway = await createGatewayRuntime({
-      redis: redis(),
-      baseUrl: 'http://localhost',
-      engine: { outbound },
-      // Open endpoints: let their callers' trace context through.
-      traceContext: 'all',
-      tracing: gatewayTracing,
+    stack = await startQueueStack({
+      manifests: {
+        file: 'relay.yaml',
+        docs: [
+          workflow('relay', {
+            nodes: [
+              { id: 'shape', type: 'transform', expression: '{ "n": body.n }' },
+              {
+                id: 'forward',
+                type: 'http',
+                request: { method: 'POST', url: `${downstream.url}/ok` },
+              },
+            ],
+          }),
+          workflow('broken', {
+            nodes: [{ id: 'stop', type: 'fail', expression: '"the ledger is closed"' }],
+          }),
+          trigger('relay', {
+            workflowRef: { name: 'relay' },
+            pathSegment: 'relay',
+            response: { mode: 'immediateAck' },
+          }),
+          trigger('broken', {
+            workflowRef: { name: 'broken' },
+            pathSegment: 'broken',
+            response: { mode: 'immediateAck' },
+          }),
+        ],
+        ready: ['relay', 'broken'],
+      },
+      gateway: {
+        engine: { outbound },
+        // Open endpoints: let their callers' trace context through.
+        traceContext: 'all',
+        tracing: gatewayTracing,
+      },
+      worker: { engine: { outbound, tracing: workerTracing }, blockMs: 200 },
     });
-    await eventually(() => expect(gateway.table.size).toBe(2));
-    worker = await createWorkerRuntime({
-      redis: redis(),
-      engine: { outbound, tracing: workerTracing },
-      blockMs: 200,
-    });
-    base = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+    ({ base } = stack);
   }, 60_000);
   afterAll(async () => {
-    await gateway?.close();
-    await worker?.close(2_000);
-    await control?.stop();
-    for (const c of clients) c.disconnect();
+    await stack?.close();
     await gatewayTracing?.shutdown(2000);
     await workerTracing?.shutdown(2000);
     await downstream?.close();
     await otlp?.close();
-    await backend?.stop();
   });
 
   it("the worker's execution span is a child of the gateway's request span, through Redis", async () => {
@@ -146,7 +120,7 @@ describe.skipIf(!redisAvailable())('tracing through the Redis queue: gateway and
     const call = downstream.received.find((r) => r.body.includes('"n":3'));
     expect(call?.headers.traceparent).toBe(`00-${CALLER_TRACE}-${client.spanId}-01`);
     // What carried it: the record in Redis keeps the request span's context.
-    const record = await gateway.engine.get(executionId);
+    const record = await stack.gateway.engine.get(executionId);
     expect(record?.trace?.traceparent).toBe(`00-${CALLER_TRACE}-${server.spanId}-01`);
   });
 
