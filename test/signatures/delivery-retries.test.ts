@@ -18,10 +18,10 @@ import { PROBLEM_BASE } from '../../runtime/errors.ts';
 import { deliveryKey } from '../../runtime/gateway/idempotency/claims.ts';
 import { eventually, sleep } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
-import { secret, trigger, workflow } from '../support/manifests.ts';
+import { secret, workflow } from '../support/manifests.ts';
 import { startReceiver } from '../support/receiver.ts';
 import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
-import { githubSignature, stripeV1 } from './support.ts';
+import { githubSignature, signedTrigger, stripeV1 } from './support.ts';
 
 const GITHUB_SECRET = 'gh-delivery-secret-0123';
 const STRIPE_SECRET = 'whsec_stripe_delivery_secret';
@@ -45,16 +45,8 @@ const flakyReceiver = () => {
 };
 type Receiver = Awaited<ReturnType<typeof startReceiver>>;
 
-const githubTrigger = (name: string, workflowName: string, extra: Record<string, unknown>) =>
-  trigger(name, {
-    workflowRef: { name: workflowName },
-    pathSegment: name,
-    auth: {
-      method: 'signature',
-      signature: { preset: 'github', secretRef: { name: 'github-hook' } },
-    },
-    ...extra,
-  });
+/** Signed as GitHub signs, with the secret of Secret github-hook. */
+const GITHUB = { preset: 'github', secretRef: { name: 'github-hook' } } as const;
 
 function docs(receiverUrl = 'http://127.0.0.1:9') {
   return [
@@ -82,25 +74,24 @@ function docs(receiverUrl = 'http://127.0.0.1:9') {
       ],
       executionRecords: { succeeded: 'Discard' },
     }),
-    githubTrigger('flakywait', 'flaky', { timeout: '5s', response: { mode: 'waitForCompletion' } }),
-    githubTrigger('flakynode', 'flaky', {
+    signedTrigger('flakywait', 'flaky', GITHUB, {
+      timeout: '5s',
+      response: { mode: 'waitForCompletion' },
+    }),
+    signedTrigger('flakynode', 'flaky', GITHUB, {
       timeout: '5s',
       response: { mode: 'waitForResponseNode' },
     }),
-    githubTrigger('slowflaky', 'slowflaky', {
+    signedTrigger('slowflaky', 'slowflaky', GITHUB, {
       timeout: '1s',
       response: { mode: 'waitForCompletion' },
     }),
-    trigger('svixwait', {
-      workflowRef: { name: 'slowgone' },
-      pathSegment: 'svixwait',
-      timeout: '1s',
-      auth: {
-        method: 'signature',
-        signature: { preset: 'standardWebhooks', secretRef: { name: 'svix-hook' } },
-      },
-      response: { mode: 'waitForCompletion' },
-    }),
+    signedTrigger(
+      'svixwait',
+      'slowgone',
+      { preset: 'standardWebhooks', secretRef: { name: 'svix-hook' } },
+      { timeout: '1s', response: { mode: 'waitForCompletion' } },
+    ),
     workflow('echo', {
       nodes: [{ id: 'out', type: 'transform', expression: '{ "got": body }' }],
     }),
@@ -110,34 +101,17 @@ function docs(receiverUrl = 'http://127.0.0.1:9') {
         { id: 'out', type: 'transform', expression: '{ "done": body.n }' },
       ],
     }),
-    trigger('ack', {
-      workflowRef: { name: 'echo' },
-      pathSegment: 'ack',
-      auth: {
-        method: 'signature',
-        signature: { preset: 'github', secretRef: { name: 'github-hook' } },
-      },
-      response: { mode: 'immediateAck' },
-    }),
-    trigger('wait', {
-      workflowRef: { name: 'slow' },
-      pathSegment: 'wait',
+    signedTrigger('ack', 'echo', GITHUB, { response: { mode: 'immediateAck' } }),
+    signedTrigger('wait', 'slow', GITHUB, {
       timeout: '1s',
-      auth: {
-        method: 'signature',
-        signature: { preset: 'github', secretRef: { name: 'github-hook' } },
-      },
       response: { mode: 'waitForCompletion' },
     }),
-    trigger('stripe', {
-      workflowRef: { name: 'echo' },
-      pathSegment: 'stripe',
-      auth: {
-        method: 'signature',
-        signature: { preset: 'stripe', secretRef: { name: 'stripe-hook' } },
-      },
-      response: { mode: 'immediateAck' },
-    }),
+    signedTrigger(
+      'stripe',
+      'echo',
+      { preset: 'stripe', secretRef: { name: 'stripe-hook' } },
+      { response: { mode: 'immediateAck' } },
+    ),
   ];
 }
 

@@ -11,9 +11,9 @@ import type { Condition } from '../../api/v1alpha1/index.ts';
 import { PROBLEM_BASE } from '../../runtime/errors.ts';
 import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
-import { secret, trigger, workflow } from '../support/manifests.ts';
+import { secret, workflow } from '../support/manifests.ts';
 import { parseResponse } from '../hostile/raw-client.ts';
-import { githubSignature, stripeV1 } from './support.ts';
+import { githubSignature, signedTrigger, stripeV1 } from './support.ts';
 
 let rt: TestRuntime;
 const base = '/webhook/default_production_echo';
@@ -65,58 +65,38 @@ function docs(githubKeys: Record<string, string> = {}) {
         },
       ],
     }),
-    trigger('github', {
-      workflowRef: { name: 'echo' },
-      pathSegment: 'github',
-      methods: ['POST', 'GET'],
-      auth: {
-        method: 'signature',
-        signature: { preset: 'github', secretRef: { name: 'github-hook' } },
+    signedTrigger(
+      'github',
+      'echo',
+      { preset: 'github', secretRef: { name: 'github-hook' } },
+      { methods: ['POST', 'GET'], response: { mode: 'waitForCompletion' } },
+    ),
+    signedTrigger(
+      'svix',
+      'echo',
+      { preset: 'standardWebhooks', secretRef: { name: 'svix-hook' } },
+      {
+        schema: {
+          mode: 'manual',
+          input: { fields: [{ name: 'orderId', type: 'string', required: true }] },
+        },
+        response: { mode: 'waitForCompletion' },
       },
-      response: { mode: 'waitForCompletion' },
+    ),
+    signedTrigger(
+      'stripe',
+      'echo',
+      { preset: 'stripe', secretRef: { name: 'stripe-hook', keys: ['endpoint'] } },
+      { response: { mode: 'waitForCompletion' } },
+    ),
+    signedTrigger('nosecret', 'echo', { preset: 'github', secretRef: { name: 'absent' } }),
+    signedTrigger('nokey', 'echo', {
+      preset: 'github',
+      secretRef: { name: 'github-hook', keys: ['next'] },
     }),
-    trigger('svix', {
-      workflowRef: { name: 'echo' },
-      pathSegment: 'svix',
-      auth: {
-        method: 'signature',
-        signature: { preset: 'standardWebhooks', secretRef: { name: 'svix-hook' } },
-      },
-      schema: {
-        mode: 'manual',
-        input: { fields: [{ name: 'orderId', type: 'string', required: true }] },
-      },
-      response: { mode: 'waitForCompletion' },
-    }),
-    trigger('stripe', {
-      workflowRef: { name: 'echo' },
-      pathSegment: 'stripe',
-      auth: {
-        method: 'signature',
-        signature: { preset: 'stripe', secretRef: { name: 'stripe-hook', keys: ['endpoint'] } },
-      },
-      response: { mode: 'waitForCompletion' },
-    }),
-    trigger('nosecret', {
-      workflowRef: { name: 'echo' },
-      pathSegment: 'nosecret',
-      auth: { method: 'signature', signature: { preset: 'github', secretRef: { name: 'absent' } } },
-    }),
-    trigger('nokey', {
-      workflowRef: { name: 'echo' },
-      pathSegment: 'nokey',
-      auth: {
-        method: 'signature',
-        signature: { preset: 'github', secretRef: { name: 'github-hook', keys: ['next'] } },
-      },
-    }),
-    trigger('notwhsec', {
-      workflowRef: { name: 'echo' },
-      pathSegment: 'notwhsec',
-      auth: {
-        method: 'signature',
-        signature: { preset: 'standardWebhooks', secretRef: { name: 'stripe-hook' } },
-      },
+    signedTrigger('notwhsec', 'echo', {
+      preset: 'standardWebhooks',
+      secretRef: { name: 'stripe-hook' },
     }),
   ];
 }

@@ -1,9 +1,10 @@
-// Signed deliveries for the signature tests: routes, and signatures made the way each
-// sender documents it, with node:crypto directly (never with the gateway's own code).
+// Signed deliveries for the signature tests: routes, trigger manifests, and signatures
+// made the way each sender documents it, with node:crypto directly (never with the gateway's own code).
 import { createHmac } from 'node:crypto';
 import type { SignatureAuth } from '../../api/v1alpha1/index.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { makeRoute } from '../gateway-security/fixtures.ts';
+import { trigger } from '../support/manifests.ts';
 
 export function signedRoute(
   signature: Partial<SignatureAuth> & Pick<SignatureAuth, 'preset'>,
@@ -25,6 +26,24 @@ export function signedRoute(
     { signingSecrets: Object.entries(secrets).map(([k, secret]) => ({ key: k, secret })) },
     key,
   );
+}
+
+/**
+ * A WebhookTrigger manifest (path segment: its name) that starts `workflowName` for
+ * deliveries signed as `signature` says; `spec` adds or overrides fields.
+ */
+export function signedTrigger(
+  name: string,
+  workflowName: string,
+  signature: Partial<SignatureAuth> & Pick<SignatureAuth, 'preset' | 'secretRef'>,
+  spec: Record<string, unknown> = {},
+) {
+  return trigger(name, {
+    workflowRef: { name: workflowName },
+    pathSegment: name,
+    auth: { method: 'signature', signature },
+    ...spec,
+  });
 }
 
 export const hmac = (
