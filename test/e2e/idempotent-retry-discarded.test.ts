@@ -9,18 +9,15 @@
 // key keeps. Against a real redis-server, with a gateway and a worker.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisClient } from '../../api/records/redis-client.ts';
-import { createGatewayRuntime } from '../../roles/gateway.ts';
 import type { Serving } from '../../roles/serving.ts';
-import { createWorkerRuntime, type WorkerRuntime } from '../../roles/worker.ts';
 import { SINGLE_REDIS_LAYOUT } from '../../runtime/engine/execution-keys.ts';
 import { PROBLEM_BASE, StoreUnavailableError } from '../../runtime/errors.ts';
 import { DEFAULT_IDEMPOTENCY_WINDOW_MS } from '../../runtime/gateway/idempotency/claims.ts';
 import { eventually, sleep } from '../support/eventually.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 import { startReceiver } from '../support/receiver.ts';
+import { startQueueStack, type QueueStack } from '../support/queue-stack.ts';
 import { redisAvailable } from '../support/redis.ts';
-import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 
 type Enqueue = (...args: unknown[]) => Promise<unknown>;
 
@@ -36,62 +33,44 @@ const MODES = [
 describe.skipIf(!redisAvailable())(
   'an Idempotency-Key retried after its execution succeeded and was discarded (Redis queue)',
   () => {
-    let backend: RedisBackend;
-    const clients: RedisClient[] = [];
-    let control: TestRuntime;
+    let stack: QueueStack;
     let gateway: Serving;
-    let worker: WorkerRuntime;
     let receiver: Awaited<ReturnType<typeof startReceiver>>;
     let requests: RedisClient & { hookgateEnqueue: Enqueue };
     let enqueue: Enqueue;
     let base = '';
-    const redis = () => {
-      const c = backend.connect();
-      clients.push(c);
-      return c;
-    };
 
     beforeAll(async () => {
-      backend = await singleRedis();
       receiver = await startReceiver();
       const outbound = { allow: [`127.0.0.1:${receiver.port}`] };
-      control = await startRuntime({ redis: redis() });
-      await control.apply(
-        'gone.yaml',
-        [
-          workflow('gone', {
-            nodes: [{ id: 'call', type: 'http', request: { method: 'POST', url: receiver.url } }],
-            executionRecords: { succeeded: 'Discard' },
-          }),
-          ...MODES.map(([segment, mode]) =>
-            trigger(segment, {
-              workflowRef: { name: 'gone' },
-              pathSegment: segment,
-              response: { mode },
+      stack = await startQueueStack({
+        manifests: {
+          file: 'gone.yaml',
+          docs: [
+            workflow('gone', {
+              nodes: [{ id: 'call', type: 'http', request: { method: 'POST', url: receiver.url } }],
+              executionRecords: { succeeded: 'Discard' },
             }),
-          ),
-        ],
-        MODES.map(([segment]) => segment),
-      );
-      const client = redis();
-      gateway = await createGatewayRuntime({
-        redis: client,
-        baseUrl: 'http://localhost',
-        engine: { outbound },
+            ...MODES.map(([segment, mode]) =>
+              trigger(segment, {
+                workflowRef: { name: 'gone' },
+                pathSegment: segment,
+                response: { mode },
+              }),
+            ),
+          ],
+          ready: MODES.map(([segment]) => segment),
+        },
+        gateway: { engine: { outbound } },
+        worker: { engine: { outbound }, blockMs: 100 },
       });
-      await eventually(() => expect(gateway.table.size).toBe(MODES.length));
-      worker = await createWorkerRuntime({ redis: redis(), engine: { outbound }, blockMs: 100 });
-      base = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
-      requests = client as typeof requests;
+      ({ gateway, base } = stack);
+      requests = stack.gatewayRedis as typeof requests;
       enqueue = requests.hookgateEnqueue.bind(requests);
     }, 60_000);
     afterAll(async () => {
-      await gateway?.close();
-      await worker?.close(2_000);
-      await control?.stop();
-      for (const c of clients) c.disconnect();
+      await stack?.close();
       await receiver?.close();
-      await backend?.stop();
     });
 
     const post = (segment: string, body: unknown, key: string) =>
@@ -150,8 +129,8 @@ describe.skipIf(!redisAvailable())(
       expect((await fetch(`${base}${answer.links.self}`)).status).toBe(404);
       // The tombstone: the execution's hash is gone, a key of its own lives the key's window.
       const keys = SINGLE_REDIS_LAYOUT.of(id);
-      expect(await backend.client.exists(keys.execution(id))).toBe(0);
-      const ttl = await backend.client.pttl(keys.tombstone(id));
+      expect(await stack.backend.client.exists(keys.execution(id))).toBe(0);
+      const ttl = await stack.backend.client.pttl(keys.tombstone(id));
       expect(ttl).toBeLessThanOrEqual(DEFAULT_IDEMPOTENCY_WINDOW_MS);
       expect(ttl).toBeGreaterThan(DEFAULT_IDEMPOTENCY_WINDOW_MS - 60_000);
       const replayed = await post('ack', { n: 1 }, 'order-1');

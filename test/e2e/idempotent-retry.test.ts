@@ -5,15 +5,14 @@
 // second one; without a key the retry would start another. Against a real redis-server;
 // the late answer is made by letting the real enqueue script run and then failing the
 // call as the client's command timeout does (the claim's script likewise).
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayRuntime } from '../../roles/gateway.ts';
+import type { RedisClient } from '../../api/records/redis-client.ts';
 import type { Serving } from '../../roles/serving.ts';
 import { PROBLEM_BASE, StoreUnavailableError } from '../../runtime/errors.ts';
 import { eventually } from '../support/eventually.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
-import { redisAvailable, startRedis, type RedisServer } from '../support/redis.ts';
+import { startQueueStack, type QueueStack } from '../support/queue-stack.ts';
+import { redisAvailable } from '../support/redis.ts';
 
 const url = '/webhook/default_production_orders/ingest';
 
@@ -22,57 +21,41 @@ type Enqueue = (...args: unknown[]) => Promise<unknown>;
 describe.skipIf(!redisAvailable())(
   'an Idempotency-Key retried after an enqueue answered late',
   () => {
-    let server: RedisServer;
-    const clients: Redis[] = [];
-    let control: TestRuntime;
+    let stack: QueueStack;
     let gateway: Serving;
-    let requests: Redis & { hookgateEnqueue: Enqueue; hookgateIdemBegin: Enqueue };
+    let requests: RedisClient & { hookgateEnqueue: Enqueue; hookgateIdemBegin: Enqueue };
     let enqueue: Enqueue;
     let begin: Enqueue;
 
     beforeAll(async () => {
-      server = await startRedis();
-      const redis = () => {
-        const c = new Redis(server.url);
-        clients.push(c);
-        return c;
-      };
-      control = await startRuntime({ redis: redis() });
-      await control.apply(
-        'orders.yaml',
-        [
-          workflow('orders', { nodes: [{ id: 'n', type: 'transform', expression: 'body' }] }),
-          // A short timeout: a claim whose answer was lost is in progress for it and
-          // CLAIM_LEASE_MARGIN_MS (5 s) more.
-          trigger('ingest', { pathSegment: 'ingest', timeout: '1s' }),
-          trigger('callback', {
-            pathSegment: 'callback',
-            timeout: '1s',
-            response: { mode: 'asyncCallback' },
-          }),
-        ],
-        ['ingest', 'callback'],
-      );
-      // No worker: what the gateway queued stays queued, and is what the test reads.
-      const client = redis();
-      gateway = await createGatewayRuntime({
-        redis: client,
-        baseUrl: 'http://localhost',
+      stack = await startQueueStack({
+        manifests: {
+          file: 'orders.yaml',
+          docs: [
+            workflow('orders', { nodes: [{ id: 'n', type: 'transform', expression: 'body' }] }),
+            // A short timeout: a claim whose answer was lost is in progress for it and
+            // CLAIM_LEASE_MARGIN_MS (5 s) more.
+            trigger('ingest', { pathSegment: 'ingest', timeout: '1s' }),
+            trigger('callback', {
+              pathSegment: 'callback',
+              timeout: '1s',
+              response: { mode: 'asyncCallback' },
+            }),
+          ],
+          ready: ['ingest', 'callback'],
+        },
         // Callback URLs on loopback are accepted (nothing runs them: no worker).
-        engine: { outbound: { allow: ['127.0.0.1:9'] } },
+        gateway: { engine: { outbound: { allow: ['127.0.0.1:9'] } } },
+        // No worker: what the gateway queued stays queued, and is what the test reads.
+        listen: false,
       });
-      await eventually(() => expect(gateway.table.size).toBe(2));
+      ({ gateway } = stack);
       // The queued engine defined its script on the client.
-      requests = client as unknown as typeof requests;
+      requests = stack.gatewayRedis as typeof requests;
       enqueue = requests.hookgateEnqueue.bind(requests);
       begin = requests.hookgateIdemBegin.bind(requests);
     });
-    afterAll(async () => {
-      await gateway?.close();
-      await control?.stop();
-      for (const c of clients) c.disconnect();
-      await server?.stop();
-    });
+    afterAll(() => stack?.close());
 
     const post = (body: unknown, key?: string) =>
       gateway.app.inject({
