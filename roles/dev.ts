@@ -46,6 +46,7 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     options.logger?.warn(fields ?? {}, message);
   const source = options.source ?? new DirectorySource({ dir: options.dir ?? 'examples', log });
   const manifestErrors = () => (source instanceof DirectorySource ? source.errors() : []);
+  // A start that fails closes what it had opened (the stores' connections, the loop).
   const loop = await startReconcileLoop({
     source,
     routes: stores.routes,
@@ -55,6 +56,9 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
     ...(options.recordEvent ? { recordEvent: options.recordEvent } : {}),
     // The records swept at start (a manifest removed while nothing ran, with Redis).
     log: (message, fields) => options.logger?.info(fields ?? {}, message),
+  }).catch((error: unknown) => {
+    stores.close();
+    throw error;
   });
   const serving = await createServing(
     options,
@@ -64,7 +68,11 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
       source,
       manifestErrors,
     },
-  );
+  ).catch(async (error: unknown) => {
+    await loop.stop(5_000);
+    stores.close();
+    throw error;
+  });
   return {
     ...serving,
     source,

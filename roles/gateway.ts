@@ -45,7 +45,12 @@ export async function createGatewayRuntime(options: GatewayOptions): Promise<Ser
             ? { onInternalError: options.engine.onInternalError }
             : {}),
         });
-  const serving: Serving = await createServing(options, stores, makeEngine);
+  const serving: Serving = await createServing(options, stores, makeEngine).catch(
+    (error: unknown) => {
+      stores.close();
+      throw error;
+    },
+  );
   return {
     ...serving,
     async close() {

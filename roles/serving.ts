@@ -457,11 +457,38 @@ function addQueueMetrics(metrics: GatewayMetrics, engine: ServingEngine): void {
   if (engine.replicaAcks) metrics.addReplicaAcks(engine.replicaAcks.counts);
 }
 
+type ServingAdmin = { source?: ResourceSource; manifestErrors?: () => unknown[] };
+
+/**
+ * The webhook and admin apps over `stores`, with the engine `makeEngine` makes. A start
+ * that fails half-way closes what it had opened (the route table's watch, the engine's
+ * connections, the live bus, the apps) before it throws; the stores are the caller's.
+ */
 export async function createServing<E extends ServingEngine>(
   given: ServingOptions,
   stores: Stores,
   makeEngine: EngineFactory<E>,
-  admin: { source?: ResourceSource; manifestErrors?: () => unknown[] } = {},
+  admin: ServingAdmin = {},
+): Promise<Serving<E>> {
+  const opened: (() => unknown)[] = [];
+  try {
+    return await assembleServing(given, stores, makeEngine, admin, (close) => opened.push(close));
+  } catch (error) {
+    for (const close of opened.reverse()) {
+      await Promise.resolve()
+        .then(close)
+        .catch(() => undefined);
+    }
+    throw error;
+  }
+}
+
+async function assembleServing<E extends ServingEngine>(
+  given: ServingOptions,
+  stores: Stores,
+  makeEngine: EngineFactory<E>,
+  admin: ServingAdmin,
+  opened: (close: () => unknown) => void,
 ): Promise<Serving<E>> {
   const options = withStreamBuffer(given);
   const log = (message: string, fields?: Record<string, unknown>) =>
@@ -469,6 +496,7 @@ export async function createServing<E extends ServingEngine>(
   const table = await RouteTable.create(stores.routes, stores.workflows, log, {
     waitForFirstLoad: options.waitForRoutes ?? true,
   });
+  opened(() => table.close());
   // Ready when the routes are loaded, not draining, and the role's own check agrees.
   let draining = false;
   const readiness = (): Readiness => {
@@ -488,6 +516,7 @@ export async function createServing<E extends ServingEngine>(
     deadLetters: () => made.deadLetters.count(),
   });
   const made = makeEngine(analytics.metrics.engineObserver(), stores.routes);
+  opened(() => made.close());
   const engine = made.engine;
   addQueueMetrics(analytics.metrics, engine);
   const stopForgetting = forgetGoneSeries(analytics.metrics, () =>
@@ -517,6 +546,7 @@ export async function createServing<E extends ServingEngine>(
     onError: (error) => log('schema learning: recording a sample failed', { error: String(error) }),
   });
   const liveBus = await stores.liveBus?.(reporter.id, log);
+  opened(() => liveBus?.close());
   const live = new LiveEventHub({ gateway: reporter.id, ...(liveBus ? { bus: liveBus } : {}) });
   const app = await buildApp({
     table,
@@ -547,6 +577,7 @@ export async function createServing<E extends ServingEngine>(
     ...(options.limits ? { limits: options.limits } : {}),
     ...traceOptions(options),
   });
+  opened(() => app.close());
   // The operator counts this gateway from its first report: in a process, only once
   // requests can reach it (the webhook listener is up); embedded, at once.
   if (afterListen) {
@@ -554,6 +585,7 @@ export async function createServing<E extends ServingEngine>(
       void reporter.start();
       done();
     });
+    opened(() => reporter.close());
   } else {
     await reporter.start();
   }
