@@ -48,8 +48,10 @@ export interface PrometheusOptions {
    * History to load before Prometheus starts: OpenMetrics text with explicit timestamps
    * (seconds), ending in `# EOF`, turned into TSDB blocks by
    * `promtool tsdb create-blocks-from openmetrics`. Query it at a time inside it.
+   * Chunks (an iterable of strings, e.g. a generator) are written as they come, for
+   * history too large for one string (bench/analytics-prometheus.ts).
    */
-  backfill?: string;
+  backfill?: string | Iterable<string> | AsyncIterable<string>;
 }
 
 /** Starts Prometheus scraping `targets` (host:port, path /metrics) every second. */
