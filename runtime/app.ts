@@ -4,6 +4,7 @@
 // listener answers 404 for /api/* whatever the admin side's authentication.
 // The one exception is an execution's own public links (/webhook-executions/<id>,
 // gateway/execution-links.ts), which need the token the caller got in its 202.
+// Every answer here is sandboxed (CSP sandbox, nosniff; gateway/response-headers.ts).
 // Listening and shutting down belong to the roles (roles/).
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ExecutionEngine } from './engine/ports.ts';
@@ -15,6 +16,7 @@ import type { ModeDeps } from './gateway/response-modes.ts';
 import type { RouteTable } from './gateway/route-table.ts';
 import { webhookRoutes, type Guards } from './gateway/webhook-routes.ts';
 import { executionLinkRoutes } from './gateway/execution-links.ts';
+import { SANDBOX_HEADERS } from './gateway/response-headers.ts';
 import type { SampleRecorder } from './schema-learning/recorder.ts';
 import type { Tracing } from './tracing/tracing.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from './http-app.ts';
@@ -48,6 +50,13 @@ export interface AppOptions {
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { app, limits } = createHttpApp(options);
+  // Every answer is sandboxed, before any route or refusal sets more: a workflow's body
+  // never runs in the origin the listener shares with other tenants and with the admin
+  // listener (docs/security.md, "Response headers").
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(SANDBOX_HEADERS);
+    done();
+  });
   await app.register((scope, _opts, done) => {
     webhookRoutes(scope, {
       table: options.table,
