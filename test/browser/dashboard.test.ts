@@ -19,8 +19,13 @@ const int = new Intl.NumberFormat('en-US');
 const two = new Intl.NumberFormat('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 
 /** A stand-in for the gateway's live stream: same path and event format. */
-function liveStream(app: FastifyInstance): (kind: string, data: object) => void {
+function liveStream(app: FastifyInstance): {
+  emit: (kind: string, data: object, id?: string) => void;
+  /** Ends every open stream, as a server does at a restart. */
+  end: () => void;
+} {
   const clients = new Set<(chunk: string) => void>();
+  const ends = new Set<() => void>();
   app.get('/webhook-events/*', (request, reply) => {
     const path = `/webhook/${(request.params as { '*': string })['*']}`;
     reply.raw.writeHead(200, {
@@ -37,11 +42,22 @@ function liveStream(app: FastifyInstance): (kind: string, data: object) => void 
       `retry: 100\nevent: connected\ndata: ${JSON.stringify({ path, at: new Date().toISOString() })}\n\n`,
     );
     clients.add(write);
-    request.raw.on('close', () => clients.delete(write));
+    const end = () => reply.raw.end();
+    ends.add(end);
+    request.raw.on('close', () => {
+      clients.delete(write);
+      ends.delete(end);
+    });
     reply.hijack();
   });
-  return (kind, data) => {
-    for (const write of clients) write(`event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`);
+  return {
+    emit: (kind, data, id) => {
+      const frame = `${id !== undefined ? `id: ${id}\n` : ''}event: ${kind}\ndata: ${JSON.stringify(data)}\n\n`;
+      for (const write of clients) write(frame);
+    },
+    end: () => {
+      for (const end of [...ends]) end();
+    },
   };
 }
 
@@ -50,7 +66,8 @@ describe.skipIf(skip)('analytics dashboard in Chromium', () => {
   let base: string;
   let browser: Browser;
   let page: Page;
-  let emit: (kind: string, data: object) => void;
+  let emit: ReturnType<typeof liveStream>['emit'];
+  let endStreams: () => void;
 
   beforeAll(async () => {
     const backend = new MemoryAnalytics();
@@ -63,7 +80,7 @@ describe.skipIf(skip)('analytics dashboard in Chromium', () => {
     app.setErrorHandler(problemErrorHandler);
     await app.register(analyticsRoutes, { backend });
     await app.register(dashboardRoutes);
-    emit = liveStream(app);
+    ({ emit, end: endStreams } = liveStream(app));
     base = await app.listen({ host: '127.0.0.1', port: 0 });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -249,6 +266,25 @@ describe.skipIf(skip)('analytics dashboard in Chromium', () => {
     await page.click('#live-disconnect');
     expect(await page.textContent('#live-status')).toBe('Disconnected');
     expect(await page.textContent('#live-duration')).toBe('00:00');
+  });
+
+  it('reconnects a stream that ended after its retry, with Last-Event-ID, as an EventSource does', async () => {
+    await page.goto(`${base}/dashboard?environment=production&window=1h`);
+    await page.waitForSelector('body[data-state="ready"]');
+    await page.fill('#live-path', ORDERS);
+    await page.click('#live-connect');
+    await expect.poll(() => page.textContent('#live-status')).toBe('Connected');
+    await expect.poll(() => page.textContent('#live-count')).toBe('1');
+    emit('request', { at: new Date().toISOString(), method: 'POST', path: ORDERS }, '41');
+    await expect.poll(() => page.textContent('#live-count')).toBe('2');
+    const reconnect = page.waitForRequest('**/webhook-events/**');
+    endStreams();
+    const request = await reconnect;
+    expect(await request.headerValue('last-event-id')).toBe('41');
+    // Connected again: the stand-in's `connected` event of the new stream is counted.
+    await expect.poll(() => page.textContent('#live-count')).toBe('3');
+    expect(await page.textContent('#live-status')).toBe('Connected');
+    await page.click('#live-disconnect');
   });
 
   it('stops, without reconnecting, and says why when the stream is revoked', async () => {

@@ -3,7 +3,15 @@
 // event stream (SSE at /webhook-events/<workflowId>/<pathSegment>). All data reaches
 // the page through textContent / attributes, never as HTML.
 // @ts-check
-import { $, bindToken, el, getJson, problemDetail, showProblem } from './common.js';
+import {
+  $,
+  AuthorizedEventSource,
+  bindToken,
+  el,
+  getJson,
+  problemDetail,
+  showProblem,
+} from './common.js';
 
 const API = '/api/analytics';
 const REFRESH_MS = 30_000;
@@ -367,7 +375,7 @@ function bindFilters() {
 // ---------------------------------------------------------------- live event stream
 
 const live = {
-  /** @type {EventSource | null} */ source: null,
+  /** @type {AuthorizedEventSource | null} */ source: null,
   count: 0,
   /** @type {number | null} */ connectedAt: null,
   /** @type {number} */ timer: 0,
@@ -501,7 +509,7 @@ function connect() {
     return;
   }
   disconnect();
-  const source = new EventSource(url);
+  const source = new AuthorizedEventSource(url);
   live.source = source;
   setLiveStatus('connecting');
   $('live-endpoint').textContent = url;
@@ -527,7 +535,7 @@ function connect() {
   });
   source.addEventListener('error', () => {
     if (live.source !== source) return;
-    if (source.readyState === EventSource.CLOSED) {
+    if (source.readyState === AuthorizedEventSource.CLOSED) {
       disconnect();
       $('live-endpoint').textContent = `${url}: the stream closed (no endpoint at this path?)`;
     } else {

@@ -18,18 +18,23 @@ export function el(tag, attrs = {}, children = []) {
 }
 
 // The admin API's bearer token (clusters; the dev server needs none), kept for this tab
-// only. A cookie carries it too, for the live streams (EventSource sends no headers);
-// the server takes the cookie for reads only.
+// only, in this origin's sessionStorage (its port included: a page on the webhook
+// listener of the same host cannot read it). It goes as `Authorization: Bearer`, on the
+// live streams too (AuthorizedEventSource): no cookie, which every port of the host
+// would share. A cookie an earlier dashboard set is removed.
 const TOKEN_KEY = 'hookgate.adminToken';
+document.cookie = 'hookgate_admin_token=; Path=/; Max-Age=0; SameSite=Strict';
 
 /** @param {string} token */
 export function setToken(token) {
   if (token) sessionStorage.setItem(TOKEN_KEY, token);
   else sessionStorage.removeItem(TOKEN_KEY);
-  const secure = location.protocol === 'https:' ? '; Secure' : '';
-  document.cookie = token
-    ? `hookgate_admin_token=${encodeURIComponent(token)}; Path=/; SameSite=Strict${secure}`
-    : 'hookgate_admin_token=; Path=/; Max-Age=0; SameSite=Strict';
+}
+
+/** The stored token as request headers (none without one). */
+function authorization() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { authorization: `Bearer ${token}` } : {};
 }
 
 /** Binds the page's Token field (id admin-token) to the stored token; `onChange` after edits. */
@@ -57,10 +62,8 @@ export class ApiError extends Error {
  * @param {{ method?: string, body?: unknown }} [options]
  */
 export async function requestJson(url, options = {}) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
   /** @type {Record<string, string>} */
-  const headers = { accept: 'application/json' };
-  if (token) headers.authorization = `Bearer ${token}`;
+  const headers = { accept: 'application/json', ...authorization() };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(url, {
     method: options.method ?? 'GET',
@@ -95,5 +98,134 @@ export function problemDetail(data) {
     return typeof problem?.detail === 'string' ? problem.detail : String(problem?.title ?? data);
   } catch {
     return String(data);
+  }
+}
+
+/**
+ * An EventSource that sends the stored token (`Authorization: Bearer`), which an
+ * EventSource cannot: fetch reads the stream. What the pages use of EventSource behaves
+ * the same: `open`, one event per frame named by its `event` field (a MessageEvent with
+ * `data` and `lastEventId`), `error`, `readyState`, `close()`. A stream that ends or a
+ * connection that fails is reconnected after the server's `retry` (3 s until it says),
+ * with `Last-Event-ID`: `error` with readyState CONNECTING. An answer that is not 200
+ * `text/event-stream` (a 204 at the end of an execution's events, a 401, a 404) closes
+ * it for good: `error` with readyState CLOSED.
+ */
+export class AuthorizedEventSource extends EventTarget {
+  static CONNECTING = 0;
+  static OPEN = 1;
+  static CLOSED = 2;
+
+  /** @type {number} */ readyState = AuthorizedEventSource.CONNECTING;
+  #url;
+  #retryMs = 3000;
+  #lastEventId = '';
+  /** @type {AbortController | null} */ #request = null;
+  /** @type {number} */ #timer = 0;
+
+  /** @param {string} url */
+  constructor(url) {
+    super();
+    this.#url = url;
+    void this.#connect();
+  }
+
+  get url() {
+    return this.#url;
+  }
+
+  close() {
+    this.readyState = AuthorizedEventSource.CLOSED;
+    clearTimeout(this.#timer);
+    this.#request?.abort();
+  }
+
+  async #connect() {
+    const request = new AbortController();
+    this.#request = request;
+    /** @type {Record<string, string>} */
+    const headers = { accept: 'text/event-stream', ...authorization() };
+    if (this.#lastEventId) headers['last-event-id'] = this.#lastEventId;
+    /** @type {Response} */
+    let res;
+    try {
+      res = await fetch(this.#url, { headers, cache: 'no-store', signal: request.signal });
+    } catch {
+      this.#reconnect();
+      return;
+    }
+    if (this.readyState === AuthorizedEventSource.CLOSED) return;
+    const type = res.headers.get('content-type') ?? '';
+    if (res.status !== 200 || !/^text\/event-stream\b/i.test(type) || !res.body) {
+      void res.body?.cancel().catch(() => {});
+      this.readyState = AuthorizedEventSource.CLOSED;
+      this.dispatchEvent(new Event('error'));
+      return;
+    }
+    this.readyState = AuthorizedEventSource.OPEN;
+    this.dispatchEvent(new Event('open'));
+    try {
+      await this.#read(res.body);
+    } catch {
+      // The connection broke (or close() aborted it): reconnected below unless closed.
+    }
+    this.#reconnect();
+  }
+
+  #reconnect() {
+    if (this.readyState === AuthorizedEventSource.CLOSED) return;
+    this.readyState = AuthorizedEventSource.CONNECTING;
+    this.dispatchEvent(new Event('error'));
+    if (this.readyState === AuthorizedEventSource.CLOSED) return;
+    this.#timer = window.setTimeout(() => void this.#connect(), this.#retryMs);
+  }
+
+  /**
+   * Reads frames as the SSE parser does (lines end with CRLF, LF or CR; `:` comments;
+   * `event`, `data`, `id`, `retry`; a blank line dispatches), until the stream ends.
+   * @param {ReadableStream<Uint8Array>} body
+   */
+  async #read(body) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    let event = '';
+    let data = '';
+    let hasData = false;
+    // A chunk that ended with CR: an LF that starts the next one is the same line end.
+    let afterCr = false;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || this.readyState === AuthorizedEventSource.CLOSED) return;
+      const chunk = afterCr && value.startsWith('\n') ? value.slice(1) : value;
+      afterCr = chunk.endsWith('\r');
+      buffer += chunk;
+      const lines = buffer.split(/\r\n|\r|\n/);
+      // The last piece has no line end yet.
+      buffer = lines.pop() ?? '';
+      for (const line of lines) {
+        if (this.readyState === AuthorizedEventSource.CLOSED) return;
+        if (line === '') {
+          if (hasData) {
+            const type = event || 'message';
+            const detail = { data, lastEventId: this.#lastEventId, origin: location.origin };
+            this.dispatchEvent(new MessageEvent(type, detail));
+          }
+          event = '';
+          data = '';
+          hasData = false;
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'event') event = text;
+        else if (field === 'data') {
+          data = hasData ? `${data}\n${text}` : text;
+          hasData = true;
+        } else if (field === 'id' && !text.includes('\0')) this.#lastEventId = text;
+        else if (field === 'retry' && /^\d+$/.test(text)) this.#retryMs = Number(text);
+      }
+    }
   }
 }

@@ -6,6 +6,7 @@
 import {
   $,
   ApiError,
+  AuthorizedEventSource,
   bindToken,
   el,
   getJson,
@@ -32,7 +33,7 @@ const RUN_EVENTS = [
 
 const state = {
   /** @type {Trigger | null} */ trigger: null,
-  /** @type {EventSource | null} */ run: null,
+  /** @type {AuthorizedEventSource | null} */ run: null,
   /** @type {string | null} */ runId: null,
 };
 
@@ -509,7 +510,7 @@ async function renderRun(id) {
 
 /** Follows a running execution: each event re-reads it; the stream ends with it. @param {string} id */
 function followRun(id) {
-  const source = new EventSource(`/api/executions/${encodeURIComponent(id)}/events`);
+  const source = new AuthorizedEventSource(`/api/executions/${encodeURIComponent(id)}/events`);
   state.run = source;
   const live = $('run-live');
   live.hidden = false;
@@ -534,7 +535,7 @@ function followRun(id) {
     showProblem(`Live updates ended: ${problemDetail(/** @type {MessageEvent} */ (event).data)}`);
   });
   source.addEventListener('error', () => {
-    if (source.readyState === EventSource.CLOSED) closeRun(false);
+    if (source.readyState === AuthorizedEventSource.CLOSED) closeRun(false);
   });
 }
 
