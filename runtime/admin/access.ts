@@ -33,42 +33,18 @@ export interface AdminAuthenticator {
   authorize(user: AdminUser, attributes: ResourceAttributes): Promise<boolean>;
 }
 
-/** The cookie the dashboard sets for its GET requests (EventSource sends no headers). */
-export const TOKEN_COOKIE = 'hookgate_admin_token';
-
 /** Routes that need a token; the dashboard's static files do not (they hold no data). */
 const PROTECTED = /^\/(api|webhook-events)(\/|$|\?)/;
 
+/**
+ * The bearer token of the Authorization header; nothing else carries one. (A cookie the
+ * dashboard set until 2026-11-28 was taken for GET: the browser sent it to every port
+ * of the host, the webhook listener's tenants included.)
+ */
 function bearer(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
-  if (typeof header === 'string') {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    return match?.[1];
-  }
-  // A cookie only for reads: a state-changing request must carry the header, so a
-  // cross-site form can never ride on the cookie.
-  if (request.method !== 'GET' && request.method !== 'HEAD') return undefined;
-  const cookies = request.headers.cookie ?? '';
-  for (const part of cookies.split(';')) {
-    const [name, ...value] = part.trim().split('=');
-    if (name === TOKEN_COOKIE && value.length > 0) {
-      const token = cookieValue(value.join('='));
-      return token === '' ? undefined : token;
-    }
-  }
-  return undefined;
-}
-
-/**
- * A cookie's value, percent-decoded; a malformed escape (`%ZZ`) is not a token, so
- * the request is unauthenticated (401), not an internal error.
- */
-function cookieValue(raw: string): string {
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return '';
-  }
+  if (typeof header !== 'string') return undefined;
+  return /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
 }
 
 function unauthenticated(detail: string): HttpProblem {
