@@ -3,7 +3,7 @@
 import * as pulumi from '@pulumi/pulumi';
 import { ANALYTICS_BACKENDS, type AnalyticsBackend } from './analytics.ts';
 import type { WorkerAutoscalingArgs } from './autoscaling.ts';
-import { BUDGET_SIZE_KEYS, type BudgetArgs } from './budgets.ts';
+import { BUDGET_COUNT_KEYS, BUDGET_SIZE_KEYS, type BudgetArgs } from './budgets.ts';
 import type { NetworkPolicyEgressArgs } from './egress.ts';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
 import {
@@ -134,7 +134,10 @@ function optional<K extends string, V extends number | string>(
   return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
 }
 
-/** Byte budgets (docs/limits.md): the sizes as given (`512Mi`), the record lifetime in ms. */
+/**
+ * Byte budgets (docs/limits.md): the sizes as given (`512Mi`), the record lifetime in ms,
+ * the caps on open event streams.
+ */
 function budgetsFromConfig(): BudgetArgs {
   const sizes = Object.fromEntries(
     BUDGET_SIZE_KEYS.flatMap((key) => {
@@ -142,7 +145,17 @@ function budgetsFromConfig(): BudgetArgs {
       return value === undefined ? [] : [[key, value]];
     }),
   ) as BudgetArgs;
-  return { ...sizes, ...optional('executionTtlMs', config.getNumber('executionTtlMs')) };
+  const counts = Object.fromEntries(
+    BUDGET_COUNT_KEYS.flatMap((key) => {
+      const value = config.getNumber(key);
+      return value === undefined ? [] : [[key, value]];
+    }),
+  ) as BudgetArgs;
+  return {
+    ...sizes,
+    ...counts,
+    ...optional('executionTtlMs', config.getNumber('executionTtlMs')),
+  };
 }
 
 const hookgate = new HookgateDeployment('hookgate', {

@@ -11,7 +11,7 @@ import { createAnalytics, type AnalyticsBackendConfig } from '../runtime/analyti
 import type { GatewayMetrics } from '../runtime/analytics/metrics.ts';
 import type { AdminAccess } from '../runtime/admin/access.ts';
 import { buildAdminApp } from '../runtime/admin/app.ts';
-import { buildApp, type AppOptions } from '../runtime/app.ts';
+import { buildApp, SERVER_LIMITS, type AppOptions } from '../runtime/app.ts';
 import { validateCallbackUrl } from '../runtime/engine/callbacks.ts';
 import { StoreUnavailableError } from '../runtime/errors.ts';
 import {
@@ -49,7 +49,7 @@ import {
 import { RedisReplayStore } from '../runtime/gateway/security/auth/signature/replay-redis.ts';
 import { createGuards, type GuardOptions } from '../runtime/gateway/guards.ts';
 import { LiveEventHub } from '../runtime/gateway/live-events.ts';
-import { sseBuffers } from '../runtime/gateway/sse.ts';
+import { ProcessStreams, sseBuffers } from '../runtime/gateway/sse.ts';
 import { RedisLiveEventBus } from '../runtime/gateway/live-events-redis.ts';
 import { GatewayReporter } from '../runtime/gateway/reporter.ts';
 import { RouteTable } from '../runtime/gateway/route-table.ts';
@@ -277,10 +277,25 @@ export function executionLayout(redis: RedisClient, shards = 1): ExecutionLayout
   return new ExecutionLayout({ shards, cluster: redis.isCluster });
 }
 
-/** HOOKGATE_STREAM_BUFFER_BYTES becomes the listeners' SSE buffer limit. */
-function withStreamBuffer(options: ServingOptions): ServingOptions {
-  const bytes = options.budgets?.streamBufferBytes;
-  return bytes ? { ...options, limits: { ...options.limits, sseBufferBytes: bytes } } : options;
+/**
+ * HOOKGATE_STREAM_BUFFER_BYTES, _STREAMS_PER_EXECUTION and _STREAMS_PER_PROCESS become
+ * the listeners' SSE limits.
+ */
+function withStreamLimits(options: ServingOptions): ServingOptions {
+  const budgets = options.budgets ?? {};
+  const limits = {
+    ...(budgets.streamBufferBytes ? { sseBufferBytes: budgets.streamBufferBytes } : {}),
+    ...(budgets.streamsPerExecution ? { streamsPerExecution: budgets.streamsPerExecution } : {}),
+    ...(budgets.streamsPerProcess ? { streamsPerProcess: budgets.streamsPerProcess } : {}),
+  };
+  return Object.keys(limits).length > 0
+    ? { ...options, limits: { ...options.limits, ...limits } }
+    : options;
+}
+
+/** One count of open streams for both listeners: the cap is the process's. */
+function processStreams(options: ServingOptions): ProcessStreams {
+  return new ProcessStreams(options.limits?.streamsPerProcess ?? SERVER_LIMITS.streamsPerProcess);
 }
 
 /** Idempotency-Key answers up to the stored-body limit are kept for replay. */
@@ -490,7 +505,8 @@ async function assembleServing<E extends ServingEngine>(
   admin: ServingAdmin,
   opened: (close: () => unknown) => void,
 ): Promise<Serving<E>> {
-  const options = withStreamBuffer(given);
+  const options = withStreamLimits(given);
+  const streams = processStreams(options);
   const log = (message: string, fields?: Record<string, unknown>) =>
     options.logger?.warn(fields ?? {}, message);
   const table = await RouteTable.create(stores.routes, stores.workflows, log, {
@@ -575,6 +591,7 @@ async function assembleServing<E extends ServingEngine>(
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
+    streams,
     ...traceOptions(options),
   });
   opened(() => app.close());
@@ -606,6 +623,7 @@ async function assembleServing<E extends ServingEngine>(
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.heartbeatMs ? { heartbeatMs: options.heartbeatMs } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
+    streams,
   });
   storeMetrics(analytics.registry, [
     ...made.stores,

@@ -20,6 +20,7 @@ import { SANDBOX_HEADERS } from './gateway/response-headers.ts';
 import type { SampleRecorder } from './schema-learning/recorder.ts';
 import type { Tracing } from './tracing/tracing.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from './http-app.ts';
+import type { ProcessStreams } from './gateway/sse.ts';
 
 export { SERVER_LIMITS, type ServerLimits } from './http-app.ts';
 
@@ -42,6 +43,8 @@ export interface AppOptions {
   heartbeatMs?: number;
   /** Server timeouts and limits (tests shorten them). */
   limits?: Partial<ServerLimits>;
+  /** The process's open streams, shared with its other listener (default: its own). */
+  streams?: ProcessStreams;
   /** Whose W3C trace context goes on to what executions call (default: authenticated). */
   traceContext?: TraceContextPolicy;
   /** Distributed tracing (ADR 0040); off when absent. */

@@ -201,6 +201,11 @@ export const CATALOGUE = {
     type: 'execution-link-not-found',
     title: 'Execution link not found',
   },
+  HG_ERR_EXECUTION_STREAMS_EXCEEDED: {
+    status: 429,
+    type: 'execution-streams-exceeded',
+    title: 'Too many open event streams of this execution',
+  },
   HG_ERR_DEAD_LETTER_NOT_FOUND: {
     status: 404,
     type: 'dead-letter-not-found',
@@ -280,6 +285,11 @@ export const CATALOGUE = {
     status: 503,
     type: 'engine-overloaded',
     title: 'Too many executions queued',
+  },
+  HG_ERR_STREAMS_EXHAUSTED: {
+    status: 503,
+    type: 'streams-exhausted',
+    title: 'Too many open event streams on this server',
   },
   HG_ERR_STORE_FULL: {
     status: 503,

@@ -13,7 +13,7 @@ import Fastify, {
 import { CLIENT_ERROR_OPTIONS, requireHost } from './gateway/client-errors.ts';
 import { installJsonLimits } from './gateway/body/json-parser.ts';
 import { installProblemHandlers } from './gateway/problem-handler.ts';
-import { installSse } from './gateway/sse.ts';
+import { installSse, ProcessStreams } from './gateway/sse.ts';
 import { gracefulConnections } from './graceful-close.ts';
 
 /** Server-wide limits (slow clients, idle sockets); see docs/security.md. */
@@ -46,6 +46,18 @@ export const SERVER_LIMITS = {
    * does not read it by then has its connection reset (what was buffered is freed).
    */
   sseDrainMs: 15_000,
+  /**
+   * Event streams of one execution open at once on one listener (an execution link's
+   * channel, the admin API's): the next is refused 429 execution-streams-exceeded
+   * (HOOKGATE_STREAMS_PER_EXECUTION).
+   */
+  streamsPerExecution: 16,
+  /**
+   * Event streams open at once in the process, every listener and kind counted (SSE
+   * Stream answers, execution channels, live endpoint streams): the next is refused 503
+   * streams-exhausted (HOOKGATE_STREAMS_PER_PROCESS). Each may hold sseBufferBytes.
+   */
+  streamsPerProcess: 10_000,
 };
 export type ServerLimits = typeof SERVER_LIMITS;
 
@@ -85,6 +97,11 @@ class RequestLogsAtDebug extends LogController {
 export function createHttpApp(options: {
   logger?: FastifyBaseLogger | undefined;
   limits?: Partial<ServerLimits> | undefined;
+  /**
+   * The open streams of the process, shared by its listeners (limits.streamsPerProcess
+   * is theirs then); an app of its own by default.
+   */
+  streams?: ProcessStreams | undefined;
 }): { app: FastifyInstance; limits: ServerLimits } {
   const limits = { ...SERVER_LIMITS, ...options.limits };
   const app = Fastify({
@@ -120,7 +137,12 @@ export function createHttpApp(options: {
   });
   installProblemHandlers(app);
   installJsonLimits(app);
-  installSse(app, limits.sseBufferBytes, limits.sseDrainMs);
+  installSse(app, {
+    bufferBytes: limits.sseBufferBytes,
+    drainMs: limits.sseDrainMs,
+    maxPerExecution: limits.streamsPerExecution,
+    process: options.streams ?? new ProcessStreams(limits.streamsPerProcess),
+  });
   return { app, limits };
 }
 

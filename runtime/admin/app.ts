@@ -9,6 +9,7 @@ import type { ExecutionEngine } from '../engine/ports.ts';
 import { liveEventRoutes, type LiveEventHub } from '../gateway/live-events.ts';
 import type { RouteTable } from '../gateway/route-table.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from '../http-app.ts';
+import type { ProcessStreams } from '../gateway/sse.ts';
 import type { DeadLetterStore } from '../engine/dead-letters.ts';
 import { executionRoutes } from '../read-api/execution-routes.ts';
 import { recoveryRoutes } from '../read-api/recovery-routes.ts';
@@ -41,6 +42,8 @@ export interface AdminAppOptions {
   logger?: FastifyBaseLogger;
   heartbeatMs?: number;
   limits?: Partial<ServerLimits>;
+  /** The process's open streams, shared with its other listener (default: its own). */
+  streams?: ProcessStreams;
   /** Byte budget of one page of GET /api/executions (default 4 MiB). */
   listPageBytes?: number;
   /** The webhook listener's public base URL: the server of the OpenAPI documents. */

@@ -17,7 +17,7 @@ import { executionDiscarded } from '../engine/execution-store.ts';
 import type { Execution, ExecutionEngine, ExecutionGone, SequencedEvent } from '../engine/ports.ts';
 import type { RouteTable } from './route-table.ts';
 import { corsHeaders } from './security/cors.ts';
-import { openSse, SSE_HEARTBEAT_MS, type SseStream } from './sse.ts';
+import { openSse, SSE_HEARTBEAT_MS, takeStreamSlot, type SseStream } from './sse.ts';
 
 export const EXECUTION_LINK_PREFIX = '/webhook-executions';
 export const EXECUTION_TOKEN_QUERY = 'token';
@@ -200,21 +200,34 @@ function finishedTail(
  * ending with the execution. A finished execution whose events the client has all is
  * 204, which tells an EventSource to stop reconnecting (an empty stream that ends would
  * have it reconnect for ever); its remaining events are sent from the one history read.
+ * The stream's slot is taken first, before the history is read: past the execution's
+ * cap on this listener 429, past the process's 503 (sse.ts, StreamSlots).
  */
 export async function serveExecutionEvents(
   engine: ExecutionEngine,
   execution: Execution,
   request: FastifyRequest,
   reply: FastifyReply,
-  options: Omit<NonNullable<Parameters<typeof openSse>[2]>, 'onEnd'>,
+  options: Omit<NonNullable<Parameters<typeof openSse>[2]>, 'onEnd' | 'slot'>,
 ): Promise<FastifyReply> {
+  const slot = takeStreamSlot(request, execution.id);
   const after = lastEventIdOf(request);
-  const tail = await finishedTail(engine, execution, after);
-  if (tail?.length === 0) return reply.code(204).send();
+  let tail: SequencedEvent[] | undefined;
+  try {
+    tail = await finishedTail(engine, execution, after);
+  } catch (error) {
+    slot.release();
+    throw error;
+  }
+  if (tail?.length === 0) {
+    slot.release();
+    return reply.code(204).send();
+  }
   let unsubscribe: (() => void) | undefined;
   let looking: NodeJS.Timeout | undefined;
   const { sse, body } = openSse(request, reply, {
     ...options,
+    slot,
     onEnd: () => {
       unsubscribe?.();
       clearInterval(looking);

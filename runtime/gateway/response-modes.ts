@@ -28,7 +28,7 @@ import type { RouteRecord, WorkflowRegistration } from '../../api/records/record
 import { parseDuration } from '../../api/v1alpha1/common.ts';
 import { renderBody } from './response-body.ts';
 import { setAuthorHeader } from './response-headers.ts';
-import { openSse } from './sse.ts';
+import { openSse, takeStreamSlot } from './sse.ts';
 import {
   executionGoneProblem,
   executionToken,
@@ -430,13 +430,28 @@ function sendBody(
   return m.reply.type(contentType).send(renderBody(contentType, body));
 }
 
+/**
+ * SSE Stream: the stream's slot is taken before the execution starts, so a process with
+ * its streams open refuses (503 streams-exhausted) without running anything.
+ */
 async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
-  const started = await start(deps, m, watching(m));
-  if (started.discarded) return acknowledgeDelivered(m, started);
+  const slot = takeStreamSlot(m.request);
+  let started: Started;
+  try {
+    started = await start(deps, m, watching(m));
+  } catch (error) {
+    slot.release();
+    throw error;
+  }
+  if (started.discarded) {
+    slot.release();
+    return acknowledgeDelivered(m, started);
+  }
   const { execution, links } = started;
   let unsubscribe: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
   const { sse, body } = openSse(m.request, m.reply, {
+    slot,
     ...(deps.heartbeatMs ? { heartbeatMs: deps.heartbeatMs } : {}),
     onEnd: () => {
       clearTimeout(timer);

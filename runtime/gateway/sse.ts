@@ -5,12 +5,16 @@
 //   written within the drain deadline (it stopped reading) has its connection reset;
 // - the stream ends when the client leaves (the response's `close`, which fires on
 //   disconnect; the request's `close` fires once its body is read);
-// - every open stream is ended when the server closes, so shutdown is not held up.
+// - every open stream is ended when the server closes, so shutdown is not held up;
+// - open streams are capped (StreamSlots): per execution on each listener (429
+//   execution-streams-exceeded) and per process, every listener counted (503
+//   streams-exhausted), both with Retry-After; a stream's slot is taken before any work
+//   is done for it (reading the execution's history) and freed once its bytes have left.
 import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BoundedStore } from '../bounded.ts';
-import type { HttpProblem } from '../errors.ts';
+import { HttpProblem } from '../errors.ts';
 
 export interface SseStream {
   /** Write one frame: `event`, optional `id`, JSON `data`. No-op once ended. */
@@ -29,7 +33,93 @@ declare module 'fastify' {
     sseBufferBytes: number;
     /** How long an ended stream's last bytes may take to leave before a reset. */
     sseDrainMs: number;
+    /** The caps on open streams: this listener's per execution, the process's. */
+    sseSlots: StreamSlots;
   }
+}
+
+/** How soon a refused stream may be asked for again (Retry-After, seconds). */
+export const STREAM_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The open streams of one process, every listener's counted: at most `max`. One object
+ * shared by the listeners of a process (createServing); an app made alone has its own.
+ */
+export class ProcessStreams {
+  open = 0;
+  readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+}
+
+/** A taken slot: freed once (later calls do nothing). */
+export interface StreamSlot {
+  release(): void;
+}
+
+/**
+ * The caps on one listener's open streams: `maxPerExecution` of each execution (each
+ * listener its own count, so a caller's links never use up what the admin API may open
+ * on the same execution), within the process's `max`.
+ */
+export class StreamSlots {
+  readonly #perExecution = new Map<string, number>();
+  readonly process: ProcessStreams;
+  readonly maxPerExecution: number;
+
+  constructor(process: ProcessStreams, maxPerExecution: number) {
+    this.process = process;
+    this.maxPerExecution = maxPerExecution;
+  }
+
+  /** Streams of `executionId` open on this listener. */
+  openOf(executionId: string): number {
+    return this.#perExecution.get(executionId) ?? 0;
+  }
+
+  /**
+   * A slot for one more stream (of `executionId`, when it follows one), or the problem:
+   * 429 execution-streams-exceeded when the execution has its streams open here, 503
+   * streams-exhausted when the process has its own.
+   */
+  take(executionId?: string): StreamSlot {
+    const retry = { 'retry-after': String(STREAM_RETRY_AFTER_SECONDS) };
+    const ofExecution = executionId === undefined ? 0 : this.openOf(executionId);
+    if (executionId !== undefined && ofExecution >= this.maxPerExecution)
+      throw new HttpProblem(
+        'HG_ERR_EXECUTION_STREAMS_EXCEEDED',
+        `Execution ${executionId} already has ${this.maxPerExecution} event streams open here; close one first`,
+        { headers: retry, extensions: { executionId, limit: this.maxPerExecution } },
+      );
+    const process = this.process;
+    if (process.open >= process.max)
+      throw new HttpProblem(
+        'HG_ERR_STREAMS_EXHAUSTED',
+        `This server already has its ${process.max} event streams open; retry later`,
+        { headers: retry, extensions: { limit: process.max } },
+      );
+    process.open++;
+    if (executionId !== undefined) this.#perExecution.set(executionId, ofExecution + 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        process.open--;
+        if (executionId === undefined) return;
+        const left = this.openOf(executionId) - 1;
+        if (left > 0) this.#perExecution.set(executionId, left);
+        else this.#perExecution.delete(executionId);
+      },
+    };
+  }
+}
+
+/** A slot for a stream about to be opened on `request`'s listener (StreamSlots.take). */
+export function takeStreamSlot(request: FastifyRequest, executionId?: string): StreamSlot {
+  return request.server.sseSlots.take(executionId);
 }
 
 /** Streams ended because their client did not read (all listeners of the process). */
@@ -61,11 +151,21 @@ export const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 
-/** Keep track of open streams and end them before the server closes. */
-export function installSse(app: FastifyInstance, bufferBytes: number, drainMs: number): void {
+/** Keep track of open streams, cap them, and end them before the server closes. */
+export function installSse(
+  app: FastifyInstance,
+  options: {
+    bufferBytes: number;
+    drainMs: number;
+    maxPerExecution: number;
+    /** The process's count, shared with its other listeners. */
+    process: ProcessStreams;
+  },
+): void {
   app.decorate('sseStreams', new Set<SseStream>());
-  app.decorate('sseBufferBytes', bufferBytes);
-  app.decorate('sseDrainMs', drainMs);
+  app.decorate('sseBufferBytes', options.bufferBytes);
+  app.decorate('sseDrainMs', options.drainMs);
+  app.decorate('sseSlots', new StreamSlots(options.process, options.maxPerExecution));
   app.addHook('preClose', (done) => {
     for (const stream of [...app.sseStreams]) stream.end();
     done();
@@ -78,6 +178,8 @@ export const SSE_HEARTBEAT_MS = 15_000;
 /**
  * Start an SSE answer. `onEnd` runs once, whoever ends the stream (the code, the
  * client leaving, or shutdown). Send the reply with `reply.send(...)` of the result.
+ * Throws the cap's problem (before anything is written) when no slot is given and the
+ * process has no room.
  */
 export function openSse(
   request: FastifyRequest,
@@ -86,6 +188,12 @@ export function openSse(
     heartbeatMs?: number;
     onEnd?: () => void;
     /**
+     * The stream's slot, taken by the caller before it did any work for the stream
+     * (takeStreamSlot); freed with the stream. Without one, a slot of the process is
+     * taken here.
+     */
+    slot?: StreamSlot;
+    /**
      * Keeps checking the reader's access while the stream is open (the admin
      * listener's AdminAccess.watch): told how to end the stream when it is withdrawn,
      * returns the stop function, called when the stream ends.
@@ -93,6 +201,7 @@ export function openSse(
     recheck?: (revoked: (problem: HttpProblem) => void) => () => void;
   } = {},
 ): { sse: SseStream; body: PassThrough } {
+  const slot = options.slot ?? takeStreamSlot(request);
   const body = new PassThrough();
   const registry = request.server.sseStreams;
   const maxBuffer = request.server.sseBufferBytes;
@@ -106,17 +215,21 @@ export function openSse(
    * (it stopped reading) has its connection reset, which frees it here and in the
    * kernel's send buffer. A client that reads gets all of it, then the end.
    */
+  const forget = (): void => {
+    registry.delete(sse);
+    slot.release();
+  };
   const release = (): void => {
     if (response.writableFinished || response.destroyed) {
-      registry.delete(sse);
+      forget();
       return;
     }
     const done = (): void => {
       clearTimeout(deadline);
-      registry.delete(sse);
+      forget();
     };
     const deadline = setTimeout(() => {
-      registry.delete(sse);
+      forget();
       body.destroy();
       const socket = response.socket;
       if (socket) resetConnection(socket);

@@ -544,6 +544,8 @@ export function problemsOf(spec: WebhookTriggerSpec, method: string): ErrorCode[
   // gets 202 succeeded instead (addDeliveredResponse). The acknowledging modes answer 202.
   if (method !== 'OPTIONS' && mode !== 'immediateAck' && mode !== 'asyncCallback')
     codes.push('HG_ERR_EXECUTION_DISCARDED');
+  // SSE Stream: the process has its cap of open streams (refused before the execution).
+  if (mode === 'sseStream' && method !== 'OPTIONS') codes.push('HG_ERR_STREAMS_EXHAUSTED');
   codes.push(
     'HG_ERR_WORKFLOW_NOT_FOUND',
     'HG_ERR_ENGINE_OVERLOADED',

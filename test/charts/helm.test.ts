@@ -1054,6 +1054,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'HOOKGATE_STREAM_BUFFER_BYTES',
       'HOOKGATE_LIST_PAGE_BYTES',
       'HOOKGATE_ANALYTICS_BYTES',
+      'HOOKGATE_STREAMS_PER_EXECUTION',
+      'HOOKGATE_STREAMS_PER_PROCESS',
     ];
     const defaults = await render();
     for (const role of ROLES) {
@@ -1071,6 +1073,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'config.budgets.streamBufferBytes=2Mi',
       'config.budgets.listPageBytes=1.5MiB',
       'config.budgets.analyticsBytes=16Mi',
+      'config.budgets.streamsPerExecution=8',
+      'config.budgets.streamsPerProcess=2500',
     );
     const value = (role: (typeof ROLES)[number], name: string) =>
       envOf(container(deployment(set, role))).get(name)?.value;
@@ -1083,6 +1087,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       HOOKGATE_STREAM_BUFFER_BYTES: '2Mi',
       HOOKGATE_LIST_PAGE_BYTES: '1.5MiB',
       HOOKGATE_ANALYTICS_BYTES: '16Mi',
+      HOOKGATE_STREAMS_PER_EXECUTION: '8',
+      HOOKGATE_STREAMS_PER_PROCESS: '2500',
     });
     // The roles read exactly these names and values (roles/budget-settings.ts).
     expect(budgetSettings(gateway)).toEqual({
@@ -1094,6 +1100,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
         streamBufferBytes: 2 * 1024 ** 2,
         listPageBytes: 1.5 * 1024 ** 2,
         analyticsBytes: 16 * 1024 ** 2,
+        streamsPerExecution: 8,
+        streamsPerProcess: 2500,
       },
       problems: [],
     });
@@ -1107,6 +1115,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       HOOKGATE_STREAM_BUFFER_BYTES: undefined,
       HOOKGATE_LIST_PAGE_BYTES: undefined,
       HOOKGATE_ANALYTICS_BYTES: undefined,
+      HOOKGATE_STREAMS_PER_EXECUTION: undefined,
+      HOOKGATE_STREAMS_PER_PROCESS: undefined,
     });
     expect(BUDGETS.filter((name) => value('operator', name) !== undefined)).toEqual([]);
     // From a values file numbers are floats to helm: still rendered as whole numbers.

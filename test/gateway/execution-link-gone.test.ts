@@ -11,7 +11,7 @@ import {
   executionLinkRoutes,
   mintExecutionToken,
 } from '../../runtime/gateway/execution-links.ts';
-import { installSse } from '../../runtime/gateway/sse.ts';
+import { installSse, ProcessStreams } from '../../runtime/gateway/sse.ts';
 import { trigger } from '../engine/helpers.ts';
 
 describe('execution link events: a record gone while the stream is open', () => {
@@ -43,7 +43,12 @@ describe('execution link events: a record gone while the stream is open', () => 
     };
     const app = Fastify();
     apps.push(app);
-    installSse(app, 1024 * 1024, 1000);
+    installSse(app, {
+      bufferBytes: 1024 * 1024,
+      drainMs: 1000,
+      maxPerExecution: 16,
+      process: new ProcessStreams(100),
+    });
     executionLinkRoutes(app, { engine, heartbeatMs: 50 });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as { port: number };

@@ -183,6 +183,11 @@ describe('the document of each example trigger', () => {
     const stream = await documentOf('/api/triggers/default/reports-stream/openapi.json');
     const streamPost = (Object.values(stream.body.paths as Json)[0] as Json).post as Json;
     expect(Object.keys(streamPost.responses['200'].content)).toEqual(['text/event-stream']);
+    // The process has its cap of open streams: refused before the execution starts.
+    const full = streamPost.responses['503'].content['application/problem+json'].schema;
+    expect(full.allOf[1].properties.type.enum).toContain(
+      'https://hookgate.dev/problems/streams-exhausted',
+    );
     const async = await documentOf('/api/triggers/default/reports-async/openapi.json');
     const asyncPost = (Object.values(async.body.paths as Json)[0] as Json).post as Json;
     expect(asyncPost.parameters.map((p: Json) => `${p.in}:${p.name}`)).toEqual(

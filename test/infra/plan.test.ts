@@ -129,6 +129,8 @@ describe('resolveArgs', () => {
       streamBufferBytes: '2m',
       listPageBytes: '1gb',
       analyticsBytes: '16Mi',
+      streamsPerExecution: 8,
+      streamsPerProcess: 2500,
     };
     expect(validateArgs({ ...valid, budgets })).toEqual([]);
     // Set keys only: the chart renders no variable for the others (product defaults).
@@ -144,12 +146,16 @@ describe('resolveArgs', () => {
           storedBodyBytes: '1000',
           listPageBytes: 1.5,
           executionTtlMs: 999,
+          streamsPerExecution: 0,
+          streamsPerProcess: 2.5,
         },
       }),
     ).toEqual([
       'budgets.executionStoreBytes must be a size of at least 1Ki (e.g. 64Ki, 256Mi), got "512 megabytes"',
       'budgets.storedBodyBytes must be a size of at least 1Ki (e.g. 64Ki, 256Mi), got "1000"',
       'budgets.listPageBytes must be a size of at least 1Ki (e.g. 64Ki, 256Mi), got 1.5',
+      'budgets.streamsPerExecution must be a whole number from 1 to 1000000, got 0',
+      'budgets.streamsPerProcess must be a whole number from 1 to 1000000, got 2.5',
       'budgets.executionTtlMs must be a whole number >= 1000, got 999',
     ]);
   });
@@ -177,6 +183,14 @@ describe('resolveArgs', () => {
     expect(validateValues(ttl(1000))).toBe(true);
     expect(validateValues(ttl(999))).toBe(false);
     expect(validateValues(ttl('1h'))).toBe(false);
+    // The caps on open streams: whole numbers from 1 to 1000000, as the roles take them.
+    const streams = (streamsPerExecution: unknown) => ({
+      ...base,
+      config: { ...base.config, budgets: { streamsPerExecution } },
+    });
+    for (const n of [1, 16, 1_000_000]) expect(validateValues(streams(n)), String(n)).toBe(true);
+    for (const n of [0, 2.5, 1_000_001, '16'])
+      expect(validateValues(streams(n)), String(n)).toBe(false);
     expect(
       validateValues({ ...base, config: { ...base.config, budgets: { maxBytes: '1Mi' } } }),
     ).toBe(false);
@@ -186,7 +200,7 @@ describe('resolveArgs', () => {
         config: { budgets: Record<string, unknown> };
       }
     ).config;
-    expect(Object.values(config.budgets)).toEqual(Array(7).fill(null));
+    expect(Object.values(config.budgets)).toEqual(Array(9).fill(null));
   });
 
   it('refuses Redis client settings below 1', () => {

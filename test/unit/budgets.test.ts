@@ -48,6 +48,20 @@ describe('byte sizes in settings', () => {
       'HOOKGATE_IDEMPOTENCY_BYTES must be a size of at least 1Ki (e.g. 64Ki, 256Mi), not "10"',
     ]);
   });
+
+  it('reads the caps on open event streams: whole numbers from 1 to a million', () => {
+    expect(
+      budgetSettings({
+        HOOKGATE_STREAMS_PER_EXECUTION: '4',
+        HOOKGATE_STREAMS_PER_PROCESS: '2500',
+      }),
+    ).toEqual({ budgets: { streamsPerExecution: 4, streamsPerProcess: 2500 }, problems: [] });
+    for (const raw of ['0', '-1', '1.5', '16Ki', '', '1000001']) {
+      expect(budgetSettings({ HOOKGATE_STREAMS_PER_EXECUTION: raw }).problems).toEqual([
+        `HOOKGATE_STREAMS_PER_EXECUTION must be an integer from 1 to 1000000, not "${raw}"`,
+      ]);
+    }
+  });
 });
 
 describe('JSON size estimate', () => {

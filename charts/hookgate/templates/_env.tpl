@@ -76,7 +76,7 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
 {{- include "hookgate.callbackSecret.env" . | nindent 0 }}
 {{- end }}
 {{- include "hookgate.analytics.env" . | nindent 0 }}
-{{- include "hookgate.budgetEnv" (dict "ctx" . "keys" (list "executionStoreBytes" "storedBodyBytes" "executionTtlMs" "idempotencyBytes" "streamBufferBytes" "listPageBytes" "analyticsBytes")) | nindent 0 }}
+{{- include "hookgate.budgetEnv" (dict "ctx" . "keys" (list "executionStoreBytes" "storedBodyBytes" "executionTtlMs" "idempotencyBytes" "streamBufferBytes" "listPageBytes" "analyticsBytes" "streamsPerExecution" "streamsPerProcess")) | nindent 0 }}
 {{- end -}}
 
 {{/* The worker's env (deployment-worker.yaml). */}}

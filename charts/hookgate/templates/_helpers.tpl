@@ -203,11 +203,11 @@ render outside 64Ki to 64Mi, which the schema can check for plain numbers only.
 {{- end -}}
 
 {{/*
-The byte budgets a role uses (config.budgets, docs/limits.md), only those set: unset
-keys keep the product's defaults. .keys: the config.budgets keys the role reads.
+The byte budgets and stream caps a role uses (config.budgets, docs/limits.md), only
+those set: unset keys keep the product's defaults. .keys: the config.budgets keys the role reads.
 */}}
 {{- define "hookgate.budgetEnv" -}}
-{{- $names := dict "executionStoreBytes" "HOOKGATE_EXECUTION_STORE_BYTES" "storedBodyBytes" "HOOKGATE_STORED_BODY_BYTES" "executionTtlMs" "HOOKGATE_EXECUTION_TTL_MS" "idempotencyBytes" "HOOKGATE_IDEMPOTENCY_BYTES" "streamBufferBytes" "HOOKGATE_STREAM_BUFFER_BYTES" "listPageBytes" "HOOKGATE_LIST_PAGE_BYTES" "analyticsBytes" "HOOKGATE_ANALYTICS_BYTES" -}}
+{{- $names := dict "executionStoreBytes" "HOOKGATE_EXECUTION_STORE_BYTES" "storedBodyBytes" "HOOKGATE_STORED_BODY_BYTES" "executionTtlMs" "HOOKGATE_EXECUTION_TTL_MS" "idempotencyBytes" "HOOKGATE_IDEMPOTENCY_BYTES" "streamBufferBytes" "HOOKGATE_STREAM_BUFFER_BYTES" "listPageBytes" "HOOKGATE_LIST_PAGE_BYTES" "analyticsBytes" "HOOKGATE_ANALYTICS_BYTES" "streamsPerExecution" "HOOKGATE_STREAMS_PER_EXECUTION" "streamsPerProcess" "HOOKGATE_STREAMS_PER_PROCESS" -}}
 {{- $budgets := .ctx.Values.config.budgets | default dict -}}
 {{- range $key := .keys }}
 {{- $value := get $budgets $key }}
