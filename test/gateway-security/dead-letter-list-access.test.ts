@@ -6,12 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
-import {
-  AdminAccess,
-  type AdminAuthenticator,
-  type AdminUser,
-  type ResourceAttributes,
-} from '../../runtime/admin/access.ts';
+import { AdminAccess } from '../../runtime/admin/access.ts';
 import {
   MemoryDeadLetterStore,
   type DeadLetter,
@@ -23,21 +18,10 @@ import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
 import { createHttpApp } from '../../runtime/http-app.ts';
 import { recoveryRoutes } from '../../runtime/read-api/recovery-routes.ts';
 import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
+import { OneNamespace } from '../support/one-namespace-access.ts';
 import { redisAvailable } from '../support/redis.ts';
 
 const NOW = Date.parse('2026-11-28T12:00:00Z');
-
-/** alice may `get` webhooktriggers in team-a, nothing else; every review is counted. */
-class OneNamespace implements AdminAuthenticator {
-  reviews: ResourceAttributes[] = [];
-  authenticate(token: string): Promise<AdminUser | undefined> {
-    return Promise.resolve(token === 'alice' ? { username: 'alice', groups: [] } : undefined);
-  }
-  authorize(_user: AdminUser, attributes: ResourceAttributes): Promise<boolean> {
-    this.reviews.push(attributes);
-    return Promise.resolve(attributes.verb === 'get' && attributes.namespace === 'team-a');
-  }
-}
 
 function entry(id: string, ms: number, namespace: string): DeadLetter {
   return {

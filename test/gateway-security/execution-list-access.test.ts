@@ -4,12 +4,7 @@
 // theirs, and no cursor names an execution of a namespace they may not read. Over the
 // memory store and the Redis one (a real redis-server).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AdminAccess,
-  type AdminAuthenticator,
-  type AdminUser,
-  type ResourceAttributes,
-} from '../../runtime/admin/access.ts';
+import { AdminAccess } from '../../runtime/admin/access.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import {
   decodeCursor,
@@ -21,22 +16,11 @@ import type { Execution } from '../../runtime/engine/ports.ts';
 import { createHttpApp } from '../../runtime/http-app.ts';
 import { executionRoutes } from '../../runtime/read-api/execution-routes.ts';
 import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
+import { OneNamespace } from '../support/one-namespace-access.ts';
 import { redisAvailable } from '../support/redis.ts';
 import { trigger } from '../engine/helpers.ts';
 
 const NOW = Date.parse('2026-11-28T12:00:00Z');
-
-/** alice may `get` webhooktriggers in team-a, nothing else; every review is counted. */
-class OneNamespace implements AdminAuthenticator {
-  reviews: ResourceAttributes[] = [];
-  authenticate(token: string): Promise<AdminUser | undefined> {
-    return Promise.resolve(token === 'alice' ? { username: 'alice', groups: [] } : undefined);
-  }
-  authorize(_user: AdminUser, attributes: ResourceAttributes): Promise<boolean> {
-    this.reviews.push(attributes);
-    return Promise.resolve(attributes.verb === 'get' && attributes.namespace === 'team-a');
-  }
-}
 
 function execution(id: string, ms: number, namespace: string): Execution {
   return {
