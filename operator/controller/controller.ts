@@ -125,7 +125,12 @@ export class Controller {
     }
     this.#stopping = true;
     this.#log('Stopping workers', { controller: this.name });
-    const drained = Promise.all([this.queue.shutDownWithDrain(), ...this.#workers]);
+    // The workers take no key from now on (#worker), so the wait is for the reconciles
+    // in flight, not the queue's drain: a key queued again while it was reconciled is put
+    // back by done() and would be waited for until the timeout (client-go's drain hands
+    // such keys out again; these workers have stopped taking them).
+    this.queue.shutDown();
+    const drained = Promise.all(this.#workers);
     let cancel = (): void => {};
     const timedOut = new Promise<boolean>((resolve) => {
       cancel = this.#clock.setTimer(() => resolve(true), drainTimeoutMs);

@@ -305,6 +305,35 @@ describe('Controller', () => {
     expect(calls).toEqual(['a']);
   });
 
+  it('stop ends with the in-flight reconcile when its key was queued again meanwhile', async () => {
+    // The key's change came while it was reconciled (a gateway leaving as the loop
+    // stops): done() queues it again, and no worker takes it any more. The drain waited
+    // for it until its timeout (5 s for `hookgate dev`).
+    const gate = deferred<void>();
+    const calls: string[] = [];
+    const { ctrl, logs } = newController(
+      async (key) => {
+        calls.push(key);
+        await gate.promise;
+      },
+      { workers: 1 },
+    );
+    ctrl.enqueue('a');
+    ctrl.start();
+    await until(() => calls.length === 1);
+    ctrl.enqueue('a');
+    let stopped = false;
+    const stopping = ctrl.stop(60_000).then(() => (stopped = true));
+    await tick();
+    expect(stopped).toBe(false);
+    gate.resolve();
+    for (let i = 0; i < 10 && !stopped; i++) await tick();
+    expect(stopped).toBe(true);
+    await stopping;
+    expect(calls).toEqual(['a']);
+    expect(logs.some((l) => l.msg.startsWith('Drain timed out'))).toBe(false);
+  });
+
   it('stop gives up after the drain timeout when a reconcile hangs', async () => {
     const { ctrl, clock, logs } = newController(() => new Promise<void>(() => {}));
     ctrl.enqueue('a');
