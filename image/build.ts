@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import {
   closeSync,
   copyFileSync,
-  cpSync,
   existsSync,
   mkdirSync,
   openSync,
@@ -35,6 +34,7 @@ import {
   STAGE,
   type PackageJson,
 } from './layout.ts';
+import { copyProductFiles } from './product-files.ts';
 import { completeSbom, type CycloneDx, type ImageFacts } from './sbom.ts';
 
 const USAGE = `Usage: npm run image [-- options]
@@ -242,7 +242,8 @@ function stageApp(sbom: CycloneDx): void {
   rmSync(app, { recursive: true, force: true });
   mkdirSync(app, { recursive: true });
   for (const f of ['package.json', 'package-lock.json']) copyFileSync(join(ROOT, f), join(app, f));
-  for (const dir of PRODUCT_DIRS) cpSync(join(ROOT, dir), join(app, dir), { recursive: true });
+  // The files git accounts for only: never an ignored .env or log lying in those folders.
+  copyProductFiles(ROOT, PRODUCT_DIRS, app);
   writeFileSync(join(app, 'sbom.cdx.json'), `${JSON.stringify(sbom, null, 2)}\n`);
 }
 
