@@ -32,6 +32,7 @@ describe.skipIf(!tools)('chart: admin Ingress', () => {
       'ingress.enabled=true',
       'ingress.host=hooks.example.com',
       'ingress.className=nginx',
+      'ingress.tls.enabled=true',
       'admin.ingress.enabled=true',
     );
     const admin = find<Ingress>(objects, 'Ingress', 'hg-hookgate-admin');
@@ -66,6 +67,60 @@ describe.skipIf(!tools)('chart: admin Ingress', () => {
     expect(admin.spec.tls).toEqual([
       { hosts: ['admin.example.com'], secretName: 'hg-hookgate-admin-tls' },
     ]);
+  });
+
+  it("on the webhook host, carries the webhook Ingress' TLS itself", async () => {
+    // Controllers that build each Ingress apart (or redirect to https only for an Ingress
+    // with TLS) would otherwise serve the admin paths, bearer tokens and all, over http.
+    const objects = await render(
+      'ingress.enabled=true',
+      'ingress.host=hooks.example.com',
+      'ingress.tls.enabled=true',
+      'admin.ingress.enabled=true',
+    );
+    const admin = find<Ingress>(objects, 'Ingress', 'hg-hookgate-admin');
+    expect(admin.spec.tls).toEqual([
+      { hosts: ['hooks.example.com'], secretName: 'hg-hookgate-tls' },
+    ]);
+    // Its own TLS wins; another host never takes the webhook host's certificate.
+    const own = await render(
+      'ingress.enabled=true',
+      'ingress.host=hooks.example.com',
+      'ingress.tls.enabled=true',
+      'admin.ingress.enabled=true',
+      'admin.ingress.tls.enabled=true',
+      'admin.ingress.tls.secretName=admin-cert',
+    );
+    expect(find<Ingress>(own, 'Ingress', 'hg-hookgate-admin').spec.tls).toEqual([
+      { hosts: ['hooks.example.com'], secretName: 'admin-cert' },
+    ]);
+    expect(
+      await renderError(
+        'ingress.enabled=true',
+        'ingress.host=hooks.example.com',
+        'ingress.tls.enabled=true',
+        'admin.ingress.enabled=true',
+        'admin.ingress.host=admin.example.com',
+      ),
+    ).toContain('without TLS');
+  });
+
+  it('is refused without TLS (bearer tokens in clear) unless TLS ends before the controller', async () => {
+    for (const sets of [
+      ['ingress.enabled=true', 'ingress.host=hooks.example.com', 'admin.ingress.enabled=true'],
+      ['admin.ingress.enabled=true', 'admin.ingress.host=admin.example.com'],
+    ]) {
+      const error = await renderError(...sets);
+      expect(error).toContain('without TLS');
+      expect(error).toContain('admin.ingress.plainHttp=true');
+    }
+    const plain = await render(
+      'admin.ingress.enabled=true',
+      'admin.ingress.host=admin.example.com',
+      'admin.ingress.plainHttp=true',
+    );
+    expect(find<Ingress>(plain, 'Ingress', 'hg-hookgate-admin').spec.tls).toBeUndefined();
+    expect(await renderError('admin.ingress.plainHttp=yes')).toMatch(/plainHttp/);
   });
 
   it('is refused without a host, and with admin.auth none', async () => {

@@ -790,13 +790,22 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     );
     expect(published).toContain('https://admin.example.com/dashboard');
     expect(published).toContain('https://admin.example.com/api/executions');
-    // On the webhook host when the admin Ingress has none of its own, plain http without TLS.
+    // On the webhook host when the admin Ingress has no host of its own, with its TLS.
     const beside = await notes(
       'ingress.enabled=true',
       'ingress.host=hooks.example.com',
+      'ingress.tls.enabled=true',
       'admin.ingress.enabled=true',
     );
-    expect(beside).toContain('http://hooks.example.com/dashboard');
+    expect(beside).toContain('https://hooks.example.com/dashboard');
+    // Plain http only when TLS ends before the ingress controller (admin.ingress.plainHttp).
+    const plain = await notes(
+      'ingress.enabled=true',
+      'ingress.host=hooks.example.com',
+      'admin.ingress.enabled=true',
+      'admin.ingress.plainHttp=true',
+    );
+    expect(plain).toContain('http://hooks.example.com/dashboard');
   });
 
   it('says in the install notes when nothing runs the queued executions', async () => {

@@ -336,6 +336,20 @@ port); fails the render naming the values.
 {{- end -}}
 {{- end -}}
 
+{{/*
+The TLS Secret of the admin Ingress, empty without TLS: admin.ingress.tls's own, else, on
+the webhook host (admin.ingress.host empty or ingress.host), the webhook Ingress' (ingress.tls).
+*/}}
+{{- define "hookgate.adminIngress.tlsSecret" -}}
+{{- $fullname := include "hookgate.fullname" . -}}
+{{- $admin := .Values.admin.ingress -}}
+{{- if $admin.tls.enabled -}}
+{{- default (printf "%s-admin-tls" $fullname) $admin.tls.secretName -}}
+{{- else if and .Values.ingress.tls.enabled (or (not $admin.host) (eq $admin.host .Values.ingress.host)) -}}
+{{- default (printf "%s-tls" $fullname) .Values.ingress.tls.secretName -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The writable /tmp of a pod whose root filesystem is read-only. */}}
 {{- define "hookgate.tmpVolume" -}}
 - name: tmp
