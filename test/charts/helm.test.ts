@@ -19,6 +19,7 @@ import {
   dryRunInstall,
   container,
   deployment,
+  redisStatefulSet,
   envOf,
   find,
   helm,
@@ -771,6 +772,20 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'redis.auth.existingSecretKey=pw',
     );
     expect(ownPassword).toContain("get secret redis-auth -o jsonpath='{.data.pw}'");
+  });
+
+  it('keeps Service environment variables out of every pod of the release', async () => {
+    const objects = await render();
+    for (const role of ['operator', 'gateway', 'worker'])
+      expect(deployment(objects, role).spec.template.spec.enableServiceLinks).toBe(false);
+    expect(redisStatefulSet(objects).spec.template.spec.enableServiceLinks).toBe(false);
+  });
+
+  it('warns in the install notes when the operator may read Secrets in every namespace', async () => {
+    const warning = 'The operator may read Secrets in every namespace';
+    expect(await notes()).toContain(warning);
+    expect(await notes('rbac.secretNamespaces={team-a,team-b}')).not.toContain(warning);
+    expect(await notes('rbac.create=false')).not.toContain(warning);
   });
 
   it('says in the install notes where the admin API is: the Service only, or the Ingress too', async () => {
