@@ -1,7 +1,7 @@
 // Manifest files as the CLI reads them: files or folders (recursively, *.yaml, *.yml,
 // *.json), or `-` for standard input; every YAML document with its position, so that a
 // problem at a field path can be reported at its line.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { documentValue, fieldOffset, yamlMessage } from '../api/yaml-documents.ts';
@@ -43,15 +43,47 @@ export function manifestFiles(paths: string[]): string[] {
   return files;
 }
 
-function walk(dir: string): string[] {
+/**
+ * The manifests under `dir`. Symbolic links are followed (a linked file or folder is
+ * checked like any other: left out, it passed unchecked with exit 0); a folder or file
+ * reached twice (a link loop, two links to one folder) is read once.
+ */
+function walk(dir: string, seen = new Set<string>()): string[] {
+  const real = realpathSync(dir);
+  if (seen.has(real)) return [];
+  seen.add(real);
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    throw usageError(`${dir}: cannot read: ${(err as Error).message}`);
+  }
   const out: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
-    a.name.localeCompare(b.name),
-  )) {
+  for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
     if (entry.name.startsWith('.')) continue;
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...walk(path));
-    else if (entry.isFile() && MANIFEST.test(entry.name)) out.push(path);
+    let isDirectory = entry.isDirectory();
+    let isFile = entry.isFile();
+    if (entry.isSymbolicLink()) {
+      let target;
+      try {
+        target = statSync(path);
+      } catch {
+        // A manifest's name linking to nothing is a file missing from the set.
+        if (MANIFEST.test(entry.name))
+          throw usageError(`${path}: a link to nothing (no such file or directory)`);
+        continue;
+      }
+      isDirectory = target.isDirectory();
+      isFile = target.isFile();
+    }
+    if (isDirectory) out.push(...walk(path, seen));
+    else if (isFile && MANIFEST.test(entry.name)) {
+      const file = realpathSync(path);
+      if (seen.has(file)) continue;
+      seen.add(file);
+      out.push(path);
+    }
   }
   return out;
 }

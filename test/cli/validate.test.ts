@@ -1,7 +1,7 @@
 // hookgate validate: the shipped examples pass; broken manifests fail with exit 1 and
 // each problem at its file, line and field path, in text, JSON and GitHub annotations;
 // path conflicts within the set report both triggers; other kinds are skipped.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -224,6 +224,32 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
     );
     expect(run.stdout).toMatch(/hostile\.yaml:\d+:\d+: error: .*nesting too deep.*\(document 2\)/);
     expect(run.stdout).toContain('1 valid');
+  });
+
+  it('follows symbolic links in folders: a linked file or folder is checked, a link loop read once', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'hookgate-links-'));
+    try {
+      await mkdir(join(root, 'shared'));
+      await mkdir(join(root, 'set'));
+      await writeFile(join(root, 'shared', 'broken.yaml'), BROKEN);
+      await symlink(join(root, 'shared', 'broken.yaml'), join(root, 'set', 'linked.yaml'));
+      await symlink(join(root, 'shared'), join(root, 'set', 'shared'));
+      await symlink(join(root, 'set'), join(root, 'set', 'loop'));
+      await symlink(join(root, 'nowhere'), join(root, 'set', 'stale-notes'));
+      const run = await hookgate(['validate', join(root, 'set')]);
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(1);
+      // One file behind two links: read once.
+      expect(run.stdout).toMatch(/1 file\(s\), 1 valid, 2 invalid, 1 skipped/);
+      expect(run.stdout).toContain('spec.methods[1]: Unsupported value: "FETCH"');
+      // A manifest's name linking to nothing is a missing file: bad usage, not a pass.
+      await symlink(join(root, 'nowhere.yaml'), join(root, 'set', 'gone.yaml'));
+      const dangling = await hookgate(['validate', join(root, 'set')]);
+      expect(dangling.code).toBe(2);
+      expect(dangling.stderr).toContain('gone.yaml: a link to nothing');
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it('bad usage exits 2 with the reason', async () => {
