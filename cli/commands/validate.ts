@@ -147,7 +147,20 @@ function validateDocument(
   const { kind, apiVersion, name, namespace } = identity(doc.value, defaultNamespace);
   const object = `${kind || '(no kind)'} ${namespace}/${name || '(no name)'}`;
   const resource = { file: doc.file, document: doc.index, line: doc.line, kind, namespace, name };
-  if (apiVersion.split('/')[0] !== HOOKGATE_GROUP) {
+  const group = apiVersion.split('/')[0] ?? '';
+  if (group !== HOOKGATE_GROUP && meantAsHookgate(kind, group)) {
+    report.resources.push({ ...resource, result: 'invalid' });
+    report.errors.push(
+      problemAt(
+        doc,
+        'apiVersion',
+        `${apiVersion ? `Unsupported value: "${apiVersion}"` : 'Required value'}: must be ${API_VERSION}`,
+        { object, reason: apiVersion ? 'FieldValueNotSupported' : 'FieldValueRequired' },
+      ),
+    );
+    return undefined;
+  }
+  if (group !== HOOKGATE_GROUP) {
     report.resources.push({ ...resource, result: 'skipped' });
     report.notes.push(
       problemAt(
@@ -201,6 +214,17 @@ function validateDocument(
   report.errors.push(...errors);
   if (errors.length > 0 || !result.ok) return undefined;
   return { doc, kind, namespace, name, object: result.object };
+}
+
+/**
+ * A hookgate kind with no apiVersion, or with a group that names hookgate but is not
+ * hookgate.dev (a typo): an error, not "another kind, skipped", which passed it
+ * unchecked with exit 0 while the API server refuses it. A Workflow of another group
+ * (Argo's argoproj.io) is still someone else's and skipped.
+ */
+function meantAsHookgate(kind: string, group: string): boolean {
+  if (kind !== 'WebhookTrigger' && kind !== 'Workflow') return false;
+  return group === '' || group.toLowerCase().includes('hookgate');
 }
 
 /**

@@ -252,6 +252,27 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
     }
   });
 
+  it("a hookgate kind without apiVersion or with a misspelt group is an error, not skipped; Argo's Workflow is skipped", async () => {
+    const { apiVersion: _none, ...noVersion } = trigger('no-version') as Record<string, unknown>;
+    const input = [
+      noVersion,
+      { ...workflow('typo'), apiVersion: 'hookgate.io/v1alpha1' },
+      { ...workflow('argo'), apiVersion: 'argoproj.io/v1alpha1' },
+    ]
+      .map((d) => stringify(d))
+      .join('---\n');
+    const run = await hookgate(['validate', '-'], { input });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(
+      'error: WebhookTrigger default/no-version: apiVersion: Required value: must be hookgate.dev/v1alpha1',
+    );
+    expect(run.stdout).toContain(
+      'error: Workflow default/typo: apiVersion: Unsupported value: "hookgate.io/v1alpha1"',
+    );
+    expect(run.stdout).toContain('argoproj.io/v1alpha1 Workflow argo is not a hookgate resource');
+    expect(run.stdout).toContain('0 valid, 2 invalid, 1 skipped, 2 error(s)');
+  });
+
   it('bad usage exits 2 with the reason', async () => {
     const [missing, flag, none, unknown] = await Promise.all([
       hookgate(['validate', join(dir, 'nope.yaml')]),
