@@ -36,7 +36,8 @@ Options:
   -n, --namespace <ns>             namespace of manifests without one (default: default)
   -q, --quiet                      text: print errors only
 
-Exit codes: 0 all valid, 1 any error, 2 bad usage or an unreadable path.`;
+Exit codes: 0 all valid, 1 any error (also: no document found at all), 2 bad usage or
+an unreadable path.`;
 
 export interface Problem {
   file: string;
@@ -382,6 +383,19 @@ export function validateCommand(argv: string[]): ExitCode {
   if (positionals.length === 0)
     throw usageError('name at least one file or folder (or - for standard input)');
   const report = validateFiles(manifestFiles(positionals), values.namespace);
+  // Nothing read at all is a failure, as kubectl apply's "no objects passed to apply":
+  // `kustomize build ... | hookgate validate -` whose producer failed, or a folder with no
+  // manifests, passed with exit 0.
+  if (report.resources.length === 0 && report.errors.length === 0)
+    report.errors.push({
+      file: positionals.map((p) => (p === '-' ? '<stdin>' : p)).join(' '),
+      document: 0,
+      line: 1,
+      column: 1,
+      field: '',
+      message: `no manifests: ${report.files === 0 ? 'no *.yaml, *.yml or *.json file' : 'every file is empty'}`,
+      reason: 'NoManifests',
+    });
   const out =
     values.output === 'json'
       ? formatJson(report)

@@ -273,6 +273,25 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
     expect(run.stdout).toContain('0 valid, 2 invalid, 1 skipped, 2 error(s)');
   });
 
+  it('nothing to check is a failure: empty standard input (its producer failed) or a folder without manifests', async () => {
+    const empty = await mkdtemp(join(tmpdir(), 'hookgate-empty-'));
+    try {
+      await writeFile(join(empty, 'README.md'), '# not a manifest\n');
+      const [stdin, folder] = await Promise.all([
+        hookgate(['validate', '-'], { input: '' }),
+        hookgate(['validate', '-o', 'json', empty]),
+      ]);
+      expect(stdin.code).toBe(1);
+      expect(stdin.stdout).toContain('<stdin>:1:1: error: no manifests: every file is empty');
+      expect(folder.code).toBe(1);
+      const report = JSON.parse(folder.stdout) as { valid: boolean; errors: { reason: string }[] };
+      expect(report.valid).toBe(false);
+      expect(report.errors.map((e) => e.reason)).toEqual(['NoManifests']);
+    } finally {
+      await rm(empty, { recursive: true, force: true });
+    }
+  });
+
   it('bad usage exits 2 with the reason', async () => {
     const [missing, flag, none, unknown] = await Promise.all([
       hookgate(['validate', join(dir, 'nope.yaml')]),
