@@ -19,7 +19,8 @@ Options:
 ${SERVER_HELP}
 
 Exit codes: 0 ended (interrupted, --count or --timeout reached), 1 refused or not
-deployed, 2 bad usage, 3 server unreachable or the stream broke.`;
+deployed, 2 bad usage, 3 server unreachable, or the stream broke or was closed by the
+server (no reconnect).`;
 
 interface SseFrame {
   event: string;
@@ -120,8 +121,12 @@ export async function eventsCommand(argv: string[]): Promise<ExitCode> {
           : eventLine(frame),
       );
       if (frame.event === 'request' || frame.event === 'response') seen++;
-      if (seen >= count) break;
+      if (seen >= count) return EXIT.ok;
     }
+    // The server ended the stream (a restart, a redeploy, the trigger undeployed): not
+    // "ended" as Ctrl-C, --count or --timeout end it, which a script could not tell apart.
+    if (!abort.signal.aborted)
+      throw new CliError(EXIT.unreachable, 'the server closed the event stream');
   } catch (err) {
     if (!abort.signal.aborted) {
       if (err instanceof CliError) throw err;
