@@ -139,6 +139,16 @@ export function parseManifests(file: string, text: string): ManifestDocument[] {
     }
     const value = read.value;
     if (value === null || value === undefined) return;
+    const items = listItems(value);
+    if (items) {
+      // `kubectl get … -o yaml` writes a List: its items are the objects to check.
+      items.forEach((item, i) => {
+        const lineOf = (fieldPath: string) =>
+          at(fieldOffset(doc, `items[${i}]${fieldPath ? `.${fieldPath}` : ''}`));
+        out.push({ file, index, line: lineOf('').line, value: item, lineOf });
+      });
+      return;
+    }
     out.push({
       file,
       index,
@@ -148,4 +158,16 @@ export function parseManifests(file: string, text: string): ManifestDocument[] {
     });
   });
   return out;
+}
+
+/**
+ * The items of a Kubernetes list (`kind: List`, or `<Kind>List` as `kubectl get -o yaml`
+ * writes them): an object whose kind ends in List with an `items` array; else undefined.
+ */
+function listItems(value: unknown): unknown[] | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const { kind, items } = value as { kind?: unknown; items?: unknown };
+  return typeof kind === 'string' && kind.endsWith('List') && Array.isArray(items)
+    ? items
+    : undefined;
 }

@@ -125,6 +125,45 @@ describe('hookgate validate', { timeout: 180_000 }, () => {
     expect(run.stdout).toContain('1 valid, 2 invalid, 1 skipped, 2 error(s)');
   });
 
+  it('checks the items of a List (kubectl get -o yaml), each error at its item', async () => {
+    const file = join(dir, 'list.yaml');
+    await writeFile(
+      file,
+      `apiVersion: v1
+kind: List
+items:
+  - apiVersion: hookgate.dev/v1alpha1
+    kind: Workflow
+    metadata:
+      name: listed
+    spec:
+      nodes:
+        - id: shape
+          type: transform
+          expression: '{ "ok": true }'
+  - apiVersion: hookgate.dev/v1alpha1
+    kind: WebhookTrigger
+    metadata:
+      name: listed
+    spec:
+      workflowRef:
+        name: listed
+      methods: [POST, FETCH]
+metadata:
+  resourceVersion: ""
+`,
+    );
+    const run = await hookgate(['validate', file]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(
+      `${file}:20:23: error: WebhookTrigger default/listed: spec.methods[1]: Unsupported value: "FETCH"`,
+    );
+    expect(run.stdout).toContain(
+      `${file}:8:5: error: Workflow default/listed: spec.application: Required value`,
+    );
+    expect(run.stdout).toMatch(/0 valid, 2 invalid, 0 skipped, \d+ error\(s\)/);
+  });
+
   it('reports what the operator would (node references, JSONata, unreachable URLs) at their fields', async () => {
     const file = join(dir, 'operator-checks.yaml');
     const run = await hookgate(['validate', '-o', 'json', file]);
