@@ -477,7 +477,8 @@ type ServingAdmin = { source?: ResourceSource; manifestErrors?: () => unknown[] 
 /**
  * The webhook and admin apps over `stores`, with the engine `makeEngine` makes. A start
  * that fails half-way closes what it had opened (the route table's watch, the engine's
- * connections, the live bus, the apps) before it throws; the stores are the caller's.
+ * connections, the live bus, the apps, the gateway's report and its refresh timer, the
+ * series-forgetting timer) before it throws; the stores are the caller's.
  */
 export async function createServing<E extends ServingEngine>(
   given: ServingOptions,
@@ -524,6 +525,10 @@ async function assembleServing<E extends ServingEngine>(
   };
   const { afterListen, ...report } = options.report ?? {};
   const reporter = new GatewayReporter({ store: stores.gateways, table, ...report, log });
+  // Either way it starts (below): a close before its start writes nothing to the store;
+  // after, it withdraws the report (else its timer kept refreshing it: a gateway the
+  // operator counted for as long as the process went on).
+  opened(() => reporter.close());
   // The queue-depth gauge reads the engine, which reports to the metrics: each is
   // used by the other only after both exist.
   const analytics = createAnalytics({
@@ -538,6 +543,7 @@ async function assembleServing<E extends ServingEngine>(
   const stopForgetting = forgetGoneSeries(analytics.metrics, () =>
     table.loaded ? table.servedLabels() : undefined,
   );
+  opened(stopForgetting);
   const guards = createGuards({
     sameOrigin: new URL(options.baseUrl).origin,
     rateLimiter: stores.rateLimiter,
@@ -602,7 +608,6 @@ async function assembleServing<E extends ServingEngine>(
       void reporter.start();
       done();
     });
-    opened(() => reporter.close());
   } else {
     await reporter.start();
   }

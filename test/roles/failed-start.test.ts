@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createDevRuntime } from '../../roles/dev.ts';
 import { createGatewayRuntime } from '../../roles/gateway.ts';
+import { createServing, createStores, inProcessEngine } from '../../roles/serving.ts';
 import { eventually } from '../support/eventually.ts';
 import { redisAvailable } from '../support/redis.ts';
 import { singleRedis } from '../support/redis-backends.ts';
@@ -49,6 +50,31 @@ describe.skipIf(!redisAvailable())('a role whose start fails', () => {
       redis.disconnect();
     } finally {
       await backend.stop();
+    }
+  });
+});
+
+describe('an embedded start that fails after its gateway reported', () => {
+  it('withdraws the report and stops refreshing it: the operator does not count a gateway that never served', async () => {
+    const stores = createStores();
+    const engine = inProcessEngine();
+    // Fails once the reporter has started (embedded: at once), as the admin app or the
+    // store metrics could.
+    const failing: typeof engine = (observer, routes) => {
+      const made = engine(observer, routes);
+      return Object.defineProperty({ ...made }, 'stores', {
+        get: () => {
+          throw new Error('store metrics failed');
+        },
+      });
+    };
+    try {
+      await expect(
+        createServing({ baseUrl: 'http://localhost', waitForRoutes: false }, stores, failing),
+      ).rejects.toThrow('store metrics failed');
+      expect(await stores.gateways.live()).toEqual([]);
+    } finally {
+      stores.close();
     }
   });
 });
