@@ -69,7 +69,11 @@ export async function createDevRuntime(options: DevOptions): Promise<DevRuntime>
       manifestErrors,
     },
   ).catch(async (error: unknown) => {
-    await loop.stop(5_000);
+    // The start's error is the one to tell: one from stopping the loop would hide it,
+    // and skip closing the stores.
+    await loop.stop(5_000).catch((stopError: unknown) => {
+      log('the reconcile loop did not stop after a failed start', { error: String(stopError) });
+    });
     stores.close();
     throw error;
   });

@@ -3,7 +3,11 @@
 // table's watch) is closed before it throws. A failed start left the rate limiter's and
 // the engine's connections reconnecting for good in a process that went on (an embedder,
 // a test runner).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DirectorySource } from '../../operator/sources/directory.ts';
 import { createDevRuntime } from '../../roles/dev.ts';
 import { createGatewayRuntime } from '../../roles/gateway.ts';
 import { createServing, createStores, inProcessEngine } from '../../roles/serving.ts';
@@ -75,6 +79,37 @@ describe('an embedded start that fails after its gateway reported', () => {
       expect(await stores.gateways.live()).toEqual([]);
     } finally {
       stores.close();
+    }
+  });
+});
+
+describe.skipIf(!redisAvailable())('an embedded server whose serving fails to start', () => {
+  it("throws the start's own error, not one from stopping its loop, and still closes its connections", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-failed-start-'));
+    class StopFails extends DirectorySource {
+      override async stop(): Promise<void> {
+        await super.stop();
+        throw new Error('the source did not stop');
+      }
+    }
+    const backend = await singleRedis();
+    try {
+      const redis = backend.connect();
+      await redis.ping();
+      const before = await clients(backend);
+      await expect(
+        createDevRuntime({
+          redis,
+          source: new StopFails({ dir }),
+          // Refused by createServing (the guards' same origin), once the loop runs.
+          baseUrl: 'not a url',
+        }),
+      ).rejects.toThrow(/Invalid URL/);
+      await eventually(async () => expect(await clients(backend)).toBe(before));
+      redis.disconnect();
+    } finally {
+      await backend.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
