@@ -107,10 +107,22 @@ export function problemDetail(data) {
  * the same: `open`, one event per frame named by its `event` field (a MessageEvent with
  * `data` and `lastEventId`), `error`, `readyState`, `close()`. A stream that ends or a
  * connection that fails is reconnected after the server's `retry` (3 s until it says),
- * with `Last-Event-ID`: `error` with readyState CONNECTING. An answer that is not 200
- * `text/event-stream` (a 204 at the end of an execution's events, a 401, a 404) closes
- * it for good: `error` with readyState CLOSED.
+ * with `Last-Event-ID`: `error` with readyState CONNECTING. A refusal for now (429
+ * execution-streams-exceeded, 503 streams-exhausted: the server's caps on open streams)
+ * is retried the same way, after its Retry-After when that is later; a connection that
+ * keeps failing waits twice as long each time, up to a minute (no storm against a
+ * server that is down). Any other answer that is not 200 `text/event-stream` (a 204 at
+ * the end of an execution's events, a 401, a 404) closes it for good: `error` with
+ * readyState CLOSED.
  */
+/** The longest wait between failed connections of an AuthorizedEventSource. */
+const MAX_BACKOFF_MS = 60_000;
+
+/** A Retry-After of seconds in milliseconds (0 when absent or an HTTP date). @param {string | null} value */
+function retryAfterMs(value) {
+  return value !== null && /^\d{1,6}$/.test(value.trim()) ? Number(value) * 1000 : 0;
+}
+
 export class AuthorizedEventSource extends EventTarget {
   static CONNECTING = 0;
   static OPEN = 1;
@@ -119,6 +131,8 @@ export class AuthorizedEventSource extends EventTarget {
   /** @type {number} */ readyState = AuthorizedEventSource.CONNECTING;
   #url;
   #retryMs = 3000;
+  /** Connections that failed or were refused for now since the last one opened. */
+  #failures = 0;
   #lastEventId = '';
   /** @type {AbortController | null} */ #request = null;
   /** @type {number} */ #timer = 0;
@@ -151,10 +165,17 @@ export class AuthorizedEventSource extends EventTarget {
     try {
       res = await fetch(this.#url, { headers, cache: 'no-store', signal: request.signal });
     } catch {
+      this.#failures++;
       this.#reconnect();
       return;
     }
     if (this.readyState === AuthorizedEventSource.CLOSED) return;
+    if (res.status === 429 || res.status === 503) {
+      void res.body?.cancel().catch(() => {});
+      this.#failures++;
+      this.#reconnect(retryAfterMs(res.headers.get('retry-after')));
+      return;
+    }
     const type = res.headers.get('content-type') ?? '';
     if (res.status !== 200 || !/^text\/event-stream\b/i.test(type) || !res.body) {
       void res.body?.cancel().catch(() => {});
@@ -163,6 +184,7 @@ export class AuthorizedEventSource extends EventTarget {
       return;
     }
     this.readyState = AuthorizedEventSource.OPEN;
+    this.#failures = 0;
     this.dispatchEvent(new Event('open'));
     try {
       await this.#read(res.body);
@@ -172,12 +194,17 @@ export class AuthorizedEventSource extends EventTarget {
     this.#reconnect();
   }
 
-  #reconnect() {
+  /** @param {number} [atLeastMs] the refusal's Retry-After */
+  #reconnect(atLeastMs = 0) {
     if (this.readyState === AuthorizedEventSource.CLOSED) return;
     this.readyState = AuthorizedEventSource.CONNECTING;
     this.dispatchEvent(new Event('error'));
     if (this.readyState === AuthorizedEventSource.CLOSED) return;
-    this.#timer = window.setTimeout(() => void this.#connect(), this.#retryMs);
+    const backoff = Math.min(this.#retryMs * 2 ** Math.max(0, this.#failures - 1), MAX_BACKOFF_MS);
+    this.#timer = window.setTimeout(
+      () => void this.#connect(),
+      Math.max(this.#failures > 0 ? backoff : this.#retryMs, atLeastMs),
+    );
   }
 
   /**
