@@ -4,7 +4,8 @@
 // `Expect` the server cannot meet, CONNECT, and requests that arrive while the server closes.
 // Each is answered with a problem document from the catalogue, like every other error
 // (docs/errors.md), and never echoes the request. A client that went away is logged
-// at debug level: it is not the server's error.
+// at debug level: it is not the server's error. They are sandboxed as every answer of
+// the webhook listener is (SANDBOX_HEADERS; the onRequest hook never ran for them).
 //
 // runtime/app.ts spreads CLIENT_ERROR_OPTIONS into the Fastify options, and
 // installProblemHandlers() (problem-handler.ts) calls installClientErrors().
@@ -24,6 +25,7 @@ import {
   type ErrorCode,
 } from '../errors.ts';
 import { isLingering } from '../graceful-close.ts';
+import { SANDBOX_HEADERS } from './response-headers.ts';
 
 /** Error codes of a client that went away: nothing to answer, nothing to alarm about. */
 const CLIENT_GONE = new Set([
@@ -87,6 +89,10 @@ export function problemJson(code: ErrorCode, detail: string): string {
 }
 
 /** A whole HTTP/1.1 response carrying a problem document, for a socket with no response. */
+const RAW_SANDBOX_HEADERS = Object.entries(SANDBOX_HEADERS)
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
+
 export function rawProblemResponse(code: ErrorCode, detail: string): string {
   const status = CATALOGUE[code].status;
   const body = problemJson(code, detail);
@@ -94,6 +100,7 @@ export function rawProblemResponse(code: ErrorCode, detail: string): string {
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
     `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    RAW_SANDBOX_HEADERS +
     'Connection: close\r\n\r\n' +
     body
   );
@@ -112,6 +119,7 @@ export function requireHost(listener: RequestListener): RequestListener {
     res.writeHead(400, {
       'content-type': PROBLEM_CONTENT_TYPE,
       'content-length': Buffer.byteLength(body),
+      ...SANDBOX_HEADERS,
       connection: 'close',
     });
     res.end(body);
@@ -189,7 +197,7 @@ export function frameworkErrors(
         : new HttpProblem('HG_ERR_BAD_REQUEST', 'The request could not be routed.');
   request.log.debug({ code: error.code }, 'framework error');
   const doc = problem.toDocument();
-  reply.code(problem.status).type(PROBLEM_CONTENT_TYPE);
+  reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).headers(SANDBOX_HEADERS);
   void (request.method === 'HEAD' ? reply.send() : reply.send(doc));
 }
 
@@ -210,6 +218,7 @@ function answerExpectation(_request: IncomingMessage, response: ServerResponse):
   response.writeHead(417, {
     'content-type': PROBLEM_CONTENT_TYPE,
     'content-length': Buffer.byteLength(body),
+    ...SANDBOX_HEADERS,
     connection: 'close',
   });
   response.end(body);

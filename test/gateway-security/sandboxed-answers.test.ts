@@ -4,6 +4,7 @@
 // and with the admin listener. A trigger's or respond node's own Content-Security-Policy
 // keeps its directives but never lifts the sandbox; its X-Content-Type-Options never
 // replaces nosniff. Over real HTTP (test/browser/sandboxed-answers.test.ts: in Chromium).
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandboxedPolicy } from '../../runtime/gateway/response-headers.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
@@ -121,6 +122,41 @@ describe('answers of the webhook listener are sandboxed', () => {
     const unknown = await fetch(`${base}/webhook/nobody/here`);
     expect(unknown.status).toBe(404);
     expectSandboxed(unknown);
+  });
+});
+
+/** The head of the answer to a request written as is (what fetch would not send). */
+function rawAnswerHead(request: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(answer.split('\r\n\r\n')[0] ?? ''));
+  });
+}
+
+describe('answers given before any route or hook are sandboxed too', () => {
+  it.each([
+    [
+      'a URL the router refuses',
+      'GET /webhook/%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      400,
+    ],
+    [
+      'an Expect it cannot meet',
+      'GET / HTTP/1.1\r\nHost: x\r\nExpect: nope\r\nConnection: close\r\n\r\n',
+      417,
+    ],
+    ['an HTTP/1.1 request without Host', 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n', 400],
+    ['a request line the parser refuses', 'GET / HTTP/1.1 junk\r\nHost: x\r\n\r\n', 400],
+  ])('%s', async (_what, request, status) => {
+    const head = (await rawAnswerHead(request)).toLowerCase();
+    expect(head).toMatch(new RegExp(`^http/1.1 ${status} `));
+    expect(head).toContain('\r\ncontent-security-policy: sandbox\r\n');
+    expect(head).toContain('\r\nx-content-type-options: nosniff\r\n');
   });
 });
 
