@@ -218,6 +218,9 @@ export class AuthorizedEventSource extends EventTarget {
     let event = '';
     let data = '';
     let hasData = false;
+    // The `id` of the frame being read: the last event ID only once the frame ends (as an
+    // EventSource does), so a stream cut within a frame resumes before that frame.
+    let idBuffer = this.#lastEventId;
     // A chunk that ended with CR: an LF that starts the next one is the same line end.
     let afterCr = false;
     for (;;) {
@@ -232,6 +235,7 @@ export class AuthorizedEventSource extends EventTarget {
       for (const line of lines) {
         if (this.readyState === AuthorizedEventSource.CLOSED) return;
         if (line === '') {
+          this.#lastEventId = idBuffer;
           if (hasData) {
             const type = event || 'message';
             const detail = { data, lastEventId: this.#lastEventId, origin: location.origin };
@@ -250,7 +254,7 @@ export class AuthorizedEventSource extends EventTarget {
         else if (field === 'data') {
           data = hasData ? `${data}\n${text}` : text;
           hasData = true;
-        } else if (field === 'id' && !text.includes('\0')) this.#lastEventId = text;
+        } else if (field === 'id' && !text.includes('\0')) idBuffer = text;
         else if (field === 'retry' && /^\d+$/.test(text)) this.#retryMs = Number(text);
       }
     }
