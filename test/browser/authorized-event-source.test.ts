@@ -46,7 +46,7 @@ describe.skipIf(skip)('AuthorizedEventSource', () => {
     });
     await page.goto(`${admin}/dashboard`);
     // A string: the test's own transform would rewrite an import() in a function.
-    const seen = (await page.evaluate(`(async () => {
+    const seen = await page.evaluate<string[]>(`(async () => {
       const { AuthorizedEventSource } = await import('/dashboard/common.js');
       const source = new AuthorizedEventSource('/test-stream');
       const events = [];
@@ -57,7 +57,7 @@ describe.skipIf(skip)('AuthorizedEventSource', () => {
         });
       });
       return events;
-    })()`)) as string[];
+    })()`);
     expect(seen).toEqual(['1:"one"']);
     expect(asked).toEqual([undefined, '1']);
   });
