@@ -218,7 +218,10 @@ export class RedisGatewayStore implements GatewayStore {
       // After a reconnect, messages may have been missed (and Redis may have restarted
       // empty): listeners look at everything again.
       sub.on('ready', () => this.#notify({ kind: 'resync' }));
-      this.#subscribed = sub.subscribe(GATEWAY_KEYS.channel);
+      // Redis may be down now, or the store closed before the answer: ioredis subscribes
+      // again on every reconnect, and the `ready` handler above resyncs, so a failed
+      // first attempt is not an error (unhandled, it ended the process).
+      this.#subscribed = sub.subscribe(GATEWAY_KEYS.channel).catch(() => undefined);
       this.#timer = setInterval(() => void this.#poll(), this.#pollMs);
       this.#timer.unref();
     }

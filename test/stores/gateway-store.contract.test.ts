@@ -172,6 +172,26 @@ describe.skipIf(!redisAvailable())('Redis', () => {
   };
   contract('RedisGatewayStore', make);
 
+  it('a change feed closed before its subscribe was answered leaves no unhandled rejection', async () => {
+    const rejected: unknown[] = [];
+    const onRejection = (reason: unknown) => rejected.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const redis = new Redis(server.url);
+      clients.push(redis);
+      const store = new RedisGatewayStore({ redis });
+      store.subscribe(() => {});
+      // Closed at once (a start that failed right after it subscribed): the subscribe
+      // still in flight fails with "Connection is closed".
+      store.close();
+      await store.ready();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(rejected).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
   it('keeps one hash per gateway with the report TTL, and the ids in a sorted set by expiry', async () => {
     const { gateway } = await make();
     const redis = clients.at(-1) as Redis;
