@@ -75,7 +75,12 @@ export async function runCli(argv: string[], program = 'hookgate'): Promise<Exit
       console.error(`Run '${program} ${name} --help' for usage.`);
       return EXIT.usage;
     }
-    throw err;
+    // A bug of ours: one sentence, the stack only when asked for (HOOKGATE_DEBUG=1).
+    const message = err instanceof Error ? err.message : String(err);
+    console.error(`${program} ${name}: unexpected error: ${message}`);
+    if (process.env.HOOKGATE_DEBUG === '1' && err instanceof Error) console.error(err.stack);
+    else console.error('Set HOOKGATE_DEBUG=1 to see where it happened, and report it.');
+    return EXIT.failed;
   }
 }
 

@@ -4,7 +4,7 @@
 import { parseServerCommand, outputFormat } from '../command.ts';
 import { readFileSync } from 'node:fs';
 import { AdminClient, parseTriggerRef, SERVER_HELP } from '../admin-client.ts';
-import { EXIT, usageError, type ExitCode } from '../errors.ts';
+import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
 
 export const TEST_HELP = `Usage: hookgate test <namespace>/<name> [options]
 
@@ -57,6 +57,22 @@ interface TestResult {
   durationMs: number;
 }
 
+/** Whether an answer has the shape of a test result (a --server that is hookgate's). */
+function isTestResult(value: unknown): value is TestResult {
+  if (typeof value !== 'object' || value === null) return false;
+  const { request, response, durationMs } = value as Record<string, unknown>;
+  const object = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+  return (
+    object(request) &&
+    typeof request.method === 'string' &&
+    typeof request.url === 'string' &&
+    object(response) &&
+    typeof response.statusCode === 'number' &&
+    object(response.headers) &&
+    typeof durationMs === 'number'
+  );
+}
+
 export async function testCommand(argv: string[]): Promise<ExitCode> {
   const parsed = parseServerCommand(argv, TEST_HELP, {
     namespace: { type: 'string', short: 'n' },
@@ -79,7 +95,7 @@ export async function testCommand(argv: string[]): Promise<ExitCode> {
     params: pairs(values.param, '=', '--param'),
     headers: pairs(values.header, ':', '--header'),
   };
-  const result = await client.json<TestResult>(
+  const result = await client.json<unknown>(
     `/api/triggers/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/test`,
     {
       method: 'POST',
@@ -87,6 +103,12 @@ export async function testCommand(argv: string[]): Promise<ExitCode> {
       body: JSON.stringify(payload),
     },
   );
+  if (!isTestResult(result)) {
+    throw new CliError(
+      EXIT.unreachable,
+      'the server answered with something that is not a test result (is --server the hookgate admin listener?)',
+    );
+  }
   const { response } = result;
   if (values.output === 'json') console.log(JSON.stringify(result, null, 2));
   else {
