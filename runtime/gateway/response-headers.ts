@@ -25,7 +25,35 @@ export function applyResponseHeaders(
   if (h.correlationId) reply.header('x-correlation-id', ids.correlationId);
   if (h.requestId) reply.header('x-request-id', ids.requestId);
   if (h.timestamp) reply.header('x-timestamp', isoTime(Date.now()));
-  for (const { name, value } of h.custom) setAuthorHeader(reply, name, value);
+  for (const { name, value } of settledCustom(h.custom)) {
+    if (name === 'vary') addVary(reply, value);
+    else reply.header(name, value);
+  }
+}
+
+type CustomHeader = { name: string; value: string };
+
+/** A route's custom headers as the rule lets them out, worked out once per record. */
+const settled = new WeakMap<readonly CustomHeader[], CustomHeader[]>();
+
+/**
+ * A trigger's custom headers as setAuthorHeader would set them (refused ones left out,
+ * its CSP sandboxed, its nosniff dropped, Vary named in lower case): the record does not
+ * change, so the rule runs once per record, not once per request.
+ */
+function settledCustom(custom: readonly CustomHeader[]): CustomHeader[] {
+  let headers = settled.get(custom);
+  if (headers) return headers;
+  headers = [];
+  for (const { name, value } of custom) {
+    if (!settableResponseHeader(name, value)) continue;
+    const lower = name.toLowerCase();
+    if (lower === 'vary') headers.push({ name: lower, value });
+    else if (lower === CSP) headers.push({ name: CSP, value: sandboxedPolicy(value) });
+    else if (lower !== NOSNIFF) headers.push({ name, value });
+  }
+  settled.set(custom, headers);
+  return headers;
 }
 
 /**
