@@ -3,6 +3,7 @@
 // no http node targets a destination no outbound policy could open (cloud metadata).
 import jsonata from 'jsonata';
 import type { WorkflowNode, WorkflowSpec } from './v1alpha1/index.ts';
+import { responseHeaderRefusal } from './v1alpha1/index.ts';
 import { parseOutboundEntry } from './v1alpha1/outbound-entries.ts';
 import { neverReachable } from './v1alpha1/outbound-never.ts';
 
@@ -38,6 +39,28 @@ export function checkWorkflow(spec: WorkflowSpec): string[] {
     });
   }
   return problems;
+}
+
+/**
+ * What the gateway will leave out of a runnable workflow's answers, each as "<field
+ * path>: <message>": a respond node's headers that the rule for authors' response
+ * headers refuses (responseHeaderRefusal). Not problems: the answer is sent without them, as it was before they were checked here (a workflow that ran would stop being
+ * published), but the author hears of it when applying and validating, not from a
+ * caller who misses the header. Admission cannot check them by name: a map's keys in CEL
+ * cost what the whole map may hold.
+ */
+export function workflowWarnings(spec: WorkflowSpec): string[] {
+  const warnings: string[] = [];
+  spec.nodes.forEach((node, i) => {
+    if (node.type !== 'respond' || !node.headers) return;
+    for (const [name, value] of Object.entries(node.headers)) {
+      const refused = responseHeaderRefusal(name, value);
+      if (refused) {
+        warnings.push(`spec.nodes[${i}].headers[${name}]: left out of the answer: ${refused}`);
+      }
+    }
+  });
+  return warnings;
 }
 
 /** Whether some node answers the webhook caller (needed by the waitForResponseNode mode). */

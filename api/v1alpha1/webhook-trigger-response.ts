@@ -77,6 +77,22 @@ export function settableResponseHeader(name: string, value: unknown): value is s
   return !FORBIDDEN_NAMES.has(lower) && !lower.startsWith('access-control-');
 }
 
+/**
+ * Why settableResponseHeader refuses a header, in words for its author (the operator's
+ * condition and `hookgate validate`); undefined when it allows it. Off the request path.
+ */
+export function responseHeaderRefusal(name: string, value: unknown): string | undefined {
+  if (settableResponseHeader(name, value)) return undefined;
+  const lower = name.toLowerCase();
+  if (!TOKEN.test(name)) return 'the name is not an HTTP token';
+  if (lower === 'content-type') return "the trigger's response.contentType sets the content type";
+  if (lower.startsWith('access-control-')) return "the trigger's spec.cors sets CORS headers";
+  if (FORBIDDEN_NAMES.has(lower)) {
+    return 'framing, hop-by-hop, cookie and origin-wide headers (HSTS, Alt-Svc, NEL, Report-To, Reporting-Endpoints, Clear-Site-Data, Service-Worker-Allowed) cannot be set by a workflow';
+  }
+  return 'the value has a character HTTP cannot carry (a control character, or one past U+00FF)';
+}
+
 export const CustomHeader = withRules(
   Type.Object(
     {

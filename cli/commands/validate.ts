@@ -8,7 +8,7 @@ import { parseCommand, outputFormat } from '../command.ts';
 import { isNamespaceName, pathShape, routePath, workflowIdentifier } from '../../api/identity.ts';
 import { admitResource } from '../../api/validate.ts';
 import { checkTrigger } from '../../api/trigger-check.ts';
-import { checkWorkflow } from '../../api/workflow-check.ts';
+import { checkWorkflow, workflowWarnings } from '../../api/workflow-check.ts';
 import {
   API_VERSION,
   type WebhookTriggerSpec,
@@ -214,6 +214,8 @@ function validateDocument(
   report.resources.push({ ...resource, result: errors.length > 0 ? 'invalid' : 'valid' });
   report.errors.push(...errors);
   if (errors.length > 0 || !result.ok) return undefined;
+  report.notes.push(...specNotes(doc, kind, object, result.object));
+
   return { doc, kind, namespace, name, object: result.object };
 }
 
@@ -241,7 +243,28 @@ function specProblems(kind: string, object: Record<string, unknown>): [string, s
       : kind === 'WebhookTrigger'
         ? checkTrigger(spec as WebhookTriggerSpec)
         : [];
-  return problems.map((p) => {
+  return fieldMessages(problems);
+}
+
+/**
+ * What the operator's Valid=True message also says, for one admitted object: a
+ * Workflow's respond-node headers the gateway will leave out (sent, but not all of it).
+ */
+function specNotes(
+  doc: ManifestDocument,
+  kind: string,
+  object: string,
+  admitted: Record<string, unknown>,
+): Problem[] {
+  if (kind !== 'Workflow') return [];
+  return fieldMessages(workflowWarnings(admitted.spec as WorkflowSpec)).map(([field, message]) =>
+    problemAt(doc, field, message, { object }),
+  );
+}
+
+/** "<field path>: <message>" lines as [field, message] pairs. */
+function fieldMessages(lines: string[]): [string, string][] {
+  return lines.map((p) => {
     const at = p.indexOf(': ');
     return [p.slice(0, at), p.slice(at + 2)];
   });

@@ -20,7 +20,7 @@ import {
 import { triggerRef, triggersOf, type WorkflowResource } from './resources.ts';
 import type { RecordEvent, StatusWriter } from './status.ts';
 import { cleanupFailed } from './store-errors.ts';
-import { checkWorkflow } from '../../api/workflow-check.ts';
+import { checkWorkflow, workflowWarnings } from '../../api/workflow-check.ts';
 
 export interface WorkflowReconcilerOptions {
   source: ResourceSource;
@@ -54,9 +54,16 @@ export class WorkflowReconciler {
 
     const workflowId = workflowIdentifier(ref.namespace, wf.spec.environment, ref.name);
     const problems = checkWorkflow(wf.spec);
+    const warnings = workflowWarnings(wf.spec);
     const valid =
       problems.length === 0
-        ? ok(WorkflowCondition.Valid, Reason.Succeeded, 'All nodes and expressions are valid')
+        ? ok(
+            WorkflowCondition.Valid,
+            Reason.Succeeded,
+            warnings.length === 0
+              ? 'All nodes and expressions are valid'
+              : `All nodes and expressions are valid; ${problemsMessage(warnings)}`,
+          )
         : notOk(WorkflowCondition.Valid, Reason.InvalidSpec, problemsMessage(problems));
 
     let failure: Error | undefined;

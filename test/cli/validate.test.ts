@@ -183,6 +183,41 @@ metadata:
     ]);
   });
 
+  it("notes a respond node's headers the gateway leaves out, at their line, and still exits 0", async () => {
+    const file = join(dir, 'respond-headers.yaml');
+    await writeFile(
+      file,
+      stringify(
+        workflow('answers', {
+          nodes: [
+            {
+              id: 'reply',
+              type: 'respond',
+              expression: '$',
+              headers: { 'X-Kept': 'yes', 'Content-Type': 'text/html', 'Set-Cookie': 'a=b' },
+            },
+          ],
+        }),
+      ),
+    );
+    const run = await hookgate(['validate', '-o', 'json', file]);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout) as {
+      errors: unknown[];
+      notes: { field: string; message: string; line: number }[];
+    };
+    expect(report.errors).toEqual([]);
+    expect(report.notes.map((n) => [n.field, n.message])).toEqual([
+      [
+        'spec.nodes[0].headers[Content-Type]',
+        "left out of the answer: the trigger's response.contentType sets the content type",
+      ],
+      ['spec.nodes[0].headers[Set-Cookie]', expect.stringContaining('cannot be set by a workflow')],
+    ]);
+    // At the header's own line, not the document's.
+    expect(report.notes[0]?.line).toBeGreaterThan(5);
+  });
+
   it('a namespace that is not a DNS label is an error, as hookgate dev and the API server say, also from -n', async () => {
     const file = join(dir, 'bad-namespace.yaml');
     const hello = workflow('hello', { nodes: [{ id: 'a', type: 'transform', expression: '$' }] });
