@@ -59,7 +59,11 @@ export interface DeadLetterStore {
   /**
    * Adds an entry, or replaces the one of the same execution (idempotent). Resolves
    * false when it was not added: its record is gone from the executions store (a list
-   * wired to it, `records`), so the entry could be neither read nor retried.
+   * wired to it, `records`), so the entry could be neither read nor retried. An entry
+   * added with its earlier time (a retry that could not start puts its entry back) to a
+   * full list may be the oldest and go at once for `maxEntries`: true, since that drop
+   * is said and counted as every other (`onDropped`, evictions `count`), not again by
+   * the caller.
    */
   add(entry: DeadLetter): Promise<boolean>;
   get(executionId: string): Promise<DeadLetter | undefined>;
