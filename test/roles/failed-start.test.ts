@@ -20,41 +20,40 @@ const clients = async (backend: Awaited<ReturnType<typeof singleRedis>>) =>
     .split('\n')
     .filter(Boolean).length;
 
+/**
+ * Starts a role over a fresh Redis with `start`, which must fail with `error`; then the
+ * server has the clients it had before (the test's own connection among them).
+ */
+async function failsAndCloses(
+  start: (
+    redis: ReturnType<Awaited<ReturnType<typeof singleRedis>>['connect']>,
+  ) => Promise<unknown>,
+  error?: RegExp | string,
+): Promise<void> {
+  const backend = await singleRedis();
+  try {
+    const redis = backend.connect();
+    await redis.ping();
+    const before = await clients(backend);
+    await expect(start(redis)).rejects.toThrow(error);
+    await eventually(async () => expect(await clients(backend)).toBe(before));
+    redis.disconnect();
+  } finally {
+    await backend.stop();
+  }
+}
+
 describe.skipIf(!redisAvailable())('a role whose start fails', () => {
   it('the gateway closes the connections it opened before it throws', async () => {
-    const backend = await singleRedis();
-    try {
-      const redis = backend.connect();
-      await redis.ping();
-      const before = await clients(backend);
-      await expect(
-        createGatewayRuntime({ redis, baseUrl: 'http://localhost', queueShards: 0 }),
-      ).rejects.toThrow();
-      await eventually(async () => expect(await clients(backend)).toBe(before));
-      redis.disconnect();
-    } finally {
-      await backend.stop();
-    }
+    await failsAndCloses((redis) =>
+      createGatewayRuntime({ redis, baseUrl: 'http://localhost', queueShards: 0 }),
+    );
   });
 
   it('the embedded server over Redis closes its connections when its manifests cannot be read', async () => {
-    const backend = await singleRedis();
-    try {
-      const redis = backend.connect();
-      await redis.ping();
-      const before = await clients(backend);
-      await expect(
-        createDevRuntime({
-          redis,
-          dir: '/nonexistent-hookgate-dir',
-          baseUrl: 'http://localhost',
-        }),
-      ).rejects.toThrow();
-      await eventually(async () => expect(await clients(backend)).toBe(before));
-      redis.disconnect();
-    } finally {
-      await backend.stop();
-    }
+    await failsAndCloses((redis) =>
+      createDevRuntime({ redis, dir: '/nonexistent-hookgate-dir', baseUrl: 'http://localhost' }),
+    );
   });
 });
 
@@ -92,23 +91,18 @@ describe.skipIf(!redisAvailable())('an embedded server whose serving fails to st
         throw new Error('the source did not stop');
       }
     }
-    const backend = await singleRedis();
     try {
-      const redis = backend.connect();
-      await redis.ping();
-      const before = await clients(backend);
-      await expect(
-        createDevRuntime({
-          redis,
-          source: new StopFails({ dir }),
-          // Refused by createServing (the guards' same origin), once the loop runs.
-          baseUrl: 'not a url',
-        }),
-      ).rejects.toThrow(/Invalid URL/);
-      await eventually(async () => expect(await clients(backend)).toBe(before));
-      redis.disconnect();
+      await failsAndCloses(
+        (redis) =>
+          createDevRuntime({
+            redis,
+            source: new StopFails({ dir }),
+            // Refused by createServing (the guards' same origin), once the loop runs.
+            baseUrl: 'not a url',
+          }),
+        /Invalid URL/,
+      );
     } finally {
-      await backend.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });
