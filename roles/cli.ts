@@ -20,7 +20,7 @@ import { createLogger, logFunction } from './logger.ts';
 import { createOperator } from './operator.ts';
 import { serveProbes } from './probes.ts';
 import { mainClient, redisClients, RedisHealth, type RedisClients } from './redis.ts';
-import { settings, type RoleName, type Settings } from './settings.ts';
+import { settings, trustedProxyList, type RoleName, type Settings } from './settings.ts';
 import { tuneV8ForServing } from './v8-tuning.ts';
 import { createWorkerRuntime } from './worker.ts';
 import { closingTracing, startTracing } from './tracing.ts';
@@ -257,10 +257,7 @@ function servingOptions(s: Settings, logger: Logger, tracing: Tracing | undefine
     traceContext: s.traceContext,
     ...(tracing ? { tracing } : {}),
     guards: {
-      trustedProxies: (process.env.HOOKGATE_TRUSTED_PROXIES ?? '')
-        .split(',')
-        .map((p) => p.trim())
-        .filter(Boolean),
+      trustedProxies: trustedProxyList(),
     },
   };
 }

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { baseUrlProblem } from '../api/identity.ts';
+import { parseTrustedProxies } from '../runtime/gateway/security/https.ts';
 import type { AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
 import type { OutboundGuardOptions } from '../runtime/engine/outbound/guard.ts';
 import { ANALYTICS_USAGE, analyticsSettings } from './analytics-settings.ts';
@@ -193,7 +194,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
   const port = portNumber(values.port ?? process.env.PORT ?? '8080');
   const source = values.source ?? process.env.HOOKGATE_SOURCE ?? 'dir';
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
-  const baseUrl = values['base-url'] ?? process.env.HOOKGATE_BASE_URL ?? `http://localhost:${port}`;
+  const { baseUrl, baseUrlProblems } = baseUrlOf(values['base-url'], port);
   const admin = adminSettings(role, port, host, values['admin-port']);
   const analytics = analyticsSettings();
   const budgets = budgetSettings();
@@ -210,7 +211,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     ...analytics.problems,
     ...budgets.problems,
     ...admin.problems,
-    ...baseUrlProblems(baseUrl),
+    ...baseUrlProblems,
     ...secretNamespaceProblems(secretNamespaces),
     ...traceContextProblems(process.env.HOOKGATE_TRACE_CONTEXT),
     ...tracing.problems,
@@ -336,6 +337,51 @@ function adminProblems(
   return problems;
 }
 
+/**
+ * REDIS_URL names one server (`redis://` or `rediss://`, an optional database number)
+ * or a cluster (`redis+cluster://`, clusterProblems). Anything else was taken by the
+ * client for a Unix socket path (`ftp://x` became the socket `//x`) and retried for
+ * good, `connect ENOENT` in the log; a database that is not a number was dropped.
+ */
+export function redisUrlProblems(url: string | undefined): string[] {
+  if (url === undefined || isClusterUrl(url)) return [];
+  const bad = (why: string) => [`REDIS_URL ${JSON.stringify(redactedUrl(url))} ${why}`];
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return bad('is not a URL (redis://host:port, rediss://host:port or redis+cluster://…)');
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
+    return bad('must start with redis://, rediss:// or redis+cluster://');
+  if (!parsed.hostname) return bad('names no host');
+  if (!/^\/?(\d+)?$/.test(parsed.pathname)) return bad('names a database that is not a number');
+  return [];
+}
+
+/** A Redis URL without its password, for a message. */
+function redactedUrl(url: string): string {
+  return url.replace(/^([a-z+]+:\/\/[^:/@]*:)[^@/]*@/i, '$1***@');
+}
+
+/** HOOKGATE_TRUSTED_PROXIES as a list of entries (checked by trustedProxyProblems). */
+export function trustedProxyList(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.HOOKGATE_TRUSTED_PROXIES ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
+}
+
+/** Each HOOKGATE_TRUSTED_PROXIES entry is an address or a CIDR (it failed the start, with a stack). */
+function trustedProxyProblems(): string[] {
+  try {
+    parseTrustedProxies(trustedProxyList());
+    return [];
+  } catch (error) {
+    return [`HOOKGATE_TRUSTED_PROXIES: ${(error as Error).message}`];
+  }
+}
+
 /** A redis+cluster:// URL is well formed. */
 function clusterProblems(): string[] {
   const env = process.env;
@@ -421,6 +467,8 @@ function problemsOf(
   if ((role === 'gateway' || role === 'worker') && !env.REDIS_URL)
     problems.push(`the ${role} role needs REDIS_URL`);
   problems.push(
+    ...redisUrlProblems(env.REDIS_URL),
+    ...trustedProxyProblems(),
     ...clusterProblems(),
     ...queueShardProblems(),
     ...queueAckProblems(redisClientSettings().commandTimeoutMs, usableWindowMs()),
@@ -504,10 +552,22 @@ function redisClientSettings(): RedisClientSettings {
   };
 }
 
-/** The public base URL, from --base-url or HOOKGATE_BASE_URL (a typo failed at start-up). */
-function baseUrlProblems(baseUrl: string): string[] {
-  const problem = baseUrlProblem(baseUrl);
-  return problem ? [`--base-url (HOOKGATE_BASE_URL): ${problem}`] : [];
+/**
+ * The public base URL, from --base-url or HOOKGATE_BASE_URL (a typo failed at start-up),
+ * else made of the port; that one is checked only when the port is one (a bad port is
+ * said once, as a port).
+ */
+function baseUrlOf(
+  flag: string | undefined,
+  port: number,
+): { baseUrl: string; baseUrlProblems: string[] } {
+  const given = flag ?? process.env.HOOKGATE_BASE_URL;
+  const baseUrl = given ?? `http://localhost:${port}`;
+  const problem = given !== undefined || isPort(port) ? baseUrlProblem(baseUrl) : undefined;
+  return {
+    baseUrl,
+    baseUrlProblems: problem ? [`--base-url (HOOKGATE_BASE_URL): ${problem}`] : [],
+  };
 }
 
 /**

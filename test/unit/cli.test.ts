@@ -131,6 +131,25 @@ describe('hookgate command line', () => {
       { HOOKGATE_LOG_SYNC_FLUSH_MS: '10000' },
       'HOOKGATE_LOG_SYNC_FLUSH_MS must be an integer from 0 to 4000, not "10000"',
     ],
+    // Taken by the client for a Unix socket path (`//x`) and retried for good.
+    [
+      ['gateway'],
+      { REDIS_URL: 'ftp://x', HOOKGATE_ADMIN_AUTH: 'none' },
+      'REDIS_URL "ftp://x" must start with redis://, rediss:// or redis+cluster://',
+    ],
+    // The password is not repeated in the message.
+    [
+      ['worker'],
+      { REDIS_URL: 'redis://app:s3cret@127.0.0.1:6379/cache' },
+      'REDIS_URL "redis://app:***@127.0.0.1:6379/cache" names a database that is not a number',
+    ],
+    [['dev'], { REDIS_URL: 'localhost' }, 'REDIS_URL "localhost" is not a URL'],
+    // It failed the start with a stack (level 60), after the listeners were made.
+    [
+      ['dev'],
+      { HOOKGATE_TRUSTED_PROXIES: '10.0.0.0/8, 10.0.0.0/99' },
+      'HOOKGATE_TRUSTED_PROXIES: invalid trusted proxy address or CIDR: "10.0.0.0/99"',
+    ],
     [['dev', '--port', '70000'], {}, 'invalid port "70000"'],
     // Number() would read these as ports: 1000, 80 and 0 (a random one).
     [['dev', '--port', '1e3'], {}, 'invalid port "1e3"'],
@@ -204,6 +223,12 @@ describe('hookgate command line', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain(message);
     expect(result.stderr).toContain('Usage: hookgate <role>');
+  });
+
+  it('a bad port is said once, as a port, not again as the base URL made of it', () => {
+    const result = run(['dev'], { PORT: 'abc' });
+    expect(result.status).toBe(2);
+    expect(result.stderr.split('\n')[0]).toBe('hookgate: invalid port "abc"');
   });
 
   it('--help lists every role', () => {
