@@ -126,6 +126,12 @@ export function builtinTypes(): ResourceType[] {
     }),
     builtin('events.k8s.io', 'v1', 'Event', 'events', true, { shortNames: ['ev'] }),
     builtin('coordination.k8s.io', 'v1', 'Lease', 'leases', true),
+    // The chart's Redis: `lookup` of the installed one in helm's upgrade checks.
+    builtin('apps', 'v1', 'StatefulSet', 'statefulsets', true, {
+      shortNames: ['sts'],
+      statusSubresource: true,
+      generation: true,
+    }),
     builtin('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', true),
     builtin('rbac.authorization.k8s.io', 'v1', 'ClusterRole', 'clusterroles', false),
     builtin('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', true),
