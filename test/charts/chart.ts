@@ -25,6 +25,8 @@ export const CHART_REDIS_URL = `redis://:$(REDIS_PASSWORD)@${FULLNAME}-redis.${N
 export const ALL_OPT_INS = [
   'metrics.serviceMonitor.enabled=true',
   'networkPolicy.enabled=true',
+  // The admin Ingress's controller must be let in: the default admits the namespace only.
+  'networkPolicy.adminFrom[0].namespaceSelector.matchLabels.name=ingress-nginx',
   'podDisruptionBudget.enabled=true',
   'ingress.enabled=true',
   'ingress.host=hooks.example.com',

@@ -422,7 +422,8 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     });
     expect(np.spec.ingress).toEqual([
       { ports: [{ port: 'http', protocol: 'TCP' }] },
-      { ports: [{ port: 'admin', protocol: 'TCP' }] },
+      // The default adminFrom: the release's namespace (test/charts/network-policy.test.ts).
+      { ports: [{ port: 'admin', protocol: 'TCP' }], from: [{ podSelector: {} }] },
       {
         ports: [{ port: 'metrics', protocol: 'TCP' }],
         from: [{ namespaceSelector: { matchLabels: { name: 'monitoring' } } }],
