@@ -250,7 +250,7 @@ function cidrProblems(at: string, cidr: unknown): string[] {
 }
 
 /** The chart's "hookgate.egress.peersCheck", and its schema's list bound and peer keys. */
-function peersProblems(at: string, peers: NetworkPolicyPeer[]): string[] {
+export function peersProblems(at: string, peers: NetworkPolicyPeer[]): string[] {
   if (!Array.isArray(peers) || peers.length > MAX_PEERS)
     return [`${at} must be a list of at most ${MAX_PEERS} NetworkPolicy peers`];
   const errors: string[] = [];

@@ -5,6 +5,7 @@ import { ANALYTICS_BACKENDS, type AnalyticsBackend } from './analytics.ts';
 import type { WorkerAutoscalingArgs } from './autoscaling.ts';
 import { BUDGET_COUNT_KEYS, BUDGET_SIZE_KEYS, type BudgetArgs } from './budgets.ts';
 import type { NetworkPolicyEgressArgs } from './egress.ts';
+import type { NetworkPolicyIngressArgs } from './ingress-policy.ts';
 import { HookgateDeployment, type HookgateDeploymentArgs } from './hookgate.ts';
 import {
   ADMIN_AUTH_MODES,
@@ -126,6 +127,15 @@ function networkPolicyEgressFromConfig(): { networkPolicyEgress?: NetworkPolicyE
   return egress ? { networkPolicyEgress: egress } : {};
 }
 
+/**
+ * `networkPolicyIngress: { gatewayFrom, adminFrom, metricsFrom }` (chart
+ * `networkPolicy.*From`, infra/ingress-policy.ts), when set: the ingress peers per port.
+ */
+function networkPolicyIngressFromConfig(): { networkPolicyIngress?: NetworkPolicyIngressArgs } {
+  const ingress = config.getObject<NetworkPolicyIngressArgs>('networkPolicyIngress');
+  return ingress ? { networkPolicyIngress: ingress } : {};
+}
+
 /** `{ key: value }` when the config sets it, else nothing (so the chart default applies). */
 function optional<K extends string, V extends number | string>(
   key: K,
@@ -197,6 +207,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   networkPolicy: config.getBoolean('networkPolicy') ?? false,
   grafanaDashboards: config.getBoolean('grafanaDashboards') ?? false,
   ...networkPolicyEgressFromConfig(),
+  ...networkPolicyIngressFromConfig(),
   adminAuth: config.get<AdminAuth>('adminAuth', { allowedValues: [...ADMIN_AUTH_MODES] }),
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
   traceContext: config.get<TraceContextPolicy>('traceContext', {

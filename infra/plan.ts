@@ -42,6 +42,12 @@ import {
   type ChartEgress,
   type NetworkPolicyEgressArgs,
 } from './egress.ts';
+import {
+  networkPolicyIngressValues,
+  validateNetworkPolicyIngress,
+  type ChartIngressPeers,
+  type NetworkPolicyIngressArgs,
+} from './ingress-policy.ts';
 
 export const COMPONENT_TYPE = 'hookgate:index:HookgateDeployment';
 export const CHART_NAME = 'hookgate';
@@ -256,6 +262,12 @@ export interface PlanArgs<Url = string> {
    * Needs `networkPolicy`; absent: egress is open (the chart default).
    */
   networkPolicyEgress?: NetworkPolicyEgressArgs;
+  /**
+   * Peers of the ingress NetworkPolicy per port (chart `networkPolicy.gatewayFrom`,
+   * `.adminFrom`, `.metricsFrom`; infra/ingress-policy.ts). Needs `networkPolicy`; a key
+   * left out keeps the chart's default (ADR 0045), `[]` admits every source.
+   */
+  networkPolicyIngress?: NetworkPolicyIngressArgs;
   /** The admin listener's authentication (chart `admin.auth`; default kubernetes). */
   adminAuth?: AdminAuth;
   logLevel?: LogLevel;
@@ -320,6 +332,7 @@ export interface ResolvedArgs<Url = string> {
   networkPolicy: boolean;
   grafanaDashboards: boolean;
   networkPolicyEgress?: NetworkPolicyEgressArgs;
+  networkPolicyIngress?: NetworkPolicyIngressArgs;
   adminAuth: AdminAuth;
   logLevel: LogLevel;
   traceContext: TraceContextPolicy;
@@ -513,6 +526,7 @@ function optionalArgs<Url>(
   | 'outbound'
   | 'workerAutoscaling'
   | 'networkPolicyEgress'
+  | 'networkPolicyIngress'
   | 'callbackSecret'
   | 'tracing'
 > {
@@ -523,6 +537,7 @@ function optionalArgs<Url>(
     ...(args.outbound ? { outbound: args.outbound } : {}),
     ...(args.workerAutoscaling ? { workerAutoscaling: args.workerAutoscaling } : {}),
     ...(args.networkPolicyEgress ? { networkPolicyEgress: args.networkPolicyEgress } : {}),
+    ...(args.networkPolicyIngress ? { networkPolicyIngress: args.networkPolicyIngress } : {}),
   };
 }
 
@@ -550,6 +565,9 @@ function optionalProblems<Url>(r: ResolvedArgs<Url>): string[] {
           externalRedis: !('chart' in r.redis),
           analyticsPrometheusUrl: analyticsPrometheusUrl(r.analytics),
         })
+      : []),
+    ...(r.networkPolicyIngress
+      ? validateNetworkPolicyIngress(r.networkPolicyIngress, { networkPolicy: r.networkPolicy })
       : []),
   ];
 }
@@ -743,7 +761,7 @@ export interface ChartValues {
   metrics: { serviceMonitor: { enabled: boolean } };
   grafana?: { dashboards: { enabled: boolean } };
   podDisruptionBudget: { enabled: boolean };
-  networkPolicy: { enabled: boolean; egress?: ChartEgress };
+  networkPolicy: { enabled: boolean; egress?: ChartEgress } & ChartIngressPeers;
   admin: { auth: AdminAuth };
   analytics?: ChartAnalytics;
   outbound?: { allow: string[]; deny: string[]; namespaces: Record<string, OutboundRules> };
@@ -809,6 +827,7 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
     podDisruptionBudget: { enabled: r.podDisruptionBudget },
     networkPolicy: {
       enabled: r.networkPolicy,
+      ...(r.networkPolicyIngress ? networkPolicyIngressValues(r.networkPolicyIngress) : {}),
       ...(r.networkPolicyEgress
         ? { egress: networkPolicyEgressValues(r.networkPolicyEgress) }
         : {}),
