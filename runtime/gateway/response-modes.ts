@@ -50,6 +50,13 @@ export interface ModeDeps {
   /** The trigger's output schema validator, if it has one (the engine applies it). */
   outputValidator?: (route: RouteRecord) => OutputValidator | undefined;
   heartbeatMs?: number;
+  /**
+   * Told once a request's execution has started: the gateway accepted the request (schema
+   * learning samples its body then). Not told of a request refused after its input check
+   * (an SSE Stream without a stream slot, a missing or refused callback URL, a full
+   * queue), nor of one resuming an execution another request started (its key's hint).
+   */
+  accepted?: (m: ModeRequest) => void;
 }
 
 export interface ModeRequest {
@@ -128,6 +135,7 @@ function start(
   const started = deps.engine.start(request).then((execution) => {
     const links = publicExecutionLinks(execution.id, token);
     m.ctx.executionLinks = links;
+    if (!resumed) deps.accepted?.(m);
     return { execution, links };
   });
   // Only a request that resumes an execution (its key's hint) can find it discarded.

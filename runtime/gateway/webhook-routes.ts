@@ -52,7 +52,7 @@ import { redactHeaders, type LiveEventHub } from './live-events.ts';
 import { UNMATCHED_ROUTE, type RequestObservation, type RequestObserver } from './observations.ts';
 import { toProblem } from './problem-handler.ts';
 import { applyResponseHeaders, setHeaders } from './response-headers.ts';
-import { respond, type ModeDeps } from './response-modes.ts';
+import { respond, type ModeDeps, type ModeRequest } from './response-modes.ts';
 import { redactCallbackUrl } from './callback-url.ts';
 import { MAX_PARAM_LENGTH, pathOf, type RouteTable } from './route-table.ts';
 import type { SignatureCheck } from './security/auth/signature/verify.ts';
@@ -112,7 +112,7 @@ export interface WebhookRoutesOptions {
    * open): the request is refused before its body is read.
    */
   storeCheck?: () => void;
-  /** Schema learning: records the JSON bodies of triggers that learn (after the input check). */
+  /** Schema learning: records the JSON bodies of triggers that learn (once accepted: started). */
   samples?: SampleRecorder;
   /** Whose W3C trace context goes on to what executions call (default: authenticated). */
   traceContext?: TraceContextPolicy;
@@ -165,7 +165,19 @@ function checkSignature(
 export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOptions): void {
   const { table, guards, observer, live, tracing } = options;
   const traceContext = options.traceContext ?? 'authenticated';
-  const modeDeps: ModeDeps = { engine: options.engine, ...options.modes };
+  const samples = options.samples;
+  const modeDeps: ModeDeps = {
+    engine: options.engine,
+    ...options.modes,
+    // Schema learning samples a body once its request is accepted (its execution
+    // started): a request refused after the input check is no sample (docs/schemas.md).
+    ...(samples
+      ? {
+          accepted: (m: ModeRequest) =>
+            samples.request(m.route, m.input.body, m.request.headers['content-type']),
+        }
+      : {}),
+  };
   const deferIdClaim = options.idempotency !== undefined;
   app.decorateRequest('webhook', null);
   const stopRemovals = table.onRemoved((route) => guards.removed(route));
@@ -319,7 +331,6 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     const workflow = table.workflow(route.workflowId);
     if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
     const run = () => {
-      options.samples?.request(route, body, request.headers['content-type']);
       ctx.executionId = ctx.resume?.executionId ?? randomUUID();
       const input = triggerOutput(request, ctx, body, traceContext);
       return respond(modeDeps, { request, reply, route, workflow, input, ctx });

@@ -1,7 +1,8 @@
 // What schema learning records, and when: for a trigger in learning mode
 // (spec.schema.learning.enabled, automatic IO), the parsed JSON body of each request
-// that passed the input check, and the output of each execution that passed the output
-// check. Nothing else: no headers, query, path parameters or metadata, so no
+// the gateway accepted (it passed the input check and its execution started: a request
+// refused after the check, an SSE Stream without a stream slot say, is none), and the
+// output of each execution that passed the output check. Nothing else: no headers, query, path parameters or metadata, so no
 // credentials. Non-JSON requests (forms, XML, text) are served but not sampled.
 // Recording never delays or fails a request: it is started, not awaited, and a store
 // failure is only reported (`onError`).
@@ -45,7 +46,7 @@ export class SampleRecorder {
     };
   }
 
-  /** A request body that passed the input check; kept when it is JSON and the route learns. */
+  /** An accepted request's body (checked, its execution started); kept when it is JSON and the route learns. */
   request(route: LearningRoute, body: unknown, contentType: string | undefined): void {
     if (!isLearning(route.spec.schema)) return;
     if (contentType === undefined || !JSON_TYPE.test(contentType)) return;
