@@ -23,6 +23,7 @@ export interface RecoveryRoutesOptions extends ReplaySources {
 }
 
 const FILTERS = ['trigger', 'namespace', 'workflowId', 'limit'];
+const REDACTED = '[redacted]';
 /** Entries a bulk retry takes at most per call (its default). */
 export const DEFAULT_BULK_LIMIT = 100;
 
@@ -92,6 +93,15 @@ export function parseAllowRecreated(query: unknown): boolean {
 function adminLinks(id: string) {
   const self = `/api/executions/${encodeURIComponent(id)}`;
   return { self, events: `${self}/events` };
+}
+
+/**
+ * An entry as the admin API shows it: its callback URL reads [redacted], as in the stored
+ * request and the live stream (the caller's URL often carries the receiver's token, and
+ * reading the trigger is not being its caller). The entry keeps it: a retry delivers there.
+ */
+function shown(entry: DeadLetter): DeadLetter {
+  return entry.callbackUrl === undefined ? entry : { ...entry, callbackUrl: REDACTED };
 }
 
 function accepted(reply: FastifyReply, execution: Execution, replayOf: string) {
@@ -187,11 +197,11 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       ...filter,
       ...(namespaceReadable ? { namespaceReadable } : {}),
     });
-    if (!namespaceReadable) return { items };
+    if (!namespaceReadable) return { items: items.map(shown) };
     // Asked again (each namespace's answer is kept): a store that ignored the field would
     // list every namespace, so the route does not rely on it for that.
     const readable: DeadLetter[] = [];
-    for (const e of items) if (await namespaceReadable(e.namespace)) readable.push(e);
+    for (const e of items) if (await namespaceReadable(e.namespace)) readable.push(shown(e));
     return { items: readable };
   });
 
@@ -204,7 +214,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       namespace: entry.namespace,
       name: nameOfKey(entry.triggerKey),
     });
-    return entry;
+    return shown(entry);
   });
 
   app.post('/api/dead-letters/:id/retry', async (request, reply) => {
