@@ -233,7 +233,15 @@ function logExporter(logSpan: (span: LoggedSpan) => void): SpanExporter {
   };
 }
 
-/** The destination as recorded: no credentials, query or fragment (a callback URL may hold a token). */
+/** What stands for a path that is not recorded (OpenTelemetry's word for redacted parts). */
+const REDACTED = 'REDACTED';
+
+/**
+ * The destination as recorded: no credentials, query or fragment. A callback's path
+ * neither: the caller's URL is redacted everywhere else (the stored request, the live
+ * stream, the dead-letter list) as it often carries the receiver's token, in the path
+ * too (`/hooks/<token>`); its origin says where the result went.
+ */
 function outboundAttributes(info: OutboundInfo): Attributes {
   const attributes: Attributes = {
     [ATTR_HTTP_REQUEST_METHOD]: info.method,
@@ -242,7 +250,9 @@ function outboundAttributes(info: OutboundInfo): Attributes {
   if (info.attempt > 1) attributes[ATTR_HTTP_REQUEST_RESEND_COUNT] = info.attempt - 1;
   try {
     const url = new URL(info.url);
-    attributes[ATTR_URL_FULL] = `${url.protocol}//${url.host}${url.pathname}`;
+    const path =
+      info.purpose === 'callback' && url.pathname !== '/' ? `/${REDACTED}` : url.pathname;
+    attributes[ATTR_URL_FULL] = `${url.protocol}//${url.host}${path}`;
     attributes[ATTR_URL_SCHEME] = url.protocol.slice(0, -1);
     attributes[ATTR_SERVER_ADDRESS] = url.hostname;
     attributes[ATTR_SERVER_PORT] = url.port

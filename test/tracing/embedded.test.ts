@@ -206,7 +206,11 @@ describe('tracing in the embedded server', () => {
   });
 
   it('an Async Callback: its delivery is a CLIENT span under the execution, and carries it', async () => {
-    const res = await post('calls/later', { 'x-callback-url': `${downstream.url}/hook` });
+    // The caller's URL may carry its receiver's token, in the path as in the query: the
+    // span records neither (url.full's path reads REDACTED).
+    const res = await post('calls/later', {
+      'x-callback-url': `${downstream.url}/hook/s3cr3t-token?sig=s3cr3t-query`,
+    });
     expect(res.status).toBe(202);
     const { executionId } = (await res.json()) as { executionId: string };
     const spans = await traceOf(
@@ -227,11 +231,14 @@ describe('tracing in the embedded server', () => {
     const callback = one(spans, (s) => s.attributes['hookgate.outbound.purpose'] === 'callback');
     expect(callback.parentSpanId).toBe(execution.spanId);
     expect(callback.attributes).toMatchObject({
-      'url.full': `${downstream.url}/hook`,
+      'url.full': `${downstream.url}/REDACTED`,
+      'server.address': '127.0.0.1',
+      'server.port': downstream.port,
       'http.response.status_code': 200,
     });
+    expect(JSON.stringify(callback)).not.toContain('s3cr3t');
     const delivery = downstream.received.find(
-      (r) => r.url === '/hook' && r.body.includes(executionId),
+      (r) => r.url === '/hook/s3cr3t-token?sig=s3cr3t-query' && r.body.includes(executionId),
     );
     expect(delivery?.headers.traceparent).toBe(`00-${callback.traceId}-${callback.spanId}-01`);
     // The server span (the 202) is the execution's parent.
