@@ -33,7 +33,7 @@ describe('tracing in the embedded server', () => {
 
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
-    downstream = await startReceiver((r) => (r.url === '/boom' ? 500 : 200));
+    downstream = await startReceiver((r) => (r.url.startsWith('/boom') ? 500 : 200));
     tracing = await createOtelTracing(tracingConfig(otlp.endpoint));
     const outbound = { allow: [`127.0.0.1:${downstream.port}`] };
     rt = await startRuntime({
@@ -61,7 +61,8 @@ describe('tracing in the embedded server', () => {
             {
               id: 'call',
               type: 'http',
-              request: { method: 'POST', url: `${downstream.url}/boom` },
+              // A token in the query: no span, record or answer quotes it.
+              request: { method: 'POST', url: `${downstream.url}/boom?api_key=s3cr3t-key#s3cr3t` },
             },
           ],
         }),
@@ -179,6 +180,10 @@ describe('tracing in the embedded server', () => {
   it('a failing node: its span, the CLIENT span and the execution span say ERROR; the 500 request too', async () => {
     const res = await post('breaks/fails');
     expect(res.status).toBe(500);
+    // The caller's problem names the call without its query (its detail is the failure's).
+    const answer = await res.text();
+    expect(answer).toContain(`POST ${downstream.url}/boom answered 500`);
+    expect(answer).not.toContain('s3cr3t');
     const spans = await traceOf(
       otlp,
       (s) => s.kind === SPAN_KIND.server && s.attributes['hookgate.trigger.name'] === 'fails',
@@ -203,6 +208,7 @@ describe('tracing in the embedded server', () => {
     expect(execution.status.code).toBe(STATUS.error);
     expect(execution.attributes['error.type']).toBe('http5xx');
     expect(node.attributes['error.type']).toBe('http5xx');
+    expect(JSON.stringify(spans)).not.toContain('s3cr3t');
   });
 
   it('an Async Callback: its delivery is a CLIENT span under the execution, and carries it', async () => {

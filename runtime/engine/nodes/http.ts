@@ -2,7 +2,7 @@
 // exponential backoff and jitter on network errors, timeouts, 429 and 5xx.
 // Output: { status, headers, body } (body parsed when the response is JSON).
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
-import { OutboundRefusedError } from '../outbound/guard.ts';
+import { OutboundRefusedError, shownUrl } from '../outbound/guard.ts';
 import {
   OutboundTimeoutError,
   retryableStatus,
@@ -158,8 +158,10 @@ async function sendRequest(
         body: parseBody(response),
       };
       if (response.status < 400) return output;
+      // Quoted without query and fragment: the message reaches the record, the trace,
+      // a callback and a waiting caller's problem detail, and a query may hold a key.
       last = new HttpNodeError(
-        `${method} ${request.url} answered ${response.status}`,
+        `${method} ${shownUrl(request.url)} answered ${response.status}`,
         response.status,
       );
       if (!retryableStatus(response.status)) throw last;

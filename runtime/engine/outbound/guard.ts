@@ -356,11 +356,11 @@ export class OutboundGuard implements OutboundTarget {
 }
 
 /**
- * An unparsable URL as a refusal may quote it (the reason reaches the record, the log
- * and the trace): without what may carry a secret, its query, fragment and user info,
- * and at most 120 characters.
+ * A URL as a refusal or a failure may quote it (the reason reaches the record, the log,
+ * the trace and a waiting caller's problem): without what may carry a secret, its query,
+ * fragment and user info, and at most 120 characters.
  */
-function shownUrl(target: string): string {
+export function shownUrl(target: string): string {
   let shown = target.split(/[?#]/, 1)[0] as string;
   const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(shown)?.[0] ?? '';
   const rest = shown.slice(scheme.length);
