@@ -632,7 +632,7 @@ async function assembleServing<E extends ServingEngine>(
   });
   storeMetrics(analytics.registry, [
     ...made.stores,
-    ...boundedOf(stores.idempotency),
+    ...boundedOf(stores.idempotency, stores.samples),
     ...analytics.stores,
     sseBuffers([app, adminApp]),
   ]);

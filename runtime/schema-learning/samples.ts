@@ -2,7 +2,9 @@
 // workflow responses as JSON text, bounded in count and bytes per side. Only bodies:
 // never headers, query strings or credentials (recorder.ts decides what is recorded).
 // Adapters: memory (one process, embedded) here, Redis (shared by gateways and workers)
-// in samples-redis.ts.
+// in samples-redis.ts. The memory one reports what it holds (store "schema-samples"): up
+// to MAX_MEMORY_TRIGGERS x 2 sides x the recorder's bytes per side (128 MiB by default).
+import { noEvictions, type BoundedStore, type BoundedStoreStats } from '../bounded.ts';
 
 export type SampleSide = 'requests' | 'responses';
 export const SAMPLE_SIDES: readonly SampleSide[] = ['requests', 'responses'];
@@ -36,9 +38,18 @@ interface Kept {
 /** Triggers whose samples the memory store keeps (the least recently written go first). */
 export const MAX_MEMORY_TRIGGERS = 256;
 
-export class MemorySampleStore implements SampleStore {
+export class MemorySampleStore implements SampleStore, BoundedStore {
+  readonly storeName = 'schema-samples';
   readonly #triggers = new Map<string, Record<SampleSide, Kept>>();
   readonly #maxTriggers: number;
+  /** Bytes and samples of every trigger, both sides. */
+  #bytes = 0;
+  #entries = 0;
+  /**
+   * Samples dropped with their trigger for the trigger cap (`count`). The newest-first
+   * rotation within a side's bounds is what the bounds are for: not counted.
+   */
+  readonly #evictions = noEvictions();
 
   constructor(options: { maxTriggers?: number } = {}) {
     this.#maxTriggers = options.maxTriggers ?? MAX_MEMORY_TRIGGERS;
@@ -55,15 +66,38 @@ export class MemorySampleStore implements SampleStore {
     const kept = trigger[side];
     kept.texts.unshift(json);
     kept.bytes += bytes;
+    this.#bytes += bytes;
+    this.#entries++;
     while (kept.texts.length > bounds.maxSamples || kept.bytes > bounds.maxBytes) {
-      kept.bytes -= Buffer.byteLength(kept.texts.pop() as string);
+      const dropped = Buffer.byteLength(kept.texts.pop() as string);
+      kept.bytes -= dropped;
+      this.#bytes -= dropped;
+      this.#entries--;
     }
     while (this.#triggers.size > this.#maxTriggers) {
       const oldest = this.#triggers.keys().next();
       if (oldest.done) break;
-      this.#triggers.delete(oldest.value);
+      this.#evictions.count += this.#forget(oldest.value);
     }
     return Promise.resolve();
+  }
+
+  /** Drops a trigger's samples; how many there were. */
+  #forget(triggerKey: string): number {
+    const trigger = this.#triggers.get(triggerKey);
+    if (!trigger) return 0;
+    this.#triggers.delete(triggerKey);
+    let samples = 0;
+    for (const side of SAMPLE_SIDES) {
+      this.#bytes -= trigger[side].bytes;
+      samples += trigger[side].texts.length;
+    }
+    this.#entries -= samples;
+    return samples;
+  }
+
+  stats(): BoundedStoreStats {
+    return { bytes: this.#bytes, entries: this.#entries, evictions: { ...this.#evictions } };
   }
 
   read(triggerKey: string): Promise<StoredSamples> {
@@ -75,7 +109,7 @@ export class MemorySampleStore implements SampleStore {
   }
 
   clear(triggerKey: string): Promise<void> {
-    this.#triggers.delete(triggerKey);
+    this.#forget(triggerKey);
     return Promise.resolve();
   }
 }

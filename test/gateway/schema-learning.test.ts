@@ -132,6 +132,12 @@ describe('schema learning (embedded)', () => {
     });
     // Bodies only: neither headers nor credentials are in what was learned.
     expect(JSON.stringify(p)).not.toMatch(/secret-token|authorization|x-api-key/i);
+    // What the samples take is in the store metrics, as every store's (docs/limits.md).
+    const metrics = (await rt.app.inject({ url: '/metrics' })).body;
+    expect(metrics).toMatch(/^hookgate_store_entries\{store="schema-samples"\} 7$/m);
+    expect(
+      Number(/^hookgate_store_bytes\{store="schema-samples"\} (\d+)$/m.exec(metrics)?.[1]),
+    ).toBeGreaterThan(100);
   });
 
   it('keeps at most maxSamples per side (the newest)', async () => {

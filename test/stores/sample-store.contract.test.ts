@@ -82,6 +82,31 @@ describe('MemorySampleStore bound on triggers', () => {
     expect((await store.read('ns/a')).requests).toEqual(['1']);
     expect((await store.read('ns/c')).requests).toEqual(['4']);
   });
+
+  it('reports what it holds for the store metrics (store="schema-samples")', async () => {
+    const store = new MemorySampleStore({ maxTriggers: 2 });
+    expect(store.storeName).toBe('schema-samples');
+    const bounds = { maxSamples: 2, maxBytes: 1024 };
+    await store.add('ns/a', 'requests', '{"a":1}', bounds); // 7 bytes
+    await store.add('ns/a', 'requests', '{"a":22}', bounds); // 8
+    await store.add('ns/a', 'requests', '{"a":333}', bounds); // 9: the first goes (rotation)
+    await store.add('ns/a', 'responses', '"é"', bounds); // 4 (UTF-8)
+    expect(store.stats()).toEqual({
+      bytes: 8 + 9 + 4,
+      entries: 3,
+      evictions: { bytes: 0, count: 0, expired: 0 },
+    });
+    await store.add('ns/b', 'requests', '1', bounds);
+    // A third trigger: the least recently written one (ns/a) goes, its samples counted.
+    await store.add('ns/c', 'requests', '22', bounds);
+    expect(store.stats()).toEqual({
+      bytes: 1 + 2,
+      entries: 2,
+      evictions: { bytes: 0, count: 3, expired: 0 },
+    });
+    await store.clear('ns/b');
+    expect(store.stats()).toMatchObject({ bytes: 2, entries: 1 });
+  });
 });
 
 describe.skipIf(!redisAvailable())('Redis', () => {
