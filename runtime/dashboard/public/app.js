@@ -5,6 +5,7 @@
 // @ts-check
 import {
   $,
+  ApiError,
   AuthorizedEventSource,
   bindToken,
   el,
@@ -89,13 +90,13 @@ function fillSelect(id, allLabel, values, chosen, label = (v) => v) {
   select.value = chosen;
 }
 
-/** @param {string[]} apps */
-function fillApplications(apps) {
+/** @param {string[]} apps @param {string} [none] what the menu says without any */
+function fillApplications(apps, none = 'No applications with traffic in this window') {
   const all = [...new Set([...apps, ...state.applications])].sort();
   const menu = /** @type {HTMLElement} */ ($('applications').querySelector('.multiselect-menu'));
   menu.replaceChildren(
     ...(all.length === 0
-      ? [el('p', { class: 'muted' }, ['No applications with traffic in this window'])]
+      ? [el('p', { class: 'muted' }, [none])]
       : all.map((app) => {
           const box = el('input', { type: 'checkbox', value: app, name: 'application' });
           /** @type {HTMLInputElement} */ (box).checked = state.applications.includes(app);
@@ -143,13 +144,16 @@ const methodBadge = (method) => el('span', { class: `method ${method}` }, [metho
 const codeBadge = (code) =>
   el('span', { class: `code s${String(code)[0]} s${code}` }, [String(code)]);
 
-/** @param {string} id @param {number} columns @param {HTMLElement[]} rows */
-function fillTable(id, columns, rows) {
+/**
+ * @param {string} id @param {number} columns @param {HTMLElement[]} rows
+ * @param {string} [none] what the table says without rows
+ */
+function fillTable(id, columns, rows, none = 'No requests') {
   const body = /** @type {HTMLElement} */ ($(id).querySelector('tbody'));
   body.replaceChildren(
     ...(rows.length > 0
       ? rows
-      : [el('tr', {}, [el('td', { class: 'empty', colspan: String(columns) }, ['No requests'])])]),
+      : [el('tr', {}, [el('td', { class: 'empty', colspan: String(columns) }, [none])])]),
   );
 }
 
@@ -296,15 +300,42 @@ function renderChart(points) {
 // ---------------------------------------------------------------- loading
 
 let loading = 0;
+/** The query whose figures are on the page ('' when none are). */
+let shown = '';
+
+/**
+ * Takes the figures off the page (cards, top lists, chart, when they were read): a load
+ * failed and what is on the page answered other filters, or a reader no longer allowed.
+ */
+function clearFigures() {
+  for (const id of ['card-total-spans', 'card-p99', 'card-error-count', 'card-error-rate']) {
+    setCard(id, '—');
+  }
+  fillTable('top-by-count', 4, [], 'Not loaded');
+  fillTable('top-by-latency', 5, [], 'Not loaded');
+  $('chart').replaceChildren();
+  $('updated').textContent = '';
+  shown = '';
+}
+
+/** Takes the values the last answer offered (applications, consumers, routes...) off too. */
+function clearOptions() {
+  fillApplications([], 'Not loaded');
+  fillSelect('method', 'All methods', [], state.method);
+  fillSelect('status', 'All status codes', [], state.status);
+  fillSelect('consumer', 'All consumers', [], state.consumer);
+  fillRoutes([]);
+}
 
 async function load() {
   const ticket = ++loading;
   writeUrl();
   document.body.dataset.state = 'loading';
+  const asked = query().toString();
   try {
     const [options, result] = await Promise.all([
       getJson(`${API}/options?${query(false).toString()}`),
-      getJson(`${API}/summary?${query().toString()}`),
+      getJson(`${API}/summary?${asked}`),
     ]);
     if (ticket !== loading) return;
     fillApplications(options.applications);
@@ -317,11 +348,18 @@ async function load() {
     renderByCount(result.topByRequestCount);
     renderByLatency(result.topByLatency);
     renderChart(result.timeseries.points);
+    shown = asked;
     showProblem();
     $('updated').textContent = `Updated ${new Date().toLocaleTimeString()}`;
     document.body.dataset.state = 'ready';
   } catch (error) {
     if (ticket !== loading) return;
+    // A refresh of the same filters that failed (Prometheus blinking) keeps its figures,
+    // with when they were read; figures of other filters, or for a reader now refused
+    // (a token cleared or withdrawn: 401, 403), go.
+    const refused = error instanceof ApiError && (error.status === 401 || error.status === 403);
+    if (refused || asked !== shown) clearFigures();
+    if (refused) clearOptions();
     showProblem(
       `Could not load analytics: ${error instanceof Error ? error.message : String(error)}`,
     );
