@@ -109,6 +109,30 @@ describe.skipIf(skip)('the dashboard keeps its admin token out of cookies', () =
     expect(await context.cookies()).toEqual([]);
   }, 30_000);
 
+  it('a stream open under a token that is then cleared is opened again without it: refused, closed', async () => {
+    const streams = sentHeaders(/\/webhook-events\//);
+    await page.goto(`${admin}/dashboard`);
+    await page.fill('#admin-token', TOKEN);
+    await page.dispatchEvent('#admin-token', 'change');
+    await page.fill('#live-path', PATH);
+    await page.click('#live-connect');
+    await expect.poll(() => page.textContent('#live-status')).toBe('Connected');
+    // The path field edited since: the stream opened again is the one that was open.
+    await page.fill('#live-path', '/webhook/elsewhere/default');
+    await page.fill('#admin-token', '');
+    await page.dispatchEvent('#admin-token', 'change');
+    await expect.poll(() => page.textContent('#live-status')).toBe('Disconnected');
+    await expect.poll(() => streams.length).toBe(2);
+    expect(streams[1]?.authorization).toBeUndefined();
+    expect(await page.textContent('#live-endpoint')).toContain(
+      '/webhook-events/default_production_slow/default',
+    );
+    const responses = await page.locator('#live-log li[data-kind="response"]').count();
+    expect((await fetch(`${base}${PATH}`, { method: 'POST' })).status).toBe(202);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await page.locator('#live-log li[data-kind="response"]').count()).toBe(responses);
+  });
+
   it('without the token a stream is refused (401) and closed, not retried for ever', async () => {
     await page.goto(`${admin}/dashboard`);
     await page.fill('#admin-token', '');

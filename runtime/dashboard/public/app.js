@@ -399,7 +399,10 @@ function bindFilters() {
     void load();
   });
   $('refresh').addEventListener('click', () => void load());
-  bindToken(() => void load());
+  bindToken(() => {
+    reopenStream();
+    void load();
+  });
   setInterval(() => {
     if (/** @type {HTMLInputElement} */ ($('auto-refresh')).checked) void load();
   }, REFRESH_MS);
@@ -546,6 +549,20 @@ function connect() {
       'Enter a webhook path like /webhook/<workflow-id>/<path-segment>';
     return;
   }
+  openStream(url);
+}
+
+/**
+ * The token changed: a stream open under the old one is opened again under the new one
+ * (a stream's token is sent once, when it opens), so that clearing the token or
+ * changing it to one that may not watch the route ends it (401, 403: closed).
+ */
+function reopenStream() {
+  if (live.source) openStream(live.source.url);
+}
+
+/** @param {string} url the events URL */
+function openStream(url) {
   disconnect();
   const source = new AuthorizedEventSource(url);
   live.source = source;
