@@ -133,6 +133,51 @@ describe.skipIf(skip)('the dashboard keeps its admin token out of cookies', () =
     expect(await page.locator('#live-log li[data-kind="response"]').count()).toBe(responses);
   });
 
+  it("Flow Management takes the triggers and a trigger's details off when the token is cleared", async () => {
+    await page.goto(`${admin}/dashboard/flows`);
+    await page.fill('#admin-token', TOKEN);
+    await page.dispatchEvent('#admin-token', 'change');
+    await expect.poll(() => page.textContent('#triggers tbody')).toContain('default/slow');
+    await page.fill('#admin-token', '');
+    await page.dispatchEvent('#admin-token', 'change');
+    await expect.poll(() => page.textContent('#problem')).toContain('401');
+    expect(await page.textContent('#triggers tbody')).toBe('');
+
+    await page.fill('#admin-token', TOKEN);
+    await page.dispatchEvent('#admin-token', 'change');
+    await page.goto(`${admin}/dashboard/flows?trigger=default/slow`);
+    await page.waitForSelector('#conditions li');
+    expect(await page.locator('#executions tbody tr').count()).toBeGreaterThan(0);
+    await page.fill('#admin-token', '');
+    await page.dispatchEvent('#admin-token', 'change');
+    await expect.poll(() => page.textContent('#problem')).toContain('401');
+    await expectNoTriggerDetails();
+  });
+
+  it("Flow Management shows none of the last trigger's details under one that fails to load", async () => {
+    await page.fill('#admin-token', TOKEN);
+    await page.dispatchEvent('#admin-token', 'change');
+    await page.goto(`${admin}/dashboard/flows?trigger=default/slow`);
+    await page.waitForSelector('#conditions li');
+    // Back and forward within the page: the trigger is read again, without a reload.
+    await page.evaluate(() => {
+      history.pushState(null, '', '/dashboard/flows?trigger=default/deleted');
+      dispatchEvent(new PopStateEvent('popstate'));
+    });
+    await expect.poll(() => page.textContent('#problem')).toContain('does not exist');
+    expect(await page.textContent('#trigger-title')).toBe('default/deleted');
+    await expectNoTriggerDetails();
+  });
+
+  async function expectNoTriggerDetails(): Promise<void> {
+    expect(await page.textContent('#trigger-summary')).toBe('');
+    expect(await page.locator('#conditions li').count()).toBe(0);
+    expect(await page.textContent('#trigger-url')).not.toContain(PATH);
+    expect(await page.locator('#executions tbody tr').count()).toBe(0);
+    expect(await page.textContent('#cred-status')).toBe('');
+    expect(await page.locator('#test-method option').count()).toBe(0);
+  }
+
   it('without the token a stream is refused (401) and closed, not retried for ever', async () => {
     await page.goto(`${admin}/dashboard`);
     await page.fill('#admin-token', '');

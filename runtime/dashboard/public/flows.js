@@ -167,10 +167,36 @@ const triggerApi = (t) =>
 /** @param {{ namespace: string, name: string }} t */
 const pageUrl = (t) => `/dashboard/flows?trigger=${encodeURIComponent(`${t.namespace}/${t.name}`)}`;
 
+/**
+ * Empties the trigger's page (summary, status, URL, credentials, test form, learned
+ * schemas, executions): what is on it came from the trigger read before, maybe another
+ * one or for a reader no longer allowed, and stays off unless this read succeeds.
+ */
+function clearTrigger() {
+  state.trigger = null;
+  $('trigger-summary').textContent = '';
+  $('conditions').replaceChildren();
+  $('trigger-url').textContent = '';
+  $('cred-status').textContent = '';
+  $('cred-toggle').hidden = true;
+  $('cred-detail').hidden = true;
+  $('cred-detail').textContent = '';
+  $('test-method').replaceChildren();
+  /** @type {HTMLTextAreaElement} */ ($('test-body')).value = '';
+  $('body-check').textContent = '';
+  $('send-test').setAttribute('disabled', '');
+  $('learning').hidden = true;
+  for (const id of ['learning-summary', 'proposal-input', 'proposal-output', 'proposal-manifest'])
+    $(id).textContent = '';
+  $('executions').querySelector('tbody')?.replaceChildren();
+  $('executions-empty').hidden = true;
+}
+
 /** @param {string} namespace @param {string} name @param {boolean} push */
 async function openTrigger(namespace, name, push) {
   if (push) history.pushState(null, '', pageUrl({ namespace, name }));
   closeRun();
+  clearTrigger();
   $('list-view').hidden = true;
   $('detail-view').hidden = false;
   $('trigger-title').textContent = `${namespace}/${name}`;
@@ -183,8 +209,7 @@ async function openTrigger(namespace, name, push) {
     showProblem();
     await Promise.all([loadExecutions(), loadProposal()]);
   } catch (error) {
-    state.trigger = null;
-    $('send-test').setAttribute('disabled', '');
+    clearTrigger();
     showProblem(
       error instanceof ApiError && error.status === 404
         ? `WebhookTrigger ${namespace}/${name} does not exist (deleted?).`
@@ -591,6 +616,9 @@ async function route() {
     await loadList();
     showProblem();
   } catch (error) {
+    // The rows of an earlier read: maybe for a reader no longer allowed (401, 403).
+    $('triggers').querySelector('tbody')?.replaceChildren();
+    $('triggers-empty').hidden = true;
     showProblem(`Could not load the triggers: ${errorText(error)}`);
   }
 }
