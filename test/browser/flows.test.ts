@@ -163,6 +163,31 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
     expect(await page.isVisible('#problem')).toBe(false);
   });
 
+  it("a trigger's answer that comes after the next trigger's does not replace it", async () => {
+    await page.goto(`${admin}/dashboard/flows`);
+    await page.waitForSelector('#triggers tbody tr');
+    // The first trigger's read is slow; the reader goes on to another one meanwhile.
+    let slowAnswered = false;
+    await page.route('**/api/triggers/default/ingest', async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await route.continue();
+      slowAnswered = true;
+    });
+    await page.getByRole('link', { name: 'default/ingest' }).click();
+    await page.evaluate(() => {
+      history.pushState(null, '', '/dashboard/flows?trigger=default/doomed');
+      dispatchEvent(new PopStateEvent('popstate'));
+    });
+    await expect.poll(() => page.textContent('#trigger-summary')).toContain('immediateAck');
+    await expect.poll(() => slowAnswered).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await page.textContent('#trigger-title')).toBe('default/doomed');
+    expect(await page.textContent('#trigger-summary')).toContain('immediateAck');
+    expect(await page.textContent('#trigger-url')).toContain('/doomed');
+    expect(await page.textContent('#cred-status')).toContain('No authentication');
+    await page.unroute('**/api/triggers/default/ingest');
+  });
+
   it('opens a trigger from the list with the keyboard alone', async () => {
     await page.goto(`${admin}/dashboard/flows`);
     await page.waitForSelector('#triggers tbody tr');

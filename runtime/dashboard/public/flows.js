@@ -192,8 +192,12 @@ function clearTrigger() {
   $('executions-empty').hidden = true;
 }
 
+/** Which trigger read is the latest asked for: an earlier one that answers later loses. */
+let triggerAsked = 0;
+
 /** @param {string} namespace @param {string} name @param {boolean} push */
 async function openTrigger(namespace, name, push) {
+  const asked = ++triggerAsked;
   if (push) history.pushState(null, '', pageUrl({ namespace, name }));
   closeRun();
   clearTrigger();
@@ -202,19 +206,32 @@ async function openTrigger(namespace, name, push) {
   $('trigger-title').textContent = `${namespace}/${name}`;
   $('test-response').hidden = true;
   $('run').hidden = true;
+  /** @type {Trigger} */
+  let trigger;
   try {
-    const trigger = /** @type {Trigger} */ (await getJson(triggerApi({ namespace, name })));
-    state.trigger = trigger;
-    renderTrigger(trigger);
-    showProblem();
-    await Promise.all([loadExecutions(), loadProposal()]);
+    trigger = await getJson(triggerApi({ namespace, name }));
   } catch (error) {
+    if (asked !== triggerAsked) return;
     clearTrigger();
     showProblem(
       error instanceof ApiError && error.status === 404
         ? `WebhookTrigger ${namespace}/${name} does not exist (deleted?).`
         : `Could not load ${namespace}/${name}: ${errorText(error)}`,
     );
+    return;
+  }
+  if (asked !== triggerAsked) return;
+  state.trigger = trigger;
+  renderTrigger(trigger);
+  showProblem();
+  try {
+    await Promise.all([loadExecutions(), loadProposal()]);
+  } catch (error) {
+    if (asked !== triggerAsked) return;
+    // The trigger stays shown; without its executions nothing is sent from this page.
+    state.trigger = null;
+    $('send-test').setAttribute('disabled', '');
+    showProblem(`Could not load ${namespace}/${name}: ${errorText(error)}`);
   }
 }
 
@@ -425,6 +442,7 @@ async function loadProposal() {
   if (!t || panel.hidden) return;
   try {
     const p = await getJson(`${triggerApi(t)}/schema-proposal`);
+    if (state.trigger !== t) return;
     $('learning-summary').textContent =
       `Learning from traffic: ${p.samples.requests} request(s) and ${p.samples.responses} response(s) recorded.`;
     const show = (/** @type {unknown} */ schema) =>
@@ -433,6 +451,7 @@ async function loadProposal() {
     $('proposal-output').textContent = show(p.output);
     $('proposal-manifest').textContent = p.manifest;
   } catch (error) {
+    if (state.trigger !== t) return;
     $('learning-summary').textContent = `No proposal: ${errorText(error)}`;
   }
 }
@@ -463,6 +482,7 @@ async function loadExecutions() {
   if (!t) return;
   const q = new URLSearchParams({ trigger: `${t.namespace}/${t.name}`, limit: String(EXECUTIONS) });
   const { items } = await getJson(`/api/executions?${q}`);
+  if (state.trigger !== t) return;
   const rows = /** @type {any[]} */ (items).map((x) => {
     const open = el('button', { type: 'button', class: 'link' }, [x.id]);
     open.addEventListener('click', () => void openRun(x.id));
@@ -609,6 +629,7 @@ async function route() {
     return;
   }
   closeRun();
+  triggerAsked++;
   state.trigger = null;
   $('detail-view').hidden = true;
   $('list-view').hidden = false;
