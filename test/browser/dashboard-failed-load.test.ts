@@ -3,7 +3,8 @@
 // whose access was withdrawn (403) no longer sees the figures, names and consumers of
 // the last answer; a filter change whose load fails does not leave the previous
 // filters' figures under the new selection; a refresh of the same filters that fails
-// (Prometheus blinking) keeps them, with when they were read.
+// (Prometheus blinking) keeps them, with when they were read. A resize redraws the chart
+// from what it has.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -18,7 +19,7 @@ const skip = skipBrowserTests();
 const TOKEN = 'analytics-reader-token';
 const WITHDRAWN = 'withdrawn-reader-token';
 
-describe.skipIf(skip)('the analytics dashboard after a failed load', () => {
+describe.skipIf(skip)('the analytics dashboard after a failed load, and resized', () => {
   let app: FastifyInstance;
   let base: string;
   let browser: Browser;
@@ -119,6 +120,21 @@ describe.skipIf(skip)('the analytics dashboard after a failed load', () => {
     expect(await page.textContent('#problem')).toContain('Prometheus answered 502');
     await expectNoFigures();
     expect(await page.inputValue('#window')).toBe('5m');
+    await page.close();
+  });
+
+  it('a resized window redraws the chart without asking the API again', async () => {
+    const asked: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().includes('/api/analytics/')) asked.push(request.url());
+    });
+    const bars = await page.locator('#chart rect.bar-ok').count();
+    const width = await page.locator('#chart svg').getAttribute('viewBox');
+    await page.setViewportSize({ width: 900, height: 700 });
+    await expect.poll(() => page.locator('#chart svg').getAttribute('viewBox')).not.toBe(width);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(asked).toEqual([]);
+    expect(await page.locator('#chart rect.bar-ok').count()).toBe(bars);
     await page.close();
   });
 

@@ -302,6 +302,9 @@ function renderChart(points) {
 let loading = 0;
 /** The query whose figures are on the page ('' when none are). */
 let shown = '';
+/** The chart's points on the page (redrawn when the window is resized), or none. */
+/** @type {{at: string, requests: number, errors: number}[] | null} */
+let chartPoints = null;
 
 /**
  * Takes the figures off the page (cards, top lists, chart, when they were read): a load
@@ -314,6 +317,7 @@ function clearFigures() {
   fillTable('top-by-count', 4, [], 'Not loaded');
   fillTable('top-by-latency', 5, [], 'Not loaded');
   $('chart').replaceChildren();
+  chartPoints = null;
   $('updated').textContent = '';
   shown = '';
 }
@@ -348,6 +352,7 @@ async function load() {
     renderByCount(result.topByRequestCount);
     renderByLatency(result.topByLatency);
     renderChart(result.timeseries.points);
+    chartPoints = result.timeseries.points;
     shown = asked;
     showProblem();
     $('updated').textContent = `Updated ${new Date().toLocaleTimeString()}`;
@@ -406,10 +411,13 @@ function bindFilters() {
   setInterval(() => {
     if (/** @type {HTMLInputElement} */ ($('auto-refresh')).checked) void load();
   }, REFRESH_MS);
+  // The chart is drawn to the box's size: a resize redraws it, without asking again.
   let resize = 0;
   window.addEventListener('resize', () => {
     clearTimeout(resize);
-    resize = window.setTimeout(() => void load(), 200);
+    resize = window.setTimeout(() => {
+      if (chartPoints) renderChart(chartPoints);
+    }, 200);
   });
 }
 
