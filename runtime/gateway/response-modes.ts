@@ -440,10 +440,15 @@ function sendBody(
 
 /**
  * SSE Stream: the stream's slot is taken before the execution starts, so a process with
- * its streams open refuses (503 streams-exhausted) without running anything.
+ * its streams open refuses (503 streams-exhausted) without running anything. The slot is
+ * the execution's too (its id is chosen before the start, webhook-routes.ts): this
+ * stream counts toward the execution's cap on this listener like its links' channels. A
+ * new execution has no other stream yet; one resumed under an Idempotency-Key whose
+ * streams are all open is refused 429 execution-streams-exceeded, nothing started (the
+ * key is given back with its hint).
  */
 async function sseStream(deps: ModeDeps, m: ModeRequest): Promise<FastifyReply> {
-  const slot = takeStreamSlot(m.request);
+  const slot = takeStreamSlot(m.request, m.ctx.executionId);
   let started: Started;
   try {
     started = await start(deps, m, watching(m));

@@ -1,0 +1,73 @@
+// The stream caps, counted: an SSE Stream answer's own stream counts toward its
+// execution's cap on the webhook listener (as its links' channels do), and every refusal
+// by a cap is counted by listener and cap (hookgate_streams_refused_total), with the
+// open streams by listener (hookgate_streams_open) and the process's cap
+// (hookgate_streams_max) on /metrics.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+
+const PER_EXECUTION = 2;
+const PER_PROCESS = 4;
+
+let rt: TestRuntime;
+let base: string;
+let admin: string;
+const wf = '/webhook/default_production_long';
+/** Every stream the test opened and has not closed yet. */
+const open = new Set<AbortController>();
+
+beforeAll(async () => {
+  rt = await startRuntime({
+    budgets: { streamsPerExecution: PER_EXECUTION, streamsPerProcess: PER_PROCESS },
+  });
+  base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+  admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
+  await rt.apply(
+    'long.yaml',
+    [
+      // Running for the whole test: its streams stay open until the test closes them.
+      workflow('long', { nodes: [{ id: 'wait', type: 'delay', duration: '8s' }] }),
+      trigger('stream', {
+        workflowRef: { name: 'long' },
+        pathSegment: 'stream',
+        response: { mode: 'sseStream' },
+      }),
+    ],
+    ['stream'],
+  );
+});
+afterAll(async () => {
+  for (const stream of open) stream.abort();
+  await rt.stop();
+});
+
+/** Opens a stream; kept open (its controller in `open`) when it is answered 200. */
+async function stream(url: string, init: RequestInit = {}): Promise<Response> {
+  const controller = new AbortController();
+  const res = await fetch(url, { ...init, signal: controller.signal });
+  if (res.status === 200) open.add(controller);
+  return res;
+}
+
+async function problemType(res: Response): Promise<string> {
+  return ((await res.json()) as { type: string }).type.replace(/^.*\//, '');
+}
+
+describe('an SSE Stream answer and the stream caps', () => {
+  let events: string;
+  let executionId: string;
+
+  it("an SSE Stream answer's stream counts toward its execution's cap", async () => {
+    const answer = await stream(`${base}${wf}/stream`, { method: 'POST' });
+    expect(answer.status).toBe(200);
+    const self = answer.headers.get('location') as string;
+    executionId = decodeURIComponent(/^\/webhook-executions\/([^/?]+)/.exec(self)?.[1] ?? '');
+    events = self.replace('?', '/events?');
+    // The answer's stream and one channel: the execution's two.
+    expect((await stream(`${base}${events}`)).status).toBe(200);
+    const refused = await stream(`${base}${events}`);
+    expect(refused.status).toBe(429);
+    expect(await problemType(refused)).toBe('execution-streams-exceeded');
+  });
+});
