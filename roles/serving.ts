@@ -68,6 +68,7 @@ import { REDIS_KEYS, RedisRecordStore } from '../api/records/redis-store.ts';
 import { probes, type Readiness } from './probes.ts';
 import type { BoundedStore } from '../runtime/bounded.ts';
 import { storeMetrics } from '../runtime/analytics/store-metrics.ts';
+import { streamMetrics } from '../runtime/analytics/stream-metrics.ts';
 import { forgetGoneSeries } from '../runtime/analytics/forget-series.ts';
 import { MemoryExecutionStore } from '../runtime/engine/execution-store.ts';
 import type { Budgets } from './budget-settings.ts';
@@ -636,6 +637,7 @@ async function assembleServing<E extends ServingEngine>(
     ...analytics.stores,
     sseBuffers([app, adminApp]),
   ]);
+  streamMetrics(analytics.registry, streams);
   return {
     app,
     admin: adminApp,

@@ -13,7 +13,7 @@ import Fastify, {
 import { CLIENT_ERROR_OPTIONS, requireHost } from './gateway/client-errors.ts';
 import { installJsonLimits } from './gateway/body/json-parser.ts';
 import { installProblemHandlers } from './gateway/problem-handler.ts';
-import { installSse, ProcessStreams } from './gateway/sse.ts';
+import { installSse, ProcessStreams, type StreamListener } from './gateway/sse.ts';
 import { gracefulConnections } from './graceful-close.ts';
 
 /** Server-wide limits (slow clients, idle sockets); see docs/security.md. */
@@ -102,6 +102,8 @@ export function createHttpApp(options: {
    * is theirs then); an app of its own by default.
    */
   streams?: ProcessStreams | undefined;
+  /** Which listener the app is, for the stream metrics' label (default webhook). */
+  listener?: StreamListener;
 }): { app: FastifyInstance; limits: ServerLimits } {
   const limits = { ...SERVER_LIMITS, ...options.limits };
   const app = Fastify({
@@ -142,6 +144,7 @@ export function createHttpApp(options: {
     drainMs: limits.sseDrainMs,
     maxPerExecution: limits.streamsPerExecution,
     process: options.streams ?? new ProcessStreams(limits.streamsPerProcess),
+    listener: options.listener ?? 'webhook',
   });
   return { app, limits };
 }

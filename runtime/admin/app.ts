@@ -51,7 +51,7 @@ export interface AdminAppOptions {
 }
 
 export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyInstance> {
-  const { app } = createHttpApp(options);
+  const { app } = createHttpApp({ ...options, listener: 'admin' });
   const access = options.access ?? OPEN_ACCESS;
   access.install(app);
   // 100 Continue once the request is authenticated (onRequest), as the body is parsed.

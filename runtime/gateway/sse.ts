@@ -9,7 +9,9 @@
 // - open streams are capped (StreamSlots): per execution on each listener (429
 //   execution-streams-exceeded) and per process, every listener counted (503
 //   streams-exhausted), both with Retry-After; a stream's slot is taken before any work
-//   is done for it (reading the execution's history) and freed once its bytes have left.
+//   is done for it (reading the execution's history) and freed once its bytes have left;
+//   the slots held and the refusals are counted by listener and cap for the metrics
+//   (hookgate_streams_open, hookgate_streams_refused_total).
 import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -41,13 +43,30 @@ declare module 'fastify' {
 /** How soon a refused stream may be asked for again (Retry-After, seconds). */
 export const STREAM_RETRY_AFTER_SECONDS = 5;
 
+/** The listener a stream is opened on: the metrics' `listener` label. */
+export type StreamListener = 'webhook' | 'admin';
+export const STREAM_LISTENERS: readonly StreamListener[] = ['webhook', 'admin'];
+/** The cap that refused a stream: the execution's on its listener, or the process's. */
+export type StreamCap = 'execution' | 'process';
+export const STREAM_CAPS: readonly StreamCap[] = ['execution', 'process'];
+
 /**
  * The open streams of one process, every listener's counted: at most `max`. One object
  * shared by the listeners of a process (createServing); an app made alone has its own.
+ * It also keeps, in plain numbers for the metrics (read at scrape time,
+ * analytics/stream-metrics.ts), the slots each listener holds and the streams each cap
+ * refused there.
  */
 export class ProcessStreams {
   open = 0;
   readonly max: number;
+  /** Slots held, by listener (they add up to `open`). */
+  readonly openOn: Record<StreamListener, number> = { webhook: 0, admin: 0 };
+  /** Streams refused since the process started, by listener and cap. */
+  readonly refused: Record<StreamListener, Record<StreamCap, number>> = {
+    webhook: { execution: 0, process: 0 },
+    admin: { execution: 0, process: 0 },
+  };
 
   constructor(max: number) {
     this.max = max;
@@ -68,10 +87,12 @@ export class StreamSlots {
   readonly #perExecution = new Map<string, number>();
   readonly process: ProcessStreams;
   readonly maxPerExecution: number;
+  readonly listener: StreamListener;
 
-  constructor(process: ProcessStreams, maxPerExecution: number) {
+  constructor(process: ProcessStreams, maxPerExecution: number, listener: StreamListener) {
     this.process = process;
     this.maxPerExecution = maxPerExecution;
+    this.listener = listener;
   }
 
   /** Streams of `executionId` open on this listener. */
@@ -87,20 +108,26 @@ export class StreamSlots {
   take(executionId?: string): StreamSlot {
     const retry = { 'retry-after': String(STREAM_RETRY_AFTER_SECONDS) };
     const ofExecution = executionId === undefined ? 0 : this.openOf(executionId);
-    if (executionId !== undefined && ofExecution >= this.maxPerExecution)
+    const process = this.process;
+    const listener = this.listener;
+    if (executionId !== undefined && ofExecution >= this.maxPerExecution) {
+      process.refused[listener].execution++;
       throw new HttpProblem(
         'HG_ERR_EXECUTION_STREAMS_EXCEEDED',
         `Execution ${executionId} already has ${this.maxPerExecution} event streams open here; close one first`,
         { headers: retry, extensions: { executionId, limit: this.maxPerExecution } },
       );
-    const process = this.process;
-    if (process.open >= process.max)
+    }
+    if (process.open >= process.max) {
+      process.refused[listener].process++;
       throw new HttpProblem(
         'HG_ERR_STREAMS_EXHAUSTED',
         `This server already has its ${process.max} event streams open; retry later`,
         { headers: retry, extensions: { limit: process.max } },
       );
+    }
     process.open++;
+    process.openOn[listener]++;
     if (executionId !== undefined) this.#perExecution.set(executionId, ofExecution + 1);
     let released = false;
     return {
@@ -108,6 +135,7 @@ export class StreamSlots {
         if (released) return;
         released = true;
         process.open--;
+        process.openOn[listener]--;
         if (executionId === undefined) return;
         const left = this.openOf(executionId) - 1;
         if (left > 0) this.#perExecution.set(executionId, left);
@@ -160,12 +188,17 @@ export function installSse(
     maxPerExecution: number;
     /** The process's count, shared with its other listeners. */
     process: ProcessStreams;
+    /** Which listener this app is (its streams' and refusals' label; default webhook). */
+    listener?: StreamListener;
   },
 ): void {
   app.decorate('sseStreams', new Set<SseStream>());
   app.decorate('sseBufferBytes', options.bufferBytes);
   app.decorate('sseDrainMs', options.drainMs);
-  app.decorate('sseSlots', new StreamSlots(options.process, options.maxPerExecution));
+  app.decorate(
+    'sseSlots',
+    new StreamSlots(options.process, options.maxPerExecution, options.listener ?? 'webhook'),
+  );
   app.addHook('preClose', (done) => {
     for (const stream of [...app.sseStreams]) stream.end();
     done();

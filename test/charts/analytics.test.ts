@@ -167,7 +167,7 @@ describe.skipIf(!tools)('chart: analytics', () => {
         resolve({ code: err ? 1 : 0, text: stdout + stderr }),
       );
     });
-    expect(out.text).toContain('SUCCESS: 9 rules found');
+    expect(out.text).toContain('SUCCESS: 10 rules found');
     expect(out.code).toBe(0);
   });
 });

@@ -236,6 +236,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     expect(inlineRule?.spec.groups.map((g) => g.name)).toEqual([
       'hookgate.requests',
       'hookgate.ratelimit',
+      'hookgate.streams',
     ]);
     const ageOnly = await render(
       'analytics.prometheus.rules.enabled=true',
@@ -250,7 +251,7 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
     const file = join(work, 'queue-rules.yaml');
     writeFileSync(file, stringify({ groups: rule?.spec.groups }));
     const out = await promtool('check', 'rules', file);
-    expect(out.text).toContain('SUCCESS: 9 rules found');
+    expect(out.text).toContain('SUCCESS: 10 rules found');
     expect(out.code).toBe(0);
 
     // The alerts themselves, on series as two replicas report them (promtool test rules):
@@ -455,6 +456,74 @@ describe.skipIf(!tools)('chart: worker autoscaling', () => {
                 summary: 'The rate limiter cannot reach Redis',
                 description:
                   'Gateways in hooks decided 23.08% of the requests of rate-limited endpoints without the limiter\'s store: failureMode open lets them through with no limit (decision="failed_open"), closed answers 503 rate-limit-unavailable. See hookgate_redis_command_failures_total and the Redis circuit breaker.',
+              },
+            },
+          ],
+        },
+      ],
+    });
+  });
+  it('alerts when a gateway keeps refusing event streams at the process cap; promtool tests when it fires', async () => {
+    const off = (
+      await render(
+        'analytics.prometheus.rules.enabled=true',
+        'analytics.prometheus.rules.alerts.streamsExhaustedMinRefusals=0',
+      )
+    ).find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
+    expect(off?.spec.groups.map((g) => g.name)).not.toContain('hookgate.streams');
+    const rule = (
+      await render(
+        'analytics.prometheus.rules.enabled=true',
+        'analytics.prometheus.selector=namespace="hooks"',
+      )
+    ).find((o): o is PrometheusRule => o.kind === 'PrometheusRule');
+    const group = rule?.spec.groups.find((g) => g.name === 'hookgate.streams');
+    expect(group?.rules.map((r) => [r.alert, r.expr, r.for])).toEqual([
+      [
+        'HookgateStreamsExhausted',
+        'sum by (namespace, pod) (increase(hookgate_streams_refused_total{cap="process",namespace="hooks"}[5m])) >= 10',
+        '5m',
+      ],
+    ]);
+    expect(
+      await renderError('analytics.prometheus.rules.alerts.streamsExhaustedMinRefusals=-1'),
+    ).toMatch(/streamsExhaustedMinRefusals/);
+
+    if (!havePromtool()) return;
+    // Pod "a" refuses 10 streams a minute at its process cap from minute 10: fires 5
+    // minutes after its 5-minute increase reaches 10. Pod "b" refuses one every minute
+    // (5 in 5 minutes): never. Pod "c" refuses 100 a minute by the per-execution cap (one
+    // caller's channels): never.
+    await expectAlerts('stream-rules', [group], {
+      input_series: [
+        {
+          series:
+            'hookgate_streams_refused_total{namespace="hooks",pod="a",listener="webhook",cap="process"}',
+          values: '0x10 0+10x20',
+        },
+        {
+          series:
+            'hookgate_streams_refused_total{namespace="hooks",pod="b",listener="admin",cap="process"}',
+          values: '0+1x30',
+        },
+        {
+          series:
+            'hookgate_streams_refused_total{namespace="hooks",pod="c",listener="webhook",cap="execution"}',
+          values: '0+100x30',
+        },
+      ],
+      alert_rule_test: [
+        { eval_time: '9m', alertname: 'HookgateStreamsExhausted', exp_alerts: [] },
+        {
+          eval_time: '25m',
+          alertname: 'HookgateStreamsExhausted',
+          exp_alerts: [
+            {
+              exp_labels: { severity: 'warning', namespace: 'hooks', pod: 'a' },
+              exp_annotations: {
+                summary: 'A gateway refuses event streams, its open streams at the process cap',
+                description:
+                  'a in hooks refused 50 event streams in 5 minutes with 503 streams-exhausted: it has hookgate_streams_max streams open (config.budgets.streamsPerProcess). Add gateway replicas, raise the cap with the memory for it (each stream may buffer config.budgets.streamBufferBytes), or look for clients that open streams and keep them (hookgate_streams_open by listener).',
               },
             },
           ],

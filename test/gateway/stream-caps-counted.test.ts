@@ -4,6 +4,7 @@
 // open streams by listener (hookgate_streams_open) and the process's cap
 // (hookgate_streams_max) on /metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
 import { trigger, workflow } from '../support/manifests.ts';
 
@@ -50,6 +51,13 @@ async function stream(url: string, init: RequestInit = {}): Promise<Response> {
   return res;
 }
 
+/** A sample of /metrics (the webhook listener's), NaN when the series is missing. */
+async function metric(series: string): Promise<number> {
+  const text = (await rt.app.inject({ method: 'GET', url: '/metrics' })).body;
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return Number(line?.slice(series.length + 1) ?? 'NaN');
+}
+
 async function problemType(res: Response): Promise<string> {
   return ((await res.json()) as { type: string }).type.replace(/^.*\//, '');
 }
@@ -69,5 +77,37 @@ describe('an SSE Stream answer and the stream caps', () => {
     const refused = await stream(`${base}${events}`);
     expect(refused.status).toBe(429);
     expect(await problemType(refused)).toBe('execution-streams-exceeded');
+  });
+
+  it('the refusals are counted by listener and cap, the open streams by listener', async () => {
+    const refusedBy = (listener: string, cap: string) =>
+      metric(`hookgate_streams_refused_total{listener="${listener}",cap="${cap}"}`);
+    expect(await refusedBy('webhook', 'execution')).toBe(1);
+    expect(await refusedBy('webhook', 'process')).toBe(0);
+    expect(await refusedBy('admin', 'execution')).toBe(0);
+    expect(await refusedBy('admin', 'process')).toBe(0);
+    expect(await metric('hookgate_streams_open{listener="webhook"}')).toBe(2);
+    expect(await metric('hookgate_streams_open{listener="admin"}')).toBe(0);
+    expect(await metric('hookgate_streams_max')).toBe(PER_PROCESS);
+
+    // The process's last two slots on the admin listener, then its refusal there.
+    expect((await stream(`${admin}/api/executions/${executionId}/events`)).status).toBe(200);
+    const live = `${admin}/webhook-events/default_production_long/stream`;
+    expect((await stream(live)).status).toBe(200);
+    const exhausted = await stream(live);
+    expect(exhausted.status).toBe(503);
+    expect(await problemType(exhausted)).toBe('streams-exhausted');
+    expect(await refusedBy('admin', 'process')).toBe(1);
+    expect(await refusedBy('webhook', 'execution')).toBe(1);
+    expect(await metric('hookgate_streams_open{listener="admin"}')).toBe(2);
+    expect(await metric('hookgate_streams_open{listener="webhook"}')).toBe(2);
+
+    // Closed, a stream gives its slot back: the gauge follows.
+    const first = [...open][0] as AbortController;
+    first.abort();
+    open.delete(first);
+    await eventually(async () =>
+      expect(await metric('hookgate_streams_open{listener="webhook"}')).toBe(1),
+    );
   });
 });
