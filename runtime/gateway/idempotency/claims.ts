@@ -1,5 +1,7 @@
 // Idempotency-Key on webhook requests (IETF httpapi idempotency-key draft):
-//   same key + same request   → the first answer again (Idempotent-Replayed: true), no new run
+//   same key + same request   → the first answer again (Idempotent-Replayed: true), no new run:
+//                                its status, body and headers (those of the trigger and the
+//                                respond node too; not the per-request ones)
 //   same key + other request  → 422 idempotency-key-reused
 //   same key, first still busy → 409 idempotency-in-progress (for the endpoint's
 //                                timeout and a margin at most; then it may run again)
@@ -25,10 +27,40 @@ import {
 } from './store.ts';
 import type { WebhookContext } from '../context.ts';
 import { parseDuration } from '../../../api/v1alpha1/common.ts';
+import { settableResponseHeader } from '../../../api/v1alpha1/index.ts';
+import { setAuthorHeader } from '../response-headers.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/**
+ * Kept with every stored answer (a handle given for a stream or a large answer too): its
+ * type, its execution's link and the correlation id the caller was first answered with.
+ */
 const REPLAYED_HEADERS = ['content-type', 'location', 'x-correlation-id'];
+/**
+ * Set for each request, never taken from a stored answer: the replay's own request id
+ * and time, its own rate-limit count, its own `Idempotent-Replayed`; the gateway's
+ * `nosniff` (set on every answer). `Date` and the framing headers are Node's, written
+ * with each answer; cookies, CORS and origin-wide headers are never an answer's
+ * (settableResponseHeader refuses them), so none is stored.
+ */
+const PER_REQUEST_HEADERS: ReadonlySet<string> = new Set([
+  'x-request-id',
+  'x-timestamp',
+  'ratelimit',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'ratelimit-policy',
+  'idempotent-replayed',
+  'x-content-type-options',
+]);
+/**
+ * Bytes of header names and values kept with a stored answer at most (the three above
+ * first): a trigger's and a respond node's headers may each be 4 KiB, 64 of them. Headers
+ * past it are left out of the replay (the rest of the answer is kept).
+ */
+export const MAX_REPLAYED_HEADER_BYTES = 8 * 1024;
 
 export interface IdempotencyOptions {
   store: IdempotencyStore;
@@ -122,7 +154,9 @@ export async function claimIdempotencyKey(
     case 'replay': {
       const record = result.record;
       if (record.executionId) ctx.executionId = record.executionId;
-      reply.code(record.status).headers(record.headers).header('idempotent-replayed', 'true');
+      reply.code(record.status);
+      replayHeaders(reply, record.headers);
+      reply.header('idempotent-replayed', 'true');
       await reply.send(record.body);
       return false;
     }
@@ -169,11 +203,7 @@ export async function recordIdempotentAnswer(
   if (!claim) return;
   if (await givenBackUnanswered(options, reply, ctx, claim)) return;
   ctx.idempotencyClaim = undefined;
-  const headers: Record<string, string> = {};
-  for (const name of REPLAYED_HEADERS) {
-    const value = reply.getHeader(name);
-    if (typeof value === 'string') headers[name] = value;
-  }
+  let headers = storedHeaders(reply);
   let body: unknown = payload;
   const max = options.maxAnswerBytes ?? DEFAULT_IDEMPOTENT_ANSWER_BYTES;
   const size =
@@ -190,7 +220,9 @@ export async function recordIdempotentAnswer(
       payload !== null)
   ) {
     // A stream (SSE), or an answer too large to keep: a retry gets a handle on the
-    // same execution instead (the caller's links, with the execution's token).
+    // same execution instead (the caller's links, with the execution's token), with the
+    // headers every answer keeps, not the stream's.
+    headers = baseHeaders(reply);
     headers['content-type'] = 'application/json; charset=utf-8';
     body = JSON.stringify({
       executionId: ctx.executionId,
@@ -206,6 +238,57 @@ export async function recordIdempotentAnswer(
   // Not stored when the claim is no longer this request's (its lease ran out and a
   // retry holds it now): that retry's answer is the key's.
   await options.store.complete(claim.key, claim.owner, record);
+}
+
+/** The headers every stored answer keeps (REPLAYED_HEADERS), as the answer has them. */
+function baseHeaders(reply: FastifyReply): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of REPLAYED_HEADERS) {
+    const value = reply.getHeader(name);
+    if (typeof value === 'string') headers[name] = value;
+  }
+  return headers;
+}
+
+/**
+ * The answer's headers a replay sends again: REPLAYED_HEADERS, then every header a
+ * trigger or a respond node may set (settableResponseHeader: its custom headers, the
+ * respond node's, a Vary, a sandboxed Content-Security-Policy) except the per-request
+ * ones, in the answer's order, within MAX_REPLAYED_HEADER_BYTES.
+ */
+function storedHeaders(reply: FastifyReply): Record<string, string> {
+  const headers = baseHeaders(reply);
+  let bytes = 0;
+  for (const [name, value] of Object.entries(headers)) bytes += name.length + value.length;
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (name in headers || PER_REQUEST_HEADERS.has(name)) continue;
+    if (!settableResponseHeader(name, value)) continue;
+    const size = name.length + value.length;
+    if (bytes + size > MAX_REPLAYED_HEADER_BYTES) continue;
+    headers[name] = value;
+    bytes += size;
+  }
+  return headers;
+}
+
+/**
+ * Sets a stored answer's headers on its replay. Its Content-Type, Location and
+ * X-Correlation-ID as stored; the others as a trigger's or a respond node's are
+ * (setAuthorHeader: the rule again, Vary added to the replay's own, the policy
+ * sandboxed), so an entry written by another version of the gateway, or changed in the
+ * store, sets nothing the rule refuses. An entry stored before the other headers were
+ * kept has the three: its replay is what it was.
+ */
+function replayHeaders(reply: FastifyReply, headers: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (lower === 'content-type') {
+      // Not a name a workflow may set, but a value HTTP can carry is checked alike.
+      if (settableResponseHeader('x-replayed-type', value)) reply.header('content-type', value);
+    } else if (!PER_REQUEST_HEADERS.has(lower)) {
+      setAuthorHeader(reply, lower, value);
+    }
+  }
 }
 
 /**
