@@ -261,7 +261,7 @@ function storedHeaders(reply: FastifyReply): Record<string, string> {
   let bytes = 0;
   for (const [name, value] of Object.entries(headers)) bytes += name.length + value.length;
   for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (name in headers || PER_REQUEST_HEADERS.has(name)) continue;
+    if (Object.hasOwn(headers, name) || PER_REQUEST_HEADERS.has(name)) continue;
     if (!settableResponseHeader(name, value)) continue;
     const size = name.length + value.length;
     if (bytes + size > MAX_REPLAYED_HEADER_BYTES) continue;
@@ -272,12 +272,12 @@ function storedHeaders(reply: FastifyReply): Record<string, string> {
 }
 
 /**
- * Sets a stored answer's headers on its replay. Its Content-Type, Location and
- * X-Correlation-ID as stored; the others as a trigger's or a respond node's are
- * (setAuthorHeader: the rule again, Vary added to the replay's own, the policy
- * sandboxed), so an entry written by another version of the gateway, or changed in the
- * store, sets nothing the rule refuses. An entry stored before the other headers were
- * kept has the three: its replay is what it was.
+ * Sets a stored answer's headers on its replay: its Content-Type as stored (a value HTTP
+ * can carry); every other one as a trigger's or a respond node's is (setAuthorHeader:
+ * the rule again, Vary added to the replay's own, the policy sandboxed; Location and
+ * X-Correlation-ID pass it), so an entry written by another version of the gateway, or
+ * changed in the store, sets nothing the rule refuses. An entry stored before the other
+ * headers were kept has the three: its replay is what it was.
  */
 function replayHeaders(reply: FastifyReply, headers: Record<string, unknown>): void {
   for (const [name, value] of Object.entries(headers)) {
