@@ -34,6 +34,20 @@ export function parseServerCommand<const O extends ParseArgsOptionsConfig>(
   return parseCommand(argv, help, { ...options, ...SERVER_OPTIONS });
 }
 
+/**
+ * The positional arguments of a command that takes at most `max` of them (`takes` says
+ * which, for the message). One more is bad usage naming it, as an unknown option is: a
+ * typo or a value whose flag was left out must not be dropped without a word.
+ */
+export function positionalsUpTo(positionals: string[], max: number, takes: string): string[] {
+  const extra = positionals.slice(max);
+  if (extra.length > 0) {
+    const named = extra.map((word) => `"${word}"`).join(' ');
+    throw usageError(`unexpected argument${extra.length > 1 ? 's' : ''} ${named} (${takes})`);
+  }
+  return positionals;
+}
+
 /** `output` when it is one of `formats`, else a usage error that lists them. */
 export function outputFormat<const F extends string>(output: string, formats: readonly F[]): F {
   if ((formats as readonly string[]).includes(output)) return output as F;

@@ -2,7 +2,7 @@
 // listener's /webhook-events/<workflowId>/<pathSegment>): each request and response
 // as it happens, one line each (or NDJSON with -o json). Ends on Ctrl-C, or after
 // --count request/response events, or after --timeout.
-import { parseServerCommand, outputFormat } from '../command.ts';
+import { parseServerCommand, outputFormat, positionalsUpTo } from '../command.ts';
 import { AdminClient, parseTriggerRef, problemError, SERVER_HELP } from '../admin-client.ts';
 import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
 
@@ -91,7 +91,12 @@ export async function eventsCommand(argv: string[]): Promise<ExitCode> {
     timeout: { type: 'string' },
   });
   if (!parsed) return EXIT.ok;
-  const { values, positionals } = parsed;
+  const { values } = parsed;
+  const positionals = positionalsUpTo(
+    parsed.positionals,
+    1,
+    'events takes one trigger: <namespace>/<name>',
+  );
   const { count, timeout } = limits(values);
   const { namespace, name } = parseTriggerRef(positionals[0], values.namespace);
   const client = new AdminClient(values);

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parseServerCommand, outputFormat } from '../command.ts';
+import { parseServerCommand, outputFormat, positionalsUpTo } from '../command.ts';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { API_VERSION, WEBHOOK_TRIGGER_PLURAL, WORKFLOW_PLURAL } from '../../api/v1alpha1/index.ts';
@@ -68,7 +68,12 @@ export async function getCommand(argv: string[]): Promise<ExitCode> {
     'all-namespaces': { type: 'boolean', short: 'A' },
   });
   if (!parsed) return EXIT.ok;
-  const { values, positionals } = parsed;
+  const { values } = parsed;
+  const positionals = positionalsUpTo(
+    parsed.positionals,
+    2,
+    'get takes a kind and at most one name',
+  );
   const kind = KINDS[(positionals[0] ?? '').toLowerCase()];
   if (!kind) throw usageError('get what? triggers, workflows or executions');
   const name = positionals[1];

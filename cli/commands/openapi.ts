@@ -1,7 +1,7 @@
 // hookgate openapi <trigger>: the OpenAPI 3.1 document of a trigger (or, with --all,
 // of the whole gateway) from a server's admin API, or offline from manifest files
 // (--file), built by the same code the server uses (runtime/openapi/document.ts).
-import { parseServerCommand, outputFormat } from '../command.ts';
+import { parseServerCommand, outputFormat, positionalsUpTo } from '../command.ts';
 import { stringify } from 'yaml';
 import { baseUrlProblem, routePath, workflowIdentifier } from '../../api/identity.ts';
 import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
@@ -42,7 +42,10 @@ export async function openapiCommand(argv: string[]): Promise<ExitCode> {
     'base-url': { type: 'string', default: 'http://localhost:8080' },
   });
   if (!parsed) return EXIT.ok;
-  const { values, positionals } = parsed;
+  const { values } = parsed;
+  const positionals = values.all
+    ? positionalsUpTo(parsed.positionals, 0, 'openapi --all takes no trigger')
+    : positionalsUpTo(parsed.positionals, 1, 'openapi takes one trigger: <namespace>/<name>');
   outputFormat(values.output, ['json', 'yaml']);
   const ref = values.all ? undefined : parseTriggerRef(positionals[0], values.namespace);
   let doc: unknown;

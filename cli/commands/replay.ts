@@ -1,7 +1,7 @@
 // hookgate replay <execution>: run an execution again with its input, through the
 // admin API (POST /api/executions/<id>/replay, docs/retries-and-replay.md): 202 with
 // the new `executionId`, which records `replayOf`.
-import { parseServerCommand, outputFormat } from '../command.ts';
+import { parseServerCommand, outputFormat, positionalsUpTo } from '../command.ts';
 import { AdminClient, SERVER_HELP } from '../admin-client.ts';
 import { EXIT, usageError, type ExitCode } from '../errors.ts';
 
@@ -26,8 +26,8 @@ export async function replayCommand(argv: string[]): Promise<ExitCode> {
     'allow-recreated': { type: 'boolean', default: false },
   });
   if (!parsed) return EXIT.ok;
-  const { values, positionals } = parsed;
-  const id = positionals[0];
+  const { values } = parsed;
+  const [id] = positionalsUpTo(parsed.positionals, 1, 'replay takes one execution id');
   if (!id) throw usageError('name the execution to replay');
   outputFormat(values.output, ['text', 'json']);
   const client = new AdminClient(values);

@@ -1,7 +1,7 @@
 // hookgate test <trigger>: Send Test Request through the admin API (POST
 // /api/triggers/<ns>/<name>/test): one request to the endpoint with its saved test
 // credentials; prints the answer. Exit 1 when the endpoint answered 4xx or 5xx.
-import { parseServerCommand, outputFormat } from '../command.ts';
+import { parseServerCommand, outputFormat, positionalsUpTo } from '../command.ts';
 import { readFileSync } from 'node:fs';
 import { AdminClient, parseTriggerRef, SERVER_HELP } from '../admin-client.ts';
 import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
@@ -84,7 +84,12 @@ export async function testCommand(argv: string[]): Promise<ExitCode> {
     output: { type: 'string', short: 'o', default: 'text' },
   });
   if (!parsed) return EXIT.ok;
-  const { values, positionals } = parsed;
+  const { values } = parsed;
+  const positionals = positionalsUpTo(
+    parsed.positionals,
+    1,
+    'test takes one trigger: <namespace>/<name>',
+  );
   outputFormat(values.output, ['text', 'json']);
   const { namespace, name } = parseTriggerRef(positionals[0], values.namespace);
   const client = new AdminClient(values);
