@@ -7,17 +7,35 @@ import { usageError } from './errors.ts';
 
 const HELP = { help: { type: 'boolean', short: 'h' } } as const;
 
+/**
+ * Short flags a command no longer takes, each with what to write instead: `-q` is
+ * `--quiet` wherever a command has it (validate), and `test` wrote `--query` as `-q`
+ * until 2026-11-28 (docs/cli.md#short-flags). Such a flag is refused with that sentence
+ * rather than parseArgs' "Unknown option".
+ */
+export type RetiredFlags = Readonly<Record<string, string>>;
+
 /** Parses a command's argv; undefined when -h/--help asked for `help` (printed here). */
 export function parseCommand<const O extends ParseArgsOptionsConfig>(
   argv: string[],
   help: string,
   options: O,
+  retired: RetiredFlags = {},
 ) {
-  const parsed = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { ...options, ...HELP },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { ...options, ...HELP },
+    });
+  } catch (err) {
+    const flag = /^Unknown option '([^']+)'/.exec((err as Error).message)?.[1];
+    const instead = flag === undefined ? undefined : retired[flag];
+    if ((err as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && instead)
+      throw usageError(`${flag} is not an option of this command: ${instead}`);
+    throw err;
+  }
   if ((parsed.values as { help?: boolean }).help) {
     console.log(help);
     return undefined;
@@ -30,8 +48,9 @@ export function parseServerCommand<const O extends ParseArgsOptionsConfig>(
   argv: string[],
   help: string,
   options: O,
+  retired: RetiredFlags = {},
 ) {
-  return parseCommand(argv, help, { ...options, ...SERVER_OPTIONS });
+  return parseCommand(argv, help, { ...options, ...SERVER_OPTIONS }, retired);
 }
 
 /**

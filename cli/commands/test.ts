@@ -15,7 +15,7 @@ Options:
   -n, --namespace <ns>       namespace when the trigger is given by name (default: default)
   -X, --method <method>      HTTP method (default: the trigger's first)
   -d, --data <json|@file>    JSON body (@file reads it from a file, @- from standard input)
-  -q, --query <k=v>          query parameter (repeatable)
+      --query <k=v>          query parameter (repeatable; no longer -q, which is --quiet)
   -p, --param <k=v>          path parameter (repeatable; unset ones are "test")
   -H, --header <name: value> request header (repeatable)
   -o, --output <text|json>   text (status, headers, body; default) or the whole JSON record
@@ -23,6 +23,11 @@ ${SERVER_HELP}
 
 Exit codes: 0 the endpoint answered 1xx-3xx, 1 it answered 4xx/5xx or the server
 refused the test, 2 bad usage, 3 server unreachable.`;
+
+/** `-q` was --query here until 2026-11-28; it is --quiet wherever a command has one. */
+const RETIRED = {
+  '-q': 'a query parameter is --query <k=v> (-q means --quiet, as in validate)',
+};
 
 function pairs(list: string[] | undefined, sep: string, flag: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -74,15 +79,20 @@ function isTestResult(value: unknown): value is TestResult {
 }
 
 export async function testCommand(argv: string[]): Promise<ExitCode> {
-  const parsed = parseServerCommand(argv, TEST_HELP, {
-    namespace: { type: 'string', short: 'n' },
-    method: { type: 'string', short: 'X' },
-    data: { type: 'string', short: 'd' },
-    query: { type: 'string', short: 'q', multiple: true },
-    param: { type: 'string', short: 'p', multiple: true },
-    header: { type: 'string', short: 'H', multiple: true },
-    output: { type: 'string', short: 'o', default: 'text' },
-  });
+  const parsed = parseServerCommand(
+    argv,
+    TEST_HELP,
+    {
+      namespace: { type: 'string', short: 'n' },
+      method: { type: 'string', short: 'X' },
+      data: { type: 'string', short: 'd' },
+      query: { type: 'string', multiple: true },
+      param: { type: 'string', short: 'p', multiple: true },
+      header: { type: 'string', short: 'H', multiple: true },
+      output: { type: 'string', short: 'o', default: 'text' },
+    },
+    RETIRED,
+  );
   if (!parsed) return EXIT.ok;
   const { values } = parsed;
   const positionals = positionalsUpTo(

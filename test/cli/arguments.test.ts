@@ -2,6 +2,7 @@
 // (exit 2, a sentence naming what is wrong): an argument a command does not take, and
 // a short flag used with another meaning than the one it has everywhere.
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CLI_COMMANDS } from '../../cli/command-names.ts';
 import { runCli } from '../../cli/main.ts';
 
 /** Runs the CLI in this process; its exit code and what it printed on standard error. */
@@ -37,5 +38,41 @@ describe('an argument a command does not take', () => {
     const { code, err } = await run(['events', 'default/hello', 'a', 'b', ...NOWHERE]);
     expect(code).toBe(2);
     expect(err).toContain('unexpected arguments "a" "b"');
+  });
+});
+
+describe('short flags: one meaning each', () => {
+  it('-q is --quiet: test refuses it, naming --query, before calling the server', async () => {
+    for (const argv of [
+      ['test', 'default/hello', '-q', 'a=b'],
+      ['test', 'default/hello', '-qa=b'],
+    ]) {
+      const { code, err } = await run([...argv, ...NOWHERE]);
+      expect(code).toBe(2);
+      expect(err).toContain(
+        '-q is not an option of this command: a query parameter is --query <k=v> (-q means --quiet, as in validate)',
+      );
+    }
+  });
+
+  it('every short flag means the same in every command whose help lists it', async () => {
+    const meaning = new Map<string, { long: string; command: string }>();
+    for (const command of CLI_COMMANDS.filter((c) => c !== 'help')) {
+      const lines: string[] = [];
+      vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => {
+        lines.push(args.map(String).join(' '));
+      });
+      expect(await runCli([command, '--help'])).toBe(0);
+      vi.restoreAllMocks();
+      for (const [, short, long] of lines.join('\n').matchAll(/^\s+(-\w), (--[a-z][a-z-]*)/gm)) {
+        const before = meaning.get(short as string);
+        expect(
+          before === undefined || before.long === long,
+          `${command}: ${short} is ${long}, but ${before?.command ?? ''}'s is ${before?.long ?? ''}`,
+        ).toBe(true);
+        meaning.set(short as string, { long: long as string, command });
+      }
+    }
+    expect(meaning.get('-q')?.long).toBe('--quiet');
   });
 });
