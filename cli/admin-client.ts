@@ -1,33 +1,62 @@
 // The admin API of a hookgate server (dev or gateway role) as the CLI calls it:
 // --server URL (or HOOKGATE_SERVER), a bearer token from --token, --token-file or
 // HOOKGATE_TOKEN. A problem answer becomes a CliError with the problem's title and
-// detail; a server that cannot be reached exits 3.
+// detail; a server that cannot be reached, or that does not answer within
+// --request-timeout (HOOKGATE_REQUEST_TIMEOUT, default 30 s), exits 3.
 import { readFileSync } from 'node:fs';
+import { durationMs, formatDuration } from './durations.ts';
 import { CliError, EXIT, usageError } from './errors.ts';
 
 export interface ServerOptions {
   server?: string | undefined;
   token?: string | undefined;
   'token-file'?: string | undefined;
+  'request-timeout'?: string | undefined;
 }
+
+/**
+ * How long a call waits for the server's answer by default: a server that accepted the
+ * connection and never answers must not hold a script forever.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /** The options every command that talks to a server takes. */
 export const SERVER_OPTIONS = {
   server: { type: 'string' },
   token: { type: 'string' },
   'token-file': { type: 'string' },
+  'request-timeout': { type: 'string' },
 } as const;
 
-export const SERVER_HELP = `  --server <url>       the admin listener of a hookgate server (env HOOKGATE_SERVER),
+/** The help lines of SERVER_OPTIONS; `timeout` those of --request-timeout, as a command bounds it. */
+export function serverHelp(
+  timeout = `give up (exit 3) when the server has not answered within this,
+                       e.g. 30s or 2m (default 30s; 0 waits forever)`,
+): string {
+  return `  --server <url>       the admin listener of a hookgate server (env HOOKGATE_SERVER),
                        e.g. http://127.0.0.1:8081
   --token <token>      admin bearer token (env HOOKGATE_TOKEN)
-  --token-file <path>  file holding the token`;
+  --token-file <path>  file holding the token
+  --request-timeout <duration>  (env HOOKGATE_REQUEST_TIMEOUT)
+                       ${timeout}`;
+}
+
+export const SERVER_HELP = serverHelp();
+
+/** Where a client's timeout came from, for its messages. */
+const TIMEOUT_FLAG = '--request-timeout';
 
 export class AdminClient {
   readonly base: string;
+  /** The longest wait for an answer, ms (0: none): --request-timeout, its env, or the default. */
+  readonly timeoutMs: number;
   readonly #token: string | undefined;
 
-  constructor(options: ServerOptions, env: NodeJS.ProcessEnv = process.env) {
+  constructor(
+    options: ServerOptions,
+    env: NodeJS.ProcessEnv = process.env,
+    defaultTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS,
+  ) {
     const server = options.server ?? env.HOOKGATE_SERVER;
     if (!server) throw usageError('name the server: --server <url> or HOOKGATE_SERVER');
     const url = URL.parse(server);
@@ -47,38 +76,94 @@ export class AdminClient {
     if (token !== undefined && !/^[\x21-\x7e]*$/.test(token))
       throw usageError('the admin token holds a space or a character a header cannot carry');
     this.#token = token;
+    const flag = options['request-timeout'];
+    const fromEnv = env.HOOKGATE_REQUEST_TIMEOUT;
+    if (flag !== undefined) this.timeoutMs = durationMs(flag, TIMEOUT_FLAG);
+    else if (fromEnv) this.timeoutMs = durationMs(fromEnv, 'HOOKGATE_REQUEST_TIMEOUT');
+    else this.timeoutMs = defaultTimeoutMs;
+  }
+
+  /** The error of a call that got no answer in time (exit 3, as a server not there). */
+  timedOut(what: string): CliError {
+    return new CliError(
+      EXIT.unreachable,
+      `no answer from ${this.base} within ${formatDuration(this.timeoutMs)} (${what}; ${TIMEOUT_FLAG} or HOOKGATE_REQUEST_TIMEOUT to wait longer)`,
+    );
   }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
     return { ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}), ...extra };
   }
 
-  /** A raw response (any status); unreachable → exit 3. */
+  /**
+   * A raw response (any status) once its headers came, within the timeout; its body is
+   * the caller's to read, for as long as it takes (a stream: events keeps its own
+   * watch). Unreachable, or no answer in time → exit 3; `init.signal` aborting it
+   * rejects with that signal's reason.
+   */
   async fetch(path: string, init: RequestInit = {}): Promise<Response> {
-    const url = `${this.base}${path}`;
+    const deadline = this.#deadline();
     try {
-      return await fetch(url, {
+      return await this.#send(path, init, deadline.signal);
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * JSON of a 2xx answer, the whole of it within the timeout; a problem answer throws
+   * with its title and detail.
+   */
+  async json<T>(path: string, init: RequestInit = {}): Promise<T> {
+    const what = `${init.method ?? 'GET'} ${path}`;
+    const deadline = this.#deadline();
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.#send(path, init, deadline.signal);
+      text = await res.text();
+    } catch (err) {
+      if (deadline.signal?.aborted) throw this.timedOut(what);
+      if (err instanceof CliError) throw err;
+      throw new CliError(
+        EXIT.unreachable,
+        `${this.base} broke off its answer to ${what}: ${(err as Error).message}`,
+      );
+    } finally {
+      deadline.clear();
+    }
+    if (!res.ok) throw problemError(res.status, text, what);
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CliError(EXIT.unreachable, `${this.base}${path} did not answer JSON`);
+    }
+  }
+
+  /** A signal that aborts once the timeout has passed (none without one), and its clearing. */
+  #deadline(): { signal: AbortSignal | undefined; clear: () => void } {
+    if (this.timeoutMs <= 0) return { signal: undefined, clear: () => undefined };
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    return { signal: controller.signal, clear: () => clearTimeout(timer) };
+  }
+
+  async #send(path: string, init: RequestInit, deadline: AbortSignal | undefined) {
+    const signals = [init.signal, deadline].filter((s): s is AbortSignal => s != null);
+    try {
+      return await fetch(`${this.base}${path}`, {
         ...init,
         headers: this.headers((init.headers ?? {}) as Record<string, string>),
+        ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
       });
     } catch (err) {
+      if (deadline?.aborted) throw this.timedOut(`${init.method ?? 'GET'} ${path}`);
+      if (init.signal?.aborted) throw err;
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       throw new CliError(
         EXIT.unreachable,
         `cannot reach ${this.base}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
       );
-    }
-  }
-
-  /** JSON of a 2xx answer; a problem answer throws with its title and detail. */
-  async json<T>(path: string, init: RequestInit = {}): Promise<T> {
-    const res = await this.fetch(path, init);
-    const text = await res.text();
-    if (!res.ok) throw problemError(res.status, text, `${init.method ?? 'GET'} ${path}`);
-    try {
-      return JSON.parse(text) as T;
-    } catch {
-      throw new CliError(EXIT.unreachable, `${this.base}${path} did not answer JSON`);
     }
   }
 }

@@ -10,7 +10,7 @@ Prints a shell completion script. Load it in the current shell, or for good:
   hookgate completion bash > /etc/bash_completion.d/hookgate
   hookgate completion zsh > "\${fpath[1]}/_hookgate"   # zsh (compinit)`;
 
-const SERVER = '--server --token --token-file';
+const SERVER = '--server --token --token-file --request-timeout';
 /** Options per command, for completion. */
 export const COMPLETION_WORDS: Record<string, string> = {
   validate: '--output --namespace --quiet --help',

@@ -1,9 +1,12 @@
 // hookgate events <trigger>: tail the live SSE stream of one endpoint (the admin
 // listener's /webhook-events/<workflowId>/<pathSegment>): each request and response
 // as it happens, one line each (or NDJSON with -o json). Ends on Ctrl-C, or after
-// --count request/response events, or after --timeout.
+// --count request/response events, or after --timeout. --request-timeout bounds the
+// wait for the stream to open and then for each next byte (the server's heartbeat
+// comes every 15 s), never the whole stream: a silent one is a server or network gone.
 import { parseServerCommand, outputFormat, positionalsUpTo } from '../command.ts';
-import { AdminClient, parseTriggerRef, problemError, SERVER_HELP } from '../admin-client.ts';
+import { AdminClient, parseTriggerRef, problemError, serverHelp } from '../admin-client.ts';
+import { durationMs, formatDuration } from '../durations.ts';
 import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
 
 export const EVENTS_HELP = `Usage: hookgate events <namespace>/<name> [options]
@@ -15,23 +18,32 @@ Options:
   -n, --namespace <ns>      namespace when the trigger is given by name (default: default)
   -o, --output <text|json>  text lines (default) or one JSON object per line
   -c, --count <n>           stop after n request/response events
-      --timeout <seconds>   stop after this long (exit 0)
-${SERVER_HELP}
+      --timeout <duration>  stop after this long (exit 0), e.g. 10m, or seconds
+${serverHelp(`give up (exit 3) when the stream has not opened, or has sent
+                       nothing (no event, no heartbeat: the server sends one every
+                       15 s), within this, e.g. 30s or 2m (default 30s; 0: never)`)}
 
 Exit codes: 0 ended (interrupted, --count or --timeout reached), 1 refused or not
-deployed, 2 bad usage, 3 server unreachable, or the stream broke or was closed by the
-server (no reconnect).`;
+deployed, 2 bad usage, 3 server unreachable, silent for --request-timeout, or the
+stream broke or was closed by the server (no reconnect).`;
 
 interface SseFrame {
   event: string;
   data: string;
 }
 
-/** Frames of an SSE body, as they arrive. */
-async function* frames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame> {
+/**
+ * Frames of an SSE body, as they arrive. `arrived` is told of every chunk, comments
+ * (the heartbeat) too, which yield no frame.
+ */
+async function* frames(
+  body: ReadableStream<Uint8Array>,
+  arrived: () => void,
+): AsyncGenerator<SseFrame> {
   const decoder = new TextDecoder();
   let buffer = '';
   for await (const chunk of body) {
+    arrived();
     buffer += decoder.decode(chunk, { stream: true });
     let end: number;
     while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
@@ -109,16 +121,25 @@ export async function eventsCommand(argv: string[]): Promise<ExitCode> {
   const abort = new AbortController();
   const stop = () => abort.abort();
   process.once('SIGINT', stop);
-  const timer = timeout === undefined ? undefined : setTimeout(stop, timeout * 1000);
+  const timer = timeout === undefined ? undefined : setTimeout(stop, timeout);
+  // Nothing at all (no event, no heartbeat) for --request-timeout: the server or the
+  // network is gone without a word; reading on would wait forever.
+  const silence = new AbortController();
+  let idleTimer: NodeJS.Timeout | undefined;
+  const arrived = () => {
+    clearTimeout(idleTimer);
+    if (client.timeoutMs > 0) idleTimer = setTimeout(() => silence.abort(), client.timeoutMs);
+  };
   let seen = 0;
   try {
     const res = await client.fetch(streamPath, {
-      signal: abort.signal,
+      signal: AbortSignal.any([abort.signal, silence.signal]),
       headers: { accept: 'text/event-stream' },
     });
     if (!res.ok || !res.body) throw problemError(res.status, await res.text(), `GET ${streamPath}`);
     console.error(`streaming ${namespace}/${name} (${routePath(path)}); Ctrl-C to stop`);
-    for await (const frame of frames(res.body)) {
+    arrived();
+    for await (const frame of frames(res.body, arrived)) {
       if (frame.event === 'connected' || frame.event === 'heartbeat') continue;
       console.log(
         values.output === 'json'
@@ -135,14 +156,23 @@ export async function eventsCommand(argv: string[]): Promise<ExitCode> {
   } catch (err) {
     if (!abort.signal.aborted) {
       if (err instanceof CliError) throw err;
+      if (silence.signal.aborted) throw silent(client.timeoutMs);
       throw new CliError(EXIT.unreachable, `the event stream broke: ${(err as Error).message}`);
     }
   } finally {
     clearTimeout(timer);
+    clearTimeout(idleTimer);
     process.off('SIGINT', stop);
     abort.abort();
   }
   return EXIT.ok;
+}
+
+function silent(ms: number): CliError {
+  return new CliError(
+    EXIT.unreachable,
+    `the event stream was silent for ${formatDuration(ms)} (no event, no heartbeat: the server sends one every 15 s): the server or the network is gone; --request-timeout to wait longer`,
+  );
 }
 
 function limits(values: {
@@ -157,9 +187,10 @@ function limits(values: {
   const count = values.count === undefined ? Infinity : Number(values.count);
   if (count !== Infinity && !(Number.isInteger(count) && count > 0))
     throw usageError('--count must be a positive integer');
-  const timeout = values.timeout === undefined ? undefined : Number(values.timeout);
+  const timeout =
+    values.timeout === undefined ? undefined : durationMs(values.timeout, '--timeout');
   if (timeout !== undefined && !(timeout > 0))
-    throw usageError('--timeout must be a positive number of seconds');
+    throw usageError('--timeout must be a positive duration (e.g. 10m) or number of seconds');
   return { count, timeout };
 }
 

@@ -3,7 +3,7 @@
 // credentials; prints the answer. Exit 1 when the endpoint answered 4xx or 5xx.
 import { parseServerCommand, outputFormat, positionalsUpTo } from '../command.ts';
 import { readFileSync } from 'node:fs';
-import { AdminClient, parseTriggerRef, SERVER_HELP } from '../admin-client.ts';
+import { AdminClient, parseTriggerRef, serverHelp } from '../admin-client.ts';
 import { CliError, EXIT, usageError, type ExitCode } from '../errors.ts';
 
 export const TEST_HELP = `Usage: hookgate test <namespace>/<name> [options]
@@ -19,10 +19,19 @@ Options:
   -p, --param <k=v>          path parameter (repeatable; unset ones are "test")
   -H, --header <name: value> request header (repeatable)
   -o, --output <text|json>   text (status, headers, body; default) or the whole JSON record
-${SERVER_HELP}
+${serverHelp(`give up (exit 3) when the server has not answered within this,
+                       e.g. 5m (default 2m: the endpoint may wait for its workflow up
+                       to the trigger's spec.timeout, 30s unless set; 0 waits forever)`)}
 
 Exit codes: 0 the endpoint answered 1xx-3xx, 1 it answered 4xx/5xx or the server
 refused the test, 2 bad usage, 3 server unreachable.`;
+
+/**
+ * The default --request-timeout of a test: longer than other calls', as the endpoint's
+ * answer may wait for its workflow up to the trigger's spec.timeout (30 s by default;
+ * a longer one needs --request-timeout).
+ */
+export const TEST_TIMEOUT_MS = 120_000;
 
 /** `-q` was --query here until 2026-11-28; it is --quiet wherever a command has one. */
 const RETIRED = {
@@ -102,7 +111,7 @@ export async function testCommand(argv: string[]): Promise<ExitCode> {
   );
   outputFormat(values.output, ['text', 'json']);
   const { namespace, name } = parseTriggerRef(positionals[0], values.namespace);
-  const client = new AdminClient(values);
+  const client = new AdminClient(values, process.env, TEST_TIMEOUT_MS);
   const payload = {
     ...(values.method ? { method: values.method.toUpperCase() } : {}),
     ...(values.data !== undefined ? { body: body(values.data) } : {}),
