@@ -619,6 +619,7 @@ async function assembleServing<E extends ServingEngine>(
     engine,
     deadLetters: made.deadLetters,
     deadLettersRetried: (count) => analytics.metrics.recordRetry('dead_letter', count),
+    idempotency: stores.idempotency,
     live,
     samples: stores.samples,
     plugins: analytics.plugins,

@@ -11,6 +11,7 @@ import type { RouteTable } from '../gateway/route-table.ts';
 import { createHttpApp, registerPlugins, type AppPlugin, type ServerLimits } from '../http-app.ts';
 import type { ProcessStreams } from '../gateway/sse.ts';
 import type { DeadLetterStore } from '../engine/dead-letters.ts';
+import type { IdempotencyStore } from '../gateway/idempotency/store.ts';
 import { executionRoutes } from '../read-api/execution-routes.ts';
 import { recoveryRoutes } from '../read-api/recovery-routes.ts';
 import { openApiRoutes } from '../read-api/openapi-routes.ts';
@@ -30,6 +31,8 @@ export interface AdminAppOptions {
   deadLetters?: DeadLetterStore;
   /** Told how many dead letters an admin call retried (metrics). */
   deadLettersRetried?: (count: number) => void;
+  /** Where a replay's Idempotency-Key is kept (the webhooks' store); default: this process's. */
+  idempotency?: IdempotencyStore;
   /** Who may do what; everything allowed by default (the dev server on loopback). */
   access?: AdminAccess;
   /** The samples of learning triggers; without it, no schema-proposal endpoints. */
@@ -86,6 +89,7 @@ export async function buildAdminApp(options: AdminAppOptions): Promise<FastifyIn
       deadLetters: options.deadLetters,
       access,
       ...(options.deadLettersRetried ? { retried: options.deadLettersRetried } : {}),
+      ...(options.idempotency ? { idempotency: { store: options.idempotency } } : {}),
     });
   }
   openApiRoutes(app, {

@@ -3,8 +3,11 @@
 // request as a new execution. Reading needs `get` on the trigger (like executions);
 // retrying and replaying need `create` on `webhooktriggers/test`, the right of Send Test
 // Request. A request whose trigger was deleted and re-created since is refused unless
-// `?allowRecreated=true` (replay.ts). docs/retries-and-replay.md is the reference of
-// these endpoints.
+// `?allowRecreated=true` (replay.ts). A replay sent with an Idempotency-Key starts one
+// execution however often it is sent (a client retrying after its answer was lost):
+// the same key and request get the first answer again. docs/retries-and-replay.md is
+// the reference of these endpoints.
+import { randomUUID } from 'node:crypto';
 import { decimalInRange } from './query-values.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
@@ -12,6 +15,16 @@ import type { DeadLetter, DeadLetterFilter, DeadLetterStore } from '../engine/de
 import { MAX_DEAD_LETTER_LIST } from '../engine/dead-letters.ts';
 import type { Execution } from '../engine/ports.ts';
 import { HttpProblem, type ErrorCode } from '../errors.ts';
+import {
+  DEFAULT_IDEMPOTENCY_WINDOW_MS,
+  IDEMPOTENCY_HEADER,
+} from '../gateway/idempotency/claims.ts';
+import {
+  MemoryIdempotencyStore,
+  parseIdempotencyKey,
+  requestFingerprint,
+  type IdempotencyStore,
+} from '../gateway/idempotency/store.ts';
 import { readableNamespaces } from './readable-namespaces.ts';
 import { planReplay, type ReplaySources } from './replay.ts';
 
@@ -20,6 +33,28 @@ export interface RecoveryRoutesOptions extends ReplaySources {
   access?: AdminAccess;
   /** Told how many dead letters a call retried (the retries counter). */
   retried?: (count: number) => void;
+  /**
+   * Where a replay's Idempotency-Key is kept, and how long (default 24 h, as the
+   * webhooks'): the gateways' idempotency store, so that a retry is known on whichever
+   * replica it lands. Default: a store of this process.
+   */
+  idempotency?: { store: IdempotencyStore; windowMs?: number };
+}
+
+/**
+ * How long a replay's claim stays in progress at most (a second request with the key
+ * meanwhile: 409 idempotency-in-progress): a replay answers once its execution is
+ * queued, well within; one whose answer was lost lets the retry in after this.
+ */
+export const REPLAY_CLAIM_LEASE_MS = 30_000;
+
+/**
+ * Where a replay's key is kept: per execution replayed (a client may use one key for
+ * every replay of a run). `replay:` never starts a webhook request's key, which starts
+ * with its route's `<namespace>/<name>`.
+ */
+function replayClaimKey(executionId: string, key: string): string {
+  return `replay:${encodeURIComponent(executionId)}:${key}`;
 }
 
 const FILTERS = ['trigger', 'namespace', 'workflowId', 'limit'];
@@ -115,6 +150,8 @@ function accepted(reply: FastifyReply, execution: Execution, replayOf: string) {
 export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOptions): void {
   const { engine, deadLetters } = options;
   const access = options.access ?? OPEN_ACCESS;
+  const idempotency = options.idempotency ?? { store: new MemoryIdempotencyStore() };
+  const keyWindowMs = idempotency.windowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
 
   const mayRetry = (request: FastifyRequest, namespace?: string, name?: string) =>
     access.require(request, {
@@ -269,12 +306,110 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     };
   });
 
+  /**
+   * A replay under an Idempotency-Key: the key's first answer again (Idempotent-Replayed:
+   * true), 409 while that first one is in progress, 422 for the key with another
+   * request (allowRecreated or not); else the replay, its answer kept under the key. Its
+   * execution id is chosen before the engine is asked: one that refused or did not
+   * answer gives the key back naming that id, and the retry starts that same one (which
+   * exists already, or not: ExecutionEngine.start runs an id once).
+   */
+  const replayOnce = async (
+    reply: FastifyReply,
+    original: Execution,
+    allowRecreated: boolean,
+    key: string,
+  ) => {
+    const claimKey = replayClaimKey(original.id, key);
+    const fingerprint = requestFingerprint(
+      'POST',
+      `/api/executions/${original.id}/replay?allowRecreated=${String(allowRecreated)}`,
+      undefined,
+    );
+    const { store } = idempotency;
+    const claim = await store.begin(claimKey, fingerprint, keyWindowMs, REPLAY_CLAIM_LEASE_MS);
+    if (claim.state === 'replay') {
+      const { record } = claim;
+      return reply
+        .code(record.status)
+        .headers(record.headers)
+        .header('idempotent-replayed', 'true')
+        .send(record.body);
+    }
+    if (claim.state === 'in-progress') {
+      throw new HttpProblem(
+        'HG_ERR_IDEMPOTENCY_IN_PROGRESS',
+        'A replay with this Idempotency-Key is still being processed',
+      );
+    }
+    if (claim.state === 'mismatch') {
+      throw new HttpProblem(
+        'HG_ERR_IDEMPOTENCY_KEY_REUSED',
+        'This Idempotency-Key was used to replay this execution with allowRecreated set otherwise',
+      );
+    }
+    const { owner, resume } = claim;
+    let plan;
+    try {
+      plan = await planReplay(options, original, { allowRecreated });
+    } catch (error) {
+      // Given back (free, or with the hint it came with); a store away must not hide why.
+      await store.abandon(claimKey, owner, resume).catch(() => false);
+      throw error;
+    }
+    const executionId = resume?.executionId ?? randomUUID();
+    plan.request.input.metadata.executionId = executionId;
+    // A success discarded before the retry (ADR 0041) leaves a tombstone the retry finds.
+    plan.request.idempotencyWindowMs = keyWindowMs;
+    if (resume) plan.request.hinted = true;
+    let execution: Pick<Execution, 'id' | 'status'>;
+    try {
+      execution = await engine.start(plan.request);
+    } catch (error) {
+      if (resume && error instanceof HttpProblem && error.code === 'HG_ERR_EXECUTION_DISCARDED') {
+        execution = { id: executionId, status: 'succeeded' };
+      } else {
+        await store.abandon(claimKey, owner, { executionId, token: '' }).catch(() => false);
+        throw error;
+      }
+    }
+    const links = adminLinks(execution.id);
+    const body = {
+      executionId: execution.id,
+      status: execution.status,
+      replayOf: original.id,
+      links,
+    };
+    // Not kept (the store away, or the lease ran out and a retry holds the key): the
+    // replay stands and is answered; the key given back names its id if it still can, so
+    // that a retry starts this same execution rather than another.
+    const record = {
+      status: 202,
+      headers: { location: links.self },
+      body,
+      executionId: execution.id,
+    };
+    if (!(await store.complete(claimKey, owner, record).catch(() => false))) {
+      app.log.warn({ executionId: execution.id }, "a replay's Idempotency-Key answer was not kept");
+      await store
+        .abandon(claimKey, owner, { executionId: execution.id, token: '' })
+        .catch(() => false);
+    }
+    return reply.code(202).header('location', links.self).send(body);
+  };
+
   app.post('/api/executions/:id/replay', async (request, reply) => {
     const { id } = request.params as { id: string };
     const allowRecreated = parseAllowRecreated(request.query);
+    const header = request.headers[IDEMPOTENCY_HEADER];
+    const key =
+      header === undefined
+        ? undefined
+        : parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header);
     const original = await engine.get(id);
     if (!original) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
     await mayRetry(request, namespaceOfKey(original.triggerKey), nameOfKey(original.triggerKey));
+    if (key !== undefined) return replayOnce(reply, original, allowRecreated, key);
     const plan = await planReplay(options, original, { allowRecreated });
     const execution = await engine.start(plan.request);
     return accepted(reply, execution, original.id);
