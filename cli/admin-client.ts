@@ -115,6 +115,11 @@ export class AdminClient {
    * with its title and detail.
    */
   async json<T>(path: string, init: RequestInit = {}): Promise<T> {
+    return (await this.answer<T>(path, init)).body;
+  }
+
+  /** json() with the answer's headers. */
+  async answer<T>(path: string, init: RequestInit = {}): Promise<{ body: T; headers: Headers }> {
     const what = `${init.method ?? 'GET'} ${path}`;
     const deadline = this.#deadline();
     let res: Response;
@@ -134,7 +139,7 @@ export class AdminClient {
     }
     if (!res.ok) throw problemError(res.status, text, what);
     try {
-      return JSON.parse(text) as T;
+      return { body: JSON.parse(text) as T, headers: res.headers };
     } catch {
       throw new CliError(EXIT.unreachable, `${this.base}${path} did not answer JSON`);
     }

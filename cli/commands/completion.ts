@@ -17,7 +17,7 @@ export const COMPLETION_WORDS: Record<string, string> = {
   get: `triggers workflows executions --namespace --all-namespaces --output --kubeconfig --context --status --limit ${SERVER} --help`,
   test: `--namespace --method --data --query --param --header --output ${SERVER} --help`,
   events: `--namespace --output --count --timeout ${SERVER} --help`,
-  replay: `--output --allow-recreated ${SERVER} --help`,
+  replay: `--output --allow-recreated --idempotency-key ${SERVER} --help`,
   crds: '--help',
   openapi: `--namespace --all --output --file --base-url ${SERVER} --help`,
   completion: 'bash zsh',

@@ -213,6 +213,26 @@ describe('against the dev server', { timeout: 180_000 }, () => {
     expect(again.stdout.trim()).not.toBe(id);
   });
 
+  it('replay sent again with its --idempotency-key starts nothing new: the same id', async () => {
+    const first = await hookgate(['test', 'default/hello', '-X', 'POST', '-o', 'json'], { env });
+    const id = (JSON.parse(first.stdout) as { response: { body: { executionId: string } } })
+      .response.body.executionId;
+    const key = ['--idempotency-key', `retry-of-${id}`];
+    const once = await hookgate(['replay', id, ...key], { env });
+    expect(once.stderr).toBe('');
+    expect(once.code).toBe(0);
+    const twice = await hookgate(['replay', id, ...key], { env });
+    expect(twice.code).toBe(0);
+    expect(twice.stdout.trim()).toBe(once.stdout.trim());
+    expect(twice.stderr).toContain('no new execution started');
+    const list = (await (await fetch(`${server}/api/executions?limit=500`)).json()) as {
+      items: { id: string; replayOf?: string }[];
+    };
+    expect(list.items.filter((e) => e.replayOf === id).map((e) => e.id)).toEqual([
+      once.stdout.trim(),
+    ]);
+  });
+
   it('a server that is not there: exit 3; bad usage: exit 2', async () => {
     const [down, noServer] = await Promise.all([
       hookgate(['get', 'triggers', '--server', `http://127.0.0.1:${port + 2}`]),
