@@ -1,7 +1,9 @@
 // Checks on a Workflow that its CRD schema cannot express: every node reference
-// points at a node, every JSONata expression compiles, every outbound policy entry parses,
+// points at a node, every JSONata expression compiles (its regular expressions on the
+// linear-time engine the runtime uses, linear-regex.ts), every outbound policy entry parses,
 // no http node targets a destination no outbound policy could open (cloud metadata).
 import jsonata from 'jsonata';
+import { nonLinearRegex } from './linear-regex.ts';
 import type { WorkflowNode, WorkflowSpec } from './v1alpha1/index.ts';
 import { responseHeaderRefusal } from './v1alpha1/index.ts';
 import { parseOutboundEntry } from './v1alpha1/outbound-entries.ts';
@@ -89,8 +91,7 @@ function nodeExpressions(node: WorkflowNode): [string, string][] {
 
 function compileError(expression: string): string | undefined {
   try {
-    jsonata(expression);
-    return undefined;
+    return nonLinearRegex(jsonata(expression).ast());
   } catch (err) {
     const e = err as { message?: string; position?: number };
     return `${e.message ?? 'syntax error'}${e.position !== undefined ? ` at position ${e.position}` : ''}`;

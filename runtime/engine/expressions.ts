@@ -2,8 +2,11 @@
 // and depth limit. Bindings: $trigger (the trigger output record) and $nodes (node id →
 // output); the input `$` is chosen by the caller (see docs/workflows.md). Field
 // mappings go through a fast path that gives JSONata's answer without its evaluator
-// (expression-fast-path.ts).
+// (expression-fast-path.ts). Regular expressions run on V8's linear-time engine (a
+// synchronous backtracking match is out of reach of the time limit): a pattern it
+// cannot run does not compile (../../api/linear-regex.ts).
 import jsonata from 'jsonata';
+import { LinearRegExp, nonLinearRegex } from '../../api/linear-regex.ts';
 import { fastPathOf, UNDECIDED, type FastEvaluator } from './expression-fast-path.ts';
 
 /** A compiled expression, and its fast path when it has one. */
@@ -83,10 +86,16 @@ export class ExpressionCache {
     if (!entry) {
       let expression: jsonata.Expression;
       try {
-        expression = jsonata(source, { timeout: this.#timeoutMs, stack: this.#maxDepth });
+        expression = jsonata(source, {
+          timeout: this.#timeoutMs,
+          stack: this.#maxDepth,
+          RegexEngine: LinearRegExp,
+        });
       } catch (error) {
         throw wrap(error, 'invalid expression');
       }
+      const regex = nonLinearRegex(expression.ast());
+      if (regex) throw new ExpressionError(`invalid expression: ${regex}`);
       entry = { expression, fast: fastPathOf(expression) };
       compiled.set(source, entry);
     }

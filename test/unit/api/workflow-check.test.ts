@@ -1,0 +1,22 @@
+// checkWorkflow: what admission reports of a Workflow beyond its CRD schema.
+import { describe, expect, it } from 'vitest';
+import { checkWorkflow } from '../../../api/workflow-check.ts';
+import type { WorkflowSpec } from '../../../api/v1alpha1/index.ts';
+
+const spec = (expression: string): WorkflowSpec =>
+  ({
+    environment: 'development',
+    nodes: [{ id: 'shape', type: 'transform', expression }],
+  }) as unknown as WorkflowSpec;
+
+describe('checkWorkflow: regular expressions', () => {
+  it('reports a pattern the runtime cannot run in linear time', () => {
+    expect(checkWorkflow(spec('$match(body.text, /(\\w+)\\s\\1/)'))).toEqual([
+      'spec.nodes[0].expression: invalid JSONata expression: regular expression /(\\w+)\\s\\1/ cannot run in linear time (backreferences, lookahead and counted repetitions over 16 are not supported)',
+    ]);
+  });
+
+  it('accepts the patterns it can', () => {
+    expect(checkWorkflow(spec('$match(body.text, /(a+)+$/i)'))).toEqual([]);
+  });
+});
