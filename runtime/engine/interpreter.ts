@@ -4,7 +4,7 @@
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { isoTime } from '../time.ts';
 import type { EventStream } from './execution-events.ts';
-import { ExecutionFailure } from './execution-failure.ts';
+import { ExecutionFailure, MAX_FAILURE_MESSAGE } from './execution-failure.ts';
 import type { ExpressionCache } from './expressions.ts';
 import type { NodeContext, NodeLimits, Step } from './nodes/context.ts';
 import { runNodeType } from './nodes/index.ts';
@@ -16,6 +16,7 @@ import { finishRun, startedRun } from './run-log.ts';
 import {
   AbortedError,
   backoffDelay,
+  cut,
   errorMessage,
   parseDuration,
   sleep,
@@ -231,7 +232,7 @@ export class Interpreter {
     node: WorkflowNode,
     error: unknown,
   ): Step {
-    const message = errorMessage(error);
+    const message = cut(errorMessage(error), MAX_FAILURE_MESSAGE);
     const code = error instanceof OutboundRefusedError ? OUTBOUND_REFUSED_CODE : undefined;
     if (code) run.code = code;
     const output = { error: { message, nodeId: node.id, ...(code ? { code } : {}) } };

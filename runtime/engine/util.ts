@@ -52,7 +52,7 @@ export function backoffDelay(baseMs: number, attempt: number, maxMs = 30_000): n
  * makes a slice of a long string a view that keeps the whole string alive, so a 1 KiB
  * summary in a stored log line held its 1 MiB JSON (measured: 1 MiB per execution).
  */
-function cut(text: string, max: number): string {
+export function cut(text: string, max: number): string {
   if (text.length <= max) return text;
   return Buffer.from(`${text.slice(0, max)}…`, 'utf16le').toString('utf16le');
 }

@@ -374,3 +374,40 @@ describe('InProcessEngine: branching and error policies', () => {
     expect(execution.error?.message).toMatch(/output schema: \/total must be number/);
   });
 });
+
+describe('InProcessEngine: failure messages are bounded', () => {
+  const big = 'x'.repeat(200_000);
+
+  it("a fail node's message made of the caller's body is cut", async () => {
+    const execution = await run(engine(), [{ id: 'no', type: 'fail', expression: 'body.text' }], {
+      text: big,
+    });
+    expect(execution.status).toBe('failed');
+    expect(execution.error?.message.length).toBeLessThanOrEqual(2049);
+    expect(execution.error?.message.endsWith('…')).toBe(true);
+    expect(execution.log[0]?.error?.length).toBeLessThanOrEqual(2049);
+  });
+
+  it('an expression error with a long message is cut, stopped or passed on', async () => {
+    const stopped = await run(
+      engine(),
+      [{ id: 'boom', type: 'transform', expression: '$error(body.text)' }],
+      { text: big },
+    );
+    expect(stopped.error?.message.length).toBeLessThanOrEqual(2049);
+    const passed = await run(
+      engine(),
+      [
+        {
+          id: 'boom',
+          type: 'transform',
+          expression: '$error(body.text)',
+          onError: { action: 'continue' },
+        },
+      ],
+      { text: big },
+    );
+    expect(passed.status).toBe('succeeded');
+    expect(passed.log[0]?.error?.length).toBeLessThanOrEqual(2049);
+  });
+});
