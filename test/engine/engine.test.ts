@@ -402,7 +402,7 @@ describe('InProcessEngine: failure messages are bounded', () => {
           id: 'boom',
           type: 'transform',
           expression: '$error(body.text)',
-          onError: { action: 'continue' },
+          onError: { action: 'continue', maxRetries: 3, backoff: '1ms' },
         },
       ],
       { text: big },
