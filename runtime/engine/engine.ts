@@ -22,6 +22,7 @@ import {
 } from './execution-store.ts';
 import { ExpressionCache, type ExpressionLimits } from './expressions.ts';
 import { Interpreter } from './interpreter.ts';
+import type { NodeLimits } from './nodes/context.ts';
 import { LiveExecution } from './live-execution.ts';
 import { OutboundGuard, type OutboundGuardOptions } from './outbound/guard.ts';
 import type {
@@ -50,6 +51,8 @@ export interface InProcessEngineOptions {
   maxSteps?: number;
   /** Longest delay node allowed. Default 15 min. */
   maxDelayMs?: number;
+  /** Longest `request.timeout` of an http node (per attempt). Default 15 min. */
+  maxHttpTimeoutMs?: number;
   /** First wait between http node retries (doubles, with jitter). Default 200 ms. */
   httpBackoffMs?: number;
   /** Length of the input/output summaries in the per-run log. Default 1024. */
@@ -131,6 +134,16 @@ function ownDeadLetters(store: ExecutionStore): DeadLetterStore {
   return new MemoryDeadLetterStore(holdsRecords(store) ? { records: store } : {});
 }
 
+/** The limits the node types obey, the engine's defaults filled in. */
+function nodeLimits(options: InProcessEngineOptions): NodeLimits {
+  return {
+    maxDelayMs: options.maxDelayMs ?? 15 * 60_000,
+    maxHttpTimeoutMs: options.maxHttpTimeoutMs ?? 15 * 60_000,
+    summaryLength: options.summaryLength ?? 1024,
+    httpBackoffMs: options.httpBackoffMs ?? 200,
+  };
+}
+
 export class InProcessEngine implements ExecutionEngine {
   readonly store: ExecutionStore;
   readonly callbacks: CallbackSender;
@@ -193,9 +206,7 @@ export class InProcessEngine implements ExecutionEngine {
       expressions: this.expressions,
       outbound: this.outbound,
       maxSteps: Math.max(1, options.maxSteps ?? 1000),
-      maxDelayMs: options.maxDelayMs ?? 15 * 60_000,
-      summaryLength: options.summaryLength ?? 1024,
-      httpBackoffMs: options.httpBackoffMs ?? 200,
+      ...nodeLimits(options),
     });
     this.#events = {
       store: this.store,

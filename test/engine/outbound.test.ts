@@ -350,6 +350,22 @@ describe('http node', () => {
     expect(slowCalls).toBe(2);
   });
 
+  it('a request timeout over the engine limit fails the node before any request', async () => {
+    slowCalls = 0;
+    const execution = await run(engine(), [
+      {
+        id: 'call',
+        type: 'http',
+        request: { method: 'GET', url: `${receiver.url}/slow`, timeout: '999999m', retries: 10 },
+      },
+    ]);
+    expect(execution.status).toBe('failed');
+    expect(execution.error?.message).toBe(
+      "node 'call': request timeout 999999m exceeds the limit of 900000 ms",
+    );
+    expect(slowCalls).toBe(0);
+  });
+
   it('a redirect is the response, not followed', async () => {
     const execution = await run(engine(), [
       {

@@ -20,6 +20,12 @@ export interface Step {
 export interface NodeLimits {
   /** Longest delay node allowed. */
   maxDelayMs: number;
+  /**
+   * Longest time an http node's attempt may be given (`request.timeout`): without it a
+   * workflow held a run slot of the engine for days per attempt against a server that
+   * never answers (the schema allows 999999m), and past 49.7 days the timer refused it.
+   */
+  maxHttpTimeoutMs: number;
   /** Length of the input/output summaries in the per-run log. */
   summaryLength: number;
   /** First wait between http node retries (doubles, with jitter). */

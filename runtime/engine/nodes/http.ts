@@ -2,6 +2,7 @@
 // exponential backoff and jitter on network errors, timeouts, 429 and 5xx.
 // Output: { status, headers, body } (body parsed when the response is JSON).
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
+import { ExecutionFailure } from '../execution-failure.ts';
 import { OutboundRefusedError, shownUrl } from '../outbound/guard.ts';
 import {
   OutboundTimeoutError,
@@ -115,6 +116,19 @@ function errorType(error: unknown): string {
   return error instanceof Error ? error.name : 'error';
 }
 
+/** An attempt's time limit; over the engine's limit, the node fails (as a delay over it does). */
+function attemptTimeout(ctx: NodeContext, node: WorkflowNode, timeout: string): number {
+  const ms = parseDuration(timeout);
+  const max = ctx.limits.maxHttpTimeoutMs;
+  if (ms > max) {
+    throw new ExecutionFailure(
+      `node '${node.id}': request timeout ${timeout} exceeds the limit of ${max} ms`,
+      { nodeId: node.id },
+    );
+  }
+  return ms;
+}
+
 export async function httpNode(
   ctx: NodeContext,
   node: WorkflowNode,
@@ -137,7 +151,7 @@ async function sendRequest(
   const lower = new Set(Object.keys(headers).map((h) => h.toLowerCase()));
   if (body !== undefined && !lower.has('content-type'))
     headers['content-type'] = 'application/json';
-  const timeoutMs = parseDuration(request.timeout ?? '10s');
+  const timeoutMs = attemptTimeout(ctx, node, request.timeout ?? '10s');
   const attempts = 1 + (request.retries ?? 0);
   let last: unknown;
   for (let attempt = 1; attempt <= attempts; attempt++) {
