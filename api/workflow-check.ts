@@ -1,8 +1,10 @@
 // Checks on a Workflow that its CRD schema cannot express: every node reference
 // points at a node, every JSONata expression compiles (its regular expressions on the
 // linear-time engine the runtime uses, linear-regex.ts), every outbound policy entry parses,
-// no http node targets a destination no outbound policy could open (cloud metadata).
+// no http node targets a destination no outbound policy could open (cloud metadata)
+// or sets a request header that is not its to set (http-node-headers.ts).
 import jsonata from 'jsonata';
+import { refusedRequestHeader } from './http-node-headers.ts';
 import { nonLinearRegex } from './linear-regex.ts';
 import type { WorkflowNode, WorkflowSpec } from './v1alpha1/index.ts';
 import { responseHeaderRefusal } from './v1alpha1/index.ts';
@@ -26,6 +28,10 @@ export function checkWorkflow(spec: WorkflowSpec): string[] {
     // it (or passes its error on), so the author hears of it now (docs/workflows.md).
     const never = node.request ? neverReachable(node.request.url) : undefined;
     if (never) problems.push(`${at}.request.url: ${never}`);
+    for (const name of Object.keys(node.request?.headers ?? {})) {
+      const refused = refusedRequestHeader(name);
+      if (refused) problems.push(`${at}.request.headers.${name}: ${refused}`);
+    }
   });
   if (spec.output) {
     const error = compileError(spec.output);

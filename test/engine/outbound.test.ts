@@ -366,6 +366,27 @@ describe('http node', () => {
     expect(slowCalls).toBe(0);
   });
 
+  it('a Host header of its own fails the node before any request (another virtual host)', async () => {
+    slowCalls = 0;
+    const execution = await run(engine(), [
+      {
+        id: 'call',
+        type: 'http',
+        request: {
+          method: 'GET',
+          url: `${receiver.url}/slow`,
+          headers: { Host: 'admin.internal.example' },
+          retries: 3,
+        },
+      },
+    ]);
+    expect(execution.status).toBe('failed');
+    expect(execution.error?.message).toMatch(
+      /^node 'call': request header 'Host': the destination is the URL host/,
+    );
+    expect(slowCalls).toBe(0);
+  });
+
   it('a redirect is the response, not followed', async () => {
     const execution = await run(engine(), [
       {

@@ -2,6 +2,7 @@
 // exponential backoff and jitter on network errors, timeouts, 429 and 5xx.
 // Output: { status, headers, body } (body parsed when the response is JSON).
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
+import { refusedRequestHeader } from '../../../api/http-node-headers.ts';
 import { ExecutionFailure } from '../execution-failure.ts';
 import { OutboundRefusedError, shownUrl } from '../outbound/guard.ts';
 import {
@@ -116,6 +117,18 @@ function errorType(error: unknown): string {
   return error instanceof Error ? error.name : 'error';
 }
 
+/** A header the node may not set (admission names it: a Workflow admitted before the rule). */
+function refuseHeaders(node: WorkflowNode, headers: Record<string, string>): void {
+  for (const name of Object.keys(headers)) {
+    const refused = refusedRequestHeader(name);
+    if (refused) {
+      throw new ExecutionFailure(`node '${node.id}': request header '${name}': ${refused}`, {
+        nodeId: node.id,
+      });
+    }
+  }
+}
+
 /** An attempt's time limit; over the engine's limit, the node fails (as a delay over it does). */
 function attemptTimeout(ctx: NodeContext, node: WorkflowNode, timeout: string): number {
   const ms = parseDuration(timeout);
@@ -147,6 +160,7 @@ async function sendRequest(
   const method = request.method ?? 'POST';
   const body = await buildBody(node, input, ctx);
   const own = request.headers ?? {};
+  refuseHeaders(node, own);
   const headers: Record<string, string> = { ...tracingHeaders(ctx.execution.input, own), ...own };
   const lower = new Set(Object.keys(headers).map((h) => h.toLowerCase()));
   if (body !== undefined && !lower.has('content-type'))

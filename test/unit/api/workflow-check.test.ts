@@ -20,3 +20,25 @@ describe('checkWorkflow: regular expressions', () => {
     expect(checkWorkflow(spec('$match(body.text, /(a+)+$/i)'))).toEqual([]);
   });
 });
+
+describe('checkWorkflow: http node request headers', () => {
+  it('names a Host or framing header the node may not set', () => {
+    const problems = checkWorkflow({
+      environment: 'development',
+      nodes: [
+        {
+          id: 'call',
+          type: 'http',
+          request: {
+            url: 'https://api.example.com/orders',
+            headers: { Host: 'admin.example.com', 'Transfer-Encoding': 'chunked', 'X-Ok': '1' },
+          },
+        },
+      ],
+    } as unknown as WorkflowSpec);
+    expect(problems).toEqual([
+      'spec.nodes[0].request.headers.Host: the destination is the URL host (the outbound policy checks it); an http node may not set Host',
+      'spec.nodes[0].request.headers.Transfer-Encoding: the HTTP client sets the message framing: an http node may not set this header',
+    ]);
+  });
+});
