@@ -376,6 +376,7 @@ describe('http node', () => {
           method: 'GET',
           url: `${receiver.url}/slow`,
           headers: { Host: 'admin.internal.example' },
+          timeout: '2s',
           retries: 3,
         },
       },
