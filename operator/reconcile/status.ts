@@ -52,7 +52,7 @@ export class StatusWriter {
       this.#o.now(),
     );
     const status = { ...current, observedGeneration: generation, conditions };
-    await this.#o.source.writeStatus(ref, status);
+    await this.#o.source.writeStatus(ref, status, obj.metadata.uid);
     return status as S;
   }
 
@@ -67,7 +67,7 @@ export class StatusWriter {
     next: { conditions?: Condition[] },
   ): Promise<void> {
     if (!jsonEqual(previous, next)) {
-      await this.#o.source.writeStatus(ref, next);
+      await this.#o.source.writeStatus(ref, next, obj.metadata.uid);
     }
     this.#announce(obj, previous.conditions, next.conditions);
   }

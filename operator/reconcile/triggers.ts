@@ -91,7 +91,7 @@ export class TriggerReconciler {
       trigger,
       TriggerCondition,
     );
-    if (!(await source.addFinalizer(ref))) {
+    if (!(await source.addFinalizer(ref, trigger.metadata.uid))) {
       // Gone or being deleted since the cache said otherwise: nothing may be deployed
       // for it (O6). Its route goes, as on a delete; the event of the deletion brings
       // the rest (the Event, our finalizer if it is there).
@@ -192,7 +192,7 @@ export class TriggerReconciler {
     this.#rechecks.reset(key);
     if (trigger) {
       this.#o.recordEvent(trigger, 'Normal', 'CleanedUp', 'Route removed from the gateway');
-      await source.removeFinalizer(ref);
+      await source.removeFinalizer(ref, trigger.metadata.uid);
     }
   }
 

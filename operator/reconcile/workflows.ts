@@ -45,7 +45,7 @@ export class WorkflowReconciler {
     if (!wf || wf.metadata.deletionTimestamp) return this.#cleanUp(ref, wf);
     const generation = wf.metadata.generation ?? 1;
     const previous = await this.#o.status.initial<WorkflowStatus>(ref, wf, WorkflowCondition);
-    if (!(await source.addFinalizer(ref))) {
+    if (!(await source.addFinalizer(ref, wf.metadata.uid))) {
       // Gone or being deleted since the cache said otherwise: nothing may be published
       // for it (O6). Its registrations go, as on a delete; the event of the deletion
       // brings the rest (the Event, our finalizer if it is there).
@@ -108,7 +108,7 @@ export class WorkflowReconciler {
     }
     if (wf) {
       this.#o.recordEvent(wf, 'Normal', 'CleanedUp', 'Unregistered from the workflow engine');
-      await this.#o.source.removeFinalizer(ref);
+      await this.#o.source.removeFinalizer(ref, wf.metadata.uid);
     }
   }
 

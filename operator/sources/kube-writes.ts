@@ -10,6 +10,15 @@
 //   the resourceVersion (controller-runtime's MergeFromWithOptimisticLock), so it is
 //   just as conflict-safe as a PUT and cannot drop the fields the cache leaves out
 //   (kube-cache.ts); only our own finalizer is touched (O6).
+// - Every write is for one object, the one the reconcile read: its uid (given, else
+//   that of the first read). A conflict's re-read that finds another uid under the name
+//   (the object deleted and created again meanwhile: a cache behind a `kubectl delete`
+//   + `apply`, a replica that lost the Lease finishing a reconcile after the new
+//   leader's) counts as the object gone: nothing computed for the old object lands on
+//   the new one, not its status, not the removal of the new one's finalizer (whose
+//   delete would then skip its cleanup), not a finalizer the new one's own reconcile
+//   has not asked for. The server refuses the first write already (its resourceVersion
+//   is the old object's, a status PUT also carries its uid); only the re-read decided.
 // - Read your own writes: the object a write returns is the base of the next write in
 //   the same reconcile until the informer has caught up, as controller-runtime's
 //   client updates the object it is given. Otherwise each write after the first would
@@ -135,12 +144,17 @@ export class KubeWriter {
     return this.#written.size;
   }
 
-  async writeStatus(ref: ObjectRef, status: unknown): Promise<void> {
+  /**
+   * Write `status` onto the object `uid` names (default: the one first read); an
+   * object of that name with another uid is left alone, as a gone one is.
+   */
+  async writeStatus(ref: ObjectRef, status: unknown, uid?: string): Promise<void> {
     const path = resourcePath(ref.kind, ref.namespace, ref.name);
+    const pin = new UidPin(uid);
     await retryOnConflict(
       this.#o.retry ?? DEFAULT_RETRY,
       async (attempt) => {
-        const read = await this.#read(ref, attempt === 0);
+        const read = pin.check(await this.#read(ref, attempt === 0));
         if (!read) return;
         const { base } = read;
         const next = mergeStatus(base.status, status);
@@ -165,9 +179,10 @@ export class KubeWriter {
    * Put our finalizer on the object. True when it is on a live object (added now or
    * there already): side effects may go ahead. False when it is being deleted, when the
    * API server takes no new finalizer (K10): nothing may then be deployed for it, the
-   * caller cleans up instead (O6). Rejects on a 404 (see below) as on any error.
+   * caller cleans up instead (O6); also when the name now holds another object than
+   * `uid` (default: the one first read). Rejects on a 404 (see below) as on any error.
    */
-  async addFinalizer(ref: ObjectRef): Promise<boolean> {
+  async addFinalizer(ref: ObjectRef, uid?: string): Promise<boolean> {
     const obj = await this.#updateFinalizers(
       ref,
       (list) => {
@@ -175,7 +190,9 @@ export class KubeWriter {
         return [...list, FINALIZER];
       },
       true,
+      uid,
     );
+    if (obj === REPLACED) return false;
     if (obj === undefined) {
       // A 404 (to the PATCH or to a re-read) for an object our informer holds: gone, or
       // its custom resource's handler being rebuilt after a CRD update, which answers
@@ -189,7 +206,8 @@ export class KubeWriter {
     return !obj.metadata.deletionTimestamp && (obj.metadata.finalizers ?? []).includes(FINALIZER);
   }
 
-  async removeFinalizer(ref: ObjectRef): Promise<void> {
+  /** Take our finalizer off the object `uid` names (default: the one first read). */
+  async removeFinalizer(ref: ObjectRef, uid?: string): Promise<void> {
     await this.#updateFinalizers(
       ref,
       (list) => {
@@ -197,6 +215,7 @@ export class KubeWriter {
         return list.filter((f) => f !== FINALIZER);
       },
       false,
+      uid,
     );
   }
 
@@ -204,25 +223,30 @@ export class KubeWriter {
    * Read-modify-write of metadata.finalizers through the main resource (a merge patch
    * with the resourceVersion). `edit` returns undefined when nothing needs to change.
    * Returns the object as last known (what the PATCH returned, or the base when nothing
-   * was written), undefined when it is gone.
+   * was written), undefined when it is gone, REPLACED when the name holds another
+   * object than the one pinned (`uid`, else the first read).
    */
   async #updateFinalizers(
     ref: ObjectRef,
     edit: (finalizers: string[]) => string[] | undefined,
     adding: boolean,
-  ): Promise<KubeObject | undefined> {
+    uid: string | undefined,
+  ): Promise<KubeObject | typeof REPLACED | undefined> {
     const path = resourcePath(ref.kind, ref.namespace, ref.name);
+    const pin = new UidPin(uid);
     return retryOnConflict(
       this.#o.retry ?? DEFAULT_RETRY,
       async (attempt) => {
         const fromCache = attempt === 0;
-        let read = await this.#read(ref, fromCache);
+        let read = pin.check(await this.#read(ref, fromCache));
+        if (pin.replaced) return REPLACED;
         if (!read) return undefined;
         let next = edit(read.base.metadata.finalizers ?? []);
         if (!next && fromCache && !adding) {
           // The cache may lag behind our own add: confirm "nothing to remove" with the
           // server, or a deleting object could keep our finalizer for good.
-          read = await this.#read(ref, false);
+          read = pin.check(await this.#read(ref, false));
+          if (pin.replaced) return REPLACED;
           if (!read) return undefined;
           next = edit(read.base.metadata.finalizers ?? []);
         }
@@ -293,6 +317,31 @@ export class KubeWriter {
       return;
     }
     this.#written.set(key, { behind, object: slim(written, ref.kind, KINDS[ref.kind].apiVersion) });
+  }
+}
+
+/** What #updateFinalizers returns when the name holds another object than the pinned one. */
+const REPLACED = Symbol('replaced');
+
+/**
+ * The uid a write is for: the one given, else the first read's. A read of another uid
+ * is none (the pinned object is gone), and `replaced` says so.
+ */
+class UidPin {
+  #uid: string | undefined;
+  replaced = false;
+
+  constructor(uid: string | undefined) {
+    this.#uid = uid;
+  }
+
+  check(read: Read | undefined): Read | undefined {
+    const found = read?.base.metadata.uid;
+    if (read === undefined || typeof found !== 'string') return read;
+    this.#uid ??= found;
+    if (found === this.#uid) return read;
+    this.replaced = true;
+    return undefined;
   }
 }
 

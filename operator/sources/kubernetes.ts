@@ -274,16 +274,16 @@ export class KubernetesSource implements ResourceSource {
     return uid !== directoryUid(API_VERSION, ref.kind, ref.namespace, ref.name);
   }
 
-  writeStatus(ref: ObjectRef, status: unknown): Promise<void> {
-    return this.#writer.writeStatus(ref, status);
+  writeStatus(ref: ObjectRef, status: unknown, uid?: string): Promise<void> {
+    return this.#writer.writeStatus(ref, status, uid);
   }
 
-  addFinalizer(ref: ObjectRef): Promise<boolean> {
-    return this.#writer.addFinalizer(ref);
+  addFinalizer(ref: ObjectRef, uid?: string): Promise<boolean> {
+    return this.#writer.addFinalizer(ref, uid);
   }
 
-  removeFinalizer(ref: ObjectRef): Promise<void> {
-    return this.#writer.removeFinalizer(ref);
+  removeFinalizer(ref: ObjectRef, uid?: string): Promise<void> {
+    return this.#writer.removeFinalizer(ref, uid);
   }
 
   async stop(): Promise<void> {

@@ -82,15 +82,23 @@ export interface ResourceSource {
    * orphaned records then deletes nothing.
    */
   mayHaveWritten(ref: ObjectRef, uid: string): boolean;
-  /** Write `.status` (through the status subresource where there is one). */
-  writeStatus(ref: ObjectRef, status: unknown): Promise<void>;
+  /**
+   * Write `.status` (through the status subresource where there is one). `uid` is the
+   * object's the status was computed for (the reconcile's read): another object of the
+   * same name (deleted and created again meanwhile) is left alone, as a gone one.
+   */
+  writeStatus(ref: ObjectRef, status: unknown, uid?: string): Promise<void>;
   /**
    * Make sure our finalizer is on the object before any side effect. True when it is
-   * on a live object; false when the object is gone or being deleted: then no side
-   * effect may follow, only cleanup. Always true where objects cannot linger.
+   * on a live object; false when the object is gone or being deleted (or the name now
+   * holds another object than `uid`): then no side effect may follow, only cleanup.
+   * Always true where objects cannot linger.
    */
-  addFinalizer(ref: ObjectRef): Promise<boolean>;
-  /** Remove our finalizer after cleanup. No-op where objects cannot linger. */
-  removeFinalizer(ref: ObjectRef): Promise<void>;
+  addFinalizer(ref: ObjectRef, uid?: string): Promise<boolean>;
+  /**
+   * Remove our finalizer after cleanup (from the object `uid` names only). No-op where
+   * objects cannot linger.
+   */
+  removeFinalizer(ref: ObjectRef, uid?: string): Promise<void>;
   stop(): Promise<void>;
 }
