@@ -16,6 +16,16 @@ export class MemoryRecordStore<T> implements RecordStore<T> {
     return Promise.resolve();
   }
 
+  deleteIf(key: string, expected: T): Promise<boolean> {
+    const current = this.#records.get(key);
+    if (current === undefined || JSON.stringify(current) !== JSON.stringify(expected)) {
+      return Promise.resolve(false);
+    }
+    this.#records.delete(key);
+    this.#notify(key);
+    return Promise.resolve(true);
+  }
+
   get(key: string): Promise<T | undefined> {
     const value = this.#records.get(key);
     return Promise.resolve(value === undefined ? undefined : structuredClone(value));

@@ -62,6 +62,14 @@ export interface RecordStore<T> {
   put(key: string, value: T): Promise<void>;
   /** Idempotent: deleting a missing key is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * Delete `key` only while it holds `expected`, a record as `get` or `list` returned it
+   * (compared as its JSON): true when deleted; false when another record was put there
+   * since, or none is left. A decision taken on an old read deletes nothing newer, as a
+   * Kubernetes delete precondition (uid, resourceVersion) guards an object: the sweep
+   * of orphaned records deletes this way (operator/reconcile/orphans.ts).
+   */
+  deleteIf(key: string, expected: T): Promise<boolean>;
   get(key: string): Promise<T | undefined>;
   list(): Promise<T[]>;
   /**

@@ -16,6 +16,26 @@ export interface RedisRecordStoreOptions {
   key: string;
 }
 
+/**
+ * deleteIf: HDEL the field, and announce it, only while it holds the expected JSON.
+ * KEYS[1] the hash; ARGV the field, the expected JSON, the channel.
+ */
+const DELETE_IF = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('PUBLISH', ARGV[3], ARGV[1])
+return 1`;
+
+/** The command defineCommand adds to the client (ioredis cannot type it). */
+interface RecordCommands {
+  hookgateRecordDeleteIf(
+    hash: string,
+    field: string,
+    expected: string,
+    channel: string,
+  ): Promise<number>;
+}
+
 /** Route store and workflow registry in Redis: `hookgate:routes`, `hookgate:workflows`. */
 export const REDIS_KEYS = { routes: 'hookgate:routes', workflows: 'hookgate:workflows' } as const;
 
@@ -28,8 +48,13 @@ export class RedisRecordStore<T> implements RecordStore<T> {
   #ownSubscriber = false;
   #subscribed: Promise<unknown> | undefined;
 
+  readonly #commands: RecordCommands;
+
   constructor(options: RedisRecordStoreOptions) {
     this.#redis = options.redis;
+    options.redis.defineCommand('hookgateRecordDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
+    // defineCommand adds a method ioredis cannot type; the interface above names it.
+    this.#commands = options.redis as unknown as RecordCommands;
     this.#key = options.key;
     this.#channel = `${options.key}:changed`;
     this.#subscriber = options.subscriber;
@@ -47,6 +72,20 @@ export class RedisRecordStore<T> implements RecordStore<T> {
   async delete(key: string): Promise<void> {
     const removed = await this.#redis.hdel(this.#key, key);
     if (removed > 0) await this.#redis.publish(this.#channel, key);
+  }
+
+  /**
+   * One script: the field is compared with the record as read (a record `put` wrote
+   * reads back to the same JSON), deleted and announced only while it still matches.
+   */
+  async deleteIf(key: string, expected: T): Promise<boolean> {
+    const deleted = await this.#commands.hookgateRecordDeleteIf(
+      this.#key,
+      key,
+      JSON.stringify(expected),
+      this.#channel,
+    );
+    return deleted === 1;
   }
 
   async get(key: string): Promise<T | undefined> {

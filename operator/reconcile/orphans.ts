@@ -26,9 +26,12 @@
 //   after a freeze, or while its renewals failed) some time before it notices and
 //   exits: before each delete the Lease is read again (`leadership.confirm`), and a
 //   sweep that no longer holds it stops there, deleting nothing more. One that cannot
-//   tell (the API server unreachable) fails and is retried. The store has no
-//   conditional delete a fencing token could guard, so a replica that freezes between
-//   the read and the delete can still make that one delete.
+//   tell (the API server unreachable) fails and is retried. A replica that freezes
+//   between that read and the delete still makes the delete, but only of the record it
+//   judged: each delete is conditional on the record being the one read (`deleteIf`,
+//   a compare-and-delete in one Redis script, as a Kubernetes delete precondition), so
+//   a record put again meanwhile (the new leader's, for an object created again under
+//   the name) is kept, and logged.
 // - A candidate route whose uid its source could not have given (a folder's objects
 //   have derived uids, a cluster's random ones: `mayHaveWritten`) means `hookgate dev`
 //   and a cluster's operator share the store: nothing is deleted, and that is logged.
@@ -70,6 +73,8 @@ interface Candidate {
   uid?: string;
   /** Said in the log line. */
   detail: Record<string, string>;
+  /** Delete the record as it was read: false when it is gone or was put again since. */
+  remove: () => Promise<boolean>;
 }
 
 /** A registration whose workflowId is the identifier of the namespace and name it carries. */
@@ -93,6 +98,7 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
       ref: { kind: 'WebhookTrigger' as const, namespace: r.namespace, name: r.name },
       uid: r.uid,
       detail: { route: r.key, path: r.path, uid: r.uid },
+      remove: () => o.routes.deleteIf(r.key, r),
     }))
     .filter((c) => missing(c.ref));
   const workflows: Candidate[] = (await o.workflows.list())
@@ -101,6 +107,7 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
       key: w.workflowId,
       ref: { kind: 'Workflow' as const, namespace: w.namespace, name: w.name },
       detail: { workflowId: w.workflowId, workflow: `${w.namespace}/${w.name}` },
+      remove: () => o.workflows.deleteIf(w.workflowId, w),
     }))
     .filter((c) => missing(c.ref));
 
@@ -119,9 +126,9 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
     );
     return { ...result, refused: true };
   }
-  for (const [kind, candidates, store, deleted, what] of [
-    ['WebhookTrigger', routes, o.routes, result.routes, 'route'],
-    ['Workflow', workflows, o.workflows, result.workflows, 'workflow registration'],
+  for (const [kind, candidates, deleted, what] of [
+    ['WebhookTrigger', routes, result.routes, 'route'],
+    ['Workflow', workflows, result.workflows, 'workflow registration'],
   ] as const) {
     if (candidates.length === 0) continue;
     const existing = new Set((await source.listFresh(kind)).map(refKeyOf));
@@ -145,7 +152,16 @@ export async function sweepOrphans(o: OrphanSweepOptions): Promise<SweepResult> 
         if (o.stopped()) return result;
         if (!missing(c.ref)) continue;
       }
-      await store.delete(c.key);
+      if (!(await c.remove())) {
+        // Put again since the sweep read it (the new leader's, after a takeover while
+        // this replica was frozen; a reconcile of an object created again): not the
+        // record judged orphaned. Its writer answers for it.
+        o.log(
+          `Kept a ${what} written again since the sweep read it: ${kind} ${c.ref.namespace}/${c.ref.name}`,
+          c.detail,
+        );
+        continue;
+      }
       deleted.push(c.key);
       o.log(`Deleted an orphaned ${what}: no ${kind} ${c.ref.namespace}/${c.ref.name}`, c.detail);
       if (!missing(c.ref)) o.enqueue(c.ref);

@@ -49,6 +49,11 @@ class Routes extends MemoryRecordStore<RouteRecord> {
     this.deletes.push(key);
     return super.delete(key);
   }
+  override async deleteIf(key: string, expected: RouteRecord): Promise<boolean> {
+    const deleted = await super.deleteIf(key, expected);
+    if (deleted) this.deletes.push(key);
+    return deleted;
+  }
   override async list(): Promise<RouteRecord[]> {
     const hook = this.onList;
     this.onList = undefined;
@@ -473,10 +478,11 @@ describe('only the leader sweeps: the Lease is read before each delete', () => {
     const leaseName = `sweep-${ns}`;
     // Right after the first delete, another replica holds the Lease (this one has not
     // noticed: its next renewal round is a RetryPeriod away).
-    const deleteRoute = stores.routes.delete.bind(stores.routes);
-    stores.routes.delete = async (key) => {
-      await deleteRoute(key);
+    const deleteRoute = stores.routes.deleteIf.bind(stores.routes);
+    stores.routes.deleteIf = async (key, expected) => {
+      const deleted = await deleteRoute(key, expected);
       if (stores.routes.deletes.length === 1) await takeLease(leaseName, 'b');
+      return deleted;
     };
     const logs: { msg: string; fields?: object }[] = [];
     const lost: number[] = [];
@@ -529,5 +535,51 @@ describe('only the leader sweeps: the Lease is read before each delete', () => {
       leasePath(leaseName),
     );
     expect(lease.spec.holderIdentity).toBe('b');
+  });
+});
+
+describe('a record written again between the Lease read and the delete is kept', () => {
+  // A replica that passed its Lease read and froze before the delete (or whose read
+  // raced a takeover) resumes and deletes: by then the new leader may have written
+  // the key again, for an object created again under the name. The delete takes only
+  // the record the sweep judged, as a Kubernetes delete precondition would.
+  it('a route and a registration put again after the read stay; the rest is deleted', async () => {
+    const ns = await newNamespace();
+    const source = kubernetesSource(ns);
+    await source.start(() => {});
+    cleanups.push(() => source.stop());
+    const stores = newStores();
+    const registration = (name: string, generation: number): WorkflowRegistration => ({
+      workflowId: `${ns}_development_${name}`,
+      namespace: ns,
+      name,
+      generation,
+      application: 'demo',
+      environment: 'development',
+      spec: { application: 'demo', environment: 'development', nodes: [] } as never,
+    });
+    await stores.routes.put(`${ns}/again`, route(ns, 'again'));
+    await stores.routes.put(`${ns}/gone`, route(ns, 'gone'));
+    await stores.workflows.put(`${ns}_development_again`, registration('again', 3));
+    const rewrites: (() => Promise<void>)[] = [
+      // Each Lease read is followed by another writer's put of that candidate's key.
+      () => stores.routes.put(`${ns}/again`, { ...route(ns, 'again'), uid: 'uid-new' }),
+      () => Promise.resolve(),
+      () => stores.workflows.put(`${ns}_development_again`, registration('again', 1)),
+    ];
+    const logs: { msg: string; fields?: object }[] = [];
+    const result = await sweepOrphans({
+      source,
+      ...stores,
+      enqueue: () => {},
+      log: (msg, fields) => logs.push({ msg, fields }),
+      stopped: () => false,
+      leadership: { confirm: () => (rewrites.shift() ?? (() => Promise.resolve()))() },
+    });
+    expect(result).toEqual({ routes: [`${ns}/gone`], workflows: [] });
+    expect((await stores.routes.get(`${ns}/again`))?.uid).toBe('uid-new');
+    expect(await stores.routes.get(`${ns}/gone`)).toBeUndefined();
+    expect((await stores.workflows.get(`${ns}_development_again`))?.generation).toBe(1);
+    expect(logs.filter((l) => l.msg.startsWith('Kept'))).toHaveLength(2);
   });
 });

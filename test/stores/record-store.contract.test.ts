@@ -47,6 +47,32 @@ function contract(name: string, harness: () => Harness) {
       expect((await store.list()).map((r) => r.name)).toEqual(['b']);
     });
 
+    it('deleteIf deletes only the record as it was read: not one put since, not a missing one', async () => {
+      await store.put('cas', { name: 'cas', tags: ['v1'] });
+      const read = (await store.list()).find((r) => r.name === 'cas') as Rec;
+      // Another writer puts a new record under the key (as a new leader would).
+      await other.put('cas', { name: 'cas', tags: ['v2'] });
+      expect(await store.deleteIf('cas', read)).toBe(false);
+      expect(await store.get('cas')).toEqual({ name: 'cas', tags: ['v2'] });
+      const again = (await store.get('cas')) as Rec;
+      expect(await store.deleteIf('cas', again)).toBe(true);
+      expect(await store.get('cas')).toBeUndefined();
+      expect(await store.deleteIf('cas', again)).toBe(false);
+    });
+
+    it('deleteIf announces the delete it made, and only that', async () => {
+      const keys: (string | undefined)[] = [];
+      const stop = other.subscribe((key) => keys.push(key));
+      await (other as { ready?: () => Promise<void> }).ready?.();
+      await store.put('cas-feed', { name: 'cas-feed', tags: [] });
+      await eventually(() => expect(keys).toContain('cas-feed'));
+      keys.length = 0;
+      expect(await store.deleteIf('cas-feed', { name: 'cas-feed', tags: ['other'] })).toBe(false);
+      expect(await store.deleteIf('cas-feed', { name: 'cas-feed', tags: [] })).toBe(true);
+      await eventually(() => expect(keys).toEqual(['cas-feed']));
+      stop();
+    });
+
     it('hands out copies: changing a value read does not change the store', async () => {
       const value = { name: 'c', tags: ['one'] };
       await store.put('c', value);
