@@ -4,6 +4,14 @@
 //   resourceVersion; a 409 re-reads the object and tries again (client-go DefaultRetry)
 //   (O4). Conditions are merged by type onto what the server holds, so a condition type
 //   another writer owns is kept and `lastTransitionTime` only moves on a status flip.
+//   A 409 whose re-read shows another value of what we write (our condition types, our
+//   status fields) than the write started from (another writer's since: a replica
+//   that lost the Lease beside the new leader) is not retried: the status was computed from an older look at the world, and
+//   applying it over the newer one would stick (same generation: no watch event has
+//   the object reconciled again, ADR 0008). StatusChangedError fails the reconcile,
+//   which runs again from what is there now (controller-runtime's requeue on a
+//   conflict). A 409 for anything else (a label, the spec, another controller's
+//   condition type) is retried as before.
 //   The body is the object's identity and its status: the API server takes nothing
 //   else from a `/status` write.
 // - Finalizers are added and removed with a merge patch on the main resource carrying
@@ -67,6 +75,29 @@ export function mergeStatus(current: unknown, desired: unknown): unknown {
     return c;
   });
   return { ...desired, conditions: [...merged, ...byType.values()] };
+}
+
+/**
+ * What of `status` a write of `desired` would replace: the fields it sets, and of the
+ * conditions only its types (another writer's types are kept by mergeStatus).
+ */
+function ownPart(status: unknown, desired: unknown): unknown {
+  if (!isRecord(desired)) return status;
+  const current = isRecord(status) ? status : {};
+  const ours = new Set(
+    Array.isArray(desired.conditions) ? (desired.conditions as Condition[]).map((c) => c.type) : [],
+  );
+  const part: Record<string, unknown> = {};
+  for (const key of Object.keys(desired)) {
+    if (key !== 'conditions') part[key] = current[key];
+    else {
+      const conditions = Array.isArray(current.conditions)
+        ? (current.conditions as Condition[])
+        : [];
+      part[key] = conditions.filter((c) => ours.has(c.type));
+    }
+  }
+  return part;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -151,12 +182,18 @@ export class KubeWriter {
   async writeStatus(ref: ObjectRef, status: unknown, uid?: string): Promise<void> {
     const path = resourcePath(ref.kind, ref.namespace, ref.name);
     const pin = new UidPin(uid);
+    /** The status the first attempt started from. */
+    let startedFrom: unknown;
     await retryOnConflict(
       this.#o.retry ?? DEFAULT_RETRY,
       async (attempt) => {
         const read = pin.check(await this.#read(ref, attempt === 0));
         if (!read) return;
         const { base } = read;
+        if (attempt === 0) startedFrom = base.status;
+        else if (!jsonEqual(ownPart(base.status, status), ownPart(startedFrom, status))) {
+          throw new StatusChangedError(ref);
+        }
         const next = mergeStatus(base.status, status);
         if (jsonEqual(base.status, next)) return;
         const { name, namespace, uid, resourceVersion } = base.metadata;
@@ -317,6 +354,19 @@ export class KubeWriter {
       return;
     }
     this.#written.set(key, { behind, object: slim(written, ref.kind, KINDS[ref.kind].apiVersion) });
+  }
+}
+
+/**
+ * A status write met a status another writer wrote since the reconcile's read: not
+ * written over; the reconcile fails and is retried from what is there now.
+ */
+export class StatusChangedError extends Error {
+  constructor(ref: ObjectRef) {
+    super(
+      `${ref.kind} ${ref.namespace}/${ref.name}: its status was written by another writer since this reconcile read it; reconciling again`,
+    );
+    this.name = 'StatusChangedError';
   }
 }
 

@@ -12,7 +12,7 @@ import {
   type Verb,
 } from '../../operator/controller/kube-client.ts';
 import type { KubeObject } from '../../operator/sources/kube-resources.ts';
-import { KubeWriter } from '../../operator/sources/kube-writes.ts';
+import { KubeWriter, StatusChangedError } from '../../operator/sources/kube-writes.ts';
 import type { ObjectRef } from '../../operator/sources/ports.ts';
 
 /** One Workflow with a resourceVersion counter; writes carrying a stale one get 409. */
@@ -109,5 +109,32 @@ describe('KubeWriter: read your own writes', () => {
     expect(api.conflicts).toBe(1);
     expect(api.gets).toBe(1);
     expect(api.object.status).toEqual(condition('True'));
+  });
+});
+
+describe('KubeWriter: a status another writer wrote since the read is not overwritten', () => {
+  // Two writers of one object's status: a replica that lost the Lease finishing a
+  // reconcile beside the new leader. The status computed from the older read must not
+  // replace the newer one on the conflict's retry: the same generation, so no watch
+  // event would have it reconciled again (ADR 0008). The write fails instead, and the
+  // reconcile runs again from what is there now.
+  it('a 409 whose re-read shows another status: StatusChangedError, nothing written', async () => {
+    const { api, writer, ref } = setup();
+    await writer.writeStatus(ref, condition('Unknown'));
+    // The new leader's write, which this writer's copy has not seen.
+    api.touch();
+    api.object.status = condition('True');
+    await expect(writer.writeStatus(ref, condition('False'))).rejects.toBeInstanceOf(
+      StatusChangedError,
+    );
+    expect(api.object.status).toEqual(condition('True'));
+  });
+
+  it('a 409 for a change to anything but status (a label, the spec) is retried as before', async () => {
+    const { api, writer, ref } = setup();
+    await writer.writeStatus(ref, condition('Unknown'));
+    api.touch();
+    await writer.writeStatus(ref, condition('False'));
+    expect(api.object.status).toEqual(condition('False'));
   });
 });

@@ -18,6 +18,7 @@ import {
   KubernetesSource,
   resourcePath,
 } from '../../operator/sources/kubernetes.ts';
+import { StatusChangedError } from '../../operator/sources/kube-writes.ts';
 import type { ObjectRef } from '../../operator/sources/ports.ts';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
@@ -471,7 +472,7 @@ describe('KubernetesSource: conflict-safe writes (O4, O6)', () => {
     ]);
   });
 
-  it('keeps lastTransitionTime when a concurrent write already set the same status', async () => {
+  it('a concurrent write of our own condition type is not written over: StatusChangedError, the reconcile runs again', async () => {
     const { ns, source, ic, ref } = await setup();
     ic.when = (verb, path) => verb === 'PUT' && path.endsWith('/status');
     ic.interject = async () => {
@@ -487,10 +488,16 @@ describe('KubernetesSource: conflict-safe writes (O4, O6)', () => {
         },
       });
     };
-    await source.writeStatus(ref, { conditions: [condition('Ready', 'True', 'Succeeded')] });
+    // Another replica of the operator (the new leader beside one that lost the Lease):
+    // which of the two looked at the world last is unknown, so the write is given up
+    // and the reconcile, run again, starts from the server's status (keeping its
+    // lastTransitionTime where the status did not flip: mergeConditions).
+    await expect(
+      source.writeStatus(ref, { conditions: [condition('Ready', 'True', 'Succeeded')] }),
+    ).rejects.toBeInstanceOf(StatusChangedError);
     const ready = (await getWorkflow(ns, 'w')).status?.conditions?.find((c) => c.type === 'Ready');
     expect(ready?.lastTransitionTime).toBe('2025-05-05T00:00:00Z');
-    expect((ready as { reason?: string } | undefined)?.reason).toBe('Succeeded');
+    expect((ready as { reason?: string } | undefined)?.reason).toBe('Test');
   });
 
   it('gives up after DefaultRetry (5 attempts) when every write conflicts', async () => {
