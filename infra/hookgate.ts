@@ -13,6 +13,7 @@ import {
   chartPath,
   chartValues,
   labels,
+  redisUrlProblem,
   resolveArgs,
   resourceNames,
   validateArgs,
@@ -76,7 +77,9 @@ export class HookgateDeployment extends pulumi.ComponentResource {
                 labels: labels(r.releaseName, 'redis'),
               },
               type: 'Opaque',
-              stringData: { [REDIS_URL_SECRET_KEY]: pulumi.secret(redis.url) },
+              stringData: {
+                [REDIS_URL_SECRET_KEY]: pulumi.secret(checkedRedisUrl(name, redis.url)),
+              },
             },
             { parent: this },
           )
@@ -107,4 +110,18 @@ export class HookgateDeployment extends pulumi.ComponentResource {
       crdsInstalled: this.crdsInstalled,
     });
   }
+}
+
+/**
+ * The Redis URL, refused once known when it is not one (a URL from config is a secret
+ * Output that validateArgs cannot read; its value is known at `pulumi preview`, which
+ * then stops with this error instead of deploying pods that cannot start). The message
+ * does not repeat the URL: it may hold a password.
+ */
+function checkedRedisUrl(name: string, url: pulumi.Input<string>): pulumi.Output<string> {
+  return pulumi.output(url).apply((value) => {
+    const problem = redisUrlProblem(value);
+    if (problem !== undefined) throw new Error(`HookgateDeployment "${name}": ${problem}`);
+    return value;
+  });
 }

@@ -394,8 +394,8 @@ function validateWriteWindow({ writeWindowMs, commandTimeoutMs }: RedisClientArg
 
 /**
  * Every problem with the arguments, as readable messages (empty when valid). A Redis URL
- * that is not a plain string (an Output, e.g. a config secret) is checked by the chart's
- * schema only in so far as it is not in the values at all; its scheme is on the caller.
+ * that is not a plain string (an Output, e.g. a config secret) is checked by hookgate.ts
+ * once its value is known (redisUrlProblem).
  */
 export function validateArgs<Url>(args: PlanArgs<Url>): string[] {
   const r = resolveArgs(args);
@@ -615,10 +615,20 @@ function validateRedis<Url>(redis: RedisSource<Url>): string[] {
   if ('existingSecret' in redis) {
     return validateSecretRef('redis.existingSecret', redis.existingSecret);
   }
-  if (typeof redis.url === 'string' && !/^rediss?:\/\/.+/.test(redis.url)) {
-    return ['redis.url must start with redis:// or rediss://'];
-  }
-  return [];
+  if (typeof redis.url !== 'string') return [];
+  const problem = redisUrlProblem(redis.url);
+  return problem === undefined ? [] : [problem];
+}
+
+/**
+ * What is wrong with a Redis URL, without repeating it (it may hold a password and come
+ * from a secret), or undefined. hookgate.ts checks a URL given as an Output (a config
+ * secret) with it once the value is known, which `pulumi preview` already is.
+ */
+export function redisUrlProblem(url: string): string | undefined {
+  return /^rediss?:\/\/.+/.test(url)
+    ? undefined
+    : 'redis.url must start with redis:// or rediss://';
 }
 
 function validateChartRedis(chart: ChartRedis): string[] {

@@ -1,6 +1,8 @@
 // HookgateDeployment's resource wiring under pulumi.runtime.setMocks: which children it
 // registers, with which parent, options and key inputs, and the outputs it registers.
 // The mocks refuse any resource type and any call the component has no business making.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import * as pulumi from '@pulumi/pulumi';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HookgateDeployment } from '../../infra/hookgate.ts';
@@ -15,6 +17,10 @@ import {
   valueOf,
   type Recorder,
 } from './mocks.ts';
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const MOCKS = fileURLToPath(new URL('./mocks.ts', import.meta.url));
+const COMPONENT = fileURLToPath(new URL('../../infra/hookgate.ts', import.meta.url));
 
 let rec: Recorder;
 beforeAll(async () => {
@@ -187,6 +193,46 @@ describe('HookgateDeployment (pulumi mocks)', () => {
       baseUrl: 'https://hooks.example.com',
       crdsInstalled: false,
     });
+  });
+
+  it('refuses a Redis URL from a secret Output once it is known, without repeating it', async () => {
+    // As `pulumi config set --secret redisUrl http://...` hands it over: an Output that
+    // validateArgs cannot read, known at preview. The check rejects inside the Output, so
+    // the Secret's inputs cannot be serialized and the program fails, as under the
+    // engine; that failure surfaces as unhandled rejections in the SDK, so the program
+    // runs in a process of its own (Node type stripping, the same strict mocks).
+    const script = [
+      `const { installStrictMocks } = await import(${JSON.stringify(MOCKS)});`,
+      `const rec = await installStrictMocks();`,
+      `const pulumi = await import('@pulumi/pulumi');`,
+      `const { HookgateDeployment } = await import(${JSON.stringify(COMPONENT)});`,
+      `process.on('exit', () => console.log('registered ' + rec.registrations.map((r) => r.type).join(',')));`,
+      `new HookgateDeployment('typo', { namespace: 'hooks', image: { tag: '1.2.3' },`,
+      `  baseUrl: 'https://hooks.example.com', redis: { url: pulumi.secret('http://:s3cret@redis:6379') } });`,
+    ].join('\n');
+    const result = await new Promise<{ code: number; stdout: string; stderr: string }>(
+      (resolve) => {
+        execFile(
+          process.execPath,
+          ['--input-type=module', '-e', script],
+          { timeout: 30_000, cwd: REPO },
+          (err, stdout, stderr) =>
+            resolve({
+              code: err ? (typeof err.code === 'number' ? err.code : 1) : 0,
+              stdout,
+              stderr,
+            }),
+        );
+      },
+    );
+    expect(result.code, result.stderr).not.toBe(0);
+    expect(result.stderr).toContain(
+      'HookgateDeployment "typo": redis.url must start with redis:// or rediss://',
+    );
+    expect(result.stderr + result.stdout).not.toContain('s3cret');
+    // Neither the Secret nor the chart (which waits for it) was registered.
+    expect(result.stdout).not.toContain(T.secret);
+    expect(result.stdout).not.toContain(T.chart);
   });
 
   it('refuses invalid arguments before registering any child', () => {
