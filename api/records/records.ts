@@ -48,6 +48,12 @@ export interface WorkflowRegistration {
   workflowId: string;
   namespace: string;
   name: string;
+  /**
+   * The Workflow's uid: a Workflow created again under the same name writes a
+   * registration that differs from the deleted one's, which the orphan sweep's
+   * compare-and-delete then keeps. Absent in registrations written before 2026-11-28.
+   */
+  uid?: string;
   generation: number;
   application: string;
   environment: Environment;

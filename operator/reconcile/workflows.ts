@@ -129,6 +129,7 @@ export class WorkflowReconciler {
       workflowId,
       namespace: ref.namespace,
       name: ref.name,
+      ...(wf.metadata.uid ? { uid: wf.metadata.uid } : {}),
       generation,
       application: wf.spec.application,
       environment: wf.spec.environment,

@@ -107,7 +107,11 @@ describe('Reconciler', () => {
     expect(await workflows.get('default_production_orders')).toMatchObject({
       name: 'orders',
       environment: 'production',
+      // The Workflow's own: a registration of one created again under the name differs
+      // (the orphan sweep's compare-and-delete keeps it).
+      uid: source.get(W('orders'))?.metadata.uid,
     });
+    expect(source.get(W('orders'))?.metadata.uid).toBeTruthy();
     expect(summary(W('orders'))).toEqual({
       Valid: 'True/Succeeded',
       Published: 'True/Published',
