@@ -53,6 +53,12 @@ export interface InProcessEngineOptions {
   maxDelayMs?: number;
   /** Longest `request.timeout` of an http node (per attempt). Default 15 min. */
   maxHttpTimeoutMs?: number;
+  /**
+   * Longest one attempt of a run may take, from its first node: a run past it fails at
+   * its next node, and a delay or an http attempt gets no more than what is left.
+   * Default 1 h.
+   */
+  maxRunMs?: number;
   /** First wait between http node retries (doubles, with jitter). Default 200 ms. */
   httpBackoffMs?: number;
   /** Length of the input/output summaries in the per-run log. Default 1024. */
@@ -139,6 +145,7 @@ function nodeLimits(options: InProcessEngineOptions): NodeLimits {
   return {
     maxDelayMs: options.maxDelayMs ?? 15 * 60_000,
     maxHttpTimeoutMs: options.maxHttpTimeoutMs ?? 15 * 60_000,
+    maxRunMs: options.maxRunMs ?? 60 * 60_000,
     summaryLength: options.summaryLength ?? 1024,
     httpBackoffMs: options.httpBackoffMs ?? 200,
   };

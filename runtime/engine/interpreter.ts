@@ -6,7 +6,7 @@ import { isoTime } from '../time.ts';
 import type { EventStream } from './execution-events.ts';
 import { ExecutionFailure, MAX_FAILURE_MESSAGE } from './execution-failure.ts';
 import type { ExpressionCache } from './expressions.ts';
-import type { NodeContext, NodeLimits, Step } from './nodes/context.ts';
+import { withinRunTime, type NodeContext, type NodeLimits, type Step } from './nodes/context.ts';
 import { runNodeType } from './nodes/index.ts';
 import { OutboundRefusedError, type OutboundGuard, type OutboundTarget } from './outbound/guard.ts';
 import type { Execution, ExecutionEvent, NodeRun, StartRequest } from './ports.ts';
@@ -65,6 +65,7 @@ class RunContext implements NodeContext {
   readonly limits: NodeLimits;
   readonly scope: string;
   readonly bindings: { trigger: unknown; nodes: Record<string, unknown> };
+  readonly deadline: number;
   /** The span of the node running (tracing on): nodes run one at a time. */
   span: TraceSpan | undefined = undefined;
   readonly #expressions: ExpressionCache;
@@ -77,6 +78,7 @@ class RunContext implements NodeContext {
     this.limits = options;
     this.scope = `${workflow.workflowId}@${workflow.generation}`;
     this.bindings = { trigger: run.execution.input, nodes: {} };
+    this.deadline = Date.now() + options.maxRunMs;
     this.#expressions = options.expressions;
   }
 
@@ -121,6 +123,12 @@ export class Interpreter {
       if (steps > this.#o.maxSteps) {
         throw new ExecutionFailure(
           `step limit reached: ${this.#o.maxSteps} node runs (a loop?); next node was '${current.id}'`,
+          { nodeId: current.id },
+        );
+      }
+      if (Date.now() >= ctx.deadline) {
+        throw new ExecutionFailure(
+          `run time limit reached: ${this.#o.maxRunMs} ms; next node was '${current.id}'`,
           { nodeId: current.id },
         );
       }
@@ -214,7 +222,13 @@ export class Interpreter {
       if (attempt < maxAttempts) {
         const base = parseDuration(policy.backoff ?? '200ms');
         try {
-          await sleep(backoffDelay(base, attempt), ctx.signal);
+          const wait = withinRunTime(
+            ctx,
+            node,
+            backoffDelay(base, attempt),
+            'the wait before its next attempt',
+          );
+          await sleep(wait, ctx.signal);
         } catch (error) {
           return this.#stop(ctx, run, started, node, error);
         }

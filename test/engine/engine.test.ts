@@ -350,6 +350,41 @@ describe('InProcessEngine: branching and error policies', () => {
     expect(execution.log).toHaveLength(50);
   });
 
+  it('a run past its time limit fails at once: a delay that would pass it does not wait', async () => {
+    const started = Date.now();
+    // 1000 node runs of 15 min each held a run slot for ten days.
+    const execution = await run(engine({ maxRunMs: 300 }), [
+      { id: 'wait', type: 'delay', duration: '100ms', next: 'again' },
+      { id: 'again', type: 'transform', expression: '1', next: 'wait' },
+    ]);
+    expect(execution.status).toBe('failed');
+    expect(execution.error?.message).toMatch(
+      /^node 'wait': delay 100ms would pass the run's time limit of 300 ms \(\d+ ms left\)$/,
+    );
+    expect(execution.error?.nodeId).toBe('wait');
+    // Two or three delays ran; the one that could not end in time did not start.
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(
+      execution.log.filter((r) => r.type === 'delay' && r.status === 'succeeded').length,
+    ).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a run past its time limit fails before its next node, whatever the nodes', async () => {
+    const e = engine({ maxRunMs: 50 });
+    const wf = workflow([
+      { id: 'slow', type: 'transform', expression: '$slow()' },
+      { id: 'never', type: 'transform', expression: '1' },
+    ]);
+    e.expressions
+      .compile(`${wf.workflowId}@${wf.generation}`, '$slow()')
+      .registerFunction('slow', () => new Promise((resolve) => setTimeout(() => resolve(1), 120)));
+    const s = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
+    const execution = await finished(e, s.id);
+    expect(execution.status).toBe('failed');
+    expect(execution.error?.message).toBe("run time limit reached: 50 ms; next node was 'never'");
+    expect(execution.log.map((r) => r.nodeId)).toEqual(['slow']);
+  });
+
   it('a next pointing nowhere fails clearly', async () => {
     const execution = await run(engine(), [
       { id: 'a', type: 'transform', expression: '1', next: 'ghost' },

@@ -242,11 +242,12 @@ describe('http node', () => {
   });
 
   const engines: InProcessEngine[] = [];
-  function engine(): InProcessEngine {
+  function engine(options: { maxRunMs?: number } = {}): InProcessEngine {
     const e = new InProcessEngine({
       onInternalError: () => {},
       outbound: { allow: [`127.0.0.1:${receiver.port}`] },
       httpBackoffMs: 1,
+      ...options,
     });
     engines.push(e);
     return e;
@@ -348,6 +349,27 @@ describe('http node', () => {
     expect(execution.status).toBe('failed');
     expect(execution.error?.message).toMatch(/timed out after 250 ms/);
     expect(slowCalls).toBe(2);
+  });
+
+  it("an attempt is cut to what is left of the run's time; no attempt starts past it", async () => {
+    slowCalls = 0;
+    const started = Date.now();
+    const execution = await run(engine({ maxRunMs: 400 }), [
+      {
+        id: 'call',
+        type: 'http',
+        // Each attempt would wait 10 s on the receiver (it answers after 2 s).
+        request: { method: 'GET', url: `${receiver.url}/slow`, timeout: '10s', retries: 5 },
+      },
+    ]);
+    expect(execution.status).toBe('failed');
+    // The first attempt got the 400 ms, not 10 s (nor the receiver's 2 s); the next one
+    // found no time left and was not sent.
+    expect(Date.now() - started).toBeLessThan(1900);
+    expect(slowCalls).toBe(1);
+    expect(execution.error?.message).toMatch(
+      /^node 'call': the wait before attempt 2 would pass the run's time limit of 400 ms|^node 'call': attempt 2 would pass the run's time limit of 400 ms/,
+    );
   });
 
   it('a request timeout over the engine limit fails the node before any request', async () => {

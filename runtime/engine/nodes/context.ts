@@ -1,6 +1,7 @@
 // What a node is given to run and what it hands back: the contract between the
 // interpreter (../interpreter.ts) and the node types in this folder.
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
+import { ExecutionFailure } from '../execution-failure.ts';
 import type { OutboundTarget } from '../outbound/guard.ts';
 import type { Execution, ExecutionEvent } from '../ports.ts';
 import type { TraceSpan } from '../../tracing/tracing.ts';
@@ -26,6 +27,12 @@ export interface NodeLimits {
    * never answers (the schema allows 999999m), and past 49.7 days the timer refused it.
    */
   maxHttpTimeoutMs: number;
+  /**
+   * Longest one attempt of a run may take: without it a loop of delays (1000 node runs of
+   * 15 min each) held one of the engine's run slots for ten days, and 64 of them every
+   * slot of the process.
+   */
+  maxRunMs: number;
   /** Length of the input/output summaries in the per-run log. */
   summaryLength: number;
   /** First wait between http node retries (doubles, with jitter). */
@@ -37,6 +44,8 @@ export interface NodeContext {
   readonly execution: Execution;
   /** Aborts when the engine shuts down: waits and outbound requests stop. */
   readonly signal: AbortSignal;
+  /** When the run's attempt reaches its time limit (epoch ms: `limits.maxRunMs` after its start). */
+  readonly deadline: number;
   /** Address guard for outbound requests: the cluster policy narrowed for this workflow. */
   readonly outbound: OutboundTarget;
   readonly limits: NodeLimits;
@@ -46,6 +55,41 @@ export interface NodeContext {
   evaluate(source: string, input: unknown): Promise<unknown>;
   /** Adds an event to the execution's stream. */
   emit(event: ExecutionEvent, at: string): void;
+}
+
+/**
+ * `wanted` ms for `what` (a delay, the wait before a retry) when the run has as much
+ * time left; else the node fails now, naming the limit: its run slot is not held for a
+ * wait that could not end in time.
+ */
+export function withinRunTime(
+  ctx: NodeContext,
+  node: WorkflowNode,
+  wanted: number,
+  what: string,
+): number {
+  const left = ctx.deadline - Date.now();
+  if (wanted <= left) return wanted;
+  throw runTimeFailure(ctx, node, what, left);
+}
+
+/** What is left of the run's time for `what` (an http attempt), or the node fails. */
+export function runTimeLeft(ctx: NodeContext, node: WorkflowNode, what: string): number {
+  const left = ctx.deadline - Date.now();
+  if (left > 0) return left;
+  throw runTimeFailure(ctx, node, what, left);
+}
+
+function runTimeFailure(
+  ctx: NodeContext,
+  node: WorkflowNode,
+  what: string,
+  left: number,
+): ExecutionFailure {
+  return new ExecutionFailure(
+    `node '${node.id}': ${what} would pass the run's time limit of ${ctx.limits.maxRunMs} ms (${Math.max(0, left)} ms left)`,
+    { nodeId: node.id },
+  );
 }
 
 export type NodeHandler = (ctx: NodeContext, node: WorkflowNode, input: unknown) => Promise<Step>;

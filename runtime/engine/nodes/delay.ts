@@ -2,7 +2,7 @@
 import type { WorkflowNode } from '../../../api/v1alpha1/workflow.ts';
 import { ExecutionFailure } from '../execution-failure.ts';
 import { parseDuration, sleep } from '../util.ts';
-import type { NodeContext, Step } from './context.ts';
+import { withinRunTime, type NodeContext, type Step } from './context.ts';
 
 export async function delayNode(
   ctx: NodeContext,
@@ -17,6 +17,6 @@ export async function delayNode(
       { nodeId: node.id },
     );
   }
-  await sleep(ms, ctx.signal);
+  await sleep(withinRunTime(ctx, node, ms, `delay ${node.duration ?? '0ms'}`), ctx.signal);
   return { output: input };
 }

@@ -14,7 +14,7 @@ import {
 } from '../outbound/request.ts';
 import { tracingHeaders, withSpan } from '../outbound/trace-context.ts';
 import { AbortedError, backoffDelay, parseDuration, sleep } from '../util.ts';
-import type { NodeContext, Step } from './context.ts';
+import { runTimeLeft, withinRunTime, type NodeContext, type Step } from './context.ts';
 import type { TraceSpan } from '../../tracing/tracing.ts';
 
 export interface HttpNodeOutput {
@@ -169,14 +169,19 @@ async function sendRequest(
   const attempts = 1 + (request.retries ?? 0);
   let last: unknown;
   for (let attempt = 1; attempt <= attempts; attempt++) {
-    if (attempt > 1) await sleep(backoffDelay(ctx.limits.httpBackoffMs, attempt - 1), ctx.signal);
+    if (attempt > 1) {
+      const wait = backoffDelay(ctx.limits.httpBackoffMs, attempt - 1);
+      await sleep(withinRunTime(ctx, node, wait, `the wait before attempt ${attempt}`), ctx.signal);
+    }
+    // An attempt may not outlast the run: cut to what is left (none left: the node fails).
+    const attemptMs = Math.min(timeoutMs, runTimeLeft(ctx, node, `attempt ${attempt}`));
     try {
       const response = await sendTraced(ctx, attempt, own, {
         method,
         url: request.url,
         headers,
         ...(body !== undefined ? { body } : {}),
-        timeoutMs,
+        timeoutMs: attemptMs,
         protocols: ['http:', 'https:'],
         signal: ctx.signal,
       });
