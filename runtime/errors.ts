@@ -211,6 +211,11 @@ export const CATALOGUE = {
     type: 'dead-letter-not-found',
     title: 'Dead letter not found',
   },
+  HG_ERR_REPLAY_DEAD_LETTER_TAKEN: {
+    status: 409,
+    type: 'replay-dead-letter-taken',
+    title: 'A retry of this dead letter started at the same time',
+  },
   HG_ERR_REPLAY_TRIGGER_GONE: {
     status: 409,
     type: 'replay-trigger-gone',

@@ -11,7 +11,12 @@ import { randomUUID } from 'node:crypto';
 import { decimalInRange } from './query-values.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
-import type { DeadLetter, DeadLetterFilter, DeadLetterStore } from '../engine/dead-letters.ts';
+import type {
+  DeadLetter,
+  DeadLetterFilter,
+  DeadLetterStore,
+  TakenDeadLetter,
+} from '../engine/dead-letters.ts';
 import { MAX_DEAD_LETTER_LIST } from '../engine/dead-letters.ts';
 import type { Execution } from '../engine/ports.ts';
 import { HttpProblem, type ErrorCode } from '../errors.ts';
@@ -139,12 +144,32 @@ function shown(entry: DeadLetter): DeadLetter {
   return entry.callbackUrl === undefined ? entry : { ...entry, callbackUrl: REDACTED };
 }
 
-function accepted(reply: FastifyReply, execution: Execution, replayOf: string) {
-  const links = adminLinks(execution.id);
-  return reply
-    .code(202)
-    .header('location', links.self)
-    .send({ executionId: execution.id, status: execution.status, replayOf, links });
+/**
+ * A retry's or replay's 202 body. `deadLetter: "taken"`: a replay that took the
+ * execution's dead-letter entry out of the list (it stands for its retry).
+ */
+function acceptedBody(
+  execution: Pick<Execution, 'id' | 'status'>,
+  replayOf: string,
+  tookDeadLetter = false,
+) {
+  return {
+    executionId: execution.id,
+    status: execution.status,
+    replayOf,
+    ...(tookDeadLetter ? { deadLetter: 'taken' as const } : {}),
+    links: adminLinks(execution.id),
+  };
+}
+
+function accepted(
+  reply: FastifyReply,
+  execution: Execution,
+  replayOf: string,
+  tookDeadLetter = false,
+) {
+  const body = acceptedBody(execution, replayOf, tookDeadLetter);
+  return reply.code(202).header('location', body.links.self).send(body);
 }
 
 export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOptions): void {
@@ -179,6 +204,21 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
   };
 
   /**
+   * A start that stood for a taken entry could not start: the entry goes back. Only if
+   * its record went meanwhile (it is held: expired, or dropped by the hold's own bound)
+   * is it not put back: said, since nothing else will.
+   */
+  const putBack = async (taken: TakenDeadLetter): Promise<void> => {
+    const listed = await deadLetters.add(taken.entry);
+    if (!listed) {
+      app.log.error(
+        { executionId: taken.entry.executionId },
+        'the dead letter whose retry could not start is not listed again: its record is gone',
+      );
+    }
+  };
+
+  /**
    * Retries one entry: checks it can be replayed, takes it out (only one caller gets
    * it), starts the new execution; the entry goes back if the start fails.
    * `allowRecreated`: also when its trigger was re-created since, then without callback.
@@ -193,7 +233,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     if (!taken) {
       throw new HttpProblem(
         'HG_ERR_DEAD_LETTER_NOT_FOUND',
-        `${entry.executionId} is not in the dead-letter list (already retried?)`,
+        `${entry.executionId} is not in the dead-letter list (already retried or replayed?)`,
       );
     }
     // Its record stays held until the retry has started: one that cannot start puts
@@ -202,21 +242,34 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     try {
       started = await engine.start(plan.request);
     } catch (error) {
-      // Only if its record went meanwhile (it is held: expired, or dropped by the hold's
-      // own bound) is the entry not put back: said, since nothing else will.
-      const listed = await deadLetters.add(taken.entry);
-      if (!listed) {
-        app.log.error(
-          { executionId: entry.executionId },
-          'the dead letter whose retry could not start is not listed again: its record is gone',
-        );
-      }
+      await putBack(taken);
       throw error;
     }
     // Started: the record is an ordinary finished one again. If this fails, it stays
     // held until it expires (or the hold's bound drops it); the retry stands.
     await deadLetters.release(taken).catch(() => undefined);
     return started;
+  };
+
+  /**
+   * The dead-letter entry a replay of `id` stands for, taken out of the list as a retry
+   * takes it (ADR 0018, amended 2026-11-28 (day)): left listed, a later retry ran the
+   * request again and called its caller back. None listed: undefined. Listed, but taken
+   * by a retry (or replay) meanwhile: refused, since that one stands for it; so a retry
+   * and a replay at once start one execution. The caller puts it back if its start fails,
+   * and releases it once started, as a retry does.
+   */
+  const entryReplayed = async (id: string): Promise<TakenDeadLetter | undefined> => {
+    if (!(await deadLetters.get(id))) return undefined;
+    const taken = await deadLetters.take(id);
+    if (!taken) {
+      throw new HttpProblem(
+        'HG_ERR_REPLAY_DEAD_LETTER_TAKEN',
+        `The dead-letter entry of ${id} was taken by a retry or replay at the same time: that one runs it again`,
+        { extensions: { executionId: id } },
+      );
+    }
+    return taken;
   };
 
   const entryOr404 = async (id: string): Promise<DeadLetter> => {
@@ -350,8 +403,10 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     }
     const { owner, resume } = claim;
     let plan;
+    let taken: TakenDeadLetter | undefined;
     try {
       plan = await planReplay(options, original, { allowRecreated });
+      taken = await entryReplayed(original.id);
     } catch (error) {
       // Given back (free, or with the hint it came with); a store away must not hide why.
       await store.abandon(claimKey, owner, resume).catch(() => false);
@@ -369,17 +424,14 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       if (resume && error instanceof HttpProblem && error.code === 'HG_ERR_EXECUTION_DISCARDED') {
         execution = { id: executionId, status: 'succeeded' };
       } else {
+        if (taken) await putBack(taken);
         await store.abandon(claimKey, owner, { executionId, token: '' }).catch(() => false);
         throw error;
       }
     }
-    const links = adminLinks(execution.id);
-    const body = {
-      executionId: execution.id,
-      status: execution.status,
-      replayOf: original.id,
-      links,
-    };
+    if (taken) await deadLetters.release(taken).catch(() => undefined);
+    const body = acceptedBody(execution, original.id, taken !== undefined);
+    const { links } = body;
     // Not kept (the store away, or the lease ran out and a retry holds the key): the
     // replay stands and is answered; the key given back names its id if it still can, so
     // that a retry starts this same execution rather than another.
@@ -411,7 +463,16 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     await mayRetry(request, namespaceOfKey(original.triggerKey), nameOfKey(original.triggerKey));
     if (key !== undefined) return replayOnce(reply, original, allowRecreated, key);
     const plan = await planReplay(options, original, { allowRecreated });
-    const execution = await engine.start(plan.request);
-    return accepted(reply, execution, original.id);
+    // The replay stands for the execution's dead-letter entry, if listed (entryReplayed).
+    const taken = await entryReplayed(original.id);
+    let execution: Execution;
+    try {
+      execution = await engine.start(plan.request);
+    } catch (error) {
+      if (taken) await putBack(taken);
+      throw error;
+    }
+    if (taken) await deadLetters.release(taken).catch(() => undefined);
+    return accepted(reply, execution, original.id, taken !== undefined);
   });
 }

@@ -119,8 +119,145 @@ function suite(name: string, make: () => Promise<Stores>) {
   });
 }
 
+/** An engine start that counts its executions (new-1, new-2, ...), each a tick late. */
+function counting() {
+  const ids: string[] = [];
+  const start = async (request: StartRequest): Promise<Execution> => {
+    await new Promise((resolve) => setImmediate(resolve));
+    const id = request.input.metadata.executionId || `new-${ids.length + 1}`;
+    ids.push(id);
+    return queuedExecution(request, id);
+  };
+  return { ids, start };
+}
+
+function replaySuite(name: string, make: () => Promise<Stores>) {
+  describe(`a replay of a dead-lettered execution over ${name} (it stands for its retry)`, () => {
+    async function listed(
+      start: (request: StartRequest) => Promise<Execution>,
+      wrap: (list: DeadLetterStore) => DeadLetterStore = (list) => list,
+    ) {
+      const stores = await make();
+      const dead = deadLetteredExecution('dead-1');
+      await stores.store.save({ ...dead, status: 'running' });
+      await stores.store.save(dead);
+      expect(await stores.deadLetters.add(deadLetterOf(dead))).toBe(true);
+      const engine: ExecutionEngine = {
+        start,
+        get: (id) => stores.store.get(id),
+        list: (filter) => stores.store.list(filter),
+        page: (filter) => stores.store.page(filter),
+        subscribe: () => () => undefined,
+      };
+      const { app } = createHttpApp({});
+      const routes = new MemoryRecordStore<RouteRecord>();
+      await routes.put(KEY, route(KEY));
+      recoveryRoutes(app, {
+        engine,
+        routes,
+        workflow: (id) => (id === target.workflowId ? target : undefined),
+        deadLetters: wrap(stores.deadLetters),
+      });
+      const retry = () => app.inject({ method: 'POST', url: `/api/dead-letters/${dead.id}/retry` });
+      const replay = (key?: string) =>
+        app.inject({
+          method: 'POST',
+          url: `/api/executions/${dead.id}/replay`,
+          headers: key === undefined ? {} : { 'idempotency-key': key },
+        });
+      return { ...stores, dead, app, retry, replay };
+    }
+
+    it.each([['without'], ['with']])(
+      'a replay (%s an Idempotency-Key) takes the entry: a retry after it starts nothing',
+      async (keyed) => {
+        const { ids, start } = counting();
+        const { store, deadLetters, dead, app, retry, replay } = await listed(start);
+        try {
+          const replayed = await replay(keyed === 'with' ? 'k-1' : undefined);
+          expect(replayed.statusCode, replayed.body).toBe(202);
+          expect(replayed.json()).toMatchObject({ replayOf: dead.id, deadLetter: 'taken' });
+          expect(await deadLetters.get(dead.id)).toBeUndefined();
+          expect(await store.heldBytes()).toBe(0);
+          const retried = await retry();
+          expect(retried.statusCode, retried.body).toBe(404);
+          expect(retried.json<{ type: string }>().type).toMatch(/dead-letter-not-found$/);
+          expect(ids).toHaveLength(1);
+          // Replayed again: a replay of its own (no entry to take, none said).
+          const again = await replay();
+          expect(again.statusCode, again.body).toBe(202);
+          expect(again.json()).not.toHaveProperty('deadLetter');
+          expect(ids).toHaveLength(2);
+        } finally {
+          await app.close();
+        }
+      },
+    );
+
+    it('a replay and a retry at once start one execution', async () => {
+      for (const keyed of [false, true]) {
+        const { ids, start } = counting();
+        const { app, retry, replay } = await listed(start);
+        try {
+          const answers = await Promise.all([replay(keyed ? 'k-2' : undefined), retry()]);
+          expect(ids, answers.map((a) => a.body).join('\n')).toHaveLength(1);
+          expect(answers.filter((a) => a.statusCode === 202)).toHaveLength(1);
+        } finally {
+          await app.close();
+        }
+      }
+    });
+
+    it('a retry between the replay finding the entry and taking it: the replay is refused (409), one execution', async () => {
+      const { ids, start } = counting();
+      let retryFirst: (() => Promise<unknown>) | undefined;
+      const wrap = (list: DeadLetterStore): DeadLetterStore => ({
+        add: (entry) => list.add(entry),
+        list: (filter) => list.list(filter),
+        release: (taken) => list.release(taken),
+        count: () => list.count(),
+        take: (id) => list.take(id),
+        get: async (id) => {
+          const entry = await list.get(id);
+          const run = retryFirst;
+          retryFirst = undefined;
+          if (run) expect(await run()).toMatchObject({ statusCode: 202 });
+          return entry;
+        },
+      });
+      const { dead, deadLetters, app, retry, replay } = await listed(start, wrap);
+      try {
+        retryFirst = retry;
+        const refused = await replay();
+        expect(refused.statusCode, refused.body).toBe(409);
+        expect(refused.json()).toMatchObject({
+          code: 'HG_ERR_REPLAY_DEAD_LETTER_TAKEN',
+          executionId: dead.id,
+        });
+        expect(ids).toHaveLength(1);
+        expect(await deadLetters.get(dead.id)).toBeUndefined();
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('a replay that cannot start puts the entry back, its record held', async () => {
+      const full = (): Promise<Execution> => Promise.reject(new Error('the queue is full'));
+      const { store, deadLetters, dead, app, replay } = await listed(full);
+      try {
+        expect((await replay()).statusCode).toBe(500);
+        expect((await replay('k-3')).statusCode).toBe(500);
+        expect(await deadLetters.get(dead.id)).toBeDefined();
+        expect(await store.heldBytes()).toBeGreaterThan(0);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+}
+
 let clock = Date.now();
-suite('memory', () => {
+const memoryStores = (): Promise<Stores> => {
   clock = Date.now();
   const now = () => clock;
   const store = new MemoryExecutionStore({ now, ttlMs: 60_000 });
@@ -133,7 +270,9 @@ suite('memory', () => {
       return Promise.resolve();
     },
   });
-});
+};
+suite('memory', memoryStores);
+replaySuite('memory', memoryStores);
 
 describe.skipIf(!redisAvailable())('over one Redis', () => {
   let backend: RedisBackend;
@@ -143,7 +282,7 @@ describe.skipIf(!redisAvailable())('over one Redis', () => {
   afterAll(async () => {
     await backend?.stop();
   });
-  suite('Redis', async () => {
+  const redisStores = async (): Promise<Stores> => {
     await backend.flushall();
     const store = new RedisExecutionStore({ redis: backend.client });
     return {
@@ -152,5 +291,7 @@ describe.skipIf(!redisAvailable())('over one Redis', () => {
       // As its expiry would.
       lose: async (id) => void (await backend.client.del(store.layout.of(id).execution(id))),
     };
-  });
+  };
+  suite('Redis', redisStores);
+  replaySuite('Redis', redisStores);
 });

@@ -426,14 +426,7 @@ describe('retry and replay of a request whose trigger was deleted and re-created
     );
     expect(await listed(first)).toBe(200);
 
-    // Asked: the replay runs through the trigger as it is now.
-    const replayed = await admin(`/api/executions/${first}/replay?allowRecreated=true`);
-    expect(replayed.statusCode, replayed.body).toBe(202);
-    expect(await finished(replayed.json<{ executionId: string }>().executionId)).toMatchObject({
-      replayOf: first,
-      status: 'failed',
-    });
-    // Asked: the retry runs too, its entry leaves the list, and nothing is posted to the
+    // Asked: the retry runs, its entry leaves the list, and nothing is posted to the
     // earlier caller's callback URL (it would be signed for another trigger).
     const retried = await admin(`/api/dead-letters/${first}/retry?allowRecreated=true`);
     expect(retried.statusCode, retried.body).toBe(202);
@@ -443,6 +436,14 @@ describe('retry and replay of a request whose trigger was deleted and re-created
     const run = await finished(again.executionId);
     expect(run).toMatchObject({ replayOf: first, status: 'failed' });
     expect(run.callback).toBeUndefined();
+    // Asked: a replay runs through the trigger as it is now too. (Before the retry it
+    // would have taken the entry: ADR 18, amended 2026-11-28 (day).)
+    const replayed = await admin(`/api/executions/${first}/replay?allowRecreated=true`);
+    expect(replayed.statusCode, replayed.body).toBe(202);
+    expect(await finished(replayed.json<{ executionId: string }>().executionId)).toMatchObject({
+      replayOf: first,
+      status: 'failed',
+    });
     // The bulk retry, asked, likewise (it also retries the dead letters of the runs
     // above, of the trigger as it is now).
     const asked = await admin('/api/dead-letters/retry?allowRecreated=true', {
@@ -482,12 +483,12 @@ describe('retry and replay of a request whose trigger was deleted and re-created
     await rt.apply('late.yaml', manifests(false));
     await eventually(async () => expect(await uid()).toBeUndefined());
     await rt.apply('late.yaml', manifests(), ['late']);
-    const replayed = await admin(`/api/executions/${old.id}/replay`);
-    expect(replayed.statusCode, replayed.body).toBe(202);
     const retried = await admin(`/api/dead-letters/${old.id}/retry`);
     expect(retried.statusCode, retried.body).toBe(202);
     const run = retried.json<{ executionId: string }>().executionId;
     await eventually(() => expect(callbacksOf(run)).toHaveLength(1));
+    const replayed = await admin(`/api/executions/${old.id}/replay`);
+    expect(replayed.statusCode, replayed.body).toBe(202);
     // Whereas the one that has it is refused.
     problem(await admin(`/api/dead-letters/${id}/retry`), 409, 'replay-trigger-recreated');
   });
