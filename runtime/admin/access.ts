@@ -219,6 +219,22 @@ export class AdminAccess {
     return unavailableOnError(() => auth.authorize(user, attributes));
   }
 
+  /**
+   * Throws `unknown`, the answer to an id that does not exist, unless the user may do
+   * one of `attributes`: an id (an execution's, a dead letter's) of a trigger the user
+   * may neither read nor act on is answered as one that does not exist, so that nobody
+   * learns what exists in a namespace they cannot read. Checked before anything else is
+   * said of it (403, 409...).
+   */
+  async requireVisible(
+    request: FastifyRequest,
+    unknown: HttpProblem,
+    ...attributes: ResourceAttributes[]
+  ): Promise<void> {
+    for (const a of attributes) if (await this.allowed(request, a)) return;
+    throw unknown;
+  }
+
   /** Throws 403 unless the request's user may do this. */
   async require(request: FastifyRequest, attributes: ResourceAttributes): Promise<void> {
     if (await this.allowed(request, attributes)) return;

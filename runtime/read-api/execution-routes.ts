@@ -110,11 +110,14 @@ export function executionRoutes(
 ): void {
   const { engine } = options;
   const access = options.access ?? OPEN_ACCESS;
-  // An execution is readable by whoever may `get` the WebhookTrigger that started it.
+  // An execution is readable by whoever may `get` the WebhookTrigger that started it;
+  // to anyone else it does not exist (the same 404 as an unknown id: nobody learns what
+  // runs in a namespace they cannot read).
   const readable = async (request: FastifyRequest, id: string): Promise<Execution> => {
+    const unknown = new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
     const execution = await engine.get(id);
-    if (!execution) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
-    await access.require(request, readTrigger(execution.triggerKey));
+    if (!execution) throw unknown;
+    await access.requireVisible(request, unknown, readTrigger(execution.triggerKey));
     return execution;
   };
 

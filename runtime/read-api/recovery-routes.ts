@@ -10,7 +10,14 @@
 import { randomUUID } from 'node:crypto';
 import { decimalInRange } from './query-values.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { nameOfKey, namespaceOfKey, OPEN_ACCESS, type AdminAccess } from '../admin/access.ts';
+import {
+  nameOfKey,
+  namespaceOfKey,
+  OPEN_ACCESS,
+  readTrigger,
+  type AdminAccess,
+  type ResourceAttributes,
+} from '../admin/access.ts';
 import type {
   DeadLetter,
   DeadLetterFilter,
@@ -178,14 +185,35 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
   const idempotency = options.idempotency ?? { store: new MemoryIdempotencyStore() };
   const keyWindowMs = idempotency.windowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
 
+  const retryRight = (namespace?: string, name?: string): ResourceAttributes => ({
+    verb: 'create',
+    resource: 'webhooktriggers',
+    subresource: 'test',
+    ...(namespace !== undefined ? { namespace } : {}),
+    ...(name !== undefined ? { name } : {}),
+  });
   const mayRetry = (request: FastifyRequest, namespace?: string, name?: string) =>
-    access.require(request, {
-      verb: 'create',
-      resource: 'webhooktriggers',
-      subresource: 'test',
-      ...(namespace !== undefined ? { namespace } : {}),
-      ...(name !== undefined ? { name } : {}),
-    });
+    access.require(request, retryRight(namespace, name));
+
+  /**
+   * An id of a trigger the user may neither read nor retry (replay) is answered as an
+   * unknown id, `unknown` (ADR 0018, amended 2026-11-28 (day)): a 403, or a 409 about
+   * the trigger, told a caller of one namespace that the id exists in another.
+   * `retrying`: the route retries or replays, so its right also shows the id (then 403
+   * if the user may read but not retry).
+   */
+  const visibleOr = (
+    request: FastifyRequest,
+    triggerKey: string,
+    unknown: HttpProblem,
+    retrying: boolean,
+  ) =>
+    access.requireVisible(
+      request,
+      unknown,
+      readTrigger(triggerKey),
+      ...(retrying ? [retryRight(namespaceOfKey(triggerKey), nameOfKey(triggerKey))] : []),
+    );
 
   /**
    * The original execution of an entry; an entry whose record is gone is dropped. The
@@ -272,11 +300,19 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     return taken;
   };
 
-  const entryOr404 = async (id: string): Promise<DeadLetter> => {
+  /** The entry `id`, if listed and the user may see it (visibleOr); else 404. */
+  const entryOr404 = async (
+    request: FastifyRequest,
+    id: string,
+    retrying: boolean,
+  ): Promise<DeadLetter> => {
+    const unknown = new HttpProblem(
+      'HG_ERR_DEAD_LETTER_NOT_FOUND',
+      `${id} is not in the dead-letter list`,
+    );
     const entry = await deadLetters.get(id);
-    if (!entry) {
-      throw new HttpProblem('HG_ERR_DEAD_LETTER_NOT_FOUND', `${id} is not in the dead-letter list`);
-    }
+    if (!entry) throw unknown;
+    await visibleOr(request, entry.triggerKey, unknown, retrying);
     return entry;
   };
 
@@ -297,20 +333,13 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
 
   app.get('/api/dead-letters/:id', async (request) => {
     const { id } = request.params as { id: string };
-    const entry = await entryOr404(id);
-    await access.require(request, {
-      verb: 'get',
-      resource: 'webhooktriggers',
-      namespace: entry.namespace,
-      name: nameOfKey(entry.triggerKey),
-    });
-    return shown(entry);
+    return shown(await entryOr404(request, id, false));
   });
 
   app.post('/api/dead-letters/:id/retry', async (request, reply) => {
     const { id } = request.params as { id: string };
     const allowRecreated = parseAllowRecreated(request.query);
-    const entry = await entryOr404(id);
+    const entry = await entryOr404(request, id, true);
     await mayRetry(request, entry.namespace, nameOfKey(entry.triggerKey));
     const execution = await retryEntry(entry, allowRecreated);
     options.retried?.(1);
@@ -458,8 +487,10 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       header === undefined
         ? undefined
         : parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header);
+    const unknown = new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
     const original = await engine.get(id);
-    if (!original) throw new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
+    if (!original) throw unknown;
+    await visibleOr(request, original.triggerKey, unknown, true);
     await mayRetry(request, namespaceOfKey(original.triggerKey), nameOfKey(original.triggerKey));
     if (key !== undefined) return replayOnce(reply, original, allowRecreated, key);
     const plan = await planReplay(options, original, { allowRecreated });
