@@ -4,7 +4,14 @@
 // followed live, on a desktop and a phone-width screen. Screenshots are kept in
 // test-results/.
 import { mkdir } from 'node:fs/promises';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import {
+  chromium,
+  type Browser,
+  type BrowserContext,
+  type Page,
+  type Request,
+  type Route,
+} from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DirectorySource } from '../../operator/sources/directory.ts';
 import { startRuntime, type TestRuntime } from '../support/gateway.ts';
@@ -321,6 +328,82 @@ describe.skipIf(skip)('Flow Management in Chromium', () => {
     await page.waitForSelector('#retry-dead:not([hidden])');
     await page.click('#retry-dead');
     await expect.poll(() => page.textContent('#problem')).toContain('Retry refused');
+  }, 60_000);
+
+  it('Replay and Retry are disabled while in flight: a double click sends one request, a replay carries an Idempotency-Key, and one clicked again after a lost answer starts nothing new', async () => {
+    await open('ingest');
+    await page.click('#send-test');
+    await page.waitForSelector('#test-response:not([hidden])');
+    await page.locator('#executions tbody tr').first().getByRole('button').click();
+    await page.waitForSelector('#run-log li');
+    const original = ((await page.textContent('#run-title')) ?? '').split(' · ')[1] ?? '';
+    expect(original).not.toBe('');
+    const replaysOf = async () => {
+      const res = await fetch(`${admin}/api/executions?limit=1000`);
+      const { items } = (await res.json()) as { items: { id: string; replayOf?: string }[] };
+      return items.filter((e) => e.replayOf === original).map((e) => e.id);
+    };
+    /** The POSTs sent, by the path's last segment, with their Idempotency-Key. */
+    const sent: { action: string; key: string | undefined }[] = [];
+    const onRequest = (request: Request) => {
+      if (request.method() !== 'POST') return;
+      const action = new URL(request.url()).pathname.split('/').pop() ?? '';
+      if (action === 'replay' || action === 'retry')
+        sent.push({ action, key: request.headers()['idempotency-key'] });
+    };
+    page.on('request', onRequest);
+    // Answers a little late, so that the second click lands while the first is in flight.
+    const late = async (route: Route) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await route.continue();
+    };
+    try {
+      await page.route('**/api/executions/*/replay', late);
+      await page.dblclick('#replay');
+      await expect.poll(() => page.textContent('#run-summary')).toContain(`replay of ${original}`);
+      expect(sent).toEqual([{ action: 'replay', key: expect.stringMatching(/^[0-9a-f]{32}$/) }]);
+      expect(await replaysOf()).toHaveLength(1);
+      expect(await page.isEnabled('#replay')).toBe(true);
+      await page.unroute('**/api/executions/*/replay', late);
+
+      // A replay that reached the server but whose answer was lost: clicked again, it
+      // sends the same key and is answered with the execution it started.
+      await page.locator('#executions tbody tr', { hasText: original }).getByRole('button').click();
+      await expect.poll(() => page.textContent('#run-title')).toContain(original);
+      const lost = async (route: Route) => {
+        await route.fetch();
+        await route.abort('connectionreset');
+      };
+      await page.route('**/api/executions/*/replay', lost);
+      await page.click('#replay');
+      await expect.poll(() => page.textContent('#problem')).toContain('Replay refused');
+      expect(await replaysOf()).toHaveLength(2);
+      await page.unroute('**/api/executions/*/replay', lost);
+      await page.click('#replay');
+      await expect.poll(() => page.textContent('#run-summary')).toContain(`replay of ${original}`);
+      expect(await replaysOf()).toHaveLength(2);
+      const keys = sent.map((s) => s.key);
+      expect(keys[1]).not.toBe(keys[0]);
+      expect(keys[2]).toBe(keys[1]);
+
+      // Retry: a double click sends one retry (the second was refused: already retried).
+      await open('doomed');
+      await page.click('#send-test');
+      await page.waitForSelector('#test-response:not([hidden])');
+      await page.locator('#executions tbody tr').first().getByRole('button').click();
+      await expect.poll(() => page.isVisible('#retry-dead'), { timeout: 10_000 }).toBe(true);
+      await page.route('**/api/dead-letters/*/retry', late);
+      sent.length = 0;
+      await page.dblclick('#retry-dead');
+      await expect.poll(() => page.textContent('#run-summary')).toContain('replay of');
+      expect(sent).toEqual([{ action: 'retry', key: undefined }]);
+      expect(await page.isHidden('#problem')).toBe(true);
+      await page.unroute('**/api/dead-letters/*/retry', late);
+    } finally {
+      page.off('request', onRequest);
+      await page.unrouteAll();
+      await page.evaluate(() => document.getElementById('problem')?.setAttribute('hidden', ''));
+    }
   }, 60_000);
 
   it('Automatic IO learning: the schemas proposed from test traffic, the block to accept, samples forgotten', async () => {

@@ -59,11 +59,12 @@ export class ApiError extends Error {
 
 /**
  * @param {string} url
- * @param {{ method?: string, body?: unknown }} [options]
+ * @param {{ method?: string, body?: unknown, headers?: Record<string, string> }} [options]
+ *   `headers`: sent besides accept, content-type and the token (an Idempotency-Key)
  */
 export async function requestJson(url, options = {}) {
   /** @type {Record<string, string>} */
-  const headers = { accept: 'application/json', ...authorization() };
+  const headers = { ...options.headers, accept: 'application/json', ...authorization() };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(url, {
     method: options.method ?? 'GET',

@@ -35,7 +35,25 @@ const state = {
   /** @type {Trigger | null} */ trigger: null,
   /** @type {AuthorizedEventSource | null} */ run: null,
   /** @type {string | null} */ runId: null,
+  /** A Replay or Retry in flight: both buttons are disabled until it is answered. */
+  rerunning: false,
+  /**
+   * The Idempotency-Key of a replay sent without a 2xx answer (none came, or a refusal):
+   * the next click on that execution's Replay sends it again, so that a replay which
+   * started although its answer was lost is answered again rather than run twice.
+   * @type {{ id: string, key: string } | null}
+   */
+  replayKey: null,
 };
+
+/** The Replay and Retry buttons of the execution log. */
+const RUN_ACTIONS = ['replay', 'retry-dead'];
+
+/** A new Idempotency-Key: 128 random bits (getRandomValues also works over plain HTTP). */
+function newIdempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
 
 const errorText = (/** @type {unknown} */ error) =>
   error instanceof Error ? error.message : String(error);
@@ -598,24 +616,41 @@ function closeRun(forget = true) {
 
 /**
  * Replay (any execution) or retry out of the dead-letter list: a new execution linked
- * to this one, through the trigger as it is now; its log opens.
+ * to this one, through the trigger as it is now; its log opens. Both buttons are
+ * disabled until the answer (a double click sent two: two replays); a replay carries
+ * an Idempotency-Key, new for each replay asked, the same again after one without a
+ * 2xx answer (state.replayKey). A retry needs none: its entry leaves the list, so a
+ * second one is refused.
  * @param {'replay' | 'retry'} action
  */
 async function rerun(action) {
   const id = state.runId;
-  if (!id) return;
+  if (!id || state.rerunning) return;
+  state.rerunning = true;
+  for (const button of RUN_ACTIONS) $(button).setAttribute('disabled', '');
+  /** @type {Record<string, string>} */
+  const headers = {};
+  if (action === 'replay') {
+    const key = state.replayKey?.id === id ? state.replayKey.key : newIdempotencyKey();
+    state.replayKey = { id, key };
+    headers['idempotency-key'] = key;
+  }
   const url =
     action === 'replay'
       ? `/api/executions/${encodeURIComponent(id)}/replay`
       : `/api/dead-letters/${encodeURIComponent(id)}/retry`;
   try {
-    const answer = await requestJson(url, { method: 'POST' });
+    const answer = await requestJson(url, { method: 'POST', headers });
+    if (action === 'replay') state.replayKey = null;
     showProblem();
     await loadExecutions();
     await openRun(answer.executionId);
     $('run-action-status').textContent = `${action === 'replay' ? 'Replay' : 'Retry'} of ${id}.`;
   } catch (error) {
     showProblem(`${action === 'replay' ? 'Replay' : 'Retry'} refused: ${errorText(error)}`);
+  } finally {
+    state.rerunning = false;
+    for (const button of RUN_ACTIONS) $(button).removeAttribute('disabled');
   }
 }
 
