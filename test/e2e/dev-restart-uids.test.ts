@@ -168,13 +168,14 @@ describe.skipIf(!redisAvailable())('hookgate dev with REDIS_URL, restarted', () 
     await startDev();
     restarted = true;
 
-    // Its dead letter is retried, and it is replayed, without allowRecreated.
-    const replayed = await admin(`/api/executions/${executionId}/replay`);
-    expect(replayed.statusCode, replayed.body).toBe(202);
+    // Its dead letter is retried, and it is replayed, without allowRecreated. (The
+    // retry first: a replay before it would take the entry, ADR 18 amended 2026-11-28.)
     const retried = await admin(`/api/dead-letters/${executionId}/retry`);
     expect(retried.statusCode, retried.body).toBe(202);
     expect(retried.json()).toMatchObject({ replayOf: executionId });
     expect(await listed(executionId)).toBe(404);
+    const replayed = await admin(`/api/executions/${executionId}/replay`);
+    expect(replayed.statusCode, replayed.body).toBe(202);
 
     // The callback of the run from before is sent, signed with the trigger's Secret.
     const delivered = await eventually(async () => {
