@@ -65,6 +65,9 @@ export async function replayCommand(argv: string[]): Promise<ExitCode> {
   }
   if (headers.get('idempotent-replayed') === 'true')
     console.error(`replayed before under Idempotency-Key ${key}: no new execution started`);
+  // Said where the id goes to stdout: a later `retry` of that dead letter finds nothing.
+  if (answer.deadLetter === 'taken' && values.output !== 'json')
+    console.error(`its dead-letter entry was taken: the replay stands for its retry`);
   if (values.output === 'json') console.log(JSON.stringify(answer, null, 2));
   else {
     const newId =

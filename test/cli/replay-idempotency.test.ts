@@ -73,6 +73,17 @@ describe('hookgate replay and its Idempotency-Key', { timeout: 120_000 }, () => 
     );
   });
 
+  it("a replay that took the execution's dead-letter entry says so, the id alone on stdout", async () => {
+    const { url } = await serve((_req, res) => {
+      res.writeHead(202, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ executionId: 'new-2', replayOf: 'old-2', deadLetter: 'taken' }));
+    });
+    const run = await hookgate(['replay', 'old-2'], { env: { HOOKGATE_SERVER: url } });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe('new-2\n');
+    expect(run.stderr).toBe('its dead-letter entry was taken: the replay stands for its retry\n');
+  });
+
   it('an answer the key had already: says no new execution started, prints its id', async () => {
     const { url } = await serve(accepted(true));
     const run = await hookgate(['replay', 'old-1', '--idempotency-key', 'k'], {
