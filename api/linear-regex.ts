@@ -59,9 +59,67 @@ function classMembers(units: Iterable<number>): string {
   return text;
 }
 
-/** The literal code unit an escape at `source[at]` (a backslash) stands for, and its length. */
-function escapedUnit(source: string, at: number): { unit: number | undefined; length: number } {
+/**
+ * Where an escape is read (Annex B, no u flag): in a character class `\b` is a backspace
+ * and a decimal escape is octal; outside, `\1`… up to the pattern's capture groups and
+ * `\k` (when a group is named) are backreferences.
+ */
+interface EscapeContext {
+  inClass: boolean;
+  groups: number;
+  named: boolean;
+}
+
+/** The capture groups of `source` (no u flag): their count, and whether one is named. */
+function captureGroups(source: string): { groups: number; named: boolean } {
+  let groups = 0;
+  let named = false;
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\\') i++;
+    else if (inClass) inClass = c !== ']';
+    else if (c === '[') inClass = true;
+    else if (c === '(' && source[i + 1] !== '?') groups++;
+    else if (c === '(' && source.startsWith('(?<', i) && !/[=!]/.test(source[i + 3] ?? '')) {
+      groups++;
+      named = true;
+    }
+  }
+  return { groups, named };
+}
+
+const CONTROL_ESCAPES: Readonly<Record<string, number>> = { f: 12, n: 10, r: 13, t: 9, v: 11 };
+
+/**
+ * The literal code unit an escape at `source[at]` (a backslash) stands for (undefined for
+ * a class escape, an assertion or a backreference, the same with or without /i), and its
+ * length. Annex B's identity escapes (`\N` is N, `\k` without a named group is k) and
+ * legacy octal escapes (`\101` is A) are letters too: /i matches their other cases.
+ */
+function escapedUnit(source: string, at: number, context: EscapeContext): EscapeRead {
   const kind = source[at + 1];
+  if (kind === undefined) return { unit: undefined, length: 1 };
+  if (kind === 'x' || kind === 'u' || kind === 'c') return codeEscape(source, at, context);
+  if (/[0-9]/.test(kind)) return decimalEscape(source, at, context);
+  if ('dDwWsS'.includes(kind)) return { unit: undefined, length: 2 };
+  if (kind === 'b') return { unit: context.inClass ? 8 : undefined, length: 2 };
+  if (kind === 'B' && !context.inClass) return { unit: undefined, length: 2 };
+  const control = CONTROL_ESCAPES[kind];
+  if (control !== undefined) return { unit: control, length: 2 };
+  if (kind === 'k' && context.named && !context.inClass) {
+    const close = source.indexOf('>', at);
+    return { unit: undefined, length: close < 0 ? 2 : close - at + 1 }; // a backreference
+  }
+  // An identity escape: the character itself.
+  return { unit: kind.charCodeAt(0), length: 2 };
+}
+
+type EscapeRead = { unit: number | undefined; length: number };
+
+/** `\xHH`, `\uHHHH` and `\cX`; `\x`, `\u` without their digits are the letters. */
+function codeEscape(source: string, at: number, context: EscapeContext): EscapeRead {
+  const kind = source[at + 1] as string;
   const hex = (n: number) => source.slice(at + 2, at + 2 + n);
   if (kind === 'x' && /^[0-9a-fA-F]{2}$/.test(hex(2))) {
     return { unit: parseInt(hex(2), 16), length: 4 };
@@ -69,14 +127,31 @@ function escapedUnit(source: string, at: number): { unit: number | undefined; le
   if (kind === 'u' && /^[0-9a-fA-F]{4}$/.test(hex(4))) {
     return { unit: parseInt(hex(4), 16), length: 6 };
   }
-  if (kind === 'c' && /^[a-zA-Z]$/.test(source[at + 2] ?? ''))
-    return { unit: undefined, length: 3 };
-  // \d, \w, \b… are the same with or without /i (no u flag); other escapes are taken as they are.
-  return { unit: undefined, length: kind === undefined ? 1 : 2 };
+  if (kind !== 'c') return { unit: kind.charCodeAt(0), length: 2 };
+  const letter = source[at + 2] ?? '';
+  if (/^[a-zA-Z]$/.test(letter) || (context.inClass && /^[0-9_]$/.test(letter)))
+    return { unit: letter.charCodeAt(0) % 32, length: 3 };
+  // A backslash and a c, read as they are.
+  return { unit: undefined, length: 2 };
+}
+
+/** `\1`…: a backreference (outside a class, up to the groups), else octal, else `\8`, `\9`. */
+function decimalEscape(source: string, at: number, context: EscapeContext): EscapeRead {
+  const digits = /^[0-9]+/.exec(source.slice(at + 1))?.[0] ?? '';
+  if (!context.inClass && !digits.startsWith('0') && Number(digits) <= context.groups)
+    return { unit: undefined, length: 1 + digits.length };
+  const octal = /^(?:[0-3][0-7][0-7]|[0-7][0-7]?)/.exec(digits)?.[0];
+  if (octal === undefined) return { unit: digits.charCodeAt(0), length: 2 };
+  return { unit: parseInt(octal, 8), length: 1 + octal.length };
 }
 
 /** A character class from `source[at]` ('['): its text with the other cases added. */
-function caselessClass(source: string, at: number): { text: string; end: number } {
+function caselessClass(
+  source: string,
+  at: number,
+  groups: { groups: number; named: boolean },
+): { text: string; end: number } {
+  const context: EscapeContext = { ...groups, inClass: true };
   let i = at + 1;
   if (source[i] === '^') i++;
   const extra: number[] = [];
@@ -85,7 +160,7 @@ function caselessClass(source: string, at: number): { text: string; end: number 
   while (i < source.length && source[i] !== ']') {
     let unit: number | undefined;
     let length = 1;
-    if (source[i] === '\\') ({ unit, length } = escapedUnit(source, i));
+    if (source[i] === '\\') ({ unit, length } = escapedUnit(source, i, context));
     else unit = source.charCodeAt(i);
     lastIsDash = source[i] === '-';
     // A range `previous-unit`: the other cases of every unit within it.
@@ -106,12 +181,14 @@ function caselessClass(source: string, at: number): { text: string; end: number 
 
 /** `source` (no u flag) rewritten to match, without /i, what it matches with /i. */
 export function caseless(source: string): string {
+  const groups = captureGroups(source);
+  const context: EscapeContext = { ...groups, inClass: false };
   let out = '';
   let i = 0;
   while (i < source.length) {
     const c = source[i] as string;
     if (c === '[') {
-      const cls = caselessClass(source, i);
+      const cls = caselessClass(source, i, groups);
       out += cls.text;
       i = cls.end;
       continue;
@@ -125,7 +202,7 @@ export function caseless(source: string): string {
     }
     let unit: number | undefined;
     let length = 1;
-    if (c === '\\') ({ unit, length } = escapedUnit(source, i));
+    if (c === '\\') ({ unit, length } = escapedUnit(source, i, context));
     else unit = source.charCodeAt(i);
     const cases = unit === undefined ? [] : casesOf(unit);
     out += cases.length > 0 ? `[${classMembers(cases)}]` : source.slice(i, i + length);

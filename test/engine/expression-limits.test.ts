@@ -119,6 +119,47 @@ describe('case-insensitive patterns, rewritten for the linear-time engine', () =
     );
   });
 
+  it('read escapes as /i reads them (identity escapes, legacy octal, escaped range ends)', () => {
+    // Annex B (no u flag): \N and \k (no named group) are the letters N and k; \101 is
+    // 'A'; \12 with fewer groups is octal; [\]-z] is the range ']'..'z' (A-Z under /i);
+    // [\b-z] the range backspace..'z' (the Kelvin sign under /i); \x4 is 'x' then '4'.
+    // Each one-character pattern against every code unit, the others against some words.
+    const oneUnit = [
+      '\\N',
+      '[\\N]',
+      '\\k',
+      '\\101',
+      '[\\101-\\132]',
+      '\\8',
+      '[\\]-z]',
+      '[\\.-z]',
+      '[\\b-z]',
+      '[\\B]',
+      '[\\t-z]',
+      '[\\0-z]',
+      '[^\\N]',
+    ];
+    const units = Array.from({ length: 0x10000 }, (_, u) => String.fromCharCode(u));
+    for (const pattern of oneUnit) {
+      const caseInsensitive = new RegExp(`^(?:${pattern})$`, 'i');
+      const rewritten = new RegExp(`^(?:${caseless(pattern)})$`);
+      const differ = units.filter((s) => caseInsensitive.test(s) !== rewritten.test(s));
+      expect({ pattern, differ: differ.slice(0, 4) }).toEqual({ pattern, differ: [] });
+    }
+    const words = ['zp', 'ZP', 'x4', 'X4', 'ue', 'Ue', 'a\n', 'A\n', 'aa', 'Aa'];
+    for (const pattern of ['\\Z\\p', '\\x4', '\\u00e', '(a)\\12']) {
+      const caseInsensitive = new RegExp(`^(?:${pattern})$`, 'i');
+      const rewritten = new RegExp(`^(?:${caseless(pattern)})$`);
+      expect({ pattern, matched: words.filter((w) => rewritten.test(w)) }).toEqual({
+        pattern,
+        matched: words.filter((w) => caseInsensitive.test(w)),
+      });
+    }
+    // Backreferences stay as they are: the linear-time engine refuses them.
+    expect(caseless('(a)\\1')).toBe('([\\u0041\\u0061])\\1');
+    expect(caseless('(?<n>a)\\k<n>')).toBe('(?<n>[\\u0041\\u0061])\\k<n>');
+  });
+
   it('leave group names, control escapes and class escapes as they are', () => {
     expect(caseless('(?<Name>x)\\cJ\\w')).toBe('(?<Name>[\\u0058\\u0078])\\cJ\\w');
   });
