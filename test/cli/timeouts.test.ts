@@ -119,6 +119,23 @@ describe('client timeouts', { timeout: 120_000 }, () => {
     ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--request-timeout must be a duration such as 30s, 2m or 1h');
+    // Past what a timer can wait (2^31 - 1 ms, about 596 h), Node fires it after 1 ms:
+    // such a value is refused, rather than every call timing out at once.
+    const slow = await serve((_req, res) => {
+      setTimeout(() => res.end('{"items": []}'), 200);
+    });
+    const huge = await Promise.all([
+      hookgate(['get', 'executions', '--server', slow, '--request-timeout', '1000h']),
+      hookgate(['get', 'executions', '--server', slow, '--request-timeout', '3000000']),
+      hookgate(['events', 'default/orders', '--server', slow, '--timeout', '999h']),
+    ]);
+    for (const run of huge) {
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(/(--request-timeout|--timeout) is at most 596h/);
+    }
+    expect(new AdminClient({ server, 'request-timeout': '596h' }, {}).timeoutMs).toBe(
+      2_145_600_000,
+    );
     const { TEST_TIMEOUT_MS } = await import('../../cli/commands/test.ts');
     expect(TEST_TIMEOUT_MS).toBe(120_000);
   });
