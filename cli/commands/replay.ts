@@ -58,7 +58,7 @@ export async function replayCommand(argv: string[]): Promise<ExitCode> {
     if (err instanceof CliError && err.exitCode === EXIT.unreachable) {
       throw new CliError(
         EXIT.unreachable,
-        `${err.message}\nThe replay may have started. To retry without starting it twice: hookgate replay ${id}${values['allow-recreated'] ? ' --allow-recreated' : ''} --idempotency-key ${key}`,
+        `${err.message}\nThe replay may have started. To retry without starting it twice: hookgate replay ${shellWord(id)}${values['allow-recreated'] ? ' --allow-recreated' : ''} --idempotency-key ${shellWord(key)}`,
       );
     }
     throw err;
@@ -75,4 +75,14 @@ export async function replayCommand(argv: string[]): Promise<ExitCode> {
     console.log(typeof newId === 'string' ? newId : JSON.stringify(answer));
   }
   return EXIT.ok;
+}
+
+/**
+ * `word` as a POSIX shell reads it back: as it is when it holds nothing the shell
+ * interprets, else single-quoted (a key may hold any visible ASCII: `;`, `$(…)`, quotes),
+ * so that the retry command printed can be pasted as it is.
+ */
+export function shellWord(word: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replaceAll("'", "'\\''")}'`;
 }

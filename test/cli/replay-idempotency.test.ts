@@ -84,6 +84,16 @@ describe('hookgate replay and its Idempotency-Key', { timeout: 120_000 }, () => 
     expect(run.stderr).toBe('its dead-letter entry was taken: the replay stands for its retry\n');
   });
 
+  it('the retry command quotes a key or an id the shell would read otherwise', async () => {
+    const { url } = await serve(() => undefined);
+    const run = await hookgate(
+      ['replay', 'old 1', '--idempotency-key', "it's;$(id)", '--request-timeout', '1s'],
+      { env: { HOOKGATE_SERVER: url } },
+    );
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain(`hookgate replay 'old 1' --idempotency-key 'it'\\''s;$(id)'`);
+  });
+
   it('an answer the key had already: says no new execution started, prints its id', async () => {
     const { url } = await serve(accepted(true));
     const run = await hookgate(['replay', 'old-1', '--idempotency-key', 'k'], {
