@@ -346,22 +346,38 @@ function adminProblems(
 export function redisUrlProblems(url: string | undefined): string[] {
   if (url === undefined || isClusterUrl(url)) return [];
   const bad = (why: string) => [`REDIS_URL ${JSON.stringify(redactedUrl(url))} ${why}`];
+  // The client read a URL without `scheme://` as redis://<it>: say what to write now.
+  const readAsRedis = !/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !url.startsWith('/');
+  const instead = readAsRedis ? `; write redis://${redactedUrl(url)}` : '';
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return bad('is not a URL (redis://host:port, rediss://host:port or redis+cluster://…)');
+    return bad(
+      `is not a URL (redis://host:port, rediss://host:port or redis+cluster://…)${instead}`,
+    );
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
-    return bad('must start with redis://, rediss:// or redis+cluster://');
-  if (!parsed.hostname) return bad('names no host');
+    return bad(`must start with redis://, rediss:// or redis+cluster://${instead}`);
+  if (!parsed.hostname) return bad(`names no host${instead}`);
   if (!/^\/?(\d+)?$/.test(parsed.pathname)) return bad('names a database that is not a number');
   return [];
 }
 
-/** A Redis URL without its password, for a message. */
+/**
+ * A Redis URL without its password, for a message: everything between the scheme and
+ * the last `@` but a user name before a `:` (a password may hold `@` or `/`; a user
+ * info without `:` may be a password alone).
+ */
 function redactedUrl(url: string): string {
-  return url.replace(/^([a-z+]+:\/\/[^:/@]*:)[^@/]*@/i, '$1***@');
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0] ?? '';
+  const rest = url.slice(scheme.length);
+  const at = rest.lastIndexOf('@');
+  if (at < 0) return url;
+  const userinfo = rest.slice(0, at);
+  const colon = userinfo.indexOf(':');
+  const user = colon < 0 ? '' : `${userinfo.slice(0, colon)}:`;
+  return `${scheme}${user}***${rest.slice(at)}`;
 }
 
 /** HOOKGATE_TRUSTED_PROXIES as a list of entries (checked by trustedProxyProblems). */

@@ -225,6 +225,27 @@ describe('hookgate command line', () => {
     expect(result.stderr).toContain('Usage: hookgate <role>');
   });
 
+  it("REDIS_URL's password is never in its message, whatever it holds", () => {
+    for (const [url, shown] of [
+      ['redis://app:p@ss@127.0.0.1:6379/cache', 'redis://app:***@127.0.0.1:6379/cache'],
+      ['redis://:ab/cd@127.0.0.1:6379', 'redis://:***@127.0.0.1:6379'],
+      ['ftp://u:hunter2@x', 'ftp://u:***@x'],
+      ['rediss://only-a-secret@x/db', 'rediss://***@x/db'],
+    ] as const) {
+      const result = run(['worker'], { REDIS_URL: url });
+      expect(result.status).toBe(2);
+      expect(result.stderr).toContain(`REDIS_URL "${shown}"`);
+      for (const secret of ['p@ss', 'ss@127', 'ab/cd', 'hunter2', 'only-a-secret'])
+        expect(result.stderr).not.toContain(secret);
+    }
+  });
+
+  it('a REDIS_URL without its scheme (the client read it as redis://…) says what to write', () => {
+    const result = run(['worker'], { REDIS_URL: 'redis-master:6379' });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('write redis://redis-master:6379');
+  });
+
   it('a bad port is said once, as a port, not again as the base URL made of it', () => {
     const result = run(['dev'], { PORT: 'abc' });
     expect(result.status).toBe(2);
