@@ -345,21 +345,21 @@ function adminProblems(
  */
 export function redisUrlProblems(url: string | undefined): string[] {
   if (url === undefined || isClusterUrl(url)) return [];
+  // What the client takes as it is: a port alone, a Unix socket's path.
+  if (/^\d+$/.test(url) || (url.startsWith('/') && !url.startsWith('//'))) return [];
   const bad = (why: string) => [`REDIS_URL ${JSON.stringify(redactedUrl(url))} ${why}`];
-  // The client read a URL without `scheme://` as redis://<it>: say what to write now.
-  const readAsRedis = !/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !url.startsWith('/');
-  const instead = readAsRedis ? `; write redis://${redactedUrl(url)}` : '';
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
+  if (scheme !== undefined && scheme !== 'redis' && scheme !== 'rediss')
+    return bad('must start with redis://, rediss:// or redis+cluster://');
+  // Without a scheme (`redis-master:6379`, `//host`) the client reads redis://: so do we.
+  const asUrl = scheme ? url : url.startsWith('//') ? `redis:${url}` : `redis://${url}`;
   let parsed: URL;
   try {
-    parsed = new URL(url);
+    parsed = new URL(asUrl);
   } catch {
-    return bad(
-      `is not a URL (redis://host:port, rediss://host:port or redis+cluster://…)${instead}`,
-    );
+    return bad('is not a URL (redis://host:port, rediss://host:port or redis+cluster://…)');
   }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')
-    return bad(`must start with redis://, rediss:// or redis+cluster://${instead}`);
-  if (!parsed.hostname) return bad(`names no host${instead}`);
+  if (!parsed.hostname) return bad('names no host');
   if (!/^\/?(\d+)?$/.test(parsed.pathname)) return bad('names a database that is not a number');
   return [];
 }

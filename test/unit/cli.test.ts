@@ -2,6 +2,7 @@
 // before it connects to anything.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { redisUrlProblems } from '../../roles/settings.ts';
 import { describe, expect, it } from 'vitest';
 
 const cli = join(import.meta.dirname, '..', '..', 'roles', 'cli.ts');
@@ -143,7 +144,7 @@ describe('hookgate command line', () => {
       { REDIS_URL: 'redis://app:s3cret@127.0.0.1:6379/cache' },
       'REDIS_URL "redis://app:***@127.0.0.1:6379/cache" names a database that is not a number',
     ],
-    [['dev'], { REDIS_URL: 'localhost' }, 'REDIS_URL "localhost" is not a URL'],
+    [['dev'], { REDIS_URL: 'redis-master:6379/cache' }, 'names a database that is not a number'],
     // It failed the start with a stack (level 60), after the listeners were made.
     [
       ['dev'],
@@ -240,10 +241,18 @@ describe('hookgate command line', () => {
     }
   });
 
-  it('a REDIS_URL without its scheme (the client read it as redis://…) says what to write', () => {
-    const result = run(['worker'], { REDIS_URL: 'redis-master:6379' });
-    expect(result.status).toBe(2);
-    expect(result.stderr).toContain('write redis://redis-master:6379');
+  it('a REDIS_URL the client reads as it always did is taken: no scheme, a port, a socket path', () => {
+    for (const url of [
+      'redis-master:6379',
+      'localhost',
+      '//redis-master:6379/2',
+      '6379',
+      '/var/run/redis.sock',
+      'redis://[::1]:6379/0',
+      'rediss://user:p%40ss@redis.example.com:6380',
+    ]) {
+      expect(redisUrlProblems(url), url).toEqual([]);
+    }
   });
 
   it('a bad port is said once, as a port, not again as the base URL made of it', () => {
