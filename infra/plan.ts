@@ -626,9 +626,10 @@ function validateRedis<Url>(redis: RedisSource<Url>): string[] {
  * secret) with it once the value is known, which `pulumi preview` already is.
  */
 export function redisUrlProblem(url: string): string | undefined {
-  return /^rediss?:\/\/.+/.test(url)
+  // A Redis Cluster's seeds (redis+cluster://, rediss+cluster://) too, as the roles take them.
+  return /^rediss?(\+cluster)?:\/\/.+/.test(url)
     ? undefined
-    : 'redis.url must start with redis:// or rediss://';
+    : 'redis.url must start with redis://, rediss://, redis+cluster:// or rediss+cluster://';
 }
 
 function validateChartRedis(chart: ChartRedis): string[] {

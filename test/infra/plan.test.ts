@@ -438,8 +438,14 @@ describe('validateArgs', () => {
       'baseUrl "ftp://hooks.example.com" must use http or https',
       'trustedProxies: "10.0.0.0/33" is not a CIDR',
       'trustedProxies: "proxy" is not a CIDR',
-      'redis.url must start with redis:// or rediss://',
+      'redis.url must start with redis://, rediss://, redis+cluster:// or rediss+cluster://',
     ]);
+  });
+
+  it('takes a Redis Cluster URL, as the roles do', () => {
+    for (const url of ['redis+cluster://:pw@a:6379,b:6379', 'rediss+cluster://a:6379']) {
+      expect(validateArgs({ ...valid, redis: { url } }), url).toEqual([]);
+    }
   });
 
   it('refuses base URLs that are relative or carry credentials, a query or a fragment', () => {
