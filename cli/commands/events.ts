@@ -124,11 +124,14 @@ export async function eventsCommand(argv: string[]): Promise<ExitCode> {
   const timer = timeout === undefined ? undefined : setTimeout(stop, timeout);
   // Nothing at all (no event, no heartbeat) for --request-timeout: the server or the
   // network is gone without a word; reading on would wait forever.
+  // Never less than a heartbeat's period and a margin: a global HOOKGATE_REQUEST_TIMEOUT of
+  // 10 s read every quiet, healthy stream as a dead one.
+  const silenceMs = client.timeoutMs > 0 ? Math.max(client.timeoutMs, SILENCE_FLOOR_MS) : 0;
   const silence = new AbortController();
   let idleTimer: NodeJS.Timeout | undefined;
   const arrived = () => {
     clearTimeout(idleTimer);
-    if (client.timeoutMs > 0) idleTimer = setTimeout(() => silence.abort(), client.timeoutMs);
+    if (silenceMs > 0) idleTimer = setTimeout(() => silence.abort(), silenceMs);
   };
   let seen = 0;
   try {
@@ -156,7 +159,7 @@ export async function eventsCommand(argv: string[]): Promise<ExitCode> {
   } catch (err) {
     if (!abort.signal.aborted) {
       if (err instanceof CliError) throw err;
-      if (silence.signal.aborted) throw silent(client.timeoutMs);
+      if (silence.signal.aborted) throw silent(silenceMs);
       throw new CliError(EXIT.unreachable, `the event stream broke: ${(err as Error).message}`);
     }
   } finally {
@@ -167,6 +170,9 @@ export async function eventsCommand(argv: string[]): Promise<ExitCode> {
   }
   return EXIT.ok;
 }
+
+/** The server's heartbeat period (15 s) and 5 s for a slow network: the shortest silence read as gone. */
+const SILENCE_FLOOR_MS = 20_000;
 
 function silent(ms: number): CliError {
   return new CliError(

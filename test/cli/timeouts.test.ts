@@ -93,13 +93,15 @@ describe('client timeouts', { timeout: 120_000 }, () => {
     const [opening, quiet, alive] = await Promise.all([
       hookgate([...args, '--server', closed], { timeoutMs: 60_000 }),
       hookgate([...args, '--server', silent], { timeoutMs: 60_000 }),
-      // Longer than --request-timeout: the timeout is no bound on the whole stream.
-      hookgate([...args, '--server', beating, '--timeout', '3s'], { timeoutMs: 60_000 }),
+      // Longer than --request-timeout (and than its silence): no bound on the whole stream.
+      hookgate([...args, '--server', beating, '--timeout', '22s'], { timeoutMs: 60_000 }),
     ]);
     expect(opening.code).toBe(3);
     expect(opening.stderr).toContain('no answer from');
     expect(quiet.code).toBe(3);
-    expect(quiet.stderr).toContain('hookgate events: the event stream was silent for 1s');
+    // A silence is never read as gone before a heartbeat's period and a margin (20 s),
+    // whatever --request-timeout says: 1 s read a quiet, healthy stream as a dead one.
+    expect(quiet.stderr).toContain('hookgate events: the event stream was silent for 20s');
     expect(alive.stderr).not.toContain('silent');
     expect(alive.code).toBe(0);
   });
