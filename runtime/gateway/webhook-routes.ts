@@ -658,7 +658,6 @@ function requestSpan(
   return tracing.request({
     method: request.method,
     route: route.path,
-    path: pathOf(request.url),
     triggerNamespace: route.namespace,
     triggerName: route.name,
     workflowId: route.workflowId,

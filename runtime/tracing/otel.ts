@@ -72,6 +72,7 @@ import type {
   Tracing,
   TracingConfig,
 } from './tracing.ts';
+import { recordedPath } from './redaction.ts';
 
 /** hookgate's own attributes (no semantic convention names these). */
 export const HOOKGATE_ATTRIBUTES = {
@@ -431,7 +432,7 @@ export async function createOtelTracing(config: TracingConfig): Promise<Tracing>
           attributes: {
             [ATTR_HTTP_REQUEST_METHOD]: info.method,
             [ATTR_HTTP_ROUTE]: info.route,
-            [ATTR_URL_PATH]: info.path,
+            [ATTR_URL_PATH]: recordedPath(info.route),
             [HOOKGATE_ATTRIBUTES.triggerNamespace]: info.triggerNamespace,
             [HOOKGATE_ATTRIBUTES.triggerName]: info.triggerName,
             [HOOKGATE_ATTRIBUTES.workflowId]: info.workflowId,

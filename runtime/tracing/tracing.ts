@@ -63,10 +63,12 @@ export interface RequestSpan {
 
 export interface RequestInfo {
   method: string;
-  /** The route template, e.g. /webhook/shop_production_orders/ingest/:id */
+  /**
+   * The route template, e.g. /webhook/shop_production_orders/ingest/:id: the span's name
+   * and `http.route`, and its `url.path` with each parameter's value REDACTED (the path
+   * as requested is never recorded: a webhook path may carry the caller's token).
+   */
   route: string;
-  /** The path as requested, without the query. */
-  path: string;
   triggerNamespace: string;
   triggerName: string;
   workflowId: string;

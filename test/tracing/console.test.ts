@@ -15,7 +15,6 @@ const CALLER_SPAN = '00f067aa0ba902b7';
 const REQUEST = {
   method: 'POST',
   route: '/webhook/default_production_echo/default',
-  path: '/webhook/default_production_echo/default',
   triggerNamespace: 'default',
   triggerName: 'echo',
   workflowId: 'default_production_echo',

@@ -1,0 +1,151 @@
+// Traces without secrets in paths (ADR 0040, amended 2026-11-28 (day)): a webhook path's
+// parameter values (a caller's token, Slack-style /hooks/T000/B000/XXXX), the query, the
+// caller's headers and an unmatched path never reach a span; an http node's URL path
+// (where chat and bot webhooks put their token) neither, in url.full or in a failure's
+// status message; status messages are bounded.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOtelTracing } from '../../runtime/tracing/otel.ts';
+import type { Tracing } from '../../runtime/tracing/tracing.ts';
+import { eventually } from '../support/eventually.ts';
+import { one, traceOf, tracingConfig } from '../support/tracing.ts';
+import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { trigger, workflow } from '../support/manifests.ts';
+import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import { startReceiver } from '../support/receiver.ts';
+
+const wf = '/webhook/default_production_';
+/** In every value a caller or a workflow puts where a secret may be: never in a span. */
+const SECRET = 's3cr3t';
+
+describe('traces without secrets in paths', () => {
+  let otlp: OtlpReceiver;
+  let downstream: Awaited<ReturnType<typeof startReceiver>>;
+  let tracing: Tracing;
+  let rt: TestRuntime;
+  let base = '';
+
+  beforeAll(async () => {
+    otlp = await startOtlpReceiver();
+    downstream = await startReceiver((r) => (r.url.includes('boom') ? 503 : 200));
+    tracing = await createOtelTracing(tracingConfig(otlp.endpoint));
+    const outbound = { allow: [`127.0.0.1:${downstream.port}`] };
+    rt = await startRuntime({ engine: { outbound, tracing }, tracing });
+    await rt.apply(
+      'redaction.yaml',
+      [
+        workflow('echo'),
+        workflow('chat', {
+          nodes: [
+            {
+              id: 'post',
+              type: 'http',
+              // A chat service's incoming webhook: the token is the path.
+              request: { method: 'POST', url: `${downstream.url}/services/T000/B000/${SECRET}-ok` },
+            },
+          ],
+        }),
+        workflow('chatdown', {
+          nodes: [
+            {
+              id: 'post',
+              type: 'http',
+              request: { method: 'POST', url: `${downstream.url}/bot${SECRET}-boom/sendMessage` },
+            },
+          ],
+        }),
+        workflow('says', {
+          nodes: [
+            // A fail node's message is the workflow's, from the caller's input.
+            { id: 'stop', type: 'fail', expression: 'body.why', statusCode: 422 },
+          ],
+        }),
+        trigger('hooks', {
+          workflowRef: { name: 'echo' },
+          pathSegment: 'hooks/:team/:bot/:token',
+          response: { mode: 'waitForCompletion' },
+        }),
+        trigger('chat', {
+          workflowRef: { name: 'chat' },
+          pathSegment: 'chat',
+          response: { mode: 'waitForCompletion' },
+        }),
+        trigger('chatdown', {
+          workflowRef: { name: 'chatdown' },
+          pathSegment: 'chatdown',
+          response: { mode: 'waitForCompletion' },
+        }),
+        trigger('says', {
+          workflowRef: { name: 'says' },
+          pathSegment: 'says',
+          response: { mode: 'waitForCompletion' },
+        }),
+      ],
+      ['hooks', 'chat', 'chatdown', 'says'],
+    );
+    base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+  }, 30_000);
+  afterAll(async () => {
+    await rt?.stop();
+    await tracing?.shutdown(2000);
+    await downstream?.close();
+    await otlp?.close();
+  });
+
+  const send = (path: string, init: RequestInit = {}) =>
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      ...init,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': `agent-${SECRET}`,
+        ...(init.headers as Record<string, string> | undefined),
+      },
+      body: init.body ?? '{"n":1}',
+    });
+  const serverSpanOf = (name: string, status: number) =>
+    traceOf(
+      otlp,
+      (s) =>
+        s.kind === SPAN_KIND.server &&
+        s.attributes['hookgate.trigger.name'] === name &&
+        s.attributes['http.response.status_code'] === status,
+      1,
+    ).then((spans) => one(spans, (s) => s.kind === SPAN_KIND.server));
+
+  it("a request's url.path has its parameters' values REDACTED; no attribute carries the path or the query", async () => {
+    const res = await send(`${wf}echo/hooks/T000/B000/${SECRET}-token?sig=${SECRET}-query`);
+    expect(res.status).toBe(200);
+    const server = await serverSpanOf('hooks', 200);
+    expect(server.name).toBe(`POST ${wf}echo/hooks/:team/:bot/:token`);
+    expect(server.attributes).toMatchObject({
+      'http.route': `${wf}echo/hooks/:team/:bot/:token`,
+      'url.path': `${wf}echo/hooks/REDACTED/REDACTED/REDACTED`,
+    });
+    expect(JSON.stringify(server)).not.toContain(SECRET);
+    expect(JSON.stringify(server)).not.toContain('T000');
+  });
+
+  it('a refused request (405) on such a path: the same redacted path', async () => {
+    const res = await send(`${wf}echo/hooks/T000/B000/${SECRET}-refused`, { method: 'PUT' });
+    expect(res.status).toBe(405);
+    const server = await serverSpanOf('hooks', 405);
+    expect(server.attributes['url.path']).toBe(`${wf}echo/hooks/REDACTED/REDACTED/REDACTED`);
+    expect(JSON.stringify(server)).not.toContain(SECRET);
+  });
+
+  it('an unmatched path (404, 414): no span records it, whatever its length', async () => {
+    expect((await send(`${wf}echo/nowhere/${SECRET}-unmatched?k=${SECRET}`)).status).toBe(404);
+    expect((await send(`${wf}echo/hooks/a/b/${SECRET}${'x'.repeat(600)}`)).status).toBe(414);
+    // A request after them, whose span is exported after theirs would have been.
+    const before = otlp.spans.length;
+    expect((await send(`${wf}echo/hooks/a/b/c`)).status).toBe(200);
+    await eventually(() => {
+      const later = otlp.spans.slice(before);
+      expect(later.some((s) => s.attributes['hookgate.trigger.name'] === 'hooks')).toBe(true);
+    });
+    const all = JSON.stringify(otlp.spans);
+    expect(all).not.toContain('unmatched');
+    expect(all).not.toContain('nowhere');
+    expect(all).not.toContain('x'.repeat(100));
+  });
+});
