@@ -72,7 +72,7 @@ import type {
   Tracing,
   TracingConfig,
 } from './tracing.ts';
-import { recordedPath } from './redaction.ts';
+import { recordedPath, recordedUrl } from './redaction.ts';
 
 /** hookgate's own attributes (no semantic convention names these). */
 export const HOOKGATE_ATTRIBUTES = {
@@ -234,14 +234,11 @@ function logExporter(logSpan: (span: LoggedSpan) => void): SpanExporter {
   };
 }
 
-/** What stands for a path that is not recorded (OpenTelemetry's word for redacted parts). */
-const REDACTED = 'REDACTED';
-
 /**
- * The destination as recorded: no credentials, query or fragment. A callback's path
- * neither: the caller's URL is redacted everywhere else (the stored request, the live
- * stream, the dead-letter list) as it often carries the receiver's token, in the path
- * too (`/hooks/<token>`); its origin says where the result went.
+ * The destination as recorded: origin only, the path `/REDACTED` (redaction.ts), for
+ * every purpose. A callback's URL is the caller's, redacted everywhere else; an http
+ * node's is where chat and bot webhooks put their token (/services/T/B/<token>,
+ * /bot<token>/sendMessage). The node span above the CLIENT span says which call it was.
  */
 function outboundAttributes(info: OutboundInfo): Attributes {
   const attributes: Attributes = {
@@ -249,21 +246,13 @@ function outboundAttributes(info: OutboundInfo): Attributes {
     [HOOKGATE_ATTRIBUTES.purpose]: info.purpose,
   };
   if (info.attempt > 1) attributes[ATTR_HTTP_REQUEST_RESEND_COUNT] = info.attempt - 1;
-  try {
-    const url = new URL(info.url);
-    const path =
-      info.purpose === 'callback' && url.pathname !== '/' ? `/${REDACTED}` : url.pathname;
-    attributes[ATTR_URL_FULL] = `${url.protocol}//${url.host}${path}`;
-    attributes[ATTR_URL_SCHEME] = url.protocol.slice(0, -1);
-    attributes[ATTR_SERVER_ADDRESS] = url.hostname;
-    attributes[ATTR_SERVER_PORT] = url.port
-      ? Number(url.port)
-      : url.protocol === 'https:'
-        ? 443
-        : 80;
-  } catch {
-    // An unparsable URL is refused by the outbound policy; the span says which method.
-  }
+  const url = URL.parse(info.url);
+  // An unparsable URL is refused by the outbound policy; the span says which method.
+  if (url === null) return attributes;
+  attributes[ATTR_URL_FULL] = recordedUrl(info.url);
+  attributes[ATTR_URL_SCHEME] = url.protocol.slice(0, -1);
+  attributes[ATTR_SERVER_ADDRESS] = url.hostname;
+  attributes[ATTR_SERVER_PORT] = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
   return attributes;
 }
 

@@ -31,7 +31,7 @@ export interface TraceSpan {
 
 export interface OutboundInfo {
   method: string;
-  /** The destination; recorded without its query, fragment and credentials (a callback's without its path). */
+  /** The destination; recorded as its origin and `/REDACTED` (redaction.ts recordedUrl). */
   url: string;
   /** What sends it. */
   purpose: 'http-node' | 'callback';

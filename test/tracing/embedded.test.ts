@@ -146,7 +146,7 @@ describe('tracing in the embedded server', () => {
     expect(client.attributes).toMatchObject({
       'http.request.method': 'POST',
       'http.response.status_code': 200,
-      'url.full': `${downstream.url}/ok`,
+      'url.full': `${downstream.url}/REDACTED`,
       'server.address': '127.0.0.1',
       'hookgate.outbound.purpose': 'http-node',
     });

@@ -123,7 +123,7 @@ describe('OTLP/HTTP protobuf export', () => {
     expect(client.attributes).toMatchObject({
       'http.request.method': 'POST',
       'http.response.status_code': 200,
-      'url.full': `${downstream.url}/ok`,
+      'url.full': `${downstream.url}/REDACTED`,
       'server.port': downstream.port,
       'hookgate.outbound.purpose': 'http-node',
     });

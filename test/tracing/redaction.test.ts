@@ -148,4 +148,28 @@ describe('traces without secrets in paths', () => {
     expect(all).not.toContain('nowhere');
     expect(all).not.toContain('x'.repeat(100));
   });
+
+  it("an http node's CLIENT span: url.full is the origin and /REDACTED, server.address and port stay", async () => {
+    const res = await send(`${wf}chat/chat`);
+    expect(res.status).toBe(200);
+    const spans = await traceOf(
+      otlp,
+      (s) => s.kind === SPAN_KIND.server && s.attributes['hookgate.trigger.name'] === 'chat',
+      4,
+    );
+    const client = one(spans, (s) => s.kind === SPAN_KIND.client);
+    expect(client.attributes).toMatchObject({
+      'url.full': `${downstream.url}/REDACTED`,
+      'server.address': '127.0.0.1',
+      'server.port': downstream.port,
+      'http.response.status_code': 200,
+      'hookgate.outbound.purpose': 'http-node',
+    });
+    expect(JSON.stringify(spans)).not.toContain(SECRET);
+    expect(JSON.stringify(spans)).not.toContain('T000');
+    // The call itself went to the whole URL.
+    expect(downstream.received.some((r) => r.url === `/services/T000/B000/${SECRET}-ok`)).toBe(
+      true,
+    );
+  });
 });
