@@ -72,7 +72,7 @@ import type {
   Tracing,
   TracingConfig,
 } from './tracing.ts';
-import { recordedPath, recordedUrl } from './redaction.ts';
+import { recordedMessage, recordedPath, recordedUrl } from './redaction.ts';
 
 /** hookgate's own attributes (no semantic convention names these). */
 export const HOOKGATE_ATTRIBUTES = {
@@ -267,7 +267,9 @@ class OtelSpan implements TraceSpan {
   }
 
   fail(message: string, errorType = 'error'): void {
-    this.span.setStatus({ code: SpanStatusCode.ERROR, message });
+    // A failure's message may quote a URL (an http node's, a callback's refused one) or
+    // carry the caller's input (a fail node's): URLs as origins, bounded (redaction.ts).
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message: recordedMessage(message) });
     this.span.setAttribute(ATTR_ERROR_TYPE, errorType);
   }
 

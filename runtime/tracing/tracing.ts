@@ -18,7 +18,11 @@ export interface TraceCarrier {
 
 /** A span in progress. Ending it twice is harmless. */
 export interface TraceSpan {
-  /** The span failed (status ERROR): its description and the error's class. */
+  /**
+   * The span failed (status ERROR): its description and the error's class. The
+   * description is recorded with each URL in it as its origin and `/REDACTED`, cut to
+   * 256 characters (redaction.ts recordedMessage).
+   */
   fail(message: string, errorType?: string): void;
   end(): void;
   /** This span as the parent of work elsewhere; undefined when its context is not valid. */

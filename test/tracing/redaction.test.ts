@@ -172,4 +172,40 @@ describe('traces without secrets in paths', () => {
       true,
     );
   });
+
+  it("a failed http node: the node's and the execution's status messages name the call's origin, not its path", async () => {
+    const res = await send(`${wf}chatdown/chatdown`);
+    expect(res.status).toBe(500);
+    const spans = await traceOf(
+      otlp,
+      (s) => s.kind === SPAN_KIND.server && s.attributes['hookgate.trigger.name'] === 'chatdown',
+      4,
+    );
+    const node = one(spans, (s) => s.name === 'http post');
+    expect(node.status.message).toBe(
+      `node 'post' failed: POST ${downstream.url}/REDACTED answered 503`,
+    );
+    const execution = one(spans, (s) => s.name === 'execute default_production_chatdown');
+    expect(execution.status.message).toBe(node.status.message);
+    expect(JSON.stringify(spans)).not.toContain(SECRET);
+  });
+
+  it("a fail node's message from the caller's input: URLs in it as origins, at most 256 characters", async () => {
+    const why = `see https://user:pw@hooks.example/T000/${SECRET}?k=${SECRET} and 'http://a b/${SECRET}' ${'y'.repeat(3000)}`;
+    const res = await send(`${wf}says/says`, { body: JSON.stringify({ why }) });
+    expect(res.status).toBe(422);
+    const spans = await traceOf(
+      otlp,
+      (s) => s.kind === SPAN_KIND.server && s.attributes['hookgate.trigger.name'] === 'says',
+      3,
+    );
+    const node = one(spans, (s) => s.name === 'fail stop');
+    expect(node.status.message).toMatch(
+      /^see https:\/\/hooks\.example\/REDACTED and 'http:\/\/a\/REDACTED' y+…$/,
+    );
+    expect(node.status.message?.length).toBe(256);
+    const execution = one(spans, (s) => s.name === 'execute default_production_says');
+    expect(execution.status.message?.length).toBeLessThanOrEqual(256);
+    expect(JSON.stringify(spans)).not.toContain(SECRET);
+  });
 });
