@@ -357,16 +357,21 @@ export class OutboundGuard implements OutboundTarget {
 
 /**
  * A URL as a refusal or a failure may quote it (the reason reaches the record, the log,
- * the trace and a waiting caller's problem): without what may carry a secret, its query,
- * fragment and user info, and at most 120 characters.
+ * the trace, a callback's body and a waiting caller's problem, whoever that caller is):
+ * its scheme and host only, `/…` for a path, without what may carry a secret: the path
+ * (chat and bot webhooks put their token there: `/bot<token>/sendMessage`), query,
+ * fragment and user info; at most 120 characters. The node id beside it, and the URL in
+ * the Workflow, say which call it was.
  */
 export function shownUrl(target: string): string {
-  let shown = target.split(/[?#]/, 1)[0] as string;
+  const shown = target.split(/[?#]/, 1)[0] as string;
   const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(shown)?.[0] ?? '';
   const rest = shown.slice(scheme.length);
   const slash = rest.indexOf('/');
-  const authority = slash === -1 ? rest : rest.slice(0, slash);
+  let authority = slash === -1 ? rest : rest.slice(0, slash);
   const at = authority.lastIndexOf('@');
-  if (at !== -1) shown = scheme + '…@' + rest.slice(at + 1);
-  return shown.length > 120 ? `${shown.slice(0, 120)}…` : shown;
+  if (at !== -1) authority = `…@${authority.slice(at + 1)}`;
+  const path = slash === -1 ? '' : rest.slice(slash);
+  const quoted = scheme + authority + (path.length > 1 ? '/…' : path);
+  return quoted.length > 120 ? `${quoted.slice(0, 120)}…` : quoted;
 }
