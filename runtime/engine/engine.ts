@@ -203,6 +203,7 @@ export class InProcessEngine implements ExecutionEngine {
       if (callbackOptions.guard) this.#owned.push(this.callbacks);
     }
     this.expressions = new ExpressionCache(options.expressions);
+    this.#owned.push(this.expressions);
     this.#newId = options.newId ?? (() => randomUUID());
     const { observer } = options;
     this.#observer = observer;

@@ -4,10 +4,16 @@
 // mappings go through a fast path that gives JSONata's answer without its evaluator
 // (expression-fast-path.ts). Regular expressions run on V8's linear-time engine (a
 // synchronous backtracking match is out of reach of the time limit): a pattern it
-// cannot run does not compile (../../api/linear-regex.ts).
+// cannot run does not compile (../../api/linear-regex.ts). What the fast path leaves
+// evaluates in this process (`inline`) or in a pool of worker threads bounded in
+// memory and time (`worker`, expression-pool.ts, ADR 0048): two adapters of one port.
 import jsonata from 'jsonata';
 import { LinearRegExp, nonLinearRegex } from '../../api/linear-regex.ts';
+import { ExpressionError } from './expression-error.ts';
 import { fastPathOf, UNDECIDED, type FastEvaluator } from './expression-fast-path.ts';
+import { ExpressionWorkerPool, type ExpressionPoolOptions } from './expression-pool.ts';
+
+export { ExpressionError, ExpressionLimitError } from './expression-error.ts';
 
 /** A compiled expression, and its fast path when it has one. */
 interface Compiled {
@@ -22,15 +28,63 @@ export interface ExpressionLimits {
   maxDepth?: number;
   /** Workflow generations whose compiled expressions are kept, default 512 (LRU). */
   maxGenerations?: number;
+  /**
+   * Where JSONata evaluates what the fast path leaves: `inline` (this process; functions
+   * registered on a compiled expression work) or `worker` (a pool of worker threads,
+   * each evaluation bounded in memory and time). Default: HOOKGATE_EXPRESSION_ISOLATION,
+   * else `inline` (ADR 0048).
+   */
+  isolation?: ExpressionIsolation;
+  /** The worker pool's size and heap limits (isolation `worker`). */
+  pool?: ExpressionPoolOptions;
 }
 
-export class ExpressionError extends Error {
-  readonly code: string | undefined;
-  constructor(message: string, code?: string) {
-    super(message);
-    this.name = 'ExpressionError';
-    this.code = code;
-  }
+export type ExpressionIsolation = 'inline' | 'worker';
+
+/** HOOKGATE_EXPRESSION_ISOLATION (`inline` or `worker`), default `inline`. */
+export function isolationFromEnv(
+  raw = process.env.HOOKGATE_EXPRESSION_ISOLATION,
+): ExpressionIsolation {
+  if (raw === undefined || raw === '' || raw === 'inline') return 'inline';
+  if (raw === 'worker') return 'worker';
+  throw new Error(`HOOKGATE_EXPRESSION_ISOLATION must be inline or worker, not '${raw}'`);
+}
+
+/** The port of JSONata's evaluation (what the fast path leaves). */
+interface JsonataEvaluator {
+  evaluate(
+    compiled: Compiled,
+    source: string,
+    input: unknown,
+    bindings: Record<string, unknown>,
+  ): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/** In this process, on the compiled expression (registered functions included). */
+const inlineEvaluator: JsonataEvaluator = {
+  evaluate(compiled, _source, input, bindings) {
+    // JSONata's promise is handed on, not wrapped in another one.
+    return (compiled.expression.evaluate(input, bindings) as Promise<unknown>).then(
+      undefined,
+      (error) => {
+        throw wrap(error, 'expression failed');
+      },
+    );
+  },
+  close: () => Promise.resolve(),
+};
+
+/** In a worker thread of the pool (compiled there again, once per worker). */
+function workerEvaluator(
+  pool: ExpressionWorkerPool,
+  limits: { timeoutMs: number; maxDepth: number },
+): JsonataEvaluator {
+  return {
+    evaluate: (_compiled, source, input, bindings) =>
+      pool.evaluate(source, input, bindings, limits),
+    close: () => pool.close(),
+  };
 }
 
 /** JSONata throws plain objects `{ code, message, position, token }`. */
@@ -52,11 +106,26 @@ export class ExpressionCache {
   readonly #timeoutMs: number;
   readonly #maxDepth: number;
   readonly #maxGenerations: number;
+  readonly #jsonata: JsonataEvaluator;
+  readonly isolation: ExpressionIsolation;
 
   constructor(limits: ExpressionLimits = {}) {
     this.#timeoutMs = limits.timeoutMs ?? 1000;
     this.#maxDepth = limits.maxDepth ?? 500;
     this.#maxGenerations = limits.maxGenerations ?? 512;
+    this.isolation = limits.isolation ?? isolationFromEnv();
+    this.#jsonata =
+      this.isolation === 'worker'
+        ? workerEvaluator(new ExpressionWorkerPool(limits.pool), {
+            timeoutMs: this.#timeoutMs,
+            maxDepth: this.#maxDepth,
+          })
+        : inlineEvaluator;
+  }
+
+  /** Ends the worker pool (isolation `worker`); evaluations waiting fail. */
+  close(): Promise<void> {
+    return this.#jsonata.close();
   }
 
   /** Compiled expression for `source` within one workflow generation (`scope`). */
@@ -125,13 +194,7 @@ export class ExpressionCache {
       const value = entry.fast(input, bindings);
       if (value !== UNDECIDED) return Promise.resolve(value);
     }
-    // Not an async function: JSONata's promise is handed on, not wrapped in another one.
-    return (entry.expression.evaluate(input, bindings) as Promise<unknown>).then(
-      undefined,
-      (error) => {
-        throw wrap(error, 'expression failed');
-      },
-    );
+    return this.#jsonata.evaluate(entry, source, input, bindings);
   }
 }
 

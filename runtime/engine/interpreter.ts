@@ -5,7 +5,7 @@ import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { isoTime } from '../time.ts';
 import type { EventStream } from './execution-events.ts';
 import { ExecutionFailure, MAX_FAILURE_MESSAGE } from './execution-failure.ts';
-import type { ExpressionCache } from './expressions.ts';
+import { ExpressionLimitError, type ExpressionCache } from './expressions.ts';
 import { withinRunTime, type NodeContext, type NodeLimits, type Step } from './nodes/context.ts';
 import { runNodeType } from './nodes/index.ts';
 import { OutboundRefusedError, type OutboundGuard, type OutboundTarget } from './outbound/guard.ts';
@@ -55,6 +55,16 @@ function nodeIndex(nodes: readonly WorkflowNode[]): Map<string, number> {
     nodeIndexes.set(nodes, index);
   }
   return index;
+}
+
+/**
+ * An error no error policy handles: an ExecutionFailure, shutdown, or an expression past
+ * the worker pool's memory or time bound (ADR 0048: retrying it would only do it again).
+ */
+function endsTheRun(error: unknown, signal: AbortSignal): boolean {
+  return (
+    error instanceof ExecutionFailure || error instanceof ExpressionLimitError || signal.aborted
+  );
 }
 
 /** One execution's run: what its nodes see, and the bindings of its expressions. */
@@ -212,9 +222,7 @@ export class Interpreter {
         this.#finish(ctx, run, started, 'succeeded', logged);
         return step;
       } catch (error) {
-        if (error instanceof ExecutionFailure || ctx.signal.aborted) {
-          return this.#stop(ctx, run, started, node, error);
-        }
+        if (endsTheRun(error, ctx.signal)) return this.#stop(ctx, run, started, node, error);
         lastError = error;
         // The policy refuses the same destination again: no point in retrying.
         if (error instanceof OutboundRefusedError) break;
@@ -259,16 +267,18 @@ export class Interpreter {
     const failure =
       error instanceof ExecutionFailure
         ? error
-        : error instanceof AbortedError || ctx.signal.aborted
-          ? new ExecutionFailure(`engine shut down during node '${node.id}'`, {
-              nodeId: node.id,
-              kind: 'shutdown',
-            })
-          : new ExecutionFailure(`node '${node.id}' failed: ${errorMessage(error)}`, {
-              nodeId: node.id,
-              kind: classifyNodeError(error),
-              ...(error instanceof OutboundRefusedError ? { code: OUTBOUND_REFUSED_CODE } : {}),
-            });
+        : error instanceof ExpressionLimitError
+          ? new ExecutionFailure(`node '${node.id}': ${error.message}`, { nodeId: node.id })
+          : error instanceof AbortedError || ctx.signal.aborted
+            ? new ExecutionFailure(`engine shut down during node '${node.id}'`, {
+                nodeId: node.id,
+                kind: 'shutdown',
+              })
+            : new ExecutionFailure(`node '${node.id}' failed: ${errorMessage(error)}`, {
+                nodeId: node.id,
+                kind: classifyNodeError(error),
+                ...(error instanceof OutboundRefusedError ? { code: OUTBOUND_REFUSED_CODE } : {}),
+              });
     if (failure.code === OUTBOUND_REFUSED_CODE) run.code = failure.code;
     this.#finish(ctx, run, started, 'failed', undefined, failure.message, failure.kind);
     throw failure;

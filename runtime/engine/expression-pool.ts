@@ -1,0 +1,335 @@
+// JSONata evaluations in a pool of worker threads (ADR 0048): each worker's heap is
+// bounded (resourceLimits), and each evaluation has a hard deadline. JSONata's own time
+// limit is checked between evaluation steps only, and one step can allocate without
+// bound (`$pad("", 4e8)`: 800 MB) or hold the thread: in the engine's process that is
+// every namespace's executions; here a worker past its memory or past the deadline is
+// ended and replaced, and only that evaluation fails. Input and bindings go to the
+// worker by structured clone with each call, the result comes back the same way. One
+// evaluation at a time per worker; calls wait in order for a free one.
+import { fork, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { ExpressionError, ExpressionLimitError } from './expression-error.ts';
+
+/** One evaluation, as the worker gets it. */
+export interface EvaluationCall {
+  id: number;
+  source: string;
+  input: unknown;
+  bindings: Record<string, unknown>;
+  timeoutMs: number;
+  maxDepth: number;
+  /** Largest result passed back, in bytes of its serialization. */
+  maxResultBytes: number;
+}
+
+/** The worker's answer: the value, or JSONata's error as data. */
+export type EvaluationAnswer =
+  | { id: number; value: unknown }
+  | { id: number; error: { message: string; code?: string; position?: number } };
+
+/**
+ * What runs the evaluations: `thread` (worker threads; Node's heap limit there is
+ * best-effort: some allocations abort the whole process, nodejs/node#47224) or `process`
+ * (child processes: a heap past its limit ends that process only).
+ */
+export type PoolTransport = 'thread' | 'process';
+
+export interface ExpressionPoolOptions {
+  /** Default `process` (ADR 0048). */
+  transport?: PoolTransport;
+  /** Worker threads, default os.availableParallelism(). */
+  size?: number;
+  /** Each worker's old-generation heap, MB (default 64). */
+  maxOldGenerationSizeMb?: number;
+  /** Each worker's young-generation heap, MB (default 16). */
+  maxYoungGenerationSizeMb?: number;
+  /**
+   * Largest result an evaluation may give, MB as structured clone carries it, roughly (default 16): a
+   * bigger one fails as past the memory limit rather than land in the engine's heap.
+   */
+  maxResultMb?: number;
+  /**
+   * Added to an expression's time limit for the hard deadline, ms (default 100): JSONata's
+   * own check ends a slow evaluation at the limit between steps; the deadline ends one
+   * that a single step holds past it.
+   */
+  graceMs?: number;
+}
+
+interface Pending {
+  call: EvaluationCall;
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+/** A worker thread or a child process, as the pool talks to it. */
+interface Channel {
+  post(call: EvaluationCall): void;
+  ref(): void;
+  unref(): void;
+  /** Ends it now; its exit follows. */
+  kill(): Promise<void>;
+}
+
+interface Slot {
+  worker: Channel;
+  busy: Pending | undefined;
+  timer: NodeJS.Timeout | undefined;
+  /** Why the worker is being ended, told to the evaluation it was running. */
+  ending: Error | undefined;
+}
+
+const WORKER_URL = new URL('./expression-worker.ts', import.meta.url);
+
+/** The expression as an error message quotes it. */
+function quoted(source: string): string {
+  const flat = source.replace(/\s+/g, ' ');
+  return JSON.stringify(flat.length > 80 ? `${flat.slice(0, 79)}…` : flat);
+}
+
+export class ExpressionWorkerPool {
+  readonly size: number;
+  readonly #transport: PoolTransport;
+  readonly #oldMb: number;
+  readonly #youngMb: number;
+  readonly #graceMs: number;
+  readonly #maxResultBytes: number;
+  /** Started lazily: a process whose expressions all take the fast path starts none. */
+  readonly #slots: (Slot | undefined)[];
+  readonly #queue: Pending[] = [];
+  #nextId = 1;
+  #closed = false;
+
+  constructor(options: ExpressionPoolOptions = {}) {
+    this.size = Math.max(1, options.size ?? availableParallelism());
+    this.#transport = options.transport ?? 'process';
+    this.#oldMb = options.maxOldGenerationSizeMb ?? 64;
+    this.#youngMb = options.maxYoungGenerationSizeMb ?? 16;
+    this.#graceMs = options.graceMs ?? 100;
+    this.#maxResultBytes = (options.maxResultMb ?? 16) * 1024 * 1024;
+    this.#slots = Array.from({ length: this.size }, () => undefined);
+  }
+
+  /** Workers running now (for tests: replaced ones are counted once). */
+  get started(): number {
+    return this.#slots.filter((s) => s !== undefined).length;
+  }
+
+  evaluate(
+    source: string,
+    input: unknown,
+    bindings: Record<string, unknown>,
+    limits: { timeoutMs: number; maxDepth: number },
+  ): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new ExpressionError('expression pool closed'));
+    const call: EvaluationCall = {
+      id: this.#nextId++,
+      source,
+      input,
+      bindings,
+      maxResultBytes: this.#maxResultBytes,
+      ...limits,
+    };
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ call, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const pending of this.#queue.splice(0)) {
+      pending.reject(new ExpressionError('expression pool closed'));
+    }
+    const ending: Promise<void>[] = [];
+    for (const [i, slot] of this.#slots.entries()) {
+      if (!slot) continue;
+      this.#slots[i] = undefined;
+      clearTimeout(slot.timer);
+      slot.busy?.reject(new ExpressionError('expression pool closed'));
+      slot.busy = undefined;
+      ending.push(slot.worker.kill());
+    }
+    await Promise.all(ending);
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0) {
+      let index = this.#slots.findIndex((s) => s !== undefined && s.busy === undefined);
+      if (index < 0) index = this.#slots.indexOf(undefined);
+      if (index < 0) return;
+      const slot = this.#slots[index] ?? this.#start(index);
+      const pending = this.#queue.shift() as Pending;
+      this.#dispatch(slot, pending);
+    }
+  }
+
+  #dispatch(slot: Slot, pending: Pending): void {
+    const { call } = pending;
+    try {
+      slot.worker.post(call);
+    } catch (error) {
+      // DataCloneError: a function or a symbol in the input or the bindings.
+      const reason = error instanceof Error ? error.message : String(error);
+      pending.reject(
+        new ExpressionError(`expression failed: its input cannot be passed (${reason})`),
+      );
+      return;
+    }
+    slot.busy = pending;
+    slot.worker.ref();
+    slot.timer = setTimeout(() => {
+      // The worker is ended: nothing more goes to it, its answer (if one is on its way)
+      // is not waited for.
+      slot.busy = undefined;
+      this.#retire(slot);
+      pending.reject(
+        new ExpressionLimitError(
+          `expression ${quoted(call.source)} exceeded its time limit of ${call.timeoutMs} ms`,
+          'time',
+        ),
+      );
+      void slot.worker.kill();
+      this.#pump();
+    }, call.timeoutMs + this.#graceMs);
+  }
+
+  /** Frees the slot of a worker that is ending: a new one is started when needed. */
+  #retire(slot: Slot): void {
+    const index = this.#slots.indexOf(slot);
+    if (index >= 0) this.#slots[index] = undefined;
+  }
+
+  #start(index: number): Slot {
+    const events: ChannelEvents = {
+      message: (answer) => this.#answered(slot, answer),
+      failed: (outOfMemory, message) => {
+        slot.ending ??= outOfMemory
+          ? new ExpressionLimitError(
+              `expression ${quoted(slot.busy?.call.source ?? '')} exceeded its memory limit (${this.#oldMb} MB)`,
+              'memory',
+            )
+          : new ExpressionError(`expression failed: its worker failed: ${message}`);
+      },
+      exit: () => {
+        clearTimeout(slot.timer);
+        const pending = slot.busy;
+        slot.busy = undefined;
+        pending?.reject(
+          slot.ending ?? new ExpressionError('expression failed: its worker stopped'),
+        );
+        this.#retire(slot);
+        if (!this.#closed) this.#pump();
+      },
+    };
+    const limits = { oldMb: this.#oldMb, youngMb: this.#youngMb };
+    const worker =
+      this.#transport === 'thread' ? threadChannel(limits, events) : processChannel(limits, events);
+    const slot: Slot = { worker, busy: undefined, timer: undefined, ending: undefined };
+    this.#slots[index] = slot;
+    return slot;
+  }
+
+  #answered(slot: Slot, answer: EvaluationAnswer): void {
+    const pending = slot.busy;
+    if (!pending || pending.call.id !== answer.id) return;
+    clearTimeout(slot.timer);
+    slot.busy = undefined;
+    slot.worker.unref();
+    if ('error' in answer && answer.error.code === 'HG_EXPRESSION_RESULT') {
+      pending.reject(
+        new ExpressionLimitError(
+          `expression ${quoted(pending.call.source)} exceeded its memory limit (result over ${this.#maxResultBytes / 1048576} MB)`,
+          'memory',
+        ),
+      );
+    } else if ('error' in answer) {
+      const { message, code, position } = answer.error;
+      const at = position === undefined ? '' : ` at position ${position}`;
+      pending.reject(
+        new ExpressionError(`expression failed: ${message}${code ? ` (${code}${at})` : ''}`, code),
+      );
+    } else {
+      pending.resolve(answer.value);
+    }
+    this.#pump();
+  }
+}
+
+interface ChannelEvents {
+  message: (answer: EvaluationAnswer) => void;
+  /** Before its exit: out of memory, or another failure. */
+  failed: (outOfMemory: boolean, message: string) => void;
+  exit: () => void;
+}
+
+function threadChannel(limits: { oldMb: number; youngMb: number }, on: ChannelEvents): Channel {
+  const worker = new Worker(WORKER_URL, {
+    resourceLimits: {
+      maxOldGenerationSizeMb: limits.oldMb,
+      maxYoungGenerationSizeMb: limits.youngMb,
+    },
+  });
+  worker.unref();
+  worker.on('message', on.message);
+  worker.on('error', (error: Error & { code?: string }) =>
+    on.failed(error.code === 'ERR_WORKER_OUT_OF_MEMORY', error.message),
+  );
+  worker.on('exit', on.exit);
+  return {
+    post: (call) => worker.postMessage(call),
+    ref: () => worker.ref(),
+    unref: () => worker.unref(),
+    kill: () => worker.terminate().then(() => undefined),
+  };
+}
+
+function processChannel(limits: { oldMb: number; youngMb: number }, on: ChannelEvents): Channel {
+  // The young generation is two semi-spaces and a third as much again (V8's sizing).
+  const semiMb = Math.max(1, Math.floor((limits.youngMb * 3) / 8));
+  const child: ChildProcess = fork(WORKER_URL, [], {
+    serialization: 'advanced',
+    execArgv: [`--max-old-space-size=${limits.oldMb}`, `--max-semi-space-size=${semiMb}`],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  // V8's report of a heap past its limit, on stderr before the abort.
+  let stderr = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => {
+    if (stderr.length < 4096) stderr += chunk;
+  });
+  const unref = (): void => {
+    child.unref();
+    child.channel?.unref();
+  };
+  unref();
+  child.on('message', (answer) => on.message(answer as EvaluationAnswer));
+  child.on('error', (error) => on.failed(false, error.message));
+  let exited = false;
+  child.on('exit', (code, signal) => {
+    exited = true;
+    if (signal !== 'SIGKILL' && code !== 0) {
+      const outOfMemory = /heap out of memory|heap limit|Allocation failed/i.test(stderr);
+      on.failed(outOfMemory, `exit ${code ?? signal}`);
+    }
+    on.exit();
+  });
+  return {
+    post: (call) => {
+      child.send(call);
+    },
+    ref: () => {
+      child.ref();
+      child.channel?.ref();
+    },
+    unref,
+    kill: () =>
+      new Promise<void>((resolve) => {
+        if (exited) return resolve();
+        child.once('exit', () => resolve());
+        child.ref();
+        child.kill('SIGKILL');
+      }),
+  };
+}

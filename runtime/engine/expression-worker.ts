@@ -1,0 +1,143 @@
+// The worker of expression-pool.ts, a worker thread or a child process: evaluates one JSONata expression at a time,
+// with the engine's limits (time, depth) and the linear-time regular expressions
+// (../../api/linear-regex.ts sets V8's flag in this isolate too when it loads). The
+// worker's heap is bounded by its resourceLimits: an evaluation that allocates past
+// them ends this thread, not the engine's process; one that holds a step past the time
+// limit is terminated by the pool.
+import { parentPort } from 'node:worker_threads';
+import jsonata from 'jsonata';
+import { LinearRegExp } from '../../api/linear-regex.ts';
+import type { EvaluationAnswer, EvaluationCall } from './expression-pool.ts';
+
+/** Compiled expressions by source, the most recent last (bounded: a worker is long-lived). */
+const compiled = new Map<string, jsonata.Expression>();
+const MAX_COMPILED = 1024;
+
+function compiledOf(call: EvaluationCall): jsonata.Expression {
+  const key = `${call.timeoutMs}/${call.maxDepth}/${call.source}`;
+  let expression = compiled.get(key);
+  if (expression) {
+    compiled.delete(key);
+  } else {
+    expression = jsonata(call.source, {
+      timeout: call.timeoutMs,
+      stack: call.maxDepth,
+      RegexEngine: LinearRegExp,
+    });
+    if (compiled.size >= MAX_COMPILED) {
+      const oldest = compiled.keys().next().value;
+      if (oldest !== undefined) compiled.delete(oldest);
+    }
+  }
+  compiled.set(key, expression);
+  return expression;
+}
+
+/** JSONata throws plain objects `{ code, message, position }`; Errors pass as messages. */
+function failure(id: number, error: unknown): EvaluationAnswer {
+  if (typeof error === 'object' && error !== null) {
+    const e = error as { code?: unknown; message?: unknown; position?: unknown };
+    return {
+      id,
+      error: {
+        message: typeof e.message === 'string' ? e.message : 'unknown error',
+        ...(typeof e.code === 'string' ? { code: e.code } : {}),
+        ...(typeof e.position === 'number' ? { position: e.position } : {}),
+      },
+    };
+  }
+  return { id, error: { message: String(error) } };
+}
+
+/** A value structured clone cannot carry (a function in the result): as JSON would carry it. */
+function cloneable(value: unknown): unknown {
+  const seen = new WeakSet<object>();
+  const text = JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === 'function') return undefined;
+    if (typeof v === 'object' && v !== null) {
+      if (seen.has(v)) return undefined;
+      seen.add(v);
+    }
+    return v;
+  });
+  return text === undefined ? undefined : (JSON.parse(text) as unknown);
+}
+
+/**
+ * Bytes of a value as structured clone would carry it, roughly (strings at two bytes a
+ * character, 16 for anything else), counted until `budget` is passed: then Infinity.
+ * Checked before the result is posted: a result too big to carry (a string of 400 MB)
+ * must not be copied (a copy of it can fail the whole process, not only this isolate).
+ */
+function sizeWithin(value: unknown, budget: number): number {
+  let total = 0;
+  const stack: unknown[] = [value];
+  const seen = new Set<object>();
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') total += 16 + 2 * v.length;
+    else total += 16;
+    if (total > budget) return Infinity;
+    if (typeof v === 'object' && v !== null && !seen.has(v)) {
+      seen.add(v);
+      if (Array.isArray(v)) {
+        for (const item of v as unknown[]) stack.push(item);
+      } else {
+        for (const [key, item] of Object.entries(v)) {
+          total += 2 * key.length;
+          stack.push(item);
+        }
+      }
+    }
+  }
+  return total;
+}
+
+/** The answer to post: the result, or the error when it is too big to carry. */
+function answer(call: EvaluationCall, value: unknown): EvaluationAnswer {
+  if (sizeWithin(value, call.maxResultBytes) > call.maxResultBytes) {
+    return { id: call.id, error: { message: 'result too big', code: 'HG_EXPRESSION_RESULT' } };
+  }
+  return { id: call.id, value };
+}
+
+/** The pool's end: the thread's port, or the IPC channel of a child process. */
+interface PoolPort {
+  on(event: 'message', listener: (call: EvaluationCall) => void): unknown;
+  postMessage(answer: EvaluationAnswer): void;
+}
+
+function poolPort(): PoolPort {
+  if (parentPort) return parentPort;
+  const send = process.send?.bind(process);
+  if (!send) throw new Error('expression-worker.ts runs as a worker thread or a forked process');
+  // Its parent gone, a child process has nothing left to do.
+  process.on('disconnect', () => process.exit(0));
+  return {
+    on: (event, listener) => process.on(event, listener),
+    postMessage: (answer) => send(answer),
+  };
+}
+
+const port = poolPort();
+port.on('message', (call: EvaluationCall) => {
+  let pending: Promise<unknown>;
+  try {
+    pending = compiledOf(call).evaluate(call.input, call.bindings) as Promise<unknown>;
+  } catch (error) {
+    port.postMessage(failure(call.id, error));
+    return;
+  }
+  pending.then(
+    (value) => {
+      const message = answer(call, value);
+      try {
+        port.postMessage(message);
+      } catch {
+        // DataCloneError: a function in the result, left out as JSON leaves it out.
+        port.postMessage({ id: call.id, value: cloneable(value) } satisfies EvaluationAnswer);
+      }
+    },
+    (error: unknown) => port.postMessage(failure(call.id, error)),
+  );
+});
