@@ -74,6 +74,8 @@ interface Channel {
 
 interface Slot {
   worker: Channel;
+  /** Its worker has loaded (a deadline counts from the call, not from the start). */
+  ready: boolean;
   busy: Pending | undefined;
   timer: NodeJS.Timeout | undefined;
   /** Why the worker is being ended, told to the evaluation it was running. */
@@ -156,12 +158,16 @@ export class ExpressionWorkerPool {
 
   #pump(): void {
     while (this.#queue.length > 0) {
-      let index = this.#slots.findIndex((s) => s !== undefined && s.busy === undefined);
-      if (index < 0) index = this.#slots.indexOf(undefined);
-      if (index < 0) return;
-      const slot = this.#slots[index] ?? this.#start(index);
-      const pending = this.#queue.shift() as Pending;
-      this.#dispatch(slot, pending);
+      const idle = this.#slots.find((s) => s?.ready === true && s.busy === undefined);
+      if (idle) {
+        this.#dispatch(idle, this.#queue.shift() as Pending);
+        continue;
+      }
+      // Another worker for each call that no starting one will take (up to the size).
+      const starting = this.#slots.filter((s) => s !== undefined && !s.ready).length;
+      const free = this.#slots.indexOf(undefined);
+      if (this.#queue.length <= starting || free < 0) return;
+      this.#start(free);
     }
   }
 
@@ -212,8 +218,19 @@ export class ExpressionWorkerPool {
             )
           : new ExpressionError(`expression failed: its worker failed: ${message}`);
       },
+      ready: () => {
+        slot.ready = true;
+        slot.worker.unref();
+        this.#pump();
+      },
       exit: () => {
         clearTimeout(slot.timer);
+        if (!slot.ready) {
+          // It could not load: every call waiting fails rather than start one after another.
+          for (const waiting of this.#queue.splice(0)) {
+            waiting.reject(new ExpressionError('expression failed: its worker did not start'));
+          }
+        }
         const pending = slot.busy;
         slot.busy = undefined;
         pending?.reject(
@@ -226,8 +243,15 @@ export class ExpressionWorkerPool {
     const limits = { oldMb: this.#oldMb, youngMb: this.#youngMb };
     const worker =
       this.#transport === 'thread' ? threadChannel(limits, events) : processChannel(limits, events);
-    const slot: Slot = { worker, busy: undefined, timer: undefined, ending: undefined };
+    const slot: Slot = {
+      worker,
+      ready: false,
+      busy: undefined,
+      timer: undefined,
+      ending: undefined,
+    };
     this.#slots[index] = slot;
+    worker.ref();
     return slot;
   }
 
@@ -259,6 +283,8 @@ export class ExpressionWorkerPool {
 
 interface ChannelEvents {
   message: (answer: EvaluationAnswer) => void;
+  /** It has loaded and takes calls. */
+  ready: () => void;
   /** Before its exit: out of memory, or another failure. */
   failed: (outOfMemory: boolean, message: string) => void;
   exit: () => void;
@@ -272,7 +298,9 @@ function threadChannel(limits: { oldMb: number; youngMb: number }, on: ChannelEv
     },
   });
   worker.unref();
-  worker.on('message', on.message);
+  worker.on('message', (message: EvaluationAnswer | 'ready') =>
+    message === 'ready' ? on.ready() : on.message(message),
+  );
   worker.on('error', (error: Error & { code?: string }) =>
     on.failed(error.code === 'ERR_WORKER_OUT_OF_MEMORY', error.message),
   );
@@ -304,7 +332,9 @@ function processChannel(limits: { oldMb: number; youngMb: number }, on: ChannelE
     child.channel?.unref();
   };
   unref();
-  child.on('message', (answer) => on.message(answer as EvaluationAnswer));
+  child.on('message', (message: EvaluationAnswer | 'ready') =>
+    message === 'ready' ? on.ready() : on.message(message),
+  );
   child.on('error', (error) => on.failed(false, error.message));
   let exited = false;
   child.on('exit', (code, signal) => {

@@ -104,7 +104,7 @@ function answer(call: EvaluationCall, value: unknown): EvaluationAnswer {
 /** The pool's end: the thread's port, or the IPC channel of a child process. */
 interface PoolPort {
   on(event: 'message', listener: (call: EvaluationCall) => void): unknown;
-  postMessage(answer: EvaluationAnswer): void;
+  postMessage(answer: EvaluationAnswer | 'ready'): void;
 }
 
 function poolPort(): PoolPort {
@@ -141,3 +141,6 @@ port.on('message', (call: EvaluationCall) => {
     (error: unknown) => port.postMessage(failure(call.id, error)),
   );
 });
+
+// Loaded: the pool's deadlines count from here.
+port.postMessage('ready');

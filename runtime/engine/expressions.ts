@@ -19,6 +19,11 @@ export { ExpressionError, ExpressionLimitError } from './expression-error.ts';
 interface Compiled {
   expression: jsonata.Expression;
   fast: FastEvaluator | undefined;
+  /**
+   * Handed out by compile(): its caller may register functions on it (tests do), which
+   * only this process' copy has, so it is evaluated here whatever the isolation.
+   */
+  handedOut?: true;
 }
 
 export interface ExpressionLimits {
@@ -128,9 +133,14 @@ export class ExpressionCache {
     return this.#jsonata.close();
   }
 
-  /** Compiled expression for `source` within one workflow generation (`scope`). */
+  /**
+   * Compiled expression for `source` within one workflow generation (`scope`). Functions
+   * registered on it work: it is then evaluated in this process, whatever the isolation.
+   */
   compile(scope: string, source: string): jsonata.Expression {
-    return this.#compiled(scope, source).expression;
+    const entry = this.#compiled(scope, source);
+    entry.handedOut = true;
+    return entry.expression;
   }
 
   #compiled(scope: string, source: string): Compiled {
@@ -194,7 +204,8 @@ export class ExpressionCache {
       const value = entry.fast(input, bindings);
       if (value !== UNDECIDED) return Promise.resolve(value);
     }
-    return this.#jsonata.evaluate(entry, source, input, bindings);
+    const evaluator = entry.handedOut ? inlineEvaluator : this.#jsonata;
+    return evaluator.evaluate(entry, source, input, bindings);
   }
 }
 
