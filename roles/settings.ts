@@ -17,6 +17,7 @@ import { CALLBACK_USAGE, callbackSettings } from './callback-settings.ts';
 import { LOG_LEVELS, type LogLevel } from './logger.ts';
 import { LOG_OUTPUT_USAGE, logOutputSettings, type LogOutputSettings } from './log-settings.ts';
 import { MAX_QUEUE_SHARDS } from '../runtime/engine/execution-keys.ts';
+import { expressionSettingsFromEnv } from '../runtime/engine/expressions.ts';
 import { outboundSettings } from './outbound-settings.ts';
 import { TRACING_USAGE, tracingSettings, type TracingSettings } from './tracing-settings.ts';
 import type { ReplicaAcksOptions } from '../runtime/engine/replica-acks.ts';
@@ -100,6 +101,14 @@ Environment:
   HOOKGATE_TRACE_CONTEXT     dev, gateway: whose W3C traceparent/tracestate http nodes and
                              callbacks pass on: authenticated (default: callers of endpoints
                              with auth), all, off (docs/workflows.md)
+  HOOKGATE_EXPRESSION_ISOLATION  dev, gateway, worker: where JSONata expressions that are
+                             not plain field mappings evaluate: inline (default: in this
+                             process) or worker (child processes, each with a heap limit
+                             and a hard deadline: a runaway expression fails alone;
+                             ADR 0048, docs/workflows.md)
+  HOOKGATE_EXPRESSION_WORKERS  with worker: processes in the pool (default: the CPUs
+                             this process may use)
+  HOOKGATE_EXPRESSION_WORKER_MEMORY_MB  with worker: each one's heap (default 64)
   HOOKGATE_OUTBOUND_ALLOW    dev, gateway, worker: comma-separated destinations http nodes
                              and callbacks may reach although not public: CIDRs or IPs
                              (10.0.0.0/8), host names, *.suffix wildcards
@@ -214,6 +223,7 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
     ...baseUrlProblems,
     ...secretNamespaceProblems(secretNamespaces),
     ...traceContextProblems(process.env.HOOKGATE_TRACE_CONTEXT),
+    ...expressionProblems(process.env),
     ...tracing.problems,
   ];
   if (problems.length > 0 || !analytics.config) {
@@ -249,6 +259,16 @@ export function settings(argv: string[] = process.argv.slice(2)): Settings | und
 /** HOOKGATE_TRACE_CONTEXT, checked by traceContextProblems first. */
 function traceContextOf(raw: string | undefined): TraceContextPolicy {
   return (raw ?? 'authenticated') as TraceContextPolicy;
+}
+
+/** HOOKGATE_EXPRESSION_* (ADR 0048), checked at start rather than at the first execution. */
+function expressionProblems(env: NodeJS.ProcessEnv): string[] {
+  try {
+    expressionSettingsFromEnv(env);
+    return [];
+  } catch (error) {
+    return [error instanceof Error ? error.message : String(error)];
+  }
 }
 
 function traceContextProblems(raw: string | undefined): string[] {

@@ -37,7 +37,8 @@ export interface ExpressionLimits {
    * Where JSONata evaluates what the fast path leaves: `inline` (this process; functions
    * registered on a compiled expression work) or `worker` (a pool of worker threads,
    * each evaluation bounded in memory and time). Default: HOOKGATE_EXPRESSION_ISOLATION,
-   * else `inline` (ADR 0048).
+   * else `inline` (ADR 0048); `pool` defaults to HOOKGATE_EXPRESSION_WORKERS and
+   * HOOKGATE_EXPRESSION_WORKER_MEMORY_MB.
    */
   isolation?: ExpressionIsolation;
   /** The worker pool's size and heap limits (isolation `worker`). */
@@ -46,13 +47,38 @@ export interface ExpressionLimits {
 
 export type ExpressionIsolation = 'inline' | 'worker';
 
-/** HOOKGATE_EXPRESSION_ISOLATION (`inline` or `worker`), default `inline`. */
-export function isolationFromEnv(
-  raw = process.env.HOOKGATE_EXPRESSION_ISOLATION,
-): ExpressionIsolation {
-  if (raw === undefined || raw === '' || raw === 'inline') return 'inline';
-  if (raw === 'worker') return 'worker';
-  throw new Error(`HOOKGATE_EXPRESSION_ISOLATION must be inline or worker, not '${raw}'`);
+/**
+ * The expression settings of the environment: HOOKGATE_EXPRESSION_ISOLATION (`inline`,
+ * the default, or `worker`), HOOKGATE_EXPRESSION_WORKERS (the pool's size, default
+ * os.availableParallelism()) and HOOKGATE_EXPRESSION_WORKER_MEMORY_MB (each worker's
+ * old-generation heap, default 64). Throws on a value it cannot use (roles/settings.ts
+ * reports it at start).
+ */
+export function expressionSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): {
+  isolation: ExpressionIsolation;
+  pool: ExpressionPoolOptions;
+} {
+  const raw = env.HOOKGATE_EXPRESSION_ISOLATION;
+  let isolation: ExpressionIsolation;
+  if (raw === undefined || raw === '' || raw === 'inline') isolation = 'inline';
+  else if (raw === 'worker') isolation = 'worker';
+  else throw new Error(`invalid HOOKGATE_EXPRESSION_ISOLATION "${raw}" (inline, worker)`);
+  const pool: ExpressionPoolOptions = {};
+  const size = positive(env, 'HOOKGATE_EXPRESSION_WORKERS');
+  if (size !== undefined) pool.size = size;
+  const memory = positive(env, 'HOOKGATE_EXPRESSION_WORKER_MEMORY_MB');
+  if (memory !== undefined) pool.maxOldGenerationSizeMb = memory;
+  return { isolation, pool };
+}
+
+function positive(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new Error(`invalid ${name} "${raw}" (a whole number from 1)`);
+  }
+  return value;
 }
 
 /** The port of JSONata's evaluation (what the fast path leaves). */
@@ -118,10 +144,14 @@ export class ExpressionCache {
     this.#timeoutMs = limits.timeoutMs ?? 1000;
     this.#maxDepth = limits.maxDepth ?? 500;
     this.#maxGenerations = limits.maxGenerations ?? 512;
-    this.isolation = limits.isolation ?? isolationFromEnv();
+    const fromEnv =
+      limits.isolation === undefined || limits.pool === undefined
+        ? expressionSettingsFromEnv()
+        : undefined;
+    this.isolation = limits.isolation ?? fromEnv?.isolation ?? 'inline';
     this.#jsonata =
       this.isolation === 'worker'
-        ? workerEvaluator(new ExpressionWorkerPool(limits.pool), {
+        ? workerEvaluator(new ExpressionWorkerPool(limits.pool ?? fromEnv?.pool), {
             timeoutMs: this.#timeoutMs,
             maxDepth: this.#maxDepth,
           })

@@ -54,6 +54,7 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
   value: {{ .Values.config.traceContext | quote }}
 {{- include "hookgate.tracing.env" . | nindent 0 }}
 {{- include "hookgate.outboundEnv" . | nindent 0 }}
+{{- include "hookgate.expressionEnv" . | nindent 0 }}
 # queue: executions go to Redis for the workers; inline: this process runs them.
 - name: HOOKGATE_EXECUTIONS
   value: {{ .Values.gateway.executions | quote }}
@@ -90,6 +91,7 @@ HOOKGATE_ADMIN_AUTH) or one twice. .role: the values key.
   value: {{ .Values.config.queueShards | int64 | quote }}
 {{- include "hookgate.tracing.env" . | nindent 0 }}
 {{- include "hookgate.outboundEnv" . | nindent 0 }}
+{{- include "hookgate.expressionEnv" . | nindent 0 }}
 {{- include "hookgate.callbackSecret.env" . | nindent 0 }}
 {{- include "hookgate.budgetEnv" (dict "ctx" . "keys" (list "executionStoreBytes" "storedBodyBytes" "executionTtlMs")) | nindent 0 }}
 {{- end -}}

@@ -234,6 +234,14 @@ those set: unset keys keep the product's defaults. .keys: the config.budgets key
 {{- end }}
 {{- end -}}
 
+{{/* Where the roles that run executions evaluate JSONata (ADR 0048); nothing when inline. */}}
+{{- define "hookgate.expressionEnv" -}}
+{{- if eq .Values.config.expressionIsolation "worker" }}
+- name: HOOKGATE_EXPRESSION_ISOLATION
+  value: worker
+{{- end }}
+{{- end -}}
+
 {{/* The chart's Redis: StatefulSet, headless Service, ConfigMap and Secret share this name. */}}
 {{- define "hookgate.redis.fullname" -}}
 {{- include "hookgate.componentName" (dict "ctx" . "component" "redis") -}}
