@@ -207,6 +207,16 @@ describe('hookgate command line', () => {
     ],
     [
       ['dev'],
+      { HOOKGATE_EXPRESSION_ISOLATION: 'thread' },
+      'invalid HOOKGATE_EXPRESSION_ISOLATION "thread" (inline, worker)',
+    ],
+    [
+      ['dev'],
+      { HOOKGATE_EXPRESSION_ISOLATION: 'worker', HOOKGATE_EXPRESSION_WORKERS: '0' },
+      'invalid HOOKGATE_EXPRESSION_WORKERS "0" (a whole number from 1)',
+    ],
+    [
+      ['dev'],
       { HOOKGATE_ADMIN_AUTH: 'token' },
       'HOOKGATE_ADMIN_AUTH=token needs HOOKGATE_ADMIN_TOKEN_FILE',
     ],
