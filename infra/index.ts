@@ -14,6 +14,7 @@ import {
   EXECUTIONS_MODES,
   LOG_LEVELS,
   TRACE_CONTEXT_POLICIES,
+  EXPRESSION_ISOLATIONS,
   TRACE_SAMPLERS,
   chartAppVersion,
   stackTracing,
@@ -21,6 +22,7 @@ import {
   type ExecutionsMode,
   type LogLevel,
   type TraceContextPolicy,
+  type ExpressionIsolation,
   type TraceSampler,
   type OutboundArgs,
 } from './plan.ts';
@@ -212,6 +214,9 @@ const hookgate = new HookgateDeployment('hookgate', {
   logLevel: config.get<LogLevel>('logLevel', { allowedValues: [...LOG_LEVELS] }),
   traceContext: config.get<TraceContextPolicy>('traceContext', {
     allowedValues: [...TRACE_CONTEXT_POLICIES],
+  }),
+  expressionIsolation: config.get<ExpressionIsolation>('expressionIsolation', {
+    allowedValues: [...EXPRESSION_ISOLATIONS],
   }),
   ...callbackSecretFromConfig(),
   ...tracingFromConfig(),

@@ -136,6 +136,9 @@ export function stackTracing(
 /** Whose W3C trace context the gateways pass on (chart `config.traceContext`). */
 export const TRACE_CONTEXT_POLICIES = ['authenticated', 'all', 'off'] as const;
 export type TraceContextPolicy = (typeof TRACE_CONTEXT_POLICIES)[number];
+/** Where JSONata expressions evaluate (chart `config.expressionIsolation`, ADR 0048). */
+export const EXPRESSION_ISOLATIONS = ['inline', 'worker'] as const;
+export type ExpressionIsolation = (typeof EXPRESSION_ISOLATIONS)[number];
 export const EXECUTIONS_MODES: readonly ExecutionsMode[] = ['queue', 'inline'];
 /**
  * How the gateways' admin listener authenticates (chart `admin.auth`): `kubernetes`
@@ -276,6 +279,12 @@ export interface PlanArgs<Url = string> {
    * `config.traceContext`): authenticated (default), all, off.
    */
   traceContext?: TraceContextPolicy;
+  /**
+   * Where gateways and workers evaluate JSONata expressions that are not plain field
+   * mappings (chart `config.expressionIsolation`, ADR 0048): inline (default) or worker
+   * (child processes, each with a heap limit and a hard deadline).
+   */
+  expressionIsolation?: ExpressionIsolation;
   /** Distributed tracing (chart `config.tracing`); absent: off, no tracing code loaded. */
   tracing?: TracingArgs;
   /**
@@ -336,6 +345,7 @@ export interface ResolvedArgs<Url = string> {
   adminAuth: AdminAuth;
   logLevel: LogLevel;
   traceContext: TraceContextPolicy;
+  expressionIsolation: ExpressionIsolation;
   tracing?: TracingArgs;
   callbackSecret?: { name: string; key?: string };
   analytics?: AnalyticsArgs;
@@ -374,6 +384,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     adminAuth: args.adminAuth ?? 'kubernetes',
     logLevel: args.logLevel ?? 'info',
     traceContext: args.traceContext ?? 'authenticated',
+    expressionIsolation: args.expressionIsolation ?? 'inline',
     ...optionalArgs(args),
     secretNamespaces: args.secretNamespaces ?? [],
   };
@@ -741,6 +752,7 @@ export interface ChartValues {
     trustedProxies: string[];
     logLevel: string;
     traceContext: TraceContextPolicy;
+    expressionIsolation?: ExpressionIsolation;
     tracing?: {
       enabled: boolean;
       exporters: TraceExporter[];
@@ -808,6 +820,8 @@ export function chartValues<Url>(r: ResolvedArgs<Url>): ChartValues {
       trustedProxies: r.trustedProxies,
       logLevel: r.logLevel,
       traceContext: r.traceContext,
+      // The chart's default is inline: only a change is written.
+      ...(r.expressionIsolation === 'worker' ? { expressionIsolation: 'worker' as const } : {}),
       ...tracingValues(r.tracing),
       ...(r.callbackSecret
         ? {

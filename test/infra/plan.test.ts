@@ -76,6 +76,7 @@ describe('resolveArgs', () => {
       adminAuth: 'kubernetes',
       logLevel: 'info',
       traceContext: 'authenticated',
+      expressionIsolation: 'inline',
       secretNamespaces: [],
     });
   });
@@ -590,6 +591,13 @@ describe('secretNamespaces', () => {
 });
 
 describe('chartValues', () => {
+  it('writes expressionIsolation only when worker, and the chart schema takes it', () => {
+    expect(chartValues(resolveArgs(valid)).config).not.toHaveProperty('expressionIsolation');
+    const values = chartValues(resolveArgs({ ...valid, expressionIsolation: 'worker' }));
+    expect(values.config.expressionIsolation).toBe('worker');
+    expect(validateValues(values), JSON.stringify(validateValues.errors)).toBe(true);
+  });
+
   it('sets the chart values from the arguments, never the Redis URL', () => {
     // A Redis of your own, by URL: the URL goes into the component's Secret only.
     const values = chartValues(
