@@ -113,11 +113,6 @@ export class ExpressionWorkerPool {
     this.#slots = Array.from({ length: this.size }, () => undefined);
   }
 
-  /** Workers running now (for tests: replaced ones are counted once). */
-  get started(): number {
-    return this.#slots.filter((s) => s !== undefined).length;
-  }
-
   evaluate(
     source: string,
     input: unknown,
