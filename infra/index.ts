@@ -205,7 +205,7 @@ const hookgate = new HookgateDeployment('hookgate', {
   redis: redisFromConfig(),
   crds: config.getBoolean('crds') ?? true,
   serviceMonitor: config.getBoolean('serviceMonitor') ?? false,
-  podDisruptionBudget: config.getBoolean('podDisruptionBudget') ?? false,
+  podDisruptionBudget: config.getBoolean('podDisruptionBudget') ?? true,
   networkPolicy: config.getBoolean('networkPolicy') ?? false,
   grafanaDashboards: config.getBoolean('grafanaDashboards') ?? false,
   ...networkPolicyEgressFromConfig(),

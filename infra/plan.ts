@@ -252,6 +252,7 @@ export interface PlanArgs<Url = string> {
   crds?: boolean;
   /** Opt-ins of the chart (default false). */
   serviceMonitor?: boolean;
+  /** One PodDisruptionBudget per role, maxUnavailable 1 (default true, as the chart). */
   podDisruptionBudget?: boolean;
   networkPolicy?: boolean;
   /**
@@ -378,7 +379,7 @@ export function resolveArgs<Url>(args: PlanArgs<Url>): ResolvedArgs<Url> {
     redis: args.redis ?? { chart: {} },
     crds: args.crds ?? true,
     serviceMonitor: args.serviceMonitor ?? false,
-    podDisruptionBudget: args.podDisruptionBudget ?? false,
+    podDisruptionBudget: args.podDisruptionBudget ?? true,
     networkPolicy: args.networkPolicy ?? false,
     grafanaDashboards: args.grafanaDashboards ?? false,
     adminAuth: args.adminAuth ?? 'kubernetes',

@@ -59,7 +59,11 @@ interface NetworkPolicy extends K8sObject {
   };
 }
 interface PodDisruptionBudget extends K8sObject {
-  spec: { maxUnavailable: number; selector: { matchLabels: Record<string, string> } };
+  spec: {
+    maxUnavailable: number;
+    unhealthyPodEvictionPolicy?: string;
+    selector: { matchLabels: Record<string, string> };
+  };
 }
 interface Ingress extends K8sObject {
   spec: { ingressClassName: string; tls: unknown[]; rules: unknown[] };
@@ -83,6 +87,9 @@ const DEFAULT_KINDS = [
   'Deployment',
   'Deployment',
   'Deployment',
+  'PodDisruptionBudget',
+  'PodDisruptionBudget',
+  'PodDisruptionBudget',
   'Role',
   'RoleBinding',
   'Secret',
@@ -104,7 +111,7 @@ const REDIS_OBJECTS = [
   `ServiceAccount/${FULLNAME}-redis`,
   `StatefulSet/${FULLNAME}-redis`,
 ];
-const OPT_IN_KINDS = ['Ingress', 'NetworkPolicy', 'PodDisruptionBudget', 'ServiceMonitor'];
+const OPT_IN_KINDS = ['Ingress', 'NetworkPolicy', 'ServiceMonitor'];
 
 /** The NOTES of `helm install --dry-run=client` with the given values. */
 async function notes(...sets: string[]): Promise<string> {
@@ -163,6 +170,9 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'Deployment/hg-hookgate-gateway',
       'Deployment/hg-hookgate-operator',
       'Deployment/hg-hookgate-worker',
+      'PodDisruptionBudget/hg-hookgate-gateway',
+      'PodDisruptionBudget/hg-hookgate-operator',
+      'PodDisruptionBudget/hg-hookgate-worker',
       'Role/hg-hookgate-operator-leader-election',
       'RoleBinding/hg-hookgate-operator-leader-election',
       'Secret/hg-hookgate-redis',
@@ -191,9 +201,6 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       'Ingress',
       'NetworkPolicy',
       'NetworkPolicy',
-      'PodDisruptionBudget',
-      'PodDisruptionBudget',
-      'PodDisruptionBudget',
       'ServiceMonitor',
     ]);
     expectRecommendedLabels(objects);
@@ -365,6 +372,33 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
     expect(open).toEqual([]);
   });
 
+  it('ships a PodDisruptionBudget per role by default that lets a drain take one pod at a time', async () => {
+    // A drain must never evict both gateways (or all workers, both operators) at once,
+    // and must never be blocked: maxUnavailable 1 lets one pod go even with 1 replica
+    // (minAvailable 1 would block it), and AlwaysAllow lets pods that are not ready go
+    // (a crash-looping role, or all of them not ready, would otherwise hold the node).
+    const objects = await render();
+    for (const role of ROLES) {
+      const pdb = find<PodDisruptionBudget>(objects, 'PodDisruptionBudget', `hg-hookgate-${role}`);
+      expect(pdb.spec, role).toEqual({
+        maxUnavailable: 1,
+        unhealthyPodEvictionPolicy: 'AlwaysAllow',
+        selector: { matchLabels: deployment(objects, role).spec.selector.matchLabels },
+      });
+    }
+    const single = await render(
+      'gateway.replicas=1',
+      'operator.replicas=1',
+      'operator.leaderElection.enabled=false',
+      'worker.replicas=1',
+    );
+    expect(kinds(single).filter((k) => k === 'PodDisruptionBudget')).toHaveLength(3);
+    // Off on request: no PodDisruptionBudget at all.
+    const off = await render('podDisruptionBudget.enabled=false');
+    expect(kinds(off).filter((k) => k === 'PodDisruptionBudget')).toEqual([]);
+    expect(off.length).toBe(objects.length - 3);
+  });
+
   it('renders the opt-in objects only when enabled, each on its own flag', async () => {
     const defaults = await render();
     expect(defaults.filter((o) => OPT_IN_KINDS.includes(o.kind))).toEqual([]);
@@ -373,10 +407,6 @@ describe.skipIf(!tools)('helm chart charts/hookgate', () => {
       [['metrics.serviceMonitor.enabled=true'], ['ServiceMonitor']],
       [['networkPolicy.enabled=true'], ['NetworkPolicy', 'NetworkPolicy']],
       [['networkPolicy.enabled=true', ...EXTERNAL_REDIS_SECRET], ['NetworkPolicy']],
-      [
-        ['podDisruptionBudget.enabled=true'],
-        ['PodDisruptionBudget', 'PodDisruptionBudget', 'PodDisruptionBudget'],
-      ],
       [['ingress.enabled=true', 'ingress.host=hooks.example.com'], ['Ingress']],
     ];
     for (const [sets, expected] of cases) {

@@ -70,7 +70,7 @@ describe('resolveArgs', () => {
       redis: { url: 'redis://:pw@redis.hooks.svc:6379/0' },
       crds: true,
       serviceMonitor: false,
-      podDisruptionBudget: false,
+      podDisruptionBudget: true,
       networkPolicy: false,
       grafanaDashboards: false,
       adminAuth: 'kubernetes',
@@ -637,7 +637,7 @@ describe('chartValues', () => {
       gateway: { replicas: 2, executions: 'queue', maxQueued: 100_000 },
       worker: { replicas: 4, concurrency: 64, claimIdleMs: 60_000 },
       metrics: { serviceMonitor: { enabled: true } },
-      podDisruptionBudget: { enabled: false },
+      podDisruptionBudget: { enabled: true },
       networkPolicy: { enabled: false },
       admin: { auth: 'kubernetes' },
     });
