@@ -7,7 +7,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startKubeApiServer } from '../../testing/kube-apiserver/index.ts';
@@ -34,6 +34,7 @@ import {
   templateArgs,
   tools,
   type ConfigMap,
+  type Container,
   type K8sObject,
   type Secret,
   type Service,
@@ -62,6 +63,26 @@ function directives(conf: string): string[] {
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'));
+}
+
+/**
+ * The argv the kubelet starts: command and args with $(VAR) expanded from the
+ * container's env (as the kubelet does; `$$` escapes a `$`), given the values of the
+ * variables that come from Secrets. The image's entrypoint only execs it (uid 999).
+ */
+function kubeletArgv(c: Container, secrets: Record<string, string>): string[] {
+  const values = new Map<string, string>();
+  for (const e of c.env) {
+    const value = e.value !== undefined ? expand(e.value, values) : secrets[e.name];
+    if (value !== undefined) values.set(e.name, value);
+  }
+  return [...(c.command ?? []), ...c.args].map((part) => expand(part, values));
+}
+
+function expand(text: string, values: Map<string, string>): string {
+  return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name?: string) =>
+    name === undefined ? '$' : (values.get(name) ?? whole),
+  );
 }
 
 function password(secret: Secret, key = 'redis-password'): string {
@@ -106,13 +127,14 @@ describe.skipIf(!tools)('the chart Redis (redis.enabled)', () => {
     const c = container(sts);
     expect(c.image).toBe('docker.io/library/redis:7.2.11');
     expect(c.imagePullPolicy).toBe('IfNotPresent');
-    // The password comes from the Secret through the kubelet's $(VAR) expansion.
-    expect(c.args).toEqual([
-      'redis-server',
-      '/etc/redis/redis.conf',
-      '--requirepass',
-      '$(REDIS_PASSWORD)',
-    ]);
+    // The password comes from the Secret in the environment, never on a command line
+    // (ps, /proc/<pid>/cmdline, a node agent's exec log): the container's shell hands it
+    // to redis-server on stdin (the run below starts exactly this command).
+    expect(c.command).toBeUndefined();
+    expect(c.args.slice(0, 2)).toEqual(['sh', '-c']);
+    expect(c.args).toHaveLength(3);
+    expect(c.args[2]).toContain('exec redis-server /etc/redis/redis.conf - <<EOF');
+    expect(kubeletArgv(c, { REDIS_PASSWORD: 'p4ss' }).join(' ')).not.toContain('p4ss');
     expect(c.env).toEqual([
       {
         name: 'REDIS_PASSWORD',
@@ -458,14 +480,28 @@ interface RunningRedis {
   port: number;
 }
 
-/** redis-server with the chart's redis.conf, a free port, --requirepass as in the pod. */
-async function startRedis(confFile: string, secret: string): Promise<RunningRedis> {
-  const port = await freePort();
-  const child = spawn(
-    redisServerPath() ?? 'redis-server',
-    [confFile, '--port', String(port), '--requirepass', secret],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+/**
+ * The Redis container's own command (kubeletArgv) with the chart's redis.conf at
+ * confFile, REDIS_PASSWORD and REDISCLI_AUTH in its environment as in the pod.
+ */
+async function startRedis(
+  c: Container,
+  confFile: string,
+  secret: string,
+  port: number,
+): Promise<RunningRedis> {
+  const [file, ...args] = kubeletArgv(c, { REDIS_PASSWORD: secret }).map((part) =>
+    part.replaceAll('/etc/redis/redis.conf', confFile),
   );
+  const redisDir = dirname(redisServerPath() ?? '/usr/bin/redis-server');
+  const child = spawn(file ?? 'sh', args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: `${redisDir}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+      REDIS_PASSWORD: secret,
+      REDISCLI_AUTH: secret,
+    },
+  });
   let output = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`redis-server not ready:\n${output}`)), 10_000);
@@ -523,10 +559,18 @@ describe.skipIf(!tools || !hasRedis)('the chart Redis, run by a real redis-serve
     // while reading the file, before a --dir argument would apply).
     const conf = redisConf(objects);
     expect(conf).toContain('\ndir /data\n');
+    expect(conf).toContain('\nport 6379\n');
+    const port = await freePort();
     const confFile = join(dir, 'redis.conf');
-    writeFileSync(confFile, conf.replace('\ndir /data\n', `\ndir ${dataDir}\n`));
+    writeFileSync(
+      confFile,
+      conf
+        .replace('\ndir /data\n', `\ndir ${dataDir}\n`)
+        .replace('\nport 6379\n', `\nport ${port}\n`),
+    );
+    const c = container(redisStatefulSet(objects));
 
-    const first = await startRedis(confFile, secret);
+    const first = await startRedis(c, confFile, secret, port);
     running.push(first);
     const client = new Redis({ port: first.port, password: secret, maxRetriesPerRequest: 0 });
     client.on('error', () => undefined);
@@ -540,7 +584,6 @@ describe.skipIf(!tools || !hasRedis)('the chart Redis, run by a real redis-serve
       expect(await client.config('GET', 'maxmemory')).toEqual(['maxmemory', String(1024 ** 3)]);
 
       // The probes of the StatefulSet, with the pod's password and with a wrong one.
-      const c = container(redisStatefulSet(objects));
       const readiness = c.readinessProbe.exec?.command ?? [];
       const liveness = c.livenessProbe.exec?.command ?? [];
       expect(await probe(readiness, first.port, secret)).toBe(0);
@@ -558,7 +601,7 @@ describe.skipIf(!tools || !hasRedis)('the chart Redis, run by a real redis-serve
     await stop(first, 'SIGTERM');
     expect(readdirSync(dataDir).sort()).toEqual(['appendonlydir']);
 
-    const second = await startRedis(confFile, secret);
+    const second = await startRedis(c, confFile, secret, port);
     running.push(second);
     const after = new Redis({ port: second.port, password: secret, maxRetriesPerRequest: 0 });
     after.on('error', () => undefined);
@@ -580,5 +623,43 @@ describe.skipIf(!tools || !hasRedis)('the chart Redis, run by a real redis-serve
       after.disconnect();
     }
     await stop(second, 'SIGTERM');
+  });
+
+  it('takes any password from the Secret without it ever being on a command line', async () => {
+    const objects = await render();
+    const c = container(redisStatefulSet(objects));
+    // What redis.conf would read otherwise: quotes, a backslash, spaces, $, a \\x escape.
+    const secret = `p "w'd\\x41 $(id) ${'$'}HOME\\`;
+    const port = await freePort();
+    const confFile = join(dir, 'redis-any.conf');
+    const dataDir = mkdtempSync(join(dir, 'data-'));
+    writeFileSync(
+      confFile,
+      redisConf(objects)
+        .replace('\ndir /data\n', `\ndir ${dataDir}\n`)
+        .replace('\nport 6379\n', `\nport ${port}\n`),
+    );
+    const redis = await startRedis(c, confFile, secret, port);
+    running.push(redis);
+    const client = new Redis({ port, password: secret, maxRetriesPerRequest: 0 });
+    client.on('error', () => undefined);
+    try {
+      expect(await client.ping()).toBe('PONG');
+      const [, requirepass] = await client.config('GET', 'requirepass');
+      expect(requirepass).toBe(secret);
+      // Nothing in /proc to check here: once started, Redis writes its title over its
+      // argv and environment. What an exec audit (a node agent) sees is the argv the
+      // runtime starts, kubeletArgv, which the render test checks.
+      expect(kubeletArgv(c, { REDIS_PASSWORD: secret }).join(' ')).not.toContain("w'd");
+      const readiness = c.readinessProbe.exec?.command ?? [];
+      expect(await probe(readiness, port, secret)).toBe(0);
+      expect(await probe(readiness, port, 'p')).not.toBe(0);
+    } finally {
+      client.disconnect();
+    }
+    await stop(redis, 'SIGTERM');
+
+    // A line break cannot be said in redis.conf: refused, saying so, before Redis starts.
+    await expect(startRedis(c, confFile, 'one\ntwo', port)).rejects.toThrow(/line break/);
   });
 });
