@@ -367,9 +367,38 @@ describe('http node', () => {
     // found no time left and was not sent.
     expect(Date.now() - started).toBeLessThan(1900);
     expect(slowCalls).toBe(1);
+    // The cut attempt fails the node on the run's limit (the attempts left are not sent).
     expect(execution.error?.message).toMatch(
-      /^node 'call': the wait before attempt 2 would pass the run's time limit of 400 ms|^node 'call': attempt 2 would pass the run's time limit of 400 ms/,
+      /^node 'call': attempt 1 would pass the run's time limit of 400 ms \(\d+ ms left\)$/,
     );
+  });
+
+  it("an attempt cut by the run's time limit fails the run on that limit: no retry policy runs it again", async () => {
+    slowCalls = 0;
+    // No retries of the node (request.retries 0) and a workflow retry policy whose `on` names timeout:
+    // the cut attempt was an ordinary outbound timeout ('timeout', "timed out after 300
+    // ms"), and every attempt of the policy ran it again, each with an hour of its own.
+    const execution = await run(
+      engine({ maxRunMs: 300 }),
+      [
+        {
+          id: 'call',
+          type: 'http',
+          request: { method: 'GET', url: `${receiver.url}/slow`, timeout: '10s', retries: 0 },
+        },
+      ],
+      { n: 1 },
+      { retry: { attempts: 3, backoff: { initial: '1ms', max: '1ms', multiplier: 2, jitter: 0 } } },
+    );
+    expect(execution.status).toBe('failed');
+    expect(execution.error?.message).toMatch(
+      /^node 'call': attempt 1 would pass the run's time limit of 300 ms \(\d+ ms left\)$/,
+    );
+    expect(execution.error?.kind).toBe('workflow');
+    // One attempt of the workflow: none recorded past the first.
+    expect(execution.attempt ?? 1).toBe(1);
+    expect(execution.log).toHaveLength(1);
+    expect(slowCalls).toBe(1);
   });
 
   it('a request timeout over the engine limit fails the node before any request', async () => {

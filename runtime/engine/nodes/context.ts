@@ -80,7 +80,8 @@ export function runTimeLeft(ctx: NodeContext, node: WorkflowNode, what: string):
   throw runTimeFailure(ctx, node, what, left);
 }
 
-function runTimeFailure(
+/** The failure of a node whose `what` met the run's time limit (`left` ms were left). */
+export function runTimeFailure(
   ctx: NodeContext,
   node: WorkflowNode,
   what: string,

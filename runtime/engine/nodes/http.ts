@@ -14,7 +14,13 @@ import {
 } from '../outbound/request.ts';
 import { tracingHeaders, withSpan } from '../outbound/trace-context.ts';
 import { AbortedError, backoffDelay, parseDuration, sleep } from '../util.ts';
-import { runTimeLeft, withinRunTime, type NodeContext, type Step } from './context.ts';
+import {
+  runTimeFailure,
+  runTimeLeft,
+  withinRunTime,
+  type NodeContext,
+  type Step,
+} from './context.ts';
 import type { TraceSpan } from '../../tracing/tracing.ts';
 
 export interface HttpNodeOutput {
@@ -201,6 +207,11 @@ async function sendRequest(
     } catch (error) {
       if (error instanceof OutboundRefusedError || error instanceof HttpNodeError) throw error;
       if (ctx.signal.aborted) throw new AbortedError('engine shut down');
+      // Cut by the run's time limit: the run fails on that limit, as a delay past it does
+      // (no retry policy runs it again), not as the destination's timeout ('timeout').
+      if (attemptMs < timeoutMs && error instanceof OutboundTimeoutError) {
+        throw runTimeFailure(ctx, node, `attempt ${attempt}`, ctx.deadline - Date.now());
+      }
       last = error;
     }
   }
