@@ -6,7 +6,13 @@ import { isoTime } from '../time.ts';
 import type { EventStream } from './execution-events.ts';
 import { ExecutionFailure, MAX_FAILURE_MESSAGE } from './execution-failure.ts';
 import { ExpressionLimitError, type ExpressionCache } from './expressions.ts';
-import { withinRunTime, type NodeContext, type NodeLimits, type Step } from './nodes/context.ts';
+import {
+  runClock,
+  withinRunTime,
+  type NodeContext,
+  type NodeLimits,
+  type Step,
+} from './nodes/context.ts';
 import { runNodeType } from './nodes/index.ts';
 import { OutboundRefusedError, type OutboundGuard, type OutboundTarget } from './outbound/guard.ts';
 import type { Execution, ExecutionEvent, NodeRun, StartRequest } from './ports.ts';
@@ -88,7 +94,7 @@ class RunContext implements NodeContext {
     this.limits = options;
     this.scope = `${workflow.workflowId}@${workflow.generation}`;
     this.bindings = { trigger: run.execution.input, nodes: {} };
-    this.deadline = Date.now() + options.maxRunMs;
+    this.deadline = runClock() + options.maxRunMs;
     this.#expressions = options.expressions;
   }
 
@@ -136,7 +142,7 @@ export class Interpreter {
           { nodeId: current.id },
         );
       }
-      if (Date.now() >= ctx.deadline) {
+      if (runClock() >= ctx.deadline) {
         throw new ExecutionFailure(
           `run time limit reached: ${this.#o.maxRunMs} ms; next node was '${current.id}'`,
           { nodeId: current.id },

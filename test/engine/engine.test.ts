@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import type { SequencedEvent } from '../../runtime/engine/ports.ts';
 import { finished, ref, run, trigger, workflow } from './helpers.ts';
@@ -367,6 +367,34 @@ describe('InProcessEngine: branching and error policies', () => {
     expect(
       execution.log.filter((r) => r.type === 'delay' && r.status === 'succeeded').length,
     ).toBeGreaterThanOrEqual(2);
+  });
+
+  it("the run's time limit counts elapsed time: a wall clock stepped meanwhile changes nothing", async () => {
+    const e = engine({ maxRunMs: 60_000 });
+    const wf = workflow([
+      { id: 'step', type: 'transform', expression: '$step()' },
+      { id: 'wait', type: 'delay', duration: '10ms' },
+      { id: 'last', type: 'transform', expression: '1' },
+    ]);
+    const wall = Date.now.bind(Date);
+    let offset = 0;
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => wall() + offset);
+    // The host's clock set two hours on (NTP, a VM resumed) while the run is in its
+    // first node: with the limit read on the wall clock, the run failed at once.
+    e.expressions
+      .compile(`${wf.workflowId}@${wf.generation}`, '$step()')
+      .registerFunction('step', () => {
+        offset = 2 * 3_600_000;
+        return 1;
+      });
+    try {
+      const s = await e.start({ workflow: wf, trigger: ref(), input: trigger({}) });
+      const execution = await finished(e, s.id);
+      expect(execution.error?.message).toBeUndefined();
+      expect(execution.status).toBe('succeeded');
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it('a run past its time limit fails before its next node, whatever the nodes', async () => {

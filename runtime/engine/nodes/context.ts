@@ -44,7 +44,11 @@ export interface NodeContext {
   readonly execution: Execution;
   /** Aborts when the engine shuts down: waits and outbound requests stop. */
   readonly signal: AbortSignal;
-  /** When the run's attempt reaches its time limit (epoch ms: `limits.maxRunMs` after its start). */
+  /**
+   * When the run's attempt reaches its time limit: `limits.maxRunMs` after its start, on
+   * the monotonic clock (`performance.now()`, runClock), not the wall clock, which a
+   * host may step (NTP, a VM resumed): a step forward failed every run at its next node.
+   */
   readonly deadline: number;
   /** Address guard for outbound requests: the cluster policy narrowed for this workflow. */
   readonly outbound: OutboundTarget;
@@ -55,6 +59,11 @@ export interface NodeContext {
   evaluate(source: string, input: unknown): Promise<unknown>;
   /** Adds an event to the execution's stream. */
   emit(event: ExecutionEvent, at: string): void;
+}
+
+/** The clock of run deadlines: whole milliseconds that only go on (performance.now()). */
+export function runClock(): number {
+  return Math.floor(performance.now());
 }
 
 /**
@@ -68,14 +77,14 @@ export function withinRunTime(
   wanted: number,
   what: string,
 ): number {
-  const left = ctx.deadline - Date.now();
+  const left = ctx.deadline - runClock();
   if (wanted <= left) return wanted;
   throw runTimeFailure(ctx, node, what, left);
 }
 
 /** What is left of the run's time for `what` (an http attempt), or the node fails. */
 export function runTimeLeft(ctx: NodeContext, node: WorkflowNode, what: string): number {
-  const left = ctx.deadline - Date.now();
+  const left = ctx.deadline - runClock();
   if (left > 0) return left;
   throw runTimeFailure(ctx, node, what, left);
 }

@@ -15,6 +15,7 @@ import {
 import { tracingHeaders, withSpan } from '../outbound/trace-context.ts';
 import { AbortedError, backoffDelay, parseDuration, sleep } from '../util.ts';
 import {
+  runClock,
   runTimeFailure,
   runTimeLeft,
   withinRunTime,
@@ -210,7 +211,7 @@ async function sendRequest(
       // Cut by the run's time limit: the run fails on that limit, as a delay past it does
       // (no retry policy runs it again), not as the destination's timeout ('timeout').
       if (attemptMs < timeoutMs && error instanceof OutboundTimeoutError) {
-        throw runTimeFailure(ctx, node, `attempt ${attempt}`, ctx.deadline - Date.now());
+        throw runTimeFailure(ctx, node, `attempt ${attempt}`, ctx.deadline - runClock());
       }
       last = error;
     }
