@@ -365,9 +365,12 @@ function adminProblems(
  */
 export function redisUrlProblems(url: string | undefined): string[] {
   if (url === undefined || isClusterUrl(url)) return [];
-  // What the client takes as it is: a port alone, a Unix socket's path.
-  if (/^\d+$/.test(url) || (url.startsWith('/') && !url.startsWith('//'))) return [];
   const bad = (why: string) => [`REDIS_URL ${JSON.stringify(redactedUrl(url))} ${why}`];
+  // What the client takes as it is: a port alone, a Unix socket's path (whose ?db= it reads).
+  if (/^\d+$/.test(url)) return [];
+  if (url.startsWith('/') && !url.startsWith('//')) {
+    return isDatabase(socketDatabase(url)) ? [] : bad(NOT_A_DATABASE);
+  }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
   if (scheme !== undefined && scheme !== 'redis' && scheme !== 'rediss')
     return bad('must start with redis://, rediss:// or redis+cluster://');
@@ -379,9 +382,42 @@ export function redisUrlProblems(url: string | undefined): string[] {
   } catch {
     return bad('is not a URL (redis://host:port, rediss://host:port or redis+cluster://…)');
   }
-  if (!parsed.hostname) return bad('names no host');
-  if (!/^\/?(\d+)?$/.test(parsed.pathname)) return bad('names a database that is not a number');
-  return [];
+  const why = hostAndDatabaseProblem(url, scheme, parsed);
+  return why === undefined ? [] : bad(why);
+}
+
+/**
+ * What is wrong with REDIS_URL `url` (read as `parsed`) past its scheme: no host, a path
+ * the client reads as a Unix socket's, a database that is not a number; or undefined.
+ */
+function hostAndDatabaseProblem(
+  url: string,
+  scheme: string | undefined,
+  parsed: URL,
+): string | undefined {
+  if (!parsed.hostname) return 'names no host';
+  // Without a scheme the client reads a path as a Unix socket's (redis-master:6379/2 was
+  // the socket /2, connect ENOENT retried for good), not as a database.
+  if (scheme === undefined && !url.startsWith('//') && parsed.pathname.length > 1) {
+    return `has a path without a scheme, which the client reads as a Unix socket's: write redis://${redactedUrl(url)} for a database`;
+  }
+  if (!/^\/?(\d+)?$/.test(parsed.pathname)) return NOT_A_DATABASE;
+  // A database in the query counts when the path names none (the client reads both).
+  const db = parsed.pathname.length > 1 ? null : parsed.searchParams.get('db');
+  return isDatabase(db) ? undefined : NOT_A_DATABASE;
+}
+
+const NOT_A_DATABASE = 'names a database that is not a number';
+
+/** The `?db=` of a Unix socket's path, if any. */
+function socketDatabase(path: string): string | null {
+  const query = path.indexOf('?');
+  return query < 0 ? null : new URLSearchParams(path.slice(query + 1)).get('db');
+}
+
+/** A `?db=` the client can select: none, or a number. */
+function isDatabase(db: string | null): boolean {
+  return db === null || /^\d+$/.test(db);
 }
 
 /**

@@ -144,7 +144,7 @@ describe('hookgate command line', () => {
       { REDIS_URL: 'redis://app:s3cret@127.0.0.1:6379/cache' },
       'REDIS_URL "redis://app:***@127.0.0.1:6379/cache" names a database that is not a number',
     ],
-    [['dev'], { REDIS_URL: 'redis-master:6379/cache' }, 'names a database that is not a number'],
+    [['dev'], { REDIS_URL: 'redis-master:6379/cache' }, 'reads as a Unix socket'],
     // It failed the start with a stack (level 60), after the listeners were made.
     [
       ['dev'],
@@ -260,6 +260,29 @@ describe('hookgate command line', () => {
       '/var/run/redis.sock',
       'redis://[::1]:6379/0',
       'rediss://user:p%40ss@redis.example.com:6380',
+    ]) {
+      expect(redisUrlProblems(url), url).toEqual([]);
+    }
+  });
+
+  it('a REDIS_URL whose database the client would not read is refused: a path without a scheme, ?db=', () => {
+    // Without a scheme the client (ioredis parseURL) reads a path as a Unix socket's:
+    // redis-master:6379/2 connected to the socket /2, ENOENT and retried for good.
+    expect(redisUrlProblems('redis-master:6379/2')).toEqual([
+      'REDIS_URL "redis-master:6379/2" has a path without a scheme, which the client reads as a Unix socket\'s: write redis://redis-master:6379/2 for a database',
+    ]);
+    expect(redisUrlProblems('localhost/0')[0]).toContain('write redis://localhost/0');
+    // A database in the query is the client's too (when the path names none).
+    for (const url of ['redis://redis-master:6379?db=cache', '/var/run/redis.sock?db=x']) {
+      expect(redisUrlProblems(url), url).toEqual([
+        `REDIS_URL ${JSON.stringify(url)} names a database that is not a number`,
+      ]);
+    }
+    for (const url of [
+      'redis-master:6379/',
+      'redis://h:6379?db=2',
+      'redis://h?family=6',
+      '/var/run/redis.sock?db=2',
     ]) {
       expect(redisUrlProblems(url), url).toEqual([]);
     }
