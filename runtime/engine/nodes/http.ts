@@ -157,6 +157,27 @@ export async function httpNode(
   return { output: await sendRequest(ctx, node, input) };
 }
 
+/**
+ * An attempt's error that the next attempt may follow, or thrown when none may: a refusal,
+ * a status not retried, shutdown; or an attempt `cut` to the run's time left that ran
+ * out: the run fails on that limit, as a delay past it does (no retry policy runs it
+ * again), not as the destination's timeout ('timeout').
+ */
+function retriedError(
+  ctx: NodeContext,
+  node: WorkflowNode,
+  error: unknown,
+  attempt: number,
+  cut: boolean,
+): unknown {
+  if (error instanceof OutboundRefusedError || error instanceof HttpNodeError) throw error;
+  if (ctx.signal.aborted) throw new AbortedError('engine shut down');
+  if (cut && error instanceof OutboundTimeoutError) {
+    throw runTimeFailure(ctx, node, `attempt ${attempt}`, ctx.deadline - runClock());
+  }
+  return error;
+}
+
 async function sendRequest(
   ctx: NodeContext,
   node: WorkflowNode,
@@ -206,14 +227,7 @@ async function sendRequest(
       );
       if (!retryableStatus(response.status)) throw last;
     } catch (error) {
-      if (error instanceof OutboundRefusedError || error instanceof HttpNodeError) throw error;
-      if (ctx.signal.aborted) throw new AbortedError('engine shut down');
-      // Cut by the run's time limit: the run fails on that limit, as a delay past it does
-      // (no retry policy runs it again), not as the destination's timeout ('timeout').
-      if (attemptMs < timeoutMs && error instanceof OutboundTimeoutError) {
-        throw runTimeFailure(ctx, node, `attempt ${attempt}`, ctx.deadline - runClock());
-      }
-      last = error;
+      last = retriedError(ctx, node, error, attempt, attemptMs < timeoutMs);
     }
   }
   if (last instanceof HttpNodeError || last instanceof OutboundTimeoutError) throw last;
