@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { redisUrlProblem as clientRedisUrlProblem } from '../api/redis-url.ts';
 import { rulesProblems, type OutboundRules } from '../runtime/engine/outbound/policy.ts';
 import {
   DEFAULT_OTLP_PROTOCOL,
@@ -638,10 +639,10 @@ function validateRedis<Url>(redis: RedisSource<Url>): string[] {
  * secret) with it once the value is known, which `pulumi preview` already is.
  */
 export function redisUrlProblem(url: string): string | undefined {
-  // A Redis Cluster's seeds (redis+cluster://, rediss+cluster://) too, as the roles take them.
-  return /^rediss?(\+cluster)?:\/\/.+/.test(url)
-    ? undefined
-    : 'redis.url must start with redis://, rediss://, redis+cluster:// or rediss+cluster://';
+  // The roles' own rule (api/redis-url.ts): what they refuse at start is refused at
+  // preview, what they take is taken. Said without the URL (a secret's value).
+  const why = clientRedisUrlProblem(url);
+  return why === undefined ? undefined : `redis.url ${why}`;
 }
 
 function validateChartRedis(chart: ChartRedis): string[] {

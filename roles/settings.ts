@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { baseUrlProblem } from '../api/identity.ts';
+import { redactedRedisUrl, redisUrlProblem } from '../api/redis-url.ts';
 import { parseTrustedProxies } from '../runtime/gateway/security/https.ts';
 import type { AnalyticsBackendConfig } from '../runtime/analytics/wiring.ts';
 import type { OutboundGuardOptions } from '../runtime/engine/outbound/guard.ts';
@@ -358,82 +359,13 @@ function adminProblems(
 }
 
 /**
- * REDIS_URL names one server (`redis://` or `rediss://`, an optional database number)
- * or a cluster (`redis+cluster://`, clusterProblems). Anything else was taken by the
- * client for a Unix socket path (`ftp://x` became the socket `//x`) and retried for
- * good, `connect ENOENT` in the log; a database that is not a number was dropped.
+ * REDIS_URL as the client reads it (api/redis-url.ts); a cluster's is checked by
+ * clusterProblems. Said without its password.
  */
 export function redisUrlProblems(url: string | undefined): string[] {
   if (url === undefined || isClusterUrl(url)) return [];
-  const bad = (why: string) => [`REDIS_URL ${JSON.stringify(redactedUrl(url))} ${why}`];
-  // What the client takes as it is: a port alone, a Unix socket's path (whose ?db= it reads).
-  if (/^\d+$/.test(url)) return [];
-  if (url.startsWith('/') && !url.startsWith('//')) {
-    return isDatabase(socketDatabase(url)) ? [] : bad(NOT_A_DATABASE);
-  }
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
-  if (scheme !== undefined && scheme !== 'redis' && scheme !== 'rediss')
-    return bad('must start with redis://, rediss:// or redis+cluster://');
-  // Without a scheme (`redis-master:6379`, `//host`) the client reads redis://: so do we.
-  const asUrl = scheme ? url : url.startsWith('//') ? `redis:${url}` : `redis://${url}`;
-  let parsed: URL;
-  try {
-    parsed = new URL(asUrl);
-  } catch {
-    return bad('is not a URL (redis://host:port, rediss://host:port or redis+cluster://…)');
-  }
-  const why = hostAndDatabaseProblem(url, scheme, parsed);
-  return why === undefined ? [] : bad(why);
-}
-
-/**
- * What is wrong with REDIS_URL `url` (read as `parsed`) past its scheme: no host, a path
- * the client reads as a Unix socket's, a database that is not a number; or undefined.
- */
-function hostAndDatabaseProblem(
-  url: string,
-  scheme: string | undefined,
-  parsed: URL,
-): string | undefined {
-  if (!parsed.hostname) return 'names no host';
-  // Without a scheme the client reads a path as a Unix socket's (redis-master:6379/2 was
-  // the socket /2, connect ENOENT retried for good), not as a database.
-  if (scheme === undefined && !url.startsWith('//') && parsed.pathname.length > 1) {
-    return `has a path without a scheme, which the client reads as a Unix socket's: write redis://${redactedUrl(url)} for a database`;
-  }
-  if (!/^\/?(\d+)?$/.test(parsed.pathname)) return NOT_A_DATABASE;
-  // A database in the query counts when the path names none (the client reads both).
-  const db = parsed.pathname.length > 1 ? null : parsed.searchParams.get('db');
-  return isDatabase(db) ? undefined : NOT_A_DATABASE;
-}
-
-const NOT_A_DATABASE = 'names a database that is not a number';
-
-/** The `?db=` of a Unix socket's path, if any. */
-function socketDatabase(path: string): string | null {
-  const query = path.indexOf('?');
-  return query < 0 ? null : new URLSearchParams(path.slice(query + 1)).get('db');
-}
-
-/** A `?db=` the client can select: none, or a number. */
-function isDatabase(db: string | null): boolean {
-  return db === null || /^\d+$/.test(db);
-}
-
-/**
- * A Redis URL without its password, for a message: everything between the scheme and
- * the last `@` but a user name before a `:` (a password may hold `@` or `/`; a user
- * info without `:` may be a password alone).
- */
-function redactedUrl(url: string): string {
-  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url)?.[0] ?? '';
-  const rest = url.slice(scheme.length);
-  const at = rest.lastIndexOf('@');
-  if (at < 0) return url;
-  const userinfo = rest.slice(0, at);
-  const colon = userinfo.indexOf(':');
-  const user = colon < 0 ? '' : `${userinfo.slice(0, colon)}:`;
-  return `${scheme}${user}***${rest.slice(at)}`;
+  const why = redisUrlProblem(url);
+  return why === undefined ? [] : [`REDIS_URL ${JSON.stringify(redactedRedisUrl(url))} ${why}`];
 }
 
 /** HOOKGATE_TRUSTED_PROXIES as a list of entries (checked by trustedProxyProblems). */

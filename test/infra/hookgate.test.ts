@@ -227,7 +227,7 @@ describe('HookgateDeployment (pulumi mocks)', () => {
     );
     expect(result.code, result.stderr).not.toBe(0);
     expect(result.stderr).toContain(
-      'HookgateDeployment "typo": redis.url must start with redis://, rediss://, redis+cluster:// or rediss+cluster://',
+      'HookgateDeployment "typo": redis.url must start with redis://, rediss:// or redis+cluster://',
     );
     expect(result.stderr + result.stdout).not.toContain('s3cret');
     // Neither the Secret nor the chart (which waits for it) was registered.

@@ -439,7 +439,7 @@ describe('validateArgs', () => {
       'baseUrl "ftp://hooks.example.com" must use http or https',
       'trustedProxies: "10.0.0.0/33" is not a CIDR',
       'trustedProxies: "proxy" is not a CIDR',
-      'redis.url must start with redis://, rediss://, redis+cluster:// or rediss+cluster://',
+      'redis.url must start with redis://, rediss:// or redis+cluster://',
     ]);
   });
 
@@ -447,6 +447,16 @@ describe('validateArgs', () => {
     for (const url of ['redis+cluster://:pw@a:6379,b:6379', 'rediss+cluster://a:6379']) {
       expect(validateArgs({ ...valid, redis: { url } }), url).toEqual([]);
     }
+  });
+
+  it("follows the roles' REDIS_URL rule: what they take at start, and what they refuse", () => {
+    for (const url of ['redis-master:6379', 'redis://h:6379/2?family=6']) {
+      expect(validateArgs({ ...valid, redis: { url } }), url).toEqual([]);
+    }
+    // Refused by the roles at start (a CrashLoop after an apply): refused at preview.
+    expect(validateArgs({ ...valid, redis: { url: 'redis://h:6379/cache' } })).toEqual([
+      'redis.url names a database that is not a number',
+    ]);
   });
 
   it('refuses base URLs that are relative or carry credentials, a query or a fragment', () => {
