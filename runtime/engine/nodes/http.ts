@@ -219,8 +219,8 @@ async function sendRequest(
         body: parseBody(response),
       };
       if (response.status < 400) return output;
-      // Quoted without query and fragment: the message reaches the record, the trace,
-      // a callback and a waiting caller's problem detail, and a query may hold a key.
+      // Quoted by scheme and host (shownUrl): the message reaches the record, the trace,
+      // a callback and a waiting caller's problem detail; a path or query may hold a key.
       last = new HttpNodeError(
         `${method} ${shownUrl(request.url)} answered ${response.status}`,
         response.status,
