@@ -25,7 +25,7 @@ import type {
   TakenDeadLetter,
 } from '../engine/dead-letters.ts';
 import { MAX_DEAD_LETTER_LIST } from '../engine/dead-letters.ts';
-import type { Execution } from '../engine/ports.ts';
+import type { Execution, StartRequest } from '../engine/ports.ts';
 import { HttpProblem, type ErrorCode } from '../errors.ts';
 import {
   DEFAULT_IDEMPOTENCY_WINDOW_MS,
@@ -247,8 +247,57 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
   };
 
   /**
+   * The execution `id` whose start failed with `error`, if it is in the store all the
+   * same (it started: said in the log); undefined if not, or if the store cannot tell.
+   */
+  const startedAnyway = async (id: string, error: unknown): Promise<Execution | undefined> => {
+    const found = await engine.get(id).catch(() => undefined);
+    if (found) {
+      app.log.warn(
+        { executionId: id, replayOf: found.replayOf, err: error },
+        'a retry or replay whose start failed is in the store: it started, and stands',
+      );
+    }
+    return found;
+  };
+
+  /**
+   * Starts `request` for the taken entry `taken` (if any), under an id chosen here first
+   * (kept in `request.input.metadata.executionId`). A start that fails puts the entry
+   * back, unless the execution of that id is in the store all the same (ADR 0018,
+   * amended 2026-11-28 (day)): a queued start writes the record and the job in one
+   * script, so one whose answer was lost (a Redis timeout after the script ran, the
+   * replicas' acknowledgement missing) did start, and an entry put back would run the
+   * request again and call its caller back twice. Then it answers as started, and the
+   * entry is released as a started retry's is. A lookup that fails too (Redis away)
+   * cannot tell: the entry goes back, as before.
+   */
+  const startStandingFor = async (
+    request: StartRequest,
+    taken: TakenDeadLetter | undefined,
+  ): Promise<Execution> => {
+    const id = (request.input.metadata.executionId ||= randomUUID());
+    let started: Execution;
+    try {
+      started = await engine.start(request);
+    } catch (error) {
+      const found = await startedAnyway(id, error);
+      if (!found) {
+        if (taken) await putBack(taken);
+        throw error;
+      }
+      started = found;
+    }
+    // Started: the record is an ordinary finished one again. If this fails, it stays
+    // held until it expires (or the hold's bound drops it); the retry stands.
+    if (taken) await deadLetters.release(taken).catch(() => undefined);
+    return started;
+  };
+
+  /**
    * Retries one entry: checks it can be replayed, takes it out (only one caller gets
-   * it), starts the new execution; the entry goes back if the start fails.
+   * it), starts the new execution; the entry goes back if the start fails (and its
+   * execution is not in the store: startStandingFor).
    * `allowRecreated`: also when its trigger was re-created since, then without callback.
    */
   const retryEntry = async (entry: DeadLetter, allowRecreated: boolean): Promise<Execution> => {
@@ -266,17 +315,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     }
     // Its record stays held until the retry has started: one that cannot start puts
     // the entry back, with its record, however full the store got meanwhile.
-    let started: Execution;
-    try {
-      started = await engine.start(plan.request);
-    } catch (error) {
-      await putBack(taken);
-      throw error;
-    }
-    // Started: the record is an ordinary finished one again. If this fails, it stays
-    // held until it expires (or the hold's bound drops it); the retry stands.
-    await deadLetters.release(taken).catch(() => undefined);
-    return started;
+    return startStandingFor(plan.request, taken);
   };
 
   /**
@@ -453,9 +492,14 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       if (resume && error instanceof HttpProblem && error.code === 'HG_ERR_EXECUTION_DISCARDED') {
         execution = { id: executionId, status: 'succeeded' };
       } else {
-        if (taken) await putBack(taken);
-        await store.abandon(claimKey, owner, { executionId, token: '' }).catch(() => false);
-        throw error;
+        // Started all the same (its answer lost): it stands, as in startStandingFor.
+        const found = await startedAnyway(executionId, error);
+        if (!found) {
+          if (taken) await putBack(taken);
+          await store.abandon(claimKey, owner, { executionId, token: '' }).catch(() => false);
+          throw error;
+        }
+        execution = found;
       }
     }
     if (taken) await deadLetters.release(taken).catch(() => undefined);
@@ -496,14 +540,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     const plan = await planReplay(options, original, { allowRecreated });
     // The replay stands for the execution's dead-letter entry, if listed (entryReplayed).
     const taken = await entryReplayed(original.id);
-    let execution: Execution;
-    try {
-      execution = await engine.start(plan.request);
-    } catch (error) {
-      if (taken) await putBack(taken);
-      throw error;
-    }
-    if (taken) await deadLetters.release(taken).catch(() => undefined);
+    const execution = await startStandingFor(plan.request, taken);
     return accepted(reply, execution, original.id, taken !== undefined);
   });
 }

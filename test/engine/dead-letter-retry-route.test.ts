@@ -136,6 +136,8 @@ function replaySuite(name: string, make: () => Promise<Stores>) {
     async function listed(
       start: (request: StartRequest) => Promise<Execution>,
       wrap: (list: DeadLetterStore) => DeadLetterStore = (list) => list,
+      lookup: (store: ExecutionStore, id: string) => Promise<Execution | undefined> = (store, id) =>
+        store.get(id),
     ) {
       const stores = await make();
       const dead = deadLetteredExecution('dead-1');
@@ -144,7 +146,7 @@ function replaySuite(name: string, make: () => Promise<Stores>) {
       expect(await stores.deadLetters.add(deadLetterOf(dead))).toBe(true);
       const engine: ExecutionEngine = {
         start,
-        get: (id) => stores.store.get(id),
+        get: (id) => lookup(stores.store, id),
         list: (filter) => stores.store.list(filter),
         page: (filter) => stores.store.page(filter),
         subscribe: () => () => undefined,
@@ -236,6 +238,70 @@ function replaySuite(name: string, make: () => Promise<Stores>) {
         });
         expect(ids).toHaveLength(1);
         expect(await deadLetters.get(dead.id)).toBeUndefined();
+      } finally {
+        await app.close();
+      }
+    });
+
+    /**
+     * A start whose record is written and whose answer is lost (a queued start's script
+     * ran, then Redis timed out): it saves the execution of the id asked for, then throws.
+     */
+    function answerLost() {
+      const ids: string[] = [];
+      const state = { store: undefined as ExecutionStore | undefined };
+      const start = async (request: StartRequest): Promise<Execution> => {
+        const execution = queuedExecution(request, request.input.metadata.executionId || 'lost-1');
+        ids.push(execution.id);
+        await state.store?.save(execution);
+        throw new Error('Command timed out');
+      };
+      return { ids, state, start };
+    }
+
+    it.each([['a retry'], ['a replay'], ['a keyed replay']])(
+      '%s whose start wrote its record, then failed: it stands (202), its entry is not listed again, one execution',
+      async (how) => {
+        const lost = answerLost();
+        const { store, deadLetters, dead, app, retry, replay } = await listed(lost.start);
+        lost.state.store = store;
+        try {
+          const res =
+            how === 'a retry'
+              ? await retry()
+              : await replay(how === 'a keyed replay' ? 'k-4' : undefined);
+          expect(res.statusCode, res.body).toBe(202);
+          expect(lost.ids).toHaveLength(1);
+          expect(res.json()).toMatchObject({ executionId: lost.ids[0], replayOf: dead.id });
+          expect(await store.get(lost.ids[0] ?? '')).toBeDefined();
+          expect(await deadLetters.get(dead.id)).toBeUndefined();
+          expect(await store.heldBytes()).toBe(0);
+          // A later retry finds nothing to retry: the request ran once.
+          const again = await retry();
+          expect(again.statusCode, again.body).toBe(404);
+          expect(lost.ids).toHaveLength(1);
+        } finally {
+          await app.close();
+        }
+      },
+    );
+
+    it('a start that failed and whose lookup fails too (the store away) puts the entry back, as before', async () => {
+      const lost = answerLost();
+      const away = (store: ExecutionStore, id: string) =>
+        id === 'dead-1' ? store.get(id) : Promise.reject(new Error('Connection is closed'));
+      const { store, deadLetters, dead, app, retry, replay } = await listed(
+        lost.start,
+        undefined,
+        away,
+      );
+      lost.state.store = store;
+      try {
+        expect((await retry()).statusCode).toBe(500);
+        expect(await deadLetters.get(dead.id)).toBeDefined();
+        expect((await replay()).statusCode).toBe(500);
+        expect(await deadLetters.get(dead.id)).toBeDefined();
+        expect(await store.heldBytes()).toBeGreaterThan(0);
       } finally {
         await app.close();
       }
