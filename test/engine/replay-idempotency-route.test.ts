@@ -28,15 +28,23 @@ interface Answer {
 function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
   describe(`replay with an Idempotency-Key over the ${name} store`, () => {
     /** The admin routes over an engine that records its starts (an id runs once, as a real one). */
-    async function server() {
+    async function server(wrap: (store: IdempotencyStore) => IdempotencyStore = (store) => store) {
       const executions = new Map<string, Execution>();
       for (const id of ['orig-1', 'orig-2']) executions.set(id, deadLetteredExecution(id));
       const starts: StartRequest[] = [];
-      const state = { refuse: undefined as HttpProblem | undefined, published: true };
+      const state = {
+        refuse: undefined as HttpProblem | undefined,
+        published: true,
+        /** Run before a start answers (a slow engine). */
+        slow: undefined as (() => Promise<void>) | undefined,
+      };
       let made = 0;
       const engine: ExecutionEngine = {
-        start: (request) => {
+        start: async (request) => {
           starts.push(request);
+          const slow = state.slow;
+          state.slow = undefined;
+          await slow?.();
           if (state.refuse) return Promise.reject(state.refuse);
           const id = request.input.metadata.executionId || `new-${++made}`;
           const existing = executions.get(id);
@@ -61,7 +69,7 @@ function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
         routes,
         workflow: (id) => (state.published && id === target.workflowId ? target : undefined),
         deadLetters: { get: () => Promise.resolve(undefined) } as never,
-        idempotency: { store: await makeStore() },
+        idempotency: { store: wrap(await makeStore()) },
       });
       const replay = (id: string, key?: string, query = '') =>
         app.inject({
@@ -129,6 +137,34 @@ function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
         expect(second?.input.metadata.executionId).toBe(asked);
         expect(second?.hinted).toBe(true);
         expect(retry.json<Answer>().executionId).toBe(asked);
+        expect(replays()).toHaveLength(1);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it("an engine that answers after the claim's lease ran out: the retry with the key starts the same execution", async () => {
+      // The claim's lease cut to 50 ms (the route's is 30 s), as if the engine took that long.
+      const shortLease = (store: IdempotencyStore): IdempotencyStore => ({
+        begin: (key, fingerprint, ttlMs) => store.begin(key, fingerprint, ttlMs, 50),
+        complete: (key, owner, record, ttlMs) => store.complete(key, owner, record, ttlMs),
+        abandon: (key, owner, resume) => store.abandon(key, owner, resume),
+        remember: (key, owner, resume) => store.remember(key, owner, resume),
+      });
+      const { app, replay, starts, state, replays } = await server(shortLease);
+      try {
+        let retried: Awaited<ReturnType<typeof replay>> | undefined;
+        state.slow = async () => {
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          retried = await replay('orig-1', 'k-5');
+        };
+        const first = await replay('orig-1', 'k-5');
+        expect(first.statusCode, first.body).toBe(202);
+        expect(retried?.statusCode, retried?.body).toBe(202);
+        const asked = starts[0]?.input.metadata.executionId;
+        expect(starts[1]?.input.metadata.executionId).toBe(asked);
+        expect(retried?.json<Answer>().executionId).toBe(asked);
+        expect(first.json<Answer>().executionId).toBe(asked);
         expect(replays()).toHaveLength(1);
       } finally {
         await app.close();

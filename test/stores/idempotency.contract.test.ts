@@ -107,6 +107,26 @@ function contract(name: string, make: () => { store: IdempotencyStore; other: Id
       expect(await other.begin(freed, 'other-fp', 60_000)).toEqual(fresh());
     });
 
+    it('a hint remembered by a claim in progress: still in progress; once its lease ran out, the same request claims it with the hint; only its owner may', async () => {
+      const key = newKey();
+      const hint = { executionId: 'exec-5', token: '' };
+      const first = await claim(store, key, 60_000, 100);
+      expect(await other.remember(key, 'not-the-owner', hint)).toBe(false);
+      expect(await store.remember(key, first, hint)).toBe(true);
+      expect(await other.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'in-progress' });
+      expect(await other.begin(key, 'other-fp', 60_000, 100)).toEqual({ state: 'mismatch' });
+      await sleep(200);
+      const second = await other.begin(key, 'fp', 60_000, 100);
+      expect(second).toEqual(fresh(hint));
+      // Claimed again since: the first owner can no longer change the hint.
+      expect(await store.remember(key, first, { executionId: 'exec-6', token: '' })).toBe(false);
+      if (second.state !== 'new') return;
+      expect(await other.complete(key, second.owner, record)).toBe(true);
+      expect(await other.remember(key, second.owner, hint)).toBe(false);
+      expect(await store.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'replay', record });
+      expect(await store.remember(newKey(), 'nobody', hint)).toBe(false);
+    });
+
     it('a hint keeps the TTL of the first claim', async () => {
       const key = newKey();
       const hint = { executionId: 'exec-3', token: 'tok-3' };

@@ -62,6 +62,16 @@ end
 redis.call('DEL', KEYS[1])
 return 1`;
 
+// Keeps a hint with a claim ARGV[1] still holds, in progress (its lease unchanged).
+const REMEMBER = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local e = cjson.decode(v)
+if e.r or e.c ~= ARGV[1] then return 0 end
+e.o = ARGV[2]
+redis.call('SET', KEYS[1], cjson.encode(e), 'KEEPTTL')
+return 1`;
+
 /** The commands defineCommand adds to the client (ioredis types them per call). */
 interface IdempotencyCommands {
   hookgateIdemBegin(
@@ -73,6 +83,7 @@ interface IdempotencyCommands {
   ): Promise<string[]>;
   hookgateIdemComplete(key: string, owner: string, record: string, ttlMs: number): Promise<number>;
   hookgateIdemAbandon(key: string, owner: string, resume: string): Promise<number>;
+  hookgateIdemRemember(key: string, owner: string, resume: string): Promise<number>;
 }
 
 export class RedisIdempotencyStore<R = IdempotencyRecord> implements IdempotencyStore<R> {
@@ -84,6 +95,7 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
     redis.defineCommand('hookgateIdemBegin', { numberOfKeys: 1, lua: BEGIN });
     redis.defineCommand('hookgateIdemComplete', { numberOfKeys: 1, lua: COMPLETE });
     redis.defineCommand('hookgateIdemAbandon', { numberOfKeys: 1, lua: ABANDON });
+    redis.defineCommand('hookgateIdemRemember', { numberOfKeys: 1, lua: REMEMBER });
     // defineCommand adds methods ioredis cannot type; the interface above names them.
     this.#redis = redis as unknown as IdempotencyCommands;
     this.#prefix = options.keyPrefix ?? 'hookgate:idem:';
@@ -132,5 +144,14 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
       resume ? JSON.stringify(resume) : '',
     );
     return released === 1;
+  }
+
+  async remember(key: string, owner: string, resume: ResumeHint): Promise<boolean> {
+    const kept = await this.#redis.hookgateIdemRemember(
+      this.#prefix + key,
+      owner,
+      JSON.stringify(resume),
+    );
+    return kept === 1;
   }
 }

@@ -2,6 +2,8 @@
 // response; a different request under the key is a mismatch (422); a request still
 // being processed is in progress (409). begin() is atomic per key: of many concurrent
 // begins exactly one gets 'new'. The Redis adapter does the same with SET NX + TTL.
+// A claim may also keep its hint while still in progress (remember: asked before the
+// engine is), so that one whose lease ran out before it was given back resumes too.
 // A claim given back after the engine was asked (it refused, or did not answer in
 // time and may have queued the execution all the same) remembers that execution's id
 // and link token: the retry of the same request gets them with its 'new', and starts
@@ -67,6 +69,14 @@ export interface IdempotencyStore<R = IdempotencyRecord> {
    * otherwise).
    */
   abandon(key: string, owner: string, resume?: ResumeHint): Promise<boolean>;
+  /**
+   * Keeps `resume` with the claim `owner` still holds, which stays in progress: should
+   * its lease run out before it is completed or given back (the engine answered late,
+   * the process died), the next begin of the request gets 'new' with this hint, and
+   * starts the same execution rather than another. Only while `owner` holds the claim
+   * (false, and nothing changed, otherwise).
+   */
+  remember(key: string, owner: string, resume: ResumeHint): Promise<boolean>;
 }
 
 export interface MemoryIdempotencyStoreOptions {
@@ -174,13 +184,17 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
     if (resume === undefined) {
       this.#delete(key, entry);
     } else {
-      const grown = resume.executionId.length + resume.token.length - hintBytes(entry.resume);
       entry.owner = undefined;
-      entry.resume = { executionId: resume.executionId, token: resume.token };
+      this.#hint(entry, resume);
       entry.leaseUntil = 0;
-      entry.bytes += grown;
-      this.#bytes += grown;
     }
+    return Promise.resolve(true);
+  }
+
+  remember(key: string, owner: string, resume: ResumeHint): Promise<boolean> {
+    const entry = this.#held(key, owner, this.#now());
+    if (!entry) return Promise.resolve(false);
+    this.#hint(entry, resume);
     return Promise.resolve(true);
   }
 
@@ -196,6 +210,14 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
   #held(key: string, owner: string, now: number): Entry<R> | undefined {
     const entry = this.#entries.get(key);
     return entry && entry.owner === owner && entry.expiresAt > now ? entry : undefined;
+  }
+
+  /** Sets the entry's hint, counting its bytes. */
+  #hint(entry: Entry<R>, resume: ResumeHint): void {
+    const grown = resume.executionId.length + resume.token.length - hintBytes(entry.resume);
+    entry.resume = { executionId: resume.executionId, token: resume.token };
+    entry.bytes += grown;
+    this.#bytes += grown;
   }
 
   #owner(): string {
