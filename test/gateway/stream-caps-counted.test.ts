@@ -5,8 +5,12 @@
 // (hookgate_streams_max) on /metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
-import { trigger, workflow } from '../support/manifests.ts';
+import type { TestRuntime } from '../support/gateway.ts';
+import {
+  LONG_WORKFLOW_PATH,
+  OpenStreams,
+  startLongWorkflowRuntime,
+} from './support/long-streams.ts';
 
 const PER_EXECUTION = 2;
 const PER_PROCESS = 4;
@@ -14,41 +18,22 @@ const PER_PROCESS = 4;
 let rt: TestRuntime;
 let base: string;
 let admin: string;
-const wf = '/webhook/default_production_long';
-/** Every stream the test opened and has not closed yet. */
-const open = new Set<AbortController>();
+const wf = LONG_WORKFLOW_PATH;
+const streams = new OpenStreams();
 
 beforeAll(async () => {
-  rt = await startRuntime({
-    budgets: { streamsPerExecution: PER_EXECUTION, streamsPerProcess: PER_PROCESS },
-  });
-  base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
-  admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
-  await rt.apply(
-    'long.yaml',
-    [
-      // Running for the whole test: its streams stay open until the test closes them.
-      workflow('long', { nodes: [{ id: 'wait', type: 'delay', duration: '8s' }] }),
-      trigger('stream', {
-        workflowRef: { name: 'long' },
-        pathSegment: 'stream',
-        response: { mode: 'sseStream' },
-      }),
-    ],
-    ['stream'],
-  );
+  ({ rt, base, admin } = await startLongWorkflowRuntime(
+    { streamsPerExecution: PER_EXECUTION, streamsPerProcess: PER_PROCESS },
+    { stream: 'sseStream' },
+  ));
 });
 afterAll(async () => {
-  for (const stream of open) stream.abort();
+  streams.closeAll();
   await rt.stop();
 });
 
-/** Opens a stream; kept open (its controller in `open`) when it is answered 200. */
-async function stream(url: string, init: RequestInit = {}): Promise<Response> {
-  const controller = new AbortController();
-  const res = await fetch(url, { ...init, signal: controller.signal });
-  if (res.status === 200) open.add(controller);
-  return res;
+function stream(url: string, init: RequestInit = {}): Promise<Response> {
+  return streams.open(url, init);
 }
 
 /** A sample of /metrics (the webhook listener's), NaN when the series is missing. */
@@ -103,9 +88,7 @@ describe('an SSE Stream answer and the stream caps', () => {
     expect(await metric('hookgate_streams_open{listener="webhook"}')).toBe(2);
 
     // Closed, a stream gives its slot back: the gauge follows.
-    const first = [...open][0] as AbortController;
-    first.abort();
-    open.delete(first);
+    streams.closeOldest();
     await eventually(async () =>
       expect(await metric('hookgate_streams_open{listener="webhook"}')).toBe(1),
     );

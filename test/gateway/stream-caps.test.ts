@@ -7,8 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVER_LIMITS } from '../../runtime/app.ts';
 import { STREAM_RETRY_AFTER_SECONDS } from '../../runtime/gateway/sse.ts';
 import { eventually } from '../support/eventually.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
-import { trigger, workflow } from '../support/manifests.ts';
+import type { TestRuntime } from '../support/gateway.ts';
+import {
+  LONG_WORKFLOW_PATH,
+  OpenStreams,
+  startLongWorkflowRuntime,
+  type OpenedStream,
+} from './support/long-streams.ts';
 
 /** The process's cap here: the 16 of one execution, one admin stream and 3 more. */
 const PER_PROCESS = 20;
@@ -17,36 +22,18 @@ const PER_EXECUTION = SERVER_LIMITS.streamsPerExecution;
 let rt: TestRuntime;
 let base: string;
 let admin: string;
-const wf = '/webhook/default_production_long';
-/** Every stream the test opened and has not closed yet. */
-const open = new Set<AbortController>();
+const wf = LONG_WORKFLOW_PATH;
+const streams = new OpenStreams();
 
 beforeAll(async () => {
   // Set as the environment sets it (HOOKGATE_STREAMS_PER_PROCESS, roles/budget-settings.ts).
-  rt = await startRuntime({ budgets: { streamsPerProcess: PER_PROCESS } });
-  base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
-  admin = await rt.admin.listen({ port: 0, host: '127.0.0.1' });
-  await rt.apply(
-    'long.yaml',
-    [
-      // Running for the whole test: its streams stay open until the test closes them.
-      workflow('long', { nodes: [{ id: 'wait', type: 'delay', duration: '8s' }] }),
-      trigger('subscribe', {
-        workflowRef: { name: 'long' },
-        pathSegment: 'subscribe',
-        response: { mode: 'ackSubscribe' },
-      }),
-      trigger('stream', {
-        workflowRef: { name: 'long' },
-        pathSegment: 'stream',
-        response: { mode: 'sseStream' },
-      }),
-    ],
-    ['subscribe', 'stream'],
-  );
+  ({ rt, base, admin } = await startLongWorkflowRuntime(
+    { streamsPerProcess: PER_PROCESS },
+    { subscribe: 'ackSubscribe', stream: 'sseStream' },
+  ));
 });
 afterAll(async () => {
-  for (const stream of open) stream.abort();
+  streams.closeAll();
   await rt.stop();
 });
 
@@ -56,18 +43,8 @@ async function accept(): Promise<{ executionId: string; links: { events: string 
   return (await res.json()) as { executionId: string; links: { events: string } };
 }
 
-/** Opens a stream; kept open (its controller in `open`) when it is answered 200. */
-async function stream(url: string, init: RequestInit = {}): Promise<Response> {
-  const controller = new AbortController();
-  const res = await fetch(url, { ...init, signal: controller.signal });
-  // A refusal is a short problem document, read by the test.
-  if (res.status === 200) open.add(controller);
-  return Object.assign(res, { close: () => closeStream(controller) });
-}
-
-function closeStream(controller: AbortController): void {
-  controller.abort();
-  open.delete(controller);
+function stream(url: string, init: RequestInit = {}): Promise<OpenedStream> {
+  return streams.open(url, init);
 }
 
 async function expectRefused(res: Response, status: number, type: string): Promise<void> {
@@ -80,12 +57,12 @@ async function expectRefused(res: Response, status: number, type: string): Promi
 
 describe('open event streams are capped', () => {
   let first: { executionId: string; links: { events: string } };
-  const ofFirst: (Response & { close(): void })[] = [];
+  const ofFirst: OpenedStream[] = [];
 
   it(`the ${PER_EXECUTION + 1}th stream of one execution is refused 429; closing one lets a new one in`, async () => {
     first = await accept();
     for (let i = 0; i < PER_EXECUTION; i++) {
-      const res = (await stream(`${base}${first.links.events}`)) as Response & { close(): void };
+      const res = await stream(`${base}${first.links.events}`);
       expect(res.status).toBe(200);
       ofFirst.push(res);
     }
@@ -111,12 +88,12 @@ describe('open event streams are capped', () => {
     const res = await stream(`${admin}/api/executions/${first.executionId}/events`);
     expect(res.status).toBe(200);
     // Open now: 16 of the first execution on the webhook listener, 1 on the admin one.
-    expect(open.size).toBe(PER_EXECUTION + 1);
+    expect(streams.size).toBe(PER_EXECUTION + 1);
   });
 
   it('past the process cap every kind of stream is refused 503, an SSE Stream before it starts anything', async () => {
     const second = await accept();
-    while (open.size < PER_PROCESS) {
+    while (streams.size < PER_PROCESS) {
       expect((await stream(`${base}${second.links.events}`)).status).toBe(200);
     }
     await expectRefused(await stream(`${base}${second.links.events}`), 503, 'streams-exhausted');
@@ -139,13 +116,13 @@ describe('open event streams are capped', () => {
     expect((await rt.engine.list({})).length).toBe(before);
 
     // One closed: the next stream, of any kind, gets its slot.
-    closeStream([...open][0] as AbortController);
+    streams.closeOldest();
     const sse = await eventually(async () => {
       const res = await stream(`${base}${wf}/stream`, { method: 'POST' });
       if (res.status !== 200) throw new Error(`still ${res.status}`);
       return res;
     });
     expect(sse.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    expect(open.size).toBe(PER_PROCESS);
+    expect(streams.size).toBe(PER_PROCESS);
   });
 });
