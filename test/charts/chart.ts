@@ -3,11 +3,11 @@
 // suites skip loudly (under CI=true they fail instead). Importing this module from a test
 // file registers the clean-up of its temp dir.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { afterAll, expect } from 'vitest';
 import { kubeToolEnv, kubeToolsOrSkip } from '../support/kube-tools.ts';
 
@@ -245,6 +245,27 @@ export async function renderArgs(args: string[], env?: NodeJS.ProcessEnv): Promi
 export async function renderError(...sets: string[]): Promise<string> {
   const r = await helm(templateArgs(sets));
   expect(r.code, `helm template unexpectedly succeeded with ${sets.join(' ')}`).not.toBe(0);
+  return r.stderr;
+}
+
+let valuesFiles = 0;
+
+/** Writes `content` as YAML to a new file in the temp dir: a values file for `-f`. */
+export function valuesFile(content: unknown): string {
+  const file = join(work, `values-${++valuesFiles}.yaml`);
+  writeFileSync(file, stringify(content));
+  return file;
+}
+
+/** `helm template` with the --set values and a values file (`content` as YAML); not memoised. */
+export function renderWithValues(sets: string[], content: unknown): Promise<K8sObject[]> {
+  return renderArgs([...templateArgs(sets), '-f', valuesFile(content)]);
+}
+
+/** `helm template` with the --set values and a values file that must fail: its stderr. */
+export async function renderValuesError(sets: string[], content: unknown): Promise<string> {
+  const r = await helm([...templateArgs(sets), '-f', valuesFile(content)]);
+  expect(r.code, 'helm template unexpectedly succeeded').not.toBe(0);
   return r.stderr;
 }
 

@@ -3,24 +3,19 @@
 // kubernetes, the gateway; Prometheus for the gateway's analytics; the public internet and
 // outboundRules for the gateway and the workers), and the render-time checks of its values.
 // The internet rule's except ranges are held against the outbound guard's own classes.
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { blockedRange } from '../../runtime/engine/outbound/guard.ts';
 import { NEVER_CIDRS } from '../../runtime/engine/outbound/policy.ts';
 import {
   FULLNAME,
   deployment,
-  helm,
   redisStatefulSet,
   render,
-  renderArgs,
   renderError,
-  templateArgs,
+  renderValuesError,
+  renderWithValues,
   tools,
-  work,
   type K8sObject,
 } from './chart.ts';
 
@@ -121,25 +116,6 @@ const INTERNET: EgressRule = {
     { ipBlock: { cidr: '::/0', except: V6_EXCEPT } },
   ],
 };
-
-function valuesFile(name: string, content: unknown): string {
-  const file = join(work, name);
-  writeFileSync(file, stringify(content));
-  return file;
-}
-
-/** helm template with --set values and a values file. */
-function renderWith(sets: string[], values: unknown): Promise<K8sObject[]> {
-  const file = valuesFile(`egress-${Math.random().toString(36).slice(2)}.yaml`, values);
-  return renderArgs([...templateArgs(sets), '-f', file]);
-}
-
-async function renderFileError(sets: string[], values: unknown): Promise<string> {
-  const file = valuesFile(`egress-bad-${Math.random().toString(36).slice(2)}.yaml`, values);
-  const r = await helm([...templateArgs(sets), '-f', file]);
-  expect(r.code, 'helm template unexpectedly succeeded').not.toBe(0);
-  return r.stderr;
-}
 
 function egressPolicies(objects: K8sObject[]): Map<string, NetworkPolicy> {
   const policies = objects.filter(
@@ -287,7 +263,7 @@ describe.skipIf(!tools)('chart: egress NetworkPolicies', () => {
         podSelector: { matchLabels: { app: 'redis' } },
       },
     ];
-    const objects = await renderWith([...ON, ...external], {
+    const objects = await renderWithValues([...ON, ...external], {
       networkPolicy: { egress: { externalRedis: { to, ports: [6380, 16380] } } },
     });
     const redis: EgressRule = {
@@ -357,9 +333,12 @@ describe.skipIf(!tools)('chart: egress NetworkPolicies', () => {
       },
       { to: [{ ipBlock: { cidr: '10.20.0.0/16', except: ['10.20.99.0/24'] } }] },
     ];
-    const objects = await renderWith([...ON, 'networkPolicy.egress.internet.ports={443,80}'], {
-      networkPolicy: { egress: { outboundRules: extra } },
-    });
+    const objects = await renderWithValues(
+      [...ON, 'networkPolicy.egress.internet.ports={443,80}'],
+      {
+        networkPolicy: { egress: { outboundRules: extra } },
+      },
+    );
     const internet: EgressRule = {
       ...INTERNET,
       ports: [
@@ -383,7 +362,7 @@ describe.skipIf(!tools)('chart: egress NetworkPolicies', () => {
         podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
       },
     ];
-    const objects = await renderWith([...ON, ...analytics], {
+    const objects = await renderWithValues([...ON, ...analytics], {
       networkPolicy: { egress: { prometheus: { to } } },
     });
     const prometheus: EgressRule = { to, ports: [{ port: 9090, protocol: 'TCP' }] };
@@ -400,7 +379,7 @@ describe.skipIf(!tools)('chart: egress NetworkPolicies', () => {
 
   it('takes other DNS peers and ports (NodeLocal DNSCache, OpenShift)', async () => {
     const to = [{ ipBlock: { cidr: '169.254.20.10/32' } }];
-    const objects = await renderWith(ON, {
+    const objects = await renderWithValues(ON, {
       networkPolicy: { egress: { dns: { to, ports: [53, 5353] } } },
     });
     const dns: EgressRule = {
@@ -456,7 +435,7 @@ describe.skipIf(!tools)('chart: egress NetworkPolicies', () => {
     }
     // In peers too: the cidr and each except.
     expect(
-      await renderFileError(ON, {
+      await renderValuesError(ON, {
         networkPolicy: {
           egress: {
             outboundRules: [{ to: [{ ipBlock: { cidr: '10.20.0.0/16', except: ['10.20.1.0'] } }] }],
@@ -473,14 +452,14 @@ describe.skipIf(!tools)('chart: egress NetworkPolicies', () => {
 
   it('refuses rules and peers that would allow more than they look like', async () => {
     expect(
-      await renderFileError(ON, {
+      await renderValuesError(ON, {
         networkPolicy: { egress: { outboundRules: [{ ports: [{ port: 8080 }] }] } },
       }),
     ).toContain(
       'networkPolicy.egress.outboundRules[0] has no `to`: an egress rule without peers allows every destination',
     );
     expect(
-      await renderFileError(ON, {
+      await renderValuesError(ON, {
         networkPolicy: {
           egress: {
             outboundRules: [
@@ -493,15 +472,15 @@ describe.skipIf(!tools)('chart: egress NetworkPolicies', () => {
       }),
     ).toContain('networkPolicy.egress.outboundRules[0].to[0] has an ipBlock and a selector');
     expect(
-      await renderFileError(ON, {
+      await renderValuesError(ON, {
         networkPolicy: {
           egress: { outboundRules: [{ to: [{ ipBlock: { cidr: '10.0.0.0/8' } }, {}] }] },
         },
       }),
     ).toContain('networkPolicy.egress.outboundRules[0].to[1] is an empty peer');
-    expect(await renderFileError(ON, { networkPolicy: { egress: { dns: { to: [] } } } })).toContain(
-      'networkPolicy.egress.dns.to is empty: no pod could resolve a name',
-    );
+    expect(
+      await renderValuesError(ON, { networkPolicy: { egress: { dns: { to: [] } } } }),
+    ).toContain('networkPolicy.egress.dns.to is empty: no pod could resolve a name');
   });
 
   it('the schema refuses unknown keys, ports out of range or left out, and bad protocols', async () => {
@@ -515,7 +494,7 @@ describe.skipIf(!tools)('chart: egress NetworkPolicies', () => {
       /\/networkPolicy\/egress\/apiServer'?: missing property 'ports'/,
     );
     expect(
-      await renderFileError(ON, {
+      await renderValuesError(ON, {
         networkPolicy: {
           egress: {
             outboundRules: [

@@ -4,8 +4,6 @@
 // port everyone; `[]` still opens a port to every source. An admin Ingress with the
 // namespace-only default fails the render (its controller would be shut out), and the
 // install notes say what is open: everything when the policies are off.
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   FULLNAME,
@@ -13,11 +11,9 @@ import {
   dryRunInstall,
   find,
   render,
-  renderArgs,
   renderError,
-  templateArgs,
+  renderWithValues,
   tools,
-  work,
   type K8sObject,
 } from './chart.ts';
 
@@ -81,9 +77,9 @@ describe.skipIf(!tools)('chart: the ingress NetworkPolicy of the hookgate pods',
       { namespaceSelector: { matchLabels: { team: 'obs' } } },
     ]);
     // `[]` in a values file (what the docs say), and null (--set cannot write an empty list).
-    const values = join(work, 'open-ports.yaml');
-    writeFileSync(values, 'networkPolicy:\n  enabled: true\n  metricsFrom: []\n  adminFrom: []\n');
-    const open = await renderArgs([...templateArgs([]), '--values', values]);
+    const open = await renderWithValues([], {
+      networkPolicy: { enabled: true, metricsFrom: [], adminFrom: [] },
+    });
     const rules = find<NetworkPolicy>(open, 'NetworkPolicy', FULLNAME).spec.ingress;
     expect(rules.map((r) => [r.ports[0]?.port, r.from])).toEqual([
       ['http', undefined],

@@ -1,21 +1,16 @@
 // outbound.*: the outbound policy reaches the roles that send requests (gateway, worker)
 // as the HOOKGATE_OUTBOUND_* variables the settings parse; the schema refuses bad values.
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { outboundSettings } from '../../roles/outbound-settings.ts';
 import {
   container,
   deployment,
   envOf,
-  helm,
   render,
-  renderArgs,
+  renderValuesError,
+  renderWithValues,
   renderError,
-  templateArgs,
   tools,
-  work,
 } from './chart.ts';
 
 const NAMES = ['HOOKGATE_OUTBOUND_ALLOW', 'HOOKGATE_OUTBOUND_DENY', 'HOOKGATE_OUTBOUND_NAMESPACES'];
@@ -31,12 +26,6 @@ const values = {
   },
 };
 
-function valuesFile(name: string, content: unknown): string {
-  const file = join(work, name);
-  writeFileSync(file, stringify(content));
-  return file;
-}
-
 describe.skipIf(!tools)('chart: outbound policy', () => {
   it('sets nothing by default: public destinations only', async () => {
     const objects = await render();
@@ -47,8 +36,7 @@ describe.skipIf(!tools)('chart: outbound policy', () => {
   });
 
   it('hands the policy to the gateway and the worker, in the form the settings read', async () => {
-    const file = valuesFile('outbound-values.yaml', values);
-    const objects = await renderArgs([...templateArgs([]), '-f', file]);
+    const objects = await renderWithValues([], values);
     for (const role of ['gateway', 'worker'] as const) {
       const env = envOf(container(deployment(objects, role)));
       const vars = Object.fromEntries(NAMES.map((n) => [n, env.get(n)?.value]));
@@ -73,11 +61,10 @@ describe.skipIf(!tools)('chart: outbound policy', () => {
   it('the schema refuses unknown keys, malformed entries and namespace names', async () => {
     expect(await renderError('outbound.allowed={10.0.0.0/8}')).toMatch(/allowed/);
     expect(await renderError('outbound.allow={exa mple.com}')).toMatch(/outbound/);
-    const bad = valuesFile('outbound-bad.yaml', {
-      outbound: { namespaces: { Team_B: { allow: ['x.example'] } } },
-    });
-    const r = await helm([...templateArgs([]), '-f', bad]);
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/Team_B/);
+    expect(
+      await renderValuesError([], {
+        outbound: { namespaces: { Team_B: { allow: ['x.example'] } } },
+      }),
+    ).toMatch(/Team_B/);
   });
 });
