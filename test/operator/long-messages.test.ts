@@ -5,11 +5,8 @@
 // in-memory API server, which enforces the CRD's maxLength as a real one does.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Condition } from '../../api/v1alpha1/index.ts';
-import { MemoryRecordStore } from '../../api/records/memory-store.ts';
-import { MemoryGatewayStore } from '../../api/records/gateways-memory.ts';
 import { boundedMessage, problemsMessage } from '../../operator/reconcile/conditions.ts';
-import { startReconcileLoop } from '../../operator/reconcile/run.ts';
-import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
+import { createWorkflow, withReconcileLoop } from '../support/namespace-reconcile.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 
@@ -45,31 +42,12 @@ describe('condition messages', () => {
     afterAll(() => cluster.close());
 
     it('a Workflow with 512 mistakes gets Valid=False written, with a message the server takes', async () => {
-      const { server, client, kc } = cluster;
+      const { server, client } = cluster;
       const ns = 'long-messages';
-      await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: ns } } });
-      const path = resourcePath('Workflow', ns, 'w');
-      await client.request('POST', resourcePath('Workflow', ns), {
-        body: {
-          apiVersion: 'hookgate.dev/v1alpha1',
-          kind: 'Workflow',
-          metadata: { name: 'w', namespace: ns },
-          spec: {
-            application: 'a',
-            environment: 'development',
-            nodes: [{ id: 'greet', type: 'transform', expression: '1' }],
-          },
-        },
-      });
-      const loop = await startReconcileLoop({
-        source: new KubernetesSource({ kubeConfig: kc, namespace: ns }),
-        routes: new MemoryRecordStore(),
-        workflows: new MemoryRecordStore(),
-        gateways: new MemoryGatewayStore(),
-        baseUrl: 'http://hookgate.example',
-        controller: { workers: 2 },
-      });
-      try {
+      const path = await createWorkflow(cluster, ns, [
+        { id: 'greet', type: 'transform', expression: '1' },
+      ]);
+      await withReconcileLoop(cluster, ns, 2, async () => {
         const ready = (w: Workflow) =>
           w.status?.conditions?.find((c) => c.type === 'Ready')?.status;
         await eventually(async () =>
@@ -96,9 +74,7 @@ describe('condition messages', () => {
           (r) => r.method === 'PUT' && r.path.endsWith('/status') && r.status === 422,
         );
         expect(refused).toEqual([]);
-      } finally {
-        await loop.stop(1000);
-      }
+      });
     });
   });
 });

@@ -5,11 +5,7 @@
 // Against the in-memory API server with the CRDs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Condition } from '../../api/v1alpha1/index.ts';
-import { MemoryRecordStore } from '../../api/records/memory-store.ts';
-import type { WorkflowRegistration } from '../../api/records/records.ts';
-import { MemoryGatewayStore } from '../../api/records/gateways-memory.ts';
-import { startReconcileLoop } from '../../operator/reconcile/run.ts';
-import { KubernetesSource, resourcePath } from '../../operator/sources/kubernetes.ts';
+import { createWorkflow, withReconcileLoop } from '../support/namespace-reconcile.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually } from '../support/eventually.ts';
 
@@ -26,39 +22,17 @@ describe("a respond node's headers the gateway leaves out", () => {
   afterAll(() => cluster.close());
 
   it('are named in Valid=True; the workflow is published', async () => {
-    const { client, kc } = cluster;
+    const { client } = cluster;
     const ns = 'respond-headers';
-    await client.request('POST', '/api/v1/namespaces', { body: { metadata: { name: ns } } });
-    await client.request('POST', resourcePath('Workflow', ns), {
-      body: {
-        apiVersion: 'hookgate.dev/v1alpha1',
-        kind: 'Workflow',
-        metadata: { name: 'w', namespace: ns },
-        spec: {
-          application: 'a',
-          environment: 'development',
-          nodes: [
-            {
-              id: 'reply',
-              type: 'respond',
-              expression: '$',
-              headers: { 'X-Kept': 'yes', 'Content-Type': 'text/html', 'Bad Name': 'x' },
-            },
-          ],
-        },
+    const path = await createWorkflow(cluster, ns, [
+      {
+        id: 'reply',
+        type: 'respond',
+        expression: '$',
+        headers: { 'X-Kept': 'yes', 'Content-Type': 'text/html', 'Bad Name': 'x' },
       },
-    });
-    const workflows = new MemoryRecordStore<WorkflowRegistration>();
-    const loop = await startReconcileLoop({
-      source: new KubernetesSource({ kubeConfig: kc, namespace: ns }),
-      routes: new MemoryRecordStore(),
-      workflows,
-      gateways: new MemoryGatewayStore(),
-      baseUrl: 'http://hookgate.example',
-      controller: { workers: 1 },
-    });
-    try {
-      const path = resourcePath('Workflow', ns, 'w');
+    ]);
+    await withReconcileLoop(cluster, ns, 1, async (workflows) => {
       await eventually(async () => {
         const w = await client.request<Workflow>('GET', path);
         expect(w.status?.observedGeneration).toBe(w.metadata.generation);
@@ -72,8 +46,6 @@ describe("a respond node's headers the gateway leaves out", () => {
         );
       });
       expect((await workflows.list()).length).toBe(1);
-    } finally {
-      await loop.stop(1000);
-    }
+    });
   });
 });
