@@ -67,14 +67,19 @@ describe.skipIf(skip)('the dashboard keeps its admin token out of cookies', () =
     return seen;
   };
 
-  it('the live stream sends the token as a header; no cookie holds it, an old one is removed', async () => {
-    const streams = sentHeaders(/\/webhook-events\//);
+  /** Opens the dashboard, types the token and connects its live stream to PATH. */
+  async function connectLive(): Promise<void> {
     await page.goto(`${admin}/dashboard`);
     await page.fill('#admin-token', TOKEN);
     await page.dispatchEvent('#admin-token', 'change');
     await page.fill('#live-path', PATH);
     await page.click('#live-connect');
     await expect.poll(() => page.textContent('#live-status')).toBe('Connected');
+  }
+
+  it('the live stream sends the token as a header; no cookie holds it, an old one is removed', async () => {
+    const streams = sentHeaders(/\/webhook-events\//);
+    await connectLive();
     const res = await fetch(`${base}${PATH}`, { method: 'POST' });
     expect(res.status).toBe(202);
     await expect.poll(() => page.locator('#live-log li[data-kind="response"]').count()).toBe(1);
@@ -111,12 +116,7 @@ describe.skipIf(skip)('the dashboard keeps its admin token out of cookies', () =
 
   it('a stream open under a token that is then cleared is opened again without it: refused, closed', async () => {
     const streams = sentHeaders(/\/webhook-events\//);
-    await page.goto(`${admin}/dashboard`);
-    await page.fill('#admin-token', TOKEN);
-    await page.dispatchEvent('#admin-token', 'change');
-    await page.fill('#live-path', PATH);
-    await page.click('#live-connect');
-    await expect.poll(() => page.textContent('#live-status')).toBe('Connected');
+    await connectLive();
     // The path field edited since: the stream opened again is the one that was open.
     await page.fill('#live-path', '/webhook/elsewhere/default');
     await page.fill('#admin-token', '');
