@@ -5,7 +5,7 @@ import { analyticsRoutes, problemErrorHandler } from '../../runtime/analytics/ro
 import { parseFilter } from '../../runtime/analytics/filter.ts';
 import type { AnalyticsFilter, AnalyticsResult } from '../../runtime/analytics/backend.ts';
 import type { ProblemDocument } from '../../runtime/errors.ts';
-import { knownTraffic, ORDERS } from './traffic.ts';
+import { analyticsOfKnownTraffic, knownTraffic, ORDERS } from './traffic.ts';
 
 type Summary = AnalyticsResult & { filter: AnalyticsFilter };
 
@@ -13,9 +13,7 @@ describe('analytics API', () => {
   let app: FastifyInstance;
 
   beforeAll(async () => {
-    const backend = new MemoryAnalytics();
-    const now = Date.now();
-    knownTraffic(() => now - 10_000).forEach((o) => backend.observe(o));
+    const backend = analyticsOfKnownTraffic();
     app = Fastify();
     app.setErrorHandler(problemErrorHandler);
     await app.register(analyticsRoutes, { backend });

@@ -1,6 +1,7 @@
 // Known traffic for the analytics tests: 1,000 production requests across three
 // endpoints of two applications, plus 100 staging requests, with set statuses,
 // latencies and consumers, so every figure has a value computed by hand below.
+import { MemoryAnalytics } from '../../runtime/analytics/memory.ts';
 import type { RequestObservation } from '../../runtime/gateway/observations.ts';
 
 interface Spec {
@@ -136,6 +137,14 @@ export function knownTraffic(at: (i: number) => number, prefix = ''): RequestObs
     }
   }
   return out;
+}
+
+/** An in-memory analytics backend holding the known traffic, all of it arrived 10 s ago. */
+export function analyticsOfKnownTraffic(): MemoryAnalytics {
+  const backend = new MemoryAnalytics();
+  const now = Date.now();
+  knownTraffic(() => now - 10_000).forEach((o) => backend.observe(o));
+  return backend;
 }
 
 /** A deterministic pseudo-random sequence (mulberry32) for generated traffic. */

@@ -8,11 +8,10 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryAnalytics } from '../../runtime/analytics/memory.ts';
 import { analyticsRoutes, problemErrorHandler } from '../../runtime/analytics/routes.ts';
 import { dashboardRoutes } from '../../runtime/dashboard/routes.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
-import { knownTraffic, ORDERS } from '../analytics/traffic.ts';
+import { analyticsOfKnownTraffic, ORDERS } from '../analytics/traffic.ts';
 import { CHROMIUM, CHROMIUM_FLAGS, skipBrowserTests } from '../support/chromium.ts';
 
 const skip = skipBrowserTests();
@@ -28,9 +27,7 @@ describe.skipIf(skip)('the analytics dashboard after a failed load, and resized'
   let failing = false;
 
   beforeAll(async () => {
-    const backend = new MemoryAnalytics();
-    const now = Date.now();
-    knownTraffic(() => now - 10_000).forEach((o) => backend.observe(o));
+    const backend = analyticsOfKnownTraffic();
     app = Fastify();
     app.setErrorHandler(problemErrorHandler);
     // As the admin listener: a bearer token, checked before the analytics answer.
