@@ -6,10 +6,9 @@
 // status, and an unreachable collector that costs requests nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOtelTracing } from '../../runtime/tracing/otel.ts';
-import type { Tracing } from '../../runtime/tracing/tracing.ts';
 import { eventually } from '../support/eventually.ts';
 import { one, traceOf, tracingConfig } from '../support/tracing.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { startRuntime } from '../support/gateway.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
 import {
   SPAN_KIND,
@@ -17,7 +16,11 @@ import {
   startOtlpReceiver,
   type OtlpReceiver,
 } from '../support/otlp-receiver.ts';
-import { startReceiver } from '../support/receiver.ts';
+import {
+  startTracedRuntime,
+  type Downstream,
+  type TracedRuntime,
+} from '../support/traced-runtime.ts';
 
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
@@ -26,23 +29,16 @@ const wf = '/webhook/default_production_';
 
 describe('tracing in the embedded server', () => {
   let otlp: OtlpReceiver;
-  let downstream: Awaited<ReturnType<typeof startReceiver>>;
-  let tracing: Tracing;
-  let rt: TestRuntime;
+  let downstream: Downstream;
   let base = '';
+  let traced: TracedRuntime | undefined;
 
   beforeAll(async () => {
-    otlp = await startOtlpReceiver();
-    downstream = await startReceiver((r) => (r.url.startsWith('/boom') ? 500 : 200));
-    tracing = await createOtelTracing(tracingConfig(otlp.endpoint));
-    const outbound = { allow: [`127.0.0.1:${downstream.port}`] };
-    rt = await startRuntime({
-      engine: { outbound, tracing, callbacks: { backoffMs: 10 } },
-      tracing,
-    });
-    await rt.apply(
-      'traced.yaml',
-      [
+    traced = await startTracedRuntime({
+      answer: (r) => (r.url.startsWith('/boom') ? 500 : 200),
+      engine: { callbacks: { backoffMs: 10 } },
+      file: 'traced.yaml',
+      manifests: (downstreamUrl) => [
         secret('keys', { acme: 'key-acme-123456' }),
         workflow('calls', {
           nodes: [
@@ -50,7 +46,7 @@ describe('tracing in the embedded server', () => {
             {
               id: 'notify',
               type: 'http',
-              request: { method: 'POST', url: `${downstream.url}/ok` },
+              request: { method: 'POST', url: `${downstreamUrl}/ok` },
             },
             { id: 'done', type: 'transform', expression: '{ "n": $nodes.shape.n }' },
           ],
@@ -62,7 +58,7 @@ describe('tracing in the embedded server', () => {
               id: 'call',
               type: 'http',
               // A token in the query: no span, record or answer quotes it.
-              request: { method: 'POST', url: `${downstream.url}/boom?api_key=s3cr3t-key#s3cr3t` },
+              request: { method: 'POST', url: `${downstreamUrl}/boom?api_key=s3cr3t-key#s3cr3t` },
             },
           ],
         }),
@@ -88,16 +84,11 @@ describe('tracing in the embedded server', () => {
           response: { mode: 'asyncCallback' },
         }),
       ],
-      ['open', 'keyed', 'fails', 'later'],
-    );
-    base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+      ready: ['open', 'keyed', 'fails', 'later'],
+    });
+    ({ otlp, downstream, base } = traced);
   }, 30_000);
-  afterAll(async () => {
-    await rt?.stop();
-    await tracing?.shutdown(2000);
-    await downstream?.close();
-    await otlp?.close();
-  });
+  afterAll(() => traced?.stop());
 
   const post = (path: string, headers: Record<string, string> = {}, body: unknown = { n: 7 }) =>
     fetch(`${base}${wf}${path}`, {

@@ -5,17 +5,14 @@
 // in the caller's trace, with the span names and attributes the JSON export carries.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tracingSettings } from '../../roles/tracing-settings.ts';
-import { createOtelTracing } from '../../runtime/tracing/otel.ts';
-import type { Tracing } from '../../runtime/tracing/tracing.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import type { TracingConfig } from '../../runtime/tracing/tracing.ts';
 import { secret, trigger, workflow } from '../support/manifests.ts';
+import { SPAN_KIND, STATUS, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import {
-  SPAN_KIND,
-  STATUS,
-  startOtlpReceiver,
-  type OtlpReceiver,
-} from '../support/otlp-receiver.ts';
-import { startReceiver } from '../support/receiver.ts';
+  startTracedRuntime,
+  type Downstream,
+  type TracedRuntime,
+} from '../support/traced-runtime.ts';
 import { one, traceOf } from '../support/tracing.ts';
 
 const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c';
@@ -24,31 +21,29 @@ const wf = '/webhook/default_production_';
 
 describe('OTLP/HTTP protobuf export', () => {
   let otlp: OtlpReceiver;
-  let downstream: Awaited<ReturnType<typeof startReceiver>>;
-  let tracing: Tracing;
-  let rt: TestRuntime;
+  let downstream: Downstream;
   let base = '';
+  let traced: TracedRuntime | undefined;
 
-  beforeAll(async () => {
-    otlp = await startOtlpReceiver();
-    downstream = await startReceiver(() => 200);
+  /** The roles' tracing configuration from the standard variables, for the OTLP receiver. */
+  function fromVariables(receiver: OtlpReceiver): TracingConfig {
     const { config, problems } = tracingSettings('dev', {
       OTEL_TRACES_EXPORTER: 'otlp',
-      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
       OTEL_BSP_SCHEDULE_DELAY: '50',
     });
     expect(problems).toEqual([]);
     if (config === undefined) throw new Error('tracing is off');
     expect(config.protocol).toBe('http/protobuf');
-    tracing = await createOtelTracing(config);
-    rt = await startRuntime({
-      engine: { outbound: { allow: [`127.0.0.1:${downstream.port}`] }, tracing },
-      tracing,
-    });
-    await rt.apply(
-      'traced.yaml',
-      [
+    return config;
+  }
+
+  beforeAll(async () => {
+    traced = await startTracedRuntime({
+      config: fromVariables,
+      file: 'traced.yaml',
+      manifests: (downstreamUrl) => [
         secret('keys', { acme: 'key-acme-123456' }),
         workflow('calls', {
           nodes: [
@@ -56,7 +51,7 @@ describe('OTLP/HTTP protobuf export', () => {
             {
               id: 'notify',
               type: 'http',
-              request: { method: 'POST', url: `${downstream.url}/ok` },
+              request: { method: 'POST', url: `${downstreamUrl}/ok` },
             },
           ],
         }),
@@ -67,16 +62,11 @@ describe('OTLP/HTTP protobuf export', () => {
           response: { mode: 'waitForCompletion' },
         }),
       ],
-      ['keyed'],
-    );
-    base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+      ready: ['keyed'],
+    });
+    ({ otlp, downstream, base } = traced);
   }, 30_000);
-  afterAll(async () => {
-    await rt?.stop();
-    await tracing?.shutdown(2000);
-    await downstream?.close();
-    await otlp?.close();
-  });
+  afterAll(() => traced?.stop());
 
   it('a request’s spans arrive as application/x-protobuf, with its trace id, names and attributes', async () => {
     const res = await fetch(`${base}${wf}calls/keyed`, {

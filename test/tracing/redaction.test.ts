@@ -4,14 +4,15 @@
 // (where chat and bot webhooks put their token) neither, in url.full or in a failure's
 // status message; status messages are bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOtelTracing } from '../../runtime/tracing/otel.ts';
-import type { Tracing } from '../../runtime/tracing/tracing.ts';
 import { eventually } from '../support/eventually.ts';
-import { one, traceOf, tracingConfig } from '../support/tracing.ts';
-import { startRuntime, type TestRuntime } from '../support/gateway.ts';
+import { one, traceOf } from '../support/tracing.ts';
 import { trigger, workflow } from '../support/manifests.ts';
-import { SPAN_KIND, startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
-import { startReceiver } from '../support/receiver.ts';
+import { SPAN_KIND, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import {
+  startTracedRuntime,
+  type Downstream,
+  type TracedRuntime,
+} from '../support/traced-runtime.ts';
 
 const wf = '/webhook/default_production_';
 /** In every value a caller or a workflow puts where a secret may be: never in a span. */
@@ -19,20 +20,15 @@ const SECRET = 's3cr3t';
 
 describe('traces without secrets in paths', () => {
   let otlp: OtlpReceiver;
-  let downstream: Awaited<ReturnType<typeof startReceiver>>;
-  let tracing: Tracing;
-  let rt: TestRuntime;
+  let downstream: Downstream;
   let base = '';
+  let traced: TracedRuntime | undefined;
 
   beforeAll(async () => {
-    otlp = await startOtlpReceiver();
-    downstream = await startReceiver((r) => (r.url.includes('boom') ? 503 : 200));
-    tracing = await createOtelTracing(tracingConfig(otlp.endpoint));
-    const outbound = { allow: [`127.0.0.1:${downstream.port}`] };
-    rt = await startRuntime({ engine: { outbound, tracing }, tracing });
-    await rt.apply(
-      'redaction.yaml',
-      [
+    traced = await startTracedRuntime({
+      answer: (r) => (r.url.includes('boom') ? 503 : 200),
+      file: 'redaction.yaml',
+      manifests: (downstreamUrl) => [
         workflow('echo'),
         workflow('chat', {
           nodes: [
@@ -40,7 +36,7 @@ describe('traces without secrets in paths', () => {
               id: 'post',
               type: 'http',
               // A chat service's incoming webhook: the token is the path.
-              request: { method: 'POST', url: `${downstream.url}/services/T000/B000/${SECRET}-ok` },
+              request: { method: 'POST', url: `${downstreamUrl}/services/T000/B000/${SECRET}-ok` },
             },
           ],
         }),
@@ -49,7 +45,7 @@ describe('traces without secrets in paths', () => {
             {
               id: 'post',
               type: 'http',
-              request: { method: 'POST', url: `${downstream.url}/bot${SECRET}-boom/sendMessage` },
+              request: { method: 'POST', url: `${downstreamUrl}/bot${SECRET}-boom/sendMessage` },
             },
           ],
         }),
@@ -80,16 +76,11 @@ describe('traces without secrets in paths', () => {
           response: { mode: 'waitForCompletion' },
         }),
       ],
-      ['hooks', 'chat', 'chatdown', 'says'],
-    );
-    base = await rt.app.listen({ port: 0, host: '127.0.0.1' });
+      ready: ['hooks', 'chat', 'chatdown', 'says'],
+    });
+    ({ otlp, downstream, base } = traced);
   }, 30_000);
-  afterAll(async () => {
-    await rt?.stop();
-    await tracing?.shutdown(2000);
-    await downstream?.close();
-    await otlp?.close();
-  });
+  afterAll(() => traced?.stop());
 
   const send = (path: string, init: RequestInit = {}) =>
     fetch(`${base}${path}`, {
