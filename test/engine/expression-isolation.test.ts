@@ -73,7 +73,7 @@ describe('expressions in the worker pool: memory', () => {
 
 describe('expressions in the worker pool: time', () => {
   it('a spinning expression ends at its time limit while another execution completes', async () => {
-    const e = engine(300);
+    const e = engine(1000);
     // Both workers started (a cold start is not what is measured).
     await Promise.all([runOne(e, '$sum([1])'), runOne(e, '$sum([2])')]);
     const started = performance.now();
@@ -83,11 +83,12 @@ describe('expressions in the worker pool: time', () => {
     const quick = await runOne(e, '{ "sum": $sum(body.n) }', { n: [1, 2, 3] });
     const slow = await spin;
     expect(quick).toMatchObject({ status: 'succeeded', output: { sum: 6 } });
-    // The other finished while the loop ran, long before the loop's 300 ms were up.
-    expect(quick.at - started).toBeLessThan(200);
+    // The other finished while the loop ran, long before the loop's second was up (in
+    // process it waited for the whole second); margins for a loaded machine.
+    expect(quick.at - started).toBeLessThan(700);
     expect(slow.status).toBe('failed');
-    expect(slow.message).toMatch(/timeout after 300 milliseconds|time limit of 300 ms/i);
-    expect(slow.at - started).toBeLessThan(1500);
+    expect(slow.message).toMatch(/timeout after 1000 milliseconds|time limit of 1000 ms/i);
+    expect(slow.at - started).toBeLessThan(3000);
   }, 20_000);
 
   it('a step held past the hard deadline ends its worker, and the evaluation fails', async () => {
@@ -104,7 +105,8 @@ describe('expressions in the worker pool: time', () => {
       await expect(cache.evaluate('w@1', '$length($string([1..1e6]))', {}, {})).rejects.toThrow(
         'expression "$length($string([1..1e6]))" exceeded its time limit of 50 ms',
       );
-      expect(performance.now() - started).toBeLessThan(300);
+      // The step alone takes some 700 ms here; ended at 50 ms (a margin for a loaded machine).
+      expect(performance.now() - started).toBeLessThan(500);
       // Its worker was replaced.
       await expect(cache.evaluate('w@1', '$sum([1,2])', {}, {})).resolves.toBe(3);
     } finally {
