@@ -171,7 +171,7 @@ function acceptedBody(
 
 function accepted(
   reply: FastifyReply,
-  execution: Execution,
+  execution: Pick<Execution, 'id' | 'status'>,
   replayOf: string,
   tookDeadLetter = false,
 ) {
@@ -275,13 +275,15 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
   const startStandingFor = async (
     request: StartRequest,
     taken: TakenDeadLetter | undefined,
-  ): Promise<Execution> => {
+    settled?: (error: unknown) => Pick<Execution, 'id' | 'status'> | undefined,
+  ): Promise<Pick<Execution, 'id' | 'status'>> => {
     const id = (request.input.metadata.executionId ||= randomUUID());
-    let started: Execution;
+    let started: Pick<Execution, 'id' | 'status'>;
     try {
       started = await engine.start(request);
     } catch (error) {
-      const found = await startedAnyway(id, error);
+      // `settled`: an error that says the run is over already (a keyed replay's discard).
+      const found = settled?.(error) ?? (await startedAnyway(id, error));
       if (!found) {
         if (taken) await putBack(taken);
         throw error;
@@ -300,7 +302,10 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
    * execution is not in the store: startStandingFor).
    * `allowRecreated`: also when its trigger was re-created since, then without callback.
    */
-  const retryEntry = async (entry: DeadLetter, allowRecreated: boolean): Promise<Execution> => {
+  const retryEntry = async (
+    entry: DeadLetter,
+    allowRecreated: boolean,
+  ): Promise<Pick<Execution, 'id' | 'status'>> => {
     const original = await originalOf(entry);
     const plan = await planReplay(options, original, {
       ...(entry.callbackUrl ? { callbackUrl: entry.callbackUrl } : {}),
@@ -499,22 +504,15 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     if (resume) plan.request.hinted = true;
     let execution: Pick<Execution, 'id' | 'status'>;
     try {
-      execution = await engine.start(plan.request);
+      execution = await startStandingFor(plan.request, taken, (error) =>
+        resume && error instanceof HttpProblem && error.code === 'HG_ERR_EXECUTION_DISCARDED'
+          ? { id: executionId, status: 'succeeded' }
+          : undefined,
+      );
     } catch (error) {
-      if (resume && error instanceof HttpProblem && error.code === 'HG_ERR_EXECUTION_DISCARDED') {
-        execution = { id: executionId, status: 'succeeded' };
-      } else {
-        // Started all the same (its answer lost): it stands, as in startStandingFor.
-        const found = await startedAnyway(executionId, error);
-        if (!found) {
-          if (taken) await putBack(taken);
-          await store.abandon(claimKey, owner, { executionId, token: '' }).catch(() => false);
-          throw error;
-        }
-        execution = found;
-      }
+      await store.abandon(claimKey, owner, { executionId, token: '' }).catch(() => false);
+      throw error;
     }
-    if (taken) await deadLetters.release(taken).catch(() => undefined);
     const body = acceptedBody(execution, original.id, taken !== undefined);
     const { links } = body;
     // Not kept (the store away, or the lease ran out and a retry holds the key): the
