@@ -106,7 +106,7 @@ const inlineEvaluator: JsonataEvaluator = {
   close: () => Promise.resolve(),
 };
 
-/** In a worker thread of the pool (compiled there again, once per worker). */
+/** In a worker of the pool (a child process, or a thread for the bench; compiled there again, once per worker). */
 function workerEvaluator(
   pool: ExpressionWorkerPool,
   limits: { timeoutMs: number; maxDepth: number },
