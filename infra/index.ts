@@ -60,7 +60,7 @@ function callbackSecretFromConfig(): Pick<HookgateDeploymentArgs, 'callbackSecre
 /**
  * Tracing when tracingEndpoint or tracingExporters is set (chart config.tracing);
  * tracingExporters as the roles read OTEL_TRACES_EXPORTER (`none`: off), tracingProtocol
- * as they read OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf, the default, or http/json).
+ * as they read OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf, the default, http/json or grpc).
  */
 function tracingFromConfig(): Pick<HookgateDeploymentArgs, 'tracing'> {
   const tracing = stackTracing(

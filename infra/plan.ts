@@ -90,11 +90,14 @@ export interface TracingArgs {
    * `tracing` out). Default: otlp.
    */
   exporters?: TraceExporter[];
-  /** The collector's OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT); needed with otlp. */
+  /**
+   * The collector's OTLP base URL (OTEL_EXPORTER_OTLP_ENDPOINT); needed with otlp. With
+   * grpc its gRPC address, no path (http://collector:4317; https:// for TLS).
+   */
   endpoint?: string;
   /**
    * OTEL_EXPORTER_OTLP_PROTOCOL, with otlp: http/protobuf or http/json, both to the
-   * OTLP/HTTP port (4318); grpc is not exported. Default: http/protobuf.
+   * OTLP/HTTP port (4318), or grpc, to the gRPC port (4317). Default: http/protobuf.
    */
   protocol?: OtlpProtocol;
   /** OTEL_TRACES_SAMPLER; default parentbased_always_on. */
@@ -481,22 +484,7 @@ function validateTracing(tracing: TracingArgs | undefined): string[] {
     errors.push(
       'tracing.exporters must list otlp or console (none exports nothing); leave tracing out to turn it off',
     );
-  if (tracing.endpoint === undefined) {
-    if (exporters.includes('otlp'))
-      errors.push('tracing.endpoint is needed with otlp in tracing.exporters (the default)');
-  } else if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(tracing.endpoint))
-    errors.push(`tracing.endpoint must be an http:// or https:// URL, got "${tracing.endpoint}"`);
-  // As the chart reads it: with otlp only (console alone exports no OTLP).
-  if (
-    tracing.protocol !== undefined &&
-    exporters.includes('otlp') &&
-    !OTLP_PROTOCOLS.includes(tracing.protocol)
-  )
-    errors.push(
-      String(tracing.protocol).trim().toLowerCase() === 'grpc'
-        ? "tracing.protocol is grpc, which hookgate does not export: point tracing.endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json"
-        : `tracing.protocol must be http/protobuf or http/json (OTLP over HTTP), got "${String(tracing.protocol)}"`,
-    );
+  errors.push(...validateOtlpTarget(tracing, exporters.includes('otlp')));
   if (tracing.sampler !== undefined && !TRACE_SAMPLERS.includes(tracing.sampler))
     errors.push(
       `tracing.sampler must be one of ${TRACE_SAMPLERS.join(', ')}, got "${String(tracing.sampler)}"`,
@@ -504,6 +492,45 @@ function validateTracing(tracing: TracingArgs | undefined): string[] {
   const ratio = tracing.samplerRatio;
   if (ratio !== undefined && !(ratio >= 0 && ratio <= 1))
     errors.push(`tracing.samplerRatio must be from 0 to 1, got ${String(ratio)}`);
+  return errors;
+}
+
+/**
+ * The endpoint and the protocol, as the roles read them: the protocol with otlp only
+ * (console alone exports no OTLP); with grpc, the endpoint is the collector's address
+ * and a path or query is refused (OTLP/gRPC adds none, and the exporter would drop it).
+ */
+function validateOtlpTarget(tracing: TracingArgs, otlp: boolean): string[] {
+  const errors: string[] = [];
+  const { endpoint, protocol } = tracing;
+  if (endpoint === undefined) {
+    if (otlp)
+      errors.push('tracing.endpoint is needed with otlp in tracing.exporters (the default)');
+  } else if (!/^https?:\/\/[^\s/]+(\/\S*)?$/.test(endpoint))
+    errors.push(`tracing.endpoint must be an http:// or https:// URL, got "${endpoint}"`);
+  else if (otlp && protocol === 'grpc') {
+    const url = URL.parse(endpoint);
+    if (
+      url === null ||
+      url.pathname !== '/' ||
+      url.search ||
+      url.hash ||
+      url.username ||
+      url.password
+    )
+      errors.push(
+        `tracing.endpoint must be the collector's address without a path or query for grpc (e.g. http://collector:4317), got "${endpoint}"`,
+      );
+    // gRPC's default port is 443 whatever the scheme: plaintext names its port (not 80).
+    else if (url.protocol === 'http:' && url.port === '')
+      errors.push(
+        `tracing.endpoint must name the collector's port for plaintext grpc (gRPC's default is 443), e.g. http://collector:4317, got "${endpoint}"`,
+      );
+  }
+  if (protocol !== undefined && otlp && !OTLP_PROTOCOLS.includes(protocol))
+    errors.push(
+      `tracing.protocol must be http/protobuf, http/json or grpc, got "${String(protocol)}"`,
+    );
   return errors;
 }
 

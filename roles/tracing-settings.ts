@@ -22,9 +22,12 @@ export const TRACING_USAGE = `  OTEL_TRACES_EXPORTER       dev, gateway, worker:
                              (docs/tracing.md)
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  the OTLP/HTTP traces URL (else
                              OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces; default
-                             http://localhost:4318/v1/traces)
+                             http://localhost:4318/v1/traces); with grpc the collector's
+                             address, no path (default http://localhost:4317)
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL  http/protobuf (default) or http/json, both to the
-                             OTLP/HTTP port (else OTEL_EXPORTER_OTLP_PROTOCOL); grpc: refused
+                             OTLP/HTTP port, or grpc (else OTEL_EXPORTER_OTLP_PROTOCOL)
+  OTEL_EXPORTER_OTLP_INSECURE  grpc to an endpoint without a scheme (collector:4317):
+                             true is plaintext; default false (TLS)
   OTEL_SERVICE_NAME          service.name (default hookgate-<role>); OTEL_RESOURCE_ATTRIBUTES too
   OTEL_TRACES_SAMPLER        always_on, always_off, traceidratio, parentbased_always_on
                              (default), parentbased_always_off, parentbased_traceidratio;
@@ -38,6 +41,8 @@ export const TRACING_USAGE = `  OTEL_TRACES_EXPORTER       dev, gateway, worker:
 /** The roles that make spans. */
 const TRACING_ROLES = new Set(['dev', 'gateway', 'worker']);
 const DEFAULT_ENDPOINT = 'http://localhost:4318/v1/traces';
+/** OTLP/gRPC's default, the specification's: a collector's gRPC port on this host, plaintext. */
+const DEFAULT_GRPC_ENDPOINT = 'http://localhost:4317';
 
 /**
  * At shutdown, what is buffered gets this long to be exported, at most: inside the
@@ -69,7 +74,11 @@ export function tracingSettings(
   // The OTLP variables only matter to the OTLP exporter: console alone reads none.
   const problems: string[] = [];
   const protocol = otlp ? protocolOf(env, problems) : DEFAULT_OTLP_PROTOCOL;
-  const endpoint = otlp ? endpointOf(env, problems) : undefined;
+  const endpoint = !otlp
+    ? undefined
+    : protocol === 'grpc'
+      ? grpcEndpointOf(env, problems)
+      : endpointOf(env, problems);
   const sampler = (env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() ||
     'parentbased_always_on') as TraceSampler;
   if (!(TRACE_SAMPLERS as readonly string[]).includes(sampler))
@@ -103,8 +112,8 @@ export function tracingSettings(
 /**
  * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL, else the
  * specification's default (http/protobuf). A blank value is unset, as the SDK
- * environment specification says of empty values. `grpc` and unknown names are refused,
- * named; the general variable is not read when the signal's own one decides.
+ * environment specification says of empty values. Unknown names are refused, named; the
+ * general variable is not read when the signal's own one decides.
  */
 function protocolOf(env: NodeJS.ProcessEnv, problems: string[]): OtlpProtocol {
   for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
@@ -137,6 +146,64 @@ function endpointOf(env: NodeJS.ProcessEnv, problems: string[]): string {
   if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:'))
     problems.push(`${name} must be an http:// or https:// URL, not "${own ?? base}"`);
   return url;
+}
+
+/** A URL's scheme with `//` (http://, https://, unix://); a gRPC address may have none. */
+const SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/**
+ * OTLP/gRPC's endpoint: the signal's own, else the base one, each as it is (the gRPC
+ * service's path is fixed: nothing is added, and a path is refused rather than ignored
+ * as the exporter would). `http://` is plaintext, `https://` TLS; an address without a
+ * scheme (collector:4317) is TLS unless OTEL_EXPORTER_OTLP_(TRACES_)INSECURE is true, as
+ * the specification says. Returned as the origin with the scheme that decides, so that
+ * the exporter and the start-up log line see one transport.
+ */
+function grpcEndpointOf(env: NodeJS.ProcessEnv, problems: string[]): string {
+  const own = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const insecure = insecureOf(env, problems);
+  const [name, value] = own
+    ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', own]
+    : base
+      ? ['OTEL_EXPORTER_OTLP_ENDPOINT', base]
+      : ['', DEFAULT_GRPC_ENDPOINT];
+  if (name === '') return value;
+  const url = URL.parse(SCHEME.test(value) ? value : `${insecure ? 'http' : 'https'}://${value}`);
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) {
+    problems.push(
+      `${name} must be an http:// or https:// URL or a host:port for grpc, not "${value}"`,
+    );
+    return value;
+  }
+  if (url.pathname !== '/' || url.search || url.hash || url.username || url.password)
+    problems.push(
+      `${name} must be the collector's address without a path or query for grpc (e.g. http://collector:4317), not "${value}"`,
+    );
+  // gRPC's default port is 443 whatever the scheme: plaintext without a port (or with
+  // 80, which the URL drops) would go to 443.
+  else if (url.protocol === 'http:' && url.port === '')
+    problems.push(
+      `${name} must name the collector's port for plaintext grpc (gRPC's default is 443), e.g. http://collector:4317, not "${value}"`,
+    );
+  return url.origin;
+}
+
+/**
+ * OTEL_EXPORTER_OTLP_TRACES_INSECURE, else OTEL_EXPORTER_OTLP_INSECURE: `true` or
+ * `false` in any case (blank is unset); false unless set. Checked with grpc, used only
+ * for an endpoint without a scheme (the specification's rule): `http://` and `https://`
+ * say it themselves.
+ */
+function insecureOf(env: NodeJS.ProcessEnv, problems: string[]): boolean {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_INSECURE', 'OTEL_EXPORTER_OTLP_INSECURE']) {
+    const value = env[name]?.trim().toLowerCase();
+    if (value === undefined || value === '') continue;
+    if (value === 'true' || value === 'false') return value === 'true';
+    problems.push(`${name} must be true or false, not "${env[name]}"`);
+    return false;
+  }
+  return false;
 }
 
 const RATIO_SAMPLERS = new Set<string>(['traceidratio', 'parentbased_traceidratio']);

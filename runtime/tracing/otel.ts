@@ -1,7 +1,8 @@
 // The OpenTelemetry adapter of the tracing port (tracing.ts): the official SDK's
-// TracerProvider with a bounded batch span processor per exporter: the OTLP/HTTP
-// exporter of the protocol asked for (protobuf or JSON, each its own package, imported
-// only when chosen), and/or one of ours that hands each span to the role's log (console).
+// TracerProvider with a bounded batch span processor per exporter: the OTLP exporter of
+// the protocol asked for (OTLP/HTTP in protobuf or JSON, or OTLP/gRPC, each its own
+// package, imported only when chosen), and/or one of ours that hands each span to the
+// role's log (console).
 // Loaded by a role with a dynamic import, only when tracing is on: nothing imports
 // this module statically (test/tracing/process.test.ts checks it).
 //
@@ -354,8 +355,12 @@ class OtelRequestSpan implements RequestSpan {
 }
 
 /**
- * The OTLP/HTTP exporter of the protocol: the official package of that encoding,
- * imported now, so that a process loads only the one it exports with.
+ * The OTLP exporter of the protocol: the official package of that transport and
+ * encoding, imported now, so that a process loads only the one it exports with. Each
+ * reads the variables hookgate leaves to it (OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, as
+ * HTTP headers or gRPC metadata; _COMPRESSION; with an https endpoint, _CERTIFICATE and
+ * the client's key and certificate). The gRPC one takes the transport from the URL's
+ * scheme, which the settings made explicit (http: plaintext, https: TLS).
  */
 async function otlpExporter(config: TracingConfig, url: string): Promise<SpanExporter> {
   const options = { url, timeoutMillis: config.exportTimeoutMs };
@@ -368,10 +373,14 @@ async function otlpExporter(config: TracingConfig, url: string): Promise<SpanExp
       const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
       return new OTLPTraceExporter(options);
     }
+    case 'grpc': {
+      const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-grpc');
+      return new OTLPTraceExporter(options);
+    }
   }
 }
 
-/** The exporters the configuration names: OTLP/HTTP, the log, or both. */
+/** The exporters the configuration names: OTLP, the log, or both. */
 async function exportersOf(config: TracingConfig): Promise<SpanExporter[]> {
   const exporters: SpanExporter[] = [];
   if (config.endpoint !== undefined) {

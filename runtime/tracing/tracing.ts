@@ -152,7 +152,7 @@ export function readTraceExporters(
   if (unknown.length > 0)
     return {
       exporters: [],
-      problem: `${setting} must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not ${unknown.map((name) => `"${name}"`).join(', ')}`,
+      problem: `${setting} must list otlp, console or none (hookgate exports OTLP, or spans as log lines), not ${unknown.map((name) => `"${name}"`).join(', ')}`,
     };
   return {
     exporters: [...listed].filter((name): name is WorkingTraceExporter => name !== 'none'),
@@ -163,10 +163,10 @@ export function readTraceExporters(
 /**
  * OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL values hookgate exports with: OTLP over HTTP, in
  * binary protobuf (the specification's default, which every OTLP/HTTP receiver takes) or
- * in JSON. Both go to the same port (a collector's OTLP/HTTP receiver, 4318). `grpc` is
- * not among them (ADR 0040): it would need a gRPC client (@grpc/grpc-js).
+ * in JSON, both to a collector's OTLP/HTTP port (4318); or OTLP over gRPC (`grpc`), to its
+ * gRPC port (4317). Each with the official exporter package for it (ADR 0040).
  */
-export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 /** With neither variable set: the specification's default (ADR 0040, amended 2026-11-28 (day)). */
 export const DEFAULT_OTLP_PROTOCOL: OtlpProtocol = 'http/protobuf';
@@ -175,8 +175,8 @@ export const DEFAULT_OTLP_PROTOCOL: OtlpProtocol = 'http/protobuf';
  * An OTLP protocol as the roles read OTEL_EXPORTER_OTLP_TRACES_PROTOCOL and
  * OTEL_EXPORTER_OTLP_PROTOCOL, and the Pulumi program its `tracingProtocol`: in any case,
  * blanks around ignored. `protocol`: undefined when the value is unset or blank (the next
- * variable, else the default, applies). `problem`: `grpc` or a name hookgate does not
- * know, refused under the name `setting`.
+ * variable, else the default, applies). `problem`: a name hookgate does not know, refused
+ * under the name `setting`.
  */
 export function readOtlpProtocol(
   setting: string,
@@ -188,10 +188,7 @@ export function readOtlpProtocol(
     return { protocol: name as OtlpProtocol, problem: undefined };
   return {
     protocol: undefined,
-    problem:
-      name === 'grpc'
-        ? `${setting} is grpc, which hookgate does not export: point the endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json`
-        : `${setting} must be http/protobuf or http/json (OTLP over HTTP), not "${value?.trim()}"`,
+    problem: `${setting} must be http/protobuf, http/json or grpc, not "${value?.trim()}"`,
   };
 }
 
@@ -222,8 +219,10 @@ export interface TracingConfig {
   /** service.name of every span (OTEL_SERVICE_NAME; default hookgate-<role>). */
   serviceName: string;
   /**
-   * The OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces; undefined: no OTLP
-   * export (OTEL_TRACES_EXPORTER lists no `otlp`).
+   * Where OTLP goes; undefined: no OTLP export (OTEL_TRACES_EXPORTER lists no `otlp`).
+   * OTLP/HTTP: the traces URL, e.g. http://collector:4318/v1/traces. grpc: the
+   * collector's address with the scheme that decides its transport, e.g.
+   * http://collector:4317 (plaintext) or https://collector:4317 (TLS), no path.
    */
   endpoint: string | undefined;
   /**

@@ -116,6 +116,42 @@ describe.skipIf(!tools)('chart: distributed tracing', () => {
     expect(tracingSettings('worker', env).config?.protocol).toBe(role.config?.protocol);
   });
 
+  // With grpc the endpoint is the collector's gRPC address as the roles read it: as it
+  // is, nothing added; a path (or query) fails the render as it stops the roles.
+  it.each([
+    'http://otel-collector.observability:4317',
+    'https://collector.example:4317/',
+    'http://otel-collector.observability:4318/v1/traces',
+    'http://collector:4317?tenant',
+    'http://otel-collector.observability',
+    'http://otel-collector.observability:80',
+    'https://collector.example',
+  ])('grpc to the endpoint %j as the roles read it', async (endpoint) => {
+    const role = tracingSettings('worker', {
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+    });
+    const sets = [
+      'config.tracing.enabled=true',
+      `config.tracing.endpoint=${endpoint}`,
+      'config.tracing.protocol=GRPC',
+    ];
+    const [refusal] = role.problems;
+    if (refusal !== undefined) {
+      expect(await renderError(...sets)).toContain(
+        refusal.replace('OTEL_EXPORTER_OTLP_ENDPOINT', 'config.tracing.endpoint'),
+      );
+      return;
+    }
+    const env = otelOf(envOf(container(deployment(await render(...sets), 'worker'))));
+    expect(env).toMatchObject({
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+    });
+    expect(tracingSettings('worker', env)).toEqual(role);
+  });
+
   it('protocol: only with otlp; console alone sets none and refuses none', async () => {
     expect(
       await render(

@@ -260,22 +260,34 @@ describe('resolveArgs', () => {
       ]);
     // The OTLP protocol, as the roles and the chart take it: with otlp only.
     const otlp = { endpoint: 'http://c.obs:4318' };
-    for (const protocol of ['http/protobuf', 'http/json'] as const)
+    for (const protocol of ['http/protobuf', 'http/json', 'grpc'] as const)
       expect(validateArgs({ ...valid, tracing: { ...otlp, protocol } })).toEqual([]);
     expect(
-      validateArgs({ ...valid, tracing: { ...otlp, protocol: 'grpc' as 'http/json' } }),
-    ).toEqual([
-      "tracing.protocol is grpc, which hookgate does not export: point tracing.endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json",
-    ]);
-    expect(
       validateArgs({ ...valid, tracing: { ...otlp, protocol: 'http/thrift' as 'http/json' } }),
-    ).toEqual([
-      'tracing.protocol must be http/protobuf or http/json (OTLP over HTTP), got "http/thrift"',
-    ]);
+    ).toEqual(['tracing.protocol must be http/protobuf, http/json or grpc, got "http/thrift"']);
     expect(
       validateArgs({
         ...valid,
-        tracing: { exporters: ['console'], protocol: 'grpc' as 'http/json' },
+        tracing: { exporters: ['console'], protocol: 'thrift' as 'http/json' },
+      }),
+    ).toEqual([]);
+    // With grpc the endpoint is the collector's address: a path or query is refused, as
+    // the roles refuse it at start and the chart at render.
+    expect(
+      validateArgs({ ...valid, tracing: { endpoint: 'https://c.obs:4317/', protocol: 'grpc' } }),
+    ).toEqual([]);
+    for (const endpoint of ['http://c.obs:4318/v1/traces', 'http://c.obs:4317?tenant'])
+      expect(validateArgs({ ...valid, tracing: { endpoint, protocol: 'grpc' } })).toEqual([
+        `tracing.endpoint must be the collector's address without a path or query for grpc (e.g. http://collector:4317), got "${endpoint}"`,
+      ]);
+    for (const endpoint of ['http://c.obs', 'http://c.obs:80'])
+      expect(validateArgs({ ...valid, tracing: { endpoint, protocol: 'grpc' } })).toEqual([
+        `tracing.endpoint must name the collector's port for plaintext grpc (gRPC's default is 443), e.g. http://collector:4317, got "${endpoint}"`,
+      ]);
+    expect(
+      validateArgs({
+        ...valid,
+        tracing: { endpoint: 'http://c.obs:4318/v1/traces', protocol: 'http/json' },
       }),
     ).toEqual([]);
   });
@@ -885,7 +897,7 @@ describe('the stack config tracingExporters', () => {
 
   it('names the config key in its refusal; unset, the endpoint alone turns otlp on', () => {
     expect(() => stackTracing(undefined, 'otlp,zipkin')).toThrow(
-      'tracingExporters must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "zipkin"',
+      'tracingExporters must list otlp, console or none (hookgate exports OTLP, or spans as log lines), not "zipkin"',
     );
     expect(stackTracing(undefined, undefined)).toBeUndefined();
     expect(stackTracing('', undefined)).toBeUndefined();
@@ -949,8 +961,13 @@ describe('the stack config tracingProtocol', () => {
     // Console alone exports no OTLP: the protocol is not read, as the roles do not.
     expect(stackTracing(undefined, 'console', 'grpc')).toEqual({ exporters: ['console'] });
     expect(stackTracing(endpoint, 'none', 'grpc')).toBeUndefined();
-    expect(() => stackTracing(endpoint, 'otlp,console', 'grpc')).toThrow(
-      "tracingProtocol is grpc, which hookgate does not export: point the endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json",
+    expect(stackTracing(endpoint, 'otlp,console', ' GRPC ')).toEqual({
+      endpoint,
+      exporters: ['otlp', 'console'],
+      protocol: 'grpc',
+    });
+    expect(() => stackTracing(endpoint, 'otlp,console', 'thrift')).toThrow(
+      'tracingProtocol must be http/protobuf, http/json or grpc, not "thrift"',
     );
   });
 });

@@ -1,6 +1,6 @@
 // A dev runtime traced to an OTLP receiver on loopback, with a downstream HTTP receiver
 // its http nodes may call, for the tracing suites that send requests through the
-// embedded server (test/tracing/embedded, protobuf, redaction).
+// embedded server (test/tracing/embedded, protobuf, redaction, grpc).
 import type { DevOptions } from '../../roles/dev.ts';
 import { createOtelTracing } from '../../runtime/tracing/otel.ts';
 import type { Tracing, TracingConfig } from '../../runtime/tracing/tracing.ts';
@@ -11,8 +11,8 @@ import { tracingConfig } from './tracing.ts';
 
 export type Downstream = Awaited<ReturnType<typeof startReceiver>>;
 
-export interface TracedRuntime {
-  otlp: OtlpReceiver;
+export interface TracedRuntime<R extends OtlpReceiver = OtlpReceiver> {
+  otlp: R;
   downstream: Downstream;
   tracing: Tracing;
   rt: TestRuntime;
@@ -22,11 +22,13 @@ export interface TracedRuntime {
   stop(): Promise<void>;
 }
 
-export interface TracedRuntimeOptions {
+export interface TracedRuntimeOptions<R extends OtlpReceiver = OtlpReceiver> {
   /** The status the downstream receiver answers each request with (default 200). */
   answer?: (r: Received, n: number) => number;
+  /** The OTLP receiver (default: OTLP/HTTP, startOtlpReceiver). */
+  receiver?: () => Promise<R>;
   /** The tracing configuration (default: tracingConfig for the OTLP receiver's endpoint). */
-  config?: (otlp: OtlpReceiver) => TracingConfig;
+  config?: (otlp: R) => TracingConfig;
   /** Engine options besides outbound (the downstream receiver allowed) and tracing. */
   engine?: Omit<NonNullable<DevOptions['engine']>, 'outbound' | 'tracing'>;
   /** The manifest file written, its objects (given the downstream's URL), the triggers awaited. */
@@ -36,13 +38,16 @@ export interface TracedRuntimeOptions {
 }
 
 /** Starts the receivers, the tracing and the runtime, applies the manifests and listens. */
-export async function startTracedRuntime(options: TracedRuntimeOptions): Promise<TracedRuntime> {
+export async function startTracedRuntime<R extends OtlpReceiver = OtlpReceiver>(
+  options: TracedRuntimeOptions<R>,
+): Promise<TracedRuntime<R>> {
   const closers: (() => Promise<unknown>)[] = [];
   const stop = async () => {
     for (const close of closers.reverse()) await close();
   };
   try {
-    const otlp = await startOtlpReceiver();
+    // Without a receiver of its own, R is OtlpReceiver (the default type argument).
+    const otlp = await (options.receiver ?? (startOtlpReceiver as () => Promise<R>))();
     closers.push(() => otlp.close());
     const downstream = await startReceiver(options.answer);
     closers.push(() => downstream.close());

@@ -1,14 +1,17 @@
 // Tracing as a user turns it on: `hookgate dev` as a process, configured by the standard
 // OpenTelemetry variables only. Off (the default), the process loads none of the SDK's
 // modules, serving requests included; on, it loads the SDK and exports spans
-// (flushed at SIGTERM) to the OTLP/HTTP endpoint; bad values stop it at start (exit 2).
+// (flushed at SIGTERM) to the OTLP/HTTP endpoint, or over gRPC (TLS, the headers as
+// metadata), loading only that protocol's exporter; bad values stop it at start (exit 2).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selfSignedCertificate } from '../../testing/kube-apiserver/tls.ts';
 import { eventually } from '../support/eventually.ts';
 import { toYaml, trigger, workflow } from '../support/manifests.ts';
+import { startOtlpGrpcReceiver } from '../support/otlp-grpc-receiver.ts';
 import { startOtlpReceiver, SPAN_KIND, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { freePortRun } from '../support/ports.ts';
 
@@ -170,6 +173,40 @@ describe('hookgate dev with the OpenTelemetry variables', () => {
     expect(exporterPackages(loads)).toEqual(['exporter-trace-otlp-http']);
   }, 40_000);
 
+  it('OTEL_EXPORTER_OTLP_PROTOCOL=grpc: over TLS to an address without a scheme, the headers as metadata, by the gRPC exporter alone', async () => {
+    const tls = await selfSignedCertificate();
+    const certificate = join(dir, 'collector.pem');
+    await writeFile(certificate, tls.cert);
+    const grpc = await startOtlpGrpcReceiver({ tls });
+    const before = otlp.requests.length;
+    try {
+      const { loads, code } = await serveOnce({
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        // No scheme and no OTEL_EXPORTER_OTLP_INSECURE: TLS, as the specification says,
+        // trusting the collector's certificate (read by the exporter).
+        OTEL_EXPORTER_OTLP_ENDPOINT: grpc.address,
+        OTEL_EXPORTER_OTLP_CERTIFICATE: certificate,
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=k-123,x-tenant=acme',
+        // Nothing exported before the SIGTERM: the shutdown's flush must send it.
+        OTEL_BSP_SCHEDULE_DELAY: '600000',
+      });
+      expect(code).toBe(0);
+      const server = grpc.spans.find((s) => s.kind === SPAN_KIND.server);
+      expect(server?.resource).toMatchObject({ 'service.name': 'hookgate-dev' });
+      expect(server?.attributes['http.route']).toBe('/webhook/default_production_echo/default');
+      const execution = grpc.spans.find((s) => s.name === 'execute default_production_echo');
+      expect(execution?.parentSpanId).toBe(server?.spanId);
+      expect(grpc.metadata.length).toBeGreaterThan(0);
+      for (const metadata of grpc.metadata)
+        expect(metadata).toMatchObject({ 'x-api-key': 'k-123', 'x-tenant': 'acme' });
+      expect(exporterPackages(loads)).toEqual(['exporter-trace-otlp-grpc']);
+      expect(otlp.requests.length).toBe(before);
+    } finally {
+      await grpc.close();
+    }
+  }, 60_000);
+
   it('OTEL_TRACES_EXPORTER=console: each span is a JSON log line of the process, whatever LOG_LEVEL', async () => {
     const before = otlp.requests.length;
     const { out, code } = await serveOnce({
@@ -230,19 +267,31 @@ describe('bad OpenTelemetry values stop the process at start (exit 2)', () => {
   it.each([
     [
       { OTEL_TRACES_EXPORTER: 'jaeger' },
-      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "jaeger"',
+      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP, or spans as log lines), not "jaeger"',
     ],
     [
       { OTEL_TRACES_EXPORTER: 'otlp,zipkin' },
-      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "zipkin"',
-    ],
-    [
-      { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
-      "OTEL_EXPORTER_OTLP_PROTOCOL is grpc, which hookgate does not export: point the endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json",
+      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP, or spans as log lines), not "zipkin"',
     ],
     [
       { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/thrift' },
-      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json (OTLP over HTTP), not "http/thrift"',
+      'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf, http/json or grpc, not "http/thrift"',
+    ],
+    [
+      {
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces',
+      },
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be the collector\'s address without a path or query for grpc (e.g. http://collector:4317), not "http://collector:4318/v1/traces"',
+    ],
+    [
+      {
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_INSECURE: 'yes',
+      },
+      'OTEL_EXPORTER_OTLP_INSECURE must be true or false, not "yes"',
     ],
     [
       { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },

@@ -70,18 +70,18 @@ describe('tracing settings', () => {
     expect(tracingSettings('worker', { OTEL_TRACES_EXPORTER: 'otlp,zipkin' })).toEqual({
       config: undefined,
       problems: [
-        'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "zipkin"',
+        'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP, or spans as log lines), not "zipkin"',
       ],
     });
     expect(
       tracingSettings('worker', { OTEL_TRACES_EXPORTER: 'none,jaeger,logging' }).problems,
     ).toEqual([
-      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP over HTTP, or spans as log lines), not "jaeger", "logging"',
+      'OTEL_TRACES_EXPORTER must list otlp, console or none (hookgate exports OTLP, or spans as log lines), not "jaeger", "logging"',
     ]);
   });
 
-  const GRPC = (name: string) =>
-    `${name} is grpc, which hookgate does not export: point the endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json`;
+  const UNKNOWN = (name: string, value: string) =>
+    `${name} must be http/protobuf, http/json or grpc, not "${value}"`;
   it.each([
     [{}, 'http/protobuf'],
     [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }, 'http/protobuf'],
@@ -89,6 +89,8 @@ describe('tracing settings', () => {
     [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, 'http/json'],
     [{ OTEL_EXPORTER_OTLP_PROTOCOL: ' HTTP/JSON ' }, 'http/json'],
     [{ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }, 'http/json'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'grpc'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' GRPC ' }, 'grpc'],
     // Empty or blank is unset, as the SDK's environment specification says.
     [{ OTEL_EXPORTER_OTLP_PROTOCOL: '' }, 'http/protobuf'],
     [{ OTEL_EXPORTER_OTLP_PROTOCOL: '  ' }, 'http/protobuf'],
@@ -98,27 +100,31 @@ describe('tracing settings', () => {
       'http/json',
     ],
     [
+      { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
+      'grpc',
+    ],
+    [
       { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' ', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
       'http/json',
     ],
-    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, { problem: GRPC('OTEL_EXPORTER_OTLP_PROTOCOL') }],
     [
-      { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' GRPC ', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' },
-      { problem: GRPC('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') },
+      { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_PROTOCOL: 'thrift' },
+      'http/json',
     ],
     [
       { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/thrift' },
+      { problem: UNKNOWN('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/thrift') },
+    ],
+    [
       {
-        problem:
-          'OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (OTLP over HTTP), not "http/thrift"',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' gRPC/protobuf ',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
       },
+      { problem: UNKNOWN('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'gRPC/protobuf') },
     ],
     [
       { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf,http/json' },
-      {
-        problem:
-          'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http/protobuf or http/json (OTLP over HTTP), not "http/protobuf,http/json"',
-      },
+      { problem: UNKNOWN('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'http/protobuf,http/json') },
     ],
   ] as [Record<string, string>, string | { problem: string }][])(
     'the OTLP protocol of %j: %j',
@@ -146,6 +152,103 @@ describe('tracing settings', () => {
         OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp/traces',
       }),
     ).toBe('https://traces.example/otlp/traces');
+  });
+
+  it('grpc: the endpoint as it is, no path; the default the local collector’s gRPC port', () => {
+    const grpc = (env: Record<string, string>) =>
+      tracingSettings('gateway', { ...on, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', ...env });
+    const endpoint = (env: Record<string, string>) => {
+      const { config, problems } = grpc(env);
+      expect(problems).toEqual([]);
+      return config?.endpoint;
+    };
+    // The specification's default for grpc: plaintext to localhost:4317.
+    expect(endpoint({})).toBe('http://localhost:4317');
+    // Nothing is added to the base endpoint (the gRPC service's path is fixed).
+    expect(endpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317' })).toBe(
+      'http://collector:4317',
+    );
+    expect(endpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: ' https://collector.example:443/ ' })).toBe(
+      'https://collector.example',
+    );
+    expect(
+      endpoint({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example:4317',
+      }),
+    ).toBe('https://traces.example:4317');
+    // Without a scheme: TLS unless OTEL_EXPORTER_OTLP_(TRACES_)INSECURE is true.
+    expect(endpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4317' })).toBe(
+      'https://collector:4317',
+    );
+    expect(
+      endpoint({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4317',
+        OTEL_EXPORTER_OTLP_INSECURE: 'TRUE',
+      }),
+    ).toBe('http://collector:4317');
+    expect(
+      endpoint({
+        OTEL_EXPORTER_OTLP_ENDPOINT: '[::1]:4317',
+        OTEL_EXPORTER_OTLP_INSECURE: 'true',
+        OTEL_EXPORTER_OTLP_TRACES_INSECURE: ' false ',
+      }),
+    ).toBe('https://[::1]:4317');
+    expect(
+      endpoint({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4317',
+        OTEL_EXPORTER_OTLP_INSECURE: 'true',
+        OTEL_EXPORTER_OTLP_TRACES_INSECURE: ' ',
+      }),
+    ).toBe('http://collector:4317');
+    // A scheme says it itself, as the specification says: INSECURE is not read then.
+    expect(
+      endpoint({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:4317',
+        OTEL_EXPORTER_OTLP_INSECURE: 'true',
+      }),
+    ).toBe('https://collector:4317');
+
+    // What the exporter would ignore or cannot use is refused, named.
+    expect(grpc({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/v1/traces' })).toEqual({
+      config: undefined,
+      problems: [
+        'OTEL_EXPORTER_OTLP_ENDPOINT must be the collector\'s address without a path or query for grpc (e.g. http://collector:4317), not "http://collector:4318/v1/traces"',
+      ],
+    });
+    expect(grpc({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4317?x=1' }).problems).toEqual([
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be the collector\'s address without a path or query for grpc (e.g. http://collector:4317), not "collector:4317?x=1"',
+    ]);
+    for (const value of ['unix:///run/otel.sock', 'ftp://collector:4317', 'collector:port'])
+      expect(grpc({ OTEL_EXPORTER_OTLP_ENDPOINT: value }).problems, value).toEqual([
+        `OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL or a host:port for grpc, not "${value}"`,
+      ]);
+    // gRPC's default port is 443 whatever the scheme: plaintext must name its port.
+    for (const env of [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:80' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector', OTEL_EXPORTER_OTLP_INSECURE: 'true' },
+    ] as Record<string, string>[])
+      expect(grpc(env).problems, JSON.stringify(env)).toEqual([
+        `OTEL_EXPORTER_OTLP_ENDPOINT must name the collector's port for plaintext grpc (gRPC's default is 443), e.g. http://collector:4317, not "${env.OTEL_EXPORTER_OTLP_ENDPOINT}"`,
+      ]);
+    expect(endpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector' })).toBe('https://collector');
+    expect(grpc({ OTEL_EXPORTER_OTLP_INSECURE: 'yes' }).problems).toEqual([
+      'OTEL_EXPORTER_OTLP_INSECURE must be true or false, not "yes"',
+    ]);
+    expect(
+      grpc({ OTEL_EXPORTER_OTLP_TRACES_INSECURE: '1', OTEL_EXPORTER_OTLP_INSECURE: 'true' })
+        .problems,
+    ).toEqual(['OTEL_EXPORTER_OTLP_TRACES_INSECURE must be true or false, not "1"']);
+    // OTLP/HTTP reads neither INSECURE (the exporters do not) nor a bare host:port.
+    expect(
+      tracingSettings('gateway', { ...on, OTEL_EXPORTER_OTLP_INSECURE: 'yes' }).problems,
+    ).toEqual([]);
+    expect(
+      tracingSettings('gateway', { ...on, OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }).problems,
+    ).toEqual([
+      'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, not "collector:4318"',
+    ]);
   });
 
   it('samplers, the ratio, the batch processor’s bounds and the service name', () => {

@@ -104,7 +104,8 @@ exporters as the roles read OTEL_TRACES_EXPORTER (any case, blanks around, each 
 none adds nothing), set as the working ones; enabled with none of those is refused, not
 rendered as a tracing that is off. The endpoint and the protocol only for otlp; the
 protocol as the roles read OTEL_EXPORTER_OTLP_PROTOCOL (any case, blanks around; empty:
-the roles' default, http/protobuf), grpc and unknown names refused.
+the roles' default, http/protobuf), unknown names refused; with grpc, an endpoint with a
+path refused as the roles refuse it (OTLP/gRPC adds none and would ignore it).
 */}}
 {{- define "hookgate.tracing.env" -}}
 {{- with .Values.config.tracing }}
@@ -126,14 +127,21 @@ the roles' default, http/protobuf), grpc and unknown names refused.
 {{- end }}
 {{- $otlp := has "otlp" $exporters }}
 {{- if and $otlp (not .endpoint) }}
-{{- fail "config.tracing.enabled needs config.tracing.endpoint, the collector's OTLP/HTTP URL (e.g. http://otel-collector.observability:4318), with otlp in config.tracing.exporters" }}
+{{- fail "config.tracing.enabled needs config.tracing.endpoint, the collector's OTLP URL (e.g. http://otel-collector.observability:4318, or its gRPC port 4317 with protocol grpc), with otlp in config.tracing.exporters" }}
 {{- end }}
 {{- $protocol := .protocol | default "" | toString | trim | lower }}
-{{- if and $otlp (eq $protocol "grpc") }}
-{{- fail "config.tracing.protocol is grpc, which hookgate does not export: point config.tracing.endpoint at the collector's OTLP/HTTP port (4318) and use http/protobuf or http/json" }}
+{{- if and $otlp $protocol (not (has $protocol (list "http/protobuf" "http/json" "grpc"))) }}
+{{- fail (printf "config.tracing.protocol must be http/protobuf, http/json or grpc, not %q" (.protocol | toString | trim)) }}
 {{- end }}
-{{- if and $otlp $protocol (not (has $protocol (list "http/protobuf" "http/json"))) }}
-{{- fail (printf "config.tracing.protocol must be http/protobuf or http/json (OTLP over HTTP), not %q" (.protocol | toString | trim)) }}
+{{- if and $otlp (eq $protocol "grpc") }}
+{{- $url := urlParse .endpoint }}
+{{- if or (not (has $url.path (list "" "/"))) $url.query $url.fragment $url.userinfo }}
+{{- fail (printf "config.tracing.endpoint must be the collector's address without a path or query for grpc (e.g. http://collector:4317), not %q" .endpoint) }}
+{{- end }}
+{{- /* gRPC's default port is 443 whatever the scheme: plaintext names its port (not 80). */}}
+{{- if and (eq $url.scheme "http") (or (not (regexMatch ":[0-9]+$" $url.host)) (hasSuffix ":80" $url.host)) }}
+{{- fail (printf "config.tracing.endpoint must name the collector's port for plaintext grpc (gRPC's default is 443), e.g. http://collector:4317, not %q" .endpoint) }}
+{{- end }}
 {{- end }}
 - name: OTEL_TRACES_EXPORTER
   value: {{ join "," $exporters | quote }}
