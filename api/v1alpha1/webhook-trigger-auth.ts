@@ -27,6 +27,30 @@ export const JWT_ALGORITHMS = [
   'HS512',
 ] as const;
 
+/**
+ * The shortest shared secret of each HMAC algorithm, in bytes (UTF-8): the size of its
+ * hash output. RFC 7518 §3.2 says MUST, RFC 8725 §3.5 says why: one token signed with a
+ * short or memorable secret is enough to find it offline, and then to forge any token.
+ */
+export const HMAC_MIN_SECRET_BYTES: Readonly<Record<string, number>> = {
+  HS256: 32,
+  HS384: 48,
+  HS512: 64,
+};
+
+/**
+ * Why `secret` cannot be the shared secret of `algorithm`, or undefined when it can (or
+ * the algorithm is not an HMAC one). The operator refuses such a Secret (SecretInvalid),
+ * the gateway such a key (503): a trigger admitted before the rule verifies nothing.
+ */
+export function weakHmacSecret(algorithm: string, secret: string): string | undefined {
+  const minimum = HMAC_MIN_SECRET_BYTES[algorithm];
+  if (minimum === undefined) return undefined;
+  const bytes = Buffer.byteLength(secret, 'utf8');
+  if (bytes >= minimum) return undefined;
+  return `an ${algorithm} shared secret must be at least ${minimum} bytes (it has ${bytes}; RFC 7518 §3.2): make one with \`openssl rand -base64 ${minimum}\``;
+}
+
 // Fields shared by Bearer (JWT) and OAuth 2.0 token verification.
 const tokenVerificationFields = {
   issuer: Type.String({

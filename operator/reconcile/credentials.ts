@@ -3,7 +3,7 @@
 // HMAC needs the secret itself).
 import { createHash } from 'node:crypto';
 import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
-import { Reason } from '../../api/v1alpha1/index.ts';
+import { Reason, weakHmacSecret } from '../../api/v1alpha1/index.ts';
 import type { ResolvedCredentials } from '../../api/records/records.ts';
 import type { SecretData } from '../sources/ports.ts';
 import { callbackSigningSecrets, signingSecrets } from './signing-secrets.ts';
@@ -123,12 +123,9 @@ export function resolveCredentials(
       .map(([consumer, key]) => ({ consumer, sha256: sha256Hex(key.trim()) }));
   }
   if (auth?.method === 'bearer' && auth.bearer?.keySecretRef) {
-    const ref = auth.bearer.keySecretRef;
-    const r = read('spec.auth.bearer.keySecretRef', ref.name, ref.key);
+    const r = readBearerKey(auth.bearer.keySecretRef, auth.bearer.algorithms, read);
     if ('ok' in r) return r;
-    // Trimmed as every other credential (a Secret made from `echo`'s output ends in a
-    // newline: an HS* secret with it verified no token); a PEM or JWK is unchanged by it.
-    credentials.jwtKey = r.value.trim();
+    credentials.jwtKey = r.value;
   }
   if (auth?.method === 'oauth2' && auth.oauth2?.introspection) {
     const ref = auth.oauth2.introspection.clientSecretRef;
@@ -147,6 +144,31 @@ export function resolveCredentials(
     credentials.testCredential = r.value.trim();
   }
   return { ok: true, credentials };
+}
+
+/**
+ * The static key of a bearer trigger, trimmed as every other credential (a Secret made
+ * from `echo`'s output ends in a newline: an HS* secret with it verified no token; a
+ * PEM or JWK is unchanged by it), or why it cannot be used: an HS* secret shorter than
+ * its hash (RFC 7518 §3.2) is SecretInvalid.
+ */
+function readBearerKey(
+  ref: { name: string; key: string },
+  algorithms: readonly string[],
+  read: (field: string, name: string, key: string) => { value: string } | CredentialResult,
+): { value: string } | CredentialResult {
+  const field = 'spec.auth.bearer.keySecretRef';
+  const r = read(field, ref.name, ref.key);
+  if ('ok' in r) return r;
+  const value = r.value.trim();
+  // A static key allows exactly one algorithm (the CRD's rule).
+  const weak = weakHmacSecret(algorithms[0] ?? '', value);
+  if (weak === undefined) return { value };
+  return {
+    ok: false,
+    reason: Reason.SecretInvalid,
+    message: `${field}: Secret "${ref.name}" key "${ref.key}": ${weak}`,
+  };
 }
 
 /** Signed deliveries: the active signing secrets, or why the Secret cannot give them. */

@@ -438,6 +438,31 @@ describe('JWT with a static key (keySecretRef)', () => {
     await invalid(route, wrong, 'The token signature is invalid');
   });
 
+  it('an HS* secret shorter than its hash (RFC 7518 §3.2) is not usable: 503, even for a token it signed', async () => {
+    // A short shared secret can be found offline from one token, then tokens forged.
+    for (const [alg, bytes] of [
+      ['HS256', 32],
+      ['HS384', 48],
+      ['HS512', 64],
+    ] as const) {
+      const short = 's'.repeat(bytes - 1);
+      const route = bearerRoute({ algorithms: [alg] }, { jwtKey: short });
+      const token = await sign(claims(), { alg }, new TextEncoder().encode(short));
+      const problem = await problemOf(() => auth(route, token));
+      expect(problem.code, alg).toBe('HG_ERR_AUTH_UNAVAILABLE');
+      // Long enough: the same algorithm verifies.
+      const enough = 's'.repeat(bytes);
+      const ok = bearerRoute({ algorithms: [alg] }, { jwtKey: enough });
+      const signed = await sign(claims(), { alg }, new TextEncoder().encode(enough));
+      expect((await auth(ok, signed)).consumer, alg).toBe('user-42');
+    }
+    // Bytes, not characters: 16 two-byte characters are 32 bytes.
+    const wide = 'é'.repeat(16);
+    const route = bearerRoute({ algorithms: ['HS256'] }, { jwtKey: wide });
+    const token = await sign(claims(), { alg: 'HS256' }, new TextEncoder().encode(wide));
+    expect((await auth(route, token)).consumer).toBe('user-42');
+  });
+
   it('an unusable key, or several algorithms with a static key → 503', async () => {
     for (const route of [
       bearerRoute({}, { jwtKey: 'not a key' }),

@@ -43,6 +43,42 @@ describe('resolveCredentials', () => {
     expect(credentials.jwtKey).toBe('a-shared-secret-of-32-bytes-or-more');
   });
 
+  it('refuses an HS* shared secret shorter than its hash (RFC 7518 §3.2): SecretInvalid naming the minimum', () => {
+    const hs = (algorithm: string) => ({
+      spec: {
+        workflowRef: { name: 'wf' },
+        pathSegment: 'x',
+        response: { mode: 'immediateAck' },
+        auth: {
+          method: 'bearer',
+          bearer: {
+            issuer: 'https://issuer.example',
+            audiences: ['hooks'],
+            algorithms: [algorithm],
+            keySecretRef: { name: 's', key: 'hs' },
+          },
+        },
+      } as unknown as WebhookTriggerSpec,
+    });
+    for (const [alg, bytes] of [
+      ['HS256', 32],
+      ['HS384', 48],
+      ['HS512', 64],
+    ] as const) {
+      const get = (value: string) => () => secret('s', { hs: value });
+      const short = resolveCredentials(hs(alg).spec, get(`${'k'.repeat(bytes - 1)}\n`));
+      expect(short.ok, alg).toBe(false);
+      if (short.ok) continue;
+      expect(short.reason).toBe('SecretInvalid');
+      expect(short.message).toContain(`${bytes} bytes`);
+      expect(short.message).toContain('spec.auth.bearer.keySecretRef');
+      expect(resolveCredentials(hs(alg).spec, get('k'.repeat(bytes))).ok, alg).toBe(true);
+    }
+    // A PEM key for RS256 has no such bound here.
+    const rs = hs('RS256').spec;
+    expect(resolveCredentials(rs, () => secret('s', { hs: 'short' })).ok).toBe(true);
+  });
+
   it('trims the introspection client secret of an OAuth 2.0 trigger', () => {
     const credentials = resolve(
       {

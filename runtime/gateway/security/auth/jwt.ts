@@ -3,6 +3,8 @@
 // - The algorithm allow-list comes from the route (`algorithms`), never from the token
 //   header; `none` is never accepted (jose refuses it). A static key (keySecretRef)
 //   allows exactly one algorithm, so an RS256 key can never be used as an HS256 secret.
+//   An HS* secret shorter than its hash (32, 48, 64 bytes; RFC 7518 §3.2) is not
+//   usable (503): one token would give it away to an offline search (RFC 8725 §3.5).
 // - `iss` must equal `issuer`; `aud` must name one of `audiences`; `exp` is required and,
 //   like `nbf`, checked with `clockToleranceSeconds` of leeway; `typ` is checked when
 //   `requiredType` is set (e.g. at+jwt, RFC 9068: an ID token is not an access token).
@@ -39,6 +41,7 @@ import {
   type JWTVerifyGetKey,
   type JWTVerifyOptions,
 } from 'jose';
+import { weakHmacSecret } from '../../../../api/v1alpha1/index.ts';
 import { HttpProblem } from '../../../errors.ts';
 import type { RouteRecord } from '../../../../api/records/records.ts';
 import { headerValue, type HeaderMap } from '../headers.ts';
@@ -252,7 +255,12 @@ export function jwksFetchCoolingDown(
 class KeyConfigError extends Error {}
 
 async function importStaticKey(material: string, alg: string): Promise<CryptoKey | Uint8Array> {
-  if (alg.startsWith('HS')) return new TextEncoder().encode(material);
+  if (alg.startsWith('HS')) {
+    // The operator refuses such a Secret; a record made before that rule lands here.
+    const weak = weakHmacSecret(alg, material);
+    if (weak !== undefined) throw new KeyConfigError(weak);
+    return new TextEncoder().encode(material);
+  }
   const text = material.trim();
   try {
     if (text.startsWith('-----BEGIN PUBLIC KEY-----')) return await importSPKI(text, alg);
