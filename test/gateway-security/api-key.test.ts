@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { authenticateApiKey } from '../../runtime/gateway/security/auth/api-key.ts';
+import { headerValue, type HeaderMap } from '../../runtime/gateway/security/headers.ts';
 import { makeRoute, problemOf, sha256Hex } from './fixtures.ts';
 
 const route = makeRoute(
@@ -82,6 +83,28 @@ describe('API key authentication', () => {
     const problem = await problemOf(() => authenticateApiKey(custom, { 'x-api-key': 'carol-key' }));
     expect(problem.code).toBe('HG_ERR_CREDENTIALS_MISSING');
     expect(problem.headers['WWW-Authenticate']).toBe('ApiKey header="X-Shop-Token"');
+  });
+
+  it('a header named like an Object method (constructor, toString, __proto__) is read, never inherited', async () => {
+    // Node's request headers are a plain object: headers.constructor is Object, and
+    // reading it as the key crashed every request of the endpoint with a 500.
+    for (const header of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__']) {
+      const odd = makeRoute(
+        { auth: { method: 'apiKey', apiKey: { header, secretRef: { name: 'k' } } } },
+        { apiKeys: [{ consumer: 'dave', sha256: sha256Hex('dave-key-0123456789') }] },
+      );
+      const problem = await problemOf(() => authenticateApiKey(odd, {}));
+      expect(problem.code, header).toBe('HG_ERR_CREDENTIALS_MISSING');
+      expect(headerValue({}, header), header).toBeUndefined();
+      // A header Node can hold (it drops one named __proto__) is read as any other.
+      if (header === '__proto__') continue;
+      const sent: HeaderMap = {};
+      Object.defineProperty(sent, header.toLowerCase(), {
+        value: 'dave-key-0123456789',
+        enumerable: true,
+      });
+      expect(authenticateApiKey(odd, sent).consumer, header).toBe('dave');
+    }
   });
 
   it('no stored keys, or malformed stored digests, match nothing', async () => {
