@@ -50,22 +50,37 @@ export interface LiveResponseEvent extends Partial<LiveEventOrigin> {
 
 const REDACTED_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key']);
 
-/** Headers safe to show: credentials (including the route's API key header) masked. */
+/**
+ * Headers safe to show: credentials (including the route's API key header, and the
+ * header its saved test key is sent in: `otherSecret`) masked.
+ */
 export function redactHeaders(
   headers: Record<string, unknown>,
   extraSecret?: string,
+  otherSecret?: string,
 ): Record<string, string> {
   const out: Record<string, string> = {};
   const extra = extraSecret?.toLowerCase();
+  const other = otherSecret?.toLowerCase();
   // for…in, not Object.entries: this runs for every webhook request (the trigger output).
   for (const name in headers) {
     if (!Object.hasOwn(headers, name)) continue;
     const value = headers[name];
     if (value === undefined) continue;
-    const secret = REDACTED_HEADERS.has(name) || name === extra;
+    const secret = REDACTED_HEADERS.has(name) || name === extra || name === other;
     out[name] = secret ? '[redacted]' : Array.isArray(value) ? value.join(', ') : headerText(value);
   }
   return out;
+}
+
+/**
+ * The header Send Test Request sends a route's saved API key in, when the CRD let it
+ * differ from auth.apiKey.header (the gateway then refuses it with 401, and the live
+ * stream, which shows refused requests, would show the key).
+ */
+export function testKeyHeader(route: RouteRecord): string | undefined {
+  const saved = route.spec.testCredentials;
+  return saved?.type === 'apiKey' ? saved.header : undefined;
 }
 
 function headerText(value: unknown): string {
@@ -134,7 +149,11 @@ export class LiveEventHub {
       method: request.method,
       path,
       route: route.path,
-      headers: redactHeaders(request.headers, route.spec.auth?.apiKey?.header),
+      headers: redactHeaders(
+        request.headers,
+        route.spec.auth?.apiKey?.header,
+        testKeyHeader(route),
+      ),
       query: redactCallbackQuery(route, request.url.slice(path.length + 1)),
     };
     redactCallbackUrl(route, event.headers);

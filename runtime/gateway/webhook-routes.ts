@@ -48,7 +48,7 @@ import {
   releaseIdempotencyKey,
   type IdempotencyOptions,
 } from './idempotency/claims.ts';
-import { redactHeaders, type LiveEventHub } from './live-events.ts';
+import { redactHeaders, testKeyHeader, type LiveEventHub } from './live-events.ts';
 import { UNMATCHED_ROUTE, type RequestObservation, type RequestObserver } from './observations.ts';
 import { toProblem } from './problem-handler.ts';
 import { applyResponseHeaders, setHeaders } from './response-headers.ts';
@@ -675,7 +675,11 @@ function triggerOutput(
   const route = ctx.match.route;
   // Credentials never reach the workflow or the stored execution: the authenticated
   // caller is metadata.consumer.
-  const headers = redactHeaders(request.headers, route.spec.auth?.apiKey?.header);
+  const headers = redactHeaders(
+    request.headers,
+    route.spec.auth?.apiKey?.header,
+    testKeyHeader(route),
+  );
   const path = pathOf(request.url);
   const metadata: TriggerOutput['metadata'] = {
     timestamp: isoTime(ctx.arrivedAt),
