@@ -18,9 +18,18 @@
 //   (the orphan sweep's deletes) asks first: `confirmLeadership()` reads the Lease from
 //   the API server and rejects with LeadershipLostError unless it is still this
 //   replica's, and a read that shows another holder (or none) ends the leadership at
-//   once, as a renewal round reading it would. This narrows the window a lost leader
-//   has to act in (the time between its last renewal and the next round, or a freeze)
-//   to one read and one write; it is not a fencing token the store itself checks.
+//   once, as a renewal round reading it would. A Lease that still names this replica
+//   confirms only while it is within its lease duration, by two measures: the local
+//   monotonic time since this replica's last successful renewal was *sent* (client-go
+//   starts its count when the answer arrives, later than the server applied the
+//   write; a candidate counts from when it saw the write, so from the send on is the
+//   safe side), and the record's renewTime against this replica's wall clock (the
+//   record is this replica's own, so no two clocks are compared). Past it, another
+//   replica may take the Lease at any moment: LeaseExpiredError, which does not end the
+//   leadership (a renewal that gets through makes the Lease valid again; the renewal
+//   rounds decide). This narrows the window a lost leader has to act in (the time
+//   between its last renewal and the next round, or a freeze) to one read and one
+//   write; it is not a fencing token the store itself checks.
 // - `stop()` with releaseOnCancel writes an empty holder with leaseDurationSeconds=1,
 //   so the next candidate takes over after about one second instead of LeaseDuration.
 import { realClock, type Clock } from './clock.ts';
@@ -59,12 +68,27 @@ export class LeadershipLostError extends Error {
   }
 }
 
+/**
+ * The Lease still names this replica, but its last renewal is older than the lease
+ * duration: another replica may take it at any moment, so a leader's write must wait.
+ * Not a LeadershipLostError: leadership goes on until the renewal rounds say otherwise,
+ * and a renewal that gets through makes the Lease confirm again.
+ */
+export class LeaseExpiredError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LeaseExpiredError';
+  }
+}
+
 /** Asked right before a write only the leader may make. */
 export interface Leadership {
   /**
-   * Resolves when the Lease, read from the API server now, still names this replica;
-   * rejects with LeadershipLostError when it does not (the replica then stops
-   * leading), with another error when it cannot tell (the API server unreachable).
+   * Resolves when the Lease, read from the API server now, still names this replica
+   * and was renewed within its lease duration; rejects with LeadershipLostError when
+   * it does not name it (the replica then stops leading), with LeaseExpiredError when
+   * it does but its last renewal is too old, with another error when it cannot tell
+   * (the API server unreachable).
    */
   confirm(): Promise<void>;
 }
@@ -227,6 +251,12 @@ export class LeaderElector {
   #observedRecord: LeaderElectionRecord | undefined;
   #observedRaw: string | undefined;
   #observedTime = 0;
+  /**
+   * Local time at which the last write of this replica's record that succeeded was
+   * sent (acquire or renewal); undefined before the first. The server applied it no
+   * earlier, and no candidate saw it earlier.
+   */
+  #renewalSentAt: number | undefined;
   #reportedLeader: string | undefined;
 
   readonly #cancel = new AbortController();
@@ -269,9 +299,10 @@ export class LeaderElector {
    * Whether this replica still holds the Lease, read from the API server now (see
    * `Leadership.confirm`). Rejects with LeadershipLostError when it does not lead any
    * more, or when the read shows another holder (or none): leadership then ends at
-   * once (onStoppedLeading runs), without waiting for the next renewal round. Any
-   * other rejection (the read failed, or took longer than RenewDeadline) means it
-   * cannot tell.
+   * once (onStoppedLeading runs), without waiting for the next renewal round. Rejects
+   * with LeaseExpiredError when the Lease names this replica but is past its lease
+   * duration (#expiry): leadership goes on. Any other rejection (the read failed, or
+   * took longer than RenewDeadline) means it cannot tell.
    */
   async confirmLeadership(): Promise<void> {
     const leading = this.#leading;
@@ -298,7 +329,11 @@ export class LeaderElector {
       throw new LeadershipLostError(`${this.#cfg.identity} stopped leading`);
     }
     const holder = record?.holderIdentity ?? '';
-    if (holder === this.#cfg.identity) return;
+    if (record && holder === this.#cfg.identity) {
+      const expired = this.#expiry(record);
+      if (expired) throw new LeaseExpiredError(expired);
+      return;
+    }
     // Taken over (or released, or deleted): stop believing the Lease is ours, so no
     // renewal writes over the new holder's record, and stop leading now.
     if (record) this.#setObserved(record);
@@ -436,8 +471,10 @@ export class LeaderElector {
           leaderTransitions: this.#observedRecord.leaderTransitions,
         };
         try {
+          const sentAt = this.#clock.now();
           await lock.update(renewed, signal);
           this.#setObserved(renewed);
+          this.#renewalSentAt = sentAt;
           return 'ours';
         } catch (err) {
           this.#log('fast-path renew failed, falling back to a read', { error: describe(err) });
@@ -448,8 +485,10 @@ export class LeaderElector {
       // 2. Read (or create) the record.
       const current = await lock.get(signal);
       if (!current) {
+        const sentAt = this.#clock.now();
         await lock.create(record, signal);
         this.#setObserved(record);
+        this.#renewalSentAt = sentAt;
         return 'ours';
       }
 
@@ -468,8 +507,10 @@ export class LeaderElector {
       } else {
         record.leaderTransitions = current.record.leaderTransitions + 1;
       }
+      const sentAt = this.#clock.now();
       await lock.update(record, signal);
       this.#setObserved(record);
+      this.#renewalSentAt = sentAt;
       return 'ours';
     } catch (err) {
       if (!signal.aborted) {
@@ -478,6 +519,31 @@ export class LeaderElector {
       }
       return 'failed';
     }
+  }
+
+  /**
+   * Why `record`, which names this replica, may be taken by another replica at any
+   * moment, or undefined while it may not: its lease duration (the record's, or the
+   * configured one if shorter) has passed since this replica's last successful renewal
+   * was sent (local monotonic clock), or since the record's renewTime (this replica's
+   * wall clock, which wrote it). A renewTime ahead of the wall clock (the clock stepped
+   * back) leaves the monotonic measure alone to decide.
+   */
+  #expiry(record: LeaderElectionRecord): string | undefined {
+    const durationMs = Math.min(record.leaseDurationSeconds * 1000, this.#leaseDurationMs);
+    const lease = `lease duration ${durationMs} ms`;
+    if (this.#renewalSentAt === undefined) return `no renewal of the Lease succeeded (${lease})`;
+    const sinceRenewal = this.#clock.now() - this.#renewalSentAt;
+    if (sinceRenewal >= durationMs) {
+      return `the last renewal of the Lease that succeeded was sent ${Math.round(sinceRenewal)} ms ago (${lease})`;
+    }
+    const renewedAt = Date.parse(record.renewTime);
+    if (Number.isNaN(renewedAt)) return `the Lease has no renewTime (${lease})`;
+    const age = this.#wallTime() - renewedAt;
+    if (age >= durationMs) {
+      return `the Lease's renewTime ${record.renewTime} is ${Math.round(age)} ms old (${lease})`;
+    }
+    return undefined;
   }
 
   /** Whether the observed record is younger than its lease duration (local clock). */

@@ -26,7 +26,8 @@
 //   after a freeze, or while its renewals failed) some time before it notices and
 //   exits: before each delete the Lease is read again (`leadership.confirm`), and a
 //   sweep that no longer holds it stops there, deleting nothing more. One that cannot
-//   tell (the API server unreachable) fails and is retried. A replica that freezes
+//   tell (the API server unreachable), or whose Lease still names it but is past its
+//   lease duration (renewals failing: LeaseExpiredError), fails and is retried. A replica that freezes
 //   between that read and the delete still makes the delete, but only of the record it
 //   judged: each delete is conditional on the record being the one read (`deleteIf`,
 //   a compare-and-delete in one Redis script, as a Kubernetes delete precondition), so

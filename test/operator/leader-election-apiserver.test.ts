@@ -4,7 +4,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock, type Clock } from '../../operator/controller/clock.ts';
 import type { KubeClient } from '../../operator/controller/kube-client.ts';
-import { LeaderElector, LeaseLock } from '../../operator/controller/leader-election.ts';
+import {
+  LeaderElector,
+  LeaseExpiredError,
+  LeaseLock,
+} from '../../operator/controller/leader-election.ts';
 import type { KubeApiServer } from '../../testing/kube-apiserver/index.ts';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.ts';
 import { eventually, sleep } from '../support/eventually.ts';
@@ -162,5 +166,35 @@ describe('LeaderElector on a Lease (in-memory API server)', () => {
     expect(a.elector.getLeader()).toBe('b');
     expect((await getLease(lease)).spec.holderIdentity).toBe('b');
     expect(b.stopped).toHaveLength(0);
+  });
+  it('a leader whose renewals fail does not confirm once its Lease is past the lease duration, though the Lease still names it', async () => {
+    const lease = `le${++leaseCounter}`;
+    // a's timers run on a clock the test steps: a stalls while it is not stepped.
+    const clockA = new FakeClock();
+    const a = candidate(lease, 'a', true, clockA);
+    await eventually(() => expect(a.started).toHaveLength(1));
+    await expect(a.elector.confirmLeadership()).resolves.toBeUndefined();
+    // Writes of the Lease fail from now on (the partition lets reads by), and a stalls
+    // past the lease duration: its clock jumps, its timers fire late.
+    server.faults.failNext(
+      1_000_000,
+      500,
+      (r) => r.method === 'PUT' && r.path.endsWith(`/leases/${lease}`),
+    );
+    clockA.step(LEASE_MS + RETRY_MS);
+    const refused = await a.elector.confirmLeadership().catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(LeaseExpiredError);
+    expect((await getLease(lease)).spec.holderIdentity).toBe('a');
+    // Not lost: a renewal that gets through makes the Lease confirm again.
+    expect(a.stopped).toHaveLength(0);
+    server.faults.clear();
+    const ticking = setInterval(() => clockA.step(20), 20);
+    try {
+      await eventually(() => expect(a.elector.confirmLeadership()).resolves.toBeUndefined());
+    } finally {
+      clearInterval(ticking);
+    }
+    expect(a.stopped).toHaveLength(0);
+    expect((await getLease(lease)).spec.holderIdentity).toBe('a');
   });
 });

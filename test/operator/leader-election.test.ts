@@ -6,6 +6,7 @@ import { FakeClock } from '../../operator/controller/clock.ts';
 import { KubeApiError } from '../../operator/controller/kube-client.ts';
 import {
   LeaderElector,
+  LeaseExpiredError,
   LeadershipLostError,
   microTime,
   type LeaderElectionConfig,
@@ -32,6 +33,8 @@ class FakeLock implements ResourceLock {
   readonly who: string;
   frozen = false;
   failing = false;
+  /** Creates and updates fail, reads go through (a partition that lets GETs by). */
+  failingWrites = false;
   #seenRv = -1;
 
   constructor(store: LeaseStore, who: string) {
@@ -66,12 +69,14 @@ class FakeLock implements ResourceLock {
 
   async create(record: LeaderElectionRecord, signal: AbortSignal) {
     await this.#gate(signal);
+    if (this.failingWrites) throw new KubeApiError(503, 'unavailable');
     if (this.store.record) throw new KubeApiError(409, 'already exists', 'AlreadyExists');
     this.#write(record);
   }
 
   async update(record: LeaderElectionRecord, signal: AbortSignal) {
     await this.#gate(signal);
+    if (this.failingWrites) throw new KubeApiError(503, 'unavailable');
     if (this.#seenRv !== this.store.rv) throw new KubeApiError(409, 'conflict', 'Conflict');
     this.#write(record);
   }
@@ -416,6 +421,102 @@ describe('LeaderElector', () => {
     await expect(b.elector.confirmLeadership()).rejects.toBeInstanceOf(LeadershipLostError);
     expect(a.stoppedAt).toHaveLength(0);
     await b.elector.stop();
+    await a.elector.stop();
+  });
+
+  it('confirmLeadership does not confirm a Lease that names this replica but is past its duration (renewals failing, a late timer); leadership goes on and confirms again once a renewal gets through', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    await advance(clock, 3_000);
+    await expect(a.elector.confirmLeadership()).resolves.toBeUndefined();
+    // Renewals fail from now on, reads go through; then the process stalls past the
+    // lease duration (one step: every timer due meanwhile fires late, at once).
+    a.lock.failingWrites = true;
+    clock.step(LEASE + RETRY);
+    await flush();
+    expect(store.record?.holderIdentity).toBe('a');
+    const refused = await a.elector.confirmLeadership().catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(LeaseExpiredError);
+    expect(refused).not.toBeInstanceOf(LeadershipLostError);
+    expect((refused as Error).message).toMatch(
+      /last renewal of the Lease that succeeded was sent \d+ ms ago \(lease duration 15000 ms\)/,
+    );
+    expect(store.log.at(-1)).toBe('a checked a');
+    // Not lost: the renewal rounds decide, and one that gets through makes it valid again.
+    expect(a.stoppedAt).toHaveLength(0);
+    a.lock.failingWrites = false;
+    await advance(clock, 2 * RETRY);
+    expect(a.stoppedAt).toHaveLength(0);
+    await expect(a.elector.confirmLeadership()).resolves.toBeUndefined();
+    // Renewals that keep failing end it at RenewDeadline, as before.
+    a.lock.failingWrites = true;
+    await advance(clock, RENEW + 2 * RETRY);
+    expect(a.stoppedAt).toHaveLength(1);
+    await expect(a.elector.confirmLeadership()).rejects.toBeInstanceOf(LeadershipLostError);
+    await a.done;
+  });
+
+  it('confirmLeadership measures from when the last successful renewal was sent, not from its answer', async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    const a = candidate(store, clock, 'a');
+    await flush();
+    // The next renewal is applied at once but answered 4 s later: the server (and any
+    // candidate watching) saw it when it was sent.
+    let slowNext = false;
+    const update = a.lock.update.bind(a.lock);
+    a.lock.update = async (record, signal) => {
+      await update(record, signal);
+      if (!slowNext) return;
+      slowNext = false;
+      await new Promise<void>((r) => clock.setTimer(r, 4_000));
+    };
+    slowNext = true;
+    const writes = store.writes.length;
+    await advance(clock, RETRY + 100);
+    expect(store.writes).toHaveLength(writes + 1);
+    const sentAt = clock.now() - 100;
+    await advance(clock, 4_000);
+    expect(slowNext).toBe(false);
+    // Every renewal after the slow one fails; the round that started after its answer
+    // gives up only at answer + RetryPeriod + RenewDeadline, after the lease duration.
+    a.lock.failingWrites = true;
+    await advance(clock, sentAt + LEASE - 300 - clock.now());
+    await expect(a.elector.confirmLeadership()).resolves.toBeUndefined();
+    await advance(clock, 400);
+    expect(a.stoppedAt).toHaveLength(0);
+    // Counted from the send, the lease duration has passed; from the answer, it has not.
+    await expect(a.elector.confirmLeadership()).rejects.toBeInstanceOf(LeaseExpiredError);
+    a.lock.failingWrites = false;
+    await a.elector.stop();
+  });
+
+  it("confirmLeadership does not confirm a Lease whose renewTime is older than its duration on this replica's wall clock", async () => {
+    const clock = new FakeClock();
+    const store = new LeaseStore();
+    let wallShift = 0;
+    const a = candidate(store, clock, 'a', {
+      wallTime: () => 1_700_000_000_000 + clock.now() + wallShift,
+    });
+    await flush();
+    await advance(clock, 3_000);
+    a.lock.failingWrites = true;
+    await expect(a.elector.confirmLeadership()).resolves.toBeUndefined();
+    // The record's renewTime, read back, is a lease duration behind this replica's wall clock.
+    wallShift = LEASE;
+    await expect(a.elector.confirmLeadership()).rejects.toThrow(
+      expect.objectContaining({
+        name: 'LeaseExpiredError',
+        message: expect.stringMatching(/renewTime .* is \d+ ms old/) as string,
+      }),
+    );
+    expect(a.stoppedAt).toHaveLength(0);
+    // A renewal that gets through writes a renewTime of now: confirmed again.
+    a.lock.failingWrites = false;
+    await advance(clock, 2 * RETRY);
+    await expect(a.elector.confirmLeadership()).resolves.toBeUndefined();
     await a.elector.stop();
   });
 
