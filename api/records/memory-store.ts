@@ -1,5 +1,5 @@
 // In-memory adapter of the record stores: a Map and a listener set.
-import type { ChangeListener, RecordStore } from './records.ts';
+import { supersedes, type ChangeListener, type RecordStore, type WrittenFor } from './records.ts';
 
 export class MemoryRecordStore<T> implements RecordStore<T> {
   readonly #records = new Map<string, T>();
@@ -24,6 +24,16 @@ export class MemoryRecordStore<T> implements RecordStore<T> {
     this.#records.delete(key);
     this.#notify(key);
     return Promise.resolve(true);
+  }
+
+  putUnlessSuperseded(key: string, value: T & WrittenFor): Promise<boolean> {
+    if (supersedes(this.#records.get(key), value)) return Promise.resolve(false);
+    return this.put(key, value).then(() => true);
+  }
+
+  deleteUnlessSuperseded(key: string, writer: WrittenFor): Promise<boolean> {
+    if (supersedes(this.#records.get(key), writer)) return Promise.resolve(false);
+    return this.delete(key).then(() => true);
   }
 
   get(key: string): Promise<T | undefined> {

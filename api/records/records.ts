@@ -86,7 +86,63 @@ export interface RecordStore<T> {
   subscribe(listener: ChangeListener): () => void;
 }
 
+/** The object a record was written for, as far as ordering two writes of it goes. */
+export interface WrittenFor {
+  /** The object's uid; empty or absent: not known, so not ordered. */
+  uid?: string;
+  /** The object's `metadata.generation` the record was computed from. */
+  generation: number;
+}
+
+/**
+ * Whether `stored` (a record as read, or any value) was written from a later generation
+ * of the object `writer` was computed from: the same non-empty uid, a greater
+ * generation. Records of another object (another uid: an object deleted and created
+ * again under the name; uids are not ordered), without a uid, or that are no record at
+ * all are never newer. The Redis adapter applies the same rule in its script.
+ */
+export function supersedes(stored: unknown, writer: WrittenFor): boolean {
+  if (!writer.uid || typeof stored !== 'object' || stored === null) return false;
+  const { uid, generation } = stored as Partial<Record<keyof WrittenFor, unknown>>;
+  return uid === writer.uid && typeof generation === 'number' && generation > writer.generation;
+}
+
+/**
+ * A store of records that say which object, at which generation, they were written for
+ * (top-level `uid` and `generation`). A writer working from an older look at an object
+ * (a leader that lost the Lease and has not noticed yet, finishing a reconcile after the
+ * new leader's) cannot put back, or delete, a record written from a newer generation of
+ * it: the check and the write are one step (one Redis script), as a Kubernetes update's
+ * resourceVersion precondition. ADR 0051 says what this does not cover.
+ */
+export interface VersionedRecordStore<T extends WrittenFor> extends RecordStore<T> {
+  /**
+   * Put `value` unless `key` holds a record that `supersedes` it: true when written
+   * (and announced), false when a newer one is there (nothing written or announced).
+   */
+  putUnlessSuperseded(key: string, value: T): Promise<boolean>;
+  /**
+   * Delete `key` unless it holds a record that `supersedes` `writer`: true when deleted
+   * (announced) or already missing, false when a newer one is there (kept).
+   */
+  deleteUnlessSuperseded(key: string, writer: WrittenFor): Promise<boolean>;
+}
+
+/**
+ * A write refused by `putUnlessSuperseded` or `deleteUnlessSuperseded`: the store holds
+ * a record of a later generation of the object than the writer looked at.
+ */
+export class SupersededRecordError extends Error {
+  constructor(what: string, key: string, writer: WrittenFor) {
+    super(
+      `${what} ${key} holds a record of a later generation than ${writer.generation} ` +
+        '(written by a newer look at the object): not replaced',
+    );
+    this.name = 'SupersededRecordError';
+  }
+}
+
 /** Routes keyed by trigger key (`<namespace>/<name>`). */
-export type RouteStore = RecordStore<RouteRecord>;
+export type RouteStore = VersionedRecordStore<RouteRecord>;
 /** Workflows keyed by workflow identifier. */
-export type WorkflowRegistry = RecordStore<WorkflowRegistration>;
+export type WorkflowRegistry = VersionedRecordStore<WorkflowRegistration>;

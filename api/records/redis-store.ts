@@ -2,7 +2,7 @@
 // JSON), and a pub/sub channel that announces every change, so each gateway replica
 // rebuilds its route table when the operator deploys or removes a route.
 import { duplicateClient, type RedisClient } from './redis-client.ts';
-import type { ChangeListener, RecordStore } from './records.ts';
+import type { ChangeListener, RecordStore, WrittenFor } from './records.ts';
 
 export interface RedisRecordStoreOptions {
   /** Commands (HSET, HGET, ...). */
@@ -26,13 +26,59 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('PUBLISH', ARGV[3], ARGV[1])
 return 1`;
 
-/** The command defineCommand adds to the client (ioredis cannot type it). */
+/**
+ * The start of the versioned writes: return 0 (nothing written) when the field holds a
+ * record of the writer's object (the same non-empty uid) at a greater generation, as
+ * records.ts `supersedes` says. A value that is not a JSON object is no record.
+ * KEYS[1] the hash; ARGV[1] the field, ARGV[2] the channel, ARGV[3] the writer's uid,
+ * ARGV[4] its generation.
+ */
+const UNLESS_SUPERSEDED = `
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current and ARGV[3] ~= '' then
+  local ok, stored = pcall(cjson.decode, current)
+  if ok and type(stored) == 'table' and stored.uid == ARGV[3]
+    and type(stored.generation) == 'number' and stored.generation > tonumber(ARGV[4]) then
+    return 0
+  end
+end`;
+
+/** putUnlessSuperseded: then HSET ARGV[5] and announce it. */
+const PUT_UNLESS_SUPERSEDED = `${UNLESS_SUPERSEDED}
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[5])
+redis.call('PUBLISH', ARGV[2], ARGV[1])
+return 1`;
+
+/** deleteUnlessSuperseded: then HDEL, announced when there was something to delete. */
+const DELETE_UNLESS_SUPERSEDED = `${UNLESS_SUPERSEDED}
+if current then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('PUBLISH', ARGV[2], ARGV[1])
+end
+return 1`;
+
+/** The commands defineCommand adds to the client (ioredis cannot type them). */
 interface RecordCommands {
   hookgateRecordDeleteIf(
     hash: string,
     field: string,
     expected: string,
     channel: string,
+  ): Promise<number>;
+  hookgateRecordPutUnlessSuperseded(
+    hash: string,
+    field: string,
+    channel: string,
+    uid: string,
+    generation: number,
+    value: string,
+  ): Promise<number>;
+  hookgateRecordDeleteUnlessSuperseded(
+    hash: string,
+    field: string,
+    channel: string,
+    uid: string,
+    generation: number,
   ): Promise<number>;
 }
 
@@ -53,6 +99,14 @@ export class RedisRecordStore<T> implements RecordStore<T> {
   constructor(options: RedisRecordStoreOptions) {
     this.#redis = options.redis;
     options.redis.defineCommand('hookgateRecordDeleteIf', { numberOfKeys: 1, lua: DELETE_IF });
+    options.redis.defineCommand('hookgateRecordPutUnlessSuperseded', {
+      numberOfKeys: 1,
+      lua: PUT_UNLESS_SUPERSEDED,
+    });
+    options.redis.defineCommand('hookgateRecordDeleteUnlessSuperseded', {
+      numberOfKeys: 1,
+      lua: DELETE_UNLESS_SUPERSEDED,
+    });
     // defineCommand adds a method ioredis cannot type; the interface above names it.
     this.#commands = options.redis as unknown as RecordCommands;
     this.#key = options.key;
@@ -84,6 +138,30 @@ export class RedisRecordStore<T> implements RecordStore<T> {
       key,
       JSON.stringify(expected),
       this.#channel,
+    );
+    return deleted === 1;
+  }
+
+  /** One script: the stored record's uid and generation read, compared, then the write. */
+  async putUnlessSuperseded(key: string, value: T & WrittenFor): Promise<boolean> {
+    const written = await this.#commands.hookgateRecordPutUnlessSuperseded(
+      this.#key,
+      key,
+      this.#channel,
+      value.uid ?? '',
+      value.generation,
+      JSON.stringify(value),
+    );
+    return written === 1;
+  }
+
+  async deleteUnlessSuperseded(key: string, writer: WrittenFor): Promise<boolean> {
+    const deleted = await this.#commands.hookgateRecordDeleteUnlessSuperseded(
+      this.#key,
+      key,
+      this.#channel,
+      writer.uid ?? '',
+      writer.generation,
     );
     return deleted === 1;
   }

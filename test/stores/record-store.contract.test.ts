@@ -3,7 +3,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
-import type { RecordStore } from '../../api/records/records.ts';
+import type { RecordStore, VersionedRecordStore, WrittenFor } from '../../api/records/records.ts';
 import { RedisRecordStore } from '../../api/records/redis-store.ts';
 import { eventually } from '../support/eventually.ts';
 import { connectRedis } from '../../roles/redis.ts';
@@ -14,19 +14,34 @@ import { redisAvailable, startRedis, type RedisServer } from '../support/redis.t
 interface Rec {
   name: string;
   tags: string[];
+  /** Set on the records of the versioned writes' tests. */
+  uid?: string;
+  generation?: number;
 }
+
+/** Both adapters are also versioned stores, for records that say what they were written for. */
+type Store = RecordStore<Rec> &
+  Pick<VersionedRecordStore<Rec & WrittenFor>, 'putUnlessSuperseded' | 'deleteUnlessSuperseded'>;
 
 interface Harness {
   /** A store, and a second view of the same data as another process would have it. */
-  make(): Promise<{ store: RecordStore<Rec>; other: RecordStore<Rec> }>;
+  make(): Promise<{ store: Store; other: Store }>;
   close(): Promise<void>;
 }
+
+/** A record of the object `uid` written from its generation `generation`. */
+const v = (uid: string | undefined, generation: number, tag = `g${generation}`) => ({
+  name: 'versioned',
+  tags: [tag],
+  ...(uid === undefined ? {} : { uid }),
+  generation,
+});
 
 function contract(name: string, harness: () => Harness) {
   describe(name, () => {
     let h: Harness;
-    let store: RecordStore<Rec>;
-    let other: RecordStore<Rec>;
+    let store: Store;
+    let other: Store;
     beforeAll(async () => {
       h = harness();
       ({ store, other } = await h.make());
@@ -70,6 +85,76 @@ function contract(name: string, harness: () => Harness) {
       expect(await store.deleteIf('cas-feed', { name: 'cas-feed', tags: ['other'] })).toBe(false);
       expect(await store.deleteIf('cas-feed', { name: 'cas-feed', tags: [] })).toBe(true);
       await eventually(() => expect(keys).toEqual(['cas-feed']));
+      stop();
+    });
+
+    it('putUnlessSuperseded refuses only a record of a later generation of the same object; what it refuses is kept', async () => {
+      await store.put('ver', v('u1', 2));
+      // The new leader wrote generation 2; a stale writer's generation 1 does not land.
+      expect(await other.putUnlessSuperseded('ver', v('u1', 1))).toBe(false);
+      expect(await store.get('ver')).toEqual(v('u1', 2));
+      // The same generation is written (its other inputs, a Secret say, may have changed).
+      expect(await other.putUnlessSuperseded('ver', v('u1', 2, 'rotated'))).toBe(true);
+      expect(await store.get('ver')).toEqual(v('u1', 2, 'rotated'));
+      expect(await other.putUnlessSuperseded('ver', v('u1', 3))).toBe(true);
+      expect(await store.get('ver')).toEqual(v('u1', 3));
+      // Another object under the key (deleted and created again: uids are not ordered),
+      // a writer or a record without a uid, and a missing key: written.
+      expect(await other.putUnlessSuperseded('ver', v('u2', 1))).toBe(true);
+      expect(await store.get('ver')).toEqual(v('u2', 1));
+      await store.put('ver', v(undefined, 5));
+      expect(await other.putUnlessSuperseded('ver', v('u2', 1))).toBe(true);
+      await store.put('ver', v('u2', 5));
+      expect(await other.putUnlessSuperseded('ver', v(undefined, 1))).toBe(true);
+      expect(await store.get('ver')).toEqual(v(undefined, 1));
+      await store.put('ver', v('', 5));
+      expect(await other.putUnlessSuperseded('ver', v('', 1))).toBe(true);
+      await store.delete('ver');
+      expect(await other.putUnlessSuperseded('ver', v('u1', 1))).toBe(true);
+      expect(await store.get('ver')).toEqual(v('u1', 1));
+      // A record whose generation is no number is not newer.
+      await store.put('ver', { name: 'versioned', tags: [], uid: 'u1', generation: '9' as never });
+      expect(await other.putUnlessSuperseded('ver', v('u1', 1))).toBe(true);
+      await store.delete('ver');
+    });
+
+    it('deleteUnlessSuperseded keeps a record of a later generation of the same object, deletes anything else', async () => {
+      await store.put('verdel', v('u1', 2));
+      expect(await other.deleteUnlessSuperseded('verdel', { uid: 'u1', generation: 1 })).toBe(
+        false,
+      );
+      expect(await store.get('verdel')).toEqual(v('u1', 2));
+      expect(await other.deleteUnlessSuperseded('verdel', { uid: 'u1', generation: 2 })).toBe(true);
+      expect(await store.get('verdel')).toBeUndefined();
+      // Missing: nothing to delete, not refused.
+      expect(await other.deleteUnlessSuperseded('verdel', { uid: 'u1', generation: 1 })).toBe(true);
+      await store.put('verdel', v('u2', 7));
+      expect(await other.deleteUnlessSuperseded('verdel', { uid: 'u1', generation: 1 })).toBe(true);
+      expect(await store.get('verdel')).toBeUndefined();
+      await store.put('verdel', v('u1', 7));
+      expect(await other.deleteUnlessSuperseded('verdel', { generation: 1 })).toBe(true);
+      expect(await store.get('verdel')).toBeUndefined();
+    });
+
+    it('the versioned writes announce what they change, and a refused one nothing', async () => {
+      const keys: (string | undefined)[] = [];
+      const stop = other.subscribe((key) => keys.push(key));
+      await (other as { ready?: () => Promise<void> }).ready?.();
+      await store.put('verfeed', v('u1', 2));
+      await eventually(() => expect(keys).toEqual(['verfeed']));
+      keys.length = 0;
+      expect(await store.putUnlessSuperseded('verfeed', v('u1', 1))).toBe(false);
+      expect(await store.deleteUnlessSuperseded('verfeed', { uid: 'u1', generation: 1 })).toBe(
+        false,
+      );
+      expect(await store.deleteUnlessSuperseded('verfeed-missing', { generation: 1 })).toBe(true);
+      expect(await store.putUnlessSuperseded('verfeed', v('u1', 3))).toBe(true);
+      expect(await store.deleteUnlessSuperseded('verfeed', { uid: 'u1', generation: 3 })).toBe(
+        true,
+      );
+      // One announcement each for the put and the delete that happened; none for the rest
+      // (a listener that saw a key it did not expect would say so here).
+      await eventually(() => expect(keys).toEqual(['verfeed', 'verfeed']));
       stop();
     });
 
@@ -157,6 +242,18 @@ describe.skipIf(!redisAvailable())('Redis', () => {
     },
     close: () => Promise.resolve(),
   }));
+
+  it('putUnlessSuperseded over a value that is not JSON (or not an object) writes: no record is newer', async () => {
+    const redis = new Redis(server.url);
+    clients.push(redis);
+    const store = new RedisRecordStore<Rec>({ redis, key: 'test:versioned' });
+    stores.push(store);
+    for (const junk of ['{not json', '"u1"', '[1,2]', 'null', '{"uid":"u1","generation":null}']) {
+      await redis.hset('test:versioned', 'k', junk);
+      expect(await store.putUnlessSuperseded('k', v('u1', 1))).toBe(true);
+      expect(await store.get('k')).toEqual(v('u1', 1));
+    }
+  });
 
   it('keys: the record keys alone (HKEYS), the records neither read nor parsed', async () => {
     const redis = new Redis(server.url);
