@@ -3,7 +3,9 @@
 // serves the same URL, and reports Valid, Deployed (every live gateway serves the
 // route's generation: served.ts), WorkflowPublished and Ready. Status is written on
 // every exit path: a store that fails leaves Ready=False/StoreError behind, and the
-// error is returned so the reconcile is retried with backoff.
+// error is returned so the reconcile is retried with backoff. One exit writes none: the
+// route store holding the route of a later generation of the trigger, which a write
+// from this older look may not replace or delete (SupersededRecordError, ADR 0051).
 import { isDeepStrictEqual } from 'node:util';
 import {
   Reason,
@@ -12,11 +14,12 @@ import {
   type WebhookTriggerStatus,
 } from '../../api/v1alpha1/index.ts';
 import type { GatewayStore } from '../../api/records/gateways.ts';
-import type {
-  ResolvedCredentials,
-  RouteRecord,
-  RouteStore,
-  WorkflowRegistry,
+import {
+  SupersededRecordError,
+  type ResolvedCredentials,
+  type RouteRecord,
+  type RouteStore,
+  type WorkflowRegistry,
 } from '../../api/records/records.ts';
 import { basePath, routePath, webhookUrl, workflowIdentifier } from '../../api/identity.ts';
 import { compileSchemas } from '../../api/schemas.ts';
@@ -124,11 +127,17 @@ export class TriggerReconciler {
     const blocker = this.#deployBlocker(trigger, workflow, workflowId, valid, status.url);
     const deployment: Deployment = await (
       blocker || !workflow || !workflowId
-        ? this.#undeploy(key, blocker)
+        ? this.#undeploy(trigger, key, blocker)
         : this.#deploy(trigger, workflow, workflowId, credentials)
     ).catch((err: unknown) => ({
       deployed: failed(TriggerCondition.Deployed, 'Cannot deploy the route')(err),
     }));
+    // The store holds the route of a later generation of this trigger (a newer look at
+    // it: the new leader's, written while this replica has not noticed it lost the
+    // Lease, or this cache is behind): the status computed here is of the older look
+    // too, and is not written. The reconcile fails and runs again from what is there.
+    const superseded = failures.find((err) => err instanceof SupersededRecordError);
+    if (superseded) throw superseded;
     const { deployed } = deployment;
     const { published, recheckMs } = publishedOnGateways(registered, deployment, this.#o.recheck);
 
@@ -196,16 +205,30 @@ export class TriggerReconciler {
     }
   }
 
-  /** The route must not be served (`blocker` says why): take it out of the store. */
-  async #undeploy(key: string, blocker: ConditionInput | undefined): Promise<Deployment> {
-    await this.#o.routes.delete(key);
+  /**
+   * The route must not be served (`blocker` says why): take it out of the store, unless
+   * it is the route of a later generation of the trigger (SupersededRecordError).
+   */
+  async #undeploy(
+    trigger: Trigger,
+    key: string,
+    blocker: ConditionInput | undefined,
+  ): Promise<Deployment> {
+    const writer = writtenFor(trigger);
+    if (!(await this.#o.routes.deleteUnlessSuperseded(key, writer))) {
+      throw new SupersededRecordError('The route', key, writer);
+    }
     return {
       deployed:
         blocker ?? notOk(TriggerCondition.Deployed, Reason.WorkflowNotFound, 'Workflow not found'),
     };
   }
 
-  /** Write the route (when it changed), then see whether the gateways serve it. */
+  /**
+   * Write the route (when it changed, and unless the store holds the route of a later
+   * generation of the trigger: SupersededRecordError), then see whether the gateways
+   * serve it.
+   */
   async #deploy(
     trigger: Trigger,
     workflow: WorkflowResource,
@@ -229,7 +252,9 @@ export class TriggerReconciler {
       credentials,
     };
     const existing = await routes.get(key);
-    if (!isDeepStrictEqual(existing, route)) await routes.put(key, route);
+    if (!isDeepStrictEqual(existing, route) && !(await routes.putUnlessSuperseded(key, route))) {
+      throw new SupersededRecordError('The route', key, route);
+    }
     return servedCondition(this.#o.gateways, route, this.#o.recheck);
   }
 
@@ -338,4 +363,9 @@ export class TriggerReconciler {
     }
     return ok(type, Reason.Published, `Workflow ${workflowId} is published`);
   }
+}
+
+/** The trigger's uid and generation, which a route written for it carries. */
+function writtenFor(trigger: Trigger): { uid: string; generation: number } {
+  return { uid: trigger.metadata.uid ?? '', generation: trigger.metadata.generation ?? 1 };
 }

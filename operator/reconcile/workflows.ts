@@ -2,10 +2,17 @@
 // (the Publish action) and reports Valid, Published and Ready. When a registration
 // changes, the Workflow's triggers are asked to look again (the registry is not a
 // watched resource). A registry that fails leaves Published=False/StoreError behind,
-// and the error is returned so the reconcile is retried with backoff.
+// and the error is returned so the reconcile is retried with backoff. A registry that
+// holds a registration of a later generation of the Workflow keeps it, and no status
+// is written from this older look (SupersededRecordError, ADR 0051).
 import { isDeepStrictEqual } from 'node:util';
 import { Reason, WorkflowCondition, type WorkflowStatus } from '../../api/v1alpha1/index.ts';
-import type { WorkflowRegistration, WorkflowRegistry } from '../../api/records/records.ts';
+import {
+  SupersededRecordError,
+  type WorkflowRegistration,
+  type WorkflowRegistry,
+  type WrittenFor,
+} from '../../api/records/records.ts';
 import { workflowIdentifier } from '../../api/identity.ts';
 import type { ObjectRef, ResourceSource } from '../sources/ports.ts';
 import {
@@ -70,7 +77,10 @@ export class WorkflowReconciler {
     const published = await this.#publish(ref, wf, workflowId, generation, valid)
       .then(async (condition) => {
         const keep = condition.status === 'True' ? workflowId : undefined;
-        await this.#unregister(ref.namespace, ref.name, keep);
+        await this.#unregister(ref.namespace, ref.name, keep, {
+          uid: wf.metadata.uid ?? '',
+          generation,
+        });
         return condition;
       })
       .catch((err: unknown) => {
@@ -78,6 +88,11 @@ export class WorkflowReconciler {
         return storeError(WorkflowCondition.Published, 'Cannot write the workflow registry', err);
       });
 
+    // The registry holds a registration of a later generation of this Workflow (a newer
+    // look at it: the new leader's, written while this replica has not noticed it lost
+    // the Lease, or this cache is behind): the status computed here is of the older
+    // look too, and is not written. The reconcile fails and runs again.
+    if (failure instanceof SupersededRecordError) throw failure;
     const ready = summarize(
       WorkflowCondition.Ready,
       [valid, published],
@@ -145,18 +160,33 @@ export class WorkflowReconciler {
       );
     }
     if (!isDeepStrictEqual(existing, registration)) {
-      await this.#o.workflows.put(workflowId, registration);
+      if (!(await this.#o.workflows.putUnlessSuperseded(workflowId, registration))) {
+        throw new SupersededRecordError('The registration', workflowId, registration);
+      }
       this.#enqueueTriggersOf(ref);
     }
     return ok(type, Reason.Published, `Published as ${workflowId}`);
   }
 
-  /** Remove this workflow's registrations except the one it should keep. */
-  async #unregister(namespace: string, name: string, keep: string | undefined): Promise<void> {
+  /**
+   * Remove this workflow's registrations except the one it should keep. With `writer`
+   * (the Workflow as this reconcile read it), not one of a later generation of it (under
+   * the identifier of an environment it moved to since): SupersededRecordError. Without
+   * (the Workflow is being deleted, or gone), every one.
+   */
+  async #unregister(
+    namespace: string,
+    name: string,
+    keep: string | undefined,
+    writer?: WrittenFor,
+  ): Promise<void> {
     const { workflows } = this.#o;
     for (const reg of await workflows.list()) {
       if (reg.namespace === namespace && reg.name === name && reg.workflowId !== keep) {
-        await workflows.delete(reg.workflowId);
+        if (!writer) await workflows.delete(reg.workflowId);
+        else if (!(await workflows.deleteUnlessSuperseded(reg.workflowId, writer))) {
+          throw new SupersededRecordError('The registration', reg.workflowId, writer);
+        }
         this.#enqueueTriggersOf({ kind: 'Workflow', namespace, name });
       }
     }
