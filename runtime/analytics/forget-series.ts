@@ -1,6 +1,8 @@
 // Drops, once a minute, the metric series of routes and workflows a process no longer
 // serves (GatewayMetrics.forgetGone): the serving roles ask their route table, workers
 // the workflow registry. Off the request path; a read that fails skips that minute.
+// The same look drops the series of routes idle for a day, served or not
+// (GatewayMetrics.forgetIdle), which needs no read.
 import type { GatewayMetrics } from './metrics.ts';
 
 /** How often the series of routes and workflows no longer served are looked for. */
@@ -25,6 +27,7 @@ export function forgetGoneSeries(
   served: () => ServedLabels | undefined | Promise<ServedLabels | undefined>,
 ): () => void {
   const timer = setInterval(() => {
+    metrics.forgetIdle();
     void (async () => {
       const now = await served();
       if (now) metrics.forgetGone(now, FORGET_SERIES_AFTER_MS);

@@ -6,7 +6,9 @@
 // and sealed to their exact size once their minute is past. Old minutes are evicted
 // as time moves on, the number of series is capped, and the whole is bounded in bytes
 // (docs/limits.md): past the budget the oldest minutes go first, and with them the
-// series seen in no minute left.
+// series seen in no minute left. A route's consumers are not forgotten with its series:
+// they follow the consumer rule (consumers.ts), a day after the route's last request,
+// as the gateway's metrics do, so both label a request alike.
 import type { BoundedStore, BoundedStoreStats } from '../bounded.ts';
 import type { RequestObservation, RequestObserver } from '../gateway/observations.ts';
 import {
@@ -20,7 +22,7 @@ import {
   type TimeseriesPoint,
 } from './backend.ts';
 import { Batch } from './batch.ts';
-import { ConsumerLabels, type ConsumerLabelOptions } from './consumers.ts';
+import { ConsumerLabels, countedMinute, type ConsumerLabelOptions } from './consumers.ts';
 import {
   ENVIRONMENTS,
   isErrorStatus,
@@ -239,7 +241,7 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver, Bound
    * which is when Prometheus would see it too.
    */
   #record(o: RequestObservation): void {
-    const minute = Math.floor((o.at + o.durationSeconds * 1000) / MINUTE_MS);
+    const minute = countedMinute(o);
     if (!Number.isFinite(minute) || !(o.durationSeconds >= 0)) {
       this.#dropped += 1;
       return;
@@ -249,7 +251,7 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver, Bound
       this.#dropped += 1;
       return;
     }
-    const series = this.#seriesFor(o);
+    const series = this.#seriesFor(o, minute);
     if (!series) {
       this.#dropped += 1;
       this.#evictions.count += 1;
@@ -290,25 +292,18 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver, Bound
   }
 
   /**
-   * Drops the series whose newest minute is before `minute`, and the consumers seen on
-   * a route none of whose series is left (a deleted trigger's: they would stay for good).
+   * Drops the series whose newest minute is before `minute`. The consumers of their
+   * routes stay: their own rule forgets them (#advance), not the byte budget, which the
+   * gateway's metrics do not share.
    */
   #forgetSeriesBefore(minute: number): void {
-    const left = new Set<string>();
-    const kept = new Set<string>();
     for (const s of this.#seriesById) {
-      if (!s) continue;
-      if (s.lastMinute >= minute) {
-        kept.add(s.route);
-        continue;
-      }
+      if (!s || s.lastMinute >= minute) continue;
       this.#series.delete(s.key);
       this.#seriesById[s.id] = undefined;
       this.#freeIds.push(s.id);
       this.#bytes -= seriesBytes(s.key);
-      left.add(s.route);
     }
-    for (const route of left) if (!kept.has(route)) this.#consumers.forgetRoute(route);
   }
 
   stats(): MemoryStats {
@@ -442,9 +437,9 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver, Bound
     return { match, error, group, groups };
   }
 
-  #seriesFor(o: RequestObservation): Series | undefined {
+  #seriesFor(o: RequestObservation, minute: number): Series | undefined {
     const method = normaliseMethod(o.method);
-    const consumer = this.#consumers.label(o.route, o.consumer);
+    const consumer = this.#consumers.label(o.route, o.consumer, minute);
     // join builds the key flat in one go (a template builds a rope the Map then flattens).
     const key = [o.application, o.environment, method, o.route, o.statusCode, consumer].join(
       '\u0000',
@@ -469,7 +464,10 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver, Bound
     return series;
   }
 
-  /** Time moved to a new minute: seal past blocks, evict minutes (and series) too old. */
+  /**
+   * Time moved to a new minute: seal past blocks, evict minutes (and series) too old,
+   * and the consumers of routes idle for a day (a deleted trigger's would stay for good).
+   */
   #advance(minute: number): void {
     this.#newestMinute = minute;
     const oldest = minute - MAX_WINDOW_MINUTES + 1;
@@ -485,6 +483,7 @@ export class MemoryAnalytics implements AnalyticsBackend, RequestObserver, Bound
       }
     }
     if (evicted) this.#forgetSeriesBefore(oldest);
+    this.#consumers.forgetIdle(minute);
   }
 }
 

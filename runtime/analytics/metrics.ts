@@ -11,7 +11,7 @@ import {
 } from '../gateway/observations.ts';
 import type { RateLimitOutcome } from '../gateway/security/rate-limit.ts';
 import { CATALOGUE } from '../errors.ts';
-import { ConsumerLabels, type ConsumerLabelOptions } from './consumers.ts';
+import { ConsumerLabels, countedMinute, type ConsumerLabelOptions } from './consumers.ts';
 import { normaliseMethod } from './definitions.ts';
 import { Batch } from './batch.ts';
 import { RequestDurationHistogram } from './request-histogram.ts';
@@ -110,7 +110,11 @@ export class GatewayMetrics implements RequestObserver {
     const registers = [options.registry];
     this.registry = options.registry;
     this.#now = options.now ?? Date.now;
-    this.#consumers = new ConsumerLabels(options.consumers);
+    // A route idle for a day starts its consumers again; its series go first, or the
+    // consumers labelled after would add to those labelled before (docs/analytics.md).
+    this.#consumers = new ConsumerLabels(options.consumers, (route) =>
+      this.#duration.forget('http_route', route),
+    );
     // Buckets: LATENCY_BUCKETS_SECONDS. Not prom-client's Histogram: see request-histogram.ts.
     const flush = this.#observations.flush;
     this.#duration = new RequestDurationHistogram({
@@ -218,6 +222,10 @@ export class GatewayMetrics implements RequestObserver {
   }
 
   #record(o: RequestObservation): void {
+    const minute = countedMinute(o);
+    // Not a time (a duration that is no number): nothing counted, as the histogram
+    // would refuse it, and no route's consumers touched.
+    if (!Number.isFinite(minute)) return;
     // Label values in REQUEST_LABELS order.
     this.#duration.observe(
       [
@@ -226,7 +234,7 @@ export class GatewayMetrics implements RequestObserver {
         normaliseMethod(o.method),
         o.route,
         String(o.statusCode),
-        this.#consumers.label(o.route, o.consumer),
+        this.#consumers.label(o.route, o.consumer, minute),
       ],
       o.durationSeconds,
       // When it was counted: the request's end.
@@ -277,8 +285,10 @@ export class GatewayMetrics implements RequestObserver {
       !servedNow.has(value) && now - updatedMs >= graceMs;
     for (const [route, updatedMs] of this.#duration.lastUpdated('http_route')) {
       if (route === UNMATCHED_ROUTE || !stale(route, updatedMs, served.routes)) continue;
+      // Its consumers stay until it has been idle for a day (forgetIdle), as in the
+      // memory store, which does not know what is served: a route served again meanwhile
+      // labels its consumers as before, in both.
       this.#duration.forget('http_route', route);
-      this.#consumers.forgetRoute(route);
     }
     const workflows = new Map<string, number>();
     for (const [key, { updatedMs }] of this.#executionSeries) {
@@ -294,6 +304,17 @@ export class GatewayMetrics implements RequestObserver {
       // Goes with the workflow's execution series (a discard follows its success).
       if (this.#discardedSeries.delete(id)) this.#discarded.remove({ workflow_id: id });
     }
+  }
+
+  /**
+   * Drops the series of every route (served or not, `unmatched` too) with no request
+   * counted in the last 24 h, and starts its consumers again, as the memory store does
+   * (and as the route's next request would): no analytics window reaches back to them,
+   * and a route's consumers labelled after a quiet day do not add to those before it.
+   */
+  forgetIdle(now: number = this.#now()): void {
+    this.#observations.flush();
+    this.#consumers.forgetIdle(countedMinute({ at: now, durationSeconds: 0 }));
   }
 
   recordRateLimitDecision(decision: RateLimitDecision): void {

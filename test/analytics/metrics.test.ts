@@ -195,7 +195,7 @@ describe('series of routes and workflows no longer served', () => {
   const GRACE = 600_000;
   const MINUTE = 60_000;
 
-  it('go once not served and not counted for the grace; a route served keeps them however idle; unmatched stays', async () => {
+  it('go once not served and not counted for the grace; a route served keeps them while idle under a day (consumer-labels.test.ts: after); unmatched stays', async () => {
     const registry = new Registry();
     let clock = Date.parse('2026-11-28T12:00:00Z');
     const metrics = new GatewayMetrics({ registry, now: () => clock });
