@@ -21,6 +21,7 @@ import {
   type ExecutionStore,
 } from './execution-store.ts';
 import { ExpressionCache, type ExpressionLimits } from './expressions.ts';
+import { FairQueue } from './fair-queue.ts';
 import { Interpreter } from './interpreter.ts';
 import type { NodeLimits } from './nodes/context.ts';
 import { LiveExecution } from './live-execution.ts';
@@ -35,6 +36,7 @@ import type {
 import { isRetryable, nextAttempt, resolveRetryPolicy } from './retry-policy.ts';
 import { isoTime } from '../time.ts';
 import type { TraceSpan, Tracing } from '../tracing/tracing.ts';
+import { slotNamespace } from './trigger-ref.ts';
 import { sleep, withExecutionId } from './util.ts';
 
 export { ExecutionFailure } from './execution-failure.ts';
@@ -43,9 +45,16 @@ export { ExecutionFailure } from './execution-failure.ts';
 export const IN_PROCESS_RETRY_AFTER_SECONDS = 5;
 
 export interface InProcessEngineOptions {
-  /** Executions running at once; the rest wait in the queue. Default 64. */
+  /**
+   * Executions running at once; the rest wait in the queue. A free slot goes to the
+   * waiting execution of the namespace that holds the fewest (ADR 0049). Default 64.
+   */
   concurrency?: number;
-  /** Executions waiting at most; start() then rejects with HG_ERR_ENGINE_OVERLOADED. Default 10 000. */
+  /**
+   * Executions waiting at most; start() then rejects with HG_ERR_ENGINE_OVERLOADED,
+   * except for a namespace under its share of it while others wait (ADR 0049: at most
+   * twice this in all). Default 10 000.
+   */
   maxQueued?: number;
   /** Node runs per execution before it fails as a probable loop. Default 1000. */
   maxSteps?: number;
@@ -120,6 +129,14 @@ export interface RetryHandOff {
   schedule(execution: Execution, request: StartRequest, dueAtMs: number): Promise<void>;
 }
 
+/**
+ * Why start() refused an execution with HG_ERR_ENGINE_OVERLOADED (ADR 0049):
+ * `queue_full`, the queue holds maxQueued (and no other namespace waits, or twice
+ * maxQueued wait); `namespace_share`, the queue is full and the execution's namespace
+ * holds its share of it while others wait.
+ */
+export type QueueRefusal = 'queue_full' | 'namespace_share';
+
 export interface EngineObserver {
   executionFinished(execution: Execution): void;
   callbackDelivered(result: DeliveryResult): void;
@@ -133,6 +150,8 @@ export interface EngineObserver {
    * or once its callback was delivered.
    */
   executionDiscarded?(execution: Execution): void;
+  /** start() refused an execution: the queue was full (metrics: refusals by reason). */
+  queueRefused?(reason: QueueRefusal): void;
 }
 
 /** An engine's own dead-letter list: it holds the records of its entries in the store. */
@@ -159,7 +178,8 @@ export class InProcessEngine implements ExecutionEngine {
   readonly deadLetters: DeadLetterStore;
   /** Executions queued, running or waiting for their next attempt here. */
   readonly #hot = new Map<string, LiveExecution>();
-  readonly #queue: LiveExecution[] = [];
+  /** Executions waiting for a run slot, by namespace; slots held by namespace. */
+  readonly #queue = new FairQueue<LiveExecution>();
   readonly #deliveries: CallbackDeliveries;
   readonly #interpreter: Interpreter;
   readonly #events: EventOutlet;
@@ -177,6 +197,8 @@ export class InProcessEngine implements ExecutionEngine {
    * written: the worker must not acknowledge their job (another worker redoes that step).
    */
   readonly #unfinished = new WeakMap<LiveExecution, unknown>();
+  /** Resumed jobs whose record waits for the attempt they start (announced at the run). */
+  readonly #attemptDue = new WeakSet<LiveExecution>();
   #running = 0;
   #closing = false;
   #aborting = false;
@@ -230,6 +252,11 @@ export class InProcessEngine implements ExecutionEngine {
     });
   }
 
+  /** Executions run at once at most (the option, defaults filled in). */
+  get concurrency(): number {
+    return this.#concurrency;
+  }
+
   /** Executions running now. */
   get running(): number {
     return this.#running;
@@ -266,7 +293,10 @@ export class InProcessEngine implements ExecutionEngine {
     // close() began during those reads: it may have found nothing hot and finished, and
     // nothing would wait for (or abort) a run admitted now.
     if (this.#closing) throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down');
-    if (this.#waitingForSlot() >= this.#maxQueued) {
+    const namespace = slotNamespace(request.trigger);
+    const refusal = this.#refusal(namespace);
+    if (refusal !== undefined) {
+      this.#observer?.queueRefused?.(refusal);
       // A constant (docs/errors.md): this process's queue drains at its own pace, which
       // a Redis queue's gateways measure (queue-state.ts) and this engine does not.
       throw new HttpProblem('HG_ERR_ENGINE_OVERLOADED', 'Too many executions are waiting', {
@@ -306,7 +336,7 @@ export class InProcessEngine implements ExecutionEngine {
     }
     // Pumped before the event is sent (both on the next turn): a store that appends a
     // turn's events together then gets this one with the run's first ones.
-    this.#queue.push(admitted);
+    this.#queue.push(namespace, admitted);
     this.#pumpSoon();
     admitted.stream.emit({ type: 'queued' }, execution.createdAt);
     // What the caller needs now (id, status, times), before the run starts changing it.
@@ -363,13 +393,33 @@ export class InProcessEngine implements ExecutionEngine {
     if (execution.accessDigest) fresh.accessDigest = execution.accessDigest;
     const hot = this.#admit(fresh, { ...request, input: execution.input }, afterSeq, true);
     if (queueEntry !== undefined) hot.queueEntry = queueEntry;
-    if (starting) hot.nextAttempt();
-    this.#queue.push(hot);
+    // Announced (attempt.started) when its run starts: a worker's job may wait here for
+    // a slot (read ahead, ADR 0049), and one left to the queue at close() announced nothing.
+    if (starting) this.#attemptDue.add(hot);
+    this.#queue.push(slotNamespace(request.trigger), hot);
     this.#pump();
     return hot.done.then(() => {
       if (this.#unfinished.has(hot)) throw this.#unfinished.get(hot);
       return hot.stream.acknowledged;
     });
+  }
+
+  /**
+   * Whether a start of `namespace` is refused, and why (ADR 0049). Under maxQueued
+   * waiting, none is. At it, a namespace alone in the queue is (the bound as before);
+   * while others wait, one is let in under its share, maxQueued / the namespaces waiting
+   * (itself counted), rounded up, until twice maxQueued wait in all: a namespace that
+   * filled the queue alone leaves room to the next ones, and is refused until it is
+   * under its share again.
+   */
+  #refusal(namespace: string): QueueRefusal | undefined {
+    const waiting = this.#waitingForSlot();
+    if (waiting < this.#maxQueued) return undefined;
+    const queue = this.#queue;
+    const own = queue.waitingIn(namespace);
+    const namespaces = queue.namespacesWaiting + (own === 0 ? 1 : 0);
+    if (namespaces === 1 || waiting >= 2 * this.#maxQueued) return 'queue_full';
+    return own >= Math.ceil(this.#maxQueued / namespaces) ? 'namespace_share' : undefined;
   }
 
   #admit(
@@ -430,6 +480,7 @@ export class InProcessEngine implements ExecutionEngine {
 
   async #close(timeoutMs: number): Promise<{ drained: boolean }> {
     this.#closing = true;
+    this.#releaseResumed();
     // Executions waiting here for a later attempt end now: nothing would run them.
     for (const [id, timer] of this.#waiting) {
       clearTimeout(timer);
@@ -454,6 +505,23 @@ export class InProcessEngine implements ExecutionEngine {
     }
     await Promise.all(this.#owned.map((o) => o.close()));
     return { drained };
+  }
+
+  /**
+   * A worker's jobs still waiting for a slot (read ahead, ADR 0049) go back to the queue
+   * they came from, unrun: their resume() rejects with HG_ERR_SHUTTING_DOWN, so the job
+   * stays unacknowledged and another worker takes it, as one read but not started.
+   */
+  #releaseResumed(): void {
+    for (const hot of this.#queue.remove((h) => h.resumed)) {
+      this.#unfinished.set(
+        hot,
+        new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down'),
+      );
+      this.#attemptDue.delete(hot);
+      this.#hot.delete(hot.execution.id);
+      hot.ended();
+    }
   }
 
   /** Waits until no execution is hot and no delivery pending (or `timeout` wins). */
@@ -491,7 +559,7 @@ export class InProcessEngine implements ExecutionEngine {
    * was saving its queued record when the abort began queues it after that.
    */
   #failQueued(): void {
-    for (const hot of this.#queue.splice(0)) {
+    for (const hot of this.#queue.drain()) {
       void this.#finishFailed(hot, new ExecutionFailure('engine shut down before the run'));
     }
   }
@@ -501,48 +569,59 @@ export class InProcessEngine implements ExecutionEngine {
       this.#failQueued();
       return;
     }
-    while (this.#running < this.#concurrency && this.#queue.length > 0 && !this.#aborting) {
-      const hot = this.#queue.shift() as LiveExecution;
+    while (this.#running < this.#concurrency && !this.#aborting) {
+      // The waiting execution of the namespace holding the fewest slots (ADR 0049).
+      const hot = this.#queue.take();
+      if (hot === undefined) break;
       this.#running++;
-      void this.#run(hot).finally(() => {
-        this.#running--;
-        this.#pump();
-      });
+      // Its slot is given back (and the queue pumped) by the run itself.
+      void this.#run(hot);
     }
   }
 
+  /**
+   * Runs one attempt in the slot the pump gave it, and gives the slot back (here, not in
+   * a callback on its promise: no closure per run).
+   */
   async #run(hot: LiveExecution): Promise<void> {
-    hot.markRunning();
-    // A worker's running record goes with the run's first events where the store can
-    // (one call fewer per run); a store that is down then fails the final write, and the
-    // job, left unacknowledged, runs again, as below.
-    if (hot.resumed && !hot.stream.saveWithFirstEvents()) {
-      // A job whose running record cannot be written is not run now: the queue runs it
-      // again (a store that is down must not turn a job into a failed execution).
-      try {
-        await this.store.save(hot.execution);
-      } catch (error) {
-        this.#events.onInternalError(error, 'saving execution');
-        this.#unfinished.set(hot, error);
-        this.#hot.delete(hot.execution.id);
-        hot.ended();
-        return;
-      }
-    }
-    // Tracing off: this branch is all it costs.
-    const span = this.#tracing === undefined ? undefined : this.#startSpan(hot);
     try {
-      if (!hot.resumed) await this.store.save(hot.execution);
-      hot.succeed(await this.#interpreter.execute(hot));
-      await this.#persist(hot);
-    } catch (error) {
-      if (span !== undefined) {
-        const failure = hot.failure(error);
-        span.fail(failure.message, failure.kind ?? 'internal');
+      if (this.#attemptDue.delete(hot)) hot.nextAttempt();
+      hot.markRunning();
+      // A worker's running record goes with the run's first events where the store can
+      // (one call fewer per run); a store that is down then fails the final write, and the
+      // job, left unacknowledged, runs again, as below.
+      if (hot.resumed && !hot.stream.saveWithFirstEvents()) {
+        // A job whose running record cannot be written is not run now: the queue runs it
+        // again (a store that is down must not turn a job into a failed execution).
+        try {
+          await this.store.save(hot.execution);
+        } catch (error) {
+          this.#events.onInternalError(error, 'saving execution');
+          this.#unfinished.set(hot, error);
+          this.#hot.delete(hot.execution.id);
+          hot.ended();
+          return;
+        }
       }
-      await this.#attemptFailed(hot, error);
+      // Tracing off: this branch is all it costs.
+      const span = this.#tracing === undefined ? undefined : this.#startSpan(hot);
+      try {
+        if (!hot.resumed) await this.store.save(hot.execution);
+        hot.succeed(await this.#interpreter.execute(hot));
+        await this.#persist(hot);
+      } catch (error) {
+        if (span !== undefined) {
+          const failure = hot.failure(error);
+          span.fail(failure.message, failure.kind ?? 'internal');
+        }
+        await this.#attemptFailed(hot, error);
+      } finally {
+        span?.end();
+      }
     } finally {
-      span?.end();
+      this.#running--;
+      this.#queue.finished(slotNamespace(hot.request.trigger));
+      this.#pump();
     }
   }
 
@@ -616,7 +695,7 @@ export class InProcessEngine implements ExecutionEngine {
     const timer = setTimeout(() => {
       this.#waiting.delete(id);
       hot.nextAttempt();
-      this.#queue.push(hot);
+      this.#queue.push(slotNamespace(hot.request.trigger), hot);
       this.#pump();
     }, wait);
     this.#waiting.set(id, timer);

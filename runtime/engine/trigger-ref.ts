@@ -1,6 +1,7 @@
 // The engine's view of a trigger, made from the route record the gateway serves.
 import type { RouteRecord } from '../../api/records/records.ts';
 import type { AttemptSecrets } from './callbacks.ts';
+import { NO_NAMESPACE } from './fair-queue.ts';
 import type { Execution, StartRequest, TriggerRef } from './ports.ts';
 
 /**
@@ -92,4 +93,18 @@ export function callbackSecretsOf(
 /** Why an attempt is not signed when its trigger was re-created (the reason recorded). */
 function recreated(key: string): string {
   return `endpoint ${key} was deleted and re-created since this run started (another WebhookTrigger uid)`;
+}
+
+/**
+ * The namespace whose run slots an execution of `trigger` counts against (ADR 0049): its
+ * trigger's, or NO_NAMESPACE (one bucket of their own) for a trigger without one.
+ */
+export function slotNamespace(trigger: Pick<TriggerRef, 'namespace'>): string {
+  return trigger.namespace || NO_NAMESPACE;
+}
+
+/** The namespace of a trigger key (`<namespace>/<name>`), as slotNamespace gives it. */
+export function slotNamespaceOfKey(triggerKey: string): string {
+  const slash = triggerKey.indexOf('/');
+  return slash > 0 ? triggerKey.slice(0, slash) : NO_NAMESPACE;
 }
