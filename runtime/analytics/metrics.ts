@@ -29,6 +29,7 @@ export const METRIC = {
   deadLetters: 'hookgate_dead_letters',
   deadLettered: 'hookgate_dead_lettered_total',
   executionRetries: 'hookgate_execution_retries_total',
+  engineQueueRefused: 'hookgate_engine_queue_refused_total',
 } as const;
 
 export const REQUEST_LABELS = [
@@ -55,6 +56,9 @@ const RATE_LIMIT_DECISIONS: readonly RateLimitDecision[] = [
 export type CallbackResult = 'delivered' | 'failed' | 'refused';
 /** automatic: a retry policy scheduled another attempt; dead_letter: an admin retried an entry. */
 export type RetrySource = 'automatic' | 'dead_letter';
+/** Why an in-process engine's queue refused a start (engine.ts QueueRefusal, ADR 0049). */
+export type EngineQueueRefusal = 'queue_full' | 'namespace_share';
+const ENGINE_QUEUE_REFUSALS: readonly EngineQueueRefusal[] = ['queue_full', 'namespace_share'];
 
 export interface GatewayMetricsOptions {
   registry: Registry;
@@ -103,6 +107,7 @@ export class GatewayMetrics implements RequestObserver {
   readonly #callbacks: Counter<'result'>;
   readonly #retries: Counter<'source'>;
   readonly #deadLettered: Counter;
+  readonly #engineQueueRefused: Counter<'reason'>;
   /** Request observations not yet recorded (see batch.ts); flushed before every scrape. */
   readonly #observations = new Batch<RequestObservation>((o) => this.#record(o));
 
@@ -214,6 +219,14 @@ export class GatewayMetrics implements RequestObserver {
       labelNames: ['source'],
       registers,
     });
+    this.#engineQueueRefused = new Counter({
+      name: METRIC.engineQueueRefused,
+      help: "Executions an in-process engine's queue refused (503 engine-overloaded), by reason: queue_full (maxQueued waiting), namespace_share (the queue full and the namespace at its share while others wait).",
+      labelNames: ['reason'],
+      registers,
+    });
+    // Both series from the start (at 0), so that a rate over either is defined.
+    for (const reason of ENGINE_QUEUE_REFUSALS) this.#engineQueueRefused.inc({ reason }, 0);
   }
 
   /** RequestObserver: one observation per webhook request, recorded in a batch. */
@@ -333,6 +346,10 @@ export class GatewayMetrics implements RequestObserver {
     this.#deadLettered.inc();
   }
 
+  recordEngineQueueRefused(reason: EngineQueueRefusal): void {
+    this.#engineQueueRefused.inc({ reason });
+  }
+
   /**
    * What the engine tells (its EngineObserver), recorded here: every role that runs
    * executions (dev, an inline gateway, the worker) counts them the same way.
@@ -346,6 +363,7 @@ export class GatewayMetrics implements RequestObserver {
       attemptRetried: () => this.recordRetry('automatic'),
       deadLettered: () => this.recordDeadLettered(),
       executionDiscarded: (e: { workflowId: string }) => this.recordDiscarded(e.workflowId),
+      queueRefused: (reason: EngineQueueRefusal) => this.recordEngineQueueRefused(reason),
     };
   }
 

@@ -36,6 +36,7 @@ describe('gateway metrics', () => {
     metrics.recordCallbackDelivery('delivered');
     metrics.setQueueDepth(3);
     metrics.addReplicaAcks({ confirmed: 5, unconfirmed: 1, failed: 0 });
+    metrics.engineObserver().queueRefused('namespace_share');
     expect(Object.fromEntries(await families(registry))).toEqual({
       http_server_request_duration_seconds: {
         type: 'histogram',
@@ -60,6 +61,7 @@ describe('gateway metrics', () => {
       hookgate_dead_letters: { type: 'gauge', labels: [] },
       hookgate_dead_lettered_total: { type: 'counter', labels: [] },
       hookgate_execution_retries_total: { type: 'counter', labels: ['source'] },
+      hookgate_engine_queue_refused_total: { type: 'counter', labels: ['reason'] },
     });
     const text = await registry.metrics();
     expect(text).toMatch(/^hookgate_dead_letters 2$/m);
@@ -67,6 +69,8 @@ describe('gateway metrics', () => {
     expect(text).toMatch(/^hookgate_execution_retries_total\{source="dead_letter"\} 3$/m);
     expect(text).toMatch(/^hookgate_queue_replica_acks_total\{result="confirmed"\} 5$/m);
     expect(text).toMatch(/^hookgate_queue_replica_acks_total\{result="failed"\} 0$/m);
+    expect(text).toMatch(/^hookgate_engine_queue_refused_total\{reason="namespace_share"\} 1$/m);
+    expect(text).toMatch(/^hookgate_engine_queue_refused_total\{reason="queue_full"\} 0$/m);
     expect(Object.values(METRIC).sort()).toEqual([...(await families(registry)).keys()].sort());
     expect([...REQUEST_LABELS].sort()).toEqual([
       'application',
