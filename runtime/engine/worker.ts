@@ -29,6 +29,15 @@
 // is room for together); when its shard is empty it waits on it (BLOCK) for at most
 // concurrency / N jobs. Claims of abandoned jobs (XAUTOCLAIM), renewals and
 // acknowledgements are per shard.
+//
+// Fair slots (ADR 0049): a worker that took only as many jobs as it has free slots would
+// give its engine no choice, and the stream's order would decide which namespace runs.
+// While jobs of more than one namespace have come lately (READ_AHEAD_WINDOW_MS), a loop
+// also takes up to `lookahead` jobs beyond its free slots, from what the stream holds
+// (never waiting for them): they wait in the engine, whose next free slot goes to the
+// namespace holding the fewest. They are this worker's jobs like the running ones
+// (renewed, acknowledged once saved); at close() those not started are left, unrun and
+// unacknowledged, to another worker.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { duplicateClient, type RedisClient } from '../../api/records/redis-client.ts';
@@ -40,7 +49,12 @@ import { WORKER_GROUP, type ShardKeys } from './execution-keys.ts';
 import type { Execution, ExecutionError, OutputValidator, StartRequest } from './ports.ts';
 import type { ExecutionJob } from './queued-engine.ts';
 import type { RedisRetryQueue } from './retry-queue-redis.ts';
-import { acceptedTriggerRef, callbackSigning, runSigning } from './trigger-ref.ts';
+import {
+  acceptedTriggerRef,
+  callbackSigning,
+  runSigning,
+  slotNamespaceOfKey,
+} from './trigger-ref.ts';
 import type { RouteRecord, WorkflowRegistration } from '../../api/records/records.ts';
 import { errorMessage, sleep } from './util.ts';
 
@@ -88,6 +102,12 @@ interface AcknowledgeCommand {
   ): Promise<number>;
 }
 
+/**
+ * How long after a job of another namespace than the one before it a worker keeps
+ * reading ahead (ADR 0049): a worker that only ever sees one namespace never does.
+ */
+export const READ_AHEAD_WINDOW_MS = 10 * 60_000;
+
 export interface JobTarget {
   route: RouteRecord;
   workflow: WorkflowRegistration;
@@ -113,8 +133,15 @@ export interface ExecutionWorkerOptions {
   outputValidator?: (route: RouteRecord) => OutputValidator | undefined;
   /** Name in the consumer group. Default: host name and pid. */
   consumer?: string;
-  /** Jobs run at once by this worker. Default 32. */
+  /** Jobs run at once by this worker (give the engine the same). Default 32. */
   concurrency?: number;
+  /**
+   * Jobs taken beyond the free run slots, waiting in the engine for a slot, while jobs of
+   * more than one namespace come (see READ_AHEAD_WINDOW_MS; ADR 0049). Default
+   * concurrency / 4, rounded up, when the engine runs `concurrency` jobs at once (one
+   * that runs more would start them at once); 0 turns it off.
+   */
+  lookahead?: number;
   /** A job whose worker has not renewed its claim for this long is run again. Default 60 s. */
   claimIdleMs?: number;
   /**
@@ -143,6 +170,21 @@ interface Job {
 }
 
 const jobOf = ([entryId, fields]: StreamEntry): Job => ({ entryId, fields });
+
+/** The job an entry carries (null: none); throws when its JSON is broken. */
+function readJob(fields: string[]): ExecutionJob | null {
+  const at = fields.indexOf('job');
+  return JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
+}
+
+/** As readJob, undefined when its JSON is broken (the run reads it again and says so). */
+function parseJob(fields: string[]): ExecutionJob | null | undefined {
+  try {
+    return readJob(fields);
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * What the request that queued a job left in it for the run: its callback URL (signed
@@ -188,7 +230,7 @@ interface Running {
 
 export class ExecutionWorker {
   readonly #o: Required<
-    Omit<ExecutionWorkerOptions, 'outputValidator' | 'retries' | 'deadLetters'>
+    Omit<ExecutionWorkerOptions, 'outputValidator' | 'retries' | 'deadLetters' | 'lookahead'>
   > &
     Pick<ExecutionWorkerOptions, 'outputValidator' | 'retries' | 'deadLetters'>;
   /** Running jobs by `<shard> <entry id>` (entry ids are per stream). */
@@ -197,6 +239,12 @@ export class ExecutionWorker {
   readonly #redis: RedisClient & AcknowledgeCommand;
   /** Jobs one shard's loop waits for at a time (BLOCK), with several shards. */
   readonly #perShard: number;
+  /** Jobs taken beyond the free slots while namespaces mix (0: never). */
+  readonly #lookahead: number;
+  /** The namespace of the last job taken. */
+  #lastNamespace: string | undefined;
+  /** When a job of another namespace than the one before it was last taken. */
+  #mixedAt = -Infinity;
   /** Run slots held by loops reading now (several shards). */
   #reserved = 0;
   /** Loops waiting for a free run slot. */
@@ -239,9 +287,14 @@ export class ExecutionWorker {
       drained: false,
     }));
     this.#perShard = Math.max(1, Math.ceil(this.#o.concurrency / shards.length));
+    const ownSlots = options.engine.concurrency <= this.#o.concurrency;
+    this.#lookahead = Math.max(
+      0,
+      options.lookahead ?? (ownSlots ? Math.ceil(this.#o.concurrency / 4) : 0),
+    );
   }
 
-  /** Jobs running now. */
+  /** Jobs taken and not done: running, or read ahead and waiting in the engine for a slot. */
   get running(): number {
     return this.#inflight.size;
   }
@@ -349,13 +402,17 @@ export class ExecutionWorker {
           continue;
         }
       }
-      const free = this.#o.concurrency - this.#inflight.size - this.#reserved;
-      if (free <= 0) {
+      // Jobs read ahead count in #inflight: `slots` is below 0 while some wait.
+      const slots = this.#o.concurrency - this.#inflight.size - this.#reserved;
+      // No slot free: only read ahead, and only from a shard that held jobs at the last
+      // read (never waiting for new ones, which a worker with a free slot should get).
+      const room = slots > 0 || !shard.drained ? slots + this.#readingAhead() : 0;
+      if (room <= 0) {
         await new Promise<void>((resolve) => this.#waiting.push(resolve));
         continue;
       }
       try {
-        for (const job of await this.#read(shard, free)) this.#take(shard, job);
+        for (const job of await this.#read(shard, room, slots > 0)) this.#take(shard, job);
       } catch (error) {
         if (this.#stopping) break;
         // The group is gone (a Redis that lost its data): create it again.
@@ -364,6 +421,19 @@ export class ExecutionWorker {
         await sleep(1_000).catch(() => {});
       }
     }
+  }
+
+  /** Jobs to take beyond the free slots now: `lookahead` while namespaces mix, else 0. */
+  #readingAhead(): number {
+    if (this.#lookahead === 0) return 0;
+    return Date.now() - this.#mixedAt < READ_AHEAD_WINDOW_MS ? this.#lookahead : 0;
+  }
+
+  /** A job of `namespace` was taken: namespaces mix when it is not the last one's. */
+  #saw(namespace: string): void {
+    if (this.#lastNamespace !== undefined && namespace !== this.#lastNamespace)
+      this.#mixedAt = Date.now();
+    this.#lastNamespace = namespace;
   }
 
   /** Wakes the loops waiting for a free run slot. */
@@ -376,9 +446,10 @@ export class ExecutionWorker {
    * 2), then what the shard has now, with their records (the free slots held meanwhile
    * when there are several shards); when it has none, or the last read found fewer
    * than it asked for, a blocking read, of at most concurrency / N with several shards
-   * (over the limit by at most that a loop).
+   * (over the limit by at most that a loop), unless `block` is false (no slot is free:
+   * `free` is read-ahead room, ADR 0049).
    */
-  async #read(shard: ShardReader, free: number): Promise<Job[]> {
+  async #read(shard: ShardReader, free: number, block: boolean): Promise<Job[]> {
     const several = this.#shards.length > 1;
     if (several) this.#reserved += free;
     let jobs: Job[];
@@ -400,7 +471,7 @@ export class ExecutionWorker {
         queueMicrotask(() => this.#wake());
       }
     }
-    if (jobs.length > 0 || this.#stopping) return jobs;
+    if (jobs.length > 0 || this.#stopping || !block) return jobs;
     const count = several ? Math.min(this.#perShard, free) : free;
     const waited = await this.#waitFor(shard, count);
     shard.drained = waited.length < count;
@@ -451,11 +522,14 @@ export class ExecutionWorker {
     const { entryId } = job;
     const key = `${shard.keys.shard} ${entryId}`;
     if (this.#inflight.has(key)) return;
+    const parsed = parseJob(job.fields);
+    if (parsed !== undefined && parsed !== null && typeof parsed.triggerKey === 'string')
+      this.#saw(slotNamespaceOfKey(parsed.triggerKey));
     let reached = (): void => {};
     const starting = new Promise<void>((resolve) => (reached = resolve));
     this.#starting.add(starting);
     void starting.then(() => this.#starting.delete(starting));
-    const run = this.#run(shard, job, reached)
+    const run = this.#run(shard, job, parsed, reached)
       .then(async (acknowledged) => {
         if (!acknowledged) await this.#acknowledge(shard, entryId);
       })
@@ -476,18 +550,28 @@ export class ExecutionWorker {
    * `reached` is called once the job is in the engine, or will not go there. Resolves
    * true when the job was acknowledged with the final record (else the caller does it).
    */
-  async #run(shard: ShardReader, job: Job, reached: () => void): Promise<boolean> {
+  async #run(
+    shard: ShardReader,
+    job: Job,
+    parsed: ExecutionJob | null | undefined,
+    reached: () => void,
+  ): Promise<boolean> {
     try {
-      return await this.#runJob(shard, job, reached);
+      return await this.#runJob(shard, job, parsed, reached);
     } finally {
       reached();
     }
   }
 
-  async #runJob(shard: ShardReader, entry: Job, reached: () => void): Promise<boolean> {
+  /** `parsed`: the entry's job, undefined when it could not be read (said here). */
+  async #runJob(
+    shard: ShardReader,
+    entry: Job,
+    parsed: ExecutionJob | null | undefined,
+    reached: () => void,
+  ): Promise<boolean> {
     const { entryId, fields } = entry;
-    const at = fields.indexOf('job');
-    const job = JSON.parse(fields[at + 1] ?? 'null') as ExecutionJob | null;
+    const job = parsed === undefined ? readJob(fields) : parsed;
     if (!job) return false; // not a job of ours: acknowledge and drop it
     const { execution, eventCount: afterSeq } = entry.record ?? (await this.#o.store.load(job.id));
     // No record: expired before its turn, or queued by a gateway of another key layout

@@ -25,6 +25,8 @@ export interface WorkerOptions {
   claimIdleMs?: number;
   forgetIdleMs?: number;
   concurrency?: number;
+  /** Jobs read beyond the free slots while namespaces mix (ADR 0049; worker default). */
+  lookahead?: number;
   /** Runs the jobs instead of the engine the harness makes. */
   engine?: InProcessEngine;
   /** Retries through the Redis retry queue and dead letters in Redis (retryPollMs 50). */
@@ -148,7 +150,9 @@ export function redisQueueHarness(
       const store = storeOf(redis);
       const retries = withRetries ? new RedisRetryQueue({ redis, store }) : undefined;
       const deadLetters = withRetries ? deadLettersOf(redis, store) : undefined;
+      // As roles/worker.ts makes it: the worker's slots are the engine's.
       const engine = new InProcessEngine({
+        concurrency: options.concurrency ?? 32,
         store,
         streamEvents: true,
         ...(retries ? { retries } : {}),
