@@ -5,6 +5,9 @@
 //
 //   BENCH_ROUNDS=7 BENCH_ENGINE_N=10000 node bench/engine.ts     (Node 24 first on PATH)
 //   BENCH_COMPARE=/tmp/exp/base node bench/engine.ts             (another checkout, alternating)
+//   BENCH_ENGINE_INSTRUCTIONS=1 BENCH_ROUNDS=1 BENCH_ENGINE_N=1000 node bench/engine.ts
+//       (instructions per execution under valgrind's callgrind, counted over the measured
+//       rounds only: the same to a few percent from run to run on a loaded machine)
 //
 // CPU swings with the machine as much as any figure here (±2 µs between runs of one
 // tree); allocated bytes do not (within 1 %): V8's sampling heap profiler, objects
@@ -21,6 +24,7 @@ import type { WorkflowRegistration } from '../api/records/records.ts';
 import type { TriggerOutput } from '../runtime/engine/ports.ts';
 import { triggerRef } from '../runtime/engine/trigger-ref.ts';
 import { triggerOutput } from './queued-executions.ts';
+import { requireValgrind } from './callgrind.ts';
 
 const here = import.meta.dirname;
 const ROUTE = '/webhook/default_production_bench/ack';
@@ -29,6 +33,17 @@ interface ChildResult {
   tree: string;
   cpuUs: number[];
   allocatedBytes: number;
+  /** Under callgrind (BENCH_ENGINE_INSTRUCTIONS): instructions per execution. */
+  instructions?: number;
+}
+
+/** Counting instructions: the child runs under callgrind, measured rounds only. */
+const COUNTING = process.env.BENCH_ENGINE_INSTRUCTIONS === '1';
+
+/** Turns callgrind's instrumentation of this process on or off. */
+function instrument(on: boolean): void {
+  const run = spawnSync('callgrind_control', [`--instr=${on ? 'on' : 'off'}`, String(process.pid)]);
+  if (run.status !== 0) throw new Error(`callgrind_control: ${String(run.stderr)}`);
 }
 
 const median = (xs: number[]): number => {
@@ -85,11 +100,17 @@ async function child(tree: string): Promise<ChildResult> {
   };
   await run(3 * n, workflow);
   const cpuUs: number[] = [];
+  if (COUNTING) instrument(true);
   for (let r = 0; r < rounds; r++) {
     const before = process.cpuUsage();
     await run(n, workflow);
     const used = process.cpuUsage(before);
     cpuUs.push((used.user + used.system) / n);
+  }
+  if (COUNTING) {
+    instrument(false);
+    await engine.close();
+    return { tree, cpuUs, allocatedBytes: 0 };
   }
   const session = new Session();
   session.connect();
@@ -113,6 +134,21 @@ async function child(tree: string): Promise<ChildResult> {
 
 function spawnChild(tree: string): ChildResult {
   const args = [join(here, 'engine.ts'), '--child', tree];
+  if (COUNTING) {
+    const run = spawnSync(
+      'valgrind',
+      ['--tool=callgrind', '--instr-atstart=no', '--callgrind-out-file=/dev/null'].concat(
+        process.execPath,
+        args,
+      ),
+      { encoding: 'utf8' },
+    );
+    if (run.status !== 0) throw new Error(`bench child for ${tree} failed:\n${run.stderr}`);
+    const collected = /Collected : (\d+)/.exec(run.stderr);
+    const result = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '') as ChildResult;
+    const executions = result.cpuUs.length * Number(process.env.BENCH_ENGINE_N ?? 10_000);
+    return { ...result, instructions: Number(collected?.[1]) / executions };
+  }
   const pinned = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
   const run = pinned
     ? spawnSync('taskset', ['-c', '0', process.execPath, ...args], { encoding: 'utf8' })
@@ -125,6 +161,7 @@ function spawnChild(tree: string): ChildResult {
 if (process.argv[2] === '--child') {
   console.log(JSON.stringify(await child(resolve(process.argv[3] ?? join(here, '..')))));
 } else {
+  if (COUNTING) requireValgrind('BENCH_ENGINE_INSTRUCTIONS');
   const trees = [resolve(join(here, '..'))];
   if (process.env.BENCH_COMPARE) trees.push(resolve(process.env.BENCH_COMPARE));
   const runs = Number(process.env.BENCH_RUNS ?? (trees.length > 1 ? 3 : 1));
@@ -134,18 +171,29 @@ if (process.argv[2] === '--child') {
       const result = spawnChild(tree);
       results.get(tree)?.push(result);
       console.error(
-        `${tree}: CPU µs per execution ${result.cpuUs.map((x) => x.toFixed(1)).join(' ')}; ` +
-          `${(result.allocatedBytes / 1024).toFixed(1)} KiB allocated`,
+        result.instructions === undefined
+          ? `${tree}: CPU µs per execution ${result.cpuUs.map((x) => x.toFixed(1)).join(' ')}; ` +
+              `${(result.allocatedBytes / 1024).toFixed(1)} KiB allocated`
+          : `${tree}: ${(result.instructions / 1000).toFixed(1)} thousand instructions per execution`,
       );
     }
   }
-  console.log(
-    '\n| tree | CPU µs per execution (median of rounds, each run) | KiB allocated per execution |',
-  );
-  console.log('|---|---|---:|');
-  for (const [tree, list] of results) {
-    const cpu = list.map((x) => median(x.cpuUs).toFixed(1)).join(', ');
-    const kib = median(list.map((x) => x.allocatedBytes)) / 1024;
-    console.log(`| ${tree} | ${cpu} | ${kib.toFixed(1)} |`);
+  if (COUNTING) {
+    console.log('\n| tree | thousand instructions per execution (each run) |');
+    console.log('|---|---|');
+    for (const [tree, list] of results)
+      console.log(
+        `| ${tree} | ${list.map((x) => ((x.instructions ?? 0) / 1000).toFixed(1)).join(', ')} |`,
+      );
+  } else {
+    console.log(
+      '\n| tree | CPU µs per execution (median of rounds, each run) | KiB allocated per execution |',
+    );
+    console.log('|---|---|---:|');
+    for (const [tree, list] of results) {
+      const cpu = list.map((x) => median(x.cpuUs).toFixed(1)).join(', ');
+      const kib = median(list.map((x) => x.allocatedBytes)) / 1024;
+      console.log(`| ${tree} | ${cpu} | ${kib.toFixed(1)} |`);
+    }
   }
 }
