@@ -29,6 +29,14 @@ export interface WebhookContext {
    * Idempotency-Key asked for and got no answer about: this one starts that one.
    */
   resume?: ResumeHint;
+  /**
+   * The execution (id and link token) this request starts, chosen before it claimed its
+   * Idempotency-Key and kept with the claim: should the claim's lease run out before it
+   * is answered or given back (the process died mid-start), the retry resumes this one
+   * instead of starting a second (ADR 0027, amended 2026-11-28 (night)). Not set when
+   * `resume` is.
+   */
+  planned?: ResumeHint;
   problem?: ErrorCode;
   /** The request body as received (idempotency fingerprints, signature checks). */
   rawBody?: Buffer;

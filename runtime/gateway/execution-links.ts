@@ -58,6 +58,15 @@ function randomToken(): string {
   return token;
 }
 
+/**
+ * A new token, without its digest (executionToken() makes it): the one a request with an
+ * Idempotency-Key starts its execution with, chosen before it claims the key and kept
+ * with the claim (claims.ts).
+ */
+export function randomExecutionToken(): string {
+  return randomToken();
+}
+
 export function mintExecutionToken(): ExecutionToken {
   return executionToken(randomToken());
 }

@@ -112,7 +112,9 @@ function start(
 ): Promise<Started> {
   const outputValidator = deps.outputValidator?.(m.route);
   const resumed = m.ctx.resume;
-  const { token, digest } = resumed ? executionToken(resumed.token) : mintExecutionToken();
+  // The token kept with the request's Idempotency-Key claim, if any (claims.ts).
+  const kept = resumed ?? m.ctx.planned;
+  const { token, digest } = kept ? executionToken(kept.token) : mintExecutionToken();
   m.ctx.executionToken = token;
   const request: StartRequest = {
     workflow: m.workflow,

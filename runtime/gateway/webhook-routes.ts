@@ -331,7 +331,7 @@ export function webhookRoutes(app: FastifyInstance, options: WebhookRoutesOption
     const workflow = table.workflow(route.workflowId);
     if (!workflow) throw new HttpProblem('HG_ERR_WORKFLOW_NOT_FOUND');
     const run = () => {
-      ctx.executionId = ctx.resume?.executionId ?? randomUUID();
+      ctx.executionId = (ctx.resume ?? ctx.planned)?.executionId ?? randomUUID();
       const input = triggerOutput(request, ctx, body, traceContext);
       return respond(modeDeps, { request, reply, route, workflow, input, ctx });
     };

@@ -436,10 +436,11 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
    * A replay under an Idempotency-Key: the key's first answer again (Idempotent-Replayed:
    * true), 409 while that first one is in progress, 422 for the key with another
    * request (allowRecreated or not); else the replay, its answer kept under the key. Its
-   * execution id is chosen before the engine is asked and kept with the claim: one that
-   * refused or did not answer gives the key back naming that id, one still waiting for
-   * the engine when its lease ran out leaves it on the claim, and the retry starts that
-   * same one (which exists already, or not: ExecutionEngine.start runs an id once).
+   * execution id is chosen before the key is claimed and kept with the claim (begin's
+   * hint): one that refused or did not answer gives the key back naming that id, one
+   * still waiting for the engine when its lease ran out leaves it on the claim, and the
+   * retry starts that same one (which exists already, or not: ExecutionEngine.start
+   * runs an id once).
    */
   const replayOnce = async (
     reply: FastifyReply,
@@ -454,7 +455,17 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       undefined,
     );
     const { store } = idempotency;
-    const claim = await store.begin(claimKey, fingerprint, keyWindowMs, REPLAY_CLAIM_LEASE_MS);
+    // Kept with the claim from the start: an engine that answers after the claim's lease
+    // ran out (REPLAY_CLAIM_LEASE_MS) lets a retry with the key in, and that retry must
+    // start this same id, not another (ADR 0018, amended 2026-11-28 (day)).
+    const chosen = { executionId: randomUUID(), token: '' };
+    const claim = await store.begin(
+      claimKey,
+      fingerprint,
+      keyWindowMs,
+      REPLAY_CLAIM_LEASE_MS,
+      chosen,
+    );
     if (claim.state === 'replay') {
       const { record } = claim;
       return reply
@@ -486,19 +497,8 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       await store.abandon(claimKey, owner, resume).catch(() => false);
       throw error;
     }
-    const executionId = resume?.executionId ?? randomUUID();
+    const executionId = (resume ?? chosen).executionId;
     plan.request.input.metadata.executionId = executionId;
-    // Kept with the claim before the engine is asked: an engine that answers after the
-    // claim's lease ran out (REPLAY_CLAIM_LEASE_MS) lets a retry with the key in, and
-    // that retry must start this same id, not another (ADR 0018, amended 2026-11-28
-    // (day)). Not kept (the store away): the replay goes on, as before the hint was
-    // kept early; the key given back on failure still names it.
-    if (!resume) {
-      const kept = await store
-        .remember(claimKey, owner, { executionId, token: '' })
-        .catch(() => false);
-      if (!kept) app.log.warn({ executionId }, "a replay's execution id was not kept with its key");
-    }
     // A success discarded before the retry (ADR 0041) leaves a tombstone the retry finds.
     plan.request.idempotencyWindowMs = keyWindowMs;
     if (resume) plan.request.hinted = true;

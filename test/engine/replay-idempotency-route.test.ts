@@ -146,10 +146,10 @@ function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
     it("an engine that answers after the claim's lease ran out: the retry with the key starts the same execution", async () => {
       // The claim's lease cut to 50 ms (the route's is 30 s), as if the engine took that long.
       const shortLease = (store: IdempotencyStore): IdempotencyStore => ({
-        begin: (key, fingerprint, ttlMs) => store.begin(key, fingerprint, ttlMs, 50),
+        begin: (key, fingerprint, ttlMs, _leaseMs, hint) =>
+          store.begin(key, fingerprint, ttlMs, 50, hint),
         complete: (key, owner, record, ttlMs) => store.complete(key, owner, record, ttlMs),
         abandon: (key, owner, resume) => store.abandon(key, owner, resume),
-        remember: (key, owner, resume) => store.remember(key, owner, resume),
       });
       const { app, replay, starts, state, replays } = await server(shortLease);
       try {

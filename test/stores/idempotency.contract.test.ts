@@ -107,24 +107,41 @@ function contract(name: string, make: () => { store: IdempotencyStore; other: Id
       expect(await other.begin(freed, 'other-fp', 60_000)).toEqual(fresh());
     });
 
-    it('a hint remembered by a claim in progress: still in progress; once its lease ran out, the same request claims it with the hint; only its owner may', async () => {
+    it('a hint a claim was taken with: still in progress; once its lease ran out, the same request claims it with that hint, not its own', async () => {
       const key = newKey();
-      const hint = { executionId: 'exec-5', token: '' };
-      const first = await claim(store, key, 60_000, 100);
-      expect(await other.remember(key, 'not-the-owner', hint)).toBe(false);
-      expect(await store.remember(key, first, hint)).toBe(true);
-      expect(await other.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'in-progress' });
+      const hint = { executionId: 'exec-5', token: 'tok-5' };
+      const first = await store.begin(key, 'fp', 60_000, 100, hint);
+      expect(first).toEqual(fresh());
+      expect(await other.begin(key, 'fp', 60_000, 100, hint)).toEqual({ state: 'in-progress' });
       expect(await other.begin(key, 'other-fp', 60_000, 100)).toEqual({ state: 'mismatch' });
       await sleep(200);
-      const second = await other.begin(key, 'fp', 60_000, 100);
+      const second = await other.begin(key, 'fp', 60_000, 100, {
+        executionId: 'exec-6',
+        token: 'tok-6',
+      });
       expect(second).toEqual(fresh(hint));
-      // Claimed again since: the first owner can no longer change the hint.
-      expect(await store.remember(key, first, { executionId: 'exec-6', token: '' })).toBe(false);
-      if (second.state !== 'new') return;
+      if (second.state !== 'new' || first.state !== 'new') return;
+      // Claimed again since: the first owner can neither give it back nor answer it.
+      expect(await store.abandon(key, first.owner)).toBe(false);
       expect(await other.complete(key, second.owner, record)).toBe(true);
-      expect(await other.remember(key, second.owner, hint)).toBe(false);
-      expect(await store.begin(key, 'fp', 60_000, 100)).toEqual({ state: 'replay', record });
-      expect(await store.remember(newKey(), 'nobody', hint)).toBe(false);
+      expect(await store.begin(key, 'fp', 60_000, 100, hint)).toEqual({ state: 'replay', record });
+      // Given back without a hint (refused before the engine was asked): free, the hint gone.
+      const freed = newKey();
+      const refused = await store.begin(freed, 'fp', 60_000, 100, hint);
+      if (refused.state !== 'new') throw new Error(`expected new, got ${refused.state}`);
+      expect(await store.abandon(freed, refused.owner)).toBe(true);
+      expect(await other.begin(freed, 'fp', 60_000, 100)).toEqual(fresh());
+    });
+
+    it('a claim taken again after its lease without a hint keeps the hint of the request that took it', async () => {
+      const key = newKey();
+      // A claim without a hint (a gateway from before hints, or a caller that gave none).
+      expect(await store.begin(key, 'fp', 60_000, 100)).toEqual(fresh());
+      await sleep(200);
+      const hint = { executionId: 'exec-7', token: 'tok-7' };
+      expect(await other.begin(key, 'fp', 60_000, 100, hint)).toEqual(fresh());
+      await sleep(200);
+      expect(await store.begin(key, 'fp', 60_000, 100)).toEqual(fresh(hint));
     });
 
     it('a hint keeps the TTL of the first claim', async () => {

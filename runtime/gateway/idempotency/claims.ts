@@ -16,7 +16,7 @@
 // new: it still refuses (401 signature-replayed) a delivery accepted within the
 // tolerance window that the key does not know (evicted, or accepted by a gateway from
 // before implicit keys). The same id with another body is refused as a replay.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpProblem } from '../../errors.ts';
 import {
@@ -29,6 +29,7 @@ import type { WebhookContext } from '../context.ts';
 import { parseDuration } from '../../../api/v1alpha1/common.ts';
 import { settableResponseHeader } from '../../../api/v1alpha1/index.ts';
 import { setAuthorHeader } from '../response-headers.ts';
+import { randomExecutionToken } from '../execution-links.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const DEFAULT_IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -140,16 +141,25 @@ export async function claimIdempotencyKey(
   const fingerprint = requestFingerprint(request.method, request.url, ctx.rawBody);
   const windowMs = options.windowMs ?? DEFAULT_IDEMPOTENCY_WINDOW_MS;
   const leaseMs = parseDuration(ctx.match.route.spec.timeout) + CLAIM_LEASE_MARGIN_MS;
-  const result = await options.store.begin(key, fingerprint, windowMs, leaseMs);
+  // The execution this request will start, kept with the claim from the start: a claim
+  // whose lease runs out before it is answered or given back (the process died after it
+  // asked the engine, or the engine answered that late) hands it to the retry, which
+  // starts this same id rather than a second execution.
+  const planned = { executionId: randomUUID(), token: randomExecutionToken() };
+  const result = await options.store.begin(key, fingerprint, windowMs, leaseMs, planned);
   switch (result.state) {
     case 'new':
       ctx.idempotencyClaim = { key, owner: result.owner };
       ctx.idempotencyWindowMs = windowMs;
       if (implicit) ctx.idempotencyImplicit = true;
-      if (result.resume) ctx.resume = result.resume;
+      if (result.resume) {
+        ctx.resume = result.resume;
+        return true;
+      }
+      ctx.planned = planned;
       // A signed delivery's replay claim, deferred to here: taken by a request that
       // starts something new; a resumed one continues the execution its id started.
-      else if (delivery !== undefined) await claimDelivery(ctx, delivery);
+      if (delivery !== undefined) await claimDelivery(ctx, delivery);
       return true;
     case 'replay': {
       const record = result.record;

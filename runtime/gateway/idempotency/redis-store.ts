@@ -3,7 +3,8 @@
 // is one atomic Lua script (registered once with defineCommand): the claim is a SET
 // with PX only when the key is free, so of many concurrent begins exactly one wins.
 // Complete and abandon compare the claim's owner id before they write (a
-// compare-and-set / compare-and-delete in the script).
+// compare-and-set / compare-and-delete in the script). The hint a request claims with
+// (the execution it will start) is written by the claim script itself: no command more.
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../../../api/records/redis-client.ts';
 import type { BeginResult, IdempotencyRecord, IdempotencyStore, ResumeHint } from './store.ts';
@@ -12,8 +13,9 @@ import type { BeginResult, IdempotencyRecord, IdempotencyStore, ResumeHint } fro
 // 0 once given back with a hint; none in a claim written before leases: in progress
 // for its whole TTL, as it was), c: the owner id of the claim in progress (none once
 // answered or given back, nor in a claim written before owners), r: the answer as JSON
-// text, once complete; o: the resume hint as JSON text}. Answer and hint stay text so
-// Lua's cjson cannot change them (it turns [] into {}).
+// text, once complete; o: the resume hint as JSON text, from the claim (ARGV[5] of a
+// begin that took it without one) or its give-back, dropped once answered}. Answer and
+// hint stay text so Lua's cjson cannot change them (it turns [] into {}).
 const BEGIN = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -25,11 +27,14 @@ if v then
   if e.u == nil or e.u > now then return {'in-progress'} end
   e.u = now + tonumber(ARGV[3])
   e.c = ARGV[4]
+  local resumed = e.o
+  if not resumed and ARGV[5] ~= '' then e.o = ARGV[5] end
   redis.call('SET', KEYS[1], cjson.encode(e), 'KEEPTTL')
-  if e.o then return {'new', e.o} end
+  if resumed then return {'new', resumed} end
   return {'new'}
 end
 local entry = {f = ARGV[1], t = tonumber(ARGV[2]), u = now + tonumber(ARGV[3]), c = ARGV[4]}
+if ARGV[5] ~= '' then entry.o = ARGV[5] end
 redis.call('SET', KEYS[1], cjson.encode(entry), 'PX', ARGV[2])
 return {'new'}`;
 
@@ -41,6 +46,7 @@ if not v then return 0 end
 local e = cjson.decode(v)
 if e.r or e.c ~= ARGV[1] then return 0 end
 e.c = nil
+e.o = nil
 e.r = ARGV[2]
 local ttl = tonumber(ARGV[3])
 if not ttl or ttl <= 0 then ttl = e.t end
@@ -62,16 +68,6 @@ end
 redis.call('DEL', KEYS[1])
 return 1`;
 
-// Keeps a hint with a claim ARGV[1] still holds, in progress (its lease unchanged).
-const REMEMBER = `
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local e = cjson.decode(v)
-if e.r or e.c ~= ARGV[1] then return 0 end
-e.o = ARGV[2]
-redis.call('SET', KEYS[1], cjson.encode(e), 'KEEPTTL')
-return 1`;
-
 /** The commands defineCommand adds to the client (ioredis types them per call). */
 interface IdempotencyCommands {
   hookgateIdemBegin(
@@ -80,10 +76,10 @@ interface IdempotencyCommands {
     ttlMs: number,
     leaseMs: number,
     owner: string,
+    hint: string,
   ): Promise<string[]>;
   hookgateIdemComplete(key: string, owner: string, record: string, ttlMs: number): Promise<number>;
   hookgateIdemAbandon(key: string, owner: string, resume: string): Promise<number>;
-  hookgateIdemRemember(key: string, owner: string, resume: string): Promise<number>;
 }
 
 export class RedisIdempotencyStore<R = IdempotencyRecord> implements IdempotencyStore<R> {
@@ -95,7 +91,6 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
     redis.defineCommand('hookgateIdemBegin', { numberOfKeys: 1, lua: BEGIN });
     redis.defineCommand('hookgateIdemComplete', { numberOfKeys: 1, lua: COMPLETE });
     redis.defineCommand('hookgateIdemAbandon', { numberOfKeys: 1, lua: ABANDON });
-    redis.defineCommand('hookgateIdemRemember', { numberOfKeys: 1, lua: REMEMBER });
     // defineCommand adds methods ioredis cannot type; the interface above names them.
     this.#redis = redis as unknown as IdempotencyCommands;
     this.#prefix = options.keyPrefix ?? 'hookgate:idem:';
@@ -106,6 +101,7 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
     fingerprint: string,
     ttlMs: number,
     leaseMs = ttlMs,
+    hint?: ResumeHint,
   ): Promise<BeginResult<R>> {
     // Made here, not in the script: random ids across every gateway, and a script
     // that stays deterministic.
@@ -116,6 +112,8 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
       Math.max(1, Math.round(ttlMs)),
       Math.max(1, Math.round(leaseMs)),
       owner,
+      // An empty hint is none (the script keeps nothing).
+      hint ? JSON.stringify(hint) : '',
     );
     if (state === 'replay') return { state, record: JSON.parse(record ?? 'null') as R };
     if (state === 'new' && record) {
@@ -144,14 +142,5 @@ export class RedisIdempotencyStore<R = IdempotencyRecord> implements Idempotency
       resume ? JSON.stringify(resume) : '',
     );
     return released === 1;
-  }
-
-  async remember(key: string, owner: string, resume: ResumeHint): Promise<boolean> {
-    const kept = await this.#redis.hookgateIdemRemember(
-      this.#prefix + key,
-      owner,
-      JSON.stringify(resume),
-    );
-    return kept === 1;
   }
 }

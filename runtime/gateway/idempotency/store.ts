@@ -2,12 +2,14 @@
 // response; a different request under the key is a mismatch (422); a request still
 // being processed is in progress (409). begin() is atomic per key: of many concurrent
 // begins exactly one gets 'new'. The Redis adapter does the same with SET NX + TTL.
-// A claim may also keep its hint while still in progress (remember: asked before the
-// engine is), so that one whose lease ran out before it was given back resumes too.
-// A claim given back after the engine was asked (it refused, or did not answer in
-// time and may have queued the execution all the same) remembers that execution's id
-// and link token: the retry of the same request gets them with its 'new', and starts
-// that execution, which exists already or not, instead of another one.
+// A claim keeps the execution its request will start (id and link token, chosen before
+// the claim: begin's `hint`) while in progress, so that one whose lease ran out before
+// it was answered or given back (the process died mid-start, the engine answered late)
+// resumes that execution. A claim given back after the engine was asked (it refused,
+// or did not answer in time and may have queued the execution all the same) remembers
+// that execution's id and link token too: the retry of the same request gets them with
+// its 'new', and starts that execution, which exists already or not, instead of another
+// one.
 // Each 'new' comes with an owner id, the claim's own: complete() and abandon() act only
 // while the caller still holds the claim, so a request whose lease ran out cannot
 // free or answer the claim another request has taken since (ADR 0027).
@@ -29,7 +31,7 @@ export interface IdempotencyRecord {
 }
 
 /**
- * What a claim given back remembers for the retry: the execution its request asked the
+ * What a claim remembers for the retry: the execution its request starts or asked the
  * engine to start (which may exist), and the token of that execution's links.
  */
 export interface ResumeHint {
@@ -52,31 +54,36 @@ export interface IdempotencyStore<R = IdempotencyRecord> {
    * answered too late) is no longer in progress: the same request claims it again
    * ('new' with a new owner, and the hint it was given back with, if any), within the
    * key's first `ttlMs`.
+   *
+   * `hint`: the execution this request will start, chosen before it claims (ADR 0027,
+   * amended 2026-11-28 (night)). Kept with a claim it takes that has none (a new one, or
+   * one taken again after its lease whose request never named one), and handed to the
+   * next begin of the request should the claim's lease run out before it is answered or
+   * given back: a claim taken again returns the hint it has, and the caller starts that
+   * execution instead of its own. Kept in the same write as the claim: no command more.
    */
-  begin(key: string, fingerprint: string, ttlMs: number, leaseMs?: number): Promise<BeginResult<R>>;
+  begin(
+    key: string,
+    fingerprint: string,
+    ttlMs: number,
+    leaseMs?: number,
+    hint?: ResumeHint,
+  ): Promise<BeginResult<R>>;
   /**
    * Stores the response to replay; it lives `ttlMs` (default: the begin TTL) from now.
-   * Only while `owner` holds the claim (false, and nothing stored, otherwise: the
-   * lease ran out and another request claimed the key, the claim was given back, or
-   * the key expired).
+   * The claim's hint goes: the answer is replayed, nothing resumes. Only while `owner`
+   * holds the claim (false, and nothing stored, otherwise: the lease ran out and another
+   * request claimed the key, the claim was given back, or the key expired).
    */
   complete(key: string, owner: string, record: R, ttlMs?: number): Promise<boolean>;
   /**
    * Releases a claim without a response (the request failed before it was accepted).
    * With `resume`, the key stays taken by its request (another one under it is a
    * mismatch) and the next begin of that request gets 'new' with the hint; without,
-   * the key is free. Only while `owner` holds the claim (false, and nothing changed,
-   * otherwise).
+   * the key is free (the hint it was claimed with goes too: no execution was asked
+   * for). Only while `owner` holds the claim (false, and nothing changed, otherwise).
    */
   abandon(key: string, owner: string, resume?: ResumeHint): Promise<boolean>;
-  /**
-   * Keeps `resume` with the claim `owner` still holds, which stays in progress: should
-   * its lease run out before it is completed or given back (the engine answered late,
-   * the process died), the next begin of the request gets 'new' with this hint, and
-   * starts the same execution rather than another. Only while `owner` holds the claim
-   * (false, and nothing changed, otherwise).
-   */
-  remember(key: string, owner: string, resume: ResumeHint): Promise<boolean>;
 }
 
 export interface MemoryIdempotencyStoreOptions {
@@ -99,7 +106,7 @@ interface Entry<R> {
   /** The owner id of the claim in progress (none once answered or given back). */
   owner?: string;
   record?: R;
-  /** The hint it was last given back with. */
+  /** The execution a retry resumes: claimed with, or last given back with. */
   resume?: ResumeHint;
   /** Until when the claim is in progress (0: given back with a hint). */
   leaseUntil: number;
@@ -131,7 +138,13 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
     return { bytes: this.#bytes, entries: this.#entries.size, evictions: { ...this.#evictions } };
   }
 
-  begin(key: string, fingerprint: string, ttlMs: number, leaseMs = ttlMs): Promise<BeginResult<R>> {
+  begin(
+    key: string,
+    fingerprint: string,
+    ttlMs: number,
+    leaseMs = ttlMs,
+    hint?: ResumeHint,
+  ): Promise<BeginResult<R>> {
     // Synchronous from lookup to insert: atomic on the event loop.
     const now = this.#now();
     const entry = this.#entries.get(key);
@@ -144,22 +157,24 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
       entry.leaseUntil = now + leaseMs;
       const owner = (entry.owner = this.#owner());
       const resume = entry.resume;
-      return Promise.resolve(
-        resume ? { state: 'new', owner, resume: { ...resume } } : { state: 'new', owner },
-      );
+      if (resume) return Promise.resolve({ state: 'new', owner, resume: { ...resume } });
+      if (hint) this.#hint(entry, hint);
+      return Promise.resolve({ state: 'new', owner });
     }
     this.#delete(key, entry);
     const bytes = ENTRY_OVERHEAD + key.length + fingerprint.length;
     const owner = this.#owner();
-    this.#entries.set(key, {
+    const created: Entry<R> = {
       fingerprint,
       owner,
       ttlMs,
       expiresAt: now + ttlMs,
       leaseUntil: now + leaseMs,
       bytes,
-    });
+    };
+    this.#entries.set(key, created);
     this.#bytes += bytes;
+    if (hint) this.#hint(created, hint);
     this.#sweep(now);
     return Promise.resolve({ state: 'new', owner });
   }
@@ -169,6 +184,7 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
     const entry = this.#held(key, owner, now);
     if (!entry) return Promise.resolve(false);
     entry.owner = undefined;
+    this.#unhint(entry);
     entry.record = structuredClone(record);
     entry.expiresAt = now + (ttlMs ?? entry.ttlMs);
     const bytes = jsonBytes(record);
@@ -188,13 +204,6 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
       this.#hint(entry, resume);
       entry.leaseUntil = 0;
     }
-    return Promise.resolve(true);
-  }
-
-  remember(key: string, owner: string, resume: ResumeHint): Promise<boolean> {
-    const entry = this.#held(key, owner, this.#now());
-    if (!entry) return Promise.resolve(false);
-    this.#hint(entry, resume);
     return Promise.resolve(true);
   }
 
@@ -218,6 +227,14 @@ export class MemoryIdempotencyStore<R = IdempotencyRecord>
     entry.resume = { executionId: resume.executionId, token: resume.token };
     entry.bytes += grown;
     this.#bytes += grown;
+  }
+
+  /** Drops the entry's hint (answered: nothing resumes), counting its bytes. */
+  #unhint(entry: Entry<R>): void {
+    const bytes = hintBytes(entry.resume);
+    entry.resume = undefined;
+    entry.bytes -= bytes;
+    this.#bytes -= bytes;
   }
 
   #owner(): string {
