@@ -31,6 +31,7 @@ import type {
   ExecutionEngine,
   ExecutionFilter,
   ExecutionPage,
+  StartedExecution,
   StartRequest,
 } from './ports.ts';
 import { isRetryable, nextAttempt, resolveRetryPolicy } from './retry-policy.ts';
@@ -275,7 +276,7 @@ export class InProcessEngine implements ExecutionEngine {
     return Math.max(0, this.#queue.length - Math.max(0, this.#concurrency - this.#running));
   }
 
-  async start(request: StartRequest): Promise<Execution> {
+  async start(request: StartRequest): Promise<StartedExecution> {
     if (this.#closing) throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The engine is shutting down');
     const id = request.input.metadata.executionId || this.#newId();
     // As get(id), without its promise around the store's. Hot again after the read: a
@@ -340,7 +341,7 @@ export class InProcessEngine implements ExecutionEngine {
     this.#pumpSoon();
     admitted.stream.emit({ type: 'queued' }, execution.createdAt);
     // What the caller needs now (id, status, times), before the run starts changing it.
-    return { ...execution, log: [] };
+    return { ...execution, log: [], created: true };
   }
 
   /**

@@ -337,6 +337,13 @@ export interface StartRequest {
   hinted?: true;
 }
 
+/**
+ * What `start` resolves with: the execution, and `created: true` when this start wrote it.
+ * Absent: its id existed already (an earlier start of it, e.g. the first try of a request
+ * whose Idempotency-Key this one resumes), or an engine that does not say.
+ */
+export type StartedExecution = Execution & { created?: true };
+
 export interface ExecutionEngine {
   /**
    * Queue one execution. Resolves once it is queued (before any 202 is sent).
@@ -344,7 +351,7 @@ export interface ExecutionEngine {
    * `hinted` start of an id whose succeeded execution was discarded (its tombstone)
    * rejects with HG_ERR_EXECUTION_DISCARDED and runs nothing.
    */
-  start(request: StartRequest): Promise<Execution>;
+  start(request: StartRequest): Promise<StartedExecution>;
   get(id: string): Promise<Execution | undefined>;
   list(filter: ExecutionFilter): Promise<Execution[]>;
   /** `list` one page at a time: bounded by `limit` and `maxBytes`, continued by `cursor`. */

@@ -30,6 +30,7 @@ import type {
   ExecutionGone,
   ExecutionPage,
   SequencedEvent,
+  StartedExecution,
   StartRequest,
 } from './ports.ts';
 
@@ -221,7 +222,7 @@ export class QueuedEngine implements ExecutionEngine {
     );
   }
 
-  async start(request: StartRequest): Promise<Execution> {
+  async start(request: StartRequest): Promise<StartedExecution> {
     if (this.#closing)
       throw new HttpProblem('HG_ERR_SHUTTING_DOWN', 'The gateway is shutting down');
     if (this.#depth >= this.#maxQueued) throw this.#overloaded(this.#depth);
@@ -235,7 +236,7 @@ export class QueuedEngine implements ExecutionEngine {
     }
     const id = request.input.metadata.executionId || this.#newId();
     const createdAt = new Date();
-    const execution: Execution = {
+    const execution: StartedExecution = {
       id,
       workflowId: request.workflow.workflowId,
       triggerKey: request.trigger.key,
@@ -293,6 +294,8 @@ export class QueuedEngine implements ExecutionEngine {
     // because its replicas did not answer): on the replicas before it is promised.
     await this.#replicaAcks?.confirm(this.#redis, keys.stream, keys.execution(id));
     if (existing) return withStoredInput(JSON.parse(existing[0]) as Execution, existing[1]);
+    // Written into the record above already (recordJson): the flag is the answer's only.
+    execution.created = true;
     return execution;
   }
 

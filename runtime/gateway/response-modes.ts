@@ -54,7 +54,9 @@ export interface ModeDeps {
    * Told once a request's execution has started: the gateway accepted the request (schema
    * learning samples its body then). Not told of a request refused after its input check
    * (an SSE Stream without a stream slot, a missing or refused callback URL, a full
-   * queue), nor of one resuming an execution another request started (its key's hint).
+   * queue), nor of one resuming an execution another request started (its key's hint):
+   * one resuming an id whose start never wrote it (the first try was refused by the
+   * engine, or died before it asked) is told, since its own start created it.
    */
   accepted?: (m: ModeRequest) => void;
 }
@@ -137,7 +139,9 @@ function start(
   const started = deps.engine.start(request).then((execution) => {
     const links = publicExecutionLinks(execution.id, token);
     m.ctx.executionLinks = links;
-    if (!resumed) deps.accepted?.(m);
+    // A resumed one only if its start wrote the execution (the engine says so): found,
+    // an earlier try of the request wrote it, and a request is one sample at most.
+    if (!resumed || execution.created) deps.accepted?.(m);
     return { execution, links };
   });
   // Only a request that resumes an execution (its key's hint) can find it discarded.

@@ -1,7 +1,8 @@
 // What schema learning records, and when: for a trigger in learning mode
 // (spec.schema.learning.enabled, automatic IO), the parsed JSON body of each request
 // the gateway accepted (it passed the input check and its execution started: a request
-// refused after the check, an SSE Stream without a stream slot say, is none), and the
+// refused after the check, an SSE Stream without a stream slot say, is none; a retry
+// under an Idempotency-Key only when its own start created the execution), and the
 // output of each execution that passed the output check. Nothing else: no headers, query, path parameters or metadata, so no
 // credentials. Non-JSON requests (forms, XML, text) are served but not sampled.
 // Recording never delays or fails a request: it is started, not awaited, and a store

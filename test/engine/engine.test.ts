@@ -55,7 +55,7 @@ describe('InProcessEngine: nodes', () => {
     expect(execution.log[0]?.finishedAt).toBeDefined();
   });
 
-  it('uses the trigger output id as the execution id and does not run it twice', async () => {
+  it('uses the trigger output id as the execution id and does not run it twice; only the first start says it created it', async () => {
     const e = engine();
     const wf = workflow([{ id: 'a', type: 'transform', expression: 'body' }]);
     const first = await e.start({
@@ -71,8 +71,18 @@ describe('InProcessEngine: nodes', () => {
       input: trigger({ x: 2 }, 'exec-fixed'),
     });
     expect(again.id).toBe('exec-fixed');
+    expect(first.created).toBe(true);
+    expect(again.created).toBeUndefined();
     const done = await finished(e, 'exec-fixed');
     expect(done.output).toEqual({ x: 1 });
+    expect(done).not.toHaveProperty('created');
+    // Found in the store once finished: not created either.
+    const later = await e.start({
+      workflow: wf,
+      trigger: ref(),
+      input: trigger({ x: 3 }, 'exec-fixed'),
+    });
+    expect(later.created).toBeUndefined();
     expect((await e.list({})).length).toBe(1);
   });
 

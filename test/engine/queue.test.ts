@@ -586,7 +586,7 @@ for (const [name, start, shards] of [
         expect(await client().xlen(stream)).toBeLessThanOrEqual(Math.ceil(4 / shards));
     });
 
-    it('an id given twice queues one execution', async () => {
+    it('an id given twice queues one execution; only the first start says it created it', async () => {
       const target = deploy([{ id: 'a', type: 'transform', expression: '1' }]);
       const g = gateway();
       const first = await g.engine.start({ ...target, input: trigger({}, 'exec_fixed') });
@@ -597,6 +597,10 @@ for (const [name, start, shards] of [
       expect(second.id).toBe(first.id);
       expect(second.input.body).toEqual({});
       expect(await depth(client())).toBe(1);
+      expect(first.created).toBe(true);
+      expect(second.created).toBeUndefined();
+      // The flag is the answer's, not the record's.
+      expect(await g.engine.get(first.id)).not.toHaveProperty('created');
     });
 
     it('a discarded success that came with an Idempotency-Key leaves a tombstone: its id is not queued again for the window (ADR 0041)', async () => {
