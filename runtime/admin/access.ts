@@ -122,6 +122,16 @@ export class AdminAccess {
     return this.authenticator !== undefined;
   }
 
+  /**
+   * Who the request's caller is: the authenticated user's name (Kubernetes: the
+   * TokenReview's `username`, one per user or service account). Undefined without an
+   * authenticator (the dev server's `none`: every caller is the same one), or before the
+   * request was authenticated.
+   */
+  subject(request: FastifyRequest): string | undefined {
+    return this.users.get(request)?.username;
+  }
+
   /** Authenticates every request to the API and the live stream (onRequest). */
   install(app: FastifyInstance): void {
     const auth = this.authenticator;

@@ -4,9 +4,9 @@
 // retrying and replaying need `create` on `webhooktriggers/test`, the right of Send Test
 // Request. A request whose trigger was deleted and re-created since is refused unless
 // `?allowRecreated=true` (replay.ts). A replay sent with an Idempotency-Key starts one
-// execution however often it is sent (a client retrying after its answer was lost):
-// the same key and request get the first answer again. docs/retries-and-replay.md is
-// the reference of these endpoints.
+// execution however often its caller sends it (a client retrying after its answer was
+// lost): the same caller, key and request get the first answer again. docs/retries-and-
+// replay.md is the reference of these endpoints.
 import { randomUUID } from 'node:crypto';
 import { decimalInRange } from './query-values.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -61,12 +61,19 @@ export interface RecoveryRoutesOptions extends ReplaySources {
 export const REPLAY_CLAIM_LEASE_MS = 30_000;
 
 /**
- * Where a replay's key is kept: per execution replayed (a client may use one key for
- * every replay of a run). `replay:` never starts a webhook request's key, which starts
- * with its route's `<namespace>/<name>`.
+ * Where a replay's key is kept: per caller and per execution replayed (a client may use
+ * one key for every replay of a run, and two callers choosing the same key each get
+ * their own replay, and neither learns of the other's). The caller is the admin API's
+ * authenticated user (`subject`); without authentication (the dev server on loopback)
+ * every caller is one, under the key's form from before callers were told apart.
+ * `replay:` and `replay#` never start a webhook request's key, which starts with its
+ * route's `<namespace>/<name>`; the parts are percent-encoded, so the forms never meet.
  */
-function replayClaimKey(executionId: string, key: string): string {
-  return `replay:${encodeURIComponent(executionId)}:${key}`;
+function replayClaimKey(subject: string | undefined, executionId: string, key: string): string {
+  const replayed = `${encodeURIComponent(executionId)}:${key}`;
+  return subject === undefined
+    ? `replay:${replayed}`
+    : `replay#${encodeURIComponent(subject)}:${replayed}`;
 }
 
 const FILTERS = ['trigger', 'namespace', 'workflowId', 'limit'];
@@ -443,12 +450,13 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
    * runs an id once).
    */
   const replayOnce = async (
+    request: FastifyRequest,
     reply: FastifyReply,
     original: Execution,
     allowRecreated: boolean,
     key: string,
   ) => {
-    const claimKey = replayClaimKey(original.id, key);
+    const claimKey = replayClaimKey(access.subject(request), original.id, key);
     const fingerprint = requestFingerprint(
       'POST',
       `/api/executions/${original.id}/replay?allowRecreated=${String(allowRecreated)}`,
@@ -546,7 +554,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
     if (!original) throw unknown;
     await visibleOr(request, original.triggerKey, unknown, true);
     await mayRetry(request, namespaceOfKey(original.triggerKey), nameOfKey(original.triggerKey));
-    if (key !== undefined) return replayOnce(reply, original, allowRecreated, key);
+    if (key !== undefined) return replayOnce(request, reply, original, allowRecreated, key);
     const plan = await planReplay(options, original, { allowRecreated });
     // The replay stands for the execution's dead-letter entry, if listed (entryReplayed).
     const taken = await entryReplayed(original.id);

@@ -1,9 +1,15 @@
 // POST /api/executions/<id>/replay with an Idempotency-Key (recovery-routes.ts): a
 // client that sends the replay again (its answer was lost) starts one execution, not
-// two; over the memory and the Redis idempotency stores.
+// two; another caller with the same key starts its own; over the memory and the Redis
+// idempotency stores.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteRecord } from '../../api/records/records.ts';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
+import {
+  AdminAccess,
+  type AdminAuthenticator,
+  type AdminUser,
+} from '../../runtime/admin/access.ts';
 import { HttpProblem } from '../../runtime/errors.ts';
 import { RedisIdempotencyStore } from '../../runtime/gateway/idempotency/redis-store.ts';
 import {
@@ -18,6 +24,16 @@ import { singleRedis, type RedisBackend } from '../support/redis-backends.ts';
 import { deadLetteredExecution, queuedExecution, route, workflow } from './helpers.ts';
 
 const KEY = 'shop/orders-hook';
+
+/** Every bearer token is its own user, who may do anything. */
+class Everyone implements AdminAuthenticator {
+  authenticate(token: string): Promise<AdminUser | undefined> {
+    return Promise.resolve({ username: token, groups: [] });
+  }
+  authorize(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+}
 const target = workflow([{ id: 'ok', type: 'transform', expression: '1' }]);
 
 interface Answer {
@@ -28,7 +44,10 @@ interface Answer {
 function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
   describe(`replay with an Idempotency-Key over the ${name} store`, () => {
     /** The admin routes over an engine that records its starts (an id runs once, as a real one). */
-    async function server(wrap: (store: IdempotencyStore) => IdempotencyStore = (store) => store) {
+    async function server(
+      wrap: (store: IdempotencyStore) => IdempotencyStore = (store) => store,
+      access?: AdminAccess,
+    ) {
       const executions = new Map<string, Execution>();
       for (const id of ['orig-1', 'orig-2']) executions.set(id, deadLetteredExecution(id));
       const starts: StartRequest[] = [];
@@ -62,6 +81,7 @@ function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
         subscribe: () => () => undefined,
       };
       const { app } = createHttpApp({});
+      access?.install(app);
       const routes = new MemoryRecordStore<RouteRecord>();
       await routes.put(KEY, route(KEY));
       recoveryRoutes(app, {
@@ -70,12 +90,16 @@ function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
         workflow: (id) => (state.published && id === target.workflowId ? target : undefined),
         deadLetters: { get: () => Promise.resolve(undefined) } as never,
         idempotency: { store: wrap(await makeStore()) },
+        ...(access ? { access } : {}),
       });
-      const replay = (id: string, key?: string, query = '') =>
+      const replay = (id: string, key?: string, query = '', caller?: string) =>
         app.inject({
           method: 'POST',
           url: `/api/executions/${id}/replay${query}`,
-          headers: key === undefined ? {} : { 'idempotency-key': key },
+          headers: {
+            ...(key === undefined ? {} : { 'idempotency-key': key }),
+            ...(caller === undefined ? {} : { authorization: `Bearer ${caller}` }),
+          },
         });
       const replays = () => [...executions.values()].filter((e) => e.replayOf !== undefined);
       return { app, replay, starts, state, replays };
@@ -117,6 +141,28 @@ function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
         const bad = await replay('orig-1', 'two words');
         expect(bad.statusCode, bad.body).toBe(400);
         expect(bad.json<{ type: string }>().type).toMatch(/idempotency-key-invalid$/);
+        expect(replays()).toHaveLength(2);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('a key is per caller: two callers with one key for one execution get a replay each, and each its own answer again', async () => {
+      const { app, replay, replays } = await server(undefined, new AdminAccess(new Everyone()));
+      try {
+        const alice = await replay('orig-1', 'shared', '', 'alice');
+        const bob = await replay('orig-1', 'shared', '', 'bob');
+        expect(alice.statusCode, alice.body).toBe(202);
+        expect(bob.statusCode, bob.body).toBe(202);
+        expect(bob.headers['idempotent-replayed']).toBeUndefined();
+        const mine = alice.json<Answer>().executionId;
+        expect(bob.json<Answer>().executionId).not.toBe(mine);
+        const again = await replay('orig-1', 'shared', '', 'alice');
+        expect(again.headers['idempotent-replayed']).toBe('true');
+        expect(again.json<Answer>().executionId).toBe(mine);
+        // Bob's key with another allowRecreated is his own mismatch, not Alice's.
+        const other = await replay('orig-1', 'shared', '?allowRecreated=true', 'bob');
+        expect(other.statusCode, other.body).toBe(422);
         expect(replays()).toHaveLength(2);
       } finally {
         await app.close();
