@@ -70,6 +70,9 @@ function describe(a: ResourceAttributes): string {
   return `${a.verb} ${resource}.${RESOURCE_GROUP}${a.name ? ` ${a.name}` : ''}${where}`;
 }
 
+/** Reading every WebhookTrigger (cluster-wide `get`): a user who may sees every id. */
+const EVERY_TRIGGER: ResourceAttributes = { verb: 'get', resource: 'webhooktriggers' };
+
 /** How often a live stream's access is checked again, by default (ms). */
 export const DEFAULT_STREAM_RECHECK_MS = 30_000;
 /** Checks in a row that could not reach the authenticator before a stream is ended. */
@@ -242,6 +245,21 @@ export class AdminAccess {
     ...attributes: ResourceAttributes[]
   ): Promise<void> {
     for (const a of attributes) if (await this.allowed(request, a)) return;
+    throw unknown;
+  }
+
+  /**
+   * Throws the answer to an id that does not exist: `unknown`, unless the authoriser
+   * cannot be asked now (503 auth-unavailable, as requireVisible answers an id of another
+   * namespace then). Otherwise, while the API server is down, an id that exists in a
+   * namespace the caller may not read got 503 and an unknown one 404: which ids exist
+   * there, told by the outage. It asks whether the user may read every trigger (the one
+   * question whose yes shows every id), so an unknown id costs a review, cached as the
+   * others. What remains: the review cache (10 s) can hold this answer and not the
+   * namespace's (the first seconds of an outage), and the two take different times.
+   */
+  async throwUnknown(request: FastifyRequest, unknown: HttpProblem): Promise<never> {
+    if (this.authenticator) await this.allowed(request, EVERY_TRIGGER);
     throw unknown;
   }
 

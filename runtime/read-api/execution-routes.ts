@@ -112,11 +112,11 @@ export function executionRoutes(
   const access = options.access ?? OPEN_ACCESS;
   // An execution is readable by whoever may `get` the WebhookTrigger that started it;
   // to anyone else it does not exist (the same 404 as an unknown id: nobody learns what
-  // runs in a namespace they cannot read).
+  // runs in a namespace they cannot read; the same 503 while the authoriser is away).
   const readable = async (request: FastifyRequest, id: string): Promise<Execution> => {
     const unknown = new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
     const execution = await engine.get(id);
-    if (!execution) throw unknown;
+    if (!execution) return access.throwUnknown(request, unknown);
     await access.requireVisible(request, unknown, readTrigger(execution.triggerKey));
     return execution;
   };

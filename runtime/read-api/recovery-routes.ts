@@ -362,7 +362,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
       `${id} is not in the dead-letter list`,
     );
     const entry = await deadLetters.get(id);
-    if (!entry) throw unknown;
+    if (!entry) return access.throwUnknown(request, unknown);
     await visibleOr(request, entry.triggerKey, unknown, retrying);
     return entry;
   };
@@ -551,7 +551,7 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
         : parseIdempotencyKey(Array.isArray(header) ? header.join(',') : header);
     const unknown = new HttpProblem('HG_ERR_EXECUTION_NOT_FOUND', `No execution ${id}`);
     const original = await engine.get(id);
-    if (!original) throw unknown;
+    if (!original) return access.throwUnknown(request, unknown);
     await visibleOr(request, original.triggerKey, unknown, true);
     await mayRetry(request, namespaceOfKey(original.triggerKey), nameOfKey(original.triggerKey));
     if (key !== undefined) return replayOnce(request, reply, original, allowRecreated, key);

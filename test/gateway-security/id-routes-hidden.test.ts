@@ -2,11 +2,17 @@
 // caller who may read one namespace (test/support/one-namespace-access.ts: alice, `get`
 // in team-a): an id of another namespace is answered exactly as an unknown id (status,
 // problem type, body shape), so that nobody learns what exists where they cannot read.
-// It was 403 (or the execution's state), after a 404 for unknown ids only.
+// It was 403 (or the execution's state), after a 404 for unknown ids only. While the
+// authoriser cannot be asked, both get its 503 (an unknown id got 404 until 2026-11-28
+// (night), an id of another namespace 503).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryRecordStore } from '../../api/records/memory-store.ts';
 import type { RouteRecord } from '../../api/records/records.ts';
-import { AdminAccess } from '../../runtime/admin/access.ts';
+import {
+  AdminAccess,
+  type AdminUser,
+  type ResourceAttributes,
+} from '../../runtime/admin/access.ts';
 import { deadLetterOf, MemoryDeadLetterStore } from '../../runtime/engine/dead-letters.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
 import { MemoryExecutionStore } from '../../runtime/engine/execution-store.ts';
@@ -30,8 +36,18 @@ const ROUTES: [string, 'GET' | 'POST', (id: string) => string][] = [
   ['its retry', 'POST', (id) => `/api/dead-letters/${id}/retry`],
 ];
 
+/** alice's reviews, or an API server that cannot be reached for them (tokens still known). */
+class Reachable extends OneNamespace {
+  down = false;
+  override authorize(user: AdminUser, attributes: ResourceAttributes): Promise<boolean> {
+    if (this.down) return Promise.reject(new Error('connect ECONNREFUSED'));
+    return super.authorize(user, attributes);
+  }
+}
+
 describe('routes with an id, for a caller of one namespace', () => {
   let app: ReturnType<typeof createHttpApp>['app'];
+  const authenticator = new Reachable();
 
   beforeAll(async () => {
     const store = new MemoryExecutionStore();
@@ -48,7 +64,7 @@ describe('routes with an id, for a caller of one namespace', () => {
       await store.save(dead);
       expect(await deadLetters.add(deadLetterOf(dead))).toBe(true);
     }
-    const access = new AdminAccess(new OneNamespace());
+    const access = new AdminAccess(authenticator);
     ({ app } = createHttpApp({}));
     access.install(app);
     const engine = new InProcessEngine({ store });
@@ -83,6 +99,26 @@ describe('routes with an id, for a caller of one namespace', () => {
       expect(hidden.headers['content-type']).toBe(unknown.headers['content-type']);
       // The same document, the id aside (detail and instance name the id asked for).
       expect(hidden.body.replaceAll(OTHERS, UNKNOWN)).toBe(unknown.body);
+    },
+  );
+
+  // While the authoriser cannot be asked, an id of another namespace got 503 (its
+  // namespace could not be checked) and an unknown one 404: the outage told which exist.
+  it.each(ROUTES)(
+    "%s while the authoriser is down: another namespace's id and an unknown one get the same 503",
+    async (_what, method, url) => {
+      authenticator.down = true;
+      try {
+        const unknown = await call(method, url(UNKNOWN));
+        const hidden = await call(method, url(OTHERS));
+        expect(unknown.statusCode, unknown.body).toBe(503);
+        expect(hidden.statusCode, hidden.body).toBe(503);
+        expect(hidden.headers['retry-after']).toBe(unknown.headers['retry-after']);
+        expect(hidden.body.replaceAll(OTHERS, UNKNOWN)).toBe(unknown.body);
+        expect(unknown.json<{ type: string }>().type).toMatch(/auth-unavailable$/);
+      } finally {
+        authenticator.down = false;
+      }
     },
   );
 
