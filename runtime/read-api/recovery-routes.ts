@@ -333,22 +333,23 @@ export function recoveryRoutes(app: FastifyInstance, options: RecoveryRoutesOpti
   /**
    * The dead-letter entry a replay of `id` stands for, taken out of the list as a retry
    * takes it (ADR 0018, amended 2026-11-28 (day)): left listed, a later retry ran the
-   * request again and called its caller back. None listed: undefined. Listed, but taken
-   * by a retry (or replay) meanwhile: refused, since that one stands for it; so a retry
-   * and a replay at once start one execution. The caller puts it back if its start fails,
-   * and releases it once started, as a retry does.
+   * request again and called its caller back. The take is tried whatever the look
+   * before it found, so an entry listed in between (its execution dead-lettered just
+   * then) is taken too, not left for a retry to run again (amended 2026-11-28 (night)).
+   * Listed at the look but taken by a retry (or replay) before this take: refused, since
+   * that one stands for it; so a retry and a replay at once start one execution. Listed
+   * at neither: undefined. The caller puts it back if its start fails, and releases it
+   * once started, as a retry does.
    */
   const entryReplayed = async (id: string): Promise<TakenDeadLetter | undefined> => {
-    if (!(await deadLetters.get(id))) return undefined;
+    const listed = await deadLetters.get(id);
     const taken = await deadLetters.take(id);
-    if (!taken) {
-      throw new HttpProblem(
-        'HG_ERR_REPLAY_DEAD_LETTER_TAKEN',
-        `The dead-letter entry of ${id} was taken by a retry or replay at the same time: that one runs it again`,
-        { extensions: { executionId: id } },
-      );
-    }
-    return taken;
+    if (taken || !listed) return taken;
+    throw new HttpProblem(
+      'HG_ERR_REPLAY_DEAD_LETTER_TAKEN',
+      `The dead-letter entry of ${id} was taken by a retry or replay at the same time: that one runs it again`,
+      { extensions: { executionId: id } },
+    );
   };
 
   /** The entry `id`, if listed and the user may see it (visibleOr); else 404. */

@@ -243,6 +243,41 @@ function replaySuite(name: string, make: () => Promise<Stores>) {
       }
     });
 
+    it('an entry listed between the replay looking for it and taking it is taken: a retry after it starts nothing', async () => {
+      const { ids, start } = counting();
+      let listLate = true;
+      // The look finds no entry (its execution is dead-lettered just after): the entry is
+      // out of the list when the look runs, and listed again right after it.
+      const wrap = (list: DeadLetterStore): DeadLetterStore => ({
+        add: (entry) => list.add(entry),
+        list: (filter) => list.list(filter),
+        release: (taken) => list.release(taken),
+        count: () => list.count(),
+        take: (id) => list.take(id),
+        get: async (id) => {
+          if (!listLate) return list.get(id);
+          listLate = false;
+          const out = await list.take(id);
+          const entry = await list.get(id);
+          if (out) expect(await list.add(out.entry)).toBe(true);
+          return entry;
+        },
+      });
+      const { store, dead, deadLetters, app, retry, replay } = await listed(start, wrap);
+      try {
+        const replayed = await replay();
+        expect(replayed.statusCode, replayed.body).toBe(202);
+        expect(replayed.json()).toMatchObject({ replayOf: dead.id, deadLetter: 'taken' });
+        expect(await deadLetters.get(dead.id)).toBeUndefined();
+        expect(await store.heldBytes()).toBe(0);
+        const retried = await retry();
+        expect(retried.statusCode, retried.body).toBe(404);
+        expect(ids).toHaveLength(1);
+      } finally {
+        await app.close();
+      }
+    });
+
     /**
      * A start whose record is written and whose answer is lost (a queued start's script
      * ran, then Redis timed out): it saves the execution of the id asked for, then throws.
