@@ -20,7 +20,8 @@ beforeAll(async () => {
   await rt.apply(
     'slow.yaml',
     [
-      workflow('slow', { nodes: [{ id: 'pause', type: 'delay', duration: '300ms' }] }),
+      // Long enough that the queue is still full when the third request comes, on a loaded machine.
+      workflow('slow', { nodes: [{ id: 'pause', type: 'delay', duration: '1s' }] }),
       trigger('ack', { workflowRef: { name: 'slow' }, pathSegment: 'ack', schema: learning }),
       trigger('wait', {
         workflowRef: { name: 'slow' },
