@@ -88,7 +88,11 @@ function suite(name: string, makeStore: () => Promise<IdempotencyStore>) {
         engine,
         routes,
         workflow: (id) => (state.published && id === target.workflowId ? target : undefined),
-        deadLetters: { get: () => Promise.resolve(undefined) } as never,
+        // No dead letters: what a replay asks of the list (it looks, then tries to take).
+        deadLetters: {
+          get: () => Promise.resolve(undefined),
+          take: () => Promise.resolve(undefined),
+        } as never,
         idempotency: { store: wrap(await makeStore()) },
         ...(access ? { access } : {}),
       });
