@@ -107,7 +107,9 @@ describe('retries, dead letters and replay (embedded)', () => {
   });
 
   it('SSE Stream shows each failed attempt and the next one starting, then the result', async () => {
-    const res = await post('stream', { n: 4, failUntil: Date.now() + 60 });
+    // 200 ms: the first attempt starts well within it on a loaded machine (60 ms did not),
+    // and the sixth (after at least 310 ms of backoff) is past it.
+    const res = await post('stream', { n: 4, failUntil: Date.now() + 200 });
     expect(res.statusCode).toBe(200);
     const types = [...res.body.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
     expect(types).toContain('attempt.failed');
