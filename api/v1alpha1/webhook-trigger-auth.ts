@@ -105,6 +105,18 @@ const tokenVerificationFields = {
 const requiredType = (description: string) =>
   Type.Optional(Type.String({ maxLength: 64, description }));
 
+/**
+ * A JWKS (jwksUrl) serves public keys: an HS* token can never verify with it (jose
+ * refuses a shared secret from a remote key set), so every such token was a 401
+ * "malformed". Refused at admission instead; `hint` names what to use.
+ */
+const noHmacWithJwks = (hint: string) => ({
+  rule: "!has(self.jwksUrl) || !self.algorithms.exists(a, a.startsWith('HS'))",
+  message: `HS256, HS384 and HS512 are not verified with a JWKS (jwksUrl holds public keys): ${hint}`,
+  fieldPath: '.algorithms',
+  reason: 'FieldValueInvalid' as const,
+});
+
 const keySourceRules = [
   {
     rule: 'has(self.jwksUrl) != has(self.keySecretRef)',
@@ -117,6 +129,9 @@ const keySourceRules = [
     fieldPath: '.algorithms',
     reason: 'FieldValueInvalid' as const,
   },
+  noHmacWithJwks(
+    'use an asymmetric algorithm (RS*, PS*, ES*, EdDSA), or a shared secret in keySecretRef',
+  ),
 ];
 
 export const ApiKeyAuth = Type.Object(
@@ -228,6 +243,7 @@ export const OAuth2Auth = withRules(
       fieldPath: '.requiredType',
       reason: 'FieldValueForbidden',
     },
+    noHmacWithJwks('use an asymmetric algorithm (RS*, PS*, ES*, EdDSA)'),
   ],
 );
 

@@ -266,6 +266,20 @@ describe('WebhookTrigger: bad values are rejected with a field path', () => {
       'exactly one algorithm',
     ],
     [
+      'bearer HS* with a JWKS (a JWKS holds public keys, not a shared secret)',
+      {
+        auth: { method: 'bearer', bearer: { ...bearer.bearer, algorithms: ['RS256', 'HS256'] } },
+      },
+      'spec.auth.bearer.algorithms',
+      'HS256, HS384 and HS512 are not verified with a JWKS',
+    ],
+    [
+      'oauth2 HS* with a JWKS',
+      { auth: { ...oauth2, oauth2: { ...oauth2.oauth2, algorithms: ['HS512'] } } },
+      'spec.auth.oauth2.algorithms',
+      'HS256, HS384 and HS512 are not verified with a JWKS',
+    ],
+    [
       'algorithm none',
       { auth: { method: 'bearer', bearer: { ...bearer.bearer, algorithms: ['none'] } } },
       'spec.auth.bearer.algorithms[0]',
