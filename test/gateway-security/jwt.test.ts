@@ -9,7 +9,7 @@ import {
   type JWK,
   type JWTPayload,
 } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { WebhookTriggerSpec } from '../../api/v1alpha1/index.ts';
 import {
   JwtVerifier,
@@ -17,8 +17,12 @@ import {
   bearerToken,
   jwksFetchCoolingDown,
 } from '../../runtime/gateway/security/auth/jwt.ts';
+import {
+  LastGoodJwks,
+  type StaleJwksUse,
+} from '../../runtime/gateway/security/auth/jwks-last-good.ts';
 import type { ResolvedCredentials } from '../../api/records/records.ts';
-import { OutboundGuard } from '../../runtime/engine/outbound/guard.ts';
+import { OutboundGuard, OutboundRefusedError } from '../../runtime/engine/outbound/guard.ts';
 import { makeRoute, problemOf } from './fixtures.ts';
 
 const NOW = new Date('2026-11-23T08:00:00Z');
@@ -406,6 +410,89 @@ describe('JWKS fetches while the provider fails (cooldown)', () => {
     now += 4_000;
     expect((await get()).status).toBe(503);
     expect(sent).toBe(3);
+  });
+});
+
+describe('a key set whose refresh fails keeps verifying for a bounded time (24 h)', () => {
+  // One clock for jose's cache age and the verifier: the system time, faked (Date only;
+  // timers and sockets are real).
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const HOUR = 3_600_000;
+  const at = { typ: 'at+jwt' };
+  const check = (v: JwtVerifier, route: ReturnType<typeof bearerRoute>, token: string) =>
+    authenticateBearer(route, { authorization: `Bearer ${token}` }, v);
+  const longLived = () => sign(claims({ exp: NOW_S + 3 * 24 * 3600 }), at);
+
+  it('past the cache age, a failed refresh verifies with the last set until 24 h after its fetch, then 503', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: NOW });
+    const uses: StaleJwksUse[] = [];
+    const v = new JwtVerifier({ outbound, onJwksStale: (_route, use) => uses.push(use) });
+    const r = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 31);
+    const token = await longLived();
+    const before = jwksHits;
+    expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
+    jwksMode = 'error';
+    try {
+      vi.setSystemTime(NOW.getTime() + 11 * 60_000); // past the 10 min cache age
+      expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
+      expect(jwksHits - before).toBe(2); // the refresh was tried
+      expect(uses).toEqual([
+        expect.objectContaining({ failedRefreshes: 1, ageMs: 11 * 60_000, reason: 'HTTP 503' }),
+      ]);
+      // Held for another cache age: no refetch per request.
+      for (let i = 0; i < 5; i++) expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
+      expect(jwksHits - before).toBe(2);
+      // A kid the old set lacks may be a newer key the provider could not give: 503.
+      const newKid = await sign(claims({ exp: NOW_S + 3 * 24 * 3600 }), { ...at, kid: 'k2' });
+      expect((await problemOf(() => check(v, r, newKid))).code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+      vi.setSystemTime(NOW.getTime() + 23 * HOUR);
+      expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
+      expect(uses.at(-1)?.failedRefreshes).toBe(2);
+      // 24 h after the fetch: fail closed, and the fetches stay within the cooldown.
+      vi.setSystemTime(NOW.getTime() + 24 * HOUR);
+      for (let i = 0; i < 5; i++) {
+        expect((await problemOf(() => check(v, r, token))).code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+      }
+      expect(jwksHits - before).toBe(4);
+    } finally {
+      jwksMode = 'ok';
+    }
+    vi.setSystemTime(NOW.getTime() + 24 * HOUR + 5_000); // the cooldown is over
+    expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
+    expect(jwksHits - before).toBe(5);
+  });
+
+  it('jwksMaxStaleMs 0 keeps the old behaviour: 503 once the set is due', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: NOW });
+    const v = new JwtVerifier({ outbound, jwksMaxStaleMs: 0 });
+    const r = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 32);
+    const token = await longLived();
+    expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
+    jwksMode = 'error';
+    try {
+      vi.setSystemTime(NOW.getTime() + 11 * 60_000);
+      expect((await problemOf(() => check(v, r, token))).code).toBe('HG_ERR_AUTH_UNAVAILABLE');
+    } finally {
+      jwksMode = 'ok';
+    }
+  });
+
+  it('a refresh refused by the outbound policy is not answered from the old set', async () => {
+    let now = NOW.getTime();
+    let refuse = false;
+    const send = () =>
+      refuse
+        ? Promise.reject(new OutboundRefusedError('destination not allowed'))
+        : Promise.resolve(Response.json({ keys: [] }));
+    const lastGood = new LastGoodJwks(24 * HOUR, () => now, undefined);
+    const get = lastGood.wrap(send);
+    expect((await get(jwksUrl, { method: 'GET' })).status).toBe(200);
+    refuse = true;
+    now += HOUR;
+    await expect(get(jwksUrl, { method: 'GET' })).rejects.toThrow('destination not allowed');
+    expect(lastGood.failedRefreshes).toBe(1);
   });
 });
 

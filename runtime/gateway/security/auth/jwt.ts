@@ -27,6 +27,8 @@
 //   Retry-After) and sends nothing meanwhile: those requests get the failure's 503,
 //   while tokens whose key the set already holds are still verified. A cooldown never
 //   lasts longer than its length, whatever the wall clock does (coolingDown).
+// - A set whose refresh fails keeps verifying for up to jwksMaxStaleMs (24 h) after its
+//   fetch (jwks-last-good.ts); a kid it lacks is then 503, not 401; past that, 503.
 import {
   createRemoteJWKSet,
   customFetch,
@@ -54,6 +56,7 @@ import {
   type AuthOutboundOptions,
 } from './outbound-fetch.ts';
 import type { OutboundGuard } from '../../../engine/outbound/guard.ts';
+import { JWKS_MAX_STALE_MS, LastGoodJwks, type StaleJwksUse } from './jwks-last-good.ts';
 
 export const REALM = 'hookgate';
 
@@ -80,7 +83,16 @@ export interface JwtVerifierOptions extends AuthOutboundOptions {
    * long without fetching again (default 5 s, the 503's Retry-After).
    */
   jwksFailureCooldownMs?: number;
-  /** The clock (tests): token times, and the JWKS failure cooldown. */
+  /**
+   * How long past its fetch a key set keeps verifying tokens while its refreshes fail
+   * (default 24 h; 0: never, every token gets 503 once the set is due, as before).
+   */
+  jwksMaxStaleMs?: number;
+  /** How long a fetched key set is used before it is fetched again (default 10 min). */
+  jwksMaxAgeMs?: number;
+  /** Told each time a failed refresh is answered with the last good set (the log). */
+  onJwksStale?: (route: RouteRecord, use: StaleJwksUse) => void;
+  /** The clock (tests): token times, the JWKS failure cooldown and a stale set's age. */
   now?: () => Date;
 }
 
@@ -319,17 +331,38 @@ export class JwtVerifier {
       // The scope is looked up at every fetch (a cached one may have been closed since).
       const namespace = route.namespace;
       const now = this.#options.now;
+      const nowMs = now ? () => now().getTime() : Date.now;
       const send = jwksFetchCoolingDown(
         guardedFetch(() => scopeFor(this.#guard(), namespace), timeoutMs),
         this.#options.jwksFailureCooldownMs ?? JWKS_FAILURE_COOLDOWN_MS,
-        now ? () => now().getTime() : Date.now,
+        nowMs,
       );
-      return createRemoteJWKSet(new URL(config.jwksUrl), {
+      const onStale = this.#options.onJwksStale;
+      const lastGood = new LastGoodJwks(
+        this.#options.jwksMaxStaleMs ?? JWKS_MAX_STALE_MS,
+        nowMs,
+        onStale ? (use) => onStale(route, use) : undefined,
+      );
+      const remote = createRemoteJWKSet(new URL(config.jwksUrl), {
         timeoutDuration: timeoutMs,
         cooldownDuration: this.#options.jwksCooldownMs ?? 30_000,
-        cacheMaxAge: JWKS_MAX_AGE_MS,
-        [customFetch]: send,
+        cacheMaxAge: this.#options.jwksMaxAgeMs ?? JWKS_MAX_AGE_MS,
+        [customFetch]: lastGood.wrap(send),
       });
+      // A set handed over for a failed refresh is fresh to jose for another cache age:
+      // past its bound it is fetched again (within the cooldown) before any use.
+      const getKey: JWTVerifyGetKey = async (header, token) => {
+        if (lastGood.expired()) await remote.reload();
+        try {
+          return await remote(header, token);
+        } catch (error) {
+          if (error instanceof joseErrors.JWKSNoMatchingKey && lastGood.servingStale) {
+            throw JWKS_UNAVAILABLE();
+          }
+          throw error;
+        }
+      };
+      return getKey;
     }
     const [alg, ...more] = config.algorithms;
     if (material === undefined || alg === undefined || more.length > 0) {
