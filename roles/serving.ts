@@ -562,6 +562,13 @@ async function assembleServing<E extends ServingEngine>(
           reason,
         },
       ),
+    onJwksStale: (route, { failedRefreshes, ageMs, reason }) =>
+      log('JWKS refresh failed: verifying with the last good key set', {
+        trigger: route.key,
+        failedRefreshes,
+        ageSeconds: Math.round(ageMs / 1000),
+        reason,
+      }),
     ...options.guards,
   });
   const samples = new SampleRecorder({

@@ -22,6 +22,7 @@ import type { ReplayStore } from './security/auth/signature/replay.ts';
 import type { Guards } from './webhook-routes.ts';
 import type { OutboundGuard } from '../engine/outbound/guard.ts';
 import type { AuthOutboundRefusal } from './security/auth/outbound-fetch.ts';
+import type { StaleJwksUse } from './security/auth/jwks-last-good.ts';
 
 export interface GuardOptions {
   /** CIDRs of proxies whose X-Forwarded-Proto is believed (none by default). */
@@ -39,6 +40,8 @@ export interface GuardOptions {
   outbound?: OutboundGuard;
   /** Told when the outbound policy refuses a JWKS or introspection request (the log). */
   onOutboundRefused?: (refusal: AuthOutboundRefusal) => void;
+  /** Told when a failed JWKS refresh is answered with the last good key set (the log). */
+  onJwksStale?: (route: RouteRecord, use: StaleJwksUse) => void;
   /** Where signed deliveries are remembered to refuse replays (memory or Redis). */
   replay?: ReplayStore;
   /** The clock of signature timestamps (tests). */
@@ -54,6 +57,7 @@ export function createGuards(options: GuardOptions = {}): Guards {
     createAuthenticator({
       ...(options.outbound ? { outbound: options.outbound } : {}),
       ...(options.onOutboundRefused ? { onOutboundRefused: options.onOutboundRefused } : {}),
+      ...(options.onJwksStale ? { onJwksStale: options.onJwksStale } : {}),
     });
   const signatures = new SignatureVerifier({
     ...(options.replay ? { replay: options.replay } : {}),

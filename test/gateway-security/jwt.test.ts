@@ -21,6 +21,7 @@ import {
   LastGoodJwks,
   type StaleJwksUse,
 } from '../../runtime/gateway/security/auth/jwks-last-good.ts';
+import { createAuthenticator } from '../../runtime/gateway/security/auth/index.ts';
 import type { ResolvedCredentials } from '../../api/records/records.ts';
 import { OutboundGuard, OutboundRefusedError } from '../../runtime/engine/outbound/guard.ts';
 import { makeRoute, problemOf } from './fixtures.ts';
@@ -462,6 +463,26 @@ describe('a key set whose refresh fails keeps verifying for a bounded time (24 h
     vi.setSystemTime(NOW.getTime() + 24 * HOUR + 5_000); // the cooldown is over
     expect(await check(v, r, token)).toEqual({ consumer: 'user-42' });
     expect(jwksHits - before).toBe(5);
+  });
+
+  it('the authenticator passes onJwksStale to its verifier (the serving roles log it)', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: NOW });
+    const told: string[] = [];
+    const authenticator = createAuthenticator({
+      outbound,
+      onJwksStale: (route, use) => told.push(`${route.key} ${use.failedRefreshes}`),
+    });
+    const r = bearerRoute({ jwksUrl, requiredType: 'at+jwt' }, {}, 33);
+    const headers = { authorization: `Bearer ${await longLived()}` };
+    expect(await authenticator(r, headers)).toEqual({ consumer: 'user-42' });
+    jwksMode = 'error';
+    try {
+      vi.setSystemTime(NOW.getTime() + 11 * 60_000);
+      expect(await authenticator(r, headers)).toEqual({ consumer: 'user-42' });
+    } finally {
+      jwksMode = 'ok';
+    }
+    expect(told).toEqual([`${r.key} 1`]);
   });
 
   it('jwksMaxStaleMs 0 keeps the old behaviour: 503 once the set is due', async () => {

@@ -14,7 +14,12 @@ import { HttpProblem } from '../../../errors.ts';
 import type { RouteRecord } from '../../../../api/records/records.ts';
 import type { HeaderMap } from '../headers.ts';
 import { apiKeyHeaderName, authenticateApiKey } from './api-key.ts';
-import { authenticateBearer, defaultJwtVerifier, JwtVerifier } from './jwt.ts';
+import {
+  authenticateBearer,
+  defaultJwtVerifier,
+  JwtVerifier,
+  type JwtVerifierOptions,
+} from './jwt.ts';
 import { defaultOAuth2Verifier, OAuth2Verifier } from './oauth2.ts';
 import type { AuthOutboundOptions } from './outbound-fetch.ts';
 import { SignatureVerifier } from './signature/verify.ts';
@@ -36,14 +41,20 @@ export type Authenticator = (
  * given are made with them; otherwise the process-wide ones (public https only).
  */
 export function createAuthenticator(
-  verifiers: { jwt?: JwtVerifier; oauth2?: OAuth2Verifier } & AuthOutboundOptions = {},
+  verifiers: {
+    jwt?: JwtVerifier;
+    oauth2?: OAuth2Verifier;
+    onJwksStale?: JwtVerifierOptions['onJwksStale'];
+  } & AuthOutboundOptions = {},
 ): Authenticator {
   const outbound: AuthOutboundOptions = {
     ...(verifiers.outbound ? { outbound: verifiers.outbound } : {}),
     ...(verifiers.onOutboundRefused ? { onOutboundRefused: verifiers.onOutboundRefused } : {}),
   };
-  const own = Object.keys(outbound).length > 0;
-  const jwt = verifiers.jwt ?? (own ? new JwtVerifier(outbound) : defaultJwtVerifier);
+  const stale = verifiers.onJwksStale ? { onJwksStale: verifiers.onJwksStale } : {};
+  const own = Object.keys(outbound).length > 0 || verifiers.onJwksStale !== undefined;
+  const jwt =
+    verifiers.jwt ?? (own ? new JwtVerifier({ ...outbound, ...stale }) : defaultJwtVerifier);
   const oauth2 =
     verifiers.oauth2 ??
     (verifiers.jwt || own ? new OAuth2Verifier({ jwt, ...outbound }) : defaultOAuth2Verifier);
