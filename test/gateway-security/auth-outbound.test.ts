@@ -53,6 +53,8 @@ beforeAll(async () => {
         res.end(
           JSON.stringify({
             active: true,
+            iss: ISSUER,
+            aud: AUDIENCE,
             sub: 'introspected',
             scope: 'orders:write',
             exp: Math.floor(Date.now() / 1000) + 600,
@@ -309,7 +311,9 @@ describe('introspection with an injected fetch (tests)', () => {
     let called = 0;
     const fetch = () => {
       called++;
-      return Promise.resolve(Response.json({ active: true, scope: 'orders:write' }));
+      return Promise.resolve(
+        Response.json({ active: true, iss: ISSUER, aud: AUDIENCE, scope: 'orders:write' }),
+      );
     };
     const outbound = guard();
     const v = new OAuth2Verifier({ outbound, fetch });

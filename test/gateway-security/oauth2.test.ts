@@ -184,10 +184,18 @@ describe('OAuth 2.0 by introspection (RFC 7662)', () => {
     active('tok-exp', { exp: T0_S - 31 });
     active('tok-iss', { iss: 'https://evil.example/' });
     active('tok-aud', { aud: ['https://other.example'] });
+    // The trigger names its issuer and audiences (the CRD requires them): an answer
+    // that names neither cannot show the token is for this endpoint.
+    active('tok-no-iss', { iss: undefined });
+    active('tok-no-aud', { aud: undefined });
+    active('tok-null-aud', { aud: null });
     for (const [token, description] of [
       ['tok-exp', 'The token has expired'],
       ['tok-iss', 'The token issuer is not accepted'],
       ['tok-aud', 'The token audience is not accepted'],
+      ['tok-no-iss', 'The token issuer is not accepted'],
+      ['tok-no-aud', 'The token audience is not accepted'],
+      ['tok-null-aud', 'The token audience is not accepted'],
     ] as const) {
       const problem = await problemOf(() => call(verifier(), introspectionRoute(), token));
       expect(problem.code).toBe('HG_ERR_CREDENTIALS_INVALID');

@@ -61,6 +61,8 @@ const introspection = new OAuth2Verifier({
     Promise.resolve(
       Response.json({
         active: true,
+        iss: ISSUER,
+        aud: AUDIENCE,
         sub: 'churn-user',
         scope: 'hooks:write',
         exp: Math.floor(Date.now() / 1000) + 3600,

@@ -6,8 +6,10 @@
 // - POST application/x-www-form-urlencoded `token=…&token_type_hint=access_token` to the
 //   endpoint with HTTP Basic client credentials (clientId + the Secret's client secret,
 //   each form-urlencoded first, RFC 6749 §2.3.1); redirects are not followed.
-// - The answer must say `active: true`; then `exp`/`nbf` (with clockToleranceSeconds),
-//   `iss` (exact) and `aud` (one of audiences) are checked when present.
+// - The answer must say `active: true`; then `exp`/`nbf` (with clockToleranceSeconds)
+//   when present, and `iss` (exact) and `aud` (one of audiences) always: the trigger
+//   names both (the CRD requires them), and an answer without them does not show the
+//   token was issued for this endpoint (RFC 7662 makes them optional; RFC 8725 §3.9).
 // - Active answers are cached per route and token digest for
 //   min(cacheSeconds, exp − now). A token the provider's answer refuses (inactive,
 //   expired, another issuer or audience) is remembered as refused for a short time
@@ -387,7 +389,8 @@ export class OAuth2Verifier {
 
 /**
  * Why an introspection answer refuses the token (the invalid_token description), or
- * undefined when it is accepted: `active` exactly true, then exp, nbf, iss and aud.
+ * undefined when it is accepted: `active` exactly true, then exp and nbf when present,
+ * iss and aud always (an answer without them is refused: the trigger names both).
  */
 function refusalOf(claims: Claims, config: OAuth2Config, now: number): string | undefined {
   if (claims.active !== true) return 'The token is not active';
@@ -398,10 +401,10 @@ function refusalOf(claims: Claims, config: OAuth2Config, now: number): string | 
   if (typeof claims.nbf === 'number' && claims.nbf * 1000 > now + toleranceMs) {
     return 'The token is not yet valid';
   }
-  if (claims.iss !== undefined && claims.iss !== config.issuer) {
+  if (claims.iss !== config.issuer) {
     return 'The token issuer is not accepted';
   }
-  if (claims.aud !== undefined && !audienceMatches(claims.aud, config.audiences)) {
+  if (!audienceMatches(claims.aud, config.audiences)) {
     return 'The token audience is not accepted';
   }
   return undefined;
