@@ -1,32 +1,88 @@
-// JSONata evaluations in a pool of worker threads (ADR 0048): each worker's heap is
-// bounded (resourceLimits), and each evaluation has a hard deadline. JSONata's own time
-// limit is checked between evaluation steps only, and one step can allocate without
-// bound (`$pad("", 4e8)`: 800 MB) or hold the thread: in the engine's process that is
-// every namespace's executions; here a worker past its memory or past the deadline is
-// ended and replaced, and only that evaluation fails. Input and bindings go to the
-// worker by structured clone with each call, the result comes back the same way. One
-// evaluation at a time per worker; calls wait in order for a free one.
+// JSONata evaluations in a pool of worker processes (ADR 0048): each worker's heap is
+// bounded, and each evaluation has a hard deadline. JSONata's own time limit is checked
+// between evaluation steps only, and one step can allocate without bound
+// (`$pad("", 4e8)`: 800 MB) or hold the thread: in the engine's process that is every
+// namespace's executions; here a worker past its memory or past the deadline is ended
+// and replaced, and only that evaluation fails. One evaluation at a time per worker;
+// calls wait in order for a free one.
+//
+// What goes to a worker (amended 2026-11-28 (night)): the bindings the expression names
+// (expression-needs.ts), the input, and the execution's trigger record once per
+// execution and worker (an ExecutionContext, held there until the execution ends or
+// the worker's byte bound evicts it: expression-contexts.ts). The result comes back by
+// structured clone.
 import { fork, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
+import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
+import { WorkerContexts, type ContextChange } from './expression-contexts.ts';
 import { ExpressionError, ExpressionLimitError } from './expression-error.ts';
+import { EVERYTHING, namedBindings, type ExpressionNeeds } from './expression-needs.ts';
+
+/** An execution's trigger record as `$` and/or `$trigger` of a call, held by the worker. */
+export interface CallContext {
+  key: number;
+  /**
+   * The record, v8.serialize'd, when the worker does not hold it yet; `keep`: hold it for
+   * the calls that follow (false: over the worker's bound, used for this call only).
+   */
+  record?: { bytes: Uint8Array; keep: boolean };
+  asInput: boolean;
+  asTrigger: boolean;
+}
 
 /** One evaluation, as the worker gets it. */
 export interface EvaluationCall {
   id: number;
   source: string;
+  /** `$`, unless the context's record is (`context.asInput`). */
   input: unknown;
+  /** The bindings the expression names; `trigger` is the context's record when `context.asTrigger`. */
   bindings: Record<string, unknown>;
+  context?: CallContext;
+  /** Contexts the worker lets go of first (ended executions, evicted ones). */
+  drop?: number[];
   timeoutMs: number;
   maxDepth: number;
   /** Largest result passed back, in bytes of its serialization. */
   maxResultBytes: number;
 }
 
-/** The worker's answer: the value, or JSONata's error as data. */
+/** Contexts the worker lets go of, sent alone when it is idle. */
+export interface DropMessage {
+  drop: number[];
+}
+
+export type WorkerMessage = EvaluationCall | DropMessage;
+
+/**
+ * The worker's answer: the value, or JSONata's error as data; `held`, the contexts it
+ * holds after the call (what the pool's account should say, for tests).
+ */
 export type EvaluationAnswer =
-  | { id: number; value: unknown }
-  | { id: number; error: { message: string; code?: string; position?: number } };
+  | { id: number; held?: number; value: unknown }
+  | {
+      id: number;
+      held?: number;
+      error: { message: string; code?: string; position?: number };
+    };
+
+/** One execution's trigger record, sent to a worker once (ExpressionWorkerPool.openContext). */
+export interface ExecutionContext {
+  readonly key: number;
+  readonly record: unknown;
+}
+
+/** One evaluation, as the pool is asked for it. */
+export interface EvaluationRequest {
+  source: string;
+  input: unknown;
+  bindings: Record<string, unknown>;
+  /** What the expression reads of its bindings (default: every binding). */
+  needs?: ExpressionNeeds;
+  /** Its execution's context: `$` or `$trigger`, when they are its record, are sent once. */
+  context?: ExecutionContext;
+}
 
 /**
  * What runs the evaluations: `thread` (worker threads; Node's heap limit there is
@@ -55,17 +111,24 @@ export interface ExpressionPoolOptions {
    * that a single step holds past it.
    */
   graceMs?: number;
+  /**
+   * Execution contexts a worker holds, MB of their serialized records (default an eighth
+   * of the old-generation heap: a record takes about twice its serialized size there).
+   */
+  maxContextMb?: number;
 }
 
 interface Pending {
   call: EvaluationCall;
+  /** The call reads its execution's record (as `$`, `$trigger` or both). */
+  context: ExecutionContext | undefined;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
 }
 
 /** A worker thread or a child process, as the pool talks to it. */
 interface Channel {
-  post(call: EvaluationCall): void;
+  post(message: WorkerMessage): void;
   ref(): void;
   unref(): void;
   /** Ends it now; its exit follows. */
@@ -80,6 +143,22 @@ interface Slot {
   timer: NodeJS.Timeout | undefined;
   /** Why the worker is being ended, told to the evaluation it was running. */
   ending: Error | undefined;
+  /** The execution contexts its worker holds. */
+  contexts: WorkerContexts;
+  /** How many its worker said it held, after its last call. */
+  reported: number | undefined;
+  /** Records sent to its worker. */
+  sent: number;
+}
+
+/** A slot's execution contexts: the pool's account and the worker's own (tests). */
+export interface ContextCount {
+  held: number;
+  bytes: number;
+  /** What the worker said after its last call (drops sent since are not in it). */
+  reported: number | undefined;
+  /** Records sent to the worker (kept or not). */
+  sent: number;
 }
 
 const WORKER_URL = new URL('./expression-worker.ts', import.meta.url);
@@ -97,10 +176,12 @@ export class ExpressionWorkerPool {
   readonly #youngMb: number;
   readonly #graceMs: number;
   readonly #maxResultBytes: number;
+  readonly #maxContextBytes: number;
   /** Started lazily: a process whose expressions all take the fast path starts none. */
   readonly #slots: (Slot | undefined)[];
   readonly #queue: Pending[] = [];
   #nextId = 1;
+  #nextContext = 1;
   #closed = false;
 
   constructor(options: ExpressionPoolOptions = {}) {
@@ -110,16 +191,17 @@ export class ExpressionWorkerPool {
     this.#youngMb = options.maxYoungGenerationSizeMb ?? 16;
     this.#graceMs = options.graceMs ?? 100;
     this.#maxResultBytes = (options.maxResultMb ?? 16) * 1024 * 1024;
+    this.#maxContextBytes = (options.maxContextMb ?? this.#oldMb / 8) * 1024 * 1024;
     this.#slots = Array.from({ length: this.size }, () => undefined);
   }
 
   evaluate(
-    source: string,
-    input: unknown,
-    bindings: Record<string, unknown>,
+    request: EvaluationRequest,
     limits: { timeoutMs: number; maxDepth: number },
   ): Promise<unknown> {
     if (this.#closed) return Promise.reject(new ExpressionError('expression pool closed'));
+    const { source, input, context } = request;
+    const bindings = namedBindings(request.bindings, request.needs ?? EVERYTHING);
     const call: EvaluationCall = {
       id: this.#nextId++,
       source,
@@ -128,10 +210,47 @@ export class ExpressionWorkerPool {
       maxResultBytes: this.#maxResultBytes,
       ...limits,
     };
+    let reads: ExecutionContext | undefined;
+    if (context) {
+      // The record goes once per worker: the call carries its key in place of it.
+      const asInput = input === context.record;
+      const asTrigger = Object.hasOwn(bindings, 'trigger') && bindings.trigger === context.record;
+      if (asInput) call.input = undefined;
+      if (asTrigger) delete bindings.trigger;
+      if (asInput || asTrigger) {
+        call.context = { key: context.key, asInput, asTrigger };
+        reads = context;
+      }
+    }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ call, resolve, reject });
+      this.#queue.push({ call, context: reads, resolve, reject });
       this.#pump();
     });
+  }
+
+  /** A context for one execution's calls (`record`: its trigger record); end it with closeContext. */
+  openContext(record: unknown): ExecutionContext {
+    return { key: this.#nextContext++, record };
+  }
+
+  /** The execution ended: its workers let go of its record (told now if idle, else with the next call). */
+  closeContext(context: ExecutionContext): void {
+    for (const slot of this.#slots) {
+      if (!slot?.contexts.end(context.key)) continue;
+      if (slot.ready && slot.busy === undefined) this.#sendDrops(slot);
+    }
+  }
+
+  /** Each started worker's execution contexts (tests). */
+  contextCounts(): ContextCount[] {
+    return this.#slots
+      .filter((slot): slot is Slot => slot !== undefined)
+      .map((slot) => ({
+        held: slot.contexts.size,
+        bytes: slot.contexts.bytes,
+        reported: slot.reported,
+        sent: slot.sent,
+      }));
   }
 
   async close(): Promise<void> {
@@ -153,7 +272,7 @@ export class ExpressionWorkerPool {
 
   #pump(): void {
     while (this.#queue.length > 0) {
-      const idle = this.#slots.find((s) => s?.ready === true && s.busy === undefined);
+      const idle = this.#idleFor(this.#queue[0] as Pending);
       if (idle) {
         this.#dispatch(idle, this.#queue.shift() as Pending);
         continue;
@@ -166,9 +285,23 @@ export class ExpressionWorkerPool {
     }
   }
 
+  /** An idle worker for `pending`: one that holds its context if one does. */
+  #idleFor(pending: Pending): Slot | undefined {
+    let idle: Slot | undefined;
+    for (const slot of this.#slots) {
+      if (slot?.ready !== true || slot.busy !== undefined) continue;
+      if (pending.context === undefined) return slot;
+      if (slot.contexts.use(pending.context.key)) return slot;
+      idle ??= slot;
+    }
+    return idle;
+  }
+
   #dispatch(slot: Slot, pending: Pending): void {
-    const { call } = pending;
+    let call: EvaluationCall;
+    let change: ContextChange;
     try {
+      ({ call, change } = this.#withContext(slot, pending));
       slot.worker.post(call);
     } catch (error) {
       // DataCloneError: a function or a symbol in the input or the bindings.
@@ -178,6 +311,8 @@ export class ExpressionWorkerPool {
       );
       return;
     }
+    slot.contexts.sent(change);
+    if (call.context?.record) slot.sent++;
     slot.busy = pending;
     slot.worker.ref();
     slot.timer = setTimeout(() => {
@@ -194,6 +329,31 @@ export class ExpressionWorkerPool {
       void slot.worker.kill();
       this.#pump();
     }, call.timeoutMs + this.#graceMs);
+  }
+
+  /**
+   * The call as it goes to `slot`'s worker: with its execution's record when the worker
+   * does not hold it yet (serialized here: its size is what the bound counts), and the
+   * contexts the worker lets go of first. Throws when the record cannot be serialized.
+   */
+  #withContext(slot: Slot, pending: Pending): { call: EvaluationCall; change: ContextChange } {
+    const { call, context } = pending;
+    let change = slot.contexts.dropping();
+    if (context && call.context && !slot.contexts.use(context.key)) {
+      const bytes = serialize(context.record);
+      change = slot.contexts.keeping(context.key, bytes.length);
+      call.context.record = { bytes, keep: change.keep !== undefined };
+    }
+    if (change.drop.length > 0) call.drop = change.drop;
+    return { call, change };
+  }
+
+  /** Tells an idle worker which contexts it lets go of. */
+  #sendDrops(slot: Slot): void {
+    const change = slot.contexts.dropping();
+    if (change.drop.length === 0) return;
+    slot.worker.post({ drop: change.drop });
+    slot.contexts.sent(change);
   }
 
   /** Frees the slot of a worker that is ending: a new one is started when needed. */
@@ -244,6 +404,9 @@ export class ExpressionWorkerPool {
       busy: undefined,
       timer: undefined,
       ending: undefined,
+      contexts: new WorkerContexts(this.#maxContextBytes),
+      reported: undefined,
+      sent: 0,
     };
     this.#slots[index] = slot;
     worker.ref();
@@ -255,6 +418,7 @@ export class ExpressionWorkerPool {
     if (!pending || pending.call.id !== answer.id) return;
     clearTimeout(slot.timer);
     slot.busy = undefined;
+    slot.reported = answer.held;
     slot.worker.unref();
     if ('error' in answer && answer.error.code === 'HG_EXPRESSION_RESULT') {
       pending.reject(
@@ -273,6 +437,8 @@ export class ExpressionWorkerPool {
       pending.resolve(answer.value);
     }
     this.#pump();
+    // Idle now: ended executions' contexts are let go of at once.
+    if (slot.busy === undefined && slot.contexts.pendingDrops > 0) this.#sendDrops(slot);
   }
 }
 
@@ -301,7 +467,7 @@ function threadChannel(limits: { oldMb: number; youngMb: number }, on: ChannelEv
   );
   worker.on('exit', on.exit);
   return {
-    post: (call) => worker.postMessage(call),
+    post: (message) => worker.postMessage(message),
     ref: () => worker.ref(),
     unref: () => worker.unref(),
     kill: () => worker.terminate().then(() => undefined),
@@ -341,8 +507,8 @@ function processChannel(limits: { oldMb: number; youngMb: number }, on: ChannelE
     on.exit();
   });
   return {
-    post: (call) => {
-      child.send(call);
+    post: (message) => {
+      child.send(message);
     },
     ref: () => {
       child.ref();

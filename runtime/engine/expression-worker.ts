@@ -3,11 +3,16 @@
 // (../../api/linear-regex.ts sets V8's flag in this isolate too when it loads). The
 // worker's heap is bounded by its resourceLimits: an evaluation that allocates past
 // them ends this thread, not the engine's process; one that holds a step past the time
-// limit is terminated by the pool.
+// limit is terminated by the pool. It holds the trigger records of the executions the
+// pool says (by context key), and lets go of them when the pool says.
+import { deserialize } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import jsonata from 'jsonata';
 import { LinearRegExp } from '../../api/linear-regex.ts';
-import type { EvaluationAnswer, EvaluationCall } from './expression-pool.ts';
+import type { EvaluationAnswer, EvaluationCall, WorkerMessage } from './expression-pool.ts';
+
+/** Trigger records by execution context key (expression-contexts.ts keeps the account). */
+const records = new Map<number, unknown>();
 
 /** Compiled expressions by source, the most recent last (bounded: a worker is long-lived). */
 const compiled = new Map<string, jsonata.Expression>();
@@ -39,6 +44,7 @@ function failure(id: number, error: unknown): EvaluationAnswer {
     const e = error as { code?: unknown; message?: unknown; position?: unknown };
     return {
       id,
+      held: records.size,
       error: {
         message: typeof e.message === 'string' ? e.message : 'unknown error',
         ...(typeof e.code === 'string' ? { code: e.code } : {}),
@@ -46,7 +52,27 @@ function failure(id: number, error: unknown): EvaluationAnswer {
       },
     };
   }
-  return { id, error: { message: String(error) } };
+  return { id, held: records.size, error: { message: String(error) } };
+}
+
+/** The call's input and bindings, its execution's record put in where the pool left it out. */
+function argumentsOf(call: EvaluationCall): { input: unknown; bindings: Record<string, unknown> } {
+  const { context } = call;
+  if (!context) return { input: call.input, bindings: call.bindings };
+  let record: unknown;
+  if (context.record) {
+    record = deserialize(context.record.bytes);
+    if (context.record.keep) records.set(context.key, record);
+  } else if (records.has(context.key)) {
+    record = records.get(context.key);
+  } else {
+    // The pool's account says this worker holds it: a bug, not the expression's fault.
+    throw new Error(`execution context ${context.key} is not held by this worker`);
+  }
+  return {
+    input: context.asInput ? record : call.input,
+    bindings: context.asTrigger ? { ...call.bindings, trigger: record } : call.bindings,
+  };
 }
 
 /** A value structured clone cannot carry (a function in the result): as JSON would carry it. */
@@ -96,14 +122,18 @@ function sizeWithin(value: unknown, budget: number): number {
 /** The answer to post: the result, or the error when it is too big to carry. */
 function answer(call: EvaluationCall, value: unknown): EvaluationAnswer {
   if (sizeWithin(value, call.maxResultBytes) > call.maxResultBytes) {
-    return { id: call.id, error: { message: 'result too big', code: 'HG_EXPRESSION_RESULT' } };
+    return {
+      id: call.id,
+      held: records.size,
+      error: { message: 'result too big', code: 'HG_EXPRESSION_RESULT' },
+    };
   }
-  return { id: call.id, value };
+  return { id: call.id, held: records.size, value };
 }
 
 /** The pool's end: the thread's port, or the IPC channel of a child process. */
 interface PoolPort {
-  on(event: 'message', listener: (call: EvaluationCall) => void): unknown;
+  on(event: 'message', listener: (message: WorkerMessage) => void): unknown;
   postMessage(answer: EvaluationAnswer | 'ready'): void;
 }
 
@@ -120,10 +150,14 @@ function poolPort(): PoolPort {
 }
 
 const port = poolPort();
-port.on('message', (call: EvaluationCall) => {
+port.on('message', (message: WorkerMessage) => {
+  for (const key of message.drop ?? []) records.delete(key);
+  if (!('source' in message)) return;
+  const call = message;
   let pending: Promise<unknown>;
   try {
-    pending = compiledOf(call).evaluate(call.input, call.bindings) as Promise<unknown>;
+    const { input, bindings } = argumentsOf(call);
+    pending = compiledOf(call).evaluate(input, bindings) as Promise<unknown>;
   } catch (error) {
     port.postMessage(failure(call.id, error));
     return;
@@ -135,7 +169,11 @@ port.on('message', (call: EvaluationCall) => {
         port.postMessage(message);
       } catch {
         // DataCloneError: a function in the result, left out as JSON leaves it out.
-        port.postMessage({ id: call.id, value: cloneable(value) } satisfies EvaluationAnswer);
+        port.postMessage({
+          id: call.id,
+          held: records.size,
+          value: cloneable(value),
+        } satisfies EvaluationAnswer);
       }
     },
     (error: unknown) => port.postMessage(failure(call.id, error)),

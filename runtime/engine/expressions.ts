@@ -5,13 +5,21 @@
 // (expression-fast-path.ts). Regular expressions run on V8's linear-time engine (a
 // synchronous backtracking match is out of reach of the time limit): a pattern it
 // cannot run does not compile (../../api/linear-regex.ts). What the fast path leaves
-// evaluates in this process (`inline`) or in a pool of worker threads bounded in
+// evaluates in this process (`inline`) or in a pool of worker processes bounded in
 // memory and time (`worker`, expression-pool.ts, ADR 0048): two adapters of one port.
+// An execution's expressions go through forExecution(): with `worker`, its trigger
+// record then goes to each worker once, not with every call.
 import jsonata from 'jsonata';
 import { LinearRegExp, nonLinearRegex } from '../../api/linear-regex.ts';
 import { ExpressionError } from './expression-error.ts';
 import { fastPathOf, UNDECIDED, type FastEvaluator } from './expression-fast-path.ts';
-import { ExpressionWorkerPool, type ExpressionPoolOptions } from './expression-pool.ts';
+import { needsOf, type ExpressionNeeds } from './expression-needs.ts';
+import {
+  ExpressionWorkerPool,
+  type ContextCount,
+  type ExecutionContext,
+  type ExpressionPoolOptions,
+} from './expression-pool.ts';
 
 export { ExpressionError, ExpressionLimitError } from './expression-error.ts';
 
@@ -19,6 +27,8 @@ export { ExpressionError, ExpressionLimitError } from './expression-error.ts';
 interface Compiled {
   expression: jsonata.Expression;
   fast: FastEvaluator | undefined;
+  /** What it reads of its bindings (worked out when a worker first evaluates it). */
+  needs?: ExpressionNeeds;
   /**
    * Handed out by compile(): its caller may register functions on it (tests do), which
    * only this process' copy has, so it is evaluated here whatever the isolation.
@@ -35,7 +45,7 @@ export interface ExpressionLimits {
   maxGenerations?: number;
   /**
    * Where JSONata evaluates what the fast path leaves: `inline` (this process; functions
-   * registered on a compiled expression work) or `worker` (a pool of worker threads,
+   * registered on a compiled expression work) or `worker` (a pool of worker processes,
    * each evaluation bounded in memory and time). Default: HOOKGATE_EXPRESSION_ISOLATION,
    * else `inline` (ADR 0048); `pool` defaults to HOOKGATE_EXPRESSION_WORKERS and
    * HOOKGATE_EXPRESSION_WORKER_MEMORY_MB.
@@ -88,12 +98,21 @@ interface JsonataEvaluator {
     source: string,
     input: unknown,
     bindings: Record<string, unknown>,
+    context?: ExecutionContext,
   ): Promise<unknown>;
+  /** A context for one execution's evaluations (`record`: its trigger record), if it keeps any. */
+  openContext(record: unknown): ExecutionContext | undefined;
+  closeContext(context: ExecutionContext): void;
+  /** What each worker holds of executions (tests). */
+  contextCounts(): ContextCount[];
   close(): Promise<void>;
 }
 
 /** In this process, on the compiled expression (registered functions included). */
 const inlineEvaluator: JsonataEvaluator = {
+  openContext: () => undefined,
+  closeContext: () => {},
+  contextCounts: () => [],
   evaluate(compiled, _source, input, bindings) {
     // JSONata's promise is handed on, not wrapped in another one.
     return (compiled.expression.evaluate(input, bindings) as Promise<unknown>).then(
@@ -112,10 +131,30 @@ function workerEvaluator(
   limits: { timeoutMs: number; maxDepth: number },
 ): JsonataEvaluator {
   return {
-    evaluate: (_compiled, source, input, bindings) =>
-      pool.evaluate(source, input, bindings, limits),
+    evaluate: (compiled, source, input, bindings, context) => {
+      compiled.needs ??= needsOf(compiled.expression.ast());
+      return pool.evaluate({ source, input, bindings, needs: compiled.needs, context }, limits);
+    },
+    openContext: (record) => pool.openContext(record),
+    closeContext: (context) => pool.closeContext(context),
+    contextCounts: () => pool.contextCounts(),
     close: () => pool.close(),
   };
+}
+
+/**
+ * One execution's expressions: evaluated as ExpressionCache.evaluate does, with its
+ * trigger record (`$trigger`, and `$` while the input is that record) sent to each
+ * worker once. end() when the execution ends: what the workers keep of it is let go.
+ */
+export interface ExecutionExpressions {
+  evaluate(
+    scope: string,
+    source: string,
+    input: unknown,
+    bindings: Record<string, unknown>,
+  ): Promise<unknown>;
+  end(): void;
 }
 
 /** JSONata throws plain objects `{ code, message, position, token }`. */
@@ -138,6 +177,11 @@ export class ExpressionCache {
   readonly #maxDepth: number;
   readonly #maxGenerations: number;
   readonly #jsonata: JsonataEvaluator;
+  /** An execution's expressions when its evaluator keeps nothing of it (`inline`). */
+  readonly #unkept: ExecutionExpressions = {
+    evaluate: (...args) => this.evaluate(...args),
+    end: () => {},
+  };
   readonly isolation: ExpressionIsolation;
 
   constructor(limits: ExpressionLimits = {}) {
@@ -156,6 +200,11 @@ export class ExpressionCache {
             maxDepth: this.#maxDepth,
           })
         : inlineEvaluator;
+  }
+
+  /** What each started worker holds of executions' trigger records (isolation `worker`; tests). */
+  contextCounts(): ContextCount[] {
+    return this.#jsonata.contextCounts();
   }
 
   /** Ends the worker pool (isolation `worker`); evaluations waiting fail. */
@@ -216,12 +265,38 @@ export class ExpressionCache {
     return this.#generations.get(scope)?.size ?? 0;
   }
 
+  /** The expressions of one execution whose trigger record is `record`; end() it when it ends. */
+  forExecution(record: unknown): ExecutionExpressions {
+    const context = this.#jsonata.openContext(record);
+    if (!context) return this.#unkept;
+    let ended = false;
+    return {
+      evaluate: (scope, source, input, bindings) =>
+        this.#evaluate(scope, source, input, bindings, ended ? undefined : context),
+      end: () => {
+        if (ended) return;
+        ended = true;
+        this.#jsonata.closeContext(context);
+      },
+    };
+  }
+
   /** Rejects with an ExpressionError when `source` does not compile or evaluation fails. */
   evaluate(
     scope: string,
     source: string,
     input: unknown,
     bindings: Record<string, unknown>,
+  ): Promise<unknown> {
+    return this.#evaluate(scope, source, input, bindings, undefined);
+  }
+
+  #evaluate(
+    scope: string,
+    source: string,
+    input: unknown,
+    bindings: Record<string, unknown>,
+    context: ExecutionContext | undefined,
   ): Promise<unknown> {
     let entry: Compiled;
     try {
@@ -235,7 +310,7 @@ export class ExpressionCache {
       if (value !== UNDECIDED) return Promise.resolve(value);
     }
     const evaluator = entry.handedOut ? inlineEvaluator : this.#jsonata;
-    return evaluator.evaluate(entry, source, input, bindings);
+    return evaluator.evaluate(entry, source, input, bindings, context);
   }
 }
 

@@ -5,7 +5,11 @@ import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { isoTime } from '../time.ts';
 import type { EventStream } from './execution-events.ts';
 import { ExecutionFailure, MAX_FAILURE_MESSAGE } from './execution-failure.ts';
-import { ExpressionLimitError, type ExpressionCache } from './expressions.ts';
+import {
+  ExpressionLimitError,
+  type ExecutionExpressions,
+  type ExpressionCache,
+} from './expressions.ts';
 import {
   runClock,
   withinRunTime,
@@ -84,7 +88,8 @@ class RunContext implements NodeContext {
   readonly deadline: number;
   /** The span of the node running (tracing on): nodes run one at a time. */
   span: TraceSpan | undefined = undefined;
-  readonly #expressions: ExpressionCache;
+  /** This run's expressions: with worker isolation, its trigger record goes to each worker once. */
+  readonly #expressions: ExecutionExpressions;
 
   constructor(run: Run, options: InterpreterOptions) {
     const { workflow } = run.request;
@@ -95,7 +100,12 @@ class RunContext implements NodeContext {
     this.scope = `${workflow.workflowId}@${workflow.generation}`;
     this.bindings = { trigger: run.execution.input, nodes: {} };
     this.deadline = runClock() + options.maxRunMs;
-    this.#expressions = options.expressions;
+    this.#expressions = options.expressions.forExecution(this.bindings.trigger);
+  }
+
+  /** The run is over: what the expression workers keep of it is let go. */
+  end(): void {
+    this.#expressions.end();
   }
 
   /** Aborted when the engine shuts down (asked for by the nodes that wait). */
@@ -121,8 +131,18 @@ export class Interpreter {
 
   /** Runs the workflow; resolves with its output, rejects with an ExecutionFailure. */
   async execute(run: Run): Promise<unknown> {
-    const nodes = run.request.workflow.spec.nodes;
     const ctx = new RunContext(run, this.#o);
+    try {
+      return await this.#walk(ctx);
+    } finally {
+      ctx.end();
+    }
+  }
+
+  /** Runs the nodes from the first, then the workflow output. */
+  async #walk(ctx: RunContext): Promise<unknown> {
+    const { run } = ctx;
+    const nodes = run.request.workflow.spec.nodes;
     // Position of `current`: the following node needs no lookup, only jumps do.
     let position = 0;
     let current: WorkflowNode | undefined = nodes[0];
