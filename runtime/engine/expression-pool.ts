@@ -7,17 +7,24 @@
 // calls wait in order for a free one.
 //
 // What goes to a worker (amended 2026-11-28 (night)): the bindings the expression names
-// (expression-needs.ts), the input, and the execution's trigger record once per
-// execution and worker (an ExecutionContext, held there until the execution ends or
-// the worker's byte bound evicts it: expression-contexts.ts). The result comes back by
-// structured clone.
+// and the parts of its input it reads (expression-needs.ts); and the execution's
+// trigger record, when the expression reads `$trigger` or all of a `$` that is the
+// record, once per execution and worker (an ExecutionContext, held there until the
+// execution ends or the worker's byte bound evicts it: expression-contexts.ts). The
+// result comes back by structured clone.
 import { fork, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { WorkerContexts, type ContextChange } from './expression-contexts.ts';
 import { ExpressionError, ExpressionLimitError } from './expression-error.ts';
-import { EVERYTHING, namedBindings, type ExpressionNeeds } from './expression-needs.ts';
+import {
+  EVERYTHING,
+  namedBindings,
+  projection,
+  type ExpressionNeeds,
+  type InputFields,
+} from './expression-needs.ts';
 
 /** An execution's trigger record as `$` and/or `$trigger` of a call, held by the worker. */
 export interface CallContext {
@@ -78,7 +85,7 @@ export interface EvaluationRequest {
   source: string;
   input: unknown;
   bindings: Record<string, unknown>;
-  /** What the expression reads of its bindings (default: every binding). */
+  /** What the expression reads of its bindings and input (default: all of them). */
   needs?: ExpressionNeeds;
   /** Its execution's context: `$` or `$trigger`, when they are its record, are sent once. */
   context?: ExecutionContext;
@@ -122,6 +129,8 @@ interface Pending {
   call: EvaluationCall;
   /** The call reads its execution's record (as `$`, `$trigger` or both). */
   context: ExecutionContext | undefined;
+  /** What it reads of its input. */
+  fields: InputFields | 'all';
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
 }
@@ -201,7 +210,8 @@ export class ExpressionWorkerPool {
   ): Promise<unknown> {
     if (this.#closed) return Promise.reject(new ExpressionError('expression pool closed'));
     const { source, input, context } = request;
-    const bindings = namedBindings(request.bindings, request.needs ?? EVERYTHING);
+    const needs = request.needs ?? EVERYTHING;
+    const bindings = namedBindings(request.bindings, needs);
     const call: EvaluationCall = {
       id: this.#nextId++,
       source,
@@ -211,9 +221,9 @@ export class ExpressionWorkerPool {
       ...limits,
     };
     let reads: ExecutionContext | undefined;
+    const asInput = context !== undefined && input === context.record;
     if (context) {
       // The record goes once per worker: the call carries its key in place of it.
-      const asInput = input === context.record;
       const asTrigger = Object.hasOwn(bindings, 'trigger') && bindings.trigger === context.record;
       if (asInput) call.input = undefined;
       if (asTrigger) delete bindings.trigger;
@@ -222,8 +232,9 @@ export class ExpressionWorkerPool {
         reads = context;
       }
     }
+    if (!asInput && needs.input !== 'all') call.input = projection(input, needs.input);
     return new Promise((resolve, reject) => {
-      this.#queue.push({ call, context: reads, resolve, reject });
+      this.#queue.push({ call, context: reads, fields: needs.input, resolve, reject });
       this.#pump();
     });
   }
@@ -333,16 +344,24 @@ export class ExpressionWorkerPool {
 
   /**
    * The call as it goes to `slot`'s worker: with its execution's record when the worker
-   * does not hold it yet (serialized here: its size is what the bound counts), and the
-   * contexts the worker lets go of first. Throws when the record cannot be serialized.
+   * does not hold it yet (serialized here: its size is what the bound counts), unless the
+   * call reads only part of it as `$` (then that part goes, and the record stays out);
+   * and the contexts the worker lets go of first. Throws when the record cannot be
+   * serialized.
    */
   #withContext(slot: Slot, pending: Pending): { call: EvaluationCall; change: ContextChange } {
-    const { call, context } = pending;
+    const { call, context, fields } = pending;
     let change = slot.contexts.dropping();
-    if (context && call.context && !slot.contexts.use(context.key)) {
-      const bytes = serialize(context.record);
-      change = slot.contexts.keeping(context.key, bytes.length);
-      call.context.record = { bytes, keep: change.keep !== undefined };
+    const ref = call.context;
+    if (context && ref && !slot.contexts.use(context.key)) {
+      if (fields !== 'all' && !ref.asTrigger) {
+        call.input = projection(context.record, fields);
+        delete call.context;
+      } else {
+        const bytes = serialize(context.record);
+        change = slot.contexts.keeping(context.key, bytes.length);
+        ref.record = { bytes, keep: change.keep !== undefined };
+      }
     }
     if (change.drop.length > 0) call.drop = change.drop;
     return { call, change };

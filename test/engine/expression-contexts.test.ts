@@ -1,11 +1,9 @@
 // What the worker pool sends a worker (ADR 0048, amended 2026-11-28 (night)): only the
 // bindings an expression names, and an execution's trigger record once per worker, held
 // there under the execution's context until it ends or the worker's byte bound evicts it.
-import jsonata from 'jsonata';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WorkflowNode } from '../../api/v1alpha1/workflow.ts';
 import { InProcessEngine } from '../../runtime/engine/engine.ts';
-import { needsOf } from '../../runtime/engine/expression-needs.ts';
 import { ExpressionCache, type ExpressionLimits } from '../../runtime/engine/expressions.ts';
 import { finished, ref, trigger, workflow } from './helpers.ts';
 
@@ -21,24 +19,12 @@ afterEach(async () => {
 
 /** A trigger record whose body holds about `bytes` of text. */
 function record(name: string, bytes = 1000): Record<string, unknown> {
-  // (Evaluated below with $string(...): a plain path would take the fast path, no worker.)
+  // (Read below with $string($trigger...): a plain path takes the fast path, no worker,
+  // and a path on `$` alone gets what it reads of the record, not the record.)
   return { body: { name, pad: 'x'.repeat(bytes) }, headers: {}, metadata: { name } };
 }
 
 describe('the bindings an expression names', () => {
-  it('are read off its syntax tree; $eval names them all', () => {
-    const named = (source: string): string[] | 'all' => {
-      const { bindings } = needsOf(jsonata(source).ast());
-      return bindings === 'all' ? 'all' : [...bindings].sort();
-    };
-    expect(named('$trigger.body.name')).toEqual(['trigger']);
-    expect(named('$merge([$nodes.a, { "x": $$.y, "z": $ }])')).toEqual(['merge', 'nodes']);
-    expect(named('body.items[qty > 1].sku')).toEqual([]);
-    expect(named('($f := function($v) { $v & $trigger.a }; $f(x))')).toEqual(['f', 'trigger', 'v']);
-    expect(named('x ?? $nodes.b')).toEqual(['exists', 'nodes']);
-    expect(named('$eval(body.code)')).toBe('all');
-  });
-
   it('only those are sent: a binding that cannot be sent fails only the expressions naming it', async () => {
     const cache = workerCache();
     const input = record('ada');
@@ -55,6 +41,28 @@ describe('the bindings an expression names', () => {
     await expect(cache.evaluate('w@1', '$eval("body.name")', input, bindings)).rejects.toThrow(
       /its input cannot be passed/,
     );
+  }, 20_000);
+});
+
+describe('the parts of its input an expression reads', () => {
+  it('only those are sent: the record stays out, and what is not read need not be sendable', async () => {
+    const cache = workerCache();
+    const input = { ...record('ada'), hook: () => 1 };
+    const run = cache.forExecution(input);
+    const bindings = { trigger: input, nodes: {} };
+    await expect(run.evaluate('w@1', '$uppercase(body.name)', input, bindings)).resolves.toBe(
+      'ADA',
+    );
+    // A node output as the input, cut down the same way.
+    await expect(
+      run.evaluate('w@1', '$count(out.items)', { out: { items: [1, 2] }, f: () => 2 }, bindings),
+    ).resolves.toBe(2);
+    expect(cache.contextCounts()).toMatchObject([{ held: 0, sent: 0 }]);
+    // All of `$` is the record: it goes, and cannot.
+    await expect(run.evaluate('w@1', '$count($keys($))', input, bindings)).rejects.toThrow(
+      /its input cannot be passed/,
+    );
+    run.end();
   }, 20_000);
 });
 
@@ -105,21 +113,21 @@ describe('an execution context', () => {
     const cache = workerCache();
     const a = record('ada');
     const runA = cache.forExecution(a);
-    await runA.evaluate('w@1', '$string(body.name)', a, { trigger: a });
+    await runA.evaluate('w@1', '$string($trigger.body.name)', a, { trigger: a });
     expect(cache.contextCounts()).toMatchObject([{ held: 1, reported: 1 }]);
     runA.end();
     expect(cache.contextCounts()).toMatchObject([{ held: 0, bytes: 0 }]);
     // The worker says what it holds with its next answer: the new execution's record only.
     const b = record('bob');
     const runB = cache.forExecution(b);
-    await expect(runB.evaluate('w@1', '$string(body.name)', b, { trigger: b })).resolves.toBe(
-      'bob',
-    );
+    await expect(
+      runB.evaluate('w@1', '$string($trigger.body.name)', b, { trigger: b }),
+    ).resolves.toBe('bob');
     expect(cache.contextCounts()).toMatchObject([{ held: 1, reported: 1, sent: 2 }]);
     // An ended execution's evaluations still answer (the record goes with each call).
-    await expect(runA.evaluate('w@1', '$string(body.name)', a, { trigger: a })).resolves.toBe(
-      'ada',
-    );
+    await expect(
+      runA.evaluate('w@1', '$string($trigger.body.name)', a, { trigger: a }),
+    ).resolves.toBe('ada');
     expect(cache.contextCounts()).toMatchObject([{ held: 1, reported: 1 }]);
     runB.end();
   }, 20_000);
@@ -131,9 +139,9 @@ describe('an execution context', () => {
     const runs = records.map((r) => cache.forExecution(r));
     for (const [i, run] of runs.entries()) {
       const r = records[i];
-      await expect(run.evaluate('w@1', '$string(metadata.name)', r, { trigger: r })).resolves.toBe(
-        ['a', 'b', 'c', 'd', 'e'][i],
-      );
+      await expect(
+        run.evaluate('w@1', '$string($trigger.metadata.name)', r, { trigger: r }),
+      ).resolves.toBe(['a', 'b', 'c', 'd', 'e'][i]);
       const [count] = cache.contextCounts();
       expect(count?.bytes).toBeLessThanOrEqual(16 * 1024);
       expect(count?.reported).toBe(count?.held);
@@ -142,14 +150,14 @@ describe('an execution context', () => {
     // 'a' was evicted: it goes again, and answers as before.
     const [first] = records;
     await expect(
-      runs[0]?.evaluate('w@1', '$string(metadata.name)', first, { trigger: first }),
+      runs[0]?.evaluate('w@1', '$string($trigger.metadata.name)', first, { trigger: first }),
     ).resolves.toBe('a');
     expect(cache.contextCounts()).toMatchObject([{ held: 3, sent: 6 }]);
     // A record over the whole bound is used for its call and not kept.
     const big = record('big', 20_000);
     const run = cache.forExecution(big);
     await expect(
-      run.evaluate('w@1', '$string(metadata.name)', big, { trigger: big }),
+      run.evaluate('w@1', '$string($trigger.metadata.name)', big, { trigger: big }),
     ).resolves.toBe('big');
     expect(cache.contextCounts()).toMatchObject([{ held: 3, reported: 3, sent: 7 }]);
     for (const r of [...runs, run]) r.end();
@@ -160,7 +168,9 @@ describe('an execution context', () => {
     const cache = workerCache();
     const a = record('ada');
     const run = cache.forExecution(a);
-    await expect(run.evaluate('w@1', '$string(body.name)', a, { trigger: a })).resolves.toBe('ada');
+    await expect(
+      run.evaluate('w@1', '$string($trigger.body.name)', a, { trigger: a }),
+    ).resolves.toBe('ada');
     // Past the worker's heap (or, on a loaded machine, its deadline first): either ends it.
     await expect(
       run.evaluate('w@1', '$count([1..1e7].[1..1e2])', a, { trigger: a }),
@@ -171,6 +181,57 @@ describe('an execution context', () => {
     // The new worker's account: the record went to it once.
     expect(cache.contextCounts()).toMatchObject([{ held: 1, reported: 1, sent: 1 }]);
     run.end();
+  }, 20_000);
+});
+
+describe('through an execution context', () => {
+  it('answers as in this process: the record as $ or $trigger, whole or in part', async () => {
+    const worker = workerCache();
+    const inline = new ExpressionCache({ isolation: 'inline' });
+    const input = {
+      body: {
+        items: [
+          { sku: 'a', qty: 2 },
+          { sku: 'b', qty: 0 },
+        ],
+        name: 'ada',
+        total: 1250,
+      },
+      headers: { 'x-id': '1' },
+      metadata: { consumer: 'acme' },
+    };
+    const node = { total: 3, rows: [{ n: 1 }, { n: 2 }] };
+    const sources = [
+      '{ "id": body.name, "by": metadata.consumer, "big": body.total >= 1000 }',
+      'body.items[qty > 0].sku',
+      '$sum(body.items.qty) & "/" & $count($trigger.body.items)',
+      '$merge([$, { "ok": true }])',
+      '$keys($trigger)',
+      'body.items^(>qty).sku',
+      'body.items{ sku: qty }',
+      '$map(body.items, function($i) { $i.sku & body.name })',
+      'total + $count(rows) + $count($trigger.body.items)',
+      'rows.n',
+      '$string($)',
+      'nothing.here',
+    ];
+    const runWorker = worker.forExecution(input);
+    const runInline = inline.forExecution(input);
+    try {
+      for (const source of sources) {
+        for (const value of [input, node]) {
+          const bindings = { trigger: input, nodes: { a: node } };
+          const expected = await runInline.evaluate('w@1', source, value, bindings);
+          await expect(
+            runWorker.evaluate('w@1', source, value, bindings),
+            `${source} on ${value === input ? 'the record' : 'a node output'}`,
+          ).resolves.toEqual(expected);
+        }
+      }
+    } finally {
+      runWorker.end();
+      runInline.end();
+    }
   }, 20_000);
 });
 
@@ -199,7 +260,7 @@ describe('an execution in the engine', () => {
       expect(execution).toMatchObject({ status: 'succeeded', output: { n: 3, who: 'ADA' } });
       expect(engine.expressions.contextCounts()).toMatchObject([{ held: 0, bytes: 0, sent: 1 }]);
       const failing: Partial<WorkflowNode>[] = [
-        { id: 'a', type: 'transform', expression: '$error("no " & body.who)' },
+        { id: 'a', type: 'transform', expression: '$error("no " & $trigger.body.who)' },
       ];
       const f = await engine.start({
         workflow: workflow(failing),
