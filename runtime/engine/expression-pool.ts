@@ -18,6 +18,7 @@ import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { WorkerContexts, type ContextChange } from './expression-contexts.ts';
 import { ExpressionError, ExpressionLimitError } from './expression-error.ts';
+import { withSharedValues, type SharedRef } from './expression-sharing.ts';
 import {
   EVERYTHING,
   namedBindings,
@@ -63,11 +64,12 @@ export interface DropMessage {
 export type WorkerMessage = EvaluationCall | DropMessage;
 
 /**
- * The worker's answer: the value, or JSONata's error as data; `held`, the contexts it
- * holds after the call (what the pool's account should say, for tests).
+ * The worker's answer: the value (`refs`: where values of its input or bindings go back
+ * in), or JSONata's error as data; `held`, the contexts it holds after the call (what the
+ * pool's account should say, for tests).
  */
 export type EvaluationAnswer =
-  | { id: number; held?: number; value: unknown }
+  | { id: number; held?: number; value: unknown; refs?: SharedRef[] }
   | {
       id: number;
       held?: number;
@@ -131,6 +133,9 @@ interface Pending {
   context: ExecutionContext | undefined;
   /** What it reads of its input. */
   fields: InputFields | 'all';
+  /** Its input and bindings as given: what the result's references point into. */
+  input: unknown;
+  bindings: Record<string, unknown>;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
 }
@@ -234,7 +239,15 @@ export class ExpressionWorkerPool {
     }
     if (!asInput && needs.input !== 'all') call.input = projection(input, needs.input);
     return new Promise((resolve, reject) => {
-      this.#queue.push({ call, context: reads, fields: needs.input, resolve, reject });
+      this.#queue.push({
+        call,
+        context: reads,
+        fields: needs.input,
+        input,
+        bindings: request.bindings,
+        resolve,
+        reject,
+      });
       this.#pump();
     });
   }
@@ -452,6 +465,11 @@ export class ExpressionWorkerPool {
       pending.reject(
         new ExpressionError(`expression failed: ${message}${code ? ` (${code}${at})` : ''}`, code),
       );
+    } else if (answer.refs) {
+      // The values it shares with the input and bindings: this process' own.
+      const root = (name: string): unknown =>
+        name === '$' ? pending.input : pending.bindings[name];
+      pending.resolve(withSharedValues(answer.value, answer.refs, root));
     } else {
       pending.resolve(answer.value);
     }

@@ -4,15 +4,28 @@
 // worker's heap is bounded by its resourceLimits: an evaluation that allocates past
 // them ends this thread, not the engine's process; one that holds a step past the time
 // limit is terminated by the pool. It holds the trigger records of the executions the
-// pool says (by context key), and lets go of them when the pool says.
+// pool says (by context key), and lets go of them when the pool says. What its result
+// shares with its input and bindings goes back as references (expression-sharing.ts).
 import { deserialize } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import jsonata from 'jsonata';
 import { LinearRegExp } from '../../api/linear-regex.ts';
 import type { EvaluationAnswer, EvaluationCall, WorkerMessage } from './expression-pool.ts';
+import {
+  indexOf,
+  withSharedRefs,
+  type SharedSources,
+  type ValueIndex,
+} from './expression-sharing.ts';
+
+/** A trigger record held, and the index of its objects (made when a result is first matched). */
+interface Held {
+  record: unknown;
+  index?: ValueIndex;
+}
 
 /** Trigger records by execution context key (expression-contexts.ts keeps the account). */
-const records = new Map<number, unknown>();
+const records = new Map<number, Held>();
 
 /** Compiled expressions by source, the most recent last (bounded: a worker is long-lived). */
 const compiled = new Map<string, jsonata.Expression>();
@@ -55,24 +68,39 @@ function failure(id: number, error: unknown): EvaluationAnswer {
   return { id, held: records.size, error: { message: String(error) } };
 }
 
+interface Arguments {
+  input: unknown;
+  bindings: Record<string, unknown>;
+  /** What a result may share with: `$` and the bindings. */
+  sources: SharedSources;
+}
+
 /** The call's input and bindings, its execution's record put in where the pool left it out. */
-function argumentsOf(call: EvaluationCall): { input: unknown; bindings: Record<string, unknown> } {
+function argumentsOf(call: EvaluationCall): Arguments {
   const { context } = call;
-  if (!context) return { input: call.input, bindings: call.bindings };
-  let record: unknown;
-  if (context.record) {
-    record = deserialize(context.record.bytes);
-    if (context.record.keep) records.set(context.key, record);
-  } else if (records.has(context.key)) {
-    record = records.get(context.key);
-  } else {
+  let held: Held | undefined;
+  if (context?.record) {
+    held = { record: deserialize(context.record.bytes) };
+    if (context.record.keep) records.set(context.key, held);
+  } else if (context) {
+    held = records.get(context.key);
     // The pool's account says this worker holds it: a bug, not the expression's fault.
-    throw new Error(`execution context ${context.key} is not held by this worker`);
+    if (!held) throw new Error(`execution context ${context.key} is not held by this worker`);
   }
-  return {
-    input: context.asInput ? record : call.input,
-    bindings: context.asTrigger ? { ...call.bindings, trigger: record } : call.bindings,
+  const input = context?.asInput ? held?.record : call.input;
+  const bindings = context?.asTrigger ? { ...call.bindings, trigger: held?.record } : call.bindings;
+  const indexes = new Map<string, ValueIndex>();
+  const index = (root: string): ValueIndex | undefined => {
+    const isRecord = root === '$' ? context?.asInput : root === 'trigger' && context?.asTrigger;
+    if (isRecord && held) return (held.index ??= indexOf(held.record));
+    let made = indexes.get(root);
+    if (!made) {
+      made = indexOf(root === '$' ? input : bindings[root]);
+      indexes.set(root, made);
+    }
+    return made;
   };
+  return { input, bindings, sources: { roots: ['$', ...Object.keys(bindings)], index } };
 }
 
 /** A value structured clone cannot carry (a function in the result): as JSON would carry it. */
@@ -119,16 +147,25 @@ function sizeWithin(value: unknown, budget: number): number {
   return total;
 }
 
-/** The answer to post: the result, or the error when it is too big to carry. */
-function answer(call: EvaluationCall, value: unknown): EvaluationAnswer {
-  if (sizeWithin(value, call.maxResultBytes) > call.maxResultBytes) {
+/**
+ * The answer to post: the result (what it shares with the sources as references), or
+ * the error when what it carries is too big.
+ */
+function answer(call: EvaluationCall, value: unknown, sources: SharedSources): EvaluationAnswer {
+  const carried = withSharedRefs(value, sources);
+  if (sizeWithin(carried.value, call.maxResultBytes) > call.maxResultBytes) {
     return {
       id: call.id,
       held: records.size,
       error: { message: 'result too big', code: 'HG_EXPRESSION_RESULT' },
     };
   }
-  return { id: call.id, held: records.size, value };
+  return {
+    id: call.id,
+    held: records.size,
+    value: carried.value,
+    ...(carried.refs.length > 0 ? { refs: carried.refs } : {}),
+  };
 }
 
 /** The pool's end: the thread's port, or the IPC channel of a child process. */
@@ -155,20 +192,23 @@ port.on('message', (message: WorkerMessage) => {
   if (!('source' in message)) return;
   const call = message;
   let pending: Promise<unknown>;
+  let sources: SharedSources;
   try {
-    const { input, bindings } = argumentsOf(call);
-    pending = compiledOf(call).evaluate(input, bindings) as Promise<unknown>;
+    const args = argumentsOf(call);
+    sources = args.sources;
+    pending = compiledOf(call).evaluate(args.input, args.bindings) as Promise<unknown>;
   } catch (error) {
     port.postMessage(failure(call.id, error));
     return;
   }
   pending.then(
     (value) => {
-      const message = answer(call, value);
+      const message = answer(call, value, sources);
       try {
         port.postMessage(message);
       } catch {
-        // DataCloneError: a function in the result, left out as JSON leaves it out.
+        // DataCloneError: a function in the result, left out as JSON leaves it out (a copy
+        // of all of it: no references).
         port.postMessage({
           id: call.id,
           held: records.size,

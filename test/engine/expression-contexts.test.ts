@@ -235,6 +235,49 @@ describe('through an execution context', () => {
   }, 20_000);
 });
 
+describe('a result that shares values with the input or bindings', () => {
+  it('shares them in this process too: they come back as references, not copies', async () => {
+    const cache = workerCache();
+    const input = record('ada', 5000);
+    const node = { rows: [{ n: 1 }], total: 2 };
+    const bindings = { trigger: input, nodes: { a: node } };
+    const run = cache.forExecution(input);
+    try {
+      const merged = (await run.evaluate(
+        'w@1',
+        '$merge([$, { "ok": true }])',
+        input,
+        bindings,
+      )) as Record<string, unknown>;
+      expect(merged).toEqual({ ...input, ok: true });
+      expect(merged.body).toBe(input.body);
+      // From a node output as `$`, from $trigger, from $nodes, and the value itself.
+      const fromNode = (await run.evaluate(
+        'w@1',
+        '{ "r": rows, "c": $count(rows) }',
+        node,
+        bindings,
+      )) as Record<string, unknown>;
+      expect(fromNode).toEqual({ r: node.rows, c: 1 });
+      expect(fromNode.r).toBe(node.rows);
+      const parts = (await run.evaluate(
+        'w@1',
+        '{ "m": $trigger.metadata, "a": $nodes.a, "s": $string($trigger.body.name) }',
+        {},
+        bindings,
+      )) as Record<string, unknown>;
+      expect(parts).toEqual({ m: input.metadata, a: node, s: 'ada' });
+      expect(parts.m).toBe(input.metadata);
+      expect(parts.a).toBe(node);
+      await expect(run.evaluate('w@1', '$$.body ? $$ : null', input, bindings)).resolves.toBe(
+        input,
+      );
+    } finally {
+      run.end();
+    }
+  }, 20_000);
+});
+
 describe('an execution in the engine', () => {
   it('ends its context when it ends, succeeded or failed', async () => {
     const engine = new InProcessEngine({
