@@ -10,7 +10,7 @@
 
 /** What to tell the worker with a message, and to record once it was sent. */
 export interface ContextChange {
-  /** Kept from now on: the key and the bytes of its serialized record. */
+  /** Kept from now on: the key and the bytes of its record (as JSON). */
   keep?: { key: number; bytes: number };
   /** Forgotten from now on: evicted or ended. */
   drop: number[];
@@ -28,7 +28,7 @@ export class WorkerContexts {
     this.maxBytes = maxBytes;
   }
 
-  /** Contexts held, and their bytes (serialized). */
+  /** Contexts held, and their bytes (as JSON). */
   get size(): number {
     return this.#held.size;
   }

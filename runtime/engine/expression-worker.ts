@@ -6,7 +6,6 @@
 // limit is terminated by the pool. It holds the trigger records of the executions the
 // pool says (by context key), and lets go of them when the pool says. What its result
 // shares with its input and bindings goes back as references (expression-sharing.ts).
-import { deserialize } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import jsonata from 'jsonata';
 import { LinearRegExp } from '../../api/linear-regex.ts';
@@ -80,7 +79,7 @@ function argumentsOf(call: EvaluationCall): Arguments {
   const { context } = call;
   let held: Held | undefined;
   if (context?.record) {
-    held = { record: deserialize(context.record.bytes) };
+    held = { record: JSON.parse(context.record.json) as unknown };
     if (context.record.keep) records.set(context.key, held);
   } else if (context) {
     held = records.get(context.key);
