@@ -14,10 +14,11 @@
 //
 // Each twice (since 2026-11-28 (night), when the pool began to send a worker an
 // execution's trigger record once): `first`, every evaluation the first of its
-// execution (a context opened and ended around it, so the record goes each time: an
-// execution with one expression), and `again`, every evaluation one more of a single
-// execution (the record already in the worker: the second expression of an execution
-// and after). BENCH_EXPR_KINDS=first,again chooses.
+// execution (a context opened and ended around it, so the record, or the part of it the
+// expression reads, goes each time: an execution with one expression), and `again`,
+// every evaluation one more of a single execution (the record already in the worker
+// once an expression read all of it: the second expression of an execution and after).
+// BENCH_EXPR_KINDS=first,again chooses.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import jsonata from 'jsonata';
