@@ -10,6 +10,7 @@
 // repetition over 16 (`a{1,17}`). Admission (workflow-check.ts) and the engine's compile
 // (runtime/engine/expressions.ts) report such a pattern as an invalid expression.
 import { setFlagsFromString } from 'node:v8';
+import { treeObjects } from './jsonata-tree.ts';
 
 setFlagsFromString('--enable-experimental-regexp-engine');
 
@@ -242,21 +243,13 @@ export const LinearRegExp = function LinearRegExp(pattern: RegExp | string, flag
  * run in linear time, as a sentence; undefined when there is none.
  */
 export function nonLinearRegex(ast: unknown): string | undefined {
-  const seen = new Set<object>();
-  const pending: unknown[] = [ast];
-  while (pending.length > 0) {
-    const node = pending.pop();
-    if (node === null || typeof node !== 'object' || seen.has(node)) continue;
-    seen.add(node);
-    if (node instanceof RegExp) {
-      try {
-        linear(node.source, node.flags);
-      } catch {
-        return `regular expression /${node.source}/ cannot run in linear time (backreferences, lookahead and counted repetitions over 16 are not supported)`;
-      }
-      continue;
+  for (const node of treeObjects(ast)) {
+    if (!(node instanceof RegExp)) continue;
+    try {
+      linear(node.source, node.flags);
+    } catch {
+      return `regular expression /${node.source}/ cannot run in linear time (backreferences, lookahead and counted repetitions over 16 are not supported)`;
     }
-    for (const value of Object.values(node)) pending.push(value);
   }
   return undefined;
 }

@@ -22,6 +22,7 @@
 // anywhere, a focus or index binding (`@$x`, `#$i`: tuple streams keep contexts across
 // steps), `$eval`, or a node type this file does not know.
 import type jsonata from 'jsonata';
+import { treeObjects } from '../../api/jsonata-tree.ts';
 
 /** The parts of an input an expression reads: each name, with all under it or some. */
 export type InputFields = ReadonlyMap<string, InputFields | 'all'>;
@@ -39,19 +40,13 @@ export const EVERYTHING: ExpressionNeeds = { bindings: 'all', input: 'all' };
 /** The names of the variables an expression refers to or defines, `$` and `$$` left out. */
 function variablesOf(ast: jsonata.ExprNode): Set<string> {
   const names = new Set<string>();
-  const seen = new Set<object>();
-  const pending: unknown[] = [ast];
-  while (pending.length > 0) {
-    const node = pending.pop();
-    if (node === null || typeof node !== 'object' || seen.has(node)) continue;
-    seen.add(node);
+  for (const node of treeObjects(ast)) {
     if (node instanceof RegExp) continue;
     const { type, value } = node as { type?: unknown; value?: unknown };
     // `$` is the variable '' and `$$` the variable '$' (the input, not a binding).
     if (type === 'variable' && typeof value === 'string' && value !== '' && value !== '$') {
       names.add(value);
     }
-    for (const child of Object.values(node)) pending.push(child);
   }
   return names;
 }
