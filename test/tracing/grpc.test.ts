@@ -21,7 +21,7 @@ import {
   type Downstream,
   type TracedRuntime,
 } from '../support/traced-runtime.ts';
-import { one, traceOf, tracingConfig } from '../support/tracing.ts';
+import { expectCallsTrace, one, traceOf, tracingConfig } from '../support/tracing.ts';
 
 const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const CALLER_SPAN = 'b7ad6b7169203331';
@@ -114,38 +114,7 @@ describe('OTLP/gRPC export', () => {
     expect(otlp.metadata.length).toBeGreaterThan(0);
     expect(otlp.metadata[0]?.['user-agent']).toMatch(/^OTel-OTLP-Exporter-JavaScript\/0\.301\./);
 
-    const server = one(spans, (s) => s.kind === SPAN_KIND.server);
-    expect(server.name).toBe(`POST ${wf}calls/keyed`);
-    expect(server.parentSpanId).toBe(CALLER_SPAN);
-    expect(server.spanId).toMatch(/^[0-9a-f]{16}$/);
-    expect(server.status.code).toBe(STATUS.unset);
-    expect(server.attributes).toMatchObject({
-      'http.request.method': 'POST',
-      'http.route': `${wf}calls/keyed`,
-      'url.path': `${wf}calls/keyed`,
-      'http.response.status_code': 200,
-      'hookgate.trigger.name': 'keyed',
-      'hookgate.workflow.id': 'default_production_calls',
-    });
-    expect(server.resource['service.name']).toBe('hookgate-dev');
-
-    const execution = one(spans, (s) => s.name === 'execute default_production_calls');
-    expect(execution.parentSpanId).toBe(server.spanId);
-    expect(execution.attributes).toMatchObject({
-      'hookgate.execution.id': server.attributes['hookgate.execution.id'],
-      'hookgate.execution.attempt': 1,
-    });
-    const nodes = spans.filter((s) => s.parentSpanId === execution.spanId);
-    expect(nodes.map((s) => s.name).sort()).toEqual(['http notify', 'transform shape']);
-    const client = one(spans, (s) => s.kind === SPAN_KIND.client);
-    expect(client.parentSpanId).toBe(one(nodes, (s) => s.name === 'http notify').spanId);
-    expect(client.attributes).toMatchObject({
-      'http.request.method': 'POST',
-      'http.response.status_code': 200,
-      'url.full': `${downstream.url}/REDACTED`,
-      'server.port': downstream.port,
-      'hookgate.outbound.purpose': 'http-node',
-    });
+    expectCallsTrace(spans, { wf, callerSpan: CALLER_SPAN, downstream });
   });
 
   it('redacts as over HTTP: path parameters, outbound paths and failure messages carry no secret', async () => {
